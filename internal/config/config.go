@@ -1,0 +1,220 @@
+// Package config loads and validates shotflow's configuration from the environment.
+package config
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/url"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+	"github.com/go-playground/validator/v10"
+)
+
+// Config is every setting of every shotflow process. Each field is read from the environment
+// variable named in its env tag; the README lists them all.
+type Config struct {
+	// HTTPAddr is the listen address of the HTTP API.
+	HTTPAddr string `env:"HTTP_ADDR" envDefault:":8080" validate:"required,hostname_port|startswith=:"`
+	// PublicBaseURL is the URL clients use to reach the API; signed upload and download URLs start with it.
+	PublicBaseURL string `env:"PUBLIC_BASE_URL" envDefault:"http://localhost:8080" validate:"required,http_url"`
+	// DocsURL is where error doc_url links point; empty means PublicBaseURL + "/docs".
+	DocsURL string `env:"DOCS_URL" validate:"omitempty,http_url"`
+
+	// DatabaseURL selects the database: postgres://… or sqlite://path/to/file.db.
+	DatabaseURL string `env:"DATABASE_URL" envDefault:"sqlite://.data/shotflow.db" validate:"required,database_url"`
+	// DatabaseMaxOpenConns caps the connection pool (Postgres; SQLite always uses one writer).
+	DatabaseMaxOpenConns int `env:"DATABASE_MAX_OPEN_CONNS" envDefault:"20" validate:"min=1,max=1000"`
+
+	// TemporalAddress is the host:port of the Temporal frontend.
+	TemporalAddress string `env:"TEMPORAL_ADDRESS" envDefault:"127.0.0.1:7233" validate:"required,hostname_port"`
+	// TemporalNamespace is the Temporal namespace of every shotflow workflow.
+	TemporalNamespace string `env:"TEMPORAL_NAMESPACE" envDefault:"default" validate:"required"`
+	// TemporalTaskQueue is the task queue shared by the API (starter) and the workers.
+	TemporalTaskQueue string `env:"TEMPORAL_TASK_QUEUE" envDefault:"shotflow" validate:"required"`
+	// TemporalUIURL is the base URL of the Temporal Web UI, used in operator links.
+	TemporalUIURL string `env:"TEMPORAL_UI_URL" envDefault:"http://localhost:8233" validate:"required,http_url"`
+
+	// BlobURL is the gocloud.dev bucket URL for uploads and generated files (file:///dir or s3://bucket?…).
+	BlobURL string `env:"BLOB_URL" envDefault:"file://.data/blobs" validate:"required,blob_url"`
+	// SecretKey is the base64 master key for signed URLs and secrets encrypted at rest (32 bytes).
+	SecretKey string `env:"SECRET_KEY" validate:"omitempty,secret_key"`
+
+	// DownloadURLTTL is how long a signed download URL stays valid (the spec asks for at least 7 days).
+	DownloadURLTTL time.Duration `env:"DOWNLOAD_URL_TTL" envDefault:"168h" validate:"min=168h"`
+	// UploadURLTTL is how long a presigned upload URL accepts the PUT.
+	UploadURLTTL time.Duration `env:"UPLOAD_URL_TTL" envDefault:"2h" validate:"min=1m,max=24h"`
+
+	// RateLimitPerMinute is the default request limit of a new installation's key.
+	RateLimitPerMinute int `env:"RATE_LIMIT_PER_MINUTE" envDefault:"60" validate:"min=1,max=100000"`
+	// RedisURL, when set, shares rate-limit budgets between several API processes.
+	RedisURL string `env:"REDIS_URL" validate:"omitempty,url"`
+
+	// WorkerActivityConcurrency caps concurrent activity executions per worker process.
+	WorkerActivityConcurrency int `env:"WORKER_ACTIVITY_CONCURRENCY" envDefault:"16" validate:"min=1,max=1000"`
+	// RenderLongEdge is the long edge in pixels of images the local generator renders.
+	RenderLongEdge int `env:"RENDER_LONG_EDGE" envDefault:"1024" validate:"min=64,max=4096"`
+
+	// LogLevel is the minimum zap level: debug, info, warn or error.
+	LogLevel string `env:"LOG_LEVEL" envDefault:"info" validate:"oneof=debug info warn error"`
+	// LogFormat is json (production) or console (readable, the dev default).
+	LogFormat string `env:"LOG_FORMAT" envDefault:"json" validate:"oneof=json console"`
+	// ShutdownTimeout bounds how long a process drains HTTP requests and running activities on SIGTERM.
+	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"15s" validate:"min=1s,max=10m"`
+
+	// DataDir is where `shotflow dev` keeps its SQLite files, blobs, secret key and credentials.
+	DataDir string `env:"DATA_DIR" envDefault:".data" validate:"required"`
+	// TemporalCLIPath is the Temporal CLI binary that `shotflow dev` runs as its dev server.
+	TemporalCLIPath string `env:"TEMPORAL_CLI_PATH" envDefault:"bin/temporal" validate:"required"`
+	// DevTemporalPort is the frontend port of the dev server that `shotflow dev` starts.
+	DevTemporalPort int `env:"DEV_TEMPORAL_PORT" envDefault:"7233" validate:"min=1,max=65535"`
+	// DevTemporalUIPort is the Web UI port of that dev server.
+	DevTemporalUIPort int `env:"DEV_TEMPORAL_UI_PORT" envDefault:"8233" validate:"min=1,max=65535"`
+	// DevSeedCredits is the credit balance of the demo account `shotflow dev` creates.
+	DevSeedCredits int64 `env:"DEV_SEED_CREDITS" envDefault:"1000" validate:"min=0"`
+}
+
+// Load reads the configuration from the environment and validates it. The error names the
+// offending variable.
+func Load() (Config, error) {
+	return LoadFrom(nil)
+}
+
+// LoadFrom is Load over an explicit environment (nil means the process environment).
+func LoadFrom(environ map[string]string) (Config, error) {
+	var c Config
+	opts := env.Options{}
+	if environ != nil {
+		opts.Environment = environ
+	}
+	if err := env.ParseWithOptions(&c, opts); err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// Validate checks every field and reports the first problems by variable name.
+func (c Config) Validate() error {
+	err := validate.Struct(c)
+	if err == nil {
+		return nil
+	}
+	var verrs validator.ValidationErrors
+	if !errors.As(err, &verrs) {
+		return fmt.Errorf("config: %w", err)
+	}
+	msgs := make([]string, 0, len(verrs))
+	for _, fe := range verrs {
+		msgs = append(msgs, fmt.Sprintf("%s=%q is invalid (%s)", fe.Field(), fmt.Sprint(fe.Value()), describe(fe)))
+	}
+	return fmt.Errorf("config: %s", strings.Join(msgs, "; "))
+}
+
+// EffectiveDocsURL is the base of error documentation links.
+func (c Config) EffectiveDocsURL() string {
+	if c.DocsURL != "" {
+		return strings.TrimRight(c.DocsURL, "/")
+	}
+	return strings.TrimRight(c.PublicBaseURL, "/") + "/docs"
+}
+
+// SecretKeyBytes decodes SecretKey; it is empty when the key is not set.
+func (c Config) SecretKeyBytes() []byte {
+	if c.SecretKey == "" {
+		return nil
+	}
+	b, _ := decodeKey(c.SecretKey)
+	return b
+}
+
+// DatabaseDialect is "postgres" or "sqlite", from DatabaseURL.
+func (c Config) DatabaseDialect() string {
+	if strings.HasPrefix(c.DatabaseURL, "sqlite:") {
+		return "sqlite"
+	}
+	return "postgres"
+}
+
+func describe(fe validator.FieldError) string {
+	switch fe.Tag() {
+	case "required":
+		return "must be set"
+	case "min", "max":
+		return fmt.Sprintf("%s %s", fe.Tag(), fe.Param())
+	case "oneof":
+		return "one of " + fe.Param()
+	case "database_url":
+		return "postgres://… or sqlite://path"
+	case "blob_url":
+		return "file:///dir, file://relative/dir, s3://bucket?… , gs://… or mem://"
+	case "secret_key":
+		return "base64 of at least 32 bytes"
+	case "http_url":
+		return "an http(s) URL"
+	case "hostname_port|startswith=:":
+		return "host:port or :port"
+	}
+	return fe.Tag()
+}
+
+var validate = newValidator()
+
+func newValidator() *validator.Validate {
+	v := validator.New(validator.WithRequiredStructEnabled())
+	v.RegisterTagNameFunc(func(f reflect.StructField) string {
+		name, _, _ := strings.Cut(f.Tag.Get("env"), ",")
+		return name
+	})
+	mustRegister(v, "database_url", func(fl validator.FieldLevel) bool {
+		s := fl.Field().String()
+		if strings.HasPrefix(s, "sqlite://") {
+			return len(s) > len("sqlite://")
+		}
+		u, err := url.Parse(s)
+		return err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") && u.Host != ""
+	})
+	mustRegister(v, "blob_url", func(fl validator.FieldLevel) bool {
+		u, err := url.Parse(fl.Field().String())
+		if err != nil {
+			return false
+		}
+		switch u.Scheme {
+		case "file":
+			return u.Host != "" || u.Path != ""
+		case "s3", "gs", "azblob":
+			return u.Host != ""
+		case "mem":
+			return true
+		}
+		return false
+	})
+	mustRegister(v, "secret_key", func(fl validator.FieldLevel) bool {
+		_, err := decodeKey(fl.Field().String())
+		return err == nil
+	})
+	return v
+}
+
+func mustRegister(v *validator.Validate, tag string, fn validator.Func) {
+	if err := v.RegisterValidation(tag, fn); err != nil {
+		panic(err)
+	}
+}
+
+func decodeKey(s string) ([]byte, error) {
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if b, err := enc.DecodeString(s); err == nil {
+			if len(b) < 32 {
+				return nil, errors.New("secret key shorter than 32 bytes")
+			}
+			return b, nil
+		}
+	}
+	return nil, errors.New("secret key is not base64")
+}

@@ -1,0 +1,121 @@
+package models
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// ErrInsufficientCredits is returned when an account's available balance cannot cover a reservation.
+var ErrInsufficientCredits = errors.New("insufficient credits")
+
+// GrantCredits adds amount credits to an account's balance with a grant ledger entry.
+func GrantCredits(db *gorm.DB, accountID string, amount int64, note string) error {
+	if amount <= 0 {
+		return fmt.Errorf("grant amount must be positive, got %d", amount)
+	}
+	return db.Transaction(func(tx *gorm.DB) error {
+		res := tx.Model(&Account{}).Where("id = ?", accountID).Updates(map[string]any{
+			"credit_balance": gorm.Expr("credit_balance + ?", amount),
+			"updated_at":     time.Now().UTC(),
+		})
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return ErrNotFound
+		}
+		return tx.Create(&LedgerEntry{
+			ID: NewID(), AccountID: accountID, Kind: LedgerGrant,
+			BalanceDelta: amount, Note: note, CreatedAt: time.Now().UTC(),
+		}).Error
+	})
+}
+
+// ReserveForJobs holds the cost of every job of a new order, inside the caller's transaction. The
+// balance moves with one conditional UPDATE, so concurrent orders can never overdraw the account.
+func ReserveForJobs(tx *gorm.DB, accountID, orderID string, jobs []Job) (int64, error) {
+	var total int64
+	for _, j := range jobs {
+		total += j.CreditCost
+	}
+	if total > 0 {
+		res := tx.Model(&Account{}).
+			Where("id = ? AND credit_balance >= ?", accountID, total).
+			Updates(map[string]any{
+				"credit_balance":   gorm.Expr("credit_balance - ?", total),
+				"credits_reserved": gorm.Expr("credits_reserved + ?", total),
+				"updated_at":       time.Now().UTC(),
+			})
+		if res.Error != nil {
+			return 0, res.Error
+		}
+		if res.RowsAffected == 0 {
+			return 0, ErrInsufficientCredits
+		}
+	}
+	now := time.Now().UTC()
+	entries := make([]LedgerEntry, 0, len(jobs))
+	for i := range jobs {
+		j := &jobs[i]
+		entries = append(entries, LedgerEntry{
+			ID: NewID(), AccountID: accountID, OrderID: &orderID, JobID: &j.ID, Run: j.Run,
+			Kind: LedgerReserve, BalanceDelta: -j.CreditCost, ReservedDelta: j.CreditCost, CreatedAt: now,
+		})
+	}
+	if len(entries) > 0 {
+		if err := tx.CreateInBatches(entries, 200).Error; err != nil {
+			return 0, err
+		}
+	}
+	return total, nil
+}
+
+// settle records the consume or release of one job run's reservation. It returns false when that
+// run was already settled, so replays of the calling activity never move credits twice.
+func settle(tx *gorm.DB, j *Job, kind string) (bool, error) {
+	entry := LedgerEntry{
+		ID: NewID(), AccountID: j.AccountID, OrderID: &j.OrderID, JobID: &j.ID, Run: j.Run,
+		Kind: kind, ReservedDelta: -j.CreditCost, CreatedAt: time.Now().UTC(),
+	}
+	if kind == LedgerRelease {
+		entry.BalanceDelta = j.CreditCost
+	}
+	res := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&entry)
+	if res.Error != nil {
+		return false, res.Error
+	}
+	if res.RowsAffected == 0 {
+		return false, nil
+	}
+	accountUpdate := map[string]any{
+		"credits_reserved": gorm.Expr("credits_reserved - ?", j.CreditCost),
+		"updated_at":       time.Now().UTC(),
+	}
+	orderColumn := "credits_consumed"
+	if kind == LedgerRelease {
+		accountUpdate["credit_balance"] = gorm.Expr("credit_balance + ?", j.CreditCost)
+		orderColumn = "credits_released"
+	}
+	res = tx.Model(&Account{}).Where("id = ? AND credits_reserved >= ?", j.AccountID, j.CreditCost).Updates(accountUpdate)
+	if res.Error != nil {
+		return false, res.Error
+	}
+	if res.RowsAffected == 0 {
+		return false, fmt.Errorf("account %s holds less reserved credit than job %s run %d settles", j.AccountID, j.ID, j.Run)
+	}
+	err := tx.Model(&Order{}).Where("id = ?", j.OrderID).
+		Update(orderColumn, gorm.Expr(orderColumn+" + ?", j.CreditCost)).Error
+	return true, err
+}
+
+// LedgerSums returns the sums of balance and reserved deltas over an account's ledger.
+func LedgerSums(db *gorm.DB, accountID string) (balance, reserved int64, err error) {
+	var row struct{ B, R int64 }
+	err = db.Raw(`SELECT COALESCE(SUM(balance_delta),0) AS b, COALESCE(SUM(reserved_delta),0) AS r
+		FROM credit_ledger WHERE account_id = ?`, accountID).Scan(&row).Error
+	return row.B, row.R, err
+}

@@ -1,0 +1,180 @@
+package models
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// ErrJobNotRunnable is returned when a job asked to start an attempt is already terminal.
+var ErrJobNotRunnable = errors.New("job is not runnable")
+
+// outputNamespace derives stable output asset IDs, so a retried completion inserts nothing new.
+var outputNamespace = uuid.MustParse("6f1c9a56-2b0e-4d8e-9a57-5d0c1f3f7a10")
+
+// OutputAssetID is the ID of output number pos of a job run.
+func OutputAssetID(jobID string, run, pos int) string {
+	return uuid.NewSHA1(outputNamespace, fmt.Appendf(nil, "%s/%d/%d", jobID, run, pos)).String()
+}
+
+// OutputBlobKey is where output number pos of a job run is stored.
+func OutputBlobKey(j *Job, pos int, ext string) string {
+	return fmt.Sprintf("outputs/%s/%s/%d-%d%s", j.AccountID, j.ID, j.Run, pos, ext)
+}
+
+// GetJob loads a job by ID.
+func GetJob(db *gorm.DB, id string) (*Job, error) {
+	var j Job
+	if err := db.Where("id = ?", id).Take(&j).Error; err != nil {
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return nil, ErrNotFound
+		}
+		return nil, err
+	}
+	return &j, nil
+}
+
+// JobOutputs returns the generated files of a job's current run in position order.
+func JobOutputs(db *gorm.DB, jobIDs ...string) (map[string][]Asset, error) {
+	out := map[string][]Asset{}
+	if len(jobIDs) == 0 {
+		return out, nil
+	}
+	var assets []Asset
+	err := db.Where("kind = ? AND job_id IN ?", AssetKindOutput, jobIDs).Order("position").Find(&assets).Error
+	for _, a := range assets {
+		out[*a.JobID] = append(out[*a.JobID], a)
+	}
+	return out, err
+}
+
+// BeginAttempt moves a job to in_progress for attempt number attempt of its current run.
+func BeginAttempt(db *gorm.DB, jobID string, run, attempt int) (*Job, error) {
+	now := time.Now().UTC()
+	res := db.Model(&Job{}).
+		Where("id = ? AND run = ? AND status IN ?", jobID, run, []string{JobPending, JobRetryPending, JobInProgress}).
+		Updates(map[string]any{
+			"status":        JobInProgress,
+			"attempt_count": attempt,
+			"started_at":    gorm.Expr("COALESCE(started_at, ?)", now),
+			"updated_at":    now,
+		})
+	if res.Error != nil {
+		return nil, res.Error
+	}
+	if res.RowsAffected == 0 {
+		return nil, ErrJobNotRunnable
+	}
+	return GetJob(db, jobID)
+}
+
+// MarkRetryPending records a failed attempt that will be retried.
+func MarkRetryPending(db *gorm.DB, jobID string, run int, category, hint, detail string) error {
+	return db.Model(&Job{}).
+		Where("id = ? AND run = ? AND status IN ?", jobID, run, []string{JobPending, JobInProgress, JobRetryPending}).
+		Updates(map[string]any{
+			"status":         JobRetryPending,
+			"error_category": category,
+			"error_hint":     hint,
+			"error_detail":   detail,
+			"updated_at":     time.Now().UTC(),
+		}).Error
+}
+
+// CompleteJob marks a job run completed with its outputs, consumes its reservation and updates
+// the order's counters, all in one transaction. A repeated call changes nothing.
+func CompleteJob(db *gorm.DB, jobID string, run int, outputs []Asset) error {
+	return db.Transaction(func(tx *gorm.DB) error {
+		j, ok, err := finish(tx, jobID, run, JobCompleted, map[string]any{
+			"error_category": nil, "error_hint": nil,
+		})
+		if err != nil || !ok {
+			return err
+		}
+		if len(outputs) > 0 {
+			if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&outputs).Error; err != nil {
+				return err
+			}
+		}
+		if _, err := settle(tx, j, LedgerConsume); err != nil {
+			return err
+		}
+		return bumpOrder(tx, j.OrderID, "jobs_completed")
+	})
+}
+
+// EndJob moves a job run to a terminal status other than completed (failed, cancelled or expired),
+// releases its reservation and updates the order's counters in one transaction. It returns false
+// when the job was already terminal.
+func EndJob(db *gorm.DB, jobID string, run int, status, category, hint, detail string) (bool, error) {
+	counter := map[string]string{JobFailed: "jobs_failed", JobCancelled: "jobs_cancelled", JobExpired: "jobs_expired"}[status]
+	if counter == "" {
+		return false, fmt.Errorf("EndJob: %q is not a failure status", status)
+	}
+	ended := false
+	err := db.Transaction(func(tx *gorm.DB) error {
+		extra := map[string]any{"error_detail": detail}
+		if category != "" {
+			extra["error_category"] = category
+			extra["error_hint"] = hint
+		}
+		j, ok, err := finish(tx, jobID, run, status, extra)
+		if err != nil || !ok {
+			return err
+		}
+		ended = true
+		if _, err := settle(tx, j, LedgerRelease); err != nil {
+			return err
+		}
+		return bumpOrder(tx, j.OrderID, counter)
+	})
+	return ended, err
+}
+
+// finish moves a non-terminal job run to a terminal status; ok is false if it was already terminal.
+func finish(tx *gorm.DB, jobID string, run int, status string, extra map[string]any) (*Job, bool, error) {
+	now := time.Now().UTC()
+	fields := map[string]any{"status": status, "completed_at": now, "updated_at": now}
+	for k, v := range extra {
+		fields[k] = v
+	}
+	res := tx.Model(&Job{}).
+		Where("id = ? AND run = ? AND status NOT IN ?", jobID, run, []string{JobCompleted, JobFailed, JobCancelled, JobExpired}).
+		Updates(fields)
+	if res.Error != nil {
+		return nil, false, res.Error
+	}
+	if res.RowsAffected == 0 {
+		if _, err := GetJob(tx, jobID); err != nil {
+			return nil, false, err
+		}
+		return nil, false, nil
+	}
+	j, err := GetJob(tx, jobID)
+	return j, err == nil, err
+}
+
+// bumpOrder increments one job counter of an order and, once every job is terminal, sets the
+// order's final status: completed when at least one job completed, cancelled when every job was
+// cancelled, failed otherwise (docs/job-states.md).
+func bumpOrder(tx *gorm.DB, orderID, counter string) error {
+	now := time.Now().UTC()
+	if err := tx.Model(&Order{}).Where("id = ?", orderID).Updates(map[string]any{
+		counter:      gorm.Expr(counter + " + 1"),
+		"updated_at": now,
+	}).Error; err != nil {
+		return err
+	}
+	return tx.Exec(`UPDATE orders SET
+		status = CASE
+			WHEN jobs_completed > 0 THEN ?
+			WHEN jobs_cancelled = jobs_total THEN ?
+			ELSE ? END,
+		completed_at = ?
+		WHERE id = ? AND status = ? AND jobs_completed + jobs_failed + jobs_cancelled + jobs_expired >= jobs_total`,
+		OrderCompleted, OrderCancelled, OrderFailed, now, orderID, OrderInProgress).Error
+}

@@ -1,0 +1,126 @@
+package models
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// Key prefixes: the kind of a key can be told from its first characters.
+const (
+	PluginKeyPrefix   = "pk_live_"
+	ExternalKeyPrefix = "mk_live_"
+)
+
+// PluginScopes are the scopes a new plugin installation key gets by default (plugin-api-v1.md).
+var PluginScopes = []string{
+	"plugin.jobs:write", "plugin.jobs:read", "plugin.assets:write", "plugin.installations.manage",
+	"plugin.webhooks:manage", "plugin.presets:read", "plugin.catalog:read", "plugin.catalog:write",
+}
+
+// ExternalScopes are the scopes a new external content key gets by default.
+var ExternalScopes = []string{"content.register", "content.read"}
+
+// ErrInvalidKey is returned for a key that is malformed, unknown, revoked or expired.
+var ErrInvalidKey = errors.New("invalid API key")
+
+// IssuedKey is a freshly created key: Secret is the full key string, shown once.
+type IssuedKey struct {
+	Key    APIKey
+	Secret string
+}
+
+// IssueKey creates a key of the given kind and returns its full secret form
+// (<prefix><keyId>.<secret>); only a hash of the secret part is stored.
+func IssueKey(db *gorm.DB, kind, accountID string, installationID *string, name string, scopes []string, expiresAt *time.Time) (*IssuedKey, error) {
+	idBytes := make([]byte, 8)
+	secretBytes := make([]byte, 32)
+	if _, err := rand.Read(idBytes); err != nil {
+		return nil, err
+	}
+	if _, err := rand.Read(secretBytes); err != nil {
+		return nil, err
+	}
+	keyID := hex.EncodeToString(idBytes)
+	secret := base64.RawURLEncoding.EncodeToString(secretBytes)
+	prefix := PluginKeyPrefix
+	if kind == KeyKindExternal {
+		prefix = ExternalKeyPrefix
+	}
+	k := APIKey{
+		ID: keyID, Kind: kind, AccountID: accountID, InstallationID: installationID, Name: name,
+		SecretHash: hashSecret(secret), Scopes: strings.Join(scopes, " "), ExpiresAt: expiresAt,
+		CreatedAt: time.Now().UTC(),
+	}
+	if err := db.Create(&k).Error; err != nil {
+		return nil, err
+	}
+	return &IssuedKey{Key: k, Secret: prefix + keyID + "." + secret}, nil
+}
+
+// ParseKey splits a full key string into its kind, key ID and secret.
+func ParseKey(full string) (kind, keyID, secret string, ok bool) {
+	switch {
+	case strings.HasPrefix(full, PluginKeyPrefix):
+		kind, full = KeyKindPlugin, full[len(PluginKeyPrefix):]
+	case strings.HasPrefix(full, ExternalKeyPrefix):
+		kind, full = KeyKindExternal, full[len(ExternalKeyPrefix):]
+	default:
+		return "", "", "", false
+	}
+	keyID, secret, ok = strings.Cut(full, ".")
+	if !ok || len(keyID) != 16 || secret == "" || len(secret) > 128 {
+		return "", "", "", false
+	}
+	return kind, keyID, secret, true
+}
+
+// AuthenticateKey returns the live key of the given kind that full names, or ErrInvalidKey.
+func AuthenticateKey(db *gorm.DB, kind, full string, now time.Time) (*APIKey, error) {
+	k, id, secret, ok := ParseKey(full)
+	if !ok || k != kind {
+		return nil, ErrInvalidKey
+	}
+	var key APIKey
+	if err := db.Where("id = ? AND kind = ?", id, kind).Take(&key).Error; err != nil {
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return nil, ErrInvalidKey
+		}
+		return nil, err
+	}
+	if subtle.ConstantTimeCompare([]byte(key.SecretHash), []byte(hashSecret(secret))) != 1 {
+		return nil, ErrInvalidKey
+	}
+	if key.RevokedAt != nil || (key.ExpiresAt != nil && !now.Before(*key.ExpiresAt)) {
+		return nil, ErrInvalidKey
+	}
+	return &key, nil
+}
+
+// RevokeKey revokes a key by its ID; revoking twice is not an error.
+func RevokeKey(db *gorm.DB, keyID string) error {
+	res := db.Model(&APIKey{}).Where("id = ?", keyID).
+		Update("revoked_at", gorm.Expr("COALESCE(revoked_at, ?)", time.Now().UTC()))
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// ScopeList returns the key's scopes.
+func (k *APIKey) ScopeList() []string { return strings.Fields(k.Scopes) }
+
+func hashSecret(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(sum[:])
+}

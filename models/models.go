@@ -1,0 +1,279 @@
+// Package models holds shotflow's gorm models, their stores, the schema migrations and the seed
+// reference data. The database is the catalog, the credit ledger and the read model of orders and jobs.
+package models
+
+import (
+	"database/sql/driver"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// JSON is a JSON document column (JSONB on Postgres, TEXT on SQLite).
+type JSON json.RawMessage
+
+// Value stores the document as text.
+func (j JSON) Value() (driver.Value, error) {
+	if len(j) == 0 {
+		return "null", nil
+	}
+	return string(j), nil
+}
+
+// Scan reads the document from text or bytes.
+func (j *JSON) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		*j = nil
+	case []byte:
+		*j = append((*j)[:0], v...)
+	case string:
+		*j = JSON(v)
+	default:
+		return fmt.Errorf("models.JSON: cannot scan %T", src)
+	}
+	return nil
+}
+
+// MarshalJSON returns the document itself.
+func (j JSON) MarshalJSON() ([]byte, error) {
+	if len(j) == 0 {
+		return []byte("null"), nil
+	}
+	return j, nil
+}
+
+// Account is a customer: it owns installations, keys, products and one credit balance.
+type Account struct {
+	ID              string `gorm:"primaryKey"`
+	Name            string
+	Plan            string
+	CreditBalance   int64 // credits available for new reservations
+	CreditsReserved int64 // credits held by jobs that have not settled yet
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+}
+
+// Installation is one merchant shop plugin installed against an account.
+type Installation struct {
+	ID                       string `gorm:"primaryKey"`
+	AccountID                string
+	Name                     string
+	CallbackURL              string
+	WebhookSecretEnc         string // the HMAC secret, encrypted at rest
+	PreviousWebhookSecretEnc string
+	PreviousSecretValidUntil *time.Time
+	RateLimitPerMin          int
+	Status                   string
+	CreatedAt                time.Time
+	UpdatedAt                time.Time
+}
+
+// API key kinds.
+const (
+	KeyKindPlugin   = "plugin"
+	KeyKindExternal = "external"
+)
+
+// APIKey is a credential; only the SHA-256 of its secret is stored.
+type APIKey struct {
+	ID             string `gorm:"primaryKey"`
+	Kind           string
+	AccountID      string
+	InstallationID *string
+	Name           string
+	SecretHash     string
+	Scopes         string // space-separated
+	ExpiresAt      *time.Time
+	RevokedAt      *time.Time
+	LastUsedAt     *time.Time
+	CreatedAt      time.Time
+}
+
+// Product is a merchant product in the catalog, identified by the merchant's external_ref.
+type Product struct {
+	ID             string `gorm:"primaryKey"`
+	AccountID      string
+	InstallationID *string
+	ExternalRef    string
+	DisplayName    string
+	SKU            string `gorm:"column:sku"`
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	DeletedAt      *time.Time
+}
+
+// Asset kinds and statuses.
+const (
+	AssetKindUpload = "upload"
+	AssetKindOutput = "output"
+
+	AssetAwaitingUpload = "awaiting_upload"
+	AssetReady          = "ready"
+)
+
+// Asset is a stored file: an upload from a client or a generated output of a job.
+type Asset struct {
+	ID              string `gorm:"primaryKey"`
+	AccountID       string
+	InstallationID  *string
+	Kind            string
+	Status          string
+	Filename        string
+	ContentType     string
+	SizeBytes       int64
+	BlobKey         string
+	Width           int
+	Height          int
+	SHA256          string `gorm:"column:sha256"`
+	JobID           *string
+	Position        int
+	UploadExpiresAt *time.Time
+	PurgedAt        *time.Time
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+}
+
+// Voting values of packshots and jobs.
+const (
+	VotingPending  = "pending"
+	VotingAccepted = "accepted"
+	VotingRejected = "rejected"
+)
+
+// Packshot is a product image on a plain background; approved ones feed photo sessions.
+type Packshot struct {
+	ID             string `gorm:"primaryKey"`
+	AccountID      string
+	InstallationID *string
+	ProductID      string
+	AssetID        string
+	ExternalRef    string
+	SourceImageRef string
+	Voting         string
+	VotingAt       *time.Time
+	JobID          *string
+	CreatedAt      time.Time
+	DeletedAt      *time.Time
+}
+
+// Order statuses.
+const (
+	OrderInProgress = "in_progress"
+	OrderCompleted  = "completed"
+	OrderFailed     = "failed"
+	OrderCancelled  = "cancelled"
+)
+
+// Order APIs: which façade accepted the order.
+const (
+	APIPlugin   = "plugin"
+	APIExternal = "external"
+)
+
+// Order groups the jobs of one generation request; it runs as one OrderWorkflow.
+type Order struct {
+	ID                string `gorm:"primaryKey"`
+	AccountID         string
+	InstallationID    *string
+	API               string `gorm:"column:api"`
+	JobType           string
+	SessionConfig     JSON
+	Status            string
+	JobsTotal         int
+	JobsCompleted     int
+	JobsFailed        int
+	JobsCancelled     int
+	JobsExpired       int
+	CreditsReserved   int64
+	CreditsConsumed   int64
+	CreditsReleased   int64
+	CorrelationID     string
+	SourceOrderID     *string
+	WorkflowStartedAt *time.Time
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
+	CompletedAt       *time.Time
+}
+
+// Job types.
+const (
+	JobTypePhotoShoot = "photo_shoot"
+	JobTypePackshot   = "packshot"
+)
+
+// Job statuses: one state machine for both APIs (docs/job-states.md).
+const (
+	JobPending      = "pending"
+	JobInProgress   = "in_progress"
+	JobRetryPending = "retry_pending"
+	JobCompleted    = "completed"
+	JobFailed       = "failed"
+	JobCancelled    = "cancelled"
+	JobExpired      = "expired"
+)
+
+// IsTerminalJobStatus reports whether a job in status s will never change again on its own.
+func IsTerminalJobStatus(s string) bool {
+	switch s {
+	case JobCompleted, JobFailed, JobCancelled, JobExpired:
+		return true
+	}
+	return false
+}
+
+// Job is one generated asset of an order; it runs as one JobWorkflow.
+type Job struct {
+	ID             string `gorm:"primaryKey"`
+	OrderID        string
+	AccountID      string
+	InstallationID *string
+	JobType        string
+	Position       int
+	ProductID      *string
+	ProductRef     string
+	ProductLabel   string
+	PackshotID     *string
+	InputAssetID   *string
+	AIModel        string `gorm:"column:ai_model"`
+	AspectRatio    string
+	CreditCost     int64
+	Run            int
+	Status         string
+	AttemptCount   int
+	ErrorCategory  *string
+	ErrorHint      *string
+	ErrorDetail    string
+	Voting         string
+	VotingAt       *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	StartedAt      *time.Time
+	CompletedAt    *time.Time
+}
+
+// Ledger movement kinds.
+const (
+	LedgerGrant   = "grant"
+	LedgerReserve = "reserve"
+	LedgerConsume = "consume"
+	LedgerRelease = "release"
+)
+
+// LedgerEntry is one credit movement. The account's balance is the sum of BalanceDelta and its
+// reserved amount the sum of ReservedDelta over its entries.
+type LedgerEntry struct {
+	ID            string `gorm:"primaryKey"`
+	AccountID     string
+	OrderID       *string
+	JobID         *string
+	Run           int
+	Kind          string
+	BalanceDelta  int64
+	ReservedDelta int64
+	Note          string
+	CreatedAt     time.Time
+}
+
+// TableName is credit_ledger.
+func (LedgerEntry) TableName() string { return "credit_ledger" }

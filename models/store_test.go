@@ -1,0 +1,261 @@
+package models_test
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/shotflow/shotflow/internal/secrets"
+	"github.com/shotflow/shotflow/internal/testdb"
+	"github.com/shotflow/shotflow/models"
+)
+
+func TestMigrationsAreVersionedAndIdempotent(t *testing.T) {
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		if err := models.CheckSchema(db); err != nil {
+			t.Fatalf("fresh migrated database: %v", err)
+		}
+		applied, err := models.Migrate(db)
+		if err != nil || len(applied) != 0 {
+			t.Fatalf("second migrate applied %v, err %v; want nothing", applied, err)
+		}
+		for _, table := range []string{"accounts", "installations", "api_keys", "products", "assets", "packshots", "orders", "jobs", "credit_ledger"} {
+			if !db.Migrator().HasTable(table) {
+				t.Errorf("table %s missing", table)
+			}
+		}
+		// A schema newer than the binary is refused, as is an older one.
+		testdb.MustExec(t, db, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, 'future', ?)", models.LatestVersion()+1, time.Now())
+		var mismatch models.ErrSchemaMismatch
+		if err := models.CheckSchema(db); !errors.As(err, &mismatch) || mismatch.Database != models.LatestVersion()+1 {
+			t.Fatalf("CheckSchema on a newer schema = %v", err)
+		}
+	})
+}
+
+func TestCheckSchemaRefusesEmptyDatabase(t *testing.T) {
+	db, err := models.Open(testdb.SQLiteURL(t), models.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mismatch models.ErrSchemaMismatch
+	if err := models.CheckSchema(db); !errors.As(err, &mismatch) || mismatch.Database != 0 {
+		t.Fatalf("CheckSchema on an empty database = %v, want mismatch at 0", err)
+	}
+}
+
+// newOrder creates an order of n jobs costing cost each, reserving credits like the API does.
+func newOrder(t *testing.T, db *gorm.DB, accountID string, n int, cost int64) (*models.Order, []models.Job, error) {
+	t.Helper()
+	now := time.Now().UTC()
+	order := models.Order{ID: models.NewID(), AccountID: accountID, API: models.APIExternal, JobType: models.JobTypePhotoShoot,
+		SessionConfig: models.JSON(`{}`), Status: models.OrderInProgress, JobsTotal: n, CreatedAt: now, UpdatedAt: now}
+	jobs := make([]models.Job, n)
+	for i := range jobs {
+		jobs[i] = models.Job{ID: models.NewID(), OrderID: order.ID, AccountID: accountID, JobType: models.JobTypePhotoShoot,
+			Position: i, AIModel: "local/studio-v1", AspectRatio: "1:1", CreditCost: cost, Run: 1,
+			Status: models.JobPending, Voting: models.VotingPending, CreatedAt: now, UpdatedAt: now}
+	}
+	err := db.Transaction(func(tx *gorm.DB) error {
+		if err := tx.Create(&order).Error; err != nil {
+			return err
+		}
+		if err := tx.Create(&jobs).Error; err != nil {
+			return err
+		}
+		total, err := models.ReserveForJobs(tx, accountID, order.ID, jobs)
+		if err != nil {
+			return err
+		}
+		return tx.Model(&order).Update("credits_reserved", total).Error
+	})
+	return &order, jobs, err
+}
+
+// assertLedgerMatches checks that the account's balance and reserved amount equal its ledger sums.
+func assertLedgerMatches(t *testing.T, db *gorm.DB, accountID string) *models.Account {
+	t.Helper()
+	acc, err := models.GetAccount(db, accountID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, r, err := models.LedgerSums(db, accountID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b != acc.CreditBalance || r != acc.CreditsReserved {
+		t.Fatalf("account balance/reserved = %d/%d, ledger sums = %d/%d", acc.CreditBalance, acc.CreditsReserved, b, r)
+	}
+	return acc
+}
+
+func TestCreditsReserveConsumeRelease(t *testing.T) {
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		acc, err := models.CreateAccount(db, "acme", 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		order, jobs, err := newOrder(t, db, acc.ID, 3, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := assertLedgerMatches(t, db, acc.ID)
+		if got.CreditBalance != 4 || got.CreditsReserved != 6 {
+			t.Fatalf("after reserve: %d available / %d reserved, want 4/6", got.CreditBalance, got.CreditsReserved)
+		}
+		// Short balance: nothing is created.
+		if _, _, err := newOrder(t, db, acc.ID, 3, 2); !errors.Is(err, models.ErrInsufficientCredits) {
+			t.Fatalf("order over balance: err = %v, want ErrInsufficientCredits", err)
+		}
+		var orders int64
+		db.Model(&models.Order{}).Where("account_id = ?", acc.ID).Count(&orders)
+		if orders != 1 {
+			t.Fatalf("%d orders after refused reservation, want 1", orders)
+		}
+
+		out := []models.Asset{{ID: models.OutputAssetID(jobs[0].ID, 1, 0), AccountID: acc.ID, Kind: models.AssetKindOutput,
+			Status: models.AssetReady, ContentType: "image/png", BlobKey: "k", JobID: &jobs[0].ID, CreatedAt: time.Now(), UpdatedAt: time.Now()}}
+		for range 2 { // a replayed activity settles once
+			if err := models.CompleteJob(db, jobs[0].ID, 1, out); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 2 {
+			if _, err := models.EndJob(db, jobs[1].ID, 1, models.JobFailed, "CONTENT_POLICY", "hint", "raw"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// A job that already completed cannot then be released.
+		if ended, err := models.EndJob(db, jobs[0].ID, 1, models.JobCancelled, "", "", ""); err != nil || ended {
+			t.Fatalf("EndJob on a completed job = %v, %v; want no change", ended, err)
+		}
+		if ended, err := models.EndJob(db, jobs[2].ID, 1, models.JobExpired, "", "", ""); err != nil || !ended {
+			t.Fatalf("expire: %v %v", ended, err)
+		}
+		got = assertLedgerMatches(t, db, acc.ID)
+		if got.CreditBalance != 8 || got.CreditsReserved != 0 {
+			t.Fatalf("after settlement: %d available / %d reserved, want 8/0", got.CreditBalance, got.CreditsReserved)
+		}
+		var o models.Order
+		db.Take(&o, "id = ?", order.ID)
+		if o.CreditsReserved != o.CreditsConsumed+o.CreditsReleased || o.CreditsConsumed != 2 || o.CreditsReleased != 4 {
+			t.Fatalf("order credits reserved/consumed/released = %d/%d/%d", o.CreditsReserved, o.CreditsConsumed, o.CreditsReleased)
+		}
+		if o.Status != models.OrderCompleted || o.JobsCompleted != 1 || o.JobsFailed != 1 || o.JobsExpired != 1 || o.CompletedAt == nil {
+			t.Fatalf("order = %+v, want completed with 1/1/1", o)
+		}
+		outs, err := models.JobOutputs(db, jobs[0].ID)
+		if err != nil || len(outs[jobs[0].ID]) != 1 {
+			t.Fatalf("outputs = %v, %v", outs, err)
+		}
+	})
+}
+
+func TestOrderStatusRule(t *testing.T) {
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		acc, _ := models.CreateAccount(db, "acme", 100)
+		cancelled, cj, _ := newOrder(t, db, acc.ID, 2, 1)
+		failed, fj, _ := newOrder(t, db, acc.ID, 2, 1)
+		for _, j := range cj {
+			models.EndJob(db, j.ID, 1, models.JobCancelled, "", "", "")
+		}
+		models.EndJob(db, fj[0].ID, 1, models.JobCancelled, "", "", "")
+		models.EndJob(db, fj[1].ID, 1, models.JobFailed, "INTERNAL_BUG", "h", "d")
+		for id, want := range map[string]string{cancelled.ID: models.OrderCancelled, failed.ID: models.OrderFailed} {
+			var o models.Order
+			db.Take(&o, "id = ?", id)
+			if o.Status != want {
+				t.Errorf("order status = %s, want %s", o.Status, want)
+			}
+		}
+		assertLedgerMatches(t, db, acc.ID)
+	})
+}
+
+func TestConcurrentReservationsNeverOverdraw(t *testing.T) {
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		acc, _ := models.CreateAccount(db, "acme", 10)
+		var ok, refused atomic.Int32
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, _, err := newOrder(t, db, acc.ID, 1, 3)
+				switch {
+				case err == nil:
+					ok.Add(1)
+				case errors.Is(err, models.ErrInsufficientCredits):
+					refused.Add(1)
+				default:
+					t.Errorf("reserve: %v", err)
+				}
+			}()
+		}
+		wg.Wait()
+		if ok.Load() != 3 || refused.Load() != 5 {
+			t.Fatalf("%d accepted, %d refused; want 3 and 5", ok.Load(), refused.Load())
+		}
+		if got := assertLedgerMatches(t, db, acc.ID); got.CreditBalance != 1 {
+			t.Fatalf("balance = %d, want 1", got.CreditBalance)
+		}
+	})
+}
+
+func TestAPIKeys(t *testing.T) {
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		box, _ := secrets.NewBox(make([]byte, 32))
+		acc, _ := models.CreateAccount(db, "acme", 0)
+		inst, err := models.CreateInstallation(db, box, models.NewInstallation{AccountID: acc.ID, Name: "shop", RateLimitPerMin: 60}, "whsec_x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stored models.APIKey
+		db.Take(&stored, "id = ?", inst.APIKey.Key.ID)
+		if stored.SecretHash == "" || len(inst.APIKey.Secret) < 40 || stored.SecretHash == inst.APIKey.Secret {
+			t.Fatalf("key stored as %q", stored.SecretHash)
+		}
+		if plain, err := box.Open(inst.Installation.WebhookSecretEnc); err != nil || plain != "whsec_x" {
+			t.Fatalf("webhook secret round trip: %q %v", plain, err)
+		}
+		now := time.Now()
+		k, err := models.AuthenticateKey(db, models.KeyKindPlugin, inst.APIKey.Secret, now)
+		if err != nil || *k.InstallationID != inst.Installation.ID {
+			t.Fatalf("authenticate: %v", err)
+		}
+		for _, bad := range []string{"", "pk_live_", inst.APIKey.Secret + "x", "mk_live_" + inst.APIKey.Secret[8:], "garbage"} {
+			if _, err := models.AuthenticateKey(db, models.KeyKindPlugin, bad, now); !errors.Is(err, models.ErrInvalidKey) {
+				t.Errorf("key %q: err = %v, want ErrInvalidKey", bad, err)
+			}
+		}
+		past := now.Add(-time.Minute)
+		ext, _ := models.IssueKey(db, models.KeyKindExternal, acc.ID, nil, "ci", models.ExternalScopes, &past)
+		if _, err := models.AuthenticateKey(db, models.KeyKindExternal, ext.Secret, now); !errors.Is(err, models.ErrInvalidKey) {
+			t.Errorf("expired key accepted: %v", err)
+		}
+		if err := models.RevokeKey(db, inst.APIKey.Key.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := models.AuthenticateKey(db, models.KeyKindPlugin, inst.APIKey.Secret, now); !errors.Is(err, models.ErrInvalidKey) {
+			t.Errorf("revoked key accepted: %v", err)
+		}
+		if err := models.RevokeKey(db, "0000000000000000"); !errors.Is(err, models.ErrNotFound) {
+			t.Errorf("revoke unknown key: %v", err)
+		}
+	})
+}
+
+func TestCatalogIsConsistent(t *testing.T) {
+	c, err := models.LoadCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, ok := c.Model("local/studio-v1")
+	if !ok || !m.Serves(models.JobTypePhotoShoot) || !m.SupportsAspectRatio(c.DefaultAspectRatio()) {
+		t.Fatalf("local/studio-v1 = %+v", m)
+	}
+}
