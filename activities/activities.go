@@ -1,0 +1,223 @@
+// Package activities holds the side effects of shotflow's workflows: read-model projections, the
+// credit ledger, generation calls and file storage.
+package activities
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+	"go.uber.org/zap"
+	"gorm.io/gorm"
+
+	"github.com/shotflow/shotflow/activities/generate"
+	"github.com/shotflow/shotflow/internal/blobstore"
+	"github.com/shotflow/shotflow/internal/errorcat"
+	"github.com/shotflow/shotflow/models"
+)
+
+// ErrTypeJobNotRunnable is the ApplicationError type BeginAttempt returns for a job that is
+// already terminal (for example cancelled before it started).
+const ErrTypeJobNotRunnable = "JOB_NOT_RUNNABLE"
+
+// Activities holds the dependencies of every activity.
+type Activities struct {
+	DB        *gorm.DB
+	Blobs     *blobstore.Store
+	Generator *generate.Registry
+	Log       *zap.Logger
+	LongEdge  int // pixels of the long edge of rendered images
+}
+
+// AttemptInput names one attempt of one job run.
+type AttemptInput struct {
+	JobID   string
+	Run     int
+	Attempt int
+}
+
+// BeginAttempt moves the job to in_progress and records the attempt number (a local activity).
+func (a *Activities) BeginAttempt(ctx context.Context, in AttemptInput) error {
+	_, err := models.BeginAttempt(a.DB.WithContext(ctx), in.JobID, in.Run, in.Attempt)
+	if errors.Is(err, models.ErrJobNotRunnable) {
+		return temporal.NewNonRetryableApplicationError("job is already terminal", ErrTypeJobNotRunnable, err)
+	}
+	return err
+}
+
+// OutputFile describes one stored output of a generate attempt.
+type OutputFile struct {
+	AssetID     string
+	BlobKey     string
+	ContentType string
+	SizeBytes   int64
+	Width       int
+	Height      int
+	SHA256      string
+}
+
+// GenerateResult lists the files one successful attempt stored.
+type GenerateResult struct {
+	Outputs []OutputFile
+}
+
+// Generate runs one generation attempt: it loads the job's inputs, calls the provider of the job's
+// model and stores the outputs. Failures are ApplicationErrors whose type is the errorCategory and
+// are never retried here: JobWorkflow decides, so every attempt is visible in attempt_count.
+func (a *Activities) Generate(ctx context.Context, in AttemptInput) (GenerateResult, error) {
+	db := a.DB.WithContext(ctx)
+	job, err := models.GetJob(db, in.JobID)
+	if err != nil {
+		return GenerateResult{}, categorized(errorcat.TransientInfra, fmt.Errorf("load job: %w", err), 0)
+	}
+	var order models.Order
+	if err := db.Take(&order, "id = ?", job.OrderID).Error; err != nil {
+		return GenerateResult{}, categorized(errorcat.TransientInfra, fmt.Errorf("load order: %w", err), 0)
+	}
+	var session generate.SessionConfig
+	if len(order.SessionConfig) > 0 {
+		if err := json.Unmarshal(order.SessionConfig, &session); err != nil {
+			return GenerateResult{}, categorized(errorcat.InternalBug, fmt.Errorf("session_config: %w", err), 0)
+		}
+	}
+	req := generate.Request{
+		JobID: job.ID, JobType: job.JobType, AspectRatio: job.AspectRatio, LongEdge: a.LongEdge,
+		Seed: seedFor(job.ID, job.Run), Session: session,
+	}
+	if job.InputAssetID != nil {
+		input, err := a.loadInput(ctx, *job.InputAssetID)
+		if err != nil {
+			return GenerateResult{}, err
+		}
+		req.Inputs = append(req.Inputs, *input)
+	}
+	outputs, err := a.Generator.Generate(ctx, job.AIModel, req)
+	if err != nil {
+		ge := generate.Classify(err)
+		a.Log.Warn("generation attempt failed", zap.String("job_id", job.ID), zap.Int("attempt", in.Attempt),
+			zap.String("error_category", string(ge.Category)), zap.String("detail", ge.Message))
+		return GenerateResult{}, categorized(ge.Category, errors.New(ge.Message), ge.RetryAfter)
+	}
+	if len(outputs) == 0 {
+		return GenerateResult{}, categorized(errorcat.InternalBug, errors.New("provider returned no output"), 0)
+	}
+	var res GenerateResult
+	for pos, out := range outputs {
+		key := models.OutputBlobKey(job, pos, out.Ext)
+		if err := a.Blobs.Put(ctx, key, out.Data, out.ContentType); err != nil {
+			return GenerateResult{}, categorized(errorcat.TransientInfra, fmt.Errorf("store output: %w", err), 0)
+		}
+		res.Outputs = append(res.Outputs, OutputFile{
+			AssetID: models.OutputAssetID(job.ID, job.Run, pos), BlobKey: key, ContentType: out.ContentType,
+			SizeBytes: int64(len(out.Data)), Width: out.Width, Height: out.Height, SHA256: sha256Hex(out.Data),
+		})
+		activity.RecordHeartbeat(ctx, pos)
+	}
+	return res, nil
+}
+
+func (a *Activities) loadInput(ctx context.Context, assetID string) (*generate.Input, error) {
+	var asset models.Asset
+	err := a.DB.WithContext(ctx).Take(&asset, "id = ?", assetID).Error
+	switch {
+	case errors.Is(err, gorm.ErrRecordNotFound):
+		return nil, categorized(errorcat.InputMissing, fmt.Errorf("input asset %s does not exist", assetID), 0)
+	case err != nil:
+		return nil, categorized(errorcat.TransientInfra, fmt.Errorf("load input asset: %w", err), 0)
+	case asset.Status == models.AssetAwaitingUpload:
+		return nil, categorized(errorcat.InputNotReady, fmt.Errorf("input asset %s is still being uploaded", assetID), 0)
+	case asset.Status != models.AssetReady || asset.PurgedAt != nil:
+		return nil, categorized(errorcat.InputMissing, fmt.Errorf("input asset %s is %s", assetID, asset.Status), 0)
+	}
+	data, err := a.Blobs.Get(ctx, asset.BlobKey)
+	if errors.Is(err, blobstore.ErrNotFound) {
+		return nil, categorized(errorcat.InputMissing, fmt.Errorf("input file of asset %s is gone", assetID), 0)
+	}
+	if err != nil {
+		return nil, categorized(errorcat.TransientInfra, fmt.Errorf("read input: %w", err), 0)
+	}
+	return &generate.Input{Data: data, ContentType: asset.ContentType}, nil
+}
+
+// CompleteInput records a successful job run.
+type CompleteInput struct {
+	JobID   string
+	Run     int
+	Outputs []OutputFile
+}
+
+// CompleteJob marks the job completed with its outputs and consumes its credits (a local activity).
+func (a *Activities) CompleteJob(ctx context.Context, in CompleteInput) error {
+	db := a.DB.WithContext(ctx)
+	job, err := models.GetJob(db, in.JobID)
+	if err != nil {
+		return err
+	}
+	now := time.Now().UTC()
+	assets := make([]models.Asset, 0, len(in.Outputs))
+	for pos, o := range in.Outputs {
+		assets = append(assets, models.Asset{
+			ID: o.AssetID, AccountID: job.AccountID, InstallationID: job.InstallationID, Kind: models.AssetKindOutput,
+			Status: models.AssetReady, ContentType: o.ContentType, SizeBytes: o.SizeBytes, BlobKey: o.BlobKey,
+			Width: o.Width, Height: o.Height, SHA256: o.SHA256, JobID: &job.ID, Position: pos, CreatedAt: now, UpdatedAt: now,
+		})
+	}
+	return models.CompleteJob(db, in.JobID, in.Run, assets)
+}
+
+// EndInput records a job run ending without output.
+type EndInput struct {
+	JobID    string
+	Run      int
+	Status   string // failed, cancelled or expired
+	Category errorcat.Category
+	Detail   string // raw failure detail, kept internal
+}
+
+// EndJob moves the job to a terminal failure status and releases its credits (a local activity).
+func (a *Activities) EndJob(ctx context.Context, in EndInput) error {
+	hint := ""
+	if in.Category != "" {
+		hint = in.Category.Hint()
+	}
+	_, err := models.EndJob(a.DB.WithContext(ctx), in.JobID, in.Run, in.Status, string(in.Category), hint, in.Detail)
+	return err
+}
+
+// RetryPendingInput records a failed attempt that will be retried.
+type RetryPendingInput struct {
+	JobID    string
+	Run      int
+	Category errorcat.Category
+	Detail   string
+}
+
+// MarkRetryPending shows the job as retry_pending with the category of its last attempt (a local activity).
+func (a *Activities) MarkRetryPending(ctx context.Context, in RetryPendingInput) error {
+	return models.MarkRetryPending(a.DB.WithContext(ctx), in.JobID, in.Run, string(in.Category), in.Category.Hint(), in.Detail)
+}
+
+// categorized wraps err as a non-retryable ApplicationError typed with the category, carrying the
+// provider's Retry-After (in seconds) as its detail.
+func categorized(c errorcat.Category, err error, retryAfter time.Duration) error {
+	return temporal.NewNonRetryableApplicationError(err.Error(), string(c), err, retryAfter.Seconds())
+}
+
+// seedFor derives the deterministic render seed of a job run.
+func seedFor(jobID string, run int) int64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s/%d", jobID, run)
+	return int64(h.Sum64() >> 1)
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}

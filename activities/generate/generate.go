@@ -1,0 +1,136 @@
+// Package generate defines what a generation provider is and keeps the registry of providers,
+// keyed by the provider part of a catalog model ID (provider/model).
+package generate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/shotflow/shotflow/internal/errorcat"
+	"github.com/shotflow/shotflow/models"
+)
+
+// Input is one source file of a generation request.
+type Input struct {
+	Data        []byte
+	ContentType string
+}
+
+// SessionConfig is the part of an order's session_config a provider reads.
+type SessionConfig struct {
+	Style       string `json:"style,omitempty"`
+	Suggestions string `json:"suggestions,omitempty"`
+	SceneryID   string `json:"scenery_id,omitempty"`
+	ModelID     string `json:"model_id,omitempty"`
+}
+
+// Request asks a provider for the outputs of one job attempt.
+type Request struct {
+	JobID       string
+	JobType     string
+	Model       string // the model part of provider/model
+	AspectRatio string
+	LongEdge    int
+	Seed        int64
+	Session     SessionConfig
+	Inputs      []Input
+	Scenery     *Input // optional scene image
+}
+
+// Output is one generated file.
+type Output struct {
+	Data          []byte
+	ContentType   string
+	Ext           string
+	Width, Height int
+}
+
+// Provider generates outputs for one provider's models.
+type Provider interface {
+	Generate(ctx context.Context, req Request) ([]Output, error)
+}
+
+// Error is a classified generation failure. Message is the raw detail for logs and the workflow
+// history; clients only ever see the category's hint.
+type Error struct {
+	Category   errorcat.Category
+	Message    string
+	RetryAfter time.Duration
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Category, e.Message) }
+
+// Errorf builds a classified error.
+func Errorf(c errorcat.Category, format string, args ...any) *Error {
+	return &Error{Category: c, Message: fmt.Sprintf(format, args...)}
+}
+
+// Classify returns the category of err: its own if it is an *Error, TRANSIENT_INFRA for context
+// deadlines, INTERNAL_BUG otherwise.
+func Classify(err error) *Error {
+	var ge *Error
+	if errors.As(err, &ge) {
+		return ge
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &Error{Category: errorcat.TransientInfra, Message: err.Error()}
+	}
+	return &Error{Category: errorcat.InternalBug, Message: err.Error()}
+}
+
+// Registry maps provider names to providers and filters the catalog to the available ones.
+type Registry struct {
+	providers map[string]Provider
+	catalog   *models.Catalog
+}
+
+// NewRegistry returns a registry over the catalog with the given providers.
+func NewRegistry(catalog *models.Catalog, providers map[string]Provider) *Registry {
+	return &Registry{providers: providers, catalog: catalog}
+}
+
+// Models lists the catalog models whose provider is configured.
+func (r *Registry) Models() []models.AIModel {
+	var out []models.AIModel
+	for _, m := range r.catalog.AIModels {
+		if _, ok := r.providers[m.Provider]; ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Model returns an available catalog model by its provider/model ID.
+func (r *Registry) Model(id string) (models.AIModel, bool) {
+	m, ok := r.catalog.Model(id)
+	if !ok {
+		return models.AIModel{}, false
+	}
+	_, configured := r.providers[m.Provider]
+	return m, configured
+}
+
+// Catalog returns the full reference catalog.
+func (r *Registry) Catalog() *models.Catalog { return r.catalog }
+
+// Providers lists the configured provider names.
+func (r *Registry) Providers() []string {
+	out := make([]string, 0, len(r.providers))
+	for name := range r.providers {
+		out = append(out, name)
+	}
+	return out
+}
+
+// Generate dispatches a request for the provider/model ID to its provider.
+func (r *Registry) Generate(ctx context.Context, modelID string, req Request) ([]Output, error) {
+	m, ok := r.Model(modelID)
+	if !ok {
+		return nil, Errorf(errorcat.InternalBug, "model %q is not available", modelID)
+	}
+	_, req.Model, _ = strings.Cut(m.ID, "/")
+	return r.providers[m.Provider].Generate(ctx, req)
+}

@@ -1,0 +1,179 @@
+package workflows_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/shotflow/shotflow/activities"
+	"github.com/shotflow/shotflow/internal/errorcat"
+	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/workflows"
+)
+
+var a *activities.Activities
+
+func categoryError(c errorcat.Category, retryAfter time.Duration) error {
+	return temporal.NewNonRetryableApplicationError("provider said no", string(c), nil, retryAfter.Seconds())
+}
+
+func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflow(workflows.JobWorkflow)
+	env.RegisterWorkflow(workflows.OrderWorkflow)
+	env.RegisterActivity(a)
+	t.Cleanup(func() { env.AssertExpectations(t) })
+	return env
+}
+
+var okResult = activities.GenerateResult{Outputs: []activities.OutputFile{{AssetID: "out-1", BlobKey: "k", ContentType: "image/png"}}}
+
+func TestJobWorkflowCompletes(t *testing.T) {
+	env := newEnv(t)
+	env.OnActivity(a.BeginAttempt, mock.Anything, activities.AttemptInput{JobID: "j1", Run: 1, Attempt: 1}).Return(nil).Once()
+	env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(okResult, nil).Once()
+	env.OnActivity(a.CompleteJob, mock.Anything, activities.CompleteInput{JobID: "j1", Run: 1, Outputs: okResult.Outputs}).Return(nil).Once()
+
+	env.ExecuteWorkflow(workflows.JobWorkflow, workflows.JobInput{JobID: "j1", Run: 1, OrderID: "o1"})
+	var res workflows.JobResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != models.JobCompleted || res.Attempts != 1 {
+		t.Fatalf("result = %+v", res)
+	}
+}
+
+func TestJobWorkflowRetriesRateLimitHonouringRetryAfter(t *testing.T) {
+	env := newEnv(t)
+	var starts []time.Time
+	env.OnActivity(a.BeginAttempt, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.AttemptInput) error {
+		starts = append(starts, env.Now())
+		return nil
+	}).Times(3)
+	env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(activities.GenerateResult{}, categoryError(errorcat.RateLimit, 90*time.Second)).Twice()
+	env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(okResult, nil).Once()
+	env.OnActivity(a.MarkRetryPending, mock.Anything, mock.MatchedBy(func(in activities.RetryPendingInput) bool {
+		return in.Category == errorcat.RateLimit
+	})).Return(nil).Twice()
+	env.OnActivity(a.CompleteJob, mock.Anything, mock.Anything).Return(nil).Once()
+
+	env.ExecuteWorkflow(workflows.JobWorkflow, workflows.JobInput{JobID: "j1", Run: 1})
+	var res workflows.JobResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != models.JobCompleted || res.Attempts != 3 {
+		t.Fatalf("result = %+v", res)
+	}
+	for i := 1; i < len(starts); i++ {
+		if gap := starts[i].Sub(starts[i-1]); gap < 90*time.Second {
+			t.Errorf("attempt %d started %v after the previous one; Retry-After asked for 90s", i+1, gap)
+		}
+	}
+}
+
+func TestJobWorkflowFailsAtOnceOnNonRetryableCategories(t *testing.T) {
+	for _, c := range []errorcat.Category{errorcat.ContentPolicy, errorcat.InputMissing, errorcat.ProviderAccount, errorcat.InternalBug} {
+		t.Run(string(c), func(t *testing.T) {
+			env := newEnv(t)
+			env.OnActivity(a.BeginAttempt, mock.Anything, mock.Anything).Return(nil).Once()
+			env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(activities.GenerateResult{}, categoryError(c, 0)).Once()
+			env.OnActivity(a.EndJob, mock.Anything, mock.MatchedBy(func(in activities.EndInput) bool {
+				return in.Status == models.JobFailed && in.Category == c
+			})).Return(nil).Once()
+			env.ExecuteWorkflow(workflows.JobWorkflow, workflows.JobInput{JobID: "j1", Run: 1})
+			var res workflows.JobResult
+			if err := env.GetWorkflowResult(&res); err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != models.JobFailed || res.Category != c || res.Attempts != 1 {
+				t.Fatalf("result = %+v", res)
+			}
+		})
+	}
+}
+
+func TestJobWorkflowGivesUpAfterMaxAttempts(t *testing.T) {
+	env := newEnv(t)
+	schedule := workflows.RetrySchedule{Delays: []time.Duration{time.Second}, MaxAttempts: 3, MaxTotal: time.Hour}
+	env.OnActivity(a.BeginAttempt, mock.Anything, mock.Anything).Return(nil).Times(3)
+	env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(activities.GenerateResult{}, categoryError(errorcat.TransientInfra, 0)).Times(3)
+	env.OnActivity(a.MarkRetryPending, mock.Anything, mock.Anything).Return(nil).Twice()
+	env.OnActivity(a.EndJob, mock.Anything, mock.MatchedBy(func(in activities.EndInput) bool {
+		return in.Category == errorcat.TransientInfra
+	})).Return(nil).Once()
+	env.ExecuteWorkflow(workflows.JobWorkflow, workflows.JobInput{JobID: "j1", Run: 1, Retry: schedule})
+	var res workflows.JobResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != models.JobFailed || res.Attempts != 3 {
+		t.Fatalf("result = %+v", res)
+	}
+}
+
+func TestJobWorkflowStopsForATerminalJob(t *testing.T) {
+	env := newEnv(t)
+	env.OnActivity(a.BeginAttempt, mock.Anything, mock.Anything).
+		Return(temporal.NewNonRetryableApplicationError("terminal", activities.ErrTypeJobNotRunnable, errors.New("x"))).Once()
+	env.ExecuteWorkflow(workflows.JobWorkflow, workflows.JobInput{JobID: "j1", Run: 1})
+	var res workflows.JobResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Attempts != 0 {
+		t.Fatalf("result = %+v", res)
+	}
+}
+
+func TestOrderWorkflowRunsOneChildPerJobAndToleratesFailures(t *testing.T) {
+	env := newEnv(t)
+	env.OnActivity(a.BeginAttempt, mock.Anything, mock.Anything).Return(nil).Times(3)
+	env.OnActivity(a.Generate, mock.Anything, activities.AttemptInput{JobID: "bad", Run: 1, Attempt: 1}).
+		Return(activities.GenerateResult{}, categoryError(errorcat.ContentPolicy, 0)).Once()
+	env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(okResult, nil).Twice()
+	env.OnActivity(a.CompleteJob, mock.Anything, mock.Anything).Return(nil).Twice()
+	env.OnActivity(a.EndJob, mock.Anything, mock.Anything).Return(nil).Once()
+	var children []string
+	env.SetOnChildWorkflowStartedListener(func(info *workflow.Info, _ workflow.Context, _ converter.EncodedValues) {
+		children = append(children, info.WorkflowExecution.ID)
+	})
+
+	env.ExecuteWorkflow(workflows.OrderWorkflow, workflows.OrderInput{
+		OrderID: "o1", AccountID: "acc", InstallationID: "inst", JobType: models.JobTypePhotoShoot,
+		Jobs: []workflows.JobRef{{JobID: "a", Run: 1}, {JobID: "bad", Run: 1}, {JobID: "c", Run: 1}},
+	})
+	var res workflows.OrderResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Completed != 2 || res.Failed != 1 {
+		t.Fatalf("result = %+v", res)
+	}
+	slices.Sort(children)
+	if !slices.Equal(children, []string{"job/a", "job/bad", "job/c"}) {
+		t.Fatalf("children = %v", children)
+	}
+}
+
+func TestWorkflowIDs(t *testing.T) {
+	if got := workflows.OrderWorkflowID("x"); got != "order/x" {
+		t.Errorf("OrderWorkflowID = %q", got)
+	}
+	if got := workflows.JobWorkflowID("x", 2); got != "job/x/run-2" {
+		t.Errorf("JobWorkflowID = %q", got)
+	}
+}
