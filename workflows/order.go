@@ -51,7 +51,7 @@ func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 			// A job run executes once; a second start under the same ID would settle credits twice.
 			WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 			TypedSearchAttributes: jobSearchAttributes(in),
-			Memo: map[string]any{"product_ref": j.ProductRef, "product_label": j.ProductLabel},
+			Memo:                  map[string]any{"product_ref": j.ProductRef, "product_label": j.ProductLabel},
 		})
 		futures = append(futures, workflow.ExecuteChildWorkflow(cctx, JobWorkflow, JobInput{
 			JobID: j.JobID, Run: j.Run, OrderID: in.OrderID,
