@@ -109,6 +109,7 @@ const (
 	AssetKindOutput = "output"
 
 	AssetAwaitingUpload = "awaiting_upload"
+	AssetUploading      = "uploading"
 	AssetReady          = "ready"
 )
 

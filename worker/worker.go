@@ -2,6 +2,8 @@
 package worker
 
 import (
+	"time"
+
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
@@ -13,6 +15,8 @@ import (
 type Options struct {
 	TaskQueue             string
 	MaxConcurrentActivity int
+	// StopTimeout is how long Stop lets running activities finish.
+	StopTimeout time.Duration
 }
 
 // New returns a worker on the task queue with every shotflow workflow and activity registered.
@@ -20,6 +24,7 @@ func New(c client.Client, acts *activities.Activities, opts Options) worker.Work
 	w := worker.New(c, opts.TaskQueue, worker.Options{
 		MaxConcurrentActivityExecutionSize:      opts.MaxConcurrentActivity,
 		MaxConcurrentLocalActivityExecutionSize: opts.MaxConcurrentActivity,
+		WorkerStopTimeout:                       opts.StopTimeout,
 	})
 	Register(w, acts)
 	return w

@@ -1,0 +1,158 @@
+package plugin
+
+import (
+	"errors"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"go.uber.org/zap"
+
+	"github.com/shotflow/shotflow/models"
+)
+
+// Permissions named per route in plugin-api-v1.md.
+const (
+	PermJobsCreate          = "plugin.jobs:create"
+	PermJobsRead            = "plugin.jobs:read"
+	PermJobsCancel          = "plugin.jobs:cancel"
+	PermAssetsUpload        = "plugin.assets:upload"
+	PermCatalogRead         = "plugin.catalog:read"
+	PermCatalogWrite        = "plugin.catalog:write"
+	PermInstallationsManage = "plugin.installations.manage"
+	PermWebhooksManage      = "plugin.webhooks:manage"
+	PermPresetsRead         = "plugin.presets:read"
+)
+
+// ScopePermissions maps each key scope to the route permissions it grants. A scope that is itself
+// a permission name grants that permission, so keys can also be issued with permission names.
+var ScopePermissions = map[string][]string{
+	"plugin.jobs:write":           {PermJobsCreate, PermJobsCancel},
+	"plugin.jobs:read":            {PermJobsRead},
+	"plugin.assets:write":         {PermAssetsUpload},
+	"plugin.installations.manage": {PermInstallationsManage},
+	"plugin.webhooks:manage":      {PermWebhooksManage},
+	"plugin.presets:read":         {PermPresetsRead},
+	"plugin.catalog:read":         {PermCatalogRead},
+	"plugin.catalog:write":        {PermCatalogWrite},
+}
+
+// Permissions returns the sorted, de-duplicated permissions that a list of scopes grants.
+func Permissions(scopes []string) []string {
+	var out []string
+	for _, s := range scopes {
+		if perms, ok := ScopePermissions[s]; ok {
+			out = append(out, perms...)
+			continue
+		}
+		for _, perms := range ScopePermissions {
+			if slices.Contains(perms, s) {
+				out = append(out, s)
+				break
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// Caller is the authenticated installation of a request.
+type Caller struct {
+	Key          *models.APIKey
+	Installation *models.Installation
+	Permissions  []string
+}
+
+const callerKey = "shotflow.plugin.caller"
+
+// caller returns the request's authenticated installation.
+func caller(c *gin.Context) *Caller { return c.MustGet(callerKey).(*Caller) }
+
+// Authenticate resolves X-Api-Key to an active installation (401 otherwise) and applies the key's
+// rate limit (429 with X-RateLimit-* and Retry-After headers).
+func (h *Handler) Authenticate(c *gin.Context) {
+	raw := c.GetHeader("X-Api-Key")
+	if raw == "" {
+		h.Fail(c, http.StatusUnauthorized, CodeUnauthorized, "The X-Api-Key header is missing.")
+		return
+	}
+	key, err := models.AuthenticateKey(h.DB.WithContext(c.Request.Context()), models.KeyKindPlugin, raw, time.Now())
+	if errors.Is(err, models.ErrInvalidKey) {
+		h.Fail(c, http.StatusUnauthorized, CodeUnauthorized, "The API key is invalid, expired or revoked.")
+		return
+	}
+	if err != nil {
+		h.internal(c, err)
+		return
+	}
+	if key.InstallationID == nil {
+		h.Fail(c, http.StatusUnauthorized, CodeUnauthorized, "The API key is not bound to an installation.")
+		return
+	}
+	inst, err := models.GetInstallation(h.DB.WithContext(c.Request.Context()), *key.InstallationID)
+	if errors.Is(err, models.ErrNotFound) || (err == nil && inst.Status != "active") {
+		h.Fail(c, http.StatusUnauthorized, CodeUnauthorized, "The installation of this key is not active.")
+		return
+	}
+	if err != nil {
+		h.internal(c, err)
+		return
+	}
+	c.Set(callerKey, &Caller{Key: key, Installation: inst, Permissions: Permissions(key.ScopeList())})
+	c.Set("installation_id", inst.ID)
+	c.Set("account_id", inst.AccountID)
+	h.rateLimit(c, key.ID, inst.RateLimitPerMin)
+}
+
+func (h *Handler) rateLimit(c *gin.Context, keyID string, limit int) {
+	if limit <= 0 {
+		limit = h.DefaultRateLimit
+	}
+	res, err := h.Limiter.Allow(c.Request.Context(), "plugin:"+keyID, limit, time.Minute)
+	if err != nil {
+		// The limiter store being down must not take the API down with it.
+		h.Log.Warn("rate limiter unavailable; request allowed", zap.Error(err))
+		return
+	}
+	hdr := c.Writer.Header()
+	hdr.Set("X-RateLimit-Limit", strconv.Itoa(res.Limit))
+	hdr.Set("X-RateLimit-Remaining", strconv.Itoa(res.Remaining))
+	hdr.Set("X-RateLimit-Reset", strconv.Itoa(ceilSeconds(res.ResetAfter)))
+	if !res.Allowed {
+		hdr.Set("Retry-After", strconv.Itoa(max(1, ceilSeconds(res.RetryAfter))))
+		h.Fail(c, http.StatusTooManyRequests, CodeRateLimited, "Too many requests for this API key; retry after the Retry-After delay.")
+	}
+}
+
+func ceilSeconds(d time.Duration) int {
+	return int((d + time.Second - 1) / time.Second)
+}
+
+// Require answers 403 unless the key has at least one of the permissions.
+func (h *Handler) Require(perms ...string) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		have := caller(c).Permissions
+		for _, p := range perms {
+			if slices.Contains(have, p) {
+				return
+			}
+		}
+		h.Fail(c, http.StatusForbidden, CodeForbidden, "This API key lacks the permission "+joinOr(perms)+".")
+	}
+}
+
+func joinOr(perms []string) string {
+	if len(perms) == 1 {
+		return perms[0]
+	}
+	out := ""
+	for i, p := range perms {
+		if i > 0 {
+			out += " or "
+		}
+		out += p
+	}
+	return out
+}

@@ -1,0 +1,168 @@
+package plugin
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"strings"
+	"sync"
+
+	"github.com/gin-gonic/gin"
+	"github.com/gin-gonic/gin/binding"
+	"github.com/go-playground/validator/v10"
+)
+
+// Error codes of the plugin API envelope (docs at {docs_url}/plugin-api/errors/<code>).
+const (
+	CodeInvalidInput        = "invalid_input"
+	CodeUnauthorized        = "unauthorized"
+	CodeInsufficientCredits = "insufficient_credits"
+	CodeForbidden           = "forbidden"
+	CodeNotFound            = "not_found"
+	CodeIdempotencyConflict = "idempotency_conflict"
+	CodeJobNotCancelable    = "job_not_cancelable"
+	CodeJobNotCompleted     = "job_not_completed"
+	CodeUploadConflict      = "upload_not_accepted"
+	CodeOutputsPurged       = "outputs_purged"
+	CodePayloadTooLarge     = "payload_too_large"
+	CodePackshotNotApproved = "packshot_not_approved"
+	CodeRateLimited         = "rate_limited"
+	CodeInternal            = "internal_error"
+	CodeUnavailable         = "service_unavailable"
+)
+
+// ErrorDocs describes every error code; the API serves it under /docs/plugin-api/errors/<code>.
+var ErrorDocs = map[string]string{
+	CodeInvalidInput:        "The request is malformed or a field is invalid; the message names the field. Fix the request before sending it again.",
+	CodeUnauthorized:        "The X-Api-Key header is missing, malformed, unknown or revoked.",
+	CodeInsufficientCredits: "The account's available credits do not cover the session. Nothing was created and nothing was charged.",
+	CodeForbidden:           "The key is valid but lacks the permission this route needs.",
+	CodeNotFound:            "The record does not exist or belongs to another installation.",
+	CodeIdempotencyConflict: "The Idempotency-Key was already used with a different request payload.",
+	CodeJobNotCancelable:    "The job is already running or finished, so it can no longer be cancelled.",
+	CodeJobNotCompleted:     "The job has not completed; ratings and fresh URLs need a completed job.",
+	CodeUploadConflict:      "The upload URL is expired or already used, or the bytes do not match the declared size or type.",
+	CodeOutputsPurged:       "The job's files were removed by the retention policy.",
+	CodePayloadTooLarge:     "The request body or file is larger than allowed.",
+	CodePackshotNotApproved: "A product of the session has no approved packshot. Nothing was created and nothing was charged.",
+	CodeRateLimited:         "The key exceeded its request limit; wait for Retry-After seconds.",
+	CodeInternal:            "An unexpected error on the service side; retry later and contact support if it persists.",
+	CodeUnavailable:         "A dependency of the service is unavailable; retry later.",
+}
+
+// ErrorBody is the plugin API error envelope.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail is the content of the envelope.
+type ErrorDetail struct {
+	Code        string            `json:"code"`
+	MessageI18n map[string]string `json:"message_i18n"`
+	Retryable   bool              `json:"retryable"`
+	DocURL      string            `json:"doc_url"`
+	Details     any               `json:"details,omitempty"`
+}
+
+// Fail aborts the request with the envelope.
+func (h *Handler) Fail(c *gin.Context, status int, code, message string) {
+	h.FailWith(c, status, code, message, nil)
+}
+
+// FailWith aborts the request with the envelope and machine-readable details.
+func (h *Handler) FailWith(c *gin.Context, status int, code, message string, details any) {
+	c.AbortWithStatusJSON(status, h.Envelope(status, code, message, details))
+}
+
+// Envelope builds the error body for a status and code.
+func (h *Handler) Envelope(status int, code, message string, details any) ErrorBody {
+	return ErrorBody{Error: ErrorDetail{
+		Code:        code,
+		MessageI18n: map[string]string{"en": message},
+		Retryable:   status == http.StatusTooManyRequests || status >= 500,
+		DocURL:      h.DocsURL + "/plugin-api/errors/" + code,
+		Details:     details,
+	}}
+}
+
+// internal logs err and answers 500 without exposing it.
+func (h *Handler) internal(c *gin.Context, err error) {
+	_ = c.Error(err)
+	h.Fail(c, http.StatusInternalServerError, CodeInternal, "An unexpected error occurred; the request ID identifies it in our logs.")
+}
+
+// bindJSON decodes the body into dst and validates it; on failure it answers 400 naming the field.
+func (h *Handler) bindJSON(c *gin.Context, dst any) bool {
+	if err := c.ShouldBindWith(dst, binding.JSON); err != nil {
+		h.Fail(c, http.StatusBadRequest, CodeInvalidInput, describeBindError(err))
+		return false
+	}
+	return true
+}
+
+// describeBindError turns JSON and validation errors into one message naming the fields.
+func describeBindError(err error) string {
+	var verrs validator.ValidationErrors
+	if errors.As(err, &verrs) {
+		msgs := make([]string, 0, len(verrs))
+		for _, fe := range verrs {
+			msgs = append(msgs, describeField(fe))
+		}
+		return strings.Join(msgs, "; ")
+	}
+	var typeErr interface{ Error() string }
+	if errors.As(err, &typeErr) && strings.Contains(err.Error(), "cannot unmarshal") {
+		return "request body has a field of the wrong type: " + err.Error()
+	}
+	if err.Error() == "EOF" {
+		return "request body is empty; a JSON object is required"
+	}
+	return "request body is not valid JSON: " + err.Error()
+}
+
+func describeField(fe validator.FieldError) string {
+	ns := fe.Namespace()
+	if _, rest, ok := strings.Cut(ns, "."); ok {
+		ns = rest
+	}
+	switch fe.Tag() {
+	case "required":
+		return fmt.Sprintf("%s is required", ns)
+	case "min":
+		if fe.Kind() == reflect.Slice || fe.Kind() == reflect.String {
+			return fmt.Sprintf("%s must have at least %s entries/characters", ns, fe.Param())
+		}
+		return fmt.Sprintf("%s must be at least %s", ns, fe.Param())
+	case "max":
+		if fe.Kind() == reflect.Slice || fe.Kind() == reflect.String {
+			return fmt.Sprintf("%s must have at most %s entries/characters", ns, fe.Param())
+		}
+		return fmt.Sprintf("%s must be at most %s", ns, fe.Param())
+	case "oneof":
+		return fmt.Sprintf("%s must be one of: %s", ns, fe.Param())
+	case "uuid":
+		return fmt.Sprintf("%s must be a UUID", ns)
+	}
+	return fmt.Sprintf("%s is invalid (%s)", ns, fe.Tag())
+}
+
+var jsonNamesOnce sync.Once
+
+// useJSONFieldNames makes validation errors name fields as clients spell them.
+func useJSONFieldNames() {
+	jsonNamesOnce.Do(func() {
+		if v, ok := binding.Validator.Engine().(*validator.Validate); ok {
+			v.RegisterTagNameFunc(func(f reflect.StructField) string {
+				name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+				if name == "-" {
+					return ""
+				}
+				if name == "" {
+					return f.Name
+				}
+				return name
+			})
+		}
+	})
+}

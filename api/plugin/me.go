@@ -1,0 +1,89 @@
+package plugin
+
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/shotflow/shotflow/models"
+)
+
+// SubProcessor is a third party that processes the merchant's data on the service's behalf.
+type SubProcessor struct {
+	Name     string `json:"name"`
+	Purpose  string `json:"purpose"`
+	Location string `json:"location"`
+}
+
+// MeResponse is the installation identity returned by GET /me.
+type MeResponse struct {
+	InstallationID   string         `json:"installation_id"`
+	InstallationName string         `json:"installation_name"`
+	AccountID        string         `json:"account_id"`
+	Plan             string         `json:"plan"`
+	Credits          CreditBalance  `json:"credits"`
+	RequestLimit     RequestLimit   `json:"request_limit"`
+	Scopes           []string       `json:"scopes"`
+	Permissions      []string       `json:"permissions"`
+	SubProcessors    []SubProcessor `json:"sub_processors"`
+}
+
+// CreditBalance is the account's credit position.
+type CreditBalance struct {
+	Available int64 `json:"available"`
+	Reserved  int64 `json:"reserved"`
+}
+
+// RequestLimit is the key's rate limit.
+type RequestLimit struct {
+	PerMinute int `json:"per_minute"`
+}
+
+func (h *Handler) me(c *gin.Context) {
+	who := caller(c)
+	acc, err := models.GetAccount(h.DB.WithContext(c.Request.Context()), who.Installation.AccountID)
+	if err != nil {
+		h.internal(c, err)
+		return
+	}
+	limit := who.Installation.RateLimitPerMin
+	if limit <= 0 {
+		limit = h.DefaultRateLimit
+	}
+	subs := h.SubProcessors
+	if subs == nil {
+		subs = []SubProcessor{}
+	}
+	c.JSON(http.StatusOK, MeResponse{
+		InstallationID: who.Installation.ID, InstallationName: who.Installation.Name, AccountID: acc.ID,
+		Plan: acc.Plan, Credits: CreditBalance{Available: acc.CreditBalance, Reserved: acc.CreditsReserved},
+		RequestLimit: RequestLimit{PerMinute: limit}, Scopes: who.Key.ScopeList(), Permissions: who.Permissions,
+		SubProcessors: subs,
+	})
+}
+
+// AIModelItem is an entry of GET /ai-models.
+type AIModelItem struct {
+	ID                    string   `json:"id"`
+	Name                  string   `json:"name"`
+	OutputType            string   `json:"output_type"`
+	JobTypes              []string `json:"job_types"`
+	SupportedAspectRatios []string `json:"supported_aspect_ratios"`
+	BaseCreditCost        int64    `json:"base_credit_cost"`
+}
+
+func (h *Handler) aiModels(c *gin.Context) {
+	items := []AIModelItem{}
+	for _, m := range h.Generator.Models() {
+		items = append(items, AIModelItem{ID: m.ID, Name: m.Name, OutputType: m.OutputType, JobTypes: m.JobTypes,
+			SupportedAspectRatios: m.SupportedAspectRatios, BaseCreditCost: m.BaseCreditCost})
+	}
+	c.Header("Cache-Control", "private, max-age=300")
+	c.Header("Vary", "X-Api-Key")
+	c.JSON(http.StatusOK, gin.H{"ai_models": items})
+}
+
+func (h *Handler) aspectRatios(c *gin.Context) {
+	c.Header("Cache-Control", "public, max-age=3600")
+	c.JSON(http.StatusOK, gin.H{"aspect_ratios": h.Generator.Catalog().AspectRatios})
+}

@@ -1,0 +1,156 @@
+// Package api builds shotflow's HTTP server: the gin router with its middleware (request IDs,
+// access logs, recovery), the plugin and external APIs, signed file downloads, health checks and
+// error documentation.
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"go.uber.org/zap"
+	"gorm.io/gorm"
+
+	"github.com/shotflow/shotflow/api/plugin"
+	"github.com/shotflow/shotflow/internal/blobstore"
+	"github.com/shotflow/shotflow/internal/secrets"
+	"github.com/shotflow/shotflow/internal/urlsign"
+	"github.com/shotflow/shotflow/models"
+)
+
+// Deps are what the router needs beyond the API handlers.
+type Deps struct {
+	DB     *gorm.DB
+	Blobs  *blobstore.Store
+	Signer *urlsign.Signer
+	Log    *zap.Logger
+	// Ready reports whether the process can serve (database and Temporal reachable).
+	Ready func(ctx context.Context) error
+}
+
+func init() { gin.SetMode(gin.ReleaseMode) }
+
+// NewRouter returns the HTTP handler of the whole API.
+func NewRouter(d Deps, p *plugin.Handler) *gin.Engine {
+	r := gin.New()
+	r.HandleMethodNotAllowed = true
+	r.Use(RequestID, AccessLog(d.Log), gin.CustomRecovery(p.Recover))
+	p.Register(r)
+	r.GET("/files/:id", downloadHandler(d, p))
+	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
+	r.GET("/readyz", func(c *gin.Context) {
+		ctx, cancel := context.WithTimeout(c.Request.Context(), 3*time.Second)
+		defer cancel()
+		if err := d.Ready(ctx); err != nil {
+			c.JSON(http.StatusServiceUnavailable, gin.H{"status": "unavailable", "error": err.Error()})
+			return
+		}
+		c.JSON(http.StatusOK, gin.H{"status": "ready"})
+	})
+	r.GET("/docs/plugin-api/errors/:code", func(c *gin.Context) {
+		text, ok := plugin.ErrorDocs[c.Param("code")]
+		if !ok {
+			p.NotFound(c)
+			return
+		}
+		c.JSON(http.StatusOK, gin.H{"code": c.Param("code"), "description": text})
+	})
+	r.NoRoute(p.NotFound)
+	r.NoMethod(func(c *gin.Context) {
+		p.Fail(c, http.StatusMethodNotAllowed, plugin.CodeInvalidInput, "Method "+c.Request.Method+" is not allowed on this route.")
+	})
+	return r
+}
+
+// RequestID honours a well-formed X-Request-Id from the client or makes one, and returns it.
+func RequestID(c *gin.Context) {
+	id := c.GetHeader("X-Request-Id")
+	if id == "" || len(id) > 128 || strings.ContainsFunc(id, func(r rune) bool { return r < 0x21 || r > 0x7e }) {
+		id = secrets.Token(12)
+	}
+	c.Set("request_id", id)
+	c.Header("X-Request-Id", id)
+	c.Next()
+}
+
+// AccessLog logs one line per request: method, route, status, latency, request ID and the
+// installation or account that made it.
+func AccessLog(log *zap.Logger) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		start := time.Now()
+		c.Next()
+		route := c.FullPath()
+		if route == "" {
+			route = "unmatched"
+		}
+		fields := []zap.Field{
+			zap.String("method", c.Request.Method),
+			zap.String("route", route),
+			zap.Int("status", c.Writer.Status()),
+			zap.Duration("latency", time.Since(start)),
+			zap.String("request_id", c.GetString("request_id")),
+		}
+		if v := c.GetString("installation_id"); v != "" {
+			fields = append(fields, zap.String("installation_id", v))
+		}
+		if v := c.GetString("account_id"); v != "" {
+			fields = append(fields, zap.String("account_id", v))
+		}
+		for _, err := range c.Errors {
+			fields = append(fields, zap.NamedError("error", err.Err))
+		}
+		switch {
+		case c.Writer.Status() >= 500:
+			log.Error("request", fields...)
+		default:
+			log.Info("request", fields...)
+		}
+	}
+}
+
+// downloadHandler streams a stored file to the holder of a signed URL.
+func downloadHandler(d Deps, p *plugin.Handler) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		id := c.Param("id")
+		if err := d.Signer.Verify(http.MethodGet, plugin.FilePath(id), c.Request.URL.Query(), time.Now()); err != nil {
+			if errors.Is(err, urlsign.ErrExpired) {
+				p.Fail(c, http.StatusGone, plugin.CodeNotFound, "This download URL has expired; ask the API for a fresh one.")
+				return
+			}
+			p.Fail(c, http.StatusForbidden, plugin.CodeForbidden, "The download URL signature is invalid.")
+			return
+		}
+		var asset models.Asset
+		if err := d.DB.WithContext(c.Request.Context()).Take(&asset, "id = ?", id).Error; err != nil || asset.Status != models.AssetReady {
+			p.Fail(c, http.StatusNotFound, plugin.CodeNotFound, "No such file.")
+			return
+		}
+		if asset.PurgedAt != nil {
+			p.Fail(c, http.StatusGone, plugin.CodeOutputsPurged, "This file was removed by the retention policy.")
+			return
+		}
+		if asset.SHA256 != "" && c.GetHeader("If-None-Match") == `"`+asset.SHA256+`"` {
+			c.Status(http.StatusNotModified)
+			return
+		}
+		r, size, err := d.Blobs.Open(c.Request.Context(), asset.BlobKey)
+		if errors.Is(err, blobstore.ErrNotFound) {
+			p.Fail(c, http.StatusGone, plugin.CodeOutputsPurged, "This file is no longer stored.")
+			return
+		}
+		if err != nil {
+			_ = c.Error(err)
+			p.Fail(c, http.StatusInternalServerError, plugin.CodeInternal, "The file could not be read.")
+			return
+		}
+		defer r.Close()
+		if asset.SHA256 != "" {
+			c.Header("ETag", `"`+asset.SHA256+`"`)
+		}
+		c.Header("Cache-Control", "private, max-age=86400")
+		c.DataFromReader(http.StatusOK, size, asset.ContentType, r, nil)
+	}
+}

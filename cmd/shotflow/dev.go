@@ -1,0 +1,242 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"gorm.io/gorm"
+
+	"github.com/shotflow/shotflow/internal/app"
+	"github.com/shotflow/shotflow/internal/config"
+	"github.com/shotflow/shotflow/internal/devserver"
+	"github.com/shotflow/shotflow/internal/logging"
+	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/workflows"
+)
+
+// DevCredentials is what `shotflow dev` writes to DATA_DIR/dev-credentials.json.
+type DevCredentials struct {
+	BaseURL        string `json:"base_url"`
+	TemporalUIURL  string `json:"temporal_ui_url"`
+	PluginAPIKey   string `json:"plugin_api_key"`
+	InstallationID string `json:"installation_id"`
+	ExternalAPIKey string `json:"external_api_key"`
+	AccountID      string `json:"account_id"`
+	WebhookSecret  string `json:"webhook_secret"`
+}
+
+// devConfig is the configuration of `shotflow dev`: the environment, with defaults that keep
+// everything under DATA_DIR and on loopback.
+func devConfig() (config.Config, error) {
+	env := map[string]string{}
+	for _, kv := range os.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	def := func(k, v string) {
+		if env[k] == "" {
+			env[k] = v
+		}
+	}
+	def("DATA_DIR", ".data")
+	def("HTTP_ADDR", "127.0.0.1:8080")
+	def("DEV_TEMPORAL_PORT", "7233")
+	def("DEV_TEMPORAL_UI_PORT", "8233")
+	def("LOG_FORMAT", "console")
+	_, port, err := net.SplitHostPort(env["HTTP_ADDR"])
+	if err != nil {
+		return config.Config{}, fmt.Errorf("config: HTTP_ADDR=%q is invalid (host:port or :port)", env["HTTP_ADDR"])
+	}
+	def("PUBLIC_BASE_URL", "http://localhost:"+port)
+	def("DATABASE_URL", "sqlite://"+filepath.Join(env["DATA_DIR"], "shotflow.db"))
+	def("BLOB_URL", "file://"+filepath.ToSlash(filepath.Join(env["DATA_DIR"], "blobs")))
+	def("TEMPORAL_ADDRESS", "127.0.0.1:"+env["DEV_TEMPORAL_PORT"])
+	def("TEMPORAL_UI_URL", "http://localhost:"+env["DEV_TEMPORAL_UI_PORT"])
+	cfg, err := config.LoadFrom(env)
+	if err != nil {
+		return cfg, err
+	}
+	if cfg.SecretKey == "" {
+		master, err := masterKey(cfg, true)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.SecretKey = base64.StdEncoding.EncodeToString(master)
+	}
+	return cfg, nil
+}
+
+func runDev(ctx context.Context, stdout io.Writer) error {
+	cfg, err := devConfig()
+	if err != nil {
+		return err
+	}
+	log, err := logging.New(cfg.LogLevel, cfg.LogFormat)
+	if err != nil {
+		return err
+	}
+	defer log.Sync()
+	if err := checkPortFree(cfg.HTTPAddr); err != nil {
+		return err
+	}
+
+	// Database first: a broken schema should stop us before anything is started.
+	db, err := models.Open(cfg.DatabaseURL, models.OpenOptions{})
+	if err != nil {
+		return err
+	}
+	applied, err := models.Migrate(db)
+	if err != nil {
+		return err
+	}
+	if len(applied) > 0 {
+		log.Info("applied migrations", zap.Ints("versions", applied))
+	}
+	credsPath := filepath.Join(cfg.DataDir, "dev-credentials.json")
+	creds, err := ensureDemo(db, cfg, credsPath)
+	closeDB(db)
+	if err != nil {
+		return fmt.Errorf("seed demo data: %w", err)
+	}
+
+	log.Info("starting Temporal dev server", zap.String("cli", cfg.TemporalCLIPath))
+	ts, err := devserver.Start(ctx, devserver.Options{
+		CLIPath:          cfg.TemporalCLIPath,
+		DBFile:           filepath.Join(cfg.DataDir, "temporal.db"),
+		Port:             cfg.DevTemporalPort,
+		UIPort:           cfg.DevTemporalUIPort,
+		Namespace:        cfg.TemporalNamespace,
+		SearchAttributes: workflows.SearchAttributeNames,
+		LogFile:          filepath.Join(cfg.DataDir, "temporal.log"),
+	})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		log.Info("stopping Temporal dev server")
+		if err := ts.Stop(15 * time.Second); err != nil {
+			log.Warn("temporal dev server", zap.Error(err))
+		}
+	}()
+
+	a, err := app.Open(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		errs <- a.RunWorker(runCtx)
+	}()
+	go func() {
+		defer wg.Done()
+		errs <- a.ServeHTTP(runCtx, func(net.Addr) { printBanner(stdout, creds, credsPath) })
+	}()
+	var firstErr error
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case <-ts.Exited():
+		firstErr = errors.New("the Temporal dev server stopped unexpectedly; see " + filepath.Join(cfg.DataDir, "temporal.log"))
+	case firstErr = <-errs:
+	}
+	cancel()
+	wg.Wait()
+	return firstErr
+}
+
+func closeDB(db *gorm.DB) {
+	if sqlDB, err := db.DB(); err == nil {
+		sqlDB.Close()
+	}
+}
+
+func checkPortFree(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("cannot listen on %s (is another `shotflow dev` running? set HTTP_ADDR): %w", addr, err)
+	}
+	return ln.Close()
+}
+
+// ensureDemo returns the demo credentials, creating the demo account, installation and keys on
+// the first run and reusing them (from the credentials file) afterwards.
+func ensureDemo(db *gorm.DB, cfg config.Config, path string) (DevCredentials, error) {
+	creds := DevCredentials{BaseURL: cfg.PublicBaseURL, TemporalUIURL: cfg.TemporalUIURL}
+	if data, err := os.ReadFile(path); err == nil {
+		var saved DevCredentials
+		if json.Unmarshal(data, &saved) == nil && demoStillValid(db, saved) {
+			saved.BaseURL, saved.TemporalUIURL = creds.BaseURL, creds.TemporalUIURL
+			return saved, writeCredentials(path, saved)
+		}
+	}
+	env := &adminEnv{cfg: cfg, db: db}
+	acc, err := env.accountCreate([]string{"--name", "Demo account", "--credits", strconv.FormatInt(cfg.DevSeedCredits, 10)})
+	if err != nil {
+		return creds, err
+	}
+	created := acc.(AccountCreated)
+	inst, err := env.installationCreate([]string{"--account", created.AccountID, "--name", "Demo shop"})
+	if err != nil {
+		return creds, err
+	}
+	ic := inst.(InstallationCreated)
+	creds.PluginAPIKey, creds.InstallationID = ic.APIKey, ic.InstallationID
+	creds.ExternalAPIKey, creds.AccountID = created.ExternalAPIKey, created.AccountID
+	creds.WebhookSecret = ic.WebhookSecret
+	return creds, writeCredentials(path, creds)
+}
+
+func demoStillValid(db *gorm.DB, c DevCredentials) bool {
+	now := time.Now()
+	k, err := models.AuthenticateKey(db, models.KeyKindPlugin, c.PluginAPIKey, now)
+	if err != nil || k.InstallationID == nil || *k.InstallationID != c.InstallationID {
+		return false
+	}
+	_, err = models.AuthenticateKey(db, models.KeyKindExternal, c.ExternalAPIKey, now)
+	return err == nil
+}
+
+func writeCredentials(path string, c DevCredentials) error {
+	data, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(data, '\n'), 0o600)
+}
+
+func printBanner(w io.Writer, c DevCredentials, path string) {
+	fmt.Fprintf(w, `
+shotflow is running (Ctrl+C stops it).
+
+  API base URL      %s
+  Temporal UI       %s
+  Plugin API key    %s
+  Installation ID   %s
+  External API key  %s
+  Account ID        %s
+  Webhook secret    %s
+
+  These are saved in %s. Try:
+    curl -s -H "X-Api-Key: %s" %s/api/v1/plugin/me
+
+`, c.BaseURL, c.TemporalUIURL, c.PluginAPIKey, c.InstallationID, c.ExternalAPIKey, c.AccountID, c.WebhookSecret, path, c.PluginAPIKey, c.BaseURL)
+}

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/shotflow/shotflow/internal/app"
+	"github.com/shotflow/shotflow/internal/config"
+	"github.com/shotflow/shotflow/internal/logging"
+	"github.com/shotflow/shotflow/models"
+)
+
+// openApp loads the configuration from the environment and opens the shared dependencies.
+func openApp(ctx context.Context) (*app.App, error) {
+	cfg, err := config.Load()
+	if err != nil {
+		return nil, err
+	}
+	log, err := logging.New(cfg.LogLevel, cfg.LogFormat)
+	if err != nil {
+		return nil, err
+	}
+	return app.Open(ctx, cfg, log)
+}
+
+func runAPI(ctx context.Context) error {
+	a, err := openApp(ctx)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	return a.ServeHTTP(ctx, func(addr net.Addr) {
+		a.Log.Info("API listening", zap.String("addr", addr.String()), zap.String("public_base_url", a.Config.PublicBaseURL))
+	})
+}
+
+func runWorker(ctx context.Context) error {
+	a, err := openApp(ctx)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	a.Log.Info("worker polling", zap.String("task_queue", a.Config.TemporalTaskQueue), zap.String("temporal", a.Config.TemporalAddress))
+	return a.RunWorker(ctx)
+}
+
+func runMigrate(stdout interface{ Write([]byte) (int, error) }) error {
+	cfg, err := config.Load()
+	if err != nil {
+		return err
+	}
+	db, err := models.Open(cfg.DatabaseURL, models.OpenOptions{})
+	if err != nil {
+		return err
+	}
+	applied, err := models.Migrate(db)
+	if err != nil {
+		return err
+	}
+	if len(applied) == 0 {
+		fmt.Fprintf(stdout, "schema is up to date at version %d\n", models.LatestVersion())
+		return nil
+	}
+	fmt.Fprintf(stdout, "applied migrations %v; schema is at version %d\n", applied, models.LatestVersion())
+	return nil
+}
+
+func runHealthcheck(ctx context.Context, args []string) error {
+	url := "http://127.0.0.1:8080/readyz"
+	if len(args) > 0 {
+		url = args[0]
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s answered %s", url, resp.Status)
+	}
+	return nil
+}

@@ -1,0 +1,224 @@
+// Package app wires shotflow's processes from a Config: database, blob store, Temporal client,
+// providers, the HTTP server and the worker. `shotflow dev`, `api` and `worker` all start here.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
+	"gorm.io/gorm"
+
+	"github.com/shotflow/shotflow/activities"
+	"github.com/shotflow/shotflow/activities/generate"
+	"github.com/shotflow/shotflow/activities/generate/local"
+	"github.com/shotflow/shotflow/api"
+	"github.com/shotflow/shotflow/api/plugin"
+	"github.com/shotflow/shotflow/internal/blobstore"
+	"github.com/shotflow/shotflow/internal/config"
+	"github.com/shotflow/shotflow/internal/intake"
+	"github.com/shotflow/shotflow/internal/logging"
+	"github.com/shotflow/shotflow/internal/ratelimit"
+	"github.com/shotflow/shotflow/internal/secrets"
+	"github.com/shotflow/shotflow/internal/urlsign"
+	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/worker"
+)
+
+// App is one running shotflow process's dependencies.
+type App struct {
+	Config    config.Config
+	Log       *zap.Logger
+	DB        *gorm.DB
+	Blobs     *blobstore.Store
+	Temporal  client.Client
+	Generator *generate.Registry
+	Signer    *urlsign.Signer
+	Box       *secrets.Box
+	Limiter   ratelimit.Limiter
+	Intake    *intake.Starter
+
+	closers []func() error
+}
+
+// Open connects everything the processes share. The database must be at the schema version this
+// binary knows; `shotflow migrate` gets it there.
+func Open(ctx context.Context, cfg config.Config, log *zap.Logger) (*App, error) {
+	master := cfg.SecretKeyBytes()
+	if master == nil {
+		return nil, errors.New("config: SECRET_KEY must be set (base64 of 32 random bytes, the same in every api and worker process)")
+	}
+	a := &App{Config: cfg, Log: log}
+	ok := false
+	defer func() {
+		if !ok {
+			a.Close()
+		}
+	}()
+
+	db, err := models.Open(cfg.DatabaseURL, models.OpenOptions{MaxOpenConns: cfg.DatabaseMaxOpenConns})
+	if err != nil {
+		return nil, err
+	}
+	a.DB = db
+	a.closers = append(a.closers, func() error {
+		sqlDB, err := db.DB()
+		if err != nil {
+			return err
+		}
+		return sqlDB.Close()
+	})
+	if err := models.CheckSchema(db); err != nil {
+		return nil, err
+	}
+
+	if a.Blobs, err = blobstore.Open(ctx, cfg.BlobURL); err != nil {
+		return nil, err
+	}
+	a.closers = append(a.closers, a.Blobs.Close)
+
+	catalog, err := models.LoadCatalog()
+	if err != nil {
+		return nil, err
+	}
+	a.Generator = generate.NewRegistry(catalog, map[string]generate.Provider{"local": local.Provider{}})
+	a.Signer = urlsign.New(secrets.Derive(master, secrets.PurposeURLSigning), cfg.PublicBaseURL)
+	if a.Box, err = secrets.NewBox(master); err != nil {
+		return nil, err
+	}
+	limiter, closeLimiter, err := ratelimit.Open(cfg.RedisURL)
+	if err != nil {
+		return nil, fmt.Errorf("rate limiter: %w", err)
+	}
+	a.Limiter = limiter
+	a.closers = append(a.closers, closeLimiter)
+
+	a.Temporal, err = client.DialContext(ctx, client.Options{
+		HostPort:  cfg.TemporalAddress,
+		Namespace: cfg.TemporalNamespace,
+		Logger:    logging.NewTemporal(log),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("connect to Temporal at %s: %w", cfg.TemporalAddress, err)
+	}
+	a.closers = append(a.closers, func() error { a.Temporal.Close(); return nil })
+	a.Intake = &intake.Starter{DB: db, Temporal: a.Temporal, TaskQueue: cfg.TemporalTaskQueue, Log: log}
+	ok = true
+	return a, nil
+}
+
+// Close releases everything Open acquired, newest first.
+func (a *App) Close() {
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		if err := a.closers[i](); err != nil {
+			a.Log.Warn("close", zap.Error(err))
+		}
+	}
+	a.closers = nil
+}
+
+// Handler returns the HTTP handler of the API.
+func (a *App) Handler() http.Handler {
+	p := &plugin.Handler{
+		DB: a.DB, Intake: a.Intake, Blobs: a.Blobs, Signer: a.Signer, Generator: a.Generator, Limiter: a.Limiter,
+		Log: a.Log, DocsURL: a.Config.EffectiveDocsURL(), DefaultRateLimit: a.Config.RateLimitPerMinute,
+		DownloadTTL: a.Config.DownloadURLTTL, UploadTTL: a.Config.UploadURLTTL, SubProcessors: a.subProcessors(),
+	}
+	return api.NewRouter(api.Deps{DB: a.DB, Blobs: a.Blobs, Signer: a.Signer, Log: a.Log, Ready: a.Ready}, p)
+}
+
+// subProcessors lists the third parties the configured providers and storage send data to.
+func (a *App) subProcessors() []plugin.SubProcessor {
+	out := []plugin.SubProcessor{}
+	for _, name := range a.Generator.Providers() {
+		if name == "local" {
+			continue // renders inside this deployment
+		}
+		out = append(out, plugin.SubProcessor{Name: name, Purpose: "image and video generation", Location: "provider region"})
+	}
+	return out
+}
+
+// Ready checks the database, the blob store and Temporal.
+func (a *App) Ready(ctx context.Context) error {
+	sqlDB, err := a.DB.DB()
+	if err != nil {
+		return err
+	}
+	if err := sqlDB.PingContext(ctx); err != nil {
+		return fmt.Errorf("database: %w", err)
+	}
+	if err := a.Blobs.Ping(ctx); err != nil {
+		return fmt.Errorf("blob store: %w", err)
+	}
+	if _, err := a.Temporal.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
+		return fmt.Errorf("temporal: %w", err)
+	}
+	return nil
+}
+
+// ServeHTTP serves the API on cfg.HTTPAddr until ctx ends, then drains requests for up to
+// ShutdownTimeout. ready, when not nil, receives the bound address once listening.
+func (a *App) ServeHTTP(ctx context.Context, ready func(addr net.Addr)) error {
+	ln, err := net.Listen("tcp", a.Config.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", a.Config.HTTPAddr, err)
+	}
+	srv := &http.Server{
+		Handler:           a.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          zap.NewStdLog(a.Log.Named("http")),
+	}
+	if ready != nil {
+		ready(ln.Addr())
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), a.Config.ShutdownTimeout)
+	defer cancel()
+	a.Log.Info("draining HTTP requests")
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("http shutdown: %w", err)
+	}
+	return nil
+}
+
+// Activities returns the activity implementations bound to this process's dependencies.
+func (a *App) Activities() *activities.Activities {
+	return &activities.Activities{DB: a.DB, Blobs: a.Blobs, Generator: a.Generator, Log: a.Log, LongEdge: a.Config.RenderLongEdge}
+}
+
+// RunWorker polls the task queue and sweeps unstarted orders until ctx ends, then stops the
+// worker, letting running activities finish within ShutdownTimeout.
+func (a *App) RunWorker(ctx context.Context) error {
+	w := worker.New(a.Temporal, a.Activities(), worker.Options{
+		TaskQueue: a.Config.TemporalTaskQueue, MaxConcurrentActivity: a.Config.WorkerActivityConcurrency,
+		StopTimeout: a.Config.ShutdownTimeout,
+	})
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("start worker: %w", err)
+	}
+	sweepCtx, stopSweep := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.Intake.Sweep(sweepCtx, 15*time.Second, 30*time.Second)
+	}()
+	<-ctx.Done()
+	stopSweep()
+	<-done
+	a.Log.Info("stopping worker")
+	w.Stop()
+	return nil
+}
