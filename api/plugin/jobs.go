@@ -356,22 +356,22 @@ func (h *Handler) getJob(c *gin.Context) {
 
 // OrderResponse is GET /orders/{id}.
 type OrderResponse struct {
-	ID            string          `json:"id"`
-	Status        string          `json:"status"`
-	JobType       string          `json:"job_type"`
-	SessionConfig models.JSON     `json:"session_config"`
-	JobsTotal     int             `json:"jobs_total"`
-	JobsCompleted int             `json:"jobs_completed"`
-	JobsFailed    int             `json:"jobs_failed"`
-	JobsCancelled int             `json:"jobs_cancelled"`
-	JobsExpired   int             `json:"jobs_expired"`
-	Products      []OrderProduct  `json:"products"`
-	Images        []OrderImage    `json:"images"`
-	Summary       CreditSummary   `json:"summary"`
-	SourceOrderID *string         `json:"source_order_id"`
-	CreatedAt     time.Time       `json:"created_at"`
-	UpdatedAt     time.Time       `json:"updated_at"`
-	CompletedAt   *time.Time      `json:"completed_at"`
+	ID            string         `json:"id"`
+	Status        string         `json:"status"`
+	JobType       string         `json:"job_type"`
+	SessionConfig models.JSON    `json:"session_config"`
+	JobsTotal     int            `json:"jobs_total"`
+	JobsCompleted int            `json:"jobs_completed"`
+	JobsFailed    int            `json:"jobs_failed"`
+	JobsCancelled int            `json:"jobs_cancelled"`
+	JobsExpired   int            `json:"jobs_expired"`
+	Products      []OrderProduct `json:"products"`
+	Images        []OrderImage   `json:"images"`
+	Summary       CreditSummary  `json:"summary"`
+	SourceOrderID *string        `json:"source_order_id"`
+	CreatedAt     time.Time      `json:"created_at"`
+	UpdatedAt     time.Time      `json:"updated_at"`
+	CompletedAt   *time.Time     `json:"completed_at"`
 }
 
 // OrderProduct holds the per-product counters of an order.
