@@ -278,3 +278,9 @@ type LedgerEntry struct {
 
 // TableName is credit_ledger.
 func (LedgerEntry) TableName() string { return "credit_ledger" }
+
+// UnmarshalJSON keeps a copy of the document.
+func (j *JSON) UnmarshalJSON(data []byte) error {
+	*j = append((*j)[:0], data...)
+	return nil
+}

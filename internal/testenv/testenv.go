@@ -1,0 +1,203 @@
+// Package testenv runs shotflow for end-to-end tests: the real gin router over httptest, a real
+// Temporal dev server (bin/temporal), a real worker and a fresh PostgreSQL database.
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/testsuite"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+	"gorm.io/gorm"
+
+	"github.com/shotflow/shotflow/internal/app"
+	"github.com/shotflow/shotflow/internal/config"
+	"github.com/shotflow/shotflow/internal/secrets"
+	"github.com/shotflow/shotflow/internal/testdb"
+	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/workflows"
+)
+
+// RepoRoot returns the directory holding go.mod, searching upwards from the working directory.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("go.mod not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// StartTemporal starts a Temporal dev server from bin/temporal with shotflow's search attributes.
+// Call it once per test package (in TestMain) and Stop it at the end.
+func StartTemporal(ctx context.Context) (*testsuite.DevServer, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	cli := filepath.Join(root, "bin", "temporal")
+	if _, err := os.Stat(cli); err != nil {
+		return nil, fmt.Errorf("%s is missing: run `make test` (it installs the Temporal CLI) or `make temporal-cli`", cli)
+	}
+	var extra []string
+	for _, name := range workflows.SearchAttributeNames {
+		extra = append(extra, "--search-attribute", name+"=Keyword")
+	}
+	return testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
+		ExistingPath: cli,
+		LogLevel:     "error",
+		ClientOptions: &client.Options{
+			Namespace: "default",
+			Logger:    log.NewStructuredLogger(slog.New(slog.DiscardHandler)),
+		},
+		ExtraArgs: extra,
+	})
+}
+
+// Env is one running shotflow: its own database, task queue, HTTP server and worker.
+type Env struct {
+	App     *app.App
+	DB      *gorm.DB
+	BaseURL string
+	Config  config.Config
+
+	t          *testing.T
+	mu         sync.Mutex
+	stopWorker context.CancelFunc
+	workerDone chan struct{}
+}
+
+// Options tune New.
+type Options struct {
+	// Configure may adjust the configuration before the app opens.
+	Configure func(*config.Config)
+}
+
+// New starts shotflow against the dev server and a fresh PostgreSQL database, and stops it at cleanup.
+func New(t *testing.T, ts *testsuite.DevServer, opts Options) *Env {
+	t.Helper()
+	dbURL := testdb.PostgresURL(t)
+	db := testdb.Open(t, dbURL)
+	srv := httptest.NewUnstartedServer(nil)
+	base := "http://" + srv.Listener.Addr().String()
+	cfg, err := config.LoadFrom(map[string]string{
+		"DATABASE_URL":        dbURL,
+		"TEMPORAL_ADDRESS":    ts.FrontendHostPort(),
+		"TEMPORAL_TASK_QUEUE": "e2e-" + secrets.Token(6),
+		"PUBLIC_BASE_URL":     base,
+		"BLOB_URL":            "file://" + t.TempDir(),
+		"SECRET_KEY":          secrets.NewMasterKey(),
+		"SHUTDOWN_TIMEOUT":    "5s",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.Configure != nil {
+		opts.Configure(&cfg)
+	}
+	logger := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
+	a, err := app.Open(context.Background(), cfg, logger)
+	if err != nil {
+		t.Fatalf("testenv: open app: %v", err)
+	}
+	srv.Config.Handler = a.Handler()
+	srv.Start()
+	e := &Env{App: a, DB: db, BaseURL: base, Config: cfg, t: t}
+	e.StartWorker()
+	var once sync.Once
+	t.Cleanup(func() {
+		once.Do(func() {
+			srv.Close()
+			e.StopWorker()
+			a.Close()
+		})
+	})
+	return e
+}
+
+// StartWorker starts a worker for this environment's task queue.
+func (e *Env) StartWorker() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	e.mu.Lock()
+	e.stopWorker, e.workerDone = cancel, done
+	e.mu.Unlock()
+	go func() {
+		defer close(done)
+		if err := e.App.RunWorker(ctx); err != nil {
+			e.t.Errorf("testenv: worker: %v", err)
+		}
+	}()
+}
+
+// StopWorker stops the running worker, if any, and waits for it.
+func (e *Env) StopWorker() {
+	e.mu.Lock()
+	stop, done := e.stopWorker, e.workerDone
+	e.stopWorker, e.workerDone = nil, nil
+	e.mu.Unlock()
+	if stop != nil {
+		stop()
+		<-done
+	}
+}
+
+// Tenant is an account with one plugin installation and its keys.
+type Tenant struct {
+	AccountID      string
+	InstallationID string
+	PluginKey      string
+	ExternalKey    string
+	WebhookSecret  string
+}
+
+// NewTenant creates an account with credits and an installation with every plugin scope.
+func (e *Env) NewTenant(t *testing.T, credits int64) Tenant {
+	t.Helper()
+	acc, err := models.CreateAccount(e.DB, "tenant "+secrets.Token(4), credits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := models.CreateInstallation(e.DB, e.App.Box, models.NewInstallation{
+		AccountID: acc.ID, Name: "shop", RateLimitPerMin: 600,
+	}, "whsec_"+secrets.Token(24))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ext, err := models.IssueKey(e.DB, models.KeyKindExternal, acc.ID, nil, "e2e", models.ExternalScopes, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Tenant{AccountID: acc.ID, InstallationID: inst.Installation.ID, PluginKey: inst.APIKey.Secret,
+		ExternalKey: ext.Secret, WebhookSecret: inst.WebhookSecret}
+}
+
+// Eventually polls cond every 100 ms until it returns true or the timeout passes.
+func Eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
