@@ -40,15 +40,15 @@ func NewRouter(d Deps, p *plugin.Handler) *gin.Engine {
 	r.Use(RequestID, AccessLog(d.Log), gin.CustomRecovery(p.Recover))
 	p.Register(r)
 	r.GET("/files/:id", downloadHandler(d, p))
-	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
+	r.GET("/healthz", func(c *gin.Context) { c.PureJSON(http.StatusOK, gin.H{"status": "ok"}) })
 	r.GET("/readyz", func(c *gin.Context) {
 		ctx, cancel := context.WithTimeout(c.Request.Context(), 3*time.Second)
 		defer cancel()
 		if err := d.Ready(ctx); err != nil {
-			c.JSON(http.StatusServiceUnavailable, gin.H{"status": "unavailable", "error": err.Error()})
+			c.PureJSON(http.StatusServiceUnavailable, gin.H{"status": "unavailable", "error": err.Error()})
 			return
 		}
-		c.JSON(http.StatusOK, gin.H{"status": "ready"})
+		c.PureJSON(http.StatusOK, gin.H{"status": "ready"})
 	})
 	r.GET("/docs/plugin-api/errors/:code", func(c *gin.Context) {
 		text, ok := plugin.ErrorDocs[c.Param("code")]
@@ -56,7 +56,7 @@ func NewRouter(d Deps, p *plugin.Handler) *gin.Engine {
 			p.NotFound(c)
 			return
 		}
-		c.JSON(http.StatusOK, gin.H{"code": c.Param("code"), "description": text})
+		c.PureJSON(http.StatusOK, gin.H{"code": c.Param("code"), "description": text})
 	})
 	r.NoRoute(p.NotFound)
 	r.NoMethod(func(c *gin.Context) {

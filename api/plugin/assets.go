@@ -78,7 +78,7 @@ func (h *Handler) createUpload(c *gin.Context) {
 		h.internal(c, err)
 		return
 	}
-	c.JSON(http.StatusCreated, UploadResponse{
+	c.PureJSON(http.StatusCreated, UploadResponse{
 		AssetID:      id,
 		UploadURL:    h.Signer.URL(http.MethodPut, uploadPath(id), expires),
 		Method:       http.MethodPut,
@@ -171,6 +171,6 @@ func (h *Handler) receiveUpload(c *gin.Context) {
 		h.internal(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, AssetResponse{AssetID: id, Status: models.AssetReady, ContentType: asset.ContentType,
+	c.PureJSON(http.StatusOK, AssetResponse{AssetID: id, Status: models.AssetReady, ContentType: asset.ContentType,
 		SizeBytes: n, Width: width, Height: height, SHA256: sum})
 }

@@ -72,7 +72,8 @@ func (h *Handler) Fail(c *gin.Context, status int, code, message string) {
 
 // FailWith aborts the request with the envelope and machine-readable details.
 func (h *Handler) FailWith(c *gin.Context, status int, code, message string, details any) {
-	c.AbortWithStatusJSON(status, h.Envelope(status, code, message, details))
+	c.Abort()
+	c.PureJSON(status, h.Envelope(status, code, message, details))
 }
 
 // Envelope builds the error body for a status and code.

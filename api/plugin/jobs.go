@@ -130,7 +130,7 @@ func (h *Handler) createSession(c *gin.Context) {
 		}
 		resp.Subjects[i].JobIDs = append(resp.Subjects[i].JobIDs, j.ID)
 	}
-	c.JSON(http.StatusCreated, resp)
+	c.PureJSON(http.StatusCreated, resp)
 }
 
 // failure is a refused session: nothing is created.
@@ -351,7 +351,7 @@ func (h *Handler) getJob(c *gin.Context) {
 		h.internal(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, h.jobResponse(j, outs[j.ID]))
+	c.PureJSON(http.StatusOK, h.jobResponse(j, outs[j.ID]))
 }
 
 // OrderResponse is GET /orders/{id}.
@@ -455,5 +455,5 @@ func (h *Handler) getOrder(c *gin.Context) {
 			p.JobsFailed++
 		}
 	}
-	c.JSON(http.StatusOK, resp)
+	c.PureJSON(http.StatusOK, resp)
 }

@@ -54,7 +54,7 @@ func (h *Handler) me(c *gin.Context) {
 	if subs == nil {
 		subs = []SubProcessor{}
 	}
-	c.JSON(http.StatusOK, MeResponse{
+	c.PureJSON(http.StatusOK, MeResponse{
 		InstallationID: who.Installation.ID, InstallationName: who.Installation.Name, AccountID: acc.ID,
 		Plan: acc.Plan, Credits: CreditBalance{Available: acc.CreditBalance, Reserved: acc.CreditsReserved},
 		RequestLimit: RequestLimit{PerMinute: limit}, Scopes: who.Key.ScopeList(), Permissions: who.Permissions,
@@ -80,10 +80,10 @@ func (h *Handler) aiModels(c *gin.Context) {
 	}
 	c.Header("Cache-Control", "private, max-age=300")
 	c.Header("Vary", "X-Api-Key")
-	c.JSON(http.StatusOK, gin.H{"ai_models": items})
+	c.PureJSON(http.StatusOK, gin.H{"ai_models": items})
 }
 
 func (h *Handler) aspectRatios(c *gin.Context) {
 	c.Header("Cache-Control", "public, max-age=3600")
-	c.JSON(http.StatusOK, gin.H{"aspect_ratios": h.Generator.Catalog().AspectRatios})
+	c.PureJSON(http.StatusOK, gin.H{"aspect_ratios": h.Generator.Catalog().AspectRatios})
 }

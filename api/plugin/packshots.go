@@ -97,7 +97,7 @@ func (h *Handler) registerPackshots(c *gin.Context) {
 		}
 		results = append(results, res)
 	}
-	c.JSON(http.StatusOK, gin.H{"results": results})
+	c.PureJSON(http.StatusOK, gin.H{"results": results})
 }
 
 func registerPackshot(tx *gorm.DB, inst *models.Installation, item PackshotRegistration) (*models.Packshot, bool, *models.Product, error) {
