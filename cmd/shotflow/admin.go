@@ -79,6 +79,16 @@ func runAdmin(_ context.Context, args []string, stdout io.Writer) error {
 		}
 		return fmt.Errorf("%w: %s", errUsage, adminUsage)
 	}
+	commands := map[string]func(*adminEnv, []string) (any, error){
+		"account create":      (*adminEnv).accountCreate,
+		"installation create": (*adminEnv).installationCreate,
+		"credits grant":       (*adminEnv).creditsGrant,
+		"keys revoke":         (*adminEnv).keysRevoke,
+	}
+	command, ok := commands[args[0]+" "+args[1]]
+	if !ok {
+		return fmt.Errorf("%w: unknown admin command %q\n%s", errUsage, args[0]+" "+args[1], adminUsage)
+	}
 	cfg, err := config.Load()
 	if err != nil {
 		return err
@@ -87,28 +97,11 @@ func runAdmin(_ context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if sqlDB, err := db.DB(); err == nil {
-			sqlDB.Close()
-		}
-	}()
+	defer closeDB(db)
 	if err := models.CheckSchema(db); err != nil {
 		return err
 	}
-	env := &adminEnv{cfg: cfg, db: db}
-	var out any
-	switch args[0] + " " + args[1] {
-	case "account create":
-		out, err = env.accountCreate(args[2:])
-	case "installation create":
-		out, err = env.installationCreate(args[2:])
-	case "credits grant":
-		out, err = env.creditsGrant(args[2:])
-	case "keys revoke":
-		out, err = env.keysRevoke(args[2:])
-	default:
-		return fmt.Errorf("%w: unknown admin command %q\n%s", errUsage, args[0]+" "+args[1], adminUsage)
-	}
+	out, err := command(&adminEnv{cfg: cfg, db: db}, args[2:])
 	if err != nil {
 		return err
 	}

@@ -62,8 +62,9 @@ func devConfig() (config.Config, error) {
 	def("PUBLIC_BASE_URL", "http://localhost:"+port)
 	def("DATABASE_URL", "sqlite://"+filepath.Join(env["DATA_DIR"], "shotflow.db"))
 	def("BLOB_URL", "file://"+filepath.ToSlash(filepath.Join(env["DATA_DIR"], "blobs")))
-	def("TEMPORAL_ADDRESS", "127.0.0.1:"+env["DEV_TEMPORAL_PORT"])
-	def("TEMPORAL_UI_URL", "http://localhost:"+env["DEV_TEMPORAL_UI_PORT"])
+	// dev talks to the Temporal server it starts, whatever TEMPORAL_ADDRESS the shell exports.
+	env["TEMPORAL_ADDRESS"] = "127.0.0.1:" + env["DEV_TEMPORAL_PORT"]
+	env["TEMPORAL_UI_URL"] = "http://localhost:" + env["DEV_TEMPORAL_UI_PORT"]
 	cfg, err := config.LoadFrom(env)
 	if err != nil {
 		return cfg, err
@@ -79,6 +80,14 @@ func devConfig() (config.Config, error) {
 }
 
 func runDev(ctx context.Context, stdout io.Writer) error {
+	err := dev(ctx, stdout)
+	if err != nil && ctx.Err() != nil {
+		return nil // interrupted during start-up: stopping is what was asked for
+	}
+	return err
+}
+
+func dev(ctx context.Context, stdout io.Writer) error {
 	cfg, err := devConfig()
 	if err != nil {
 		return err

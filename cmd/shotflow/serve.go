@@ -58,6 +58,7 @@ func runMigrate(stdout interface{ Write([]byte) (int, error) }) error {
 	if err != nil {
 		return err
 	}
+	defer closeDB(db)
 	applied, err := models.Migrate(db)
 	if err != nil {
 		return err

@@ -5,8 +5,10 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,7 +20,7 @@ import (
 // variable named in its env tag; the README lists them all.
 type Config struct {
 	// HTTPAddr is the listen address of the HTTP API.
-	HTTPAddr string `env:"HTTP_ADDR" envDefault:":8080" validate:"required,hostname_port|startswith=:"`
+	HTTPAddr string `env:"HTTP_ADDR" envDefault:":8080" validate:"required,listen_addr"`
 	// PublicBaseURL is the URL clients use to reach the API; signed upload and download URLs start with it.
 	PublicBaseURL string `env:"PUBLIC_BASE_URL" envDefault:"http://localhost:8080" validate:"required,http_url"`
 	// DocsURL is where error doc_url links point; empty means PublicBaseURL + "/docs".
@@ -30,7 +32,7 @@ type Config struct {
 	DatabaseMaxOpenConns int `env:"DATABASE_MAX_OPEN_CONNS" envDefault:"20" validate:"min=1,max=1000"`
 
 	// TemporalAddress is the host:port of the Temporal frontend.
-	TemporalAddress string `env:"TEMPORAL_ADDRESS" envDefault:"127.0.0.1:7233" validate:"required,hostname_port"`
+	TemporalAddress string `env:"TEMPORAL_ADDRESS" envDefault:"127.0.0.1:7233" validate:"required,host_port"`
 	// TemporalNamespace is the Temporal namespace of every shotflow workflow.
 	TemporalNamespace string `env:"TEMPORAL_NAMESPACE" envDefault:"default" validate:"required"`
 	// TemporalTaskQueue is the task queue shared by the API (starter) and the workers.
@@ -91,7 +93,7 @@ func LoadFrom(environ map[string]string) (Config, error) {
 		opts.Environment = environ
 	}
 	if err := env.ParseWithOptions(&c, opts); err != nil {
-		return Config{}, fmt.Errorf("config: %w", err)
+		return Config{}, describeParseError(err)
 	}
 	if err := c.Validate(); err != nil {
 		return Config{}, err
@@ -157,8 +159,10 @@ func describe(fe validator.FieldError) string {
 		return "base64 of at least 32 bytes"
 	case "http_url":
 		return "an http(s) URL"
-	case "hostname_port|startswith=:":
+	case "listen_addr":
 		return "host:port or :port"
+	case "host_port":
+		return "host:port"
 	}
 	return fe.Tag()
 }
@@ -170,6 +174,12 @@ func newValidator() *validator.Validate {
 	v.RegisterTagNameFunc(func(f reflect.StructField) string {
 		name, _, _ := strings.Cut(f.Tag.Get("env"), ",")
 		return name
+	})
+	mustRegister(v, "listen_addr", func(fl validator.FieldLevel) bool {
+		return validHostPort(fl.Field().String(), true)
+	})
+	mustRegister(v, "host_port", func(fl validator.FieldLevel) bool {
+		return validHostPort(fl.Field().String(), false)
 	})
 	mustRegister(v, "database_url", func(fl validator.FieldLevel) bool {
 		s := fl.Field().String()
@@ -199,6 +209,41 @@ func newValidator() *validator.Validate {
 		return err == nil
 	})
 	return v
+}
+
+// validHostPort accepts host:port (IPv6 hosts in brackets) with a numeric port 1–65535; an empty
+// host is allowed only for listen addresses.
+func validHostPort(s string, emptyHost bool) bool {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil || (host == "" && !emptyHost) {
+		return false
+	}
+	n, err := strconv.Atoi(port)
+	return err == nil && n >= 1 && n <= 65535
+}
+
+// describeParseError names the environment variable of a value that does not parse.
+func describeParseError(err error) error {
+	var agg env.AggregateError
+	if !errors.As(err, &agg) {
+		return fmt.Errorf("config: %w", err)
+	}
+	tags := map[string]string{}
+	t := reflect.TypeOf(Config{})
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("env"), ",")
+		tags[t.Field(i).Name] = name
+	}
+	msgs := make([]string, 0, len(agg.Errors))
+	for _, e := range agg.Errors {
+		var pe env.ParseError
+		if errors.As(e, &pe) {
+			msgs = append(msgs, fmt.Sprintf("%s cannot be parsed as %s: %v", tags[pe.Name], pe.Type, pe.Err))
+			continue
+		}
+		msgs = append(msgs, e.Error())
+	}
+	return fmt.Errorf("config: %s", strings.Join(msgs, "; "))
 }
 
 func mustRegister(v *validator.Validate, tag string, fn validator.Func) {

@@ -45,7 +45,7 @@ func (o Options) Address() string { return "127.0.0.1:" + strconv.Itoa(o.Port) }
 func Start(ctx context.Context, o Options) (*Server, error) {
 	path, err := exec.LookPath(o.CLIPath)
 	if err != nil {
-		return nil, fmt.Errorf("temporal CLI not found at %s (`make run` installs it into bin/): %w", o.CLIPath, err)
+		return nil, fmt.Errorf("temporal CLI not found at %s (`make run` installs it into bin/; TEMPORAL_CLI_PATH points elsewhere): %w", o.CLIPath, err)
 	}
 	for _, port := range []int{o.Port, o.UIPort} {
 		if err := portFree(port); err != nil {
