@@ -37,6 +37,8 @@ func init() { gin.SetMode(gin.ReleaseMode) }
 func NewRouter(d Deps, p *plugin.Handler) *gin.Engine {
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
+	// Unknown paths get the JSON envelope, never an HTML redirect.
+	r.RedirectTrailingSlash = false
 	r.Use(RequestID, AccessLog(d.Log), gin.CustomRecovery(p.Recover))
 	p.Register(r)
 	r.GET("/files/:id", downloadHandler(d, p))
@@ -60,7 +62,7 @@ func NewRouter(d Deps, p *plugin.Handler) *gin.Engine {
 	})
 	r.NoRoute(p.NotFound)
 	r.NoMethod(func(c *gin.Context) {
-		p.Fail(c, http.StatusMethodNotAllowed, plugin.CodeInvalidInput, "Method "+c.Request.Method+" is not allowed on this route.")
+		p.Fail(c, http.StatusMethodNotAllowed, plugin.CodeMethodNotAllowed, "Method "+c.Request.Method+" is not allowed on this route.")
 	})
 	return r
 }
@@ -117,7 +119,7 @@ func downloadHandler(d Deps, p *plugin.Handler) gin.HandlerFunc {
 		id := c.Param("id")
 		if err := d.Signer.Verify(http.MethodGet, plugin.FilePath(id), c.Request.URL.Query(), time.Now()); err != nil {
 			if errors.Is(err, urlsign.ErrExpired) {
-				p.Fail(c, http.StatusGone, plugin.CodeNotFound, "This download URL has expired; ask the API for a fresh one.")
+				p.Fail(c, http.StatusGone, plugin.CodeURLExpired, "This download URL has expired; ask the API for a fresh one.")
 				return
 			}
 			p.Fail(c, http.StatusForbidden, plugin.CodeForbidden, "The download URL signature is invalid.")

@@ -41,7 +41,7 @@ var ScopePermissions = map[string][]string{
 
 // Permissions returns the sorted, de-duplicated permissions that a list of scopes grants.
 func Permissions(scopes []string) []string {
-	var out []string
+	out := []string{}
 	for _, s := range scopes {
 		if perms, ok := ScopePermissions[s]; ok {
 			out = append(out, perms...)

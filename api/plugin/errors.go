@@ -25,6 +25,8 @@ const (
 	CodeJobNotCompleted     = "job_not_completed"
 	CodeUploadConflict      = "upload_not_accepted"
 	CodeOutputsPurged       = "outputs_purged"
+	CodeURLExpired          = "url_expired"
+	CodeMethodNotAllowed    = "method_not_allowed"
 	CodePayloadTooLarge     = "payload_too_large"
 	CodePackshotNotApproved = "packshot_not_approved"
 	CodeRateLimited         = "rate_limited"
@@ -44,6 +46,8 @@ var ErrorDocs = map[string]string{
 	CodeJobNotCompleted:     "The job has not completed; ratings and fresh URLs need a completed job.",
 	CodeUploadConflict:      "The upload URL is expired or already used, or the bytes do not match the declared size or type.",
 	CodeOutputsPurged:       "The job's files were removed by the retention policy.",
+	CodeURLExpired:          "The signed URL has expired; ask the API for a fresh one (POST /jobs/{id}/refresh-url for outputs).",
+	CodeMethodNotAllowed:    "The route exists but does not accept this HTTP method.",
 	CodePayloadTooLarge:     "The request body or file is larger than allowed.",
 	CodePackshotNotApproved: "A product of the session has no approved packshot. Nothing was created and nothing was charged.",
 	CodeRateLimited:         "The key exceeded its request limit; wait for Retry-After seconds.",

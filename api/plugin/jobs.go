@@ -194,14 +194,31 @@ func (h *Handler) planSession(c *gin.Context, inst *models.Installation, req *Se
 	}
 	jobs := make([]models.Job, 0, total)
 	var missing []string
-	for _, s := range req.Subjects {
-		product, packshot, err := resolvePackshot(db, inst, s)
-		if err != nil {
-			return nil, nil, &failure{status: http.StatusInternalServerError, code: CodeInternal, message: "An unexpected error occurred."}
-		}
-		if packshot == nil {
-			missing = append(missing, s.ProductRef)
-			continue
+	for i, s := range req.Subjects {
+		var product *models.Product
+		var packshotID, inputAssetID *string
+		if jobType == models.JobTypePackshot {
+			// A packshot job starts from a plain photo: no approved packshot is needed.
+			p, assetID, f, err := resolvePhotoInput(db, inst, i, s)
+			if err != nil {
+				_ = c.Error(err)
+				return nil, nil, &failure{status: http.StatusInternalServerError, code: CodeInternal, message: "An unexpected error occurred."}
+			}
+			if f != nil {
+				return nil, nil, f
+			}
+			product, inputAssetID = p, &assetID
+		} else {
+			p, packshot, err := resolvePackshot(db, inst, s)
+			if err != nil {
+				_ = c.Error(err)
+				return nil, nil, &failure{status: http.StatusInternalServerError, code: CodeInternal, message: "An unexpected error occurred."}
+			}
+			if packshot == nil {
+				missing = append(missing, s.ProductRef)
+				continue
+			}
+			product, packshotID, inputAssetID = p, &packshot.ID, &packshot.AssetID
 		}
 		m, _ := h.Generator.Model(s.AIModel)
 		label := s.ProductLabel
@@ -212,7 +229,7 @@ func (h *Handler) planSession(c *gin.Context, inst *models.Installation, req *Se
 			jobs = append(jobs, models.Job{
 				ID: models.NewID(), AccountID: inst.AccountID, InstallationID: &inst.ID, JobType: jobType,
 				Position: len(jobs), ProductID: &product.ID, ProductRef: s.ProductRef, ProductLabel: label,
-				PackshotID: &packshot.ID, InputAssetID: &packshot.AssetID, AIModel: m.ID, AspectRatio: cfg.AspectRatio,
+				PackshotID: packshotID, InputAssetID: inputAssetID, AIModel: m.ID, AspectRatio: cfg.AspectRatio,
 				CreditCost: m.BaseCreditCost, Run: 1, Status: models.JobPending, Voting: models.VotingPending,
 				CreatedAt: now, UpdatedAt: now,
 			})
@@ -252,6 +269,28 @@ func resolvePackshot(db *gorm.DB, inst *models.Installation, s Subject) (*models
 		return nil, nil, err
 	}
 	return &product, &p, nil
+}
+
+// resolvePhotoInput checks the input of a packshot job: the subject's product must be in the
+// catalog and packshot_asset_id must be an upload of this installation (it may still be arriving).
+func resolvePhotoInput(db *gorm.DB, inst *models.Installation, i int, s Subject) (*models.Product, string, *failure, error) {
+	var product models.Product
+	err := db.Where("installation_id = ? AND external_ref = ? AND deleted_at IS NULL", inst.ID, s.ProductRef).Take(&product).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, "", invalid("subjects[%d].product_ref %q is not in the catalog; register it with POST /images or POST /packshots.", i, s.ProductRef), nil
+	}
+	if err != nil {
+		return nil, "", nil, err
+	}
+	var asset models.Asset
+	err = db.Where("id = ? AND installation_id = ? AND kind = ?", s.PackshotAssetID, inst.ID, models.AssetKindUpload).Take(&asset).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, "", invalid("subjects[%d].packshot_asset_id %q is not an upload of this installation.", i, s.PackshotAssetID), nil
+	}
+	if err != nil {
+		return nil, "", nil, err
+	}
+	return &product, asset.ID, nil, nil
 }
 
 // JobResponse is a job as the plugin API shows it.

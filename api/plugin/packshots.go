@@ -126,8 +126,8 @@ func registerPackshot(tx *gorm.DB, inst *models.Installation, item PackshotRegis
 	if asset.Kind != models.AssetKindUpload && asset.Kind != models.AssetKindOutput {
 		return nil, false, nil, &itemError{http.StatusBadRequest, CodeInvalidInput, "asset_id is not an image."}
 	}
-	if asset.Status != models.AssetReady && (asset.UploadExpiresAt == nil || !asset.UploadExpiresAt.After(time.Now())) {
-		return nil, false, nil, &itemError{http.StatusBadRequest, CodeInvalidInput, "asset_id " + item.AssetID + " was never uploaded and its upload URL has expired."}
+	if asset.Status != models.AssetReady {
+		return nil, false, nil, &itemError{http.StatusBadRequest, CodeInvalidInput, "asset_id " + item.AssetID + " has not been uploaded yet; PUT the bytes to its upload_url first."}
 	}
 	product, err := findOrCreateProduct(tx, inst, item.ProductRef, item.ProductMetadata)
 	if err != nil {

@@ -1,0 +1,347 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+	"gorm.io/gorm"
+
+	"github.com/shotflow/shotflow/activities/generate"
+	"github.com/shotflow/shotflow/activities/generate/local"
+	"github.com/shotflow/shotflow/api"
+	"github.com/shotflow/shotflow/api/plugin"
+	"github.com/shotflow/shotflow/internal/blobstore"
+	"github.com/shotflow/shotflow/internal/ratelimit"
+	"github.com/shotflow/shotflow/internal/secrets"
+	"github.com/shotflow/shotflow/internal/testdb"
+	"github.com/shotflow/shotflow/internal/urlsign"
+	"github.com/shotflow/shotflow/models"
+)
+
+const docsURL = "https://docs.example.test"
+
+type server struct {
+	t      *testing.T
+	db     *gorm.DB
+	blobs  *blobstore.Store
+	signer *urlsign.Signer
+	router *gin.Engine
+	inst   *models.Installation
+	key    string
+	logs   *observer.ObservedLogs
+	ready  error
+}
+
+func newServer(t *testing.T) *server {
+	t.Helper()
+	ctx := context.Background()
+	db := testdb.Open(t, testdb.SQLiteURL(t))
+	box, err := secrets.NewBox(make([]byte, 32))
+	require.NoError(t, err)
+	blobs, err := blobstore.Open(ctx, "file://"+t.TempDir())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = blobs.Close() })
+	catalog, err := models.LoadCatalog()
+	require.NoError(t, err)
+	signer := urlsign.New([]byte("0123456789abcdef0123456789abcdef"), "http://example.test")
+	core, logs := observer.New(zapcore.InfoLevel)
+	log := zap.New(core)
+	s := &server{t: t, db: db, blobs: blobs, signer: signer, logs: logs}
+	h := &plugin.Handler{
+		DB: db, Blobs: blobs, Signer: signer,
+		Generator:        generate.NewRegistry(catalog, map[string]generate.Provider{"local": local.Provider{}}),
+		Limiter:          ratelimit.NewMemory(func() time.Time { return time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC) }),
+		Log:              log,
+		DocsURL:          docsURL,
+		DefaultRateLimit: 60,
+		DownloadTTL:      168 * time.Hour,
+		UploadTTL:        2 * time.Hour,
+	}
+	s.router = api.NewRouter(api.Deps{DB: db, Blobs: blobs, Signer: signer, Log: log,
+		Ready: func(context.Context) error { return s.ready }}, h)
+	acc, err := models.CreateAccount(db, "Acme", 100)
+	require.NoError(t, err)
+	created, err := models.CreateInstallation(db, box, models.NewInstallation{AccountID: acc.ID, Name: "shop"}, "whsec")
+	require.NoError(t, err)
+	s.inst, s.key = &created.Installation, created.APIKey.Secret
+	return s
+}
+
+func (s *server) do(method, target string, headers ...string) *httptest.ResponseRecorder {
+	s.t.Helper()
+	req := httptest.NewRequest(method, target, nil)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	rec := httptest.NewRecorder()
+	s.router.ServeHTTP(rec, req)
+	return rec
+}
+
+// requireError checks the status and that the body is exactly the error envelope of code.
+func requireError(t *testing.T, rec *httptest.ResponseRecorder, status int, code string) string {
+	t.Helper()
+	require.Equal(t, status, rec.Code, rec.Body.String())
+	require.Contains(t, rec.Header().Get("Content-Type"), "application/json")
+	var top map[string]map[string]any
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &top), rec.Body.String())
+	require.Len(t, top, 1, rec.Body.String())
+	e, ok := top["error"]
+	require.True(t, ok, rec.Body.String())
+	keys := make([]string, 0, len(e))
+	for k := range e {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	require.Equal(t, []string{"code", "doc_url", "message_i18n", "retryable"}, keys, rec.Body.String())
+	require.Equal(t, code, e["code"])
+	require.Equal(t, status == http.StatusTooManyRequests || status >= 500, e["retryable"])
+	require.Equal(t, docsURL+"/plugin-api/errors/"+code, e["doc_url"])
+	en, _ := e["message_i18n"].(map[string]any)["en"].(string)
+	require.NotEmpty(t, en)
+	return en
+}
+
+func TestRequestID(t *testing.T) {
+	s := newServer(t)
+	generated := regexp.MustCompile(`^[A-Za-z0-9_-]{16,}$`)
+
+	// A well-formed client ID is echoed, on success and on errors alike.
+	for _, id := range []string{"abc-123", "req_01HZX!~", strings.Repeat("x", 128)} {
+		assert.Equal(t, id, s.do(http.MethodGet, "/healthz", "X-Request-Id", id).Header().Get("X-Request-Id"))
+		assert.Equal(t, id, s.do(http.MethodGet, plugin.Base+"/me", "X-Request-Id", id).Header().Get("X-Request-Id"))
+		assert.Equal(t, id, s.do(http.MethodGet, plugin.Base+"/me", "X-Request-Id", id, "X-Api-Key", s.key).Header().Get("X-Request-Id"))
+	}
+
+	// Absent or invalid: a generated one, different each time.
+	seen := map[string]bool{}
+	for _, bad := range []string{"", "has space", "tab\there", strings.Repeat("x", 129), "caf\u00e9", "line\nbreak"} {
+		req := httptest.NewRequest(http.MethodGet, "/healthz", nil)
+		if bad != "" {
+			req.Header["X-Request-Id"] = []string{bad}
+		}
+		rec := httptest.NewRecorder()
+		s.router.ServeHTTP(rec, req)
+		got := rec.Header().Get("X-Request-Id")
+		assert.NotEqual(t, bad, got)
+		assert.Regexp(t, generated, got, "for %q", bad)
+		assert.False(t, seen[got], "request ID %q repeated", got)
+		seen[got] = true
+	}
+}
+
+func TestAccessLogCarriesRequestAndInstallation(t *testing.T) {
+	s := newServer(t)
+	s.do(http.MethodGet, plugin.Base+"/me", "X-Api-Key", s.key, "X-Request-Id", "trace-me")
+	entries := s.logs.FilterMessage("request").FilterField(zap.String("request_id", "trace-me")).All()
+	require.Len(t, entries, 1)
+	fields := entries[0].ContextMap()
+	assert.Equal(t, plugin.Base+"/me", fields["route"])
+	assert.Equal(t, int64(http.StatusOK), fields["status"])
+	assert.Equal(t, s.inst.ID, fields["installation_id"])
+	assert.Equal(t, s.inst.AccountID, fields["account_id"])
+	// The key itself is never logged.
+	for _, e := range s.logs.All() {
+		for _, v := range e.ContextMap() {
+			if str, ok := v.(string); ok {
+				assert.NotContains(t, str, s.key)
+			}
+		}
+	}
+}
+
+func TestUnknownRouteAndMethod(t *testing.T) {
+	s := newServer(t)
+	for _, target := range []string{plugin.Base + "/nope", plugin.Base + "/", "/api/v2/plugin/me", "/nothing", "/files"} {
+		requireError(t, s.do(http.MethodGet, target), http.StatusNotFound, plugin.CodeNotFound)
+		requireError(t, s.do(http.MethodGet, target, "X-Api-Key", s.key), http.StatusNotFound, plugin.CodeNotFound)
+	}
+	rec := s.do(http.MethodDelete, plugin.Base+"/me", "X-Api-Key", s.key)
+	requireError(t, rec, http.StatusMethodNotAllowed, plugin.CodeMethodNotAllowed)
+}
+
+// usedCodes are the error codes the API answers with.
+var usedCodes = []string{
+	plugin.CodeInvalidInput, plugin.CodeUnauthorized, plugin.CodeInsufficientCredits, plugin.CodeForbidden,
+	plugin.CodeNotFound, plugin.CodeIdempotencyConflict, plugin.CodeJobNotCancelable, plugin.CodeJobNotCompleted,
+	plugin.CodeUploadConflict, plugin.CodeOutputsPurged, plugin.CodePayloadTooLarge, plugin.CodePackshotNotApproved,
+	plugin.CodeRateLimited, plugin.CodeInternal, plugin.CodeUnavailable, plugin.CodeURLExpired, plugin.CodeMethodNotAllowed,
+}
+
+func TestErrorDocs(t *testing.T) {
+	s := newServer(t)
+	for _, code := range usedCodes {
+		rec := s.do(http.MethodGet, "/docs/plugin-api/errors/"+code)
+		require.Equal(t, http.StatusOK, rec.Code, "code %s: %s", code, rec.Body.String())
+		var body map[string]string
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body))
+		assert.Equal(t, code, body["code"])
+		assert.Equal(t, plugin.ErrorDocs[code], body["description"])
+		assert.NotEmpty(t, body["description"])
+	}
+	// Every documented code is one the API uses.
+	for code := range plugin.ErrorDocs {
+		assert.Contains(t, usedCodes, code)
+	}
+	for _, code := range []string{"no_such_code", "INVALID_INPUT", "invalid_input ", "x"} {
+		requireError(t, s.do(http.MethodGet, "/docs/plugin-api/errors/"+url.PathEscape(code)), http.StatusNotFound, plugin.CodeNotFound)
+	}
+}
+
+func TestRecoveredPanicAnswersEnvelope(t *testing.T) {
+	// gin's recovery prints the stack to DefaultErrorWriter, read when the router is built.
+	saved := gin.DefaultErrorWriter
+	gin.DefaultErrorWriter = io.Discard
+	t.Cleanup(func() { gin.DefaultErrorWriter = saved })
+	s := newServer(t)
+	s.router.GET("/test-panic", func(*gin.Context) { panic("secret detail") })
+	rec := s.do(http.MethodGet, "/test-panic")
+	msg := requireError(t, rec, http.StatusInternalServerError, plugin.CodeInternal)
+	assert.NotContains(t, msg, "secret detail")
+	assert.NotContains(t, rec.Body.String(), "secret detail")
+	assert.NotEmpty(t, rec.Header().Get("X-Request-Id"))
+	// The panic is logged, and the access log line is at error level.
+	assert.Len(t, s.logs.FilterMessage("panic in handler").All(), 1)
+	access := s.logs.FilterMessage("request").FilterField(zap.Int("status", http.StatusInternalServerError)).All()
+	require.Len(t, access, 1)
+	assert.Equal(t, zapcore.ErrorLevel, access[0].Level)
+}
+
+func TestHealthAndReadiness(t *testing.T) {
+	s := newServer(t)
+	rec := s.do(http.MethodGet, "/healthz")
+	require.Equal(t, http.StatusOK, rec.Code)
+	assert.JSONEq(t, `{"status":"ok"}`, rec.Body.String())
+	rec = s.do(http.MethodGet, "/readyz")
+	require.Equal(t, http.StatusOK, rec.Code)
+	assert.JSONEq(t, `{"status":"ready"}`, rec.Body.String())
+	s.ready = errors.New("temporal down")
+	rec = s.do(http.MethodGet, "/readyz")
+	require.Equal(t, http.StatusServiceUnavailable, rec.Code)
+	assert.JSONEq(t, `{"status":"unavailable","error":"temporal down"}`, rec.Body.String())
+}
+
+// storeFile stores a ready output asset with its bytes.
+func (s *server) storeFile(data []byte, contentType string) models.Asset {
+	s.t.Helper()
+	now := time.Now().UTC()
+	id := models.NewID()
+	a := models.Asset{ID: id, AccountID: s.inst.AccountID, InstallationID: &s.inst.ID, Kind: models.AssetKindOutput,
+		Status: models.AssetReady, ContentType: contentType, SizeBytes: int64(len(data)), BlobKey: "outputs/" + id,
+		SHA256: "abc123", CreatedAt: now, UpdatedAt: now}
+	require.NoError(s.t, s.db.Create(&a).Error)
+	require.NoError(s.t, s.blobs.Put(context.Background(), a.BlobKey, data, contentType))
+	return a
+}
+
+// requestURI turns a signed URL into the target of a request to the router.
+func requestURI(t *testing.T, raw string) string {
+	t.Helper()
+	u, err := url.Parse(raw)
+	require.NoError(t, err)
+	return u.RequestURI()
+}
+
+func TestSignedDownload(t *testing.T) {
+	s := newServer(t)
+	data := []byte("\x89PNG\r\n\x1a\nnot really but bytes")
+	a := s.storeFile(data, "image/webp")
+	valid := s.signer.URL(http.MethodGet, plugin.FilePath(a.ID), time.Now().Add(time.Hour))
+
+	rec := s.do(http.MethodGet, requestURI(t, valid))
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	assert.Equal(t, data, rec.Body.Bytes())
+	assert.Equal(t, "image/webp", rec.Header().Get("Content-Type"))
+	assert.Equal(t, `"abc123"`, rec.Header().Get("ETag"))
+	assert.Equal(t, "private, max-age=86400", rec.Header().Get("Cache-Control"))
+	assert.Equal(t, strconv.Itoa(len(data)), rec.Header().Get("Content-Length"))
+
+	// Conditional request.
+	rec = s.do(http.MethodGet, requestURI(t, valid), "If-None-Match", `"abc123"`)
+	assert.Equal(t, http.StatusNotModified, rec.Code)
+	assert.Empty(t, rec.Body.Bytes())
+
+	// No API key is needed, and one does not replace the signature.
+	requireError(t, s.do(http.MethodGet, plugin.FilePath(a.ID), "X-Api-Key", s.key), http.StatusForbidden, plugin.CodeForbidden)
+}
+
+func TestSignedDownloadRefusals(t *testing.T) {
+	s := newServer(t)
+	a := s.storeFile([]byte("bytes"), "image/png")
+	b := s.storeFile([]byte("other"), "image/png")
+	u, err := url.Parse(s.signer.URL(http.MethodGet, plugin.FilePath(a.ID), time.Now().Add(time.Hour)))
+	require.NoError(t, err)
+	q := u.Query()
+	sig := q.Get("signature")
+	flipped := "A" + sig[1:]
+	if sig[0] == 'A' {
+		flipped = "B" + sig[1:]
+	}
+	tampered := map[string]string{
+		"signature changed": plugin.FilePath(a.ID) + "?" + url.Values{"expires": {q.Get("expires")}, "signature": {flipped}}.Encode(),
+		"expiry extended":   plugin.FilePath(a.ID) + "?" + url.Values{"expires": {"9999999999"}, "signature": {sig}}.Encode(),
+		"no signature":      plugin.FilePath(a.ID) + "?" + url.Values{"expires": {q.Get("expires")}}.Encode(),
+		"no query":          plugin.FilePath(a.ID),
+		"other file":        plugin.FilePath(b.ID) + "?" + u.RawQuery,
+		"upload signature":  requestURI(t, s.signer.URL(http.MethodPut, plugin.FilePath(a.ID), time.Now().Add(time.Hour))),
+	}
+	for name, target := range tampered {
+		t.Run(name, func(t *testing.T) {
+			rec := s.do(http.MethodGet, target)
+			requireError(t, rec, http.StatusForbidden, plugin.CodeForbidden)
+			assert.NotContains(t, rec.Body.String(), "bytes")
+		})
+	}
+
+	t.Run("expired", func(t *testing.T) {
+		expired := s.signer.URL(http.MethodGet, plugin.FilePath(a.ID), time.Now().Add(-time.Second))
+		rec := s.do(http.MethodGet, requestURI(t, expired))
+		require.Equal(t, http.StatusGone, rec.Code, rec.Body.String())
+		var top map[string]map[string]any
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &top))
+		requireError(t, rec, http.StatusGone, plugin.CodeURLExpired)
+	})
+
+	t.Run("signed URL of an unknown file", func(t *testing.T) {
+		target := requestURI(t, s.signer.URL(http.MethodGet, plugin.FilePath(models.NewID()), time.Now().Add(time.Hour)))
+		requireError(t, s.do(http.MethodGet, target), http.StatusNotFound, plugin.CodeNotFound)
+	})
+
+	t.Run("upload not finished", func(t *testing.T) {
+		c := s.storeFile([]byte("partial"), "image/png")
+		require.NoError(t, s.db.Model(&c).Update("status", models.AssetAwaitingUpload).Error)
+		target := requestURI(t, s.signer.URL(http.MethodGet, plugin.FilePath(c.ID), time.Now().Add(time.Hour)))
+		requireError(t, s.do(http.MethodGet, target), http.StatusNotFound, plugin.CodeNotFound)
+	})
+
+	t.Run("purged", func(t *testing.T) {
+		c := s.storeFile([]byte("gone"), "image/png")
+		require.NoError(t, s.db.Model(&c).Update("purged_at", time.Now().UTC()).Error)
+		target := requestURI(t, s.signer.URL(http.MethodGet, plugin.FilePath(c.ID), time.Now().Add(time.Hour)))
+		requireError(t, s.do(http.MethodGet, target), http.StatusGone, plugin.CodeOutputsPurged)
+	})
+
+	t.Run("blob missing", func(t *testing.T) {
+		c := s.storeFile([]byte("lost"), "image/png")
+		require.NoError(t, s.blobs.Delete(context.Background(), c.BlobKey))
+		target := requestURI(t, s.signer.URL(http.MethodGet, plugin.FilePath(c.ID), time.Now().Add(time.Hour)))
+		requireError(t, s.do(http.MethodGet, target), http.StatusGone, plugin.CodeOutputsPurged)
+	})
+}
