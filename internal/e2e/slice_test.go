@@ -50,28 +50,8 @@ func TestPluginPhotoSessionEndToEnd(t *testing.T) {
 	api := &client{t: t, base: env.BaseURL + plugin.Base, key: tenant.PluginKey}
 	input := packshotPNG(t)
 
-	// 1. Presigned upload, then PUT the bytes.
-	var up plugin.UploadResponse
-	expect(t, api.do(http.MethodPost, "/assets/upload", map[string]any{
-		"mode": "presigned", "filename": "bottle.png", "content_type": "image/png", "size_bytes": len(input),
-	}, &up), http.StatusCreated)
-	req, _ := http.NewRequest(up.Method, up.UploadURL, bytes.NewReader(input))
-	req.Header.Set("Content-Type", "image/png")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	expect(t, resp, http.StatusOK)
-	resp.Body.Close()
-
-	// 2. Register it as the approved packshot of a new product.
-	var reg struct{ Results []plugin.BulkResult }
-	expect(t, api.do(http.MethodPost, "/packshots", map[string]any{"packshots": []map[string]any{{
-		"asset_id": up.AssetID, "product_ref": "bottle-1", "product_metadata": map[string]any{"display_name": "Blue bottle"},
-	}}}, &reg), http.StatusOK)
-	if len(reg.Results) != 1 || reg.Results[0].Status != "created" || reg.Results[0].Packshot.Voting != models.VotingAccepted {
-		t.Fatalf("packshot registration = %+v", reg)
-	}
+	// 1–2. Presigned upload, PUT of the bytes, and registration as an approved packshot.
+	registerPackshot(t, api, "bottle-1", input)
 
 	// 3. The catalog lists a local model.
 	var catalog struct {
@@ -201,6 +181,34 @@ func TestPluginPhotoSessionEndToEnd(t *testing.T) {
 			}
 		}
 	}
+}
+
+// registerPackshot uploads image through a presigned URL and registers it as the approved
+// packshot of a new product with the given reference.
+func registerPackshot(t *testing.T, api *client, productRef string, input []byte) {
+	t.Helper()
+	var up plugin.UploadResponse
+	expect(t, api.do(http.MethodPost, "/assets/upload", map[string]any{
+		"mode": "presigned", "filename": "bottle.png", "content_type": "image/png", "size_bytes": len(input),
+	}, &up), http.StatusCreated)
+	req, _ := http.NewRequest(up.Method, up.UploadURL, bytes.NewReader(input))
+	req.Header.Set("Content-Type", "image/png")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect(t, resp, http.StatusOK)
+	resp.Body.Close()
+
+	// 2. Register it as the approved packshot of a new product.
+	var reg struct{ Results []plugin.BulkResult }
+	expect(t, api.do(http.MethodPost, "/packshots", map[string]any{"packshots": []map[string]any{{
+		"asset_id": up.AssetID, "product_ref": productRef, "product_metadata": map[string]any{"display_name": productRef},
+	}}}, &reg), http.StatusOK)
+	if len(reg.Results) != 1 || reg.Results[0].Status != "created" || reg.Results[0].Packshot.Voting != models.VotingAccepted {
+		t.Fatalf("packshot registration = %+v", reg)
+	}
+
 }
 
 func abs(x int) int {
