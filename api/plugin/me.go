@@ -62,21 +62,10 @@ func (h *Handler) me(c *gin.Context) {
 	})
 }
 
-// AIModelItem is an entry of GET /ai-models.
-type AIModelItem struct {
-	ID                    string   `json:"id"`
-	Name                  string   `json:"name"`
-	OutputType            string   `json:"output_type"`
-	JobTypes              []string `json:"job_types"`
-	SupportedAspectRatios []string `json:"supported_aspect_ratios"`
-	BaseCreditCost        int64    `json:"base_credit_cost"`
-}
-
 func (h *Handler) aiModels(c *gin.Context) {
-	items := []AIModelItem{}
-	for _, m := range h.Generator.Models() {
-		items = append(items, AIModelItem{ID: m.ID, Name: m.Name, OutputType: m.OutputType, JobTypes: m.JobTypes,
-			SupportedAspectRatios: m.SupportedAspectRatios, BaseCreditCost: m.BaseCreditCost})
+	items := h.Generator.Models()
+	if items == nil {
+		items = []models.AIModel{}
 	}
 	c.Header("Cache-Control", "private, max-age=300")
 	c.Header("Vary", "X-Api-Key")

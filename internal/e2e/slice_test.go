@@ -55,7 +55,7 @@ func TestPluginPhotoSessionEndToEnd(t *testing.T) {
 
 	// 3. The catalog lists a local model.
 	var catalog struct {
-		AIModels []plugin.AIModelItem `json:"ai_models"`
+		AIModels []models.AIModel `json:"ai_models"`
 	}
 	expect(t, api.do(http.MethodGet, "/ai-models", nil, &catalog), http.StatusOK)
 	var model string
