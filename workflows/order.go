@@ -1,7 +1,7 @@
 package workflows
 
 import (
-	"errors"
+	"slices"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -9,18 +9,40 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/shotflow/shotflow/activities"
-	"github.com/shotflow/shotflow/internal/errorcat"
 	"github.com/shotflow/shotflow/models"
 )
 
-// OrderInput starts an OrderWorkflow. Jobs carry only what the children need to start; everything
-// else is read from the database by the activities.
+// UpdateCancelJob is the workflow Update that cancels a job of the order that has not started.
+const UpdateCancelJob = "cancel-job"
+
+// ErrTypeJobNotCancelable is the error type the cancel-job validator rejects with: the job has
+// already started or finished.
+const ErrTypeJobNotCancelable = "JOB_NOT_CANCELABLE"
+
+// DefaultMaxConcurrentJobs is how many jobs of one order run at once. Jobs beyond it wait in the
+// order workflow, where they can still be cancelled or expire.
+const DefaultMaxConcurrentJobs = 10
+
+// continueAsNewAfter bounds how many jobs one run of OrderWorkflow launches before it continues
+// as new, keeping every run's history small whatever the order's size.
+const continueAsNewAfter = 250
+
+// OrderInput starts an OrderWorkflow, or continues one as new.
 type OrderInput struct {
 	OrderID        string
 	AccountID      string
 	InstallationID string
 	JobType        string
-	Jobs           []JobRef
+	// Jobs are the jobs not launched yet, in launch order.
+	Jobs []JobRef
+	// Running are jobs launched by an earlier run that have not reported back yet.
+	Running []string
+	// MaxConcurrentJobs caps running jobs; 0 means DefaultMaxConcurrentJobs.
+	MaxConcurrentJobs int
+	// JobOptions tune every JobWorkflow of the order.
+	JobOptions JobOptions
+	// Result carries the counts of earlier runs.
+	Result OrderResult
 }
 
 // JobRef identifies one job of an order, with the memo fields operators see in the UI.
@@ -29,192 +51,188 @@ type JobRef struct {
 	Run          int
 	ProductRef   string
 	ProductLabel string
+	// ExpiresAt is when the job expires if it has not started; zero means never.
+	ExpiresAt time.Time
 }
 
 // OrderResult counts how the order's jobs ended.
 type OrderResult struct {
 	Completed int
 	Failed    int
+	Cancelled int
+	Expired   int
 }
 
-// OrderWorkflow runs one order: it starts a JobWorkflow per job and waits for all of them. A
-// failed job does not fail the order (partial completion is normal); the read model's order status
-// is maintained by the jobs' own settlement transactions.
+// CancelResult answers an accepted cancel-job update.
+type CancelResult struct {
+	JobID  string
+	Status string
+}
+
+type orderState struct {
+	in      OrderInput
+	queue   []JobRef
+	running map[string]bool
+	busy    int // update handlers in progress
+	result  OrderResult
+}
+
+func (s *orderState) indexOf(jobID string) int {
+	return slices.IndexFunc(s.queue, func(j JobRef) bool { return j.JobID == jobID })
+}
+
+func (s *orderState) finished(m JobFinished) {
+	if !s.running[m.JobID] {
+		return
+	}
+	delete(s.running, m.JobID)
+	if m.Status == models.JobCompleted {
+		s.result.Completed++
+	} else {
+		s.result.Failed++
+	}
+}
+
+// OrderWorkflow runs one order. It launches a JobWorkflow per job, at most MaxConcurrentJobs at a
+// time; jobs report back with SignalJobFinished. A job that has not been launched can be cancelled
+// (UpdateCancelJob) or expires at its deadline; a launched job has started and runs to its end.
+// A failed job does not fail the order: partial completion is normal, and the read model's order
+// status is kept by the jobs' own settlement transactions.
 func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderResult, error) {
-	futures := make([]workflow.ChildWorkflowFuture, 0, len(in.Jobs))
-	for _, j := range in.Jobs {
-		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-			WorkflowID: JobWorkflowID(j.JobID, j.Run),
-			// ABANDON: a job owns its credit reservation, so it must settle it even if an operator
-			// terminates the order workflow.
-			ParentClosePolicy: enumspb.PARENT_CLOSE_POLICY_ABANDON,
-			// A job run executes once; a second start under the same ID would settle credits twice.
-			WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-			TypedSearchAttributes: jobSearchAttributes(in),
-			Memo:                  map[string]any{"product_ref": j.ProductRef, "product_label": j.ProductLabel},
-		})
-		futures = append(futures, workflow.ExecuteChildWorkflow(cctx, JobWorkflow, JobInput{
-			JobID: j.JobID, Run: j.Run, OrderID: in.OrderID,
-		}))
-	}
-	var res OrderResult
-	for i, f := range futures {
-		var jr JobResult
-		if err := f.Get(ctx, &jr); err != nil {
-			workflow.GetLogger(ctx).Error("job workflow failed", "job_id", in.Jobs[i].JobID, "error", err)
-			res.Failed++
-			continue
-		}
-		if jr.Status == models.JobCompleted {
-			res.Completed++
-		} else {
-			res.Failed++
-		}
-	}
-	return res, nil
-}
-
-// RetrySchedule is how JobWorkflow retries attempts whose category is retryable.
-type RetrySchedule struct {
-	// Delays[i] is the wait after failed attempt i+1; the last delay repeats.
-	Delays []time.Duration
-	// MaxAttempts caps the attempts of one job run.
-	MaxAttempts int
-	// MaxTotal caps the time from the first attempt to the start of the last one.
-	MaxTotal time.Duration
-}
-
-// DefaultRetrySchedule: 5 s, 30 s, 2 min, 5 min, 10 min between attempts, at most 6 attempts, and
-// no new attempt later than 30 minutes after the first (docs/job-states.md).
-var DefaultRetrySchedule = RetrySchedule{
-	Delays:      []time.Duration{5 * time.Second, 30 * time.Second, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute},
-	MaxAttempts: 6,
-	MaxTotal:    30 * time.Minute,
-}
-
-func (s RetrySchedule) delay(attempt int) time.Duration {
-	if len(s.Delays) == 0 {
-		return 0
-	}
-	if attempt-1 < len(s.Delays) {
-		return s.Delays[attempt-1]
-	}
-	return s.Delays[len(s.Delays)-1]
-}
-
-// JobInput starts a JobWorkflow.
-type JobInput struct {
-	JobID   string
-	Run     int
-	OrderID string
-	// Retry overrides DefaultRetrySchedule when MaxAttempts > 0.
-	Retry RetrySchedule
-}
-
-// JobResult is how a job run ended.
-type JobResult struct {
-	Status   string
-	Attempts int
-	Category errorcat.Category `json:",omitempty"`
-}
-
-// JobWorkflow runs one job: one generate activity execution per attempt, retries by errorCategory
-// with visible retry_pending and attempt_count, and settlement of the job's credits at the end.
-func JobWorkflow(ctx workflow.Context, in JobInput) (JobResult, error) {
 	var a *activities.Activities
-	schedule := in.Retry
-	if schedule.MaxAttempts <= 0 {
-		schedule = DefaultRetrySchedule
+	s := &orderState{in: in, queue: in.Jobs, running: map[string]bool{}, result: in.Result}
+	for _, id := range in.Running {
+		s.running[id] = true
 	}
-	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout:    30 * time.Second,
-		ScheduleToCloseTimeout: 10 * time.Minute,
-		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second},
-	})
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 5 * time.Minute,
-		HeartbeatTimeout:    time.Minute,
-		// One execution is one attempt: JobWorkflow decides about retries by category.
-		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1},
-	})
-	first := workflow.Now(ctx)
-	for attempt := 1; ; attempt++ {
-		err := workflow.ExecuteLocalActivity(lctx, a.BeginAttempt, activities.AttemptInput{JobID: in.JobID, Run: in.Run, Attempt: attempt}).Get(ctx, nil)
-		if isType(err, activities.ErrTypeJobNotRunnable) {
-			return JobResult{Status: "not_runnable", Attempts: attempt - 1}, nil
-		}
-		if err != nil {
-			return JobResult{}, err
-		}
-		if attempt == 1 {
-			setStatus(ctx, models.JobInProgress, "")
-		}
-		var gen activities.GenerateResult
-		err = workflow.ExecuteActivity(actx, a.Generate, activities.AttemptInput{JobID: in.JobID, Run: in.Run, Attempt: attempt}).Get(ctx, &gen)
-		if err == nil {
-			if err := workflow.ExecuteLocalActivity(lctx, a.CompleteJob, activities.CompleteInput{JobID: in.JobID, Run: in.Run, Outputs: gen.Outputs}).Get(ctx, nil); err != nil {
-				return JobResult{}, err
+	maxRunning := in.MaxConcurrentJobs
+	if maxRunning <= 0 {
+		maxRunning = DefaultMaxConcurrentJobs
+	}
+	lctx := projectionContext(ctx)
+
+	err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateCancelJob,
+		func(ctx workflow.Context, jobID string) (CancelResult, error) {
+			i := s.indexOf(jobID)
+			if i < 0 {
+				return CancelResult{}, notCancelable()
 			}
-			setStatus(ctx, models.JobCompleted, "")
-			return JobResult{Status: models.JobCompleted, Attempts: attempt}, nil
-		}
-		category, retryAfter, detail := classify(err)
-		wait := max(schedule.delay(attempt), retryAfter)
-		elapsed := workflow.Now(ctx).Sub(first)
-		if category.Retryable() && attempt < schedule.MaxAttempts && elapsed+wait <= schedule.MaxTotal {
-			if err := workflow.ExecuteLocalActivity(lctx, a.MarkRetryPending, activities.RetryPendingInput{
-				JobID: in.JobID, Run: in.Run, Category: category, Detail: detail,
+			// Removed from the queue before anything can yield: it can never be launched now.
+			ref := s.queue[i]
+			s.queue = slices.Delete(s.queue, i, i+1)
+			s.busy++
+			defer func() { s.busy-- }()
+			if err := workflow.ExecuteLocalActivity(lctx, a.EndJob, activities.EndInput{
+				JobID: ref.JobID, Run: ref.Run, Status: models.JobCancelled,
 			}).Get(ctx, nil); err != nil {
-				return JobResult{}, err
+				return CancelResult{}, err
 			}
-			if err := workflow.Sleep(ctx, wait); err != nil {
-				return JobResult{}, err
+			s.result.Cancelled++
+			return CancelResult{JobID: jobID, Status: models.JobCancelled}, nil
+		},
+		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, jobID string) error {
+			if s.indexOf(jobID) < 0 {
+				return notCancelable()
 			}
-			continue
-		}
-		if err := workflow.ExecuteLocalActivity(lctx, a.EndJob, activities.EndInput{
-			JobID: in.JobID, Run: in.Run, Status: models.JobFailed, Category: category, Detail: detail,
-		}).Get(ctx, nil); err != nil {
-			return JobResult{}, err
-		}
-		setStatus(ctx, models.JobFailed, category)
-		return JobResult{Status: models.JobFailed, Attempts: attempt, Category: category}, nil
+			return nil
+		}})
+	if err != nil {
+		return s.result, err
 	}
+
+	finishedCh := workflow.GetSignalChannel(ctx, SignalJobFinished)
+	drain := func() {
+		var m JobFinished
+		for finishedCh.ReceiveAsync(&m) {
+			s.finished(m)
+		}
+	}
+	launched := 0
+	for {
+		drain()
+		for len(s.running) < maxRunning && len(s.queue) > 0 && launched < continueAsNewAfter {
+			ref := s.queue[0]
+			s.queue = s.queue[1:]
+			if !ref.ExpiresAt.IsZero() && !workflow.Now(ctx).Before(ref.ExpiresAt) {
+				if err := workflow.ExecuteLocalActivity(lctx, a.EndJob, activities.EndInput{
+					JobID: ref.JobID, Run: ref.Run, Status: models.JobExpired,
+				}).Get(ctx, nil); err != nil {
+					return s.result, err
+				}
+				s.result.Expired++
+				continue
+			}
+			if err := launchJob(ctx, in, ref); err != nil {
+				return s.result, err
+			}
+			s.running[ref.JobID] = true
+			launched++
+		}
+		if len(s.queue) == 0 && len(s.running) == 0 && s.busy == 0 {
+			break
+		}
+		if launched >= continueAsNewAfter && s.busy == 0 && workflow.AllHandlersFinished(ctx) {
+			drain()
+			next := in
+			next.Jobs, next.Result = s.queue, s.result
+			next.Running = make([]string, 0, len(s.running))
+			for id := range s.running {
+				next.Running = append(next.Running, id)
+			}
+			slices.Sort(next.Running) // map order is not deterministic
+			return s.result, workflow.NewContinueAsNewError(ctx, OrderWorkflow, next)
+		}
+		// Sleep until a job reports back, the queue changes, or the next queued job expires.
+		queued := len(s.queue)
+		wake := func() bool {
+			return finishedCh.Len() > 0 || len(s.queue) != queued || s.busy == 0 && queued == 0 && len(s.running) == 0
+		}
+		if d, ok := nextExpiry(ctx, s.queue); ok {
+			if _, err := workflow.AwaitWithTimeout(ctx, d, wake); err != nil {
+				return s.result, err
+			}
+		} else if err := workflow.Await(ctx, wake); err != nil {
+			return s.result, err
+		}
+	}
+	return s.result, nil
 }
 
-// classify reads the errorCategory of a failed generate activity. A timeout (for example a worker
-// that died mid-attempt) is TRANSIENT_INFRA; anything unrecognised is INTERNAL_BUG.
-func classify(err error) (errorcat.Category, time.Duration, string) {
-	var appErr *temporal.ApplicationError
-	if errors.As(err, &appErr) {
-		if c, ok := errorcat.Parse(appErr.Type()); ok {
-			var seconds float64
-			if appErr.HasDetails() {
-				_ = appErr.Details(&seconds)
-			}
-			return c, time.Duration(seconds * float64(time.Second)), appErr.Error()
+func notCancelable() error {
+	return temporal.NewApplicationError("the job has already started or finished", ErrTypeJobNotCancelable)
+}
+
+// nextExpiry is the time until the earliest deadline of a queued job.
+func nextExpiry(ctx workflow.Context, queue []JobRef) (time.Duration, bool) {
+	var earliest time.Time
+	for _, j := range queue {
+		if !j.ExpiresAt.IsZero() && (earliest.IsZero() || j.ExpiresAt.Before(earliest)) {
+			earliest = j.ExpiresAt
 		}
-		return errorcat.InternalBug, 0, appErr.Error()
 	}
-	var timeoutErr *temporal.TimeoutError
-	if errors.As(err, &timeoutErr) {
-		return errorcat.TransientInfra, 0, err.Error()
+	if earliest.IsZero() {
+		return 0, false
 	}
-	return errorcat.InternalBug, 0, err.Error()
+	return max(earliest.Sub(workflow.Now(ctx)), time.Millisecond), true
 }
 
-func isType(err error, typ string) bool {
-	var appErr *temporal.ApplicationError
-	return errors.As(err, &appErr) && appErr.Type() == typ
-}
-
-// setStatus keeps the job's status search attributes current for operators.
-func setStatus(ctx workflow.Context, status string, category errorcat.Category) {
-	updates := []temporal.SearchAttributeUpdate{SAJobStatus.ValueSet(status)}
-	if category != "" {
-		updates = append(updates, SAErrorCategory.ValueSet(string(category)))
+// launchJob starts the job's workflow and waits until Temporal has started it.
+func launchJob(ctx workflow.Context, in OrderInput, ref JobRef) error {
+	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		WorkflowID: JobWorkflowID(ref.JobID, ref.Run),
+		// ABANDON: a job owns its credit reservation and must settle it even if the order
+		// workflow continues as new or an operator terminates it.
+		ParentClosePolicy: enumspb.PARENT_CLOSE_POLICY_ABANDON,
+		// A job run executes once; a second start under the same ID would settle credits twice.
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		TypedSearchAttributes: jobSearchAttributes(in),
+		Memo:                  map[string]any{"product_ref": ref.ProductRef, "product_label": ref.ProductLabel},
+	})
+	f := workflow.ExecuteChildWorkflow(cctx, JobWorkflow, JobInput{
+		JobID: ref.JobID, Run: ref.Run, OrderID: in.OrderID, Options: in.JobOptions,
+	})
+	err := f.GetChildWorkflowExecution().Get(ctx, nil)
+	if temporal.IsWorkflowExecutionAlreadyStartedError(err) {
+		return nil // launched by an earlier run of this order; it will report back
 	}
-	if err := workflow.UpsertTypedSearchAttributes(ctx, updates...); err != nil {
-		workflow.GetLogger(ctx).Warn("upsert search attributes", "error", err)
-	}
+	return err
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"slices"
 	"testing"
 	"time"
 
@@ -13,7 +12,6 @@ import (
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/shotflow/shotflow/activities"
 	"github.com/shotflow/shotflow/internal/errorcat"
@@ -38,10 +36,17 @@ func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	return env
 }
 
+// newJobEnv is newEnv for a JobWorkflow run on its own: its signal to the order is mocked.
+func newJobEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
+	env := newEnv(t)
+	env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, "", workflows.SignalJobFinished, mock.Anything).Return(nil)
+	return env
+}
+
 var okResult = activities.GenerateResult{Outputs: []activities.OutputFile{{AssetID: "out-1", BlobKey: "k", ContentType: "image/png"}}}
 
 func TestJobWorkflowCompletes(t *testing.T) {
-	env := newEnv(t)
+	env := newJobEnv(t)
 	env.OnActivity(a.BeginAttempt, mock.Anything, activities.AttemptInput{JobID: "j1", Run: 1, Attempt: 1}).Return(nil).Once()
 	env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(okResult, nil).Once()
 	env.OnActivity(a.CompleteJob, mock.Anything, activities.CompleteInput{JobID: "j1", Run: 1, Outputs: okResult.Outputs}).Return(nil).Once()
@@ -57,7 +62,7 @@ func TestJobWorkflowCompletes(t *testing.T) {
 }
 
 func TestJobWorkflowRetriesRateLimitHonouringRetryAfter(t *testing.T) {
-	env := newEnv(t)
+	env := newJobEnv(t)
 	var starts []time.Time
 	env.OnActivity(a.BeginAttempt, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.AttemptInput) error {
 		starts = append(starts, env.Now())
@@ -88,7 +93,7 @@ func TestJobWorkflowRetriesRateLimitHonouringRetryAfter(t *testing.T) {
 func TestJobWorkflowFailsAtOnceOnNonRetryableCategories(t *testing.T) {
 	for _, c := range []errorcat.Category{errorcat.ContentPolicy, errorcat.InputMissing, errorcat.ProviderAccount, errorcat.InternalBug} {
 		t.Run(string(c), func(t *testing.T) {
-			env := newEnv(t)
+			env := newJobEnv(t)
 			env.OnActivity(a.BeginAttempt, mock.Anything, mock.Anything).Return(nil).Once()
 			env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(activities.GenerateResult{}, categoryError(c, 0)).Once()
 			env.OnActivity(a.EndJob, mock.Anything, mock.MatchedBy(func(in activities.EndInput) bool {
@@ -107,7 +112,7 @@ func TestJobWorkflowFailsAtOnceOnNonRetryableCategories(t *testing.T) {
 }
 
 func TestJobWorkflowGivesUpAfterMaxAttempts(t *testing.T) {
-	env := newEnv(t)
+	env := newJobEnv(t)
 	schedule := workflows.RetrySchedule{Delays: []time.Duration{time.Second}, MaxAttempts: 3, MaxTotal: time.Hour}
 	env.OnActivity(a.BeginAttempt, mock.Anything, mock.Anything).Return(nil).Times(3)
 	env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(activities.GenerateResult{}, categoryError(errorcat.TransientInfra, 0)).Times(3)
@@ -115,7 +120,7 @@ func TestJobWorkflowGivesUpAfterMaxAttempts(t *testing.T) {
 	env.OnActivity(a.EndJob, mock.Anything, mock.MatchedBy(func(in activities.EndInput) bool {
 		return in.Category == errorcat.TransientInfra
 	})).Return(nil).Once()
-	env.ExecuteWorkflow(workflows.JobWorkflow, workflows.JobInput{JobID: "j1", Run: 1, Retry: schedule})
+	env.ExecuteWorkflow(workflows.JobWorkflow, workflows.JobInput{JobID: "j1", Run: 1, Options: workflows.JobOptions{Retry: schedule}})
 	var res workflows.JobResult
 	if err := env.GetWorkflowResult(&res); err != nil {
 		t.Fatal(err)
@@ -139,36 +144,6 @@ func TestJobWorkflowStopsForATerminalJob(t *testing.T) {
 	}
 }
 
-func TestOrderWorkflowRunsOneChildPerJobAndToleratesFailures(t *testing.T) {
-	env := newEnv(t)
-	env.OnActivity(a.BeginAttempt, mock.Anything, mock.Anything).Return(nil).Times(3)
-	env.OnActivity(a.Generate, mock.Anything, activities.AttemptInput{JobID: "bad", Run: 1, Attempt: 1}).
-		Return(activities.GenerateResult{}, categoryError(errorcat.ContentPolicy, 0)).Once()
-	env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(okResult, nil).Twice()
-	env.OnActivity(a.CompleteJob, mock.Anything, mock.Anything).Return(nil).Twice()
-	env.OnActivity(a.EndJob, mock.Anything, mock.Anything).Return(nil).Once()
-	var children []string
-	env.SetOnChildWorkflowStartedListener(func(info *workflow.Info, _ workflow.Context, _ converter.EncodedValues) {
-		children = append(children, info.WorkflowExecution.ID)
-	})
-
-	env.ExecuteWorkflow(workflows.OrderWorkflow, workflows.OrderInput{
-		OrderID: "o1", AccountID: "acc", InstallationID: "inst", JobType: models.JobTypePhotoShoot,
-		Jobs: []workflows.JobRef{{JobID: "a", Run: 1}, {JobID: "bad", Run: 1}, {JobID: "c", Run: 1}},
-	})
-	var res workflows.OrderResult
-	if err := env.GetWorkflowResult(&res); err != nil {
-		t.Fatal(err)
-	}
-	if res.Completed != 2 || res.Failed != 1 {
-		t.Fatalf("result = %+v", res)
-	}
-	slices.Sort(children)
-	if !slices.Equal(children, []string{"job/a", "job/bad", "job/c"}) {
-		t.Fatalf("children = %v", children)
-	}
-}
-
 func TestWorkflowIDs(t *testing.T) {
 	if got := workflows.OrderWorkflowID("x"); got != "order/x" {
 		t.Errorf("OrderWorkflowID = %q", got)
@@ -177,3 +152,5 @@ func TestWorkflowIDs(t *testing.T) {
 		t.Errorf("JobWorkflowID = %q", got)
 	}
 }
+
+func converterFor() converter.DataConverter { return converter.GetDefaultDataConverter() }

@@ -49,6 +49,7 @@ func (h *Handler) Register(r *gin.Engine) {
 	g.POST("/packshots", h.Require(PermCatalogWrite), h.registerPackshots)
 	g.POST("/jobs", h.Require(PermJobsCreate), h.createSession)
 	g.GET("/jobs/:id", h.Require(PermJobsRead), h.getJob)
+	g.DELETE("/jobs/:id", h.Require(PermJobsCancel), h.cancelJob)
 	g.GET("/orders/:id", h.Require(PermJobsRead), h.getOrder)
 }
 

@@ -28,6 +28,7 @@ import (
 	"github.com/shotflow/shotflow/internal/urlsign"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/worker"
+	"github.com/shotflow/shotflow/workflows"
 )
 
 // App is one running shotflow process's dependencies.
@@ -107,7 +108,11 @@ func Open(ctx context.Context, cfg config.Config, log *zap.Logger) (*App, error)
 		return nil, fmt.Errorf("connect to Temporal at %s: %w", cfg.TemporalAddress, err)
 	}
 	a.closers = append(a.closers, func() error { a.Temporal.Close(); return nil })
-	a.Intake = &intake.Starter{DB: db, Temporal: a.Temporal, TaskQueue: cfg.TemporalTaskQueue, Log: log}
+	a.Intake = &intake.Starter{
+		DB: db, Temporal: a.Temporal, TaskQueue: cfg.TemporalTaskQueue, Log: log,
+		JobStartDeadline: cfg.JobStartDeadline, MaxConcurrentJobs: cfg.OrderMaxConcurrentJobs,
+		JobOptions: workflows.JobOptions{InputWait: cfg.InputWaitTimeout},
+	}
 	ok = true
 	return a, nil
 }

@@ -55,6 +55,13 @@ type Config struct {
 	// RedisURL, when set, shares rate-limit budgets between several API processes.
 	RedisURL string `env:"REDIS_URL" validate:"omitempty,url"`
 
+	// JobStartDeadline is how long a job may wait to start before it expires and releases its credits.
+	JobStartDeadline time.Duration `env:"JOB_START_DEADLINE" envDefault:"24h" validate:"min=1s"`
+	// InputWaitTimeout is how long a job waits for an input that is not ready before it fails.
+	InputWaitTimeout time.Duration `env:"INPUT_WAIT_TIMEOUT" envDefault:"30m" validate:"min=1s"`
+	// OrderMaxConcurrentJobs is how many jobs of one order run at once.
+	OrderMaxConcurrentJobs int `env:"ORDER_MAX_CONCURRENT_JOBS" envDefault:"10" validate:"min=1,max=1000"`
+
 	// WorkerActivityConcurrency caps concurrent activity executions per worker process.
 	WorkerActivityConcurrency int `env:"WORKER_ACTIVITY_CONCURRENCY" envDefault:"16" validate:"min=1,max=1000"`
 	// RenderLongEdge is the long edge in pixels of images the local generator renders.

@@ -32,6 +32,12 @@ type Starter struct {
 	Temporal  client.Client
 	TaskQueue string
 	Log       *zap.Logger
+	// JobStartDeadline, when set, expires jobs that have not started that long after acceptance.
+	JobStartDeadline time.Duration
+	// MaxConcurrentJobs caps the running jobs of one order (0: the workflow's default).
+	MaxConcurrentJobs int
+	// JobOptions tune the orders' JobWorkflows.
+	JobOptions workflows.JobOptions
 }
 
 // Submit creates the order and its jobs, reserves their credits, and starts the workflow. It
@@ -79,12 +85,22 @@ func (s *Starter) Submit(ctx context.Context, order *models.Order, jobs []models
 
 // Start starts the order's workflow (tolerating one that already exists) and records the start.
 func (s *Starter) Start(ctx context.Context, order *models.Order, jobs []models.Job) error {
-	in := workflows.OrderInput{OrderID: order.ID, AccountID: order.AccountID, JobType: order.JobType}
+	in := workflows.OrderInput{
+		OrderID: order.ID, AccountID: order.AccountID, JobType: order.JobType,
+		MaxConcurrentJobs: s.MaxConcurrentJobs, JobOptions: s.JobOptions,
+	}
 	if order.InstallationID != nil {
 		in.InstallationID = *order.InstallationID
 	}
 	for _, j := range jobs {
-		in.Jobs = append(in.Jobs, workflows.JobRef{JobID: j.ID, Run: j.Run, ProductRef: j.ProductRef, ProductLabel: j.ProductLabel})
+		if models.IsTerminalJobStatus(j.Status) {
+			continue
+		}
+		ref := workflows.JobRef{JobID: j.ID, Run: j.Run, ProductRef: j.ProductRef, ProductLabel: j.ProductLabel}
+		if s.JobStartDeadline > 0 {
+			ref.ExpiresAt = j.CreatedAt.Add(s.JobStartDeadline)
+		}
+		in.Jobs = append(in.Jobs, ref)
 	}
 	_, err := s.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:        workflows.OrderWorkflowID(order.ID),

@@ -1,0 +1,260 @@
+package workflows
+
+import (
+	"errors"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/shotflow/shotflow/activities"
+	"github.com/shotflow/shotflow/internal/errorcat"
+	"github.com/shotflow/shotflow/models"
+)
+
+// Signal names.
+const (
+	// SignalInputReady wakes a job waiting with INPUT_NOT_READY: its input became ready.
+	SignalInputReady = "input-ready"
+	// SignalJobFinished tells an order workflow that one of its jobs reached a terminal status.
+	SignalJobFinished = "job-finished"
+)
+
+// DefaultInputWait is how long a job waits for an input that is not ready before it fails.
+const DefaultInputWait = 30 * time.Minute
+
+// RetrySchedule is how JobWorkflow retries attempts whose category is retryable.
+type RetrySchedule struct {
+	// Delays[i] is the wait after failed attempt i+1; the last delay repeats.
+	Delays []time.Duration
+	// MaxAttempts caps the attempts of one job run.
+	MaxAttempts int
+	// MaxTotal caps the time from the first attempt to the start of the last one.
+	MaxTotal time.Duration
+}
+
+// DefaultRetrySchedule: 5 s, 30 s, 2 min, 5 min, 10 min between attempts, at most 6 attempts, and
+// no new attempt later than 30 minutes after the first (docs/job-states.md).
+var DefaultRetrySchedule = RetrySchedule{
+	Delays:      []time.Duration{5 * time.Second, 30 * time.Second, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute},
+	MaxAttempts: 6,
+	MaxTotal:    30 * time.Minute,
+}
+
+func (s RetrySchedule) delay(failures int) time.Duration {
+	if len(s.Delays) == 0 {
+		return 0
+	}
+	if failures-1 < len(s.Delays) {
+		return s.Delays[failures-1]
+	}
+	return s.Delays[len(s.Delays)-1]
+}
+
+// JobOptions tune every job of an order; zero values mean the defaults.
+type JobOptions struct {
+	Retry     RetrySchedule
+	InputWait time.Duration
+}
+
+func (o JobOptions) withDefaults() JobOptions {
+	if o.Retry.MaxAttempts <= 0 {
+		o.Retry = DefaultRetrySchedule
+	}
+	if o.InputWait <= 0 {
+		o.InputWait = DefaultInputWait
+	}
+	return o
+}
+
+// JobInput starts a JobWorkflow.
+type JobInput struct {
+	JobID   string
+	Run     int
+	OrderID string
+	Options JobOptions
+}
+
+// JobResult is how a job run ended.
+type JobResult struct {
+	Status   string
+	Attempts int
+	Category errorcat.Category `json:",omitempty"`
+}
+
+// JobFinished is the payload of SignalJobFinished.
+type JobFinished struct {
+	JobID  string
+	Run    int
+	Status string
+}
+
+// JobWorkflow runs one job: one generate activity execution per attempt, retries by errorCategory
+// with visible retry_pending and attempt_count, a signal-driven wait for inputs that are not ready,
+// and settlement of the job's credits at the end. It tells its order when it is done.
+func JobWorkflow(ctx workflow.Context, in JobInput) (JobResult, error) {
+	res, err := runJob(ctx, in)
+	if err != nil {
+		return res, err
+	}
+	if res.Status != statusNotRunnable {
+		notifyOrder(ctx, in, res.Status)
+	}
+	return res, nil
+}
+
+// statusNotRunnable is the result of a job run that found its job already terminal.
+const statusNotRunnable = "not_runnable"
+
+func runJob(ctx workflow.Context, in JobInput) (JobResult, error) {
+	var a *activities.Activities
+	opts := in.Options.withDefaults()
+	lctx := projectionContext(ctx)
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 5 * time.Minute,
+		HeartbeatTimeout:    time.Minute,
+		// One execution is one attempt: JobWorkflow decides about retries by category.
+		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1},
+	})
+	inputReady := workflow.GetSignalChannel(ctx, SignalInputReady)
+	first := workflow.Now(ctx)
+	var inputWaitStarted time.Time
+	failures := 0 // failed attempts of retryable categories, counted against the schedule
+	for attempt := 1; ; attempt++ {
+		err := workflow.ExecuteLocalActivity(lctx, a.BeginAttempt, activities.AttemptInput{JobID: in.JobID, Run: in.Run, Attempt: attempt}).Get(ctx, nil)
+		if isType(err, activities.ErrTypeJobNotRunnable) {
+			return JobResult{Status: statusNotRunnable, Attempts: attempt - 1}, nil
+		}
+		if err != nil {
+			return JobResult{}, err
+		}
+		if attempt == 1 {
+			setStatus(ctx, models.JobInProgress, "")
+		}
+		var gen activities.GenerateResult
+		err = workflow.ExecuteActivity(actx, a.Generate, activities.AttemptInput{JobID: in.JobID, Run: in.Run, Attempt: attempt}).Get(ctx, &gen)
+		if err == nil {
+			if err := workflow.ExecuteLocalActivity(lctx, a.CompleteJob, activities.CompleteInput{JobID: in.JobID, Run: in.Run, Outputs: gen.Outputs}).Get(ctx, nil); err != nil {
+				return JobResult{}, err
+			}
+			setStatus(ctx, models.JobCompleted, "")
+			return JobResult{Status: models.JobCompleted, Attempts: attempt}, nil
+		}
+		category, retryAfter, detail := classify(err)
+
+		if category == errorcat.InputNotReady {
+			if inputWaitStarted.IsZero() {
+				inputWaitStarted = workflow.Now(ctx)
+			}
+			remaining := opts.InputWait - workflow.Now(ctx).Sub(inputWaitStarted)
+			if remaining > 0 {
+				if err := markRetryPending(ctx, lctx, in, category, detail); err != nil {
+					return JobResult{}, err
+				}
+				// No polling: the job sleeps until the input-ready signal or the deadline.
+				ready, err := workflow.AwaitWithTimeout(ctx, remaining, func() bool { return inputReady.Len() > 0 })
+				if err != nil {
+					return JobResult{}, err
+				}
+				for inputReady.ReceiveAsync(nil) {
+				}
+				if ready {
+					continue
+				}
+			}
+			return endJob(ctx, lctx, in, attempt, category, detail)
+		}
+
+		failures++
+		wait := max(opts.Retry.delay(failures), retryAfter)
+		elapsed := workflow.Now(ctx).Sub(first)
+		if category.Retryable() && failures < opts.Retry.MaxAttempts && elapsed+wait <= opts.Retry.MaxTotal {
+			if err := markRetryPending(ctx, lctx, in, category, detail); err != nil {
+				return JobResult{}, err
+			}
+			if err := workflow.Sleep(ctx, wait); err != nil {
+				return JobResult{}, err
+			}
+			continue
+		}
+		return endJob(ctx, lctx, in, attempt, category, detail)
+	}
+}
+
+func markRetryPending(ctx, lctx workflow.Context, in JobInput, category errorcat.Category, detail string) error {
+	var a *activities.Activities
+	err := workflow.ExecuteLocalActivity(lctx, a.MarkRetryPending, activities.RetryPendingInput{
+		JobID: in.JobID, Run: in.Run, Category: category, Detail: detail,
+	}).Get(ctx, nil)
+	if err == nil {
+		setStatus(ctx, models.JobRetryPending, category)
+	}
+	return err
+}
+
+func endJob(ctx, lctx workflow.Context, in JobInput, attempt int, category errorcat.Category, detail string) (JobResult, error) {
+	var a *activities.Activities
+	if err := workflow.ExecuteLocalActivity(lctx, a.EndJob, activities.EndInput{
+		JobID: in.JobID, Run: in.Run, Status: models.JobFailed, Category: category, Detail: detail,
+	}).Get(ctx, nil); err != nil {
+		return JobResult{}, err
+	}
+	setStatus(ctx, models.JobFailed, category)
+	return JobResult{Status: models.JobFailed, Attempts: attempt, Category: category}, nil
+}
+
+// notifyOrder signals the order workflow that this job is done. An order that has already closed
+// (for example when an operator re-runs a job later) needs no signal.
+func notifyOrder(ctx workflow.Context, in JobInput, status string) {
+	err := workflow.SignalExternalWorkflow(ctx, OrderWorkflowID(in.OrderID), "", SignalJobFinished,
+		JobFinished{JobID: in.JobID, Run: in.Run, Status: status}).Get(ctx, nil)
+	if err != nil {
+		workflow.GetLogger(ctx).Info("order workflow not signalled", "order_id", in.OrderID, "error", err)
+	}
+}
+
+// projectionContext runs short database projections as local activities.
+func projectionContext(ctx workflow.Context) workflow.Context {
+	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout:    30 * time.Second,
+		ScheduleToCloseTimeout: 10 * time.Minute,
+		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second},
+	})
+}
+
+// classify reads the errorCategory of a failed generate activity. A timeout (for example a worker
+// that died mid-attempt) is TRANSIENT_INFRA; anything unrecognised is INTERNAL_BUG.
+func classify(err error) (errorcat.Category, time.Duration, string) {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		if c, ok := errorcat.Parse(appErr.Type()); ok {
+			var seconds float64
+			if appErr.HasDetails() {
+				_ = appErr.Details(&seconds)
+			}
+			return c, time.Duration(seconds * float64(time.Second)), appErr.Error()
+		}
+		return errorcat.InternalBug, 0, appErr.Error()
+	}
+	var timeoutErr *temporal.TimeoutError
+	if errors.As(err, &timeoutErr) {
+		return errorcat.TransientInfra, 0, err.Error()
+	}
+	return errorcat.InternalBug, 0, err.Error()
+}
+
+func isType(err error, typ string) bool {
+	var appErr *temporal.ApplicationError
+	return errors.As(err, &appErr) && appErr.Type() == typ
+}
+
+// setStatus keeps the job's status search attributes current for operators.
+func setStatus(ctx workflow.Context, status string, category errorcat.Category) {
+	updates := []temporal.SearchAttributeUpdate{SAJobStatus.ValueSet(status)}
+	if category != "" {
+		updates = append(updates, SAErrorCategory.ValueSet(string(category)))
+	}
+	if err := workflow.UpsertTypedSearchAttributes(ctx, updates...); err != nil {
+		workflow.GetLogger(ctx).Warn("upsert search attributes", "error", err)
+	}
+}

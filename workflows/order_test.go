@@ -1,0 +1,220 @@
+package workflows_test
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/shotflow/shotflow/activities"
+	"github.com/shotflow/shotflow/internal/errorcat"
+	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/workflows"
+)
+
+// launches records which job workflows an order launched, and when.
+type launches struct {
+	mu   sync.Mutex
+	ids  []string
+	when map[string]time.Time
+}
+
+func (l *launches) list() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.ids)
+}
+
+// mockJobs replaces JobWorkflow with a recorder: the test decides when each job reports back.
+func mockJobs(env *testsuite.TestWorkflowEnvironment) *launches {
+	l := &launches{when: map[string]time.Time{}}
+	env.OnWorkflow(workflows.JobWorkflow, mock.Anything, mock.Anything).Return(
+		func(ctx workflow.Context, in workflows.JobInput) (workflows.JobResult, error) {
+			l.mu.Lock()
+			l.ids = append(l.ids, in.JobID)
+			l.when[in.JobID] = workflow.Now(ctx)
+			l.mu.Unlock()
+			return workflows.JobResult{Status: models.JobCompleted}, nil
+		})
+	return l
+}
+
+// finishAt delivers job-finished for jobID after d.
+func finishAt(env *testsuite.TestWorkflowEnvironment, d time.Duration, jobID, status string) {
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(workflows.SignalJobFinished, workflows.JobFinished{JobID: jobID, Run: 1, Status: status})
+	}, d)
+}
+
+func refs(ids ...string) []workflows.JobRef {
+	out := make([]workflows.JobRef, len(ids))
+	for i, id := range ids {
+		out[i] = workflows.JobRef{JobID: id, Run: 1, ProductRef: "p"}
+	}
+	return out
+}
+
+func TestOrderWorkflowRunsJobsWithinItsConcurrencyWindow(t *testing.T) {
+	env := newEnv(t)
+	l := mockJobs(env)
+	finishAt(env, time.Minute, "a", models.JobCompleted)
+	finishAt(env, 2*time.Minute, "b", models.JobFailed)
+	finishAt(env, 3*time.Minute, "c", models.JobCompleted)
+	env.ExecuteWorkflow(workflows.OrderWorkflow, workflows.OrderInput{
+		OrderID: "o1", AccountID: "acc", JobType: models.JobTypePhotoShoot, Jobs: refs("a", "b", "c"), MaxConcurrentJobs: 1,
+	})
+	var res workflows.OrderResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Completed != 2 || res.Failed != 1 {
+		t.Fatalf("result = %+v", res)
+	}
+	if got := l.list(); !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Fatalf("launched %v", got)
+	}
+	// With one slot, b starts only once a has reported back.
+	if gap := l.when["b"].Sub(l.when["a"]); gap < time.Minute {
+		t.Fatalf("b launched %v after a, before a finished", gap)
+	}
+}
+
+func TestOrderWorkflowCancelsOnlyJobsThatHaveNotStarted(t *testing.T) {
+	env := newEnv(t)
+	l := mockJobs(env)
+	env.OnActivity(a.EndJob, mock.Anything, activities.EndInput{JobID: "c", Run: 1, Status: models.JobCancelled}).Return(nil).Once()
+	// What a client sees is the update's outcome: the validator may accept two concurrent cancels
+	// of one job, but only the first handler cancels it; the other ends not cancelable.
+	var cancelled, refused []string
+	refuse := func(jobID string, err error) {
+		var appErr *temporal.ApplicationError
+		if !errors.As(err, &appErr) || appErr.Type() != workflows.ErrTypeJobNotCancelable {
+			t.Errorf("cancel %s failed with %v", jobID, err)
+		}
+		refused = append(refused, jobID)
+	}
+	cancel := func(jobID string) {
+		env.UpdateWorkflow(workflows.UpdateCancelJob, "", &testsuite.TestUpdateCallback{
+			OnAccept: func() {},
+			OnReject: func(err error) { refuse(jobID, err) },
+			OnComplete: func(_ any, err error) {
+				if err != nil {
+					refuse(jobID, err)
+					return
+				}
+				cancelled = append(cancelled, jobID)
+			},
+		}, jobID)
+	}
+	env.RegisterDelayedCallback(func() { cancel("c"); cancel("a"); cancel("zzz") }, 30*time.Second)
+	env.RegisterDelayedCallback(func() { cancel("c") }, 40*time.Second) // already cancelled
+	finishAt(env, time.Minute, "a", models.JobCompleted)
+	finishAt(env, 2*time.Minute, "b", models.JobCompleted)
+	env.ExecuteWorkflow(workflows.OrderWorkflow, workflows.OrderInput{
+		OrderID: "o1", AccountID: "acc", Jobs: refs("a", "b", "c"), MaxConcurrentJobs: 1,
+	})
+	var res workflows.OrderResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(refused)
+	if !slices.Equal(cancelled, []string{"c"}) || !slices.Equal(refused, []string{"a", "c", "zzz"}) {
+		t.Fatalf("cancelled %v, refused %v", cancelled, refused)
+	}
+	if got := l.list(); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("launched %v: a cancelled job must never start", got)
+	}
+	if res.Cancelled != 1 || res.Completed != 2 {
+		t.Fatalf("result = %+v", res)
+	}
+}
+
+func TestOrderWorkflowExpiresJobsThatNeverStarted(t *testing.T) {
+	env := newEnv(t)
+	l := mockJobs(env)
+	env.OnActivity(a.EndJob, mock.Anything, activities.EndInput{JobID: "b", Run: 1, Status: models.JobExpired}).Return(nil).Once()
+	start := env.Now()
+	jobs := refs("a", "b")
+	for i := range jobs {
+		jobs[i].ExpiresAt = start.Add(90 * time.Second)
+	}
+	finishAt(env, 5*time.Minute, "a", models.JobCompleted)
+	env.ExecuteWorkflow(workflows.OrderWorkflow, workflows.OrderInput{OrderID: "o1", Jobs: jobs, MaxConcurrentJobs: 1})
+	var res workflows.OrderResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Expired != 1 || res.Completed != 1 || !slices.Equal(l.list(), []string{"a"}) {
+		t.Fatalf("result = %+v, launched %v", res, l.list())
+	}
+}
+
+func TestOrderWorkflowContinuesAsNewForLargeOrders(t *testing.T) {
+	env := newEnv(t)
+	mockJobs(env)
+	ids := make([]string, 600)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("job-%03d", i)
+	}
+	env.ExecuteWorkflow(workflows.OrderWorkflow, workflows.OrderInput{OrderID: "o1", Jobs: refs(ids...), MaxConcurrentJobs: 1000})
+	var can *workflow.ContinueAsNewError
+	if err := env.GetWorkflowError(); !errors.As(err, &can) {
+		t.Fatalf("a 600-job order did not continue as new: %v", err)
+	}
+	var next workflows.OrderInput
+	if err := converterFor().FromPayloads(can.Input, &next); err != nil {
+		t.Fatal(err)
+	}
+	if len(next.Running) != 250 || len(next.Jobs) != 350 || !slices.IsSorted(next.Running) || next.Jobs[0].JobID != "job-250" {
+		t.Fatalf("continued with %d running and %d queued", len(next.Running), len(next.Jobs))
+	}
+}
+
+func TestJobWorkflowWaitsForItsInput(t *testing.T) {
+	t.Run("woken by the input-ready signal", func(t *testing.T) {
+		env := newJobEnv(t)
+		env.OnActivity(a.BeginAttempt, mock.Anything, mock.Anything).Return(nil).Twice()
+		env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(activities.GenerateResult{}, categoryError(errorcat.InputNotReady, 0)).Once()
+		env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(okResult, nil).Once()
+		env.OnActivity(a.MarkRetryPending, mock.Anything, mock.MatchedBy(func(in activities.RetryPendingInput) bool {
+			return in.Category == errorcat.InputNotReady
+		})).Return(nil).Once()
+		env.OnActivity(a.CompleteJob, mock.Anything, mock.Anything).Return(nil).Once()
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(workflows.SignalInputReady, nil) }, 10*time.Minute)
+		start := env.Now()
+		env.ExecuteWorkflow(workflows.JobWorkflow, workflows.JobInput{JobID: "j1", Run: 1, OrderID: "o1"})
+		var res workflows.JobResult
+		if err := env.GetWorkflowResult(&res); err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != models.JobCompleted || env.Now().Sub(start) < 10*time.Minute || env.Now().Sub(start) > 11*time.Minute {
+			t.Fatalf("result %+v after %v", res, env.Now().Sub(start))
+		}
+	})
+	t.Run("fails at the deadline", func(t *testing.T) {
+		env := newJobEnv(t)
+		env.OnActivity(a.BeginAttempt, mock.Anything, mock.Anything).Return(nil).Once()
+		env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(activities.GenerateResult{}, categoryError(errorcat.InputNotReady, 0)).Once()
+		env.OnActivity(a.MarkRetryPending, mock.Anything, mock.Anything).Return(nil).Once()
+		env.OnActivity(a.EndJob, mock.Anything, mock.MatchedBy(func(in activities.EndInput) bool {
+			return in.Status == models.JobFailed && in.Category == errorcat.InputNotReady
+		})).Return(nil).Once()
+		start := env.Now()
+		env.ExecuteWorkflow(workflows.JobWorkflow, workflows.JobInput{JobID: "j1", Run: 1, OrderID: "o1",
+			Options: workflows.JobOptions{InputWait: 45 * time.Minute}})
+		var res workflows.JobResult
+		if err := env.GetWorkflowResult(&res); err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != models.JobFailed || res.Category != errorcat.InputNotReady || env.Now().Sub(start) < 45*time.Minute {
+			t.Fatalf("result %+v after %v", res, env.Now().Sub(start))
+		}
+	})
+}
