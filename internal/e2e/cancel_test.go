@@ -83,6 +83,7 @@ func TestCancelOnlyJobsThatHaveNotStarted(t *testing.T) {
 		t.Fatalf("order = %+v", order)
 	}
 	assertCreditInvariants(t, env.DB, tenant.AccountID)
+	recordHistory(t, env.App.Temporal, "order/"+session.OrderID, "order_workflow_cancel.json")
 }
 
 func TestJobsThatNeverStartExpire(t *testing.T) {

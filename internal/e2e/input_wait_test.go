@@ -70,6 +70,7 @@ func TestJobWaitsForItsInputAndRunsWhenItIsReady(t *testing.T) {
 	if job.AttemptCount != 2 || job.ErrorCategory != nil || len(job.Outputs) != 1 {
 		t.Fatalf("completed job = %+v", job)
 	}
+	recordHistory(t, env.App.Temporal, "job/"+id, "job_workflow_input_wait.json")
 	assertCreditInvariants(t, env.DB, tenant.AccountID)
 }
 

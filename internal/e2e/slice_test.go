@@ -166,6 +166,7 @@ func TestPluginPhotoSessionEndToEnd(t *testing.T) {
 		d, err := tc.DescribeWorkflowExecution(ctx, workflows.OrderWorkflowID(session.OrderID), "")
 		return err == nil && d.WorkflowExecutionInfo.Status == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
 	})
+	recordHistory(t, tc, workflows.OrderWorkflowID(session.OrderID), "order_workflow_completed.json")
 	for _, id := range session.Subjects[0].JobIDs {
 		d, err := tc.DescribeWorkflowExecution(ctx, workflows.JobWorkflowID(id, 1), "")
 		if err != nil {
@@ -174,6 +175,7 @@ func TestPluginPhotoSessionEndToEnd(t *testing.T) {
 		if d.WorkflowExecutionInfo.Status != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
 			t.Fatalf("job workflow %s is %v", id, d.WorkflowExecutionInfo.Status)
 		}
+		recordHistory(t, tc, workflows.JobWorkflowID(id, 1), "job_workflow_completed.json")
 		fields := d.WorkflowExecutionInfo.SearchAttributes.GetIndexedFields()
 		for _, name := range []string{"ShotflowInstallationID", "ShotflowOrderID", "ShotflowJobStatus"} {
 			if _, ok := fields[name]; !ok {
