@@ -20,6 +20,8 @@ import (
 	"github.com/shotflow/shotflow/activities/generate"
 	"github.com/shotflow/shotflow/internal/blobstore"
 	"github.com/shotflow/shotflow/internal/errorcat"
+	"github.com/shotflow/shotflow/internal/urlsign"
+	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -34,6 +36,12 @@ type Activities struct {
 	Generator *generate.Registry
 	Log       *zap.Logger
 	LongEdge  int // pixels of the long edge of rendered images
+
+	// Webhook delivery (activities/webhooks.go).
+	Secrets     models.Sealer    // opens installations' webhook secrets
+	Signer      *urlsign.Signer  // signs the download URLs in webhook payloads
+	Webhooks    *webhooks.Client // sends webhooks; refuses private networks unless configured
+	DownloadTTL time.Duration    // minimum validity of download URLs in webhook payloads
 }
 
 // AttemptInput names one attempt of one job run.
@@ -90,6 +98,7 @@ func (a *Activities) Generate(ctx context.Context, in AttemptInput) (GenerateRes
 	req := generate.Request{
 		JobID: job.ID, JobType: job.JobType, AspectRatio: job.AspectRatio, LongEdge: a.LongEdge,
 		Seed: seedFor(job.ID, job.Run), Session: session,
+		Attempt: in.Attempt,
 	}
 	if job.InputAssetID != nil {
 		input, err := a.loadInput(ctx, *job.InputAssetID)

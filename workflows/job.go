@@ -112,7 +112,8 @@ func runJob(ctx workflow.Context, in JobInput) (JobResult, error) {
 	lctx := projectionContext(ctx)
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 5 * time.Minute,
-		HeartbeatTimeout:    time.Minute,
+		// A worker that dies mid-attempt is noticed within this, and the attempt counts as TRANSIENT_INFRA.
+		HeartbeatTimeout: 20 * time.Second,
 		// One execution is one attempt: JobWorkflow decides about retries by category.
 		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1},
 	})

@@ -32,6 +32,7 @@ type Request struct {
 	JobID       string
 	JobType     string
 	Model       string // the model part of provider/model
+	Attempt     int    // 1-based attempt number within the job run; 0 when unknown
 	AspectRatio string
 	LongEdge    int
 	Seed        int64

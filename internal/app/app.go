@@ -17,6 +17,7 @@ import (
 	"github.com/shotflow/shotflow/activities"
 	"github.com/shotflow/shotflow/activities/generate"
 	"github.com/shotflow/shotflow/activities/generate/local"
+	"github.com/shotflow/shotflow/activities/generate/sim"
 	"github.com/shotflow/shotflow/api"
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/blobstore"
@@ -87,7 +88,11 @@ func Open(ctx context.Context, cfg config.Config, log *zap.Logger) (*App, error)
 	if err != nil {
 		return nil, err
 	}
-	a.Generator = generate.NewRegistry(catalog, map[string]generate.Provider{"local": local.Provider{}})
+	providers := map[string]generate.Provider{"local": local.Provider{}}
+	if cfg.SimProvider {
+		providers[sim.Name] = sim.Provider{}
+	}
+	a.Generator = generate.NewRegistry(catalog, providers)
 	a.Signer = urlsign.New(secrets.Derive(master, secrets.PurposeURLSigning), cfg.PublicBaseURL)
 	if a.Box, err = secrets.NewBox(master); err != nil {
 		return nil, err
@@ -141,7 +146,7 @@ func (a *App) Handler() http.Handler {
 func (a *App) subProcessors() []plugin.SubProcessor {
 	out := []plugin.SubProcessor{}
 	for _, name := range a.Generator.Providers() {
-		if name == "local" {
+		if name == "local" || name == sim.Name {
 			continue // renders inside this deployment
 		}
 		out = append(out, plugin.SubProcessor{Name: name, Purpose: "image and video generation", Location: "provider region"})

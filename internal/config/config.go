@@ -66,6 +66,8 @@ type Config struct {
 	WorkerActivityConcurrency int `env:"WORKER_ACTIVITY_CONCURRENCY" envDefault:"16" validate:"min=1,max=1000"`
 	// RenderLongEdge is the long edge in pixels of images the local generator renders.
 	RenderLongEdge int `env:"RENDER_LONG_EDGE" envDefault:"1024" validate:"min=64,max=4096"`
+	// SimProvider enables the "sim" provider, whose sim/… models inject failures for tests and demos.
+	SimProvider bool `env:"SIM_PROVIDER" envDefault:"false"`
 
 	// LogLevel is the minimum zap level: debug, info, warn or error.
 	LogLevel string `env:"LOG_LEVEL" envDefault:"info" validate:"oneof=debug info warn error"`
@@ -269,4 +271,20 @@ func decodeKey(s string) ([]byte, error) {
 		}
 	}
 	return nil, errors.New("secret key is not base64")
+}
+
+// Environ renders the configuration as NAME=value pairs, so a child process (a worker started by
+// a test, for example) can be given exactly this configuration.
+func (c Config) Environ() []string {
+	v := reflect.ValueOf(c)
+	t := v.Type()
+	out := make([]string, 0, t.NumField())
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("env"), ",")
+		if name == "" {
+			continue
+		}
+		out = append(out, name+"="+fmt.Sprint(v.Field(i).Interface()))
+	}
+	return out
 }

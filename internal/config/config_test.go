@@ -40,6 +40,9 @@ func TestDefaultsWithEmptyEnvironment(t *testing.T) {
 		DownloadURLTTL:            168 * time.Hour,
 		UploadURLTTL:              2 * time.Hour,
 		RateLimitPerMinute:        60,
+		JobStartDeadline:          24 * time.Hour,
+		InputWaitTimeout:          30 * time.Minute,
+		OrderMaxConcurrentJobs:    10,
 		WorkerActivityConcurrency: 16,
 		RenderLongEdge:            1024,
 		LogLevel:                  "info",
@@ -191,6 +194,9 @@ func TestGoodValuesParse(t *testing.T) {
 		UploadURLTTL:              90 * time.Minute,
 		RateLimitPerMinute:        120,
 		RedisURL:                  "redis://cache.internal:6379/0",
+		JobStartDeadline:          24 * time.Hour,
+		InputWaitTimeout:          30 * time.Minute,
+		OrderMaxConcurrentJobs:    10,
 		WorkerActivityConcurrency: 4,
 		RenderLongEdge:            2048,
 		LogLevel:                  "debug",
@@ -324,5 +330,24 @@ func TestLoadReadsProcessEnvironment(t *testing.T) {
 	c, err = config.LoadFrom(map[string]string{})
 	if err != nil || c.LogLevel != "info" {
 		t.Errorf("LoadFrom(empty) with LOG_LEVEL=loud in the process = %q, %v", c.LogLevel, err)
+	}
+}
+
+func TestEnvironRoundTrips(t *testing.T) {
+	c, err := config.LoadFrom(map[string]string{"SECRET_KEY": "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=", "JOB_START_DEADLINE": "90s", "SIM_PROVIDER": "true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{}
+	for _, kv := range c.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	back, err := config.LoadFrom(env)
+	if err != nil {
+		t.Fatalf("LoadFrom(Environ()) = %v", err)
+	}
+	if !reflect.DeepEqual(back, c) {
+		t.Fatalf("round trip:\n got %+v\nwant %+v", back, c)
 	}
 }

@@ -89,6 +89,8 @@ type Env struct {
 type Options struct {
 	// Configure may adjust the configuration before the app opens.
 	Configure func(*config.Config)
+	// NoWorker leaves the task queue without an in-process worker (the test runs its own).
+	NoWorker bool
 }
 
 // New starts shotflow against the dev server and a fresh PostgreSQL database, and stops it at cleanup.
@@ -121,7 +123,9 @@ func New(t *testing.T, ts *testsuite.DevServer, opts Options) *Env {
 	srv.Config.Handler = a.Handler()
 	srv.Start()
 	e := &Env{App: a, DB: db, BaseURL: base, Config: cfg, t: t}
-	e.StartWorker()
+	if !opts.NoWorker {
+		e.StartWorker()
+	}
 	var once sync.Once
 	t.Cleanup(func() {
 		once.Do(func() {

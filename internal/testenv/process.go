@@ -1,0 +1,115 @@
+package testenv
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	buildOnce sync.Once
+	buildPath string
+	buildErr  error
+)
+
+// Binary builds cmd/shotflow once per test process and returns its path.
+func Binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		root, err := RepoRoot()
+		if err != nil {
+			buildErr = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "shotflow-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		buildPath = filepath.Join(dir, "shotflow")
+		cmd := exec.Command("go", "build", "-o", buildPath, "./cmd/shotflow")
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = err
+			buildPath = string(out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("testenv: build shotflow: %v\n%s", buildErr, buildPath)
+	}
+	return buildPath
+}
+
+// Process is a shotflow process started by a test.
+type Process struct {
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan struct{}
+}
+
+// StartWorkerProcess runs `shotflow worker` with this environment's configuration in its own
+// process; it is killed at cleanup if still running.
+func (e *Env) StartWorkerProcess(t *testing.T, extraEnv ...string) *Process {
+	t.Helper()
+	cmd := exec.Command(Binary(t), "worker")
+	cmd.Env = append(append(os.Environ(), e.Config.Environ()...), extraEnv...)
+	cmd.Env = append(cmd.Env, "LOG_LEVEL=warn")
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &Process{cmd: cmd, out: out, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		p.Kill()
+		if t.Failed() {
+			t.Logf("worker output:\n%s", out.String())
+		}
+	})
+	return p
+}
+
+// Kill sends SIGKILL, as a crash would, and waits for the process to be gone.
+func (p *Process) Kill() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+	}
+}
+
+// Output is what the process printed so far.
+func (p *Process) Output() string { return p.out.String() }
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
