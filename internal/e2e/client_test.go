@@ -62,3 +62,9 @@ func expect(t *testing.T, resp *http.Response, status int) {
 		t.Fatalf("%s %s: status %d, want %d: %s", resp.Request.Method, resp.Request.URL.Path, resp.StatusCode, status, body)
 	}
 }
+
+// readBody returns a response body as text.
+func readBody(resp *http.Response) string {
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
