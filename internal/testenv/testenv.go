@@ -49,6 +49,13 @@ func RepoRoot() (string, error) {
 // StartTemporal starts a Temporal dev server from bin/temporal with shotflow's search attributes.
 // Call it once per test package (in TestMain) and Stop it at the end.
 func StartTemporal(ctx context.Context) (*testsuite.DevServer, error) {
+	return StartTemporalAt(ctx, "", "")
+}
+
+// StartTemporalAt is StartTemporal on a chosen host:port with a persistent SQLite file, so a test
+// can stop the server and start it again with its workflows intact ("" for either: any free
+// port, in memory).
+func StartTemporalAt(ctx context.Context, hostPort, dbFile string) (*testsuite.DevServer, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return nil, err
@@ -64,7 +71,9 @@ func StartTemporal(ctx context.Context) (*testsuite.DevServer, error) {
 	return testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
 		ExistingPath: cli,
 		LogLevel:     "error",
+		DBFilename:   dbFile,
 		ClientOptions: &client.Options{
+			HostPort:  hostPort,
 			Namespace: "default",
 			Logger:    log.NewStructuredLogger(slog.New(slog.DiscardHandler)),
 		},
