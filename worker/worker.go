@@ -34,5 +34,6 @@ func New(c client.Client, acts *activities.Activities, opts Options) worker.Work
 func Register(r worker.Registry, acts *activities.Activities) {
 	r.RegisterWorkflow(workflows.OrderWorkflow)
 	r.RegisterWorkflow(workflows.JobWorkflow)
+	r.RegisterWorkflow(workflows.WebhookDeliveryWorkflow)
 	r.RegisterActivity(acts)
 }

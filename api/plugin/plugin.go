@@ -14,6 +14,7 @@ import (
 	"github.com/shotflow/shotflow/internal/intake"
 	"github.com/shotflow/shotflow/internal/ratelimit"
 	"github.com/shotflow/shotflow/internal/urlsign"
+	"github.com/shotflow/shotflow/models"
 )
 
 // Handler serves the plugin API.
@@ -30,6 +31,7 @@ type Handler struct {
 	DownloadTTL      time.Duration
 	UploadTTL        time.Duration
 	SubProcessors    []SubProcessor
+	Secrets          models.Sealer // seals webhook secrets at rest (rotate-hmac)
 }
 
 // Base is the path prefix of the plugin API.
@@ -51,6 +53,8 @@ func (h *Handler) Register(r *gin.Engine) {
 	g.GET("/jobs/:id", h.Require(PermJobsRead), h.getJob)
 	g.DELETE("/jobs/:id", h.Require(PermJobsCancel), h.cancelJob)
 	g.GET("/orders/:id", h.Require(PermJobsRead), h.getOrder)
+	g.POST("/webhooks/:delivery_id/replay", h.Require(PermWebhooksManage), h.replayWebhook)
+	g.POST("/installations/:id/rotate-hmac", h.Require(PermInstallationsManage), h.rotateHMAC)
 }
 
 // NotFound answers an unknown route of the plugin API with the envelope.

@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/shotflow/shotflow/internal/config"
 	"github.com/shotflow/shotflow/internal/secrets"
+	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -188,9 +187,8 @@ func (e *adminEnv) installationCreate(args []string) (any, error) {
 		return nil, fmt.Errorf("%w: --account and --name are required", errUsage)
 	}
 	if *callback != "" {
-		u, err := url.Parse(*callback)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return nil, fmt.Errorf("%w: --callback-url must be an http(s) URL", errUsage)
+		if err := webhooks.CheckCallbackURL(*callback, e.cfg.WebhookAllowPrivateNetworks); err != nil {
+			return nil, fmt.Errorf("%w: --callback-url %s", errUsage, err)
 		}
 	}
 	if *rate < 1 {
@@ -212,7 +210,7 @@ func (e *adminEnv) installationCreate(args []string) (any, error) {
 	}
 	created, err := models.CreateInstallation(e.db, box, models.NewInstallation{
 		AccountID: *account, Name: strings.TrimSpace(*name), CallbackURL: *callback, Scopes: scopeList, RateLimitPerMin: *rate,
-	}, NewWebhookSecret())
+	}, webhooks.NewSecret())
 	if errors.Is(err, models.ErrNotFound) {
 		return nil, fmt.Errorf("account %s does not exist", *account)
 	}
@@ -224,15 +222,6 @@ func (e *adminEnv) installationCreate(args []string) (any, error) {
 		CallbackURL: *callback, KeyID: created.APIKey.Key.ID, APIKey: created.APIKey.Secret,
 		WebhookSecret: created.WebhookSecret, Scopes: scopeList, RateLimit: *rate,
 	}, nil
-}
-
-// NewWebhookSecret returns a Standard Webhooks signing secret: "whsec_" and base64 of 24 random bytes.
-func NewWebhookSecret() string {
-	b := make([]byte, 24)
-	if _, err := rand.Read(b); err != nil {
-		panic(err)
-	}
-	return "whsec_" + base64.StdEncoding.EncodeToString(b)
 }
 
 func (e *adminEnv) creditsGrant(args []string) (any, error) {

@@ -55,6 +55,7 @@ func devConfig() (config.Config, error) {
 	def("DEV_TEMPORAL_PORT", "7233")
 	def("DEV_TEMPORAL_UI_PORT", "8233")
 	def("LOG_FORMAT", "console")
+	def("WEBHOOK_ALLOW_PRIVATE_NETWORKS", "true") // a receiver on this machine can get the webhooks
 	_, port, err := net.SplitHostPort(env["HTTP_ADDR"])
 	if err != nil {
 		return config.Config{}, fmt.Errorf("config: HTTP_ADDR=%q is invalid (host:port or :port)", env["HTTP_ADDR"])

@@ -27,6 +27,7 @@ import (
 	"github.com/shotflow/shotflow/internal/ratelimit"
 	"github.com/shotflow/shotflow/internal/secrets"
 	"github.com/shotflow/shotflow/internal/urlsign"
+	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/worker"
 	"github.com/shotflow/shotflow/workflows"
@@ -138,6 +139,7 @@ func (a *App) Handler() http.Handler {
 		DB: a.DB, Intake: a.Intake, Blobs: a.Blobs, Signer: a.Signer, Generator: a.Generator, Limiter: a.Limiter,
 		Log: a.Log, DocsURL: a.Config.EffectiveDocsURL(), DefaultRateLimit: a.Config.RateLimitPerMinute,
 		DownloadTTL: a.Config.DownloadURLTTL, UploadTTL: a.Config.UploadURLTTL, SubProcessors: a.subProcessors(),
+		Secrets: a.Box,
 	}
 	return api.NewRouter(api.Deps{DB: a.DB, Blobs: a.Blobs, Signer: a.Signer, Log: a.Log, Ready: a.Ready}, p)
 }
@@ -206,7 +208,9 @@ func (a *App) ServeHTTP(ctx context.Context, ready func(addr net.Addr)) error {
 
 // Activities returns the activity implementations bound to this process's dependencies.
 func (a *App) Activities() *activities.Activities {
-	return &activities.Activities{DB: a.DB, Blobs: a.Blobs, Generator: a.Generator, Log: a.Log, LongEdge: a.Config.RenderLongEdge}
+	return &activities.Activities{DB: a.DB, Blobs: a.Blobs, Generator: a.Generator, Log: a.Log, LongEdge: a.Config.RenderLongEdge,
+		Secrets: a.Box, Signer: a.Signer, DownloadTTL: a.Config.DownloadURLTTL,
+		Webhooks: webhooks.NewClient(webhooks.ClientOptions{AllowPrivate: a.Config.WebhookAllowPrivateNetworks})}
 }
 
 // RunWorker polls the task queue and sweeps unstarted orders until ctx ends, then stops the

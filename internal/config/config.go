@@ -55,6 +55,10 @@ type Config struct {
 	// RedisURL, when set, shares rate-limit budgets between several API processes.
 	RedisURL string `env:"REDIS_URL" validate:"omitempty,url"`
 
+	// WebhookAllowPrivateNetworks lets callback URLs reach loopback, private and link-local
+	// addresses (development only; `shotflow dev` turns it on).
+	WebhookAllowPrivateNetworks bool `env:"WEBHOOK_ALLOW_PRIVATE_NETWORKS" envDefault:"false"`
+
 	// JobStartDeadline is how long a job may wait to start before it expires and releases its credits.
 	JobStartDeadline time.Duration `env:"JOB_START_DEADLINE" envDefault:"24h" validate:"min=1s"`
 	// InputWaitTimeout is how long a job waits for an input that is not ready before it fails.

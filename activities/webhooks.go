@@ -1,0 +1,198 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.uber.org/zap"
+
+	"github.com/shotflow/shotflow/internal/webhooks"
+	"github.com/shotflow/shotflow/models"
+)
+
+// ApplicationError types of the webhook activities; both are non-retryable.
+const (
+	// ErrTypeWebhookJobNotTerminal: RecordJobWebhook was asked about a job run that has not
+	// ended (or has been superseded by a newer run).
+	ErrTypeWebhookJobNotTerminal = "WEBHOOK_JOB_NOT_TERMINAL"
+	// ErrTypeWebhookDeliveryNotFound: DeliverWebhook was given an unknown delivery ID.
+	ErrTypeWebhookDeliveryNotFound = "WEBHOOK_DELIVERY_NOT_FOUND"
+)
+
+// maxErrorText bounds the error text stored with an attempt, in bytes.
+const maxErrorText = 500
+
+// RecordWebhookInput names a job run that reached a terminal status.
+type RecordWebhookInput struct {
+	JobID string
+	Run   int
+}
+
+// RecordWebhookResult is the delivery of a job run's event. Deliver is false when there is
+// nothing to send: the job belongs to no plugin installation (external API) or the installation
+// has no callback URL. The IDs feed the delivery workflow's search attributes.
+type RecordWebhookResult struct {
+	DeliveryID     string
+	Deliver        bool
+	AccountID      string
+	InstallationID string
+	OrderID        string
+}
+
+// RecordJobWebhook creates the delivery row of a terminal job run, with the payload fixed at
+// this moment (a local activity). Its ID is derived from the job, run and event and the insert
+// ignores conflicts, so a retried or replayed call returns the same delivery and creates nothing.
+func (a *Activities) RecordJobWebhook(ctx context.Context, in RecordWebhookInput) (RecordWebhookResult, error) {
+	db := a.DB.WithContext(ctx)
+	job, err := models.GetJob(db, in.JobID)
+	if err != nil {
+		return RecordWebhookResult{}, fmt.Errorf("load job %s: %w", in.JobID, err)
+	}
+	event, terminal := webhooks.EventForStatus(job.Status)
+	if !terminal || job.Run != in.Run {
+		return RecordWebhookResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("job %s run %d is not a terminal run (status %s, current run %d)", job.ID, in.Run, job.Status, job.Run),
+			ErrTypeWebhookJobNotTerminal, nil)
+	}
+	if job.InstallationID == nil {
+		return RecordWebhookResult{}, nil
+	}
+	inst, err := models.GetInstallation(db, *job.InstallationID)
+	if err != nil {
+		return RecordWebhookResult{}, fmt.Errorf("load installation: %w", err)
+	}
+	res := RecordWebhookResult{AccountID: job.AccountID, InstallationID: inst.ID, OrderID: job.OrderID}
+	if inst.CallbackURL == "" {
+		return res, nil
+	}
+	res.DeliveryID, res.Deliver = models.WebhookDeliveryID(job.ID, job.Run, event), true
+	if _, err := models.GetWebhookDelivery(db, res.DeliveryID); err == nil {
+		return res, nil // recorded by an earlier execution
+	} else if !errors.Is(err, models.ErrNotFound) {
+		return RecordWebhookResult{}, err
+	}
+	var outputs []models.Asset
+	if job.Status == models.JobCompleted {
+		byJob, err := models.JobOutputs(db, job.ID)
+		if err != nil {
+			return RecordWebhookResult{}, fmt.Errorf("load outputs: %w", err)
+		}
+		outputs = byJob[job.ID]
+	}
+	now := time.Now().UTC()
+	payload, err := webhooks.BuildJobPayload(webhooks.JobPayload{
+		DeliveryID: res.DeliveryID, Event: event, CreatedAt: now, Job: job, Outputs: outputs,
+		Signer: a.Signer, DownloadTTL: a.DownloadTTL,
+	})
+	if err != nil {
+		return RecordWebhookResult{}, err
+	}
+	_, err = models.CreateWebhookDelivery(db, &models.WebhookDelivery{
+		ID: res.DeliveryID, AccountID: job.AccountID, InstallationID: inst.ID, OrderID: job.OrderID, JobID: job.ID,
+		Run: job.Run, Event: event, Payload: models.JSON(payload), CallbackURL: inst.CallbackURL, CreatedAt: now,
+	})
+	return res, err
+}
+
+// DeliverInput is one attempt of a delivery.
+type DeliverInput struct {
+	DeliveryID string
+	// Attempt is the number of this attempt within its workflow run (1 is the first).
+	Attempt int
+	// Replay is set for attempts of a run started by POST /webhooks/{id}/replay.
+	Replay bool
+	// NextDelay is the scheduled wait before the next attempt should this one fail (at least
+	// the receiver's Retry-After is waited); 0 means this is the run's last attempt.
+	NextDelay time.Duration
+}
+
+// DeliverResult is how an attempt went. An attempt that got no 2xx is a result, not an error:
+// the workflow decides what happens next.
+type DeliverResult struct {
+	Delivered  bool
+	StatusCode int           // 0 when no HTTP answer arrived
+	RetryAfter time.Duration // the receiver's Retry-After, if any
+}
+
+// DeliverWebhook makes one attempt: it POSTs the delivery's payload, signed with every secret of
+// the installation that is valid now, to the installation's callback URL, and records the
+// attempt. Errors are infrastructure failures (database, secrets) worth retrying; an unknown
+// delivery is a non-retryable error.
+func (a *Activities) DeliverWebhook(ctx context.Context, in DeliverInput) (DeliverResult, error) {
+	db := a.DB.WithContext(ctx)
+	d, err := models.GetWebhookDelivery(db, in.DeliveryID)
+	if errors.Is(err, models.ErrNotFound) {
+		return DeliverResult{}, temporal.NewNonRetryableApplicationError("no webhook delivery "+in.DeliveryID, ErrTypeWebhookDeliveryNotFound, err)
+	}
+	if err != nil {
+		return DeliverResult{}, err
+	}
+	if d.Status == models.WebhookDelivered && !in.Replay {
+		// A retry of an attempt whose success was recorded but not reported: do not send again.
+		res := DeliverResult{Delivered: true}
+		if d.LastStatusCode != nil {
+			res.StatusCode = *d.LastStatusCode
+		}
+		return res, nil
+	}
+	inst, err := models.GetInstallation(db, d.InstallationID)
+	if err != nil {
+		return DeliverResult{}, fmt.Errorf("load installation: %w", err)
+	}
+	started := time.Now()
+	secrets, err := models.WebhookSecrets(a.Secrets, inst, started)
+	if err != nil {
+		return DeliverResult{}, err
+	}
+	// The installation's current URL: a merchant who fixed a broken endpoint expects retries
+	// and replays to go there.
+	target := inst.CallbackURL
+	var out webhooks.Outcome
+	if target == "" {
+		target = d.CallbackURL
+		out.Err = errors.New("the installation no longer has a callback URL")
+	} else {
+		out = a.Webhooks.Send(ctx, webhooks.Message{
+			URL: target, ID: d.ID, Timestamp: started, Secrets: secrets, Body: d.Payload,
+		})
+	}
+	rec := models.AttemptRecord{
+		Attempt: in.Attempt, Replay: in.Replay, CallbackURL: target, StartedAt: started, StatusCode: out.StatusCode,
+		Latency: out.Latency, Delivered: out.Delivered(),
+	}
+	switch {
+	case out.Err != nil:
+		rec.Error = webhookErrorText(out.Err.Error())
+	case !rec.Delivered:
+		rec.Error = fmt.Sprintf("HTTP %d", out.StatusCode)
+	}
+	if !rec.Delivered && in.NextDelay > 0 {
+		next := started.Add(max(in.NextDelay, out.RetryAfter)).UTC()
+		rec.NextAttemptAt = &next
+	}
+	if err := models.RecordWebhookAttempt(db, d.ID, rec); err != nil {
+		return DeliverResult{}, fmt.Errorf("record attempt: %w", err)
+	}
+	if !rec.Delivered {
+		a.Log.Info("webhook attempt failed", zap.String("delivery_id", d.ID), zap.Int("attempt", in.Attempt),
+			zap.Bool("replay", in.Replay), zap.Int("status_code", out.StatusCode), zap.String("error", rec.Error))
+	}
+	return DeliverResult{Delivered: rec.Delivered, StatusCode: out.StatusCode, RetryAfter: out.RetryAfter}, nil
+}
+
+// MarkWebhookFailed records that a delivery's run gave up after its last attempt (a local activity).
+func (a *Activities) MarkWebhookFailed(ctx context.Context, deliveryID string) error {
+	return models.MarkWebhookFailed(a.DB.WithContext(ctx), deliveryID)
+}
+
+// webhookErrorText bounds the error text stored with an attempt.
+func webhookErrorText(s string) string {
+	if len(s) <= maxErrorText {
+		return s
+	}
+	return strings.ToValidUTF8(s[:maxErrorText], "") + "…"
+}

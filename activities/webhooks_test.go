@@ -1,0 +1,391 @@
+package activities_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+	"go.temporal.io/sdk/temporal"
+	"go.uber.org/zap"
+	"gorm.io/gorm"
+
+	"github.com/shotflow/shotflow/activities"
+	"github.com/shotflow/shotflow/internal/secrets"
+	"github.com/shotflow/shotflow/internal/testdb"
+	"github.com/shotflow/shotflow/internal/urlsign"
+	"github.com/shotflow/shotflow/internal/webhooks"
+	"github.com/shotflow/shotflow/models"
+)
+
+// request is one webhook a receiver got.
+type request struct {
+	header http.Header
+	body   []byte
+}
+
+// receiver is an httptest server answering with respond and recording every request.
+type receiver struct {
+	*httptest.Server
+	mu       sync.Mutex
+	requests []request
+	respond  func(w http.ResponseWriter, n int) // n: 1 for the first request
+}
+
+func newReceiver(t *testing.T, respond func(w http.ResponseWriter, n int)) *receiver {
+	t.Helper()
+	rc := &receiver{respond: respond}
+	rc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		rc.mu.Lock()
+		rc.requests = append(rc.requests, request{header: r.Header.Clone(), body: b})
+		n := len(rc.requests)
+		rc.mu.Unlock()
+		rc.respond(w, n)
+	}))
+	t.Cleanup(rc.Close)
+	return rc
+}
+
+func (rc *receiver) got() []request {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]request(nil), rc.requests...)
+}
+
+func status(code int) func(http.ResponseWriter, int) {
+	return func(w http.ResponseWriter, _ int) { w.WriteHeader(code) }
+}
+
+// fixture is an installation with a callback URL and a completed job with one output.
+type fixture struct {
+	db     *gorm.DB
+	acts   *activities.Activities
+	box    *secrets.Box
+	inst   models.Installation
+	secret string
+	job    models.Job
+}
+
+func newFixture(t *testing.T, db *gorm.DB, callbackURL string) *fixture {
+	t.Helper()
+	box, err := secrets.NewBox([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{db: db, box: box, secret: webhooks.NewSecret()}
+	f.acts = &activities.Activities{
+		DB: db, Log: zap.NewNop(), Secrets: box, DownloadTTL: 168 * time.Hour,
+		Signer:   urlsign.New([]byte("0123456789abcdef0123456789abcdef"), "http://api.example"),
+		Webhooks: webhooks.NewClient(webhooks.ClientOptions{AllowPrivate: true, Timeout: 300 * time.Millisecond}),
+	}
+	acc, err := models.CreateAccount(db, "Acme", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, err := models.CreateInstallation(db, box, models.NewInstallation{AccountID: acc.ID, Name: "shop", CallbackURL: callbackURL}, f.secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.inst = created.Installation
+	f.job = f.newJob(t, &f.inst.ID, models.JobCompleted)
+	now := time.Now().UTC()
+	out := models.Asset{ID: models.OutputAssetID(f.job.ID, 1, 0), AccountID: acc.ID, InstallationID: &f.inst.ID, Kind: models.AssetKindOutput,
+		Status: models.AssetReady, ContentType: "image/png", BlobKey: "k", Width: 4, Height: 5, SizeBytes: 9, JobID: &f.job.ID,
+		CreatedAt: now, UpdatedAt: now}
+	if err := db.Create(&out).Error; err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// newJob creates an order with one job in the given status.
+func (f *fixture) newJob(t *testing.T, installationID *string, status string) models.Job {
+	t.Helper()
+	now := time.Now().UTC()
+	order := models.Order{ID: models.NewID(), AccountID: f.inst.AccountID, InstallationID: installationID, API: models.APIPlugin,
+		JobType: models.JobTypePhotoShoot, SessionConfig: models.JSON(`{}`), Status: models.OrderInProgress, JobsTotal: 1,
+		CreatedAt: now, UpdatedAt: now}
+	job := models.Job{ID: models.NewID(), OrderID: order.ID, AccountID: f.inst.AccountID, InstallationID: installationID,
+		JobType: models.JobTypePhotoShoot, ProductRef: "mug-01", ProductLabel: "Red mug", AIModel: "local/studio-v1",
+		AspectRatio: "1:1", CreditCost: 1, Run: 1, Status: status, AttemptCount: 1, Voting: models.VotingPending,
+		CreatedAt: now, UpdatedAt: now}
+	if err := f.db.Create(&order).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := f.db.Create(&job).Error; err != nil {
+		t.Fatal(err)
+	}
+	return job
+}
+
+func (f *fixture) record(t *testing.T, jobID string) activities.RecordWebhookResult {
+	t.Helper()
+	res, err := f.acts.RecordJobWebhook(context.Background(), activities.RecordWebhookInput{JobID: jobID, Run: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func (f *fixture) delivery(t *testing.T, id string) *models.WebhookDelivery {
+	t.Helper()
+	d, err := models.GetWebhookDelivery(f.db, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func errorType(err error) string {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return appErr.Type()
+	}
+	return ""
+}
+
+func TestRecordJobWebhook(t *testing.T) {
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		f := newFixture(t, db, "https://shop.example/hook")
+		res := f.record(t, f.job.ID)
+		want := activities.RecordWebhookResult{
+			DeliveryID: models.WebhookDeliveryID(f.job.ID, 1, "job.completed"), Deliver: true,
+			AccountID: f.inst.AccountID, InstallationID: f.inst.ID, OrderID: f.job.OrderID,
+		}
+		if res != want {
+			t.Fatalf("result = %+v, want %+v", res, want)
+		}
+		d := f.delivery(t, res.DeliveryID)
+		if d.Event != "job.completed" || d.Status != models.WebhookPending || d.CallbackURL != "https://shop.example/hook" || d.JobID != f.job.ID || d.Run != 1 {
+			t.Fatalf("delivery = %+v", d)
+		}
+		var p webhooks.Payload
+		if err := json.Unmarshal(d.Payload, &p); err != nil {
+			t.Fatal(err)
+		}
+		if p.ID != d.ID || p.Type != "job.completed" || p.Data.ID != f.job.ID || p.Data.Status != "completed" ||
+			p.Data.ProductRef != "mug-01" || len(p.Data.Outputs) != 1 || !strings.HasPrefix(p.Data.Outputs[0].URL, "http://api.example/files/") {
+			t.Fatalf("payload = %s", d.Payload)
+		}
+
+		// Executed again (a retried or replayed local activity): the same delivery, nothing new.
+		if again := f.record(t, f.job.ID); again != want {
+			t.Fatalf("second call = %+v", again)
+		}
+		var n int64
+		db.Model(&models.WebhookDelivery{}).Count(&n)
+		if n != 1 {
+			t.Fatalf("%d deliveries after two calls, want 1", n)
+		}
+
+		// An expired job is reported as job.failed with its own status.
+		expired := f.newJob(t, &f.inst.ID, models.JobExpired)
+		res = f.record(t, expired.ID)
+		if d := f.delivery(t, res.DeliveryID); d.Event != "job.failed" || !strings.Contains(string(d.Payload), `"expired"`) {
+			t.Fatalf("expired job: %+v %s", d, d.Payload)
+		}
+
+		// A job of the external API (no installation) has no webhook.
+		external := f.newJob(t, nil, models.JobFailed)
+		if res := f.record(t, external.ID); res.Deliver || res.DeliveryID != "" {
+			t.Fatalf("external job = %+v", res)
+		}
+
+		// A job that has not ended, or a superseded run, is an error that is not retried.
+		running := f.newJob(t, &f.inst.ID, models.JobInProgress)
+		if _, err := f.acts.RecordJobWebhook(context.Background(), activities.RecordWebhookInput{JobID: running.ID, Run: 1}); errorType(err) != activities.ErrTypeWebhookJobNotTerminal {
+			t.Fatalf("running job: %v", err)
+		}
+		if _, err := f.acts.RecordJobWebhook(context.Background(), activities.RecordWebhookInput{JobID: f.job.ID, Run: 2}); errorType(err) != activities.ErrTypeWebhookJobNotTerminal {
+			t.Fatalf("other run: %v", err)
+		}
+
+		// An installation without a callback URL gets no delivery row.
+		db.Model(&models.Installation{}).Where("id = ?", f.inst.ID).Update("callback_url", "")
+		cancelled := f.newJob(t, &f.inst.ID, models.JobCancelled)
+		if res := f.record(t, cancelled.ID); res.Deliver {
+			t.Fatalf("no callback URL: %+v", res)
+		}
+		db.Model(&models.WebhookDelivery{}).Count(&n)
+		if n != 2 {
+			t.Fatalf("%d deliveries, want 2 (completed and expired)", n)
+		}
+	})
+}
+
+func (f *fixture) deliver(t *testing.T, in activities.DeliverInput) activities.DeliverResult {
+	t.Helper()
+	res, err := f.acts.DeliverWebhook(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func TestDeliverWebhookSuccessSignsWithEveryValidSecret(t *testing.T) {
+	rc := newReceiver(t, status(http.StatusNoContent))
+	f := newFixture(t, testdb.Open(t, testdb.SQLiteURL(t)), rc.URL+"/hooks")
+	previous := f.secret
+	if _, err := models.RotateWebhookSecret(f.db, f.box, f.inst.ID, webhooks.NewSecret(), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	inst, _ := models.GetInstallation(f.db, f.inst.ID)
+	current, _ := f.box.Open(inst.WebhookSecretEnc)
+
+	id := f.record(t, f.job.ID).DeliveryID
+	before := time.Now().Unix()
+	res := f.deliver(t, activities.DeliverInput{DeliveryID: id, Attempt: 1, NextDelay: 5 * time.Second})
+	if !res.Delivered || res.StatusCode != 204 || res.RetryAfter != 0 {
+		t.Fatalf("result = %+v", res)
+	}
+	reqs := rc.got()
+	if len(reqs) != 1 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	r := reqs[0]
+	d := f.delivery(t, id)
+	if string(r.body) != string(d.Payload) {
+		t.Fatalf("sent %s, stored %s", r.body, d.Payload)
+	}
+	ts, _ := strconv.ParseInt(r.header.Get("webhook-timestamp"), 10, 64)
+	if r.header.Get("webhook-id") != id || ts < before || ts > time.Now().Unix() ||
+		r.header.Get("Content-Type") != "application/json" || r.header.Get("User-Agent") != "shotflow-webhooks/1" ||
+		r.header.Get("X-Service-Signature") != r.header.Get("webhook-signature") || len(strings.Fields(r.header.Get("webhook-signature"))) != 2 {
+		t.Fatalf("headers = %v", r.header)
+	}
+	for _, s := range []string{current, previous} {
+		wh, _ := standardwebhooks.NewWebhook(s)
+		if err := wh.Verify(r.body, r.header); err != nil {
+			t.Errorf("official library: %v", err)
+		}
+	}
+	if d.Status != models.WebhookDelivered || d.Attempts != 1 || d.DeliveredAt == nil || *d.LastStatusCode != 204 || d.NextAttemptAt != nil {
+		t.Fatalf("delivery = %+v", d)
+	}
+	attempts, _ := models.WebhookAttempts(f.db, id)
+	if len(attempts) != 1 || attempts[0].Attempt != 1 || attempts[0].Replay || *attempts[0].StatusCode != 204 || attempts[0].Error != "" {
+		t.Fatalf("attempts = %+v", attempts)
+	}
+
+	// A retried activity after a recorded success does not send again…
+	if res := f.deliver(t, activities.DeliverInput{DeliveryID: id, Attempt: 1}); !res.Delivered || len(rc.got()) != 1 {
+		t.Fatalf("retry after success: %+v, %d requests", res, len(rc.got()))
+	}
+	// …but a replay does: same webhook-id and body, a new timestamp.
+	time.Sleep(1100 * time.Millisecond)
+	if res := f.deliver(t, activities.DeliverInput{DeliveryID: id, Attempt: 1, Replay: true}); !res.Delivered {
+		t.Fatalf("replay: %+v", res)
+	}
+	reqs = rc.got()
+	if len(reqs) != 2 || reqs[1].header.Get("webhook-id") != id || string(reqs[1].body) != string(reqs[0].body) ||
+		reqs[1].header.Get("webhook-timestamp") == reqs[0].header.Get("webhook-timestamp") {
+		t.Fatalf("replay request: %v", reqs[len(reqs)-1].header)
+	}
+	attempts, _ = models.WebhookAttempts(f.db, id)
+	if len(attempts) != 2 || !attempts[1].Replay || f.delivery(t, id).Attempts != 2 {
+		t.Fatalf("attempts after replay = %+v", attempts)
+	}
+}
+
+func TestDeliverWebhookFailures(t *testing.T) {
+	db := testdb.Open(t, testdb.SQLiteURL(t))
+	cases := []struct {
+		name       string
+		respond    func(http.ResponseWriter, int)
+		code       int
+		retryAfter time.Duration
+		errText    string
+		next       time.Duration // expected next_attempt_at - start
+	}{
+		{"500", status(500), 500, 0, "HTTP 500", 5 * time.Second},
+		{"429 with Retry-After", func(w http.ResponseWriter, _ int) {
+			w.Header().Set("Retry-After", "600")
+			w.WriteHeader(http.StatusTooManyRequests)
+		}, 429, 10 * time.Minute, "HTTP 429", 10 * time.Minute},
+		{"slow receiver", func(w http.ResponseWriter, _ int) {
+			time.Sleep(time.Second)
+			w.WriteHeader(http.StatusOK)
+		}, 0, 0, "no answer within 300ms", 5 * time.Second},
+		{"redirect", func(w http.ResponseWriter, _ int) {
+			w.Header().Set("Location", "https://elsewhere.example/")
+			w.WriteHeader(http.StatusMovedPermanently)
+		}, 301, 0, "HTTP 301", 5 * time.Second},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rc := newReceiver(t, tc.respond)
+			f := newFixture(t, db, rc.URL)
+			id := f.record(t, f.job.ID).DeliveryID
+			start := time.Now()
+			res := f.deliver(t, activities.DeliverInput{DeliveryID: id, Attempt: 3, NextDelay: 5 * time.Second})
+			if res.Delivered || res.StatusCode != tc.code || res.RetryAfter != tc.retryAfter {
+				t.Fatalf("result = %+v", res)
+			}
+			d := f.delivery(t, id)
+			if d.Status != models.WebhookDelivering || d.Attempts != 1 || d.LastError != tc.errText || d.DeliveredAt != nil || d.NextAttemptAt == nil {
+				t.Fatalf("delivery = %+v", d)
+			}
+			if got := d.NextAttemptAt.Sub(start); got < tc.next-time.Second || got > tc.next+2*time.Second {
+				t.Errorf("next attempt in %v, want about %v", got, tc.next)
+			}
+			attempts, _ := models.WebhookAttempts(f.db, id)
+			if len(attempts) != 1 || attempts[0].Attempt != 3 || attempts[0].Error != tc.errText || (tc.code == 0) != (attempts[0].StatusCode == nil) {
+				t.Fatalf("attempts = %+v", attempts)
+			}
+			if tc.name == "slow receiver" && (attempts[0].LatencyMS < 250 || attempts[0].LatencyMS > 900) {
+				t.Errorf("latency %d ms, want about the 300 ms timeout", attempts[0].LatencyMS)
+			}
+			// The last attempt of a run schedules nothing.
+			f.deliver(t, activities.DeliverInput{DeliveryID: id, Attempt: 8})
+			if d := f.delivery(t, id); d.NextAttemptAt != nil || d.Attempts != 2 {
+				t.Fatalf("after the last attempt: %+v", d)
+			}
+		})
+	}
+}
+
+func TestDeliverWebhookRefusesPrivateCallbacksUnlessAllowed(t *testing.T) {
+	rc := newReceiver(t, status(200))
+	f := newFixture(t, testdb.Open(t, testdb.SQLiteURL(t)), rc.URL) // 127.0.0.1
+	f.acts.Webhooks = webhooks.NewClient(webhooks.ClientOptions{})
+	id := f.record(t, f.job.ID).DeliveryID
+	res := f.deliver(t, activities.DeliverInput{DeliveryID: id, Attempt: 1, NextDelay: time.Second})
+	if res.Delivered || len(rc.got()) != 0 {
+		t.Fatalf("a loopback callback was called: %+v", res)
+	}
+	if d := f.delivery(t, id); !strings.Contains(d.LastError, "not allowed") {
+		t.Fatalf("last_error = %q", d.LastError)
+	}
+}
+
+func TestDeliverWebhookErrors(t *testing.T) {
+	f := newFixture(t, testdb.Open(t, testdb.SQLiteURL(t)), "https://shop.example/hook")
+	_, err := f.acts.DeliverWebhook(context.Background(), activities.DeliverInput{DeliveryID: models.NewID(), Attempt: 1})
+	if errorType(err) != activities.ErrTypeWebhookDeliveryNotFound {
+		t.Fatalf("unknown delivery: %v", err)
+	}
+	// The installation dropped its callback URL: the attempt fails without a request.
+	id := f.record(t, f.job.ID).DeliveryID
+	f.db.Model(&models.Installation{}).Where("id = ?", f.inst.ID).Update("callback_url", "")
+	if res := f.deliver(t, activities.DeliverInput{DeliveryID: id, Attempt: 1}); res.Delivered {
+		t.Fatal("delivered without a callback URL")
+	}
+	if d := f.delivery(t, id); d.Attempts != 1 || !strings.Contains(d.LastError, "no longer has a callback URL") || d.CallbackURL != "https://shop.example/hook" {
+		t.Fatalf("delivery = %+v", d)
+	}
+	if err := f.acts.MarkWebhookFailed(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	if d := f.delivery(t, id); d.Status != models.WebhookFailed {
+		t.Fatalf("status = %s", d.Status)
+	}
+}

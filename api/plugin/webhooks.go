@@ -1,0 +1,78 @@
+package plugin
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
+
+	"github.com/shotflow/shotflow/internal/webhooks"
+	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/workflows"
+)
+
+// ReplayResponse answers POST /webhooks/{delivery_id}/replay.
+type ReplayResponse struct {
+	DeliveryID string `json:"delivery_id"`
+	Status     string `json:"status"` // always "queued": the first attempt of the new run is under way
+}
+
+// RotateResponse answers POST /installations/{id}/rotate-hmac. WebhookSecret is shown only here.
+type RotateResponse struct {
+	InstallationID           string    `json:"installation_id"`
+	WebhookSecret            string    `json:"webhook_secret"`
+	PreviousSecretValidUntil time.Time `json:"previous_secret_valid_until"`
+}
+
+// replayWebhook starts a new run of the delivery's workflow: it sends the stored payload now,
+// with the same webhook-id and a new timestamp, and retries on the usual schedule if needed.
+func (h *Handler) replayWebhook(c *gin.Context) {
+	ctx := c.Request.Context()
+	d, err := models.FindWebhookDelivery(h.DB.WithContext(ctx), caller(c).Installation.ID, c.Param("delivery_id"))
+	if errors.Is(err, models.ErrNotFound) {
+		h.Fail(c, http.StatusNotFound, CodeNotFound, "No webhook delivery with this ID.")
+		return
+	}
+	if err != nil {
+		h.internal(c, err)
+		return
+	}
+	_, err = h.Intake.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:        workflows.WebhookWorkflowID(d.ID),
+		TaskQueue: h.Intake.TaskQueue,
+		// A replay is a new run of the same delivery, also after earlier runs closed.
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		// A run still waiting in its backoff is replaced, so the replay sends now rather than at
+		// the next scheduled attempt.
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_TERMINATE_EXISTING,
+		TypedSearchAttributes:    workflows.WebhookSearchAttributes(d.AccountID, d.InstallationID, d.OrderID),
+	}, workflows.WebhookDeliveryWorkflow, workflows.WebhookDeliveryInput{DeliveryID: d.ID, Replay: true})
+	if err != nil {
+		h.Log.Warn("webhook replay not started", zap.String("delivery_id", d.ID), zap.Error(err))
+		h.Fail(c, http.StatusServiceUnavailable, CodeUnavailable, "The replay could not be queued; retry later.")
+		return
+	}
+	c.PureJSON(http.StatusAccepted, ReplayResponse{DeliveryID: d.ID, Status: "queued"})
+}
+
+// rotateHMAC replaces the installation's webhook signing secret. The previous secret keeps
+// signing, next to the new one, for models.PreviousSecretGrace.
+func (h *Handler) rotateHMAC(c *gin.Context) {
+	inst := caller(c).Installation
+	if c.Param("id") != inst.ID {
+		h.Fail(c, http.StatusNotFound, CodeNotFound, "No installation with this ID.")
+		return
+	}
+	secret := webhooks.NewSecret()
+	until, err := models.RotateWebhookSecret(h.DB.WithContext(c.Request.Context()), h.Secrets, inst.ID, secret, time.Now())
+	if err != nil {
+		h.internal(c, err)
+		return
+	}
+	c.Header("Cache-Control", "no-store")
+	c.PureJSON(http.StatusOK, RotateResponse{InstallationID: inst.ID, WebhookSecret: secret, PreviousSecretValidUntil: until})
+}

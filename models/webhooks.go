@@ -1,0 +1,212 @@
+package models
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// Webhook delivery statuses.
+const (
+	// WebhookPending: created, not attempted yet.
+	WebhookPending = "pending"
+	// WebhookDelivering: attempted without success so far; more attempts are scheduled.
+	WebhookDelivering = "delivering"
+	// WebhookDelivered: the receiver acknowledged the latest run with a 2xx.
+	WebhookDelivered = "delivered"
+	// WebhookFailed: every attempt of the latest run failed; only a replay sends it again.
+	WebhookFailed = "failed"
+)
+
+// PreviousSecretGrace is how long a rotated-out webhook secret keeps signing (plugin-api-v1.md).
+const PreviousSecretGrace = 48 * time.Hour
+
+// WebhookDelivery is one notification of a terminal job run to its installation's callback URL.
+type WebhookDelivery struct {
+	ID             string `gorm:"primaryKey"`
+	AccountID      string
+	InstallationID string
+	OrderID        string
+	JobID          string
+	Run            int
+	Event          string
+	Payload        JSON // the body, fixed when the delivery is created
+	CallbackURL    string
+	Status         string
+	Attempts       int // attempts of every run, replays included
+	LastStatusCode *int
+	LastError      string
+	NextAttemptAt  *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	DeliveredAt    *time.Time
+}
+
+// WebhookAttempt is one HTTP request of a delivery.
+type WebhookAttempt struct {
+	ID         string `gorm:"primaryKey"`
+	DeliveryID string
+	Attempt    int  // number of the attempt within its workflow run (1–8)
+	Replay     bool // made by a run started with POST /webhooks/{id}/replay
+	StartedAt  time.Time
+	StatusCode *int  // nil when no HTTP answer arrived
+	LatencyMS  int64 `gorm:"column:latency_ms"`
+	Error      string
+	CreatedAt  time.Time
+}
+
+// deliveryNamespace derives stable delivery IDs.
+var deliveryNamespace = uuid.MustParse("3b0d7c2e-5f4a-4c1e-9e8d-2a6b1f0c9d47")
+
+// WebhookDeliveryID is the ID of the delivery of an event of a job run: the same inputs always
+// give the same ID, so recording a delivery twice creates one row.
+func WebhookDeliveryID(jobID string, run int, event string) string {
+	return uuid.NewSHA1(deliveryNamespace, fmt.Appendf(nil, "%s/%d/%s", jobID, run, event)).String()
+}
+
+// CreateWebhookDelivery inserts d unless a delivery with its ID or its (job, run, event) exists;
+// created reports whether this call inserted it.
+func CreateWebhookDelivery(db *gorm.DB, d *WebhookDelivery) (created bool, err error) {
+	now := time.Now().UTC()
+	if d.CreatedAt.IsZero() {
+		d.CreatedAt = now
+	}
+	d.UpdatedAt = d.CreatedAt
+	if d.Status == "" {
+		d.Status = WebhookPending
+	}
+	res := db.Clauses(clause.OnConflict{DoNothing: true}).Create(d)
+	return res.RowsAffected == 1, res.Error
+}
+
+// GetWebhookDelivery loads a delivery by ID.
+func GetWebhookDelivery(db *gorm.DB, id string) (*WebhookDelivery, error) {
+	var d WebhookDelivery
+	if err := db.Where("id = ?", id).Take(&d).Error; err != nil {
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return nil, ErrNotFound
+		}
+		return nil, err
+	}
+	return &d, nil
+}
+
+// FindWebhookDelivery loads a delivery of one installation; another installation's is not found.
+func FindWebhookDelivery(db *gorm.DB, installationID, id string) (*WebhookDelivery, error) {
+	var d WebhookDelivery
+	if err := db.Where("id = ? AND installation_id = ?", id, installationID).Take(&d).Error; err != nil {
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return nil, ErrNotFound
+		}
+		return nil, err
+	}
+	return &d, nil
+}
+
+// WebhookAttempts lists a delivery's attempts, oldest first.
+func WebhookAttempts(db *gorm.DB, deliveryID string) ([]WebhookAttempt, error) {
+	var out []WebhookAttempt
+	err := db.Where("delivery_id = ?", deliveryID).Order("started_at, created_at").Find(&out).Error
+	return out, err
+}
+
+// AttemptRecord is the outcome of one attempt, for RecordWebhookAttempt.
+type AttemptRecord struct {
+	Attempt       int
+	Replay        bool
+	CallbackURL   string // where it was sent
+	StartedAt     time.Time
+	StatusCode    int // 0: no HTTP answer
+	Latency       time.Duration
+	Error         string
+	Delivered     bool
+	NextAttemptAt *time.Time // when the next attempt is due, if one is scheduled
+}
+
+// RecordWebhookAttempt stores an attempt and brings its delivery up to date in one transaction.
+func RecordWebhookAttempt(db *gorm.DB, deliveryID string, r AttemptRecord) error {
+	now := time.Now().UTC()
+	var code *int
+	if r.StatusCode != 0 {
+		code = &r.StatusCode
+	}
+	return db.Transaction(func(tx *gorm.DB) error {
+		fields := map[string]any{
+			"attempts":         gorm.Expr("attempts + 1"),
+			"last_status_code": code,
+			"last_error":       r.Error,
+			"callback_url":     r.CallbackURL,
+			"status":           WebhookDelivering,
+			"next_attempt_at":  r.NextAttemptAt,
+			"updated_at":       now,
+		}
+		if r.Delivered {
+			fields["status"] = WebhookDelivered
+			fields["delivered_at"] = now
+			fields["next_attempt_at"] = nil
+		}
+		res := tx.Model(&WebhookDelivery{}).Where("id = ?", deliveryID).Updates(fields)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return ErrNotFound
+		}
+		return tx.Create(&WebhookAttempt{
+			ID: NewID(), DeliveryID: deliveryID, Attempt: r.Attempt, Replay: r.Replay, StartedAt: r.StartedAt.UTC(),
+			StatusCode: code, LatencyMS: r.Latency.Milliseconds(), Error: r.Error, CreatedAt: now,
+		}).Error
+	})
+}
+
+// MarkWebhookFailed records that the latest run of a delivery gave up; a delivery that was
+// delivered in the meantime stays delivered.
+func MarkWebhookFailed(db *gorm.DB, deliveryID string) error {
+	now := time.Now().UTC()
+	return db.Model(&WebhookDelivery{}).
+		Where("id = ? AND status <> ?", deliveryID, WebhookDelivered).
+		Updates(map[string]any{"status": WebhookFailed, "next_attempt_at": nil, "updated_at": now}).Error
+}
+
+// RotateWebhookSecret makes newSecret the installation's signing secret and keeps the current
+// one as the previous secret, valid until now+PreviousSecretGrace. A secret that was already
+// previous is dropped. The swap is one UPDATE, so concurrent rotations cannot lose a secret that
+// was shown to a client. It returns the end of the previous secret's validity.
+func RotateWebhookSecret(db *gorm.DB, box Sealer, installationID, newSecret string, now time.Time) (time.Time, error) {
+	until := now.UTC().Add(PreviousSecretGrace)
+	res := db.Exec(`UPDATE installations SET
+		previous_webhook_secret_enc = webhook_secret_enc,
+		webhook_secret_enc = ?,
+		previous_secret_valid_until = ?,
+		updated_at = ?
+		WHERE id = ?`, box.Seal(newSecret), until, now.UTC(), installationID)
+	if res.Error != nil {
+		return time.Time{}, res.Error
+	}
+	if res.RowsAffected == 0 {
+		return time.Time{}, ErrNotFound
+	}
+	return until, nil
+}
+
+// WebhookSecrets returns the secrets that sign the installation's webhooks at now: the current
+// one, then the previous one while its validity lasts.
+func WebhookSecrets(box Sealer, inst *Installation, now time.Time) ([]string, error) {
+	current, err := box.Open(inst.WebhookSecretEnc)
+	if err != nil {
+		return nil, fmt.Errorf("webhook secret of installation %s: %w", inst.ID, err)
+	}
+	out := []string{current}
+	if inst.PreviousWebhookSecretEnc != "" && inst.PreviousSecretValidUntil != nil && now.Before(*inst.PreviousSecretValidUntil) {
+		previous, err := box.Open(inst.PreviousWebhookSecretEnc)
+		if err != nil {
+			return nil, fmt.Errorf("previous webhook secret of installation %s: %w", inst.ID, err)
+		}
+		out = append(out, previous)
+	}
+	return out, nil
+}

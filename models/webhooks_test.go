@@ -1,0 +1,241 @@
+package models_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/shotflow/shotflow/internal/secrets"
+	"github.com/shotflow/shotflow/internal/testdb"
+	"github.com/shotflow/shotflow/models"
+)
+
+func testBox(t *testing.T) *secrets.Box {
+	t.Helper()
+	box, err := secrets.NewBox([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return box
+}
+
+// pluginJob creates an account, an installation with a callback URL and one failed job of it.
+func pluginJob(t *testing.T, db *gorm.DB, box models.Sealer) (*models.Installation, *models.Job) {
+	t.Helper()
+	acc, err := models.CreateAccount(db, "Acme", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, err := models.CreateInstallation(db, box, models.NewInstallation{
+		AccountID: acc.ID, Name: "shop", CallbackURL: "https://shop.example/hook",
+	}, "whsec_first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst := created.Installation
+	now := time.Now().UTC()
+	order := models.Order{ID: models.NewID(), AccountID: acc.ID, InstallationID: &inst.ID, API: models.APIPlugin,
+		JobType: models.JobTypePhotoShoot, SessionConfig: models.JSON(`{}`), Status: models.OrderFailed, JobsTotal: 1,
+		CreatedAt: now, UpdatedAt: now}
+	job := models.Job{ID: models.NewID(), OrderID: order.ID, AccountID: acc.ID, InstallationID: &inst.ID,
+		JobType: models.JobTypePhotoShoot, AIModel: "local/studio-v1", AspectRatio: "1:1", CreditCost: 1, Run: 1,
+		Status: models.JobFailed, Voting: models.VotingPending, CreatedAt: now, UpdatedAt: now}
+	if err := db.Create(&order).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Create(&job).Error; err != nil {
+		t.Fatal(err)
+	}
+	return &inst, &job
+}
+
+func newDelivery(inst *models.Installation, job *models.Job, id string) *models.WebhookDelivery {
+	return &models.WebhookDelivery{
+		ID: id, AccountID: inst.AccountID, InstallationID: inst.ID, OrderID: job.OrderID, JobID: job.ID, Run: job.Run,
+		Event: "job.failed", Payload: models.JSON(`{"id":"` + id + `","type":"job.failed"}`), CallbackURL: inst.CallbackURL,
+	}
+}
+
+func TestWebhookDeliveryIsCreatedOncePerJobRunAndEvent(t *testing.T) {
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		inst, job := pluginJob(t, db, testBox(t))
+		id := models.WebhookDeliveryID(job.ID, 1, "job.failed")
+		if id != models.WebhookDeliveryID(job.ID, 1, "job.failed") || !models.IsUUID(id) {
+			t.Fatalf("delivery ID %q is not a stable UUID", id)
+		}
+		if id == models.WebhookDeliveryID(job.ID, 2, "job.failed") || id == models.WebhookDeliveryID(job.ID, 1, "job.completed") {
+			t.Fatal("delivery IDs of different runs or events collide")
+		}
+		created, err := models.CreateWebhookDelivery(db, newDelivery(inst, job, id))
+		if err != nil || !created {
+			t.Fatalf("first create = %v, %v", created, err)
+		}
+		// A replayed activity: same ID.
+		again := newDelivery(inst, job, id)
+		again.Payload = models.JSON(`{"changed":true}`)
+		created, err = models.CreateWebhookDelivery(db, again)
+		if err != nil || created {
+			t.Fatalf("second create with the same ID = %v, %v; want false, nil", created, err)
+		}
+		// Another ID for the same (job, run, event) is refused by the unique index, quietly.
+		created, err = models.CreateWebhookDelivery(db, newDelivery(inst, job, models.NewID()))
+		if err != nil || created {
+			t.Fatalf("create with a second ID for the same job run and event = %v, %v; want false, nil", created, err)
+		}
+		var n int64
+		db.Model(&models.WebhookDelivery{}).Where("job_id = ?", job.ID).Count(&n)
+		if n != 1 {
+			t.Fatalf("%d deliveries for one job run and event, want 1", n)
+		}
+		d, err := models.GetWebhookDelivery(db, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Status != models.WebhookPending || d.Attempts != 0 || string(d.Payload) == `{"changed":true}` || d.OrderID != job.OrderID {
+			t.Fatalf("delivery = %+v (payload %s)", d, d.Payload)
+		}
+		if _, err := models.FindWebhookDelivery(db, inst.ID, id); err != nil {
+			t.Fatalf("find by its installation: %v", err)
+		}
+		if _, err := models.FindWebhookDelivery(db, models.NewID(), id); !errors.Is(err, models.ErrNotFound) {
+			t.Fatalf("find by another installation = %v, want ErrNotFound", err)
+		}
+	})
+}
+
+func TestRecordWebhookAttempts(t *testing.T) {
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		inst, job := pluginJob(t, db, testBox(t))
+		id := models.WebhookDeliveryID(job.ID, 1, "job.failed")
+		if _, err := models.CreateWebhookDelivery(db, newDelivery(inst, job, id)); err != nil {
+			t.Fatal(err)
+		}
+		t0 := time.Now().UTC().Truncate(time.Millisecond)
+		next := t0.Add(5 * time.Second)
+		if err := models.RecordWebhookAttempt(db, id, models.AttemptRecord{
+			Attempt: 1, CallbackURL: "https://shop.example/new", StartedAt: t0, StatusCode: 503,
+			Latency: 42 * time.Millisecond, Error: "HTTP 503", NextAttemptAt: &next,
+		}); err != nil {
+			t.Fatal(err)
+		}
+		d, _ := models.GetWebhookDelivery(db, id)
+		if d.Status != models.WebhookDelivering || d.Attempts != 1 || d.LastStatusCode == nil || *d.LastStatusCode != 503 ||
+			d.LastError != "HTTP 503" || d.NextAttemptAt == nil || !d.NextAttemptAt.Equal(next) || d.DeliveredAt != nil ||
+			d.CallbackURL != "https://shop.example/new" {
+			t.Fatalf("after a failed attempt: %+v", d)
+		}
+		if err := models.RecordWebhookAttempt(db, id, models.AttemptRecord{
+			Attempt: 2, CallbackURL: inst.CallbackURL, StartedAt: t0.Add(6 * time.Second), Error: "no answer within 15s",
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := models.RecordWebhookAttempt(db, id, models.AttemptRecord{
+			Attempt: 1, Replay: true, CallbackURL: inst.CallbackURL, StartedAt: t0.Add(time.Minute), StatusCode: 204, Delivered: true,
+		}); err != nil {
+			t.Fatal(err)
+		}
+		d, _ = models.GetWebhookDelivery(db, id)
+		if d.Status != models.WebhookDelivered || d.Attempts != 3 || *d.LastStatusCode != 204 || d.LastError != "" ||
+			d.DeliveredAt == nil || d.NextAttemptAt != nil {
+			t.Fatalf("after a successful replay: %+v", d)
+		}
+		attempts, err := models.WebhookAttempts(db, id)
+		if err != nil || len(attempts) != 3 {
+			t.Fatalf("attempts = %+v, %v", attempts, err)
+		}
+		if a := attempts[0]; a.Attempt != 1 || a.Replay || *a.StatusCode != 503 || a.LatencyMS != 42 || a.Error != "HTTP 503" || !a.StartedAt.Equal(t0) {
+			t.Fatalf("first attempt = %+v", a)
+		}
+		if a := attempts[1]; a.StatusCode != nil || a.Error != "no answer within 15s" {
+			t.Fatalf("second attempt = %+v", a)
+		}
+		if a := attempts[2]; !a.Replay || *a.StatusCode != 204 {
+			t.Fatalf("replay attempt = %+v", a)
+		}
+		// A run that gives up does not undo a delivery made in the meantime.
+		if err := models.MarkWebhookFailed(db, id); err != nil {
+			t.Fatal(err)
+		}
+		if d, _ = models.GetWebhookDelivery(db, id); d.Status != models.WebhookDelivered {
+			t.Fatalf("MarkWebhookFailed overwrote a delivered delivery: %s", d.Status)
+		}
+		if err := models.RecordWebhookAttempt(db, models.NewID(), models.AttemptRecord{Attempt: 1}); !errors.Is(err, models.ErrNotFound) {
+			t.Fatalf("attempt of an unknown delivery = %v, want ErrNotFound", err)
+		}
+	})
+}
+
+func TestMarkWebhookFailed(t *testing.T) {
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		inst, job := pluginJob(t, db, testBox(t))
+		id := models.WebhookDeliveryID(job.ID, 1, "job.failed")
+		if _, err := models.CreateWebhookDelivery(db, newDelivery(inst, job, id)); err != nil {
+			t.Fatal(err)
+		}
+		next := time.Now().Add(time.Hour)
+		if err := models.RecordWebhookAttempt(db, id, models.AttemptRecord{Attempt: 8, StartedAt: time.Now(), StatusCode: 500, NextAttemptAt: &next}); err != nil {
+			t.Fatal(err)
+		}
+		if err := models.MarkWebhookFailed(db, id); err != nil {
+			t.Fatal(err)
+		}
+		d, _ := models.GetWebhookDelivery(db, id)
+		if d.Status != models.WebhookFailed || d.NextAttemptAt != nil || d.Attempts != 1 {
+			t.Fatalf("after giving up: %+v", d)
+		}
+	})
+}
+
+func TestRotateWebhookSecret(t *testing.T) {
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		box := testBox(t)
+		inst, _ := pluginJob(t, db, box)
+		load := func() *models.Installation {
+			t.Helper()
+			i, err := models.GetInstallation(db, inst.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return i
+		}
+		now := time.Now().UTC()
+		got, err := models.WebhookSecrets(box, load(), now)
+		if err != nil || len(got) != 1 || got[0] != "whsec_first" {
+			t.Fatalf("before rotation: %q, %v", got, err)
+		}
+
+		until, err := models.RotateWebhookSecret(db, box, inst.ID, "whsec_second", now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !until.Equal(now.Add(48 * time.Hour)) {
+			t.Fatalf("previous secret valid until %v, want now + 48h", until)
+		}
+		rotated := load()
+		if rotated.WebhookSecretEnc == "" || rotated.WebhookSecretEnc == "whsec_second" {
+			t.Fatal("the new secret is not stored encrypted")
+		}
+		got, _ = models.WebhookSecrets(box, rotated, now.Add(47*time.Hour))
+		if len(got) != 2 || got[0] != "whsec_second" || got[1] != "whsec_first" {
+			t.Fatalf("within 48 h: %q, want the new then the previous secret", got)
+		}
+		got, _ = models.WebhookSecrets(box, rotated, now.Add(48*time.Hour))
+		if len(got) != 1 || got[0] != "whsec_second" {
+			t.Fatalf("after 48 h: %q, want only the new secret", got)
+		}
+
+		// A second rotation keeps only the secret it replaces.
+		if _, err := models.RotateWebhookSecret(db, box, inst.ID, "whsec_third", now.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		got, _ = models.WebhookSecrets(box, load(), now.Add(2*time.Hour))
+		if len(got) != 2 || got[0] != "whsec_third" || got[1] != "whsec_second" {
+			t.Fatalf("after a second rotation: %q", got)
+		}
+		if _, err := models.RotateWebhookSecret(db, box, models.NewID(), "whsec_x", now); !errors.Is(err, models.ErrNotFound) {
+			t.Fatalf("rotating an unknown installation = %v, want ErrNotFound", err)
+		}
+	})
+}
