@@ -98,6 +98,9 @@ func JobWorkflow(ctx workflow.Context, in JobInput) (JobResult, error) {
 		return res, err
 	}
 	if res.Status != statusNotRunnable {
+		if err := NotifyJobEnded(ctx, in.JobID, in.Run); err != nil {
+			workflow.GetLogger(ctx).Error("job webhook not started", "job_id", in.JobID, "error", err)
+		}
 		notifyOrder(ctx, in, res.Status)
 	}
 	return res, nil

@@ -127,6 +127,7 @@ func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 				return CancelResult{}, err
 			}
 			s.result.Cancelled++
+			notifyEnded(ctx, ref)
 			return CancelResult{JobID: jobID, Status: models.JobCancelled}, nil
 		},
 		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, jobID string) error {
@@ -159,6 +160,7 @@ func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 					return s.result, err
 				}
 				s.result.Expired++
+				notifyEnded(ctx, ref)
 				continue
 			}
 			if err := launchJob(ctx, in, ref); err != nil {
@@ -195,6 +197,13 @@ func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 		}
 	}
 	return s.result, nil
+}
+
+// notifyEnded sends the webhook of a job the order ended itself (cancelled or expired).
+func notifyEnded(ctx workflow.Context, ref JobRef) {
+	if err := NotifyJobEnded(ctx, ref.JobID, ref.Run); err != nil {
+		workflow.GetLogger(ctx).Error("job webhook not started", "job_id", ref.JobID, "error", err)
+	}
 }
 
 func notCancelable() error {

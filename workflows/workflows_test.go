@@ -32,6 +32,9 @@ func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	env.RegisterWorkflow(workflows.JobWorkflow)
 	env.RegisterWorkflow(workflows.OrderWorkflow)
 	env.RegisterActivity(a)
+	env.RegisterWorkflow(workflows.WebhookDeliveryWorkflow)
+	// Jobs of these tests belong to no installation with a callback URL: nothing to deliver.
+	env.OnActivity(a.RecordJobWebhook, mock.Anything, mock.Anything).Return(activities.RecordWebhookResult{}, nil).Maybe()
 	t.Cleanup(func() { env.AssertExpectations(t) })
 	return env
 }

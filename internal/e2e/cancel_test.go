@@ -8,6 +8,7 @@ import (
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/config"
 	"github.com/shotflow/shotflow/internal/testenv"
+	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -37,9 +38,13 @@ func startSession(t *testing.T, api *client, productRef, model string, images in
 }
 
 func TestCancelOnlyJobsThatHaveNotStarted(t *testing.T) {
-	env := testenv.New(t, temporalServer, testenv.Options{Configure: func(c *config.Config) { c.OrderMaxConcurrentJobs = 1 }})
+	env := testenv.New(t, temporalServer, testenv.Options{Configure: func(c *config.Config) {
+		c.OrderMaxConcurrentJobs = 1
+		c.WebhookAllowPrivateNetworks = true
+	}})
 	tenant := env.NewTenant(t, 20)
 	api := &client{t: t, base: env.BaseURL + plugin.Base, key: tenant.PluginKey}
+	receiver, secret := useReceiver(t, env, tenant)
 	registerPackshot(t, api, "vase", packshotPNG(t))
 	session := startSession(t, api, "vase", "local/studio-v1", 6)
 	ids := session.Subjects[0].JobIDs
@@ -83,6 +88,14 @@ func TestCancelOnlyJobsThatHaveNotStarted(t *testing.T) {
 		t.Fatalf("order = %+v", order)
 	}
 	assertCreditInvariants(t, env.DB, tenant.AccountID)
+	// Every terminal job is notified: job.cancelled for the cancelled one.
+	for id, j := range jobs {
+		if j.Status == models.JobCancelled {
+			expectNotified(t, env, receiver, secret, id, webhooks.EventJobCancelled, models.JobCancelled)
+		} else {
+			expectNotified(t, env, receiver, secret, id, webhooks.EventJobCompleted, models.JobCompleted)
+		}
+	}
 	recordHistory(t, env.App.Temporal, "order/"+session.OrderID, "order_workflow_cancel.json")
 }
 

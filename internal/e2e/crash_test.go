@@ -8,6 +8,7 @@ import (
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/config"
 	"github.com/shotflow/shotflow/internal/testenv"
+	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -18,9 +19,11 @@ func TestWorkerKilledMidGenerationLosesNothing(t *testing.T) {
 	env := testenv.New(t, temporalServer, testenv.Options{NoWorker: true, Configure: func(c *config.Config) {
 		c.SimProvider = true
 		c.OrderMaxConcurrentJobs = 4
+		c.WebhookAllowPrivateNetworks = true
 	}})
 	tenant := env.NewTenant(t, 10)
 	api := &client{t: t, base: env.BaseURL + plugin.Base, key: tenant.PluginKey}
+	receiver, secret := useReceiver(t, env, tenant)
 	registerPackshot(t, api, "lamp", packshotPNG(t))
 	var session plugin.SessionResponse
 	expect(t, api.do(http.MethodPost, "/jobs", map[string]any{
@@ -57,4 +60,8 @@ func TestWorkerKilledMidGenerationLosesNothing(t *testing.T) {
 		t.Fatalf("%d output files for %d jobs", outputs, len(ids))
 	}
 	assertCreditInvariants(t, env.DB, tenant.AccountID)
+	// Each terminal state is notified at least once, always under one webhook-id.
+	for _, id := range ids {
+		expectNotified(t, env, receiver, secret, id, webhooks.EventJobCompleted, models.JobCompleted)
+	}
 }

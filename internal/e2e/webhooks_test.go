@@ -237,3 +237,34 @@ func TestWebhooksAreSignedRetriedAndReplayed(t *testing.T) {
 		t.Fatalf("receiver got %d and %d webhooks, want 2 and 3", n1, n2)
 	}
 }
+
+// useReceiver points the tenant's installation at a new receiver with a fresh secret.
+func useReceiver(t *testing.T, env *testenv.Env, tenant testenv.Tenant) (*hookReceiver, string) {
+	t.Helper()
+	receiver := newHookReceiver(t)
+	secret := webhooks.NewSecret()
+	if err := env.DB.Model(&models.Installation{}).Where("id = ?", tenant.InstallationID).Updates(map[string]any{
+		"callback_url": receiver.URL + "/hooks", "webhook_secret_enc": env.App.Box.Seal(secret),
+	}).Error; err != nil {
+		t.Fatal(err)
+	}
+	return receiver, secret
+}
+
+// expectNotified waits until the job's terminal state has been delivered as event, verifies it,
+// and checks no other delivery exists for the job run.
+func expectNotified(t *testing.T, env *testenv.Env, rc *hookReceiver, secret, jobID, event, status string) {
+	t.Helper()
+	id := models.WebhookDeliveryID(jobID, 1, event)
+	hooks := rc.waitHooks(t, id, 1, 60*time.Second)
+	for _, h := range hooks {
+		if p := verify(t, secret, h); p.Type != event || p.Data.ID != jobID || p.Data.Status != status {
+			t.Fatalf("webhook for %s: %s", jobID, h.body)
+		}
+	}
+	var deliveries int64
+	env.DB.Model(&models.WebhookDelivery{}).Where("job_id = ?", jobID).Count(&deliveries)
+	if deliveries != 1 {
+		t.Fatalf("job %s has %d deliveries, want exactly 1", jobID, deliveries)
+	}
+}

@@ -24,6 +24,7 @@ import (
 	"github.com/shotflow/shotflow/internal/config"
 	"github.com/shotflow/shotflow/internal/secrets"
 	"github.com/shotflow/shotflow/internal/testdb"
+	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/workflows"
 )
@@ -191,7 +192,7 @@ func (e *Env) NewTenant(t *testing.T, credits int64) Tenant {
 	}
 	inst, err := models.CreateInstallation(e.DB, e.App.Box, models.NewInstallation{
 		AccountID: acc.ID, Name: "shop", RateLimitPerMin: 600,
-	}, "whsec_"+secrets.Token(24))
+	}, webhooks.NewSecret())
 	if err != nil {
 		t.Fatal(err)
 	}
