@@ -227,7 +227,7 @@ func (a *App) RunWorker(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		a.Intake.Sweep(sweepCtx, 15*time.Second, 30*time.Second)
+		a.Intake.Sweep(sweepCtx, a.Config.OutboxSweepInterval, a.Config.OutboxStartAfter)
 	}()
 	<-ctx.Done()
 	stopSweep()

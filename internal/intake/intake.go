@@ -38,6 +38,9 @@ type Starter struct {
 	MaxConcurrentJobs int
 	// JobOptions tune the orders' JobWorkflows.
 	JobOptions workflows.JobOptions
+	// AfterCommit, when set, runs between the order's commit and its workflow start. It exists for
+	// crash tests, which kill the process there (SHOTFLOW_TEST_CRASH_AFTER_COMMIT in cmd/shotflow).
+	AfterCommit func()
 }
 
 // Submit creates the order and its jobs, reserves their credits, and starts the workflow. It
@@ -71,6 +74,9 @@ func (s *Starter) Submit(ctx context.Context, order *models.Order, jobs []models
 	})
 	if err != nil {
 		return err
+	}
+	if s.AfterCommit != nil {
+		s.AfterCommit()
 	}
 	// The order is committed: from here on a failure only delays the start. A client that hangs up
 	// must not cancel the start either.

@@ -57,7 +57,14 @@ type Process struct {
 // process; it is killed at cleanup if still running.
 func (e *Env) StartWorkerProcess(t *testing.T, extraEnv ...string) *Process {
 	t.Helper()
-	cmd := exec.Command(Binary(t), "worker")
+	return e.StartProcess(t, "worker", extraEnv...)
+}
+
+// StartProcess runs a shotflow command (api or worker) with this environment's configuration,
+// overridden by extraEnv, in its own process; it is killed at cleanup if still running.
+func (e *Env) StartProcess(t *testing.T, command string, extraEnv ...string) *Process {
+	t.Helper()
+	cmd := exec.Command(Binary(t), command)
 	cmd.Env = append(append(os.Environ(), e.Config.Environ()...), extraEnv...)
 	cmd.Env = append(cmd.Env, "LOG_LEVEL=warn")
 	out := &syncBuffer{}
@@ -74,7 +81,7 @@ func (e *Env) StartWorkerProcess(t *testing.T, extraEnv ...string) *Process {
 	t.Cleanup(func() {
 		p.Kill()
 		if t.Failed() {
-			t.Logf("worker output:\n%s", out.String())
+			t.Logf("%s output:\n%s", command, out.String())
 		}
 	})
 	return p
@@ -93,6 +100,9 @@ func (p *Process) Kill() {
 	case <-time.After(10 * time.Second):
 	}
 }
+
+// Exited is closed when the process has ended.
+func (p *Process) Exited() <-chan struct{} { return p.done }
 
 // Output is what the process printed so far.
 func (p *Process) Output() string { return p.out.String() }
