@@ -8,7 +8,7 @@ TEMPORAL_CLI  := $(BIN)/temporal
 TEMPORAL_CLI_VERSION := v1.5.1
 PKGS          := ./...
 
-.PHONY: run build test test-short lint fmt tidy clean temporal-cli
+.PHONY: run build test test-short lint fmt tidy clean temporal-cli openapi-lint
 
 ## run: build, then start the Temporal dev server, API and worker on embedded defaults
 run: build $(TEMPORAL_CLI)
@@ -33,6 +33,11 @@ lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
+
+## openapi-lint: lint api/openapi.yaml with Redocly's recommended rules (needs Node.js and the npm
+## registry; `make test` also validates the document, with kin-openapi, in internal/contract)
+openapi-lint:
+	npx --yes @redocly/cli@latest lint api/openapi.yaml
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

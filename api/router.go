@@ -41,6 +41,7 @@ func NewRouter(d Deps, p *plugin.Handler) *gin.Engine {
 	r.RedirectTrailingSlash = false
 	r.Use(RequestID, AccessLog(d.Log), gin.CustomRecovery(p.Recover))
 	p.Register(r)
+	r.GET(OpenAPIPath, serveOpenAPI)
 	r.GET("/files/:id", downloadHandler(d, p))
 	r.GET("/healthz", func(c *gin.Context) { c.PureJSON(http.StatusOK, gin.H{"status": "ok"}) })
 	r.GET("/readyz", func(c *gin.Context) {

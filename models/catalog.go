@@ -44,13 +44,22 @@ type Catalog struct {
 	Version      int           `json:"version"`
 	AspectRatios []AspectRatio `json:"aspect_ratios"`
 	AIModels     []AIModel     `json:"ai_models"`
+	// ProviderPrices are the default credit costs of each provider per job type (GET /pricing,
+	// model "*"); a model without its own base_credit_cost in the seed costs its provider's default.
+	ProviderPrices []ProviderPrice `json:"provider_prices"`
 }
 
 // LoadCatalog parses the embedded seed file and checks it is consistent.
-func LoadCatalog() (*Catalog, error) {
+func LoadCatalog() (*Catalog, error) { return ParseCatalog(catalogJSON) }
+
+// ParseCatalog parses a catalog document (the format of seed/catalog.json) and checks it is consistent.
+func ParseCatalog(data []byte) (*Catalog, error) {
 	var c Catalog
-	if err := json.Unmarshal(catalogJSON, &c); err != nil {
+	if err := json.Unmarshal(data, &c); err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	if err := c.applyProviderPrices(data); err != nil {
+		return nil, err
 	}
 	defaults := 0
 	ratios := map[string]bool{}

@@ -86,7 +86,8 @@ func MarkRetryPending(db *gorm.DB, jobID string, run int, category, hint, detail
 }
 
 // CompleteJob marks a job run completed with its outputs, consumes its reservation and updates
-// the order's counters, all in one transaction. A repeated call changes nothing.
+// the order's counters, all in one transaction; a packshot job also adds its packshot candidate to
+// the product's catalog (EnsurePackshotCandidate). A repeated call changes nothing.
 func CompleteJob(db *gorm.DB, jobID string, run int, outputs []Asset) error {
 	return db.Transaction(func(tx *gorm.DB) error {
 		j, ok, err := finish(tx, jobID, run, JobCompleted, map[string]any{
@@ -99,6 +100,9 @@ func CompleteJob(db *gorm.DB, jobID string, run int, outputs []Asset) error {
 			if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&outputs).Error; err != nil {
 				return err
 			}
+		}
+		if _, err := EnsurePackshotCandidate(tx, j); err != nil {
+			return err
 		}
 		if _, err := settle(tx, j, LedgerConsume); err != nil {
 			return err
@@ -177,4 +181,47 @@ func bumpOrder(tx *gorm.DB, orderID, counter string) error {
 		completed_at = ?
 		WHERE id = ? AND status = ? AND jobs_completed + jobs_failed + jobs_cancelled + jobs_expired >= jobs_total`,
 		OrderCompleted, OrderCancelled, OrderFailed, now, orderID, OrderInProgress).Error
+}
+
+// packshotNamespace derives the ID of the packshot candidate of a packshot job run.
+var packshotNamespace = uuid.MustParse("0b7d3f3e-6a55-4f0e-8f43-2f6f7c1e9b24")
+
+// PackshotCandidateID is the ID of the packshot candidate created from a packshot job run.
+func PackshotCandidateID(jobID string, run int) string {
+	return uuid.NewSHA1(packshotNamespace, fmt.Appendf(nil, "%s/%d", jobID, run)).String()
+}
+
+// EnsurePackshotCandidate adds the packshot candidate of a completed packshot job to its product's
+// catalog: a packshot row (voting pending) whose file is the job's first output. It returns the
+// job's existing candidate when there is one (also a deleted one, which stays deleted), and nil for
+// a job that is not a packshot job, has no product or has no output. Accepting or rejecting the job
+// (POST /jobs/{id}/accept, /reject) decides the candidate.
+func EnsurePackshotCandidate(tx *gorm.DB, j *Job) (*Packshot, error) {
+	if j.JobType != JobTypePackshot || j.ProductID == nil {
+		return nil, nil
+	}
+	var existing Packshot
+	err := tx.Where("job_id = ?", j.ID).Order("created_at DESC, id DESC").Take(&existing).Error
+	if err == nil {
+		return &existing, nil
+	}
+	if !errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, err
+	}
+	var first Asset
+	err = tx.Where("kind = ? AND job_id = ?", AssetKindOutput, j.ID).Order("position, id").Take(&first).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	p := Packshot{
+		ID: PackshotCandidateID(j.ID, j.Run), AccountID: j.AccountID, InstallationID: j.InstallationID,
+		ProductID: *j.ProductID, AssetID: first.ID, Voting: VotingPending, JobID: &j.ID, CreatedAt: time.Now().UTC(),
+	}
+	if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&p).Error; err != nil {
+		return nil, err
+	}
+	return &p, nil
 }

@@ -158,6 +158,19 @@ type Packshot struct {
 	DeletedAt      *time.Time
 }
 
+// ProductImage is a source image of a product (POST /images): an upload registered under the
+// merchant's external_ref. Deleting its product leaves it in place; DeletedAt retires the row.
+type ProductImage struct {
+	ID             string `gorm:"primaryKey"`
+	AccountID      string
+	InstallationID *string
+	ProductID      string
+	AssetID        string
+	ExternalRef    string
+	CreatedAt      time.Time
+	DeletedAt      *time.Time
+}
+
 // Order statuses.
 const (
 	OrderInProgress = "in_progress"
@@ -251,7 +264,26 @@ type Job struct {
 	UpdatedAt      time.Time
 	StartedAt      *time.Time
 	CompletedAt    *time.Time
+	// RunStartedAt is when the workflow of a run after the first (an operator's re-run) was
+	// started; NULL on such a run means the start is still owed and the sweeper makes it.
+	RunStartedAt *time.Time
 }
+
+// JobRetry is the audit row of an operator running a failed or expired job again as a new run.
+type JobRetry struct {
+	ID        string `gorm:"primaryKey"`
+	JobID     string
+	OrderID   string
+	AccountID string
+	FromRun   int
+	ToRun     int
+	Actor     string
+	Reason    string
+	CreatedAt time.Time
+}
+
+// TableName is job_retries.
+func (JobRetry) TableName() string { return "job_retries" }
 
 // Ledger movement kinds.
 const (

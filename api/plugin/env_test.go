@@ -28,6 +28,7 @@ import (
 	"github.com/shotflow/shotflow/api"
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/blobstore"
+	"github.com/shotflow/shotflow/internal/contract"
 	"github.com/shotflow/shotflow/internal/intake"
 	"github.com/shotflow/shotflow/internal/ratelimit"
 	"github.com/shotflow/shotflow/internal/secrets"
@@ -206,9 +207,7 @@ func (e *env) do(method, target, key string, body any, headers ...string) *httpt
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	rec := httptest.NewRecorder()
-	e.router.ServeHTTP(rec, req)
-	return rec
+	return contract.ServeAndCheck(e.t, e.router, req) // validates the exchange against api/openapi.yaml
 }
 
 // p is a path under the plugin API base.
@@ -326,9 +325,7 @@ func (e *env) put(rawURL, contentType string, data []byte, contentLength int64) 
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
-	rec := httptest.NewRecorder()
-	e.router.ServeHTTP(rec, req)
-	return rec
+	return contract.ServeAndCheck(e.t, e.router, req) // validates the exchange against api/openapi.yaml
 }
 
 func (e *env) asset(id string) models.Asset {

@@ -41,7 +41,7 @@ var ErrorDocs = map[string]string{
 	CodeInsufficientCredits: "The account's available credits do not cover the session. Nothing was created and nothing was charged.",
 	CodeForbidden:           "The key is valid but lacks the permission this route needs.",
 	CodeNotFound:            "The record does not exist or belongs to another installation.",
-	CodeIdempotencyConflict: "The Idempotency-Key was already used with a different request payload.",
+	CodeIdempotencyConflict: "The Idempotency-Key was already used with a different request payload (use a new key for a new request), or the first request with this key is still being processed (retry after Retry-After seconds to get its answer).",
 	CodeJobNotCancelable:    "The job is already running or finished, so it can no longer be cancelled.",
 	CodeJobNotCompleted:     "The job has not completed; ratings and fresh URLs need a completed job.",
 	CodeUploadConflict:      "The upload URL is expired or already used, or the bytes do not match the declared size or type.",

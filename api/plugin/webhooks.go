@@ -6,13 +6,11 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
 
+	"github.com/shotflow/shotflow/internal/support"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
-	"github.com/shotflow/shotflow/workflows"
 )
 
 // ReplayResponse answers POST /webhooks/{delivery_id}/replay.
@@ -41,17 +39,8 @@ func (h *Handler) replayWebhook(c *gin.Context) {
 		h.internal(c, err)
 		return
 	}
-	_, err = h.Intake.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:        workflows.WebhookWorkflowID(d.ID),
-		TaskQueue: h.Intake.TaskQueue,
-		// A replay is a new run of the same delivery, also after earlier runs closed.
-		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		// A run still waiting in its backoff is replaced, so the replay sends now rather than at
-		// the next scheduled attempt.
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_TERMINATE_EXISTING,
-		TypedSearchAttributes:    workflows.WebhookSearchAttributes(d.AccountID, d.InstallationID, d.OrderID),
-	}, workflows.WebhookDeliveryWorkflow, workflows.WebhookDeliveryInput{DeliveryID: d.ID, Replay: true})
-	if err != nil {
+	// The same start as `shotflow admin webhooks replay`.
+	if err := support.StartWebhookReplay(ctx, h.Intake.Temporal, h.Intake.TaskQueue, d); err != nil {
 		h.Log.Warn("webhook replay not started", zap.String("delivery_id", d.ID), zap.Error(err))
 		h.Fail(c, http.StatusServiceUnavailable, CodeUnavailable, "The replay could not be queued; retry later.")
 		return

@@ -11,13 +11,20 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
+	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/internal/config"
+	"github.com/shotflow/shotflow/internal/intake"
+	"github.com/shotflow/shotflow/internal/logging"
 	"github.com/shotflow/shotflow/internal/secrets"
+	"github.com/shotflow/shotflow/internal/support"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/workflows"
 )
 
 const adminUsage = `Usage:
@@ -26,14 +33,24 @@ const adminUsage = `Usage:
   shotflow admin credits grant --account ACCOUNT_ID --amount N
   shotflow admin keys revoke KEY_ID
 
+Support (README "For support staff"):
+  shotflow admin jobs list --status STATUS [--category CATEGORY] [--installation ID] [--since RFC3339] [--limit N]
+  shotflow admin jobs retry JOB_ID [--actor NAME] [--reason TEXT]
+  shotflow admin webhooks replay DELIVERY_ID
+  shotflow admin orders show ORDER_ID
+
 Every command prints JSON. Secrets (API keys, webhook secrets) are printed once and stored only as
-hashes (keys) or encrypted (webhook secrets). Uses DATABASE_URL and SECRET_KEY like the API.
+hashes (keys) or encrypted (webhook secrets). Uses DATABASE_URL and SECRET_KEY like the API;
+jobs retry and webhooks replay also reach Temporal (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
+TEMPORAL_TASK_QUEUE), and links point at TEMPORAL_UI_URL.
 `
 
 // adminEnv is what admin commands operate on.
 type adminEnv struct {
-	cfg config.Config
-	db  *gorm.DB
+	ctx     context.Context
+	cfg     config.Config
+	db      *gorm.DB
+	closers []func() // run when the command is done
 }
 
 func (e *adminEnv) box() (*secrets.Box, error) {
@@ -70,7 +87,7 @@ func masterKey(cfg config.Config, create bool) ([]byte, error) {
 	return key, nil
 }
 
-func runAdmin(_ context.Context, args []string, stdout io.Writer) error {
+func runAdmin(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) < 2 || args[0] == "help" {
 		if len(args) > 0 && args[0] == "help" {
 			fmt.Fprint(stdout, adminUsage)
@@ -83,6 +100,10 @@ func runAdmin(_ context.Context, args []string, stdout io.Writer) error {
 		"installation create": (*adminEnv).installationCreate,
 		"credits grant":       (*adminEnv).creditsGrant,
 		"keys revoke":         (*adminEnv).keysRevoke,
+		"jobs list":           (*adminEnv).jobsList,
+		"jobs retry":          (*adminEnv).jobsRetry,
+		"webhooks replay":     (*adminEnv).webhooksReplay,
+		"orders show":         (*adminEnv).ordersShow,
 	}
 	command, ok := commands[args[0]+" "+args[1]]
 	if !ok {
@@ -100,7 +121,13 @@ func runAdmin(_ context.Context, args []string, stdout io.Writer) error {
 	if err := models.CheckSchema(db); err != nil {
 		return err
 	}
-	out, err := command(&adminEnv{cfg: cfg, db: db}, args[2:])
+	env := &adminEnv{ctx: ctx, cfg: cfg, db: db}
+	defer func() {
+		for _, c := range env.closers {
+			c()
+		}
+	}()
+	out, err := command(env, args[2:])
 	if err != nil {
 		return err
 	}
@@ -262,4 +289,140 @@ func (e *adminEnv) keysRevoke(args []string) (any, error) {
 		return nil, err
 	}
 	return map[string]any{"key_id": id, "revoked": true}, nil
+}
+
+// parseInterleaved parses flags that may come before or after the positional arguments
+// (`jobs retry JOB_ID --reason …`) and returns the positional ones.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := parseFlags(fs, args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return positional, nil
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+// oneID parses the flags and the one positional ID of a command.
+func oneID(fs *flag.FlagSet, args []string, what string) (string, error) {
+	ids, err := parseInterleaved(fs, args)
+	if err != nil {
+		return "", err
+	}
+	if len(ids) != 1 || strings.TrimSpace(ids[0]) == "" {
+		return "", fmt.Errorf("%w: %s takes one %s", errUsage, fs.Name(), what)
+	}
+	return strings.TrimSpace(ids[0]), nil
+}
+
+// ui is where the commands' Temporal UI links point.
+func (e *adminEnv) ui() support.UI {
+	return support.UI{BaseURL: e.cfg.TemporalUIURL, Namespace: e.cfg.TemporalNamespace}
+}
+
+// temporal connects to TEMPORAL_ADDRESS with a logger that only reports errors; the client is
+// closed when the command is done.
+func (e *adminEnv) temporal() (client.Client, error) {
+	log, err := logging.New("error", e.cfg.LogFormat)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(e.ctx, 10*time.Second)
+	defer cancel()
+	c, err := client.DialContext(ctx, client.Options{
+		HostPort: e.cfg.TemporalAddress, Namespace: e.cfg.TemporalNamespace, Logger: logging.NewTemporal(log),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("connect to Temporal at %s (TEMPORAL_ADDRESS): %w", e.cfg.TemporalAddress, err)
+	}
+	e.closers = append(e.closers, c.Close)
+	return c, nil
+}
+
+func (e *adminEnv) jobsList(args []string) (any, error) {
+	fs := newFlags("jobs list")
+	status := fs.String("status", "", "job status (required), e.g. failed")
+	category := fs.String("category", "", "errorCategory, e.g. CONTENT_POLICY")
+	installation := fs.String("installation", "", "installation ID")
+	since := fs.String("since", "", "only jobs updated at or after this RFC 3339 time")
+	limit := fs.Int("limit", support.DefaultListLimit, "at most this many jobs")
+	if err := parseFlags(fs, args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("%w: jobs list takes no arguments, got %q", errUsage, fs.Args())
+	}
+	if *status == "" {
+		return nil, fmt.Errorf("%w: --status is required (one of %s)", errUsage, strings.Join(support.JobStatuses, ", "))
+	}
+	f := support.JobFilter{Status: *status, Category: strings.ToUpper(*category), InstallationID: *installation, Limit: *limit}
+	if *limit < 1 {
+		return nil, fmt.Errorf("%w: --limit must be between 1 and %d", errUsage, support.MaxListLimit)
+	}
+	if *since != "" {
+		t, err := time.Parse(time.RFC3339, *since)
+		if err != nil {
+			return nil, fmt.Errorf("%w: --since %q is not an RFC 3339 time such as 2026-06-01T12:00:00Z", errUsage, *since)
+		}
+		f.Since = t
+	}
+	out, err := support.ListJobs(e.ctx, e.db, e.ui(), f)
+	if errors.Is(err, support.ErrInvalidFilter) {
+		return nil, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	return out, err
+}
+
+func (e *adminEnv) jobsRetry(args []string) (any, error) {
+	fs := newFlags("jobs retry")
+	actor := fs.String("actor", defaultActor(), "who retries (recorded in the audit row)")
+	reason := fs.String("reason", "", "why (recorded in the audit row)")
+	id, err := oneID(fs, args, "JOB_ID")
+	if err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(*actor) == "" {
+		return nil, fmt.Errorf("%w: --actor must not be empty", errUsage)
+	}
+	tc, err := e.temporal()
+	if err != nil {
+		return nil, err
+	}
+	starter := &intake.Starter{
+		DB: e.db, Temporal: tc, TaskQueue: e.cfg.TemporalTaskQueue, Log: zap.NewNop(),
+		JobOptions: workflows.JobOptions{InputWait: e.cfg.InputWaitTimeout}, // as the API's starter (internal/app)
+	}
+	return support.RetryJob(e.ctx, starter, e.ui(), support.RetryRequest{JobID: id, Actor: *actor, Reason: *reason})
+}
+
+// defaultActor is the operator's login name.
+func defaultActor() string {
+	if u := strings.TrimSpace(os.Getenv("USER")); u != "" {
+		return u
+	}
+	return "operator"
+}
+
+func (e *adminEnv) webhooksReplay(args []string) (any, error) {
+	id, err := oneID(newFlags("webhooks replay"), args, "DELIVERY_ID")
+	if err != nil {
+		return nil, err
+	}
+	tc, err := e.temporal()
+	if err != nil {
+		return nil, err
+	}
+	return support.ReplayWebhook(e.ctx, e.db, tc, e.cfg.TemporalTaskQueue, e.ui(), id)
+}
+
+func (e *adminEnv) ordersShow(args []string) (any, error) {
+	id, err := oneID(newFlags("orders show"), args, "ORDER_ID")
+	if err != nil {
+		return nil, err
+	}
+	return support.ShowOrder(e.ctx, e.db, e.ui(), id)
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/shotflow/shotflow/internal/config"
 	"github.com/shotflow/shotflow/internal/devserver"
 	"github.com/shotflow/shotflow/internal/logging"
+	"github.com/shotflow/shotflow/internal/reference"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/workflows"
 )
@@ -146,6 +147,9 @@ func dev(ctx context.Context, stdout io.Writer) error {
 		return err
 	}
 	defer a.Close()
+	if _, err := reference.RenderMissing(ctx, a.Blobs); err != nil { // images of the seeded marketplace and presets
+		return err
+	}
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -25,6 +25,8 @@ import (
 	"github.com/shotflow/shotflow/internal/intake"
 	"github.com/shotflow/shotflow/internal/logging"
 	"github.com/shotflow/shotflow/internal/ratelimit"
+	"github.com/shotflow/shotflow/internal/reference"
+	"github.com/shotflow/shotflow/internal/retention"
 	"github.com/shotflow/shotflow/internal/secrets"
 	"github.com/shotflow/shotflow/internal/urlsign"
 	"github.com/shotflow/shotflow/internal/webhooks"
@@ -84,6 +86,11 @@ func Open(ctx context.Context, cfg config.Config, log *zap.Logger) (*App, error)
 		return nil, err
 	}
 	a.closers = append(a.closers, a.Blobs.Close)
+	// The shared marketplace and the system presets: idempotent, safe from many processes at once.
+	// Their images are drawn when first downloaded (`shotflow dev` draws them all at start).
+	if err := reference.Seed(ctx, db, a.Blobs, false); err != nil {
+		return nil, err
+	}
 
 	catalog, err := models.LoadCatalog()
 	if err != nil {
@@ -213,8 +220,13 @@ func (a *App) Activities() *activities.Activities {
 		Webhooks: webhooks.NewClient(webhooks.ClientOptions{AllowPrivate: a.Config.WebhookAllowPrivateNetworks})}
 }
 
-// RunWorker polls the task queue and sweeps unstarted orders until ctx ends, then stops the
-// worker, letting running activities finish within ShutdownTimeout.
+// Purger returns the output retention sweep of this process's database and blob store.
+func (a *App) Purger() *retention.Purger {
+	return &retention.Purger{DB: a.DB, Blobs: a.Blobs, Log: a.Log, Retention: a.Config.OutputRetention}
+}
+
+// RunWorker polls the task queue, sweeps unstarted orders and purges outputs past their retention
+// until ctx ends, then stops the worker, letting running activities finish within ShutdownTimeout.
 func (a *App) RunWorker(ctx context.Context) error {
 	w := worker.New(a.Temporal, a.Activities(), worker.Options{
 		TaskQueue: a.Config.TemporalTaskQueue, MaxConcurrentActivity: a.Config.WorkerActivityConcurrency,
@@ -229,9 +241,15 @@ func (a *App) RunWorker(ctx context.Context) error {
 		defer close(done)
 		a.Intake.Sweep(sweepCtx, a.Config.OutboxSweepInterval, a.Config.OutboxStartAfter)
 	}()
+	purged := make(chan struct{})
+	go func() {
+		defer close(purged)
+		a.Purger().Run(sweepCtx, a.Config.RetentionSweepInterval)
+	}()
 	<-ctx.Done()
 	stopSweep()
 	<-done
+	<-purged
 	a.Log.Info("stopping worker")
 	w.Stop()
 	return nil

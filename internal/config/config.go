@@ -71,6 +71,12 @@ type Config struct {
 	// OutboxStartAfter is how old such an order must be before a worker starts it (the API normally does at once).
 	OutboxStartAfter time.Duration `env:"OUTBOX_START_AFTER" envDefault:"30s" validate:"min=0"`
 
+	// OutputRetention is how long generated files are kept; older ones are purged (refresh-url and
+	// downloads then answer 410). Files that back a live packshot are kept.
+	OutputRetention time.Duration `env:"OUTPUT_RETENTION" envDefault:"2160h" validate:"min=1h"`
+	// RetentionSweepInterval is how often every worker purges generated files past OutputRetention.
+	RetentionSweepInterval time.Duration `env:"RETENTION_SWEEP_INTERVAL" envDefault:"1h" validate:"min=1s"`
+
 	// WorkerActivityConcurrency caps concurrent activity executions per worker process.
 	WorkerActivityConcurrency int `env:"WORKER_ACTIVITY_CONCURRENCY" envDefault:"16" validate:"min=1,max=1000"`
 	// RenderLongEdge is the long edge in pixels of images the local generator renders.

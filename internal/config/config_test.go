@@ -45,6 +45,8 @@ func TestDefaultsWithEmptyEnvironment(t *testing.T) {
 		OrderMaxConcurrentJobs:    10,
 		OutboxSweepInterval:       15 * time.Second,
 		OutboxStartAfter:          30 * time.Second,
+		OutputRetention:           2160 * time.Hour,
+		RetentionSweepInterval:    time.Hour,
 		WorkerActivityConcurrency: 16,
 		RenderLongEdge:            1024,
 		LogLevel:                  "info",
@@ -118,6 +120,9 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 		{"DEV_TEMPORAL_PORT", "70000"},
 		{"DEV_TEMPORAL_UI_PORT", "0"},
 		{"DEV_SEED_CREDITS", "-1"},
+		{"OUTPUT_RETENTION", "59m"},
+		{"OUTPUT_RETENTION", "90d"},
+		{"RETENTION_SWEEP_INTERVAL", "500ms"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
@@ -201,6 +206,8 @@ func TestGoodValuesParse(t *testing.T) {
 		OrderMaxConcurrentJobs:    10,
 		OutboxSweepInterval:       15 * time.Second,
 		OutboxStartAfter:          30 * time.Second,
+		OutputRetention:           2160 * time.Hour,
+		RetentionSweepInterval:    time.Hour,
 		WorkerActivityConcurrency: 4,
 		RenderLongEdge:            2048,
 		LogLevel:                  "debug",
@@ -241,6 +248,8 @@ func TestBoundaryValuesAccepted(t *testing.T) {
 		{"BLOB_URL", "gs://bucket"},
 		{"BLOB_URL", "azblob://container"},
 		{"DEV_SEED_CREDITS", "0"},
+		{"OUTPUT_RETENTION", "1h"},
+		{"RETENTION_SWEEP_INTERVAL", "1s"},
 	} {
 		if _, err := config.LoadFrom(map[string]string{kv[0]: kv[1]}); err != nil {
 			t.Errorf("LoadFrom(%s=%q) = %v, want it accepted", kv[0], kv[1], err)

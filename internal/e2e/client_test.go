@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"testing"
+
+	"github.com/shotflow/shotflow/internal/contract"
 )
 
 // client is a tiny HTTP client for the plugin API that fails the test on transport errors.
@@ -46,6 +48,7 @@ func (c *client) do(method, path string, body, out any) *http.Response {
 		c.t.Fatal(err)
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(data))
+	contract.Check(c.t, req, nil, resp.StatusCode, resp.Header, data) // validates the exchange against api/openapi.yaml
 	if out != nil && len(data) > 0 {
 		if err := json.Unmarshal(data, out); err != nil {
 			c.t.Fatalf("%s %s: decode %s: %v", method, path, data, err)

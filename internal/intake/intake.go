@@ -8,6 +8,10 @@
 // is rejected, so a double start is harmless and never charges twice. Credits are therefore never
 // reserved for an order that nothing will run, and no workflow exists for an order that was not
 // committed.
+//
+// A job that support staff run again (internal/support) follows the same pattern: the new run and
+// its reservation are committed with run_started_at NULL, StartJobRun starts its workflow, and the
+// Sweeper starts any run whose start was lost.
 package intake
 
 import (
@@ -19,6 +23,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
@@ -47,6 +52,26 @@ type Starter struct {
 // returns models.ErrInsufficientCredits (and creates nothing) when the balance is short. A failed
 // workflow start is not an error for the caller: the order is committed and the Sweeper starts it.
 func (s *Starter) Submit(ctx context.Context, order *models.Order, jobs []models.Job) error {
+	return s.SubmitWith(ctx, order, jobs, nil)
+}
+
+// SubmitWith is Submit that also runs inTx, when not nil, inside the order's transaction after the
+// reservation (order.CreditsReserved is set): an error from it rolls the order, its jobs and the
+// reservation back and is returned, and nothing is started. The API records an Idempotency-Key's
+// answer this way, atomically with the order it names.
+func (s *Starter) SubmitWith(ctx context.Context, order *models.Order, jobs []models.Job, inTx func(tx *gorm.DB) error) error {
+	if err := s.Commit(ctx, order, jobs, inTx); err != nil {
+		return err
+	}
+	s.StartCommitted(ctx, order, jobs)
+	return nil
+}
+
+// Commit is the transaction of SubmitWith alone: the order, its jobs and their reservation (and
+// inTx) are committed but the workflow is not started. Call StartCommitted next; should the caller
+// die first, the Sweeper starts it. POST /jobs/batch commits all its sessions this way before
+// starting their workflows together.
+func (s *Starter) Commit(ctx context.Context, order *models.Order, jobs []models.Job, inTx func(tx *gorm.DB) error) error {
 	now := time.Now().UTC()
 	order.CreatedAt, order.UpdatedAt = now, now
 	order.Status = models.OrderInProgress
@@ -58,7 +83,7 @@ func (s *Starter) Submit(ctx context.Context, order *models.Order, jobs []models
 			jobs[i].Run = 1
 		}
 	}
-	err := s.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	return s.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Create(order).Error; err != nil {
 			return err
 		}
@@ -70,11 +95,19 @@ func (s *Starter) Submit(ctx context.Context, order *models.Order, jobs []models
 			return err
 		}
 		order.CreditsReserved = total
-		return tx.Model(order).Update("credits_reserved", total).Error
+		if err := tx.Model(order).Update("credits_reserved", total).Error; err != nil {
+			return err
+		}
+		if inTx != nil {
+			return inTx(tx)
+		}
+		return nil
 	})
-	if err != nil {
-		return err
-	}
+}
+
+// StartCommitted starts the workflow of an order that Commit committed. A failure is logged, not
+// returned: the order is committed, so it only delays the start until the Sweeper makes it.
+func (s *Starter) StartCommitted(ctx context.Context, order *models.Order, jobs []models.Job) {
 	if s.AfterCommit != nil {
 		s.AfterCommit()
 	}
@@ -86,7 +119,6 @@ func (s *Starter) Submit(ctx context.Context, order *models.Order, jobs []models
 		s.Log.Warn("order workflow not started yet; the sweeper will start it",
 			zap.String("order_id", order.ID), zap.Error(err))
 	}
-	return nil
 }
 
 // Start starts the order's workflow (tolerating one that already exists) and records the start.
@@ -151,13 +183,64 @@ func (s *Starter) StartPending(ctx context.Context, olderThan time.Duration, lim
 	return started, nil
 }
 
-// Sweep calls StartPending every interval until ctx ends.
+// StartJobRun starts the JobWorkflow of a job's current run when that run is not the first (an
+// operator re-ran the job, see internal/support), tolerating one that already exists, and records
+// the start in run_started_at. The run's workflow ID carries the run number and reuse is
+// rejected, so a run executes once however often it is started.
+func (s *Starter) StartJobRun(ctx context.Context, j *models.Job) error {
+	attrs := []temporal.SearchAttributeUpdate{
+		workflows.SAAccountID.ValueSet(j.AccountID), workflows.SAOrderID.ValueSet(j.OrderID),
+		workflows.SAJobType.ValueSet(j.JobType), workflows.SAJobStatus.ValueSet(models.JobPending),
+	}
+	if j.InstallationID != nil {
+		attrs = append(attrs, workflows.SAInstallationID.ValueSet(*j.InstallationID))
+	}
+	_, err := s.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       workflows.JobWorkflowID(j.ID, j.Run),
+		TaskQueue:                s.TaskQueue,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		TypedSearchAttributes:    temporal.NewSearchAttributes(attrs...),
+		Memo:                     map[string]any{"product_ref": j.ProductRef, "product_label": j.ProductLabel},
+	}, workflows.JobWorkflow, workflows.JobInput{JobID: j.ID, Run: j.Run, OrderID: j.OrderID, Options: s.JobOptions})
+	var already *serviceerror.WorkflowExecutionAlreadyStarted
+	if err != nil && !errors.As(err, &already) {
+		return fmt.Errorf("start job workflow: %w", err)
+	}
+	return s.DB.WithContext(ctx).Model(&models.Job{}).
+		Where("id = ? AND run = ? AND run_started_at IS NULL", j.ID, j.Run).
+		Update("run_started_at", time.Now().UTC()).Error
+}
+
+// StartPendingRuns starts the workflows of job re-runs (run > 1, still pending) committed more than
+// olderThan ago whose start was never recorded, and returns how many it started.
+func (s *Starter) StartPendingRuns(ctx context.Context, olderThan time.Duration, limit int) (int, error) {
+	var jobs []models.Job
+	cutoff := time.Now().UTC().Add(-olderThan)
+	if err := s.DB.WithContext(ctx).
+		Where("run > 1 AND run_started_at IS NULL AND status = ? AND updated_at <= ?", models.JobPending, cutoff).
+		Order("updated_at").Limit(limit).Find(&jobs).Error; err != nil {
+		return 0, err
+	}
+	for i := range jobs {
+		if err := s.StartJobRun(ctx, &jobs[i]); err != nil {
+			return i, err
+		}
+		s.Log.Info("started job run left pending", zap.String("job_id", jobs[i].ID), zap.Int("run", jobs[i].Run))
+	}
+	return len(jobs), nil
+}
+
+// Sweep calls StartPending and StartPendingRuns every interval until ctx ends.
 func (s *Starter) Sweep(ctx context.Context, interval, olderThan time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		if _, err := s.StartPending(ctx, olderThan, 100); err != nil && ctx.Err() == nil {
 			s.Log.Warn("order sweep", zap.Error(err))
+		}
+		if _, err := s.StartPendingRuns(ctx, olderThan, 100); err != nil && ctx.Err() == nil {
+			s.Log.Warn("job run sweep", zap.Error(err))
 		}
 		select {
 		case <-ctx.Done():

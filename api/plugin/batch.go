@@ -1,0 +1,189 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"go.uber.org/zap"
+
+	"github.com/shotflow/shotflow/models"
+)
+
+// Limits of POST /jobs/batch.
+const (
+	MaxSessionsPerBatch = 100
+	MaxImagesPerBatch   = 5000
+	maxBatchBodyBytes   = 16 << 20
+)
+
+// BatchResponse answers POST /jobs/batch (HTTP 207): one result per session, in input order.
+type BatchResponse struct {
+	Results []BatchResult `json:"results"`
+}
+
+// BatchResult is the outcome of one session of a batch: status 201 with the session response, or
+// the 4xx (or 5xx) status with the error object of the envelope.
+type BatchResult struct {
+	Index   int              `json:"index"`
+	Status  int              `json:"status"`
+	Session *SessionResponse `json:"session,omitempty"`
+	Error   *ErrorDetail     `json:"error,omitempty"`
+}
+
+const migrateBatchMessage = "The {\"jobs\": [...]} body of POST /jobs/batch was retired in May 2026: rename jobs to batches " +
+	"and send each entry as a session {\"job_type\", \"session_config\", \"subjects\": [{\"product_ref\", \"images_count\", \"ai_model\"}]}."
+
+// POST /jobs/batch: up to 100 independent sessions. The call as a whole is refused (400) only when
+// its envelope is wrong: not {"batches": [...]}, the retired {"jobs": [...]}, no session or more
+// than 100, or more than 5,000 images in all. Otherwise every session is judged and committed on
+// its own, in input order, exactly as POST /jobs would (its own transaction and reservation;
+// earlier sessions get credits first), and one failing never affects another. The workflows of the
+// committed sessions are then started together (the outbox covers a start that fails). Idempotency-
+// Key is not supported here and is ignored.
+func (h *Handler) createBatch(c *gin.Context) {
+	body, ok := h.readBody(c, maxBatchBodyBytes)
+	if !ok {
+		return
+	}
+	entries, f := parseBatch(body)
+	if f != nil {
+		h.refuse(c, f)
+		return
+	}
+	inst := caller(c).Installation
+	resp := BatchResponse{Results: make([]BatchResult, 0, len(entries))}
+	var committed []committedOrder
+	for i, entry := range entries {
+		var out sessionOutcome
+		if req, f := parseBatchEntry(i, entry); f != nil {
+			out.fail = f
+		} else {
+			var order *models.Order
+			var jobs []models.Job
+			out, order, jobs = h.commitSession(c, inst, req, nil, nil)
+			if order != nil {
+				committed = append(committed, committedOrder{order, jobs})
+			}
+		}
+		r := BatchResult{Index: i, Status: http.StatusCreated, Session: out.session}
+		if out.fail != nil {
+			errBody := h.Envelope(out.fail.status, out.fail.code, out.fail.message, out.fail.details).Error
+			r = BatchResult{Index: i, Status: out.fail.status, Error: &errBody}
+		}
+		resp.Results = append(resp.Results, r)
+	}
+	h.startCommitted(c.Request.Context(), committed)
+	c.PureJSON(http.StatusMultiStatus, resp)
+}
+
+type committedOrder struct {
+	order *models.Order
+	jobs  []models.Job
+}
+
+// batchStartTimeout bounds the workflow starts of one batch as a whole, so that an unreachable
+// Temporal delays the answer by seconds, not by a timeout per session.
+var batchStartTimeout = 10 * time.Second
+
+// startCommitted starts the workflows of a batch's committed orders, several at a time. A start that
+// fails or does not finish in time is left to the sweeper: the orders are committed (the outbox).
+func (h *Handler) startCommitted(ctx context.Context, orders []committedOrder) {
+	if len(orders) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), batchStartTimeout)
+	defer cancel()
+	sem := make(chan struct{}, 16)
+	var wg sync.WaitGroup
+	for _, o := range orders {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			defer func() {
+				if p := recover(); p != nil {
+					h.Log.Error("order workflow start panicked; the sweeper will start it",
+						zap.String("order_id", o.order.ID), zap.Any("panic", p))
+				}
+			}()
+			if err := h.Intake.Start(ctx, o.order, o.jobs); err != nil {
+				h.Log.Warn("order workflow not started yet; the sweeper will start it",
+					zap.String("order_id", o.order.ID), zap.Error(err))
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// parseBatch checks the envelope of a batch and returns its sessions, still undecoded.
+func parseBatch(body []byte) ([]json.RawMessage, *failure) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(body, &top); err != nil || top == nil {
+		if len(body) == 0 {
+			return nil, invalid("request body is empty; send {\"batches\": [session, ...]}")
+		}
+		return nil, invalid("request body must be a JSON object {\"batches\": [session, ...]}")
+	}
+	raw, ok := top["batches"]
+	if !ok {
+		if _, retired := top["jobs"]; retired {
+			return nil, invalid("%s", migrateBatchMessage)
+		}
+		return nil, invalid("batches is required: send {\"batches\": [session, ...]}")
+	}
+	var entries []json.RawMessage
+	if err := json.Unmarshal(raw, &entries); err != nil {
+		return nil, invalid("batches must be an array of sessions")
+	}
+	if len(entries) == 0 {
+		return nil, invalid("batches must have at least 1 session")
+	}
+	if len(entries) > MaxSessionsPerBatch {
+		return nil, invalid("batches must have at most %d sessions; it has %d", MaxSessionsPerBatch, len(entries))
+	}
+	if n := batchImages(entries); n > MaxImagesPerBatch {
+		return nil, invalid("the batch asks for %d images in all; at most %d are allowed per call", n, MaxImagesPerBatch)
+	}
+	return entries, nil
+}
+
+// batchImages adds up the images_count of every subject of every session; values that are not
+// positive numbers are left to each session's own validation.
+func batchImages(entries []json.RawMessage) int {
+	total := 0
+	for _, e := range entries {
+		var s struct {
+			Subjects []struct {
+				ImagesCount any `json:"images_count"`
+			} `json:"subjects"`
+		}
+		if json.Unmarshal(e, &s) != nil {
+			continue
+		}
+		for _, sub := range s.Subjects {
+			if n, ok := sub.ImagesCount.(float64); ok && n > 0 {
+				total += int(min(n, MaxImagesPerBatch+1))
+			}
+		}
+	}
+	return total
+}
+
+// parseBatchEntry decodes one session of a batch.
+func parseBatchEntry(i int, entry json.RawMessage) (*SessionRequest, *failure) {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(entry, &obj) != nil || obj == nil {
+		return nil, invalid("batches[%d] must be a session object {\"job_type\", \"session_config\", \"subjects\"}", i)
+	}
+	req, f := parseSession(entry)
+	if f != nil {
+		f.message = fmt.Sprintf("batches[%d]: %s", i, f.message)
+	}
+	return req, f
+}

@@ -1,0 +1,208 @@
+package plugin_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+
+	"github.com/shotflow/shotflow/api/plugin"
+	"github.com/shotflow/shotflow/models"
+)
+
+func batch(sessions ...any) map[string]any { return map[string]any{"batches": sessions} }
+
+// sessionOf builds a session of n subjects of count images each.
+func sessionOf(prefix string, n, count int) map[string]any {
+	subjects := make([]map[string]any, n)
+	for i := range subjects {
+		subjects[i] = map[string]any{"product_ref": prefix + "-" + string(rune('a'+i%26)) + string(rune('a'+i/26)),
+			"images_count": count, "ai_model": "local/studio-v1"}
+	}
+	return session(subjects...)
+}
+
+func TestBatchEnvelopeIsValidated(t *testing.T) {
+	e := newEnv(t)
+	tooMany := make([]any, plugin.MaxSessionsPerBatch+1)
+	for i := range tooMany {
+		tooMany[i] = session(subject("p1"))
+	}
+	// 51 sessions of 5 × 20 images: 5,100 images (each session on its own would be valid).
+	overImages := make([]any, 51)
+	for i := range overImages {
+		overImages[i] = sessionOf("s", 5, 20)
+	}
+	cases := []struct {
+		name string
+		body any
+		want []string
+	}{
+		{"retired jobs body", map[string]any{"jobs": []any{map[string]any{"provider": "x", "model": "y"}}}, []string{"rename jobs to batches"}},
+		{"retired jobs body, empty", map[string]any{"jobs": []any{}}, []string{"rename jobs to batches"}},
+		{"no batches", map[string]any{}, []string{"batches"}},
+		{"empty body", "", []string{"empty"}},
+		{"not JSON", `{"batches":`, []string{"JSON"}},
+		{"array body", `[]`, []string{"batches"}},
+		{"batches not an array", map[string]any{"batches": map[string]any{}}, []string{"batches", "array"}},
+		{"batches null", map[string]any{"batches": nil}, []string{"batches", "at least 1"}},
+		{"no sessions", batch(), []string{"batches", "at least 1"}},
+		{"101 sessions", map[string]any{"batches": tooMany}, []string{"at most 100"}},
+		{"5,001+ images", map[string]any{"batches": overImages}, []string{"5100", "5000"}},
+		{"one huge images_count", batch(map[string]any{"session_config": map[string]any{}, "subjects": []any{
+			map[string]any{"product_ref": "p", "images_count": 1e9, "ai_model": "local/studio-v1"}}}), []string{"5000"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			msg := e.requireError(e.do(http.MethodPost, p("/jobs/batch"), e.key, c.body), http.StatusBadRequest, plugin.CodeInvalidInput)
+			for _, w := range c.want {
+				assert.Contains(t, msg, w)
+			}
+		})
+	}
+	e.noOrders()
+}
+
+// Exactly 100 sessions and 5,000 images pass the envelope: each session is then judged alone.
+func TestBatchLimitsAreInclusive(t *testing.T) {
+	e := newEnv(t)
+	sessions := make([]any, 0, plugin.MaxSessionsPerBatch)
+	for range 50 {
+		sessions = append(sessions, sessionOf("s", 5, 20)) // 5,000 images
+	}
+	for len(sessions) < plugin.MaxSessionsPerBatch {
+		sessions = append(sessions, map[string]any{"subjects": []any{}}) // invalid, no images
+	}
+	rec := e.do(http.MethodPost, p("/jobs/batch"), e.key, map[string]any{"batches": sessions})
+	require.Equal(t, http.StatusMultiStatus, rec.Code, rec.Body.String())
+	results := decode(t, rec)["results"].([]any)
+	require.Len(t, results, plugin.MaxSessionsPerBatch)
+	for i, r := range results {
+		res := r.(map[string]any)
+		assert.Equal(t, float64(i), res["index"])
+		want := float64(http.StatusUnprocessableEntity) // no product has a packshot
+		if i >= 50 {
+			want = http.StatusBadRequest
+		}
+		assert.Equal(t, want, res["status"], "result %d", i)
+	}
+	e.noOrders()
+}
+
+// Every session of a batch stands alone: the results come in input order, each a session (201) or
+// an error object, and only the sessions that succeed create orders and reserve credits.
+func TestBatchSessionsAreIndependent(t *testing.T) {
+	e := newEnv(t, withCredits(5)).committing()
+	e.approved("p1")
+	e.approved("p2")
+	e.approved("p3")
+	rec := e.do(http.MethodPost, p("/jobs/batch"), e.key, batch(
+		session(subject("p1")),                  // 0: 201, 2 credits
+		session(subject("p1"), subject("nope")), // 1: 422, nope has no packshot
+		map[string]any{"subjects": []any{}},     // 2: 400, no session_config
+		session(subject("p2")),                  // 3: 201, 2 credits
+		"not a session",                         // 4: 400
+		session(subject("p3")),                  // 5: 402, 1 credit left
+		map[string]any{"provider": "local"},     // 6: 400, the retired single-job body
+		session(map[string]any{"product_ref": "p3", "images_count": 1, "ai_model": "local/studio-v1"}), // 7: 201, the last credit
+	), keyHeader, "ignored")
+	require.Equal(t, http.StatusMultiStatus, rec.Code, rec.Body.String())
+	top := decode(t, rec)
+	assert.Equal(t, []string{"results"}, keysOf(top))
+	results := top["results"].([]any)
+	require.Len(t, results, 8)
+	wantStatus := []int{201, 422, 400, 201, 400, 402, 400, 201}
+	wantCode := map[int]string{1: plugin.CodePackshotNotApproved, 2: plugin.CodeInvalidInput, 4: plugin.CodeInvalidInput,
+		5: plugin.CodeInsufficientCredits, 6: plugin.CodeInvalidInput}
+	var orderIDs []string
+	for i, r := range results {
+		res := r.(map[string]any)
+		assert.Equal(t, float64(i), res["index"], "index of result %d", i)
+		assert.Equal(t, float64(wantStatus[i]), res["status"], "status of result %d: %v", i, res)
+		if wantStatus[i] == http.StatusCreated {
+			assert.Equal(t, []string{"index", "session", "status"}, keysOf(res))
+			s := res["session"].(map[string]any)
+			orderIDs = append(orderIDs, s["order_id"].(string))
+			assert.Equal(t, models.OrderInProgress, s["status"])
+			continue
+		}
+		assert.Equal(t, []string{"error", "index", "status"}, keysOf(res))
+		errObj := res["error"].(map[string]any)
+		assert.Equal(t, wantCode[i], errObj["code"], "code of result %d", i)
+		assert.Equal(t, false, errObj["retryable"])
+		assert.Equal(t, docsURL+"/plugin-api/errors/"+wantCode[i], errObj["doc_url"])
+		assert.NotEmpty(t, errObj["message_i18n"].(map[string]any)["en"])
+	}
+	assert.Contains(t, results[6].(map[string]any)["error"].(map[string]any)["message_i18n"].(map[string]any)["en"], "subjects")
+	assert.Equal(t, []any{"nope"}, results[1].(map[string]any)["error"].(map[string]any)["details"].(map[string]any)["product_refs"])
+
+	// Three orders, five credits reserved, nothing for the failed sessions; the header was ignored.
+	require.Len(t, orderIDs, 3)
+	for _, id := range orderIDs {
+		assert.Equal(t, int64(1), e.count(&models.Order{}, "id = ?", id))
+	}
+	assert.Equal(t, int64(3), e.count(&models.Order{}, "1 = 1"))
+	assert.Equal(t, int64(5), e.count(&models.Job{}, "1 = 1"))
+	avail, reserved := e.credits()
+	assert.Equal(t, int64(0), avail)
+	assert.Equal(t, int64(5), reserved)
+	assert.Zero(t, e.count(&models.IdempotencyKey{}, "1 = 1"), "Idempotency-Key is not used on batches")
+}
+
+func TestBatchAndCloneNeedJobsCreate(t *testing.T) {
+	e := newEnv(t)
+	o, _, _ := e.storeJob(e.inst)
+	key := e.issueKey("plugin.jobs:read", "plugin.catalog:write")
+	e.requireError(e.do(http.MethodPost, p("/jobs/batch"), key, batch(session(subject("p1")))), http.StatusForbidden, plugin.CodeForbidden)
+	e.requireError(e.do(http.MethodPost, p("/orders/"+o.ID+"/clone"), key, nil, keyHeader, "k"), http.StatusForbidden, plugin.CodeForbidden)
+	// plugin.jobs:write grants it.
+	key = e.issueKey("plugin.jobs:write")
+	rec := e.do(http.MethodPost, p("/jobs/batch"), key, batch(session(subject("p1"))))
+	require.Equal(t, http.StatusMultiStatus, rec.Code, rec.Body.String())
+	e.requireError(e.do(http.MethodPost, p("/jobs/batch"), "", batch(session(subject("p1")))), http.StatusUnauthorized, plugin.CodeUnauthorized)
+}
+
+// hangingTemporal is a Temporal client whose workflow starts hang until their context ends.
+type hangingTemporal struct {
+	unreachableTemporal
+	calls *atomic.Int32
+}
+
+func (h hangingTemporal) ExecuteWorkflow(ctx context.Context, _ client.StartWorkflowOptions, _ any, _ ...any) (client.WorkflowRun, error) {
+	h.calls.Add(1)
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// A batch commits its sessions first and then starts their workflows together under one deadline:
+// a hanging Temporal delays the answer once, not once per session, and the orders stay committed
+// for the sweeper to start.
+func TestBatchStartsItsWorkflowsTogether(t *testing.T) {
+	e := newEnv(t)
+	calls := &atomic.Int32{}
+	e.handler.Intake.Temporal = hangingTemporal{calls: calls}
+	defer plugin.SetBatchStartTimeout(400 * time.Millisecond)()
+	sessions := make([]any, 6)
+	for i := range sessions {
+		ref := fmt.Sprintf("p%d", i)
+		e.approved(ref)
+		sessions[i] = session(map[string]any{"product_ref": ref, "images_count": 1, "ai_model": "local/studio-v1"})
+	}
+	began := time.Now()
+	rec := e.do(http.MethodPost, p("/jobs/batch"), e.key, batch(sessions...))
+	elapsed := time.Since(began)
+	require.Equal(t, http.StatusMultiStatus, rec.Code, rec.Body.String())
+	for i, r := range decode(t, rec)["results"].([]any) {
+		assert.Equal(t, float64(http.StatusCreated), r.(map[string]any)["status"], "result %d", i)
+	}
+	assert.Less(t, elapsed, 2*time.Second, "the starts ran together under one deadline")
+	assert.GreaterOrEqual(t, elapsed, 400*time.Millisecond)
+	assert.Equal(t, int32(6), calls.Load(), "every committed order's start was tried")
+	assert.Equal(t, int64(6), e.count(&models.Order{}, "workflow_started_at IS NULL"), "left to the sweeper")
+}

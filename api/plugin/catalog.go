@@ -1,0 +1,231 @@
+package plugin
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/shotflow/shotflow/models"
+)
+
+// Catalog listing bounds.
+const (
+	DefaultCatalogPageLimit = 50
+	MaxCatalogPageLimit     = 200
+	// MaxEmbeddedCatalogItems is how many images and packshots GET /products/{id_or_ref} embeds.
+	MaxEmbeddedCatalogItems = 100
+)
+
+// ProductItem is a catalog product as GET /products lists it.
+type ProductItem struct {
+	ID            string     `json:"id"`
+	ExternalRef   string     `json:"external_ref"`
+	DisplayName   string     `json:"display_name"`
+	SKU           string     `json:"sku"`
+	ImageCount    int64      `json:"image_count"`
+	PackshotCount int64      `json:"packshot_count"`
+	CreatedAt     time.Time  `json:"created_at"`
+	DeletedAt     *time.Time `json:"deleted_at"` // set only on deleted products (include_deleted=true)
+}
+
+// ProductsPage is the answer of GET /products.
+type ProductsPage struct {
+	Products   []ProductItem `json:"products"`
+	NextCursor *string       `json:"next_cursor"`
+}
+
+// ProductDetail is the answer of GET /products/{id_or_ref}: the product with its newest images
+// and packshots embedded.
+type ProductDetail struct {
+	ProductItem
+	Images             []ImageItem    `json:"images"`
+	ImagesTruncated    bool           `json:"images_truncated"`
+	Packshots          []PackshotItem `json:"packshots"`
+	PackshotsTruncated bool           `json:"packshots_truncated"`
+}
+
+// PackshotsPage is the answer of GET /packshots.
+type PackshotsPage struct {
+	Packshots  []PackshotItem `json:"packshots"`
+	NextCursor *string        `json:"next_cursor"`
+}
+
+// catalogCursorToken is the content of an opaque catalog cursor.
+type catalogCursorToken struct {
+	Kind      string    `json:"k"`
+	CreatedAt time.Time `json:"t"`
+	ID        string    `json:"id"`
+}
+
+func encodeCatalogCursor(kind string, createdAt time.Time, id string) *string {
+	data, _ := json.Marshal(catalogCursorToken{Kind: kind, CreatedAt: createdAt.UTC(), ID: id})
+	s := base64.RawURLEncoding.EncodeToString(data)
+	return &s
+}
+
+// catalogPageParams reads limit and cursor of a catalog listing; on failure it answers 400.
+func (h *Handler) catalogPageParams(c *gin.Context, kind string) (int, *models.CatalogCursor, bool) {
+	limit := DefaultCatalogPageLimit
+	if raw, ok := c.GetQuery("limit"); ok {
+		n, err := strconv.Atoi(raw)
+		if err != nil || n < 1 || n > MaxCatalogPageLimit {
+			h.Fail(c, http.StatusBadRequest, CodeInvalidInput, "limit must be an integer from 1 to "+strconv.Itoa(MaxCatalogPageLimit)+".")
+			return 0, nil, false
+		}
+		limit = n
+	}
+	raw := c.Query("cursor")
+	if raw == "" {
+		return limit, nil, true
+	}
+	var tok catalogCursorToken
+	data, err := base64.RawURLEncoding.DecodeString(raw)
+	if err == nil {
+		err = json.Unmarshal(data, &tok)
+	}
+	if err != nil || tok.Kind != kind || tok.ID == "" || tok.CreatedAt.IsZero() {
+		h.Fail(c, http.StatusBadRequest, CodeInvalidInput, "cursor is not a next_cursor of GET /"+kind+"; pass it back unchanged or omit it to start again.")
+		return 0, nil, false
+	}
+	return limit, &models.CatalogCursor{CreatedAt: tok.CreatedAt, ID: tok.ID}, true
+}
+
+// listProducts answers GET /products: the installation's products in ascending (created_at, id)
+// order, deleted ones only with include_deleted=true.
+func (h *Handler) listProducts(c *gin.Context) {
+	limit, cur, ok := h.catalogPageParams(c, "products")
+	if !ok {
+		return
+	}
+	includeDeleted := false
+	if raw, set := c.GetQuery("include_deleted"); set {
+		b, err := strconv.ParseBool(raw)
+		if err != nil {
+			h.Fail(c, http.StatusBadRequest, CodeInvalidInput, "include_deleted must be true or false.")
+			return
+		}
+		includeDeleted = b
+	}
+	rows, err := models.ListProducts(h.DB.WithContext(c.Request.Context()), caller(c).Installation.ID, cur, limit+1, includeDeleted)
+	if err != nil {
+		h.internal(c, err)
+		return
+	}
+	page := ProductsPage{Products: make([]ProductItem, 0, min(len(rows), limit))}
+	if len(rows) > limit {
+		rows = rows[:limit]
+		last := rows[limit-1]
+		page.NextCursor = encodeCatalogCursor("products", last.CreatedAt, last.ID)
+	}
+	for i := range rows {
+		page.Products = append(page.Products, productItem(&rows[i]))
+	}
+	c.PureJSON(http.StatusOK, page)
+}
+
+// getProduct answers GET /products/{id_or_ref} for a live product.
+func (h *Handler) getProduct(c *gin.Context) {
+	db := h.DB.WithContext(c.Request.Context())
+	inst := caller(c).Installation
+	ref := c.Param("id_or_ref")
+	p, err := models.FindLiveProduct(db, inst.ID, ref)
+	if errors.Is(err, models.ErrNotFound) {
+		h.Fail(c, http.StatusNotFound, CodeNotFound, "No product "+strconv.Quote(ref)+" in this installation's catalog.")
+		return
+	}
+	if err != nil {
+		h.internal(c, err)
+		return
+	}
+	images, err := models.ProductImages(db, inst.ID, p.ID, MaxEmbeddedCatalogItems+1)
+	if err != nil {
+		h.internal(c, err)
+		return
+	}
+	packshots, err := models.ProductPackshots(db, inst.ID, p.ID, MaxEmbeddedCatalogItems+1)
+	if err != nil {
+		h.internal(c, err)
+		return
+	}
+	out := ProductDetail{ProductItem: productItem(p),
+		Images: make([]ImageItem, 0, len(images)), Packshots: make([]PackshotItem, 0, len(packshots))}
+	if len(images) > MaxEmbeddedCatalogItems {
+		images, out.ImagesTruncated = images[:MaxEmbeddedCatalogItems], true
+	}
+	if len(packshots) > MaxEmbeddedCatalogItems {
+		packshots, out.PackshotsTruncated = packshots[:MaxEmbeddedCatalogItems], true
+	}
+	for i := range images {
+		out.Images = append(out.Images, *imageItem(&images[i]))
+	}
+	for i := range packshots {
+		out.Packshots = append(out.Packshots, *packshotItem(&packshots[i].Packshot, packshots[i].ProductRef))
+	}
+	c.PureJSON(http.StatusOK, out)
+}
+
+// deleteProduct answers DELETE /products/{id_or_ref}: a soft delete (204). The product's images
+// and packshots stay; its external_ref can be registered again as a new product.
+func (h *Handler) deleteProduct(c *gin.Context) {
+	ref := c.Param("id_or_ref")
+	_, err := models.DeleteProduct(h.DB.WithContext(c.Request.Context()), caller(c).Installation.ID, ref, time.Now())
+	if errors.Is(err, models.ErrNotFound) {
+		h.Fail(c, http.StatusNotFound, CodeNotFound, "No product "+strconv.Quote(ref)+" in this installation's catalog.")
+		return
+	}
+	if err != nil {
+		h.internal(c, err)
+		return
+	}
+	c.Status(http.StatusNoContent)
+}
+
+// listPackshots answers GET /packshots: live packshots of live products in ascending
+// (created_at, id) order, narrowed to one product by product_ref.
+func (h *Handler) listPackshots(c *gin.Context) {
+	limit, cur, ok := h.catalogPageParams(c, "packshots")
+	if !ok {
+		return
+	}
+	rows, err := models.ListPackshots(h.DB.WithContext(c.Request.Context()), caller(c).Installation.ID, c.Query("product_ref"), cur, limit+1)
+	if err != nil {
+		h.internal(c, err)
+		return
+	}
+	page := PackshotsPage{Packshots: make([]PackshotItem, 0, min(len(rows), limit))}
+	if len(rows) > limit {
+		rows = rows[:limit]
+		last := rows[limit-1]
+		page.NextCursor = encodeCatalogCursor("packshots", last.CreatedAt, last.ID)
+	}
+	for i := range rows {
+		page.Packshots = append(page.Packshots, *packshotItem(&rows[i].Packshot, rows[i].ProductRef))
+	}
+	c.PureJSON(http.StatusOK, page)
+}
+
+// deletePackshot answers DELETE /packshots/{id_or_ref}: the catalog entry is removed (204), the
+// file stays, and photo sessions never use the packshot again.
+func (h *Handler) deletePackshot(c *gin.Context) {
+	ref := c.Param("id_or_ref")
+	_, err := models.DeletePackshot(h.DB.WithContext(c.Request.Context()), caller(c).Installation.ID, ref, time.Now())
+	if errors.Is(err, models.ErrNotFound) {
+		h.Fail(c, http.StatusNotFound, CodeNotFound, "No packshot "+strconv.Quote(ref)+" in this installation's catalog.")
+		return
+	}
+	if err != nil {
+		h.internal(c, err)
+		return
+	}
+	c.Status(http.StatusNoContent)
+}
+
+func productItem(p *models.ProductSummary) ProductItem {
+	return ProductItem{ID: p.ID, ExternalRef: p.ExternalRef, DisplayName: p.DisplayName, SKU: p.SKU,
+		ImageCount: p.ImageCount, PackshotCount: p.PackshotCount, CreatedAt: p.CreatedAt, DeletedAt: p.DeletedAt}
+}

@@ -1,0 +1,226 @@
+package plugin
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/shotflow/shotflow/internal/blobstore"
+	"github.com/shotflow/shotflow/internal/reference"
+	"github.com/shotflow/shotflow/internal/urlsign"
+	"github.com/shotflow/shotflow/models"
+)
+
+// Reference data: GET /models, /sceneries, /presets and /pricing (GET /ai-models and
+// /aspect-ratios are in me.go), and the signed download of seeded reference images.
+
+// Sources of a model, scenery or preset entry.
+const (
+	SourceAccount     = "account"     // the installation's account's own
+	SourceMarketplace = "marketplace" // a model or scenery shared by every account
+	SourceSystem      = "system"      // a preset of the service
+)
+
+// Cache headers. The spec gives them for /ai-models, /aspect-ratios and /pricing; the lists of
+// models, sceneries and presets depend on the key's account and carry signed URLs, so they are
+// private to the key and short-lived.
+const (
+	cacheAccountLists = "private, max-age=60"
+	cachePricing      = "public, max-age=300"
+	cacheFiles        = "private, max-age=86400"
+)
+
+// ReferenceFilesPath prefixes the signed download URLs of seeded reference images (thumbnails of
+// the marketplace and the system presets' covers and galleries); they need no API key. The rest
+// of the path is the blob key without its "reference/" prefix: {version}/{group}/{file}.
+const ReferenceFilesPath = "/files/ref/"
+
+// referenceFileRoute is the gin route of ReferenceFilesPath.
+const referenceFileRoute = ReferenceFilesPath + ":version/:group/:file"
+
+// ReferenceFilePath is the download path of the reference image stored under a blob key.
+func ReferenceFilePath(key string) string {
+	return ReferenceFilesPath + strings.TrimPrefix(key, models.ReferenceBlobPrefix)
+}
+
+var (
+	refVersionRE = regexp.MustCompile(`^v[0-9]+$`)
+	refFileRE    = regexp.MustCompile(`^[0-9a-f-]{36}\.jpg$`)
+)
+
+// ReferenceEntry is an entry of GET /models and GET /sceneries.
+type ReferenceEntry struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Thumbnail string `json:"thumbnail"` // signed download URL of the image
+	Source    string `json:"source"`    // account or marketplace
+}
+
+// PresetEntry is an entry of GET /presets.
+type PresetEntry struct {
+	ID             string   `json:"id"`
+	Slug           string   `json:"slug"`
+	Name           string   `json:"name"`
+	Description    string   `json:"description"`
+	BestFor        string   `json:"best_for"`
+	Thumbnail      string   `json:"thumbnail"`       // the cover (else the first gallery image); "" when none
+	ExampleGallery []string `json:"example_gallery"` // up to 6 signed image URLs
+	CreditCost     int64    `json:"credit_cost"`     // surcharge per generated image, on top of the AI model's price
+	IsFree         bool     `json:"is_free"`         // true exactly when credit_cost is 0
+	// InputGuidance says which input photos give good results.
+	InputGuidance InputGuidance `json:"input_guidance"`
+	Categories    []string      `json:"categories"`
+	Tags          []string      `json:"tags"`
+	// Scenery is required, recommended or null (not yet reviewed: unknown, never "not needed").
+	Scenery *string `json:"scenery"`
+	Source  string  `json:"source"` // system or account
+}
+
+// InputGuidance is the advice of a preset about its input photos; "" when unset.
+type InputGuidance struct {
+	Requirements string `json:"requirements"`
+	Quantity     string `json:"quantity"`
+	Quality      string `json:"quality"`
+	Do           string `json:"do"`
+	Dont         string `json:"dont"`
+}
+
+// PricingResponse is GET /pricing.
+type PricingResponse struct {
+	Prices []models.Price `json:"prices"`
+}
+
+// imageURL signs the download URL of a reference image: an asset, else a seeded file of the blob
+// store (a key under models.ReferenceBlobPrefix); "" when there is neither (an item still being
+// generated).
+func (h *Handler) imageURL(blobKey string, assetID *string, expires time.Time) string {
+	switch {
+	case assetID != nil && *assetID != "":
+		return h.Signer.URL(http.MethodGet, FilePath(*assetID), expires)
+	case strings.HasPrefix(blobKey, models.ReferenceBlobPrefix):
+		return h.Signer.URL(http.MethodGet, ReferenceFilePath(blobKey), expires)
+	}
+	return ""
+}
+
+func (h *Handler) listModels(c *gin.Context) { h.listReference(c, models.KindFashionModel, "models") }
+
+func (h *Handler) listSceneries(c *gin.Context) { h.listReference(c, models.KindScenery, "sceneries") }
+
+// listReference answers GET /models or /sceneries: the account's own usable items, then the
+// marketplace's.
+func (h *Handler) listReference(c *gin.Context, kind models.ReferenceKind, field string) {
+	items, err := models.ListUsableReferenceItems(h.DB.WithContext(c.Request.Context()), kind, caller(c).Installation.AccountID)
+	if err != nil {
+		h.internal(c, err)
+		return
+	}
+	expires := h.downloadExpiry()
+	out := make([]ReferenceEntry, 0, len(items))
+	for _, it := range items {
+		source := SourceAccount
+		if it.Marketplace() {
+			source = SourceMarketplace
+		}
+		out = append(out, ReferenceEntry{ID: it.ID, Name: it.Name, Thumbnail: h.imageURL(it.ThumbnailKey, it.ThumbnailAssetID, expires), Source: source})
+	}
+	c.Header("Cache-Control", cacheAccountLists)
+	c.Header("Vary", "X-Api-Key")
+	c.PureJSON(http.StatusOK, gin.H{field: out})
+}
+
+// listPresets answers GET /presets: the published system presets, then the account's own.
+func (h *Handler) listPresets(c *gin.Context) {
+	presets, images, err := models.ListVisiblePresets(h.DB.WithContext(c.Request.Context()), caller(c).Installation.AccountID)
+	if err != nil {
+		h.internal(c, err)
+		return
+	}
+	expires := h.downloadExpiry()
+	out := make([]PresetEntry, 0, len(presets))
+	for _, p := range presets {
+		e := PresetEntry{
+			ID: p.ID, Slug: p.Slug, Name: p.Name, Description: p.HeroIntro, BestFor: p.BestFor, ExampleGallery: []string{},
+			CreditCost: p.CreditCost, IsFree: p.IsFree, Categories: nonNilStrings(p.Categories), Tags: nonNilStrings(p.Tags),
+			Scenery: p.SceneryRequirement, Source: SourceSystem,
+			InputGuidance: InputGuidance{Requirements: p.InputRequirements, Quantity: p.QuantityGuidelines,
+				Quality: p.QualityGuidelines, Do: p.DoTips, Dont: p.DontTips},
+		}
+		if p.Type != models.PresetTypeSystem {
+			e.Source = SourceAccount
+		}
+		for _, img := range images[p.ID] {
+			u := h.imageURL(img.BlobKey, img.AssetID, expires)
+			if img.Role == models.PresetImageCover {
+				e.Thumbnail = u
+			} else if len(e.ExampleGallery) < models.MaxPresetGallery {
+				e.ExampleGallery = append(e.ExampleGallery, u)
+			}
+		}
+		if e.Thumbnail == "" && len(e.ExampleGallery) > 0 {
+			e.Thumbnail = e.ExampleGallery[0]
+		}
+		out = append(out, e)
+	}
+	c.Header("Cache-Control", cacheAccountLists)
+	c.Header("Vary", "X-Api-Key")
+	c.PureJSON(http.StatusOK, gin.H{"presets": out})
+}
+
+// pricing answers GET /pricing from the same catalog as GET /ai-models, so a model's entry is its
+// base_credit_cost.
+func (h *Handler) pricing(c *gin.Context) {
+	c.Header("Cache-Control", cachePricing)
+	c.PureJSON(http.StatusOK, PricingResponse{Prices: h.Generator.Catalog().Prices(h.Generator.Models())})
+}
+
+// referenceFile serves a seeded reference image to the holder of a signed URL, rendering it
+// first if the blob store lacks it.
+func (h *Handler) referenceFile(c *gin.Context) {
+	key := models.ReferenceBlobPrefix + c.Param("version") + "/" + c.Param("group") + "/" + c.Param("file")
+	if err := h.Signer.Verify(http.MethodGet, ReferenceFilePath(key), c.Request.URL.Query(), time.Now()); err != nil {
+		if errors.Is(err, urlsign.ErrExpired) {
+			h.Fail(c, http.StatusGone, CodeURLExpired, "This download URL has expired; list the items again for a fresh one.")
+			return
+		}
+		h.Fail(c, http.StatusForbidden, CodeForbidden, "The download URL signature is invalid.")
+		return
+	}
+	if !refVersionRE.MatchString(c.Param("version")) || !slices.Contains([]string{"models", "sceneries", "presets"}, c.Param("group")) ||
+		!refFileRE.MatchString(c.Param("file")) {
+		h.Fail(c, http.StatusNotFound, CodeNotFound, "No such file.")
+		return
+	}
+	data, err := reference.Image(c.Request.Context(), h.Blobs, key)
+	if errors.Is(err, blobstore.ErrNotFound) {
+		h.Fail(c, http.StatusNotFound, CodeNotFound, "No such file.")
+		return
+	}
+	if err != nil {
+		h.internal(c, err)
+		return
+	}
+	sum := sha256.Sum256(data)
+	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
+	c.Header("ETag", etag)
+	c.Header("Cache-Control", cacheFiles)
+	if c.GetHeader("If-None-Match") == etag {
+		c.Status(http.StatusNotModified)
+		return
+	}
+	c.Data(http.StatusOK, reference.ContentType, data)
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

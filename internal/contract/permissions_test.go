@@ -1,0 +1,130 @@
+package contract_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/shotflow/shotflow/activities/generate"
+	"github.com/shotflow/shotflow/activities/generate/local"
+	"github.com/shotflow/shotflow/api"
+	"github.com/shotflow/shotflow/api/plugin"
+	"github.com/shotflow/shotflow/internal/blobstore"
+	"github.com/shotflow/shotflow/internal/contract"
+	"github.com/shotflow/shotflow/internal/intake"
+	"github.com/shotflow/shotflow/internal/ratelimit"
+	"github.com/shotflow/shotflow/internal/secrets"
+	"github.com/shotflow/shotflow/internal/testdb"
+	"github.com/shotflow/shotflow/internal/urlsign"
+	"github.com/shotflow/shotflow/models"
+)
+
+var pathParam = regexp.MustCompile(`\{[^}]+\}`)
+
+// TestDocumentedPermissionsAreEnforced checks each operation's x-permissions against the router:
+// a key without any of them gets 403, a key with any one of them does not get 401 or 403, and an
+// operation with an empty list answers any valid key. Every exchange is validated against the
+// document as well.
+func TestDocumentedPermissionsAreEnforced(t *testing.T) {
+	doc, err := contract.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	db := testdb.Open(t, testdb.SQLiteURL(t))
+	box, err := secrets.NewBox(make([]byte, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobs, err := blobstore.Open(ctx, "file://"+t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = blobs.Close() })
+	catalog, err := models.LoadCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer := urlsign.New([]byte("0123456789abcdef0123456789abcdef"), "http://example.test")
+	h := &plugin.Handler{
+		DB: db, Intake: &intake.Starter{DB: db, Log: zap.NewNop()}, Blobs: blobs, Signer: signer,
+		Generator: generate.NewRegistry(catalog, map[string]generate.Provider{"local": local.Provider{}}),
+		Limiter:   ratelimit.NewMemory(time.Now), Log: zap.NewNop(), DocsURL: "https://docs.example.test",
+		DefaultRateLimit: 10000, DownloadTTL: 168 * time.Hour, UploadTTL: 2 * time.Hour, Secrets: box,
+	}
+	router := api.NewRouter(api.Deps{DB: db, Blobs: blobs, Signer: signer, Log: zap.NewNop(),
+		Ready: func(context.Context) error { return nil }}, h)
+	acc, err := models.CreateAccount(db, "Acme", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := models.CreateInstallation(db, box, models.NewInstallation{AccountID: acc.ID, Name: "shop", RateLimitPerMin: 10000}, "whsec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	issue := func(scopes ...string) string {
+		k, err := models.IssueKey(db, models.KeyKindPlugin, acc.ID, &inst.Installation.ID, "k", scopes, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k.Secret
+	}
+	var allPerms []string
+	for _, perms := range plugin.ScopePermissions {
+		allPerms = append(allPerms, perms...)
+	}
+	slices.Sort(allPerms)
+	allPerms = slices.Compact(allPerms)
+
+	send := func(t *testing.T, method, target, key string) *httptest.ResponseRecorder {
+		t.Helper()
+		req := httptest.NewRequest(method, target, strings.NewReader("{}"))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Api-Key", key)
+		return contract.ServeAndCheck(t, router, req)
+	}
+	checked := 0
+	for _, o := range operations(doc) {
+		if o.op.Security != nil && len(*o.op.Security) == 0 {
+			continue // signed URLs, error docs, health checks, this document
+		}
+		perms := []string{}
+		for _, p := range o.op.Extensions["x-permissions"].([]any) {
+			perms = append(perms, p.(string))
+		}
+		target := pathParam.ReplaceAllStringFunc(o.fullPath, func(string) string { return models.NewID() })
+		checked++
+		t.Run(o.method+" "+o.path, func(t *testing.T) {
+			if len(perms) == 0 {
+				if rec := send(t, o.method, target, issue()); rec.Code == http.StatusForbidden || rec.Code == http.StatusUnauthorized {
+					t.Errorf("x-permissions is empty (any valid key), but a key without scopes got %d: %s", rec.Code, rec.Body.String())
+				}
+				return
+			}
+			var others []string
+			for _, p := range allPerms {
+				if !slices.Contains(perms, p) {
+					others = append(others, p)
+				}
+			}
+			if rec := send(t, o.method, target, issue(others...)); rec.Code != http.StatusForbidden {
+				t.Errorf("a key with every permission but %v got %d, want 403: %s", perms, rec.Code, rec.Body.String())
+			}
+			for _, p := range perms {
+				if rec := send(t, o.method, target, issue(p)); rec.Code == http.StatusForbidden || rec.Code == http.StatusUnauthorized {
+					t.Errorf("x-permissions lists %s, but a key with it got %d: %s", p, rec.Code, rec.Body.String())
+				}
+			}
+		})
+	}
+	if checked < 25 {
+		t.Fatalf("only %d operations checked", checked)
+	}
+}

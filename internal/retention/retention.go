@@ -1,0 +1,161 @@
+// Package retention removes generated files once they are older than the retention period
+// (OUTPUT_RETENTION): it deletes each output's blob and marks its asset row purged. Every worker
+// runs the sweep periodically; downloads of a purged file and POST /jobs/{id}/refresh-url then
+// answer 410 outputs_purged.
+//
+// A file that a live packshot points at (a packshot job's candidate that is pending or accepted)
+// is kept: it feeds photo sessions. Rejected and deleted candidates are purged like any output.
+package retention
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/shotflow/shotflow/internal/blobstore"
+	"github.com/shotflow/shotflow/models"
+)
+
+// DefaultBatchSize is how many files one batch of a sweep looks at.
+const DefaultBatchSize = 100
+
+// keptByPackshot is true for an asset a live, not rejected packshot points at.
+const keptByPackshot = `EXISTS (SELECT 1 FROM packshots p WHERE p.asset_id = assets.id AND p.deleted_at IS NULL AND p.voting <> ?)`
+
+// Purger purges output files older than Retention.
+type Purger struct {
+	DB        *gorm.DB
+	Blobs     *blobstore.Store
+	Log       *zap.Logger
+	Retention time.Duration
+	BatchSize int              // 0: DefaultBatchSize
+	Now       func() time.Time // nil: time.Now
+}
+
+func (p *Purger) now() time.Time {
+	if p.Now != nil {
+		return p.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+// Purge removes every stored output file created before now minus Retention and returns how many
+// it purged. It is idempotent and safe to run from several workers at once: each file is purged in
+// its own transaction that first locks the asset row, so a file is deleted once, and never after a
+// packshot that points at it was accepted (POST /jobs/{id}/accept locks the same row).
+func (p *Purger) Purge(ctx context.Context) (int, error) {
+	if p.Retention <= 0 {
+		return 0, fmt.Errorf("retention: period must be positive, got %v", p.Retention)
+	}
+	batch := p.BatchSize
+	if batch <= 0 {
+		batch = DefaultBatchSize
+	}
+	cutoff := p.now().Add(-p.Retention)
+	db := p.DB.WithContext(ctx)
+	purged := 0
+	var failures []error
+	// Keyset pagination over (created_at, id): every pass moves forward, so files that are kept or
+	// taken by another worker are looked at once per sweep.
+	var after *models.Asset
+	for {
+		q := db.Model(&models.Asset{}).Select("id", "created_at").
+			Where("kind = ? AND purged_at IS NULL AND created_at < ?", models.AssetKindOutput, cutoff).
+			Where("NOT "+keptByPackshot, models.VotingRejected)
+		if after != nil {
+			q = q.Where("(created_at > ? OR (created_at = ? AND id > ?))", after.CreatedAt, after.CreatedAt, after.ID)
+		}
+		var page []models.Asset
+		if err := q.Order("created_at, id").Limit(batch).Find(&page).Error; err != nil {
+			return purged, errors.Join(append(failures, fmt.Errorf("retention: list outputs: %w", err))...)
+		}
+		for i := range page {
+			ok, err := p.purgeOne(ctx, page[i].ID)
+			if ctx.Err() != nil {
+				return purged, ctx.Err()
+			}
+			if err != nil {
+				// One file that cannot be purged must not hold back the others; the next sweep
+				// tries it again. Give up when failures are all there is.
+				failures = append(failures, err)
+				if len(failures) >= batch {
+					return purged, errors.Join(failures...)
+				}
+				continue
+			}
+			if ok {
+				purged++
+			}
+		}
+		if len(page) < batch {
+			return purged, errors.Join(failures...)
+		}
+		after = &page[len(page)-1]
+	}
+}
+
+// purgeOne deletes the blob of one output and marks it purged, unless it was purged meanwhile or
+// a live packshot now points at it. The blob is deleted while the row is locked and before the
+// row is marked, so a crash in between leaves a row that the next sweep purges again (deleting a
+// missing blob is not an error), never a stored file marked purged.
+func (p *Purger) purgeOne(ctx context.Context, id string) (bool, error) {
+	purged := false
+	err := p.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var a models.Asset
+		err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).
+			Where("id = ? AND kind = ? AND purged_at IS NULL", id, models.AssetKindOutput).Take(&a).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return nil // another worker purged it
+		}
+		if err != nil {
+			return err
+		}
+		var kept int64
+		if err := tx.Model(&models.Asset{}).Where("id = ? AND "+keptByPackshot, id, models.VotingRejected).Count(&kept).Error; err != nil {
+			return err
+		}
+		if kept > 0 {
+			return nil
+		}
+		if err := p.Blobs.Delete(ctx, a.BlobKey); err != nil {
+			return fmt.Errorf("delete blob %s: %w", a.BlobKey, err)
+		}
+		now := p.now()
+		if err := tx.Model(&models.Asset{}).Where("id = ?", id).
+			Updates(map[string]any{"purged_at": now, "updated_at": now}).Error; err != nil {
+			return err
+		}
+		purged = true
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("retention: purge asset %s: %w", id, err)
+	}
+	return purged, nil
+}
+
+// Run purges at once and then every interval until ctx ends; failures are logged and retried on
+// the next tick.
+func (p *Purger) Run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		n, err := p.Purge(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			p.Log.Warn("output retention sweep", zap.Error(err), zap.Int("purged", n))
+		case n > 0:
+			p.Log.Info("purged outputs past retention", zap.Int("purged", n), zap.Duration("retention", p.Retention))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

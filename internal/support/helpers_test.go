@@ -1,0 +1,207 @@
+package support_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
+	"gorm.io/gorm"
+
+	"github.com/shotflow/shotflow/internal/errorcat"
+	"github.com/shotflow/shotflow/internal/intake"
+	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/workflows"
+)
+
+// start is one workflow start a fakeTemporal received.
+type start struct {
+	opts     client.StartWorkflowOptions
+	workflow any
+	args     []any
+}
+
+// fakeTemporal records workflow starts and answers them with err (nil: started).
+type fakeTemporal struct {
+	client.Client // nil: any other call panics, so the tests notice it
+	mu            sync.Mutex
+	starts        []start
+	err           error
+}
+
+func (f *fakeTemporal) ExecuteWorkflow(_ context.Context, opts client.StartWorkflowOptions, wf any, args ...any) (client.WorkflowRun, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.starts = append(f.starts, start{opts: opts, workflow: wf, args: args})
+	return nil, f.err
+}
+
+// startsOf returns the recorded starts of the workflow ID.
+func (f *fakeTemporal) startsOf(id string) []start {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []start
+	for _, s := range f.starts {
+		if s.opts.ID == id {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (f *fakeTemporal) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.starts)
+}
+
+var jobOptions = workflows.JobOptions{InputWait: 7 * time.Minute}
+
+func newStarter(db *gorm.DB, tc client.Client) *intake.Starter {
+	return &intake.Starter{DB: db, Temporal: tc, TaskQueue: "support-test", Log: zap.NewNop(), JobOptions: jobOptions}
+}
+
+// tenant is an account with one installation.
+type tenant struct {
+	accountID      string
+	installationID string
+}
+
+func newTenant(t *testing.T, db *gorm.DB, credits int64) tenant {
+	t.Helper()
+	acc, err := models.CreateAccount(db, "support test", credits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	inst := models.Installation{ID: models.NewID(), AccountID: acc.ID, Name: "shop", CallbackURL: "https://shop.example/hooks",
+		WebhookSecretEnc: "sealed", RateLimitPerMin: 60, Status: "active", CreatedAt: now, UpdatedAt: now}
+	if err := db.Create(&inst).Error; err != nil {
+		t.Fatal(err)
+	}
+	return tenant{accountID: acc.ID, installationID: inst.ID}
+}
+
+// submit accepts an order of one job per product reference, each costing cost, through intake
+// like the API does (the order's workflow start goes to the fake).
+func submit(t *testing.T, s *intake.Starter, tn tenant, cost int64, refs ...string) (models.Order, []models.Job) {
+	t.Helper()
+	order := models.Order{ID: models.NewID(), AccountID: tn.accountID, InstallationID: &tn.installationID, API: models.APIPlugin,
+		JobType: models.JobTypePhotoShoot, SessionConfig: models.JSON(`{}`)}
+	jobs := make([]models.Job, len(refs))
+	for i, ref := range refs {
+		jobs[i] = models.Job{ID: models.NewID(), AccountID: tn.accountID, InstallationID: &tn.installationID,
+			JobType: models.JobTypePhotoShoot, Position: i, ProductRef: ref, ProductLabel: "Label " + ref,
+			AIModel: "sim/content-policy", AspectRatio: "1:1", CreditCost: cost, Status: models.JobPending, Voting: models.VotingPending}
+	}
+	if err := s.Submit(context.Background(), &order, jobs); err != nil {
+		t.Fatal(err)
+	}
+	return order, jobs
+}
+
+// fail ends a job run failed with category after one attempt, as JobWorkflow does.
+func fail(t *testing.T, db *gorm.DB, jobID string, run int, c errorcat.Category) {
+	t.Helper()
+	if _, err := models.BeginAttempt(db, jobID, run, 1); err != nil {
+		t.Fatalf("BeginAttempt %s run %d: %v", jobID, run, err)
+	}
+	if ok, err := models.EndJob(db, jobID, run, models.JobFailed, string(c), c.Hint(), "raw provider message for "+jobID); err != nil || !ok {
+		t.Fatalf("EndJob %s run %d: %v, %v", jobID, run, ok, err)
+	}
+}
+
+func expire(t *testing.T, db *gorm.DB, jobID string) {
+	t.Helper()
+	if ok, err := models.EndJob(db, jobID, 1, models.JobExpired, "", "", ""); err != nil || !ok {
+		t.Fatalf("expire %s: %v, %v", jobID, ok, err)
+	}
+}
+
+func complete(t *testing.T, db *gorm.DB, jobID string, run int) {
+	t.Helper()
+	if err := models.CompleteJob(db, jobID, run, nil); err != nil {
+		t.Fatalf("CompleteJob %s run %d: %v", jobID, run, err)
+	}
+}
+
+func job(t *testing.T, db *gorm.DB, id string) *models.Job {
+	t.Helper()
+	j, err := models.GetJob(db, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+func order(t *testing.T, db *gorm.DB, id string) models.Order {
+	t.Helper()
+	var o models.Order
+	if err := db.Take(&o, "id = ?", id).Error; err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// assertCredits checks that the account's balance and reserved amount are the given ones and
+// equal the sums of its ledger.
+func assertCredits(t *testing.T, db *gorm.DB, accountID string, balance, reserved int64) {
+	t.Helper()
+	acc, err := models.GetAccount(db, accountID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, r, err := models.LedgerSums(db, accountID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if acc.CreditBalance != balance || acc.CreditsReserved != reserved || b != balance || r != reserved {
+		t.Fatalf("account balance/reserved %d/%d, ledger %d/%d; want %d/%d", acc.CreditBalance, acc.CreditsReserved, b, r, balance, reserved)
+	}
+}
+
+// ledgerOf lists a job's ledger movements as "kind/run/balance_delta/reserved_delta", oldest first.
+func ledgerOf(t *testing.T, db *gorm.DB, jobID string) []string {
+	t.Helper()
+	var rows []models.LedgerEntry
+	if err := db.Where("job_id = ?", jobID).Order("run, created_at, kind DESC").Find(&rows).Error; err != nil {
+		t.Fatal(err)
+	}
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = fmt.Sprintf("%s/%d/%d/%d", r.Kind, r.Run, r.BalanceDelta, r.ReservedDelta)
+	}
+	return out
+}
+
+// snapshot is every row a retry could touch, to show that a refused retry changed nothing.
+func snapshot(t *testing.T, db *gorm.DB, accountID string) string {
+	t.Helper()
+	var (
+		acc     models.Account
+		orders  []models.Order
+		jobs    []models.Job
+		ledger  []models.LedgerEntry
+		retries []models.JobRetry
+	)
+	for _, q := range []*gorm.DB{
+		db.Take(&acc, "id = ?", accountID),
+		db.Where("account_id = ?", accountID).Order("id").Find(&orders),
+		db.Where("account_id = ?", accountID).Order("id").Find(&jobs),
+		db.Where("account_id = ?", accountID).Order("id").Find(&ledger),
+		db.Where("account_id = ?", accountID).Order("id").Find(&retries),
+	} {
+		if q.Error != nil {
+			t.Fatal(q.Error)
+		}
+	}
+	b, err := json.Marshal([]any{acc, orders, jobs, ledger, retries})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

@@ -1,0 +1,520 @@
+package support_test
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/temporal"
+	"gorm.io/gorm"
+
+	"github.com/shotflow/shotflow/internal/errorcat"
+	"github.com/shotflow/shotflow/internal/support"
+	"github.com/shotflow/shotflow/internal/testdb"
+	"github.com/shotflow/shotflow/internal/webhooks"
+	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/workflows"
+)
+
+var ui = support.UI{BaseURL: "http://localhost:8233/", Namespace: "default"}
+
+func TestWorkflowURL(t *testing.T) {
+	cases := map[string]struct {
+		ui   support.UI
+		id   string
+		want string
+	}{
+		"job run":     {ui, "job/abc/run-2", "http://localhost:8233/namespaces/default/workflows/job%2Fabc%2Frun-2"},
+		"namespace":   {support.UI{BaseURL: "https://ui.example", Namespace: "prod eu"}, "order/x", "https://ui.example/namespaces/prod%20eu/workflows/order%2Fx"},
+		"no UI":       {support.UI{}, "order/x", ""},
+		"default ns":  {support.UI{BaseURL: "http://ui"}, "webhook/d", "http://ui/namespaces/default/workflows/webhook%2Fd"},
+		"escaped ids": {ui, "job/a b?c", "http://localhost:8233/namespaces/default/workflows/job%2Fa%20b%3Fc"},
+	}
+	for name, c := range cases {
+		if got := c.ui.WorkflowURL(c.id); got != c.want {
+			t.Errorf("%s: %q, want %q", name, got, c.want)
+		}
+	}
+}
+
+func TestListJobsFilters(t *testing.T) {
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		s := newStarter(db, &fakeTemporal{})
+		a, b := newTenant(t, db, 100), newTenant(t, db, 100)
+		_, jobsA := submit(t, s, a, 1, "a-policy", "a-rate", "a-ok")
+		_, jobsB := submit(t, s, b, 1, "b-policy", "b-waiting")
+		fail(t, db, jobsA[0].ID, 1, errorcat.ContentPolicy)
+		fail(t, db, jobsA[1].ID, 1, errorcat.RateLimit)
+		complete(t, db, jobsA[2].ID, 1)
+		fail(t, db, jobsB[0].ID, 1, errorcat.ContentPolicy)
+		// Distinct update times, oldest first: a-policy, a-rate, a-ok, b-policy, b-waiting.
+		base := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+		for i, id := range []string{jobsA[0].ID, jobsA[1].ID, jobsA[2].ID, jobsB[0].ID, jobsB[1].ID} {
+			testdb.MustExec(t, db, "UPDATE jobs SET updated_at = ? WHERE id = ?", base.Add(time.Duration(i)*time.Minute), id)
+		}
+		refs := func(l support.JobList) []string {
+			out := []string{}
+			for _, j := range l.Jobs {
+				out = append(out, j.ProductRef)
+			}
+			return out
+		}
+		cases := []struct {
+			name string
+			f    support.JobFilter
+			want []string
+		}{
+			{"failed, newest first", support.JobFilter{Status: "failed"}, []string{"b-policy", "a-rate", "a-policy"}},
+			{"by category", support.JobFilter{Status: "failed", Category: "CONTENT_POLICY"}, []string{"b-policy", "a-policy"}},
+			{"by installation", support.JobFilter{Status: "failed", InstallationID: a.installationID}, []string{"a-rate", "a-policy"}},
+			{"category and installation", support.JobFilter{Status: "failed", Category: "RATE_LIMIT", InstallationID: b.installationID}, []string{}},
+			{"since", support.JobFilter{Status: "failed", Since: base.Add(time.Minute)}, []string{"b-policy", "a-rate"}},
+			{"since in another zone", support.JobFilter{Status: "failed", Since: base.Add(3 * time.Minute).In(time.FixedZone("CEST", 2*3600))}, []string{"b-policy"}},
+			{"limit", support.JobFilter{Status: "failed", Limit: 2}, []string{"b-policy", "a-rate"}},
+			{"other status", support.JobFilter{Status: "pending"}, []string{"b-waiting"}},
+			{"completed", support.JobFilter{Status: "completed"}, []string{"a-ok"}},
+		}
+		for _, c := range cases {
+			got, err := support.ListJobs(ctx, db, ui, c.f)
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			if !slices.Equal(refs(got), c.want) || got.Count != len(c.want) {
+				t.Errorf("%s: %v (count %d), want %v", c.name, refs(got), got.Count, c.want)
+			}
+		}
+
+		// Every field of an item, and the limit that applied.
+		got, err := support.ListJobs(ctx, db, ui, support.JobFilter{Status: "failed", Category: "RATE_LIMIT"})
+		if err != nil || len(got.Jobs) != 1 || got.Limit != support.DefaultListLimit {
+			t.Fatalf("list = %+v, %v", got, err)
+		}
+		it := got.Jobs[0]
+		want := support.JobItem{
+			JobID: jobsA[1].ID, OrderID: jobsA[1].OrderID, AccountID: a.accountID, InstallationID: &a.installationID,
+			Status: "failed", Run: 1, AttemptCount: 1, ProductRef: "a-rate", AIModel: "sim/content-policy",
+			UpdatedAt: base.Add(time.Minute), WorkflowID: "job/" + jobsA[1].ID,
+			TemporalUIURL: "http://localhost:8233/namespaces/default/workflows/job%2F" + jobsA[1].ID,
+		}
+		if it.ErrorCategory == nil || *it.ErrorCategory != "RATE_LIMIT" || it.ErrorHint == nil || *it.ErrorHint != errorcat.RateLimit.Hint() {
+			t.Fatalf("item category/hint = %v/%v", it.ErrorCategory, it.ErrorHint)
+		}
+		it.ErrorCategory, it.ErrorHint = nil, nil
+		if !it.UpdatedAt.Equal(want.UpdatedAt) {
+			t.Fatalf("updated_at = %v, want %v", it.UpdatedAt, want.UpdatedAt)
+		}
+		it.UpdatedAt = want.UpdatedAt
+		if !reflect.DeepEqual(it, want) {
+			t.Fatalf("item = %+v\nwant %+v", it, want)
+		}
+
+		for _, bad := range []support.JobFilter{
+			{Status: ""}, {Status: "broken"}, {Status: "failed", Category: "NOT_A_CATEGORY"},
+			{Status: "failed", Limit: support.MaxListLimit + 1}, {Status: "failed", Limit: -1},
+		} {
+			if _, err := support.ListJobs(ctx, db, ui, bad); !errors.Is(err, support.ErrInvalidFilter) {
+				t.Errorf("filter %+v: %v, want ErrInvalidFilter", bad, err)
+			}
+		}
+	})
+}
+
+func TestRetryJobRunsItAgainInsideItsOrder(t *testing.T) {
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		tc := &fakeTemporal{}
+		s := newStarter(db, tc)
+		tn := newTenant(t, db, 10)
+		o, jobs := submit(t, s, tn, 2, "policy", "late", "fine")
+		a, b, c := jobs[0].ID, jobs[1].ID, jobs[2].ID
+		fail(t, db, a, 1, errorcat.ContentPolicy)
+		expire(t, db, b)
+		complete(t, db, c, 1)
+		if got := order(t, db, o.ID); got.Status != models.OrderCompleted || got.JobsFailed != 1 || got.JobsExpired != 1 || got.CompletedAt == nil {
+			t.Fatalf("order before the retry = %+v", got)
+		}
+		assertCredits(t, db, tn.accountID, 8, 0)
+
+		// Retry the failed job: run 2, a new reservation, the order back in progress, an audit row.
+		res, err := support.RetryJob(ctx, s, ui, support.RetryRequest{JobID: a, Actor: " alice ", Reason: "prompt fixed"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := support.RetryResult{
+			JobID: a, OrderID: o.ID, PreviousStatus: models.JobFailed, Run: 2, WorkflowID: "job/" + a + "/run-2",
+			TemporalUIURL:   "http://localhost:8233/namespaces/default/workflows/job%2F" + a + "%2Frun-2",
+			CreditsReserved: 2, AuditID: res.AuditID, WorkflowStarted: true,
+		}
+		if res != want || res.AuditID == "" {
+			t.Fatalf("result = %+v\nwant %+v", res, want)
+		}
+		j := job(t, db, a)
+		if j.Run != 2 || j.Status != models.JobPending || j.AttemptCount != 0 || j.ErrorCategory != nil || j.ErrorHint != nil ||
+			j.ErrorDetail != "" || j.StartedAt != nil || j.CompletedAt != nil || j.RunStartedAt == nil {
+			t.Fatalf("job after the retry = %+v", j)
+		}
+		if got := ledgerOf(t, db, a); !slices.Equal(got, []string{"reserve/1/-2/2", "release/1/2/-2", "reserve/2/-2/2"}) {
+			t.Fatalf("ledger of the job = %v", got)
+		}
+		assertCredits(t, db, tn.accountID, 6, 2)
+		got := order(t, db, o.ID)
+		if got.Status != models.OrderInProgress || got.CompletedAt != nil || got.JobsFailed != 0 || got.JobsExpired != 1 ||
+			got.JobsCompleted != 1 || got.CreditsReserved != 8 || got.CreditsConsumed != 2 || got.CreditsReleased != 4 {
+			t.Fatalf("order after the retry = %+v", got)
+		}
+		var audit []models.JobRetry
+		db.Where("job_id = ?", a).Find(&audit)
+		if len(audit) != 1 || audit[0].ID != res.AuditID || audit[0].OrderID != o.ID || audit[0].AccountID != tn.accountID ||
+			audit[0].FromRun != 1 || audit[0].ToRun != 2 || audit[0].Actor != "alice" || audit[0].Reason != "prompt fixed" {
+			t.Fatalf("audit = %+v", audit)
+		}
+
+		// The run's workflow: its own ID, the order's task queue, never run twice, findable in the UI.
+		starts := tc.startsOf("job/" + a + "/run-2")
+		if len(starts) != 1 {
+			t.Fatalf("starts of run 2 = %d", len(starts))
+		}
+		st := starts[0]
+		if st.opts.TaskQueue != "support-test" || st.opts.WorkflowIDReusePolicy != enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE ||
+			reflect.ValueOf(st.workflow).Pointer() != reflect.ValueOf(workflows.JobWorkflow).Pointer() {
+			t.Fatalf("start options = %+v", st.opts)
+		}
+		if len(st.args) != 1 || !reflect.DeepEqual(st.args[0], workflows.JobInput{JobID: a, Run: 2, OrderID: o.ID, Options: jobOptions}) {
+			t.Fatalf("start input = %+v", st.args)
+		}
+		sa := st.opts.TypedSearchAttributes
+		for key, want := range map[temporal.SearchAttributeKeyKeyword]string{
+			workflows.SAAccountID: tn.accountID, workflows.SAInstallationID: tn.installationID, workflows.SAOrderID: o.ID,
+			workflows.SAJobType: models.JobTypePhotoShoot, workflows.SAJobStatus: models.JobPending,
+		} {
+			if got, ok := sa.GetKeyword(key); !ok || got != want {
+				t.Errorf("search attribute %s = %q, want %q", key.GetName(), got, want)
+			}
+		}
+		if sa.Size() != 5 {
+			t.Errorf("search attributes = %v", sa.GetUntypedValues())
+		}
+		if st.opts.Memo["product_ref"] != "policy" || st.opts.Memo["product_label"] != "Label policy" {
+			t.Fatalf("memo = %v", st.opts.Memo)
+		}
+
+		// The job cannot be retried again while its run is under way, and a late settlement of the
+		// old run changes nothing.
+		if _, err := support.RetryJob(ctx, s, ui, support.RetryRequest{JobID: a, Actor: "bob"}); !errors.Is(err, support.ErrNotRetryable) {
+			t.Fatalf("retry of a pending run = %v", err)
+		}
+		if ended, err := models.EndJob(db, a, 1, models.JobFailed, "CONTENT_POLICY", "", ""); err != nil || ended {
+			t.Fatalf("settling run 1 again: %v, %v", ended, err)
+		}
+		complete(t, db, a, 1)
+		if j := job(t, db, a); j.Status != models.JobPending || j.Run != 2 {
+			t.Fatalf("a late settlement of run 1 moved the job: %+v", j)
+		}
+
+		// An expired job runs again too.
+		res, err = support.RetryJob(ctx, s, ui, support.RetryRequest{JobID: b, Actor: "alice"})
+		if err != nil || res.PreviousStatus != models.JobExpired || res.Run != 2 {
+			t.Fatalf("retry of the expired job = %+v, %v", res, err)
+		}
+		if got := order(t, db, o.ID); got.JobsExpired != 0 || got.CreditsReserved != 10 || got.Status != models.OrderInProgress {
+			t.Fatalf("order = %+v", got)
+		}
+		assertCredits(t, db, tn.accountID, 4, 4)
+
+		// The runs end as JobWorkflow ends them: the order is complete again and balances.
+		complete(t, db, a, 2)
+		fail(t, db, b, 2, errorcat.InternalBug)
+		got = order(t, db, o.ID)
+		if got.Status != models.OrderCompleted || got.CompletedAt == nil || got.JobsCompleted != 2 || got.JobsFailed != 1 ||
+			got.CreditsReserved != 10 || got.CreditsConsumed+got.CreditsReleased != 10 {
+			t.Fatalf("order after the runs = %+v", got)
+		}
+		assertCredits(t, db, tn.accountID, 6, 0)
+		if got := ledgerOf(t, db, a); !slices.Equal(got, []string{"reserve/1/-2/2", "release/1/2/-2", "reserve/2/-2/2", "consume/2/0/-2"}) {
+			t.Fatalf("ledger of the job = %v", got)
+		}
+
+		// A job whose second run failed can run a third time.
+		res, err = support.RetryJob(ctx, s, ui, support.RetryRequest{JobID: b, Actor: "carol"})
+		if err != nil || res.Run != 3 || res.WorkflowID != "job/"+b+"/run-3" {
+			t.Fatalf("third run = %+v, %v", res, err)
+		}
+		complete(t, db, b, 3)
+		got = order(t, db, o.ID)
+		if got.Status != models.OrderCompleted || got.JobsCompleted != 3 || got.JobsFailed != 0 || got.JobsExpired != 0 ||
+			got.CreditsReserved != 12 || got.CreditsConsumed != 6 || got.CreditsReleased != 6 {
+			t.Fatalf("order after the third run = %+v", got)
+		}
+		assertCredits(t, db, tn.accountID, 4, 0)
+		var audits int64
+		db.Model(&models.JobRetry{}).Where("order_id = ?", o.ID).Count(&audits)
+		if audits != 3 {
+			t.Fatalf("%d audit rows, want 3", audits)
+		}
+	})
+}
+
+func TestRetryJobRefusalsChangeNothing(t *testing.T) {
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		tc := &fakeTemporal{}
+		s := newStarter(db, tc)
+		tn := newTenant(t, db, 4)
+		_, jobs := submit(t, s, tn, 2, "done", "broken")
+		done, broken := jobs[0].ID, jobs[1].ID
+		complete(t, db, done, 1)
+		fail(t, db, broken, 1, errorcat.ContentPolicy)
+		// Another order holds the rest of the balance: nothing is left for a new run.
+		_, others := submit(t, s, tn, 2, "waiting")
+		assertCredits(t, db, tn.accountID, 0, 2)
+		// A failed job whose reservation was never released (as if settlement had been skipped).
+		_, stuck := submit(t, s, newTenant(t, db, 1), 1, "stuck")
+		testdb.MustExec(t, db, "UPDATE jobs SET status = ? WHERE id = ?", models.JobFailed, stuck[0].ID)
+		testdb.MustExec(t, db, "UPDATE orders SET jobs_failed = 1 WHERE id = ?", stuck[0].OrderID)
+		starts := tc.count()
+
+		cases := []struct {
+			name    string
+			req     support.RetryRequest
+			account string
+			want    error
+		}{
+			{"completed job", support.RetryRequest{JobID: done, Actor: "a"}, tn.accountID, support.ErrNotRetryable},
+			{"pending job", support.RetryRequest{JobID: others[0].ID, Actor: "a"}, tn.accountID, support.ErrNotRetryable},
+			{"short balance", support.RetryRequest{JobID: broken, Actor: "a"}, tn.accountID, models.ErrInsufficientCredits},
+			{"unknown job", support.RetryRequest{JobID: models.NewID(), Actor: "a"}, tn.accountID, models.ErrNotFound},
+			{"reservation not released", support.RetryRequest{JobID: stuck[0].ID, Actor: "a"}, stuck[0].AccountID, support.ErrReservationNotReleased},
+			{"no actor", support.RetryRequest{JobID: broken, Actor: " "}, tn.accountID, nil},
+		}
+		for _, c := range cases {
+			before := snapshot(t, db, c.account)
+			_, err := support.RetryJob(ctx, s, ui, c.req)
+			if err == nil || c.want != nil && !errors.Is(err, c.want) {
+				t.Errorf("%s: %v, want %v", c.name, err, c.want)
+			}
+			if after := snapshot(t, db, c.account); after != before {
+				t.Errorf("%s changed the database:\nbefore %s\nafter  %s", c.name, before, after)
+			}
+		}
+		if _, err := support.RetryJob(ctx, s, ui, support.RetryRequest{JobID: broken, Actor: "a"}); err == nil ||
+			!strings.Contains(err.Error(), "0 credits available and the run needs 2") {
+			t.Errorf("short balance message: %v", err)
+		}
+		if _, err := support.RetryJob(ctx, s, ui, support.RetryRequest{JobID: done, Actor: "a"}); err == nil ||
+			!strings.Contains(err.Error(), "is completed") {
+			t.Errorf("completed job message: %v", err)
+		}
+		if tc.count() != starts {
+			t.Fatalf("a refused retry started %d workflows", tc.count()-starts)
+		}
+
+		// With credits granted the same retry goes through.
+		if err := models.GrantCredits(db, tn.accountID, 2, "test"); err != nil {
+			t.Fatal(err)
+		}
+		if res, err := support.RetryJob(ctx, s, ui, support.RetryRequest{JobID: broken, Actor: "a"}); err != nil || res.Run != 2 {
+			t.Fatalf("retry after a grant = %+v, %v", res, err)
+		}
+		assertCredits(t, db, tn.accountID, 0, 4)
+	})
+}
+
+// TestRetryWhoseStartIsLostIsStartedBySweeper: the run is committed even when Temporal cannot be
+// reached; the intake sweeper starts it later, once.
+func TestRetryWhoseStartIsLostIsStartedBySweeper(t *testing.T) {
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		lost := &fakeTemporal{err: errors.New("connection to Temporal lost")}
+		tn := newTenant(t, db, 5)
+		_, jobs := submit(t, newStarter(db, &fakeTemporal{}), tn, 1, "x", "y")
+		x, y := jobs[0].ID, jobs[1].ID
+		fail(t, db, x, 1, errorcat.ProviderAccount)
+		fail(t, db, y, 1, errorcat.ProviderAccount)
+
+		res, err := support.RetryJob(ctx, newStarter(db, lost), ui, support.RetryRequest{JobID: x, Actor: "a"})
+		if err != nil || res.WorkflowStarted || !strings.Contains(res.StartError, "connection to Temporal lost") || res.Run != 2 || res.AuditID == "" {
+			t.Fatalf("retry with a lost start = %+v, %v", res, err)
+		}
+		if j := job(t, db, x); j.Run != 2 || j.Status != models.JobPending || j.RunStartedAt != nil {
+			t.Fatalf("job = %+v", j)
+		}
+		assertCredits(t, db, tn.accountID, 4, 1)
+
+		tc := &fakeTemporal{}
+		sweeper := newStarter(db, tc)
+		if n, err := sweeper.StartPendingRuns(ctx, time.Hour, 10); err != nil || n != 0 {
+			t.Fatalf("sweep before the threshold started %d, %v", n, err)
+		}
+		if n, err := sweeper.StartPendingRuns(ctx, 0, 10); err != nil || n != 1 {
+			t.Fatalf("sweep started %d, %v; want 1", n, err)
+		}
+		starts := tc.startsOf("job/" + x + "/run-2")
+		if len(starts) != 1 || !reflect.DeepEqual(starts[0].args[0], workflows.JobInput{JobID: x, Run: 2, OrderID: jobs[0].OrderID, Options: jobOptions}) ||
+			starts[0].opts.WorkflowIDReusePolicy != enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE {
+			t.Fatalf("sweeper starts = %+v", tc.starts)
+		}
+		if j := job(t, db, x); j.RunStartedAt == nil {
+			t.Fatal("the sweeper did not record the start")
+		}
+		if n, err := sweeper.StartPendingRuns(ctx, 0, 10); err != nil || n != 0 {
+			t.Fatalf("second sweep started %d, %v; want 0", n, err)
+		}
+		// Run 1 jobs are the order workflow's business, never the run sweeper's.
+		if tc.count() != 1 {
+			t.Fatalf("the sweeper made %d starts, want 1", tc.count())
+		}
+
+		// A start that finds the run's workflow already there (the sweeper racing the command) is a start.
+		already := &fakeTemporal{err: serviceerror.NewWorkflowExecutionAlreadyStarted("already started", "", "")}
+		res, err = support.RetryJob(ctx, newStarter(db, already), ui, support.RetryRequest{JobID: y, Actor: "a"})
+		if err != nil || !res.WorkflowStarted || res.StartError != "" {
+			t.Fatalf("retry racing the sweeper = %+v, %v", res, err)
+		}
+		if j := job(t, db, y); j.RunStartedAt == nil {
+			t.Fatal("run_started_at not set")
+		}
+	})
+}
+
+func TestShowOrder(t *testing.T) {
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		s := newStarter(db, &fakeTemporal{})
+		tn := newTenant(t, db, 10)
+		o, jobs := submit(t, s, tn, 1, "mug", "vase")
+		mug, vase := jobs[0].ID, jobs[1].ID
+		fail(t, db, mug, 1, errorcat.ContentPolicy)
+		fail(t, db, vase, 1, errorcat.InputMissing)
+		deliver := func(jobID string, run int, event string, codes ...int) string {
+			id := models.WebhookDeliveryID(jobID, run, event)
+			if _, err := models.CreateWebhookDelivery(db, &models.WebhookDelivery{ID: id, AccountID: tn.accountID,
+				InstallationID: tn.installationID, OrderID: o.ID, JobID: jobID, Run: run, Event: event,
+				Payload: models.JSON(`{}`), CallbackURL: "https://shop.example/hooks"}); err != nil {
+				t.Fatal(err)
+			}
+			for i, code := range codes {
+				rec := models.AttemptRecord{Attempt: i + 1, CallbackURL: "https://shop.example/hooks", StartedAt: time.Now(),
+					StatusCode: code, Latency: 42 * time.Millisecond, Delivered: code == 204}
+				if code != 204 {
+					rec.Error = "HTTP 503"
+				}
+				if err := models.RecordWebhookAttempt(db, id, rec); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return id
+		}
+		first := deliver(mug, 1, webhooks.EventJobFailed, 503, 204)
+		res, err := support.RetryJob(ctx, s, ui, support.RetryRequest{JobID: mug, Actor: "alice", Reason: "policy misfire"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		complete(t, db, mug, 2)
+		second := deliver(mug, 2, webhooks.EventJobCompleted, 204)
+
+		v, err := support.ShowOrder(ctx, db, ui, o.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		link := func(id string) string {
+			return "http://localhost:8233/namespaces/default/workflows/" + strings.ReplaceAll(id, "/", "%2F")
+		}
+		sum := v.Order
+		if sum.OrderID != o.ID || sum.Status != models.OrderCompleted || sum.JobsTotal != 2 || sum.JobsCompleted != 1 || sum.JobsFailed != 1 ||
+			sum.Credits != (support.CreditsSummary{Reserved: 3, Consumed: 1, Released: 2, Held: 0}) ||
+			sum.WorkflowID != "order/"+o.ID || sum.TemporalUIURL != link("order/"+o.ID) || sum.CompletedAt == nil {
+			t.Fatalf("order = %+v", sum)
+		}
+		if len(v.Jobs) != 2 || v.Jobs[0].JobID != mug || v.Jobs[1].JobID != vase {
+			t.Fatalf("jobs = %+v", v.Jobs)
+		}
+		m, vs := v.Jobs[0], v.Jobs[1]
+		if m.Run != 2 || m.Status != models.JobCompleted || m.WorkflowID != "job/"+mug+"/run-2" || m.TemporalUIURL != link("job/"+mug+"/run-2") ||
+			len(m.EarlierRuns) != 1 || m.EarlierRuns[0] != (support.RunLink{Run: 1, WorkflowID: "job/" + mug, TemporalUIURL: link("job/" + mug)}) ||
+			m.RunStartedAt == nil || m.CompletedAt == nil || m.ErrorCategory != nil {
+			t.Fatalf("retried job = %+v", m)
+		}
+		if vs.Run != 1 || vs.Status != models.JobFailed || vs.ErrorCategory == nil || *vs.ErrorCategory != "INPUT_MISSING" ||
+			vs.ErrorHint == nil || vs.ErrorDetail != "raw provider message for "+vase || vs.WorkflowID != "job/"+vase || len(vs.EarlierRuns) != 0 {
+			t.Fatalf("failed job = %+v", vs)
+		}
+		kinds := []string{}
+		for _, e := range v.Ledger {
+			if e.JobID != nil && *e.JobID == mug {
+				kinds = append(kinds, e.Kind+"/"+string(rune('0'+e.Run)))
+			}
+		}
+		if !slices.Equal(kinds, []string{"reserve/1", "release/1", "reserve/2", "consume/2"}) || len(v.Ledger) != 6 {
+			t.Fatalf("ledger = %+v (mug: %v)", v.Ledger, kinds)
+		}
+		if len(v.Deliveries) != 2 || v.Deliveries[0].DeliveryID != first || v.Deliveries[1].DeliveryID != second || first == second {
+			t.Fatalf("deliveries = %+v", v.Deliveries)
+		}
+		d1, d2 := v.Deliveries[0], v.Deliveries[1]
+		if d1.Run != 1 || d1.Event != webhooks.EventJobFailed || d1.Status != models.WebhookDelivered || d1.Attempts != 2 ||
+			len(d1.AttemptLog) != 2 || *d1.AttemptLog[0].StatusCode != 503 || d1.AttemptLog[0].Error != "HTTP 503" ||
+			d1.AttemptLog[0].LatencyMS != 42 || *d1.AttemptLog[1].StatusCode != 204 ||
+			d1.WorkflowID != "webhook/"+first || d1.TemporalUIURL != link("webhook/"+first) {
+			t.Fatalf("first delivery = %+v", d1)
+		}
+		if d2.Run != 2 || d2.Event != webhooks.EventJobCompleted || len(d2.AttemptLog) != 1 {
+			t.Fatalf("second delivery = %+v", d2)
+		}
+		if len(v.Retries) != 1 || v.Retries[0] != (support.RetryRow{ID: res.AuditID, JobID: mug, FromRun: 1, ToRun: 2, Actor: "alice",
+			Reason: "policy misfire", CreatedAt: v.Retries[0].CreatedAt}) {
+			t.Fatalf("retries = %+v", v.Retries)
+		}
+
+		if _, err := support.ShowOrder(ctx, db, ui, models.NewID()); !errors.Is(err, models.ErrNotFound) {
+			t.Fatalf("unknown order: %v", err)
+		}
+	})
+}
+
+func TestReplayWebhook(t *testing.T) {
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		tc := &fakeTemporal{}
+		tn := newTenant(t, db, 1)
+		o, jobs := submit(t, newStarter(db, tc), tn, 1, "cup")
+		fail(t, db, jobs[0].ID, 1, errorcat.ContentPolicy)
+		id := models.WebhookDeliveryID(jobs[0].ID, 1, webhooks.EventJobFailed)
+		if _, err := models.CreateWebhookDelivery(db, &models.WebhookDelivery{ID: id, AccountID: tn.accountID, InstallationID: tn.installationID,
+			OrderID: o.ID, JobID: jobs[0].ID, Run: 1, Event: webhooks.EventJobFailed, Payload: models.JSON(`{}`), CallbackURL: "https://x"}); err != nil {
+			t.Fatal(err)
+		}
+
+		res, err := support.ReplayWebhook(ctx, db, tc, "support-test", ui, id)
+		if err != nil || res != (support.ReplayResult{DeliveryID: id, WorkflowID: "webhook/" + id,
+			TemporalUIURL: "http://localhost:8233/namespaces/default/workflows/webhook%2F" + id, Status: "queued"}) {
+			t.Fatalf("replay = %+v, %v", res, err)
+		}
+		starts := tc.startsOf("webhook/" + id)
+		if len(starts) != 1 {
+			t.Fatalf("starts = %+v", tc.starts)
+		}
+		st := starts[0]
+		if st.opts.TaskQueue != "support-test" || st.opts.WorkflowIDReusePolicy != enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE ||
+			st.opts.WorkflowIDConflictPolicy != enums.WORKFLOW_ID_CONFLICT_POLICY_TERMINATE_EXISTING ||
+			st.args[0] != (workflows.WebhookDeliveryInput{DeliveryID: id, Replay: true}) ||
+			reflect.ValueOf(st.workflow).Pointer() != reflect.ValueOf(workflows.WebhookDeliveryWorkflow).Pointer() {
+			t.Fatalf("replay start = %+v %+v", st.opts, st.args)
+		}
+
+		n := tc.count()
+		if _, err := support.ReplayWebhook(ctx, db, tc, "q", ui, models.NewID()); !errors.Is(err, models.ErrNotFound) || tc.count() != n {
+			t.Fatalf("unknown delivery: %v", err)
+		}
+		down := &fakeTemporal{err: errors.New("unavailable")}
+		if _, err := support.ReplayWebhook(ctx, db, down, "q", ui, id); err == nil || !strings.Contains(err.Error(), "unavailable") {
+			t.Fatalf("replay with Temporal down: %v", err)
+		}
+	})
+}

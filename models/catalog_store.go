@@ -1,0 +1,236 @@
+package models
+
+import (
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// CatalogCursor is a position in a catalog listing: the (created_at, id) of the last row of a
+// page. Listings run in ascending (created_at, id) order, so a row inserted while a client pages
+// through lands after every row it has already seen and is never skipped nor repeated.
+type CatalogCursor struct {
+	CreatedAt time.Time
+	ID        string
+}
+
+// ProductSummary is a product with the number of its live images and live packshots.
+type ProductSummary struct {
+	Product
+	ImageCount    int64
+	PackshotCount int64
+}
+
+// ProductImageRow is a product image with its product's reference and the asset fields the API shows.
+type ProductImageRow struct {
+	ProductImage
+	ProductRef       string
+	ProductDeletedAt *time.Time
+	AssetStatus      string
+	Width            int
+	Height           int
+	UploadExpiresAt  *time.Time
+}
+
+// PackshotRow is a packshot with its product's reference.
+type PackshotRow struct {
+	Packshot
+	ProductRef string
+}
+
+func catalogProductSummaries(db *gorm.DB) *gorm.DB {
+	return db.Table("products").Select(`products.*,
+		(SELECT COUNT(*) FROM product_images i WHERE i.product_id = products.id AND i.deleted_at IS NULL) AS image_count,
+		(SELECT COUNT(*) FROM packshots s WHERE s.product_id = products.id AND s.deleted_at IS NULL) AS packshot_count`)
+}
+
+func catalogImageRows(db *gorm.DB) *gorm.DB {
+	return db.Table("product_images AS i").
+		Select(`i.*, p.external_ref AS product_ref, p.deleted_at AS product_deleted_at,
+			a.status AS asset_status, a.width AS width, a.height AS height, a.upload_expires_at AS upload_expires_at`).
+		Joins("JOIN products p ON p.id = i.product_id").
+		Joins("JOIN assets a ON a.id = i.asset_id")
+}
+
+func catalogPackshotRows(db *gorm.DB) *gorm.DB {
+	return db.Table("packshots AS s").Select("s.*, p.external_ref AS product_ref").
+		Joins("JOIN products p ON p.id = s.product_id")
+}
+
+// catalogAfter narrows a listing ordered by (created_at, id) to the rows behind the cursor.
+func catalogAfter(q *gorm.DB, table string, cur *CatalogCursor) *gorm.DB {
+	if cur == nil {
+		return q
+	}
+	return q.Where("("+table+".created_at > ? OR ("+table+".created_at = ? AND "+table+".id > ?))",
+		cur.CreatedAt.UTC(), cur.CreatedAt.UTC(), cur.ID)
+}
+
+// ListProducts returns up to limit products of the installation behind the cursor (nil: from the
+// start) in ascending (created_at, id) order; deleted products only when includeDeleted is set.
+func ListProducts(db *gorm.DB, installationID string, cur *CatalogCursor, limit int, includeDeleted bool) ([]ProductSummary, error) {
+	q := catalogProductSummaries(db).Where("products.installation_id = ?", installationID)
+	if !includeDeleted {
+		q = q.Where("products.deleted_at IS NULL")
+	}
+	var out []ProductSummary
+	err := catalogAfter(q, "products", cur).Order("products.created_at, products.id").Limit(limit).Find(&out).Error
+	return out, err
+}
+
+// FindLiveProduct returns the installation's live product whose ID, or else whose external_ref,
+// is idOrRef, with its counts; ErrNotFound when there is none.
+func FindLiveProduct(db *gorm.DB, installationID, idOrRef string) (*ProductSummary, error) {
+	if idOrRef == "" {
+		return nil, ErrNotFound
+	}
+	for _, col := range []string{"products.id", "products.external_ref"} {
+		var out []ProductSummary
+		err := catalogProductSummaries(db).
+			Where("products.installation_id = ? AND products.deleted_at IS NULL AND "+col+" = ?", installationID, idOrRef).
+			Limit(1).Find(&out).Error
+		if err != nil {
+			return nil, err
+		}
+		if len(out) == 1 {
+			return &out[0], nil
+		}
+	}
+	return nil, ErrNotFound
+}
+
+// ProductImages returns up to limit live images of the product, newest first.
+func ProductImages(db *gorm.DB, installationID, productID string, limit int) ([]ProductImageRow, error) {
+	var out []ProductImageRow
+	err := catalogImageRows(db).
+		Where("i.installation_id = ? AND i.product_id = ? AND i.deleted_at IS NULL", installationID, productID).
+		Order("i.created_at DESC, i.id DESC").Limit(limit).Find(&out).Error
+	return out, err
+}
+
+// ProductPackshots returns up to limit live packshots of the product, newest first.
+func ProductPackshots(db *gorm.DB, installationID, productID string, limit int) ([]PackshotRow, error) {
+	var out []PackshotRow
+	err := catalogPackshotRows(db).
+		Where("s.installation_id = ? AND s.product_id = ? AND s.deleted_at IS NULL", installationID, productID).
+		Order("s.created_at DESC, s.id DESC").Limit(limit).Find(&out).Error
+	return out, err
+}
+
+// DeleteProduct soft-deletes the installation's live product whose ID, or else external_ref, is
+// idOrRef. Its images and packshots stay; its external_ref is free for a new product at once.
+func DeleteProduct(db *gorm.DB, installationID, idOrRef string, now time.Time) (*Product, error) {
+	var deleted *Product
+	err := db.Transaction(func(tx *gorm.DB) error {
+		p, err := FindLiveProduct(tx, installationID, idOrRef)
+		if err != nil {
+			return err
+		}
+		res := tx.Model(&Product{}).Where("id = ? AND deleted_at IS NULL", p.ID).
+			Updates(map[string]any{"deleted_at": now.UTC(), "updated_at": now.UTC()})
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 { // deleted concurrently
+			return ErrNotFound
+		}
+		p.DeletedAt = &now
+		deleted = &p.Product
+		return nil
+	})
+	return deleted, err
+}
+
+// ListPackshots returns up to limit live packshots of the installation's live products behind the
+// cursor, in ascending (created_at, id) order; productRef, when set, narrows to that product.
+func ListPackshots(db *gorm.DB, installationID, productRef string, cur *CatalogCursor, limit int) ([]PackshotRow, error) {
+	q := catalogPackshotRows(db).Where("s.installation_id = ? AND s.deleted_at IS NULL AND p.deleted_at IS NULL", installationID)
+	if productRef != "" {
+		q = q.Where("p.external_ref = ?", productRef)
+	}
+	var out []PackshotRow
+	err := catalogAfter(q, "s", cur).Order("s.created_at, s.id").Limit(limit).Find(&out).Error
+	return out, err
+}
+
+// FindLivePackshot returns the installation's live packshot whose ID, or else external_ref, is
+// idOrRef; ErrNotFound when there is none.
+func FindLivePackshot(db *gorm.DB, installationID, idOrRef string) (*PackshotRow, error) {
+	if idOrRef == "" {
+		return nil, ErrNotFound
+	}
+	for _, col := range []string{"s.id", "s.external_ref"} {
+		var out []PackshotRow
+		err := catalogPackshotRows(db).Where("s.installation_id = ? AND s.deleted_at IS NULL AND "+col+" = ?", installationID, idOrRef).
+			Order("s.created_at DESC").Limit(1).Find(&out).Error
+		if err != nil {
+			return nil, err
+		}
+		if len(out) == 1 {
+			return &out[0], nil
+		}
+	}
+	return nil, ErrNotFound
+}
+
+// DeletePackshot removes the installation's live packshot whose ID, or else external_ref, is
+// idOrRef from the catalog (soft: deleted_at). Its file stays; photo sessions never use it again.
+func DeletePackshot(db *gorm.DB, installationID, idOrRef string, now time.Time) (*Packshot, error) {
+	var deleted *Packshot
+	err := db.Transaction(func(tx *gorm.DB) error {
+		p, err := FindLivePackshot(tx, installationID, idOrRef)
+		if err != nil {
+			return err
+		}
+		res := tx.Model(&Packshot{}).Where("id = ? AND deleted_at IS NULL", p.ID).Update("deleted_at", now.UTC())
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return ErrNotFound
+		}
+		p.DeletedAt = &now
+		deleted = &p.Packshot
+		return nil
+	})
+	return deleted, err
+}
+
+// LiveImageByRef returns the installation's live image with the external_ref; ErrNotFound when none.
+func LiveImageByRef(db *gorm.DB, installationID, externalRef string) (*ProductImageRow, error) {
+	var out []ProductImageRow
+	err := catalogImageRows(db).Where("i.installation_id = ? AND i.external_ref = ? AND i.deleted_at IS NULL", installationID, externalRef).
+		Limit(1).Find(&out).Error
+	if err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, ErrNotFound
+	}
+	return &out[0], nil
+}
+
+// GetProductImage returns an image of the installation by ID, live or not; ErrNotFound when none.
+func GetProductImage(db *gorm.DB, installationID, id string) (*ProductImageRow, error) {
+	var out []ProductImageRow
+	err := catalogImageRows(db).Where("i.installation_id = ? AND i.id = ?", installationID, id).Limit(1).Find(&out).Error
+	if err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, ErrNotFound
+	}
+	return &out[0], nil
+}
+
+// RetireProductImage marks a live image as deleted, freeing its external_ref.
+func RetireProductImage(db *gorm.DB, id string, now time.Time) error {
+	res := db.Model(&ProductImage{}).Where("id = ? AND deleted_at IS NULL", id).Update("deleted_at", now.UTC())
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected == 0 {
+		return ErrNotFound
+	}
+	return nil
+}

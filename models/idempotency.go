@@ -1,0 +1,154 @@
+package models
+
+import (
+	"errors"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// Idempotency-Key record statuses.
+const (
+	IdempotencyInProgress = "in_progress"
+	IdempotencyCompleted  = "completed"
+)
+
+// IdempotencyTTL is how long a completed Idempotency-Key answer is replayed.
+const IdempotencyTTL = 24 * time.Hour
+
+// ErrIdempotencyClaimLost is returned by CompleteIdempotencyKey when the claim is no longer the
+// caller's: it was released, or taken over after it had been abandoned for longer than the lease.
+var ErrIdempotencyClaimLost = errors.New("idempotency key claim lost")
+
+// IdempotencyKey is one Idempotency-Key of an installation: a claim while its first request runs,
+// then the answer to replay.
+type IdempotencyKey struct {
+	ID             string `gorm:"primaryKey"`
+	InstallationID string
+	Key            string `gorm:"column:idempotency_key"`
+	RequestHash    string
+	Status         string
+	ClaimToken     string
+	OrderID        *string
+	ResponseStatus *int
+	ResponseBody   *string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	ExpiresAt      time.Time
+}
+
+// TableName is idempotency_keys.
+func (IdempotencyKey) TableName() string { return "idempotency_keys" }
+
+// ClaimIdempotencyKey makes the caller the owner of (installationID, key) for a request whose
+// canonical hash is requestHash, or returns the row that already holds the key.
+//
+// The claim is an INSERT that the unique index (installation_id, idempotency_key) arbitrates, so of
+// any number of concurrent callers exactly one wins. A row that has expired, or a claim still in
+// progress whose owner has not touched it for longer than lease (its process died between claim and
+// commit: no order exists for it), is taken over with an UPDATE conditioned on its claim token, so
+// a takeover also has exactly one winner. claimed is false when another request holds the key; the
+// returned row then tells whether it completed and with which request hash.
+func ClaimIdempotencyKey(db *gorm.DB, installationID, key, requestHash string, lease time.Duration) (row *IdempotencyKey, claimed bool, err error) {
+	for range 5 {
+		now := time.Now().UTC()
+		fresh := &IdempotencyKey{
+			ID: NewID(), InstallationID: installationID, Key: key, RequestHash: requestHash,
+			Status: IdempotencyInProgress, ClaimToken: NewID(), CreatedAt: now, UpdatedAt: now,
+			ExpiresAt: now.Add(IdempotencyTTL),
+		}
+		res := db.Clauses(clause.OnConflict{DoNothing: true}).Create(fresh)
+		if res.Error != nil {
+			return nil, false, res.Error
+		}
+		if res.RowsAffected == 1 {
+			return fresh, true, nil
+		}
+		existing, err := GetIdempotencyKey(db, installationID, key)
+		if errors.Is(err, ErrNotFound) {
+			continue // released or purged in between: claim again
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		expired := !now.Before(existing.ExpiresAt)
+		abandoned := existing.Status == IdempotencyInProgress && now.Sub(existing.UpdatedAt) > lease
+		if !expired && !abandoned {
+			return existing, false, nil
+		}
+		// Take the row over: it becomes a fresh claim of this request (a different payload is fine,
+		// since nothing was created under the old one, or its answer has expired).
+		res = db.Model(&IdempotencyKey{}).
+			Where("id = ? AND claim_token = ? AND status = ?", existing.ID, existing.ClaimToken, existing.Status).
+			Updates(map[string]any{
+				"request_hash": requestHash, "status": IdempotencyInProgress, "claim_token": fresh.ClaimToken,
+				"order_id": nil, "response_status": nil, "response_body": nil,
+				"created_at": now, "updated_at": now, "expires_at": fresh.ExpiresAt,
+			})
+		if res.Error != nil {
+			return nil, false, res.Error
+		}
+		if res.RowsAffected == 1 {
+			fresh.ID = existing.ID
+			return fresh, true, nil
+		}
+		// Another request took it over or completed it first: look again.
+	}
+	return nil, false, errors.New("idempotency key: claim did not settle after 5 rounds")
+}
+
+// GetIdempotencyKey loads the record of (installationID, key), or ErrNotFound.
+func GetIdempotencyKey(db *gorm.DB, installationID, key string) (*IdempotencyKey, error) {
+	var row IdempotencyKey
+	err := db.Where("installation_id = ? AND idempotency_key = ?", installationID, key).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &row, nil
+}
+
+// CompleteIdempotencyKey records the answer of the claim's request. Call it inside the transaction
+// that creates orderID, so the order and its answer commit together. It returns
+// ErrIdempotencyClaimLost (and the caller must roll back) when the claim is no longer the caller's.
+func CompleteIdempotencyKey(tx *gorm.DB, claim *IdempotencyKey, orderID string, status int, body []byte) error {
+	now := time.Now().UTC()
+	text := string(body)
+	res := tx.Model(&IdempotencyKey{}).
+		Where("id = ? AND claim_token = ? AND status = ?", claim.ID, claim.ClaimToken, IdempotencyInProgress).
+		Updates(map[string]any{
+			"status": IdempotencyCompleted, "order_id": orderID, "response_status": status, "response_body": text,
+			"updated_at": now, "expires_at": now.Add(IdempotencyTTL),
+		})
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected == 0 {
+		return ErrIdempotencyClaimLost
+	}
+	claim.Status, claim.OrderID, claim.ResponseStatus, claim.ResponseBody = IdempotencyCompleted, &orderID, &status, &text
+	claim.UpdatedAt, claim.ExpiresAt = now, now.Add(IdempotencyTTL)
+	return nil
+}
+
+// ReleaseIdempotencyKey deletes a claim that is still in progress and still the caller's, so a
+// request that failed does not hold its key: a corrected retry may use it at once. A completed
+// record is never deleted by it.
+func ReleaseIdempotencyKey(db *gorm.DB, claim *IdempotencyKey) error {
+	return db.Where("id = ? AND claim_token = ? AND status = ?", claim.ID, claim.ClaimToken, IdempotencyInProgress).
+		Delete(&IdempotencyKey{}).Error
+}
+
+// PurgeExpiredIdempotencyKeys deletes the records that expired before now, of one installation
+// (installationID not empty) or of all, and returns how many it deleted.
+func PurgeExpiredIdempotencyKeys(db *gorm.DB, installationID string, now time.Time) (int64, error) {
+	q := db.Where("expires_at < ?", now.UTC())
+	if installationID != "" {
+		q = q.Where("installation_id = ?", installationID)
+	}
+	res := q.Delete(&IdempotencyKey{})
+	return res.RowsAffected, res.Error
+}
