@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gin-gonic/gin"
 	"go.uber.org/zap"
+	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/activities/generate"
 	"github.com/shotflow/shotflow/activities/generate/local"
@@ -37,45 +39,8 @@ func TestDocumentedPermissionsAreEnforced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	db := testdb.Open(t, testdb.SQLiteURL(t))
-	box, err := secrets.NewBox(make([]byte, 32))
-	if err != nil {
-		t.Fatal(err)
-	}
-	blobs, err := blobstore.Open(ctx, "file://"+t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = blobs.Close() })
-	catalog, err := models.LoadCatalog()
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer := urlsign.New([]byte("0123456789abcdef0123456789abcdef"), "http://example.test")
-	h := &plugin.Handler{
-		DB: db, Intake: &intake.Starter{DB: db, Log: zap.NewNop()}, Blobs: blobs, Signer: signer,
-		Generator: generate.NewRegistry(catalog, map[string]generate.Provider{"local": local.Provider{}}),
-		Limiter:   ratelimit.NewMemory(time.Now), Log: zap.NewNop(), DocsURL: "https://docs.example.test",
-		DefaultRateLimit: 10000, DownloadTTL: 168 * time.Hour, UploadTTL: 2 * time.Hour, Secrets: box,
-	}
-	router := api.NewRouter(api.Deps{DB: db, Blobs: blobs, Signer: signer, Log: zap.NewNop(),
-		Ready: func(context.Context) error { return nil }}, h)
-	acc, err := models.CreateAccount(db, "Acme", 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inst, err := models.CreateInstallation(db, box, models.NewInstallation{AccountID: acc.ID, Name: "shop", RateLimitPerMin: 10000}, "whsec")
-	if err != nil {
-		t.Fatal(err)
-	}
-	issue := func(scopes ...string) string {
-		k, err := models.IssueKey(db, models.KeyKindPlugin, acc.ID, &inst.Installation.ID, "k", scopes, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return k.Secret
-	}
+	srv := newServer(t, 10000)
+	router, issue := srv.router, srv.issue
 	var allPerms []string
 	for _, perms := range plugin.ScopePermissions {
 		allPerms = append(allPerms, perms...)
@@ -127,4 +92,61 @@ func TestDocumentedPermissionsAreEnforced(t *testing.T) {
 	if checked < 25 {
 		t.Fatalf("only %d operations checked", checked)
 	}
+}
+
+// server is the production router over a fresh SQLite database with one installation.
+type server struct {
+	ready  error // what the readiness check reports
+	router *gin.Engine
+	db     *gorm.DB
+	signer *urlsign.Signer
+	acc    *models.Account
+	inst   *models.Installation
+}
+
+func newServer(t *testing.T, rateLimit int) *server {
+	t.Helper()
+	ctx := context.Background()
+	db := testdb.Open(t, testdb.SQLiteURL(t))
+	box, err := secrets.NewBox(make([]byte, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobs, err := blobstore.Open(ctx, "file://"+t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = blobs.Close() })
+	catalog, err := models.LoadCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer := urlsign.New([]byte("0123456789abcdef0123456789abcdef"), "http://example.test")
+	h := &plugin.Handler{
+		DB: db, Intake: &intake.Starter{DB: db, Log: zap.NewNop()}, Blobs: blobs, Signer: signer,
+		Generator: generate.NewRegistry(catalog, map[string]generate.Provider{"local": local.Provider{}}),
+		Limiter:   ratelimit.NewMemory(time.Now), Log: zap.NewNop(), DocsURL: "https://docs.example.test",
+		DefaultRateLimit: rateLimit, DownloadTTL: 168 * time.Hour, UploadTTL: 2 * time.Hour, Secrets: box,
+	}
+	s := &server{db: db, signer: signer}
+	s.router = api.NewRouter(api.Deps{DB: db, Blobs: blobs, Signer: signer, Log: zap.NewNop(),
+		Ready: func(context.Context) error { return s.ready }}, h)
+	if s.acc, err = models.CreateAccount(db, "Acme", 100); err != nil {
+		t.Fatal(err)
+	}
+	inst, err := models.CreateInstallation(db, box, models.NewInstallation{AccountID: s.acc.ID, Name: "shop", RateLimitPerMin: rateLimit}, "whsec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.inst = &inst.Installation
+	return s
+}
+
+// issue makes a plugin key of the installation with exactly the scopes.
+func (s *server) issue(scopes ...string) string {
+	k, err := models.IssueKey(s.db, models.KeyKindPlugin, s.acc.ID, &s.inst.ID, "k", scopes, nil)
+	if err != nil {
+		panic(err)
+	}
+	return k.Secret
 }
