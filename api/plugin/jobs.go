@@ -8,43 +8,15 @@ import (
 	"github.com/gin-gonic/gin"
 	"gorm.io/gorm"
 
+	"github.com/shotflow/shotflow/internal/jobview"
 	"github.com/shotflow/shotflow/models"
 )
 
-// JobResponse is a job as the plugin API shows it.
-type JobResponse struct {
-	ID              string     `json:"id"`
-	OrderID         string     `json:"order_id"`
-	JobType         string     `json:"job_type"`
-	Status          string     `json:"status"`
-	ProductRef      string     `json:"product_ref"`
-	ProductLabel    string     `json:"product_label"`
-	PackshotAssetID *string    `json:"packshot_asset_id"`
-	AIModel         string     `json:"ai_model"`
-	AspectRatio     string     `json:"aspect_ratio"`
-	CreditCost      int64      `json:"credit_cost"`
-	AttemptCount    int        `json:"attempt_count"`
-	ErrorCategory   *string    `json:"error_category"`
-	ErrorHint       *string    `json:"error_hint"`
-	Voting          string     `json:"voting"`
-	VotingAt        *time.Time `json:"voting_at"`
-	Outputs         []Output   `json:"outputs"`
-	CreatedAt       time.Time  `json:"created_at"`
-	UpdatedAt       time.Time  `json:"updated_at"`
-	StartedAt       *time.Time `json:"started_at"`
-	CompletedAt     *time.Time `json:"completed_at"`
-}
+// JobResponse is a job as the plugin API shows it (the same view a job webhook carries).
+type JobResponse = jobview.Job
 
 // Output is a generated file with a signed download URL.
-type Output struct {
-	AssetID     string    `json:"asset_id"`
-	URL         string    `json:"url"`
-	ContentType string    `json:"content_type"`
-	Width       int       `json:"width"`
-	Height      int       `json:"height"`
-	SizeBytes   int64     `json:"size_bytes"`
-	ExpiresAt   time.Time `json:"expires_at"`
-}
+type Output = jobview.Output
 
 // downloadExpiry is at least DownloadTTL from now, rounded up to the hour so that polling clients
 // see the same URL for an hour.
@@ -53,33 +25,14 @@ func (h *Handler) downloadExpiry() time.Time {
 }
 
 // FilePath is the download path of an asset.
-func FilePath(assetID string) string { return "/files/" + assetID }
+func FilePath(assetID string) string { return jobview.FilePath(assetID) }
 
 func (h *Handler) jobResponse(j *models.Job, outputs []models.Asset) JobResponse {
-	resp := JobResponse{
-		ID: j.ID, OrderID: j.OrderID, JobType: j.JobType, Status: j.Status, ProductRef: j.ProductRef,
-		ProductLabel: j.ProductLabel, PackshotAssetID: j.InputAssetID, AIModel: j.AIModel, AspectRatio: j.AspectRatio,
-		CreditCost: j.CreditCost, AttemptCount: j.AttemptCount, ErrorCategory: j.ErrorCategory, ErrorHint: j.ErrorHint,
-		Voting: j.Voting, VotingAt: j.VotingAt, Outputs: []Output{}, CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt,
-		StartedAt: j.StartedAt, CompletedAt: j.CompletedAt,
-	}
-	if j.Status == models.JobCompleted {
-		resp.Outputs = h.outputs(outputs)
-	}
-	return resp
+	return jobview.New(j, outputs, h.Signer, h.downloadExpiry())
 }
 
 func (h *Handler) outputs(assets []models.Asset) []Output {
-	expires := h.downloadExpiry()
-	out := make([]Output, 0, len(assets))
-	for _, a := range assets {
-		if a.PurgedAt != nil {
-			continue
-		}
-		out = append(out, Output{AssetID: a.ID, URL: h.Signer.URL(http.MethodGet, FilePath(a.ID), expires),
-			ContentType: a.ContentType, Width: a.Width, Height: a.Height, SizeBytes: a.SizeBytes, ExpiresAt: expires})
-	}
-	return out
+	return jobview.Outputs(assets, h.Signer, h.downloadExpiry())
 }
 
 // findJob loads a job of the caller's installation; another installation's job is not found.
