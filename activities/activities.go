@@ -20,6 +20,7 @@ import (
 	"github.com/shotflow/shotflow/activities/generate"
 	"github.com/shotflow/shotflow/internal/blobstore"
 	"github.com/shotflow/shotflow/internal/errorcat"
+	"github.com/shotflow/shotflow/internal/imageprep"
 	"github.com/shotflow/shotflow/internal/urlsign"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
@@ -35,7 +36,8 @@ type Activities struct {
 	Blobs     *blobstore.Store
 	Generator *generate.Registry
 	Log       *zap.Logger
-	LongEdge  int // pixels of the long edge of rendered images
+	LongEdge  int               // pixels of the long edge of rendered images
+	Prepare   imageprep.Options // limits and sizes of upload preparation (PrepareAsset)
 
 	// Webhook delivery (activities/webhooks.go).
 	Secrets     models.Sealer    // opens installations' webhook secrets
@@ -69,6 +71,7 @@ type OutputFile struct {
 	Width       int
 	Height      int
 	SHA256      string
+	DurationMS  int64 `json:",omitempty"` // videos only
 }
 
 // GenerateResult lists the files one successful attempt stored.
@@ -97,11 +100,11 @@ func (a *Activities) Generate(ctx context.Context, in AttemptInput) (GenerateRes
 	}
 	req := generate.Request{
 		JobID: job.ID, JobType: job.JobType, AspectRatio: job.AspectRatio, LongEdge: a.LongEdge,
-		Seed: seedFor(job.ID, job.Run), Session: session,
+		Seed: seedFor(job.ID, job.Run), Session: session, Prompt: job.Prompt,
 		Attempt: in.Attempt,
 	}
-	if job.InputAssetID != nil {
-		input, err := a.loadInput(ctx, *job.InputAssetID)
+	for _, id := range job.Inputs() {
+		input, err := a.loadInput(ctx, id)
 		if err != nil {
 			return GenerateResult{}, err
 		}
@@ -126,6 +129,7 @@ func (a *Activities) Generate(ctx context.Context, in AttemptInput) (GenerateRes
 		res.Outputs = append(res.Outputs, OutputFile{
 			AssetID: models.OutputAssetID(job.ID, job.Run, pos), BlobKey: key, ContentType: out.ContentType,
 			SizeBytes: int64(len(out.Data)), Width: out.Width, Height: out.Height, SHA256: sha256Hex(out.Data),
+			DurationMS: out.Duration.Milliseconds(),
 		})
 		activity.RecordHeartbeat(ctx, pos)
 	}
@@ -140,19 +144,27 @@ func (a *Activities) loadInput(ctx context.Context, assetID string) (*generate.I
 		return nil, categorized(errorcat.InputMissing, fmt.Errorf("input asset %s does not exist", assetID), 0)
 	case err != nil:
 		return nil, categorized(errorcat.TransientInfra, fmt.Errorf("load input asset: %w", err), 0)
-	case asset.Status == models.AssetAwaitingUpload:
+	case asset.Status == models.AssetAwaitingUpload || asset.Status == models.AssetUploading:
 		return nil, categorized(errorcat.InputNotReady, fmt.Errorf("input asset %s is still being uploaded", assetID), 0)
+	case asset.Status == models.AssetProcessing:
+		return nil, categorized(errorcat.InputNotReady, fmt.Errorf("input asset %s is still being prepared", assetID), 0)
+	case asset.Status == models.AssetInvalid:
+		return nil, categorized(errorcat.InputMissing, fmt.Errorf("input asset %s is unusable: %s", assetID, asset.Problem), 0)
 	case asset.Status != models.AssetReady || asset.PurgedAt != nil:
 		return nil, categorized(errorcat.InputMissing, fmt.Errorf("input asset %s is %s", assetID, asset.Status), 0)
 	}
-	data, err := a.Blobs.Get(ctx, asset.BlobKey)
+	data, err := a.Blobs.Get(ctx, asset.InputBlobKey())
 	if errors.Is(err, blobstore.ErrNotFound) {
 		return nil, categorized(errorcat.InputMissing, fmt.Errorf("input file of asset %s is gone", assetID), 0)
 	}
 	if err != nil {
 		return nil, categorized(errorcat.TransientInfra, fmt.Errorf("read input: %w", err), 0)
 	}
-	return &generate.Input{Data: data, ContentType: asset.ContentType}, nil
+	contentType := asset.ContentType
+	if asset.PreparedBlobKey != "" {
+		contentType = "image/png"
+	}
+	return &generate.Input{Data: data, ContentType: contentType}, nil
 }
 
 // CompleteInput records a successful job run.

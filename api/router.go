@@ -16,6 +16,7 @@ import (
 
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/blobstore"
+	"github.com/shotflow/shotflow/internal/jobview"
 	"github.com/shotflow/shotflow/internal/secrets"
 	"github.com/shotflow/shotflow/internal/urlsign"
 	"github.com/shotflow/shotflow/models"
@@ -42,7 +43,8 @@ func NewRouter(d Deps, p *plugin.Handler) *gin.Engine {
 	r.Use(RequestID, AccessLog(d.Log), gin.CustomRecovery(p.Recover))
 	p.Register(r)
 	r.GET(OpenAPIPath, serveOpenAPI)
-	r.GET("/files/:id", downloadHandler(d, p))
+	r.GET("/files/:id", downloadHandler(d, p, false))
+	r.GET("/files/:id/thumbnail", downloadHandler(d, p, true))
 	r.GET("/healthz", func(c *gin.Context) { c.PureJSON(http.StatusOK, gin.H{"status": "ok"}) })
 	r.GET("/readyz", func(c *gin.Context) {
 		ctx, cancel := context.WithTimeout(c.Request.Context(), 3*time.Second)
@@ -114,11 +116,16 @@ func AccessLog(log *zap.Logger) gin.HandlerFunc {
 	}
 }
 
-// downloadHandler streams a stored file to the holder of a signed URL.
-func downloadHandler(d Deps, p *plugin.Handler) gin.HandlerFunc {
+// downloadHandler streams a stored file, or the thumbnail of a prepared upload, to the holder of a
+// signed URL.
+func downloadHandler(d Deps, p *plugin.Handler, thumbnail bool) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		id := c.Param("id")
-		if err := d.Signer.Verify(http.MethodGet, plugin.FilePath(id), c.Request.URL.Query(), time.Now()); err != nil {
+		path := plugin.FilePath(id)
+		if thumbnail {
+			path = jobview.ThumbnailPath(id)
+		}
+		if err := d.Signer.Verify(http.MethodGet, path, c.Request.URL.Query(), time.Now()); err != nil {
 			if errors.Is(err, urlsign.ErrExpired) {
 				p.Fail(c, http.StatusGone, plugin.CodeURLExpired, "This download URL has expired; ask the API for a fresh one.")
 				return
@@ -135,11 +142,19 @@ func downloadHandler(d Deps, p *plugin.Handler) gin.HandlerFunc {
 			p.Fail(c, http.StatusGone, plugin.CodeOutputsPurged, "This file was removed by the retention policy.")
 			return
 		}
-		if asset.SHA256 != "" && c.GetHeader("If-None-Match") == `"`+asset.SHA256+`"` {
+		key, contentType, etag := asset.BlobKey, asset.ContentType, asset.SHA256
+		if thumbnail {
+			if asset.ThumbnailBlobKey == "" {
+				p.Fail(c, http.StatusNotFound, plugin.CodeNotFound, "This file has no thumbnail.")
+				return
+			}
+			key, contentType, etag = asset.ThumbnailBlobKey, "image/jpeg", ""
+		}
+		if etag != "" && c.GetHeader("If-None-Match") == `"`+etag+`"` {
 			c.Status(http.StatusNotModified)
 			return
 		}
-		r, size, err := d.Blobs.Open(c.Request.Context(), asset.BlobKey)
+		r, size, err := d.Blobs.Open(c.Request.Context(), key)
 		if errors.Is(err, blobstore.ErrNotFound) {
 			p.Fail(c, http.StatusGone, plugin.CodeOutputsPurged, "This file is no longer stored.")
 			return
@@ -150,10 +165,10 @@ func downloadHandler(d Deps, p *plugin.Handler) gin.HandlerFunc {
 			return
 		}
 		defer r.Close()
-		if asset.SHA256 != "" {
-			c.Header("ETag", `"`+asset.SHA256+`"`)
+		if etag != "" {
+			c.Header("ETag", `"`+etag+`"`)
 		}
 		c.Header("Cache-Control", "private, max-age=86400")
-		c.DataFromReader(http.StatusOK, size, asset.ContentType, r, nil)
+		c.DataFromReader(http.StatusOK, size, contentType, r, nil)
 	}
 }

@@ -66,7 +66,7 @@ func newServer(t *testing.T) *server {
 	s := &server{t: t, db: db, blobs: blobs, signer: signer, logs: logs}
 	h := &plugin.Handler{
 		DB: db, Blobs: blobs, Signer: signer,
-		Generator:        generate.NewRegistry(catalog, map[string]generate.Provider{"local": local.Provider{}}),
+		Generator:        generate.MustNewRegistry(catalog, map[string]generate.Provider{"local": local.Provider{}}),
 		Limiter:          ratelimit.NewMemory(func() time.Time { return time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC) }),
 		Log:              log,
 		DocsURL:          docsURL,

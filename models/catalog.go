@@ -30,6 +30,12 @@ func (m AIModel) SupportsAspectRatio(ar string) bool {
 	return slices.Contains(m.SupportedAspectRatios, ar)
 }
 
+// Output types of catalog models.
+const (
+	OutputImage = "image"
+	OutputVideo = "video"
+)
+
 // AspectRatio is an output shape offered to clients.
 type AspectRatio struct {
 	ID      string `json:"id"`
@@ -75,6 +81,17 @@ func ParseCatalog(data []byte) (*Catalog, error) {
 	for _, m := range c.AIModels {
 		if m.Provider == "" || !strings.HasPrefix(m.ID, m.Provider+"/") {
 			return nil, fmt.Errorf("catalog: model %q must be provider/model", m.ID)
+		}
+		if len(m.JobTypes) == 0 {
+			return nil, fmt.Errorf("catalog: model %q serves no job type", m.ID)
+		}
+		for _, jt := range m.JobTypes {
+			if !slices.Contains(JobTypes, jt) {
+				return nil, fmt.Errorf("catalog: model %q lists unknown job type %q", m.ID, jt)
+			}
+		}
+		if m.OutputType != OutputImage && m.OutputType != OutputVideo {
+			return nil, fmt.Errorf("catalog: model %q has output_type %q, want image or video", m.ID, m.OutputType)
 		}
 		for _, ar := range m.SupportedAspectRatios {
 			if !ratios[ar] {

@@ -30,6 +30,7 @@ type ProductImageRow struct {
 	Width            int
 	Height           int
 	UploadExpiresAt  *time.Time
+	ThumbnailBlobKey string
 }
 
 // PackshotRow is a packshot with its product's reference.
@@ -47,7 +48,8 @@ func catalogProductSummaries(db *gorm.DB) *gorm.DB {
 func catalogImageRows(db *gorm.DB) *gorm.DB {
 	return db.Table("product_images AS i").
 		Select(`i.*, p.external_ref AS product_ref, p.deleted_at AS product_deleted_at,
-			a.status AS asset_status, a.width AS width, a.height AS height, a.upload_expires_at AS upload_expires_at`).
+			a.status AS asset_status, a.width AS width, a.height AS height, a.upload_expires_at AS upload_expires_at,
+			a.thumbnail_blob_key AS thumbnail_blob_key`).
 		Joins("JOIN products p ON p.id = i.product_id").
 		Joins("JOIN assets a ON a.id = i.asset_id")
 }

@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -110,7 +111,9 @@ const (
 
 	AssetAwaitingUpload = "awaiting_upload"
 	AssetUploading      = "uploading"
+	AssetProcessing     = "processing" // stored; PrepareInputWorkflow is checking and preparing it
 	AssetReady          = "ready"
+	AssetInvalid        = "invalid" // stored but unusable: Problem says why
 )
 
 // Asset is a stored file: an upload from a client or a generated output of a job.
@@ -131,8 +134,21 @@ type Asset struct {
 	Position        int
 	UploadExpiresAt *time.Time
 	PurgedAt        *time.Time
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
+	// PreparedBlobKey is the oriented, upscaled copy generation reads ("" means BlobKey itself);
+	// ThumbnailBlobKey a small preview. Both are set when an upload becomes ready.
+	PreparedBlobKey  string
+	ThumbnailBlobKey string
+	Problem          string // why an invalid upload cannot be used
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+}
+
+// InputBlobKey is the file generation reads: the prepared copy when there is one.
+func (a *Asset) InputBlobKey() string {
+	if a.PreparedBlobKey != "" {
+		return a.PreparedBlobKey
+	}
+	return a.BlobKey
 }
 
 // Voting values of packshots and jobs.
@@ -212,9 +228,16 @@ type Order struct {
 
 // Job types.
 const (
-	JobTypePhotoShoot = "photo_shoot"
-	JobTypePackshot   = "packshot"
+	JobTypePhotoShoot  = "photo_shoot"  // a photo of an approved packshot in a scene
+	JobTypePackshot    = "packshot"     // the product cut out of a photo, centred on white
+	JobTypeModelIdea   = "model_idea"   // an AI model (mannequin) image from preferences text
+	JobTypeSceneryIdea = "scenery_idea" // a scenery image from preferences text
+	JobTypeVideo       = "video"        // a short video from one image
+	JobTypeReel        = "reel"         // a short video from 1 to 10 images
 )
+
+// JobTypes lists every job type.
+var JobTypes = []string{JobTypePhotoShoot, JobTypePackshot, JobTypeModelIdea, JobTypeSceneryIdea, JobTypeVideo, JobTypeReel}
 
 // Job statuses: one state machine for both APIs (docs/job-states.md).
 const (
@@ -249,24 +272,60 @@ type Job struct {
 	ProductLabel   string
 	PackshotID     *string
 	InputAssetID   *string
-	AIModel        string `gorm:"column:ai_model"`
-	AspectRatio    string
-	CreditCost     int64
-	Run            int
-	Status         string
-	AttemptCount   int
-	ErrorCategory  *string
-	ErrorHint      *string
-	ErrorDetail    string
-	Voting         string
-	VotingAt       *time.Time
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
-	StartedAt      *time.Time
-	CompletedAt    *time.Time
+	// InputAssetIDs lists every input of a multi-input job (a reel) in order, the first being
+	// InputAssetID; empty for jobs with at most one input.
+	InputAssetIDs JSON   `gorm:"column:input_asset_ids"`
+	Prompt        string // preferences of an idea job, suggestion of a video job
+	AIModel       string `gorm:"column:ai_model"`
+	AspectRatio   string
+	CreditCost    int64
+	Run           int
+	Status        string
+	AttemptCount  int
+	ErrorCategory *string
+	ErrorHint     *string
+	ErrorDetail   string
+	Voting        string
+	VotingAt      *time.Time
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	StartedAt     *time.Time
+	CompletedAt   *time.Time
 	// RunStartedAt is when the workflow of a run after the first (an operator's re-run) was
 	// started; NULL on such a run means the start is still owed and the sweeper makes it.
 	RunStartedAt *time.Time
+}
+
+// Provider is the provider part of the job's provider/model.
+func (j *Job) Provider() string {
+	provider, _, _ := strings.Cut(j.AIModel, "/")
+	return provider
+}
+
+// Inputs lists the job's input assets in order: InputAssetIDs when set, else InputAssetID alone.
+func (j *Job) Inputs() []string {
+	var ids []string
+	if len(j.InputAssetIDs) > 0 && json.Unmarshal(j.InputAssetIDs, &ids) == nil && len(ids) > 0 {
+		return ids
+	}
+	if j.InputAssetID != nil {
+		return []string{*j.InputAssetID}
+	}
+	return nil
+}
+
+// SetInputs records the job's input assets: the first in InputAssetID, all of them in
+// InputAssetIDs when there is more than one.
+func (j *Job) SetInputs(ids []string) {
+	j.InputAssetID, j.InputAssetIDs = nil, nil
+	if len(ids) == 0 {
+		return
+	}
+	first := ids[0]
+	j.InputAssetID = &first
+	if len(ids) > 1 {
+		j.InputAssetIDs, _ = json.Marshal(ids)
+	}
 }
 
 // JobRetry is the audit row of an operator running a failed or expired job again as a new run.

@@ -1,9 +1,13 @@
-// Package worker builds the Temporal worker that runs shotflow's workflows and activities.
+// Package worker builds the Temporal workers that run shotflow's workflows and activities: one on
+// the main task queue, and one per generation provider on that provider's own queue.
 package worker
 
 import (
+	"fmt"
+	"slices"
 	"time"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
@@ -11,23 +15,83 @@ import (
 	"github.com/shotflow/shotflow/workflows"
 )
 
-// Options tunes a worker.
+// Options tunes the workers of one process.
 type Options struct {
 	TaskQueue             string
 	MaxConcurrentActivity int
 	// StopTimeout is how long Stop lets running activities finish.
 	StopTimeout time.Duration
+	// Providers lists the generation providers whose queues this process serves, with their limits.
+	Providers []ProviderLimits
 }
 
-// New returns a worker on the task queue with every shotflow workflow and activity registered.
-func New(c client.Client, acts *activities.Activities, opts Options) worker.Worker {
-	w := worker.New(c, opts.TaskQueue, worker.Options{
+// ProviderLimits throttles one provider's generate activities.
+type ProviderLimits struct {
+	Provider string
+	// RatePerSecond is enforced by the Temporal server across every worker of the provider's
+	// queue (TaskQueueActivitiesPerSecond); 0 means no limit.
+	RatePerSecond float64
+	// Concurrency caps the generate activities one worker process runs at once for the provider.
+	Concurrency int
+}
+
+// Group is the set of workers of one process.
+type Group struct {
+	workers []worker.Worker
+}
+
+// New returns the main worker, with every shotflow workflow and activity, and a worker per
+// provider that runs only the Generate activity on workflows.GenerateTaskQueue(queue, provider),
+// so each provider's calls are rate-limited and bounded on their own and a slow provider never
+// takes the slots of another.
+func New(c client.Client, acts *activities.Activities, opts Options) *Group {
+	main := worker.New(c, opts.TaskQueue, worker.Options{
 		MaxConcurrentActivityExecutionSize:      opts.MaxConcurrentActivity,
 		MaxConcurrentLocalActivityExecutionSize: opts.MaxConcurrentActivity,
 		WorkerStopTimeout:                       opts.StopTimeout,
 	})
-	Register(w, acts)
-	return w
+	Register(main, acts)
+	g := &Group{workers: []worker.Worker{main}}
+	for _, p := range opts.Providers {
+		w := worker.New(c, workflows.GenerateTaskQueue(opts.TaskQueue, p.Provider), ProviderWorkerOptions(p, opts.StopTimeout))
+		w.RegisterActivityWithOptions(acts.Generate, activity.RegisterOptions{Name: GenerateActivityName})
+		g.workers = append(g.workers, w)
+	}
+	return g
+}
+
+// GenerateActivityName is the registered name of Activities.Generate on every queue.
+const GenerateActivityName = "Generate"
+
+// ProviderWorkerOptions are the worker options of a provider's queue: no workflows, the
+// provider's concurrency, and its rate limit enforced by the server.
+func ProviderWorkerOptions(p ProviderLimits, stop time.Duration) worker.Options {
+	return worker.Options{
+		DisableWorkflowWorker:              true,
+		MaxConcurrentActivityExecutionSize: max(p.Concurrency, 1),
+		TaskQueueActivitiesPerSecond:       p.RatePerSecond,
+		WorkerStopTimeout:                  stop,
+	}
+}
+
+// Start starts every worker; if one fails the started ones are stopped.
+func (g *Group) Start() error {
+	for i, w := range g.workers {
+		if err := w.Start(); err != nil {
+			for _, started := range slices.Backward(g.workers[:i]) {
+				started.Stop()
+			}
+			return fmt.Errorf("start worker %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// Stop stops every worker, letting running activities finish within the stop timeout.
+func (g *Group) Stop() {
+	for _, w := range g.workers {
+		w.Stop()
+	}
 }
 
 // Register adds shotflow's workflows and activities to a worker (also used by replay tests).
@@ -35,5 +99,9 @@ func Register(r worker.Registry, acts *activities.Activities) {
 	r.RegisterWorkflow(workflows.OrderWorkflow)
 	r.RegisterWorkflow(workflows.JobWorkflow)
 	r.RegisterWorkflow(workflows.WebhookDeliveryWorkflow)
+	r.RegisterWorkflow(workflows.PrepareInputWorkflow)
 	r.RegisterActivity(acts)
 }
+
+// Len returns how many workers the group has.
+func (g *Group) Len() int { return len(g.workers) }

@@ -73,7 +73,14 @@ type JobInput struct {
 	Run     int
 	OrderID string
 	Options JobOptions
+	// Provider is the provider of the job's model: its generate attempts run on that provider's
+	// task queue (GenerateTaskQueue). Empty (jobs started before provider queues existed) runs
+	// them on the workflow's own queue.
+	Provider string `json:",omitempty"`
 }
+
+// GenerateTaskQueue is the task queue of a provider's generate activities beside the main queue.
+func GenerateTaskQueue(mainQueue, provider string) string { return mainQueue + "-generate-" + provider }
 
 // JobResult is how a job run ended.
 type JobResult struct {
@@ -113,8 +120,15 @@ func runJob(ctx workflow.Context, in JobInput) (JobResult, error) {
 	var a *activities.Activities
 	opts := in.Options.withDefaults()
 	lctx := projectionContext(ctx)
+	generateQueue := ""
+	if in.Provider != "" {
+		generateQueue = GenerateTaskQueue(workflow.GetInfo(ctx).TaskQueueName, in.Provider)
+	}
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 5 * time.Minute,
+		TaskQueue: generateQueue,
+		// Only the attempt is timed, not its wait in a provider's throttled queue; a provider's
+		// asynchronous jobs (videos) are polled with heartbeats within this.
+		StartToCloseTimeout: 15 * time.Minute,
 		// A worker that dies mid-attempt is noticed within this, and the attempt counts as TRANSIENT_INFRA.
 		HeartbeatTimeout: 20 * time.Second,
 		// One execution is one attempt: JobWorkflow decides about retries by category.

@@ -53,6 +53,8 @@ type JobRef struct {
 	ProductLabel string
 	// ExpiresAt is when the job expires if it has not started; zero means never.
 	ExpiresAt time.Time
+	// Provider is the provider of the job's model (JobInput.Provider).
+	Provider string `json:",omitempty"`
 }
 
 // OrderResult counts how the order's jobs ended.
@@ -237,7 +239,7 @@ func launchJob(ctx workflow.Context, in OrderInput, ref JobRef) error {
 		Memo:                  map[string]any{"product_ref": ref.ProductRef, "product_label": ref.ProductLabel},
 	})
 	f := workflow.ExecuteChildWorkflow(cctx, JobWorkflow, JobInput{
-		JobID: ref.JobID, Run: ref.Run, OrderID: in.OrderID, Options: in.JobOptions,
+		JobID: ref.JobID, Run: ref.Run, OrderID: in.OrderID, Options: in.JobOptions, Provider: ref.Provider,
 	})
 	err := f.GetChildWorkflowExecution().Get(ctx, nil)
 	if temporal.IsWorkflowExecutionAlreadyStartedError(err) {

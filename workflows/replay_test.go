@@ -19,14 +19,15 @@ func TestReplayRecordedHistories(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) < 4 {
-		t.Fatalf("found %d recorded histories in testdata/, want at least 4", len(files))
+	if len(files) < 5 {
+		t.Fatalf("found %d recorded histories in testdata/, want at least 5", len(files))
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			r.RegisterWorkflow(workflows.OrderWorkflow)
 			r.RegisterWorkflow(workflows.JobWorkflow)
+			r.RegisterWorkflow(workflows.PrepareInputWorkflow)
 			if err := r.ReplayWorkflowHistoryFromJSONFile(log.NewStructuredLogger(slog.New(slog.DiscardHandler)), f); err != nil {
 				t.Fatalf("replay %s: %v", f, err)
 			}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,6 +29,12 @@ type SessionConfig struct {
 }
 
 // Request asks a provider for the outputs of one job attempt.
+//
+// What Inputs hold depends on JobType (the models.JobType* constants):
+//   - packshot: the product photo to cut out;
+//   - photo_shoot: the approved packshot (Scenery optionally holds a scene image);
+//   - model_idea, scenery_idea: nothing; Prompt holds the account's preferences text;
+//   - video: one image; reel: 1 to 10 images. Prompt holds the optional suggestion.
 type Request struct {
 	JobID       string
 	JobType     string
@@ -37,6 +44,7 @@ type Request struct {
 	LongEdge    int
 	Seed        int64
 	Session     SessionConfig
+	Prompt      string // free text of the request: an idea's preferences, a video's suggestion
 	Inputs      []Input
 	Scenery     *Input // optional scene image
 }
@@ -47,11 +55,15 @@ type Output struct {
 	ContentType   string
 	Ext           string
 	Width, Height int
+	Duration      time.Duration // videos only
 }
 
 // Provider generates outputs for one provider's models.
 type Provider interface {
 	Generate(ctx context.Context, req Request) ([]Output, error)
+	// Serves reports whether the provider's model (the part after "provider/") generates jobs of
+	// jobType. The registry refuses a catalog that lists a model its provider cannot serve.
+	Serves(model, jobType string) bool
 }
 
 // Error is a classified generation failure. Message is the raw detail for logs and the workflow
@@ -88,9 +100,23 @@ type Registry struct {
 	catalog   *models.Catalog
 }
 
-// NewRegistry returns a registry over the catalog with the given providers.
-func NewRegistry(catalog *models.Catalog, providers map[string]Provider) *Registry {
-	return &Registry{providers: providers, catalog: catalog}
+// NewRegistry returns a registry over the catalog with the given providers. It fails when the
+// catalog lists a model of a configured provider for a job type that provider's code cannot
+// generate, so the catalog, the prices and the code never disagree.
+func NewRegistry(catalog *models.Catalog, providers map[string]Provider) (*Registry, error) {
+	for _, m := range catalog.AIModels {
+		p, ok := providers[m.Provider]
+		if !ok {
+			continue
+		}
+		_, model, _ := strings.Cut(m.ID, "/")
+		for _, jt := range m.JobTypes {
+			if !p.Serves(model, jt) {
+				return nil, fmt.Errorf("catalog model %s lists job type %s, which provider %s cannot generate", m.ID, jt, m.Provider)
+			}
+		}
+	}
+	return &Registry{providers: providers, catalog: catalog}, nil
 }
 
 // Models lists the catalog models whose provider is configured.
@@ -98,6 +124,34 @@ func (r *Registry) Models() []models.AIModel {
 	var out []models.AIModel
 	for _, m := range r.catalog.AIModels {
 		if _, ok := r.providers[m.Provider]; ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// MustNewRegistry is NewRegistry for catalogs known to be consistent (tests): it panics on error.
+func MustNewRegistry(catalog *models.Catalog, providers map[string]Provider) *Registry {
+	r, err := NewRegistry(catalog, providers)
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
+// ModelsFor lists the available models that serve any of jobTypes, each showing only those of its
+// job types that are in jobTypes: what a façade that creates only those job types offers.
+func (r *Registry) ModelsFor(jobTypes ...string) []models.AIModel {
+	var out []models.AIModel
+	for _, m := range r.Models() {
+		var served []string
+		for _, jt := range m.JobTypes {
+			if slices.Contains(jobTypes, jt) {
+				served = append(served, jt)
+			}
+		}
+		if len(served) > 0 {
+			m.JobTypes = served
 			out = append(out, m)
 		}
 	}

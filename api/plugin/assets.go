@@ -14,14 +14,12 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"go.temporal.io/api/serviceerror"
 	"go.uber.org/zap"
 	_ "golang.org/x/image/webp" // reads dimensions of WebP uploads
 
 	"github.com/shotflow/shotflow/internal/blobstore"
 	"github.com/shotflow/shotflow/internal/urlsign"
 	"github.com/shotflow/shotflow/models"
-	"github.com/shotflow/shotflow/workflows"
 )
 
 // MaxUploadBytes is the largest file POST /assets/upload accepts: 50 MiB.
@@ -169,32 +167,17 @@ func (h *Handler) receiveUpload(c *gin.Context) {
 	}
 	now := time.Now().UTC()
 	if err := db.Model(&asset).Updates(map[string]any{
-		"status": models.AssetReady, "sha256": sum, "width": width, "height": height, "updated_at": now,
+		"status": models.AssetProcessing, "sha256": sum, "width": width, "height": height, "updated_at": now,
 	}).Error; err != nil {
 		h.internal(c, err)
 		return
 	}
-	h.wakeJobsWaitingFor(c, id)
-	c.PureJSON(http.StatusOK, AssetResponse{AssetID: id, Status: models.AssetReady, ContentType: asset.ContentType,
+	// The bytes are stored: PrepareInputWorkflow checks and prepares them, then wakes the jobs
+	// waiting for them. Should this start fail, the worker's sweep starts it.
+	asset.Status = models.AssetProcessing
+	if err := h.Intake.StartPrepare(ctx, &asset); err != nil {
+		h.Log.Warn("input preparation not started; the sweep will start it", zap.String("asset_id", id), zap.Error(err))
+	}
+	c.PureJSON(http.StatusOK, AssetResponse{AssetID: id, Status: models.AssetProcessing, ContentType: asset.ContentType,
 		SizeBytes: n, Width: width, Height: height, SHA256: sum})
-}
-
-// wakeJobsWaitingFor signals the running jobs whose input is the asset that just became ready, so
-// a job waiting with INPUT_NOT_READY runs again at once. A job whose workflow has not started yet
-// needs no signal: it will find its input ready.
-func (h *Handler) wakeJobsWaitingFor(c *gin.Context, assetID string) {
-	var jobs []models.Job
-	if err := h.DB.WithContext(c.Request.Context()).Select("id", "run").
-		Where("input_asset_id = ? AND status IN ?", assetID, []string{models.JobPending, models.JobInProgress, models.JobRetryPending}).
-		Find(&jobs).Error; err != nil {
-		_ = c.Error(err)
-		return
-	}
-	for _, j := range jobs {
-		err := h.Intake.Temporal.SignalWorkflow(c.Request.Context(), workflows.JobWorkflowID(j.ID, j.Run), "", workflows.SignalInputReady, nil)
-		var notFound *serviceerror.NotFound
-		if err != nil && !errors.As(err, &notFound) {
-			h.Log.Warn("signal input-ready", zap.String("job_id", j.ID), zap.Error(err))
-		}
-	}
 }

@@ -114,14 +114,15 @@ func TestUploadPNG(t *testing.T) {
 	sum := sha256.Sum256(data)
 	m := decode(t, rec)
 	assert.Equal(t, id, m["asset_id"])
-	assert.Equal(t, models.AssetReady, m["status"])
+	assert.Equal(t, models.AssetProcessing, m["status"], "stored, then prepared by PrepareInputWorkflow")
 	assert.Equal(t, float64(7), m["width"])
 	assert.Equal(t, float64(5), m["height"])
 	assert.Equal(t, float64(len(data)), m["size_bytes"])
 	assert.Equal(t, hex.EncodeToString(sum[:]), m["sha256"])
 
 	a := e.asset(id)
-	assert.Equal(t, models.AssetReady, a.Status)
+	assert.Equal(t, models.AssetProcessing, a.Status)
+	assert.Equal(t, []string{id}, *e.prepared, "the preparation of the upload is started")
 	assert.Equal(t, 7, a.Width)
 	assert.Equal(t, 5, a.Height)
 	assert.Equal(t, hex.EncodeToString(sum[:]), a.SHA256)
@@ -131,7 +132,8 @@ func TestUploadPNG(t *testing.T) {
 
 	// The URL is single-use.
 	e.requireError(e.put(uploadURL, "image/png", data, int64(len(data))), http.StatusConflict, plugin.CodeUploadConflict)
-	assert.Equal(t, models.AssetReady, e.asset(id).Status)
+	assert.Equal(t, models.AssetProcessing, e.asset(id).Status)
+	assert.Len(t, *e.prepared, 1)
 }
 
 func TestUploadJPEGWithUnknownLength(t *testing.T) {
@@ -141,7 +143,7 @@ func TestUploadJPEGWithUnknownLength(t *testing.T) {
 	rec := e.put(uploadURL, "image/jpeg", data, -1)
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 	a := e.asset(id)
-	assert.Equal(t, models.AssetReady, a.Status)
+	assert.Equal(t, models.AssetProcessing, a.Status)
 	assert.Equal(t, 9, a.Width)
 	assert.Equal(t, 4, a.Height)
 }

@@ -161,7 +161,7 @@ func (h *Handler) getProduct(c *gin.Context) {
 		packshots, out.PackshotsTruncated = packshots[:MaxEmbeddedCatalogItems], true
 	}
 	for i := range images {
-		out.Images = append(out.Images, *imageItem(&images[i]))
+		out.Images = append(out.Images, *h.imageItem(&images[i]))
 	}
 	for i := range packshots {
 		out.Packshots = append(out.Packshots, *packshotItem(&packshots[i].Packshot, packshots[i].ProductRef))

@@ -19,22 +19,28 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/mocks"
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
+	"github.com/shotflow/shotflow/activities"
 	"github.com/shotflow/shotflow/activities/generate"
 	"github.com/shotflow/shotflow/activities/generate/local"
 	"github.com/shotflow/shotflow/api"
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/blobstore"
 	"github.com/shotflow/shotflow/internal/contract"
+	"github.com/shotflow/shotflow/internal/imageprep"
 	"github.com/shotflow/shotflow/internal/intake"
 	"github.com/shotflow/shotflow/internal/ratelimit"
 	"github.com/shotflow/shotflow/internal/secrets"
 	"github.com/shotflow/shotflow/internal/testdb"
 	"github.com/shotflow/shotflow/internal/urlsign"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/workflows"
 )
 
 const (
@@ -70,6 +76,8 @@ type env struct {
 	clock   *fakeClock
 	handler *plugin.Handler
 	router  *gin.Engine
+	// prepared lists the assets whose PrepareInputWorkflow the API started.
+	prepared *[]string
 
 	account *models.Account
 	inst    *models.Installation
@@ -117,18 +125,24 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	catalog, err := models.LoadCatalog()
 	require.NoError(t, err)
 	if cfg.catalog != nil {
+		// A test catalog names models the providers' code does not know; serve them all.
 		catalog = cfg.catalog
+		for name, p := range cfg.providers {
+			cfg.providers[name] = servesAll{p}
+		}
 	}
 	clock := &fakeClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
+	var prepared []string
 	signer := urlsign.New([]byte("0123456789abcdef0123456789abcdef"), publicBaseURL)
 	h := &plugin.Handler{
 		DB: db,
-		// No Temporal client: a test that got past the reservation would panic (a 500), so
-		// reaching Start is a visible failure; ErrInsufficientCredits returns before it.
-		Intake:           &intake.Starter{DB: db, Log: zap.NewNop()},
+		// The Temporal client only accepts the start of an upload's preparation: a test that got
+		// past an order's reservation would panic (a 500), so reaching Start is a visible
+		// failure; ErrInsufficientCredits returns before it.
+		Intake:           &intake.Starter{DB: db, Log: zap.NewNop(), Temporal: preparations(&prepared)},
 		Blobs:            blobs,
 		Signer:           signer,
-		Generator:        generate.NewRegistry(catalog, cfg.providers),
+		Generator:        generate.MustNewRegistry(catalog, cfg.providers),
 		Limiter:          ratelimit.NewMemory(clock.Now),
 		Log:              zap.NewNop(),
 		DocsURL:          docsURL,
@@ -141,12 +155,39 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 		DB: db, Blobs: blobs, Signer: signer, Log: zap.NewNop(),
 		Ready: func(context.Context) error { return nil },
 	}, h)
-	e := &env{t: t, db: db, box: box, blobs: blobs, signer: signer, clock: clock, handler: h, router: router}
+	e := &env{t: t, db: db, box: box, blobs: blobs, signer: signer, clock: clock, handler: h, router: router, prepared: &prepared}
 	e.account, err = models.CreateAccount(db, "Acme", cfg.credits)
 	require.NoError(t, err)
 	e.inst, e.key = e.addInstallation(e.account.ID, cfg.rateLimit)
 	e.keyID = keyID(t, e.key)
 	return e
+}
+
+// prepare runs the preparation of an upload as PrepareInputWorkflow would, with limits that let the
+// tests' tiny images through.
+func (e *env) prepare(assetID string) activities.PrepareResult {
+	e.t.Helper()
+	acts := &activities.Activities{DB: e.db, Blobs: e.blobs, Prepare: imageprep.Options{MinEdge: 1, MinLongEdge: 1}}
+	res, err := acts.PrepareAsset(context.Background(), assetID)
+	require.NoError(e.t, err)
+	return res
+}
+
+// servesAll is a provider that claims every model and job type of a test catalog.
+type servesAll struct{ generate.Provider }
+
+func (servesAll) Serves(string, string) bool { return true }
+
+// preparations is a Temporal client that records the starts of PrepareInputWorkflow and knows no
+// other call.
+func preparations(started *[]string) *mocks.Client {
+	c := &mocks.Client{}
+	c.On("ExecuteWorkflow", mock.Anything, mock.MatchedBy(func(o client.StartWorkflowOptions) bool {
+		return strings.HasPrefix(o.ID, "prepare-input/")
+	}), mock.Anything, mock.Anything).Run(func(args mock.Arguments) {
+		*started = append(*started, args.Get(3).(workflows.PrepareInput).AssetID)
+	}).Return(&mocks.WorkflowRun{}, nil)
+	return c
 }
 
 // addInstallation creates an installation of the account and returns it with its key.

@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"gorm.io/gorm"
 
+	"github.com/shotflow/shotflow/internal/jobview"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -15,6 +16,8 @@ import (
 const (
 	ImageReady          = "ready"
 	ImageAwaitingUpload = "awaiting_upload"
+	ImageProcessing     = "processing" // uploaded; being checked and prepared
+	ImageInvalid        = "invalid"    // uploaded but unusable (not an image of its type, too small, damaged)
 )
 
 // ImageRegistration is one item of POST /images.
@@ -32,15 +35,17 @@ type ImagesRequest struct {
 
 // ImageItem is a source image of a product.
 type ImageItem struct {
-	ID          string    `json:"id"`
-	ExternalRef string    `json:"external_ref"`
-	ProductID   string    `json:"product_id"`
-	ProductRef  string    `json:"product_ref"`
-	AssetID     string    `json:"asset_id"`
-	Status      string    `json:"status"` // ready or awaiting_upload
-	Width       int       `json:"width"`
-	Height      int       `json:"height"`
-	CreatedAt   time.Time `json:"created_at"`
+	ID          string `json:"id"`
+	ExternalRef string `json:"external_ref"`
+	ProductID   string `json:"product_id"`
+	ProductRef  string `json:"product_ref"`
+	AssetID     string `json:"asset_id"`
+	Status      string `json:"status"` // awaiting_upload, processing, ready or invalid
+	Width       int    `json:"width"`
+	Height      int    `json:"height"`
+	// ThumbnailURL is a signed download URL of a small JPEG preview; "" until the image is ready.
+	ThumbnailURL string    `json:"thumbnail_url"`
+	CreatedAt    time.Time `json:"created_at"`
 }
 
 // ImageBulkResult is the outcome of one item of POST /images.
@@ -89,7 +94,7 @@ func (h *Handler) registerImages(c *gin.Context) {
 			h.internal(c, err)
 			return
 		default:
-			res.Status, res.Image = "created", imageItem(img)
+			res.Status, res.Image = "created", h.imageItem(img)
 			if existing {
 				res.Status = "existing"
 			}
@@ -149,19 +154,30 @@ func sourceImageProblem(a *models.Asset, now time.Time) string {
 		return "was removed by the retention policy; upload the image again."
 	case a.Status == models.AssetAwaitingUpload && (a.UploadExpiresAt == nil || !a.UploadExpiresAt.After(now)):
 		return "was never uploaded and its upload URL has expired; request a new one with POST /assets/upload."
+	case a.Status == models.AssetInvalid:
+		return "cannot be used: " + a.Problem + "."
 	}
 	return ""
 }
 
 // imageStatus is the client-facing state of an image's upload.
 func imageStatus(assetStatus string) string {
-	if assetStatus == models.AssetReady {
+	switch assetStatus {
+	case models.AssetReady:
 		return ImageReady
+	case models.AssetProcessing:
+		return ImageProcessing
+	case models.AssetInvalid:
+		return ImageInvalid
 	}
 	return ImageAwaitingUpload
 }
 
-func imageItem(r *models.ProductImageRow) *ImageItem {
-	return &ImageItem{ID: r.ID, ExternalRef: r.ExternalRef, ProductID: r.ProductID, ProductRef: r.ProductRef,
+func (h *Handler) imageItem(r *models.ProductImageRow) *ImageItem {
+	item := &ImageItem{ID: r.ID, ExternalRef: r.ExternalRef, ProductID: r.ProductID, ProductRef: r.ProductRef,
 		AssetID: r.AssetID, Status: imageStatus(r.AssetStatus), Width: r.Width, Height: r.Height, CreatedAt: r.CreatedAt}
+	if r.AssetStatus == models.AssetReady && r.ThumbnailBlobKey != "" {
+		item.ThumbnailURL = h.Signer.URL(http.MethodGet, jobview.ThumbnailPath(r.AssetID), time.Now().Add(h.DownloadTTL))
+	}
+	return item
 }

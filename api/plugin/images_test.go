@@ -42,7 +42,7 @@ func imageReg(ref, productRef, assetID string) map[string]any {
 		"product_metadata": map[string]any{"display_name": "Product " + productRef}}
 }
 
-var imageKeys = []string{"asset_id", "created_at", "external_ref", "height", "id", "product_id", "product_ref", "status", "width"}
+var imageKeys = []string{"asset_id", "created_at", "external_ref", "height", "id", "product_id", "product_ref", "status", "thumbnail_url", "width"}
 
 func TestRegisterImagesCreatesProductAndIsIdempotent(t *testing.T) {
 	e := newEnv(t)
@@ -79,8 +79,12 @@ func TestRegisterImagesCreatesProductAndIsIdempotent(t *testing.T) {
 	require.NotNil(t, stored.InstallationID)
 	assert.Equal(t, e.inst.ID, *stored.InstallationID)
 
-	// The bytes arrive: the image is ready with its dimensions.
+	// The bytes arrive: the image is processing, then ready with its dimensions and a thumbnail.
 	require.Equal(t, http.StatusOK, e.put(u, "image/png", data, int64(len(data))).Code)
+	res = e.registerImages(e.key, map[string]any{"external_ref": "img-1", "product_ref": "MUG", "asset_id": assetID})
+	assert.Equal(t, plugin.ImageProcessing, res[0]["image"].(map[string]any)["status"])
+	assert.Empty(t, res[0]["image"].(map[string]any)["thumbnail_url"])
+	e.prepare(assetID)
 
 	// The same external_ref again: the existing row, nothing new, even with other fields.
 	other := e.readyAsset(e.inst)
@@ -92,6 +96,9 @@ func TestRegisterImagesCreatesProductAndIsIdempotent(t *testing.T) {
 	assert.Equal(t, plugin.ImageReady, again["status"])
 	assert.EqualValues(t, 6, again["width"])
 	assert.EqualValues(t, 5, again["height"])
+	thumb := e.download(again["thumbnail_url"].(string))
+	require.Equal(t, http.StatusOK, thumb.Code, thumb.Body.String())
+	assert.Equal(t, "image/jpeg", thumb.Header().Get("Content-Type"))
 	assert.EqualValues(t, 1, e.count(&models.ProductImage{}, "1 = 1"))
 
 	// A second image of the now existing product needs no metadata; within one call a new

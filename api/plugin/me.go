@@ -63,7 +63,7 @@ func (h *Handler) me(c *gin.Context) {
 }
 
 func (h *Handler) aiModels(c *gin.Context) {
-	items := h.Generator.Models()
+	items := h.Generator.ModelsFor(JobTypes...)
 	if items == nil {
 		items = []models.AIModel{}
 	}

@@ -77,6 +77,13 @@ func TestAIModels(t *testing.T) {
 		}
 	}
 	require.NotNil(t, studio, "local/studio-v1 missing: %s", rec.Body.String())
+	ids := make([]any, 0, len(items))
+	for _, it := range items {
+		ids = append(ids, it.(map[string]any)["id"])
+	}
+	// Only configured providers (no API keys here) and only the plugin's job types: no video model.
+	assert.Equal(t, []any{"local/studio-v1"}, ids)
+	assert.Equal(t, []any{models.JobTypePhotoShoot, models.JobTypePackshot}, studio["job_types"])
 	assert.Equal(t, "image", studio["output_type"])
 	assert.Equal(t, float64(1), studio["base_credit_cost"])
 	assert.Contains(t, studio["supported_aspect_ratios"], "1:1")

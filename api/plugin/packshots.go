@@ -126,7 +126,11 @@ func registerPackshot(tx *gorm.DB, inst *models.Installation, item PackshotRegis
 	if asset.Kind != models.AssetKindUpload && asset.Kind != models.AssetKindOutput {
 		return nil, false, nil, &itemError{http.StatusBadRequest, CodeInvalidInput, "asset_id is not an image."}
 	}
-	if asset.Status != models.AssetReady {
+	switch asset.Status {
+	case models.AssetReady, models.AssetProcessing: // a job waits for a packshot still being prepared
+	case models.AssetInvalid:
+		return nil, false, nil, &itemError{http.StatusBadRequest, CodeInvalidInput, "asset_id " + item.AssetID + " cannot be used: " + asset.Problem + "."}
+	default:
 		return nil, false, nil, &itemError{http.StatusBadRequest, CodeInvalidInput, "asset_id " + item.AssetID + " has not been uploaded yet; PUT the bytes to its upload_url first."}
 	}
 	product, err := findOrCreateProduct(tx, inst, item.ProductRef, item.ProductMetadata)

@@ -37,6 +37,9 @@ type Handler struct {
 // Base is the path prefix of the plugin API.
 const Base = "/api/v1/plugin"
 
+// JobTypes are the job types the plugin API creates; its model list and prices show only these.
+var JobTypes = []string{models.JobTypePhotoShoot, models.JobTypePackshot}
+
 // Register mounts the plugin API routes on r.
 func (h *Handler) Register(r *gin.Engine) {
 	useJSONFieldNames()

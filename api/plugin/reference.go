@@ -178,7 +178,7 @@ func (h *Handler) listPresets(c *gin.Context) {
 // base_credit_cost.
 func (h *Handler) pricing(c *gin.Context) {
 	c.Header("Cache-Control", cachePricing)
-	c.PureJSON(http.StatusOK, PricingResponse{Prices: h.Generator.Catalog().Prices(h.Generator.Models())})
+	c.PureJSON(http.StatusOK, PricingResponse{Prices: h.Generator.Catalog().Prices(h.Generator.ModelsFor(JobTypes...))})
 }
 
 // referenceFile serves a seeded reference image to the holder of a signed URL, rendering it

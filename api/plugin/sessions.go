@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -279,7 +280,7 @@ func (h *Handler) planSession(c *gin.Context, inst *models.Installation, req *Se
 		}
 		seen[s.ProductRef] = true
 		m, ok := h.Generator.Model(s.AIModel)
-		if !ok {
+		if !ok || !slices.ContainsFunc(JobTypes, m.Serves) {
 			return nil, nil, invalid("subjects[%d].ai_model %q is not a model listed by GET /ai-models.", i, s.AIModel)
 		}
 		if !m.Serves(jobType) {
@@ -404,6 +405,9 @@ func resolvePhotoInput(db *gorm.DB, inst *models.Installation, i int, s Subject)
 	}
 	if err != nil {
 		return nil, "", nil, err
+	}
+	if asset.Status == models.AssetInvalid {
+		return nil, "", invalid("subjects[%d].packshot_asset_id %q cannot be used: %s.", i, s.PackshotAssetID, asset.Problem), nil
 	}
 	return &product, asset.ID, nil, nil
 }

@@ -3,11 +3,13 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -16,12 +18,15 @@ import (
 
 	"github.com/shotflow/shotflow/activities"
 	"github.com/shotflow/shotflow/activities/generate"
+	"github.com/shotflow/shotflow/activities/generate/fal"
 	"github.com/shotflow/shotflow/activities/generate/local"
+	"github.com/shotflow/shotflow/activities/generate/openai"
 	"github.com/shotflow/shotflow/activities/generate/sim"
 	"github.com/shotflow/shotflow/api"
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/blobstore"
 	"github.com/shotflow/shotflow/internal/config"
+	"github.com/shotflow/shotflow/internal/imageprep"
 	"github.com/shotflow/shotflow/internal/intake"
 	"github.com/shotflow/shotflow/internal/logging"
 	"github.com/shotflow/shotflow/internal/ratelimit"
@@ -96,11 +101,9 @@ func Open(ctx context.Context, cfg config.Config, log *zap.Logger) (*App, error)
 	if err != nil {
 		return nil, err
 	}
-	providers := map[string]generate.Provider{"local": local.Provider{}}
-	if cfg.SimProvider {
-		providers[sim.Name] = sim.Provider{}
+	if a.Generator, err = generate.NewRegistry(catalog, Providers(cfg)); err != nil {
+		return nil, err
 	}
-	a.Generator = generate.NewRegistry(catalog, providers)
 	a.Signer = urlsign.New(secrets.Derive(master, secrets.PurposeURLSigning), cfg.PublicBaseURL)
 	if a.Box, err = secrets.NewBox(master); err != nil {
 		return nil, err
@@ -128,6 +131,45 @@ func Open(ctx context.Context, cfg config.Config, log *zap.Logger) (*App, error)
 	}
 	ok = true
 	return a, nil
+}
+
+// Providers returns the generation providers the configuration enables: the local studio always,
+// the sim provider when SIM_PROVIDER is set, and each hosted provider whose API key is set.
+func Providers(cfg config.Config) map[string]generate.Provider {
+	providers := map[string]generate.Provider{local.Name: local.Provider{VideoEncoder: videoEncoder(cfg.VideoEncoder)}}
+	if cfg.SimProvider {
+		providers[sim.Name] = sim.Provider{}
+	}
+	if cfg.OpenAIAPIKey != "" {
+		providers[openai.Name] = openai.New(openai.Config{APIKey: cfg.OpenAIAPIKey, BaseURL: cfg.OpenAIBaseURL})
+	}
+	if cfg.FalKey != "" {
+		providers[fal.Name] = fal.New(fal.Config{APIKey: cfg.FalKey, QueueURL: cfg.FalQueueURL})
+	}
+	return providers
+}
+
+// videoEncoder maps VIDEO_ENCODER to the local provider's setting ("" chooses by itself).
+func videoEncoder(v string) string {
+	if v == "auto" {
+		return ""
+	}
+	return v
+}
+
+// ProviderLimits are the worker throttles of the configured providers, sorted by provider.
+func (a *App) ProviderLimits() []worker.ProviderLimits {
+	names := a.Generator.Providers()
+	slices.Sort(names)
+	out := make([]worker.ProviderLimits, 0, len(names))
+	for _, name := range names {
+		out = append(out, worker.ProviderLimits{
+			Provider:      name,
+			RatePerSecond: a.Config.ProviderRateLimits[name],
+			Concurrency:   cmp.Or(a.Config.ProviderConcurrency[name], a.Config.WorkerActivityConcurrency),
+		})
+	}
+	return out
 }
 
 // Close releases everything Open acquired, newest first.
@@ -216,6 +258,7 @@ func (a *App) ServeHTTP(ctx context.Context, ready func(addr net.Addr)) error {
 // Activities returns the activity implementations bound to this process's dependencies.
 func (a *App) Activities() *activities.Activities {
 	return &activities.Activities{DB: a.DB, Blobs: a.Blobs, Generator: a.Generator, Log: a.Log, LongEdge: a.Config.RenderLongEdge,
+		Prepare: imageprep.Options{MinLongEdge: a.Config.InputMinLongEdge},
 		Secrets: a.Box, Signer: a.Signer, DownloadTTL: a.Config.DownloadURLTTL,
 		Webhooks: webhooks.NewClient(webhooks.ClientOptions{AllowPrivate: a.Config.WebhookAllowPrivateNetworks})}
 }
@@ -230,7 +273,7 @@ func (a *App) Purger() *retention.Purger {
 func (a *App) RunWorker(ctx context.Context) error {
 	w := worker.New(a.Temporal, a.Activities(), worker.Options{
 		TaskQueue: a.Config.TemporalTaskQueue, MaxConcurrentActivity: a.Config.WorkerActivityConcurrency,
-		StopTimeout: a.Config.ShutdownTimeout,
+		StopTimeout: a.Config.ShutdownTimeout, Providers: a.ProviderLimits(),
 	})
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -83,6 +84,25 @@ type Config struct {
 	RenderLongEdge int `env:"RENDER_LONG_EDGE" envDefault:"1024" validate:"min=64,max=4096"`
 	// SimProvider enables the "sim" provider, whose sim/… models inject failures for tests and demos.
 	SimProvider bool `env:"SIM_PROVIDER" envDefault:"false"`
+	// OpenAIAPIKey enables the openai/… models (OpenAI Images API); empty leaves them unlisted.
+	OpenAIAPIKey string `env:"OPENAI_API_KEY"`
+	// OpenAIBaseURL is the OpenAI API root (an Azure or proxy endpoint speaking the same API).
+	OpenAIBaseURL string `env:"OPENAI_BASE_URL" envDefault:"https://api.openai.com/v1" validate:"required,http_url"`
+	// FalKey enables the fal/… models (fal.ai queue API); empty leaves them unlisted.
+	FalKey string `env:"FAL_KEY"`
+	// FalQueueURL is the root of fal's queue API.
+	FalQueueURL string `env:"FAL_QUEUE_URL" envDefault:"https://queue.fal.run" validate:"required,http_url"`
+	// ProviderRateLimits caps each provider's generate calls per second across all workers
+	// (provider=rate, comma-separated; a provider not listed is not rate-limited).
+	ProviderRateLimits map[string]float64 `env:"PROVIDER_RATE_LIMITS" envDefault:"openai=1,fal=5" envKeyValSeparator:"=" validate:"dive,keys,required,endkeys,min=0"`
+	// ProviderConcurrency caps each provider's generate calls at once per worker process
+	// (provider=count; a provider not listed gets WORKER_ACTIVITY_CONCURRENCY).
+	ProviderConcurrency map[string]int `env:"PROVIDER_CONCURRENCY" envDefault:"local=2,openai=4,fal=8" envKeyValSeparator:"=" validate:"dive,keys,required,endkeys,min=1,max=1000"`
+	// VideoEncoder picks how videos are encoded: auto (ffmpeg when installed, else pure Go),
+	// ffmpeg or go.
+	VideoEncoder string `env:"VIDEO_ENCODER" envDefault:"auto" validate:"oneof=auto ffmpeg go"`
+	// InputMinLongEdge is the long edge in pixels below which an upload is upscaled when prepared.
+	InputMinLongEdge int `env:"INPUT_MIN_LONG_EDGE" envDefault:"1024" validate:"min=64,max=4096"`
 
 	// LogLevel is the minimum zap level: debug, info, warn or error.
 	LogLevel string `env:"LOG_LEVEL" envDefault:"info" validate:"oneof=debug info warn error"`
@@ -299,7 +319,20 @@ func (c Config) Environ() []string {
 		if name == "" {
 			continue
 		}
-		out = append(out, name+"="+fmt.Sprint(v.Field(i).Interface()))
+		out = append(out, name+"="+envValue(v.Field(i)))
 	}
 	return out
+}
+
+// envValue formats a field as its variable is written: maps as sorted key=value pairs.
+func envValue(f reflect.Value) string {
+	if f.Kind() != reflect.Map {
+		return fmt.Sprint(f.Interface())
+	}
+	pairs := make([]string, 0, f.Len())
+	for it := f.MapRange(); it.Next(); {
+		pairs = append(pairs, fmt.Sprint(it.Key().Interface())+"="+fmt.Sprint(it.Value().Interface()))
+	}
+	slices.Sort(pairs)
+	return strings.Join(pairs, ",")
 }

@@ -124,7 +124,7 @@ func newServer(t *testing.T, rateLimit int) *server {
 	signer := urlsign.New([]byte("0123456789abcdef0123456789abcdef"), "http://example.test")
 	h := &plugin.Handler{
 		DB: db, Intake: &intake.Starter{DB: db, Log: zap.NewNop()}, Blobs: blobs, Signer: signer,
-		Generator: generate.NewRegistry(catalog, map[string]generate.Provider{"local": local.Provider{}}),
+		Generator: generate.MustNewRegistry(catalog, map[string]generate.Provider{"local": local.Provider{}}),
 		Limiter:   ratelimit.NewMemory(time.Now), Log: zap.NewNop(), DocsURL: "https://docs.example.test",
 		DefaultRateLimit: rateLimit, DownloadTTL: 168 * time.Hour, UploadTTL: 2 * time.Hour, Secrets: box,
 	}

@@ -23,7 +23,7 @@ func TestAPIKilledBetweenCommitAndStartStrandsNothing(t *testing.T) {
 	}})
 	tenant := env.NewTenant(t, 10)
 	api := &client{t: t, base: env.BaseURL + plugin.Base, key: tenant.PluginKey}
-	registerPackshot(t, api, "mug", packshotPNG(t))
+	registerPackshot(t, env, api, "mug", packshotPNG(t))
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -45,7 +45,7 @@ func TestCancelOnlyJobsThatHaveNotStarted(t *testing.T) {
 	tenant := env.NewTenant(t, 20)
 	api := &client{t: t, base: env.BaseURL + plugin.Base, key: tenant.PluginKey}
 	receiver, secret := useReceiver(t, env, tenant)
-	registerPackshot(t, api, "vase", packshotPNG(t))
+	registerPackshot(t, env, api, "vase", packshotPNG(t))
 	session := startSession(t, api, "vase", "local/studio-v1", 6)
 	ids := session.Subjects[0].JobIDs
 	last := ids[len(ids)-1]
@@ -106,7 +106,7 @@ func TestJobsThatNeverStartExpire(t *testing.T) {
 	}})
 	tenant := env.NewTenant(t, 20)
 	api := &client{t: t, base: env.BaseURL + plugin.Base, key: tenant.PluginKey}
-	registerPackshot(t, api, "chair", packshotPNG(t))
+	registerPackshot(t, env, api, "chair", packshotPNG(t))
 	session := startSession(t, api, "chair", "local/studio-v1", 12)
 	jobs := waitTerminal(t, api, session.Subjects[0].JobIDs)
 	expired := 0

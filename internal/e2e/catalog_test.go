@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/testenv"
@@ -67,15 +68,19 @@ func TestCatalogEndToEnd(t *testing.T) {
 	}
 	packshot := shots.Results[0].Packshot
 
-	// 3. The product shows both, the image now ready with its dimensions.
+	// 3. The product shows both, the image, once prepared, ready with its dimensions (the 300×400
+	// photo upscaled to INPUT_MIN_LONG_EDGE) and a thumbnail.
 	var product plugin.ProductDetail
-	expect(t, api.do(http.MethodGet, "/products/lamp-1", nil, &product), http.StatusOK)
+	testenv.Eventually(t, 30*time.Second, "the photo to be prepared", func() bool {
+		expect(t, api.do(http.MethodGet, "/products/lamp-1", nil, &product), http.StatusOK)
+		return len(product.Images) == 1 && product.Images[0].Status == plugin.ImageReady
+	})
 	if product.ID != image.ProductID || product.DisplayName != "Desk lamp" || product.SKU != "DL-1" ||
 		product.ImageCount != 1 || product.PackshotCount != 1 || product.ImagesTruncated || product.PackshotsTruncated ||
 		len(product.Images) != 1 || len(product.Packshots) != 1 {
 		t.Fatalf("GET /products/lamp-1 = %+v", product)
 	}
-	if img := product.Images[0]; img.ID != image.ID || img.Status != plugin.ImageReady || img.Width != 300 || img.Height != 400 || img.AssetID != photoID {
+	if img := product.Images[0]; img.ID != image.ID || img.Status != plugin.ImageReady || img.Width != 768 || img.Height != 1024 || img.AssetID != photoID || img.ThumbnailURL == "" {
 		t.Fatalf("embedded image = %+v", img)
 	}
 	if ps := product.Packshots[0]; ps.ID != packshot.ID || ps.SourceImageRef != "lamp-photo-1" || ps.Voting != models.VotingAccepted || ps.VotingAt == nil {
@@ -106,7 +111,7 @@ func TestCatalogEndToEnd(t *testing.T) {
 		t.Fatalf("after deleting the packshot: %+v", product)
 	}
 	var asset models.Asset
-	if err := env.DB.Take(&asset, "id = ?", packshotID).Error; err != nil || asset.Status != models.AssetReady || asset.PurgedAt != nil {
+	if err := env.DB.Take(&asset, "id = ?", packshotID).Error; err != nil || (asset.Status != models.AssetReady && asset.Status != models.AssetProcessing) || asset.PurgedAt != nil {
 		t.Fatalf("packshot file after delete = %+v, %v", asset, err)
 	}
 

@@ -24,7 +24,8 @@ func TestWorkerKilledMidGenerationLosesNothing(t *testing.T) {
 	tenant := env.NewTenant(t, 10)
 	api := &client{t: t, base: env.BaseURL + plugin.Base, key: tenant.PluginKey}
 	receiver, secret := useReceiver(t, env, tenant)
-	registerPackshot(t, api, "lamp", packshotPNG(t))
+	first := env.StartWorkerProcess(t) // a worker prepares the packshot
+	registerPackshot(t, env, api, "lamp", packshotPNG(t))
 	var session plugin.SessionResponse
 	expect(t, api.do(http.MethodPost, "/jobs", map[string]any{
 		"session_config": map[string]any{"aspect_ratio": "1:1", "suggestions": "sim-delay=4s"},
@@ -32,7 +33,6 @@ func TestWorkerKilledMidGenerationLosesNothing(t *testing.T) {
 	}, &session), http.StatusCreated)
 	ids := session.Subjects[0].JobIDs
 
-	first := env.StartWorkerProcess(t)
 	testenv.Eventually(t, 60*time.Second, "every job to be generating", func() bool {
 		var n int64
 		env.DB.Model(&models.Job{}).Where("order_id = ? AND status = ?", session.OrderID, models.JobInProgress).Count(&n)

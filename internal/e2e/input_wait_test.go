@@ -13,11 +13,11 @@ import (
 	"github.com/shotflow/shotflow/models"
 )
 
-// inputBeingPrepared registers a packshot, then puts its file back into the "being prepared"
-// state (as an upscaling step would), returning the asset ID and a fresh upload URL for it.
+// inputBeingPrepared registers a packshot, then puts its file back into the "being uploaded"
+// state, returning the asset ID and a fresh upload URL for it.
 func inputBeingPrepared(t *testing.T, env *testenv.Env, api *client, productRef string) (string, string) {
 	t.Helper()
-	registerPackshot(t, api, productRef, packshotPNG(t))
+	registerPackshot(t, env, api, productRef, packshotPNG(t))
 	var p models.Packshot
 	if err := env.DB.Joins("JOIN products ON products.id = packshots.product_id").
 		Where("products.external_ref = ?", productRef).Take(&p).Error; err != nil {

@@ -25,7 +25,7 @@ func TestJobsListRefreshAndRatingsEndToEnd(t *testing.T) {
 	}})
 	tenant := env.NewTenant(t, 20)
 	api := &client{t: t, base: env.BaseURL + plugin.Base, key: tenant.PluginKey}
-	registerPackshot(t, api, "kettle", packshotPNG(t))
+	registerPackshot(t, env, api, "kettle", packshotPNG(t))
 	session := startSession(t, api, "kettle", "local/studio-v1", 3)
 	ids := session.Subjects[0].JobIDs
 	jobs := waitTerminal(t, api, ids)

@@ -32,7 +32,7 @@ func TestOrderWhoseWorkflowStartWasLostIsStartedBySweeper(t *testing.T) {
 	env := testenv.New(t, temporalServer, testenv.Options{})
 	tenant := env.NewTenant(t, 5)
 	api := &client{t: t, base: env.BaseURL + plugin.Base, key: tenant.PluginKey}
-	registerPackshot(t, api, "lamp", packshotPNG(t))
+	registerPackshot(t, env, api, "lamp", packshotPNG(t))
 
 	// An API process whose Temporal connection dies between the commit and the start.
 	crashing := *env.App

@@ -37,7 +37,7 @@ func TestRetriesFollowTheErrorCategory(t *testing.T) {
 	jobModel := map[string]string{}
 	for model := range cases {
 		ref := strings.TrimPrefix(model, "sim/")
-		registerPackshot(t, api, ref, packshotPNG(t))
+		registerPackshot(t, env, api, ref, packshotPNG(t))
 		s := startSession(t, api, ref, model, 1)
 		jobModel[s.Subjects[0].JobIDs[0]] = model
 	}

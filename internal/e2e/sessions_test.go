@@ -130,8 +130,8 @@ func TestIdempotentSessionsEndToEnd(t *testing.T) {
 	env := testenv.New(t, temporalServer, testenv.Options{})
 	tenant := env.NewTenant(t, 50)
 	api := &client{t: t, base: env.BaseURL + plugin.Base, key: tenant.PluginKey}
-	registerPackshot(t, api, "mug", packshotPNG(t))
-	registerPackshot(t, api, "cup", packshotPNG(t))
+	registerPackshot(t, env, api, "mug", packshotPNG(t))
+	registerPackshot(t, env, api, "cup", packshotPNG(t))
 
 	body := `{"session_config":{"aspect_ratio":"1:1","style":"oak table"},"subjects":[{"product_ref":"mug","images_count":2,"ai_model":"local/studio-v1"}]}`
 	reformatted := "{\n  \"subjects\": [{\"ai_model\": \"local/studio-v1\", \"product_ref\": \"mug\", \"images_count\": 2}],\n  \"session_config\": {\"style\": \"oak table\", \"aspect_ratio\": \"1:1\"}\n}\n"
@@ -231,8 +231,8 @@ func TestBatchEndToEnd(t *testing.T) {
 	env := testenv.New(t, temporalServer, testenv.Options{})
 	tenant := env.NewTenant(t, 5)
 	api := &client{t: t, base: env.BaseURL + plugin.Base, key: tenant.PluginKey}
-	registerPackshot(t, api, "lamp", packshotPNG(t))
-	registerPackshot(t, api, "vase", packshotPNG(t))
+	registerPackshot(t, env, api, "lamp", packshotPNG(t))
+	registerPackshot(t, env, api, "vase", packshotPNG(t))
 	one := func(ref string, images int) map[string]any {
 		return map[string]any{"session_config": map[string]any{"aspect_ratio": "1:1"},
 			"subjects": []any{map[string]any{"product_ref": ref, "images_count": images, "ai_model": "local/studio-v1"}}}
@@ -297,8 +297,8 @@ func TestCloneEndToEnd(t *testing.T) {
 	env := testenv.New(t, temporalServer, testenv.Options{})
 	tenant := env.NewTenant(t, 20)
 	api := &client{t: t, base: env.BaseURL + plugin.Base, key: tenant.PluginKey}
-	registerPackshot(t, api, "bottle", packshotPNG(t))
-	registerPackshot(t, api, "jar", packshotPNG(t))
+	registerPackshot(t, env, api, "bottle", packshotPNG(t))
+	registerPackshot(t, env, api, "jar", packshotPNG(t))
 
 	var src plugin.SessionResponse
 	api.mustSend(http.MethodPost, "/jobs", "", map[string]any{

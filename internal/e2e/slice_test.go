@@ -51,7 +51,7 @@ func TestPluginPhotoSessionEndToEnd(t *testing.T) {
 	input := packshotPNG(t)
 
 	// 1–2. Presigned upload, PUT of the bytes, and registration as an approved packshot.
-	registerPackshot(t, api, "bottle-1", input)
+	registerPackshot(t, env, api, "bottle-1", input)
 
 	// 3. The catalog lists a local model.
 	var catalog struct {
@@ -185,9 +185,9 @@ func TestPluginPhotoSessionEndToEnd(t *testing.T) {
 	}
 }
 
-// registerPackshot uploads image through a presigned URL and registers it as the approved
-// packshot of a new product with the given reference.
-func registerPackshot(t *testing.T, api *client, productRef string, input []byte) {
+// registerPackshot uploads image through a presigned URL, waits until it is prepared, and
+// registers it as the approved packshot of a new product with the given reference.
+func registerPackshot(t *testing.T, env *testenv.Env, api *client, productRef string, input []byte) {
 	t.Helper()
 	var up plugin.UploadResponse
 	expect(t, api.do(http.MethodPost, "/assets/upload", map[string]any{
@@ -201,6 +201,10 @@ func registerPackshot(t *testing.T, api *client, productRef string, input []byte
 	}
 	expect(t, resp, http.StatusOK)
 	resp.Body.Close()
+	// Wait for its preparation, so that the tests' jobs find it ready and count no extra attempt.
+	if err := env.App.Temporal.GetWorkflow(context.Background(), workflows.PrepareInputWorkflowID(up.AssetID), "").Get(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
 
 	// 2. Register it as the approved packshot of a new product.
 	var reg struct{ Results []plugin.BulkResult }

@@ -27,7 +27,7 @@ import (
 // failed with CONTENT_POLICY after one attempt, and its order ID.
 func failedJob(t *testing.T, env *testenv.Env, api *client, productRef string) (string, string) {
 	t.Helper()
-	registerPackshot(t, api, productRef, packshotPNG(t))
+	registerPackshot(t, env, api, productRef, packshotPNG(t))
 	session := startSession(t, api, productRef, "sim/content-policy", 1)
 	id := session.Subjects[0].JobIDs[0]
 	job := waitTerminal(t, api, []string{id})[id]

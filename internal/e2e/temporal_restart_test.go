@@ -41,7 +41,7 @@ func TestOrderFinishesAcrossATemporalRestart(t *testing.T) {
 	}})
 	tenant := env.NewTenant(t, 10)
 	api := &client{t: t, base: env.BaseURL + plugin.Base, key: tenant.PluginKey}
-	registerPackshot(t, api, "clock", packshotPNG(t))
+	registerPackshot(t, env, api, "clock", packshotPNG(t))
 	var session plugin.SessionResponse
 	expect(t, api.do(http.MethodPost, "/jobs", map[string]any{
 		"session_config": map[string]any{"aspect_ratio": "1:1", "suggestions": "sim-delay=1500ms"},

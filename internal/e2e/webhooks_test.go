@@ -128,7 +128,7 @@ func TestWebhooksAreSignedRetriedAndReplayed(t *testing.T) {
 	}).Error; err != nil {
 		t.Fatal(err)
 	}
-	registerPackshot(t, api, "vase", packshotPNG(t))
+	registerPackshot(t, env, api, "vase", packshotPNG(t))
 
 	// The end of a job is notified from a workflow, as JobWorkflow does, on a worker of its own.
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

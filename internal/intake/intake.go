@@ -134,7 +134,7 @@ func (s *Starter) Start(ctx context.Context, order *models.Order, jobs []models.
 		if models.IsTerminalJobStatus(j.Status) {
 			continue
 		}
-		ref := workflows.JobRef{JobID: j.ID, Run: j.Run, ProductRef: j.ProductRef, ProductLabel: j.ProductLabel}
+		ref := workflows.JobRef{JobID: j.ID, Run: j.Run, ProductRef: j.ProductRef, ProductLabel: j.ProductLabel, Provider: j.Provider()}
 		if s.JobStartDeadline > 0 {
 			ref.ExpiresAt = j.CreatedAt.Add(s.JobStartDeadline)
 		}
@@ -202,7 +202,7 @@ func (s *Starter) StartJobRun(ctx context.Context, j *models.Job) error {
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		TypedSearchAttributes:    temporal.NewSearchAttributes(attrs...),
 		Memo:                     map[string]any{"product_ref": j.ProductRef, "product_label": j.ProductLabel},
-	}, workflows.JobWorkflow, workflows.JobInput{JobID: j.ID, Run: j.Run, OrderID: j.OrderID, Options: s.JobOptions})
+	}, workflows.JobWorkflow, workflows.JobInput{JobID: j.ID, Run: j.Run, OrderID: j.OrderID, Options: s.JobOptions, Provider: j.Provider()})
 	var already *serviceerror.WorkflowExecutionAlreadyStarted
 	if err != nil && !errors.As(err, &already) {
 		return fmt.Errorf("start job workflow: %w", err)
@@ -231,7 +231,44 @@ func (s *Starter) StartPendingRuns(ctx context.Context, olderThan time.Duration,
 	return len(jobs), nil
 }
 
-// Sweep calls StartPending and StartPendingRuns every interval until ctx ends.
+// StartPrepare starts the PrepareInputWorkflow of an upload whose bytes are stored (status
+// processing), joining one that is already running. A finished preparation may run again: it
+// changes nothing unless the asset is back in processing.
+func (s *Starter) StartPrepare(ctx context.Context, asset *models.Asset) error {
+	_, err := s.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       workflows.PrepareInputWorkflowID(asset.ID),
+		TaskQueue:                s.TaskQueue,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		TypedSearchAttributes:    temporal.NewSearchAttributes(workflows.SAAccountID.ValueSet(asset.AccountID)),
+	}, workflows.PrepareInputWorkflow, workflows.PrepareInput{AssetID: asset.ID, AccountID: asset.AccountID})
+	var already *serviceerror.WorkflowExecutionAlreadyStarted
+	if err != nil && !errors.As(err, &already) {
+		return fmt.Errorf("start input preparation: %w", err)
+	}
+	return nil
+}
+
+// StartPendingPreparations starts the preparation of uploads left in processing for more than
+// olderThan (the API died between storing the bytes and starting the workflow, or Temporal was
+// unreachable), and returns how many it started.
+func (s *Starter) StartPendingPreparations(ctx context.Context, olderThan time.Duration, limit int) (int, error) {
+	var assets []models.Asset
+	cutoff := time.Now().UTC().Add(-olderThan)
+	if err := s.DB.WithContext(ctx).Select("id", "account_id").
+		Where("status = ? AND updated_at <= ?", models.AssetProcessing, cutoff).
+		Order("updated_at").Limit(limit).Find(&assets).Error; err != nil {
+		return 0, err
+	}
+	for i := range assets {
+		if err := s.StartPrepare(ctx, &assets[i]); err != nil {
+			return i, err
+		}
+	}
+	return len(assets), nil
+}
+
+// Sweep calls StartPending, StartPendingRuns and StartPendingPreparations every interval until ctx ends.
 func (s *Starter) Sweep(ctx context.Context, interval, olderThan time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -241,6 +278,9 @@ func (s *Starter) Sweep(ctx context.Context, interval, olderThan time.Duration) 
 		}
 		if _, err := s.StartPendingRuns(ctx, olderThan, 100); err != nil && ctx.Err() == nil {
 			s.Log.Warn("job run sweep", zap.Error(err))
+		}
+		if _, err := s.StartPendingPreparations(ctx, olderThan, 100); err != nil && ctx.Err() == nil {
+			s.Log.Warn("input preparation sweep", zap.Error(err))
 		}
 		select {
 		case <-ctx.Done():

@@ -48,6 +48,9 @@ type Output struct {
 // FilePath is the API's download path of an asset.
 func FilePath(assetID string) string { return "/files/" + assetID }
 
+// ThumbnailPath is the API's download path of the thumbnail of a prepared upload.
+func ThumbnailPath(assetID string) string { return "/files/" + assetID + "/thumbnail" }
+
 // Outputs signs download URLs, valid until expires, for the files that are still stored.
 func Outputs(assets []models.Asset, signer *urlsign.Signer, expires time.Time) []Output {
 	out := make([]Output, 0, len(assets))

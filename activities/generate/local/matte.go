@@ -15,6 +15,7 @@ const (
 	fBG                        // reached by the border flood fill
 	fSeen                      // visited by the component labelling
 	fRemoved                   // foreground speck discarded as noise
+	fHole                      // visited while measuring an enclosed background region
 )
 
 // matteResult is an extracted product layer.
@@ -28,7 +29,14 @@ type matteResult struct {
 // background by flood-filling from the borders, removes small specks, feathers
 // the matte edge inward by ~2px and trims to the matte's bounding box. Without
 // a plain background it falls back to the whole image as a rounded card.
-func extractProduct(src raster) (matteResult, error) {
+// Background-coloured regions enclosed by the product (a white label on a
+// white backdrop) are kept as part of the product.
+func extractProduct(src raster) (matteResult, error) { return extractMatte(src, false) }
+
+// extractMatte is extractProduct; with clearHoles it also clears enclosed
+// background-coloured regions of at least minHoleArea pixels (the hole of a
+// mug handle), keeping smaller ones as product detail.
+func extractMatte(src raster, clearHoles bool) (matteResult, error) {
 	w, h := src.w, src.h
 	visible := false
 	for y := 0; y < h && !visible; y++ {
@@ -74,7 +82,7 @@ func extractProduct(src raster) (matteResult, error) {
 	var stack []int32
 	fill := func(x, y int) {
 		if flags[y*w+x]&(fCand|fBG) == fCand {
-			stack = floodBG(flags, w, h, x, y, stack)
+			_, stack = fill4(flags, w, h, x, y, stack, fCand|fBG, fCand, fBG)
 		}
 	}
 	for x := 0; x < w; x++ {
@@ -84,6 +92,12 @@ func extractProduct(src raster) (matteResult, error) {
 	for y := 1; y < h-1; y++ {
 		fill(0, y)
 		fill(w-1, y)
+	}
+	if bg[0] >= studioWhite && bg[1] >= studioWhite && bg[2] >= studioWhite {
+		stack = floodShadow(src, flags, stack)
+	}
+	if clearHoles {
+		stack = clearEnclosed(flags, w, h, stack)
 	}
 
 	// Label foreground components (8-connected).
@@ -288,28 +302,55 @@ func colourDist(a, b [3]uint8) int {
 	return d
 }
 
-// floodBG marks as background the 4-connected region of candidate pixels
-// containing (x, y), using a scanline fill; it returns the (reusable) stack.
-func floodBG(flags []uint8, w, h, x, y int, stack []int32) []int32 {
+// minHoleArea is the smallest enclosed background region, in pixels of a
+// w×h image, that clearEnclosed treats as a hole rather than product detail.
+func minHoleArea(w, h int) int { return max(w*h/4000, 24) }
+
+// clearEnclosed marks as background every 4-connected region of candidate
+// pixels the border fill did not reach whose area is at least minHoleArea;
+// it returns the (reusable) stack.
+func clearEnclosed(flags []uint8, w, h int, stack []int32) []int32 {
+	minArea := minHoleArea(w, h)
+	for i, f := range flags {
+		if f&(fCand|fBG|fHole) != fCand {
+			continue
+		}
+		x, y := i%w, i/w
+		var area int
+		area, stack = fill4(flags, w, h, x, y, stack, fCand|fBG|fHole, fCand, fHole)
+		if area >= minArea {
+			_, stack = fill4(flags, w, h, x, y, stack, fCand|fBG, fCand, fBG)
+		}
+	}
+	return stack
+}
+
+// fill4 sets mark on the 4-connected region of pixels whose flags&mask equal
+// want containing (x, y), using a scanline fill (mark must be one of the mask
+// bits outside want, so marked pixels leave the region); it returns the
+// region's area and the (reusable) stack.
+func fill4(flags []uint8, w, h, x, y int, stack []int32, mask, want, mark uint8) (int, []int32) {
+	area := 0
 	stack = append(stack[:0], int32(y*w+x))
 	for len(stack) > 0 {
 		i := int(stack[len(stack)-1])
 		stack = stack[:len(stack)-1]
 		cy, cx := i/w, i%w
 		row := flags[cy*w : cy*w+w]
-		if row[cx]&(fCand|fBG) != fCand {
+		if row[cx]&mask != want {
 			continue
 		}
 		xl, xr := cx, cx
-		for xl > 0 && row[xl-1]&(fCand|fBG) == fCand {
+		for xl > 0 && row[xl-1]&mask == want {
 			xl--
 		}
-		for xr < w-1 && row[xr+1]&(fCand|fBG) == fCand {
+		for xr < w-1 && row[xr+1]&mask == want {
 			xr++
 		}
 		for k := xl; k <= xr; k++ {
-			row[k] |= fBG
+			row[k] |= mark
 		}
+		area += xr - xl + 1
 		for _, ny := range [2]int{cy - 1, cy + 1} {
 			if ny < 0 || ny >= h {
 				continue
@@ -317,7 +358,7 @@ func floodBG(flags []uint8, w, h, x, y int, stack []int32) []int32 {
 			nrow := flags[ny*w : ny*w+w]
 			in := false
 			for k := xl; k <= xr; k++ {
-				if nrow[k]&(fCand|fBG) == fCand {
+				if nrow[k]&mask == want {
 					if !in {
 						stack = append(stack, int32(ny*w+k))
 						in = true
@@ -328,7 +369,7 @@ func floodBG(flags []uint8, w, h, x, y int, stack []int32) []int32 {
 			}
 		}
 	}
-	return stack
+	return area, stack
 }
 
 // labelFG fills the 8-connected region of pixels with none of the stop flags
@@ -411,4 +452,64 @@ func roundedCard(src raster) matteResult {
 		}
 	}
 	return matteResult{layer: layer, bbox: image.Rect(0, 0, w, h), matted: false}
+}
+
+// studioWhite is the darkest border channel of a studio packshot's white backdrop, the only
+// background on which floodShadow looks for a contact shadow.
+const studioWhite = 245
+
+// floodShadow extends the background over the soft contact shadow of a packshot on white (such as
+// the local packshot renderer draws): from background pixels into neutral grey neighbours whose
+// brightness changes gently, so the shadow is not kept as part of the product. Product edges are
+// coloured or change sharply, which stops it; very dark pixels are never taken.
+func floodShadow(src raster, flags []uint8, stack []int32) []int32 {
+	const (
+		maxChroma = 12 // max-min channel spread of a neutral grey
+		maxStep   = 10 // brightness change between neighbours within a shadow
+		minLuma   = 110
+	)
+	w, h := src.w, src.h
+	luma := func(i int) (int, bool) {
+		p := src.row(i / w)[(i%w)*4 : (i%w)*4+4]
+		if p[3] < 250 {
+			return 0, false
+		}
+		r, g, b := int(p[0]), int(p[1]), int(p[2])
+		if max(r, g, b)-min(r, g, b) > maxChroma {
+			return 0, false
+		}
+		return (r + g + b) / 3, true
+	}
+	stack = stack[:0]
+	for i := range flags {
+		if flags[i]&fBG != 0 {
+			stack = append(stack, int32(i))
+		}
+	}
+	for len(stack) > 0 {
+		i := int(stack[len(stack)-1])
+		stack = stack[:len(stack)-1]
+		li, ok := luma(i)
+		if !ok {
+			li = 255 // a transparent background pixel
+		}
+		x, y := i%w, i/w
+		for _, d := range [4][2]int{{1, 0}, {-1, 0}, {0, 1}, {0, -1}} {
+			nx, ny := x+d[0], y+d[1]
+			if nx < 0 || ny < 0 || nx >= w || ny >= h {
+				continue
+			}
+			j := ny*w + nx
+			if flags[j]&fBG != 0 {
+				continue
+			}
+			lj, ok := luma(j)
+			if !ok || lj < minLuma || absInt(lj-li) > maxStep {
+				continue
+			}
+			flags[j] |= fBG | fCand
+			stack = append(stack, int32(j))
+		}
+	}
+	return stack
 }

@@ -14,28 +14,64 @@ import (
 	"github.com/shotflow/shotflow/models"
 )
 
-// Provider is the built-in offline generator: real image work in Go, deterministic per seed.
-type Provider struct{}
+// Name is the provider's name in the registry and in catalog model IDs (local/<model>).
+const Name = "local"
 
-// Generate renders the outputs of one attempt.
-func (Provider) Generate(ctx context.Context, req generate.Request) ([]generate.Output, error) {
+// The local provider's models (the part of a catalog model ID after "local/").
+const (
+	// StudioModel renders images: photo shoots, packshots and model and scenery ideas.
+	StudioModel = "studio-v1"
+	// MotionModel renders videos and reels.
+	MotionModel = "motion-v1"
+)
+
+// Provider is the built-in offline generator: real image work in Go, deterministic per seed.
+type Provider struct {
+	// VideoEncoder is internal/video's encoder for videos and reels: "" (ffmpeg when installed,
+	// else pure Go), "ffmpeg" or "go".
+	VideoEncoder string
+}
+
+// Serves reports whether the local model generates jobs of jobType: StudioModel every image job
+// type, MotionModel videos and reels.
+func (Provider) Serves(model, jobType string) bool {
+	switch model {
+	case StudioModel:
+		switch jobType {
+		case models.JobTypePhotoShoot, models.JobTypePackshot, models.JobTypeModelIdea, models.JobTypeSceneryIdea:
+			return true
+		}
+	case MotionModel:
+		return jobType == models.JobTypeVideo || jobType == models.JobTypeReel
+	}
+	return false
+}
+
+// Generate renders the outputs of one attempt. It dispatches on the job type alone, so a caller
+// that checked Serves (or a simulated model standing in for one) gets the same pixels.
+func (p Provider) Generate(ctx context.Context, req generate.Request) ([]generate.Output, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, generate.Errorf(errorcat.TransientInfra, "cancelled before rendering: %v", err)
 	}
 	switch req.JobType {
 	case models.JobTypePhotoShoot:
 		return renderPhotoShoot(req)
+	case models.JobTypePackshot:
+		return renderPackshot(req)
+	case models.JobTypeModelIdea:
+		return renderIdea(IdeaModel, req)
+	case models.JobTypeSceneryIdea:
+		return renderIdea(IdeaScenery, req)
+	case models.JobTypeVideo, models.JobTypeReel:
+		return renderVideo(ctx, req, p.VideoEncoder)
 	}
 	return nil, generate.Errorf(errorcat.InternalBug, "local provider cannot render job type %q", req.JobType)
 }
 
 func renderPhotoShoot(req generate.Request) ([]generate.Output, error) {
-	if len(req.Inputs) == 0 {
-		return nil, generate.Errorf(errorcat.InputMissing, "photo shoot needs a packshot input")
-	}
-	packshot, _, err := image.Decode(bytes.NewReader(req.Inputs[0].Data))
+	packshot, err := decodeInput(req, "photo shoot", "packshot")
 	if err != nil {
-		return nil, generate.Errorf(errorcat.InputMissing, "packshot is not a decodable image: %v", err)
+		return nil, err
 	}
 	opts := PhotoShootOptions{
 		AspectRatio: req.AspectRatio, LongEdge: req.LongEdge, Seed: req.Seed,
@@ -50,6 +86,48 @@ func renderPhotoShoot(req generate.Request) ([]generate.Output, error) {
 	if err != nil {
 		return nil, generate.Errorf(errorcat.InputMissing, "render: %v", err)
 	}
+	return pngOutput(img)
+}
+
+// renderPackshot cuts the product out of the photo. A photo Packshot cannot use (one without a
+// visible pixel) is an input problem, like an undecodable one.
+func renderPackshot(req generate.Request) ([]generate.Output, error) {
+	photo, err := decodeInput(req, "packshot", "product photo")
+	if err != nil {
+		return nil, err
+	}
+	img, err := Packshot(photo, PackshotOptions{AspectRatio: req.AspectRatio, LongEdge: req.LongEdge, Seed: req.Seed})
+	if err != nil {
+		return nil, generate.Errorf(errorcat.InputMissing, "render: %v", err)
+	}
+	return pngOutput(img)
+}
+
+// renderIdea draws an idea from the preferences text in req.Prompt. Ideas have no inputs, so a
+// failure (an aspect ratio or size the catalog should not have let through) is a bug.
+func renderIdea(kind IdeaKind, req generate.Request) ([]generate.Output, error) {
+	img, err := Idea(kind, req.Prompt, IdeaOptions{AspectRatio: req.AspectRatio, LongEdge: req.LongEdge, Seed: req.Seed})
+	if err != nil {
+		return nil, generate.Errorf(errorcat.InternalBug, "render %s idea: %v", kind, err)
+	}
+	return pngOutput(img)
+}
+
+// decodeInput decodes the first input of req, the image a job of kind needs; a missing or
+// undecodable one is INPUT_MISSING.
+func decodeInput(req generate.Request, kind, what string) (image.Image, error) {
+	if len(req.Inputs) == 0 {
+		return nil, generate.Errorf(errorcat.InputMissing, "%s needs a %s input", kind, what)
+	}
+	img, _, err := image.Decode(bytes.NewReader(req.Inputs[0].Data))
+	if err != nil {
+		return nil, generate.Errorf(errorcat.InputMissing, "%s is not a decodable image: %v", what, err)
+	}
+	return img, nil
+}
+
+// pngOutput encodes img as the attempt's single PNG output.
+func pngOutput(img *image.NRGBA) ([]generate.Output, error) {
 	data, err := EncodePNG(img)
 	if err != nil {
 		return nil, generate.Errorf(errorcat.InternalBug, "encode: %v", err)

@@ -7,11 +7,10 @@
 package sim
 
 import (
-	"bytes"
 	"context"
-	"image"
 	_ "image/jpeg" // decodes JPEG inputs
 	_ "image/png"  // decodes PNG inputs
+	"slices"
 	"strings"
 	"time"
 
@@ -40,6 +39,7 @@ const (
 	ModelProviderAccount = "provider-account" // every attempt fails PROVIDER_ACCOUNT
 	ModelInternalBug     = "internal-bug"     // every attempt fails INTERNAL_BUG
 	ModelSlow            = "slow"             // sleeps DelayOption (default DefaultDelay), then succeeds
+	ModelVideoOK         = "video-ok"         // videos and reels; always succeeds
 )
 
 // RateLimitRetryAfter is the RetryAfter of the RATE_LIMIT failures of sim/rate-limit-twice.
@@ -51,6 +51,11 @@ const DefaultDelay = 2 * time.Second
 // DelayOption is the key of the session suggestions token that sets the delay of sim/slow, as
 // "sim-delay=<Go duration>", e.g. "sim-delay=3s".
 const DelayOption = "sim-delay"
+
+// FaultOption is the key of the session suggestions token that gives sim/ok and sim/video-ok the
+// failure pattern of another sim model, as "sim-fault=<model>", e.g. "sim-fault=rate-limit-twice":
+// a way to drive a retry path from a session without choosing another model.
+const FaultOption = "sim-fault"
 
 // HeartbeatInterval is how often sim/slow heartbeats while it waits inside a Temporal activity.
 const HeartbeatInterval = time.Second
@@ -85,7 +90,7 @@ var faults = map[string]fault{
 // modelNames lists every sim model in catalog order.
 var modelNames = []string{
 	ModelOK, ModelRateLimitTwice, ModelTransientOnce, ModelCapacityThenOK, ModelAlwaysTransient,
-	ModelContentPolicy, ModelInputMissing, ModelProviderAccount, ModelInternalBug, ModelSlow,
+	ModelContentPolicy, ModelInputMissing, ModelProviderAccount, ModelInternalBug, ModelSlow, ModelVideoOK,
 }
 
 // Models returns the catalog IDs (sim/…) of every sim model.
@@ -102,7 +107,7 @@ func Models() []string {
 func Fault(model string, attempt int) *generate.Error {
 	attempt = max(attempt, 1)
 	switch model {
-	case ModelOK, ModelSlow:
+	case ModelOK, ModelSlow, ModelVideoOK:
 		return nil
 	}
 	f, ok := faults[model]
@@ -121,18 +126,48 @@ func Fault(model string, attempt int) *generate.Error {
 // suggestions (tokens are separated by spaces, commas or semicolons), or DefaultDelay when there is
 // none or it is not a valid non-negative Go duration.
 func Delay(suggestions string) time.Duration {
+	if d, err := time.ParseDuration(option(suggestions, DelayOption)); err == nil && d >= 0 {
+		return d
+	}
+	return DefaultDelay
+}
+
+// option returns the value of the first "key=value" token of the suggestions (tokens are
+// separated by spaces, commas or semicolons), or "".
+func option(suggestions, key string) string {
 	for _, tok := range strings.FieldsFunc(suggestions, func(r rune) bool {
 		return r == ' ' || r == ',' || r == ';' || r == '\t' || r == '\n' || r == '\r'
 	}) {
-		key, val, ok := strings.Cut(tok, "=")
-		if !ok || !strings.EqualFold(strings.TrimSpace(key), DelayOption) {
-			continue
-		}
-		if d, err := time.ParseDuration(strings.TrimSpace(val)); err == nil && d >= 0 {
-			return d
+		k, val, ok := strings.Cut(tok, "=")
+		if ok && strings.EqualFold(strings.TrimSpace(k), key) {
+			return strings.TrimSpace(val)
 		}
 	}
-	return DefaultDelay
+	return ""
+}
+
+// faultModel is the model whose failure pattern an attempt follows: the model itself, or for
+// sim/ok and sim/video-ok the model named by a FaultOption token of the session suggestions.
+func faultModel(model, suggestions string) string {
+	if model != ModelOK && model != ModelVideoOK {
+		return model
+	}
+	if f := option(suggestions, FaultOption); f != "" {
+		if _, ok := faults[f]; ok {
+			return f
+		}
+	}
+	return model
+}
+
+// Serves reports whether a sim model generates jobs of jobType: sim/video-ok makes videos and
+// reels, every other sim model makes every kind of image.
+func (Provider) Serves(model, jobType string) bool {
+	if !slices.Contains(modelNames, model) {
+		return false
+	}
+	video := jobType == models.JobTypeVideo || jobType == models.JobTypeReel
+	return video == (model == ModelVideoOK) && slices.Contains(models.JobTypes, jobType)
 }
 
 // Provider is the simulated provider. The zero value is ready to use.
@@ -144,7 +179,7 @@ func (Provider) Generate(ctx context.Context, req generate.Request) ([]generate.
 	if err := ctx.Err(); err != nil {
 		return nil, generate.Errorf(errorcat.TransientInfra, "cancelled before calling model %s/%s: %v", Name, req.Model, err)
 	}
-	if f := Fault(req.Model, req.Attempt); f != nil {
+	if f := Fault(faultModel(req.Model, req.Session.Suggestions), req.Attempt); f != nil {
 		return nil, f
 	}
 	if req.Model == ModelSlow {
@@ -152,7 +187,7 @@ func (Provider) Generate(ctx context.Context, req generate.Request) ([]generate.
 			return nil, err
 		}
 	}
-	return render(req)
+	return render(ctx, req)
 }
 
 // wait sleeps d, heartbeating every HeartbeatInterval when ctx is an activity's, and fails with
@@ -180,35 +215,7 @@ func wait(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// render is the success path: the local photo-shoot renderer over the first input.
-func render(req generate.Request) ([]generate.Output, error) {
-	if req.JobType != models.JobTypePhotoShoot {
-		return nil, generate.Errorf(errorcat.InternalBug, "sim provider cannot render job type %q", req.JobType)
-	}
-	if len(req.Inputs) == 0 {
-		return nil, generate.Errorf(errorcat.InputMissing, "400 Bad Request: model %s/%s needs an input image, none was sent", Name, req.Model)
-	}
-	packshot, _, err := image.Decode(bytes.NewReader(req.Inputs[0].Data))
-	if err != nil {
-		return nil, generate.Errorf(errorcat.InputMissing, "400 Bad Request: input image is not decodable: %v", err)
-	}
-	opts := local.PhotoShootOptions{
-		AspectRatio: req.AspectRatio, LongEdge: req.LongEdge, Seed: req.Seed,
-		Style: req.Session.Style, Suggestions: req.Session.Suggestions,
-	}
-	if req.Scenery != nil {
-		if scene, _, err := image.Decode(bytes.NewReader(req.Scenery.Data)); err == nil {
-			opts.Scenery = scene
-		}
-	}
-	img, err := local.PhotoShoot(packshot, opts)
-	if err != nil {
-		return nil, generate.Errorf(errorcat.InputMissing, "render: %v", err)
-	}
-	data, err := local.EncodePNG(img)
-	if err != nil {
-		return nil, generate.Errorf(errorcat.InternalBug, "encode: %v", err)
-	}
-	b := img.Bounds()
-	return []generate.Output{{Data: data, ContentType: "image/png", Ext: ".png", Width: b.Dx(), Height: b.Dy()}}, nil
+// render is the success path: the local provider's rendering of the same request.
+func render(ctx context.Context, req generate.Request) ([]generate.Output, error) {
+	return local.Provider{}.Generate(ctx, req)
 }

@@ -69,6 +69,7 @@ func TestOutcomePerAttempt(t *testing.T) {
 		{sim.ModelProviderAccount, []errorcat.Category{errorcat.ProviderAccount, errorcat.ProviderAccount, errorcat.ProviderAccount, errorcat.ProviderAccount}},
 		{sim.ModelInternalBug, []errorcat.Category{errorcat.InternalBug, errorcat.InternalBug, errorcat.InternalBug, errorcat.InternalBug}},
 		{sim.ModelSlow, []errorcat.Category{ok, ok, ok, ok}},
+		{sim.ModelVideoOK, []errorcat.Category{ok, ok, ok, ok}},
 	}
 	if len(tests) != len(sim.Models()) {
 		t.Fatalf("table covers %d models, sim has %d", len(tests), len(sim.Models()))
@@ -345,10 +346,15 @@ func TestCatalogHasEverySimModel(t *testing.T) {
 	if !slices.Equal(inCatalog, sim.Models()) {
 		t.Fatalf("catalog sim models %v, want %v", inCatalog, sim.Models())
 	}
+	images := []string{models.JobTypePhotoShoot, models.JobTypePackshot, models.JobTypeModelIdea, models.JobTypeSceneryIdea}
 	for _, id := range sim.Models() {
 		m, _ := c.Model(id)
-		if !slices.Equal(m.JobTypes, []string{models.JobTypePhotoShoot}) || m.BaseCreditCost != 1 ||
-			!slices.Equal(m.SupportedAspectRatios, studio.SupportedAspectRatios) || m.OutputType != "image" {
+		jobTypes, cost, output := images, int64(1), "image"
+		if id == sim.Name+"/"+sim.ModelVideoOK {
+			jobTypes, cost, output = []string{models.JobTypeVideo, models.JobTypeReel}, 3, "video"
+		}
+		if !slices.Equal(m.JobTypes, jobTypes) || m.BaseCreditCost != cost ||
+			!slices.Equal(m.SupportedAspectRatios, studio.SupportedAspectRatios) || m.OutputType != output {
 			t.Errorf("catalog entry %+v", m)
 		}
 	}
@@ -367,7 +373,7 @@ func TestRegistry(t *testing.T) {
 		return out
 	}
 
-	without := generate.NewRegistry(c, map[string]generate.Provider{"local": local.Provider{}})
+	without := generate.MustNewRegistry(c, map[string]generate.Provider{"local": local.Provider{}})
 	for _, id := range ids(without) {
 		if strings.HasPrefix(id, "sim/") {
 			t.Errorf("sim disabled but %s is listed", id)
@@ -380,7 +386,7 @@ func TestRegistry(t *testing.T) {
 		t.Errorf("sim disabled, generate sim/ok: %v, want INTERNAL_BUG", err)
 	}
 
-	with := generate.NewRegistry(c, map[string]generate.Provider{"local": local.Provider{}, sim.Name: sim.Provider{}})
+	with := generate.MustNewRegistry(c, map[string]generate.Provider{"local": local.Provider{}, sim.Name: sim.Provider{}})
 	listed := ids(with)
 	for _, id := range append(sim.Models(), "local/studio-v1") {
 		if !slices.Contains(listed, id) {
@@ -394,4 +400,55 @@ func TestRegistry(t *testing.T) {
 	if outs, err := with.Generate(context.Background(), "sim/transient-once", request(t, "", 2)); err != nil || len(outs) != 1 {
 		t.Errorf("sim/transient-once attempt 2: %d outputs, %v", len(outs), err)
 	}
+}
+
+func TestSessionOptionChoosesTheFault(t *testing.T) {
+	p := sim.Provider{}
+	req := request(t, sim.ModelOK, 1)
+	req.Session.Suggestions = "soft light, sim-fault=rate-limit-twice"
+	for attempt, want := range []errorcat.Category{errorcat.RateLimit, errorcat.RateLimit, ok} {
+		req.Attempt = attempt + 1
+		_, err := p.Generate(context.Background(), req)
+		if got := category(err); got != want {
+			t.Fatalf("attempt %d: %q, want %q", attempt+1, got, want)
+		}
+	}
+	// Only sim/ok and sim/video-ok take the option; an unknown fault name is ignored.
+	req = request(t, sim.ModelContentPolicy, 1)
+	req.Session.Suggestions = "sim-fault=transient-once"
+	if _, err := p.Generate(context.Background(), req); category(err) != errorcat.ContentPolicy {
+		t.Fatalf("sim/content-policy with an option: %v", err)
+	}
+	req = request(t, sim.ModelOK, 1)
+	req.Session.Suggestions = "sim-fault=nonsense"
+	if _, err := p.Generate(context.Background(), req); err != nil {
+		t.Fatalf("sim/ok with an unknown fault: %v", err)
+	}
+}
+
+func TestServes(t *testing.T) {
+	p := sim.Provider{}
+	for _, tc := range []struct {
+		model, jobType string
+		want           bool
+	}{
+		{sim.ModelOK, models.JobTypePackshot, true},
+		{sim.ModelSlow, models.JobTypeModelIdea, true},
+		{sim.ModelOK, models.JobTypeVideo, false},
+		{sim.ModelVideoOK, models.JobTypeReel, true},
+		{sim.ModelVideoOK, models.JobTypePhotoShoot, false},
+		{"nope", models.JobTypePhotoShoot, false},
+		{sim.ModelOK, "painting", false},
+	} {
+		if got := p.Serves(tc.model, tc.jobType); got != tc.want {
+			t.Errorf("Serves(%s, %s) = %v", tc.model, tc.jobType, got)
+		}
+	}
+}
+
+func category(err error) errorcat.Category {
+	if err == nil {
+		return ok
+	}
+	return generate.Classify(err).Category
 }

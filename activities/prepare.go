@@ -1,0 +1,122 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"gorm.io/gorm"
+
+	"github.com/shotflow/shotflow/internal/imageprep"
+	"github.com/shotflow/shotflow/models"
+)
+
+// ErrTypeAssetGone is the ApplicationError type PrepareAsset returns for an asset that no longer
+// exists: there is nothing to prepare, and retrying will not change that.
+const ErrTypeAssetGone = "ASSET_GONE"
+
+// PrepareResult is how the preparation of an upload ended.
+type PrepareResult struct {
+	Status        string // ready or invalid
+	Problem       string // why an invalid upload cannot be used
+	Width, Height int    // of the prepared image
+}
+
+// PrepareAsset checks and prepares an upload in status processing (internal/imageprep): an image
+// of its declared type, upright, upscaled when small, with a thumbnail. The asset becomes ready,
+// or invalid with the reason when the file cannot be used. An asset no longer in processing is
+// left as it is, so a repeated execution changes nothing.
+func (a *Activities) PrepareAsset(ctx context.Context, assetID string) (PrepareResult, error) {
+	db := a.DB.WithContext(ctx)
+	var asset models.Asset
+	err := db.Take(&asset, "id = ?", assetID).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return PrepareResult{}, temporal.NewNonRetryableApplicationError("asset "+assetID+" does not exist", ErrTypeAssetGone, err)
+	}
+	if err != nil {
+		return PrepareResult{}, fmt.Errorf("load asset: %w", err)
+	}
+	if asset.Status != models.AssetProcessing {
+		return PrepareResult{Status: asset.Status, Problem: asset.Problem, Width: asset.Width, Height: asset.Height}, nil
+	}
+	data, err := a.Blobs.Get(ctx, asset.BlobKey)
+	if err != nil {
+		return PrepareResult{}, fmt.Errorf("read upload: %w", err)
+	}
+	prepared, err := imageprep.Prepare(data, asset.ContentType, a.Prepare)
+	if errors.Is(err, imageprep.ErrUnusable) {
+		return a.invalidate(ctx, assetID, err.Error())
+	}
+	if err != nil {
+		return PrepareResult{}, err
+	}
+	updates := map[string]any{
+		"status": models.AssetReady, "width": prepared.Width, "height": prepared.Height,
+		"thumbnail_blob_key": asset.BlobKey + ".thumb.jpg", "updated_at": time.Now().UTC(),
+	}
+	if prepared.Prepared != nil {
+		key := asset.BlobKey + ".prepared.png"
+		if err := a.Blobs.Put(ctx, key, prepared.Prepared, "image/png"); err != nil {
+			return PrepareResult{}, fmt.Errorf("store prepared image: %w", err)
+		}
+		updates["prepared_blob_key"] = key
+	}
+	if err := a.Blobs.Put(ctx, asset.BlobKey+".thumb.jpg", prepared.Thumbnail, "image/jpeg"); err != nil {
+		return PrepareResult{}, fmt.Errorf("store thumbnail: %w", err)
+	}
+	if err := db.Model(&models.Asset{}).Where("id = ? AND status = ?", assetID, models.AssetProcessing).Updates(updates).Error; err != nil {
+		return PrepareResult{}, fmt.Errorf("mark asset ready: %w", err)
+	}
+	return PrepareResult{Status: models.AssetReady, Width: prepared.Width, Height: prepared.Height}, nil
+}
+
+// InvalidateAsset marks an upload in processing invalid with the problem (a local activity):
+// PrepareInputWorkflow's last word when preparation kept failing for reasons of its own.
+func (a *Activities) InvalidateAsset(ctx context.Context, assetID, problem string) (PrepareResult, error) {
+	return a.invalidate(ctx, assetID, problem)
+}
+
+func (a *Activities) invalidate(ctx context.Context, assetID, problem string) (PrepareResult, error) {
+	err := a.DB.WithContext(ctx).Model(&models.Asset{}).
+		Where("id = ? AND status = ?", assetID, models.AssetProcessing).
+		Updates(map[string]any{"status": models.AssetInvalid, "problem": problem, "updated_at": time.Now().UTC()}).Error
+	if err != nil {
+		return PrepareResult{}, fmt.Errorf("mark asset invalid: %w", err)
+	}
+	return PrepareResult{Status: models.AssetInvalid, Problem: problem}, nil
+}
+
+// JobRunRef names one run of a job.
+type JobRunRef struct {
+	JobID string
+	Run   int
+}
+
+// JobsWaitingFor lists the unfinished jobs that read the asset (a local activity): those
+// PrepareInputWorkflow wakes when the asset is ready or invalid.
+func (a *Activities) JobsWaitingFor(ctx context.Context, assetID string) ([]JobRunRef, error) {
+	db := a.DB.WithContext(ctx)
+	var asset models.Asset
+	if err := db.Select("id", "account_id").Take(&asset, "id = ?", assetID).Error; err != nil {
+		return nil, err
+	}
+	open := []string{models.JobPending, models.JobInProgress, models.JobRetryPending}
+	var jobs []models.Job
+	// Single-input jobs by the input_asset_id index; reels by their list of inputs.
+	err := db.Select("id", "run", "input_asset_id", "input_asset_ids").
+		Where("account_id = ? AND status IN ? AND (input_asset_id = ? OR job_type = ?)", asset.AccountID, open, assetID, models.JobTypeReel).
+		Find(&jobs).Error
+	if err != nil {
+		return nil, err
+	}
+	var out []JobRunRef
+	for _, j := range jobs {
+		if slices.Contains(j.Inputs(), assetID) {
+			out = append(out, JobRunRef{JobID: j.ID, Run: j.Run})
+		}
+	}
+	return out, nil
+}

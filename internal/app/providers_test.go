@@ -1,0 +1,57 @@
+package app
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/shotflow/shotflow/activities/generate"
+	"github.com/shotflow/shotflow/internal/config"
+	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/worker"
+)
+
+func TestProvidersFollowTheConfiguration(t *testing.T) {
+	catalog, err := models.LoadCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func(cfg config.Config) []string {
+		reg, err := generate.NewRegistry(catalog, Providers(cfg))
+		if err != nil {
+			t.Fatalf("the seed catalog does not fit the providers' code: %v", err)
+		}
+		out := reg.Providers()
+		slices.Sort(out)
+		return out
+	}
+	base, err := config.LoadFrom(map[string]string{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(base); !slices.Equal(got, []string{"local"}) {
+		t.Fatalf("defaults enable %v, want only local", got)
+	}
+	all := base
+	all.SimProvider, all.OpenAIAPIKey, all.FalKey = true, "sk-test", "fal-test"
+	if got := names(all); !slices.Equal(got, []string{"fal", "local", "openai", "sim"}) {
+		t.Fatalf("with every key %v", got)
+	}
+
+	all.ProviderRateLimits = map[string]float64{"openai": 0.5}
+	all.ProviderConcurrency = map[string]int{"local": 2}
+	all.WorkerActivityConcurrency = 7
+	a := &App{Config: all, Generator: generate.MustNewRegistry(catalog, Providers(all))}
+	want := []worker.ProviderLimits{
+		{Provider: "fal", RatePerSecond: 0, Concurrency: 7},
+		{Provider: "local", RatePerSecond: 0, Concurrency: 2},
+		{Provider: "openai", RatePerSecond: 0.5, Concurrency: 7},
+		{Provider: "sim", RatePerSecond: 0, Concurrency: 7},
+	}
+	if got := a.ProviderLimits(); !slices.Equal(got, want) {
+		t.Fatalf("ProviderLimits = %+v, want %+v", got, want)
+	}
+	opts := worker.ProviderWorkerOptions(want[2], 0)
+	if !opts.DisableWorkflowWorker || opts.TaskQueueActivitiesPerSecond != 0.5 || opts.MaxConcurrentActivityExecutionSize != 7 {
+		t.Fatalf("provider worker options = %+v", opts)
+	}
+}
