@@ -55,7 +55,7 @@ lint:
 ## openapi-lint: lint api/openapi.yaml with Redocly's recommended rules (needs Node.js and the npm
 ## registry; `make test` also validates the document, with kin-openapi, in internal/contract)
 openapi-lint:
-	npx --yes @redocly/cli@latest lint api/openapi.yaml
+	npx --yes @redocly/cli@latest lint api/openapi.yaml api/external/openapi.yaml
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

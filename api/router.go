@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
+	"github.com/shotflow/shotflow/api/external"
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/blobstore"
 	"github.com/shotflow/shotflow/internal/jobview"
@@ -30,6 +31,8 @@ type Deps struct {
 	Log    *zap.Logger
 	// Ready reports whether the process can serve (database and Temporal reachable).
 	Ready func(ctx context.Context) error
+	// External serves /api/external when set.
+	External *external.Handler
 }
 
 func init() { gin.SetMode(gin.ReleaseMode) }
@@ -42,6 +45,9 @@ func NewRouter(d Deps, p *plugin.Handler) *gin.Engine {
 	r.RedirectTrailingSlash = false
 	r.Use(RequestID, AccessLog(d.Log), gin.CustomRecovery(p.Recover))
 	p.Register(r)
+	if d.External != nil {
+		d.External.Register(r)
+	}
 	r.GET(OpenAPIPath, serveOpenAPI)
 	r.GET("/files/:id", downloadHandler(d, p, false))
 	r.GET("/files/:id/thumbnail", downloadHandler(d, p, true))
@@ -63,8 +69,19 @@ func NewRouter(d Deps, p *plugin.Handler) *gin.Engine {
 		}
 		c.PureJSON(http.StatusOK, gin.H{"code": c.Param("code"), "description": text})
 	})
-	r.NoRoute(p.NotFound)
+	// Unknown routes and methods answer in the error body of the API whose prefix they carry.
+	r.NoRoute(func(c *gin.Context) {
+		if d.External != nil && strings.HasPrefix(c.Request.URL.Path, external.Base+"/") {
+			d.External.NotFound(c)
+			return
+		}
+		p.NotFound(c)
+	})
 	r.NoMethod(func(c *gin.Context) {
+		if d.External != nil && strings.HasPrefix(c.Request.URL.Path, external.Base+"/") {
+			d.External.MethodNotAllowed(c)
+			return
+		}
 		p.Fail(c, http.StatusMethodNotAllowed, plugin.CodeMethodNotAllowed, "Method "+c.Request.Method+" is not allowed on this route.")
 	})
 	return r

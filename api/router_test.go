@@ -26,6 +26,7 @@ import (
 	"github.com/shotflow/shotflow/activities/generate"
 	"github.com/shotflow/shotflow/activities/generate/local"
 	"github.com/shotflow/shotflow/api"
+	"github.com/shotflow/shotflow/api/external"
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/blobstore"
 	"github.com/shotflow/shotflow/internal/ratelimit"
@@ -74,8 +75,9 @@ func newServer(t *testing.T) *server {
 		DownloadTTL:      168 * time.Hour,
 		UploadTTL:        2 * time.Hour,
 	}
+	x := &external.Handler{DB: db, Limiter: ratelimit.NewMemory(time.Now), Signer: signer, Log: log, DownloadTTL: time.Hour}
 	s.router = api.NewRouter(api.Deps{DB: db, Blobs: blobs, Signer: signer, Log: log,
-		Ready: func(context.Context) error { return s.ready }}, h)
+		Ready: func(context.Context) error { return s.ready }, External: x}, h)
 	acc, err := models.CreateAccount(db, "Acme", 100)
 	require.NoError(t, err)
 	created, err := models.CreateInstallation(db, box, models.NewInstallation{AccountID: acc.ID, Name: "shop"}, "whsec")
@@ -175,6 +177,19 @@ func TestUnknownRouteAndMethod(t *testing.T) {
 	}
 	rec := s.do(http.MethodDelete, plugin.Base+"/me", "X-Api-Key", s.key)
 	requireError(t, rec, http.StatusMethodNotAllowed, plugin.CodeMethodNotAllowed)
+
+	// The external API answers in its own error body: {"error": "<text>"}.
+	for target, status := range map[string]int{external.Base + "/nope": http.StatusNotFound, external.Base + "/orders/x/y": http.StatusNotFound} {
+		rec := s.do(http.MethodGet, target)
+		var body map[string]any
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body))
+		assert.Equal(t, status, rec.Code, target)
+		assert.Len(t, body, 1, target)
+		assert.IsType(t, "", body["error"], target)
+	}
+	rec = s.do(http.MethodDelete, external.Base+"/orders")
+	assert.Equal(t, http.StatusMethodNotAllowed, rec.Code)
+	assert.JSONEq(t, `{"error":"Method DELETE is not allowed on this route."}`, rec.Body.String())
 }
 
 // usedCodes are the error codes the API answers with.

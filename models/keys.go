@@ -28,6 +28,9 @@ var PluginScopes = []string{
 // ExternalScopes are the scopes a new external content key gets by default.
 var ExternalScopes = []string{"content.register", "content.read"}
 
+// ExternalScopeNames are every scope an external key may carry; queue.nudge is reserved.
+var ExternalScopeNames = []string{"content.register", "content.read", "queue.nudge"}
+
 // ErrInvalidKey is returned for a key that is malformed, unknown, revoked or expired.
 var ErrInvalidKey = errors.New("invalid API key")
 

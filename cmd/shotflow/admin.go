@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -31,6 +32,8 @@ const adminUsage = `Usage:
   shotflow admin account create --name NAME [--credits N]
   shotflow admin installation create --account ACCOUNT_ID --name NAME [--callback-url URL] [--scopes s1,s2] [--rate-limit N]
   shotflow admin credits grant --account ACCOUNT_ID --amount N
+  shotflow admin keys issue --account ACCOUNT_ID [--name NAME] [--scopes content.register,content.read] [--expires RFC3339|DURATION]
+  shotflow admin keys list --account ACCOUNT_ID
   shotflow admin keys revoke KEY_ID
 
 Support (README "For support staff"):
@@ -99,6 +102,8 @@ func runAdmin(ctx context.Context, args []string, stdout io.Writer) error {
 		"account create":      (*adminEnv).accountCreate,
 		"installation create": (*adminEnv).installationCreate,
 		"credits grant":       (*adminEnv).creditsGrant,
+		"keys issue":          (*adminEnv).keysIssue,
+		"keys list":           (*adminEnv).keysList,
 		"keys revoke":         (*adminEnv).keysRevoke,
 		"jobs list":           (*adminEnv).jobsList,
 		"jobs retry":          (*adminEnv).jobsRetry,
@@ -272,6 +277,95 @@ func (e *adminEnv) creditsGrant(args []string) (any, error) {
 		return nil, err
 	}
 	return map[string]any{"account_id": acc.ID, "granted": *amount, "credit_balance": acc.CreditBalance, "credits_reserved": acc.CreditsReserved}, nil
+}
+
+// KeyIssued is the output of `admin keys issue`: the secret is shown this once.
+type KeyIssued struct {
+	KeyID     string     `json:"key_id"`
+	AccountID string     `json:"account_id"`
+	APIKey    string     `json:"api_key"`
+	Scopes    []string   `json:"scopes"`
+	ExpiresAt *time.Time `json:"expires_at"`
+}
+
+// KeyListed is one key of `admin keys list` (never its secret).
+type KeyListed struct {
+	KeyID      string     `json:"key_id"`
+	Name       string     `json:"name"`
+	Scopes     []string   `json:"scopes"`
+	CreatedAt  time.Time  `json:"created_at"`
+	ExpiresAt  *time.Time `json:"expires_at"`
+	RevokedAt  *time.Time `json:"revoked_at"`
+	LastUsedAt *time.Time `json:"last_used_at"`
+}
+
+// keysIssue issues an external content API key of an account with the chosen scopes and expiry.
+func (e *adminEnv) keysIssue(args []string) (any, error) {
+	fs := newFlags("keys issue")
+	account := fs.String("account", "", "account ID")
+	name := fs.String("name", "api", "a label for the key")
+	scopes := fs.String("scopes", strings.Join(models.ExternalScopes, ","), "comma-separated scopes: "+strings.Join(models.ExternalScopeNames, ", "))
+	expires := fs.String("expires", "", "expiry as an RFC 3339 time or a duration from now (720h); empty never expires")
+	if err := parseFlags(fs, args); err != nil {
+		return nil, err
+	}
+	if *account == "" {
+		return nil, fmt.Errorf("%w: --account is required", errUsage)
+	}
+	var list []string
+	for _, sc := range strings.Split(*scopes, ",") {
+		sc = strings.TrimSpace(sc)
+		if !slices.Contains(models.ExternalScopeNames, sc) {
+			return nil, fmt.Errorf("%w: unknown scope %q (known: %s)", errUsage, sc, strings.Join(models.ExternalScopeNames, ", "))
+		}
+		list = append(list, sc)
+	}
+	var expiresAt *time.Time
+	if *expires != "" {
+		t, err := time.Parse(time.RFC3339, *expires)
+		if err != nil {
+			d, derr := time.ParseDuration(*expires)
+			if derr != nil || d <= 0 {
+				return nil, fmt.Errorf("%w: --expires must be an RFC 3339 time or a positive duration", errUsage)
+			}
+			t = time.Now().Add(d)
+		}
+		t = t.UTC()
+		expiresAt = &t
+	}
+	if _, err := models.GetAccount(e.db, *account); errors.Is(err, models.ErrNotFound) {
+		return nil, fmt.Errorf("account %s does not exist", *account)
+	} else if err != nil {
+		return nil, err
+	}
+	k, err := models.IssueKey(e.db, models.KeyKindExternal, *account, nil, *name, list, expiresAt)
+	if err != nil {
+		return nil, err
+	}
+	return KeyIssued{KeyID: k.Key.ID, AccountID: *account, APIKey: k.Secret, Scopes: list, ExpiresAt: expiresAt}, nil
+}
+
+// keysList lists an account's external keys, newest first, without their secrets.
+func (e *adminEnv) keysList(args []string) (any, error) {
+	fs := newFlags("keys list")
+	account := fs.String("account", "", "account ID")
+	if err := parseFlags(fs, args); err != nil {
+		return nil, err
+	}
+	if *account == "" {
+		return nil, fmt.Errorf("%w: --account is required", errUsage)
+	}
+	var keys []models.APIKey
+	if err := e.db.Where("account_id = ? AND kind = ?", *account, models.KeyKindExternal).
+		Order("created_at DESC").Find(&keys).Error; err != nil {
+		return nil, err
+	}
+	out := make([]KeyListed, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, KeyListed{KeyID: k.ID, Name: k.Name, Scopes: k.ScopeList(), CreatedAt: k.CreatedAt,
+			ExpiresAt: k.ExpiresAt, RevokedAt: k.RevokedAt, LastUsedAt: k.LastUsedAt})
+	}
+	return map[string]any{"account_id": *account, "keys": out}, nil
 }
 
 func (e *adminEnv) keysRevoke(args []string) (any, error) {

@@ -282,6 +282,28 @@ func TestAdminWorkflow(t *testing.T) {
 	// Revoking twice is not an error.
 	adminJSON(t, &rev, "keys", "revoke", inst.KeyID)
 
+	// keys issue with chosen scopes and expiry, then keys list (no secrets).
+	var issued KeyIssued
+	adminJSON(t, &issued, "keys", "issue", "--account", accountID, "--name", "reader", "--scopes", "content.read", "--expires", "2h")
+	if !slices.Equal(issued.Scopes, []string{"content.read"}) || issued.ExpiresAt == nil ||
+		issued.ExpiresAt.Before(time.Now().Add(119*time.Minute)) || !strings.HasPrefix(issued.APIKey, models.ExternalKeyPrefix) {
+		t.Errorf("keys issue = %+v", issued)
+	}
+	k, err := models.AuthenticateKey(db, models.KeyKindExternal, issued.APIKey, time.Now())
+	if err != nil || k.AccountID != accountID || k.Scopes != "content.read" {
+		t.Errorf("issued key = %+v, %v", k, err)
+	}
+	if _, err := models.AuthenticateKey(db, models.KeyKindExternal, issued.APIKey, time.Now().Add(3*time.Hour)); !errors.Is(err, models.ErrInvalidKey) {
+		t.Errorf("issued key after its expiry: %v", err)
+	}
+	var listed struct {
+		Keys []KeyListed `json:"keys"`
+	}
+	adminJSON(t, &listed, "keys", "list", "--account", accountID)
+	if len(listed.Keys) != 2 || listed.Keys[0].KeyID != issued.KeyID || listed.Keys[1].KeyID != extKeyID || listed.Keys[1].RevokedAt == nil {
+		t.Errorf("keys list = %+v", listed)
+	}
+
 	// An installation without --scopes or --callback-url gets every plugin scope.
 	var inst2 InstallationCreated
 	adminJSON(t, &inst2, "installation", "create", "--account", accountID, "--name", "  Second shop  ", "--rate-limit", "5")
@@ -308,6 +330,11 @@ func TestAdminErrors(t *testing.T) {
 		{"unknown account (installation)", []string{"installation", "create", "--account", unknown, "--name", "Shop"}, 1, "account " + unknown + " does not exist"},
 		{"unknown account (credits)", []string{"credits", "grant", "--account", unknown, "--amount", "5"}, 1, "account " + unknown + " does not exist"},
 		{"unknown key", []string{"keys", "revoke", "0123456789abcdef"}, 1, "key 0123456789abcdef does not exist"},
+		{"keys issue: unknown account", []string{"keys", "issue", "--account", unknown}, 1, "account " + unknown},
+		{"keys issue: unknown scope", []string{"keys", "issue", "--account", acc.AccountID, "--scopes", "content.read,admin"}, 2, `unknown scope "admin"`},
+		{"keys issue: bad expiry", []string{"keys", "issue", "--account", acc.AccountID, "--expires", "tomorrow"}, 2, "--expires"},
+		{"keys issue: no account", []string{"keys", "issue"}, 2, "--account is required"},
+		{"keys list: no account", []string{"keys", "list"}, 2, "--account is required"},
 		{"missing --name", []string{"account", "create", "--credits", "5"}, 2, "--name is required"},
 		{"blank --name", []string{"account", "create", "--name", "   "}, 2, "--name is required"},
 		{"installation missing --name", []string{"installation", "create", "--account", acc.AccountID}, 2, "--name"},

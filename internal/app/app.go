@@ -23,6 +23,7 @@ import (
 	"github.com/shotflow/shotflow/activities/generate/openai"
 	"github.com/shotflow/shotflow/activities/generate/sim"
 	"github.com/shotflow/shotflow/api"
+	"github.com/shotflow/shotflow/api/external"
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/blobstore"
 	"github.com/shotflow/shotflow/internal/config"
@@ -190,7 +191,8 @@ func (a *App) Handler() http.Handler {
 		DownloadTTL: a.Config.DownloadURLTTL, UploadTTL: a.Config.UploadURLTTL, SubProcessors: a.subProcessors(),
 		Secrets: a.Box,
 	}
-	return api.NewRouter(api.Deps{DB: a.DB, Blobs: a.Blobs, Signer: a.Signer, Log: a.Log, Ready: a.Ready}, p)
+	x := &external.Handler{DB: a.DB, Limiter: a.Limiter, Signer: a.Signer, Log: a.Log, DownloadTTL: a.Config.DownloadURLTTL}
+	return api.NewRouter(api.Deps{DB: a.DB, Blobs: a.Blobs, Signer: a.Signer, Log: a.Log, Ready: a.Ready, External: x}, p)
 }
 
 // subProcessors lists the third parties the configured providers and storage send data to.

@@ -1,7 +1,8 @@
-// Package contract checks HTTP exchanges against the plugin API's OpenAPI document
-// (api/openapi.yaml, embedded as api.OpenAPIDocument), so that the document cannot drift from the
-// code: the plugin unit tests (api/plugin env.do) and the end-to-end tests (internal/e2e
-// client.do) pass every request and response they make through Check.
+// Package contract checks HTTP exchanges against the service's OpenAPI documents (the plugin API's
+// api/openapi.yaml, embedded as api.OpenAPIDocument, and the external API's
+// api/external/openapi.yaml), so that the documents cannot drift from the code: the plugin unit
+// tests (api/plugin env.do), the end-to-end tests (internal/e2e client.do) and the external API's
+// tests pass every request and response they make through Check or External.Check.
 //
 // Check matches the request to an operation of the document (the plugin routes under
 // /api/v1/plugin and the routes outside it that the document describes: the signed /files
@@ -43,49 +44,71 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
 	"github.com/shotflow/shotflow/api"
+	"github.com/shotflow/shotflow/api/external"
 )
 
 // spec is the loaded document and its router.
 type spec struct {
-	doc    *openapi3.T
-	router routers.Router
+	doc      *openapi3.T
+	router   routers.Router
+	envelope string // the schema of the error body of unknown routes
 }
 
+// Document is one OpenAPI document that exchanges are checked against, loaded once.
+type Document struct {
+	name     string
+	data     []byte
+	envelope string
+
+	once   sync.Once
+	loaded *spec
+	err    error
+}
+
+// The service's documents: the plugin API (api/openapi.yaml, what the package-level functions
+// check) and the external content API (api/external/openapi.yaml).
 var (
-	loadOnce sync.Once
-	loaded   *spec
-	loadErr  error
+	Plugin   = &Document{name: "api/openapi.yaml", data: api.OpenAPIDocument, envelope: "ErrorEnvelope"}
+	External = &Document{name: "api/external/openapi.yaml", data: external.OpenAPIDocument, envelope: "Error"}
 )
 
 // Load parses and validates api.OpenAPIDocument once and returns it.
-func Load() (*openapi3.T, error) {
-	s, err := load()
+func Load() (*openapi3.T, error) { return Plugin.Load() }
+
+// Load parses and validates the document once and returns it.
+func (d *Document) Load() (*openapi3.T, error) {
+	s, err := d.load()
 	if err != nil {
 		return nil, err
 	}
 	return s.doc, nil
 }
 
-func load() (*spec, error) {
-	loadOnce.Do(func() {
-		loaded, loadErr = parse(api.OpenAPIDocument)
+func load() (*spec, error) { return Plugin.load() }
+
+func (d *Document) load() (*spec, error) {
+	d.once.Do(func() {
+		d.loaded, d.err = parse(d.name, d.data)
+		if d.err == nil {
+			d.loaded.envelope = d.envelope
+		}
 	})
-	return loaded, loadErr
+	return d.loaded, d.err
 }
 
 // parse loads a document, validates it and builds its router.
-func parse(data []byte) (*spec, error) {
+func parse(name string, data []byte) (*spec, error) {
 	loader := openapi3.NewLoader()
 	doc, err := loader.LoadFromData(data)
 	if err != nil {
-		return nil, fmt.Errorf("contract: load api/openapi.yaml: %w", err)
+		return nil, fmt.Errorf("contract: load %s: %w", name, err)
 	}
 	if err := doc.Validate(context.Background()); err != nil {
-		return nil, fmt.Errorf("contract: api/openapi.yaml is not a valid OpenAPI document: %w", err)
+		return nil, fmt.Errorf("contract: %s is not a valid OpenAPI document: %w", name, err)
 	}
 	router, err := gorillamux.NewRouter(doc)
 	if err != nil {
-		return nil, fmt.Errorf("contract: route api/openapi.yaml: %w", err)
+		return nil, fmt.Errorf("contract: route %s: %w", name, err)
 	}
 	return &spec{doc: doc, router: router}, nil
 }
@@ -96,7 +119,13 @@ func parse(data []byte) (*spec, error) {
 // it for in-memory bodies).
 func Check(t testing.TB, req *http.Request, reqBody []byte, status int, header http.Header, respBody []byte) {
 	t.Helper()
-	if err := Validate(req, reqBody, status, header, respBody); err != nil {
+	Plugin.Check(t, req, reqBody, status, header, respBody)
+}
+
+// Check is the package-level Check against this document.
+func (d *Document) Check(t testing.TB, req *http.Request, reqBody []byte, status int, header http.Header, respBody []byte) {
+	t.Helper()
+	if err := d.Validate(req, reqBody, status, header, respBody); err != nil {
 		t.Errorf("%v", err)
 	}
 }
@@ -104,6 +133,12 @@ func Check(t testing.TB, req *http.Request, reqBody []byte, status int, header h
 // ServeAndCheck serves req with h, checks the exchange with Check and returns the recorded answer.
 // It is what a test harness calls instead of h.ServeHTTP.
 func ServeAndCheck(t testing.TB, h http.Handler, req *http.Request) *httptest.ResponseRecorder {
+	t.Helper()
+	return Plugin.ServeAndCheck(t, h, req)
+}
+
+// ServeAndCheck is the package-level ServeAndCheck against this document.
+func (d *Document) ServeAndCheck(t testing.TB, h http.Handler, req *http.Request) *httptest.ResponseRecorder {
 	t.Helper()
 	var body []byte
 	if req.Body != nil && req.Body != http.NoBody {
@@ -117,13 +152,18 @@ func ServeAndCheck(t testing.TB, h http.Handler, req *http.Request) *httptest.Re
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	res := rec.Result()
-	Check(t, req, body, res.StatusCode, res.Header, rec.Body.Bytes())
+	d.Check(t, req, body, res.StatusCode, res.Header, rec.Body.Bytes())
 	return rec
 }
 
 // Validate is Check without a test: it returns what does not match, or nil.
 func Validate(req *http.Request, reqBody []byte, status int, header http.Header, respBody []byte) error {
-	s, err := load()
+	return Plugin.Validate(req, reqBody, status, header, respBody)
+}
+
+// Validate is the package-level Validate against this document.
+func (d *Document) Validate(req *http.Request, reqBody []byte, status int, header http.Header, respBody []byte) error {
+	s, err := d.load()
 	if err != nil {
 		return err
 	}
@@ -234,9 +274,9 @@ func (s *spec) unrouted(exchange string, findErr error, status int, header http.
 		return fmt.Errorf("contract: %s: %s, yet the service answered %d (document the route, or answer %d)\nresponse body: %s",
 			exchange, what, status, want, truncate(respBody))
 	}
-	envelope := s.doc.Components.Schemas["ErrorEnvelope"]
+	envelope := s.doc.Components.Schemas[s.envelope]
 	if envelope == nil || envelope.Value == nil {
-		return fmt.Errorf("contract: the document has no components.schemas.ErrorEnvelope")
+		return fmt.Errorf("contract: the document has no components.schemas.%s", s.envelope)
 	}
 	if ct := header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 		return fmt.Errorf("contract: %s: %s; the %d answer should be the JSON error envelope but its Content-Type is %q", exchange, what, status, ct)
@@ -252,15 +292,22 @@ func (s *spec) unrouted(exchange string, findErr error, status int, header http.
 	return nil
 }
 
-// authenticate checks the ApiKey security scheme: the X-Api-Key header must be present. Whether
-// the key is valid is for the service to say (a 401).
+// authenticate checks an API key header or bearer security scheme: the header must be present.
+// Whether the key is valid is for the service to say (a 401).
 func authenticate(_ context.Context, in *openapi3filter.AuthenticationInput) error {
 	scheme := in.SecurityScheme
-	if scheme == nil || scheme.Type != "apiKey" || scheme.In != "header" {
-		return fmt.Errorf("security scheme %q is not an API key header", in.SecuritySchemeName)
-	}
-	if strings.TrimSpace(in.RequestValidationInput.Request.Header.Get(scheme.Name)) == "" {
-		return fmt.Errorf("header %s is missing", scheme.Name)
+	hdr := in.RequestValidationInput.Request.Header
+	switch {
+	case scheme != nil && scheme.Type == "apiKey" && scheme.In == "header":
+		if strings.TrimSpace(hdr.Get(scheme.Name)) == "" {
+			return fmt.Errorf("header %s is missing", scheme.Name)
+		}
+	case scheme != nil && scheme.Type == "http" && strings.EqualFold(scheme.Scheme, "bearer"):
+		if a := hdr.Get("Authorization"); len(a) < 8 || !strings.EqualFold(a[:7], "bearer ") {
+			return errors.New("header Authorization: Bearer is missing")
+		}
+	default:
+		return fmt.Errorf("security scheme %q is neither an API key header nor a bearer token", in.SecuritySchemeName)
 	}
 	return nil
 }

@@ -10,11 +10,13 @@ import (
 	"github.com/shotflow/shotflow/internal/contract"
 )
 
-// client is a tiny HTTP client for the plugin API that fails the test on transport errors.
+// client is a tiny HTTP client for the plugin or external API that fails the test on transport errors.
 type client struct {
 	t    *testing.T
 	base string
 	key  string
+	// doc is the OpenAPI document the exchanges are checked against; nil means the plugin API's.
+	doc *contract.Document
 }
 
 // do sends a request with a JSON body (nil for none) and decodes a JSON answer into out (nil to skip).
@@ -48,7 +50,11 @@ func (c *client) do(method, path string, body, out any) *http.Response {
 		c.t.Fatal(err)
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(data))
-	contract.Check(c.t, req, nil, resp.StatusCode, resp.Header, data) // validates the exchange against api/openapi.yaml
+	doc := c.doc
+	if doc == nil {
+		doc = contract.Plugin
+	}
+	doc.Check(c.t, req, nil, resp.StatusCode, resp.Header, data) // validates the exchange against the API's document
 	if out != nil && len(data) > 0 {
 		if err := json.Unmarshal(data, out); err != nil {
 			c.t.Fatalf("%s %s: decode %s: %v", method, path, data, err)

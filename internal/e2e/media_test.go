@@ -17,7 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shotflow/shotflow/api/external"
 	"github.com/shotflow/shotflow/api/plugin"
+	"github.com/shotflow/shotflow/internal/contract"
 	"github.com/shotflow/shotflow/internal/errorcat"
 	"github.com/shotflow/shotflow/internal/testenv"
 	"github.com/shotflow/shotflow/models"
@@ -279,7 +281,33 @@ func TestEveryJobTypeCompletesOffline(t *testing.T) {
 			t.Fatalf("video of job %s: %d frames over %.2fs", id, frames, seconds)
 		}
 	}
+
+	// The external API tracks the same orders: the video's order with its downloadable output.
+	ext := &client{t: t, base: env.BaseURL + external.Base, key: tenant.ExternalKey, doc: contract.External}
+	var page external.OrdersPage
+	expect(t, ext.do(http.MethodGet, "/orders?limit=50", nil, &page), http.StatusOK)
+	if page.Returned != 6 || page.Orders[0].OrderID != jobOrder(t, env, reels[0]) {
+		t.Fatalf("GET /api/external/orders = %+v, want the 6 orders, the reel's first", page)
+	}
+	var order external.OrderDetail
+	expect(t, ext.do(http.MethodGet, "/orders/"+jobOrder(t, env, videos[0]), nil, &order), http.StatusOK)
+	if order.Status != models.OrderCompleted || order.JobType != models.JobTypeVideo || order.Provider != "local" ||
+		order.Model != "motion-v1" || len(order.Jobs) != 1 || order.Jobs[0].OutputURL == nil || order.Jobs[0].AttemptCount != 1 {
+		t.Fatalf("video order = %+v", order)
+	}
+	if code, data := fetchFile(t, *order.Jobs[0].OutputURL); code != http.StatusOK || len(data) == 0 {
+		t.Fatalf("video download = %d, %d bytes", code, len(data))
+	}
 	assertCreditInvariants(t, env.DB, tenant.AccountID)
+}
+
+func jobOrder(t *testing.T, env *testenv.Env, jobID string) string {
+	t.Helper()
+	var j models.Job
+	if err := env.DB.Select("order_id").Take(&j, "id = ?", jobID).Error; err != nil {
+		t.Fatal(err)
+	}
+	return j.OrderID
 }
 
 // TestUploadsArePreparedBeforeJobsUseThem: an upload is checked, turned upright, upscaled and

@@ -1,0 +1,89 @@
+// Package external serves the external content API (external-content-api.md) under
+// /api/external: team accounts' keys (mk_live_…), scopes, rate limits and the {error} envelope,
+// over the same order engine and read model as the plugin API.
+package external
+
+import (
+	_ "embed"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"go.uber.org/zap"
+	"gorm.io/gorm"
+
+	"github.com/shotflow/shotflow/internal/ratelimit"
+	"github.com/shotflow/shotflow/internal/urlsign"
+)
+
+// Base is the path prefix of every external route.
+const Base = "/api/external"
+
+// Scopes of external keys (external-content-api.md, Authentication; models.ExternalScopeNames).
+const (
+	ScopeRegister = "content.register" // POST routes: create orders, trigger generation
+	ScopeRead     = "content.read"     // GET routes; required by /orders
+	ScopeNudge    = "queue.nudge"      // reserved: reprioritising queued jobs
+)
+
+// DefaultRateLimit is the request budget of a key per minute.
+const DefaultRateLimit = 60
+
+// Handler serves the external API.
+type Handler struct {
+	DB          *gorm.DB
+	Limiter     ratelimit.Limiter
+	Signer      *urlsign.Signer
+	Log         *zap.Logger
+	DownloadTTL time.Duration // validity of the output URLs it signs
+	RateLimit   int           // requests per minute per key; 0 means DefaultRateLimit
+	Now         func() time.Time
+}
+
+// Register mounts the external routes on r.
+func (h *Handler) Register(r gin.IRouter) {
+	r.GET(OpenAPIPath, serveOpenAPI)
+	g := r.Group(Base, h.Authenticate)
+	g.GET("/orders", h.Require(ScopeRead), h.listOrders)
+	g.GET("/orders/:id", h.Require(ScopeRead), h.getOrder)
+}
+
+func (h *Handler) now() time.Time {
+	if h.Now != nil {
+		return h.Now()
+	}
+	return time.Now()
+}
+
+// fail answers the external error body {error: message} and stops the chain.
+func (h *Handler) fail(c *gin.Context, status int, message string) {
+	c.AbortWithStatusJSON(status, gin.H{"error": message})
+}
+
+// NotFound answers an unknown external route.
+func (h *Handler) NotFound(c *gin.Context) { h.fail(c, http.StatusNotFound, "No such route.") }
+
+// MethodNotAllowed answers a known external path with another method.
+func (h *Handler) MethodNotAllowed(c *gin.Context) {
+	h.fail(c, http.StatusMethodNotAllowed, "Method "+c.Request.Method+" is not allowed on this route.")
+}
+
+// internal logs err and answers 500 without detail.
+func (h *Handler) internal(c *gin.Context, err error) {
+	_ = c.Error(err)
+	h.fail(c, http.StatusInternalServerError, "Internal error; retry after a short delay.")
+}
+
+// OpenAPIDocument is the OpenAPI 3.1 description of the external API (api/external/openapi.yaml);
+// internal/contract validates the external tests' exchanges against it.
+//
+//go:embed openapi.yaml
+var OpenAPIDocument []byte
+
+// OpenAPIPath is where the API serves OpenAPIDocument; it needs no API key.
+const OpenAPIPath = Base + "/openapi.yaml"
+
+func serveOpenAPI(c *gin.Context) {
+	c.Header("Cache-Control", "public, max-age=300")
+	c.Data(http.StatusOK, "application/yaml; charset=utf-8", OpenAPIDocument)
+}

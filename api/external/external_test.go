@@ -1,0 +1,389 @@
+package external_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"go.uber.org/zap"
+	"gorm.io/gorm"
+
+	"github.com/shotflow/shotflow/api/external"
+	"github.com/shotflow/shotflow/internal/contract"
+	"github.com/shotflow/shotflow/internal/errorcat"
+	"github.com/shotflow/shotflow/internal/ratelimit"
+	"github.com/shotflow/shotflow/internal/testdb"
+	"github.com/shotflow/shotflow/internal/urlsign"
+	"github.com/shotflow/shotflow/models"
+)
+
+type env struct {
+	t       *testing.T
+	db      *gorm.DB
+	router  *gin.Engine
+	now     time.Time
+	account string
+	key     string // content.register and content.read
+}
+
+func newEnv(t *testing.T, db *gorm.DB, rateLimit int) *env {
+	t.Helper()
+	e := &env{t: t, db: db, now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	h := &external.Handler{
+		DB: db, Limiter: ratelimit.NewMemory(func() time.Time { return e.now }), Log: zap.NewNop(),
+		Signer:      urlsign.New([]byte("0123456789abcdef0123456789abcdef"), "http://shotflow.test"),
+		DownloadTTL: 168 * time.Hour, RateLimit: rateLimit, Now: func() time.Time { return e.now },
+	}
+	e.router = gin.New()
+	h.Register(e.router)
+	e.account, e.key = e.newAccount(external.ScopeRegister, external.ScopeRead)
+	return e
+}
+
+// newAccount creates an account with an external key of the given scopes.
+func (e *env) newAccount(scopes ...string) (accountID, key string) {
+	e.t.Helper()
+	acc, err := models.CreateAccount(e.db, "Team "+models.NewID()[:6], 100)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return acc.ID, e.issue(acc.ID, nil, scopes...)
+}
+
+func (e *env) issue(accountID string, expires *time.Time, scopes ...string) string {
+	e.t.Helper()
+	k, err := models.IssueKey(e.db, models.KeyKindExternal, accountID, nil, "k", scopes, expires)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return k.Secret
+}
+
+func (e *env) get(path string, headers ...string) (int, map[string]any, http.Header) {
+	e.t.Helper()
+	req := httptest.NewRequest(http.MethodGet, external.Base+path, nil)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	rec := contract.External.ServeAndCheck(e.t, e.router, req)
+	var body map[string]any
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+		e.t.Fatalf("GET %s: body %q is not JSON", path, rec.Body.String())
+	}
+	return rec.Code, body, rec.Header()
+}
+
+// errorOf checks the external error body: exactly {error: "<text>"}.
+func errorOf(t *testing.T, body map[string]any) string {
+	t.Helper()
+	msg, ok := body["error"].(string)
+	if !ok || msg == "" || len(body) != 1 {
+		t.Fatalf("error body = %v, want {error: <text>}", body)
+	}
+	return msg
+}
+
+func TestAuthentication(t *testing.T) {
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		e := newEnv(t, db, 0)
+		past := e.now.Add(-time.Hour)
+		future := e.now.Add(time.Hour)
+		expired := e.issue(e.account, &past, external.ScopeRead)
+		expiring := e.issue(e.account, &future, external.ScopeRead)
+		revoked := e.issue(e.account, nil, external.ScopeRead)
+		_, keyID, _, _ := models.ParseKey(revoked)
+		plugin := "pk_live_0123456789abcdef.secret"
+		for name, headers := range map[string][]string{
+			"missing":                {},
+			"malformed":              {"X-Api-Key", "hello"},
+			"unknown":                {"X-Api-Key", "mk_live_0123456789abcdef.nope"},
+			"wrong secret":           {"X-Api-Key", e.key[:len(e.key)-2] + "xx"},
+			"plugin key":             {"X-Api-Key", plugin},
+			"expired":                {"X-Api-Key", expired},
+			"bearer of another kind": {"Authorization", "Basic " + e.key},
+			"X-Api-Key wins":         {"X-Api-Key", "mk_live_0123456789abcdef.nope", "Authorization", "Bearer " + e.key},
+		} {
+			code, body, _ := e.get("/orders", headers...)
+			if code != http.StatusUnauthorized {
+				t.Errorf("%s: %d, want 401", name, code)
+			}
+			errorOf(t, body)
+		}
+		for name, headers := range map[string][]string{
+			"X-Api-Key":             {"X-Api-Key", e.key},
+			"Bearer":                {"Authorization", "Bearer " + e.key},
+			"X-Api-Key over Bearer": {"X-Api-Key", e.key, "Authorization", "Bearer nonsense"},
+			"not yet expired":       {"X-Api-Key", expiring},
+			"before revocation":     {"X-Api-Key", revoked},
+		} {
+			if code, body, _ := e.get("/orders", headers...); code != http.StatusOK {
+				t.Errorf("%s: %d %v, want 200", name, code, body)
+			}
+		}
+		// Revocation holds on the very next request.
+		if err := models.RevokeKey(db, keyID); err != nil {
+			t.Fatal(err)
+		}
+		if code, _, _ := e.get("/orders", "X-Api-Key", revoked); code != http.StatusUnauthorized {
+			t.Errorf("revoked key: %d, want 401", code)
+		}
+	})
+}
+
+func TestScopesAndLastUse(t *testing.T) {
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		e := newEnv(t, db, 0)
+		_, registerOnly := e.newAccount(external.ScopeRegister)
+		code, body, _ := e.get("/orders", "X-Api-Key", registerOnly)
+		if code != http.StatusForbidden || !strings.Contains(errorOf(t, body), external.ScopeRead) {
+			t.Fatalf("without content.read: %d %v", code, body)
+		}
+		_, keyID, _, _ := models.ParseKey(e.key)
+		lastUsed := func() *time.Time {
+			var k models.APIKey
+			if err := db.Take(&k, "id = ?", keyID).Error; err != nil {
+				t.Fatal(err)
+			}
+			return k.LastUsedAt
+		}
+		e.get("/orders", "X-Api-Key", e.key)
+		first := lastUsed()
+		if first == nil || !first.Equal(e.now) {
+			t.Fatalf("last_used_at = %v, want %v", first, e.now)
+		}
+		e.now = e.now.Add(20 * time.Second)
+		e.get("/orders", "X-Api-Key", e.key)
+		if got := lastUsed(); !got.Equal(*first) {
+			t.Fatalf("last_used_at written again within a minute: %v", got)
+		}
+		e.now = e.now.Add(time.Minute)
+		e.get("/orders", "X-Api-Key", e.key)
+		if got := lastUsed(); !got.Equal(e.now) {
+			t.Fatalf("last_used_at = %v after a minute, want %v", got, e.now)
+		}
+	})
+}
+
+func TestRateLimitPerKey(t *testing.T) {
+	db := testdb.Open(t, testdb.SQLiteURL(t))
+	e := newEnv(t, db, 3)
+	_, other := e.newAccount(external.ScopeRead)
+	for i := range 3 {
+		if code, _, _ := e.get("/orders", "X-Api-Key", e.key); code != http.StatusOK {
+			t.Fatalf("request %d: %d", i+1, code)
+		}
+	}
+	code, body, hdr := e.get("/orders", "X-Api-Key", e.key)
+	if code != http.StatusTooManyRequests || hdr.Get("Retry-After") == "" {
+		t.Fatalf("4th request: %d, Retry-After %q", code, hdr.Get("Retry-After"))
+	}
+	errorOf(t, body)
+	if code, _, _ := e.get("/orders", "X-Api-Key", other); code != http.StatusOK {
+		t.Fatalf("another key shares the budget: %d", code)
+	}
+}
+
+// order stores an order of the account with jobs of the given models and statuses.
+func (e *env) order(accountID string, created time.Time, status string, jobs ...[2]string) models.Order {
+	e.t.Helper()
+	o := models.Order{ID: models.NewID(), AccountID: accountID, API: models.APIExternal, JobType: models.JobTypeVideo,
+		SessionConfig: models.JSON(`{}`), Status: status, JobsTotal: len(jobs), CreatedAt: created, UpdatedAt: created}
+	if err := e.db.Create(&o).Error; err != nil {
+		e.t.Fatal(err)
+	}
+	for i, j := range jobs {
+		job := models.Job{ID: models.NewID(), OrderID: o.ID, AccountID: accountID, JobType: o.JobType, Position: i,
+			AIModel: j[0], AspectRatio: "1:1", CreditCost: 1, Run: 1, Status: j[1], AttemptCount: 1, Voting: models.VotingPending,
+			CreatedAt: created, UpdatedAt: created}
+		switch j[1] {
+		case models.JobCompleted:
+			job.StartedAt, job.CompletedAt = &created, &created
+		case models.JobFailed:
+			cat, hint := string(errorcat.ContentPolicy), errorcat.ContentPolicy.Hint()
+			job.ErrorCategory, job.ErrorHint, job.AttemptCount, job.CompletedAt = &cat, &hint, 2, &created
+		case models.JobRetryPending:
+			cat, hint := string(errorcat.RateLimit), errorcat.RateLimit.Hint()
+			job.ErrorCategory, job.ErrorHint, job.AttemptCount = &cat, &hint, 2
+		}
+		if err := e.db.Create(&job).Error; err != nil {
+			e.t.Fatal(err)
+		}
+		if j[1] == models.JobCompleted {
+			a := models.Asset{ID: models.NewID(), AccountID: accountID, Kind: models.AssetKindOutput, Status: models.AssetReady,
+				ContentType: "video/mp4", BlobKey: "outputs/" + job.ID, JobID: &job.ID, CreatedAt: created, UpdatedAt: created}
+			if err := e.db.Create(&a).Error; err != nil {
+				e.t.Fatal(err)
+			}
+		}
+	}
+	return o
+}
+
+func ids(body map[string]any) []string {
+	var out []string
+	for _, o := range body["orders"].([]any) {
+		out = append(out, o.(map[string]any)["orderId"].(string))
+	}
+	return out
+}
+
+func TestListOrders(t *testing.T) {
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		e := newEnv(t, db, 1000)
+		other, otherKey := e.newAccount(external.ScopeRead)
+		var newestFirst []string
+		for i := range 3 {
+			o := e.order(e.account, e.now.Add(time.Duration(i)*time.Minute), models.OrderInProgress,
+				[2]string{"local/motion-v1", models.JobPending})
+			newestFirst = append([]string{o.ID}, newestFirst...)
+		}
+		mixed := e.order(e.account, e.now.Add(time.Hour), models.OrderCompleted,
+			[2]string{"local/motion-v1", models.JobCompleted}, [2]string{"fal/kling-video-v2.1", models.JobCompleted})
+		sameProvider := e.order(e.account, e.now.Add(2*time.Hour), models.OrderFailed,
+			[2]string{"fal/kling-video-v2.1", models.JobFailed}, [2]string{"fal/flux-dev", models.JobCompleted})
+		foreign := e.order(other, e.now.Add(3*time.Hour), models.OrderCompleted, [2]string{"local/motion-v1", models.JobCompleted})
+		newestFirst = append([]string{sameProvider.ID, mixed.ID}, newestFirst...)
+
+		code, body, _ := e.get("/orders", "X-Api-Key", e.key)
+		if code != http.StatusOK || fmt.Sprint(ids(body)) != fmt.Sprint(newestFirst) || body["limit"] != float64(20) || body["returned"] != float64(5) {
+			t.Fatalf("GET /orders = %d %v", code, body)
+		}
+		first := body["orders"].([]any)[0].(map[string]any)
+		want := map[string]any{"orderId": sameProvider.ID, "status": "failed", "jobType": "video", "provider": "fal",
+			"model": external.Mixed, "jobsTotal": float64(2), "jobsCompleted": float64(0), "jobsFailed": float64(0)}
+		for k, v := range want {
+			if first[k] != v {
+				t.Errorf("orders[0].%s = %v, want %v", k, first[k], v)
+			}
+		}
+		if _, ok := first["jobs"]; ok || first["createdAt"] == nil || first["updatedAt"] == nil {
+			t.Errorf("summary = %v: no job breakdown, timestamps present", first)
+		}
+		if second := body["orders"].([]any)[1].(map[string]any); second["provider"] != external.Mixed || second["model"] != external.Mixed {
+			t.Errorf("mixed order = %v", second)
+		}
+		if _, body, _ := e.get("/orders", "X-Api-Key", otherKey); fmt.Sprint(ids(body)) != fmt.Sprint([]string{foreign.ID}) {
+			t.Errorf("the other account sees %v", ids(body))
+		}
+
+		for query, want := range map[string][]string{
+			"?limit=2":            newestFirst[:2],
+			"?limit=0":            newestFirst[:1],
+			"?limit=-4":           newestFirst[:1],
+			"?limit=500":          newestFirst,
+			"?status=in_progress": newestFirst[2:],
+			"?status=completed":   {mixed.ID},
+			"?since=" + e.now.Add(30*time.Second).Format(time.RFC3339): newestFirst[:4],
+		} {
+			code, body, _ := e.get("/orders"+query, "X-Api-Key", e.key)
+			if code != http.StatusOK || fmt.Sprint(ids(body)) != fmt.Sprint(want) {
+				t.Errorf("%s: %d %v, want %v", query, code, ids(body), want)
+			}
+		}
+		if _, body, _ := e.get("/orders?limit=500", "X-Api-Key", e.key); body["limit"] != float64(50) {
+			t.Errorf("limit 500 is reported as %v, want 50", body["limit"])
+		}
+		for _, query := range []string{"?limit=ten", "?status=done", "?since=yesterday"} {
+			code, body, _ := e.get("/orders"+query, "X-Api-Key", e.key)
+			if code != http.StatusBadRequest {
+				t.Errorf("%s: %d, want 400", query, code)
+			}
+			errorOf(t, body)
+		}
+	})
+}
+
+func TestGetOrder(t *testing.T) {
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		e := newEnv(t, db, 1000)
+		other, _ := e.newAccount(external.ScopeRead)
+		o := e.order(e.account, e.now, models.OrderInProgress,
+			[2]string{"local/motion-v1", models.JobCompleted}, [2]string{"local/motion-v1", models.JobFailed},
+			[2]string{"local/motion-v1", models.JobRetryPending})
+		foreign := e.order(other, e.now, models.OrderCompleted, [2]string{"local/motion-v1", models.JobCompleted})
+
+		code, body, _ := e.get("/orders/"+o.ID, "X-Api-Key", e.key)
+		if code != http.StatusOK || body["orderId"] != o.ID || body["provider"] != "local" || body["model"] != "motion-v1" {
+			t.Fatalf("GET /orders/:id = %d %v", code, body)
+		}
+		jobs := body["jobs"].([]any)
+		if len(jobs) != 3 {
+			t.Fatalf("jobs = %v", jobs)
+		}
+		done, failed, retrying := jobs[0].(map[string]any), jobs[1].(map[string]any), jobs[2].(map[string]any)
+		for _, k := range []string{"jobId", "provider", "model", "status", "attemptCount", "outputUrl", "errorCategory", "errorHint", "startedAt", "completedAt"} {
+			if _, ok := done[k]; !ok {
+				t.Errorf("job has no %s: %v", k, done)
+			}
+		}
+		if u, _ := done["outputUrl"].(string); !strings.HasPrefix(u, "http://shotflow.test/files/") || done["errorCategory"] != nil {
+			t.Errorf("completed job = %v", done)
+		}
+		if failed["outputUrl"] != nil || failed["errorCategory"] != "CONTENT_POLICY" || failed["errorHint"] != errorcat.ContentPolicy.Hint() || failed["attemptCount"] != float64(2) {
+			t.Errorf("failed job = %v", failed)
+		}
+		if retrying["status"] != models.JobRetryPending || retrying["errorCategory"] != nil || retrying["outputUrl"] != nil {
+			t.Errorf("retrying job = %v: errorCategory is null unless failed", retrying)
+		}
+
+		for path, want := range map[string]int{
+			"/orders/not-a-uuid":        http.StatusBadRequest,
+			"/orders/" + models.NewID(): http.StatusNotFound,
+			"/orders/" + foreign.ID:     http.StatusNotFound,
+		} {
+			code, body, _ := e.get(path, "X-Api-Key", e.key)
+			if code != want {
+				t.Errorf("%s: %d, want %d", path, code, want)
+			}
+			errorOf(t, body)
+		}
+		_, missing, _ := e.get("/orders/"+models.NewID(), "X-Api-Key", e.key)
+		_, foreignBody, _ := e.get("/orders/"+foreign.ID, "X-Api-Key", e.key)
+		if missing["error"] != foreignBody["error"] {
+			t.Errorf("another account's order is distinguishable: %v vs %v", foreignBody, missing)
+		}
+	})
+}
+
+func TestServesItsOpenAPIDocument(t *testing.T) {
+	db := testdb.Open(t, testdb.SQLiteURL(t))
+	e := newEnv(t, db, 0)
+	rec := httptest.NewRecorder()
+	e.router.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, external.OpenAPIPath, nil))
+	if rec.Code != http.StatusOK || !strings.HasPrefix(rec.Body.String(), "openapi: 3.1") {
+		t.Fatalf("GET %s = %d", external.OpenAPIPath, rec.Code)
+	}
+	doc, err := contract.External.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every route is documented, and every documented operation is routed.
+	routed := map[string]bool{}
+	for _, r := range e.router.Routes() {
+		if r.Path == external.OpenAPIPath {
+			continue
+		}
+		path := strings.TrimPrefix(r.Path, external.Base)
+		for _, seg := range strings.Split(path, "/") {
+			if strings.HasPrefix(seg, ":") {
+				path = strings.Replace(path, seg, "{"+seg[1:]+"}", 1)
+			}
+		}
+		routed[r.Method+" "+path] = true
+		if item := doc.Paths.Find(path); item == nil || item.GetOperation(r.Method) == nil {
+			t.Errorf("route %s %s is not in the document", r.Method, r.Path)
+		}
+	}
+	for path, item := range doc.Paths.Map() {
+		for method := range item.Operations() {
+			if !routed[method+" "+path] {
+				t.Errorf("documented %s %s is not routed", method, path)
+			}
+		}
+	}
+}
