@@ -12,6 +12,7 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/testenv"
@@ -168,13 +169,16 @@ func TestPluginPhotoSessionEndToEnd(t *testing.T) {
 	})
 	recordHistory(t, tc, workflows.OrderWorkflowID(session.OrderID), "order_workflow_completed.json")
 	for _, id := range session.Subjects[0].JobIDs {
-		d, err := tc.DescribeWorkflowExecution(ctx, workflows.JobWorkflowID(id, 1), "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d.WorkflowExecutionInfo.Status != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
-			t.Fatalf("job workflow %s is %v", id, d.WorkflowExecutionInfo.Status)
-		}
+		// A job workflow closes just after it signals its order, so it may still be running here.
+		var d *workflowservice.DescribeWorkflowExecutionResponse
+		testenv.Eventually(t, 20*time.Second, "job workflow "+id+" to complete", func() bool {
+			var err error
+			d, err = tc.DescribeWorkflowExecution(ctx, workflows.JobWorkflowID(id, 1), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d.WorkflowExecutionInfo.Status == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
+		})
 		recordHistory(t, tc, workflows.JobWorkflowID(id, 1), "job_workflow_completed.json")
 		fields := d.WorkflowExecutionInfo.SearchAttributes.GetIndexedFields()
 		for _, name := range []string{"ShotflowInstallationID", "ShotflowOrderID", "ShotflowJobStatus"} {
