@@ -71,7 +71,6 @@ type OutputFile struct {
 	Width       int
 	Height      int
 	SHA256      string
-	DurationMS  int64 `json:",omitempty"` // videos only
 }
 
 // GenerateResult lists the files one successful attempt stored.
@@ -129,7 +128,6 @@ func (a *Activities) Generate(ctx context.Context, in AttemptInput) (GenerateRes
 		res.Outputs = append(res.Outputs, OutputFile{
 			AssetID: models.OutputAssetID(job.ID, job.Run, pos), BlobKey: key, ContentType: out.ContentType,
 			SizeBytes: int64(len(out.Data)), Width: out.Width, Height: out.Height, SHA256: sha256Hex(out.Data),
-			DurationMS: out.Duration.Milliseconds(),
 		})
 		activity.RecordHeartbeat(ctx, pos)
 	}

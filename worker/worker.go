@@ -102,6 +102,3 @@ func Register(r worker.Registry, acts *activities.Activities) {
 	r.RegisterWorkflow(workflows.PrepareInputWorkflow)
 	r.RegisterActivity(acts)
 }
-
-// Len returns how many workers the group has.
-func (g *Group) Len() int { return len(g.workers) }

@@ -19,11 +19,11 @@ import (
 // Base is the path prefix of every external route.
 const Base = "/api/external"
 
-// Scopes of external keys (external-content-api.md, Authentication; models.ExternalScopeNames).
+// Scopes the routes require (external-content-api.md, Authentication); models.ExternalScopeNames
+// lists every scope a key may carry, including the reserved queue.nudge.
 const (
 	ScopeRegister = "content.register" // POST routes: create orders, trigger generation
 	ScopeRead     = "content.read"     // GET routes; required by /orders
-	ScopeNudge    = "queue.nudge"      // reserved: reprioritising queued jobs
 )
 
 // DefaultRateLimit is the request budget of a key per minute.

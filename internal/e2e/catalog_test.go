@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"testing"
@@ -12,25 +11,12 @@ import (
 	"github.com/shotflow/shotflow/models"
 )
 
-// catalogUpload asks for a presigned upload of data and returns the asset ID and a function that
+// catalogUpload asks for a presigned upload of a PNG and returns the asset ID and a function that
 // PUTs the bytes.
 func catalogUpload(t *testing.T, api *client, filename string, data []byte) (string, func()) {
 	t.Helper()
-	var up plugin.UploadResponse
-	expect(t, api.do(http.MethodPost, "/assets/upload", map[string]any{
-		"mode": "presigned", "filename": filename, "content_type": "image/png", "size_bytes": len(data),
-	}, &up), http.StatusCreated)
-	return up.AssetID, func() {
-		t.Helper()
-		req, _ := http.NewRequest(up.Method, up.UploadURL, bytes.NewReader(data))
-		req.Header.Set("Content-Type", "image/png")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		expect(t, resp, http.StatusOK)
-		resp.Body.Close()
-	}
+	up := presign(t, api, filename, "image/png", data)
+	return up.AssetID, func() { putUpload(t, up.UploadURL, "image/png", data) }
 }
 
 // TestCatalogEndToEnd registers a source image and a packshot derived from it, reads the product

@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"bytes"
 	"net/http"
 	"testing"
 	"time"
@@ -54,15 +53,7 @@ func TestJobWaitsForItsInputAndRunsWhenItIsReady(t *testing.T) {
 	}
 
 	// The input arrives: the upload wakes the job, which runs on its own.
-	input := packshotPNG(t)
-	req, _ := http.NewRequest(http.MethodPut, uploadURL, bytes.NewReader(input))
-	req.Header.Set("Content-Type", "image/png")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	expect(t, resp, http.StatusOK)
-	resp.Body.Close()
+	putUpload(t, uploadURL, "image/png", packshotPNG(t))
 	testenv.Eventually(t, 30*time.Second, "the woken job to complete", func() bool {
 		expect(t, api.do(http.MethodGet, "/jobs/"+id, nil, &job), http.StatusOK)
 		return job.Status == models.JobCompleted

@@ -28,14 +28,22 @@ import (
 // upload sends data through a presigned upload and returns the asset ID.
 func upload(t *testing.T, api *client, filename, contentType string, data []byte) string {
 	t.Helper()
-	var up plugin.UploadResponse
-	expect(t, api.do(http.MethodPost, "/assets/upload", map[string]any{
-		"mode": "presigned", "filename": filename, "content_type": contentType, "size_bytes": len(data),
-	}, &up), http.StatusCreated)
+	up := presign(t, api, filename, contentType, data)
 	putUpload(t, up.UploadURL, contentType, data)
 	return up.AssetID
 }
 
+// presign asks for a presigned upload of data.
+func presign(t *testing.T, api *client, filename, contentType string, data []byte) plugin.UploadResponse {
+	t.Helper()
+	var up plugin.UploadResponse
+	expect(t, api.do(http.MethodPost, "/assets/upload", map[string]any{
+		"mode": "presigned", "filename": filename, "content_type": contentType, "size_bytes": len(data),
+	}, &up), http.StatusCreated)
+	return up
+}
+
+// putUpload PUTs the bytes to a presigned upload URL; the answer must be 200 with status processing.
 func putUpload(t *testing.T, uploadURL, contentType string, data []byte) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPut, uploadURL, bytes.NewReader(data))

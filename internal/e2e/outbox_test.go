@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,5 +85,46 @@ func TestOrderWhoseWorkflowStartWasLostIsStartedBySweeper(t *testing.T) {
 	expect(t, api.do(http.MethodGet, "/me", nil, &me), http.StatusOK)
 	if me.Credits.Available != 3 || me.Credits.Reserved != 0 {
 		t.Fatalf("credits = %+v, want 3 available / 0 reserved", me.Credits)
+	}
+}
+
+// TestUploadWhosePreparationStartWasLostIsPreparedBySweeper: the bytes are stored and the asset is
+// processing, but the start of its PrepareInputWorkflow is lost; the worker's sweep starts it and
+// the upload becomes ready.
+func TestUploadWhosePreparationStartWasLostIsPreparedBySweeper(t *testing.T) {
+	env := testenv.New(t, temporalServer, testenv.Options{})
+	tenant := env.NewTenant(t, 5)
+	crashing := *env.App
+	crashing.Intake = &intake.Starter{DB: env.DB, Temporal: lostStarts{env.App.Temporal}, TaskQueue: env.Config.TemporalTaskQueue, Log: env.App.Log}
+	srv := httptest.NewServer(crashing.Handler())
+	defer srv.Close()
+	crashed := &client{t: t, base: srv.URL + plugin.Base, key: tenant.PluginKey}
+	data := packshotPNG(t)
+	up := presign(t, crashed, "lamp.png", "image/png", data)
+	// The signed URL names the public base URL; send the PUT to the crashing process instead.
+	putUpload(t, srv.URL+strings.TrimPrefix(up.UploadURL, env.BaseURL), "image/png", data)
+	id := up.AssetID
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var notFound *serviceerror.NotFound
+	if _, err := env.App.Temporal.DescribeWorkflowExecution(ctx, workflows.PrepareInputWorkflowID(id), ""); !errors.As(err, &notFound) {
+		t.Fatalf("a preparation exists although its start was lost: %v", err)
+	}
+	if n, err := env.App.Intake.StartPendingPreparations(ctx, time.Hour, 10); err != nil || n != 0 {
+		t.Fatalf("a sweep before the threshold started %d (%v)", n, err)
+	}
+	if n, err := env.App.Intake.StartPendingPreparations(ctx, 0, 10); err != nil || n != 1 {
+		t.Fatalf("StartPendingPreparations = %d, %v; want 1", n, err)
+	}
+	if err := env.App.Temporal.GetWorkflow(ctx, workflows.PrepareInputWorkflowID(id), "").Get(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	var asset models.Asset
+	if err := env.DB.Take(&asset, "id = ?", id).Error; err != nil || asset.Status != models.AssetReady || asset.ThumbnailBlobKey == "" {
+		t.Fatalf("asset after the sweep = %+v, %v", asset, err)
+	}
+	if n, err := env.App.Intake.StartPendingPreparations(ctx, 0, 10); err != nil || n != 0 {
+		t.Fatalf("a ready upload was swept again: %d (%v)", n, err)
 	}
 }

@@ -193,27 +193,16 @@ func TestPluginPhotoSessionEndToEnd(t *testing.T) {
 // registers it as the approved packshot of a new product with the given reference.
 func registerPackshot(t *testing.T, env *testenv.Env, api *client, productRef string, input []byte) {
 	t.Helper()
-	var up plugin.UploadResponse
-	expect(t, api.do(http.MethodPost, "/assets/upload", map[string]any{
-		"mode": "presigned", "filename": "bottle.png", "content_type": "image/png", "size_bytes": len(input),
-	}, &up), http.StatusCreated)
-	req, _ := http.NewRequest(up.Method, up.UploadURL, bytes.NewReader(input))
-	req.Header.Set("Content-Type", "image/png")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	expect(t, resp, http.StatusOK)
-	resp.Body.Close()
+	assetID := upload(t, api, "bottle.png", "image/png", input)
 	// Wait for its preparation, so that the tests' jobs find it ready and count no extra attempt.
-	if err := env.App.Temporal.GetWorkflow(context.Background(), workflows.PrepareInputWorkflowID(up.AssetID), "").Get(context.Background(), nil); err != nil {
+	if err := env.App.Temporal.GetWorkflow(context.Background(), workflows.PrepareInputWorkflowID(assetID), "").Get(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
 
 	// 2. Register it as the approved packshot of a new product.
 	var reg struct{ Results []plugin.BulkResult }
 	expect(t, api.do(http.MethodPost, "/packshots", map[string]any{"packshots": []map[string]any{{
-		"asset_id": up.AssetID, "product_ref": productRef, "product_metadata": map[string]any{"display_name": productRef},
+		"asset_id": assetID, "product_ref": productRef, "product_metadata": map[string]any{"display_name": productRef},
 	}}}, &reg), http.StatusOK)
 	if len(reg.Results) != 1 || reg.Results[0].Status != "created" || reg.Results[0].Packshot.Voting != models.VotingAccepted {
 		t.Fatalf("packshot registration = %+v", reg)

@@ -3,11 +3,12 @@ package e2e_test
 import (
 	"context"
 	"errors"
-	workflowpb "go.temporal.io/api/workflow/v1"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	workflowpb "go.temporal.io/api/workflow/v1"
 
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"

@@ -11,6 +11,9 @@ import (
 	"testing"
 )
 
+// extractProduct is extractMatte keeping enclosed background-coloured regions, as PhotoShoot mattes.
+func extractProduct(src raster) (matteResult, error) { return extractMatte(src, false) }
+
 func TestParseAspectRatio(t *testing.T) {
 	tests := []struct {
 		in      string

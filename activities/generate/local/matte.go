@@ -25,17 +25,14 @@ type matteResult struct {
 	matted bool            // false when the rounded-card fallback was used
 }
 
-// extractProduct separates the product from a plain (or transparent)
-// background by flood-filling from the borders, removes small specks, feathers
-// the matte edge inward by ~2px and trims to the matte's bounding box. Without
-// a plain background it falls back to the whole image as a rounded card.
-// Background-coloured regions enclosed by the product (a white label on a
-// white backdrop) are kept as part of the product.
-func extractProduct(src raster) (matteResult, error) { return extractMatte(src, false) }
-
-// extractMatte is extractProduct; with clearHoles it also clears enclosed
-// background-coloured regions of at least minHoleArea pixels (the hole of a
-// mug handle), keeping smaller ones as product detail.
+// extractMatte separates the product from a plain (or transparent)
+// background by flood-filling from the borders (and over a soft contact shadow on
+// studio white), removes small specks, feathers the matte edge inward by ~2px and
+// trims to the matte's bounding box. Without a plain background it falls back to
+// the whole image as a rounded card. Background-coloured regions enclosed by the
+// product (a white label on a white backdrop) are kept as part of the product,
+// unless clearHoles is set: then those of at least minHoleArea pixels (the hole
+// of a mug handle) are cleared and smaller ones kept as product detail.
 func extractMatte(src raster, clearHoles bool) (matteResult, error) {
 	w, h := src.w, src.h
 	visible := false

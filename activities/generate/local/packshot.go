@@ -1,7 +1,6 @@
 package local
 
 import (
-	"errors"
 	"image"
 	"math"
 )
@@ -38,29 +37,13 @@ func Packshot(photo image.Image, opts PackshotOptions) (*image.NRGBA, error) {
 // packshot is Packshot that also reports the product placement.
 func packshot(photo image.Image, opts PackshotOptions) (*image.NRGBA, placement, error) {
 	var pl placement
-	W, H, err := CanvasSize(opts.AspectRatio, opts.LongEdge)
-	if err != nil {
-		return nil, pl, err
-	}
-	if photo == nil {
-		return nil, pl, errors.New("local: Packshot: nil photo")
-	}
-	b := photo.Bounds()
-	if b.Empty() {
-		return nil, pl, errors.New("local: Packshot: empty photo")
-	}
-
 	// Matte at no more than twice the canvas resolution: a product filling at
 	// least 40% of a large photo is still not upscaled.
-	src := toRaster(photo, b)
-	shrink := 1
-	if k := max(src.w, src.h) / (2 * max(W, H)); k >= 2 {
-		src, shrink = boxShrink(src, k), k
-	}
-	mr, err := extractMatte(src, true)
+	in, err := matteInput(photo, "Packshot", "photo", opts.AspectRatio, opts.LongEdge, 2, true)
 	if err != nil {
 		return nil, pl, err
 	}
+	W, H, mr := in.w, in.h, in.mr
 
 	fw, fh := float64(W), float64(H)
 	lw, lh := float64(mr.layer.w), float64(mr.layer.h)
@@ -80,7 +63,7 @@ func packshot(photo image.Image, opts PackshotOptions) (*image.NRGBA, placement,
 
 	pl = placement{
 		product: image.Rect(x0, y0, x0+pw, y0+ph),
-		bbox:    image.Rect(mr.bbox.Min.X*shrink, mr.bbox.Min.Y*shrink, mr.bbox.Max.X*shrink, mr.bbox.Max.Y*shrink).Add(b.Min),
+		bbox:    in.srcBox,
 		matted:  mr.matted,
 		baseY:   float64(y0 + ph),
 	}

@@ -1,7 +1,6 @@
 package local
 
 import (
-	"errors"
 	"fmt"
 	"image"
 	"math"
@@ -34,35 +33,55 @@ func PhotoShoot(packshot image.Image, opts PhotoShootOptions) (*image.NRGBA, err
 	return img, err
 }
 
+// mattedInput is an input image matted for a canvas.
+type mattedInput struct {
+	w, h   int             // the canvas
+	mr     matteResult     // the product layer, trimmed
+	srcBox image.Rectangle // the product's box in the input image's coordinates
+}
+
+// matteInput checks img against the canvas of aspect and longEdge, box-shrinks an input larger than
+// span times the canvas's long edge, and mattes it (clearHoles as extractMatte). fn and noun name
+// the caller and its input in errors.
+func matteInput(img image.Image, fn, noun, aspect string, longEdge int, span float64, clearHoles bool) (mattedInput, error) {
+	var in mattedInput
+	var err error
+	if in.w, in.h, err = CanvasSize(aspect, longEdge); err != nil {
+		return in, err
+	}
+	if img == nil {
+		return in, fmt.Errorf("local: %s: nil %s", fn, noun)
+	}
+	b := img.Bounds()
+	if b.Empty() {
+		return in, fmt.Errorf("local: %s: empty %s", fn, noun)
+	}
+	src := toRaster(img, b)
+	shrink := 1
+	if k := max(src.w, src.h) / int(float64(max(in.w, in.h))*span); k >= 2 {
+		src, shrink = boxShrink(src, k), k
+	}
+	if in.mr, err = extractMatte(src, clearHoles); err != nil {
+		return in, err
+	}
+	bb := in.mr.bbox
+	in.srcBox = image.Rect(bb.Min.X*shrink, bb.Min.Y*shrink, bb.Max.X*shrink, bb.Max.Y*shrink).Add(b.Min)
+	return in, nil
+}
+
 // photoShoot is PhotoShoot that also reports the product placement.
 func photoShoot(packshot image.Image, opts PhotoShootOptions) (*image.NRGBA, placement, error) {
 	var pl placement
-	W, H, err := CanvasSize(opts.AspectRatio, opts.LongEdge)
+	// Product: reduce huge inputs first, then matte and trim.
+	in, err := matteInput(packshot, "PhotoShoot", "packshot", opts.AspectRatio, opts.LongEdge, 1.5, false)
 	if err != nil {
 		return nil, pl, err
 	}
-	if packshot == nil {
-		return nil, pl, errors.New("local: PhotoShoot: nil packshot")
-	}
-	b := packshot.Bounds()
-	if b.Empty() {
-		return nil, pl, errors.New("local: PhotoShoot: empty packshot")
-	}
+	W, H, mr := in.w, in.h, in.mr
 	s1, s2 := seeds(opts)
 	rng := rand.New(rand.NewPCG(s1, s2))
 	sc := buildScene(rng, opts.Style+" "+opts.Suggestions)
 	fw, fh := float64(W), float64(H)
-
-	// Product: reduce huge inputs first, then matte and trim.
-	src := toRaster(packshot, b)
-	shrink := 1
-	if k := max(src.w, src.h) / (max(W, H) * 3 / 2); k >= 2 {
-		src, shrink = boxShrink(src, k), k
-	}
-	mr, err := extractProduct(src)
-	if err != nil {
-		return nil, pl, err
-	}
 
 	// Layout: ~49–61% of the height, limited by width, standing on the floor.
 	lw, lh := float64(mr.layer.w), float64(mr.layer.h)
@@ -117,7 +136,7 @@ func photoShoot(packshot image.Image, opts PhotoShootOptions) (*image.NRGBA, pla
 
 	pl = placement{
 		product: image.Rect(x0, y0, x0+pw, y0+ph),
-		bbox:    image.Rect(mr.bbox.Min.X*shrink, mr.bbox.Min.Y*shrink, mr.bbox.Max.X*shrink, mr.bbox.Max.Y*shrink).Add(b.Min),
+		bbox:    in.srcBox,
 		matted:  mr.matted,
 		baseY:   baseY,
 	}

@@ -1,0 +1,74 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"image"
+	"image/color"
+	"image/png"
+	"testing"
+
+	"github.com/shotflow/shotflow/activities/generate"
+	"github.com/shotflow/shotflow/internal/errorcat"
+	"github.com/shotflow/shotflow/models"
+)
+
+func solidPNG(t *testing.T, c color.NRGBA) generate.Input {
+	t.Helper()
+	img := image.NewNRGBA(image.Rect(0, 0, 64, 48))
+	for i := 0; i < len(img.Pix); i += 4 {
+		img.Pix[i], img.Pix[i+1], img.Pix[i+2], img.Pix[i+3] = c.R, c.G, c.B, c.A
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	return generate.Input{Data: buf.Bytes(), ContentType: "image/png"}
+}
+
+// The motion model renders a video of one image and a reel of several as MP4 at the requested
+// aspect ratio (the pure-Go encoder here, so no ffmpeg is needed), and refuses wrong inputs.
+func TestProviderRendersVideosAndReels(t *testing.T) {
+	p := Provider{VideoEncoder: "go"}
+	red, blue := solidPNG(t, color.NRGBA{200, 30, 40, 255}), solidPNG(t, color.NRGBA{30, 60, 200, 255})
+	for _, tc := range []struct {
+		jobType string
+		inputs  []generate.Input
+		aspect  string
+	}{
+		{models.JobTypeVideo, []generate.Input{red}, "16:9"},
+		{models.JobTypeReel, []generate.Input{red, blue, red}, "9:16"},
+	} {
+		outs, err := p.Generate(context.Background(), generate.Request{JobType: tc.jobType, Model: MotionModel,
+			AspectRatio: tc.aspect, Seed: 3, Inputs: tc.inputs})
+		if err != nil || len(outs) != 1 {
+			t.Fatalf("%s: %d outputs, %v", tc.jobType, len(outs), err)
+		}
+		o := outs[0]
+		if o.ContentType != "video/mp4" || o.Ext != ".mp4" || o.Duration <= 0 || !bytes.Contains(o.Data[:16], []byte("ftyp")) {
+			t.Fatalf("%s: output %s %s %v", tc.jobType, o.ContentType, o.Ext, o.Duration)
+		}
+		if (tc.aspect == "16:9") != (o.Width > o.Height) {
+			t.Fatalf("%s: %dx%d is not %s", tc.jobType, o.Width, o.Height, tc.aspect)
+		}
+	}
+
+	eleven := make([]generate.Input, 11)
+	for i := range eleven {
+		eleven[i] = red
+	}
+	for name, req := range map[string]generate.Request{
+		"video without an image": {JobType: models.JobTypeVideo},
+		"video of two images":    {JobType: models.JobTypeVideo, Inputs: []generate.Input{red, blue}},
+		"reel of eleven images":  {JobType: models.JobTypeReel, Inputs: eleven},
+		"undecodable image":      {JobType: models.JobTypeReel, Inputs: []generate.Input{red, {Data: []byte("nope")}}},
+	} {
+		req.AspectRatio, req.Model = "1:1", MotionModel
+		_, err := p.Generate(context.Background(), req)
+		var ge *generate.Error
+		if !errors.As(err, &ge) || ge.Category != errorcat.InputMissing {
+			t.Errorf("%s: %v, want INPUT_MISSING", name, err)
+		}
+	}
+}
