@@ -104,6 +104,9 @@ func CompleteJob(db *gorm.DB, jobID string, run int, outputs []Asset) error {
 		if _, err := EnsurePackshotCandidate(tx, j); err != nil {
 			return err
 		}
+		if err := finishReferenceItem(tx, j, RefStatusDone); err != nil {
+			return err
+		}
 		if _, err := settle(tx, j, LedgerConsume); err != nil {
 			return err
 		}
@@ -131,6 +134,9 @@ func EndJob(db *gorm.DB, jobID string, run int, status, category, hint, detail s
 			return err
 		}
 		ended = true
+		if err := finishReferenceItem(tx, j, RefStatusFailed); err != nil {
+			return err
+		}
 		if _, err := settle(tx, j, LedgerRelease); err != nil {
 			return err
 		}
@@ -192,7 +198,8 @@ func PackshotCandidateID(jobID string, run int) string {
 }
 
 // EnsurePackshotCandidate adds the packshot candidate of a completed packshot job to its product's
-// catalog: a packshot row (voting pending) whose file is the job's first output. It returns the
+// catalog: a packshot row (voting pending) whose file is the job's first output, under the job's
+// RecordID when it has one, linked to the product photo the job read. It returns the
 // job's existing candidate when there is one (also a deleted one, which stays deleted), and nil for
 // a job that is not a packshot job, has no product or has no output. Accepting or rejecting the job
 // (POST /jobs/{id}/accept, /reject) decides the candidate.
@@ -220,8 +227,52 @@ func EnsurePackshotCandidate(tx *gorm.DB, j *Job) (*Packshot, error) {
 		ID: PackshotCandidateID(j.ID, j.Run), AccountID: j.AccountID, InstallationID: j.InstallationID,
 		ProductID: *j.ProductID, AssetID: first.ID, Voting: VotingPending, JobID: &j.ID, CreatedAt: time.Now().UTC(),
 	}
+	if j.RecordID != nil {
+		p.ID = *j.RecordID
+	}
+	if j.InputAssetID != nil {
+		var photo ProductImage
+		err := tx.Where("account_id = ? AND asset_id = ?", j.AccountID, *j.InputAssetID).
+			Order("created_at DESC, id DESC").Take(&photo).Error
+		if err == nil {
+			p.SourceImageID = &photo.ID
+		} else if !errors.Is(err, gorm.ErrRecordNotFound) {
+			return nil, err
+		}
+	}
 	if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&p).Error; err != nil {
 		return nil, err
 	}
 	return &p, nil
+}
+
+// finishReferenceItem settles the fashion model or scenery an idea job produces: DONE with the
+// job's first output as its thumbnail, or FAILED. Other jobs are left alone.
+func finishReferenceItem(tx *gorm.DB, j *Job, status string) error {
+	var kind ReferenceKind
+	switch j.JobType {
+	case JobTypeModelIdea:
+		kind = KindFashionModel
+	case JobTypeSceneryIdea:
+		kind = KindScenery
+	default:
+		return nil
+	}
+	if j.RecordID == nil {
+		return nil
+	}
+	fields := map[string]any{"status": status, "updated_at": time.Now().UTC()}
+	if status == RefStatusDone {
+		var first Asset
+		err := tx.Where("kind = ? AND job_id = ?", AssetKindOutput, j.ID).Order("position, id").Take(&first).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			fields["status"] = RefStatusFailed
+		} else if err != nil {
+			return err
+		} else {
+			fields["thumbnail_asset_id"] = first.ID
+		}
+	}
+	return tx.Table(kind.Table()).Where("id = ? AND account_id = ? AND status = ?", *j.RecordID, j.AccountID, RefStatusInProgress).
+		Updates(fields).Error
 }

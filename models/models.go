@@ -170,8 +170,11 @@ type Packshot struct {
 	Voting         string
 	VotingAt       *time.Time
 	JobID          *string
-	CreatedAt      time.Time
-	DeletedAt      *time.Time
+	// SourceImageID is the product photo the packshot was cut from, when known.
+	SourceImageID *string
+	CreatedAt     time.Time
+	DeletedAt     *time.Time
+	ArchivedAt    *time.Time // archived by the external API's update-packshot
 }
 
 // ProductImage is a source image of a product (POST /images): an upload registered under the
@@ -276,6 +279,9 @@ type Job struct {
 	// InputAssetID; empty for jobs with at most one input.
 	InputAssetIDs JSON   `gorm:"column:input_asset_ids"`
 	Prompt        string // preferences of an idea job, suggestion of a video job
+	// RecordID is the external API record the job produces when it is not the job itself: the
+	// fashion model or scenery of an idea job, the packshot of a packshot job.
+	RecordID *string
 	AIModel       string `gorm:"column:ai_model"`
 	AspectRatio   string
 	CreditCost    int64

@@ -12,6 +12,9 @@ import (
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
+	"github.com/shotflow/shotflow/activities/generate"
+	"github.com/shotflow/shotflow/internal/blobstore"
+	"github.com/shotflow/shotflow/internal/intake"
 	"github.com/shotflow/shotflow/internal/ratelimit"
 	"github.com/shotflow/shotflow/internal/urlsign"
 )
@@ -32,6 +35,9 @@ const DefaultRateLimit = 60
 // Handler serves the external API.
 type Handler struct {
 	DB          *gorm.DB
+	Intake      *intake.Starter    // creates orders on the engine and starts input preparation
+	Blobs       *blobstore.Store   // uploaded product photos and preset images
+	Generator   *generate.Registry // the configured generation models
 	Limiter     ratelimit.Limiter
 	Signer      *urlsign.Signer
 	Log         *zap.Logger
@@ -44,8 +50,13 @@ type Handler struct {
 func (h *Handler) Register(r gin.IRouter) {
 	r.GET(OpenAPIPath, serveOpenAPI)
 	g := r.Group(Base, h.Authenticate)
-	g.GET("/orders", h.Require(ScopeRead), h.listOrders)
-	g.GET("/orders/:id", h.Require(ScopeRead), h.getOrder)
+	read, register := h.Require(ScopeRead), h.Require(ScopeRegister)
+	g.GET("/orders", read, h.listOrders)
+	g.GET("/orders/:id", read, h.getOrder)
+	h.registerProducts(g, read, register)
+	h.registerRecords(g, read, register)
+	h.registerPresets(g, read, register)
+	h.registerGeneration(g, register)
 }
 
 func (h *Handler) now() time.Time {

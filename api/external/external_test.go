@@ -1,7 +1,6 @@
 package external_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -9,84 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gin-gonic/gin"
-	"go.uber.org/zap"
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/api/external"
 	"github.com/shotflow/shotflow/internal/contract"
 	"github.com/shotflow/shotflow/internal/errorcat"
-	"github.com/shotflow/shotflow/internal/ratelimit"
 	"github.com/shotflow/shotflow/internal/testdb"
-	"github.com/shotflow/shotflow/internal/urlsign"
 	"github.com/shotflow/shotflow/models"
 )
-
-type env struct {
-	t       *testing.T
-	db      *gorm.DB
-	router  *gin.Engine
-	now     time.Time
-	account string
-	key     string // content.register and content.read
-}
-
-func newEnv(t *testing.T, db *gorm.DB, rateLimit int) *env {
-	t.Helper()
-	e := &env{t: t, db: db, now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
-	h := &external.Handler{
-		DB: db, Limiter: ratelimit.NewMemory(func() time.Time { return e.now }), Log: zap.NewNop(),
-		Signer:      urlsign.New([]byte("0123456789abcdef0123456789abcdef"), "http://shotflow.test"),
-		DownloadTTL: 168 * time.Hour, RateLimit: rateLimit, Now: func() time.Time { return e.now },
-	}
-	e.router = gin.New()
-	h.Register(e.router)
-	e.account, e.key = e.newAccount(external.ScopeRegister, external.ScopeRead)
-	return e
-}
-
-// newAccount creates an account with an external key of the given scopes.
-func (e *env) newAccount(scopes ...string) (accountID, key string) {
-	e.t.Helper()
-	acc, err := models.CreateAccount(e.db, "Team "+models.NewID()[:6], 100)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return acc.ID, e.issue(acc.ID, nil, scopes...)
-}
-
-func (e *env) issue(accountID string, expires *time.Time, scopes ...string) string {
-	e.t.Helper()
-	k, err := models.IssueKey(e.db, models.KeyKindExternal, accountID, nil, "k", scopes, expires)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return k.Secret
-}
-
-func (e *env) get(path string, headers ...string) (int, map[string]any, http.Header) {
-	e.t.Helper()
-	req := httptest.NewRequest(http.MethodGet, external.Base+path, nil)
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	rec := contract.External.ServeAndCheck(e.t, e.router, req)
-	var body map[string]any
-	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
-		e.t.Fatalf("GET %s: body %q is not JSON", path, rec.Body.String())
-	}
-	return rec.Code, body, rec.Header()
-}
-
-// errorOf checks the external error body: exactly {error: "<text>"}.
-func errorOf(t *testing.T, body map[string]any) string {
-	t.Helper()
-	msg, ok := body["error"].(string)
-	if !ok || msg == "" || len(body) != 1 {
-		t.Fatalf("error body = %v, want {error: <text>}", body)
-	}
-	return msg
-}
 
 func TestAuthentication(t *testing.T) {
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {

@@ -143,6 +143,15 @@ func registerPackshot(tx *gorm.DB, inst *models.Installation, item PackshotRegis
 		AssetID: asset.ID, ExternalRef: item.ExternalRef, SourceImageRef: item.SourceImageRef,
 		Voting: models.VotingAccepted, VotingAt: &now, CreatedAt: now,
 	}
+	if item.SourceImageRef != "" {
+		img, err := models.LiveImageByRef(tx, inst.ID, item.SourceImageRef)
+		if err != nil && !errors.Is(err, models.ErrNotFound) {
+			return nil, false, nil, err
+		}
+		if img != nil {
+			p.SourceImageID = &img.ID
+		}
+	}
 	if err := tx.Create(&p).Error; err != nil {
 		return nil, false, nil, err
 	}

@@ -1,0 +1,244 @@
+package external_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"image"
+	"image/color"
+	"image/png"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/stretchr/testify/mock"
+	taskqueuepb "go.temporal.io/api/taskqueue/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/mocks"
+	"go.uber.org/zap"
+	"gorm.io/gorm"
+
+	"github.com/shotflow/shotflow/activities/generate"
+	"github.com/shotflow/shotflow/activities/generate/local"
+	"github.com/shotflow/shotflow/api/external"
+	"github.com/shotflow/shotflow/internal/blobstore"
+	"github.com/shotflow/shotflow/internal/contract"
+	"github.com/shotflow/shotflow/internal/intake"
+	"github.com/shotflow/shotflow/internal/ratelimit"
+	"github.com/shotflow/shotflow/internal/urlsign"
+	"github.com/shotflow/shotflow/models"
+)
+
+// env is one external API over a test database, with one account and a key of both scopes. Its
+// Temporal client records the workflows the API starts (orders and input preparations) and
+// answers DescribeTaskQueue with a poller unless generatorsDown is set.
+type env struct {
+	t       *testing.T
+	db      *gorm.DB
+	router  *gin.Engine
+	handler *external.Handler
+	blobs   *blobstore.Store
+	now     time.Time
+	account string
+	key     string // content.register and content.read
+
+	mu             sync.Mutex
+	starts         []client.StartWorkflowOptions // every workflow start, in order
+	startArgs      []any                         // the input of each start
+	generatorsDown bool
+}
+
+func newEnv(t *testing.T, db *gorm.DB, rateLimit int) *env {
+	t.Helper()
+	e := &env{t: t, db: db, now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	blobs, err := blobstore.Open(context.Background(), "file://"+t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = blobs.Close() })
+	catalog, err := models.LoadCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.blobs = blobs
+	e.handler = &external.Handler{
+		DB: db, Limiter: ratelimit.NewMemory(func() time.Time { return e.now }), Log: zap.NewNop(),
+		Intake:      &intake.Starter{DB: db, Log: zap.NewNop(), Temporal: e.temporal(), TaskQueue: "shotflow"},
+		Blobs:       blobs,
+		Generator:   generate.MustNewRegistry(catalog, map[string]generate.Provider{"local": local.Provider{}}),
+		Signer:      urlsign.New([]byte("0123456789abcdef0123456789abcdef"), "http://shotflow.test"),
+		DownloadTTL: 168 * time.Hour, RateLimit: rateLimit, Now: func() time.Time { return e.now },
+	}
+	e.router = gin.New()
+	e.handler.Register(e.router)
+	e.account, e.key = e.newAccount(external.ScopeRegister, external.ScopeRead)
+	return e
+}
+
+// temporal is the recording Temporal client.
+func (e *env) temporal() *mocks.Client {
+	c := &mocks.Client{}
+	c.On("ExecuteWorkflow", mock.Anything, mock.Anything, mock.Anything, mock.Anything).Run(func(args mock.Arguments) {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		e.starts = append(e.starts, args.Get(1).(client.StartWorkflowOptions))
+		e.startArgs = append(e.startArgs, args.Get(3))
+	}).Return(&mocks.WorkflowRun{}, nil)
+	c.On("DescribeTaskQueue", mock.Anything, mock.Anything, mock.Anything).Return(
+		func(context.Context, string, any) *workflowservice.DescribeTaskQueueResponse {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			if e.generatorsDown {
+				return &workflowservice.DescribeTaskQueueResponse{}
+			}
+			return &workflowservice.DescribeTaskQueueResponse{Pollers: []*taskqueuepb.PollerInfo{{Identity: "worker@test"}}}
+		}, nil)
+	return c
+}
+
+// started returns the IDs of the workflows started so far whose ID has the prefix.
+func (e *env) started(prefix string) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []string
+	for _, o := range e.starts {
+		if strings.HasPrefix(o.ID, prefix) {
+			out = append(out, o.ID)
+		}
+	}
+	return out
+}
+
+// newAccount creates an account with 100 credits and an external key of the given scopes.
+func (e *env) newAccount(scopes ...string) (accountID, key string) {
+	e.t.Helper()
+	acc, err := models.CreateAccount(e.db, "Team "+models.NewID()[:6], 100)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return acc.ID, e.issue(acc.ID, nil, scopes...)
+}
+
+func (e *env) issue(accountID string, expires *time.Time, scopes ...string) string {
+	e.t.Helper()
+	k, err := models.IssueKey(e.db, models.KeyKindExternal, accountID, nil, "k", scopes, expires)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return k.Secret
+}
+
+// serve runs the request through the router and the OpenAPI contract check, and decodes the
+// JSON answer.
+func (e *env) serve(req *http.Request) (int, map[string]any, http.Header) {
+	e.t.Helper()
+	rec := contract.External.ServeAndCheck(e.t, e.router, req)
+	var body map[string]any
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+		e.t.Fatalf("%s %s: body %q is not JSON", req.Method, req.URL.Path, rec.Body.String())
+	}
+	return rec.Code, body, rec.Header()
+}
+
+// get sends a GET with the given headers (none: no key at all).
+func (e *env) get(path string, headers ...string) (int, map[string]any, http.Header) {
+	e.t.Helper()
+	req := httptest.NewRequest(http.MethodGet, external.Base+path, nil)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	return e.serve(req)
+}
+
+// getAs sends a GET with the key.
+func (e *env) getAs(key, path string) (int, map[string]any) {
+	e.t.Helper()
+	code, body, _ := e.get(path, "X-Api-Key", key)
+	return code, body
+}
+
+// post sends body (a string is sent as is, anything else as JSON) with the key.
+func (e *env) post(key, path string, body any) (int, map[string]any) {
+	e.t.Helper()
+	var raw []byte
+	if s, ok := body.(string); ok {
+		raw = []byte(s)
+	} else {
+		var err error
+		if raw, err = json.Marshal(body); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	req := httptest.NewRequest(http.MethodPost, external.Base+path, bytes.NewReader(raw))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Api-Key", key)
+	code, out, _ := e.serve(req)
+	return code, out
+}
+
+// formFile is a file part of a multipart request.
+type formFile struct {
+	field, name string
+	data        []byte
+}
+
+// multipart sends a multipart/form-data request with the fields (name, value pairs; a name may
+// repeat) and files.
+func (e *env) multipart(key, method, path string, fields []string, files ...formFile) (int, map[string]any) {
+	e.t.Helper()
+	var buf bytes.Buffer
+	w := multipart.NewWriter(&buf)
+	for i := 0; i+1 < len(fields); i += 2 {
+		if err := w.WriteField(fields[i], fields[i+1]); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	for _, f := range files {
+		part, err := w.CreateFormFile(f.field, f.name)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if _, err := io.Copy(part, bytes.NewReader(f.data)); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		e.t.Fatal(err)
+	}
+	req := httptest.NewRequest(method, external.Base+path, &buf)
+	req.Header.Set("Content-Type", w.FormDataContentType())
+	req.Header.Set("X-Api-Key", key)
+	code, out, _ := e.serve(req)
+	return code, out
+}
+
+// pngImage is a w×h PNG of one colour.
+func pngImage(t *testing.T, w, h int, c color.NRGBA) []byte {
+	t.Helper()
+	img := image.NewNRGBA(image.Rect(0, 0, w, h))
+	for i := 0; i < len(img.Pix); i += 4 {
+		img.Pix[i], img.Pix[i+1], img.Pix[i+2], img.Pix[i+3] = c.R, c.G, c.B, c.A
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// errorOf checks the external error body: exactly {error: "<text>"}.
+func errorOf(t *testing.T, body map[string]any) string {
+	t.Helper()
+	msg, ok := body["error"].(string)
+	if !ok || msg == "" || len(body) != 1 {
+		t.Fatalf("error body = %v, want {error: <text>}", body)
+	}
+	return msg
+}
