@@ -281,7 +281,7 @@ type Job struct {
 	Prompt        string // preferences of an idea job, suggestion of a video job
 	// RecordID is the external API record the job produces when it is not the job itself: the
 	// fashion model or scenery of an idea job, the packshot of a packshot job.
-	RecordID *string
+	RecordID      *string
 	AIModel       string `gorm:"column:ai_model"`
 	AspectRatio   string
 	CreditCost    int64
