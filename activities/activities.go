@@ -100,7 +100,7 @@ func (a *Activities) Generate(ctx context.Context, in AttemptInput) (GenerateRes
 	req := generate.Request{
 		JobID: job.ID, JobType: job.JobType, AspectRatio: job.AspectRatio, LongEdge: a.LongEdge,
 		Seed: seedFor(job.ID, job.Run), Session: session, Prompt: job.Prompt,
-		Attempt: in.Attempt,
+		Attempt: in.Attempt, Position: job.Position,
 	}
 	for _, id := range job.Inputs() {
 		input, err := a.loadInput(ctx, id)
@@ -112,7 +112,8 @@ func (a *Activities) Generate(ctx context.Context, in AttemptInput) (GenerateRes
 	outputs, err := a.Generator.Generate(ctx, job.AIModel, req)
 	if err != nil {
 		ge := generate.Classify(err)
-		a.Log.Warn("generation attempt failed", zap.String("job_id", job.ID), zap.Int("attempt", in.Attempt),
+		a.Log.Warn("generation attempt failed", zap.String("job_id", job.ID), zap.String("order_id", order.ID),
+			zap.String("correlation_id", order.CorrelationID), zap.Int("attempt", in.Attempt),
 			zap.String("error_category", string(ge.Category)), zap.String("detail", ge.Message))
 		return GenerateResult{}, categorized(ge.Category, errors.New(ge.Message), ge.RetryAfter)
 	}

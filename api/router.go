@@ -121,6 +121,9 @@ func AccessLog(log *zap.Logger) gin.HandlerFunc {
 		if v := c.GetString("account_id"); v != "" {
 			fields = append(fields, zap.String("account_id", v))
 		}
+		if v := c.GetString("correlation_id"); v != "" {
+			fields = append(fields, zap.String("correlation_id", v))
+		}
 		for _, err := range c.Errors {
 			fields = append(fields, zap.NamedError("error", err.Err))
 		}

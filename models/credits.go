@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 )
@@ -118,4 +119,13 @@ func LedgerSums(db *gorm.DB, accountID string) (balance, reserved int64, err err
 	err = db.Raw(`SELECT COALESCE(SUM(balance_delta),0) AS b, COALESCE(SUM(reserved_delta),0) AS r
 		FROM credit_ledger WHERE account_id = ?`, accountID).Scan(&row).Error
 	return row.B, row.R, err
+}
+
+// reservationNamespace derives the ID of an order's credit reservation.
+var reservationNamespace = uuid.MustParse("3e0f6a52-71c4-4d59-9a4e-2b8d5c7e1f03")
+
+// ReservationID names the credit reservation of an order: its reserve entries in the ledger
+// (one per job). It is derived from the order ID, so it needs no row of its own.
+func ReservationID(orderID string) string {
+	return uuid.NewSHA1(reservationNamespace, []byte(orderID)).String()
 }

@@ -40,6 +40,7 @@ type Request struct {
 	JobType     string
 	Model       string // the model part of provider/model
 	Attempt     int    // 1-based attempt number within the job run; 0 when unknown
+	Position    int    // the job's 0-based position in its order
 	AspectRatio string
 	LongEdge    int
 	Seed        int64
@@ -98,12 +99,15 @@ func Classify(err error) *Error {
 type Registry struct {
 	providers map[string]Provider
 	catalog   *models.Catalog
+	preferred string // the default provider, when set
 }
 
 // NewRegistry returns a registry over the catalog with the given providers. It fails when the
 // catalog lists a model of a configured provider for a job type that provider's code cannot
 // generate, so the catalog, the prices and the code never disagree.
-func NewRegistry(catalog *models.Catalog, providers map[string]Provider) (*Registry, error) {
+//
+// preferred, when given, names the default provider: DefaultModel picks its models first.
+func NewRegistry(catalog *models.Catalog, providers map[string]Provider, preferred ...string) (*Registry, error) {
 	for _, m := range catalog.AIModels {
 		p, ok := providers[m.Provider]
 		if !ok {
@@ -116,7 +120,11 @@ func NewRegistry(catalog *models.Catalog, providers map[string]Provider) (*Regis
 			}
 		}
 	}
-	return &Registry{providers: providers, catalog: catalog}, nil
+	r := &Registry{providers: providers, catalog: catalog}
+	if len(preferred) > 0 {
+		r.preferred = preferred[0]
+	}
+	return r, nil
 }
 
 // Models lists the catalog models whose provider is configured.
@@ -156,6 +164,24 @@ func (r *Registry) ModelsFor(jobTypes ...string) []models.AIModel {
 		}
 	}
 	return out
+}
+
+// DefaultModel is the model a request that names no model uses for the job type: the first
+// available catalog model, in catalog order, that serves it, restricted to provider when provider
+// is not empty, else taken from the default provider when it serves the job type. ok is false when
+// none does.
+func (r *Registry) DefaultModel(jobType, provider string) (models.AIModel, bool) {
+	if provider == "" && r.preferred != "" {
+		if m, ok := r.DefaultModel(jobType, r.preferred); ok {
+			return m, true
+		}
+	}
+	for _, m := range r.Models() {
+		if m.Serves(jobType) && (provider == "" || m.Provider == provider) {
+			return m, true
+		}
+	}
+	return models.AIModel{}, false
 }
 
 // Model returns an available catalog model by its provider/model ID.

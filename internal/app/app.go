@@ -102,7 +102,11 @@ func Open(ctx context.Context, cfg config.Config, log *zap.Logger) (*App, error)
 	if err != nil {
 		return nil, err
 	}
-	if a.Generator, err = generate.NewRegistry(catalog, Providers(cfg)); err != nil {
+	providers := Providers(cfg)
+	if _, ok := providers[cfg.DefaultProvider]; !ok {
+		return nil, fmt.Errorf("DEFAULT_PROVIDER %q is not configured: set its key (or SIM_PROVIDER=true for sim)", cfg.DefaultProvider)
+	}
+	if a.Generator, err = generate.NewRegistry(catalog, providers, cfg.DefaultProvider); err != nil {
 		return nil, err
 	}
 	a.Signer = urlsign.New(secrets.Derive(master, secrets.PurposeURLSigning), cfg.PublicBaseURL)

@@ -82,6 +82,9 @@ type Config struct {
 	WorkerActivityConcurrency int `env:"WORKER_ACTIVITY_CONCURRENCY" envDefault:"16" validate:"min=1,max=1000"`
 	// RenderLongEdge is the long edge in pixels of images the local generator renders.
 	RenderLongEdge int `env:"RENDER_LONG_EDGE" envDefault:"1024" validate:"min=64,max=4096"`
+	// DefaultProvider generates the external API's requests that name no provider, for every job
+	// type it serves; other job types use the first configured provider of the catalog.
+	DefaultProvider string `env:"DEFAULT_PROVIDER" envDefault:"local" validate:"required,oneof=local sim openai fal"`
 	// SimProvider enables the "sim" provider, whose sim/… models inject failures for tests and demos.
 	SimProvider bool `env:"SIM_PROVIDER" envDefault:"false"`
 	// OpenAIAPIKey enables the openai/… models (OpenAI Images API); empty leaves them unlisted.

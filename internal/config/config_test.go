@@ -49,6 +49,7 @@ func TestDefaultsWithEmptyEnvironment(t *testing.T) {
 		RetentionSweepInterval:    time.Hour,
 		WorkerActivityConcurrency: 16,
 		RenderLongEdge:            1024,
+		DefaultProvider:           "local",
 		OpenAIBaseURL:             "https://api.openai.com/v1",
 		FalQueueURL:               "https://queue.fal.run",
 		ProviderRateLimits:        map[string]float64{"openai": 1, "fal": 5},
@@ -137,6 +138,7 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 		{"PROVIDER_CONCURRENCY", "fal=0"},
 		{"PROVIDER_CONCURRENCY", "=3"},
 		{"VIDEO_ENCODER", "vlc"},
+		{"DEFAULT_PROVIDER", "midjourney"},
 		{"INPUT_MIN_LONG_EDGE", "10"},
 	}
 	for _, tc := range cases {
@@ -233,6 +235,7 @@ func TestGoodValuesParse(t *testing.T) {
 		RetentionSweepInterval:    time.Hour,
 		WorkerActivityConcurrency: 4,
 		RenderLongEdge:            2048,
+		DefaultProvider:           "local",
 		OpenAIAPIKey:              "sk-test",
 		OpenAIBaseURL:             "https://openai.internal/v1",
 		FalKey:                    "fal-test",

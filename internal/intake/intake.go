@@ -148,7 +148,7 @@ func (s *Starter) Start(ctx context.Context, order *models.Order, jobs []models.
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		TypedSearchAttributes:    workflows.OrderSearchAttributes(in),
-		Memo:                     map[string]any{"api": order.API, "jobs_total": len(jobs)},
+		Memo:                     orderMemo(order, len(jobs)),
 	}, workflows.OrderWorkflow, in)
 	var already *serviceerror.WorkflowExecutionAlreadyStarted
 	if err != nil && !errors.As(err, &already) {
@@ -157,6 +157,16 @@ func (s *Starter) Start(ctx context.Context, order *models.Order, jobs []models.
 	return s.DB.WithContext(ctx).Model(&models.Order{}).
 		Where("id = ? AND workflow_started_at IS NULL", order.ID).
 		Update("workflow_started_at", time.Now().UTC()).Error
+}
+
+// orderMemo is the memo of an order's workflow: the API that accepted it, its job count and the
+// correlation ID of the request, which the API's log lines carry too.
+func orderMemo(order *models.Order, jobs int) map[string]any {
+	memo := map[string]any{"api": order.API, "jobs_total": jobs}
+	if order.CorrelationID != "" {
+		memo["correlation_id"] = order.CorrelationID
+	}
+	return memo
 }
 
 // StartPending starts the workflows of orders committed more than olderThan ago whose start was

@@ -11,6 +11,7 @@ import (
 	_ "image/jpeg" // decodes JPEG inputs
 	_ "image/png"  // decodes PNG inputs
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -56,6 +57,11 @@ const DelayOption = "sim-delay"
 // failure pattern of another sim model, as "sim-fault=<model>", e.g. "sim-fault=rate-limit-twice":
 // a way to drive a retry path from a session without choosing another model.
 const FaultOption = "sim-fault"
+
+// FaultAtOption is the key of the session suggestions token that limits the fault of a FaultOption
+// token to the job at one 0-based position of its order, as "sim-fault-at=<position>": every other
+// job of the order succeeds, so an order ends partly completed.
+const FaultAtOption = "sim-fault-at"
 
 // HeartbeatInterval is how often sim/slow heartbeats while it waits inside a Temporal activity.
 const HeartbeatInterval = time.Second
@@ -147,9 +153,13 @@ func option(suggestions, key string) string {
 }
 
 // faultModel is the model whose failure pattern an attempt follows: the model itself, or for
-// sim/ok and sim/video-ok the model named by a FaultOption token of the session suggestions.
-func faultModel(model, suggestions string) string {
+// sim/ok and sim/video-ok the model named by a FaultOption token of the session suggestions (for the
+// job at the FaultAtOption position only, when that token is present).
+func faultModel(model, suggestions string, position int) string {
 	if model != ModelOK && model != ModelVideoOK {
+		return model
+	}
+	if at := option(suggestions, FaultAtOption); at != "" && at != strconv.Itoa(position) {
 		return model
 	}
 	if f := option(suggestions, FaultOption); f != "" {
@@ -179,7 +189,7 @@ func (Provider) Generate(ctx context.Context, req generate.Request) ([]generate.
 	if err := ctx.Err(); err != nil {
 		return nil, generate.Errorf(errorcat.TransientInfra, "cancelled before calling model %s/%s: %v", Name, req.Model, err)
 	}
-	if f := Fault(faultModel(req.Model, req.Session.Suggestions), req.Attempt); f != nil {
+	if f := Fault(faultModel(req.Model, req.Session.Suggestions, req.Position), req.Attempt); f != nil {
 		return nil, f
 	}
 	if req.Model == ModelSlow {

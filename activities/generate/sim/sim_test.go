@@ -426,6 +426,18 @@ func TestSessionOptionChoosesTheFault(t *testing.T) {
 	}
 }
 
+func TestFaultAtLimitsTheFaultToOneJob(t *testing.T) {
+	p := sim.Provider{}
+	for position, want := range []errorcat.Category{ok, errorcat.ContentPolicy, ok} {
+		req := request(t, sim.ModelOK, 1)
+		req.Position = position
+		req.Session.Suggestions = "sim-fault=content-policy sim-fault-at=1"
+		if _, err := p.Generate(context.Background(), req); category(err) != want {
+			t.Errorf("position %d: %v, want %q", position, err, want)
+		}
+	}
+}
+
 func TestServes(t *testing.T) {
 	p := sim.Provider{}
 	for _, tc := range []struct {
