@@ -43,7 +43,13 @@ func NewRouter(d Deps, p *plugin.Handler) *gin.Engine {
 	r.HandleMethodNotAllowed = true
 	// Unknown paths get the JSON envelope, never an HTML redirect.
 	r.RedirectTrailingSlash = false
-	r.Use(RequestID, AccessLog(d.Log), gin.CustomRecovery(p.Recover))
+	r.Use(RequestID, AccessLog(d.Log), gin.CustomRecovery(func(c *gin.Context, err any) {
+		if d.External != nil && strings.HasPrefix(c.Request.URL.Path, external.Base+"/") {
+			d.External.Recover(c, err)
+			return
+		}
+		p.Recover(c, err)
+	}))
 	p.Register(r)
 	if d.External != nil {
 		d.External.Register(r)

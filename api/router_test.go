@@ -239,6 +239,21 @@ func TestRecoveredPanicAnswersEnvelope(t *testing.T) {
 	assert.Equal(t, zapcore.ErrorLevel, access[0].Level)
 }
 
+func TestRecoveredPanicOfExternalRouteAnswersItsBody(t *testing.T) {
+	saved := gin.DefaultErrorWriter
+	gin.DefaultErrorWriter = io.Discard
+	t.Cleanup(func() { gin.DefaultErrorWriter = saved })
+	s := newServer(t)
+	s.router.GET(external.Base+"/test-panic", func(*gin.Context) { panic("secret detail") })
+	rec := s.do(http.MethodGet, external.Base+"/test-panic")
+	require.Equal(t, http.StatusInternalServerError, rec.Code)
+	var body map[string]any
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body))
+	require.Len(t, body, 1, "the external error body is {error} alone: %s", rec.Body)
+	assert.NotContains(t, rec.Body.String(), "secret detail")
+	assert.Len(t, s.logs.FilterMessage("panic in handler").All(), 1)
+}
+
 func TestHealthAndReadiness(t *testing.T) {
 	s := newServer(t)
 	rec := s.do(http.MethodGet, "/healthz")

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/stretchr/testify/mock"
+	enumspb "go.temporal.io/api/enums/v1"
 	taskqueuepb "go.temporal.io/api/taskqueue/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
@@ -92,7 +93,7 @@ func (e *env) temporal() *mocks.Client {
 		e.startArgs = append(e.startArgs, args.Get(3))
 	}).Return(&mocks.WorkflowRun{}, nil)
 	c.On("DescribeTaskQueue", mock.Anything, mock.Anything, mock.Anything).Return(
-		func(context.Context, string, any) *workflowservice.DescribeTaskQueueResponse {
+		func(context.Context, string, enumspb.TaskQueueType) *workflowservice.DescribeTaskQueueResponse {
 			e.mu.Lock()
 			defer e.mu.Unlock()
 			if e.generatorsDown {

@@ -44,6 +44,8 @@ type Handler struct {
 	DownloadTTL time.Duration // validity of the output URLs it signs
 	RateLimit   int           // requests per minute per key; 0 means DefaultRateLimit
 	Now         func() time.Time
+
+	generatorCache // providers recently seen with an active generator
 }
 
 // Register mounts the external routes on r.
@@ -77,6 +79,12 @@ func (h *Handler) NotFound(c *gin.Context) { h.fail(c, http.StatusNotFound, "No 
 // MethodNotAllowed answers a known external path with another method.
 func (h *Handler) MethodNotAllowed(c *gin.Context) {
 	h.fail(c, http.StatusMethodNotAllowed, "Method "+c.Request.Method+" is not allowed on this route.")
+}
+
+// Recover answers a panic in an external route with a 500 in the external error body.
+func (h *Handler) Recover(c *gin.Context, err any) {
+	h.Log.Error("panic in handler", zap.Any("panic", err), zap.String("path", c.Request.URL.Path))
+	h.fail(c, http.StatusInternalServerError, "Internal error; retry after a short delay.")
 }
 
 // internal logs err and answers 500 without detail.

@@ -1,6 +1,198 @@
 package external
 
-import "github.com/gin-gonic/gin"
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gin-gonic/gin"
+	"go.uber.org/zap"
+
+	"github.com/shotflow/shotflow/internal/jobview"
+	"github.com/shotflow/shotflow/models"
+)
+
+// Statuses of a product photo (external-content-api.md, Listed records).
+const (
+	ProductUploaded   = "UPLOADED"   // stored and prepared: usable for generation
+	ProductInProgress = "INPROGRESS" // awaiting its bytes or being prepared
+	ProductFailed     = "FAILED"     // stored but unusable (not a readable image, too small, …)
+)
+
+// Limits of the product upload form.
+const (
+	MaxProductNameLength = 200 // characters of name, after trimming
+	MaxProductSKULength  = 100 // characters of sku, after trimming
+)
+
+// productFormFields are the parts the product upload form takes.
+var productFormFields = []string{"name", "sku", "file"}
+
+// ProductItem is one product photo of GET /products: its ID is what config.product.id of the
+// register-ideas routes takes.
+type ProductItem struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	Thumbnail string    `json:"thumbnail"`
+	Status    string    `json:"status"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// ProductsPage is the answer of GET /products.
+type ProductsPage struct {
+	Products []ProductItem `json:"products"`
+	Count    int           `json:"count"`
+}
+
+// ProductCreated is the answer of POST /products.
+type ProductCreated struct {
+	Success bool        `json:"success"`
+	Product ProductItem `json:"product"`
+}
 
 // registerProducts mounts GET and POST /products.
-func (h *Handler) registerProducts(g gin.IRouter, read, register gin.HandlerFunc) {}
+func (h *Handler) registerProducts(g gin.IRouter, read, register gin.HandlerFunc) {
+	g.GET("/products", read, h.listProducts)
+	g.POST("/products", register, h.uploadProduct)
+}
+
+// listProducts answers the account's product photos, from its installations' catalogs and its
+// own uploads, newest first.
+func (h *Handler) listProducts(c *gin.Context) {
+	rows, err := models.ListAccountPhotos(h.DB.WithContext(c.Request.Context()), key(c).AccountID)
+	if err != nil {
+		h.internal(c, err)
+		return
+	}
+	expires := h.now().Add(h.DownloadTTL)
+	page := ProductsPage{Products: make([]ProductItem, 0, len(rows)), Count: len(rows)}
+	for i := range rows {
+		page.Products = append(page.Products, h.productItem(&rows[i], expires))
+	}
+	c.PureJSON(http.StatusOK, page)
+}
+
+// productStatus is the client-facing state of a photo whose asset is in assetStatus.
+func productStatus(assetStatus string) string {
+	switch assetStatus {
+	case models.AssetReady:
+		return ProductUploaded
+	case models.AssetInvalid:
+		return ProductFailed
+	}
+	return ProductInProgress // awaiting_upload, uploading, processing
+}
+
+// productItem renders a photo; its thumbnail is signed only once the photo is usable.
+func (h *Handler) productItem(r *models.AccountPhotoRow, expires time.Time) ProductItem {
+	item := ProductItem{ID: r.ID, Name: r.ProductName, Status: productStatus(r.AssetStatus), CreatedAt: r.CreatedAt}
+	if item.Name == "" {
+		item.Name = r.ProductRef
+	}
+	if item.Status == ProductUploaded {
+		p := jobview.FilePath(r.AssetID)
+		if r.ThumbnailBlobKey != "" {
+			p = jobview.ThumbnailPath(r.AssetID)
+		}
+		item.Thumbnail = h.Signer.URL(http.MethodGet, p, expires)
+	}
+	return item
+}
+
+// uploadProduct creates a product of the account's own from a multipart form (name, optional
+// sku, one image file) with the file as its one photo, and starts preparing the photo.
+func (h *Handler) uploadProduct(c *gin.Context) {
+	form, err := parseForm(c)
+	if err != nil {
+		h.failUpload(c, err)
+		return
+	}
+	defer func() { _ = form.RemoveAll() }()
+	for field := range form.Value {
+		if !slices.Contains(productFormFields, field) {
+			h.fail(c, http.StatusBadRequest, "Unknown field "+field+"; the form takes name, sku and file.")
+			return
+		}
+	}
+	for field := range form.File {
+		if field != "file" {
+			h.fail(c, http.StatusBadRequest, "Unknown file field "+field+"; send the image as file.")
+			return
+		}
+	}
+	name, ok := h.productText(c, form.Value["name"], "name", MaxProductNameLength, true)
+	if !ok {
+		return
+	}
+	sku, ok := h.productText(c, form.Value["sku"], "sku", MaxProductSKULength, false)
+	if !ok {
+		return
+	}
+	if _, isText := form.Value["file"]; isText {
+		h.fail(c, http.StatusBadRequest, "file must be an image file part, not a text field.")
+		return
+	}
+	files := form.File["file"]
+	switch {
+	case len(files) == 0:
+		h.fail(c, http.StatusBadRequest, "file is required: one PNG, JPEG or WebP image.")
+		return
+	case len(files) > 1:
+		h.fail(c, http.StatusBadRequest, "file must be one image; this form has several.")
+		return
+	}
+	accountID := key(c).AccountID
+	asset, err := h.storeImage(c, accountID, "file", files[0], true)
+	if err != nil {
+		h.failUpload(c, err)
+		return
+	}
+	ctx := c.Request.Context()
+	img, err := models.CreateAccountPhoto(h.DB.WithContext(ctx), asset, name, sku)
+	if err != nil {
+		// Nothing was stored but the bytes: remove them too.
+		if derr := h.Blobs.Delete(context.WithoutCancel(ctx), asset.BlobKey); derr != nil {
+			h.Log.Warn("remove the file of a product upload that was not stored", zap.String("blob_key", asset.BlobKey), zap.Error(derr))
+		}
+		h.internal(c, err)
+		return
+	}
+	// The worker's sweep starts preparations that were never started, so a failure here only
+	// delays the photo.
+	if err := h.Intake.StartPrepare(ctx, asset); err != nil {
+		h.Log.Warn("start preparing an uploaded product photo", zap.String("asset_id", asset.ID), zap.Error(err))
+	}
+	row := models.AccountPhotoRow{ID: img.ID, AssetID: asset.ID, ProductRef: img.ProductID, ProductName: name,
+		AssetStatus: asset.Status, CreatedAt: img.CreatedAt}
+	c.PureJSON(http.StatusOK, ProductCreated{Success: true, Product: h.productItem(&row, h.now().Add(h.DownloadTTL))})
+}
+
+// productText reads the text field sent at most once, trimmed, of 1 to maxLen characters; an
+// absent or blank optional field is "". It answers 400 naming the field and reports false when
+// the value is not acceptable.
+func (h *Handler) productText(c *gin.Context, values []string, field string, maxLen int, required bool) (string, bool) {
+	if len(values) > 1 {
+		h.fail(c, http.StatusBadRequest, field+" must be sent once.")
+		return "", false
+	}
+	var v string
+	if len(values) == 1 {
+		v = strings.TrimSpace(values[0])
+	}
+	switch {
+	case !utf8.ValidString(v):
+		h.fail(c, http.StatusBadRequest, field+" must be UTF-8 text.")
+		return "", false
+	case v == "" && required:
+		h.fail(c, http.StatusBadRequest, field+" is required (1 to "+strconv.Itoa(maxLen)+" characters).")
+		return "", false
+	case utf8.RuneCountInString(v) > maxLen:
+		h.fail(c, http.StatusBadRequest, field+" is longer than "+strconv.Itoa(maxLen)+" characters.")
+		return "", false
+	}
+	return v, true
+}

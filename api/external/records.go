@@ -1,6 +1,300 @@
 package external
 
-import "github.com/gin-gonic/gin"
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/shotflow/shotflow/api/plugin"
+	"github.com/shotflow/shotflow/internal/jobview"
+	"github.com/shotflow/shotflow/models"
+)
+
+// Record lists (external-content-api.md, Listed records) and the reviews of packshots and
+// photo-shoot images.
+
+// statusFilter values of the record lists; "" is StatusFilterAll.
+const (
+	StatusFilterAll      = "all"
+	StatusFilterApproved = "approved"
+)
+
+// Packshot review values of POST /packshots/update-packshot.
+const (
+	PackshotArchive = "ARCHIVE" // status: archive the packshot
+)
+
+// maxReviewBody bounds the JSON body of a review route.
+const maxReviewBody = 64 << 10
+
+// RecordItem is an entry of GET /models, /sceneries, /packshots and /image-picker.
+type RecordItem struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	Thumbnail string    `json:"thumbnail"` // signed image URL once DONE, else ""
+	Status    string    `json:"status"`    // DONE, INPROGRESS or FAILED
+	Voting    *string   `json:"voting"`    // the list's vocabulary; null when not rated
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// VideoItem is an entry of GET /videos.
+type VideoItem struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	Thumbnail string    `json:"thumbnail"` // signed URL of the first input image once DONE, else ""
+	VideoURL  string    `json:"videoUrl"`  // signed URL of the video once DONE, else ""
+	Status    string    `json:"status"`
+	Voting    *string   `json:"voting"` // APPROVED, REJECTED or null
+	CreatedAt time.Time `json:"createdAt"`
+}
 
 // registerRecords mounts the record lists and the review routes.
-func (h *Handler) registerRecords(g gin.IRouter, read, register gin.HandlerFunc) {}
+func (h *Handler) registerRecords(g gin.IRouter, read, register gin.HandlerFunc) {
+	g.GET("/models", read, h.listModels)
+	g.GET("/sceneries", read, h.listSceneries)
+	g.GET("/packshots", read, h.listPackshots)
+	g.GET("/image-picker", read, h.listImages)
+	g.GET("/videos", read, h.listVideos)
+	g.POST("/packshots/update-packshot", register, h.updatePackshot)
+	g.POST("/image-picker/review", register, h.reviewImage)
+}
+
+func (h *Handler) listModels(c *gin.Context) { h.listReference(c, models.KindFashionModel, "models") }
+
+func (h *Handler) listSceneries(c *gin.Context) {
+	h.listReference(c, models.KindScenery, "sceneries")
+}
+
+// listReference answers GET /models or /sceneries: the account's own items, not archived.
+func (h *Handler) listReference(c *gin.Context, kind models.ReferenceKind, listKey string) {
+	approved, ok := h.statusFilter(c)
+	if !ok {
+		return
+	}
+	recs, err := models.ListAccountReferenceItems(h.DB.WithContext(c.Request.Context()), kind, key(c).AccountID, approved)
+	h.answerRecords(c, listKey, recs, err)
+}
+
+// listPackshots answers GET /packshots.
+func (h *Handler) listPackshots(c *gin.Context) {
+	approved, ok := h.statusFilter(c)
+	if !ok {
+		return
+	}
+	recs, err := models.ListAccountPackshots(h.DB.WithContext(c.Request.Context()), key(c).AccountID, approved)
+	h.answerRecords(c, "packshots", recs, err)
+}
+
+// listImages answers GET /image-picker: the account's photo-shoot images, optionally only those
+// of one product photo (productId).
+func (h *Handler) listImages(c *gin.Context) {
+	approved, ok := h.statusFilter(c)
+	if !ok {
+		return
+	}
+	db := h.DB.WithContext(c.Request.Context())
+	photo := c.Query("productId")
+	if photo != "" {
+		if !models.IsUUID(photo) {
+			h.fail(c, http.StatusBadRequest, "productId must be the id of a product photo (a UUID, as GET /products lists).")
+			return
+		}
+		found, err := models.AccountHasPhoto(db, key(c).AccountID, photo)
+		if err != nil {
+			h.internal(c, err)
+			return
+		}
+		if !found {
+			h.fail(c, http.StatusNotFound, "Product not found.")
+			return
+		}
+	}
+	recs, err := models.ListAccountShoots(db, key(c).AccountID, approved, photo)
+	h.answerRecords(c, "images", recs, err)
+}
+
+// listVideos answers GET /videos: videos and reels. It takes no query parameters.
+func (h *Handler) listVideos(c *gin.Context) {
+	recs, err := models.ListAccountVideos(h.DB.WithContext(c.Request.Context()), key(c).AccountID)
+	if err != nil {
+		h.internal(c, err)
+		return
+	}
+	expires := h.now().Add(h.DownloadTTL)
+	items := make([]VideoItem, 0, len(recs))
+	for _, r := range recs {
+		items = append(items, VideoItem{ID: r.ID, Name: r.Name, Thumbnail: h.recordFileURL(r.Thumbnail, expires),
+			VideoURL: h.recordFileURL(r.Video, expires), Status: r.Status, Voting: r.Voting, CreatedAt: r.CreatedAt})
+	}
+	c.PureJSON(http.StatusOK, gin.H{"videos": items, "count": len(items)})
+}
+
+// statusFilter reads the statusFilter query parameter: approved reports true; all, empty or
+// absent false; anything else answers 400.
+func (h *Handler) statusFilter(c *gin.Context) (approved, ok bool) {
+	switch c.Query("statusFilter") {
+	case "", StatusFilterAll:
+		return false, true
+	case StatusFilterApproved:
+		return true, true
+	}
+	h.fail(c, http.StatusBadRequest, "statusFilter must be all (the default) or approved.")
+	return false, false
+}
+
+// answerRecords answers {<listKey>: [...], count} with signed thumbnails.
+func (h *Handler) answerRecords(c *gin.Context, listKey string, recs []models.Record, err error) {
+	if err != nil {
+		h.internal(c, err)
+		return
+	}
+	expires := h.now().Add(h.DownloadTTL)
+	items := make([]RecordItem, 0, len(recs))
+	for _, r := range recs {
+		items = append(items, RecordItem{ID: r.ID, Name: r.Name, Thumbnail: h.recordFileURL(r.Thumbnail, expires),
+			Status: r.Status, Voting: r.Voting, CreatedAt: r.CreatedAt})
+	}
+	c.PureJSON(http.StatusOK, gin.H{listKey: items, "count": len(items)})
+}
+
+// recordFileURL signs the download URL of a record's file; "" when there is none.
+func (h *Handler) recordFileURL(f models.RecordFile, expires time.Time) string {
+	switch {
+	case f.AssetID != "" && f.Preview:
+		return h.Signer.URL(http.MethodGet, jobview.ThumbnailPath(f.AssetID), expires)
+	case f.AssetID != "":
+		return h.Signer.URL(http.MethodGet, jobview.FilePath(f.AssetID), expires)
+	case strings.HasPrefix(f.BlobKey, models.ReferenceBlobPrefix):
+		return h.Signer.URL(http.MethodGet, plugin.ReferenceFilePath(f.BlobKey), expires)
+	}
+	return ""
+}
+
+// updatePackshot answers POST /packshots/update-packshot: {recordId, Voting?, status?}.
+func (h *Handler) updatePackshot(c *gin.Context) {
+	body, ok := h.reviewBody(c, "recordId", "Voting", "status")
+	if !ok {
+		return
+	}
+	id, ok := h.reviewRecordID(c, body)
+	if !ok {
+		return
+	}
+	var review models.PackshotReview
+	if raw, sent := body["Voting"]; sent {
+		if json.Unmarshal(raw, &review.Voting) != nil ||
+			(review.Voting != models.RefVotingApproved && review.Voting != models.RefVotingRejected) {
+			h.fail(c, http.StatusBadRequest, "Voting must be APPROVED or REJECTED.")
+			return
+		}
+	}
+	if raw, sent := body["status"]; sent {
+		var status string
+		if json.Unmarshal(raw, &status) != nil || status != PackshotArchive {
+			h.fail(c, http.StatusBadRequest, "status must be ARCHIVE.")
+			return
+		}
+		review.Archive = true
+	}
+	if review.Voting == "" && !review.Archive {
+		h.fail(c, http.StatusBadRequest, "Send Voting (APPROVED or REJECTED), status (ARCHIVE), or both.")
+		return
+	}
+	err := models.ReviewAccountPackshot(h.DB.WithContext(c.Request.Context()), key(c).AccountID, id, review, h.now().UTC())
+	switch {
+	case errors.Is(err, models.ErrNotFound):
+		h.fail(c, http.StatusNotFound, "Packshot not found.")
+	case errors.Is(err, models.ErrRecordFilePurged):
+		h.fail(c, http.StatusConflict, "The packshot's file was removed by the retention policy, so it cannot be approved.")
+	case err != nil:
+		h.internal(c, err)
+	default:
+		c.PureJSON(http.StatusOK, gin.H{"success": true})
+	}
+}
+
+// Verdicts of POST /image-picker/review.
+var imageVerdicts = []string{models.VotingAccepted, models.VotingRejected, models.VotingPending}
+
+// reviewImage answers POST /image-picker/review: {recordId, verdict}; verdict pending clears an
+// earlier verdict (voting null again).
+func (h *Handler) reviewImage(c *gin.Context) {
+	body, ok := h.reviewBody(c, "recordId", "verdict")
+	if !ok {
+		return
+	}
+	id, ok := h.reviewRecordID(c, body)
+	if !ok {
+		return
+	}
+	var verdict string
+	if raw, sent := body["verdict"]; !sent || json.Unmarshal(raw, &verdict) != nil || !slices.Contains(imageVerdicts, verdict) {
+		h.fail(c, http.StatusBadRequest, "verdict is required: accepted, rejected or pending (pending clears the verdict).")
+		return
+	}
+	err := models.ReviewAccountShoot(h.DB.WithContext(c.Request.Context()), key(c).AccountID, id, verdict, h.now().UTC())
+	switch {
+	case errors.Is(err, models.ErrNotFound):
+		h.fail(c, http.StatusNotFound, "Image not found.")
+	case errors.Is(err, models.ErrRecordNotDone):
+		h.fail(c, http.StatusConflict, "The image is not DONE; only a generated image can be reviewed.")
+	case err != nil:
+		h.internal(c, err)
+	default:
+		c.PureJSON(http.StatusOK, gin.H{"success": true})
+	}
+}
+
+// reviewBody reads a JSON object whose keys must all be allowed; it answers 400 for a body that
+// is not a JSON object or that has another key, naming it.
+func (h *Handler) reviewBody(c *gin.Context, allowed ...string) (map[string]json.RawMessage, bool) {
+	raw, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, maxReviewBody))
+	if err != nil {
+		h.fail(c, http.StatusBadRequest, "The body could not be read (at most 64 KiB of JSON).")
+		return nil, false
+	}
+	var body map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &body); err != nil || body == nil {
+		h.fail(c, http.StatusBadRequest, "The body must be a JSON object with "+strings.Join(allowed, ", ")+".")
+		return nil, false
+	}
+	var unknown []string
+	for k := range body {
+		if !slices.Contains(allowed, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		msg := "Unknown field " + strings.Join(unknown, ", ") + "; the body takes only " + strings.Join(allowed, ", ") + "."
+		for _, u := range unknown {
+			if i := slices.IndexFunc(allowed, func(a string) bool { return strings.EqualFold(a, u) }); i >= 0 {
+				msg += " Did you mean " + allowed[i] + "? Field names are case-sensitive."
+				break
+			}
+		}
+		h.fail(c, http.StatusBadRequest, msg)
+		return nil, false
+	}
+	return body, true
+}
+
+// reviewRecordID reads the required recordId of a review body: 400 unless a UUID string.
+func (h *Handler) reviewRecordID(c *gin.Context, body map[string]json.RawMessage) (string, bool) {
+	var id string
+	if raw, sent := body["recordId"]; !sent || json.Unmarshal(raw, &id) != nil || id == "" {
+		h.fail(c, http.StatusBadRequest, "recordId is required (a string).")
+		return "", false
+	}
+	if !models.IsUUID(id) {
+		h.fail(c, http.StatusBadRequest, "recordId must be a UUID.")
+		return "", false
+	}
+	return id, true
+}

@@ -1,0 +1,289 @@
+package models
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// Store of the presets accounts create and change (the external content API's POST and PUT
+// /presets). Their images are uploaded assets; a removed image's asset is marked purged and its
+// files are for the caller to delete once the change is committed.
+
+// ErrNotPresetOwner is returned for a change to a preset the account sees but does not own: a
+// system preset or another account's public one.
+var ErrNotPresetOwner = errors.New("the preset is not the account's own")
+
+// UnknownGalleryImageError refuses a change that keeps a gallery image the preset does not have.
+type UnknownGalleryImageError struct{ ID string }
+
+func (e *UnknownGalleryImageError) Error() string {
+	return fmt.Sprintf("%q is not an image of the preset's gallery", e.ID)
+}
+
+// GalleryFullError refuses a change that would leave a preset with more than MaxPresetGallery
+// gallery images.
+type GalleryFullError struct{ Kept, Added int }
+
+func (e *GalleryFullError) Error() string {
+	return fmt.Sprintf("the gallery would have %d images (%d kept, %d added), at most %d",
+		e.Kept+e.Added, e.Kept, e.Added, MaxPresetGallery)
+}
+
+// CreateUserPreset inserts p as a USER preset of the account, published, private, free (credit
+// cost 0), with its uploaded cover (nil: none) and gallery images, whose assets are not yet
+// inserted, all in one transaction. It sets p's ID, ownership, type, status, visibility, price and
+// timestamps, and returns the preset's images, cover first, gallery in order.
+func CreateUserPreset(db *gorm.DB, accountID string, p *Preset, cover *Asset, gallery []*Asset) ([]PresetImage, error) {
+	if len(gallery) > MaxPresetGallery {
+		return nil, &GalleryFullError{Added: len(gallery)}
+	}
+	now := time.Now().UTC().Truncate(time.Microsecond) // what PostgreSQL keeps, so p matches its row
+	p.ID = NewID()
+	p.AccountID = &accountID
+	p.Type, p.Status, p.Visibility = PresetTypeUser, PresetPublished, PresetPrivate
+	p.IsFree, p.CreditCost = true, 0
+	p.Categories, p.Tags = StringList(nonNil(p.Categories)), StringList(nonNil(p.Tags))
+	p.CreatedAt, p.UpdatedAt = now, now
+	var images []PresetImage
+	if cover != nil {
+		images = append(images, PresetImage{ID: NewID(), PresetID: p.ID, Role: PresetImageCover, AssetID: &cover.ID, CreatedAt: now})
+	}
+	for i, a := range gallery {
+		images = append(images, PresetImage{ID: NewID(), PresetID: p.ID, Role: PresetImageGallery, Position: i, AssetID: &a.ID, CreatedAt: now})
+	}
+	err := db.Transaction(func(tx *gorm.DB) error {
+		if err := tx.Create(p).Error; err != nil {
+			return err
+		}
+		for _, a := range append([]*Asset{cover}, gallery...) {
+			if a == nil {
+				continue
+			}
+			if err := tx.Create(a).Error; err != nil {
+				return err
+			}
+		}
+		if len(images) > 0 {
+			return tx.Create(&images).Error
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return images, nil
+}
+
+// PresetUpdate is a change to an account's own preset.
+type PresetUpdate struct {
+	// Edit changes the preset's editable fields (name, guidelines, tips, input requirements, hero
+	// intro, categories, tags, scenery requirement); nil leaves them as they are.
+	Edit func(p *Preset)
+	// Cover, when set, is a new cover (an asset not yet inserted) that replaces the current one.
+	Cover *Asset
+	// RemoveCover removes the current cover.
+	RemoveCover bool
+	// KeepGallery lists the gallery images to keep (the others are removed); nil keeps them all.
+	// The kept images keep their order.
+	KeepGallery []string
+	// AddGallery are new gallery images (assets not yet inserted), placed after the kept ones.
+	AddGallery []*Asset
+}
+
+// CheckPresetUpdate reports, without writing, whether UpdateUserPreset would refuse a change that
+// keeps the gallery images keep (nil: all) and adds added new ones: ErrNotFound, ErrNotPresetOwner,
+// an *UnknownGalleryImageError or a *GalleryFullError. Callers check before storing uploaded files;
+// UpdateUserPreset checks again in its transaction.
+func CheckPresetUpdate(db *gorm.DB, accountID, presetID string, keep []string, added int) error {
+	_, images, err := ownPreset(db, accountID, presetID, false)
+	if err != nil {
+		return err
+	}
+	_, _, err = planGallery(images, keep, added)
+	return err
+}
+
+// UpdateUserPreset applies u to a preset the account owns, in one transaction: the preset must be
+// one the account sees (published, and public or its own; else ErrNotFound) and its own (else
+// ErrNotPresetOwner). Gallery positions are repacked 0..n-1: the kept images in their order, then
+// the added ones. It returns the changed preset, its images (cover first, gallery in order) and
+// the assets of the images it removed, now marked purged, whose files the caller may delete.
+func UpdateUserPreset(db *gorm.DB, accountID, presetID string, u *PresetUpdate) (*Preset, []PresetImage, []Asset, error) {
+	var (
+		preset  *Preset
+		images  []PresetImage
+		removed []Asset
+	)
+	err := db.Transaction(func(tx *gorm.DB) error {
+		p, current, err := ownPreset(tx, accountID, presetID, true)
+		if err != nil {
+			return err
+		}
+		kept, drop, err := planGallery(current, u.KeepGallery, len(u.AddGallery))
+		if err != nil {
+			return err
+		}
+		if u.Cover != nil || u.RemoveCover {
+			drop = append(drop, coverOf(current)...)
+		}
+		now := time.Now().UTC()
+		// Free the slots first: a kept image only ever moves down to a slot that is free by then.
+		for _, img := range drop {
+			if err := tx.Delete(&PresetImage{}, "id = ?", img.ID).Error; err != nil {
+				return err
+			}
+		}
+		for i, img := range kept {
+			if img.Position != i {
+				if err := tx.Model(&PresetImage{}).Where("id = ?", img.ID).Update("position", i).Error; err != nil {
+					return err
+				}
+			}
+		}
+		var added []PresetImage
+		if u.Cover != nil {
+			added = append(added, PresetImage{ID: NewID(), PresetID: p.ID, Role: PresetImageCover, AssetID: &u.Cover.ID, CreatedAt: now})
+		}
+		for i, a := range u.AddGallery {
+			added = append(added, PresetImage{ID: NewID(), PresetID: p.ID, Role: PresetImageGallery, Position: len(kept) + i, AssetID: &a.ID, CreatedAt: now})
+		}
+		for _, a := range append([]*Asset{u.Cover}, u.AddGallery...) {
+			if a == nil {
+				continue
+			}
+			if err := tx.Create(a).Error; err != nil {
+				return err
+			}
+		}
+		if len(added) > 0 {
+			if err := tx.Create(&added).Error; err != nil {
+				return err
+			}
+		}
+		var purge []string
+		for _, img := range drop {
+			if img.AssetID != nil {
+				purge = append(purge, *img.AssetID)
+			}
+		}
+		if len(purge) > 0 {
+			if err := tx.Model(&Asset{}).Where("id IN ? AND purged_at IS NULL", purge).
+				Updates(map[string]any{"purged_at": now, "updated_at": now}).Error; err != nil {
+				return err
+			}
+			if err := tx.Where("id IN ?", purge).Find(&removed).Error; err != nil {
+				return err
+			}
+		}
+		if u.Edit != nil {
+			u.Edit(p)
+		}
+		p.Categories, p.Tags = StringList(nonNil(p.Categories)), StringList(nonNil(p.Tags))
+		if err := tx.Model(&Preset{}).Where("id = ?", p.ID).Updates(map[string]any{
+			"name": p.Name, "quantity_guidelines": p.QuantityGuidelines, "quality_guidelines": p.QualityGuidelines,
+			"best_for": p.BestFor, "do_tips": p.DoTips, "dont_tips": p.DontTips, "input_requirements": p.InputRequirements,
+			"hero_intro": p.HeroIntro, "categories": p.Categories, "tags": p.Tags,
+			"scenery_requirement": p.SceneryRequirement, "updated_at": now,
+		}).Error; err != nil {
+			return err
+		}
+		preset = &Preset{}
+		if err := tx.Where("id = ?", p.ID).Take(preset).Error; err != nil {
+			return err
+		}
+		images, err = presetImages(tx, p.ID)
+		return err
+	})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return preset, images, removed, nil
+}
+
+// visiblePreset returns a preset the account sees (published, and public or its own) with its
+// images, cover first, gallery in order; ErrNotFound otherwise. lock locks the preset row.
+func visiblePreset(db *gorm.DB, accountID, presetID string, lock bool) (*Preset, []PresetImage, error) {
+	q := db
+	if lock {
+		q = q.Clauses(clause.Locking{Strength: "UPDATE"})
+	}
+	var p Preset
+	err := q.Where("id = ? AND status = ? AND (visibility = ? OR account_id = ?)", presetID, PresetPublished, PresetPublic, accountID).
+		Take(&p).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	images, err := presetImages(db, p.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &p, images, nil
+}
+
+// ownPreset is visiblePreset for a change: ErrNotPresetOwner when the account does not own it.
+func ownPreset(db *gorm.DB, accountID, presetID string, lock bool) (*Preset, []PresetImage, error) {
+	p, images, err := visiblePreset(db, accountID, presetID, lock)
+	if err != nil {
+		return nil, nil, err
+	}
+	if p.Type != PresetTypeUser || p.AccountID == nil || *p.AccountID != accountID {
+		return nil, nil, ErrNotPresetOwner
+	}
+	return p, images, nil
+}
+
+// presetImages lists a preset's images, cover first, gallery in order.
+func presetImages(db *gorm.DB, presetID string) ([]PresetImage, error) {
+	var images []PresetImage
+	if err := db.Where("preset_id = ?", presetID).Order("role, position").Find(&images).Error; err != nil {
+		return nil, err
+	}
+	return images, nil
+}
+
+func coverOf(images []PresetImage) []PresetImage {
+	var out []PresetImage
+	for _, img := range images {
+		if img.Role == PresetImageCover {
+			out = append(out, img)
+		}
+	}
+	return out
+}
+
+// planGallery splits the current gallery into the images kept (keep nil: all) in position order
+// and those removed, and checks that keep names only gallery images and that the kept and added
+// ones fit.
+func planGallery(images []PresetImage, keep []string, added int) (kept, removed []PresetImage, err error) {
+	var gallery []PresetImage
+	for _, img := range images {
+		if img.Role == PresetImageGallery {
+			gallery = append(gallery, img)
+		}
+	}
+	slices.SortFunc(gallery, func(a, b PresetImage) int { return a.Position - b.Position })
+	for _, id := range keep {
+		if !slices.ContainsFunc(gallery, func(img PresetImage) bool { return img.ID == id }) {
+			return nil, nil, &UnknownGalleryImageError{ID: id}
+		}
+	}
+	for _, img := range gallery {
+		if keep == nil || slices.Contains(keep, img.ID) {
+			kept = append(kept, img)
+		} else {
+			removed = append(removed, img)
+		}
+	}
+	if len(kept)+added > MaxPresetGallery {
+		return nil, nil, &GalleryFullError{Kept: len(kept), Added: added}
+	}
+	return kept, removed, nil
+}
