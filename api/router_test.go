@@ -169,6 +169,19 @@ func TestAccessLogCarriesRequestAndInstallation(t *testing.T) {
 	}
 }
 
+// A generation request's correlation ID (set by the external API's register-* routes) is on its
+// access log line.
+func TestAccessLogCarriesCorrelationID(t *testing.T) {
+	s := newServer(t)
+	s.router.GET("/test-correlated", func(c *gin.Context) {
+		c.Set("correlation_id", "corr-1")
+		c.Status(http.StatusNoContent)
+	})
+	s.do(http.MethodGet, "/test-correlated")
+	entries := s.logs.FilterMessage("request").FilterField(zap.String("correlation_id", "corr-1")).All()
+	require.Len(t, entries, 1)
+}
+
 func TestUnknownRouteAndMethod(t *testing.T) {
 	s := newServer(t)
 	for _, target := range []string{plugin.Base + "/nope", plugin.Base + "/", "/api/v2/plugin/me", "/nothing", "/files"} {
