@@ -11,6 +11,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -232,6 +233,19 @@ func pngImage(t *testing.T, w, h int, c color.NRGBA) []byte {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
+}
+
+// checkSigned asserts that v is a URL signed for GET of path that is still valid a day from now.
+func (e *env) checkSigned(v any, path string) {
+	e.t.Helper()
+	s, _ := v.(string)
+	u, err := url.Parse(s)
+	if err != nil || u.Path != path {
+		e.t.Fatalf("URL %q, want a signed URL of %s", s, path)
+	}
+	if err := e.handler.Signer.Verify(http.MethodGet, u.Path, u.Query(), e.now.Add(24*time.Hour)); err != nil {
+		e.t.Fatalf("URL %q: %v", s, err)
+	}
 }
 
 // errorOf checks the external error body: exactly {error: "<text>"}.

@@ -2,7 +2,6 @@ package external_test
 
 import (
 	"net/http"
-	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -189,19 +188,6 @@ func recByID(t *testing.T, items []map[string]any, id string) map[string]any {
 	return nil
 }
 
-// checkURL asserts that v is a valid URL signed for GET of path.
-func (f *recFix) checkURL(v any, path string) {
-	f.t.Helper()
-	s, _ := v.(string)
-	u, err := url.Parse(s)
-	if err != nil || u.Path != path {
-		f.t.Fatalf("URL %q, want a signed URL of %s", s, path)
-	}
-	if err := f.e.handler.Signer.Verify(http.MethodGet, u.Path, u.Query(), f.e.now.Add(6*24*time.Hour)); err != nil {
-		f.t.Fatalf("URL %q: %v", s, err)
-	}
-}
-
 // checkRecord asserts an item's status and voting (nil: null), and that its thumbnail is "" unless
 // thumbnail names the path it must be signed for.
 func (f *recFix) checkRecord(item map[string]any, name, status string, voting any, thumbnail string) {
@@ -215,7 +201,7 @@ func (f *recFix) checkRecord(item map[string]any, name, status string, voting an
 		}
 		return
 	}
-	f.checkURL(item["thumbnail"], thumbnail)
+	f.e.checkSigned(item["thumbnail"], thumbnail)
 }
 
 func (f *recFix) checkCreatedAt(item map[string]any, want time.Time) {
@@ -480,9 +466,9 @@ func TestListVideos(t *testing.T) {
 			t.Fatalf("videos not done: %v", items[:2])
 		}
 		f.checkRecord(items[2], "", models.RefStatusDone, models.RefVotingRejected, jobview.FilePath(shootImage.ID))
-		f.checkURL(items[2]["videoUrl"], f.outputPath(reel))
+		f.e.checkSigned(items[2]["videoUrl"], f.outputPath(reel))
 		f.checkRecord(items[3], "Blue mug", models.RefStatusDone, models.RefVotingApproved, jobview.ThumbnailPath(photo.AssetID))
-		f.checkURL(items[3]["videoUrl"], f.outputPath(video))
+		f.e.checkSigned(items[3]["videoUrl"], f.outputPath(video))
 		f.checkCreatedAt(items[3], video.CreatedAt)
 	})
 }
