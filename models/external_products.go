@@ -14,6 +14,7 @@ type AccountPhotoRow struct {
 	ProductRef       string
 	ProductName      string
 	AssetStatus      string
+	UploadExpiresAt  *time.Time // when the bytes of an upload still awaited stop being accepted
 	ThumbnailBlobKey string
 	CreatedAt        time.Time
 }
@@ -25,7 +26,7 @@ func ListAccountPhotos(db *gorm.DB, accountID string) ([]AccountPhotoRow, error)
 	err := db.Table("product_images AS i").
 		Select(`i.id AS id, i.asset_id AS asset_id, i.created_at AS created_at,
 			p.external_ref AS product_ref, p.display_name AS product_name,
-			a.status AS asset_status, a.thumbnail_blob_key AS thumbnail_blob_key`).
+			a.status AS asset_status, a.upload_expires_at AS upload_expires_at, a.thumbnail_blob_key AS thumbnail_blob_key`).
 		Joins("JOIN products p ON p.id = i.product_id").
 		Joins("JOIN assets a ON a.id = i.asset_id").
 		Where("i.account_id = ? AND p.account_id = ? AND i.deleted_at IS NULL AND p.deleted_at IS NULL", accountID, accountID).

@@ -76,20 +76,25 @@ func (h *Handler) listProducts(c *gin.Context) {
 	c.PureJSON(http.StatusOK, page)
 }
 
-// productStatus is the client-facing state of a photo whose asset is in assetStatus.
-func productStatus(assetStatus string) string {
-	switch assetStatus {
+// productStatus is the client-facing state of a photo: FAILED also for a plugin upload whose
+// bytes never came before its upload URL expired (nothing will make it usable).
+func productStatus(r *models.AccountPhotoRow, now time.Time) string {
+	switch r.AssetStatus {
 	case models.AssetReady:
 		return ProductUploaded
 	case models.AssetInvalid:
 		return ProductFailed
+	case models.AssetAwaitingUpload:
+		if r.UploadExpiresAt != nil && !now.Before(*r.UploadExpiresAt) {
+			return ProductFailed
+		}
 	}
 	return ProductInProgress // awaiting_upload, uploading, processing
 }
 
 // productItem renders a photo; its thumbnail is signed only once the photo is usable.
 func (h *Handler) productItem(r *models.AccountPhotoRow, expires time.Time) ProductItem {
-	item := ProductItem{ID: r.ID, Name: r.ProductName, Status: productStatus(r.AssetStatus), CreatedAt: r.CreatedAt}
+	item := ProductItem{ID: r.ID, Name: r.ProductName, Status: productStatus(r, h.now()), CreatedAt: r.CreatedAt}
 	if item.Name == "" {
 		item.Name = r.ProductRef
 	}

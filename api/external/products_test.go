@@ -24,6 +24,7 @@ type productPhoto struct {
 	installation   *string // nil: the team account's own upload
 	name, ref      string  // the product's display_name and external_ref
 	assetStatus    string
+	uploadExpires  *time.Time
 	thumbnail      bool // the asset has a thumbnail
 	created        time.Time
 	productDeleted bool
@@ -43,7 +44,8 @@ func (e *env) storePhoto(p productPhoto) (imageID, assetID string) {
 		prod.DeletedAt = &p.created
 	}
 	a := models.Asset{ID: models.NewID(), AccountID: p.account, InstallationID: p.installation, Kind: models.AssetKindUpload,
-		Status: p.assetStatus, ContentType: "image/png", BlobKey: "uploads/" + models.NewID(), CreatedAt: p.created, UpdatedAt: p.created}
+		Status: p.assetStatus, ContentType: "image/png", BlobKey: "uploads/" + models.NewID(), UploadExpiresAt: p.uploadExpires,
+		CreatedAt: p.created, UpdatedAt: p.created}
 	if p.thumbnail {
 		a.ThumbnailBlobKey = a.BlobKey + "/thumbnail"
 	}
@@ -115,8 +117,11 @@ func TestListProducts(t *testing.T) {
 			assetStatus: models.AssetReady, created: at(2)})
 		processing, _ := e.storePhoto(productPhoto{account: e.account, installation: &inst.ID, name: "Cap", ref: "cap",
 			assetStatus: models.AssetProcessing, thumbnail: true, created: at(3)})
+		later, earlier := e.now.Add(time.Hour), e.now.Add(-time.Minute)
 		awaiting, _ := e.storePhoto(productPhoto{account: e.account, installation: &inst.ID, name: "Scarf", ref: "scarf",
-			assetStatus: models.AssetAwaitingUpload, created: at(3)})
+			assetStatus: models.AssetAwaitingUpload, uploadExpires: &later, created: at(3)})
+		expired, _ := e.storePhoto(productPhoto{account: e.account, installation: &inst.ID, name: "Hat", ref: "hat",
+			assetStatus: models.AssetAwaitingUpload, uploadExpires: &earlier, created: at(0)})
 		invalid, _ := e.storePhoto(productPhoto{account: e.account, name: "Broken", assetStatus: models.AssetInvalid,
 			thumbnail: true, created: at(4)})
 		e.storePhoto(productPhoto{account: e.account, installation: &inst.ID, name: "Gone", ref: "gone",
@@ -132,7 +137,7 @@ func TestListProducts(t *testing.T) {
 		// Newest first; of the two photos of minute 3, the greater ID first.
 		same := []string{processing, awaiting}
 		sort.Sort(sort.Reverse(sort.StringSlice(same)))
-		want := append([]string{invalid}, append(same, catalog, uploaded)...)
+		want := append([]string{invalid}, append(same, catalog, uploaded, expired)...)
 		if got := productIDs(items); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("ids = %v, want %v", got, want)
 		}
@@ -145,6 +150,7 @@ func TestListProducts(t *testing.T) {
 			catalog:    {"SKU-42", external.ProductUploaded}, // no display name: the reference
 			processing: {"Cap", external.ProductInProgress},
 			awaiting:   {"Scarf", external.ProductInProgress},
+			expired:    {"Hat", external.ProductFailed}, // its upload URL expired unused
 			invalid:    {"Broken", external.ProductFailed},
 		} {
 			it := byID[id]
