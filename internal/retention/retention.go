@@ -3,8 +3,11 @@
 // runs the sweep periodically; downloads of a purged file and POST /jobs/{id}/refresh-url then
 // answer 410 outputs_purged.
 //
-// A file that a live packshot points at (a packshot job's candidate that is pending or accepted)
-// is kept: it feeds photo sessions. Rejected and deleted candidates are purged like any output.
+// A file that a live packshot points at (a packshot job's candidate that is pending or accepted,
+// not archived) is kept: it feeds photo sessions. So is the image of an account's generated fashion
+// model or scenery that is DONE: it is a reusable record, listed with that image. Rejected,
+// deleted and archived packshots and failed or archived models and sceneries are purged like any
+// output.
 package retention
 
 import (
@@ -24,8 +27,11 @@ import (
 // DefaultBatchSize is how many files one batch of a sweep looks at.
 const DefaultBatchSize = 100
 
-// keptByPackshot is true for an asset a live, not rejected packshot points at.
-const keptByPackshot = `EXISTS (SELECT 1 FROM packshots p WHERE p.asset_id = assets.id AND p.deleted_at IS NULL AND p.voting <> ?)`
+// kept is true for an asset a live, not archived, not rejected packshot points at (the argument is
+// models.VotingRejected), or that is the image of a DONE fashion model or scenery.
+const kept = `(EXISTS (SELECT 1 FROM packshots p WHERE p.asset_id = assets.id AND p.deleted_at IS NULL AND p.archived_at IS NULL AND p.voting <> ?)
+	OR EXISTS (SELECT 1 FROM fashion_models r WHERE r.thumbnail_asset_id = assets.id AND r.status = 'DONE')
+	OR EXISTS (SELECT 1 FROM sceneries r WHERE r.thumbnail_asset_id = assets.id AND r.status = 'DONE'))`
 
 // Purger purges output files older than Retention.
 type Purger struct {
@@ -66,7 +72,7 @@ func (p *Purger) Purge(ctx context.Context) (int, error) {
 	for {
 		q := db.Model(&models.Asset{}).Select("id", "created_at").
 			Where("kind = ? AND purged_at IS NULL AND created_at < ?", models.AssetKindOutput, cutoff).
-			Where("NOT "+keptByPackshot, models.VotingRejected)
+			Where("NOT "+kept, models.VotingRejected)
 		if after != nil {
 			q = q.Where("(created_at > ? OR (created_at = ? AND id > ?))", after.CreatedAt, after.CreatedAt, after.ID)
 		}
@@ -115,11 +121,11 @@ func (p *Purger) purgeOne(ctx context.Context, id string) (bool, error) {
 		if err != nil {
 			return err
 		}
-		var kept int64
-		if err := tx.Model(&models.Asset{}).Where("id = ? AND "+keptByPackshot, id, models.VotingRejected).Count(&kept).Error; err != nil {
+		var keep int64
+		if err := tx.Model(&models.Asset{}).Where("id = ? AND "+kept, id, models.VotingRejected).Count(&keep).Error; err != nil {
 			return err
 		}
-		if kept > 0 {
+		if keep > 0 {
 			return nil
 		}
 		if err := p.Blobs.Delete(ctx, a.BlobKey); err != nil {

@@ -82,6 +82,15 @@ func (f *fixture) packshot(a models.Asset, voting string, deleted bool) {
 	}
 }
 
+// idea makes the asset the image of an account's fashion model or scenery in the status.
+func (f *fixture) idea(kind models.ReferenceKind, a models.Asset, status string) {
+	f.t.Helper()
+	item := models.ReferenceItem{AccountID: &f.acc.ID, Name: "idea", Status: status, ThumbnailAssetID: &a.ID}
+	if err := models.CreateReferenceItem(f.db, kind, &item); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
 // stored reports whether the asset's blob exists and whether its row is marked purged.
 func (f *fixture) state(a models.Asset) (blob bool, purged *time.Time) {
 	f.t.Helper()
@@ -127,19 +136,31 @@ func TestPurgeRemovesOutputsPastRetention(t *testing.T) {
 		f.packshot(rejected, models.VotingRejected, false)
 		deleted := f.file(models.AssetKindOutput, 2*period)
 		f.packshot(deleted, models.VotingAccepted, true)
+		archived := f.file(models.AssetKindOutput, 2*period)
+		f.packshot(archived, models.VotingAccepted, false)
+		if err := db.Model(&models.Packshot{}).Where("asset_id = ?", archived.ID).Update("archived_at", f.now).Error; err != nil {
+			t.Fatal(err)
+		}
+		model := f.file(models.AssetKindOutput, 2*period)
+		f.idea(models.KindFashionModel, model, models.RefStatusDone)
+		scenery := f.file(models.AssetKindOutput, 2*period)
+		f.idea(models.KindScenery, scenery, models.RefStatusDone)
+		archivedScenery := f.file(models.AssetKindOutput, 2*period)
+		f.idea(models.KindScenery, archivedScenery, models.RefStatusArchived)
 
 		n, err := f.purger().Purge(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n != 4 {
-			t.Errorf("Purge purged %d files, want 4", n)
+		if n != 6 {
+			t.Errorf("Purge purged %d files, want 6", n)
 		}
 		start := time.Now().UTC().Add(-time.Minute)
 		for _, c := range []struct {
 			a   models.Asset
 			why string
-		}{{old, "output just past retention"}, {older, "old output"}, {rejected, "rejected packshot candidate"}, {deleted, "deleted packshot"}} {
+		}{{old, "output just past retention"}, {older, "old output"}, {rejected, "rejected packshot candidate"}, {deleted, "deleted packshot"},
+			{archived, "archived packshot"}, {archivedScenery, "archived scenery"}} {
 			if at := f.requirePurged(c.a, c.why); at.Before(start) {
 				t.Errorf("%s: purged_at %v is not the time of the sweep", c.why, at)
 			}
@@ -148,6 +169,8 @@ func TestPurgeRemovesOutputsPastRetention(t *testing.T) {
 		f.requireKept(oldUpload, "upload")
 		f.requireKept(approved, "approved packshot")
 		f.requireKept(candidate, "pending packshot candidate")
+		f.requireKept(model, "image of a DONE fashion model")
+		f.requireKept(scenery, "image of a DONE scenery")
 	})
 }
 
