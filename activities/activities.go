@@ -109,6 +109,9 @@ func (a *Activities) Generate(ctx context.Context, in AttemptInput) (GenerateRes
 		}
 		req.Inputs = append(req.Inputs, *input)
 	}
+	if req.Scenery, err = a.loadScenery(ctx, job, session.SceneryID); err != nil {
+		return GenerateResult{}, err
+	}
 	outputs, err := a.Generator.Generate(ctx, job.AIModel, req)
 	if err != nil {
 		ge := generate.Classify(err)
