@@ -15,6 +15,10 @@ import (
 func TestFileStoreFailureIsBadGateway(t *testing.T) {
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		e := newEnv(t, db, 0)
+		code, created := e.multipart(e.key, http.MethodPost, "/presets", []string{"name", "Mine", "quantityGuidelines", "q", "qualityGuidelines", "q"})
+		if code != http.StatusOK {
+			t.Fatalf("POST /presets = %d %v", code, created)
+		}
 		if err := e.blobs.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -26,6 +30,7 @@ func TestFileStoreFailureIsBadGateway(t *testing.T) {
 		}{
 			{"/products", http.MethodPost, []string{"name", "Mug"}, formFile{"file", "mug.png", img}},
 			{"/presets", http.MethodPost, []string{"name", "P", "quantityGuidelines", "q", "qualityGuidelines", "q"}, formFile{"cover", "c.png", img}},
+			{"/presets", http.MethodPut, []string{"presetId", created["presetId"].(string)}, formFile{"gallery", "g.png", img}},
 		} {
 			code, body := e.multipart(e.key, tc.method, tc.path, tc.fields, tc.file)
 			if errorOf(t, body); code != http.StatusBadGateway {
@@ -36,7 +41,7 @@ func TestFileStoreFailureIsBadGateway(t *testing.T) {
 		db.Model(&models.Asset{}).Where("account_id = ?", e.account).Count(&assets)
 		db.Model(&models.Preset{}).Where("account_id = ?", e.account).Count(&presets)
 		db.Model(&models.Product{}).Where("account_id = ?", e.account).Count(&products)
-		if assets+presets+products != 0 {
+		if assets+presets+products != 1 { // the preset made before the store failed
 			t.Errorf("a failed upload left %d assets, %d presets, %d products", assets, presets, products)
 		}
 	})

@@ -1,6 +1,7 @@
 package external_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -71,6 +72,9 @@ func TestScopesAndLastUse(t *testing.T) {
 		code, body, _ := e.get("/orders", "X-Api-Key", registerOnly)
 		if code != http.StatusForbidden || !strings.Contains(errorOf(t, body), external.ScopeRead) {
 			t.Fatalf("without content.read: %d %v", code, body)
+		}
+		if code, body, _ = e.get("/orders/"+models.NewID(), "X-Api-Key", registerOnly); code != http.StatusForbidden {
+			t.Fatalf("GET /orders/{id} without content.read: %d %v", code, body)
 		}
 		_, keyID, _, _ := models.ParseKey(e.key)
 		lastUsed := func() *time.Time {
@@ -315,4 +319,71 @@ func TestServesItsOpenAPIDocument(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Every documented operation answers 401 without a key, 429 once its key's budget is spent and
+// 500 in the {error} body when the database is gone.
+func TestEveryRouteAuthenticatesLimitsAndFailsInItsBody(t *testing.T) {
+	doc, err := contract.External.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		e := newEnv(t, db, 1)
+		type op struct{ method, path string }
+		var ops []op
+		for path, item := range doc.Paths.Map() {
+			if path == "/openapi.yaml" {
+				continue
+			}
+			for method := range item.Operations() {
+				ops = append(ops, op{method, strings.ReplaceAll(path, "{id}", models.NewID())})
+			}
+		}
+		send := func(o op, key string) (int, map[string]any) {
+			req := httptest.NewRequest(o.method, external.Base+o.path, strings.NewReader(`{}`))
+			req.Header.Set("Content-Type", "application/json")
+			if key != "" {
+				req.Header.Set("X-Api-Key", key)
+			}
+			code, body, _ := e.serve(req)
+			return code, body
+		}
+		for _, o := range ops {
+			if code, body := send(o, ""); code != http.StatusUnauthorized {
+				t.Errorf("%s %s without a key: %d, want 401", o.method, o.path, code)
+			} else {
+				errorOf(t, body)
+			}
+			_, key := e.newAccount(external.ScopeRegister, external.ScopeRead)
+			send(o, key) // spends the budget of 1 a minute
+			if code, body := send(o, key); code != http.StatusTooManyRequests {
+				t.Errorf("%s %s over the limit: %d, want 429", o.method, o.path, code)
+			} else {
+				errorOf(t, body)
+			}
+		}
+		_, key := e.newAccount(external.ScopeRegister, external.ScopeRead)
+		sqlDB, err := db.DB()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sqlDB.Close(); err != nil {
+			t.Fatal(err)
+		}
+		// The contract check wants a valid request behind a 5xx, and these bodies are not: read
+		// the answers directly.
+		for _, o := range ops {
+			req := httptest.NewRequest(o.method, external.Base+o.path, strings.NewReader(`{}`))
+			req.Header.Set("X-Api-Key", key)
+			rec := httptest.NewRecorder()
+			e.router.ServeHTTP(rec, req)
+			var body map[string]any
+			if rec.Code != http.StatusInternalServerError || json.Unmarshal(rec.Body.Bytes(), &body) != nil {
+				t.Errorf("%s %s without a database: %d %s, want 500", o.method, o.path, rec.Code, rec.Body)
+			} else if msg := errorOf(t, body); strings.Contains(msg, "sql") {
+				t.Errorf("%s %s: the 500 leaks %q", o.method, o.path, msg)
+			}
+		}
+	})
 }

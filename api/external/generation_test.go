@@ -342,6 +342,10 @@ func TestRegisterPhotoShootNeedsThePhotosOwnApprovedPackshot(t *testing.T) {
 			e.nothingCreated(account, 100)
 		}
 		prerequisite("no packshot")
+		code, out := e.post(key, "/image-picker/register-ideas", map[string]any{"config": map[string]any{"product": map[string]any{"id": models.NewID()}}})
+		if msg := errorOf(t, out); code != http.StatusNotFound || !strings.Contains(msg, "config.product.id") {
+			t.Errorf("unknown photo: %d %q, want 404 naming config.product.id", code, msg)
+		}
 		e.packshotFixture(account, photo, models.VotingPending)
 		prerequisite("an un-rated packshot")
 		// Another photo of the same product has an approved packshot: it is not this photo's.
@@ -382,7 +386,7 @@ func TestRegisterPhotoShootNeedsThePhotosOwnApprovedPackshot(t *testing.T) {
 		withPreset := func(id string) map[string]any {
 			return map[string]any{"config": map[string]any{"product": map[string]any{"id": photo}, "preset": map[string]any{"id": id}}, "count": 1}
 		}
-		code, out := e.post(key, "/image-picker/register-ideas", withPreset(presets[0].ID))
+		code, out = e.post(key, "/image-picker/register-ideas", withPreset(presets[0].ID))
 		if msg := errorOf(t, out); code != http.StatusBadRequest || !strings.Contains(msg, "config.scenery.id") {
 			t.Errorf("required scenery missing: %d %q", code, msg)
 		}
@@ -461,6 +465,71 @@ func TestRegisterVideosAndReels(t *testing.T) {
 			code, out := e.post(key, "/reel/register-reel", tc.body)
 			if msg := errorOf(t, out); code != tc.status || !strings.Contains(msg, tc.field) {
 				t.Errorf("%v: %d %q, want %d naming %s", tc.body, code, msg, tc.status, tc.field)
+			}
+		}
+	})
+}
+
+// validBodies returns, for every register-* route, a body the account may send: its records
+// (a product photo with an approved packshot and a DONE photo-shoot image) exist.
+func (e *env) validBodies(accountID string) map[string]map[string]any {
+	e.t.Helper()
+	photo, _ := e.photoFixture(accountID, "Lamp")
+	e.packshotFixture(accountID, photo, models.VotingAccepted)
+	shoot, _ := e.completedShoot(accountID, models.JobCompleted)
+	product := map[string]any{"product": map[string]any{"id": photo}}
+	return map[string]map[string]any{
+		"/models/register-ideas":        {"preferences": "smiling", "count": 20},
+		"/sceneries/register-ideas":     {"preferences": "beach", "count": 20},
+		"/packshots/register-ideas":     {"config": product, "count": 50},
+		"/image-picker/register-ideas":  {"config": product, "count": 20},
+		"/video-picker/register-videos": {"generatedImageId": shoot},
+		"/reel/register-reel":           {"imagesIds": []string{photo, shoot}},
+	}
+}
+
+// Every register-* route answers 402 on a short balance, 503 when no generator runs and 422 when
+// no model serves it, each creating nothing.
+func TestEveryGenerationRouteRefusesAlike(t *testing.T) {
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		for _, tc := range []struct {
+			name   string
+			status int
+			setup  func(e *env, accountID string)
+		}{
+			{"short balance", http.StatusPaymentRequired, func(e *env, accountID string) {
+				if err := db.Model(&models.Account{}).Where("id = ?", accountID).Update("credit_balance", 2).Error; err != nil {
+					t.Fatal(err)
+				}
+			}},
+			{"no generator running", http.StatusServiceUnavailable, func(e *env, _ string) {
+				e.mu.Lock()
+				defer e.mu.Unlock()
+				e.generatorsDown = true
+			}},
+			{"no model", http.StatusUnprocessableEntity, func(e *env, _ string) {
+				catalog, _ := models.LoadCatalog()
+				e.handler.Generator = generate.MustNewRegistry(catalog, map[string]generate.Provider{})
+			}},
+		} {
+			e := newEnv(t, db, 1000)
+			account, key := e.newAccount(external.ScopeRegister)
+			bodies := e.validBodies(account)
+			tc.setup(e, account)
+			var before models.Account
+			db.Take(&before, "id = ?", account)
+			for path, body := range bodies {
+				code, out := e.post(key, path, body)
+				if code != tc.status || out["error"] == nil {
+					t.Errorf("%s: %s = %d %v, want %d", tc.name, path, code, out, tc.status)
+				}
+			}
+			var after models.Account
+			db.Take(&after, "id = ?", account)
+			var orders int64
+			db.Model(&models.Order{}).Where("account_id = ? AND api = ?", account, models.APIExternal).Count(&orders)
+			if orders != 1 || after.CreditBalance != before.CreditBalance { // the fixture's completed shoot
+				t.Errorf("%s: %d orders, balance %d → %d; want nothing created", tc.name, orders, before.CreditBalance, after.CreditBalance)
 			}
 		}
 	})
