@@ -343,25 +343,21 @@ type PresetImage struct {
 }
 
 // ListVisiblePresets lists the published presets an account sees: public ones (the system
-// presets) and its own. System presets come first in their seed order, then the account's own
-// newest first. images maps a preset ID to its cover and gallery, cover first, gallery in order.
-func ListVisiblePresets(db *gorm.DB, accountID string) (presets []Preset, images map[string][]PresetImage, err error) {
-	if err := db.Where("status = ? AND (visibility = ? OR account_id = ?)", PresetPublished, PresetPublic, accountID).
-		Find(&presets).Error; err != nil {
+// presets) and its own, the first limit of them (limit <= 0: all). System presets come first in
+// their seed order, then the account's own newest first. images maps a preset ID to its cover and
+// gallery, cover first, gallery in order.
+func ListVisiblePresets(db *gorm.DB, accountID string, limit int) (presets []Preset, images map[string][]PresetImage, err error) {
+	q := db.Where("status = ? AND (visibility = ? OR account_id = ?)", PresetPublished, PresetPublic, accountID).
+		Clauses(clause.OrderBy{Expression: clause.Expr{SQL: `CASE WHEN type = ? THEN 0 ELSE 1 END,
+			CASE WHEN type = ? THEN position ELSE 0 END, CASE WHEN type = ? THEN name ELSE '' END,
+			CASE WHEN type = ? THEN NULL ELSE created_at END DESC, id`,
+			Vars: []any{PresetTypeSystem, PresetTypeSystem, PresetTypeSystem, PresetTypeSystem}}})
+	if limit > 0 {
+		q = q.Limit(limit)
+	}
+	if err := q.Find(&presets).Error; err != nil {
 		return nil, nil, err
 	}
-	slices.SortFunc(presets, func(a, b Preset) int {
-		if a.Type != b.Type {
-			if a.Type == PresetTypeSystem {
-				return -1
-			}
-			return 1
-		}
-		if a.Type == PresetTypeSystem {
-			return cmp.Or(cmp.Compare(a.Position, b.Position), cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID))
-		}
-		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), cmp.Compare(a.ID, b.ID))
-	})
 	images = map[string][]PresetImage{}
 	if len(presets) == 0 {
 		return presets, images, nil

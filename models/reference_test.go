@@ -351,7 +351,7 @@ func TestListVisiblePresets(t *testing.T) {
 		// An archived system preset disappears.
 		testdb.MustExec(t, db, "UPDATE presets SET status = ? WHERE id = ?", models.PresetArchived, s.Presets[1].ID)
 
-		presets, images, err := models.ListVisiblePresets(db, a.ID)
+		presets, images, err := models.ListVisiblePresets(db, a.ID, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -398,7 +398,7 @@ func TestListVisiblePresets(t *testing.T) {
 			}
 		}
 		// B sees the system presets, its own (private and public), nothing of A.
-		presets, _, err = models.ListVisiblePresets(db, b.ID)
+		presets, _, err = models.ListVisiblePresets(db, b.ID, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -113,12 +113,11 @@ func (h *Handler) listPresets(c *gin.Context) {
 		h.fail(c, http.StatusBadRequest, "maxRecords must be a positive integer (default 20, capped at 1000).")
 		return
 	}
-	presets, images, err := models.ListVisiblePresets(h.DB.WithContext(c.Request.Context()), key(c).AccountID)
+	presets, images, err := models.ListVisiblePresets(h.DB.WithContext(c.Request.Context()), key(c).AccountID, limit)
 	if err != nil {
 		h.internal(c, err)
 		return
 	}
-	presets = presets[:min(limit, len(presets))]
 	expires := h.now().Add(h.DownloadTTL)
 	page := PresetsPage{Presets: make([]PresetItem, 0, len(presets)), Count: len(presets)}
 	for i := range presets {

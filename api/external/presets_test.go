@@ -191,7 +191,7 @@ func TestListPresetsMaxRecords(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		all, _, err := models.ListVisiblePresets(db, e.account)
+		all, _, err := models.ListVisiblePresets(db, e.account, 0)
 		if err != nil || len(all) != 29 {
 			t.Fatalf("visible presets: %d, %v", len(all), err)
 		}

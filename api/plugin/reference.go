@@ -138,7 +138,7 @@ func (h *Handler) listReference(c *gin.Context, kind models.ReferenceKind, field
 
 // listPresets answers GET /presets: the published system presets, then the account's own.
 func (h *Handler) listPresets(c *gin.Context) {
-	presets, images, err := models.ListVisiblePresets(h.DB.WithContext(c.Request.Context()), caller(c).Installation.AccountID)
+	presets, images, err := models.ListVisiblePresets(h.DB.WithContext(c.Request.Context()), caller(c).Installation.AccountID, 0)
 	if err != nil {
 		h.internal(c, err)
 		return
