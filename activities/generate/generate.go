@@ -95,6 +95,34 @@ func Classify(err error) *Error {
 	return &Error{Category: errorcat.InternalBug, Message: err.Error()}
 }
 
+// Redact is Classify with every occurrence of secret (a provider's API key) in the message
+// replaced, so no error text can leak it.
+func Redact(err error, secret string) *Error {
+	ge := Classify(err)
+	if secret == "" || !strings.Contains(ge.Message, secret) {
+		return ge
+	}
+	out := *ge
+	out.Message = strings.ReplaceAll(out.Message, secret, "[redacted]")
+	return &out
+}
+
+// MaxDetail caps the provider text an error message keeps.
+const MaxDetail = 1000
+
+// ClipDetail cuts provider text to MaxDetail bytes (on a character boundary), marking the cut.
+func ClipDetail(s string) string {
+	if len(s) <= MaxDetail {
+		return s
+	}
+	return strings.ToValidUTF8(s[:MaxDetail], "") + "…"
+}
+
+// ContainsAny reports whether s contains any of the markers.
+func ContainsAny(s string, markers []string) bool {
+	return slices.ContainsFunc(markers, func(m string) bool { return strings.Contains(s, m) })
+}
+
 // Registry maps provider names to providers and filters the catalog to the available ones.
 type Registry struct {
 	providers map[string]Provider

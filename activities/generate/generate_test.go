@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/shotflow/shotflow/activities/generate"
 	"github.com/shotflow/shotflow/internal/errorcat"
@@ -179,5 +180,23 @@ func TestDownload(t *testing.T) {
 	data, ct, err = generate.Download(context.Background(), srv.Client(), "p", uri, nil)
 	if err != nil || ct != "image/webp" || string(data) != "abc" {
 		t.Fatalf("data URI = %q %s %v", data, ct, err)
+	}
+}
+
+func TestRedactAndClipDetail(t *testing.T) {
+	err := generate.Redact(errors.New("bad key sk-123 for sk-123"), "sk-123")
+	if err.Category != errorcat.InternalBug || strings.Contains(err.Message, "sk-123") {
+		t.Fatalf("Redact = %+v", err)
+	}
+	if got := generate.Redact(generate.Errorf(errorcat.RateLimit, "slow down"), ""); got.Message != "slow down" || got.Category != errorcat.RateLimit {
+		t.Fatalf("Redact without a secret = %+v", got)
+	}
+	long := strings.Repeat("é", generate.MaxDetail) // two bytes each: the cut falls inside one
+	clipped := generate.ClipDetail(long)
+	if !utf8.ValidString(clipped) || len(clipped) > generate.MaxDetail+len("…") || !strings.HasSuffix(clipped, "…") {
+		t.Fatalf("ClipDetail cut %d bytes badly", len(clipped))
+	}
+	if generate.ClipDetail("short") != "short" {
+		t.Fatal("ClipDetail changed a short text")
 	}
 }

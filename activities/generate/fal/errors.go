@@ -36,9 +36,6 @@ type detail struct {
 	Type string `json:"type"`
 }
 
-// maxMessageDetail caps the provider text kept in an error message.
-const maxMessageDetail = 1000
-
 // Markers of the failure kinds in lower-cased error texts and types.
 var (
 	accountMarkers  = []string{"user is locked", "exhausted balance", "insufficient balance", "billing", "top up", "top_up"}
@@ -108,9 +105,9 @@ func (f failure) category() errorcat.Category {
 	case f.status == http.StatusTooManyRequests:
 		return errorcat.RateLimit
 	case f.status == http.StatusUnauthorized, f.status == http.StatusPaymentRequired, f.status == http.StatusForbidden,
-		containsAny(text, accountMarkers):
+		generate.ContainsAny(text, accountMarkers):
 		return errorcat.ProviderAccount
-	case f.status == http.StatusServiceUnavailable, f.status == 529, containsAny(text, capacityMarkers):
+	case f.status == http.StatusServiceUnavailable, f.status == 529, generate.ContainsAny(text, capacityMarkers):
 		return errorcat.ProviderCapacity
 	case f.status >= 500:
 		return errorcat.TransientInfra
@@ -137,7 +134,7 @@ func (f failure) text() string {
 // policy reports whether the detail is a content-policy rejection of the prompt or an image. The
 // names of the safety inputs do not count: a message about their values is a validation error.
 func (d detail) policy() bool {
-	return containsAny(safetyInputs.Replace(strings.ToLower(d.Type+" "+d.Msg)), policyMarkers)
+	return generate.ContainsAny(safetyInputs.Replace(strings.ToLower(d.Type+" "+d.Msg)), policyMarkers)
 }
 
 var safetyInputs = strings.NewReplacer("safety_tolerance", "", "enable_safety_checker", "")
@@ -149,7 +146,7 @@ func (d detail) input() bool {
 		return true
 	}
 	msg := strings.ToLower(d.Msg)
-	return strings.Contains(msg, "image") && containsAny(msg, inputVerbs)
+	return strings.Contains(msg, "image") && generate.ContainsAny(msg, inputVerbs)
 }
 
 // String is the raw detail for logs: status, request ID and what fal said.
@@ -169,10 +166,7 @@ func (f failure) String() string {
 		}
 		b.WriteString(sep + d.String())
 	}
-	if s := b.String(); len(s) > maxMessageDetail {
-		return strings.ToValidUTF8(s[:maxMessageDetail], "") + "…"
-	}
-	return b.String()
+	return generate.ClipDetail(b.String())
 }
 
 // String renders the detail as "type at loc: msg".
@@ -189,8 +183,4 @@ func (d detail) String() string {
 		s = d.Type + " " + s
 	}
 	return s
-}
-
-func containsAny(s string, markers []string) bool {
-	return slices.ContainsFunc(markers, func(m string) bool { return strings.Contains(s, m) })
 }

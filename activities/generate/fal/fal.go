@@ -81,7 +81,7 @@ func (p *Provider) Serves(model, jobType string) bool {
 func (p *Provider) Generate(ctx context.Context, req generate.Request) ([]generate.Output, error) {
 	outs, err := p.generate(ctx, req)
 	if err != nil {
-		return nil, p.redact(err)
+		return nil, generate.Redact(err, p.key)
 	}
 	return outs, nil
 }
@@ -113,15 +113,4 @@ func (p *Provider) generate(ctx context.Context, req generate.Request) ([]genera
 		return p.videoOutputs(ctx, q, body)
 	}
 	return p.imageOutputs(ctx, q, body)
-}
-
-// redact removes the API key from the message of err, wherever a provider answer may have echoed it.
-func (p *Provider) redact(err error) error {
-	ge := generate.Classify(err)
-	if p.key == "" || !strings.Contains(ge.Message, p.key) {
-		return ge
-	}
-	out := *ge
-	out.Message = strings.ReplaceAll(out.Message, p.key, "[redacted]")
-	return &out
 }

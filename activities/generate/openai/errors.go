@@ -17,9 +17,6 @@ import (
 // retry-after-ms nor retry-after.
 const DefaultRetryAfter = 10 * time.Second
 
-// maxMessageDetail caps the provider text kept in an error message.
-const maxMessageDetail = 1000
-
 // failure is a non-2xx answer with the error object of its body.
 type failure struct {
 	answer
@@ -117,7 +114,7 @@ func (f failure) category() errorcat.Category {
 		slices.Contains(accountCodes, string(f.Code)):
 		return errorcat.ProviderAccount
 	case f.status == http.StatusServiceUnavailable, f.status == 529,
-		f.status >= 500 && containsAny(f.text(), capacityMarkers):
+		f.status >= 500 && generate.ContainsAny(f.text(), capacityMarkers):
 		return errorcat.ProviderCapacity
 	case f.status >= 500:
 		return errorcat.TransientInfra
@@ -136,7 +133,7 @@ func (f failure) category() errorcat.Category {
 // policy reports whether the safety system rejected the prompt or an image.
 func (f failure) policy() bool {
 	return slices.Contains(policyCodes, string(f.Code)) ||
-		f.Type == "image_generation_user_error" && containsAny(strings.ToLower(f.Message), policyMarkers)
+		f.Type == "image_generation_user_error" && generate.ContainsAny(strings.ToLower(f.Message), policyMarkers)
 }
 
 // input reports whether the failure rejects an input image: a documented code, the image parameter,
@@ -144,7 +141,7 @@ func (f failure) policy() bool {
 func (f failure) input() bool {
 	param := strings.ToLower(string(f.Param))
 	return slices.Contains(inputCodes, string(f.Code)) || param == "image" || strings.HasPrefix(param, "image[") ||
-		containsAny(strings.ToLower(f.Message), inputMarkers)
+		generate.ContainsAny(strings.ToLower(f.Message), inputMarkers)
 }
 
 // text is the type, code and message, lower-cased, for the marker searches.
@@ -169,10 +166,7 @@ func (f failure) String() string {
 	if f.status == http.StatusTooManyRequests {
 		b.WriteString(rateLimits(f.header))
 	}
-	if s := b.String(); len(s) > maxMessageDetail {
-		return strings.ToValidUTF8(s[:maxMessageDetail], "") + "…"
-	}
-	return b.String()
+	return generate.ClipDetail(b.String())
 }
 
 // rateLimitHeaders are the x-ratelimit-* headers the rate limits guide documents.
@@ -190,8 +184,4 @@ func rateLimits(h http.Header) string {
 		return ""
 	}
 	return "; " + strings.Join(parts, " ")
-}
-
-func containsAny(s string, markers []string) bool {
-	return slices.ContainsFunc(markers, func(m string) bool { return strings.Contains(s, m) })
 }

@@ -105,7 +105,7 @@ func (p *Provider) Serves(model, jobType string) bool {
 func (p *Provider) Generate(ctx context.Context, req generate.Request) ([]generate.Output, error) {
 	outs, err := p.generate(ctx, req)
 	if err != nil {
-		return nil, p.redact(err)
+		return nil, generate.Redact(err, p.key)
 	}
 	return outs, nil
 }
@@ -282,15 +282,4 @@ func decodeImage(b64 string) (generate.Output, error) {
 		return generate.Output{}, fmt.Errorf("image is %s, not the png requested", format)
 	}
 	return generate.Output{Data: data, ContentType: "image/png", Ext: generate.ExtFor("image/png"), Width: cfg.Width, Height: cfg.Height}, nil
-}
-
-// redact removes the API key from the message of err, wherever an answer may have echoed it.
-func (p *Provider) redact(err error) error {
-	ge := generate.Classify(err)
-	if p.key == "" || !strings.Contains(ge.Message, p.key) {
-		return ge
-	}
-	out := *ge
-	out.Message = strings.ReplaceAll(out.Message, p.key, "[redacted]")
-	return &out
 }
