@@ -75,11 +75,8 @@ func (h *Handler) rateLimit(c *gin.Context, keyID string) {
 		h.Log.Warn("rate limiter unavailable; request allowed", zap.Error(err))
 		return
 	}
-	hdr := c.Writer.Header()
-	hdr.Set("X-RateLimit-Limit", strconv.Itoa(res.Limit))
-	hdr.Set("X-RateLimit-Remaining", strconv.Itoa(res.Remaining))
+	res.WriteHeaders(c.Writer.Header())
 	if !res.Allowed {
-		hdr.Set("Retry-After", strconv.Itoa(max(1, int((res.RetryAfter+time.Second-1)/time.Second))))
 		h.fail(c, http.StatusTooManyRequests, "Rate limit exceeded: "+strconv.Itoa(limit)+" requests per minute per key; retry after the Retry-After delay.")
 	}
 }

@@ -112,8 +112,9 @@ func TestRateLimitPerKey(t *testing.T) {
 		}
 	}
 	code, body, hdr := e.get("/orders", "X-Api-Key", e.key)
-	if code != http.StatusTooManyRequests || hdr.Get("Retry-After") == "" {
-		t.Fatalf("4th request: %d, Retry-After %q", code, hdr.Get("Retry-After"))
+	if code != http.StatusTooManyRequests || hdr.Get("Retry-After") == "" || hdr.Get("X-RateLimit-Remaining") != "0" ||
+		hdr.Get("X-RateLimit-Limit") != "3" || hdr.Get("X-RateLimit-Reset") == "" {
+		t.Fatalf("4th request: %d, headers %v", code, hdr)
 	}
 	errorOf(t, body)
 	if code, _, _ := e.get("/orders", "X-Api-Key", other); code != http.StatusOK {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/http"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -116,18 +115,10 @@ func (h *Handler) rateLimit(c *gin.Context, keyID string, limit int) {
 		h.Log.Warn("rate limiter unavailable; request allowed", zap.Error(err))
 		return
 	}
-	hdr := c.Writer.Header()
-	hdr.Set("X-RateLimit-Limit", strconv.Itoa(res.Limit))
-	hdr.Set("X-RateLimit-Remaining", strconv.Itoa(res.Remaining))
-	hdr.Set("X-RateLimit-Reset", strconv.Itoa(ceilSeconds(res.ResetAfter)))
+	res.WriteHeaders(c.Writer.Header())
 	if !res.Allowed {
-		hdr.Set("Retry-After", strconv.Itoa(max(1, ceilSeconds(res.RetryAfter))))
 		h.Fail(c, http.StatusTooManyRequests, CodeRateLimited, "Too many requests for this API key; retry after the Retry-After delay.")
 	}
-}
-
-func ceilSeconds(d time.Duration) int {
-	return int((d + time.Second - 1) / time.Second)
 }
 
 // Require answers 403 unless the key has at least one of the permissions.

@@ -15,6 +15,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -36,6 +38,22 @@ type Result struct {
 	Remaining  int           // requests still allowed right now (>= 0)
 	RetryAfter time.Duration // > 0 only when !Allowed: wait this long before the next request is allowed
 	ResetAfter time.Duration // time until the bucket is fully replenished (Remaining == Limit)
+}
+
+// WriteHeaders sets the answer's X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset
+// (seconds until the budget is whole again) and, when the request is refused, Retry-After (whole
+// seconds, at least 1).
+func (r Result) WriteHeaders(h http.Header) {
+	h.Set("X-RateLimit-Limit", strconv.Itoa(r.Limit))
+	h.Set("X-RateLimit-Remaining", strconv.Itoa(r.Remaining))
+	h.Set("X-RateLimit-Reset", strconv.Itoa(ceilSeconds(r.ResetAfter)))
+	if !r.Allowed {
+		h.Set("Retry-After", strconv.Itoa(max(1, ceilSeconds(r.RetryAfter))))
+	}
+}
+
+func ceilSeconds(d time.Duration) int {
+	return int((d + time.Second - 1) / time.Second)
 }
 
 // Limiter decides whether one more request for key is allowed under limit requests per period.
