@@ -388,13 +388,14 @@ type ConfigRequest struct {
 	Count  *int              `json:"count"`
 }
 
-// configured is a checked ConfigRequest: the product photo, the optional extras and the count.
+// configured is a checked ConfigRequest: the product photo, the optional extras, the count and
+// the prompt text of industry and suggestions.
 type configured struct {
-	photoID string
-	photo   *photo
-	extras  extras
-	config  *GenerationConfig
-	count   int
+	photoID     string
+	photo       *photo
+	extras      extras
+	suggestions string
+	count       int
 }
 
 // readConfigRequest decodes and checks a ConfigRequest of at most maxCount records: 400 for bad
@@ -415,7 +416,12 @@ func (h *Handler) readConfigRequest(c *gin.Context, maxCount int) (*configured, 
 	if err != nil {
 		return nil, err
 	}
-	if _, err := (extras{}).session(req.Config); err != nil {
+	industry, err := text("config.industry", req.Config.Industry, false)
+	if err != nil {
+		return nil, err
+	}
+	suggestions, err := text("config.suggestions", req.Config.Suggestions, false)
+	if err != nil {
 		return nil, err
 	}
 	ctx, accountID := c.Request.Context(), key(c).AccountID
@@ -427,7 +433,8 @@ func (h *Handler) readConfigRequest(c *gin.Context, maxCount int) (*configured, 
 	if err != nil {
 		return nil, err
 	}
-	return &configured{photoID: photoID, photo: ph, extras: x, config: req.Config, count: n}, nil
+	return &configured{photoID: photoID, photo: ph, extras: x, count: n,
+		suggestions: strings.TrimSpace(industry + " " + suggestions)}, nil
 }
 
 // photo is a product photo of the account with its product.
@@ -522,7 +529,7 @@ func (h *Handler) resolveExtras(ctx context.Context, accountID string, cfg *Gene
 }
 
 // session is the order's session_config, which providers read.
-func (x extras) session(cfg *GenerationConfig) (gin.H, error) {
+func (x extras) session(suggestions string) gin.H {
 	out := gin.H{}
 	if x.preset != nil {
 		out["preset_id"], out["style"] = x.preset.ID, x.preset.Name
@@ -533,18 +540,10 @@ func (x extras) session(cfg *GenerationConfig) (gin.H, error) {
 	if x.modelID != "" {
 		out["model_id"] = x.modelID
 	}
-	industry, err := text("config.industry", cfg.Industry, false)
-	if err != nil {
-		return nil, err
+	if suggestions != "" {
+		out["suggestions"] = suggestions
 	}
-	suggestions, err := text("config.suggestions", cfg.Suggestions, false)
-	if err != nil {
-		return nil, err
-	}
-	if s := strings.TrimSpace(strings.Join([]string{industry, suggestions}, " ")); s != "" {
-		out["suggestions"] = s
-	}
-	return out, nil
+	return out
 }
 
 func (x extras) surcharge() int64 {
@@ -567,7 +566,7 @@ func (h *Handler) registerPackshots(c *gin.Context) {
 		h.answer(c, err)
 		return
 	}
-	session, _ := r.extras.session(r.config)
+	session := r.extras.session(r.suggestions)
 	session["product_photo_id"], session["count"] = r.photoID, r.count
 	p := h.newPlan(c, models.JobTypePackshot, session)
 	ph := r.photo
@@ -610,7 +609,7 @@ func (h *Handler) registerPhotoShoot(c *gin.Context) {
 			}
 		}
 	}
-	session, _ := x.session(r.config)
+	session := x.session(r.suggestions)
 	// Rule 2: that photo's own accepted packshot, never one of another photo of the product.
 	var packshot models.Packshot
 	err = h.DB.WithContext(ctx).Where("account_id = ? AND source_image_id = ? AND voting = ? AND deleted_at IS NULL AND archived_at IS NULL",

@@ -312,6 +312,8 @@ func TestRegisterPackshots(t *testing.T) {
 			{map[string]any{"config": map[string]any{"product": map[string]any{"id": photo}, "model": map[string]any{"id": models.NewID()}}}, 404, "config.model.id"},
 			{map[string]any{"config": map[string]any{"product": map[string]any{"id": photo}, "preset": map[string]any{"id": models.NewID()}}}, 404, "config.preset.id"},
 			{map[string]any{"config": map[string]any{"product": map[string]any{"id": photo}, "colour": "red"}}, 400, "colour"},
+			{map[string]any{"config": map[string]any{"product": map[string]any{"id": photo}, "suggestions": strings.Repeat("a", 2001)}}, 400, "config.suggestions"},
+			{map[string]any{"config": map[string]any{"product": map[string]any{"id": photo}, "industry": 3}}, 400, "config.industry"},
 		} {
 			code, out := e.post(key, "/packshots/register-ideas", tc.body)
 			if msg := errorOf(t, out); code != tc.status || !strings.Contains(msg, tc.field) {
