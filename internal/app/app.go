@@ -98,15 +98,7 @@ func Open(ctx context.Context, cfg config.Config, log *zap.Logger) (*App, error)
 		return nil, err
 	}
 
-	catalog, err := models.LoadCatalog()
-	if err != nil {
-		return nil, err
-	}
-	providers := Providers(cfg)
-	if _, ok := providers[cfg.DefaultProvider]; !ok {
-		return nil, fmt.Errorf("DEFAULT_PROVIDER %q is not configured: set its key (or SIM_PROVIDER=true for sim)", cfg.DefaultProvider)
-	}
-	if a.Generator, err = generate.NewRegistry(catalog, providers, cfg.DefaultProvider); err != nil {
+	if a.Generator, err = NewGenerator(cfg); err != nil {
 		return nil, err
 	}
 	a.Signer = urlsign.New(secrets.Derive(master, secrets.PurposeURLSigning), cfg.PublicBaseURL)
@@ -152,6 +144,20 @@ func Providers(cfg config.Config) map[string]generate.Provider {
 		providers[fal.Name] = fal.New(fal.Config{APIKey: cfg.FalKey, QueueURL: cfg.FalQueueURL})
 	}
 	return providers
+}
+
+// NewGenerator is the registry of the seed catalog over the configured providers, with
+// DEFAULT_PROVIDER as its default; it fails when that provider is not configured.
+func NewGenerator(cfg config.Config) (*generate.Registry, error) {
+	catalog, err := models.LoadCatalog()
+	if err != nil {
+		return nil, err
+	}
+	providers := Providers(cfg)
+	if _, ok := providers[cfg.DefaultProvider]; !ok {
+		return nil, fmt.Errorf("DEFAULT_PROVIDER %q is not configured: set its key (or SIM_PROVIDER=true for sim)", cfg.DefaultProvider)
+	}
+	return generate.NewRegistry(catalog, providers, cfg.DefaultProvider)
 }
 
 // videoEncoder maps VIDEO_ENCODER to the local provider's setting ("" chooses by itself).

@@ -2,6 +2,7 @@ package app
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/shotflow/shotflow/activities/generate"
@@ -53,5 +54,38 @@ func TestProvidersFollowTheConfiguration(t *testing.T) {
 	opts := worker.ProviderWorkerOptions(want[2], 0)
 	if !opts.DisableWorkflowWorker || opts.TaskQueueActivitiesPerSecond != 0.5 || opts.MaxConcurrentActivityExecutionSize != 7 {
 		t.Fatalf("provider worker options = %+v", opts)
+	}
+}
+
+func TestDefaultProviderMustBeConfiguredAndComesFirst(t *testing.T) {
+	cfg, err := config.LoadFrom(map[string]string{"DEFAULT_PROVIDER": "sim"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewGenerator(cfg); err == nil || !strings.Contains(err.Error(), "DEFAULT_PROVIDER") {
+		t.Fatalf("sim as default without SIM_PROVIDER: %v, want an error naming DEFAULT_PROVIDER", err)
+	}
+	cfg.SimProvider = true
+	reg, err := NewGenerator(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The default provider's model wins for the job types it serves; others fall back to catalog
+	// order, and a named provider is honoured.
+	for _, tc := range []struct{ jobType, provider, want string }{
+		{models.JobTypePackshot, "", "sim/ok"},
+		{models.JobTypeVideo, "", "sim/video-ok"},
+		{models.JobTypeVideo, "local", "local/motion-v1"},
+	} {
+		if m, ok := reg.DefaultModel(tc.jobType, tc.provider); !ok || m.ID != tc.want {
+			t.Errorf("DefaultModel(%s, %q) = %s, want %s", tc.jobType, tc.provider, m.ID, tc.want)
+		}
+	}
+	cfg.DefaultProvider = "local"
+	if reg, err = NewGenerator(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := reg.DefaultModel(models.JobTypePackshot, ""); m.ID != "local/studio-v1" {
+		t.Errorf("local default: %s", m.ID)
 	}
 }
