@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/activities/generate"
@@ -535,4 +537,17 @@ func TestEveryGenerationRouteRefusesAlike(t *testing.T) {
 			}
 		}
 	})
+}
+
+// The request's correlation ID is on the line that logs the accepted request, as on the order.
+func TestGenerationLogsItsCorrelationID(t *testing.T) {
+	db := testdb.Open(t, testdb.SQLiteURL(t))
+	e := newEnv(t, db, 0)
+	core, logs := observer.New(zap.InfoLevel)
+	e.handler.Log = zap.New(core)
+	o, _, _ := e.accepted(1)(e.post(e.key, "/sceneries/register-ideas", map[string]any{"preferences": "dunes", "count": 1}))
+	lines := logs.FilterMessage("generation accepted").FilterField(zap.String("correlation_id", o.CorrelationID)).All()
+	if o.CorrelationID == "" || len(lines) != 1 || lines[0].ContextMap()["order_id"] != o.ID {
+		t.Fatalf("log lines %v, want one naming order %s and correlation %s", logs.All(), o.ID, o.CorrelationID)
+	}
 }
