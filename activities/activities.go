@@ -80,22 +80,14 @@ type GenerateResult struct {
 
 // Generate runs one generation attempt: it loads the job's inputs, calls the provider of the job's
 // model and stores the outputs. Failures are ApplicationErrors whose type is the errorCategory and
-// are never retried here: JobWorkflow decides, so every attempt is visible in attempt_count.
+// are never retried here: JobWorkflow decides, so every attempt is visible in attempt_count. When
+// the database or the blob store cannot be reached the failure is ErrTypeDependencyUnavailable
+// instead: that is no attempt, and JobWorkflow runs it again once the outage is over.
 func (a *Activities) Generate(ctx context.Context, in AttemptInput) (GenerateResult, error) {
-	db := a.DB.WithContext(ctx)
-	job, err := models.GetJob(db, in.JobID)
+	defer keepAlive(ctx, 5*time.Second)()
+	job, order, session, err := a.loadAttempt(ctx, in.JobID)
 	if err != nil {
-		return GenerateResult{}, categorized(errorcat.TransientInfra, fmt.Errorf("load job: %w", err), 0)
-	}
-	var order models.Order
-	if err := db.Take(&order, "id = ?", job.OrderID).Error; err != nil {
-		return GenerateResult{}, categorized(errorcat.TransientInfra, fmt.Errorf("load order: %w", err), 0)
-	}
-	var session generate.SessionConfig
-	if len(order.SessionConfig) > 0 {
-		if err := json.Unmarshal(order.SessionConfig, &session); err != nil {
-			return GenerateResult{}, categorized(errorcat.InternalBug, fmt.Errorf("session_config: %w", err), 0)
-		}
+		return GenerateResult{}, err
 	}
 	req := generate.Request{
 		JobID: job.ID, JobType: job.JobType, AspectRatio: job.AspectRatio, LongEdge: a.LongEdge,
@@ -126,8 +118,8 @@ func (a *Activities) Generate(ctx context.Context, in AttemptInput) (GenerateRes
 	var res GenerateResult
 	for pos, out := range outputs {
 		key := models.OutputBlobKey(job, pos, out.Ext)
-		if err := a.Blobs.Put(ctx, key, out.Data, out.ContentType); err != nil {
-			return GenerateResult{}, categorized(errorcat.TransientInfra, fmt.Errorf("store output: %w", err), 0)
+		if err := a.putBlob(ctx, key, out.Data, out.ContentType); err != nil {
+			return GenerateResult{}, unavailable(DependencyBlobStore, fmt.Errorf("store output: %w", err))
 		}
 		res.Outputs = append(res.Outputs, OutputFile{
 			AssetID: models.OutputAssetID(job.ID, job.Run, pos), BlobKey: key, ContentType: out.ContentType,
@@ -138,14 +130,59 @@ func (a *Activities) Generate(ctx context.Context, in AttemptInput) (GenerateRes
 	return res, nil
 }
 
+// loadAttempt reads the job, its order and the order's session settings for a generate attempt.
+func (a *Activities) loadAttempt(ctx context.Context, jobID string) (*models.Job, *models.Order, generate.SessionConfig, error) {
+	var session generate.SessionConfig
+	dctx, cancel := bounded(ctx)
+	defer cancel()
+	db := a.DB.WithContext(dctx)
+	job, err := models.GetJob(db, jobID)
+	if errors.Is(err, models.ErrNotFound) {
+		return nil, nil, session, categorized(errorcat.InternalBug, fmt.Errorf("job %s does not exist", jobID), 0)
+	}
+	if err != nil {
+		return nil, nil, session, unavailable(DependencyDatabase, fmt.Errorf("load job: %w", err))
+	}
+	var order models.Order
+	err = db.Take(&order, "id = ?", job.OrderID).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, nil, session, categorized(errorcat.InternalBug, fmt.Errorf("order %s of job %s does not exist", job.OrderID, jobID), 0)
+	}
+	if err != nil {
+		return nil, nil, session, unavailable(DependencyDatabase, fmt.Errorf("load order: %w", err))
+	}
+	if len(order.SessionConfig) > 0 {
+		if err := json.Unmarshal(order.SessionConfig, &session); err != nil {
+			return nil, nil, session, categorized(errorcat.InternalBug, fmt.Errorf("session_config: %w", err), 0)
+		}
+	}
+	return job, &order, session, nil
+}
+
+// getBlob reads a stored file within dependencyCallTimeout.
+func (a *Activities) getBlob(ctx context.Context, key string) ([]byte, error) {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
+	return a.Blobs.Get(ctx, key)
+}
+
+// putBlob stores a file within dependencyCallTimeout.
+func (a *Activities) putBlob(ctx context.Context, key string, data []byte, contentType string) error {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
+	return a.Blobs.Put(ctx, key, data, contentType)
+}
+
 func (a *Activities) loadInput(ctx context.Context, assetID string) (*generate.Input, error) {
 	var asset models.Asset
-	err := a.DB.WithContext(ctx).Take(&asset, "id = ?", assetID).Error
+	dctx, cancel := bounded(ctx)
+	err := a.DB.WithContext(dctx).Take(&asset, "id = ?", assetID).Error
+	cancel()
 	switch {
 	case errors.Is(err, gorm.ErrRecordNotFound):
 		return nil, categorized(errorcat.InputMissing, fmt.Errorf("input asset %s does not exist", assetID), 0)
 	case err != nil:
-		return nil, categorized(errorcat.TransientInfra, fmt.Errorf("load input asset: %w", err), 0)
+		return nil, unavailable(DependencyDatabase, fmt.Errorf("load input asset: %w", err))
 	case asset.Status == models.AssetAwaitingUpload || asset.Status == models.AssetUploading:
 		return nil, categorized(errorcat.InputNotReady, fmt.Errorf("input asset %s is still being uploaded", assetID), 0)
 	case asset.Status == models.AssetProcessing:
@@ -155,12 +192,12 @@ func (a *Activities) loadInput(ctx context.Context, assetID string) (*generate.I
 	case asset.Status != models.AssetReady || asset.PurgedAt != nil:
 		return nil, categorized(errorcat.InputMissing, fmt.Errorf("input asset %s is %s", assetID, asset.Status), 0)
 	}
-	data, err := a.Blobs.Get(ctx, asset.InputBlobKey())
+	data, err := a.getBlob(ctx, asset.InputBlobKey())
 	if errors.Is(err, blobstore.ErrNotFound) {
 		return nil, categorized(errorcat.InputMissing, fmt.Errorf("input file of asset %s is gone", assetID), 0)
 	}
 	if err != nil {
-		return nil, categorized(errorcat.TransientInfra, fmt.Errorf("read input: %w", err), 0)
+		return nil, unavailable(DependencyBlobStore, fmt.Errorf("read input: %w", err))
 	}
 	contentType := asset.ContentType
 	if asset.PreparedBlobKey != "" {

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"gorm.io/gorm"
 
+	"github.com/shotflow/shotflow/internal/blobstore"
 	"github.com/shotflow/shotflow/internal/imageprep"
 	"github.com/shotflow/shotflow/models"
 )
@@ -28,21 +29,26 @@ type PrepareResult struct {
 // PrepareAsset checks and prepares an upload in status processing (internal/imageprep): an image
 // of its declared type, upright, upscaled when small, with a thumbnail. The asset becomes ready,
 // or invalid with the reason when the file cannot be used. An asset no longer in processing is
-// left as it is, so a repeated execution changes nothing.
+// left as it is, so a repeated execution changes nothing. A database or blob store that cannot be
+// reached is ErrTypeDependencyUnavailable: the workflow waits for it rather than give up on the file.
 func (a *Activities) PrepareAsset(ctx context.Context, assetID string) (PrepareResult, error) {
-	db := a.DB.WithContext(ctx)
 	var asset models.Asset
-	err := db.Take(&asset, "id = ?", assetID).Error
+	dctx, cancel := bounded(ctx)
+	err := a.DB.WithContext(dctx).Take(&asset, "id = ?", assetID).Error
+	cancel()
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return PrepareResult{}, temporal.NewNonRetryableApplicationError("asset "+assetID+" does not exist", ErrTypeAssetGone, err)
 	}
 	if err != nil {
-		return PrepareResult{}, fmt.Errorf("load asset: %w", err)
+		return PrepareResult{}, unavailable(DependencyDatabase, fmt.Errorf("load asset: %w", err))
 	}
 	if asset.Status != models.AssetProcessing {
 		return PrepareResult{Status: asset.Status, Problem: asset.Problem, Width: asset.Width, Height: asset.Height}, nil
 	}
-	data, err := a.Blobs.Get(ctx, asset.BlobKey)
+	data, err := a.getBlob(ctx, asset.BlobKey)
+	if err != nil && !errors.Is(err, blobstore.ErrNotFound) {
+		return PrepareResult{}, unavailable(DependencyBlobStore, fmt.Errorf("read upload: %w", err))
+	}
 	if err != nil {
 		return PrepareResult{}, fmt.Errorf("read upload: %w", err)
 	}
@@ -59,16 +65,18 @@ func (a *Activities) PrepareAsset(ctx context.Context, assetID string) (PrepareR
 	}
 	if prepared.Prepared != nil {
 		key := asset.BlobKey + ".prepared.png"
-		if err := a.Blobs.Put(ctx, key, prepared.Prepared, "image/png"); err != nil {
-			return PrepareResult{}, fmt.Errorf("store prepared image: %w", err)
+		if err := a.putBlob(ctx, key, prepared.Prepared, "image/png"); err != nil {
+			return PrepareResult{}, unavailable(DependencyBlobStore, fmt.Errorf("store prepared image: %w", err))
 		}
 		updates["prepared_blob_key"] = key
 	}
-	if err := a.Blobs.Put(ctx, asset.BlobKey+".thumb.jpg", prepared.Thumbnail, "image/jpeg"); err != nil {
-		return PrepareResult{}, fmt.Errorf("store thumbnail: %w", err)
+	if err := a.putBlob(ctx, asset.BlobKey+".thumb.jpg", prepared.Thumbnail, "image/jpeg"); err != nil {
+		return PrepareResult{}, unavailable(DependencyBlobStore, fmt.Errorf("store thumbnail: %w", err))
 	}
-	if err := db.Model(&models.Asset{}).Where("id = ? AND status = ?", assetID, models.AssetProcessing).Updates(updates).Error; err != nil {
-		return PrepareResult{}, fmt.Errorf("mark asset ready: %w", err)
+	dctx, cancel = bounded(ctx)
+	defer cancel()
+	if err := a.DB.WithContext(dctx).Model(&models.Asset{}).Where("id = ? AND status = ?", assetID, models.AssetProcessing).Updates(updates).Error; err != nil {
+		return PrepareResult{}, unavailable(DependencyDatabase, fmt.Errorf("mark asset ready: %w", err))
 	}
 	return PrepareResult{Status: models.AssetReady, Width: prepared.Width, Height: prepared.Height}, nil
 }
@@ -80,6 +88,8 @@ func (a *Activities) InvalidateAsset(ctx context.Context, assetID, problem strin
 }
 
 func (a *Activities) invalidate(ctx context.Context, assetID, problem string) (PrepareResult, error) {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
 	err := a.DB.WithContext(ctx).Model(&models.Asset{}).
 		Where("id = ? AND status = ?", assetID, models.AssetProcessing).
 		Updates(map[string]any{"status": models.AssetInvalid, "problem": problem, "updated_at": time.Now().UTC()}).Error

@@ -10,7 +10,6 @@ import (
 
 	"github.com/shotflow/shotflow/activities/generate"
 	"github.com/shotflow/shotflow/internal/blobstore"
-	"github.com/shotflow/shotflow/internal/errorcat"
 	"github.com/shotflow/shotflow/internal/reference"
 	"github.com/shotflow/shotflow/models"
 )
@@ -18,32 +17,34 @@ import (
 // loadScenery returns the image of the scenery a photo shoot's session names, for the provider to
 // place the product in: the account's own generated scenery or one of the marketplace. A scenery
 // that is no longer usable (archived, rejected, its file removed) leaves the shoot without a scene
-// image rather than failing it; a store that cannot be read is a TRANSIENT_INFRA failure.
+// image rather than failing it; a store that cannot be read is ErrTypeDependencyUnavailable.
 func (a *Activities) loadScenery(ctx context.Context, job *models.Job, sceneryID string) (*generate.Input, error) {
 	if job.JobType != models.JobTypePhotoShoot || sceneryID == "" {
 		return nil, nil
 	}
-	item, err := models.FindUsableReferenceItem(a.DB.WithContext(ctx), models.KindScenery, job.AccountID, sceneryID)
+	dctx, cancel := bounded(ctx)
+	defer cancel()
+	item, err := models.FindUsableReferenceItem(a.DB.WithContext(dctx), models.KindScenery, job.AccountID, sceneryID)
 	if errors.Is(err, models.ErrNotFound) {
 		a.Log.Warn("photo shoot without its scenery: not usable any more", zap.String("job_id", job.ID), zap.String("scenery_id", sceneryID))
 		return nil, nil
 	}
 	if err != nil {
-		return nil, categorized(errorcat.TransientInfra, fmt.Errorf("load scenery: %w", err), 0)
+		return nil, unavailable(DependencyDatabase, fmt.Errorf("load scenery: %w", err))
 	}
 	var data []byte
 	switch {
 	case item.ThumbnailAssetID != nil:
 		var asset models.Asset
-		if err := a.DB.WithContext(ctx).Take(&asset, "id = ?", *item.ThumbnailAssetID).Error; err != nil {
-			return nil, categorized(errorcat.TransientInfra, fmt.Errorf("load scenery image: %w", err), 0)
+		if err := a.DB.WithContext(dctx).Take(&asset, "id = ?", *item.ThumbnailAssetID).Error; err != nil {
+			return nil, unavailable(DependencyDatabase, fmt.Errorf("load scenery image: %w", err))
 		}
 		if asset.PurgedAt != nil {
 			return nil, nil
 		}
-		data, err = a.Blobs.Get(ctx, asset.InputBlobKey())
+		data, err = a.getBlob(ctx, asset.InputBlobKey())
 	case item.ThumbnailKey != "":
-		data, err = reference.Image(ctx, a.Blobs, item.ThumbnailKey)
+		data, err = reference.Image(dctx, a.Blobs, item.ThumbnailKey)
 	default:
 		return nil, nil
 	}
@@ -52,7 +53,7 @@ func (a *Activities) loadScenery(ctx context.Context, job *models.Job, sceneryID
 		return nil, nil
 	}
 	if err != nil {
-		return nil, categorized(errorcat.TransientInfra, fmt.Errorf("read scenery image: %w", err), 0)
+		return nil, unavailable(DependencyBlobStore, fmt.Errorf("read scenery image: %w", err))
 	}
 	return &generate.Input{Data: data, ContentType: http.DetectContentType(data)}, nil
 }

@@ -120,16 +120,19 @@ type DeliverResult struct {
 
 // DeliverWebhook makes one attempt: it POSTs the delivery's payload, signed with every secret of
 // the installation that is valid now, to the installation's callback URL, and records the
-// attempt. Errors are infrastructure failures (database, secrets) worth retrying; an unknown
-// delivery is a non-retryable error.
+// attempt. A database that cannot be reached is ErrTypeDependencyUnavailable (the workflow waits
+// for it and makes the same attempt again); other errors (secrets) are worth a few retries; an
+// unknown delivery is a non-retryable error.
 func (a *Activities) DeliverWebhook(ctx context.Context, in DeliverInput) (DeliverResult, error) {
-	db := a.DB.WithContext(ctx)
+	dctx, cancel := bounded(ctx)
+	defer cancel()
+	db := a.DB.WithContext(dctx)
 	d, err := models.GetWebhookDelivery(db, in.DeliveryID)
 	if errors.Is(err, models.ErrNotFound) {
 		return DeliverResult{}, temporal.NewNonRetryableApplicationError("no webhook delivery "+in.DeliveryID, ErrTypeWebhookDeliveryNotFound, err)
 	}
 	if err != nil {
-		return DeliverResult{}, err
+		return DeliverResult{}, unavailable(DependencyDatabase, err)
 	}
 	if d.Status == models.WebhookDelivered && !in.Replay {
 		// A retry of an attempt whose success was recorded but not reported: do not send again.
@@ -140,8 +143,11 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in DeliverInput) (Deliv
 		return res, nil
 	}
 	inst, err := models.GetInstallation(db, d.InstallationID)
+	if errors.Is(err, models.ErrNotFound) {
+		return DeliverResult{}, fmt.Errorf("installation %s of delivery %s: %w", d.InstallationID, d.ID, err)
+	}
 	if err != nil {
-		return DeliverResult{}, fmt.Errorf("load installation: %w", err)
+		return DeliverResult{}, unavailable(DependencyDatabase, fmt.Errorf("load installation: %w", err))
 	}
 	started := time.Now()
 	secrets, err := models.WebhookSecrets(a.Secrets, inst, started)
@@ -174,8 +180,10 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in DeliverInput) (Deliv
 		next := started.Add(max(in.NextDelay, out.RetryAfter)).UTC()
 		rec.NextAttemptAt = &next
 	}
-	if err := models.RecordWebhookAttempt(db, d.ID, rec); err != nil {
-		return DeliverResult{}, fmt.Errorf("record attempt: %w", err)
+	rctx, cancelRecord := bounded(ctx)
+	defer cancelRecord()
+	if err := models.RecordWebhookAttempt(a.DB.WithContext(rctx), d.ID, rec); err != nil {
+		return DeliverResult{}, unavailable(DependencyDatabase, fmt.Errorf("record attempt: %w", err))
 	}
 	if !rec.Delivered {
 		a.Log.Info("webhook attempt failed", zap.String("delivery_id", d.ID), zap.Int("attempt", in.Attempt),

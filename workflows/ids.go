@@ -34,7 +34,7 @@ var (
 // SearchAttributeNames lists the Keyword search attributes a namespace must have registered.
 var SearchAttributeNames = []string{
 	SAAccountID.GetName(), SAInstallationID.GetName(), SAOrderID.GetName(),
-	SAJobType.GetName(), SAJobStatus.GetName(), SAErrorCategory.GetName(),
+	SAJobType.GetName(), SAJobStatus.GetName(), SAErrorCategory.GetName(), SAWaitingOn.GetName(),
 }
 
 // OrderSearchAttributes are the search attributes of an order's workflow at start.

@@ -98,7 +98,8 @@ type JobFinished struct {
 
 // JobWorkflow runs one job: one generate activity execution per attempt, retries by errorCategory
 // with visible retry_pending and attempt_count, a signal-driven wait for inputs that are not ready,
-// and settlement of the job's credits at the end. It tells its order when it is done.
+// and settlement of the job's credits at the end. It tells its order when it is done. It never
+// fails because the database or the blob store is away: every step waits for them (outage.go).
 func JobWorkflow(ctx workflow.Context, in JobInput) (JobResult, error) {
 	res, err := runJob(ctx, in)
 	if err != nil {
@@ -119,7 +120,6 @@ const statusNotRunnable = "not_runnable"
 func runJob(ctx workflow.Context, in JobInput) (JobResult, error) {
 	var a *activities.Activities
 	opts := in.Options.withDefaults()
-	lctx := projectionContext(ctx)
 	generateQueue := ""
 	if in.Provider != "" {
 		generateQueue = GenerateTaskQueue(workflow.GetInfo(ctx).TaskQueueName, in.Provider)
@@ -139,7 +139,7 @@ func runJob(ctx workflow.Context, in JobInput) (JobResult, error) {
 	var inputWaitStarted time.Time
 	failures := 0 // failed attempts of retryable categories, counted against the schedule
 	for attempt := 1; ; attempt++ {
-		err := workflow.ExecuteLocalActivity(lctx, a.BeginAttempt, activities.AttemptInput{JobID: in.JobID, Run: in.Run, Attempt: attempt}).Get(ctx, nil)
+		err := project(ctx, a.BeginAttempt, nil, activities.AttemptInput{JobID: in.JobID, Run: in.Run, Attempt: attempt})
 		if isType(err, activities.ErrTypeJobNotRunnable) {
 			return JobResult{Status: statusNotRunnable, Attempts: attempt - 1}, nil
 		}
@@ -150,9 +150,10 @@ func runJob(ctx workflow.Context, in JobInput) (JobResult, error) {
 			setStatus(ctx, models.JobInProgress, "")
 		}
 		var gen activities.GenerateResult
-		err = workflow.ExecuteActivity(actx, a.Generate, activities.AttemptInput{JobID: in.JobID, Run: in.Run, Attempt: attempt}).Get(ctx, &gen)
+		// An outage of the database or the blob store is waited out here and is no attempt.
+		err = runActivity(ctx, actx, a.Generate, &gen, activities.AttemptInput{JobID: in.JobID, Run: in.Run, Attempt: attempt})
 		if err == nil {
-			if err := workflow.ExecuteLocalActivity(lctx, a.CompleteJob, activities.CompleteInput{JobID: in.JobID, Run: in.Run, Outputs: gen.Outputs}).Get(ctx, nil); err != nil {
+			if err := project(ctx, a.CompleteJob, nil, activities.CompleteInput{JobID: in.JobID, Run: in.Run, Outputs: gen.Outputs}); err != nil {
 				return JobResult{}, err
 			}
 			setStatus(ctx, models.JobCompleted, "")
@@ -166,7 +167,7 @@ func runJob(ctx workflow.Context, in JobInput) (JobResult, error) {
 			}
 			remaining := opts.InputWait - workflow.Now(ctx).Sub(inputWaitStarted)
 			if remaining > 0 {
-				if err := markRetryPending(ctx, lctx, in, category, detail); err != nil {
+				if err := markRetryPending(ctx, in, category, detail); err != nil {
 					return JobResult{}, err
 				}
 				// No polling: the job sleeps until the input-ready signal or the deadline.
@@ -180,14 +181,14 @@ func runJob(ctx workflow.Context, in JobInput) (JobResult, error) {
 					continue
 				}
 			}
-			return endJob(ctx, lctx, in, attempt, category, detail)
+			return endJob(ctx, in, attempt, category, detail)
 		}
 
 		failures++
 		wait := max(opts.Retry.delay(failures), retryAfter)
 		elapsed := workflow.Now(ctx).Sub(first)
 		if category.Retryable() && failures < opts.Retry.MaxAttempts && elapsed+wait <= opts.Retry.MaxTotal {
-			if err := markRetryPending(ctx, lctx, in, category, detail); err != nil {
+			if err := markRetryPending(ctx, in, category, detail); err != nil {
 				return JobResult{}, err
 			}
 			if err := workflow.Sleep(ctx, wait); err != nil {
@@ -195,26 +196,26 @@ func runJob(ctx workflow.Context, in JobInput) (JobResult, error) {
 			}
 			continue
 		}
-		return endJob(ctx, lctx, in, attempt, category, detail)
+		return endJob(ctx, in, attempt, category, detail)
 	}
 }
 
-func markRetryPending(ctx, lctx workflow.Context, in JobInput, category errorcat.Category, detail string) error {
+func markRetryPending(ctx workflow.Context, in JobInput, category errorcat.Category, detail string) error {
 	var a *activities.Activities
-	err := workflow.ExecuteLocalActivity(lctx, a.MarkRetryPending, activities.RetryPendingInput{
+	err := project(ctx, a.MarkRetryPending, nil, activities.RetryPendingInput{
 		JobID: in.JobID, Run: in.Run, Category: category, Detail: detail,
-	}).Get(ctx, nil)
+	})
 	if err == nil {
 		setStatus(ctx, models.JobRetryPending, category)
 	}
 	return err
 }
 
-func endJob(ctx, lctx workflow.Context, in JobInput, attempt int, category errorcat.Category, detail string) (JobResult, error) {
+func endJob(ctx workflow.Context, in JobInput, attempt int, category errorcat.Category, detail string) (JobResult, error) {
 	var a *activities.Activities
-	if err := workflow.ExecuteLocalActivity(lctx, a.EndJob, activities.EndInput{
+	if err := project(ctx, a.EndJob, nil, activities.EndInput{
 		JobID: in.JobID, Run: in.Run, Status: models.JobFailed, Category: category, Detail: detail,
-	}).Get(ctx, nil); err != nil {
+	}); err != nil {
 		return JobResult{}, err
 	}
 	setStatus(ctx, models.JobFailed, category)
@@ -229,15 +230,6 @@ func notifyOrder(ctx workflow.Context, in JobInput, status string) {
 	if err != nil {
 		workflow.GetLogger(ctx).Info("order workflow not signalled", "order_id", in.OrderID, "error", err)
 	}
-}
-
-// projectionContext runs short database projections as local activities.
-func projectionContext(ctx workflow.Context) workflow.Context {
-	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout:    30 * time.Second,
-		ScheduleToCloseTimeout: 10 * time.Minute,
-		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second},
-	})
 }
 
 // classify reads the errorCategory of a failed generate activity. A timeout (for example a worker

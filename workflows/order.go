@@ -19,6 +19,18 @@ const UpdateCancelJob = "cancel-job"
 // already started or finished.
 const ErrTypeJobNotCancelable = "JOB_NOT_CANCELABLE"
 
+// ErrTypeCancelTooLate is the error type the cancel-job validator rejects a request with when it
+// reaches the workflow after its CancelOptions.AcceptBy: the caller has stopped waiting for the
+// answer, so the job stays as it is.
+const ErrTypeCancelTooLate = "CANCEL_TOO_LATE"
+
+// CancelOptions are the optional second argument of UpdateCancelJob.
+type CancelOptions struct {
+	// AcceptBy, when set, is the last moment (workflow time) the cancel may be accepted. A caller
+	// that has not seen it accepted by then knows it never will be: the answer is certain either way.
+	AcceptBy time.Time `json:",omitempty"`
+}
+
 // DefaultMaxConcurrentJobs is how many jobs of one order run at once. Jobs beyond it wait in the
 // order workflow, where they can still be cancelled or expire.
 const DefaultMaxConcurrentJobs = 10
@@ -72,11 +84,12 @@ type CancelResult struct {
 }
 
 type orderState struct {
-	in      OrderInput
-	queue   []JobRef
-	running map[string]bool
-	busy    int // update handlers in progress
-	result  OrderResult
+	in         OrderInput
+	queue      []JobRef
+	running    map[string]bool
+	cancelling map[string]bool // jobs whose accepted cancel is being recorded
+	busy       int             // update handlers in progress
+	result     OrderResult
 }
 
 func (s *orderState) indexOf(jobID string) int {
@@ -102,7 +115,7 @@ func (s *orderState) finished(m JobFinished) {
 // status is kept by the jobs' own settlement transactions.
 func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 	var a *activities.Activities
-	s := &orderState{in: in, queue: in.Jobs, running: map[string]bool{}, result: in.Result}
+	s := &orderState{in: in, queue: in.Jobs, running: map[string]bool{}, cancelling: map[string]bool{}, result: in.Result}
 	for _, id := range in.Running {
 		s.running[id] = true
 	}
@@ -110,30 +123,40 @@ func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 	if maxRunning <= 0 {
 		maxRunning = DefaultMaxConcurrentJobs
 	}
-	lctx := projectionContext(ctx)
 
 	err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateCancelJob,
-		func(ctx workflow.Context, jobID string) (CancelResult, error) {
+		func(ctx workflow.Context, jobID string, _ CancelOptions) (CancelResult, error) {
+			done := CancelResult{JobID: jobID, Status: models.JobCancelled}
+			s.busy++
+			defer func() { s.busy-- }()
+			if s.cancelling[jobID] {
+				// A second request for a cancel already accepted: it answers when that one is recorded.
+				return done, workflow.Await(ctx, func() bool { return !s.cancelling[jobID] })
+			}
 			i := s.indexOf(jobID)
 			if i < 0 {
 				return CancelResult{}, notCancelable()
 			}
-			// Removed from the queue before anything can yield: it can never be launched now.
+			// Removed from the queue before anything can yield: it can never be launched now. The
+			// cancel is decided; recording it waits out any database outage.
 			ref := s.queue[i]
 			s.queue = slices.Delete(s.queue, i, i+1)
-			s.busy++
-			defer func() { s.busy-- }()
-			if err := workflow.ExecuteLocalActivity(lctx, a.EndJob, activities.EndInput{
+			s.cancelling[jobID] = true
+			defer delete(s.cancelling, jobID)
+			if err := project(ctx, a.EndJob, nil, activities.EndInput{
 				JobID: ref.JobID, Run: ref.Run, Status: models.JobCancelled,
-			}).Get(ctx, nil); err != nil {
+			}); err != nil {
 				return CancelResult{}, err
 			}
 			s.result.Cancelled++
 			notifyEnded(ctx, ref)
-			return CancelResult{JobID: jobID, Status: models.JobCancelled}, nil
+			return done, nil
 		},
-		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, jobID string) error {
-			if s.indexOf(jobID) < 0 {
+		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, jobID string, opts CancelOptions) error {
+			if !opts.AcceptBy.IsZero() && workflow.Now(ctx).After(opts.AcceptBy) {
+				return temporal.NewApplicationError("the cancel request arrived after its deadline; the job was left as it is", ErrTypeCancelTooLate)
+			}
+			if s.indexOf(jobID) < 0 && !s.cancelling[jobID] {
 				return notCancelable()
 			}
 			return nil
@@ -156,9 +179,9 @@ func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 			ref := s.queue[0]
 			s.queue = s.queue[1:]
 			if !ref.ExpiresAt.IsZero() && !workflow.Now(ctx).Before(ref.ExpiresAt) {
-				if err := workflow.ExecuteLocalActivity(lctx, a.EndJob, activities.EndInput{
+				if err := project(ctx, a.EndJob, nil, activities.EndInput{
 					JobID: ref.JobID, Run: ref.Run, Status: models.JobExpired,
-				}).Get(ctx, nil); err != nil {
+				}); err != nil {
 					return s.result, err
 				}
 				s.result.Expired++

@@ -36,21 +36,22 @@ func PrepareInputWorkflow(ctx workflow.Context, in PrepareInput) (activities.Pre
 		StartToCloseTimeout: 2 * time.Minute,
 		RetryPolicy:         prepareRetry,
 	})
-	lctx := projectionContext(ctx)
 	var res activities.PrepareResult
-	err := workflow.ExecuteActivity(actx, a.PrepareAsset, in.AssetID).Get(ctx, &res)
+	err := runActivity(ctx, actx, a.PrepareAsset, &res, in.AssetID)
 	if isType(err, activities.ErrTypeAssetGone) {
 		return res, nil
 	}
 	if err != nil {
+		if temporal.IsCanceledError(err) {
+			return res, err
+		}
 		workflow.GetLogger(ctx).Error("upload could not be prepared", "asset_id", in.AssetID, "error", err)
-		if err := workflow.ExecuteLocalActivity(lctx, a.InvalidateAsset, in.AssetID,
-			"the file could not be processed; upload it again").Get(ctx, &res); err != nil {
+		if err := project(ctx, a.InvalidateAsset, &res, in.AssetID, "the file could not be processed; upload it again"); err != nil {
 			return res, err
 		}
 	}
 	var waiting []activities.JobRunRef
-	if err := workflow.ExecuteLocalActivity(lctx, a.JobsWaitingFor, in.AssetID).Get(ctx, &waiting); err != nil {
+	if err := project(ctx, a.JobsWaitingFor, &waiting, in.AssetID); err != nil {
 		return res, err
 	}
 	signals := make([]workflow.Future, 0, len(waiting))

@@ -85,12 +85,16 @@ func WebhookDeliveryWorkflow(ctx workflow.Context, in WebhookDeliveryInput) (Web
 		}
 		res.Attempts = attempt
 		var out activities.DeliverResult
-		err := workflow.ExecuteActivity(actx, a.DeliverWebhook, activities.DeliverInput{
+		// A database outage is waited out: the attempt is made once the delivery can be read and recorded.
+		err := runActivity(ctx, actx, a.DeliverWebhook, &out, activities.DeliverInput{
 			DeliveryID: in.DeliveryID, Attempt: attempt, Replay: in.Replay,
 			NextDelay: WebhookDelay(in.DeliveryID, attempt+1),
-		}).Get(ctx, &out)
+		})
 		var appErr *temporal.ApplicationError
 		if errors.As(err, &appErr) && appErr.Type() == activities.ErrTypeWebhookDeliveryNotFound {
+			return res, err
+		}
+		if temporal.IsCanceledError(err) {
 			return res, err
 		}
 		if err != nil {
@@ -106,19 +110,7 @@ func WebhookDeliveryWorkflow(ctx workflow.Context, in WebhookDeliveryInput) (Web
 		}
 		retryAfter = out.RetryAfter
 	}
-	lctx := workflow.WithLocalActivityOptions(ctx, webhookLocalActivityOptions)
-	return res, workflow.ExecuteLocalActivity(lctx, a.MarkWebhookFailed, in.DeliveryID).Get(ctx, nil)
-}
-
-// webhookLocalActivityOptions run the short database writes of webhooks.
-var webhookLocalActivityOptions = workflow.LocalActivityOptions{
-	StartToCloseTimeout:    30 * time.Second,
-	ScheduleToCloseTimeout: 10 * time.Minute,
-	RetryPolicy: &temporal.RetryPolicy{
-		InitialInterval:        time.Second,
-		MaximumInterval:        30 * time.Second,
-		NonRetryableErrorTypes: []string{activities.ErrTypeWebhookJobNotTerminal},
-	},
+	return res, project(ctx, a.MarkWebhookFailed, nil, in.DeliveryID)
 }
 
 // WebhookSearchAttributes are the search attributes of a delivery's workflow.
@@ -137,8 +129,7 @@ func WebhookSearchAttributes(accountID, installationID, orderID string) temporal
 func NotifyJobEnded(ctx workflow.Context, jobID string, run int) error {
 	var a *activities.Activities
 	var rec activities.RecordWebhookResult
-	lctx := workflow.WithLocalActivityOptions(ctx, webhookLocalActivityOptions)
-	if err := workflow.ExecuteLocalActivity(lctx, a.RecordJobWebhook, activities.RecordWebhookInput{JobID: jobID, Run: run}).Get(ctx, &rec); err != nil {
+	if err := project(ctx, a.RecordJobWebhook, &rec, activities.RecordWebhookInput{JobID: jobID, Run: run}); err != nil {
 		return err
 	}
 	if !rec.Deliver {

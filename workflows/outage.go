@@ -1,0 +1,139 @@
+package workflows
+
+import (
+	"errors"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/shotflow/shotflow/activities"
+)
+
+// SAWaitingOn names the dependency a workflow is waiting for while it cannot reach it
+// (activities.DependencyDatabase or activities.DependencyBlobStore); it is unset again once the
+// dependency answers. Operators find every stalled workflow with ShotflowWaitingOn IS NOT NULL.
+var SAWaitingOn = temporal.NewSearchAttributeKeyKeyword("ShotflowWaitingOn")
+
+// projectionOptions run the short database writes of every workflow (read-model projections,
+// credit settlement, webhook records) as local activities. One execution is a burst of retries
+// within ScheduleToCloseTimeout; project runs bursts until one succeeds, however long the
+// database is away. StartToCloseTimeout bounds one try when the network drops packets.
+var projectionOptions = workflow.LocalActivityOptions{
+	StartToCloseTimeout:    10 * time.Second,
+	ScheduleToCloseTimeout: 30 * time.Second,
+	RetryPolicy:            &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 10 * time.Second},
+}
+
+// outageBackoff is the wait after the n-th failed burst (1-based): 2 s doubling up to a minute.
+func outageBackoff(n int) time.Duration {
+	d := 2 * time.Second
+	for i := 1; i < n && d < time.Minute; i++ {
+		d *= 2
+	}
+	return min(d, time.Minute)
+}
+
+// outage is a workflow's wait for a dependency it cannot reach: the search attribute SAWaitingOn
+// while it lasts, one warning per failed burst, a capped backoff between bursts.
+type outage struct {
+	bursts int
+	shown  string // the dependency SAWaitingOn names, "" when unset
+}
+
+// wait records a failed burst against dependency and sleeps the backoff. It returns an error only
+// when the workflow is cancelled.
+func (o *outage) wait(ctx workflow.Context, dependency string, cause error) error {
+	o.bursts++
+	backoff := outageBackoff(o.bursts)
+	workflow.GetLogger(ctx).Warn("dependency unavailable; waiting for it", "dependency", dependency,
+		"failed_bursts", o.bursts, "retry_in", backoff, "error", cause)
+	if o.shown != dependency {
+		if err := workflow.UpsertTypedSearchAttributes(ctx, SAWaitingOn.ValueSet(dependency)); err != nil {
+			workflow.GetLogger(ctx).Warn("upsert search attributes", "error", err)
+		}
+		o.shown = dependency
+	}
+	return workflow.Sleep(ctx, backoff)
+}
+
+// over ends the wait: SAWaitingOn is unset if it was set.
+func (o *outage) over(ctx workflow.Context) {
+	if o.bursts > 0 {
+		workflow.GetLogger(ctx).Info("dependency available again", "dependency", o.shown, "failed_bursts", o.bursts)
+	}
+	if o.shown != "" {
+		if err := workflow.UpsertTypedSearchAttributes(ctx, SAWaitingOn.ValueUnset()); err != nil {
+			workflow.GetLogger(ctx).Warn("upsert search attributes", "error", err)
+		}
+		o.shown = ""
+	}
+	o.bursts = 0
+}
+
+// untilAvailable runs step until it does not fail for an unavailable dependency. step returns the
+// dependency it could not reach, or "" with its result. The error returned is step's own, or the
+// workflow's cancellation.
+func untilAvailable(ctx workflow.Context, step func() (string, error)) error {
+	var o outage
+	for {
+		dependency, err := step()
+		if dependency == "" {
+			o.over(ctx)
+			return err
+		}
+		if werr := o.wait(ctx, dependency, err); werr != nil {
+			return werr
+		}
+	}
+}
+
+// runActivity executes an activity with actx's options, storing its result in out (nil for none),
+// and waits out every outage it reports as activities.ErrTypeDependencyUnavailable, running it
+// again after each; other errors are returned.
+func runActivity(ctx, actx workflow.Context, activity, out any, args ...any) error {
+	return untilAvailable(ctx, func() (string, error) {
+		err := workflow.ExecuteActivity(actx, activity, args...).Get(ctx, out)
+		return unavailableDependency(err), err
+	})
+}
+
+// project runs a database projection as a local activity until it succeeds, storing its result in
+// out (nil for none). Only a non-retryable ApplicationError (a result such as
+// activities.ErrTypeJobNotRunnable) or the workflow's cancellation ends it otherwise: any other
+// failure is the database being away, and the workflow waits for it rather than fail.
+func project(ctx workflow.Context, activity, out any, args ...any) error {
+	lctx := workflow.WithLocalActivityOptions(ctx, projectionOptions)
+	return untilAvailable(ctx, func() (string, error) {
+		err := workflow.ExecuteLocalActivity(lctx, activity, args...).Get(ctx, out)
+		if err == nil || isFinal(err) {
+			return "", err
+		}
+		return activities.DependencyDatabase, err
+	})
+}
+
+// unavailableDependency is the dependency an activities.ErrTypeDependencyUnavailable failure
+// names, or "" for any other outcome.
+func unavailableDependency(err error) string {
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) || appErr.Type() != activities.ErrTypeDependencyUnavailable {
+		return ""
+	}
+	dependency := activities.DependencyDatabase
+	if appErr.HasDetails() {
+		_ = appErr.Details(&dependency)
+	}
+	return dependency
+}
+
+// isFinal reports whether a failed local activity must not run again: a non-retryable
+// ApplicationError is an answer, and a cancellation ends the workflow's interest.
+func isFinal(err error) bool {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) && appErr.NonRetryable() {
+		return true
+	}
+	var canceled *temporal.CanceledError
+	return errors.As(err, &canceled)
+}

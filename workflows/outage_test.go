@@ -1,0 +1,210 @@
+package workflows_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/shotflow/shotflow/activities"
+	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/workflows"
+)
+
+// downUntil fails like a database that cannot be reached until the test clock passes until.
+func downUntil(now func() time.Time, until time.Time) func() error {
+	return func() error {
+		if now().Before(until) {
+			return errors.New("failed to connect to `host=127.0.0.1 user=postgres`: dial error: connection refused")
+		}
+		return nil
+	}
+}
+
+func unavailable(dependency string) error {
+	return temporal.NewNonRetryableApplicationError(dependency+" unavailable", activities.ErrTypeDependencyUnavailable, nil, dependency)
+}
+
+// waitingOn records the values the workflow gives ShotflowWaitingOn, "" for an unset. (The SDK
+// hides unset keys from the upsert it hands the mock; the only upsert that sets nothing is the
+// one that unsets ShotflowWaitingOn.)
+func waitingOn(env *testsuite.TestWorkflowEnvironment, seen *[]string) {
+	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
+		attrs := args.Get(0).(temporal.SearchAttributes)
+		if v, ok := attrs.GetKeyword(workflows.SAWaitingOn); ok {
+			*seen = append(*seen, v)
+		} else if attrs.Size() == 0 {
+			*seen = append(*seen, "")
+		}
+	}).Return(nil).Maybe()
+}
+
+// TestJobWorkflowWaitsOutADatabaseOutage: every database step of a job (the attempt's start, the
+// generate activity's reads, the settlement) meets a database that is away for far longer than
+// any timeout, and the job still completes with one attempt, showing the wait in ShotflowWaitingOn.
+func TestJobWorkflowWaitsOutADatabaseOutage(t *testing.T) {
+	env := newJobEnv(t)
+	var seen []string
+	waitingOn(env, &seen)
+	start := env.Now()
+	// BeginAttempt: the database is away for 25 minutes from the start.
+	beginDown := downUntil(env.Now, start.Add(25*time.Minute))
+	env.OnActivity(a.BeginAttempt, mock.Anything, activities.AttemptInput{JobID: "j1", Run: 1, Attempt: 1}).
+		Return(func(context.Context, activities.AttemptInput) error { return beginDown() })
+	// Generate: the blob store then the database are away for a while; neither is an attempt.
+	calls := 0
+	env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(func(context.Context, activities.AttemptInput) (activities.GenerateResult, error) {
+		calls++
+		switch {
+		case calls <= 3:
+			return activities.GenerateResult{}, unavailable(activities.DependencyBlobStore)
+		case env.Now().Before(start.Add(50 * time.Minute)):
+			return activities.GenerateResult{}, unavailable(activities.DependencyDatabase)
+		}
+		return okResult, nil
+	})
+	// CompleteJob: away again for an hour.
+	completeDown := downUntil(env.Now, start.Add(110*time.Minute))
+	completed := 0
+	env.OnActivity(a.CompleteJob, mock.Anything, mock.Anything).Return(func(context.Context, activities.CompleteInput) error {
+		if err := completeDown(); err != nil {
+			return err
+		}
+		completed++
+		return nil
+	})
+
+	env.ExecuteWorkflow(workflows.JobWorkflow, workflows.JobInput{JobID: "j1", Run: 1, OrderID: "o1"})
+	var res workflows.JobResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatalf("the job workflow failed on an outage: %v", err)
+	}
+	if res.Status != models.JobCompleted || res.Attempts != 1 || completed != 1 {
+		t.Fatalf("result = %+v, CompleteJob succeeded %d times", res, completed)
+	}
+	if env.Now().Before(start.Add(110 * time.Minute)) {
+		t.Fatalf("the job ended at %v, before the database came back", env.Now().Sub(start))
+	}
+	want := []string{"database", "", "blob store", "database", "", "database", ""}
+	if len(seen) != len(want) {
+		t.Fatalf("ShotflowWaitingOn went %q, want %q", seen, want)
+	}
+	for i := range want {
+		if seen[i] != want[i] {
+			t.Fatalf("ShotflowWaitingOn went %q, want %q", seen, want)
+		}
+	}
+}
+
+// TestJobWorkflowFailsAJobWhileTheDatabaseIsAway: settling a failed job waits for the database too.
+func TestJobWorkflowSettlesAFailureAfterAnOutage(t *testing.T) {
+	env := newJobEnv(t)
+	start := env.Now()
+	env.OnActivity(a.BeginAttempt, mock.Anything, mock.Anything).Return(nil).Once()
+	env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(activities.GenerateResult{}, categoryError("CONTENT_POLICY", 0)).Once()
+	endDown := downUntil(env.Now, start.Add(40*time.Minute))
+	env.OnActivity(a.EndJob, mock.Anything, mock.Anything).Return(func(context.Context, activities.EndInput) error { return endDown() })
+	env.ExecuteWorkflow(workflows.JobWorkflow, workflows.JobInput{JobID: "j1", Run: 1, OrderID: "o1"})
+	var res workflows.JobResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatalf("the job workflow failed on an outage: %v", err)
+	}
+	if res.Status != models.JobFailed || env.Now().Before(start.Add(40*time.Minute)) {
+		t.Fatalf("result = %+v after %v", res, env.Now().Sub(start))
+	}
+}
+
+// TestWebhookDeliveryWaitsOutADatabaseOutage: an attempt that cannot read its delivery is made
+// once the database is back, and it is still the first attempt.
+func TestWebhookDeliveryWaitsOutADatabaseOutage(t *testing.T) {
+	env := newEnv(t)
+	start := env.Now()
+	var attempts []int
+	env.OnActivity(a.DeliverWebhook, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.DeliverInput) (activities.DeliverResult, error) {
+		if env.Now().Before(start.Add(3 * time.Hour)) {
+			return activities.DeliverResult{}, unavailable(activities.DependencyDatabase)
+		}
+		attempts = append(attempts, in.Attempt)
+		return activities.DeliverResult{Delivered: true, StatusCode: 200}, nil
+	})
+	env.ExecuteWorkflow(workflows.WebhookDeliveryWorkflow, workflows.WebhookDeliveryInput{DeliveryID: "d1"})
+	var res workflows.WebhookDeliveryResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if !res.Delivered || res.Attempts != 1 || len(attempts) != 1 || attempts[0] != 1 {
+		t.Fatalf("result = %+v, attempts made %v", res, attempts)
+	}
+}
+
+// TestOrderCancelAcceptedDuringAnOutageCompletesWhenTheDatabaseReturns: a cancel accepted while the
+// database is away is decided (the job is never launched) and completes once the database is back;
+// a second request for the same cancel completes with it. A request that reaches the workflow after
+// its AcceptBy is refused and leaves the job runnable.
+func TestOrderCancelAcceptedDuringAnOutageCompletesWhenTheDatabaseReturns(t *testing.T) {
+	env := newEnv(t)
+	l := mockJobs(env)
+	start := env.Now()
+	endDown := downUntil(env.Now, start.Add(30*time.Minute))
+	ended := 0
+	env.OnActivity(a.EndJob, mock.Anything, activities.EndInput{JobID: "b", Run: 1, Status: models.JobCancelled}).
+		Return(func(context.Context, activities.EndInput) error {
+			if err := endDown(); err != nil {
+				return err
+			}
+			ended++
+			return nil
+		})
+	type outcome struct {
+		accepted  bool
+		completed time.Time
+		err       error
+	}
+	outcomes := map[string]*outcome{}
+	cancel := func(name, jobID string, opts workflows.CancelOptions) {
+		o := &outcome{}
+		outcomes[name] = o
+		env.UpdateWorkflow(workflows.UpdateCancelJob, name, &testsuite.TestUpdateCallback{
+			OnAccept: func() { o.accepted = true },
+			OnReject: func(err error) { o.err = err },
+			OnComplete: func(_ any, err error) {
+				o.completed, o.err = env.Now(), err
+			},
+		}, jobID, opts)
+	}
+	env.RegisterDelayedCallback(func() {
+		cancel("first", "b", workflows.CancelOptions{AcceptBy: env.Now().Add(10 * time.Second)})
+		cancel("late", "c", workflows.CancelOptions{AcceptBy: env.Now().Add(-time.Second)})
+	}, 10*time.Second)
+	env.RegisterDelayedCallback(func() { cancel("again", "b", workflows.CancelOptions{}) }, 5*time.Minute)
+	finishAt(env, time.Hour, "a", models.JobCompleted)
+	finishAt(env, time.Hour+time.Minute, "c", models.JobCompleted)
+	env.ExecuteWorkflow(workflows.OrderWorkflow, workflows.OrderInput{
+		OrderID: "o1", AccountID: "acc", JobType: models.JobTypePhotoShoot, Jobs: refs("a", "b", "c"), MaxConcurrentJobs: 1,
+	})
+	var res workflows.OrderResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatalf("the order failed on an outage: %v", err)
+	}
+	for _, name := range []string{"first", "again"} {
+		o := outcomes[name]
+		if !o.accepted || o.err != nil || o.completed.Before(start.Add(30*time.Minute)) {
+			t.Errorf("cancel %s: accepted %v, completed after %v, error %v", name, o.accepted, o.completed.Sub(start), o.err)
+		}
+	}
+	var appErr *temporal.ApplicationError
+	if late := outcomes["late"]; late.accepted || !errors.As(late.err, &appErr) || appErr.Type() != workflows.ErrTypeCancelTooLate {
+		t.Errorf("a cancel past its AcceptBy: accepted %v, error %v", late.accepted, late.err)
+	}
+	if ended != 1 || res.Cancelled != 1 || res.Completed != 2 {
+		t.Fatalf("EndJob succeeded %d times; result %+v", ended, res)
+	}
+	if got := l.list(); !slices.Equal(got, []string{"a", "c"}) {
+		t.Fatalf("launched %v; the cancelled job must never launch", got)
+	}
+}
