@@ -15,20 +15,40 @@ import (
 	"github.com/shotflow/shotflow/workflows"
 )
 
+// Timing of a cancel. The order workflow decides with a validator that refuses the request once
+// workflow time passes its AcceptBy, so the handler knows the outcome for certain by the decision
+// horizon: AcceptBy, plus a workflow task that began before it and completes within
+// orderTaskTimeout, plus the clock difference between this host and the Temporal server.
+const (
+	// cancelAcceptWindow is how long after the request the order workflow may accept the cancel.
+	cancelAcceptWindow = 5 * time.Second
+	// orderTaskTimeout is the workflow task timeout of order workflows (Temporal's default).
+	orderTaskTimeout = 10 * time.Second
+	// clockSkew bounds the difference between this host's clock and the Temporal server's.
+	clockSkew = 5 * time.Second
+	// cancelCompleteWait is how long an accepted cancel may take to be recorded before the
+	// answer is 202 instead of 200.
+	cancelCompleteWait = 5 * time.Second
+)
+
 // cancelJob cancels a job that has not started. The order workflow alone knows whether a job has
 // started, so the cancel is a workflow Update whose validator refuses started jobs: once accepted
 // the job can never start, and once started it can no longer be cancelled.
+//
+// The answer always says what happens: 200 with the cancelled job; 202 with the job as stored when
+// the cancel is accepted (the job will never start) but not yet recorded, for example while the
+// worker cannot reach the database; 409 when refused; 503 when the workflow did not accept it by
+// its AcceptBy, in which case it never will and the job stays as it is.
 func (h *Handler) cancelJob(c *gin.Context) {
 	j, ok := h.findJob(c)
 	if !ok {
 		return
 	}
 	if j.Status != models.JobPending {
-		h.Fail(c, http.StatusConflict, CodeJobNotCancelable, "The job has already started or finished; only a job that has not started can be cancelled.")
+		h.notCancelable(c)
 		return
 	}
-	ctx, cancel := context.WithTimeout(c.Request.Context(), 30*time.Second)
-	defer cancel()
+	ctx := c.Request.Context()
 	db := h.DB.WithContext(ctx)
 	var order models.Order
 	if err := db.Take(&order, "id = ?", j.OrderID).Error; err != nil {
@@ -43,42 +63,96 @@ func (h *Handler) cancelJob(c *gin.Context) {
 			return
 		}
 		if err := h.Intake.Start(ctx, &order, jobs); err != nil {
-			_ = c.Error(err)
-			h.Fail(c, http.StatusServiceUnavailable, CodeUnavailable, "The job could not be cancelled right now; try again shortly.")
+			h.unavailable(c, err, "The job was not cancelled: the workflow engine cannot be reached. The job stays as it is; try again shortly.")
 			return
 		}
 	}
-	handle, err := h.Intake.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID:   workflows.OrderWorkflowID(order.ID),
-		UpdateName:   workflows.UpdateCancelJob,
-		Args:         []any{j.ID},
-		WaitForStage: client.WorkflowUpdateStageCompleted,
-	})
-	if err == nil {
-		var res workflows.CancelResult
-		err = handle.Get(ctx, &res)
-	}
+	handle, err := h.requestCancel(ctx, order.ID, j.ID, c.GetString("request_id"))
 	var appErr *temporal.ApplicationError
 	var notFound *serviceerror.NotFound
 	switch {
 	case errors.As(err, &appErr) && appErr.Type() == workflows.ErrTypeJobNotCancelable, errors.As(err, &notFound):
 		// Refused by the validator, or the order workflow has already finished.
-		h.Fail(c, http.StatusConflict, CodeJobNotCancelable, "The job has already started or finished; only a job that has not started can be cancelled.")
+		h.notCancelable(c)
 		return
 	case err != nil:
+		h.unavailable(c, err, "The job was not cancelled: the workflow engine did not take the request in time. The job stays as it is; try again shortly.")
+		return
+	}
+	// Accepted: the job will never start. Wait a little for the cancel to be recorded.
+	wctx, cancel := context.WithTimeout(ctx, cancelCompleteWait)
+	defer cancel()
+	var res workflows.CancelResult
+	if err := handle.Get(wctx, &res); err != nil {
 		_ = c.Error(err)
-		h.Fail(c, http.StatusServiceUnavailable, CodeUnavailable, "The job could not be cancelled right now; try again shortly.")
+		h.answerJob(c, http.StatusAccepted, j)
 		return
 	}
-	j, err = models.GetJob(db, j.ID)
-	if err != nil {
-		h.internal(c, err)
-		return
+	if fresh, err := models.GetJob(db, j.ID); err == nil {
+		j = fresh
+	} else {
+		// Recorded by the worker; this process cannot read it back right now.
+		_ = c.Error(err)
+		j.Status = res.Status
 	}
-	outs, err := models.JobOutputs(db, j.ID)
-	if err != nil {
-		h.internal(c, err)
-		return
+	h.answerJob(c, http.StatusOK, j)
+}
+
+// requestCancel sends the cancel-job Update and waits until the order workflow has accepted or
+// refused it, or until the decision horizon has passed without acceptance: then it returns an
+// error, and the workflow will refuse the request whenever it sees it. Lost calls are sent again
+// under the same update ID, which Temporal deduplicates.
+func (h *Handler) requestCancel(ctx context.Context, orderID, jobID, requestID string) (client.WorkflowUpdateHandle, error) {
+	now := time.Now()
+	acceptBy := now.Add(cancelAcceptWindow)
+	horizon := acceptBy.Add(orderTaskTimeout + clockSkew)
+	if d, ok := ctx.Deadline(); ok && d.Add(-cancelCompleteWait-time.Second).Before(horizon) {
+		// Fit the request's own deadline, leaving time to answer.
+		horizon = d.Add(-cancelCompleteWait - time.Second)
+		acceptBy = horizon.Add(-orderTaskTimeout - clockSkew)
+		if acceptBy.Before(now) {
+			acceptBy = now
+		}
 	}
-	c.PureJSON(http.StatusOK, h.jobResponse(j, outs[j.ID]))
+	opts := client.UpdateWorkflowOptions{
+		UpdateID:     "cancel/" + jobID + "/" + requestID + "/" + models.NewID(),
+		WorkflowID:   workflows.OrderWorkflowID(orderID),
+		UpdateName:   workflows.UpdateCancelJob,
+		Args:         []any{jobID, workflows.CancelOptions{AcceptBy: acceptBy}},
+		WaitForStage: client.WorkflowUpdateStageAccepted,
+	}
+	for {
+		hctx, cancel := context.WithDeadline(ctx, horizon)
+		handle, err := h.Intake.Temporal.UpdateWorkflow(hctx, opts)
+		cancel()
+		var appErr *temporal.ApplicationError
+		var notFound *serviceerror.NotFound
+		if err == nil || errors.As(err, &appErr) || errors.As(err, &notFound) {
+			return handle, err
+		}
+		if !time.Now().Before(horizon) || ctx.Err() != nil {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// answerJob answers with a job that has no outputs (pending or cancelled).
+func (h *Handler) answerJob(c *gin.Context, status int, j *models.Job) {
+	c.PureJSON(status, h.jobResponse(j, nil))
+}
+
+func (h *Handler) notCancelable(c *gin.Context) {
+	h.Fail(c, http.StatusConflict, CodeJobNotCancelable, "The job has already started or finished; only a job that has not started can be cancelled.")
+}
+
+// unavailable answers 503 with Retry-After for a dependency that did not answer in time.
+func (h *Handler) unavailable(c *gin.Context, err error, message string) {
+	_ = c.Error(err)
+	c.Header("Retry-After", "5")
+	h.Fail(c, http.StatusServiceUnavailable, CodeUnavailable, message)
 }
