@@ -342,10 +342,19 @@ type JobRetry struct {
 	AccountID string
 	FromRun   int
 	ToRun     int
+	// Action is JobRetryActionRetry (run n+1 of a failed or expired job) or
+	// JobRetryActionSettle (a stranded run n ended failed).
+	Action    string `gorm:"default:retry"`
 	Actor     string
 	Reason    string
 	CreatedAt time.Time
 }
+
+// Actions of the support audit trail (job_retries.action).
+const (
+	JobRetryActionRetry  = "retry"
+	JobRetryActionSettle = "settle"
+)
 
 // TableName is job_retries.
 func (JobRetry) TableName() string { return "job_retries" }

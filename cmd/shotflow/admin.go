@@ -18,6 +18,8 @@ import (
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
+	"github.com/shotflow/shotflow/activities"
+	"github.com/shotflow/shotflow/internal/app"
 	"github.com/shotflow/shotflow/internal/config"
 	"github.com/shotflow/shotflow/internal/intake"
 	"github.com/shotflow/shotflow/internal/logging"
@@ -39,12 +41,14 @@ const adminUsage = `Usage:
 Support (README "For support staff"):
   shotflow admin jobs list --status STATUS [--category CATEGORY] [--installation ID] [--since RFC3339] [--limit N]
   shotflow admin jobs retry JOB_ID [--actor NAME] [--reason TEXT]
+  shotflow admin jobs stragglers [--older-than DURATION] [--limit N]
+  shotflow admin jobs redrive JOB_ID --action settle|rerun [--actor NAME] [--reason TEXT]
   shotflow admin webhooks replay DELIVERY_ID
   shotflow admin orders show ORDER_ID
 
 Every command prints JSON. Secrets (API keys, webhook secrets) are printed once and stored only as
 hashes (keys) or encrypted (webhook secrets). Uses DATABASE_URL and SECRET_KEY like the API;
-jobs retry and webhooks replay also reach Temporal (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
+jobs retry, stragglers, redrive and webhooks replay also reach Temporal (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
 TEMPORAL_TASK_QUEUE), and links point at TEMPORAL_UI_URL.
 `
 
@@ -107,6 +111,8 @@ func runAdmin(ctx context.Context, args []string, stdout io.Writer) error {
 		"keys revoke":         (*adminEnv).keysRevoke,
 		"jobs list":           (*adminEnv).jobsList,
 		"jobs retry":          (*adminEnv).jobsRetry,
+		"jobs stragglers":     (*adminEnv).jobsStragglers,
+		"jobs redrive":        (*adminEnv).jobsRedrive,
 		"webhooks replay":     (*adminEnv).webhooksReplay,
 		"orders show":         (*adminEnv).ordersShow,
 	}
@@ -482,15 +488,74 @@ func (e *adminEnv) jobsRetry(args []string) (any, error) {
 	if strings.TrimSpace(*actor) == "" {
 		return nil, fmt.Errorf("%w: --actor must not be empty", errUsage)
 	}
+	starter, err := e.starter()
+	if err != nil {
+		return nil, err
+	}
+	return support.RetryJob(e.ctx, starter, e.ui(), support.RetryRequest{JobID: id, Actor: *actor, Reason: *reason})
+}
+
+// starter starts job runs the way the API's starter does (internal/app).
+func (e *adminEnv) starter() (*intake.Starter, error) {
 	tc, err := e.temporal()
 	if err != nil {
 		return nil, err
 	}
-	starter := &intake.Starter{
+	return &intake.Starter{
 		DB: e.db, Temporal: tc, TaskQueue: e.cfg.TemporalTaskQueue, Log: zap.NewNop(),
-		JobOptions: workflows.JobOptions{InputWait: e.cfg.InputWaitTimeout}, // as the API's starter (internal/app)
+		JobOptions: workflows.JobOptions{InputWait: e.cfg.InputWaitTimeout},
+	}, nil
+}
+
+func (e *adminEnv) jobsStragglers(args []string) (any, error) {
+	fs := newFlags("jobs stragglers")
+	olderThan := fs.Duration("older-than", 5*time.Minute, "only jobs not updated for this long")
+	limit := fs.Int("limit", support.DefaultListLimit, "look at most at this many non-terminal jobs, oldest first")
+	if err := parseFlags(fs, args); err != nil {
+		return nil, err
 	}
-	return support.RetryJob(e.ctx, starter, e.ui(), support.RetryRequest{JobID: id, Actor: *actor, Reason: *reason})
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("%w: jobs stragglers takes no arguments, got %q", errUsage, fs.Args())
+	}
+	if *limit < 1 || *limit > support.MaxListLimit {
+		return nil, fmt.Errorf("%w: --limit must be between 1 and %d", errUsage, support.MaxListLimit)
+	}
+	if *olderThan < 0 {
+		return nil, fmt.Errorf("%w: --older-than must not be negative", errUsage)
+	}
+	tc, err := e.temporal()
+	if err != nil {
+		return nil, err
+	}
+	return support.FindStragglers(e.ctx, e.db, tc, e.ui(), *olderThan, *limit)
+}
+
+func (e *adminEnv) jobsRedrive(args []string) (any, error) {
+	fs := newFlags("jobs redrive")
+	action := fs.String("action", "", "settle (end it failed, release its credits) or rerun (run it again)")
+	actor := fs.String("actor", defaultActor(), "who re-drives (recorded in the audit row)")
+	reason := fs.String("reason", "", "why (recorded in the audit row)")
+	id, err := oneID(fs, args, "JOB_ID")
+	if err != nil {
+		return nil, err
+	}
+	if *action != support.RedriveSettle && *action != support.RedriveRerun {
+		return nil, fmt.Errorf("%w: --action must be %s or %s", errUsage, support.RedriveSettle, support.RedriveRerun)
+	}
+	if strings.TrimSpace(*actor) == "" {
+		return nil, fmt.Errorf("%w: --actor must not be empty", errUsage)
+	}
+	starter, err := e.starter()
+	if err != nil {
+		return nil, err
+	}
+	master, err := masterKey(e.cfg, false)
+	if err != nil {
+		return nil, err
+	}
+	// The settled run's webhook is recorded as a job's workflow records it.
+	acts := &activities.Activities{DB: e.db, Log: zap.NewNop(), Signer: app.NewSigner(e.cfg, master), DownloadTTL: e.cfg.DownloadURLTTL}
+	return support.RedriveJob(e.ctx, starter, acts, e.ui(), support.RedriveRequest{JobID: id, Action: *action, Actor: *actor, Reason: *reason})
 }
 
 // defaultActor is the operator's login name.

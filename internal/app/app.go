@@ -34,6 +34,7 @@ import (
 	"github.com/shotflow/shotflow/internal/reference"
 	"github.com/shotflow/shotflow/internal/retention"
 	"github.com/shotflow/shotflow/internal/secrets"
+	"github.com/shotflow/shotflow/internal/support"
 	"github.com/shotflow/shotflow/internal/urlsign"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
@@ -101,7 +102,7 @@ func Open(ctx context.Context, cfg config.Config, log *zap.Logger) (*App, error)
 	if a.Generator, err = NewGenerator(cfg); err != nil {
 		return nil, err
 	}
-	a.Signer = urlsign.New(secrets.Derive(master, secrets.PurposeURLSigning), cfg.PublicBaseURL)
+	a.Signer = NewSigner(cfg, master)
 	if a.Box, err = secrets.NewBox(master); err != nil {
 		return nil, err
 	}
@@ -128,6 +129,11 @@ func Open(ctx context.Context, cfg config.Config, log *zap.Logger) (*App, error)
 	}
 	ok = true
 	return a, nil
+}
+
+// NewSigner signs and checks the URLs of files with the key derived from the master key.
+func NewSigner(cfg config.Config, master []byte) *urlsign.Signer {
+	return urlsign.New(secrets.Derive(master, secrets.PurposeURLSigning), cfg.PublicBaseURL)
 }
 
 // Providers returns the generation providers the configuration enables: the local studio always,
@@ -280,8 +286,8 @@ func (a *App) Purger() *retention.Purger {
 	return &retention.Purger{DB: a.DB, Blobs: a.Blobs, Log: a.Log, Retention: a.Config.OutputRetention}
 }
 
-// RunWorker polls the task queue, sweeps unstarted orders and purges outputs past their retention
-// until ctx ends, then stops the worker, letting running activities finish within ShutdownTimeout.
+// RunWorker polls the task queue, sweeps unstarted orders, reports stranded jobs and purges outputs
+// past their retention until ctx ends, then stops the worker, letting running activities finish within ShutdownTimeout.
 func (a *App) RunWorker(ctx context.Context) error {
 	w := worker.New(a.Temporal, a.Activities(), worker.Options{
 		TaskQueue: a.Config.TemporalTaskQueue, MaxConcurrentActivity: a.Config.WorkerActivityConcurrency,
@@ -301,10 +307,17 @@ func (a *App) RunWorker(ctx context.Context) error {
 		defer close(purged)
 		a.Purger().Run(sweepCtx, a.Config.RetentionSweepInterval)
 	}()
+	reported := make(chan struct{})
+	go func() {
+		defer close(reported)
+		ui := support.UI{BaseURL: a.Config.TemporalUIURL, Namespace: a.Config.TemporalNamespace}
+		support.ReportStragglers(sweepCtx, a.DB, a.Temporal, ui, a.Log, a.Config.StragglerSweepInterval, a.Config.StragglerAge)
+	}()
 	<-ctx.Done()
 	stopSweep()
 	<-done
 	<-purged
+	<-reported
 	a.Log.Info("stopping worker")
 	w.Stop()
 	return nil

@@ -72,6 +72,12 @@ type Config struct {
 	// OutboxStartAfter is how old such an order must be before a worker starts it (the API normally does at once).
 	OutboxStartAfter time.Duration `env:"OUTBOX_START_AFTER" envDefault:"30s" validate:"min=0"`
 
+	// StragglerSweepInterval is how often every worker looks for stranded jobs (their workflow has
+	// closed while their row is not terminal) and logs each one for support to re-drive.
+	StragglerSweepInterval time.Duration `env:"STRAGGLER_SWEEP_INTERVAL" envDefault:"10m" validate:"min=1s"`
+	// StragglerAge is how long a job must have been left unchanged before the sweep looks at it.
+	StragglerAge time.Duration `env:"STRAGGLER_AGE" envDefault:"10m" validate:"min=0"`
+
 	// OutputRetention is how long generated files are kept; older ones are purged (refresh-url and
 	// downloads then answer 410). Files that back a live packshot are kept.
 	OutputRetention time.Duration `env:"OUTPUT_RETENTION" envDefault:"2160h" validate:"min=1h"`

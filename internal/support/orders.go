@@ -126,6 +126,7 @@ type AttemptView struct {
 type RetryRow struct {
 	ID        string    `json:"id"`
 	JobID     string    `json:"job_id"`
+	Action    string    `json:"action"` // retry or settle
 	FromRun   int       `json:"from_run"`
 	ToRun     int       `json:"to_run"`
 	Actor     string    `json:"actor"`
@@ -230,7 +231,7 @@ func ShowOrder(ctx context.Context, db *gorm.DB, ui UI, orderID string) (OrderVi
 	}
 	for _, r := range retries {
 		v.Retries = append(v.Retries, RetryRow{
-			ID: r.ID, JobID: r.JobID, FromRun: r.FromRun, ToRun: r.ToRun, Actor: r.Actor, Reason: r.Reason, CreatedAt: r.CreatedAt.UTC(),
+			ID: r.ID, JobID: r.JobID, Action: r.Action, FromRun: r.FromRun, ToRun: r.ToRun, Actor: r.Actor, Reason: r.Reason, CreatedAt: r.CreatedAt.UTC(),
 		})
 	}
 	return v, nil

@@ -116,7 +116,7 @@ func RetryJob(ctx context.Context, s *intake.Starter, ui UI, req RetryRequest) (
 		}
 		audit = models.JobRetry{
 			ID: models.NewID(), JobID: j.ID, OrderID: j.OrderID, AccountID: j.AccountID,
-			FromRun: from, ToRun: from + 1, Actor: actor, Reason: strings.TrimSpace(req.Reason), CreatedAt: now,
+			FromRun: from, ToRun: from + 1, Action: models.JobRetryActionRetry, Actor: actor, Reason: strings.TrimSpace(req.Reason), CreatedAt: now,
 		}
 		if err := tx.Create(&audit).Error; err != nil {
 			return err

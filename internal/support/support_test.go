@@ -467,7 +467,7 @@ func TestShowOrder(t *testing.T) {
 		if d2.Run != 2 || d2.Event != webhooks.EventJobCompleted || len(d2.AttemptLog) != 1 {
 			t.Fatalf("second delivery = %+v", d2)
 		}
-		if len(v.Retries) != 1 || v.Retries[0] != (support.RetryRow{ID: res.AuditID, JobID: mug, FromRun: 1, ToRun: 2, Actor: "alice",
+		if len(v.Retries) != 1 || v.Retries[0] != (support.RetryRow{ID: res.AuditID, JobID: mug, Action: models.JobRetryActionRetry, FromRun: 1, ToRun: 2, Actor: "alice",
 			Reason: "policy misfire", CreatedAt: v.Retries[0].CreatedAt}) {
 			t.Fatalf("retries = %+v", v.Retries)
 		}

@@ -6,12 +6,31 @@ import (
 	"fmt"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/workflows"
 )
+
+// StartWebhookDelivery starts the first run of a delivery's WebhookDeliveryWorkflow, as a job's
+// workflow does when the job ends; a run that already exists is left alone.
+func StartWebhookDelivery(ctx context.Context, tc client.Client, taskQueue string, d *models.WebhookDelivery) error {
+	_, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:        workflows.WebhookWorkflowID(d.ID),
+		TaskQueue: taskQueue,
+		// One automatic run per delivery, as in workflows.NotifyJobEnded.
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		TypedSearchAttributes:    workflows.WebhookSearchAttributes(d.AccountID, d.InstallationID, d.OrderID),
+	}, workflows.WebhookDeliveryWorkflow, workflows.WebhookDeliveryInput{DeliveryID: d.ID})
+	var already *serviceerror.WorkflowExecutionAlreadyStarted
+	if errors.As(err, &already) {
+		return nil
+	}
+	return err
+}
 
 // StartWebhookReplay starts a new run of the delivery's WebhookDeliveryWorkflow: it sends the
 // stored payload now, with the same webhook-id and a new timestamp, and retries on the usual
