@@ -289,6 +289,16 @@ func (a *App) Purger() *retention.Purger {
 // RunWorker polls the task queue, sweeps unstarted orders, reports stranded jobs and purges outputs
 // past their retention until ctx ends, then stops the worker, letting running activities finish within ShutdownTimeout.
 func (a *App) RunWorker(ctx context.Context) error {
+	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	missing, err := worker.MissingSearchAttributes(lctx, a.Temporal, a.Config.TemporalNamespace)
+	cancel()
+	switch {
+	case err != nil:
+		a.Log.Warn("could not check the namespace's search attributes; make sure they are registered", zap.Error(err),
+			zap.Strings("search_attributes", workflows.SearchAttributeNames))
+	case len(missing) > 0:
+		return worker.MissingSearchAttributesError(a.Config.TemporalNamespace, missing)
+	}
 	w := worker.New(a.Temporal, a.Activities(), worker.Options{
 		TaskQueue: a.Config.TemporalTaskQueue, MaxConcurrentActivity: a.Config.WorkerActivityConcurrency,
 		StopTimeout: a.Config.ShutdownTimeout, Providers: a.ProviderLimits(),
