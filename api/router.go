@@ -160,7 +160,12 @@ func downloadHandler(d Deps, p *plugin.Handler, thumbnail bool) gin.HandlerFunc 
 			return
 		}
 		var asset models.Asset
-		if err := d.DB.WithContext(c.Request.Context()).Take(&asset, "id = ?", id).Error; err != nil || asset.Status != models.AssetReady {
+		err := d.DB.WithContext(c.Request.Context()).Take(&asset, "id = ?", id).Error
+		if err != nil && !errors.Is(err, gorm.ErrRecordNotFound) {
+			p.Unexpected(c, err)
+			return
+		}
+		if err != nil || asset.Status != models.AssetReady {
 			p.Fail(c, http.StatusNotFound, plugin.CodeNotFound, "No such file.")
 			return
 		}
@@ -186,8 +191,7 @@ func downloadHandler(d Deps, p *plugin.Handler, thumbnail bool) gin.HandlerFunc 
 			return
 		}
 		if err != nil {
-			_ = c.Error(err)
-			p.Fail(c, http.StatusInternalServerError, plugin.CodeInternal, "The file could not be read.")
+			p.Unexpected(c, err)
 			return
 		}
 		defer r.Close()
