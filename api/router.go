@@ -19,6 +19,7 @@ import (
 	"github.com/shotflow/shotflow/internal/blobstore"
 	"github.com/shotflow/shotflow/internal/jobview"
 	"github.com/shotflow/shotflow/internal/secrets"
+	"github.com/shotflow/shotflow/internal/unavailable"
 	"github.com/shotflow/shotflow/internal/urlsign"
 	"github.com/shotflow/shotflow/models"
 )
@@ -29,7 +30,8 @@ type Deps struct {
 	Blobs  *blobstore.Store
 	Signer *urlsign.Signer
 	Log    *zap.Logger
-	// Ready reports whether the process can serve (database and Temporal reachable).
+	// Ready reports whether the process can serve (database, blob store and Temporal reachable);
+	// its error is an *unavailable.DependencyError naming the first dependency that is not.
 	Ready func(ctx context.Context) error
 	// External serves /api/external when set.
 	External *external.Handler
@@ -62,7 +64,15 @@ func NewRouter(d Deps, p *plugin.Handler) *gin.Engine {
 		ctx, cancel := context.WithTimeout(c.Request.Context(), 3*time.Second)
 		defer cancel()
 		if err := d.Ready(ctx); err != nil {
-			c.PureJSON(http.StatusServiceUnavailable, gin.H{"status": "unavailable", "error": err.Error()})
+			// The detail (addresses, user and database names) is for the logs; the unauthenticated
+			// answer names the dependency alone.
+			name := "unknown"
+			var dep *unavailable.DependencyError
+			if errors.As(err, &dep) {
+				name = dep.Dependency
+			}
+			d.Log.Warn("not ready", zap.String("dependency", name), zap.Error(err))
+			c.PureJSON(http.StatusServiceUnavailable, gin.H{"status": "unavailable", "dependency": name})
 			return
 		}
 		c.PureJSON(http.StatusOK, gin.H{"status": "ready"})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -276,10 +277,23 @@ func TestHealthAndReadiness(t *testing.T) {
 	rec = s.do(http.MethodGet, "/readyz")
 	require.Equal(t, http.StatusOK, rec.Code)
 	assert.JSONEq(t, `{"status":"ready"}`, rec.Body.String())
-	s.ready = errors.New("temporal down")
+	// The answer names the dependency alone; the detail (here an address, a user and a database
+	// name, as a driver error has them) goes to the log.
+	detail := errors.New(`failed to connect to host=10.1.2.3 user=shotflow_app database=shotflow_prod: dial tcp 10.1.2.3:5432: i/o timeout`)
+	s.ready = fmt.Errorf("ready: %w", &unavailable.DependencyError{Dependency: "database", Err: detail})
 	rec = s.do(http.MethodGet, "/readyz")
 	require.Equal(t, http.StatusServiceUnavailable, rec.Code)
-	assert.JSONEq(t, `{"status":"unavailable","error":"temporal down"}`, rec.Body.String())
+	assert.JSONEq(t, `{"status":"unavailable","dependency":"database"}`, rec.Body.String())
+	logged := s.logs.FilterMessage("not ready").All()
+	require.Len(t, logged, 1)
+	assert.Equal(t, "database", logged[0].ContextMap()["dependency"])
+	assert.Contains(t, logged[0].ContextMap()["error"], "10.1.2.3:5432")
+
+	// An error that names no dependency says so, and still leaks nothing.
+	s.ready = errors.New("temporal down at 10.1.2.3:7233")
+	rec = s.do(http.MethodGet, "/readyz")
+	require.Equal(t, http.StatusServiceUnavailable, rec.Code)
+	assert.JSONEq(t, `{"status":"unavailable","dependency":"unknown"}`, rec.Body.String())
 }
 
 // storeFile stores a ready output asset with its bytes.

@@ -34,6 +34,7 @@ import (
 	"github.com/shotflow/shotflow/internal/reference"
 	"github.com/shotflow/shotflow/internal/retention"
 	"github.com/shotflow/shotflow/internal/secrets"
+	"github.com/shotflow/shotflow/internal/unavailable"
 	"github.com/shotflow/shotflow/internal/urlsign"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
@@ -217,20 +218,21 @@ func (a *App) subProcessors() []plugin.SubProcessor {
 	return out
 }
 
-// Ready checks the database, the blob store and Temporal.
+// Ready checks the database, the blob store and Temporal. Its error is an
+// *unavailable.DependencyError naming the first one that fails.
 func (a *App) Ready(ctx context.Context) error {
 	sqlDB, err := a.DB.DB()
-	if err != nil {
-		return err
+	if err == nil {
+		err = sqlDB.PingContext(ctx)
 	}
-	if err := sqlDB.PingContext(ctx); err != nil {
-		return fmt.Errorf("database: %w", err)
+	if err != nil {
+		return &unavailable.DependencyError{Dependency: "database", Err: err}
 	}
 	if err := a.Blobs.Ping(ctx); err != nil {
-		return fmt.Errorf("blob store: %w", err)
+		return &unavailable.DependencyError{Dependency: "blob store", Err: err}
 	}
 	if _, err := a.Temporal.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
-		return fmt.Errorf("temporal: %w", err)
+		return &unavailable.DependencyError{Dependency: "temporal", Err: err}
 	}
 	return nil
 }
