@@ -35,6 +35,10 @@ type Deps struct {
 	Ready func(ctx context.Context) error
 	// External serves /api/external when set.
 	External *external.Handler
+	// RequestTimeout and UploadTimeout bound every request (see RequestTimeout); a zero
+	// RequestTimeout leaves requests unbounded (tests that build the router by hand).
+	RequestTimeout time.Duration
+	UploadTimeout  time.Duration
 }
 
 func init() { gin.SetMode(gin.ReleaseMode) }
@@ -45,7 +49,7 @@ func NewRouter(d Deps, p *plugin.Handler) *gin.Engine {
 	r.HandleMethodNotAllowed = true
 	// Unknown paths get the JSON envelope, never an HTML redirect.
 	r.RedirectTrailingSlash = false
-	r.Use(RequestID, AccessLog(d.Log), gin.CustomRecovery(func(c *gin.Context, err any) {
+	r.Use(RequestID, AccessLog(d.Log), RequestTimeout(d.RequestTimeout, d.UploadTimeout), gin.CustomRecovery(func(c *gin.Context, err any) {
 		if d.External != nil && strings.HasPrefix(c.Request.URL.Path, external.Base+"/") {
 			d.External.Recover(c, err)
 			return

@@ -73,7 +73,8 @@ func Open(ctx context.Context, cfg config.Config, log *zap.Logger) (*App, error)
 		}
 	}()
 
-	db, err := models.Open(cfg.DatabaseURL, models.OpenOptions{MaxOpenConns: cfg.DatabaseMaxOpenConns})
+	db, err := models.Open(cfg.DatabaseURL, models.OpenOptions{MaxOpenConns: cfg.DatabaseMaxOpenConns,
+		ConnectTimeout: cfg.DatabaseConnectTimeout, StatementTimeout: cfg.DatabaseStatementTimeout})
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +204,8 @@ func (a *App) Handler() http.Handler {
 		Secrets: a.Box,
 	}
 	x := &external.Handler{DB: a.DB, Intake: a.Intake, Blobs: a.Blobs, Generator: a.Generator, Limiter: a.Limiter, Signer: a.Signer, Log: a.Log, DownloadTTL: a.Config.DownloadURLTTL}
-	return api.NewRouter(api.Deps{DB: a.DB, Blobs: a.Blobs, Signer: a.Signer, Log: a.Log, Ready: a.Ready, External: x}, p)
+	return api.NewRouter(api.Deps{DB: a.DB, Blobs: a.Blobs, Signer: a.Signer, Log: a.Log, Ready: a.Ready, External: x,
+		RequestTimeout: a.Config.RequestTimeout, UploadTimeout: a.Config.UploadTimeout}, p)
 }
 
 // subProcessors lists the third parties the configured providers and storage send data to.
