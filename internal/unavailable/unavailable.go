@@ -7,6 +7,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"io"
 	"net"
 	"strings"
 
@@ -38,14 +39,18 @@ func InRequest(ctx context.Context, err error) bool {
 }
 
 // Is reports whether err means a dependency was unreachable or too slow: a context deadline or
-// cancellation, a network error, a PostgreSQL connection failure or timeout, a connection the
-// driver gave up on, or a Temporal frontend that is unavailable or timed out.
+// cancellation, a network error, a connection closed under a call (io.EOF or
+// io.ErrUnexpectedEOF: the database server or a proxy went away mid-answer), a PostgreSQL
+// connection failure or timeout, a connection the driver gave up on, or a Temporal frontend that
+// is unavailable or timed out.
 func Is(err error) bool {
 	if err == nil {
 		return false
 	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, driver.ErrBadConn) {
-		return true
+	for _, target := range []error{context.DeadlineExceeded, context.Canceled, driver.ErrBadConn, io.EOF, io.ErrUnexpectedEOF} {
+		if errors.Is(err, target) {
+			return true
+		}
 	}
 	var connect *pgconn.ConnectError
 	var netErr net.Error

@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"testing"
 	"time"
@@ -51,6 +52,8 @@ func TestIs(t *testing.T) {
 		{"deadline", fmt.Errorf("query: %w", context.DeadlineExceeded), true},
 		{"cancelled", fmt.Errorf("query: %w", context.Canceled), true},
 		{"bad connection", driver.ErrBadConn, true},
+		{"connection closed mid-answer", io.ErrUnexpectedEOF, true},
+		{"connection closed", fmt.Errorf("read: %w", io.EOF), true},
 		{"refused dial", refused, true},
 		{"refused PostgreSQL connect", fmt.Errorf("open: %w", pgRefused), true},
 		{"PostgreSQL connect past its deadline", pgExpired, true},
