@@ -26,6 +26,10 @@ import (
 // covers and galleries): 20 MiB.
 const MaxImageBytes = 20 << 20
 
+// cleanupTimeout bounds removing the files of a request that failed: the cleanup outlives the
+// request's own deadline, but must not hang on an unreachable file store.
+const cleanupTimeout = 5 * time.Second
+
 // maxFormBytes bounds a whole multipart request: a cover and six gallery images at most.
 const maxFormBytes = 8*MaxImageBytes + 1<<20
 
