@@ -19,6 +19,7 @@ import (
 	"github.com/shotflow/shotflow/internal/blobstore"
 	"github.com/shotflow/shotflow/internal/jobview"
 	"github.com/shotflow/shotflow/internal/secrets"
+	"github.com/shotflow/shotflow/internal/unavailable"
 	"github.com/shotflow/shotflow/internal/urlsign"
 	"github.com/shotflow/shotflow/models"
 )
@@ -29,10 +30,15 @@ type Deps struct {
 	Blobs  *blobstore.Store
 	Signer *urlsign.Signer
 	Log    *zap.Logger
-	// Ready reports whether the process can serve (database and Temporal reachable).
+	// Ready reports whether the process can serve (database, blob store and Temporal reachable);
+	// its error is an *unavailable.DependencyError naming the first dependency that is not.
 	Ready func(ctx context.Context) error
 	// External serves /api/external when set.
 	External *external.Handler
+	// RequestTimeout and UploadTimeout bound every request (see RequestTimeout); a zero
+	// RequestTimeout leaves requests unbounded (tests that build the router by hand).
+	RequestTimeout time.Duration
+	UploadTimeout  time.Duration
 }
 
 func init() { gin.SetMode(gin.ReleaseMode) }
@@ -43,7 +49,7 @@ func NewRouter(d Deps, p *plugin.Handler) *gin.Engine {
 	r.HandleMethodNotAllowed = true
 	// Unknown paths get the JSON envelope, never an HTML redirect.
 	r.RedirectTrailingSlash = false
-	r.Use(RequestID, AccessLog(d.Log), gin.CustomRecovery(func(c *gin.Context, err any) {
+	r.Use(RequestID, AccessLog(d.Log), RequestTimeout(d.RequestTimeout, d.UploadTimeout), gin.CustomRecovery(func(c *gin.Context, err any) {
 		if d.External != nil && strings.HasPrefix(c.Request.URL.Path, external.Base+"/") {
 			d.External.Recover(c, err)
 			return
@@ -62,7 +68,15 @@ func NewRouter(d Deps, p *plugin.Handler) *gin.Engine {
 		ctx, cancel := context.WithTimeout(c.Request.Context(), 3*time.Second)
 		defer cancel()
 		if err := d.Ready(ctx); err != nil {
-			c.PureJSON(http.StatusServiceUnavailable, gin.H{"status": "unavailable", "error": err.Error()})
+			// The detail (addresses, user and database names) is for the logs; the unauthenticated
+			// answer names the dependency alone.
+			name := "unknown"
+			var dep *unavailable.DependencyError
+			if errors.As(err, &dep) {
+				name = dep.Dependency
+			}
+			d.Log.Warn("not ready", zap.String("dependency", name), zap.Error(err))
+			c.PureJSON(http.StatusServiceUnavailable, gin.H{"status": "unavailable", "dependency": name})
 			return
 		}
 		c.PureJSON(http.StatusOK, gin.H{"status": "ready"})
@@ -160,7 +174,12 @@ func downloadHandler(d Deps, p *plugin.Handler, thumbnail bool) gin.HandlerFunc 
 			return
 		}
 		var asset models.Asset
-		if err := d.DB.WithContext(c.Request.Context()).Take(&asset, "id = ?", id).Error; err != nil || asset.Status != models.AssetReady {
+		err := d.DB.WithContext(c.Request.Context()).Take(&asset, "id = ?", id).Error
+		if err != nil && !errors.Is(err, gorm.ErrRecordNotFound) {
+			p.Unexpected(c, err)
+			return
+		}
+		if err != nil || asset.Status != models.AssetReady {
 			p.Fail(c, http.StatusNotFound, plugin.CodeNotFound, "No such file.")
 			return
 		}
@@ -186,8 +205,7 @@ func downloadHandler(d Deps, p *plugin.Handler, thumbnail bool) gin.HandlerFunc 
 			return
 		}
 		if err != nil {
-			_ = c.Error(err)
-			p.Fail(c, http.StatusInternalServerError, plugin.CodeInternal, "The file could not be read.")
+			p.Unexpected(c, err)
 			return
 		}
 		defer r.Close()

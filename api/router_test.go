@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -32,6 +33,7 @@ import (
 	"github.com/shotflow/shotflow/internal/ratelimit"
 	"github.com/shotflow/shotflow/internal/secrets"
 	"github.com/shotflow/shotflow/internal/testdb"
+	"github.com/shotflow/shotflow/internal/unavailable"
 	"github.com/shotflow/shotflow/internal/urlsign"
 	"github.com/shotflow/shotflow/models"
 )
@@ -275,10 +277,23 @@ func TestHealthAndReadiness(t *testing.T) {
 	rec = s.do(http.MethodGet, "/readyz")
 	require.Equal(t, http.StatusOK, rec.Code)
 	assert.JSONEq(t, `{"status":"ready"}`, rec.Body.String())
-	s.ready = errors.New("temporal down")
+	// The answer names the dependency alone; the detail (here an address, a user and a database
+	// name, as a driver error has them) goes to the log.
+	detail := errors.New(`failed to connect to host=10.1.2.3 user=shotflow_app database=shotflow_prod: dial tcp 10.1.2.3:5432: i/o timeout`)
+	s.ready = fmt.Errorf("ready: %w", &unavailable.DependencyError{Dependency: "database", Err: detail})
 	rec = s.do(http.MethodGet, "/readyz")
 	require.Equal(t, http.StatusServiceUnavailable, rec.Code)
-	assert.JSONEq(t, `{"status":"unavailable","error":"temporal down"}`, rec.Body.String())
+	assert.JSONEq(t, `{"status":"unavailable","dependency":"database"}`, rec.Body.String())
+	logged := s.logs.FilterMessage("not ready").All()
+	require.Len(t, logged, 1)
+	assert.Equal(t, "database", logged[0].ContextMap()["dependency"])
+	assert.Contains(t, logged[0].ContextMap()["error"], "10.1.2.3:5432")
+
+	// An error that names no dependency says so, and still leaks nothing.
+	s.ready = errors.New("temporal down at 10.1.2.3:7233")
+	rec = s.do(http.MethodGet, "/readyz")
+	require.Equal(t, http.StatusServiceUnavailable, rec.Code)
+	assert.JSONEq(t, `{"status":"unavailable","dependency":"unknown"}`, rec.Body.String())
 }
 
 // storeFile stores a ready output asset with its bytes.
@@ -387,4 +402,46 @@ func TestSignedDownloadRefusals(t *testing.T) {
 		target := requestURI(t, s.signer.URL(http.MethodGet, plugin.FilePath(c.ID), time.Now().Add(time.Hour)))
 		requireError(t, s.do(http.MethodGet, target), http.StatusGone, plugin.CodeOutputsPurged)
 	})
+}
+
+// A request that runs out of time on its database calls answers 503 with Retry-After in the body
+// of its API (retryable in the plugin envelope), and logs the cause; it is not a 500.
+func TestOutageAnswers503InEachAPIsBody(t *testing.T) {
+	s := newServer(t)
+	ext, err := models.IssueKey(s.db, models.KeyKindExternal, s.inst.AccountID, nil, "k", models.ExternalScopes, nil)
+	require.NoError(t, err)
+	a := s.storeFile([]byte("bytes"), "image/png")
+	expired, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	send := func(target string, headers ...string) *httptest.ResponseRecorder {
+		req := httptest.NewRequestWithContext(expired, http.MethodGet, target, nil)
+		for i := 0; i+1 < len(headers); i += 2 {
+			req.Header.Set(headers[i], headers[i+1])
+		}
+		rec := httptest.NewRecorder()
+		s.router.ServeHTTP(rec, req)
+		return rec
+	}
+
+	for name, rec := range map[string]*httptest.ResponseRecorder{
+		"plugin route":    send(plugin.Base+"/me", "X-Api-Key", s.key),
+		"signed download": send(requestURI(t, s.signer.URL(http.MethodGet, plugin.FilePath(a.ID), time.Now().Add(time.Hour)))),
+	} {
+		requireError(t, rec, http.StatusServiceUnavailable, plugin.CodeUnavailable)
+		assert.Equal(t, strconv.Itoa(unavailable.RetryAfterSeconds), rec.Header().Get("Retry-After"), name)
+	}
+
+	rec := send(external.Base+"/orders", "X-Api-Key", ext.Secret)
+	require.Equal(t, http.StatusServiceUnavailable, rec.Code, rec.Body.String())
+	assert.Equal(t, strconv.Itoa(unavailable.RetryAfterSeconds), rec.Header().Get("Retry-After"))
+	var body map[string]any
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body))
+	require.Len(t, body, 1, "the external error body is {error} alone: %s", rec.Body)
+	assert.NotEmpty(t, body["error"])
+
+	logged := s.logs.FilterMessage("request").FilterField(zap.Int("status", http.StatusServiceUnavailable)).All()
+	require.Len(t, logged, 3)
+	for _, l := range logged {
+		assert.Contains(t, l.ContextMap()["error"], "context deadline exceeded")
+	}
 }

@@ -1,9 +1,12 @@
 package models
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 )
 
 // CatalogCursor is a position in a catalog listing: the (created_at, id) of the last row of a
@@ -99,6 +102,48 @@ func FindLiveProduct(db *gorm.DB, installationID, idOrRef string) (*ProductSumma
 		}
 	}
 	return nil, ErrNotFound
+}
+
+// LiveProductByRef returns the installation's live product with the external_ref; ErrNotFound
+// when there is none.
+func LiveProductByRef(db *gorm.DB, installationID, externalRef string) (*Product, error) {
+	var out []Product
+	err := db.Where("installation_id = ? AND external_ref = ? AND deleted_at IS NULL", installationID, externalRef).
+		Limit(1).Find(&out).Error
+	if err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, ErrNotFound
+	}
+	return &out[0], nil
+}
+
+// FindOrCreateProduct returns the live product of fresh's installation with fresh's external_ref,
+// inserting fresh when there is none, and reports whether it did. Concurrent calls for the same
+// new reference create one product and all return it, as if they had run one after the other:
+// the insert does nothing when it meets the live-reference unique index (products_live_ref), and
+// the caller then reads the row that won. It may run inside a transaction: the conflict aborts
+// nothing, even on PostgreSQL.
+func FindOrCreateProduct(db *gorm.DB, fresh *Product) (*Product, bool, error) {
+	if fresh.InstallationID == nil {
+		return nil, false, errors.New("FindOrCreateProduct: the product has no installation")
+	}
+	// A second round is needed only when the row that won was deleted before it could be read.
+	for range 3 {
+		p, err := LiveProductByRef(db, *fresh.InstallationID, fresh.ExternalRef)
+		if !errors.Is(err, ErrNotFound) {
+			return p, false, err
+		}
+		res := db.Clauses(clause.OnConflict{DoNothing: true}).Create(fresh)
+		if res.Error != nil {
+			return nil, false, res.Error
+		}
+		if res.RowsAffected == 1 {
+			return fresh, true, nil
+		}
+	}
+	return nil, false, fmt.Errorf("FindOrCreateProduct %q: the product kept being created and deleted concurrently", fresh.ExternalRef)
 }
 
 // ProductImages returns up to limit live images of the product, newest first.

@@ -3,6 +3,7 @@ package models_test
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -480,6 +481,69 @@ func TestListAndDeletePackshots(t *testing.T) {
 		// The orphan is live (its product was deleted, it stays) and can still be deleted.
 		if _, err := models.DeletePackshot(db, f.inst.ID, orphan.ID, f.base); err != nil {
 			t.Fatal(err)
+		}
+	})
+}
+
+// FindOrCreateProduct called at once, each call in its own transaction, creates one product that
+// every call returns; another installation's product with the same reference is another product,
+// and a deleted one frees its reference for a new product.
+func TestFindOrCreateProductConcurrently(t *testing.T) {
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		f := newCatalogFixture(t, db)
+		fresh := func(inst *models.Installation) *models.Product {
+			return &models.Product{ID: models.NewID(), AccountID: inst.AccountID, InstallationID: &inst.ID,
+				ExternalRef: "mug", DisplayName: "Mug", CreatedAt: f.base, UpdatedAt: f.base}
+		}
+		const callers = 12
+		ids := make([]string, callers)
+		created := make([]bool, callers)
+		errs := make([]error, callers)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range callers {
+			wg.Go(func() {
+				<-start
+				errs[i] = db.Transaction(func(tx *gorm.DB) error {
+					p, c, err := models.FindOrCreateProduct(tx, fresh(f.inst))
+					if err == nil {
+						ids[i], created[i] = p.ID, c
+					}
+					return err
+				})
+			})
+		}
+		close(start)
+		wg.Wait()
+		creators := 0
+		for i := range callers {
+			if errs[i] != nil {
+				t.Fatalf("call %d: %v", i, errs[i])
+			}
+			if ids[i] != ids[0] {
+				t.Errorf("call %d returned product %s, call 0 %s", i, ids[i], ids[0])
+			}
+			if created[i] {
+				creators++
+			}
+		}
+		if creators != 1 {
+			t.Errorf("%d calls report creating the product, want 1", creators)
+		}
+
+		other, c, err := models.FindOrCreateProduct(db, fresh(f.other))
+		if err != nil || !c || other.ID == ids[0] {
+			t.Errorf("another installation's mug: %+v created=%v err=%v, want a new product", other, c, err)
+		}
+		if _, err := models.DeleteProduct(db, f.inst.ID, "mug", f.base); err != nil {
+			t.Fatal(err)
+		}
+		again, c, err := models.FindOrCreateProduct(db, fresh(f.inst))
+		if err != nil || !c || again.ID == ids[0] {
+			t.Errorf("the mug after its deletion: %+v created=%v err=%v, want a new product", again, c, err)
+		}
+		if _, _, err := models.FindOrCreateProduct(db, &models.Product{ID: models.NewID(), ExternalRef: "x"}); err == nil {
+			t.Error("a product without an installation was accepted")
 		}
 	})
 }

@@ -3,8 +3,10 @@ package models
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,7 +24,15 @@ var ErrNotFound = errors.New("not found")
 type OpenOptions struct {
 	MaxOpenConns int
 	Logger       logger.Interface // nil: silent
+	// ConnectTimeout bounds opening a PostgreSQL connection (0: DefaultConnectTimeout).
+	ConnectTimeout time.Duration
+	// StatementTimeout bounds each PostgreSQL statement (0: unbounded, as migrations need).
+	StatementTimeout time.Duration
 }
+
+// DefaultConnectTimeout bounds opening a PostgreSQL connection when OpenOptions names no timeout,
+// so that even a command that is not an api or worker process never hangs on an unreachable server.
+const DefaultConnectTimeout = 5 * time.Second
 
 // Open connects to postgres://… or sqlite://path. SQLite gets WAL, a busy timeout, foreign keys and a
 // single connection, so writers never fail with "database is locked" under concurrent use.
@@ -48,7 +58,11 @@ func Open(databaseURL string, opts OpenOptions) (*gorm.DB, error) {
 		dsn := path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"
 		dialector = sqlite.Open(dsn)
 	} else {
-		dialector = postgres.Open(databaseURL)
+		dsn, err := PostgresDSN(databaseURL, opts)
+		if err != nil {
+			return nil, err
+		}
+		dialector = postgres.Open(dsn)
 	}
 	db, err := gorm.Open(dialector, cfg)
 	if err != nil {
@@ -73,6 +87,30 @@ func Open(databaseURL string, opts OpenOptions) (*gorm.DB, error) {
 		return nil, fmt.Errorf("connect to database: %w", err)
 	}
 	return db, nil
+}
+
+// PostgresDSN adds to a postgres:// URL the timeouts of opts that it does not set itself:
+// connect_timeout (whole seconds, rounded up) and, when opts.StatementTimeout is set,
+// statement_timeout (milliseconds), which the driver sends as a run-time parameter when it
+// connects. A value the URL sets (including statement_timeout in its options parameter) wins.
+func PostgresDSN(databaseURL string, opts OpenOptions) (string, error) {
+	u, err := url.Parse(databaseURL)
+	if err != nil {
+		return "", fmt.Errorf("DATABASE_URL is not a URL: %w", err)
+	}
+	q := u.Query()
+	if !q.Has("connect_timeout") {
+		d := opts.ConnectTimeout
+		if d <= 0 {
+			d = DefaultConnectTimeout
+		}
+		q.Set("connect_timeout", strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10))
+	}
+	if opts.StatementTimeout > 0 && !q.Has("statement_timeout") && !strings.Contains(q.Get("options"), "statement_timeout") {
+		q.Set("statement_timeout", strconv.FormatInt(max(1, opts.StatementTimeout.Milliseconds()), 10))
+	}
+	u.RawQuery = q.Encode()
+	return u.String(), nil
 }
 
 // NewID returns a new random UUID string for a primary key.

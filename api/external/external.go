@@ -6,6 +6,7 @@ package external
 import (
 	_ "embed"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -16,6 +17,7 @@ import (
 	"github.com/shotflow/shotflow/internal/blobstore"
 	"github.com/shotflow/shotflow/internal/intake"
 	"github.com/shotflow/shotflow/internal/ratelimit"
+	"github.com/shotflow/shotflow/internal/unavailable"
 	"github.com/shotflow/shotflow/internal/urlsign"
 )
 
@@ -68,8 +70,12 @@ func (h *Handler) now() time.Time {
 	return time.Now()
 }
 
-// fail answers the external error body {error: message} and stops the chain.
+// fail answers the external error body {error: message} and stops the chain. A 503 always
+// carries Retry-After (unavailable.RetryAfterSeconds unless the handler chose another delay).
 func (h *Handler) fail(c *gin.Context, status int, message string) {
+	if status == http.StatusServiceUnavailable && c.Writer.Header().Get("Retry-After") == "" {
+		c.Header("Retry-After", strconv.Itoa(unavailable.RetryAfterSeconds))
+	}
 	c.AbortWithStatusJSON(status, gin.H{"error": message})
 }
 
@@ -87,9 +93,14 @@ func (h *Handler) Recover(c *gin.Context, err any) {
 	h.fail(c, http.StatusInternalServerError, "Internal error; retry after a short delay.")
 }
 
-// internal logs err and answers 500 without detail.
+// internal logs err and answers it without detail: 503 when a dependency is unavailable or the
+// request ran out of time, else 500 (a bug).
 func (h *Handler) internal(c *gin.Context, err error) {
 	_ = c.Error(err)
+	if unavailable.InRequest(c.Request.Context(), err) {
+		h.fail(c, http.StatusServiceUnavailable, "A service this request needs is unavailable or did not answer in time; retry after the Retry-After delay.")
+		return
+	}
 	h.fail(c, http.StatusInternalServerError, "Internal error; retry after a short delay.")
 }
 

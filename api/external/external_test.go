@@ -322,6 +322,26 @@ func TestServesItsOpenAPIDocument(t *testing.T) {
 	}
 }
 
+// Every operation but the document's own can meet a dependency outage or its deadline: each
+// documents 503 with Retry-After.
+func TestEveryOperationDocumentsOutages(t *testing.T) {
+	doc, err := contract.External.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, item := range doc.Paths.Map() {
+		if path == "/openapi.yaml" {
+			continue
+		}
+		for method, op := range item.Operations() {
+			resp := op.Responses.Value("503")
+			if resp == nil || resp.Value.Headers["Retry-After"] == nil {
+				t.Errorf("%s %s does not document 503 with Retry-After", method, path)
+			}
+		}
+	}
+}
+
 // Every documented operation answers 401 without a key, 429 once its key's budget is spent and
 // 500 in the {error} body when the database is gone.
 func TestEveryRouteAuthenticatesLimitsAndFailsInItsBody(t *testing.T) {

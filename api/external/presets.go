@@ -383,9 +383,11 @@ func (h *Handler) storePresetImages(c *gin.Context, accountID string, f *presetF
 }
 
 // deleteBlobs deletes the files of assets (nil entries are skipped), best effort: a failure is
-// logged and leaves an orphan file behind.
+// logged and leaves an orphan file behind. It runs also when the request has run out of time, for
+// at most cleanupTimeout.
 func (h *Handler) deleteBlobs(c *gin.Context, assets []*models.Asset) {
-	ctx := context.WithoutCancel(c.Request.Context())
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request.Context()), cleanupTimeout)
+	defer cancel()
 	for _, a := range assets {
 		if a == nil {
 			continue

@@ -159,8 +159,10 @@ func (h *Handler) uploadProduct(c *gin.Context) {
 	ctx := c.Request.Context()
 	img, err := models.CreateAccountPhoto(h.DB.WithContext(ctx), asset, name, sku)
 	if err != nil {
-		// Nothing was stored but the bytes: remove them too.
-		if derr := h.Blobs.Delete(context.WithoutCancel(ctx), asset.BlobKey); derr != nil {
+		// Nothing was stored but the bytes: remove them too, also when the request ran out of time.
+		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		if derr := h.Blobs.Delete(cleanup, asset.BlobKey); derr != nil {
 			h.Log.Warn("remove the file of a product upload that was not stored", zap.String("blob_key", asset.BlobKey), zap.Error(derr))
 		}
 		h.internal(c, err)

@@ -18,12 +18,17 @@ import (
 	_ "golang.org/x/image/webp" // decodes WebP uploads
 
 	"github.com/shotflow/shotflow/internal/imageprep"
+	"github.com/shotflow/shotflow/internal/unavailable"
 	"github.com/shotflow/shotflow/models"
 )
 
 // MaxImageBytes is the largest image file a multipart route accepts (product photos, preset
 // covers and galleries): 20 MiB.
 const MaxImageBytes = 20 << 20
+
+// cleanupTimeout bounds removing the files of a request that failed: the cleanup outlives the
+// request's own deadline, but must not hang on an unreachable file store.
+const cleanupTimeout = 5 * time.Second
 
 // maxFormBytes bounds a whole multipart request: a cover and six gallery images at most.
 const maxFormBytes = 8*MaxImageBytes + 1<<20
@@ -106,14 +111,16 @@ type storeError struct{ err error }
 func (e *storeError) Error() string { return "store file: " + e.err.Error() }
 func (e *storeError) Unwrap() error { return e.err }
 
-// failUpload answers a storeImage or parseForm error: 400 for a badRequest, 502 when the file
-// store failed, else 500.
+// failUpload answers a storeImage or parseForm error: 400 for a badRequest, 503 when the file
+// store was unreachable or too slow (see internal), 502 when it refused the file, else 500.
 func (h *Handler) failUpload(c *gin.Context, err error) {
 	var br *badRequest
 	var se *storeError
 	switch {
 	case errors.As(err, &br):
 		h.fail(c, http.StatusBadRequest, br.message)
+	case unavailable.InRequest(c.Request.Context(), err):
+		h.internal(c, err)
 	case errors.As(err, &se):
 		_ = c.Error(err)
 		h.fail(c, http.StatusBadGateway, "The file store did not accept the file; retry after a short delay.")

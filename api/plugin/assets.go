@@ -3,6 +3,7 @@ package plugin
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"image"
@@ -16,6 +17,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"go.uber.org/zap"
 	_ "golang.org/x/image/webp" // reads dimensions of WebP uploads
+	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/internal/blobstore"
 	"github.com/shotflow/shotflow/internal/urlsign"
@@ -105,8 +107,13 @@ func (h *Handler) receiveUpload(c *gin.Context) {
 	ctx := c.Request.Context()
 	db := h.DB.WithContext(ctx)
 	var asset models.Asset
-	if err := db.Take(&asset, "id = ? AND kind = ?", id, models.AssetKindUpload).Error; err != nil {
+	err = db.Take(&asset, "id = ? AND kind = ?", id, models.AssetKindUpload).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
 		h.Fail(c, http.StatusNotFound, CodeNotFound, "No such upload.")
+		return
+	}
+	if err != nil {
+		h.internal(c, err)
 		return
 	}
 	if ct := c.ContentType(); ct != asset.ContentType {
@@ -133,8 +140,15 @@ func (h *Handler) receiveUpload(c *gin.Context) {
 		h.Fail(c, http.StatusConflict, CodeUploadConflict, "This upload URL was already used or has expired.")
 		return
 	}
+	// Cleanup runs also when the request ran out of time or its client left: an upload left
+	// claimed could never be sent again.
+	cleanup, cancelCleanup := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancelCleanup()
 	release := func() {
-		db.Model(&models.Asset{}).Where("id = ? AND status = ?", id, models.AssetUploading).Update("status", models.AssetAwaitingUpload)
+		if err := h.DB.WithContext(cleanup).Model(&models.Asset{}).Where("id = ? AND status = ?", id, models.AssetUploading).
+			Update("status", models.AssetAwaitingUpload).Error; err != nil {
+			h.Log.Warn("release upload claim", zap.String("asset_id", id), zap.Error(err))
+		}
 	}
 
 	body := bufio.NewReaderSize(c.Request.Body, 64<<10)
@@ -150,7 +164,7 @@ func (h *Handler) receiveUpload(c *gin.Context) {
 	}
 	n, sum, err := h.Blobs.PutReader(ctx, asset.BlobKey, body, asset.ContentType, asset.SizeBytes)
 	if err == nil && n != asset.SizeBytes {
-		_ = h.Blobs.Delete(ctx, asset.BlobKey)
+		_ = h.Blobs.Delete(cleanup, asset.BlobKey)
 		err = fmt.Errorf("received %d bytes but the upload was declared as %d", n, asset.SizeBytes)
 		release()
 		h.Fail(c, http.StatusBadRequest, CodeInvalidInput, "The upload is incomplete: "+err.Error()+".")
@@ -169,6 +183,7 @@ func (h *Handler) receiveUpload(c *gin.Context) {
 	if err := db.Model(&asset).Updates(map[string]any{
 		"status": models.AssetProcessing, "sha256": sum, "width": width, "height": height, "updated_at": now,
 	}).Error; err != nil {
+		release()
 		h.internal(c, err)
 		return
 	}

@@ -63,11 +63,14 @@ func (h *Handler) cancelJob(c *gin.Context) {
 			return
 		}
 		if err := h.Intake.Start(ctx, &order, jobs); err != nil {
-			h.unavailable(c, err, "The job was not cancelled: the workflow engine cannot be reached. The job stays as it is; try again shortly.")
+			h.unavailableWith(c, err, "The job was not cancelled: the workflow engine cannot be reached. The job stays as it is; try again shortly.")
 			return
 		}
 	}
-	handle, err := h.requestCancel(ctx, order.ID, j.ID, c.GetString("request_id"))
+	// Once sent, the cancel's outcome must be learnt before answering, even past the request's own
+	// timeout: the waits below are bounded by the decision horizon instead (at most about 25 s).
+	tctx := context.WithoutCancel(ctx)
+	handle, err := h.requestCancel(tctx, order.ID, j.ID, c.GetString("request_id"))
 	var appErr *temporal.ApplicationError
 	var notFound *serviceerror.NotFound
 	switch {
@@ -76,11 +79,11 @@ func (h *Handler) cancelJob(c *gin.Context) {
 		h.notCancelable(c)
 		return
 	case err != nil:
-		h.unavailable(c, err, "The job was not cancelled: the workflow engine did not take the request in time. The job stays as it is; try again shortly.")
+		h.unavailableWith(c, err, "The job was not cancelled: the workflow engine did not take the request in time. The job stays as it is; try again shortly.")
 		return
 	}
 	// Accepted: the job will never start. Wait a little for the cancel to be recorded.
-	wctx, cancel := context.WithTimeout(ctx, cancelCompleteWait)
+	wctx, cancel := context.WithTimeout(tctx, cancelCompleteWait)
 	defer cancel()
 	var res workflows.CancelResult
 	if err := handle.Get(wctx, &res); err != nil {
@@ -103,17 +106,8 @@ func (h *Handler) cancelJob(c *gin.Context) {
 // error, and the workflow will refuse the request whenever it sees it. Lost calls are sent again
 // under the same update ID, which Temporal deduplicates.
 func (h *Handler) requestCancel(ctx context.Context, orderID, jobID, requestID string) (client.WorkflowUpdateHandle, error) {
-	now := time.Now()
-	acceptBy := now.Add(cancelAcceptWindow)
+	acceptBy := time.Now().Add(cancelAcceptWindow)
 	horizon := acceptBy.Add(orderTaskTimeout + clockSkew)
-	if d, ok := ctx.Deadline(); ok && d.Add(-cancelCompleteWait-time.Second).Before(horizon) {
-		// Fit the request's own deadline, leaving time to answer.
-		horizon = d.Add(-cancelCompleteWait - time.Second)
-		acceptBy = horizon.Add(-orderTaskTimeout - clockSkew)
-		if acceptBy.Before(now) {
-			acceptBy = now
-		}
-	}
 	opts := client.UpdateWorkflowOptions{
 		UpdateID:     "cancel/" + jobID + "/" + requestID + "/" + models.NewID(),
 		WorkflowID:   workflows.OrderWorkflowID(orderID),
@@ -150,9 +144,8 @@ func (h *Handler) notCancelable(c *gin.Context) {
 	h.Fail(c, http.StatusConflict, CodeJobNotCancelable, "The job has already started or finished; only a job that has not started can be cancelled.")
 }
 
-// unavailable answers 503 with Retry-After for a dependency that did not answer in time.
-func (h *Handler) unavailable(c *gin.Context, err error, message string) {
+// unavailableWith answers 503 (with Retry-After) for a dependency that did not answer in time.
+func (h *Handler) unavailableWith(c *gin.Context, err error, message string) {
 	_ = c.Error(err)
-	c.Header("Retry-After", "5")
 	h.Fail(c, http.StatusServiceUnavailable, CodeUnavailable, message)
 }

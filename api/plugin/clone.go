@@ -119,20 +119,17 @@ func (h *Handler) cloneSession(c *gin.Context, inst *models.Installation, source
 		return nil, nil, &failure{status: http.StatusNotFound, code: CodeNotFound, message: "No order with this ID."}
 	}
 	if err != nil {
-		_ = c.Error(err)
-		return nil, nil, internalFailure()
+		return nil, nil, unexpected(c, err)
 	}
 	var cfg SessionConfig
 	if len(source.SessionConfig) > 0 {
 		if err := json.Unmarshal(source.SessionConfig, &cfg); err != nil {
-			_ = c.Error(err)
-			return nil, nil, internalFailure()
+			return nil, nil, unexpected(c, err)
 		}
 	}
 	var jobs []models.Job
 	if err := db.Where("order_id = ?", source.ID).Order("position").Find(&jobs).Error; err != nil {
-		_ = c.Error(err)
-		return nil, nil, internalFailure()
+		return nil, nil, unexpected(c, err)
 	}
 	packshotJobs := source.JobType == models.JobTypePackshot
 	bySource := map[string]*sourceSubject{}

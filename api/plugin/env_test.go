@@ -86,6 +86,7 @@ type env struct {
 }
 
 type envConfig struct {
+	db            *gorm.DB // nil: a fresh SQLite database
 	catalog       *models.Catalog
 	credits       int64
 	rateLimit     int
@@ -94,6 +95,9 @@ type envConfig struct {
 }
 
 type envOption func(*envConfig)
+
+// onDatabase runs the env on a migrated database of the test's (testdb.Dialects).
+func onDatabase(db *gorm.DB) envOption { return func(c *envConfig) { c.db = db } }
 
 func withRateLimit(n int) envOption { return func(c *envConfig) { c.rateLimit = n } }
 
@@ -116,7 +120,10 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 		o(&cfg)
 	}
 	ctx := context.Background()
-	db := testdb.Open(t, testdb.SQLiteURL(t))
+	db := cfg.db
+	if db == nil {
+		db = testdb.Open(t, testdb.SQLiteURL(t))
+	}
 	box, err := secrets.NewBox(make([]byte, 32))
 	require.NoError(t, err)
 	blobs, err := blobstore.Open(ctx, "file://"+t.TempDir())

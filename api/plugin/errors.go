@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/gin-gonic/gin"
 	"github.com/gin-gonic/gin/binding"
 	"github.com/go-playground/validator/v10"
+
+	"github.com/shotflow/shotflow/internal/unavailable"
 )
 
 // Error codes of the plugin API envelope (docs at {docs_url}/plugin-api/errors/<code>).
@@ -52,7 +55,7 @@ var ErrorDocs = map[string]string{
 	CodePackshotNotApproved: "A product of the session has no approved packshot. Nothing was created and nothing was charged.",
 	CodeRateLimited:         "The key exceeded its request limit; wait for Retry-After seconds.",
 	CodeInternal:            "An unexpected error on the service side; retry later and contact support if it persists.",
-	CodeUnavailable:         "A dependency of the service is unavailable; retry later.",
+	CodeUnavailable:         "A dependency of the service (its database, workflow engine or file store) is unavailable or did not answer within the request timeout; retry after the Retry-After delay.",
 }
 
 // ErrorBody is the plugin API error envelope.
@@ -74,9 +77,13 @@ func (h *Handler) Fail(c *gin.Context, status int, code, message string) {
 	h.FailWith(c, status, code, message, nil)
 }
 
-// FailWith aborts the request with the envelope and machine-readable details.
+// FailWith aborts the request with the envelope and machine-readable details. A 503 always
+// carries Retry-After (unavailable.RetryAfterSeconds unless the handler chose another delay).
 func (h *Handler) FailWith(c *gin.Context, status int, code, message string, details any) {
 	c.Abort()
+	if status == http.StatusServiceUnavailable && c.Writer.Header().Get("Retry-After") == "" {
+		c.Header("Retry-After", strconv.Itoa(unavailable.RetryAfterSeconds))
+	}
 	c.PureJSON(status, h.Envelope(status, code, message, details))
 }
 
@@ -91,10 +98,24 @@ func (h *Handler) Envelope(status int, code, message string, details any) ErrorB
 	}}
 }
 
-// internal logs err and answers 500 without exposing it.
+// internal logs err and answers it without exposing it: 503 when a dependency is unavailable or
+// the request ran out of time, else 500 (a bug).
 func (h *Handler) internal(c *gin.Context, err error) {
+	h.refuse(c, unexpected(c, err))
+}
+
+// Unexpected is internal for the routes outside the plugin API that answer in its envelope.
+func (h *Handler) Unexpected(c *gin.Context, err error) { h.internal(c, err) }
+
+// unexpected logs err and returns the answer internal gives it.
+func unexpected(c *gin.Context, err error) *failure {
 	_ = c.Error(err)
-	h.Fail(c, http.StatusInternalServerError, CodeInternal, "An unexpected error occurred; the request ID identifies it in our logs.")
+	if unavailable.InRequest(c.Request.Context(), err) {
+		return &failure{status: http.StatusServiceUnavailable, code: CodeUnavailable,
+			message: "A service this request needs is unavailable or did not answer in time; retry after the Retry-After delay."}
+	}
+	return &failure{status: http.StatusInternalServerError, code: CodeInternal,
+		message: "An unexpected error occurred; the request ID identifies it in our logs."}
 }
 
 // bindJSON decodes the body into dst and validates it; on failure it answers 400 naming the field.

@@ -73,8 +73,9 @@ func (h *Handler) registerImages(c *gin.Context) {
 			existing bool
 			err      error
 		)
-		// A concurrent request may win the race for the same external_ref or the same new
-		// product_ref (a unique index refuses the loser); the second attempt then finds its row.
+		// A concurrent request may win the race for the same external_ref (the unique index
+		// product_images_live_ref refuses the loser); the second attempt then finds its row. The
+		// product of a new product_ref is created race-free (models.FindOrCreateProduct).
 		for attempt := 0; attempt < 2; attempt++ {
 			err = db.Transaction(func(tx *gorm.DB) error {
 				img, existing, err = registerImage(tx, who.Installation, item)

@@ -158,26 +158,22 @@ func registerPackshot(tx *gorm.DB, inst *models.Installation, item PackshotRegis
 	return &p, false, product, nil
 }
 
-// findOrCreateProduct returns the live product with the reference, creating it when metadata names it.
+// findOrCreateProduct returns the live product with the reference, creating it when metadata names
+// it. Concurrent requests for the same new reference get the one product (see
+// models.FindOrCreateProduct).
 func findOrCreateProduct(tx *gorm.DB, inst *models.Installation, ref string, meta *ProductMetadata) (*models.Product, error) {
-	var product models.Product
-	err := tx.Where("installation_id = ? AND external_ref = ? AND deleted_at IS NULL", inst.ID, ref).Take(&product).Error
-	if err == nil {
-		return &product, nil
-	}
-	if !errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, err
-	}
 	if meta == nil || strings.TrimSpace(meta.DisplayName) == "" {
-		return nil, &itemError{http.StatusNotFound, CodeNotFound, "product_ref " + ref + " does not exist; give product_metadata.display_name to create it."}
+		product, err := models.LiveProductByRef(tx, inst.ID, ref)
+		if errors.Is(err, models.ErrNotFound) {
+			return nil, &itemError{http.StatusNotFound, CodeNotFound, "product_ref " + ref + " does not exist; give product_metadata.display_name to create it."}
+		}
+		return product, err
 	}
 	now := time.Now().UTC()
-	product = models.Product{ID: models.NewID(), AccountID: inst.AccountID, InstallationID: &inst.ID, ExternalRef: ref,
-		DisplayName: strings.TrimSpace(meta.DisplayName), SKU: meta.SKU, CreatedAt: now, UpdatedAt: now}
-	if err := tx.Create(&product).Error; err != nil {
-		return nil, err
-	}
-	return &product, nil
+	product, _, err := models.FindOrCreateProduct(tx, &models.Product{ID: models.NewID(), AccountID: inst.AccountID,
+		InstallationID: &inst.ID, ExternalRef: ref, DisplayName: strings.TrimSpace(meta.DisplayName), SKU: meta.SKU,
+		CreatedAt: now, UpdatedAt: now})
+	return product, err
 }
 
 func packshotItem(p *models.Packshot, productRef string) *PackshotItem {

@@ -188,8 +188,7 @@ func (h *Handler) commitSession(c *gin.Context, inst *models.Installation, req *
 	case errors.Is(err, models.ErrIdempotencyClaimLost):
 		return sessionOutcome{claimLost: true}, nil, nil
 	case err != nil:
-		_ = c.Error(err)
-		return sessionOutcome{fail: internalFailure()}, nil, nil
+		return sessionOutcome{fail: unexpected(c, err)}, nil, nil
 	}
 	return sessionOutcome{session: sessionResponse(order, jobs)}, order, jobs
 }
@@ -249,11 +248,6 @@ type failure struct {
 
 func invalid(format string, args ...any) *failure {
 	return &failure{status: http.StatusBadRequest, code: CodeInvalidInput, message: fmt.Sprintf(format, args...)}
-}
-
-func internalFailure() *failure {
-	return &failure{status: http.StatusInternalServerError, code: CodeInternal,
-		message: "An unexpected error occurred; the request ID identifies it in our logs."}
 }
 
 // refuse answers the failure's envelope.
@@ -317,8 +311,7 @@ func (h *Handler) planSession(c *gin.Context, inst *models.Installation, req *Se
 			// A packshot job starts from a plain photo: no approved packshot is needed.
 			p, assetID, f, err := resolvePhotoInput(db, inst, i, s)
 			if err != nil {
-				_ = c.Error(err)
-				return nil, nil, internalFailure()
+				return nil, nil, unexpected(c, err)
 			}
 			if f != nil {
 				return nil, nil, f
@@ -327,8 +320,7 @@ func (h *Handler) planSession(c *gin.Context, inst *models.Installation, req *Se
 		} else {
 			p, packshot, err := resolvePackshot(db, inst, s)
 			if err != nil {
-				_ = c.Error(err)
-				return nil, nil, internalFailure()
+				return nil, nil, unexpected(c, err)
 			}
 			if packshot == nil {
 				missing = append(missing, s.ProductRef)

@@ -35,6 +35,7 @@ import (
 	"github.com/shotflow/shotflow/internal/retention"
 	"github.com/shotflow/shotflow/internal/secrets"
 	"github.com/shotflow/shotflow/internal/support"
+	"github.com/shotflow/shotflow/internal/unavailable"
 	"github.com/shotflow/shotflow/internal/urlsign"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
@@ -73,7 +74,8 @@ func Open(ctx context.Context, cfg config.Config, log *zap.Logger) (*App, error)
 		}
 	}()
 
-	db, err := models.Open(cfg.DatabaseURL, models.OpenOptions{MaxOpenConns: cfg.DatabaseMaxOpenConns})
+	db, err := models.Open(cfg.DatabaseURL, models.OpenOptions{MaxOpenConns: cfg.DatabaseMaxOpenConns,
+		ConnectTimeout: cfg.DatabaseConnectTimeout, StatementTimeout: cfg.DatabaseStatementTimeout})
 	if err != nil {
 		return nil, err
 	}
@@ -208,7 +210,8 @@ func (a *App) Handler() http.Handler {
 		Secrets: a.Box,
 	}
 	x := &external.Handler{DB: a.DB, Intake: a.Intake, Blobs: a.Blobs, Generator: a.Generator, Limiter: a.Limiter, Signer: a.Signer, Log: a.Log, DownloadTTL: a.Config.DownloadURLTTL}
-	return api.NewRouter(api.Deps{DB: a.DB, Blobs: a.Blobs, Signer: a.Signer, Log: a.Log, Ready: a.Ready, External: x}, p)
+	return api.NewRouter(api.Deps{DB: a.DB, Blobs: a.Blobs, Signer: a.Signer, Log: a.Log, Ready: a.Ready, External: x,
+		RequestTimeout: a.Config.RequestTimeout, UploadTimeout: a.Config.UploadTimeout}, p)
 }
 
 // subProcessors lists the third parties the configured providers and storage send data to.
@@ -223,20 +226,21 @@ func (a *App) subProcessors() []plugin.SubProcessor {
 	return out
 }
 
-// Ready checks the database, the blob store and Temporal.
+// Ready checks the database, the blob store and Temporal. Its error is an
+// *unavailable.DependencyError naming the first one that fails.
 func (a *App) Ready(ctx context.Context) error {
 	sqlDB, err := a.DB.DB()
-	if err != nil {
-		return err
+	if err == nil {
+		err = sqlDB.PingContext(ctx)
 	}
-	if err := sqlDB.PingContext(ctx); err != nil {
-		return fmt.Errorf("database: %w", err)
+	if err != nil {
+		return &unavailable.DependencyError{Dependency: "database", Err: err}
 	}
 	if err := a.Blobs.Ping(ctx); err != nil {
-		return fmt.Errorf("blob store: %w", err)
+		return &unavailable.DependencyError{Dependency: "blob store", Err: err}
 	}
 	if _, err := a.Temporal.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
-		return fmt.Errorf("temporal: %w", err)
+		return &unavailable.DependencyError{Dependency: "temporal", Err: err}
 	}
 	return nil
 }

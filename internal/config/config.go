@@ -31,6 +31,19 @@ type Config struct {
 	DatabaseURL string `env:"DATABASE_URL" envDefault:"sqlite://.data/shotflow.db" validate:"required,database_url"`
 	// DatabaseMaxOpenConns caps the connection pool (Postgres; SQLite always uses one writer).
 	DatabaseMaxOpenConns int `env:"DATABASE_MAX_OPEN_CONNS" envDefault:"20" validate:"min=1,max=1000"`
+	// DatabaseConnectTimeout bounds opening a PostgreSQL connection (its connect_timeout, unless
+	// DATABASE_URL sets one).
+	DatabaseConnectTimeout time.Duration `env:"DATABASE_CONNECT_TIMEOUT" envDefault:"5s" validate:"min=1s,max=5m"`
+	// DatabaseStatementTimeout bounds each PostgreSQL statement of the api and worker processes
+	// (statement_timeout, unless DATABASE_URL sets one); 0 leaves statements unbounded.
+	DatabaseStatementTimeout time.Duration `env:"DATABASE_STATEMENT_TIMEOUT" envDefault:"30s" validate:"min=0,max=1h"`
+
+	// RequestTimeout is how long an HTTP request may wait for anything (a dependency, or the next
+	// bytes of its body) and work after its body arrived; past it the API answers 503.
+	RequestTimeout time.Duration `env:"REQUEST_TIMEOUT" envDefault:"30s" validate:"min=1s,max=10m"`
+	// UploadTimeout caps the whole of any HTTP request, reached only by uploads whose bytes keep
+	// arriving slowly.
+	UploadTimeout time.Duration `env:"UPLOAD_TIMEOUT" envDefault:"15m" validate:"gtefield=RequestTimeout,max=2h"`
 
 	// TemporalAddress is the host:port of the Temporal frontend.
 	TemporalAddress string `env:"TEMPORAL_ADDRESS" envDefault:"127.0.0.1:7233" validate:"required,host_port"`
@@ -202,6 +215,8 @@ func describe(fe validator.FieldError) string {
 		return "must be set"
 	case "min", "max":
 		return fmt.Sprintf("%s %s", fe.Tag(), fe.Param())
+	case "gtefield":
+		return "at least " + envName(fe.Param())
 	case "oneof":
 		return "one of " + fe.Param()
 	case "database_url":
@@ -281,22 +296,26 @@ func describeParseError(err error) error {
 	if !errors.As(err, &agg) {
 		return fmt.Errorf("config: %w", err)
 	}
-	tags := map[string]string{}
-	t := reflect.TypeOf(Config{})
-	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("env"), ",")
-		tags[t.Field(i).Name] = name
-	}
 	msgs := make([]string, 0, len(agg.Errors))
 	for _, e := range agg.Errors {
 		var pe env.ParseError
 		if errors.As(e, &pe) {
-			msgs = append(msgs, fmt.Sprintf("%s cannot be parsed as %s: %v", tags[pe.Name], pe.Type, pe.Err))
+			msgs = append(msgs, fmt.Sprintf("%s cannot be parsed as %s: %v", envName(pe.Name), pe.Type, pe.Err))
 			continue
 		}
 		msgs = append(msgs, e.Error())
 	}
 	return fmt.Errorf("config: %s", strings.Join(msgs, "; "))
+}
+
+// envName is the environment variable of a Config field.
+func envName(field string) string {
+	f, ok := reflect.TypeOf(Config{}).FieldByName(field)
+	if !ok {
+		return field
+	}
+	name, _, _ := strings.Cut(f.Tag.Get("env"), ",")
+	return name
 }
 
 func mustRegister(v *validator.Validate, tag string, fn validator.Func) {

@@ -38,8 +38,8 @@ func TestDocumentIsValid(t *testing.T) {
 }
 
 // TestDocumentConventions checks what every operation must say: an operationId, its permission
-// (x-permissions, as permission names), the error answers every authenticated route can give, and
-// X-Request-Id on every answer.
+// (x-permissions, as permission names), the error answers every authenticated route can give, 503
+// with Retry-After on every route that uses a dependency, and X-Request-Id on every answer.
 func TestDocumentConventions(t *testing.T) {
 	doc, err := contract.Load()
 	if err != nil {
@@ -51,6 +51,8 @@ func TestDocumentConventions(t *testing.T) {
 			permissions[p] = true
 		}
 	}
+	// Operations that use no dependency; every other one can meet an outage or its deadline.
+	independent := map[string]bool{"GET /healthz": true, "GET " + api.OpenAPIPath: true, "GET /docs/plugin-api/errors/{code}": true}
 	ids := map[string]string{}
 	for _, o := range operations(doc) {
 		op, where := o.op, o.method+" "+o.path
@@ -71,6 +73,9 @@ func TestDocumentConventions(t *testing.T) {
 		}
 		secured := op.Security == nil || len(*op.Security) > 0
 		want := []string{"500"}
+		if !independent[o.method+" "+o.fullPath] {
+			want = append(want, "503")
+		}
 		if secured {
 			want = append(want, "401", "429")
 			if len(perms) > 0 {
@@ -93,6 +98,9 @@ func TestDocumentConventions(t *testing.T) {
 			}
 			if secured && code == "429" && resp.Value.Headers["Retry-After"] == nil {
 				t.Errorf("%s: response 429 does not document Retry-After", where)
+			}
+			if code == "503" && o.fullPath != "/readyz" && resp.Value.Headers["Retry-After"] == nil {
+				t.Errorf("%s: response 503 does not document Retry-After", where)
 			}
 		}
 	}

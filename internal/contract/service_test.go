@@ -11,6 +11,7 @@ import (
 
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/contract"
+	"github.com/shotflow/shotflow/internal/unavailable"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -40,7 +41,7 @@ func TestServiceAnswersMatchDocument(t *testing.T) {
 	expect(send(http.MethodGet, "/docs/plugin-api/errors/no_such_code", ""), http.StatusNotFound, plugin.CodeNotFound)
 	expect(send(http.MethodGet, "/healthz", ""), http.StatusOK, "")
 	expect(send(http.MethodGet, "/readyz", ""), http.StatusOK, "")
-	s.ready = errors.New("database unreachable")
+	s.ready = &unavailable.DependencyError{Dependency: "database", Err: errors.New("dial tcp 10.0.0.5:5432: i/o timeout")}
 	expect(send(http.MethodGet, "/readyz", ""), http.StatusServiceUnavailable, "")
 
 	// Signed downloads: no signature, a signature for an unknown file, an expired signature.

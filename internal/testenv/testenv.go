@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sync"
@@ -17,11 +18,14 @@ import (
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/internal/app"
 	"github.com/shotflow/shotflow/internal/config"
+	"github.com/shotflow/shotflow/internal/faultproxy"
 	"github.com/shotflow/shotflow/internal/secrets"
 	"github.com/shotflow/shotflow/internal/testdb"
 	"github.com/shotflow/shotflow/internal/webhooks"
@@ -85,9 +89,13 @@ func StartTemporalAt(ctx context.Context, hostPort, dbFile string) (*testsuite.D
 // Env is one running shotflow: its own database, task queue, HTTP server and worker.
 type Env struct {
 	App     *app.App
-	DB      *gorm.DB
+	DB      *gorm.DB // a direct connection to the database, for the test's own setup and checks
 	BaseURL string
 	Config  config.Config
+	// DBProxy, with Options.ProxyDatabase, is the fault proxy between the app and its database.
+	DBProxy *faultproxy.Proxy
+	// Logs holds the app's log entries at warn level and above.
+	Logs *observer.ObservedLogs
 
 	t          *testing.T
 	mu         sync.Mutex
@@ -101,6 +109,9 @@ type Options struct {
 	Configure func(*config.Config)
 	// NoWorker leaves the task queue without an in-process worker (the test runs its own).
 	NoWorker bool
+	// ProxyDatabase points the app's DATABASE_URL at a faultproxy (Env.DBProxy) in front of the
+	// database, so a test can refuse or black-hole it; Env.DB stays a direct connection.
+	ProxyDatabase bool
 }
 
 // New starts shotflow against the dev server and a fresh PostgreSQL database, and stops it at cleanup.
@@ -108,10 +119,24 @@ func New(t *testing.T, ts *testsuite.DevServer, opts Options) *Env {
 	t.Helper()
 	dbURL := testdb.PostgresURL(t)
 	db := testdb.Open(t, dbURL)
+	appDBURL := dbURL
+	var proxy *faultproxy.Proxy
+	if opts.ProxyDatabase {
+		u, err := url.Parse(dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if proxy, err = faultproxy.Start(u.Host); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = proxy.Close() })
+		u.Host = proxy.Addr()
+		appDBURL = u.String()
+	}
 	srv := httptest.NewUnstartedServer(nil)
 	base := "http://" + srv.Listener.Addr().String()
 	cfg, err := config.LoadFrom(map[string]string{
-		"DATABASE_URL":        dbURL,
+		"DATABASE_URL":        appDBURL,
 		"TEMPORAL_ADDRESS":    ts.FrontendHostPort(),
 		"TEMPORAL_TASK_QUEUE": "e2e-" + secrets.Token(6),
 		"PUBLIC_BASE_URL":     base,
@@ -125,14 +150,17 @@ func New(t *testing.T, ts *testsuite.DevServer, opts Options) *Env {
 	if opts.Configure != nil {
 		opts.Configure(&cfg)
 	}
-	logger := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
+	observed, logs := observer.New(zap.WarnLevel)
+	logger := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel), zaptest.WrapOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
+		return zapcore.NewTee(c, observed)
+	})))
 	a, err := app.Open(context.Background(), cfg, logger)
 	if err != nil {
 		t.Fatalf("testenv: open app: %v", err)
 	}
 	srv.Config.Handler = a.Handler()
 	srv.Start()
-	e := &Env{App: a, DB: db, BaseURL: base, Config: cfg, t: t}
+	e := &Env{App: a, DB: db, BaseURL: base, Config: cfg, DBProxy: proxy, Logs: logs, t: t}
 	if !opts.NoWorker {
 		e.StartWorker()
 	}

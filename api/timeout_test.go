@@ -1,0 +1,167 @@
+package api_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/shotflow/shotflow/api"
+)
+
+// served is what the test handler saw of one request.
+type served struct {
+	readErr  error         // the body read's error
+	readTook time.Duration // from the start of the request to the end of the body read
+	liveRead bool          // the context was live when the body had been read
+	doneTook time.Duration // from the start of the request to the end of its context
+}
+
+// timeoutServer serves POST / over a real connection: the handler reads the body, then waits for
+// the request's context to end, and reports what it saw.
+func timeoutServer(t *testing.T, timeout, limit time.Duration) (string, <-chan served) {
+	t.Helper()
+	seen := make(chan served, 1)
+	r := gin.New()
+	r.Use(api.RequestTimeout(timeout, limit))
+	r.POST("/", func(c *gin.Context) {
+		start := time.Now()
+		ctx := c.Request.Context()
+		_, err := io.ReadAll(c.Request.Body)
+		s := served{readErr: err, readTook: time.Since(start), liveRead: ctx.Err() == nil}
+		<-ctx.Done()
+		s.doneTook = time.Since(start)
+		seen <- s
+		c.Status(http.StatusServiceUnavailable)
+	})
+	srv := httptest.NewServer(r)
+	t.Cleanup(srv.Close)
+	return srv.URL, seen
+}
+
+// post sends a body written by write to url in the background.
+func post(t *testing.T, url string, write func(w *io.PipeWriter)) {
+	t.Helper()
+	pr, pw := io.Pipe()
+	go write(pw)
+	go func() {
+		req, err := http.NewRequest(http.MethodPost, url, pr)
+		if err != nil {
+			return
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+	}()
+}
+
+func wait(t *testing.T, seen <-chan served) served {
+	t.Helper()
+	select {
+	case s := <-seen:
+		return s
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handler did not return within 10 s")
+		return served{}
+	}
+}
+
+func TestRequestTimeoutEndsTheContext(t *testing.T) {
+	url, seen := timeoutServer(t, 150*time.Millisecond, time.Minute)
+	post(t, url, func(w *io.PipeWriter) { _, _ = w.Write([]byte(`{}`)); _ = w.Close() })
+	s := wait(t, seen)
+	if s.readErr != nil || !s.liveRead {
+		t.Fatalf("a small body: read error %v, live %v", s.readErr, s.liveRead)
+	}
+	if s.doneTook < 140*time.Millisecond || s.doneTook > time.Second {
+		t.Errorf("the context ended after %v, want about 150 ms", s.doneTook)
+	}
+}
+
+// An upload whose bytes keep coming is not cut off by the timeout; its work then gets the timeout
+// from its last byte.
+func TestRequestTimeoutWaitsForABodyThatKeepsComing(t *testing.T) {
+	url, seen := timeoutServer(t, 150*time.Millisecond, time.Minute)
+	post(t, url, func(w *io.PipeWriter) {
+		for i := range 8 {
+			if i > 0 {
+				time.Sleep(60 * time.Millisecond)
+			}
+			_, _ = w.Write([]byte(strings.Repeat("x", 1024)))
+		}
+		_ = w.Close()
+	})
+	s := wait(t, seen)
+	if s.readErr != nil || !s.liveRead {
+		t.Fatalf("a body arriving over %v: read error %v, context live %v", s.readTook, s.readErr, s.liveRead)
+	}
+	if s.readTook < 400*time.Millisecond {
+		t.Fatalf("the body took only %v: the test did not outlast the timeout", s.readTook)
+	}
+	if after := s.doneTook - s.readTook; after < 100*time.Millisecond || after > time.Second {
+		t.Errorf("the context ended %v after the last byte, want about 150 ms", after)
+	}
+}
+
+// A body that stalls ends the request after the timeout: the blocked read is interrupted.
+func TestRequestTimeoutInterruptsAStalledBody(t *testing.T) {
+	url, seen := timeoutServer(t, 150*time.Millisecond, time.Minute)
+	release := make(chan struct{})
+	defer close(release)
+	post(t, url, func(w *io.PipeWriter) {
+		_, _ = w.Write([]byte("partial"))
+		<-release
+		_ = w.CloseWithError(io.ErrUnexpectedEOF)
+	})
+	s := wait(t, seen)
+	if s.readErr == nil {
+		t.Fatal("the read of a stalled body succeeded")
+	}
+	if s.readTook < 140*time.Millisecond || s.readTook > 2*time.Second {
+		t.Errorf("the stalled read returned after %v, want about 150 ms", s.readTook)
+	}
+}
+
+// A trickling body cannot outlast the limit.
+func TestRequestTimeoutLimitsTheWholeRequest(t *testing.T) {
+	url, seen := timeoutServer(t, 150*time.Millisecond, 500*time.Millisecond)
+	release := make(chan struct{})
+	defer close(release)
+	post(t, url, func(w *io.PipeWriter) {
+		for {
+			select {
+			case <-release:
+				_ = w.Close()
+				return
+			case <-time.After(50 * time.Millisecond):
+				if _, err := w.Write([]byte("x")); err != nil {
+					return
+				}
+			}
+		}
+	})
+	s := wait(t, seen)
+	if s.readErr == nil {
+		t.Fatal("a body trickling past the limit was read in full")
+	}
+	if s.doneTook < 450*time.Millisecond || s.doneTook > 2*time.Second {
+		t.Errorf("the request ended after %v, want about the 500 ms limit", s.doneTook)
+	}
+}
+
+func TestRequestTimeoutZeroLeavesRequestsUnbounded(t *testing.T) {
+	r := gin.New()
+	r.Use(api.RequestTimeout(0, 0))
+	var ctx context.Context
+	r.GET("/", func(c *gin.Context) { ctx = c.Request.Context() })
+	r.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil))
+	if _, ok := ctx.Deadline(); ok || ctx.Err() != nil {
+		t.Errorf("a zero timeout bounded the request")
+	}
+}
