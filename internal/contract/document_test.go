@@ -38,8 +38,9 @@ func TestDocumentIsValid(t *testing.T) {
 }
 
 // TestDocumentConventions checks what every operation must say: an operationId, its permission
-// (x-permissions, as permission names), the error answers every authenticated route can give, and
-// X-Request-Id on every answer.
+// (x-permissions, as permission names), the error answers every route can give (400 and 413 from
+// the input check, 500) and those every authenticated route can give, and X-Request-Id on every
+// answer.
 func TestDocumentConventions(t *testing.T) {
 	doc, err := contract.Load()
 	if err != nil {
@@ -70,7 +71,7 @@ func TestDocumentConventions(t *testing.T) {
 			}
 		}
 		secured := op.Security == nil || len(*op.Security) > 0
-		want := []string{"500"}
+		want := []string{"400", "413", "500"}
 		if secured {
 			want = append(want, "401", "429")
 			if len(perms) > 0 {
