@@ -59,7 +59,7 @@ func StreamBody(limit int64) Body { return Body{Kind: Stream, Limit: limit} }
 
 // multipartMemory is how much of a multipart body's files is kept in memory; the rest of the
 // files is written to temporary files, removed when the request ends.
-const multipartMemory = 8 << 20
+const multipartMemory = 4 << 20
 
 // Headers are the request headers the service looks records up with or stores; their values
 // must be text PostgreSQL can take.
@@ -161,19 +161,38 @@ func CheckContent(c *gin.Context, body Body) *Refusal {
 	return nil
 }
 
-// read reads the whole body, refusing it (413) once it is longer than limit.
+// read reads the whole body, refusing it (413) as soon as it is longer than limit. Its buffer is
+// the body's length when Content-Length gives it, else it doubles from 64 KiB up to the limit, so
+// a body costs at most about twice the limit.
 func read(req *http.Request, limit int64) ([]byte, *Refusal) {
-	var buf bytes.Buffer
-	if req.ContentLength > 0 {
-		buf.Grow(int(req.ContentLength) + 1)
+	size := min(limit, 64<<10)
+	if req.ContentLength >= 0 {
+		size = req.ContentLength // CheckHead refused a Content-Length over the limit
 	}
-	if _, err := buf.ReadFrom(io.LimitReader(req.Body, limit+1)); err != nil {
-		return nil, &Refusal{Status: http.StatusBadRequest, Message: "The request body could not be read."}
+	buf := make([]byte, 0, size)
+	var probe [1]byte
+	for {
+		window := buf[len(buf):cap(buf)]
+		switch {
+		case len(buf) == int(limit):
+			window = probe[:] // one byte more is one too many
+		case len(window) == 0:
+			bigger := make([]byte, len(buf), min(max(2*int64(cap(buf)), 512), limit))
+			buf = bigger[:copy(bigger, buf)]
+			window = buf[len(buf):cap(buf)]
+		}
+		n, err := req.Body.Read(window)
+		if len(buf) == int(limit) && n > 0 {
+			return nil, tooLarge(limit)
+		}
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, &Refusal{Status: http.StatusBadRequest, Message: "The request body could not be read."}
+		}
 	}
-	if int64(buf.Len()) > limit {
-		return nil, tooLarge(limit)
-	}
-	return buf.Bytes(), nil
 }
 
 func tooLarge(limit int64) *Refusal {
