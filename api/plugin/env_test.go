@@ -66,9 +66,10 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// env is one plugin API over a fresh SQLite database, with one account and one installation.
+// env is one plugin API over a fresh SQLite database (PostgreSQL with onPostgres), with one account
+// and one installation.
 type env struct {
-	t       *testing.T
+	t       testing.TB
 	db      *gorm.DB
 	box     *secrets.Box
 	blobs   *blobstore.Store
@@ -86,6 +87,7 @@ type env struct {
 }
 
 type envConfig struct {
+	databaseURL   func(testing.TB) string
 	catalog       *models.Catalog
 	credits       int64
 	rateLimit     int
@@ -94,6 +96,10 @@ type envConfig struct {
 }
 
 type envOption func(*envConfig)
+
+// onPostgres runs the environment on a fresh PostgreSQL database, which refuses text SQLite takes
+// (NUL characters, invalid UTF-8).
+func onPostgres() envOption { return func(c *envConfig) { c.databaseURL = testdb.PostgresURL } }
 
 func withRateLimit(n int) envOption { return func(c *envConfig) { c.rateLimit = n } }
 
@@ -109,14 +115,14 @@ func withProviders(p map[string]generate.Provider) envOption {
 	return func(c *envConfig) { c.providers = p }
 }
 
-func newEnv(t *testing.T, opts ...envOption) *env {
+func newEnv(t testing.TB, opts ...envOption) *env {
 	t.Helper()
-	cfg := envConfig{credits: 500, providers: map[string]generate.Provider{"local": local.Provider{}}}
+	cfg := envConfig{databaseURL: testdb.SQLiteURL, credits: 500, providers: map[string]generate.Provider{"local": local.Provider{}}}
 	for _, o := range opts {
 		o(&cfg)
 	}
 	ctx := context.Background()
-	db := testdb.Open(t, testdb.SQLiteURL(t))
+	db := testdb.Open(t, cfg.databaseURL(t))
 	box, err := secrets.NewBox(make([]byte, 32))
 	require.NoError(t, err)
 	blobs, err := blobstore.Open(ctx, "file://"+t.TempDir())
@@ -216,7 +222,7 @@ func (e *env) issueKey(scopes ...string) string {
 	return k.Secret
 }
 
-func keyID(t *testing.T, full string) string {
+func keyID(t testing.TB, full string) string {
 	t.Helper()
 	_, id, _, ok := models.ParseKey(full)
 	require.True(t, ok, "key %q does not parse", full)
@@ -254,7 +260,7 @@ func (e *env) do(method, target, key string, body any, headers ...string) *httpt
 // p is a path under the plugin API base.
 func p(path string) string { return plugin.Base + path }
 
-func decode(t *testing.T, rec *httptest.ResponseRecorder) map[string]any {
+func decode(t testing.TB, rec *httptest.ResponseRecorder) map[string]any {
 	t.Helper()
 	var m map[string]any
 	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &m), "body: %s", rec.Body.String())
@@ -316,7 +322,7 @@ func (e *env) checkEnvelope(rec *httptest.ResponseRecorder, status int, code str
 }
 
 // pngBytes encodes a w×h PNG.
-func pngBytes(t *testing.T, w, h int) []byte {
+func pngBytes(t testing.TB, w, h int) []byte {
 	t.Helper()
 	img := image.NewRGBA(image.Rect(0, 0, w, h))
 	for x := range w {
@@ -330,7 +336,7 @@ func pngBytes(t *testing.T, w, h int) []byte {
 }
 
 // jpegBytes encodes a w×h JPEG.
-func jpegBytes(t *testing.T, w, h int) []byte {
+func jpegBytes(t testing.TB, w, h int) []byte {
 	t.Helper()
 	img := image.NewRGBA(image.Rect(0, 0, w, h))
 	var buf bytes.Buffer

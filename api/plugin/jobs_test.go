@@ -269,7 +269,7 @@ func TestGetJobWithoutOutputsUntilCompleted(t *testing.T) {
 	assert.Empty(t, outs)
 }
 
-func mustInt(t *testing.T, s string) int64 {
+func mustInt(t testing.TB, s string) int64 {
 	t.Helper()
 	var n int64
 	for _, r := range s {
