@@ -1,9 +1,9 @@
-// Package inputcheck is the edge check both APIs run before a route's handler (and before its
-// authentication): a body larger than the route accepts is refused with 413 without reading the
-// rest, and text PostgreSQL cannot store — the NUL character and invalid UTF-8 — is refused with
-// 400 naming the field, wherever the service would read it: path and query parameters, the headers
-// it looks up or stores, JSON bodies (keys and values) and multipart text fields and file names.
-// Each API turns a Refusal into its own error body.
+// Package inputcheck is the edge check both APIs run on every route, around its authentication: a
+// body larger than the route accepts is refused with 413 without reading the rest, and text
+// PostgreSQL cannot store — the NUL character and invalid UTF-8 — is refused with 400 naming the
+// field, wherever the service would read it: path and query parameters, the headers it looks
+// records up with or stores, JSON bodies (keys and values) and multipart text fields and file
+// names. Each API turns a Refusal into its own error body.
 package inputcheck
 
 import (
@@ -29,7 +29,7 @@ type Kind int
 
 // The kinds of body a route may take.
 const (
-	None      Kind = iota // no body; one of at most the limit is read and ignored
+	None      Kind = iota // no body; a body of at most the limit is read and ignored
 	JSON                  // a JSON document, read in full here and scanned
 	Multipart             // multipart/form-data, parsed here (large files go to temporary files)
 	Stream                // raw bytes the handler streams (uploads); bounded here, not read
@@ -61,9 +61,9 @@ func StreamBody(limit int64) Body { return Body{Kind: Stream, Limit: limit} }
 // files is written to temporary files, removed when the request ends.
 const multipartMemory = 4 << 20
 
-// Headers are the request headers the service looks records up with or stores; their values
+// headers are the request headers the service looks records up with or stores; their values
 // must be text PostgreSQL can take.
-var Headers = []string{"X-Api-Key", "Authorization", "Idempotency-Key"}
+var headers = []string{"X-Api-Key", "Authorization", "Idempotency-Key"}
 
 // Refusal is why a request is refused: 400 (the message names the field) or 413.
 type Refusal struct {
@@ -74,7 +74,8 @@ type Refusal struct {
 // Checks are the two halves of a route's input check, each a gin middleware that calls refuse
 // (which must answer and abort) when the request cannot be served. Head runs first, before the
 // key is checked: it reads no body, refusing one whose Content-Length is over the limit and text
-// PostgreSQL cannot store in path and query parameters and in Headers. Content runs just before
+// PostgreSQL cannot store in path and query parameters and in the headers the service looks
+// records up with or stores (X-Api-Key, Authorization, Idempotency-Key). Content runs just before
 // the handler: it reads and checks the body (so no caller without a valid key and permission
 // makes the service read one), refusing it as soon as it passes the limit, and leaves a JSON or
 // empty body buffered in the request, a multipart form parsed in Request.MultipartForm (its
@@ -88,12 +89,12 @@ type Checks struct {
 func New(body Body, refuse func(*gin.Context, *Refusal)) Checks {
 	return Checks{
 		Head: func(c *gin.Context) {
-			if r := CheckHead(c, body); r != nil {
+			if r := checkHead(c, body); r != nil {
 				refuse(c, r)
 			}
 		},
 		Content: func(c *gin.Context) {
-			if r := CheckContent(c, body); r != nil {
+			if r := checkContent(c, body); r != nil {
 				refuse(c, r)
 				return
 			}
@@ -105,8 +106,8 @@ func New(body Body, refuse func(*gin.Context, *Refusal)) Checks {
 	}
 }
 
-// CheckHead is the check of Checks.Head: nil when the request may go on.
-func CheckHead(c *gin.Context, body Body) *Refusal {
+// checkHead is the check of Checks.Head: nil when the request may go on.
+func checkHead(c *gin.Context, body Body) *Refusal {
 	req := c.Request
 	if req.ContentLength > body.Limit {
 		return tooLarge(body.Limit)
@@ -127,7 +128,7 @@ func CheckHead(c *gin.Context, body Body) *Refusal {
 			}
 		}
 	}
-	for _, name := range Headers {
+	for _, name := range headers {
 		for _, v := range req.Header.Values(name) {
 			if r := text("The "+name+" header", v); r != nil {
 				return r
@@ -137,8 +138,8 @@ func CheckHead(c *gin.Context, body Body) *Refusal {
 	return nil
 }
 
-// CheckContent is the check of Checks.Content: nil when the handler may run.
-func CheckContent(c *gin.Context, body Body) *Refusal {
+// checkContent is the check of Checks.Content: nil when the handler may run.
+func checkContent(c *gin.Context, body Body) *Refusal {
 	req := c.Request
 	if req.Body == nil {
 		req.Body = http.NoBody
