@@ -7,8 +7,9 @@ BIN           := $(CURDIR)/bin
 TEMPORAL_CLI  := $(BIN)/temporal
 TEMPORAL_CLI_VERSION := v1.5.1
 PKGS          := ./...
+FUZZTIME      ?= 20s
 
-.PHONY: run build test test-short lint fmt tidy clean temporal-cli openapi-lint
+.PHONY: run build test test-short fuzz lint fmt tidy clean temporal-cli openapi-lint
 
 ## run: build, then start the Temporal dev server, API and worker on embedded defaults
 run: build $(TEMPORAL_CLI) ffmpeg
@@ -42,9 +43,16 @@ ffmpeg:
 			"and the video decoder tests fail unless SHOTFLOW_SKIP_FFMPEG_TESTS=1." >&2; \
 	fi
 
-## test: every test (needs PostgreSQL on 127.0.0.1:5432 and Redis on 127.0.0.1:6379)
+## test: every test (needs PostgreSQL on 127.0.0.1:5432 and Redis on 127.0.0.1:6379), then `make fuzz`
 test: $(TEMPORAL_CLI) ffmpeg
 	$(GO) test -count=1 -timeout 15m $(PKGS)
+	$(MAKE) --no-print-directory fuzz
+
+## fuzz: fuzz both APIs for FUZZTIME each (20s; no 5xx on any route, on PostgreSQL). Their seed
+## corpora also run in every `go test`; a failing input is saved under testdata/fuzz/.
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzPluginAPI$$' -fuzztime $(FUZZTIME) ./api/plugin
+	$(GO) test -run '^$$' -fuzz '^FuzzExternalAPI$$' -fuzztime $(FUZZTIME) ./api/external
 
 ## lint: gofmt check and go vet
 lint:

@@ -15,6 +15,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/api/external"
+	"github.com/shotflow/shotflow/api/inputcheck"
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/blobstore"
 	"github.com/shotflow/shotflow/internal/jobview"
@@ -60,11 +61,13 @@ func NewRouter(d Deps, p *plugin.Handler) *gin.Engine {
 	if d.External != nil {
 		d.External.Register(r)
 	}
-	r.GET(OpenAPIPath, serveOpenAPI)
-	r.GET("/files/:id", downloadHandler(d, p, false))
-	r.GET("/files/:id/thumbnail", downloadHandler(d, p, true))
-	r.GET("/healthz", func(c *gin.Context) { c.PureJSON(http.StatusOK, gin.H{"status": "ok"}) })
-	r.GET("/readyz", func(c *gin.Context) {
+	// The routes outside both APIs take no body and answer in the plugin envelope.
+	in := p.Input(inputcheck.NoBody)
+	r.GET(OpenAPIPath, in.Head, in.Content, serveOpenAPI)
+	r.GET("/files/:id", in.Head, in.Content, downloadHandler(d, p, false))
+	r.GET("/files/:id/thumbnail", in.Head, in.Content, downloadHandler(d, p, true))
+	r.GET("/healthz", in.Head, in.Content, func(c *gin.Context) { c.PureJSON(http.StatusOK, gin.H{"status": "ok"}) })
+	r.GET("/readyz", in.Head, in.Content, func(c *gin.Context) {
 		ctx, cancel := context.WithTimeout(c.Request.Context(), 3*time.Second)
 		defer cancel()
 		if err := d.Ready(ctx); err != nil {
@@ -81,7 +84,7 @@ func NewRouter(d Deps, p *plugin.Handler) *gin.Engine {
 		}
 		c.PureJSON(http.StatusOK, gin.H{"status": "ready"})
 	})
-	r.GET("/docs/plugin-api/errors/:code", func(c *gin.Context) {
+	r.GET("/docs/plugin-api/errors/:code", in.Head, in.Content, func(c *gin.Context) {
 		text, ok := plugin.ErrorDocs[c.Param("code")]
 		if !ok {
 			p.NotFound(c)

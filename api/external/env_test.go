@@ -42,7 +42,7 @@ import (
 // Temporal client records the workflows the API starts (orders and input preparations) and
 // answers DescribeTaskQueue with a poller unless generatorsDown is set.
 type env struct {
-	t       *testing.T
+	t       testing.TB
 	db      *gorm.DB
 	router  *gin.Engine
 	handler *external.Handler
@@ -57,7 +57,7 @@ type env struct {
 	generatorsDown bool
 }
 
-func newEnv(t *testing.T, db *gorm.DB, rateLimit int) *env {
+func newEnv(t testing.TB, db *gorm.DB, rateLimit int) *env {
 	t.Helper()
 	e := &env{t: t, db: db, now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
 	blobs, err := blobstore.Open(context.Background(), "file://"+t.TempDir())
@@ -222,7 +222,7 @@ func (e *env) multipart(key, method, path string, fields []string, files ...form
 }
 
 // pngImage is a w×h PNG of one colour.
-func pngImage(t *testing.T, w, h int, c color.NRGBA) []byte {
+func pngImage(t testing.TB, w, h int, c color.NRGBA) []byte {
 	t.Helper()
 	img := image.NewNRGBA(image.Rect(0, 0, w, h))
 	for i := 0; i < len(img.Pix); i += 4 {
@@ -249,7 +249,7 @@ func (e *env) checkSigned(v any, path string) {
 }
 
 // errorOf checks the external error body: exactly {error: "<text>"}.
-func errorOf(t *testing.T, body map[string]any) string {
+func errorOf(t testing.TB, body map[string]any) string {
 	t.Helper()
 	msg, ok := body["error"].(string)
 	if !ok || msg == "" || len(body) != 1 {

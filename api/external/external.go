@@ -14,11 +14,13 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/activities/generate"
+	"github.com/shotflow/shotflow/api/inputcheck"
 	"github.com/shotflow/shotflow/internal/blobstore"
 	"github.com/shotflow/shotflow/internal/intake"
 	"github.com/shotflow/shotflow/internal/ratelimit"
 	"github.com/shotflow/shotflow/internal/unavailable"
 	"github.com/shotflow/shotflow/internal/urlsign"
+	"github.com/shotflow/shotflow/models"
 )
 
 // Base is the path prefix of every external route.
@@ -50,17 +52,40 @@ type Handler struct {
 	generatorCache // providers recently seen with an active generator
 }
 
+// Body limits of the external routes (413 beyond them); a route that takes no body accepts
+// inputcheck.NoBodyLimit bytes and ignores them.
+const (
+	maxJSONBody        = 64 << 10                                          // register-* and review routes: one short object
+	maxProductFormBody = MaxImageBytes + 1<<20                             // POST /products: one image and two short fields
+	maxPresetFormBody  = (1+models.MaxPresetGallery)*MaxImageBytes + 1<<20 // POST and PUT /presets: a cover, a gallery and text fields
+)
+
+// route mounts one route under Base that needs scope: its input check (Input, with the body it
+// declares) around the key and the scope — parameters and headers before the key, the body just
+// before the handler.
+type route func(method, path string, body inputcheck.Body, scope string, handler gin.HandlerFunc)
+
 // Register mounts the external routes on r.
 func (h *Handler) Register(r gin.IRouter) {
-	r.GET(OpenAPIPath, serveOpenAPI)
-	g := r.Group(Base, h.Authenticate)
-	read, register := h.Require(ScopeRead), h.Require(ScopeRegister)
-	g.GET("/orders", read, h.listOrders)
-	g.GET("/orders/:id", read, h.getOrder)
-	h.registerProducts(g, read, register)
-	h.registerRecords(g, read, register)
-	h.registerPresets(g, read, register)
-	h.registerGeneration(g, register)
+	doc := h.Input(inputcheck.NoBody)
+	r.GET(OpenAPIPath, doc.Head, doc.Content, serveOpenAPI)
+	g := r.Group(Base)
+	add := func(method, path string, body inputcheck.Body, scope string, handler gin.HandlerFunc) {
+		in := h.Input(body)
+		g.Handle(method, path, in.Head, h.Authenticate, h.Require(scope), in.Content, handler)
+	}
+	add(http.MethodGet, "/orders", inputcheck.NoBody, ScopeRead, h.listOrders)
+	add(http.MethodGet, "/orders/:id", inputcheck.NoBody, ScopeRead, h.getOrder)
+	h.registerProducts(add)
+	h.registerRecords(add)
+	h.registerPresets(add)
+	h.registerGeneration(add)
+}
+
+// Input is the external API's input check of a route that accepts body (inputcheck): 413 for a
+// body over its limit, 400 naming the field for text PostgreSQL cannot store (NUL, invalid UTF-8).
+func (h *Handler) Input(body inputcheck.Body) inputcheck.Checks {
+	return inputcheck.New(body, func(c *gin.Context, r *inputcheck.Refusal) { h.fail(c, r.Status, r.Message) })
 }
 
 func (h *Handler) now() time.Time {

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
+	"github.com/shotflow/shotflow/api/inputcheck"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/workflows"
 )
@@ -47,13 +48,14 @@ type GenerationResponse struct {
 }
 
 // registerGeneration mounts the register-* routes.
-func (h *Handler) registerGeneration(g gin.IRouter, register gin.HandlerFunc) {
-	g.POST("/models/register-ideas", register, h.registerIdeas(models.JobTypeModelIdea, models.KindFashionModel))
-	g.POST("/sceneries/register-ideas", register, h.registerIdeas(models.JobTypeSceneryIdea, models.KindScenery))
-	g.POST("/packshots/register-ideas", register, h.registerPackshots)
-	g.POST("/image-picker/register-ideas", register, h.registerPhotoShoot)
-	g.POST("/video-picker/register-videos", register, h.registerVideo)
-	g.POST("/reel/register-reel", register, h.registerReel)
+func (h *Handler) registerGeneration(add route) {
+	post, body := http.MethodPost, inputcheck.JSONBody(maxJSONBody)
+	add(post, "/models/register-ideas", body, ScopeRegister, h.registerIdeas(models.JobTypeModelIdea, models.KindFashionModel))
+	add(post, "/sceneries/register-ideas", body, ScopeRegister, h.registerIdeas(models.JobTypeSceneryIdea, models.KindScenery))
+	add(post, "/packshots/register-ideas", body, ScopeRegister, h.registerPackshots)
+	add(post, "/image-picker/register-ideas", body, ScopeRegister, h.registerPhotoShoot)
+	add(post, "/video-picker/register-videos", body, ScopeRegister, h.registerVideo)
+	add(post, "/reel/register-reel", body, ScopeRegister, h.registerReel)
 }
 
 // refusal is a client error of a generation request: its status and {error} text, and for a 422
@@ -90,7 +92,7 @@ func (h *Handler) answer(c *gin.Context, err error) {
 // decode reads a JSON object body into dst, refusing malformed JSON, unknown fields and values of
 // the wrong type with a 400 that names the field.
 func decode(c *gin.Context, dst any) error {
-	raw, err := io.ReadAll(io.LimitReader(c.Request.Body, 1<<20))
+	raw, err := io.ReadAll(c.Request.Body) // Input held it to maxJSONBody
 	if err != nil {
 		return refuse(http.StatusBadRequest, "The body could not be read.")
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"go.uber.org/zap"
 
+	"github.com/shotflow/shotflow/api/inputcheck"
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/jobview"
 	"github.com/shotflow/shotflow/models"
@@ -99,10 +100,11 @@ var presetTexts = []presetText{
 }
 
 // registerPresets mounts GET, POST and PUT /presets.
-func (h *Handler) registerPresets(g gin.IRouter, read, register gin.HandlerFunc) {
-	g.GET("/presets", read, h.listPresets)
-	g.POST("/presets", register, h.createPreset)
-	g.PUT("/presets", register, h.updatePreset)
+func (h *Handler) registerPresets(add route) {
+	form := inputcheck.MultipartBody(maxPresetFormBody)
+	add(http.MethodGet, "/presets", inputcheck.NoBody, ScopeRead, h.listPresets)
+	add(http.MethodPost, "/presets", form, ScopeRegister, h.createPreset)
+	add(http.MethodPut, "/presets", form, ScopeRegister, h.updatePreset)
 }
 
 // listPresets answers GET /presets: the first maxRecords presets the account sees, in the order
@@ -318,11 +320,9 @@ func readPresetForm(form *multipart.Form, update bool) (*presetForm, error) {
 	return f, nil
 }
 
-// checkText refuses text that is not UTF-8, holds a NUL character or is longer than max characters.
+// checkText refuses text longer than max characters (Input has refused text that is not UTF-8 or
+// holds a NUL character).
 func checkText(field, v string, max int) error {
-	if !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
-		return badField("%s must be UTF-8 text without NUL characters.", field)
-	}
 	if n := utf8.RuneCountInString(v); n > max {
 		return badField("%s is %d characters long; at most %d.", field, n, max)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"go.uber.org/zap"
 
+	"github.com/shotflow/shotflow/api/inputcheck"
 	"github.com/shotflow/shotflow/internal/jobview"
 	"github.com/shotflow/shotflow/models"
 )
@@ -55,9 +56,9 @@ type ProductCreated struct {
 }
 
 // registerProducts mounts GET and POST /products.
-func (h *Handler) registerProducts(g gin.IRouter, read, register gin.HandlerFunc) {
-	g.GET("/products", read, h.listProducts)
-	g.POST("/products", register, h.uploadProduct)
+func (h *Handler) registerProducts(add route) {
+	add(http.MethodGet, "/products", inputcheck.NoBody, ScopeRead, h.listProducts)
+	add(http.MethodPost, "/products", inputcheck.MultipartBody(maxProductFormBody), ScopeRegister, h.uploadProduct)
 }
 
 // listProducts answers the account's product photos, from its installations' catalogs and its
@@ -190,10 +191,7 @@ func (h *Handler) productText(c *gin.Context, values []string, field string, max
 	if len(values) == 1 {
 		v = strings.TrimSpace(values[0])
 	}
-	switch {
-	case !utf8.ValidString(v):
-		h.fail(c, http.StatusBadRequest, field+" must be UTF-8 text.")
-		return "", false
+	switch { // Input has refused text that is not UTF-8 or holds a NUL character
 	case v == "" && required:
 		h.fail(c, http.StatusBadRequest, field+" is required (1 to "+strconv.Itoa(maxLen)+" characters).")
 		return "", false

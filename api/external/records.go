@@ -11,6 +11,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/shotflow/shotflow/api/inputcheck"
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/jobview"
 	"github.com/shotflow/shotflow/models"
@@ -29,9 +30,6 @@ const (
 const (
 	PackshotArchive = "ARCHIVE" // status: archive the packshot
 )
-
-// maxReviewBody bounds the JSON body of a review route.
-const maxReviewBody = 64 << 10
 
 // RecordItem is an entry of GET /models, /sceneries, /packshots and /image-picker.
 type RecordItem struct {
@@ -55,14 +53,15 @@ type VideoItem struct {
 }
 
 // registerRecords mounts the record lists and the review routes.
-func (h *Handler) registerRecords(g gin.IRouter, read, register gin.HandlerFunc) {
-	g.GET("/models", read, h.listModels)
-	g.GET("/sceneries", read, h.listSceneries)
-	g.GET("/packshots", read, h.listPackshots)
-	g.GET("/image-picker", read, h.listImages)
-	g.GET("/videos", read, h.listVideos)
-	g.POST("/packshots/update-packshot", register, h.updatePackshot)
-	g.POST("/image-picker/review", register, h.reviewImage)
+func (h *Handler) registerRecords(add route) {
+	get, post, none, body := http.MethodGet, http.MethodPost, inputcheck.NoBody, inputcheck.JSONBody(maxJSONBody)
+	add(get, "/models", none, ScopeRead, h.listModels)
+	add(get, "/sceneries", none, ScopeRead, h.listSceneries)
+	add(get, "/packshots", none, ScopeRead, h.listPackshots)
+	add(get, "/image-picker", none, ScopeRead, h.listImages)
+	add(get, "/videos", none, ScopeRead, h.listVideos)
+	add(post, "/packshots/update-packshot", body, ScopeRegister, h.updatePackshot)
+	add(post, "/image-picker/review", body, ScopeRegister, h.reviewImage)
 }
 
 func (h *Handler) listModels(c *gin.Context) { h.listReference(c, models.KindFashionModel, "models") }
@@ -254,9 +253,9 @@ func (h *Handler) reviewImage(c *gin.Context) {
 // reviewBody reads a JSON object whose keys must all be allowed; it answers 400 for a body that
 // is not a JSON object or that has another key, naming it.
 func (h *Handler) reviewBody(c *gin.Context, allowed ...string) (map[string]json.RawMessage, bool) {
-	raw, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, maxReviewBody))
+	raw, err := io.ReadAll(c.Request.Body) // Input held it to maxJSONBody
 	if err != nil {
-		h.fail(c, http.StatusBadRequest, "The body could not be read (at most 64 KiB of JSON).")
+		h.fail(c, http.StatusBadRequest, "The body could not be read.")
 		return nil, false
 	}
 	var body map[string]json.RawMessage

@@ -21,7 +21,7 @@ import (
 // creation time one minute after the previous one, so the newest-first order is known.
 type recFix struct {
 	e     *env
-	t     *testing.T
+	t     testing.TB
 	clock time.Time
 }
 

@@ -30,9 +30,6 @@ const MaxImageBytes = 20 << 20
 // request's own deadline, but must not hang on an unreachable file store.
 const cleanupTimeout = 5 * time.Second
 
-// maxFormBytes bounds a whole multipart request: a cover and six gallery images at most.
-const maxFormBytes = 8*MaxImageBytes + 1<<20
-
 // ImageTypes are the image types multipart routes accept, sniffed from the bytes.
 var ImageTypes = []string{"image/png", "image/jpeg", "image/webp"}
 
@@ -43,12 +40,12 @@ func (e *badRequest) Error() string { return e.message }
 
 func badField(format string, args ...any) error { return &badRequest{fmt.Sprintf(format, args...)} }
 
-// parseForm reads a multipart/form-data body of at most maxFormBytes; the error is a badRequest.
+// parseForm returns the multipart/form-data body, which Input has parsed, bounded and checked;
+// the error is a badRequest.
 func parseForm(c *gin.Context) (*multipart.Form, error) {
-	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, maxFormBytes)
 	form, err := c.MultipartForm()
 	if err != nil {
-		return nil, badField("The body must be multipart/form-data of at most %d MiB: %v.", maxFormBytes>>20, err)
+		return nil, badField("The body must be multipart/form-data: %v.", err)
 	}
 	return form, nil
 }

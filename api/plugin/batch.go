@@ -46,7 +46,7 @@ const migrateBatchMessage = "The {\"jobs\": [...]} body of POST /jobs/batch was 
 // committed sessions are then started together (the outbox covers a start that fails). Idempotency-
 // Key is not supported here and is ignored.
 func (h *Handler) createBatch(c *gin.Context) {
-	body, ok := h.readBody(c, maxBatchBodyBytes)
+	body, ok := h.readBody(c)
 	if !ok {
 		return
 	}

@@ -48,7 +48,7 @@ func (h *Handler) cloneOrder(c *gin.Context) {
 	if !ok {
 		return
 	}
-	body, ok := h.readBody(c, maxSessionBodyBytes)
+	body, ok := h.readBody(c)
 	if !ok {
 		return
 	}

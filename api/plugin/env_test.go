@@ -66,9 +66,10 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// env is one plugin API over a fresh SQLite database, with one account and one installation.
+// env is one plugin API over a fresh SQLite database (PostgreSQL with onPostgres), with one account
+// and one installation.
 type env struct {
-	t       *testing.T
+	t       testing.TB
 	db      *gorm.DB
 	box     *secrets.Box
 	blobs   *blobstore.Store
@@ -86,7 +87,8 @@ type env struct {
 }
 
 type envConfig struct {
-	db            *gorm.DB // nil: a fresh SQLite database
+	db            *gorm.DB // a migrated database of the test's (testdb.Dialects); nil: databaseURL
+	databaseURL   func(testing.TB) string
 	catalog       *models.Catalog
 	credits       int64
 	rateLimit     int
@@ -98,6 +100,10 @@ type envOption func(*envConfig)
 
 // onDatabase runs the env on a migrated database of the test's (testdb.Dialects).
 func onDatabase(db *gorm.DB) envOption { return func(c *envConfig) { c.db = db } }
+
+// onPostgres runs the environment on a fresh PostgreSQL database, which refuses text SQLite takes
+// (NUL characters, invalid UTF-8).
+func onPostgres() envOption { return func(c *envConfig) { c.databaseURL = testdb.PostgresURL } }
 
 func withRateLimit(n int) envOption { return func(c *envConfig) { c.rateLimit = n } }
 
@@ -113,16 +119,16 @@ func withProviders(p map[string]generate.Provider) envOption {
 	return func(c *envConfig) { c.providers = p }
 }
 
-func newEnv(t *testing.T, opts ...envOption) *env {
+func newEnv(t testing.TB, opts ...envOption) *env {
 	t.Helper()
-	cfg := envConfig{credits: 500, providers: map[string]generate.Provider{"local": local.Provider{}}}
+	cfg := envConfig{databaseURL: testdb.SQLiteURL, credits: 500, providers: map[string]generate.Provider{"local": local.Provider{}}}
 	for _, o := range opts {
 		o(&cfg)
 	}
 	ctx := context.Background()
 	db := cfg.db
 	if db == nil {
-		db = testdb.Open(t, testdb.SQLiteURL(t))
+		db = testdb.Open(t, cfg.databaseURL(t))
 	}
 	box, err := secrets.NewBox(make([]byte, 32))
 	require.NoError(t, err)
@@ -223,7 +229,7 @@ func (e *env) issueKey(scopes ...string) string {
 	return k.Secret
 }
 
-func keyID(t *testing.T, full string) string {
+func keyID(t testing.TB, full string) string {
 	t.Helper()
 	_, id, _, ok := models.ParseKey(full)
 	require.True(t, ok, "key %q does not parse", full)
@@ -261,7 +267,7 @@ func (e *env) do(method, target, key string, body any, headers ...string) *httpt
 // p is a path under the plugin API base.
 func p(path string) string { return plugin.Base + path }
 
-func decode(t *testing.T, rec *httptest.ResponseRecorder) map[string]any {
+func decode(t testing.TB, rec *httptest.ResponseRecorder) map[string]any {
 	t.Helper()
 	var m map[string]any
 	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &m), "body: %s", rec.Body.String())
@@ -323,7 +329,7 @@ func (e *env) checkEnvelope(rec *httptest.ResponseRecorder, status int, code str
 }
 
 // pngBytes encodes a w×h PNG.
-func pngBytes(t *testing.T, w, h int) []byte {
+func pngBytes(t testing.TB, w, h int) []byte {
 	t.Helper()
 	img := image.NewRGBA(image.Rect(0, 0, w, h))
 	for x := range w {
@@ -337,7 +343,7 @@ func pngBytes(t *testing.T, w, h int) []byte {
 }
 
 // jpegBytes encodes a w×h JPEG.
-func jpegBytes(t *testing.T, w, h int) []byte {
+func jpegBytes(t testing.TB, w, h int) []byte {
 	t.Helper()
 	img := image.NewRGBA(image.Rect(0, 0, w, h))
 	var buf bytes.Buffer

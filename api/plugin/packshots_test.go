@@ -29,7 +29,7 @@ func (e *env) registerPackshots(key string, items ...map[string]any) []map[strin
 }
 
 // requireItemError checks a per-item error of a bulk call.
-func requireItemError(t *testing.T, res map[string]any, status int, code string) string {
+func requireItemError(t testing.TB, res map[string]any, status int, code string) string {
 	t.Helper()
 	require.Equal(t, "error", res["status"], "%v", res)
 	assert.NotContains(t, res, "packshot")

@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/activities/generate"
+	"github.com/shotflow/shotflow/api/inputcheck"
 	"github.com/shotflow/shotflow/internal/blobstore"
 	"github.com/shotflow/shotflow/internal/intake"
 	"github.com/shotflow/shotflow/internal/ratelimit"
@@ -40,42 +41,78 @@ const Base = "/api/v1/plugin"
 // JobTypes are the job types the plugin API creates; its model list and prices show only these.
 var JobTypes = []string{models.JobTypePhotoShoot, models.JobTypePackshot}
 
-// Register mounts the plugin API routes on r.
+// Body limits of the plugin routes (413 payload_too_large beyond them); a route that takes no body
+// accepts inputcheck.NoBodyLimit bytes and ignores them.
+const (
+	maxSmallJSONBytes   = 64 << 10 // POST /assets/upload: one short object
+	maxCatalogBodyBytes = 1 << 20  // POST /images, POST /packshots: up to 100 short items
+)
+
+// Register mounts the plugin API routes on r. Each route checks its input (Input, with the body it
+// declares) around the key and the key's permission: parameters and headers before the key, the
+// body after the permission, just before the handler.
 func (h *Handler) Register(r *gin.Engine) {
 	useJSONFieldNames()
-	// Signed upload URLs authenticate by their signature, not by API key.
-	r.PUT(Base+"/uploads/:id", h.receiveUpload)
+	// Signed upload URLs authenticate by their signature, not by API key; the handler holds the
+	// bytes to the size the upload declared.
+	upload := h.Input(inputcheck.StreamBody(MaxUploadBytes))
+	r.PUT(Base+"/uploads/:id", upload.Head, upload.Content, h.receiveUpload)
 	// Signed download URLs of seeded reference images (thumbnails, preset covers and galleries).
-	r.GET(referenceFileRoute, h.referenceFile)
+	none := h.Input(inputcheck.NoBody)
+	r.GET(referenceFileRoute, none.Head, none.Content, h.referenceFile)
 
-	g := r.Group(Base, h.Authenticate)
-	g.GET("/me", h.me)
-	g.GET("/ai-models", h.Require(PermCatalogRead), h.aiModels)
-	g.GET("/aspect-ratios", h.Require(PermCatalogRead), h.aspectRatios)
-	g.GET("/pricing", h.Require(PermCatalogRead), h.pricing)
-	g.GET("/models", h.Require(PermCatalogRead), h.listModels)
-	g.GET("/sceneries", h.Require(PermCatalogRead), h.listSceneries)
-	g.GET("/presets", h.Require(PermCatalogRead, PermJobsRead, PermPresetsRead), h.listPresets)
-	g.POST("/assets/upload", h.Require(PermAssetsUpload), h.createUpload)
-	g.POST("/packshots", h.Require(PermCatalogWrite), h.registerPackshots)
-	g.GET("/packshots", h.Require(PermCatalogRead), h.listPackshots)
-	g.DELETE("/packshots/:id_or_ref", h.Require(PermCatalogWrite), h.deletePackshot)
-	g.POST("/images", h.Require(PermCatalogWrite), h.registerImages)
-	g.GET("/products", h.Require(PermCatalogRead), h.listProducts)
-	g.GET("/products/:id_or_ref", h.Require(PermCatalogRead), h.getProduct)
-	g.DELETE("/products/:id_or_ref", h.Require(PermCatalogWrite), h.deleteProduct)
-	g.POST("/jobs", h.Require(PermJobsCreate), h.createSession)
-	g.POST("/jobs/batch", h.Require(PermJobsCreate), h.createBatch)
-	g.GET("/jobs/:id", h.Require(PermJobsRead), h.getJob)
-	g.GET("/jobs", h.Require(PermJobsRead), h.listJobs)
-	g.DELETE("/jobs/:id", h.Require(PermJobsCancel), h.cancelJob)
-	g.POST("/jobs/:id/refresh-url", h.Require(PermJobsRead), h.refreshURL)
-	g.POST("/jobs/:id/accept", h.Require(PermJobsRead), h.acceptJob)
-	g.POST("/jobs/:id/reject", h.Require(PermJobsRead), h.rejectJob)
-	g.GET("/orders/:id", h.Require(PermJobsRead), h.getOrder)
-	g.POST("/orders/:id/clone", h.Require(PermJobsCreate), h.cloneOrder)
-	g.POST("/webhooks/:delivery_id/replay", h.Require(PermWebhooksManage), h.replayWebhook)
-	g.POST("/installations/:id/rotate-hmac", h.Require(PermInstallationsManage), h.rotateHMAC)
+	g := r.Group(Base)
+	// route mounts a handler that needs one of perms (none: any valid key).
+	route := func(method, path string, body inputcheck.Body, handler gin.HandlerFunc, perms ...string) {
+		in := h.Input(body)
+		chain := []gin.HandlerFunc{in.Head, h.Authenticate}
+		if len(perms) > 0 {
+			chain = append(chain, h.Require(perms...))
+		}
+		g.Handle(method, path, append(chain, in.Content, handler)...)
+	}
+	get, post, del := http.MethodGet, http.MethodPost, http.MethodDelete
+	noBody, jsonBody := inputcheck.NoBody, inputcheck.JSONBody
+	route(get, "/me", noBody, h.me)
+	route(get, "/ai-models", noBody, h.aiModels, PermCatalogRead)
+	route(get, "/aspect-ratios", noBody, h.aspectRatios, PermCatalogRead)
+	route(get, "/pricing", noBody, h.pricing, PermCatalogRead)
+	route(get, "/models", noBody, h.listModels, PermCatalogRead)
+	route(get, "/sceneries", noBody, h.listSceneries, PermCatalogRead)
+	route(get, "/presets", noBody, h.listPresets, PermCatalogRead, PermJobsRead, PermPresetsRead)
+	route(post, "/assets/upload", jsonBody(maxSmallJSONBytes), h.createUpload, PermAssetsUpload)
+	route(post, "/packshots", jsonBody(maxCatalogBodyBytes), h.registerPackshots, PermCatalogWrite)
+	route(get, "/packshots", noBody, h.listPackshots, PermCatalogRead)
+	route(del, "/packshots/:id_or_ref", noBody, h.deletePackshot, PermCatalogWrite)
+	route(post, "/images", jsonBody(maxCatalogBodyBytes), h.registerImages, PermCatalogWrite)
+	route(get, "/products", noBody, h.listProducts, PermCatalogRead)
+	route(get, "/products/:id_or_ref", noBody, h.getProduct, PermCatalogRead)
+	route(del, "/products/:id_or_ref", noBody, h.deleteProduct, PermCatalogWrite)
+	route(post, "/jobs", jsonBody(maxSessionBodyBytes), h.createSession, PermJobsCreate)
+	route(post, "/jobs/batch", jsonBody(maxBatchBodyBytes), h.createBatch, PermJobsCreate)
+	route(get, "/jobs/:id", noBody, h.getJob, PermJobsRead)
+	route(get, "/jobs", noBody, h.listJobs, PermJobsRead)
+	route(del, "/jobs/:id", noBody, h.cancelJob, PermJobsCancel)
+	route(post, "/jobs/:id/refresh-url", noBody, h.refreshURL, PermJobsRead)
+	route(post, "/jobs/:id/accept", noBody, h.acceptJob, PermJobsRead)
+	route(post, "/jobs/:id/reject", noBody, h.rejectJob, PermJobsRead)
+	route(get, "/orders/:id", noBody, h.getOrder, PermJobsRead)
+	route(post, "/orders/:id/clone", jsonBody(maxSessionBodyBytes), h.cloneOrder, PermJobsCreate)
+	route(post, "/webhooks/:delivery_id/replay", noBody, h.replayWebhook, PermWebhooksManage)
+	route(post, "/installations/:id/rotate-hmac", noBody, h.rotateHMAC, PermInstallationsManage)
+}
+
+// Input is the plugin API's input check of a route that accepts body (inputcheck): 413
+// payload_too_large for a body over its limit, 400 invalid_input naming the field for text
+// PostgreSQL cannot store (NUL, invalid UTF-8).
+func (h *Handler) Input(body inputcheck.Body) inputcheck.Checks {
+	return inputcheck.New(body, func(c *gin.Context, r *inputcheck.Refusal) {
+		code := CodeInvalidInput
+		if r.Status == http.StatusRequestEntityTooLarge {
+			code = CodePayloadTooLarge
+		}
+		h.Fail(c, r.Status, code, r.Message)
+	})
 }
 
 // NotFound answers an unknown route of the plugin API with the envelope.

@@ -81,7 +81,7 @@ func (h *Handler) createSession(c *gin.Context) {
 	if !ok {
 		return
 	}
-	body, ok := h.readBody(c, maxSessionBodyBytes)
+	body, ok := h.readBody(c)
 	if !ok {
 		return
 	}
@@ -105,16 +105,11 @@ func (h *Handler) createSession(c *gin.Context) {
 	})
 }
 
-// readBody reads the request body up to limit bytes, answering 400 or 413 when it cannot.
-func (h *Handler) readBody(c *gin.Context, limit int64) ([]byte, bool) {
-	body, err := io.ReadAll(io.LimitReader(c.Request.Body, limit+1))
+// readBody reads the request body, which Input has already held to the route's limit.
+func (h *Handler) readBody(c *gin.Context) ([]byte, bool) {
+	body, err := io.ReadAll(c.Request.Body)
 	if err != nil {
 		h.Fail(c, http.StatusBadRequest, CodeInvalidInput, "The request body could not be read.")
-		return nil, false
-	}
-	if int64(len(body)) > limit {
-		h.Fail(c, http.StatusRequestEntityTooLarge, CodePayloadTooLarge,
-			fmt.Sprintf("The request body is larger than %d MiB.", limit>>20))
 		return nil, false
 	}
 	return body, true

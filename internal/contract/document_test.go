@@ -38,8 +38,9 @@ func TestDocumentIsValid(t *testing.T) {
 }
 
 // TestDocumentConventions checks what every operation must say: an operationId, its permission
-// (x-permissions, as permission names), the error answers every authenticated route can give, 503
-// with Retry-After on every route that uses a dependency, and X-Request-Id on every answer.
+// (x-permissions, as permission names), the error answers every route can give (400 and 413 from
+// the input check, 500), those every authenticated route can give, 503 with Retry-After on every
+// route that uses a dependency, and X-Request-Id on every answer.
 func TestDocumentConventions(t *testing.T) {
 	doc, err := contract.Load()
 	if err != nil {
@@ -72,7 +73,7 @@ func TestDocumentConventions(t *testing.T) {
 			}
 		}
 		secured := op.Security == nil || len(*op.Security) > 0
-		want := []string{"500"}
+		want := []string{"400", "413", "500"}
 		if !independent[o.method+" "+o.fullPath] {
 			want = append(want, "503")
 		}

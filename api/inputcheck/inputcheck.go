@@ -1,0 +1,361 @@
+// Package inputcheck is the edge check both APIs run on every route, around its authentication: a
+// body larger than the route accepts is refused with 413 without reading the rest, and text
+// PostgreSQL cannot store — the NUL character and invalid UTF-8 — is refused with 400 naming the
+// field, wherever the service would read it: path and query parameters, the headers it looks
+// records up with or stores, JSON bodies (keys and values) and multipart text fields and file
+// names. Each API turns a Refusal into its own error body.
+package inputcheck
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/gin-gonic/gin"
+)
+
+// Kind is how a route reads its request body.
+type Kind int
+
+// The kinds of body a route may take.
+const (
+	None      Kind = iota // no body; a body of at most the limit is read and ignored
+	JSON                  // a JSON document, read in full here and scanned
+	Multipart             // multipart/form-data, parsed here (large files go to temporary files)
+	Stream                // raw bytes the handler streams (uploads); bounded here, not read
+)
+
+// Body declares the request body a route accepts: its kind and its largest size in bytes.
+type Body struct {
+	Kind  Kind
+	Limit int64
+}
+
+// NoBodyLimit is the largest body a route that takes none accepts (and ignores), so that a
+// client sending "{}" or an empty form is not refused.
+const NoBodyLimit = 4 << 10
+
+// NoBody declares a route that takes no body.
+var NoBody = Body{Kind: None, Limit: NoBodyLimit}
+
+// JSONBody declares a route that takes a JSON body of at most limit bytes.
+func JSONBody(limit int64) Body { return Body{Kind: JSON, Limit: limit} }
+
+// MultipartBody declares a route that takes a multipart/form-data body of at most limit bytes.
+func MultipartBody(limit int64) Body { return Body{Kind: Multipart, Limit: limit} }
+
+// StreamBody declares a route whose handler streams a body of at most limit bytes.
+func StreamBody(limit int64) Body { return Body{Kind: Stream, Limit: limit} }
+
+// multipartMemory is how much of a multipart body's files is kept in memory; the rest of the
+// files is written to temporary files, removed when the request ends.
+const multipartMemory = 4 << 20
+
+// headers are the request headers the service looks records up with or stores; their values
+// must be text PostgreSQL can take.
+var headers = []string{"X-Api-Key", "Authorization", "Idempotency-Key"}
+
+// Refusal is why a request is refused: 400 (the message names the field) or 413.
+type Refusal struct {
+	Status  int
+	Message string
+}
+
+// Checks are the two halves of a route's input check, each a gin middleware that calls refuse
+// (which must answer and abort) when the request cannot be served. Head runs first, before the
+// key is checked: it reads no body, refusing one whose Content-Length is over the limit and text
+// PostgreSQL cannot store in path and query parameters and in the headers the service looks
+// records up with or stores (X-Api-Key, Authorization, Idempotency-Key). Content runs just before
+// the handler: it reads and checks the body (so no caller without a valid key and permission
+// makes the service read one), refusing it as soon as it passes the limit, and leaves a JSON or
+// empty body buffered in the request, a multipart form parsed in Request.MultipartForm (its
+// temporary files removed when the handler returns) or a streamed body wrapped so that it ends
+// at the limit.
+type Checks struct {
+	Head, Content gin.HandlerFunc
+}
+
+// New returns the checks of a route that accepts body.
+func New(body Body, refuse func(*gin.Context, *Refusal)) Checks {
+	return Checks{
+		Head: func(c *gin.Context) {
+			if r := checkHead(c, body); r != nil {
+				refuse(c, r)
+			}
+		},
+		Content: func(c *gin.Context) {
+			if r := checkContent(c, body); r != nil {
+				refuse(c, r)
+				return
+			}
+			c.Next()
+			if form := c.Request.MultipartForm; form != nil {
+				_ = form.RemoveAll()
+			}
+		},
+	}
+}
+
+// checkHead is the check of Checks.Head: nil when the request may go on.
+func checkHead(c *gin.Context, body Body) *Refusal {
+	req := c.Request
+	if req.ContentLength > body.Limit {
+		return tooLarge(body.Limit)
+	}
+	for _, p := range c.Params {
+		if r := text("The path parameter "+p.Key, p.Value); r != nil {
+			return r
+		}
+	}
+	query, _ := url.ParseQuery(req.URL.RawQuery) // gin ignores the malformed pairs too
+	for _, name := range slices.Sorted(maps.Keys(query)) {
+		if r := nameText("The name of a query parameter", name); r != nil {
+			return r
+		}
+		for _, v := range query[name] {
+			if r := text("The query parameter "+name, v); r != nil {
+				return r
+			}
+		}
+	}
+	for _, name := range headers {
+		for _, v := range req.Header.Values(name) {
+			if r := text("The "+name+" header", v); r != nil {
+				return r
+			}
+		}
+	}
+	return nil
+}
+
+// checkContent is the check of Checks.Content: nil when the handler may run.
+func checkContent(c *gin.Context, body Body) *Refusal {
+	req := c.Request
+	if req.Body == nil {
+		req.Body = http.NoBody
+	}
+	switch body.Kind {
+	case Stream:
+		req.Body = http.MaxBytesReader(c.Writer, req.Body, body.Limit)
+		return nil
+	case Multipart:
+		return checkForm(c, body.Limit)
+	}
+	data, r := read(req, body.Limit)
+	if r != nil {
+		return r
+	}
+	req.Body = io.NopCloser(bytes.NewReader(data))
+	if body.Kind == JSON {
+		return scanJSON(data)
+	}
+	return nil
+}
+
+// read reads the whole body, refusing it (413) as soon as it is longer than limit. Its buffer is
+// the body's length when Content-Length gives it, else it doubles from 64 KiB up to the limit, so
+// a body costs at most about twice the limit.
+func read(req *http.Request, limit int64) ([]byte, *Refusal) {
+	size := min(limit, 64<<10)
+	if req.ContentLength >= 0 {
+		size = req.ContentLength // CheckHead refused a Content-Length over the limit
+	}
+	buf := make([]byte, 0, size)
+	var probe [1]byte
+	for {
+		window := buf[len(buf):cap(buf)]
+		switch {
+		case len(buf) == int(limit):
+			window = probe[:] // one byte more is one too many
+		case len(window) == 0:
+			bigger := make([]byte, len(buf), min(max(2*int64(cap(buf)), 512), limit))
+			buf = bigger[:copy(bigger, buf)]
+			window = buf[len(buf):cap(buf)]
+		}
+		n, err := req.Body.Read(window)
+		if len(buf) == int(limit) && n > 0 {
+			return nil, tooLarge(limit)
+		}
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, &Refusal{Status: http.StatusBadRequest, Message: "The request body could not be read."}
+		}
+	}
+}
+
+func tooLarge(limit int64) *Refusal {
+	return &Refusal{Status: http.StatusRequestEntityTooLarge,
+		Message: fmt.Sprintf("The request body is larger than this route accepts (%s).", Size(limit))}
+}
+
+// Size writes a byte count as people read it: "1 MiB", "64 KiB" or "100 bytes".
+func Size(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return strconv.FormatInt(n>>20, 10) + " MiB"
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return strconv.FormatInt(n>>10, 10) + " KiB"
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
+}
+
+// checkForm parses a multipart body of at most limit bytes and checks its text fields and file
+// names.
+func checkForm(c *gin.Context, limit int64) *Refusal {
+	req := c.Request
+	req.Body = http.MaxBytesReader(c.Writer, req.Body, limit)
+	if err := req.ParseMultipartForm(multipartMemory); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) || errors.Is(err, multipart.ErrMessageTooLarge) {
+			return tooLarge(limit)
+		}
+		return &Refusal{Status: http.StatusBadRequest,
+			Message: fmt.Sprintf("The body must be multipart/form-data of at most %s: %v.", Size(limit), err)}
+	}
+	form := req.MultipartForm
+	for _, name := range slices.Sorted(maps.Keys(form.Value)) {
+		if r := nameText("The name of a form field", name); r != nil {
+			return r
+		}
+		for _, v := range form.Value[name] {
+			if r := text("The form field "+name, v); r != nil {
+				return r
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(form.File)) {
+		if r := nameText("The name of a form file", name); r != nil {
+			return r
+		}
+		for _, fh := range form.File[name] {
+			if r := text("The file name of form field "+name, fh.Filename); r != nil {
+				return r
+			}
+		}
+	}
+	return nil
+}
+
+// text refuses a value that is not valid UTF-8 or that holds a NUL character; subject names it.
+func text(subject, v string) *Refusal {
+	switch {
+	case !utf8.ValidString(v):
+		return invalid("%s is not valid UTF-8.", subject)
+	case strings.IndexByte(v, 0) >= 0:
+		return invalid("%s must not contain the NUL character (\\u0000).", subject)
+	}
+	return nil
+}
+
+// nameText is text for a name that is itself refused: the message quotes it.
+func nameText(subject, name string) *Refusal {
+	if text("", name) == nil {
+		return nil
+	}
+	return text(subject+" ("+strconv.Quote(name)+")", name)
+}
+
+func invalid(format string, args ...any) *Refusal {
+	return &Refusal{Status: http.StatusBadRequest, Message: fmt.Sprintf(format, args...)}
+}
+
+// frame is an object or array being scanned: the key of its current member, or the index of its
+// current element.
+type frame struct {
+	array   bool
+	key     string
+	index   int
+	wantKey bool
+}
+
+// scanJSON checks every string of a JSON document, keys included, and names the first one that is
+// not valid UTF-8 or holds a NUL character by its path (session_config.scenery_id,
+// subjects[2].product_ref). A document that is not valid JSON is left to the handler, which
+// refuses it with its own message.
+func scanJSON(data []byte) *Refusal {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var stack []frame
+	var prev int64
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil // the end, or not JSON: the handler answers
+		}
+		// encoding/json replaces invalid UTF-8 in strings, so the token's raw bytes are checked.
+		raw := data[prev:dec.InputOffset()]
+		prev = dec.InputOffset()
+		switch v := tok.(type) {
+		case json.Delim:
+			if v == '{' || v == '[' {
+				stack = append(stack, frame{array: v == '[', wantKey: v == '{'})
+				continue
+			}
+			stack = stack[:len(stack)-1]
+		case string:
+			if n := len(stack); n > 0 && stack[n-1].wantKey {
+				if r := jsonText(raw, v, "The key "+strconv.Quote(v)+" of "+orBody(jsonPath(stack[:n-1]), "the body")); r != nil {
+					return r
+				}
+				stack[n-1].key, stack[n-1].wantKey = v, false
+				continue
+			}
+			if r := jsonText(raw, v, orBody(jsonPath(stack), "The body")); r != nil {
+				return r
+			}
+		}
+		// A value ended: the enclosing object expects a key, the enclosing array its next element.
+		if n := len(stack); n > 0 {
+			if stack[n-1].array {
+				stack[n-1].index++
+			} else {
+				stack[n-1].wantKey = true
+			}
+		}
+	}
+}
+
+// jsonText refuses a JSON string whose raw bytes are not valid UTF-8 or whose value holds NUL.
+func jsonText(raw []byte, v, subject string) *Refusal {
+	if !utf8.Valid(raw) {
+		return invalid("%s is not valid UTF-8.", subject)
+	}
+	return text(subject, v)
+}
+
+// jsonPath names the current value of the innermost frame: session_config.scenery_id,
+// subjects[2].product_ref; "" for the document itself.
+func jsonPath(stack []frame) string {
+	var b strings.Builder
+	for _, f := range stack {
+		if f.array {
+			b.WriteString("[" + strconv.Itoa(f.index) + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(f.key)
+	}
+	return b.String()
+}
+
+func orBody(path, body string) string {
+	if path == "" {
+		return body
+	}
+	return path
+}
