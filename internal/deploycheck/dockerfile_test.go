@@ -1,6 +1,10 @@
 package deploycheck
 
 import (
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -228,6 +232,38 @@ func TestDockerignoreKeepsSecretsAndHistoryOut(t *testing.T) {
 	for _, want := range []string{".git", ".env", ".data"} {
 		if !slices.Contains(lines, want) {
 			t.Errorf(".dockerignore does not exclude %s", want)
+		}
+	}
+}
+
+// TestNoBuildOutputIsTracked: compiled binaries are never committed nor sent to a Docker build.
+func TestNoBuildOutputIsTracked(t *testing.T) {
+	for _, file := range []string{".gitignore", ".dockerignore"} {
+		lines := strings.Split(string(readRepoFile(t, file)), "\n")
+		for i := range lines {
+			lines[i] = strings.TrimSpace(lines[i])
+		}
+		for _, want := range []string{"/shotflow", "/loadgen"} {
+			if !slices.Contains(lines, want) {
+				t.Errorf("%s does not exclude %s", file, want)
+			}
+		}
+	}
+	root := repoRoot
+	out, err := exec.Command("git", "-C", root, "ls-files", "-z").Output()
+	if err != nil {
+		t.Skipf("not a git checkout: %v", err)
+	}
+	for _, name := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
+		f, err := os.Open(filepath.Join(root, name))
+		if err != nil {
+			continue // deleted in the work tree
+		}
+		head := make([]byte, 4)
+		n, _ := io.ReadFull(f, head)
+		_ = f.Close()
+		if n == 4 && (string(head) == "\x7fELF" || string(head[:2]) == "MZ" || string(head) == "\xcf\xfa\xed\xfe") {
+			t.Errorf("%s is a compiled binary; build outputs must not be committed", name)
 		}
 	}
 }
