@@ -86,7 +86,7 @@ type CancelResult struct {
 type orderState struct {
 	in         OrderInput
 	queue      []JobRef
-	running    map[string]bool
+	running    []string        // launched jobs that have not reported back, in launch order
 	cancelling map[string]bool // jobs whose accepted cancel is being recorded
 	busy       int             // update handlers in progress
 	result     OrderResult
@@ -97,10 +97,11 @@ func (s *orderState) indexOf(jobID string) int {
 }
 
 func (s *orderState) finished(m JobFinished) {
-	if !s.running[m.JobID] {
+	i := slices.Index(s.running, m.JobID)
+	if i < 0 {
 		return
 	}
-	delete(s.running, m.JobID)
+	s.running = slices.Delete(s.running, i, i+1)
 	if m.Status == models.JobCompleted {
 		s.result.Completed++
 	} else {
@@ -115,10 +116,7 @@ func (s *orderState) finished(m JobFinished) {
 // status is kept by the jobs' own settlement transactions.
 func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 	var a *activities.Activities
-	s := &orderState{in: in, queue: in.Jobs, running: map[string]bool{}, cancelling: map[string]bool{}, result: in.Result}
-	for _, id := range in.Running {
-		s.running[id] = true
-	}
+	s := &orderState{in: in, queue: in.Jobs, running: slices.Clone(in.Running), cancelling: map[string]bool{}, result: in.Result}
 	maxRunning := in.MaxConcurrentJobs
 	if maxRunning <= 0 {
 		maxRunning = DefaultMaxConcurrentJobs
@@ -191,7 +189,7 @@ func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 			if err := launchJob(ctx, in, ref); err != nil {
 				return s.result, err
 			}
-			s.running[ref.JobID] = true
+			s.running = append(s.running, ref.JobID)
 			launched++
 		}
 		if len(s.queue) == 0 && len(s.running) == 0 && s.busy == 0 {
@@ -201,11 +199,7 @@ func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 			drain()
 			next := in
 			next.Jobs, next.Result = s.queue, s.result
-			next.Running = make([]string, 0, len(s.running))
-			for id := range s.running {
-				next.Running = append(next.Running, id)
-			}
-			slices.Sort(next.Running) // map order is not deterministic
+			next.Running = slices.Clone(s.running)
 			return s.result, workflow.NewContinueAsNewError(ctx, OrderWorkflow, next)
 		}
 		// Sleep until a job reports back, the queue changes, or the next queued job expires.

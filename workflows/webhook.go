@@ -2,8 +2,8 @@ package workflows
 
 import (
 	"errors"
-	"fmt"
 	"hash/fnv"
+	"strconv"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -36,7 +36,7 @@ func WebhookDelay(deliveryID string, attempt int) time.Duration {
 	}
 	base := WebhookSchedule[attempt-1]
 	h := fnv.New64a()
-	fmt.Fprintf(h, "%s/%d", deliveryID, attempt)
+	_, _ = h.Write([]byte(deliveryID + "/" + strconv.Itoa(attempt)))
 	unit := float64(h.Sum64()>>11) / float64(1<<53) // uniform in [0, 1)
 	return time.Duration(float64(base) * (1 + webhookJitter*(2*unit-1)))
 }
