@@ -9,7 +9,19 @@ TEMPORAL_CLI_VERSION := v1.5.1
 PKGS          := ./...
 FUZZTIME      ?= 20s
 
-.PHONY: run build test test-short fuzz lint fmt tidy clean temporal-cli openapi-lint
+# Checkers, each pinned and installed under bin/ on first use (make check).
+STATICCHECK_VERSION   := v0.8.2
+WORKFLOWCHECK_VERSION := v0.6.0
+REDOCLY_VERSION       := 2.77.0
+DCLINT_VERSION        := 3.1.0
+GO_TOOLS   := $(BIN)/go-tools
+STATICCHECK   := $(GO_TOOLS)/staticcheck-$(STATICCHECK_VERSION)/staticcheck
+WORKFLOWCHECK := $(GO_TOOLS)/workflowcheck-$(WORKFLOWCHECK_VERSION)/workflowcheck
+NODE_TOOLS := $(BIN)/node-tools/redocly-$(REDOCLY_VERSION)-dclint-$(DCLINT_VERSION)
+REDOCLY    := $(NODE_TOOLS)/node_modules/.bin/redocly
+DCLINT     := $(NODE_TOOLS)/node_modules/.bin/dclint
+
+.PHONY: run build test test-short fuzz check lint staticcheck workflowcheck openapi-lint compose-lint fmt tidy clean temporal-cli node
 
 ## run: build, then start the Temporal dev server, API and worker on embedded defaults
 run: build $(TEMPORAL_CLI) ffmpeg
@@ -54,16 +66,65 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzPluginAPI$$' -fuzztime $(FUZZTIME) ./api/plugin
 	$(GO) test -run '^$$' -fuzz '^FuzzExternalAPI$$' -fuzztime $(FUZZTIME) ./api/external
 
+## test-short: the tests without the long end-to-end runs and the process crash, restart and outage
+## tests (go test -short); under a minute with a warm build cache
+test-short: $(TEMPORAL_CLI)
+	$(GO) test -short -count=1 -timeout 5m $(PKGS)
+
+## check: every static check CI runs: gofmt, go vet, staticcheck, workflowcheck, the OpenAPI
+## documents (Redocly, 0 warnings) and docker-compose.yml (Compose schema and dclint rules)
+check: lint staticcheck workflowcheck openapi-lint compose-lint
+
 ## lint: gofmt check and go vet
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
 
-## openapi-lint: lint api/openapi.yaml with Redocly's recommended rules (needs Node.js and the npm
-## registry; `make test` also validates the document, with kin-openapi, in internal/contract)
-openapi-lint:
-	npx --yes @redocly/cli@latest lint api/openapi.yaml api/external/openapi.yaml
+## staticcheck: staticcheck over every package
+staticcheck: $(STATICCHECK)
+	$(STATICCHECK) $(PKGS)
+
+## workflowcheck: Temporal's determinism check of the workflow code
+workflowcheck: $(WORKFLOWCHECK)
+	$(WORKFLOWCHECK) ./workflows/...
+
+## openapi-lint: both OpenAPI documents with Redocly's recommended rules (redocly.yaml), no error
+## and no warning allowed (`make test` also validates them, with kin-openapi, in internal/contract)
+openapi-lint: $(REDOCLY)
+	@for doc in api/openapi.yaml api/external/openapi.yaml; do \
+		$(REDOCLY) lint --format=json $$doc 2>/dev/null \
+		| node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{const t=JSON.parse(s).totals;console.log(process.argv[1]+":",JSON.stringify(t));process.exit(t.errors+t.warnings>0?1:0)})' $$doc \
+		|| { $(REDOCLY) lint $$doc; exit 1; }; \
+	done
+
+## compose-lint: docker-compose.yml against the Compose schema and dclint's rules (.dclintrc.yaml),
+## no warning allowed
+compose-lint: $(DCLINT)
+	$(DCLINT) --max-warnings 0 -c .dclintrc.yaml docker-compose.yml
+
+$(STATICCHECK):
+	GOBIN=$(dir $@) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+$(WORKFLOWCHECK):
+	GOBIN=$(dir $@) $(GO) install go.temporal.io/sdk/contrib/tools/workflowcheck@$(WORKFLOWCHECK_VERSION)
+
+$(REDOCLY) $(DCLINT): | node
+	npm install --no-save --no-audit --no-fund --loglevel=error --prefix $(NODE_TOOLS) \
+		@redocly/cli@$(REDOCLY_VERSION) dclint@$(DCLINT_VERSION)
+
+## node: install Node.js and npm with apt-get when they are not on PATH (for the two npm checkers)
+node:
+	@if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then exit 0; fi; \
+	if [ "$$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo -n"; fi; \
+	echo "Installing Node.js with apt-get (first time only)…"; \
+	$$sudo apt-get update -qq >/dev/null && \
+	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+
+## tidy: go mod tidy, then fail if go.mod or go.sum changed (CI keeps them tidy)
+tidy:
+	$(GO) mod tidy
+	@git diff --exit-code -- go.mod go.sum || { echo "go.mod/go.sum were not tidy: commit the change above"; exit 1; }
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

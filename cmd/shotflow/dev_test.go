@@ -519,6 +519,9 @@ func countRows(t *testing.T, dir, table string) int64 {
 }
 
 func TestDevLifecycle(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the whole dev stack; skipped by -short")
+	}
 	start := time.Now()
 	dir := t.TempDir()
 	ports := newDevPorts(t)
@@ -630,6 +633,9 @@ func randHex(t *testing.T) string {
 }
 
 func TestDevPortInUse(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the whole dev stack; skipped by -short")
+	}
 	cases := []struct {
 		name  string
 		taken func(devPorts) int

@@ -62,6 +62,7 @@ type outcome struct {
 // /readyz names the database and nothing more, and logs the detail. Once the database is back the
 // service serves again within a bounded time.
 func TestEveryRouteAnswersInTimeWhenTheDatabaseIsUnreachable(t *testing.T) {
+	long(t)
 	env := testenv.New(t, temporalServer, testenv.Options{
 		ProxyDatabase: true,
 		NoWorker:      true,

@@ -38,6 +38,7 @@ func startSession(t *testing.T, api *client, productRef, model string, images in
 }
 
 func TestCancelOnlyJobsThatHaveNotStarted(t *testing.T) {
+	long(t)
 	env := testenv.New(t, temporalServer, testenv.Options{Configure: func(c *config.Config) {
 		c.OrderMaxConcurrentJobs = 1
 		c.WebhookAllowPrivateNetworks = true
@@ -100,6 +101,7 @@ func TestCancelOnlyJobsThatHaveNotStarted(t *testing.T) {
 }
 
 func TestJobsThatNeverStartExpire(t *testing.T) {
+	long(t)
 	env := testenv.New(t, temporalServer, testenv.Options{Configure: func(c *config.Config) {
 		c.OrderMaxConcurrentJobs = 1
 		c.JobStartDeadline = 1500 * time.Millisecond

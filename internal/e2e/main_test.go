@@ -28,3 +28,12 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(code)
 }
+
+// long skips a test under -short (make test-short): every end-to-end test but the plugin photo
+// session smoke test is long, and the process crash, restart and outage tests longest.
+func long(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("long end-to-end test; skipped by -short")
+	}
+}

@@ -67,6 +67,7 @@ func waitCompleted(t *testing.T, api *client, jobID string) plugin.JobResponse {
 // fixes the cause and runs it again inside its order: a second run with its own reservation,
 // workflow, audit row and webhook (a new webhook-id); the order ends completed and balances.
 func TestSupportRetriesAFailedJobAsANewRun(t *testing.T) {
+	long(t)
 	env := testenv.New(t, temporalServer, testenv.Options{Configure: func(c *config.Config) {
 		c.SimProvider = true
 		c.WebhookAllowPrivateNetworks = true
@@ -206,6 +207,7 @@ func TestSupportRetriesAFailedJobAsANewRun(t *testing.T) {
 // never reaches Temporal (as when the admin process dies right after the commit); the worker's
 // sweeper starts it, once, and the run completes.
 func TestSweeperStartsAReRunWhoseStartWasLost(t *testing.T) {
+	long(t)
 	env := testenv.New(t, temporalServer, testenv.Options{Configure: func(c *config.Config) { c.SimProvider = true }})
 	tenant := env.NewTenant(t, 3)
 	api := &client{t: t, base: env.BaseURL + plugin.Base, key: tenant.PluginKey}

@@ -17,6 +17,7 @@ import (
 // TestOrderFinishesAcrossATemporalRestart stops the Temporal server in the middle of an order and
 // starts it again on the same address and database: the order still finishes.
 func TestOrderFinishesAcrossATemporalRestart(t *testing.T) {
+	long(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
