@@ -35,9 +35,9 @@ type CancelOptions struct {
 // order workflow, where they can still be cancelled or expire.
 const DefaultMaxConcurrentJobs = 10
 
-// continueAsNewAfter bounds how many jobs one run of OrderWorkflow launches before it continues
-// as new, keeping every run's history small whatever the order's size.
-const continueAsNewAfter = 250
+// DefaultContinueAsNewAfter bounds how many jobs one run of OrderWorkflow launches before it
+// continues as new, keeping every run's history small whatever the order's size.
+const DefaultContinueAsNewAfter = 250
 
 // OrderInput starts an OrderWorkflow, or continues one as new.
 type OrderInput struct {
@@ -53,6 +53,9 @@ type OrderInput struct {
 	MaxConcurrentJobs int
 	// JobOptions tune every JobWorkflow of the order.
 	JobOptions JobOptions
+	// ContinueAsNewAfter is how many jobs a run launches before it continues as new; 0 means
+	// DefaultContinueAsNewAfter.
+	ContinueAsNewAfter int `json:",omitempty"`
 	// Result carries the counts of earlier runs.
 	Result OrderResult
 }
@@ -120,6 +123,10 @@ func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 	maxRunning := in.MaxConcurrentJobs
 	if maxRunning <= 0 {
 		maxRunning = DefaultMaxConcurrentJobs
+	}
+	continueAsNewAfter := in.ContinueAsNewAfter
+	if continueAsNewAfter <= 0 {
+		continueAsNewAfter = DefaultContinueAsNewAfter
 	}
 
 	err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateCancelJob,

@@ -3,6 +3,7 @@ package workflows_test
 import (
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"go.temporal.io/sdk/log"
@@ -19,8 +20,20 @@ func TestReplayRecordedHistories(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) < 5 {
-		t.Fatalf("found %d recorded histories in testdata/, want at least 5", len(files))
+	// The shapes every release must still replay, each recorded by the e2e test named.
+	for _, want := range []string{
+		"order_workflow_completed.json", // TestPluginPhotoSessionEndToEnd
+		"order_workflow_cancel.json",    // TestCancelOnlyJobsThatHaveNotStarted
+		"order_workflow_continued.json", // TestLargeOrderContinuesAsNew: a run that continued as new
+		"job_workflow_completed.json",   // TestPluginPhotoSessionEndToEnd
+		"job_workflow_input_wait.json",  // TestJobWaitsForItsInputAndRunsWhenItIsReady
+		"job_workflow_callback.json",    // TestWebhooksAreSignedRetriedAndReplayed: an installation with a callback URL
+		"webhook_delivery_retried.json", // TestWebhooksAreSignedRetriedAndReplayed: a failed attempt and its retry timer
+		"prepare_input_workflow.json",   // TestUploadsArePreparedBeforeJobsUseThem
+	} {
+		if !slices.Contains(files, filepath.Join("testdata", want)) {
+			t.Errorf("testdata/%s is missing", want)
+		}
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
@@ -28,6 +41,7 @@ func TestReplayRecordedHistories(t *testing.T) {
 			r.RegisterWorkflow(workflows.OrderWorkflow)
 			r.RegisterWorkflow(workflows.JobWorkflow)
 			r.RegisterWorkflow(workflows.PrepareInputWorkflow)
+			r.RegisterWorkflow(workflows.WebhookDeliveryWorkflow)
 			if err := r.ReplayWorkflowHistoryFromJSONFile(log.NewStructuredLogger(slog.New(slog.DiscardHandler)), f); err != nil {
 				t.Fatalf("replay %s: %v", f, err)
 			}

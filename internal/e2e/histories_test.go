@@ -13,15 +13,21 @@ import (
 	"github.com/shotflow/shotflow/internal/testenv"
 )
 
-// recordHistory writes a workflow's history as JSON under workflows/testdata when
-// SHOTFLOW_RECORD_HISTORIES=1, for the replay tests that guard workflow determinism.
+// recordHistory writes the history of a workflow's latest run as JSON under workflows/testdata
+// when SHOTFLOW_RECORD_HISTORIES=1, for the replay tests that guard workflow determinism.
 func recordHistory(t *testing.T, c temporalclient.Client, workflowID, name string) {
+	t.Helper()
+	recordRunHistory(t, c, workflowID, "", name)
+}
+
+// recordRunHistory is recordHistory for one run of the workflow ("" for the latest).
+func recordRunHistory(t *testing.T, c temporalclient.Client, workflowID, runID, name string) {
 	t.Helper()
 	if os.Getenv("SHOTFLOW_RECORD_HISTORIES") != "1" {
 		return
 	}
 	var events []*historypb.HistoryEvent
-	it := c.GetWorkflowHistory(context.Background(), workflowID, "", false, 0)
+	it := c.GetWorkflowHistory(context.Background(), workflowID, runID, false, 0)
 	for it.HasNext() {
 		e, err := it.Next()
 		if err != nil {

@@ -204,6 +204,13 @@ func TestWebhooksAreSignedRetriedAndReplayed(t *testing.T) {
 	if err != nil || len(attempts) != 2 || *attempts[0].StatusCode != 503 || *attempts[1].StatusCode != 204 || attempts[0].Error == "" {
 		t.Fatalf("attempts = %+v, %v", attempts, err)
 	}
+	// The delivery's history has a failed attempt and its retry timer; the job's, an installation
+	// with a callback URL (its own delivery start).
+	if err := env.App.Temporal.GetWorkflow(ctx, workflows.WebhookWorkflowID(secondDelivery), "").Get(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	recordHistory(t, env.App.Temporal, workflows.WebhookWorkflowID(secondDelivery), "webhook_delivery_retried.json")
+	recordHistory(t, env.App.Temporal, workflows.JobWorkflowID(second, 1), "job_workflow_callback.json")
 
 	// 3. A replay re-sends now: same webhook-id and body, a new timestamp, recorded as a replay.
 	time.Sleep(1100 * time.Millisecond) // a new unix second

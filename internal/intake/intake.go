@@ -43,6 +43,9 @@ type Starter struct {
 	MaxConcurrentJobs int
 	// JobOptions tune the orders' JobWorkflows.
 	JobOptions workflows.JobOptions
+	// ContinueAsNewAfter is how many jobs an order workflow run launches before it continues as
+	// new (0: the workflow's default); tests lower it.
+	ContinueAsNewAfter int
 	// AfterCommit, when set, runs between the order's commit and its workflow start. It exists for
 	// crash tests, which kill the process there (SHOTFLOW_TEST_CRASH_AFTER_COMMIT in cmd/shotflow).
 	AfterCommit func()
@@ -125,7 +128,7 @@ func (s *Starter) StartCommitted(ctx context.Context, order *models.Order, jobs 
 func (s *Starter) Start(ctx context.Context, order *models.Order, jobs []models.Job) error {
 	in := workflows.OrderInput{
 		OrderID: order.ID, AccountID: order.AccountID, JobType: order.JobType,
-		MaxConcurrentJobs: s.MaxConcurrentJobs, JobOptions: s.JobOptions,
+		MaxConcurrentJobs: s.MaxConcurrentJobs, JobOptions: s.JobOptions, ContinueAsNewAfter: s.ContinueAsNewAfter,
 	}
 	if order.InstallationID != nil {
 		in.InstallationID = *order.InstallationID
