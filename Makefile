@@ -71,9 +71,9 @@ fuzz:
 test-short: $(TEMPORAL_CLI)
 	$(GO) test -short -count=1 -timeout 5m $(PKGS)
 
-## check: every static check CI runs: gofmt, go vet, staticcheck, workflowcheck, the OpenAPI
+## check: every static check CI runs: gofmt, go vet, a tidy go.mod, staticcheck, workflowcheck, the OpenAPI
 ## documents (Redocly, 0 warnings) and docker-compose.yml (Compose schema and dclint rules)
-check: lint staticcheck workflowcheck openapi-lint compose-lint
+check: lint tidy staticcheck workflowcheck openapi-lint compose-lint
 
 ## lint: gofmt check and go vet
 lint:
