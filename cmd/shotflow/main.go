@@ -54,7 +54,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "worker":
 		err = runWorker(ctx)
 	case "migrate":
-		err = runMigrate(stdout)
+		err = runMigrate(ctx, stdout)
 	case "admin":
 		err = runAdmin(ctx, args[1:], stdout)
 	case "healthcheck":

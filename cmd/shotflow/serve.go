@@ -56,7 +56,7 @@ func runWorker(ctx context.Context) error {
 	return a.RunWorker(ctx)
 }
 
-func runMigrate(stdout interface{ Write([]byte) (int, error) }) error {
+func runMigrate(ctx context.Context, stdout interface{ Write([]byte) (int, error) }) error {
 	cfg, err := config.Load()
 	if err != nil {
 		return err
@@ -66,7 +66,7 @@ func runMigrate(stdout interface{ Write([]byte) (int, error) }) error {
 		return err
 	}
 	defer closeDB(db)
-	applied, err := models.Migrate(db)
+	applied, err := models.Migrate(ctx, db)
 	if err != nil {
 		return err
 	}
