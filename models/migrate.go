@@ -89,7 +89,11 @@ func Migrate(ctx context.Context, db *gorm.DB) ([]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	if v, err := schemaVersion(db.WithContext(ctx)); err != nil {
+	db = db.WithContext(ctx)
+	if err := adoptLegacyVersions(ctx, db, locker); err != nil {
+		return nil, fmt.Errorf("adopt the versions of schema_migrations: %w", err)
+	}
+	if v, err := schemaVersion(db); err != nil {
 		return nil, err
 	} else if v > LatestVersion() {
 		return nil, ErrSchemaMismatch{Database: v, Binary: LatestVersion()}
@@ -120,13 +124,18 @@ func CheckSchema(db *gorm.DB) error {
 	return nil
 }
 
-// schemaVersion is the newest version goose recorded in the database, 0 when it recorded none.
+// schemaVersion is the newest version applied to the database: goose's record, else that of the
+// hand-written runner before goose (a database `shotflow migrate` has not upgraded yet), else 0.
 func schemaVersion(db *gorm.DB) (int, error) {
+	query := "SELECT MAX(version_id) FROM " + VersionTable
 	if !db.Migrator().HasTable(VersionTable) {
-		return 0, nil
+		if !db.Migrator().HasTable(legacyVersionTable) {
+			return 0, nil
+		}
+		query = "SELECT MAX(version) FROM " + legacyVersionTable
 	}
 	var v *int
-	if err := db.Raw("SELECT MAX(version_id) FROM " + VersionTable).Scan(&v).Error; err != nil {
+	if err := db.Raw(query).Scan(&v).Error; err != nil {
 		return 0, fmt.Errorf("read schema version: %w", err)
 	}
 	if v == nil {
