@@ -39,6 +39,7 @@ type ErrSchemaMismatch struct {
 	Database, Binary int
 }
 
+// Error says which side is behind and what to do about it.
 func (e ErrSchemaMismatch) Error() string {
 	if e.Database < e.Binary {
 		return fmt.Sprintf("database schema is at version %d but this binary needs %d: run `shotflow migrate` first", e.Database, e.Binary)
