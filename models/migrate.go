@@ -2,41 +2,44 @@ package models
 
 import (
 	"bytes"
+	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
-	"path"
-	"sort"
-	"strconv"
-	"strings"
+	"regexp"
+	"testing/fstest"
 	"text/template"
-	"time"
 
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
 	"gorm.io/gorm"
 )
 
+// The schema is the goose migrations in migrations/, named NNNN_name.sql, forward-only: each file
+// has an Up section and no Down section. A file is a text/template rendered per dialect before
+// goose reads it ({{ts}}: a timestamp with zone, {{json}}: a JSON document), so both dialects run
+// the same file and cannot drift apart. goose splits a section at every line that ends in `;`
+// outside a comment; a statement with `;` inside (a function, a trigger) goes between
+// `-- +goose StatementBegin` and `-- +goose StatementEnd`.
+//
 //go:embed migrations/*.sql
 var migrationFS embed.FS
 
-// Migration is one forward-only schema change, numbered by the prefix of its file name.
-type Migration struct {
-	Version int
-	Name    string
-	SQL     string // template text; rendered per dialect
-}
+// VersionTable is the table goose records the applied migrations in: one row per version, and a
+// row for version 0 written when goose created it.
+const VersionTable = goose.DefaultTablename
 
-// SchemaMigration is a row of schema_migrations: one applied migration.
-type SchemaMigration struct {
-	Version   int `gorm:"primaryKey;autoIncrement:false"`
-	Name      string
-	AppliedAt time.Time
-}
+// migrationLockID is the PostgreSQL advisory lock that serialises migrations. It is the key the
+// hand-written runner before goose took, so an old and a new `shotflow migrate` take turns too.
+const migrationLockID = 727274
 
 // ErrSchemaMismatch reports a database whose schema version differs from the one this binary knows.
 type ErrSchemaMismatch struct {
 	Database, Binary int
 }
 
+// Error says which side is behind and what to do about it.
 func (e ErrSchemaMismatch) Error() string {
 	if e.Database < e.Binary {
 		return fmt.Sprintf("database schema is at version %d but this binary needs %d: run `shotflow migrate` first", e.Database, e.Binary)
@@ -44,119 +47,75 @@ func (e ErrSchemaMismatch) Error() string {
 	return fmt.Sprintf("database schema is at version %d, newer than this binary knows (%d): deploy the newer binary", e.Database, e.Binary)
 }
 
-// Migrations returns every embedded migration in version order.
-func Migrations() ([]Migration, error) {
+// LatestVersion is the schema version this binary expects: that of its newest migration.
+func LatestVersion() int {
 	entries, err := fs.ReadDir(migrationFS, "migrations")
 	if err != nil {
-		return nil, err
-	}
-	var out []Migration
-	seen := map[int]string{}
-	for _, e := range entries {
-		num, rest, ok := strings.Cut(e.Name(), "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration file %q must be named NNNN_name.sql", e.Name())
-		}
-		if other, dup := seen[v]; dup {
-			return nil, fmt.Errorf("migrations %q and %q share version %d", other, e.Name(), v)
-		}
-		seen[v] = e.Name()
-		body, err := migrationFS.ReadFile(path.Join("migrations", e.Name()))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, Migration{Version: v, Name: strings.TrimSuffix(rest, ".sql"), SQL: string(body)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
-	return out, nil
-}
-
-// LatestVersion is the schema version this binary expects.
-func LatestVersion() int {
-	ms, err := Migrations()
-	if err != nil || len(ms) == 0 {
 		return 0
 	}
-	return ms[len(ms)-1].Version
-}
-
-// Render turns a migration template into the SQL of one dialect ("postgres" or "sqlite").
-func (m Migration) Render(dialect string) (string, error) {
-	funcs := template.FuncMap{
-		"ts":   func() string { return map[string]string{"postgres": "TIMESTAMPTZ", "sqlite": "DATETIME"}[dialect] },
-		"json": func() string { return map[string]string{"postgres": "JSONB", "sqlite": "TEXT"}[dialect] },
+	latest := 0
+	for _, e := range entries {
+		if v, err := goose.NumericComponent(e.Name()); err == nil && int(v) > latest {
+			latest = int(v)
+		}
 	}
-	if dialect != "postgres" && dialect != "sqlite" {
-		return "", fmt.Errorf("unknown dialect %q", dialect)
-	}
-	t, err := template.New(m.Name).Funcs(funcs).Parse(m.SQL)
-	if err != nil {
-		return "", fmt.Errorf("migration %d: %w", m.Version, err)
-	}
-	var buf bytes.Buffer
-	if err := t.Execute(&buf, nil); err != nil {
-		return "", fmt.Errorf("migration %d: %w", m.Version, err)
-	}
-	return buf.String(), nil
+	return latest
 }
 
 // Migrate applies every pending migration, each in its own transaction, and returns the versions
-// it applied. On Postgres an advisory lock lets several processes call it at once safely.
-func Migrate(db *gorm.DB) ([]int, error) {
+// it applied. It never rolls back: a database newer than this binary is refused with
+// ErrSchemaMismatch. On PostgreSQL an advisory lock lets several processes call it at once.
+func Migrate(ctx context.Context, db *gorm.DB) ([]int, error) {
 	dialect := db.Dialector.Name()
-	ms, err := Migrations()
+	files, err := migrationFiles(migrationFS, dialect)
 	if err != nil {
 		return nil, err
 	}
-	var applied []int
-	err = db.Connection(func(conn *gorm.DB) error {
-		if dialect == "postgres" {
-			if err := conn.Exec("SELECT pg_advisory_lock(727274)").Error; err != nil {
-				return err
-			}
-			defer conn.Exec("SELECT pg_advisory_unlock(727274)")
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, err
+	}
+	opts := []goose.ProviderOption{goose.WithLogger(goose.NopLogger()), goose.WithDisableGlobalRegistry(true)}
+	var locker lock.SessionLocker
+	gooseDialect := goose.DialectSQLite3
+	if dialect == "postgres" {
+		gooseDialect = goose.DialectPostgres
+		// Poll the lock every second for up to 10 minutes: a long migration elsewhere is waited out.
+		if locker, err = lock.NewPostgresSessionLocker(lock.WithLockID(migrationLockID), lock.WithLockTimeout(1, 600)); err != nil {
+			return nil, err
 		}
-		if err := conn.Exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
-			version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at ` + map[string]string{"postgres": "TIMESTAMPTZ", "sqlite": "DATETIME"}[dialect] + ` NOT NULL)`).Error; err != nil {
-			return fmt.Errorf("create schema_migrations: %w", err)
-		}
-		current, err := currentVersion(conn)
-		if err != nil {
-			return err
-		}
-		for _, m := range ms {
-			if m.Version <= current {
-				continue
-			}
-			sql, err := m.Render(dialect)
-			if err != nil {
-				return err
-			}
-			err = conn.Transaction(func(tx *gorm.DB) error {
-				for _, stmt := range splitStatements(sql) {
-					if err := tx.Exec(stmt).Error; err != nil {
-						return fmt.Errorf("migration %04d_%s: %w\n%s", m.Version, m.Name, err, stmt)
-					}
-				}
-				return tx.Create(&SchemaMigration{Version: m.Version, Name: m.Name, AppliedAt: time.Now().UTC()}).Error
-			})
-			if err != nil {
-				return err
-			}
-			applied = append(applied, m.Version)
-		}
-		return nil
-	})
+		opts = append(opts, goose.WithSessionLocker(locker))
+	}
+	provider, err := goose.NewProvider(gooseDialect, sqlDB, files, opts...)
+	if err != nil {
+		return nil, err
+	}
+	db = db.WithContext(ctx)
+	if err := adoptLegacyVersions(ctx, db, locker); err != nil {
+		return nil, fmt.Errorf("adopt the versions of schema_migrations: %w", err)
+	}
+	if v, err := schemaVersion(db); err != nil {
+		return nil, err
+	} else if v > LatestVersion() {
+		return nil, ErrSchemaMismatch{Database: v, Binary: LatestVersion()}
+	}
+	results, err := provider.Up(ctx)
+	var partial *goose.PartialError
+	if errors.As(err, &partial) {
+		results = partial.Applied
+		err = fmt.Errorf("migration %s: %w", partial.Failed.Source.Path, partial.Err)
+	}
+	applied := make([]int, 0, len(results))
+	for _, r := range results {
+		applied = append(applied, int(r.Source.Version))
+	}
 	return applied, err
 }
 
-// CheckSchema returns ErrSchemaMismatch unless the database is exactly at LatestVersion.
+// CheckSchema returns ErrSchemaMismatch unless the database is exactly at LatestVersion. It only
+// reads: a database nobody migrated yet is left as it is.
 func CheckSchema(db *gorm.DB) error {
-	if !db.Migrator().HasTable("schema_migrations") {
-		return ErrSchemaMismatch{Database: 0, Binary: LatestVersion()}
-	}
-	v, err := currentVersion(db)
+	v, err := schemaVersion(db)
 	if err != nil {
 		return err
 	}
@@ -166,9 +125,18 @@ func CheckSchema(db *gorm.DB) error {
 	return nil
 }
 
-func currentVersion(db *gorm.DB) (int, error) {
+// schemaVersion is the newest version applied to the database: goose's record, else that of the
+// hand-written runner before goose (a database `shotflow migrate` has not upgraded yet), else 0.
+func schemaVersion(db *gorm.DB) (int, error) {
+	query := "SELECT MAX(version_id) FROM " + VersionTable
+	if !db.Migrator().HasTable(VersionTable) {
+		if !db.Migrator().HasTable(legacyVersionTable) {
+			return 0, nil
+		}
+		query = "SELECT MAX(version) FROM " + legacyVersionTable
+	}
 	var v *int
-	if err := db.Raw("SELECT MAX(version) FROM schema_migrations").Scan(&v).Error; err != nil {
+	if err := db.Raw(query).Scan(&v).Error; err != nil {
 		return 0, fmt.Errorf("read schema version: %w", err)
 	}
 	if v == nil {
@@ -177,24 +145,46 @@ func currentVersion(db *gorm.DB) (int, error) {
 	return *v, nil
 }
 
-// splitStatements splits a migration on semicolons that end a line, dropping comments and blanks.
-func splitStatements(sql string) []string {
-	var out []string
-	var cur strings.Builder
-	for _, line := range strings.Split(sql, "\n") {
-		trimmed := strings.TrimSpace(line)
-		if trimmed == "" || strings.HasPrefix(trimmed, "--") {
-			continue
-		}
-		cur.WriteString(line)
-		cur.WriteString("\n")
-		if strings.HasSuffix(trimmed, ";") {
-			out = append(out, strings.TrimSpace(cur.String()))
-			cur.Reset()
-		}
+// downSection finds a goose Down annotation, however it is spaced or capitalised.
+var downSection = regexp.MustCompile(`(?im)^--\s*\+goose\s+down\s*$`)
+
+// migrationFiles renders the migration templates of src (the folder migrations) for a dialect
+// ("postgres" or "sqlite") into the files goose reads. fstest.MapFS is the standard library's
+// in-memory fs.FS; nothing of package testing comes with it.
+func migrationFiles(src fs.FS, dialect string) (fs.FS, error) {
+	types := map[string]map[string]string{
+		"postgres": {"ts": "TIMESTAMPTZ", "json": "JSONB"},
+		"sqlite":   {"ts": "DATETIME", "json": "TEXT"},
+	}[dialect]
+	if types == nil {
+		return nil, fmt.Errorf("unknown dialect %q", dialect)
 	}
-	if s := strings.TrimSpace(cur.String()); s != "" {
-		out = append(out, s)
+	funcs := template.FuncMap{
+		"ts":   func() string { return types["ts"] },
+		"json": func() string { return types["json"] },
 	}
-	return out
+	entries, err := fs.ReadDir(src, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	out := fstest.MapFS{}
+	for _, e := range entries {
+		text, err := fs.ReadFile(src, "migrations/"+e.Name())
+		if err != nil {
+			return nil, err
+		}
+		if downSection.Match(text) {
+			return nil, fmt.Errorf("migration %s has a Down section: migrations only go forward", e.Name())
+		}
+		t, err := template.New(e.Name()).Funcs(funcs).Parse(string(text))
+		if err != nil {
+			return nil, fmt.Errorf("migration %s: %w", e.Name(), err)
+		}
+		var buf bytes.Buffer
+		if err := t.Execute(&buf, nil); err != nil {
+			return nil, fmt.Errorf("migration %s: %w", e.Name(), err)
+		}
+		out[e.Name()] = &fstest.MapFile{Data: buf.Bytes(), Mode: 0o444}
+	}
+	return out, nil
 }

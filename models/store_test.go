@@ -19,7 +19,7 @@ func TestMigrationsAreVersionedAndIdempotent(t *testing.T) {
 		if err := models.CheckSchema(db); err != nil {
 			t.Fatalf("fresh migrated database: %v", err)
 		}
-		applied, err := models.Migrate(db)
+		applied, err := models.Migrate(t.Context(), db)
 		if err != nil || len(applied) != 0 {
 			t.Fatalf("second migrate applied %v, err %v; want nothing", applied, err)
 		}
@@ -29,10 +29,19 @@ func TestMigrationsAreVersionedAndIdempotent(t *testing.T) {
 			}
 		}
 		// A schema newer than the binary is refused, as is an older one.
-		testdb.MustExec(t, db, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, 'future', ?)", models.LatestVersion()+1, time.Now())
+		testdb.MustExec(t, db, "INSERT INTO "+models.VersionTable+" (version_id, is_applied) VALUES (?, ?)", models.LatestVersion()+1, true)
 		var mismatch models.ErrSchemaMismatch
 		if err := models.CheckSchema(db); !errors.As(err, &mismatch) || mismatch.Database != models.LatestVersion()+1 {
 			t.Fatalf("CheckSchema on a newer schema = %v", err)
+		}
+		// Migrations only go forward: Migrate refuses the newer schema and leaves it as it is.
+		if applied, err := models.Migrate(t.Context(), db); !errors.As(err, &mismatch) || mismatch.Database != models.LatestVersion()+1 || len(applied) != 0 {
+			t.Fatalf("Migrate on a newer schema applied %v, err %v; want nothing and a mismatch", applied, err)
+		}
+		var rows int64
+		db.Table(models.VersionTable).Count(&rows)
+		if rows != int64(models.LatestVersion())+2 || !db.Migrator().HasTable("accounts") {
+			t.Fatalf("Migrate on a newer schema changed it: %d version rows, want %d", rows, models.LatestVersion()+2)
 		}
 	})
 }

@@ -463,9 +463,9 @@ func TestMigrateIsIdempotent(t *testing.T) {
 		t.Errorf("CheckSchema after two migrations: %v", err)
 	}
 	var rows int64
-	db.Table("schema_migrations").Count(&rows)
-	if rows != int64(models.LatestVersion()) {
-		t.Errorf("schema_migrations has %d rows, want %d", rows, models.LatestVersion())
+	db.Table(models.VersionTable).Count(&rows)
+	if rows != int64(models.LatestVersion())+1 { // and goose's row for version 0
+		t.Errorf("%s has %d rows, want %d", models.VersionTable, rows, models.LatestVersion()+1)
 	}
 }
 
@@ -490,34 +490,95 @@ func closedPort(t *testing.T) string {
 	return addr
 }
 
-func TestServeRefusesUnmigratedDatabase(t *testing.T) {
-	for _, cmd := range []string{"api", "worker"} {
-		t.Run(cmd, func(t *testing.T) {
-			isolateEnv(t)
-			dir := t.TempDir()
-			key := make([]byte, 32)
-			rand.Read(key)
-			t.Setenv("DATABASE_URL", "sqlite://"+filepath.Join(dir, "fresh.db"))
-			t.Setenv("SECRET_KEY", base64.StdEncoding.EncodeToString(key))
-			t.Setenv("DATA_DIR", dir)
-			t.Setenv("BLOB_URL", "file://"+filepath.Join(dir, "blobs"))
-			t.Setenv("HTTP_ADDR", closedPort(t))
-			t.Setenv("TEMPORAL_ADDRESS", closedPort(t)) // no Temporal: the schema check must come first
-			start := time.Now()
-			code, _, errOut := runCLI(t, cmd)
-			if code != 1 {
-				t.Errorf("%s on an unmigrated database: exit %d, want 1 (stderr %q)", cmd, code, errOut)
-			}
-			if !strings.Contains(errOut, "shotflow migrate") {
-				t.Errorf("%s on an unmigrated database: stderr %q does not mention `shotflow migrate`", cmd, errOut)
-			}
-			if strings.Contains(errOut, "Temporal") {
-				t.Errorf("%s dialled Temporal before checking the schema: %q", cmd, errOut)
-			}
-			if d := time.Since(start); d > 5*time.Second {
-				t.Errorf("%s took %v to refuse", cmd, d)
-			}
-		})
+// api and worker refuse a schema version they do not know, older or newer, with a message that says
+// what to do, before they dial Temporal.
+func TestServeRefusesUnknownSchema(t *testing.T) {
+	latest := models.LatestVersion()
+	for _, c := range []struct {
+		name  string
+		setup func(t *testing.T) // DATABASE_URL is set; the database is still empty
+		want  string
+	}{
+		{"unmigrated", func(t *testing.T) {}, "at version 0 but this binary needs " + strconv.Itoa(latest) + ": run `shotflow migrate`"},
+		{"older", func(t *testing.T) {
+			migrateForTest(t)
+			execForTest(t, "DELETE FROM "+models.VersionTable+" WHERE version_id = ?", latest)
+		}, "at version " + strconv.Itoa(latest-1) + " but this binary needs " + strconv.Itoa(latest) + ": run `shotflow migrate`"},
+		{"newer", func(t *testing.T) {
+			migrateForTest(t)
+			execForTest(t, "INSERT INTO "+models.VersionTable+" (version_id, is_applied) VALUES (?, ?)", latest+1, true)
+		}, "at version " + strconv.Itoa(latest+1) + ", newer than this binary knows (" + strconv.Itoa(latest) + "): deploy the newer binary"},
+	} {
+		for _, cmd := range []string{"api", "worker"} {
+			t.Run(c.name+"/"+cmd, func(t *testing.T) {
+				isolateEnv(t)
+				dir := t.TempDir()
+				key := make([]byte, 32)
+				rand.Read(key)
+				t.Setenv("DATABASE_URL", "sqlite://"+filepath.Join(dir, "shotflow.db"))
+				t.Setenv("SECRET_KEY", base64.StdEncoding.EncodeToString(key))
+				t.Setenv("DATA_DIR", dir)
+				t.Setenv("BLOB_URL", "file://"+filepath.Join(dir, "blobs"))
+				t.Setenv("HTTP_ADDR", closedPort(t))
+				t.Setenv("TEMPORAL_ADDRESS", closedPort(t)) // no Temporal: the schema check must come first
+				c.setup(t)
+				start := time.Now()
+				code, _, errOut := runCLI(t, cmd)
+				if code != 1 {
+					t.Errorf("%s, schema %s: exit %d, want 1 (stderr %q)", cmd, c.name, code, errOut)
+				}
+				if !strings.Contains(errOut, c.want) {
+					t.Errorf("%s, schema %s: stderr %q does not say %q", cmd, c.name, errOut, c.want)
+				}
+				if strings.Contains(errOut, "Temporal") {
+					t.Errorf("%s dialled Temporal before checking the schema: %q", cmd, errOut)
+				}
+				if d := time.Since(start); d > 5*time.Second {
+					t.Errorf("%s took %v to refuse", cmd, d)
+				}
+			})
+		}
+	}
+}
+
+// migrateForTest runs `shotflow migrate` on DATABASE_URL.
+func migrateForTest(t *testing.T) {
+	t.Helper()
+	if code, _, errOut := runCLI(t, "migrate"); code != 0 {
+		t.Fatalf("migrate: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// execForTest runs one statement on DATABASE_URL.
+func execForTest(t *testing.T, sql string, args ...any) {
+	t.Helper()
+	if err := newAdminFixtureDB(t).Exec(sql, args...).Error; err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// `shotflow migrate` only goes forward: it takes no direction or target version, and it refuses a
+// database newer than the binary instead of rolling it back.
+func TestMigrateOnlyGoesForward(t *testing.T) {
+	newAdminFixture(t)
+	for _, args := range [][]string{{"migrate", "down"}, {"migrate", "up-to", "3"}} {
+		if code, _, errOut := runCLI(t, args...); code != 2 || !strings.Contains(errOut, "migrations only go forward") {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and that migrations only go forward", args, code, errOut)
+		}
+	}
+	latest := models.LatestVersion()
+	execForTest(t, "INSERT INTO "+models.VersionTable+" (version_id, is_applied) VALUES (?, ?)", latest+1, true)
+	code, _, errOut := runCLI(t, "migrate")
+	if code != 1 || !strings.Contains(errOut, "newer than this binary knows") {
+		t.Errorf("migrate on a newer schema: exit %d, stderr %q; want 1 and that the schema is newer", code, errOut)
+	}
+	db := newAdminFixtureDB(t)
+	var newest int
+	if err := db.Raw("SELECT MAX(version_id) FROM " + models.VersionTable).Scan(&newest).Error; err != nil || newest != latest+1 {
+		t.Errorf("after migrate on a newer schema the newest version is %d (%v), want %d left as it was", newest, err, latest+1)
+	}
+	if !db.Migrator().HasTable("job_retries") {
+		t.Error("migrate on a newer schema dropped job_retries")
 	}
 }
 

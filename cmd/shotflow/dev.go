@@ -108,7 +108,7 @@ func dev(ctx context.Context, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	applied, err := models.Migrate(db)
+	applied, err := models.Migrate(ctx, db)
 	if err != nil {
 		return err
 	}

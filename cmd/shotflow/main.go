@@ -3,7 +3,7 @@
 //	shotflow dev          everything on one machine: Temporal dev server, SQLite, API and worker
 //	shotflow api          the HTTP API (production; configured by environment variables)
 //	shotflow worker       the Temporal worker (production)
-//	shotflow migrate      apply pending schema migrations
+//	shotflow migrate      apply pending schema migrations (forward only)
 //	shotflow admin …      operator commands: accounts, installations, credits, keys
 //	shotflow healthcheck  exit 0 when the API's /readyz answers 200 (for container health checks)
 package main
@@ -24,7 +24,7 @@ Usage:
   shotflow dev                 run everything locally (Temporal dev server, SQLite, API, worker)
   shotflow api                 run the HTTP API
   shotflow worker              run the Temporal worker
-  shotflow migrate             apply pending database migrations
+  shotflow migrate             apply pending database migrations (they only go forward)
   shotflow admin <command>     operator commands (shotflow admin help)
   shotflow healthcheck [URL]   check http://127.0.0.1:8080/readyz (or URL)
 
@@ -54,7 +54,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "worker":
 		err = runWorker(ctx)
 	case "migrate":
-		err = runMigrate(stdout)
+		err = runMigrate(ctx, args[1:], stdout)
 	case "admin":
 		err = runAdmin(ctx, args[1:], stdout)
 	case "healthcheck":

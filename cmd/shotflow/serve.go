@@ -56,7 +56,12 @@ func runWorker(ctx context.Context) error {
 	return a.RunWorker(ctx)
 }
 
-func runMigrate(stdout interface{ Write([]byte) (int, error) }) error {
+// runMigrate applies the pending migrations. It takes no arguments: there is no going down, nor
+// to a chosen version.
+func runMigrate(ctx context.Context, args []string, stdout interface{ Write([]byte) (int, error) }) error {
+	if len(args) > 0 {
+		return fmt.Errorf("%w: migrate takes no arguments (migrations only go forward), got %q", errUsage, args)
+	}
 	cfg, err := config.Load()
 	if err != nil {
 		return err
@@ -66,7 +71,7 @@ func runMigrate(stdout interface{ Write([]byte) (int, error) }) error {
 		return err
 	}
 	defer closeDB(db)
-	applied, err := models.Migrate(db)
+	applied, err := models.Migrate(ctx, db)
 	if err != nil {
 		return err
 	}

@@ -79,7 +79,7 @@ func Open(t testing.TB, databaseURL string) *gorm.DB {
 			sqlDB.Close()
 		}
 	})
-	if _, err := models.Migrate(db); err != nil {
+	if _, err := models.Migrate(t.Context(), db); err != nil {
 		t.Fatalf("testdb: migrate: %v", err)
 	}
 	return db

@@ -1,3 +1,4 @@
+-- +goose Up
 -- 0001: accounts, installations, API keys, catalog, assets, orders, jobs and the credit ledger.
 -- Template functions: {{ts}} timestamp with zone, {{json}} JSON document; both dialects store IDs as text
 -- so a malformed ID from a client is simply "not found", never a type error.

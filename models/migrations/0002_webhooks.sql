@@ -1,3 +1,4 @@
+-- +goose Up
 -- 0002: webhook deliveries (one per terminal job run of a plugin installation with a callback URL)
 -- and every attempt to deliver them. Template functions as in 0001: {{ts}} timestamp, {{json}} document.
 

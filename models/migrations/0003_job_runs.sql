@@ -1,3 +1,4 @@
+-- +goose Up
 -- 0003: support staff re-running failed or expired jobs (`shotflow admin jobs retry`): when the
 -- workflow of a later run was started, an audit row per re-run, and an index for listing jobs by
 -- status. Template functions as in 0001: {{ts}} timestamp with zone.

@@ -1,3 +1,4 @@
+-- +goose Up
 -- 0004: source images of catalog products (POST /images), and the index the catalog listings
 -- (GET /products, GET /packshots) page through. Template functions as in 0001: {{ts}} timestamp with zone.
 

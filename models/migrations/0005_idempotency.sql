@@ -1,3 +1,4 @@
+-- +goose Up
 -- 0005: Idempotency-Key records of the plugin API (POST /jobs, POST /orders/{id}/clone). Template
 -- functions as in 0001: {{ts}} timestamp with zone.
 --

@@ -1,3 +1,4 @@
+-- +goose Up
 -- 0006: reference data shared by both APIs: AI fashion models (mannequins), sceneries and presets.
 -- Template functions as in 0001: {{ts}} timestamp with zone, {{json}} JSON document.
 --

@@ -1,3 +1,4 @@
+-- +goose Up
 -- 0007: indexes for output retention (internal/retention) and packshot candidates of packshot jobs.
 -- Template functions as in 0001 (none used here).
 

@@ -1,3 +1,4 @@
+-- +goose Up
 -- 0008: media of issue 5: inputs prepared by PrepareInputWorkflow, multi-input jobs (reels) and the
 -- free text of idea and video jobs.
 -- Template functions as in 0001.

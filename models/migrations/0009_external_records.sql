@@ -1,3 +1,4 @@
+-- +goose Up
 -- 0009: the records of the external content API (external-content-api.md).
 -- Template functions as in 0001.
 --

@@ -1,3 +1,4 @@
+-- +goose Up
 -- 0010: support staff re-driving stranded jobs (`shotflow admin jobs redrive`): a job whose
 -- workflow closed while its row is not terminal is settled (failed, credits released) or run again.
 -- The audit trail of job_retries records both, told apart by action; one row per job, run and action.

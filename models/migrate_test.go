@@ -1,0 +1,107 @@
+package models_test
+
+import (
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/pressly/goose/v3/database"
+	"gorm.io/gorm"
+
+	"github.com/shotflow/shotflow/internal/testdb"
+	"github.com/shotflow/shotflow/models"
+)
+
+// Several processes migrating one PostgreSQL database at once (each with its own connection pool,
+// as `shotflow migrate` run from several places) all succeed, and every migration runs once: they
+// take turns on goose's session lock. The same holds for a database the hand-written runner left
+// at the version before the newest, whose versions are adopted once.
+func TestMigrateConcurrentlyOnPostgres(t *testing.T) {
+	latest := models.LatestVersion()
+	for _, c := range []struct {
+		name         string
+		versionTable bool // goose's version table exists, nothing applied
+		legacyAt     int  // the hand-written runner migrated the database to this version
+		wantFirst    int  // the first version the processes apply between them
+	}{
+		{name: "fresh", wantFirst: 1},
+		// Creating the version table, goose retries a second later in the processes that lost
+		// the race, which staggers them; with the table there, they reach the migrations together.
+		{name: "version table", versionTable: true, wantFirst: 1},
+		{name: "hand-written runner's", legacyAt: latest - 1, wantFirst: latest},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			url := testdb.PostgresURL(t)
+			const processes = 4
+			dbs := make([]*gorm.DB, processes)
+			for i := range dbs {
+				db, err := models.Open(url, models.OpenOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() {
+					if sqlDB, err := db.DB(); err == nil {
+						sqlDB.Close()
+					}
+				})
+				dbs[i] = db
+			}
+			if c.versionTable {
+				store, err := database.NewStore(database.DialectPostgres, models.VersionTable)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sqlDB, _ := dbs[0].DB()
+				if err := store.CreateVersionTable(t.Context(), sqlDB); err != nil {
+					t.Fatal(err)
+				}
+				if err := store.Insert(t.Context(), sqlDB, database.InsertRequest{Version: 0}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if c.legacyAt > 0 {
+				legacyMigrate(t, dbs[0], c.legacyAt)
+			}
+			applied := make([][]int, processes)
+			errs := make([]error, processes)
+			start := make(chan struct{})
+			var wg sync.WaitGroup
+			for i := range dbs {
+				wg.Go(func() {
+					<-start
+					applied[i], errs[i] = models.Migrate(t.Context(), dbs[i])
+				})
+			}
+			close(start)
+			wg.Wait()
+
+			var all []int
+			for i := range dbs {
+				if errs[i] != nil {
+					t.Errorf("process %d: %v", i, errs[i])
+				}
+				all = append(all, applied[i]...)
+			}
+			slices.Sort(all)
+			var want []int
+			for v := c.wantFirst; v <= latest; v++ {
+				want = append(want, v)
+			}
+			if !slices.Equal(all, want) {
+				t.Errorf("the processes applied %v between them, want %v: each pending migration once", all, want)
+			}
+			var twice []int
+			if err := dbs[0].Raw("SELECT version_id FROM " + models.VersionTable + " GROUP BY version_id HAVING COUNT(*) > 1").Scan(&twice).Error; err != nil {
+				t.Fatal(err)
+			}
+			var rows int64
+			dbs[0].Table(models.VersionTable).Count(&rows)
+			if len(twice) > 0 || rows != int64(latest)+1 {
+				t.Errorf("%s has %d rows, versions recorded twice: %v; want versions 0..%d once each", models.VersionTable, rows, twice, latest)
+			}
+			if err := models.CheckSchema(dbs[0]); err != nil {
+				t.Errorf("CheckSchema after the concurrent migrations: %v", err)
+			}
+		})
+	}
+}
