@@ -3,7 +3,9 @@ package models
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -60,6 +62,25 @@ func LatestVersion() int {
 		}
 	}
 	return latest
+}
+
+// MigrationsDigest is a SHA-256 of every migration file, in hex: it changes whenever the schema
+// the migrations build does (test suites key their migrated template databases by it).
+func MigrationsDigest() string {
+	h := sha256.New()
+	_ = fs.WalkDir(migrationFS, "migrations", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := migrationFS.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s %d\n", path, len(data))
+		h.Write(data)
+		return nil
+	})
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // Migrate applies every pending migration, each in its own transaction, and returns the versions

@@ -28,7 +28,7 @@ const fuzzBoundary = "fuzzboundary"
 // path and query parameters, the X-Api-Key header, each string of each JSON body and multipart
 // text fields and file names.
 func FuzzExternalAPI(f *testing.F) {
-	e := newEnv(f, testdb.Open(f, testdb.PostgresURL(f)), 1<<30)
+	e := newEnv(f, testdb.Open(f, testdb.MigratedPostgresURL(f)), 1<<30)
 	if err := e.db.Model(&models.Account{}).Where("id = ?", e.account).Update("credit_balance", int64(1)<<40).Error; err != nil {
 		f.Fatal(err)
 	}

@@ -27,7 +27,7 @@ var badText = []struct{ path, json, want string }{
 // route (keys included), path and query parameters, the key headers and multipart text fields
 // and file names.
 func TestTextPostgreSQLRefusesIsRefusedNamingTheField(t *testing.T) {
-	e := newEnv(t, testdb.Open(t, testdb.PostgresURL(t)), 1000)
+	e := newEnv(t, testdb.Open(t, testdb.MigratedPostgresURL(t)), 1000)
 	account, key := e.newAccount(external.ScopeRegister, external.ScopeRead)
 	valid := e.validBodies(account)
 	photo := valid["/image-picker/register-ideas"]["config"].(map[string]any)["product"].(map[string]any)["id"].(string)

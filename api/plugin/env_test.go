@@ -103,7 +103,7 @@ func onDatabase(db *gorm.DB) envOption { return func(c *envConfig) { c.db = db }
 
 // onPostgres runs the environment on a fresh PostgreSQL database, which refuses text SQLite takes
 // (NUL characters, invalid UTF-8).
-func onPostgres() envOption { return func(c *envConfig) { c.databaseURL = testdb.PostgresURL } }
+func onPostgres() envOption { return func(c *envConfig) { c.databaseURL = testdb.MigratedPostgresURL } }
 
 func withRateLimit(n int) envOption { return func(c *envConfig) { c.rateLimit = n } }
 

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,6 +31,13 @@ func AdminURL() string {
 // PostgresURL creates an empty database for the test and returns its URL; it is dropped at cleanup.
 func PostgresURL(t testing.TB) string {
 	t.Helper()
+	return createDatabase(t, "")
+}
+
+// createDatabase creates a database for the test, a copy of template unless it is "", and returns
+// its URL; it is dropped at cleanup.
+func createDatabase(t testing.TB, template string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	admin, err := pgx.Connect(ctx, AdminURL())
@@ -38,7 +46,11 @@ func PostgresURL(t testing.TB) string {
 	}
 	defer admin.Close(context.Background())
 	name := "shotflow_test_" + strings.ToLower(hex.EncodeToString([]byte(secrets.Token(6))))
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+	create := "CREATE DATABASE " + name
+	if template != "" {
+		create += " TEMPLATE " + template
+	}
+	if _, err := admin.Exec(ctx, create); err != nil {
 		t.Fatalf("testdb: create database: %v", err)
 	}
 	t.Cleanup(func() {
@@ -60,6 +72,93 @@ func PostgresURL(t testing.TB) string {
 	}
 	u.Path = "/" + name
 	return u.String()
+}
+
+// MigratedPostgresURL creates a database for the test with every migration applied and returns
+// its URL; it is dropped at cleanup. It is a copy of a template database migrated once per schema
+// (see template), which is much cheaper than migrating each test's database.
+func MigratedPostgresURL(t testing.TB) string {
+	t.Helper()
+	tpl, err := template()
+	if err != nil {
+		t.Fatalf("testdb: migrated template database: %v", err)
+	}
+	return createDatabase(t, tpl)
+}
+
+var (
+	templateOnce sync.Once
+	templateName string
+	templateErr  error
+)
+
+// templateLock is the advisory lock under which test processes build the template database.
+const templateLock = 727275
+
+// template returns the name of the migrated template database of this schema, building it if no
+// test process has yet: several packages' test binaries run at once, so the build happens under an
+// advisory lock, into a temporary name that is renamed when complete. A template is named by the
+// digest of the migrations, so checkouts with other migrations each use their own.
+func template() (string, error) {
+	templateOnce.Do(func() { templateName, templateErr = buildTemplate() })
+	return templateName, templateErr
+}
+
+func buildTemplate() (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	admin, err := pgx.Connect(ctx, AdminURL())
+	if err != nil {
+		return "", fmt.Errorf("PostgreSQL is not reachable at %s (start it, or set TEST_DATABASE_URL): %w", AdminURL(), err)
+	}
+	defer admin.Close(context.Background())
+	if _, err := admin.Exec(ctx, "SELECT pg_advisory_lock($1)", templateLock); err != nil {
+		return "", err
+	}
+	defer admin.Exec(context.Background(), "SELECT pg_advisory_unlock($1)", templateLock) //nolint:errcheck // the session ends right after
+	name := "shotflow_tpl_" + models.MigrationsDigest()[:16]
+	var exists bool
+	if err := admin.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
+		return "", err
+	}
+	if exists {
+		return name, nil
+	}
+	// A build that died half-way left this behind; under the lock nobody else is building it.
+	building := name + "_building"
+	if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+building+" WITH (FORCE)"); err != nil {
+		return "", err
+	}
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+building); err != nil {
+		return "", err
+	}
+	u, err := url.Parse(AdminURL())
+	if err != nil {
+		return "", err
+	}
+	u.Path = "/" + building
+	db, err := models.Open(u.String(), models.OpenOptions{})
+	if err != nil {
+		return "", err
+	}
+	_, err = models.Migrate(ctx, db)
+	if sqlDB, derr := db.DB(); derr == nil {
+		sqlDB.Close()
+	}
+	if err != nil {
+		return "", fmt.Errorf("migrate: %w", err)
+	}
+	// No connection may reach a template while it is copied; autovacuum skips databases that
+	// allow none.
+	for _, stmt := range []string{
+		"ALTER DATABASE " + building + " RENAME TO " + name,
+		"ALTER DATABASE " + name + " WITH IS_TEMPLATE true ALLOW_CONNECTIONS false",
+	} {
+		if _, err := admin.Exec(ctx, stmt); err != nil {
+			return "", err
+		}
+	}
+	return name, nil
 }
 
 // SQLiteURL returns the URL of a new SQLite file in the test's temporary directory.
@@ -90,7 +189,7 @@ func Dialects(t *testing.T, fn func(t *testing.T, db *gorm.DB)) {
 	for _, d := range []struct {
 		name string
 		url  func(testing.TB) string
-	}{{"postgres", PostgresURL}, {"sqlite", SQLiteURL}} {
+	}{{"postgres", MigratedPostgresURL}, {"sqlite", SQLiteURL}} {
 		t.Run(d.name, func(t *testing.T) {
 			fn(t, Open(t, d.url(t)))
 		})

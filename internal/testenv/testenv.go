@@ -117,7 +117,7 @@ type Options struct {
 // New starts shotflow against the dev server and a fresh PostgreSQL database, and stops it at cleanup.
 func New(t *testing.T, ts *testsuite.DevServer, opts Options) *Env {
 	t.Helper()
-	dbURL := testdb.PostgresURL(t)
+	dbURL := testdb.MigratedPostgresURL(t)
 	db := testdb.Open(t, dbURL)
 	appDBURL := dbURL
 	var proxy *faultproxy.Proxy
