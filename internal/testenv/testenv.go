@@ -160,7 +160,8 @@ func New(t *testing.T, ts *testsuite.DevServer, opts Options) *Env {
 	}
 	srv.Config.Handler = a.Handler()
 	srv.Start()
-	e := &Env{App: a, DB: db, BaseURL: base, Config: cfg, DBProxy: proxy, Logs: logs, t: t}
+	// The app's configuration carries the effective Temporal address and namespace.
+	e := &Env{App: a, DB: db, BaseURL: base, Config: a.Config, DBProxy: proxy, Logs: logs, t: t}
 	if !opts.NoWorker {
 		e.StartWorker()
 	}
