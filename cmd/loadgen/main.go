@@ -8,6 +8,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,11 +26,13 @@ import (
 	"sync"
 	"time"
 
-	"go.temporal.io/sdk/client"
+	"github.com/shotflow/shotflow/internal/config"
+	"github.com/shotflow/shotflow/internal/temporalconn"
 )
 
 type options struct {
 	base, key, model, temporal, namespace string
+	history                               bool
 	orders, images, products, concurrency int
 	timeout                               time.Duration
 }
@@ -39,8 +42,9 @@ func main() {
 	flag.StringVar(&o.base, "base", "http://localhost:8080", "API base URL")
 	flag.StringVar(&o.key, "key", "", "plugin API key (default: from .data/dev-credentials.json)")
 	flag.StringVar(&o.model, "model", "local/studio-v1", "ai_model of every subject")
-	flag.StringVar(&o.temporal, "temporal", "127.0.0.1:7233", "Temporal frontend, to count history events (empty: skip)")
-	flag.StringVar(&o.namespace, "namespace", "default", "Temporal namespace")
+	flag.BoolVar(&o.history, "history", true, "count the Temporal history events of each workflow")
+	flag.StringVar(&o.temporal, "temporal", "", "Temporal frontend (default: TEMPORAL_ADDRESS, else the Temporal profile's, else 127.0.0.1:7233)")
+	flag.StringVar(&o.namespace, "namespace", "", "Temporal namespace (default: TEMPORAL_NAMESPACE, else the Temporal profile's, else default)")
 	flag.IntVar(&o.orders, "orders", 20, "sessions to submit")
 	flag.IntVar(&o.products, "products", 1, "subjects (products) per session")
 	flag.IntVar(&o.images, "images", 5, "images_count per subject")
@@ -128,6 +132,15 @@ func run(o options) error {
 	if o.key == "" {
 		return errors.New("no -key and no .data/dev-credentials.json")
 	}
+	// Resolved first, so a bad Temporal setting is reported before the load runs.
+	var temporal *temporalconn.Connection
+	if o.history {
+		conn, err := temporalConnection(o)
+		if err != nil {
+			return err
+		}
+		temporal = &conn
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
 	a := &api{base: strings.TrimRight(o.base, "/"), key: o.key, http: &http.Client{Timeout: time.Minute}}
@@ -214,8 +227,8 @@ func run(o options) error {
 	fmt.Printf("sessions accepted:   %d in %.2fs = %.1f sessions/s (p50 %v, p95 %v)\n",
 		len(orders), acceptSecs, float64(len(orders))/acceptSecs, pct(latency, 50), pct(latency, 95))
 	fmt.Printf("jobs completed:      %d in %.2fs = %.1f jobs/s end to end\n", len(jobIDs), totalSecs, float64(len(jobIDs))/totalSecs)
-	if o.temporal != "" {
-		perJob, perOrder, err := historySizes(ctx, o, orders, jobIDs)
+	if temporal != nil {
+		perJob, perOrder, err := historySizes(ctx, *temporal, orders, jobIDs)
 		if err != nil {
 			return err
 		}
@@ -280,9 +293,21 @@ func setupProducts(ctx context.Context, a *api, prefix string, n int) ([]string,
 	return refs, nil
 }
 
+// temporalConnection reaches Temporal the way shotflow's processes do (TEMPORAL_* variables,
+// profiles, TLS), with -temporal and -namespace winning when given.
+func temporalConnection(o options) (temporalconn.Connection, error) {
+	cfg, err := config.Load()
+	if err != nil {
+		return temporalconn.Connection{}, err
+	}
+	cfg.TemporalAddress = cmp.Or(o.temporal, cfg.TemporalAddress)
+	cfg.TemporalNamespace = cmp.Or(o.namespace, cfg.TemporalNamespace)
+	return temporalconn.Resolve(cfg)
+}
+
 // historySizes averages history lengths over a sample of job and order workflows.
-func historySizes(ctx context.Context, o options, orders, jobIDs []string) (float64, float64, error) {
-	c, err := client.Dial(client.Options{HostPort: o.temporal, Namespace: o.namespace})
+func historySizes(ctx context.Context, temporal temporalconn.Connection, orders, jobIDs []string) (float64, float64, error) {
+	c, err := temporal.Dial(ctx, nil)
 	if err != nil {
 		return 0, 0, err
 	}

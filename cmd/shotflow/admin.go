@@ -25,6 +25,7 @@ import (
 	"github.com/shotflow/shotflow/internal/logging"
 	"github.com/shotflow/shotflow/internal/secrets"
 	"github.com/shotflow/shotflow/internal/support"
+	"github.com/shotflow/shotflow/internal/temporalconn"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/workflows"
@@ -49,15 +50,17 @@ Support (README "For support staff"):
 Every command prints JSON. Secrets (API keys, webhook secrets) are printed once and stored only as
 hashes (keys) or encrypted (webhook secrets). Uses DATABASE_URL and SECRET_KEY like the API;
 jobs retry, stragglers, redrive and webhooks replay also reach Temporal (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
-TEMPORAL_TASK_QUEUE), and links point at TEMPORAL_UI_URL.
+TEMPORAL_TASK_QUEUE, and the API key, TLS and profile settings like the worker), and links point
+at TEMPORAL_UI_URL.
 `
 
 // adminEnv is what admin commands operate on.
 type adminEnv struct {
-	ctx     context.Context
-	cfg     config.Config
-	db      *gorm.DB
-	closers []func() // run when the command is done
+	ctx      context.Context
+	cfg      config.Config // with the effective Temporal address and namespace
+	temporal temporalconn.Connection
+	db       *gorm.DB
+	closers  []func() // run when the command is done
 }
 
 func (e *adminEnv) box() (*secrets.Box, error) {
@@ -132,7 +135,12 @@ func runAdmin(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := models.CheckSchema(db); err != nil {
 		return err
 	}
-	env := &adminEnv{ctx: ctx, cfg: cfg, db: db}
+	temporal, err := temporalconn.Resolve(cfg)
+	if err != nil {
+		return err
+	}
+	cfg.TemporalAddress, cfg.TemporalNamespace = temporal.Options.HostPort, temporal.Options.Namespace
+	env := &adminEnv{ctx: ctx, cfg: cfg, temporal: temporal, db: db}
 	defer func() {
 		for _, c := range env.closers {
 			c()
@@ -424,20 +432,18 @@ func (e *adminEnv) ui() support.UI {
 	return support.UI{BaseURL: e.cfg.TemporalUIURL, Namespace: e.cfg.TemporalNamespace}
 }
 
-// temporal connects to TEMPORAL_ADDRESS with a logger that only reports errors; the client is
-// closed when the command is done.
-func (e *adminEnv) temporal() (client.Client, error) {
+// dialTemporal connects to Temporal with a logger that only reports errors; the client is closed
+// when the command is done.
+func (e *adminEnv) dialTemporal() (client.Client, error) {
 	log, err := logging.New("error", e.cfg.LogFormat)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(e.ctx, 10*time.Second)
 	defer cancel()
-	c, err := client.DialContext(ctx, client.Options{
-		HostPort: e.cfg.TemporalAddress, Namespace: e.cfg.TemporalNamespace, Logger: logging.NewTemporal(log),
-	})
+	c, err := e.temporal.Dial(ctx, log)
 	if err != nil {
-		return nil, fmt.Errorf("connect to Temporal at %s (TEMPORAL_ADDRESS): %w", e.cfg.TemporalAddress, err)
+		return nil, err
 	}
 	e.closers = append(e.closers, c.Close)
 	return c, nil
@@ -497,7 +503,7 @@ func (e *adminEnv) jobsRetry(args []string) (any, error) {
 
 // starter starts job runs the way the API's starter does (internal/app).
 func (e *adminEnv) starter() (*intake.Starter, error) {
-	tc, err := e.temporal()
+	tc, err := e.dialTemporal()
 	if err != nil {
 		return nil, err
 	}
@@ -523,7 +529,7 @@ func (e *adminEnv) jobsStragglers(args []string) (any, error) {
 	if *olderThan < 0 {
 		return nil, fmt.Errorf("%w: --older-than must not be negative", errUsage)
 	}
-	tc, err := e.temporal()
+	tc, err := e.dialTemporal()
 	if err != nil {
 		return nil, err
 	}
@@ -571,7 +577,7 @@ func (e *adminEnv) webhooksReplay(args []string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	tc, err := e.temporal()
+	tc, err := e.dialTemporal()
 	if err != nil {
 		return nil, err
 	}

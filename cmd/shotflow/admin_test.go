@@ -12,7 +12,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,11 +28,9 @@ import (
 // configVars lists every environment variable config.Config reads.
 func configVars() []string {
 	var names []string
-	t := reflect.TypeFor[config.Config]()
-	for i := range t.NumField() {
-		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("env"), ","); name != "" {
-			names = append(names, name)
-		}
+	for _, kv := range (config.Config{}).Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		names = append(names, name)
 	}
 	return names
 }
@@ -579,6 +576,25 @@ func TestMigrateOnlyGoesForward(t *testing.T) {
 	}
 	if !db.Migrator().HasTable("job_retries") {
 		t.Error("migrate on a newer schema dropped job_retries")
+	}
+}
+
+// TestBadTemporalTLSSettingStopsStartUp: a client certificate that cannot be read stops the
+// processes that reach Temporal at start-up, with the setting's name and the reason, before any
+// of them dials.
+func TestBadTemporalTLSSettingStopsStartUp(t *testing.T) {
+	for _, args := range [][]string{{"api"}, {"worker"}, {"admin", "jobs", "stragglers"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			newAdminFixture(t)
+			missing := filepath.Join(t.TempDir(), "client.pem")
+			t.Setenv("TEMPORAL_TLS_CLIENT_CERT_PATH", missing)
+			t.Setenv("TEMPORAL_TLS_CLIENT_KEY_PATH", missing)
+			code, _, errOut := runCLI(t, args...)
+			want := "TEMPORAL_TLS_CLIENT_CERT_PATH: open " + missing + ": no such file or directory"
+			if code != 1 || !strings.Contains(errOut, want) || strings.Contains(errOut, "connect to Temporal") {
+				t.Errorf("%v with a missing client certificate: exit %d, stderr %q; want 1 and %q", args, code, errOut, want)
+			}
+		})
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/shotflow/shotflow/internal/devserver"
 	"github.com/shotflow/shotflow/internal/logging"
 	"github.com/shotflow/shotflow/internal/reference"
+	"github.com/shotflow/shotflow/internal/temporalconn"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/workflows"
 )
@@ -64,8 +65,13 @@ func devConfig() (config.Config, error) {
 	def("PUBLIC_BASE_URL", "http://localhost:"+port)
 	def("DATABASE_URL", "sqlite://"+filepath.Join(env["DATA_DIR"], "shotflow.db"))
 	def("BLOB_URL", "file://"+filepath.ToSlash(filepath.Join(env["DATA_DIR"], "blobs")))
-	// dev talks to the Temporal server it starts, whatever TEMPORAL_ADDRESS the shell exports.
+	// dev talks plaintext to the Temporal server it starts, whatever address, profile, API key or
+	// TLS settings the shell exports.
 	env["TEMPORAL_ADDRESS"] = "127.0.0.1:" + env["DEV_TEMPORAL_PORT"]
+	for _, name := range config.TemporalConnectionVariables() {
+		delete(env, name)
+	}
+	def("TEMPORAL_NAMESPACE", temporalconn.DefaultNamespace) // the namespace dev creates on its server
 	env["TEMPORAL_UI_URL"] = "http://localhost:" + env["DEV_TEMPORAL_UI_PORT"]
 	cfg, err := config.LoadFrom(env)
 	if err != nil {

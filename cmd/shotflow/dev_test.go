@@ -525,8 +525,10 @@ func TestDevLifecycle(t *testing.T) {
 	start := time.Now()
 	dir := t.TempDir()
 	ports := newDevPorts(t)
-	// An address exported for another cluster must not pull dev away from the server it starts.
-	env := devEnv(t, ports, "TEMPORAL_ADDRESS=127.0.0.1:1")
+	// An address, profile, API key or TLS setting exported for another cluster must not pull dev
+	// away from the plaintext server it starts.
+	env := devEnv(t, ports, "TEMPORAL_ADDRESS=127.0.0.1:1", "TEMPORAL_PROFILE=elsewhere", "TEMPORAL_API_KEY=for-another-cluster",
+		"TEMPORAL_TLS_SERVER_CA_CERT_PATH="+filepath.Join(t.TempDir(), "missing-ca.pem"))
 	baseURL := "http://127.0.0.1:" + strconv.Itoa(ports.http)
 	markerID := "devtest-persistence-" + randHex(t)
 

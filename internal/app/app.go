@@ -29,12 +29,12 @@ import (
 	"github.com/shotflow/shotflow/internal/config"
 	"github.com/shotflow/shotflow/internal/imageprep"
 	"github.com/shotflow/shotflow/internal/intake"
-	"github.com/shotflow/shotflow/internal/logging"
 	"github.com/shotflow/shotflow/internal/ratelimit"
 	"github.com/shotflow/shotflow/internal/reference"
 	"github.com/shotflow/shotflow/internal/retention"
 	"github.com/shotflow/shotflow/internal/secrets"
 	"github.com/shotflow/shotflow/internal/support"
+	"github.com/shotflow/shotflow/internal/temporalconn"
 	"github.com/shotflow/shotflow/internal/unavailable"
 	"github.com/shotflow/shotflow/internal/urlsign"
 	"github.com/shotflow/shotflow/internal/webhooks"
@@ -45,6 +45,7 @@ import (
 
 // App is one running shotflow process's dependencies.
 type App struct {
+	// Config is the process's configuration, with the effective Temporal address and namespace.
 	Config    config.Config
 	Log       *zap.Logger
 	DB        *gorm.DB
@@ -66,6 +67,13 @@ func Open(ctx context.Context, cfg config.Config, log *zap.Logger) (*App, error)
 	if master == nil {
 		return nil, errors.New("config: SECRET_KEY must be set (base64 of 32 random bytes, the same in every api and worker process)")
 	}
+	// Resolved first, so a bad Temporal setting stops the process before anything is opened; the
+	// effective address and namespace replace the configured ones (which may be empty).
+	temporal, err := temporalconn.Resolve(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cfg.TemporalAddress, cfg.TemporalNamespace = temporal.Options.HostPort, temporal.Options.Namespace
 	a := &App{Config: cfg, Log: log}
 	ok := false
 	defer func() {
@@ -115,13 +123,8 @@ func Open(ctx context.Context, cfg config.Config, log *zap.Logger) (*App, error)
 	a.Limiter = limiter
 	a.closers = append(a.closers, closeLimiter)
 
-	a.Temporal, err = client.DialContext(ctx, client.Options{
-		HostPort:  cfg.TemporalAddress,
-		Namespace: cfg.TemporalNamespace,
-		Logger:    logging.NewTemporal(log),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("connect to Temporal at %s: %w", cfg.TemporalAddress, err)
+	if a.Temporal, err = temporal.Dial(ctx, log); err != nil {
+		return nil, err
 	}
 	a.closers = append(a.closers, func() error { a.Temporal.Close(); return nil })
 	a.Intake = &intake.Starter{

@@ -45,10 +45,15 @@ type Config struct {
 	// arriving slowly.
 	UploadTimeout time.Duration `env:"UPLOAD_TIMEOUT" envDefault:"15m" validate:"gtefield=RequestTimeout,max=2h"`
 
-	// TemporalAddress is the host:port of the Temporal frontend.
-	TemporalAddress string `env:"TEMPORAL_ADDRESS" envDefault:"127.0.0.1:7233" validate:"required,host_port"`
-	// TemporalNamespace is the Temporal namespace of every shotflow workflow.
-	TemporalNamespace string `env:"TEMPORAL_NAMESPACE" envDefault:"default" validate:"required"`
+	// TemporalAddress is the host:port of the Temporal frontend. Empty means the Temporal profile's
+	// address, else 127.0.0.1:7233 (internal/temporalconn resolves it).
+	TemporalAddress string `env:"TEMPORAL_ADDRESS" validate:"omitempty,host_port"`
+	// TemporalNamespace is the Temporal namespace of every shotflow workflow. Empty means the
+	// Temporal profile's namespace, else "default".
+	TemporalNamespace string `env:"TEMPORAL_NAMESPACE"`
+	// TemporalConnection is how the Temporal client authenticates and encrypts: a profile, an API
+	// key, TLS and mTLS.
+	TemporalConnection TemporalConnection
 	// TemporalTaskQueue is the task queue shared by the API (starter) and the workers.
 	TemporalTaskQueue string `env:"TEMPORAL_TASK_QUEUE" envDefault:"shotflow" validate:"required"`
 	// TemporalUIURL is the base URL of the Temporal Web UI, used in operator links.
@@ -145,6 +150,42 @@ type Config struct {
 	DevSeedCredits int64 `env:"DEV_SEED_CREDITS" envDefault:"1000" validate:"min=0"`
 }
 
+// TemporalConnection holds the Temporal client settings besides the address and namespace, under
+// the variable names of go.temporal.io/sdk/contrib/envconfig. Variables win over the profile
+// field by field; a Temporal config file is read only when TEMPORAL_CONFIG_FILE or
+// TEMPORAL_PROFILE is set.
+type TemporalConnection struct {
+	// ConfigFile is the TOML file of Temporal client profiles (the Temporal CLI's format); empty with
+	// a Profile set means the CLI's own file, ~/.config/temporalio/temporal.toml.
+	ConfigFile string `env:"TEMPORAL_CONFIG_FILE"`
+	// Profile is the profile of ConfigFile to use; empty with a ConfigFile set means "default".
+	Profile string `env:"TEMPORAL_PROFILE"`
+	// APIKey authenticates to Temporal Cloud (or a cluster with an API key authorizer); it turns TLS
+	// on unless TLS is false.
+	APIKey string `env:"TEMPORAL_API_KEY"`
+	// TLS turns TLS on (true) or off (false) whatever the other settings; empty leaves it to them.
+	TLS string `env:"TEMPORAL_TLS" validate:"omitempty,oneof=true false"`
+	// TLSClientCertPath is the PEM file of the client certificate for mTLS.
+	TLSClientCertPath string `env:"TEMPORAL_TLS_CLIENT_CERT_PATH" validate:"excluded_with=TLSClientCertData"`
+	// TLSClientCertData is the client certificate itself, in PEM (instead of TLSClientCertPath).
+	TLSClientCertData string `env:"TEMPORAL_TLS_CLIENT_CERT_DATA"`
+	// TLSClientKeyPath is the PEM file of the client certificate's private key.
+	TLSClientKeyPath string `env:"TEMPORAL_TLS_CLIENT_KEY_PATH" validate:"excluded_with=TLSClientKeyData"`
+	// TLSClientKeyData is the private key itself, in PEM (instead of TLSClientKeyPath).
+	TLSClientKeyData string `env:"TEMPORAL_TLS_CLIENT_KEY_DATA"`
+	// TLSServerCACertPath is the PEM file of the CA that signed the server's certificate; empty
+	// means the system's roots.
+	TLSServerCACertPath string `env:"TEMPORAL_TLS_SERVER_CA_CERT_PATH" validate:"excluded_with=TLSServerCACertData"`
+	// TLSServerCACertData is that CA certificate itself, in PEM (instead of TLSServerCACertPath).
+	TLSServerCACertData string `env:"TEMPORAL_TLS_SERVER_CA_CERT_DATA"`
+	// TLSServerName is the name the server's certificate must carry (and the SNI sent); empty
+	// means the host of the address.
+	TLSServerName string `env:"TEMPORAL_TLS_SERVER_NAME"`
+	// TLSDisableHostVerification skips checking the server certificate's name (true); never in
+	// production.
+	TLSDisableHostVerification string `env:"TEMPORAL_TLS_DISABLE_HOST_VERIFICATION" validate:"omitempty,oneof=true false"`
+}
+
 // Load reads the configuration from the environment and validates it. The error names the
 // offending variable.
 func Load() (Config, error) {
@@ -217,6 +258,8 @@ func describe(fe validator.FieldError) string {
 		return fmt.Sprintf("%s %s", fe.Tag(), fe.Param())
 	case "gtefield":
 		return "at least " + envName(fe.Param())
+	case "excluded_with":
+		return "not together with " + envName(fe.Param())
 	case "oneof":
 		return "one of " + fe.Param()
 	case "database_url":
@@ -308,11 +351,13 @@ func describeParseError(err error) error {
 	return fmt.Errorf("config: %s", strings.Join(msgs, "; "))
 }
 
-// envName is the environment variable of a Config field.
+// envName is the environment variable of a Config or TemporalConnection field.
 func envName(field string) string {
 	f, ok := reflect.TypeOf(Config{}).FieldByName(field)
 	if !ok {
-		return field
+		if f, ok = reflect.TypeOf(TemporalConnection{}).FieldByName(field); !ok {
+			return field
+		}
 	}
 	name, _, _ := strings.Cut(f.Tag.Get("env"), ",")
 	return name
@@ -339,15 +384,30 @@ func decodeKey(s string) ([]byte, error) {
 // Environ renders the configuration as NAME=value pairs, so a child process (a worker started by
 // a test, for example) can be given exactly this configuration.
 func (c Config) Environ() []string {
-	v := reflect.ValueOf(c)
+	return environ(reflect.ValueOf(c), nil)
+}
+
+// TemporalConnectionVariables lists the environment variables of TemporalConnection.
+func TemporalConnectionVariables() []string {
+	var names []string
+	for _, kv := range environ(reflect.ValueOf(TemporalConnection{}), nil) {
+		name, _, _ := strings.Cut(kv, "=")
+		names = append(names, name)
+	}
+	return names
+}
+
+// environ appends the NAME=value pairs of v's fields, and of its nested structs', to out.
+func environ(v reflect.Value, out []string) []string {
 	t := v.Type()
-	out := make([]string, 0, t.NumField())
 	for i := range t.NumField() {
 		name, _, _ := strings.Cut(t.Field(i).Tag.Get("env"), ",")
-		if name == "" {
-			continue
+		switch {
+		case name != "":
+			out = append(out, name+"="+envValue(v.Field(i)))
+		case v.Field(i).Kind() == reflect.Struct:
+			out = environ(v.Field(i), out)
 		}
-		out = append(out, name+"="+envValue(v.Field(i)))
 	}
 	return out
 }

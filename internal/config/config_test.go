@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -36,8 +37,6 @@ func TestDefaultsWithEmptyEnvironment(t *testing.T) {
 		DatabaseStatementTimeout:  30 * time.Second,
 		RequestTimeout:            30 * time.Second,
 		UploadTimeout:             15 * time.Minute,
-		TemporalAddress:           "127.0.0.1:7233",
-		TemporalNamespace:         "default",
 		TemporalTaskQueue:         "shotflow",
 		TemporalUIURL:             "http://localhost:8233",
 		BlobURL:                   "file://.data/blobs",
@@ -130,6 +129,9 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 		{"TEMPORAL_ADDRESS", "nohostport"},
 		{"TEMPORAL_ADDRESS", "localhost:99999"},
 		{"TEMPORAL_UI_URL", "localhost:8233"},
+		{"TEMPORAL_TLS", "yes"},
+		{"TEMPORAL_TLS", "1"},
+		{"TEMPORAL_TLS_DISABLE_HOST_VERIFICATION", "on"},
 		{"DEV_TEMPORAL_PORT", "70000"},
 		{"DEV_TEMPORAL_UI_PORT", "0"},
 		{"DEV_SEED_CREDITS", "-1"},
@@ -187,59 +189,74 @@ func TestSeveralBadValuesAreAllReported(t *testing.T) {
 func TestGoodValuesParse(t *testing.T) {
 	secret, raw := key32(t)
 	env := map[string]string{
-		"HTTP_ADDR":                   "127.0.0.1:9090",
-		"PUBLIC_BASE_URL":             "https://api.example.com/",
-		"DOCS_URL":                    "https://docs.example.com/errors/",
-		"DATABASE_URL":                "postgres://shotflow:pw@db.internal:5432/shotflow?sslmode=disable",
-		"DATABASE_MAX_OPEN_CONNS":     "50",
-		"DATABASE_CONNECT_TIMEOUT":    "3s",
-		"DATABASE_STATEMENT_TIMEOUT":  "0",
-		"REQUEST_TIMEOUT":             "2m",
-		"UPLOAD_TIMEOUT":              "2m",
-		"TEMPORAL_ADDRESS":            "temporal.internal:7233",
-		"TEMPORAL_NAMESPACE":          "prod",
-		"TEMPORAL_TASK_QUEUE":         "shotflow-prod",
-		"TEMPORAL_UI_URL":             "https://temporal.example.com",
-		"BLOB_URL":                    "s3://bucket?region=eu-west-1",
-		"SECRET_KEY":                  secret,
-		"DOWNLOAD_URL_TTL":            "336h",
-		"UPLOAD_URL_TTL":              "90m",
-		"RATE_LIMIT_PER_MINUTE":       "120",
-		"REDIS_URL":                   "redis://cache.internal:6379/0",
-		"WORKER_ACTIVITY_CONCURRENCY": "4",
-		"RENDER_LONG_EDGE":            "2048",
-		"OPENAI_API_KEY":              "sk-test",
-		"OPENAI_BASE_URL":             "https://openai.internal/v1",
-		"FAL_KEY":                     "fal-test",
-		"FAL_QUEUE_URL":               "https://fal.internal",
-		"PROVIDER_RATE_LIMITS":        "openai=0.5,fal=10,local=0",
-		"PROVIDER_CONCURRENCY":        "local=1,fal=32",
-		"VIDEO_ENCODER":               "go",
-		"INPUT_MIN_LONG_EDGE":         "512",
-		"LOG_LEVEL":                   "debug",
-		"LOG_FORMAT":                  "console",
-		"SHUTDOWN_TIMEOUT":            "1m30s",
-		"DATA_DIR":                    "/var/lib/shotflow",
-		"TEMPORAL_CLI_PATH":           "/usr/local/bin/temporal",
-		"DEV_TEMPORAL_PORT":           "17233",
-		"DEV_TEMPORAL_UI_PORT":        "18233",
-		"DEV_SEED_CREDITS":            "0",
+		"HTTP_ADDR":                              "127.0.0.1:9090",
+		"PUBLIC_BASE_URL":                        "https://api.example.com/",
+		"DOCS_URL":                               "https://docs.example.com/errors/",
+		"DATABASE_URL":                           "postgres://shotflow:pw@db.internal:5432/shotflow?sslmode=disable",
+		"DATABASE_MAX_OPEN_CONNS":                "50",
+		"DATABASE_CONNECT_TIMEOUT":               "3s",
+		"DATABASE_STATEMENT_TIMEOUT":             "0",
+		"REQUEST_TIMEOUT":                        "2m",
+		"UPLOAD_TIMEOUT":                         "2m",
+		"TEMPORAL_ADDRESS":                       "temporal.internal:7233",
+		"TEMPORAL_NAMESPACE":                     "prod",
+		"TEMPORAL_CONFIG_FILE":                   "/etc/temporal/temporal.toml",
+		"TEMPORAL_PROFILE":                       "prod",
+		"TEMPORAL_API_KEY":                       "key-test",
+		"TEMPORAL_TLS":                           "true",
+		"TEMPORAL_TLS_CLIENT_CERT_PATH":          "/etc/temporal/client.pem",
+		"TEMPORAL_TLS_CLIENT_KEY_DATA":           "-----BEGIN PRIVATE KEY-----",
+		"TEMPORAL_TLS_SERVER_CA_CERT_PATH":       "/etc/temporal/ca.pem",
+		"TEMPORAL_TLS_SERVER_NAME":               "temporal.example.com",
+		"TEMPORAL_TLS_DISABLE_HOST_VERIFICATION": "false",
+		"TEMPORAL_TASK_QUEUE":                    "shotflow-prod",
+		"TEMPORAL_UI_URL":                        "https://temporal.example.com",
+		"BLOB_URL":                               "s3://bucket?region=eu-west-1",
+		"SECRET_KEY":                             secret,
+		"DOWNLOAD_URL_TTL":                       "336h",
+		"UPLOAD_URL_TTL":                         "90m",
+		"RATE_LIMIT_PER_MINUTE":                  "120",
+		"REDIS_URL":                              "redis://cache.internal:6379/0",
+		"WORKER_ACTIVITY_CONCURRENCY":            "4",
+		"RENDER_LONG_EDGE":                       "2048",
+		"OPENAI_API_KEY":                         "sk-test",
+		"OPENAI_BASE_URL":                        "https://openai.internal/v1",
+		"FAL_KEY":                                "fal-test",
+		"FAL_QUEUE_URL":                          "https://fal.internal",
+		"PROVIDER_RATE_LIMITS":                   "openai=0.5,fal=10,local=0",
+		"PROVIDER_CONCURRENCY":                   "local=1,fal=32",
+		"VIDEO_ENCODER":                          "go",
+		"INPUT_MIN_LONG_EDGE":                    "512",
+		"LOG_LEVEL":                              "debug",
+		"LOG_FORMAT":                             "console",
+		"SHUTDOWN_TIMEOUT":                       "1m30s",
+		"DATA_DIR":                               "/var/lib/shotflow",
+		"TEMPORAL_CLI_PATH":                      "/usr/local/bin/temporal",
+		"DEV_TEMPORAL_PORT":                      "17233",
+		"DEV_TEMPORAL_UI_PORT":                   "18233",
+		"DEV_SEED_CREDITS":                       "0",
 	}
 	c, err := config.LoadFrom(env)
 	if err != nil {
 		t.Fatalf("LoadFrom(good values) = %v", err)
 	}
 	want := config.Config{
-		HTTPAddr:                  "127.0.0.1:9090",
-		PublicBaseURL:             "https://api.example.com/",
-		DocsURL:                   "https://docs.example.com/errors/",
-		DatabaseURL:               env["DATABASE_URL"],
-		DatabaseMaxOpenConns:      50,
-		DatabaseConnectTimeout:    3 * time.Second,
-		RequestTimeout:            2 * time.Minute,
-		UploadTimeout:             2 * time.Minute,
-		TemporalAddress:           "temporal.internal:7233",
-		TemporalNamespace:         "prod",
+		HTTPAddr:               "127.0.0.1:9090",
+		PublicBaseURL:          "https://api.example.com/",
+		DocsURL:                "https://docs.example.com/errors/",
+		DatabaseURL:            env["DATABASE_URL"],
+		DatabaseMaxOpenConns:   50,
+		DatabaseConnectTimeout: 3 * time.Second,
+		RequestTimeout:         2 * time.Minute,
+		UploadTimeout:          2 * time.Minute,
+		TemporalAddress:        "temporal.internal:7233",
+		TemporalNamespace:      "prod",
+		TemporalConnection: config.TemporalConnection{
+			ConfigFile: "/etc/temporal/temporal.toml", Profile: "prod", APIKey: "key-test", TLS: "true",
+			TLSClientCertPath: "/etc/temporal/client.pem", TLSClientKeyData: "-----BEGIN PRIVATE KEY-----",
+			TLSServerCACertPath: "/etc/temporal/ca.pem", TLSServerName: "temporal.example.com",
+			TLSDisableHostVerification: "false",
+		},
 		TemporalTaskQueue:         "shotflow-prod",
 		TemporalUIURL:             "https://temporal.example.com",
 		BlobURL:                   "s3://bucket?region=eu-west-1",
@@ -376,7 +393,7 @@ func TestValidateZeroConfig(t *testing.T) {
 	if err == nil {
 		t.Fatal("zero Config validated")
 	}
-	for _, name := range []string{"HTTP_ADDR", "DATABASE_URL", "TEMPORAL_ADDRESS", "BLOB_URL", "DATA_DIR", "DOWNLOAD_URL_TTL"} {
+	for _, name := range []string{"HTTP_ADDR", "DATABASE_URL", "BLOB_URL", "DATA_DIR", "DOWNLOAD_URL_TTL"} {
 		if !strings.Contains(err.Error(), name) {
 			t.Errorf("Validate(zero) does not name %s: %v", name, err)
 		}
@@ -405,7 +422,8 @@ func TestLoadReadsProcessEnvironment(t *testing.T) {
 }
 
 func TestEnvironRoundTrips(t *testing.T) {
-	c, err := config.LoadFrom(map[string]string{"SECRET_KEY": "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=", "JOB_START_DEADLINE": "90s", "SIM_PROVIDER": "true"})
+	c, err := config.LoadFrom(map[string]string{"SECRET_KEY": "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=", "JOB_START_DEADLINE": "90s", "SIM_PROVIDER": "true",
+		"TEMPORAL_PROFILE": "cloud", "TEMPORAL_TLS_CLIENT_CERT_PATH": "/run/client.pem"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -420,5 +438,46 @@ func TestEnvironRoundTrips(t *testing.T) {
 	}
 	if !reflect.DeepEqual(back, c) {
 		t.Fatalf("round trip:\n got %+v\nwant %+v", back, c)
+	}
+}
+
+// TestTemporalAddressAndNamespaceHaveNoDefault pins that an unset TEMPORAL_ADDRESS or
+// TEMPORAL_NAMESPACE stays empty, so a Temporal profile's values are not hidden by a default
+// (internal/temporalconn falls back to the local dev server when nothing names one).
+func TestTemporalAddressAndNamespaceHaveNoDefault(t *testing.T) {
+	c, err := config.LoadFrom(map[string]string{"TEMPORAL_PROFILE": "cloud"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.TemporalAddress != "" || c.TemporalNamespace != "" || c.TemporalConnection.Profile != "cloud" {
+		t.Errorf("TemporalAddress %q, TemporalNamespace %q, Profile %q", c.TemporalAddress, c.TemporalNamespace, c.TemporalConnection.Profile)
+	}
+}
+
+func TestTemporalFileAndDataAreExclusive(t *testing.T) {
+	for _, pair := range [][2]string{
+		{"TEMPORAL_TLS_CLIENT_CERT_PATH", "TEMPORAL_TLS_CLIENT_CERT_DATA"},
+		{"TEMPORAL_TLS_CLIENT_KEY_PATH", "TEMPORAL_TLS_CLIENT_KEY_DATA"},
+		{"TEMPORAL_TLS_SERVER_CA_CERT_PATH", "TEMPORAL_TLS_SERVER_CA_CERT_DATA"},
+	} {
+		_, err := config.LoadFrom(map[string]string{pair[0]: "/run/x.pem", pair[1]: "-----BEGIN CERTIFICATE-----"})
+		if err == nil || !strings.Contains(err.Error(), pair[0]) || !strings.Contains(err.Error(), "not together with "+pair[1]) {
+			t.Errorf("%s and %s both set: %v", pair[0], pair[1], err)
+		}
+	}
+}
+
+func TestTemporalConnectionVariables(t *testing.T) {
+	got := config.TemporalConnectionVariables()
+	for _, name := range []string{"TEMPORAL_CONFIG_FILE", "TEMPORAL_PROFILE", "TEMPORAL_API_KEY", "TEMPORAL_TLS",
+		"TEMPORAL_TLS_CLIENT_CERT_PATH", "TEMPORAL_TLS_SERVER_NAME", "TEMPORAL_TLS_DISABLE_HOST_VERIFICATION"} {
+		if !slices.Contains(got, name) {
+			t.Errorf("TemporalConnectionVariables() = %v, missing %s", got, name)
+		}
+	}
+	for _, name := range []string{"TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "TEMPORAL_TASK_QUEUE"} {
+		if slices.Contains(got, name) {
+			t.Errorf("TemporalConnectionVariables() = %v, includes %s", got, name)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http/httptest"
 	"net/url"
 	"os"
@@ -105,6 +106,9 @@ type Env struct {
 
 // Options tune New.
 type Options struct {
+	// Environment adds variables to the app's configuration, over testenv's own (Temporal TLS
+	// settings, for example); Env.Config, and so every process a test starts, carries them too.
+	Environment map[string]string
 	// Configure may adjust the configuration before the app opens.
 	Configure func(*config.Config)
 	// NoWorker leaves the task queue without an in-process worker (the test runs its own).
@@ -135,7 +139,7 @@ func New(t *testing.T, ts *testsuite.DevServer, opts Options) *Env {
 	}
 	srv := httptest.NewUnstartedServer(nil)
 	base := "http://" + srv.Listener.Addr().String()
-	cfg, err := config.LoadFrom(map[string]string{
+	environ := map[string]string{
 		"DATABASE_URL":        appDBURL,
 		"TEMPORAL_ADDRESS":    ts.FrontendHostPort(),
 		"TEMPORAL_TASK_QUEUE": "e2e-" + secrets.Token(6),
@@ -143,7 +147,9 @@ func New(t *testing.T, ts *testsuite.DevServer, opts Options) *Env {
 		"BLOB_URL":            "file://" + t.TempDir(),
 		"SECRET_KEY":          secrets.NewMasterKey(),
 		"SHUTDOWN_TIMEOUT":    "5s",
-	})
+	}
+	maps.Copy(environ, opts.Environment)
+	cfg, err := config.LoadFrom(environ)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +166,8 @@ func New(t *testing.T, ts *testsuite.DevServer, opts Options) *Env {
 	}
 	srv.Config.Handler = a.Handler()
 	srv.Start()
-	e := &Env{App: a, DB: db, BaseURL: base, Config: cfg, DBProxy: proxy, Logs: logs, t: t}
+	// The app's configuration carries the effective Temporal address and namespace.
+	e := &Env{App: a, DB: db, BaseURL: base, Config: a.Config, DBProxy: proxy, Logs: logs, t: t}
 	if !opts.NoWorker {
 		e.StartWorker()
 	}
