@@ -33,6 +33,7 @@ import (
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/blobstore"
 	"github.com/shotflow/shotflow/internal/contract"
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/imageprep"
 	"github.com/shotflow/shotflow/internal/intake"
 	"github.com/shotflow/shotflow/internal/ratelimit"
@@ -164,6 +165,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 		UploadTTL:        2 * time.Hour,
 		SubProcessors:    cfg.subProcessors,
 	}
+	h.Engine = engine.New(h.Intake)
 	router := api.NewRouter(api.Deps{
 		DB: db, Blobs: blobs, Signer: signer, Log: zap.NewNop(),
 		Ready: func(context.Context) error { return nil },

@@ -8,11 +8,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/gin-gonic/gin/binding"
 	"github.com/go-playground/validator/v10"
 
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/unavailable"
 )
 
@@ -96,6 +98,53 @@ func (h *Handler) Envelope(status int, code, message string, details any) ErrorB
 		DocURL:      h.DocsURL + "/plugin-api/errors/" + code,
 		Details:     details,
 	}}
+}
+
+// engineCodes are the plugin codes of the engine's refusals: by reason, else by kind.
+var engineCodes = map[string]struct {
+	status int
+	code   string
+}{
+	string(engine.KindInvalid):             {http.StatusBadRequest, CodeInvalidInput},
+	string(engine.KindNotFound):            {http.StatusNotFound, CodeNotFound},
+	string(engine.KindInsufficientCredits): {http.StatusPaymentRequired, CodeInsufficientCredits},
+	string(engine.KindPrerequisite):        {http.StatusUnprocessableEntity, CodePackshotNotApproved},
+	string(engine.KindUnavailable):         {http.StatusServiceUnavailable, CodeUnavailable},
+	string(engine.KindRateLimited):         {http.StatusTooManyRequests, CodeRateLimited},
+	engine.ReasonJobNotCancelable:          {http.StatusConflict, CodeJobNotCancelable},
+}
+
+// fail answers an error from the engine: a refusal in the envelope its kind and reason call for
+// (with Retry-After when the engine knows it), anything else as internal does.
+func (h *Handler) fail(c *gin.Context, err error) {
+	e, ok := engine.As(err)
+	if !ok {
+		h.internal(c, err)
+		return
+	}
+	m, known := engineCodes[e.Reason]
+	if !known {
+		m, known = engineCodes[string(e.Kind)]
+	}
+	if !known {
+		h.internal(c, err)
+		return
+	}
+	if e.Cause != nil {
+		_ = c.Error(e.Cause)
+	}
+	if e.RetryAfter > 0 {
+		c.Header("Retry-After", strconv.Itoa(int(e.RetryAfter.Round(time.Second)/time.Second)))
+	}
+	message := e.Message
+	if e.Field != "" {
+		message = e.Field + ": " + e.Message
+	}
+	var details any
+	if len(e.Details) > 0 {
+		details = e.Details
+	}
+	h.FailWith(c, m.status, m.code, message, details)
 }
 
 // internal logs err and answers it without exposing it: 503 when a dependency is unavailable or

@@ -12,6 +12,7 @@ import (
 	"github.com/shotflow/shotflow/activities/generate"
 	"github.com/shotflow/shotflow/api/inputcheck"
 	"github.com/shotflow/shotflow/internal/blobstore"
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/intake"
 	"github.com/shotflow/shotflow/internal/ratelimit"
 	"github.com/shotflow/shotflow/internal/urlsign"
@@ -20,8 +21,10 @@ import (
 
 // Handler serves the plugin API.
 type Handler struct {
-	DB               *gorm.DB
-	Intake           *intake.Starter
+	DB     *gorm.DB
+	Intake *intake.Starter
+	// Engine runs the use cases both APIs share (engine.New(Intake)).
+	Engine           *engine.Engine
 	Blobs            *blobstore.Store
 	Signer           *urlsign.Signer
 	Generator        *generate.Registry

@@ -27,6 +27,7 @@ import (
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/blobstore"
 	"github.com/shotflow/shotflow/internal/config"
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/imageprep"
 	"github.com/shotflow/shotflow/internal/intake"
 	"github.com/shotflow/shotflow/internal/ratelimit"
@@ -207,7 +208,7 @@ func (a *App) Close() {
 // Handler returns the HTTP handler of the API.
 func (a *App) Handler() http.Handler {
 	p := &plugin.Handler{
-		DB: a.DB, Intake: a.Intake, Blobs: a.Blobs, Signer: a.Signer, Generator: a.Generator, Limiter: a.Limiter,
+		DB: a.DB, Intake: a.Intake, Engine: engine.New(a.Intake), Blobs: a.Blobs, Signer: a.Signer, Generator: a.Generator, Limiter: a.Limiter,
 		Log: a.Log, DocsURL: a.Config.EffectiveDocsURL(), DefaultRateLimit: a.Config.RateLimitPerMinute,
 		DownloadTTL: a.Config.DownloadURLTTL, UploadTTL: a.Config.UploadURLTTL, SubProcessors: a.subProcessors(),
 		Secrets: a.Box,
