@@ -17,9 +17,9 @@ import (
 	"github.com/shotflow/shotflow/api/external"
 	"github.com/shotflow/shotflow/api/inputcheck"
 	"github.com/shotflow/shotflow/api/plugin"
+	"github.com/shotflow/shotflow/api/reqctx"
 	"github.com/shotflow/shotflow/internal/blobstore"
 	"github.com/shotflow/shotflow/internal/jobview"
-	"github.com/shotflow/shotflow/internal/secrets"
 	"github.com/shotflow/shotflow/internal/unavailable"
 	"github.com/shotflow/shotflow/internal/urlsign"
 	"github.com/shotflow/shotflow/models"
@@ -110,14 +110,9 @@ func NewRouter(d Deps, p *plugin.Handler) *gin.Engine {
 	return r
 }
 
-// RequestID honours a well-formed X-Request-Id from the client or makes one, and returns it.
+// RequestID gives every request its ID (reqctx.AssignRequestID) before anything else runs.
 func RequestID(c *gin.Context) {
-	id := c.GetHeader("X-Request-Id")
-	if id == "" || len(id) > 128 || strings.ContainsFunc(id, func(r rune) bool { return r < 0x21 || r > 0x7e }) {
-		id = secrets.Token(12)
-	}
-	c.Set("request_id", id)
-	c.Header("X-Request-Id", id)
+	reqctx.AssignRequestID(c)
 	c.Next()
 }
 
@@ -136,16 +131,13 @@ func AccessLog(log *zap.Logger) gin.HandlerFunc {
 			zap.String("route", route),
 			zap.Int("status", c.Writer.Status()),
 			zap.Duration("latency", time.Since(start)),
-			zap.String("request_id", c.GetString("request_id")),
+			zap.String("request_id", reqctx.RequestID(c)),
 		}
-		if v := c.GetString("installation_id"); v != "" {
-			fields = append(fields, zap.String("installation_id", v))
-		}
-		if v := c.GetString("account_id"); v != "" {
-			fields = append(fields, zap.String("account_id", v))
-		}
-		if v := c.GetString("correlation_id"); v != "" {
-			fields = append(fields, zap.String("correlation_id", v))
+		if t := reqctx.TenantOf(c); t.AccountID != "" {
+			fields = append(fields, zap.String("account_id", t.AccountID))
+			if t.InstallationID != "" {
+				fields = append(fields, zap.String("installation_id", t.InstallationID))
+			}
 		}
 		for _, err := range c.Errors {
 			fields = append(fields, zap.NamedError("error", err.Err))

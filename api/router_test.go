@@ -29,6 +29,7 @@ import (
 	"github.com/shotflow/shotflow/api"
 	"github.com/shotflow/shotflow/api/external"
 	"github.com/shotflow/shotflow/api/plugin"
+	"github.com/shotflow/shotflow/api/reqctx"
 	"github.com/shotflow/shotflow/internal/blobstore"
 	"github.com/shotflow/shotflow/internal/ratelimit"
 	"github.com/shotflow/shotflow/internal/secrets"
@@ -171,17 +172,22 @@ func TestAccessLogCarriesRequestAndInstallation(t *testing.T) {
 	}
 }
 
-// A generation request's correlation ID (set by the external API's register-* routes) is on its
-// access log line.
-func TestAccessLogCarriesCorrelationID(t *testing.T) {
+// A request's ID is its correlation ID in both APIs: the client's well-formed X-Request-Id is
+// kept, echoed, and on its access log line, with the tenant that made the request.
+func TestAccessLogCarriesTheRequestsCorrelationID(t *testing.T) {
 	s := newServer(t)
 	s.router.GET("/test-correlated", func(c *gin.Context) {
-		c.Set("correlation_id", "corr-1")
+		require.Equal(t, "corr-1", reqctx.CorrelationID(c))
+		reqctx.SetTenant(c, reqctx.Tenant{AccountID: "acc-1", InstallationID: "inst-1"})
 		c.Status(http.StatusNoContent)
 	})
-	s.do(http.MethodGet, "/test-correlated")
-	entries := s.logs.FilterMessage("request").FilterField(zap.String("correlation_id", "corr-1")).All()
+	rec := s.do(http.MethodGet, "/test-correlated", "X-Request-Id", "corr-1")
+	require.Equal(t, "corr-1", rec.Header().Get("X-Request-Id"))
+	entries := s.logs.FilterMessage("request").FilterField(zap.String("request_id", "corr-1")).All()
 	require.Len(t, entries, 1)
+	fields := entries[0].ContextMap()
+	require.Equal(t, "acc-1", fields["account_id"])
+	require.Equal(t, "inst-1", fields["installation_id"])
 }
 
 func TestUnknownRouteAndMethod(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"go.uber.org/zap"
 
+	"github.com/shotflow/shotflow/api/reqctx"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -61,7 +62,7 @@ func (h *Handler) Authenticate(c *gin.Context) {
 		}
 	}
 	c.Set(keyCtx, k)
-	c.Set("account_id", k.AccountID)
+	reqctx.SetTenant(c, reqctx.Tenant{AccountID: k.AccountID})
 	h.rateLimit(c, k.ID)
 }
 

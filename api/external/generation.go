@@ -20,6 +20,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/api/inputcheck"
+	"github.com/shotflow/shotflow/api/reqctx"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/workflows"
 )
@@ -196,7 +197,7 @@ func (h *Handler) newPlan(c *gin.Context, jobType string, config any) *plan {
 	cfg, _ := json.Marshal(config)
 	return &plan{aspect: h.Generator.Catalog().DefaultAspectRatio(), order: &models.Order{
 		ID: models.NewID(), AccountID: key(c).AccountID, API: models.APIExternal, JobType: jobType,
-		SessionConfig: models.JSON(cfg), CorrelationID: models.NewID(),
+		SessionConfig: models.JSON(cfg), CorrelationID: reqctx.CorrelationID(c),
 	}}
 }
 
@@ -274,7 +275,6 @@ type generatorCache struct {
 // balance is short.
 func (h *Handler) submit(c *gin.Context, p *plan) {
 	ctx := c.Request.Context()
-	c.Set("correlation_id", p.order.CorrelationID)
 	err := h.Intake.SubmitWith(ctx, p.order, p.jobs, p.records)
 	if errors.Is(err, models.ErrInsufficientCredits) {
 		var need int64

@@ -2,6 +2,7 @@ package external_test
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -545,9 +546,15 @@ func TestGenerationLogsItsCorrelationID(t *testing.T) {
 	e := newEnv(t, db, 0)
 	core, logs := observer.New(zap.InfoLevel)
 	e.handler.Log = zap.New(core)
-	o, _, _ := e.accepted(1)(e.post(e.key, "/sceneries/register-ideas", map[string]any{"preferences": "dunes", "count": 1}))
+	req := httptest.NewRequest(http.MethodPost, external.Base+"/sceneries/register-ideas", strings.NewReader(`{"preferences":"dunes","count":1}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Api-Key", e.key)
+	req.Header.Set("X-Request-Id", "ticket-4711")
+	code, body, _ := e.serve(req)
+	o, _, _ := e.accepted(1)(code, body)
 	lines := logs.FilterMessage("generation accepted").FilterField(zap.String("correlation_id", o.CorrelationID)).All()
-	if o.CorrelationID == "" || len(lines) != 1 || lines[0].ContextMap()["order_id"] != o.ID {
+	// One correlation policy in both APIs: the request's ID.
+	if o.CorrelationID != "ticket-4711" || len(lines) != 1 || lines[0].ContextMap()["order_id"] != o.ID {
 		t.Fatalf("log lines %v, want one naming order %s and correlation %s", logs.All(), o.ID, o.CorrelationID)
 	}
 }

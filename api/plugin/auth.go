@@ -9,6 +9,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"go.uber.org/zap"
 
+	"github.com/shotflow/shotflow/api/reqctx"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -100,8 +101,7 @@ func (h *Handler) Authenticate(c *gin.Context) {
 		return
 	}
 	c.Set(callerKey, &Caller{Key: key, Installation: inst, Permissions: Permissions(key.ScopeList())})
-	c.Set("installation_id", inst.ID)
-	c.Set("account_id", inst.AccountID)
+	reqctx.SetTenant(c, reqctx.Tenant{AccountID: inst.AccountID, InstallationID: inst.ID})
 	h.rateLimit(c, key.ID, inst.RateLimitPerMin)
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/shotflow/shotflow/api/reqctx"
 	"github.com/shotflow/shotflow/internal/engine"
 )
 
@@ -15,7 +16,7 @@ import (
 // will and the job stays as it is.
 func (h *Handler) cancelJob(c *gin.Context) {
 	out, err := h.Engine.CancelJob(c.Request.Context(), engine.CancelRequest{
-		InstallationID: caller(c).Installation.ID, JobID: c.Param("id"), RequestID: c.GetString("request_id"),
+		InstallationID: caller(c).Installation.ID, JobID: c.Param("id"), RequestID: reqctx.RequestID(c),
 	})
 	if err != nil {
 		h.fail(c, err)

@@ -16,6 +16,7 @@ import (
 	"github.com/gin-gonic/gin/binding"
 	"gorm.io/gorm"
 
+	"github.com/shotflow/shotflow/api/reqctx"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -295,7 +296,7 @@ func (h *Handler) planSession(c *gin.Context, inst *models.Installation, req *Se
 	configJSON, _ := json.Marshal(cfg)
 	order := &models.Order{
 		ID: models.NewID(), AccountID: inst.AccountID, InstallationID: &inst.ID, API: models.APIPlugin,
-		JobType: jobType, SessionConfig: models.JSON(configJSON), CorrelationID: c.GetString("request_id"),
+		JobType: jobType, SessionConfig: models.JSON(configJSON), CorrelationID: reqctx.CorrelationID(c),
 	}
 	jobs := make([]models.Job, 0, total)
 	var missing []string

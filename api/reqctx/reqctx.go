@@ -1,0 +1,61 @@
+// Package reqctx keeps what a request learns about itself on its gin context, under typed keys:
+// its request ID, which is also its correlation ID in both APIs, and the tenant that made it.
+//
+// Correlation policy: every request has one ID, the client's well-formed X-Request-Id or one the
+// service makes. It is echoed in the X-Request-Id header, written on the request's access log line,
+// stored on any order the request creates (orders.correlation_id), carried in the order
+// workflow's memo, and logged by the activities that work for that order.
+package reqctx
+
+import (
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/shotflow/shotflow/internal/secrets"
+)
+
+type key int
+
+const (
+	requestIDKey key = iota
+	tenantKey
+)
+
+// Tenant is who made a request: the account, and the plugin installation for plugin keys.
+type Tenant struct {
+	AccountID      string
+	InstallationID string // "" for the external API's account keys
+}
+
+// AssignRequestID gives the request its ID, once: the client's X-Request-Id when well-formed (1–128
+// printable ASCII characters, no spaces), else a new one. It is echoed in the X-Request-Id header.
+func AssignRequestID(c *gin.Context) string {
+	if id, ok := c.Get(requestIDKey); ok {
+		return id.(string)
+	}
+	id := c.GetHeader("X-Request-Id")
+	if id == "" || len(id) > 128 || strings.ContainsFunc(id, func(r rune) bool { return r < 0x21 || r > 0x7e }) {
+		id = secrets.Token(12)
+	}
+	c.Set(requestIDKey, id)
+	c.Header("X-Request-Id", id)
+	return id
+}
+
+// RequestID is the request's ID (AssignRequestID: every request has one as soon as it is asked).
+func RequestID(c *gin.Context) string { return AssignRequestID(c) }
+
+// CorrelationID is the ID that ties a request to the order it creates and to the logs of the
+// work done for it: the request ID.
+func CorrelationID(c *gin.Context) string { return RequestID(c) }
+
+// SetTenant records who made the request, once its key is authenticated.
+func SetTenant(c *gin.Context, t Tenant) { c.Set(tenantKey, t) }
+
+// TenantOf is who made the request; the zero Tenant before authentication.
+func TenantOf(c *gin.Context) Tenant {
+	t, _ := c.Get(tenantKey)
+	tenant, _ := t.(Tenant)
+	return tenant
+}
