@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/gin-gonic/gin"
-	"github.com/gin-gonic/gin/binding"
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/models"
@@ -94,7 +93,7 @@ func parseClone(body []byte) (*CloneRequest, *failure) {
 		return nil, invalid("a clone takes only subjects; %s cannot be given (job_type and session_config are those of the source order)",
 			strings.Join(extra, ", "))
 	}
-	if err := binding.JSON.BindBody(body, &req); err != nil {
+	if err := decodeJSON(body, &req); err != nil {
 		msg := describeBindError(err)
 		if strings.Contains(msg, "subjects must have at least 1") {
 			msg = "subjects must not be empty: omit it (or send no body) to reuse the source order's subjects"

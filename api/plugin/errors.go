@@ -1,17 +1,18 @@
 package plugin
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"reflect"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/gin-gonic/gin/binding"
 	"github.com/go-playground/validator/v10"
 
 	"github.com/shotflow/shotflow/internal/engine"
@@ -169,11 +170,44 @@ func unexpected(c *gin.Context, err error) *failure {
 
 // bindJSON decodes the body into dst and validates it; on failure it answers 400 naming the field.
 func (h *Handler) bindJSON(c *gin.Context, dst any) bool {
-	if err := c.ShouldBindWith(dst, binding.JSON); err != nil {
+	body, err := io.ReadAll(c.Request.Body)
+	if err == nil {
+		err = decodeJSON(body, dst)
+	}
+	if err != nil {
 		h.Fail(c, http.StatusBadRequest, CodeInvalidInput, describeBindError(err))
 		return false
 	}
 	return true
+}
+
+// requestValidator checks the plugin API's request structs (their `binding` tags) and names fields
+// as clients spell them (their json names). It is the plugin API's own: gin's global validator is
+// left as it is.
+var requestValidator = newRequestValidator()
+
+func newRequestValidator() *validator.Validate {
+	v := validator.New()
+	v.SetTagName("binding")
+	v.RegisterTagNameFunc(func(f reflect.StructField) string {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" {
+			return ""
+		}
+		if name == "" {
+			return f.Name
+		}
+		return name
+	})
+	return v
+}
+
+// decodeJSON decodes one JSON value of body into dst and validates it with requestValidator.
+func decodeJSON(body []byte, dst any) error {
+	if err := json.NewDecoder(bytes.NewReader(body)).Decode(dst); err != nil {
+		return err
+	}
+	return requestValidator.Struct(dst)
 }
 
 // describeBindError turns JSON and validation errors into one message naming the fields.
@@ -220,24 +254,4 @@ func describeField(fe validator.FieldError) string {
 		return fmt.Sprintf("%s must be a UUID", ns)
 	}
 	return fmt.Sprintf("%s is invalid (%s)", ns, fe.Tag())
-}
-
-var jsonNamesOnce sync.Once
-
-// useJSONFieldNames makes validation errors name fields as clients spell them.
-func useJSONFieldNames() {
-	jsonNamesOnce.Do(func() {
-		if v, ok := binding.Validator.Engine().(*validator.Validate); ok {
-			v.RegisterTagNameFunc(func(f reflect.StructField) string {
-				name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-				if name == "-" {
-					return ""
-				}
-				if name == "" {
-					return f.Name
-				}
-				return name
-			})
-		}
-	})
 }

@@ -55,7 +55,6 @@ const (
 // declares) around the key and the key's permission: parameters and headers before the key, the
 // body after the permission, just before the handler.
 func (h *Handler) Register(r *gin.Engine) {
-	useJSONFieldNames()
 	// Signed upload URLs authenticate by their signature, not by API key; the handler holds the
 	// bytes to the size the upload declared.
 	upload := h.Input(inputcheck.StreamBody(MaxUploadBytes))

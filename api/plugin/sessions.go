@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/gin-gonic/gin/binding"
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/api/reqctx"
@@ -130,7 +129,7 @@ func parseSession(body []byte) (*SessionRequest, *failure) {
 		}
 	}
 	var req SessionRequest
-	if err := binding.JSON.BindBody(body, &req); err != nil {
+	if err := decodeJSON(body, &req); err != nil {
 		return nil, invalid("%s", describeBindError(err))
 	}
 	return &req, nil
