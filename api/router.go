@@ -15,11 +15,11 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/api/external"
+	"github.com/shotflow/shotflow/api/files"
 	"github.com/shotflow/shotflow/api/inputcheck"
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/api/reqctx"
 	"github.com/shotflow/shotflow/internal/blobstore"
-	"github.com/shotflow/shotflow/internal/jobview"
 	"github.com/shotflow/shotflow/internal/unavailable"
 	"github.com/shotflow/shotflow/internal/urlsign"
 	"github.com/shotflow/shotflow/models"
@@ -64,8 +64,10 @@ func NewRouter(d Deps, p *plugin.Handler) *gin.Engine {
 	// The routes outside both APIs take no body and answer in the plugin envelope.
 	in := p.Input(inputcheck.NoBody)
 	r.GET(OpenAPIPath, in.Head, in.Content, serveOpenAPI)
-	r.GET("/files/:id", in.Head, in.Content, downloadHandler(d, p, false))
-	r.GET("/files/:id/thumbnail", in.Head, in.Content, downloadHandler(d, p, true))
+	fh := &files.Handler{Signer: d.Signer, Blobs: d.Blobs, Errors: p, Asset: func(ctx context.Context, id string) (*models.Asset, error) {
+		return models.GetAsset(d.DB.WithContext(ctx), id)
+	}}
+	fh.Register(r, in.Head, in.Content)
 	r.GET("/healthz", in.Head, in.Content, func(c *gin.Context) { c.PureJSON(http.StatusOK, gin.H{"status": "ok"}) })
 	r.GET("/readyz", in.Head, in.Content, func(c *gin.Context) {
 		ctx, cancel := context.WithTimeout(c.Request.Context(), 3*time.Second)
@@ -148,66 +150,5 @@ func AccessLog(log *zap.Logger) gin.HandlerFunc {
 		default:
 			log.Info("request", fields...)
 		}
-	}
-}
-
-// downloadHandler streams a stored file, or the thumbnail of a prepared upload, to the holder of a
-// signed URL.
-func downloadHandler(d Deps, p *plugin.Handler, thumbnail bool) gin.HandlerFunc {
-	return func(c *gin.Context) {
-		id := c.Param("id")
-		path := plugin.FilePath(id)
-		if thumbnail {
-			path = jobview.ThumbnailPath(id)
-		}
-		if err := d.Signer.Verify(http.MethodGet, path, c.Request.URL.Query(), time.Now()); err != nil {
-			if errors.Is(err, urlsign.ErrExpired) {
-				p.Fail(c, http.StatusGone, plugin.CodeURLExpired, "This download URL has expired; ask the API for a fresh one.")
-				return
-			}
-			p.Fail(c, http.StatusForbidden, plugin.CodeForbidden, "The download URL signature is invalid.")
-			return
-		}
-		var asset models.Asset
-		err := d.DB.WithContext(c.Request.Context()).Take(&asset, "id = ?", id).Error
-		if err != nil && !errors.Is(err, gorm.ErrRecordNotFound) {
-			p.Unexpected(c, err)
-			return
-		}
-		if err != nil || asset.Status != models.AssetReady {
-			p.Fail(c, http.StatusNotFound, plugin.CodeNotFound, "No such file.")
-			return
-		}
-		if asset.PurgedAt != nil {
-			p.Fail(c, http.StatusGone, plugin.CodeOutputsPurged, "This file was removed by the retention policy.")
-			return
-		}
-		key, contentType, etag := asset.BlobKey, asset.ContentType, asset.SHA256
-		if thumbnail {
-			if asset.ThumbnailBlobKey == "" {
-				p.Fail(c, http.StatusNotFound, plugin.CodeNotFound, "This file has no thumbnail.")
-				return
-			}
-			key, contentType, etag = asset.ThumbnailBlobKey, "image/jpeg", ""
-		}
-		if etag != "" && c.GetHeader("If-None-Match") == `"`+etag+`"` {
-			c.Status(http.StatusNotModified)
-			return
-		}
-		r, size, err := d.Blobs.Open(c.Request.Context(), key)
-		if errors.Is(err, blobstore.ErrNotFound) {
-			p.Fail(c, http.StatusGone, plugin.CodeOutputsPurged, "This file is no longer stored.")
-			return
-		}
-		if err != nil {
-			p.Unexpected(c, err)
-			return
-		}
-		defer r.Close()
-		if etag != "" {
-			c.Header("ETag", `"`+etag+`"`)
-		}
-		c.Header("Cache-Control", "private, max-age=86400")
-		c.DataFromReader(http.StatusOK, size, contentType, r, nil)
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/shotflow/shotflow/activities/generate/local"
 	"github.com/shotflow/shotflow/api"
 	"github.com/shotflow/shotflow/api/external"
+	"github.com/shotflow/shotflow/api/files"
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/api/reqctx"
 	"github.com/shotflow/shotflow/internal/blobstore"
@@ -327,7 +328,7 @@ func TestSignedDownload(t *testing.T) {
 	s := newServer(t)
 	data := []byte("\x89PNG\r\n\x1a\nnot really but bytes")
 	a := s.storeFile(data, "image/webp")
-	valid := s.signer.URL(http.MethodGet, plugin.FilePath(a.ID), time.Now().Add(time.Hour))
+	valid := s.signer.URL(http.MethodGet, files.Path(a.ID), time.Now().Add(time.Hour))
 
 	rec := s.do(http.MethodGet, requestURI(t, valid))
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
@@ -343,14 +344,14 @@ func TestSignedDownload(t *testing.T) {
 	assert.Empty(t, rec.Body.Bytes())
 
 	// No API key is needed, and one does not replace the signature.
-	requireError(t, s.do(http.MethodGet, plugin.FilePath(a.ID), "X-Api-Key", s.key), http.StatusForbidden, plugin.CodeForbidden)
+	requireError(t, s.do(http.MethodGet, files.Path(a.ID), "X-Api-Key", s.key), http.StatusForbidden, plugin.CodeForbidden)
 }
 
 func TestSignedDownloadRefusals(t *testing.T) {
 	s := newServer(t)
 	a := s.storeFile([]byte("bytes"), "image/png")
 	b := s.storeFile([]byte("other"), "image/png")
-	u, err := url.Parse(s.signer.URL(http.MethodGet, plugin.FilePath(a.ID), time.Now().Add(time.Hour)))
+	u, err := url.Parse(s.signer.URL(http.MethodGet, files.Path(a.ID), time.Now().Add(time.Hour)))
 	require.NoError(t, err)
 	q := u.Query()
 	sig := q.Get("signature")
@@ -359,12 +360,12 @@ func TestSignedDownloadRefusals(t *testing.T) {
 		flipped = "B" + sig[1:]
 	}
 	tampered := map[string]string{
-		"signature changed": plugin.FilePath(a.ID) + "?" + url.Values{"expires": {q.Get("expires")}, "signature": {flipped}}.Encode(),
-		"expiry extended":   plugin.FilePath(a.ID) + "?" + url.Values{"expires": {"9999999999"}, "signature": {sig}}.Encode(),
-		"no signature":      plugin.FilePath(a.ID) + "?" + url.Values{"expires": {q.Get("expires")}}.Encode(),
-		"no query":          plugin.FilePath(a.ID),
-		"other file":        plugin.FilePath(b.ID) + "?" + u.RawQuery,
-		"upload signature":  requestURI(t, s.signer.URL(http.MethodPut, plugin.FilePath(a.ID), time.Now().Add(time.Hour))),
+		"signature changed": files.Path(a.ID) + "?" + url.Values{"expires": {q.Get("expires")}, "signature": {flipped}}.Encode(),
+		"expiry extended":   files.Path(a.ID) + "?" + url.Values{"expires": {"9999999999"}, "signature": {sig}}.Encode(),
+		"no signature":      files.Path(a.ID) + "?" + url.Values{"expires": {q.Get("expires")}}.Encode(),
+		"no query":          files.Path(a.ID),
+		"other file":        files.Path(b.ID) + "?" + u.RawQuery,
+		"upload signature":  requestURI(t, s.signer.URL(http.MethodPut, files.Path(a.ID), time.Now().Add(time.Hour))),
 	}
 	for name, target := range tampered {
 		t.Run(name, func(t *testing.T) {
@@ -375,7 +376,7 @@ func TestSignedDownloadRefusals(t *testing.T) {
 	}
 
 	t.Run("expired", func(t *testing.T) {
-		expired := s.signer.URL(http.MethodGet, plugin.FilePath(a.ID), time.Now().Add(-time.Second))
+		expired := s.signer.URL(http.MethodGet, files.Path(a.ID), time.Now().Add(-time.Second))
 		rec := s.do(http.MethodGet, requestURI(t, expired))
 		require.Equal(t, http.StatusGone, rec.Code, rec.Body.String())
 		var top map[string]map[string]any
@@ -384,28 +385,28 @@ func TestSignedDownloadRefusals(t *testing.T) {
 	})
 
 	t.Run("signed URL of an unknown file", func(t *testing.T) {
-		target := requestURI(t, s.signer.URL(http.MethodGet, plugin.FilePath(models.NewID()), time.Now().Add(time.Hour)))
+		target := requestURI(t, s.signer.URL(http.MethodGet, files.Path(models.NewID()), time.Now().Add(time.Hour)))
 		requireError(t, s.do(http.MethodGet, target), http.StatusNotFound, plugin.CodeNotFound)
 	})
 
 	t.Run("upload not finished", func(t *testing.T) {
 		c := s.storeFile([]byte("partial"), "image/png")
 		require.NoError(t, s.db.Model(&c).Update("status", models.AssetAwaitingUpload).Error)
-		target := requestURI(t, s.signer.URL(http.MethodGet, plugin.FilePath(c.ID), time.Now().Add(time.Hour)))
+		target := requestURI(t, s.signer.URL(http.MethodGet, files.Path(c.ID), time.Now().Add(time.Hour)))
 		requireError(t, s.do(http.MethodGet, target), http.StatusNotFound, plugin.CodeNotFound)
 	})
 
 	t.Run("purged", func(t *testing.T) {
 		c := s.storeFile([]byte("gone"), "image/png")
 		require.NoError(t, s.db.Model(&c).Update("purged_at", time.Now().UTC()).Error)
-		target := requestURI(t, s.signer.URL(http.MethodGet, plugin.FilePath(c.ID), time.Now().Add(time.Hour)))
+		target := requestURI(t, s.signer.URL(http.MethodGet, files.Path(c.ID), time.Now().Add(time.Hour)))
 		requireError(t, s.do(http.MethodGet, target), http.StatusGone, plugin.CodeOutputsPurged)
 	})
 
 	t.Run("blob missing", func(t *testing.T) {
 		c := s.storeFile([]byte("lost"), "image/png")
 		require.NoError(t, s.blobs.Delete(context.Background(), c.BlobKey))
-		target := requestURI(t, s.signer.URL(http.MethodGet, plugin.FilePath(c.ID), time.Now().Add(time.Hour)))
+		target := requestURI(t, s.signer.URL(http.MethodGet, files.Path(c.ID), time.Now().Add(time.Hour)))
 		requireError(t, s.do(http.MethodGet, target), http.StatusGone, plugin.CodeOutputsPurged)
 	})
 }
@@ -431,7 +432,7 @@ func TestOutageAnswers503InEachAPIsBody(t *testing.T) {
 
 	for name, rec := range map[string]*httptest.ResponseRecorder{
 		"plugin route":    send(plugin.Base+"/me", "X-Api-Key", s.key),
-		"signed download": send(requestURI(t, s.signer.URL(http.MethodGet, plugin.FilePath(a.ID), time.Now().Add(time.Hour)))),
+		"signed download": send(requestURI(t, s.signer.URL(http.MethodGet, files.Path(a.ID), time.Now().Add(time.Hour)))),
 	} {
 		requireError(t, rec, http.StatusServiceUnavailable, plugin.CodeUnavailable)
 		assert.Equal(t, strconv.Itoa(unavailable.RetryAfterSeconds), rec.Header().Get("Retry-After"), name)

@@ -276,3 +276,16 @@ func finishReferenceItem(tx *gorm.DB, j *Job, status string) error {
 	return tx.Table(kind.Table()).Where("id = ? AND account_id = ? AND status = ?", *j.RecordID, j.AccountID, RefStatusInProgress).
 		Updates(fields).Error
 }
+
+// GetAsset returns the asset with the ID, or ErrNotFound.
+func GetAsset(db *gorm.DB, id string) (*Asset, error) {
+	var a Asset
+	err := db.Take(&a, "id = ?", id).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &a, nil
+}

@@ -15,8 +15,8 @@ import (
 	"github.com/gin-gonic/gin"
 	"go.uber.org/zap"
 
+	"github.com/shotflow/shotflow/api/files"
 	"github.com/shotflow/shotflow/api/inputcheck"
-	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/jobview"
 	"github.com/shotflow/shotflow/models"
 )
@@ -175,7 +175,7 @@ func (h *Handler) presetImageURL(img models.PresetImage, expires time.Time) stri
 	if img.AssetID != nil && *img.AssetID != "" {
 		return h.Signer.URL(http.MethodGet, jobview.FilePath(*img.AssetID), expires)
 	}
-	return h.Signer.URL(http.MethodGet, plugin.ReferenceFilePath(img.BlobKey), expires)
+	return h.Signer.URL(http.MethodGet, files.RefPath(img.BlobKey), expires)
 }
 
 // presetForm is a parsed POST or PUT /presets form.

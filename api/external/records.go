@@ -11,8 +11,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/shotflow/shotflow/api/files"
 	"github.com/shotflow/shotflow/api/inputcheck"
-	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/jobview"
 	"github.com/shotflow/shotflow/models"
 )
@@ -170,7 +170,7 @@ func (h *Handler) recordFileURL(f models.RecordFile, expires time.Time) string {
 	case f.AssetID != "":
 		return h.Signer.URL(http.MethodGet, jobview.FilePath(f.AssetID), expires)
 	case strings.HasPrefix(f.BlobKey, models.ReferenceBlobPrefix):
-		return h.Signer.URL(http.MethodGet, plugin.ReferenceFilePath(f.BlobKey), expires)
+		return h.Signer.URL(http.MethodGet, files.RefPath(f.BlobKey), expires)
 	}
 	return ""
 }

@@ -11,7 +11,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/api/external"
-	"github.com/shotflow/shotflow/api/plugin"
+	"github.com/shotflow/shotflow/api/files"
 	"github.com/shotflow/shotflow/internal/jobview"
 	"github.com/shotflow/shotflow/internal/testdb"
 	"github.com/shotflow/shotflow/models"
@@ -265,7 +265,7 @@ func TestListModelsAndSceneries(t *testing.T) {
 			if got := recIDs(items); !slices.Equal(got, want) {
 				t.Fatalf("GET %s = %v, want %v (newest first)", tc.path, got, want)
 			}
-			f.checkRecord(items[0], "Seeded", models.RefStatusDone, nil, plugin.ReferenceFilePath(seeded.ThumbnailKey))
+			f.checkRecord(items[0], "Seeded", models.RefStatusDone, nil, files.RefPath(seeded.ThumbnailKey))
 			f.checkRecord(items[1], "Rejected", models.RefStatusDone, models.RefVotingRejected, jobview.FilePath(*rejected.ThumbnailAssetID))
 			f.checkRecord(items[2], "Failed", models.RefStatusFailed, nil, "")
 			f.checkRecord(items[3], "Generating", models.RefStatusInProgress, nil, "")

@@ -101,6 +101,26 @@ func (h *Handler) Envelope(status int, code, message string, details any) ErrorB
 	}}
 }
 
+// FileNotFound answers a file route's 404 (files.Responder).
+func (h *Handler) FileNotFound(c *gin.Context, message string) {
+	h.Fail(c, http.StatusNotFound, CodeNotFound, message)
+}
+
+// FileForbidden answers a file route's 403: an invalid signature.
+func (h *Handler) FileForbidden(c *gin.Context, message string) {
+	h.Fail(c, http.StatusForbidden, CodeForbidden, message)
+}
+
+// FileURLExpired answers a file route's 410 for an expired signed URL.
+func (h *Handler) FileURLExpired(c *gin.Context, message string) {
+	h.Fail(c, http.StatusGone, CodeURLExpired, message)
+}
+
+// FilePurged answers a file route's 410 for a file the retention policy removed.
+func (h *Handler) FilePurged(c *gin.Context, message string) {
+	h.Fail(c, http.StatusGone, CodeOutputsPurged, message)
+}
+
 // engineCodes are the plugin codes of the engine's refusals: by reason, else by kind.
 var engineCodes = map[string]struct {
 	status int

@@ -24,9 +24,6 @@ func (h *Handler) downloadExpiry() time.Time {
 	return time.Now().UTC().Add(h.DownloadTTL + time.Hour).Truncate(time.Hour)
 }
 
-// FilePath is the download path of an asset.
-func FilePath(assetID string) string { return jobview.FilePath(assetID) }
-
 func (h *Handler) jobResponse(j *models.Job, outputs []models.Asset) JobResponse {
 	return jobview.New(j, outputs, h.Signer, h.downloadExpiry())
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/shotflow/shotflow/api/files"
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/models"
 )
@@ -216,7 +217,7 @@ func TestGetJobAndOrderAreScopedToTheInstallation(t *testing.T) {
 	assert.Equal(t, myAsset.ID, out["asset_id"])
 	u, err := url.Parse(out["url"].(string))
 	require.NoError(t, err)
-	assert.Equal(t, plugin.FilePath(myAsset.ID), u.Path)
+	assert.Equal(t, files.Path(myAsset.ID), u.Path)
 	require.NoError(t, e.signer.Verify(http.MethodGet, u.Path, u.Query(), time.Now()))
 	assert.True(t, time.Until(time.Unix(mustInt(t, u.Query().Get("expires")), 0)) >= 168*time.Hour, "download URLs last at least 7 days")
 

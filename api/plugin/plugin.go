@@ -59,9 +59,6 @@ func (h *Handler) Register(r *gin.Engine) {
 	// bytes to the size the upload declared.
 	upload := h.Input(inputcheck.StreamBody(MaxUploadBytes))
 	r.PUT(Base+"/uploads/:id", upload.Head, upload.Content, h.receiveUpload)
-	// Signed download URLs of seeded reference images (thumbnails, preset covers and galleries).
-	none := h.Input(inputcheck.NoBody)
-	r.GET(referenceFileRoute, none.Head, none.Content, h.referenceFile)
 
 	g := r.Group(Base)
 	// route mounts a handler that needs one of perms (none: any valid key).

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 
+	"github.com/shotflow/shotflow/api/files"
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/retention"
 	"github.com/shotflow/shotflow/models"
@@ -74,7 +75,7 @@ func TestRefreshURLSignsFreshDownloadURLs(t *testing.T) {
 	assert.True(t, time.Until(expires) >= 168*time.Hour, "expires_at %v is less than 7 days away", expires)
 	u, err := url.Parse(out["url"].(string))
 	require.NoError(t, err)
-	assert.Equal(t, plugin.FilePath(a.ID), u.Path)
+	assert.Equal(t, files.Path(a.ID), u.Path)
 	require.NoError(t, e.signer.Verify(http.MethodGet, u.Path, u.Query(), time.Now().Add(168*time.Hour-time.Minute)),
 		"the URL is still valid just under 7 days from now")
 	dl := e.download(out["url"].(string))

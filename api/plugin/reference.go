@@ -1,20 +1,13 @@
 package plugin
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"net/http"
-	"regexp"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/shotflow/shotflow/internal/blobstore"
-	"github.com/shotflow/shotflow/internal/reference"
-	"github.com/shotflow/shotflow/internal/urlsign"
+	"github.com/shotflow/shotflow/api/files"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -34,25 +27,6 @@ const (
 const (
 	cacheAccountLists = "private, max-age=60"
 	cachePricing      = "public, max-age=300"
-	cacheFiles        = "private, max-age=86400"
-)
-
-// ReferenceFilesPath prefixes the signed download URLs of seeded reference images (thumbnails of
-// the marketplace and the system presets' covers and galleries); they need no API key. The rest
-// of the path is the blob key without its "reference/" prefix: {version}/{group}/{file}.
-const ReferenceFilesPath = "/files/ref/"
-
-// referenceFileRoute is the gin route of ReferenceFilesPath.
-const referenceFileRoute = ReferenceFilesPath + ":version/:group/:file"
-
-// ReferenceFilePath is the download path of the reference image stored under a blob key.
-func ReferenceFilePath(key string) string {
-	return ReferenceFilesPath + strings.TrimPrefix(key, models.ReferenceBlobPrefix)
-}
-
-var (
-	refVersionRE = regexp.MustCompile(`^v[0-9]+$`)
-	refFileRE    = regexp.MustCompile(`^[0-9a-f-]{36}\.jpg$`)
 )
 
 // ReferenceEntry is an entry of GET /models and GET /sceneries.
@@ -103,9 +77,9 @@ type PricingResponse struct {
 func (h *Handler) imageURL(blobKey string, assetID *string, expires time.Time) string {
 	switch {
 	case assetID != nil && *assetID != "":
-		return h.Signer.URL(http.MethodGet, FilePath(*assetID), expires)
+		return h.Signer.URL(http.MethodGet, files.Path(*assetID), expires)
 	case strings.HasPrefix(blobKey, models.ReferenceBlobPrefix):
-		return h.Signer.URL(http.MethodGet, ReferenceFilePath(blobKey), expires)
+		return h.Signer.URL(http.MethodGet, files.RefPath(blobKey), expires)
 	}
 	return ""
 }
@@ -179,43 +153,6 @@ func (h *Handler) listPresets(c *gin.Context) {
 func (h *Handler) pricing(c *gin.Context) {
 	c.Header("Cache-Control", cachePricing)
 	c.PureJSON(http.StatusOK, PricingResponse{Prices: h.Generator.Catalog().Prices(h.Generator.ModelsFor(JobTypes...))})
-}
-
-// referenceFile serves a seeded reference image to the holder of a signed URL, rendering it
-// first if the blob store lacks it.
-func (h *Handler) referenceFile(c *gin.Context) {
-	key := models.ReferenceBlobPrefix + c.Param("version") + "/" + c.Param("group") + "/" + c.Param("file")
-	if err := h.Signer.Verify(http.MethodGet, ReferenceFilePath(key), c.Request.URL.Query(), time.Now()); err != nil {
-		if errors.Is(err, urlsign.ErrExpired) {
-			h.Fail(c, http.StatusGone, CodeURLExpired, "This download URL has expired; list the items again for a fresh one.")
-			return
-		}
-		h.Fail(c, http.StatusForbidden, CodeForbidden, "The download URL signature is invalid.")
-		return
-	}
-	if !refVersionRE.MatchString(c.Param("version")) || !slices.Contains([]string{"models", "sceneries", "presets"}, c.Param("group")) ||
-		!refFileRE.MatchString(c.Param("file")) {
-		h.Fail(c, http.StatusNotFound, CodeNotFound, "No such file.")
-		return
-	}
-	data, err := reference.Image(c.Request.Context(), h.Blobs, key)
-	if errors.Is(err, blobstore.ErrNotFound) {
-		h.Fail(c, http.StatusNotFound, CodeNotFound, "No such file.")
-		return
-	}
-	if err != nil {
-		h.internal(c, err)
-		return
-	}
-	sum := sha256.Sum256(data)
-	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
-	c.Header("ETag", etag)
-	c.Header("Cache-Control", cacheFiles)
-	if c.GetHeader("If-None-Match") == etag {
-		c.Status(http.StatusNotModified)
-		return
-	}
-	c.Data(http.StatusOK, reference.ContentType, data)
 }
 
 func nonNilStrings(s []string) []string {

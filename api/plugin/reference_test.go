@@ -17,6 +17,7 @@ import (
 	"github.com/shotflow/shotflow/activities/generate"
 	"github.com/shotflow/shotflow/activities/generate/local"
 	"github.com/shotflow/shotflow/activities/generate/sim"
+	"github.com/shotflow/shotflow/api/files"
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/models"
 )
@@ -125,13 +126,13 @@ func TestListModelsAndSceneries(t *testing.T) {
 				assert.Equal(t, plugin.SourceAccount, entries[i]["source"])
 				u, err := url.Parse(entries[i]["thumbnail"].(string))
 				require.NoError(t, err)
-				assert.Equal(t, plugin.FilePath(*own.ThumbnailAssetID), u.Path, "an own item's image is its asset")
+				assert.Equal(t, files.Path(*own.ThumbnailAssetID), u.Path, "an own item's image is its asset")
 				require.Equal(t, http.StatusOK, e.fetchSigned(entries[i]["thumbnail"].(string)).Code)
 			}
 			for _, en := range entries[2:] {
 				assert.Equal(t, plugin.SourceMarketplace, en["source"])
 				assert.True(t, models.IsUUID(en["id"].(string)))
-				assert.Contains(t, en["thumbnail"], publicBaseURL+plugin.ReferenceFilesPath+"v1/"+c.group+"/"+en["id"].(string)+".jpg?")
+				assert.Contains(t, en["thumbnail"], publicBaseURL+files.RefPrefix+"v1/"+c.group+"/"+en["id"].(string)+".jpg?")
 			}
 
 			// The own items belong to the account: another installation of it sees them too.
@@ -178,7 +179,7 @@ func TestReferenceImageDownload(t *testing.T) {
 	} {
 		u, err := url.Parse(c.url)
 		require.NoError(t, err)
-		key := models.ReferenceBlobPrefix + strings.TrimPrefix(u.Path, plugin.ReferenceFilesPath)
+		key := models.ReferenceBlobPrefix + strings.TrimPrefix(u.Path, files.RefPrefix)
 		// Not rendered yet: the first download draws the image and stores it.
 		_, err = e.blobs.Get(t.Context(), key)
 		require.Error(t, err, "%s stored before its first download", key)
@@ -215,9 +216,9 @@ func TestReferenceImageDownload(t *testing.T) {
 	e.requireError(e.fetchSigned(expired), http.StatusGone, plugin.CodeURLExpired)
 	// Signed, but no such seeded image or not a reference file at all.
 	for _, path := range []string{
-		plugin.ReferenceFilePath(models.ReferenceBlobKey("sceneries", models.NewID())),
-		plugin.ReferenceFilesPath + "v1/secrets/" + models.NewID() + ".jpg",
-		plugin.ReferenceFilesPath + "v1/sceneries/..%2F..%2Fsecret.key",
+		files.RefPath(models.ReferenceBlobKey("sceneries", models.NewID())),
+		files.RefPrefix + "v1/secrets/" + models.NewID() + ".jpg",
+		files.RefPrefix + "v1/sceneries/..%2F..%2Fsecret.key",
 	} {
 		e.requireError(e.fetchSigned(e.signer.URL(http.MethodGet, path, time.Now().Add(time.Hour))), http.StatusNotFound, plugin.CodeNotFound)
 	}
@@ -281,7 +282,7 @@ func TestListPresets(t *testing.T) {
 		} else {
 			assert.Equal(t, *sp.Scenery, en["scenery"])
 		}
-		assert.Contains(t, en["thumbnail"], publicBaseURL+plugin.ReferenceFilesPath+"v1/presets/"+sp.Cover.ID+".jpg?")
+		assert.Contains(t, en["thumbnail"], publicBaseURL+files.RefPrefix+"v1/presets/"+sp.Cover.ID+".jpg?")
 		g := en["example_gallery"].([]any)
 		require.Len(t, g, len(sp.Gallery))
 		assert.LessOrEqual(t, len(g), 6)
@@ -301,7 +302,7 @@ func TestListPresets(t *testing.T) {
 	for i, id := range gallery {
 		u, err := url.Parse(g[i].(string))
 		require.NoError(t, err)
-		assert.Equal(t, plugin.FilePath(id), u.Path)
+		assert.Equal(t, files.Path(id), u.Path)
 	}
 	assert.Equal(t, g[0], last["thumbnail"])
 

@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/mocks"
 
+	"github.com/shotflow/shotflow/api/files"
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
@@ -177,7 +178,7 @@ func TestWebhookPayloadIsTheJobAsTheAPIShowsIt(t *testing.T) {
 	apiOut, hookOut := apiOuts[0].(map[string]any), hookOuts[0].(map[string]any)
 	u, err := url.Parse(hookOut["url"].(string))
 	require.NoError(t, err)
-	assert.Equal(t, plugin.FilePath(asset.ID), u.Path, "the webhook links the API's download route")
+	assert.Equal(t, files.Path(asset.ID), u.Path, "the webhook links the API's download route")
 	require.NoError(t, e.signer.Verify(http.MethodGet, u.Path, u.Query(), time.Now().Add(7*24*time.Hour)))
 	for _, k := range []string{"url", "expires_at"} {
 		delete(apiOut, k)
