@@ -133,6 +133,8 @@ var engineCodes = map[string]struct {
 	string(engine.KindUnavailable):         {http.StatusServiceUnavailable, CodeUnavailable},
 	string(engine.KindRateLimited):         {http.StatusTooManyRequests, CodeRateLimited},
 	engine.ReasonJobNotCancelable:          {http.StatusConflict, CodeJobNotCancelable},
+	engine.ReasonJobNotCompleted:           {http.StatusConflict, CodeJobNotCompleted},
+	engine.ReasonOutputsPurged:             {http.StatusGone, CodeOutputsPurged},
 }
 
 // fail answers an error from the engine: a refusal in the envelope its kind and reason call for

@@ -34,18 +34,12 @@ func (h *Handler) outputs(assets []models.Asset) []Output {
 
 // findJob loads a job of the caller's installation; another installation's job is not found.
 func (h *Handler) findJob(c *gin.Context) (*models.Job, bool) {
-	var j models.Job
-	err := h.DB.WithContext(c.Request.Context()).
-		Where("id = ? AND installation_id = ?", c.Param("id"), caller(c).Installation.ID).Take(&j).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		h.Fail(c, http.StatusNotFound, CodeNotFound, "No job with this ID.")
-		return nil, false
-	}
+	j, err := h.Engine.FindJob(c.Request.Context(), caller(c).Installation.ID, c.Param("id"))
 	if err != nil {
-		h.internal(c, err)
+		h.fail(c, err)
 		return nil, false
 	}
-	return &j, true
+	return j, true
 }
 
 func (h *Handler) getJob(c *gin.Context) {
