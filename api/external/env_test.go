@@ -32,6 +32,7 @@ import (
 	"github.com/shotflow/shotflow/api/external"
 	"github.com/shotflow/shotflow/internal/blobstore"
 	"github.com/shotflow/shotflow/internal/contract"
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/intake"
 	"github.com/shotflow/shotflow/internal/ratelimit"
 	"github.com/shotflow/shotflow/internal/urlsign"
@@ -78,6 +79,7 @@ func newEnv(t testing.TB, db *gorm.DB, rateLimit int) *env {
 		Signer:      urlsign.New([]byte("0123456789abcdef0123456789abcdef"), "http://shotflow.test"),
 		DownloadTTL: 168 * time.Hour, RateLimit: rateLimit, Now: func() time.Time { return e.now },
 	}
+	e.handler.Engine = engine.New(e.handler.Intake)
 	e.router = gin.New()
 	e.handler.Register(e.router)
 	e.account, e.key = e.newAccount(external.ScopeRegister, external.ScopeRead)

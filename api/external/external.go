@@ -16,6 +16,7 @@ import (
 	"github.com/shotflow/shotflow/activities/generate"
 	"github.com/shotflow/shotflow/api/inputcheck"
 	"github.com/shotflow/shotflow/internal/blobstore"
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/intake"
 	"github.com/shotflow/shotflow/internal/ratelimit"
 	"github.com/shotflow/shotflow/internal/unavailable"
@@ -48,8 +49,8 @@ type Handler struct {
 	DownloadTTL time.Duration // validity of the output URLs it signs
 	RateLimit   int           // requests per minute per key; 0 means DefaultRateLimit
 	Now         func() time.Time
-
-	generatorCache // providers recently seen with an active generator
+	// Engine runs the use cases both APIs share (engine.New(Intake)).
+	Engine *engine.Engine
 }
 
 // Body limits of the external routes (413 beyond them); a route that takes no body accepts

@@ -10,19 +10,16 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/api/inputcheck"
 	"github.com/shotflow/shotflow/api/reqctx"
 	"github.com/shotflow/shotflow/models"
-	"github.com/shotflow/shotflow/workflows"
 )
 
 // Limits of the register-* routes (external-content-api.md, Limits).
@@ -225,49 +222,14 @@ func (h *Handler) model(ctx context.Context, jobType, provider string) (models.A
 		r.errors = gin.H{"modelNotResolved": gin.H{"details": []string{"no_generation_model"}, "jobType": jobType}}
 		return m, r
 	}
-	if !h.generatorActive(ctx, m.Provider) {
+	live, err := h.Engine.GeneratorLive(ctx, m.Provider)
+	if err != nil {
+		h.Log.Warn("generator liveness", zap.String("provider", m.Provider), zap.Error(err))
+	}
+	if !live {
 		return m, refuse(http.StatusServiceUnavailable, "No %s generator is running right now; nothing was created. Retry in 30 to 60 seconds.", m.Provider)
 	}
 	return m, nil
-}
-
-// generatorActive reports whether a worker polls the provider's generate task queue. A positive
-// answer is remembered for activeFor, so busy clients cost Temporal one call per provider and
-// interval.
-func (h *Handler) generatorActive(ctx context.Context, provider string) bool {
-	h.activeMu.Lock()
-	seen, ok := h.activeAt[provider]
-	h.activeMu.Unlock()
-	if ok && time.Since(seen) < activeFor {
-		return true
-	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	queue := workflows.GenerateTaskQueue(h.Intake.TaskQueue, provider)
-	res, err := h.Intake.Temporal.DescribeTaskQueue(ctx, queue, enumspb.TASK_QUEUE_TYPE_ACTIVITY)
-	if err != nil {
-		h.Log.Warn("describe generate task queue", zap.String("task_queue", queue), zap.Error(err))
-		return false
-	}
-	if len(res.GetPollers()) == 0 {
-		return false
-	}
-	h.activeMu.Lock()
-	if h.activeAt == nil {
-		h.activeAt = map[string]time.Time{}
-	}
-	h.activeAt[provider] = time.Now()
-	h.activeMu.Unlock()
-	return true
-}
-
-// activeFor is how long a provider seen with an active generator is taken to still have one.
-const activeFor = 15 * time.Second
-
-// generatorCache is embedded in Handler.
-type generatorCache struct {
-	activeMu sync.Mutex
-	activeAt map[string]time.Time
 }
 
 // submit creates the plan's order, jobs and records and reserves their credits in one transaction,

@@ -207,13 +207,14 @@ func (a *App) Close() {
 
 // Handler returns the HTTP handler of the API.
 func (a *App) Handler() http.Handler {
+	eng := engine.New(a.Intake) // one per process: both APIs share its state (generator liveness)
 	p := &plugin.Handler{
-		DB: a.DB, Intake: a.Intake, Engine: engine.New(a.Intake), Blobs: a.Blobs, Signer: a.Signer, Generator: a.Generator, Limiter: a.Limiter,
+		DB: a.DB, Intake: a.Intake, Engine: eng, Blobs: a.Blobs, Signer: a.Signer, Generator: a.Generator, Limiter: a.Limiter,
 		Log: a.Log, DocsURL: a.Config.EffectiveDocsURL(), DefaultRateLimit: a.Config.RateLimitPerMinute,
 		DownloadTTL: a.Config.DownloadURLTTL, UploadTTL: a.Config.UploadURLTTL, SubProcessors: a.subProcessors(),
 		Secrets: a.Box,
 	}
-	x := &external.Handler{DB: a.DB, Intake: a.Intake, Blobs: a.Blobs, Generator: a.Generator, Limiter: a.Limiter, Signer: a.Signer, Log: a.Log, DownloadTTL: a.Config.DownloadURLTTL}
+	x := &external.Handler{DB: a.DB, Intake: a.Intake, Engine: eng, Blobs: a.Blobs, Generator: a.Generator, Limiter: a.Limiter, Signer: a.Signer, Log: a.Log, DownloadTTL: a.Config.DownloadURLTTL}
 	return api.NewRouter(api.Deps{DB: a.DB, Blobs: a.Blobs, Signer: a.Signer, Log: a.Log, Ready: a.Ready, External: x,
 		RequestTimeout: a.Config.RequestTimeout, UploadTimeout: a.Config.UploadTimeout}, p)
 }

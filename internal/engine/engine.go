@@ -15,6 +15,8 @@ type Engine struct {
 	// Intake commits orders and starts their workflows (the transactional outbox); the engine
 	// uses its database and Temporal client.
 	Intake *intake.Starter
+
+	live liveness // providers recently seen with an active generator
 }
 
 // New is the engine over the starter.
