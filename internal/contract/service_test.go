@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shotflow/shotflow/api/files"
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/contract"
 	"github.com/shotflow/shotflow/internal/unavailable"
@@ -46,9 +47,9 @@ func TestServiceAnswersMatchDocument(t *testing.T) {
 
 	// Signed downloads: no signature, a signature for an unknown file, an expired signature.
 	id := models.NewID()
-	expect(send(http.MethodGet, plugin.FilePath(id), ""), http.StatusForbidden, plugin.CodeForbidden)
+	expect(send(http.MethodGet, files.Path(id), ""), http.StatusForbidden, plugin.CodeForbidden)
 	signed := func(expires time.Time) string {
-		u, err := url.Parse(s.signer.URL(http.MethodGet, plugin.FilePath(id), expires))
+		u, err := url.Parse(s.signer.URL(http.MethodGet, files.Path(id), expires))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/shotflow/shotflow/api/external"
+	"github.com/shotflow/shotflow/api/files"
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/config"
 	"github.com/shotflow/shotflow/internal/faultproxy"
@@ -255,9 +256,9 @@ func outageRequests(t *testing.T, env *testenv.Env, tenant testenv.Tenant, api *
 	add(http.MethodGet, "/docs/plugin-api/errors/:code", "/docs/plugin-api/errors/"+plugin.CodeUnavailable, nil, nil, http.StatusOK)
 	add(http.MethodGet, plugin.Base+"/openapi.yaml", plugin.Base+"/openapi.yaml", nil, nil, http.StatusOK)
 	add(http.MethodGet, external.OpenAPIPath, external.OpenAPIPath, nil, nil, http.StatusOK)
-	add(http.MethodGet, "/files/:id", signed(http.MethodGet, plugin.FilePath(id)), nil, nil, unavailableNow)
+	add(http.MethodGet, "/files/:id", signed(http.MethodGet, files.Path(id)), nil, nil, unavailableNow)
 	add(http.MethodGet, "/files/:id/thumbnail", signed(http.MethodGet, "/files/"+id+"/thumbnail"), nil, nil, unavailableNow)
-	add(http.MethodGet, plugin.ReferenceFilesPath+":version/:group/:file", refURL.RequestURI(), nil, nil, http.StatusOK)
+	add(http.MethodGet, files.RefPrefix+":version/:group/:file", refURL.RequestURI(), nil, nil, http.StatusOK)
 	put := routeRequest{method: http.MethodPut, target: signed(http.MethodPut, plugin.Base+"/uploads/"+id),
 		contentType: "image/png", body: png, want: unavailableNow}
 	requests[http.MethodPut+" "+plugin.Base+"/uploads/:id"] = put
