@@ -2,70 +2,30 @@ package metrics_test
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/shotflow/shotflow/internal/metrics"
+	"github.com/shotflow/shotflow/internal/metrics/metricstest"
 )
 
-// scrape reads a handler's families in the Prometheus text format.
-func scrape(t *testing.T, h http.Handler) map[string]*dto.MetricFamily {
+// sample returns the value of a counter, or the count of a histogram, failing if it is absent.
+func sample(t *testing.T, s metricstest.Snapshot, name string, want map[string]string) float64 {
 	t.Helper()
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
-	if rec.Code != http.StatusOK {
-		t.Fatalf("GET /metrics = %d: %s", rec.Code, rec.Body)
-	}
-	if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
-		t.Fatalf("Content-Type = %q, want the Prometheus text format", ct)
-	}
-	p := expfmt.NewTextParser(model.LegacyValidation)
-	families, err := p.TextToMetricFamilies(rec.Body)
-	if err != nil {
-		t.Fatalf("parse /metrics: %v", err)
-	}
-	return families
-}
-
-// sample returns the value of the counter, or the count of the histogram, whose labels include want.
-func sample(t *testing.T, families map[string]*dto.MetricFamily, name string, want map[string]string) float64 {
-	t.Helper()
-	f := families[name]
-	if f == nil {
+	if s[name] == nil {
 		t.Fatalf("no family %s", name)
 	}
-next:
-	for _, m := range f.GetMetric() {
-		labels := map[string]string{}
-		for _, l := range m.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
-		for k, v := range want {
-			if labels[k] != v {
-				continue next
-			}
-		}
-		if h := m.GetHistogram(); h != nil {
-			return float64(h.GetSampleCount())
-		}
-		return m.GetCounter().GetValue()
-	}
-	t.Fatalf("no %s sample with labels %v", name, want)
-	return 0
+	return s.Value(name, want)
 }
 
 func TestTwoProcessesInOneRegisterNothingTwice(t *testing.T) {
 	a, b := metrics.New(), metrics.New()
 	a.OrderAccepted("plugin", "photo_shoot", 3, 30)
-	fa, fb := scrape(t, a.APIHandler()), scrape(t, b.APIHandler())
+	fa, fb := metricstest.Serve(t, a.APIHandler()), metricstest.Serve(t, b.APIHandler())
 	if got := sample(t, fa, metrics.CreditsReserved, map[string]string{"api": "plugin", "job_type": "photo_shoot"}); got != 30 {
 		t.Errorf("credits reserved = %v, want 30", got)
 	}
@@ -92,7 +52,7 @@ func TestEachListenerShowsItsOwnFamilies(t *testing.T) {
 	m.OutboxSwept(metrics.OutboxOrder, 2)
 	m.Purged(5)
 
-	api, worker := scrape(t, m.APIHandler()), scrape(t, m.WorkerHandler())
+	api, worker := metricstest.Serve(t, m.APIHandler()), metricstest.Serve(t, m.WorkerHandler())
 	for _, f := range m.Families() {
 		_, onAPI := api[f.Name]
 		_, onWorker := worker[f.Name]
@@ -144,7 +104,7 @@ func TestTemporalSDKMetricsAreSecondsHistogramsAndCounters(t *testing.T) {
 	h.Gauge("temporal_num_pollers").Update(3)
 
 	for _, handler := range []http.Handler{m.WorkerHandler(), m.APIHandler()} {
-		families := scrape(t, handler)
+		families := metricstest.Serve(t, handler)
 		f := families["temporal_workflow_task_schedule_to_start_latency_seconds"]
 		if f == nil || f.GetType() != dto.MetricType_HISTOGRAM {
 			t.Fatalf("the SDK's timer is %v, want a histogram in seconds", f)
