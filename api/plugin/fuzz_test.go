@@ -124,6 +124,7 @@ func (e *env) fuzzSeeds() map[string][]routefuzz.Seed {
 	return map[string][]routefuzz.Seed{
 		"GET " + b + "/openapi.yaml":        none,
 		"GET /healthz":                      none,
+		"GET /metrics":                      none,
 		"GET /readyz":                       none,
 		"GET /docs/plugin-api/errors/:code": {{Params: plugin.CodeInvalidInput}},
 		"GET /files/:id":                    {{Params: output.ID, Query: signed(plugin.FilePath(output.ID))}},

@@ -30,6 +30,7 @@ import (
 	"github.com/shotflow/shotflow/internal/imageprep"
 	"github.com/shotflow/shotflow/internal/intake"
 	"github.com/shotflow/shotflow/internal/logging"
+	"github.com/shotflow/shotflow/internal/metrics"
 	"github.com/shotflow/shotflow/internal/ratelimit"
 	"github.com/shotflow/shotflow/internal/reference"
 	"github.com/shotflow/shotflow/internal/retention"
@@ -55,6 +56,7 @@ type App struct {
 	Box       *secrets.Box
 	Limiter   ratelimit.Limiter
 	Intake    *intake.Starter
+	Metrics   *metrics.Metrics
 
 	closers []func() error
 }
@@ -66,7 +68,8 @@ func Open(ctx context.Context, cfg config.Config, log *zap.Logger) (*App, error)
 	if master == nil {
 		return nil, errors.New("config: SECRET_KEY must be set (base64 of 32 random bytes, the same in every api and worker process)")
 	}
-	a := &App{Config: cfg, Log: log}
+	a := &App{Config: cfg, Log: log, Metrics: metrics.New()}
+	a.closers = append(a.closers, a.Metrics.Close)
 	ok := false
 	defer func() {
 		if !ok {
@@ -119,6 +122,8 @@ func Open(ctx context.Context, cfg config.Config, log *zap.Logger) (*App, error)
 		HostPort:  cfg.TemporalAddress,
 		Namespace: cfg.TemporalNamespace,
 		Logger:    logging.NewTemporal(log),
+		// The SDK's metrics (task latencies, pollers, sticky cache) appear on both /metrics.
+		MetricsHandler: a.Metrics.Temporal(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("connect to Temporal at %s: %w", cfg.TemporalAddress, err)
@@ -127,7 +132,7 @@ func Open(ctx context.Context, cfg config.Config, log *zap.Logger) (*App, error)
 	a.Intake = &intake.Starter{
 		DB: db, Temporal: a.Temporal, TaskQueue: cfg.TemporalTaskQueue, Log: log,
 		JobStartDeadline: cfg.JobStartDeadline, MaxConcurrentJobs: cfg.OrderMaxConcurrentJobs,
-		JobOptions: workflows.JobOptions{InputWait: cfg.InputWaitTimeout},
+		JobOptions: workflows.JobOptions{InputWait: cfg.InputWaitTimeout}, Metrics: a.Metrics,
 	}
 	ok = true
 	return a, nil
@@ -211,7 +216,7 @@ func (a *App) Handler() http.Handler {
 	}
 	x := &external.Handler{DB: a.DB, Intake: a.Intake, Blobs: a.Blobs, Generator: a.Generator, Limiter: a.Limiter, Signer: a.Signer, Log: a.Log, DownloadTTL: a.Config.DownloadURLTTL}
 	return api.NewRouter(api.Deps{DB: a.DB, Blobs: a.Blobs, Signer: a.Signer, Log: a.Log, Ready: a.Ready, External: x,
-		RequestTimeout: a.Config.RequestTimeout, UploadTimeout: a.Config.UploadTimeout}, p)
+		RequestTimeout: a.Config.RequestTimeout, UploadTimeout: a.Config.UploadTimeout, Metrics: a.Metrics}, p)
 }
 
 // subProcessors lists the third parties the configured providers and storage send data to.
@@ -282,12 +287,13 @@ func (a *App) Activities() *activities.Activities {
 	return &activities.Activities{DB: a.DB, Blobs: a.Blobs, Generator: a.Generator, Log: a.Log, LongEdge: a.Config.RenderLongEdge,
 		Prepare: imageprep.Options{MinLongEdge: a.Config.InputMinLongEdge},
 		Secrets: a.Box, Signer: a.Signer, DownloadTTL: a.Config.DownloadURLTTL,
-		Webhooks: webhooks.NewClient(webhooks.ClientOptions{AllowPrivate: a.Config.WebhookAllowPrivateNetworks})}
+		Webhooks: webhooks.NewClient(webhooks.ClientOptions{AllowPrivate: a.Config.WebhookAllowPrivateNetworks}),
+		Metrics:  a.Metrics}
 }
 
 // Purger returns the output retention sweep of this process's database and blob store.
 func (a *App) Purger() *retention.Purger {
-	return &retention.Purger{DB: a.DB, Blobs: a.Blobs, Log: a.Log, Retention: a.Config.OutputRetention}
+	return &retention.Purger{DB: a.DB, Blobs: a.Blobs, Log: a.Log, Retention: a.Config.OutputRetention, Metrics: a.Metrics}
 }
 
 // RunWorker polls the task queue, sweeps unstarted orders, reports stranded jobs and purges outputs
