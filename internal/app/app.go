@@ -59,6 +59,7 @@ type App struct {
 	Metrics   *metrics.Metrics
 
 	closers []func() error
+	health  *worker.Health // whether RunWorker polls, for the worker's /healthz
 }
 
 // Open connects everything the processes share. The database must be at the schema version this
@@ -68,7 +69,7 @@ func Open(ctx context.Context, cfg config.Config, log *zap.Logger) (*App, error)
 	if master == nil {
 		return nil, errors.New("config: SECRET_KEY must be set (base64 of 32 random bytes, the same in every api and worker process)")
 	}
-	a := &App{Config: cfg, Log: log, Metrics: metrics.New()}
+	a := &App{Config: cfg, Log: log, Metrics: metrics.New(), health: &worker.Health{}}
 	a.closers = append(a.closers, a.Metrics.Close)
 	ok := false
 	defer func() {
@@ -296,8 +297,36 @@ func (a *App) Purger() *retention.Purger {
 	return &retention.Purger{DB: a.DB, Blobs: a.Blobs, Log: a.Log, Retention: a.Config.OutputRetention, Metrics: a.Metrics}
 }
 
+// StartWorkerMetrics listens on WORKER_METRICS_ADDR and serves the worker's GET /metrics
+// (shotflow's worker metrics, the process's and the Temporal SDK's) and GET /healthz (200 while
+// RunWorker polls, 503 before and after) until stop is called. Start it before RunWorker and stop
+// it after RunWorker returns, so that the draining worker still answers 503.
+func (a *App) StartWorkerMetrics() (addr net.Addr, stop func(), err error) {
+	ln, err := net.Listen("tcp", a.Config.WorkerMetricsAddr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listen on WORKER_METRICS_ADDR %s: %w", a.Config.WorkerMetricsAddr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", a.Metrics.WorkerHandler())
+	mux.Handle("GET /healthz", a.health)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: zap.NewStdLog(a.Log.Named("metrics"))}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.Log.Error("worker metrics listener", zap.Error(err))
+		}
+	}()
+	return ln.Addr(), func() {
+		_ = srv.Close()
+		<-served
+	}, nil
+}
+
 // RunWorker polls the task queue, sweeps unstarted orders, reports stranded jobs and purges outputs
-// past their retention until ctx ends, then stops the worker, letting running activities finish within ShutdownTimeout.
+// past their retention until ctx ends, then stops the worker, letting running activities finish
+// within ShutdownTimeout. A worker that stops for good on its own (a fatal error) stops it too,
+// and RunWorker returns that error.
 func (a *App) RunWorker(ctx context.Context) error {
 	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	missing, err := worker.MissingSearchAttributes(lctx, a.Temporal, a.Config.TemporalNamespace)
@@ -309,13 +338,22 @@ func (a *App) RunWorker(ctx context.Context) error {
 	case len(missing) > 0:
 		return worker.MissingSearchAttributesError(a.Config.TemporalNamespace, missing)
 	}
+	fatal := make(chan error, 1)
 	w := worker.New(a.Temporal, a.Activities(), worker.Options{
 		TaskQueue: a.Config.TemporalTaskQueue, MaxConcurrentActivity: a.Config.WorkerActivityConcurrency,
 		StopTimeout: a.Config.ShutdownTimeout, Providers: a.ProviderLimits(),
+		OnFatalError: func(err error) {
+			a.health.SetPolling(false)
+			select {
+			case fatal <- err:
+			default:
+			}
+		},
 	})
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
+	a.health.SetPolling(true)
 	sweepCtx, stopSweep := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -333,12 +371,19 @@ func (a *App) RunWorker(ctx context.Context) error {
 		ui := support.UI{BaseURL: a.Config.TemporalUIURL, Namespace: a.Config.TemporalNamespace}
 		support.ReportStragglers(sweepCtx, a.DB, a.Temporal, ui, a.Log, a.Config.StragglerSweepInterval, a.Config.StragglerAge)
 	}()
-	<-ctx.Done()
+	var stopped error
+	select {
+	case <-ctx.Done():
+	case err := <-fatal:
+		stopped = fmt.Errorf("the worker stopped: %w", err)
+		a.Log.Error("worker stopped polling", zap.Error(err))
+	}
+	a.health.SetPolling(false)
 	stopSweep()
 	<-done
 	<-purged
 	<-reported
 	a.Log.Info("stopping worker")
 	w.Stop()
-	return nil
+	return stopped
 }
