@@ -2,6 +2,7 @@ package metrics_test
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -178,4 +179,57 @@ func parseLabels(s string) map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// BenchmarkRequest is what the API's middleware adds to every request.
+func BenchmarkRequest(b *testing.B) {
+	m := metrics.New()
+	defer m.Close()
+	for b.Loop() {
+		m.Request("/api/v1/plugin/jobs/:id", http.MethodGet, http.StatusOK, 3*time.Millisecond)
+	}
+}
+
+// BenchmarkTemporalSDKCall is what the SDK's metrics cost per recorded call: a tagged handler, a
+// counter and a timer, as its gRPC interceptor records each request to the server.
+func BenchmarkTemporalSDKCall(b *testing.B) {
+	m := metrics.New()
+	defer m.Close()
+	h := m.Temporal().WithTags(map[string]string{"namespace": "default", "task_queue": "shotflow"})
+	for b.Loop() {
+		op := h.WithTags(map[string]string{"operation": "RespondWorkflowTaskCompleted"})
+		op.Counter("temporal_request").Inc(1)
+		op.Timer("temporal_request_latency").Record(2 * time.Millisecond)
+	}
+}
+
+// BenchmarkWorkerScrape is one Prometheus scrape of a worker's /metrics with every shotflow
+// family in use and the SDK's usual series.
+func BenchmarkWorkerScrape(b *testing.B) {
+	m := metrics.New()
+	defer m.Close()
+	for _, status := range []string{"completed", "failed", "cancelled", "expired"} {
+		m.JobFinished(status, "CONTENT_POLICY")
+	}
+	for _, p := range []string{"local", "sim", "openai", "fal"} {
+		m.GenerateAttempt(p, metrics.OutcomeOK, time.Second)
+	}
+	m.WebhookAttempt(metrics.WebhookDelivered, 50*time.Millisecond)
+	for _, q := range []string{"shotflow", "shotflow-generate-local"} {
+		h := m.Temporal().WithTags(map[string]string{"task_queue": q})
+		for _, name := range []string{"temporal_workflow_task_schedule_to_start_latency", "temporal_activity_schedule_to_start_latency",
+			"temporal_workflow_task_execution_latency", "temporal_activity_execution_latency", "temporal_request_latency"} {
+			h.Timer(name).Record(10 * time.Millisecond)
+		}
+		h.Gauge("temporal_num_pollers").Update(2)
+		h.Counter("temporal_request").Inc(1)
+	}
+	handler := m.WorkerHandler()
+	for b.Loop() {
+		rec := httptest.NewRecorder()
+		handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		if rec.Code != http.StatusOK {
+			b.Fatal(rec.Code)
+		}
+	}
 }
