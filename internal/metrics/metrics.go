@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/otlptranslator"
+	"go.opentelemetry.io/otel"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.temporal.io/sdk/client"
@@ -71,20 +72,23 @@ const (
 	OutcomeOK = "ok"
 	// NoCategory is the error_category of a job that completed.
 	NoCategory = "none"
-	// OutboxOrder, OutboxJobRun and OutboxPreparation are the kinds of OutboxStarted.
-	OutboxOrder       = "order"
-	OutboxJobRun      = "job_run"
+	// OutboxOrder is the kind of OutboxStarted for an order's workflow.
+	OutboxOrder = "order"
+	// OutboxJobRun is the kind of OutboxStarted for a support re-run of a job.
+	OutboxJobRun = "job_run"
+	// OutboxPreparation is the kind of OutboxStarted for an upload's preparation.
 	OutboxPreparation = "input_preparation"
-	// WebhookDelivered, WebhookRejected and WebhookUnreachable are the outcomes of a webhook
-	// attempt: a 2xx answer, another answer, and no answer (or no callback URL).
-	WebhookDelivered   = "delivered"
-	WebhookRejected    = "rejected"
+	// WebhookDelivered is the outcome of a webhook attempt answered with a 2xx.
+	WebhookDelivered = "delivered"
+	// WebhookRejected is the outcome of a webhook attempt answered with anything else.
+	WebhookRejected = "rejected"
+	// WebhookUnreachable is the outcome of a webhook attempt that got no answer (or had no callback URL).
 	WebhookUnreachable = "unreachable"
 )
 
 // Family is one of shotflow's own metric families.
 type Family struct {
-	Name string
+	Name string // as /metrics shows it (histograms add _bucket, _sum and _count)
 	Type string // counter or histogram
 }
 
@@ -157,7 +161,9 @@ func New() *Metrics {
 	m.temporal = temporalotel.NewMetricsHandler(temporalotel.MetricsHandlerOptions{
 		Meter:                m.meters.Meter("temporal-sdk-go"),
 		UseMonotonicCounters: true,
-		OnError:              func(error) {}, // an instrument that cannot be made is left out; never panic the SDK
+		// An instrument that cannot be made is left out and reported to OpenTelemetry's error
+		// handler (the standard logger); the contrib default would panic inside the SDK.
+		OnError: otel.Handle,
 	})
 	return m
 }
