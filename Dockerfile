@@ -44,10 +44,11 @@ COPY --from=build /out/shotflow /usr/local/bin/shotflow
 WORKDIR /home/shotflow
 USER 10001:10001
 
-# HTTP API (HTTP_ADDR defaults to :8080). No HEALTHCHECK here: not every subcommand serves
-# /readyz (worker, migrate), so the API's check (`shotflow healthcheck`) is declared per
-# service in docker-compose.yml.
-EXPOSE 8080
+# HTTP API (HTTP_ADDR defaults to :8080) and a worker's /metrics and /healthz
+# (WORKER_METRICS_ADDR defaults to :9090). No HEALTHCHECK here: each subcommand answers on its
+# own port (and migrate on none), so `shotflow healthcheck [URL]` is declared per service in
+# docker-compose.yml.
+EXPOSE 8080 9090
 
 ENTRYPOINT ["/usr/local/bin/shotflow"]
 CMD ["api"]

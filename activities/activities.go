@@ -21,6 +21,7 @@ import (
 	"github.com/shotflow/shotflow/internal/blobstore"
 	"github.com/shotflow/shotflow/internal/errorcat"
 	"github.com/shotflow/shotflow/internal/imageprep"
+	"github.com/shotflow/shotflow/internal/metrics"
 	"github.com/shotflow/shotflow/internal/urlsign"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
@@ -44,6 +45,9 @@ type Activities struct {
 	Signer      *urlsign.Signer  // signs the download URLs in webhook payloads
 	Webhooks    *webhooks.Client // sends webhooks; refuses private networks unless configured
 	DownloadTTL time.Duration    // minimum validity of download URLs in webhook payloads
+
+	// Metrics counts finished jobs, generate attempts and webhook deliveries; nil counts nothing.
+	Metrics *metrics.Metrics
 }
 
 // AttemptInput names one attempt of one job run.
@@ -104,17 +108,22 @@ func (a *Activities) Generate(ctx context.Context, in AttemptInput) (GenerateRes
 	if req.Scenery, err = a.loadScenery(ctx, job, session.SceneryID); err != nil {
 		return GenerateResult{}, err
 	}
+	began := time.Now()
 	outputs, err := a.Generator.Generate(ctx, job.AIModel, req)
+	took := time.Since(began)
 	if err != nil {
 		ge := generate.Classify(err)
+		a.Metrics.GenerateAttempt(job.Provider(), string(ge.Category), took)
 		a.Log.Warn("generation attempt failed", zap.String("job_id", job.ID), zap.String("order_id", order.ID),
 			zap.String("correlation_id", order.CorrelationID), zap.Int("attempt", in.Attempt),
 			zap.String("error_category", string(ge.Category)), zap.String("detail", ge.Message))
 		return GenerateResult{}, categorized(ge.Category, errors.New(ge.Message), ge.RetryAfter)
 	}
 	if len(outputs) == 0 {
+		a.Metrics.GenerateAttempt(job.Provider(), string(errorcat.InternalBug), took)
 		return GenerateResult{}, categorized(errorcat.InternalBug, errors.New("provider returned no output"), 0)
 	}
+	a.Metrics.GenerateAttempt(job.Provider(), metrics.OutcomeOK, took)
 	var res GenerateResult
 	for pos, out := range outputs {
 		key := models.OutputBlobKey(job, pos, out.Ext)
@@ -214,6 +223,7 @@ type CompleteInput struct {
 }
 
 // CompleteJob marks the job completed with its outputs and consumes its credits (a local activity).
+// Only the call that completed the job counts it as finished, so retries count nothing twice.
 func (a *Activities) CompleteJob(ctx context.Context, in CompleteInput) error {
 	db := a.DB.WithContext(ctx)
 	job, err := models.GetJob(db, in.JobID)
@@ -229,7 +239,11 @@ func (a *Activities) CompleteJob(ctx context.Context, in CompleteInput) error {
 			Width: o.Width, Height: o.Height, SHA256: o.SHA256, JobID: &job.ID, Position: pos, CreatedAt: now, UpdatedAt: now,
 		})
 	}
-	return models.CompleteJob(db, in.JobID, in.Run, assets)
+	completed, err := models.CompleteJob(db, in.JobID, in.Run, assets)
+	if completed {
+		a.Metrics.JobFinished(models.JobCompleted, "")
+	}
+	return err
 }
 
 // EndInput records a job run ending without output.
@@ -242,12 +256,16 @@ type EndInput struct {
 }
 
 // EndJob moves the job to a terminal failure status and releases its credits (a local activity).
+// Only the call that ended the job counts it as finished, so retries count nothing twice.
 func (a *Activities) EndJob(ctx context.Context, in EndInput) error {
 	hint := ""
 	if in.Category != "" {
 		hint = in.Category.Hint()
 	}
-	_, err := models.EndJob(a.DB.WithContext(ctx), in.JobID, in.Run, in.Status, string(in.Category), hint, in.Detail)
+	ended, err := models.EndJob(a.DB.WithContext(ctx), in.JobID, in.Run, in.Status, string(in.Category), hint, in.Detail)
+	if ended && err == nil {
+		a.Metrics.JobFinished(in.Status, string(in.Category))
+	}
 	return err
 }
 

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 
+	"github.com/shotflow/shotflow/internal/metrics"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
 )
@@ -170,12 +171,16 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in DeliverInput) (Deliv
 		Attempt: in.Attempt, Replay: in.Replay, CallbackURL: target, StartedAt: started, StatusCode: out.StatusCode,
 		Latency: out.Latency, Delivered: out.Delivered(),
 	}
+	outcome := metrics.WebhookDelivered
 	switch {
 	case out.Err != nil:
 		rec.Error = webhookErrorText(out.Err.Error())
+		outcome = metrics.WebhookUnreachable
 	case !rec.Delivered:
 		rec.Error = fmt.Sprintf("HTTP %d", out.StatusCode)
+		outcome = metrics.WebhookRejected
 	}
+	a.Metrics.WebhookAttempt(outcome, out.Latency)
 	if !rec.Delivered && in.NextDelay > 0 {
 		next := started.Add(max(in.NextDelay, out.RetryAfter)).UTC()
 		rec.NextAttemptAt = &next

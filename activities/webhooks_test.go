@@ -19,6 +19,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/activities"
+	"github.com/shotflow/shotflow/internal/metrics"
+	"github.com/shotflow/shotflow/internal/metrics/metricstest"
 	"github.com/shotflow/shotflow/internal/secrets"
 	"github.com/shotflow/shotflow/internal/testdb"
 	"github.com/shotflow/shotflow/internal/urlsign"
@@ -86,7 +88,9 @@ func newFixture(t *testing.T, db *gorm.DB, callbackURL string) *fixture {
 		DB: db, Log: zap.NewNop(), Secrets: box, DownloadTTL: 168 * time.Hour,
 		Signer:   urlsign.New([]byte("0123456789abcdef0123456789abcdef"), "http://api.example"),
 		Webhooks: webhooks.NewClient(webhooks.ClientOptions{AllowPrivate: true, Timeout: 300 * time.Millisecond}),
+		Metrics:  metrics.New(),
 	}
+	t.Cleanup(func() { _ = f.acts.Metrics.Close() })
 	acc, err := models.CreateAccount(db, "Acme", 10)
 	if err != nil {
 		t.Fatal(err)
@@ -294,6 +298,13 @@ func TestDeliverWebhookSuccessSignsWithEveryValidSecret(t *testing.T) {
 	if len(attempts) != 2 || !attempts[1].Replay || f.delivery(t, id).Attempts != 2 {
 		t.Fatalf("attempts after replay = %+v", attempts)
 	}
+	// Two POSTs were sent, both delivered; the retry that sent nothing is not an attempt.
+	scraped := metricstest.Serve(t, f.acts.Metrics.WorkerHandler())
+	for _, name := range []string{metrics.WebhookDeliveries, metrics.WebhookDeliveryDuration} {
+		if got, all := scraped.Value(name, map[string]string{"outcome": metrics.WebhookDelivered}), scraped.Value(name, nil); got != 2 || all != 2 {
+			t.Errorf("%s: %v delivered of %v, want 2 of 2", name, got, all)
+		}
+	}
 }
 
 func TestDeliverWebhookFailures(t *testing.T) {
@@ -305,20 +316,21 @@ func TestDeliverWebhookFailures(t *testing.T) {
 		retryAfter time.Duration
 		errText    string
 		next       time.Duration // expected next_attempt_at - start
+		outcome    string        // of the attempts in metrics
 	}{
-		{"500", status(500), 500, 0, "HTTP 500", 5 * time.Second},
+		{"500", status(500), 500, 0, "HTTP 500", 5 * time.Second, metrics.WebhookRejected},
 		{"429 with Retry-After", func(w http.ResponseWriter, _ int) {
 			w.Header().Set("Retry-After", "600")
 			w.WriteHeader(http.StatusTooManyRequests)
-		}, 429, 10 * time.Minute, "HTTP 429", 10 * time.Minute},
+		}, 429, 10 * time.Minute, "HTTP 429", 10 * time.Minute, metrics.WebhookRejected},
 		{"slow receiver", func(w http.ResponseWriter, _ int) {
 			time.Sleep(time.Second)
 			w.WriteHeader(http.StatusOK)
-		}, 0, 0, "no answer within 300ms", 5 * time.Second},
+		}, 0, 0, "no answer within 300ms", 5 * time.Second, metrics.WebhookUnreachable},
 		{"redirect", func(w http.ResponseWriter, _ int) {
 			w.Header().Set("Location", "https://elsewhere.example/")
 			w.WriteHeader(http.StatusMovedPermanently)
-		}, 301, 0, "HTTP 301", 5 * time.Second},
+		}, 301, 0, "HTTP 301", 5 * time.Second, metrics.WebhookRejected},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -348,6 +360,12 @@ func TestDeliverWebhookFailures(t *testing.T) {
 			f.deliver(t, activities.DeliverInput{DeliveryID: id, Attempt: 8})
 			if d := f.delivery(t, id); d.NextAttemptAt != nil || d.Attempts != 2 {
 				t.Fatalf("after the last attempt: %+v", d)
+			}
+			scraped := metricstest.Serve(t, f.acts.Metrics.WorkerHandler())
+			for _, name := range []string{metrics.WebhookDeliveries, metrics.WebhookDeliveryDuration} {
+				if got, all := scraped.Value(name, map[string]string{"outcome": tc.outcome}), scraped.Value(name, nil); got != 2 || all != 2 {
+					t.Errorf("%s: %v %s of %v, want 2 of 2", name, got, tc.outcome, all)
+				}
 			}
 		})
 	}

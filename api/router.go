@@ -1,6 +1,6 @@
 // Package api builds shotflow's HTTP server: the gin router with its middleware (request IDs,
-// access logs, recovery), the plugin and external APIs, signed file downloads, health checks and
-// error documentation.
+// access logs, metrics, recovery), the plugin and external APIs, signed file downloads, health
+// checks, Prometheus metrics and error documentation.
 package api
 
 import (
@@ -20,6 +20,7 @@ import (
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/api/reqctx"
 	"github.com/shotflow/shotflow/internal/blobstore"
+	"github.com/shotflow/shotflow/internal/metrics"
 	"github.com/shotflow/shotflow/internal/unavailable"
 	"github.com/shotflow/shotflow/internal/urlsign"
 	"github.com/shotflow/shotflow/models"
@@ -40,6 +41,8 @@ type Deps struct {
 	// RequestTimeout leaves requests unbounded (tests that build the router by hand).
 	RequestTimeout time.Duration
 	UploadTimeout  time.Duration
+	// Metrics records every request and is served on GET /metrics; nil gives the router its own.
+	Metrics *metrics.Metrics
 }
 
 func init() { gin.SetMode(gin.ReleaseMode) }
@@ -50,7 +53,10 @@ func NewRouter(d Deps, p *plugin.Handler) *gin.Engine {
 	r.HandleMethodNotAllowed = true
 	// Unknown paths get the JSON envelope, never an HTML redirect.
 	r.RedirectTrailingSlash = false
-	r.Use(RequestID, AccessLog(d.Log), RequestTimeout(d.RequestTimeout, d.UploadTimeout), gin.CustomRecovery(func(c *gin.Context, err any) {
+	if d.Metrics == nil {
+		d.Metrics = metrics.New()
+	}
+	r.Use(Instrument(d.Metrics), RequestID, AccessLog(d.Log), RequestTimeout(d.RequestTimeout, d.UploadTimeout), gin.CustomRecovery(func(c *gin.Context, err any) {
 		if d.External != nil && strings.HasPrefix(c.Request.URL.Path, external.Base+"/") {
 			d.External.Recover(c, err)
 			return
@@ -69,6 +75,8 @@ func NewRouter(d Deps, p *plugin.Handler) *gin.Engine {
 	}}
 	fh.Register(r, in.Head, in.Content)
 	r.GET("/healthz", in.Head, in.Content, func(c *gin.Context) { c.PureJSON(http.StatusOK, gin.H{"status": "ok"}) })
+	// Prometheus scrapes this without a key and without a rate limit: firewall it from the internet.
+	r.GET(MetricsPath, in.Head, in.Content, gin.WrapH(d.Metrics.APIHandler()))
 	r.GET("/readyz", in.Head, in.Content, func(c *gin.Context) {
 		ctx, cancel := context.WithTimeout(c.Request.Context(), 3*time.Second)
 		defer cancel()
@@ -110,6 +118,33 @@ func NewRouter(d Deps, p *plugin.Handler) *gin.Engine {
 		p.Fail(c, http.StatusMethodNotAllowed, plugin.CodeMethodNotAllowed, "Method "+c.Request.Method+" is not allowed on this route.")
 	})
 	return r
+}
+
+// MetricsPath serves the API's metrics in the Prometheus text format.
+const MetricsPath = "/metrics"
+
+// Instrument records every request in m: its route template ("unmatched" for unknown paths and
+// methods), method, status class and latency.
+func Instrument(m *metrics.Metrics) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		start := time.Now()
+		c.Next()
+		route := c.FullPath()
+		if route == "" {
+			route = "unmatched"
+		}
+		m.Request(route, methodLabel(c.Request.Method), c.Writer.Status(), time.Since(start))
+	}
+}
+
+// methodLabel keeps the method label to the standard methods, so arbitrary ones cannot grow the
+// number of series.
+func methodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions:
+		return method
+	}
+	return "other"
 }
 
 // RequestID gives every request its ID (reqctx.AssignRequestID) before anything else runs.

@@ -32,6 +32,10 @@ import (
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/api/reqctx"
 	"github.com/shotflow/shotflow/internal/blobstore"
+	"github.com/shotflow/shotflow/internal/engine"
+	"github.com/shotflow/shotflow/internal/intake"
+	"github.com/shotflow/shotflow/internal/metrics"
+	"github.com/shotflow/shotflow/internal/metrics/metricstest"
 	"github.com/shotflow/shotflow/internal/ratelimit"
 	"github.com/shotflow/shotflow/internal/secrets"
 	"github.com/shotflow/shotflow/internal/testdb"
@@ -69,8 +73,10 @@ func newServer(t *testing.T) *server {
 	core, logs := observer.New(zapcore.InfoLevel)
 	log := zap.New(core)
 	s := &server{t: t, db: db, blobs: blobs, signer: signer, logs: logs}
+	// No Temporal: these tests reach no use case that starts or updates a workflow.
+	eng := engine.New(&intake.Starter{DB: db, Log: log})
 	h := &plugin.Handler{
-		DB: db, Blobs: blobs, Signer: signer,
+		DB: db, Blobs: blobs, Signer: signer, Engine: eng,
 		Generator:        generate.MustNewRegistry(catalog, map[string]generate.Provider{"local": local.Provider{}}),
 		Limiter:          ratelimit.NewMemory(func() time.Time { return time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC) }),
 		Log:              log,
@@ -79,7 +85,7 @@ func newServer(t *testing.T) *server {
 		DownloadTTL:      168 * time.Hour,
 		UploadTTL:        2 * time.Hour,
 	}
-	x := &external.Handler{DB: db, Limiter: ratelimit.NewMemory(time.Now), Signer: signer, Log: log, DownloadTTL: time.Hour}
+	x := &external.Handler{DB: db, Engine: eng, Limiter: ratelimit.NewMemory(time.Now), Signer: signer, Log: log, DownloadTTL: time.Hour}
 	s.router = api.NewRouter(api.Deps{DB: db, Blobs: blobs, Signer: signer, Log: log,
 		Ready: func(context.Context) error { return s.ready }, External: x}, h)
 	acc, err := models.CreateAccount(db, "Acme", 100)
@@ -450,5 +456,55 @@ func TestOutageAnswers503InEachAPIsBody(t *testing.T) {
 	require.Len(t, logged, 3)
 	for _, l := range logged {
 		assert.Contains(t, l.ContextMap()["error"], "context deadline exceeded")
+	}
+}
+
+// TestMetricsCountRequestsByRouteTemplate checks GET /metrics: no key, no rate limit, the
+// Prometheus text format, and every request counted under its route template (never its path),
+// with unknown paths, methods and method names folded into bounded label values.
+func TestMetricsCountRequestsByRouteTemplate(t *testing.T) {
+	s := newServer(t)
+	for range 2 {
+		require.Equal(t, http.StatusOK, s.do(http.MethodGet, "/healthz").Code)
+	}
+	require.Equal(t, http.StatusOK, s.do(http.MethodGet, plugin.Base+"/me", "X-Api-Key", s.key).Code)
+	var ids []string
+	for range 3 {
+		ids = append(ids, models.NewID())
+		require.Equal(t, http.StatusNotFound, s.do(http.MethodGet, plugin.Base+"/jobs/"+ids[len(ids)-1], "X-Api-Key", s.key).Code)
+	}
+	require.Equal(t, http.StatusNotFound, s.do(http.MethodGet, "/no/such/"+models.NewID()).Code)
+	require.Equal(t, http.StatusMethodNotAllowed, s.do(http.MethodPatch, "/healthz").Code)
+	require.Equal(t, http.StatusMethodNotAllowed, s.do("BREW", "/healthz").Code)
+
+	// More scrapes than the default rate limit allows a key in a minute, without a key.
+	var rec *httptest.ResponseRecorder
+	for range 70 {
+		rec = s.do(http.MethodGet, api.MetricsPath)
+		require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	}
+	assert.NotEmpty(t, rec.Header().Get("X-Request-Id"))
+	scraped := metricstest.Serve(t, s.router)
+	for _, c := range []struct {
+		labels map[string]string
+		want   float64
+	}{
+		{map[string]string{"route": "/healthz", "method": "GET", "status": "2xx"}, 2},
+		{map[string]string{"route": plugin.Base + "/me", "method": "GET", "status": "2xx"}, 1},
+		{map[string]string{"route": plugin.Base + "/jobs/:id", "method": "GET", "status": "4xx"}, 3},
+		{map[string]string{"route": "unmatched", "method": "GET", "status": "4xx"}, 1},
+		{map[string]string{"route": "unmatched", "method": "PATCH", "status": "4xx"}, 1},
+		{map[string]string{"route": "unmatched", "method": "other", "status": "4xx"}, 1},
+		{map[string]string{"route": api.MetricsPath, "method": "GET", "status": "2xx"}, 70},
+	} {
+		assert.Equal(t, c.want, scraped.Value(metrics.HTTPRequests, c.labels), "%s%v", metrics.HTTPRequests, c.labels)
+		delete(c.labels, "status")
+		assert.Equal(t, c.want, scraped.Value(metrics.HTTPRequestDuration, c.labels), "%s%v", metrics.HTTPRequestDuration, c.labels)
+	}
+	assert.Equal(t, float64(2+1+3+1+1+1+70), scraped.Value(metrics.HTTPRequests, nil), "requests in all")
+	for _, labels := range scraped.Labels(metrics.HTTPRequests) {
+		for _, id := range ids {
+			assert.NotContains(t, labels["route"], id, "a path, not a route template, became a label")
+		}
 	}
 }

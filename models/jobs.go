@@ -87,15 +87,18 @@ func MarkRetryPending(db *gorm.DB, jobID string, run int, category, hint, detail
 
 // CompleteJob marks a job run completed with its outputs, consumes its reservation and updates
 // the order's counters, all in one transaction; a packshot job also adds its packshot candidate to
-// the product's catalog (EnsurePackshotCandidate). A repeated call changes nothing.
-func CompleteJob(db *gorm.DB, jobID string, run int, outputs []Asset) error {
-	return db.Transaction(func(tx *gorm.DB) error {
+// the product's catalog (EnsurePackshotCandidate). It returns false when the job was already
+// terminal: a repeated call changes nothing.
+func CompleteJob(db *gorm.DB, jobID string, run int, outputs []Asset) (bool, error) {
+	completed := false
+	err := db.Transaction(func(tx *gorm.DB) error {
 		j, ok, err := finish(tx, jobID, run, JobCompleted, map[string]any{
 			"error_category": nil, "error_hint": nil,
 		})
 		if err != nil || !ok {
 			return err
 		}
+		completed = true
 		if len(outputs) > 0 {
 			if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&outputs).Error; err != nil {
 				return err
@@ -112,6 +115,7 @@ func CompleteJob(db *gorm.DB, jobID string, run int, outputs []Asset) error {
 		}
 		return bumpOrder(tx, j.OrderID, "jobs_completed")
 	})
+	return completed && err == nil, err
 }
 
 // EndJob moves a job run to a terminal status other than completed (failed, cancelled or expired),

@@ -83,7 +83,7 @@ func TestCompletedPackshotJobAddsAPendingCandidate(t *testing.T) {
 		j := f.job(t, db, models.JobTypePackshot, true)
 		before := time.Now().UTC().Add(-time.Second)
 		for range 2 { // a replayed completion adds nothing
-			if err := models.CompleteJob(db, j.ID, j.Run, f.outputs(j, 2)); err != nil {
+			if _, err := models.CompleteJob(db, j.ID, j.Run, f.outputs(j, 2)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -121,7 +121,7 @@ func TestOnlyCompletedPackshotJobsWithAProductAddCandidates(t *testing.T) {
 		noProduct := f.job(t, db, models.JobTypePackshot, false)
 		failed := f.job(t, db, models.JobTypePackshot, true)
 		for _, j := range []models.Job{photo, noProduct} {
-			if err := models.CompleteJob(db, j.ID, j.Run, f.outputs(j, 1)); err != nil {
+			if _, err := models.CompleteJob(db, j.ID, j.Run, f.outputs(j, 1)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -152,7 +152,7 @@ func TestCandidateIsPartOfTheCompletionTransaction(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if err := models.CompleteJob(db, j.ID, j.Run, f.outputs(j, 1)); err == nil {
+		if _, err := models.CompleteJob(db, j.ID, j.Run, f.outputs(j, 1)); err == nil {
 			t.Fatal("CompleteJob succeeded although the candidate could not be stored")
 		}
 		var job models.Job
@@ -165,7 +165,7 @@ func TestCandidateIsPartOfTheCompletionTransaction(t *testing.T) {
 		}
 		// Once the insert works, the retried completion stores everything.
 		failing = false
-		if err := models.CompleteJob(db, j.ID, j.Run, f.outputs(j, 1)); err != nil {
+		if _, err := models.CompleteJob(db, j.ID, j.Run, f.outputs(j, 1)); err != nil {
 			t.Fatal(err)
 		}
 		var n int64

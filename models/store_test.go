@@ -128,9 +128,9 @@ func TestCreditsReserveConsumeRelease(t *testing.T) {
 
 		out := []models.Asset{{ID: models.OutputAssetID(jobs[0].ID, 1, 0), AccountID: acc.ID, Kind: models.AssetKindOutput,
 			Status: models.AssetReady, ContentType: "image/png", BlobKey: "k", JobID: &jobs[0].ID, CreatedAt: time.Now(), UpdatedAt: time.Now()}}
-		for range 2 { // a replayed activity settles once
-			if err := models.CompleteJob(db, jobs[0].ID, 1, out); err != nil {
-				t.Fatal(err)
+		for i := range 2 { // a replayed activity settles once, and says the first call completed the job
+			if completed, err := models.CompleteJob(db, jobs[0].ID, 1, out); err != nil || completed != (i == 0) {
+				t.Fatalf("CompleteJob call %d = %v, %v; want %v", i+1, completed, err, i == 0)
 			}
 		}
 		for range 2 {

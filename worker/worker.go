@@ -23,6 +23,9 @@ type Options struct {
 	StopTimeout time.Duration
 	// Providers lists the generation providers whose queues this process serves, with their limits.
 	Providers []ProviderLimits
+	// OnFatalError, when set, is told of an error that stopped a worker for good (for example the
+	// namespace was deleted or the key lost its permission).
+	OnFatalError func(error)
 }
 
 // ProviderLimits throttles one provider's generate activities.
@@ -49,11 +52,14 @@ func New(c client.Client, acts *activities.Activities, opts Options) *Group {
 		MaxConcurrentActivityExecutionSize:      opts.MaxConcurrentActivity,
 		MaxConcurrentLocalActivityExecutionSize: opts.MaxConcurrentActivity,
 		WorkerStopTimeout:                       opts.StopTimeout,
+		OnFatalError:                            opts.OnFatalError,
 	})
 	Register(main, acts)
 	g := &Group{workers: []worker.Worker{main}}
 	for _, p := range opts.Providers {
-		w := worker.New(c, workflows.GenerateTaskQueue(opts.TaskQueue, p.Provider), ProviderWorkerOptions(p, opts.StopTimeout))
+		po := ProviderWorkerOptions(p, opts.StopTimeout)
+		po.OnFatalError = opts.OnFatalError
+		w := worker.New(c, workflows.GenerateTaskQueue(opts.TaskQueue, p.Provider), po)
 		w.RegisterActivityWithOptions(acts.Generate, activity.RegisterOptions{Name: GenerateActivityName})
 		g.workers = append(g.workers, w)
 	}

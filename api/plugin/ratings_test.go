@@ -226,7 +226,8 @@ func (e *env) packshotJob(product models.Product) (models.Job, models.Asset) {
 		Kind: models.AssetKindOutput, Status: models.AssetReady, ContentType: "image/png", SizeBytes: 4,
 		BlobKey: models.OutputBlobKey(&j, 0, ".png"), Width: 2, Height: 2, JobID: &j.ID, CreatedAt: now, UpdatedAt: now}
 	require.NoError(e.t, e.blobs.Put(context.Background(), out.BlobKey, pngBytes(e.t, 2, 2), "image/png"))
-	require.NoError(e.t, models.CompleteJob(e.db, j.ID, 1, []models.Asset{out}))
+	_, err := models.CompleteJob(e.db, j.ID, 1, []models.Asset{out})
+	require.NoError(e.t, err)
 	return e.jobRow(j.ID), out
 }
 

@@ -66,7 +66,7 @@ func newSupportFixture(t *testing.T) *supportFixture {
 	if _, err := models.EndJob(db, f.failed, 1, models.JobFailed, string(c), c.Hint(), "sim: prompt rejected by policy filter"); err != nil {
 		t.Fatal(err)
 	}
-	if err := models.CompleteJob(db, f.completed, 1, nil); err != nil {
+	if _, err := models.CompleteJob(db, f.completed, 1, nil); err != nil {
 		t.Fatal(err)
 	}
 	return f

@@ -56,6 +56,9 @@ func devConfig() (config.Config, error) {
 	def("HTTP_ADDR", "127.0.0.1:8080")
 	def("DEV_TEMPORAL_PORT", "7233")
 	def("DEV_TEMPORAL_UI_PORT", "8233")
+	// Next to the API, on loopback: clear of the dev Temporal server's ports (7233, 8233 and free
+	// ports it picks) and of a local Prometheus on 9090.
+	def("WORKER_METRICS_ADDR", "127.0.0.1:8081")
 	def("LOG_FORMAT", "console")
 	def("WEBHOOK_ALLOW_PRIVATE_NETWORKS", "true") // a receiver on this machine can get the webhooks
 	_, port, err := net.SplitHostPort(env["HTTP_ADDR"])
@@ -105,7 +108,10 @@ func dev(ctx context.Context, stdout io.Writer) error {
 		return err
 	}
 	defer log.Sync()
-	if err := checkPortFree(cfg.HTTPAddr); err != nil {
+	if err := checkPortFree(cfg.HTTPAddr, "HTTP_ADDR"); err != nil {
+		return err
+	}
+	if err := checkPortFree(cfg.WorkerMetricsAddr, "WORKER_METRICS_ADDR"); err != nil {
 		return err
 	}
 
@@ -157,6 +163,12 @@ func dev(ctx context.Context, stdout io.Writer) error {
 		return err
 	}
 
+	metricsAddr, stopMetrics, err := a.StartWorkerMetrics()
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
+
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -168,7 +180,7 @@ func dev(ctx context.Context, stdout io.Writer) error {
 	}()
 	go func() {
 		defer wg.Done()
-		errs <- a.ServeHTTP(runCtx, func(net.Addr) { printBanner(stdout, creds, credsPath) })
+		errs <- a.ServeHTTP(runCtx, func(net.Addr) { printBanner(stdout, creds, credsPath, "http://"+metricsAddr.String()) })
 	}()
 	var firstErr error
 	select {
@@ -189,10 +201,10 @@ func closeDB(db *gorm.DB) {
 	}
 }
 
-func checkPortFree(addr string) error {
+func checkPortFree(addr, variable string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("cannot listen on %s (is another `shotflow dev` running? set HTTP_ADDR): %w", addr, err)
+		return fmt.Errorf("cannot listen on %s (is another `shotflow dev` running? set %s): %w", addr, variable, err)
 	}
 	return ln.Close()
 }
@@ -243,12 +255,13 @@ func writeCredentials(path string, c DevCredentials) error {
 	return os.WriteFile(path, append(data, '\n'), 0o600)
 }
 
-func printBanner(w io.Writer, c DevCredentials, path string) {
+func printBanner(w io.Writer, c DevCredentials, path, workerMetrics string) {
 	fmt.Fprintf(w, `
 shotflow is running (Ctrl+C stops it).
 
   API base URL      %s
   Temporal UI       %s
+  Metrics           %s/metrics (API), %s/metrics and /healthz (worker)
   Plugin API key    %s
   Installation ID   %s
   External API key  %s
@@ -258,5 +271,5 @@ shotflow is running (Ctrl+C stops it).
   These are saved in %s. Try:
     curl -s -H "X-Api-Key: %s" %s/api/v1/plugin/me
 
-`, c.BaseURL, c.TemporalUIURL, c.PluginAPIKey, c.InstallationID, c.ExternalAPIKey, c.AccountID, c.WebhookSecret, path, c.PluginAPIKey, c.BaseURL)
+`, c.BaseURL, c.TemporalUIURL, c.BaseURL, workerMetrics, c.PluginAPIKey, c.InstallationID, c.ExternalAPIKey, c.AccountID, c.WebhookSecret, path, c.PluginAPIKey, c.BaseURL)
 }

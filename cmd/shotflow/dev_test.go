@@ -120,20 +120,22 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// devPorts are the three ports of one `shotflow dev`.
-type devPorts struct{ http, temporal, ui int }
+// devPorts are the four ports of one `shotflow dev`.
+type devPorts struct{ http, temporal, ui, metrics int }
 
 func newDevPorts(t *testing.T) devPorts {
 	t.Helper()
 	for {
-		p := devPorts{freePort(t), freePort(t), freePort(t)}
-		if p.http != p.temporal && p.http != p.ui && p.temporal != p.ui {
+		p := devPorts{freePort(t), freePort(t), freePort(t), freePort(t)}
+		l := p.list()
+		slices.Sort(l)
+		if len(slices.Compact(l)) == 4 {
 			return p
 		}
 	}
 }
 
-func (p devPorts) list() []int { return []int{p.http, p.temporal, p.ui} }
+func (p devPorts) list() []int { return []int{p.http, p.temporal, p.ui, p.metrics} }
 
 // devEnv is the parent's environment without any shotflow variable, plus the test's settings.
 func devEnv(t *testing.T, ports devPorts, extra ...string) []string {
@@ -153,6 +155,7 @@ func devEnv(t *testing.T, ports devPorts, extra ...string) []string {
 		"HTTP_ADDR=127.0.0.1:"+strconv.Itoa(ports.http),
 		"DEV_TEMPORAL_PORT="+strconv.Itoa(ports.temporal),
 		"DEV_TEMPORAL_UI_PORT="+strconv.Itoa(ports.ui),
+		"WORKER_METRICS_ADDR=127.0.0.1:"+strconv.Itoa(ports.metrics),
 	)
 	if dir := os.Getenv("SHOTFLOW_DEV_TEST_COVERDIR"); dir != "" {
 		env = append(env, "GOCOVERDIR="+dir)
@@ -407,6 +410,40 @@ func readCredentials(t *testing.T, dir string, ports devPorts) map[string]string
 }
 
 // checkMe calls GET /api/v1/plugin/me with the demo plugin key.
+// checkMetrics checks that the API and the worker of one dev process serve their metrics side by
+// side: the API's request counter (GET /me was made) on HTTP_ADDR, the worker's health and the
+// Temporal SDK's poller gauge on WORKER_METRICS_ADDR.
+func checkMetrics(t *testing.T, baseURL string, metricsPort int) {
+	t.Helper()
+	get := func(url string) (int, string) {
+		t.Helper()
+		resp, err := httpClient.Get(url)
+		if err != nil {
+			t.Fatalf("GET %s: %v", url, err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	if code, body := get(baseURL + "/metrics"); code != http.StatusOK || !strings.Contains(body, `shotflow_http_requests_total{method="GET",route="/api/v1/plugin/me",status="2xx"} 1`) {
+		t.Errorf("the API's /metrics = %d, without the GET /me request:\n%.2000s", code, body)
+	}
+	// The API answers before the worker has started polling.
+	worker := "http://127.0.0.1:" + strconv.Itoa(metricsPort)
+	deadline := time.Now().Add(30 * time.Second)
+	code, body := get(worker + "/healthz")
+	for code != http.StatusOK && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+		code, body = get(worker + "/healthz")
+	}
+	if code != http.StatusOK {
+		t.Errorf("the worker's /healthz = %d %s, want 200 once it polls", code, body)
+	}
+	if code, body := get(worker + "/metrics"); code != http.StatusOK || !strings.Contains(body, "temporal_num_pollers{") {
+		t.Errorf("the worker's /metrics = %d, without the Temporal SDK's pollers:\n%.2000s", code, body)
+	}
+}
+
 func checkMe(t *testing.T, baseURL string, creds map[string]string, wantCredits int64) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, baseURL+"/api/v1/plugin/me", nil)
@@ -539,9 +576,11 @@ func TestDevLifecycle(t *testing.T) {
 	creds := readCredentials(t, dir, ports)
 	checkMe(t, baseURL, creds, 1000)
 	checkTemporalUI(t, ports.ui)
+	checkMetrics(t, baseURL, ports.metrics)
 	p.waitOutput(t, 5*time.Second,
 		"API base URL", "http://localhost:"+strconv.Itoa(ports.http),
 		"Temporal UI", "http://localhost:"+strconv.Itoa(ports.ui),
+		"Metrics", "http://127.0.0.1:"+strconv.Itoa(ports.metrics)+"/metrics",
 		creds["plugin_api_key"])
 	for _, f := range []string{"secret.key", "shotflow.db", "temporal.db"} {
 		st, err := os.Stat(filepath.Join(dir, ".data", f))
@@ -646,6 +685,7 @@ func TestDevPortInUse(t *testing.T) {
 		{"http", func(p devPorts) int { return p.http }, "HTTP_ADDR"},
 		{"temporal", func(p devPorts) int { return p.temporal }, "DEV_TEMPORAL_PORT"},
 		{"temporal ui", func(p devPorts) int { return p.ui }, "DEV_TEMPORAL_UI_PORT"},
+		{"worker metrics", func(p devPorts) int { return p.metrics }, "WORKER_METRICS_ADDR"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -681,9 +721,9 @@ func TestDevPortInUse(t *testing.T) {
 					l.Close()
 				}
 			}
-			if tc.name == "http" {
+			if tc.name == "http" || tc.name == "worker metrics" {
 				if _, err := os.Stat(filepath.Join(dir, ".data", "temporal.db")); err == nil {
-					t.Errorf("the Temporal dev server was started although HTTP_ADDR was taken")
+					t.Errorf("the Temporal dev server was started although %s was taken", tc.want)
 				}
 			}
 		})

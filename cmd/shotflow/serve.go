@@ -52,7 +52,13 @@ func runWorker(ctx context.Context) error {
 		return err
 	}
 	defer a.Close()
-	a.Log.Info("worker polling", zap.String("task_queue", a.Config.TemporalTaskQueue), zap.String("temporal", a.Config.TemporalAddress))
+	addr, stopMetrics, err := a.StartWorkerMetrics()
+	if err != nil {
+		return err
+	}
+	defer stopMetrics() // after RunWorker: /healthz answers 503 while the worker drains
+	a.Log.Info("worker polling", zap.String("task_queue", a.Config.TemporalTaskQueue), zap.String("temporal", a.Config.TemporalAddress),
+		zap.String("metrics", "http://"+addr.String()+"/metrics"))
 	return a.RunWorker(ctx)
 }
 

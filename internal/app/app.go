@@ -30,6 +30,7 @@ import (
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/imageprep"
 	"github.com/shotflow/shotflow/internal/intake"
+	"github.com/shotflow/shotflow/internal/metrics"
 	"github.com/shotflow/shotflow/internal/ratelimit"
 	"github.com/shotflow/shotflow/internal/reference"
 	"github.com/shotflow/shotflow/internal/retention"
@@ -57,8 +58,10 @@ type App struct {
 	Box       *secrets.Box
 	Limiter   ratelimit.Limiter
 	Intake    *intake.Starter
+	Metrics   *metrics.Metrics
 
 	closers []func() error
+	health  *worker.Health // whether RunWorker polls, for the worker's /healthz
 }
 
 // Open connects everything the processes share. The database must be at the schema version this
@@ -75,7 +78,8 @@ func Open(ctx context.Context, cfg config.Config, log *zap.Logger) (*App, error)
 		return nil, err
 	}
 	cfg.TemporalAddress, cfg.TemporalNamespace = temporal.Options.HostPort, temporal.Options.Namespace
-	a := &App{Config: cfg, Log: log}
+	a := &App{Config: cfg, Log: log, Metrics: metrics.New(), health: &worker.Health{}}
+	a.closers = append(a.closers, a.Metrics.Close)
 	ok := false
 	defer func() {
 		if !ok {
@@ -124,6 +128,8 @@ func Open(ctx context.Context, cfg config.Config, log *zap.Logger) (*App, error)
 	a.Limiter = limiter
 	a.closers = append(a.closers, closeLimiter)
 
+	// The SDK's metrics (task latencies, pollers, sticky cache) appear on both /metrics.
+	temporal.Options.MetricsHandler = a.Metrics.Temporal()
 	if a.Temporal, err = temporal.Dial(ctx, log); err != nil {
 		return nil, err
 	}
@@ -131,7 +137,7 @@ func Open(ctx context.Context, cfg config.Config, log *zap.Logger) (*App, error)
 	a.Intake = &intake.Starter{
 		DB: db, Temporal: a.Temporal, TaskQueue: cfg.TemporalTaskQueue, Log: log,
 		JobStartDeadline: cfg.JobStartDeadline, MaxConcurrentJobs: cfg.OrderMaxConcurrentJobs,
-		JobOptions: workflows.JobOptions{InputWait: cfg.InputWaitTimeout},
+		JobOptions: workflows.JobOptions{InputWait: cfg.InputWaitTimeout}, Metrics: a.Metrics,
 	}
 	ok = true
 	return a, nil
@@ -216,7 +222,7 @@ func (a *App) Handler() http.Handler {
 	}
 	x := &external.Handler{DB: a.DB, Intake: a.Intake, Engine: eng, Blobs: a.Blobs, Generator: a.Generator, Limiter: a.Limiter, Signer: a.Signer, Log: a.Log, DownloadTTL: a.Config.DownloadURLTTL}
 	return api.NewRouter(api.Deps{DB: a.DB, Blobs: a.Blobs, Signer: a.Signer, Log: a.Log, Ready: a.Ready, External: x,
-		RequestTimeout: a.Config.RequestTimeout, UploadTimeout: a.Config.UploadTimeout}, p)
+		RequestTimeout: a.Config.RequestTimeout, UploadTimeout: a.Config.UploadTimeout, Metrics: a.Metrics}, p)
 }
 
 // subProcessors lists the third parties the configured providers and storage send data to.
@@ -287,16 +293,45 @@ func (a *App) Activities() *activities.Activities {
 	return &activities.Activities{DB: a.DB, Blobs: a.Blobs, Generator: a.Generator, Log: a.Log, LongEdge: a.Config.RenderLongEdge,
 		Prepare: imageprep.Options{MinLongEdge: a.Config.InputMinLongEdge},
 		Secrets: a.Box, Signer: a.Signer, DownloadTTL: a.Config.DownloadURLTTL,
-		Webhooks: webhooks.NewClient(webhooks.ClientOptions{AllowPrivate: a.Config.WebhookAllowPrivateNetworks})}
+		Webhooks: webhooks.NewClient(webhooks.ClientOptions{AllowPrivate: a.Config.WebhookAllowPrivateNetworks}),
+		Metrics:  a.Metrics}
 }
 
 // Purger returns the output retention sweep of this process's database and blob store.
 func (a *App) Purger() *retention.Purger {
-	return &retention.Purger{DB: a.DB, Blobs: a.Blobs, Log: a.Log, Retention: a.Config.OutputRetention}
+	return &retention.Purger{DB: a.DB, Blobs: a.Blobs, Log: a.Log, Retention: a.Config.OutputRetention, Metrics: a.Metrics}
+}
+
+// StartWorkerMetrics listens on WORKER_METRICS_ADDR and serves the worker's GET /metrics
+// (shotflow's worker metrics, the process's and the Temporal SDK's) and GET /healthz (200 while
+// RunWorker polls, 503 before and after) until stop is called. Start it before RunWorker and stop
+// it after RunWorker returns, so that the draining worker still answers 503.
+func (a *App) StartWorkerMetrics() (addr net.Addr, stop func(), err error) {
+	ln, err := net.Listen("tcp", a.Config.WorkerMetricsAddr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listen on WORKER_METRICS_ADDR %s: %w", a.Config.WorkerMetricsAddr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", a.Metrics.WorkerHandler())
+	mux.Handle("GET /healthz", a.health)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: zap.NewStdLog(a.Log.Named("metrics"))}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.Log.Error("worker metrics listener", zap.Error(err))
+		}
+	}()
+	return ln.Addr(), func() {
+		_ = srv.Close()
+		<-served
+	}, nil
 }
 
 // RunWorker polls the task queue, sweeps unstarted orders, reports stranded jobs and purges outputs
-// past their retention until ctx ends, then stops the worker, letting running activities finish within ShutdownTimeout.
+// past their retention until ctx ends, then stops the worker, letting running activities finish
+// within ShutdownTimeout. A worker that stops for good on its own (a fatal error) stops it too,
+// and RunWorker returns that error.
 func (a *App) RunWorker(ctx context.Context) error {
 	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	missing, err := worker.MissingSearchAttributes(lctx, a.Temporal, a.Config.TemporalNamespace)
@@ -308,13 +343,22 @@ func (a *App) RunWorker(ctx context.Context) error {
 	case len(missing) > 0:
 		return worker.MissingSearchAttributesError(a.Config.TemporalNamespace, missing)
 	}
+	fatal := make(chan error, 1)
 	w := worker.New(a.Temporal, a.Activities(), worker.Options{
 		TaskQueue: a.Config.TemporalTaskQueue, MaxConcurrentActivity: a.Config.WorkerActivityConcurrency,
 		StopTimeout: a.Config.ShutdownTimeout, Providers: a.ProviderLimits(),
+		OnFatalError: func(err error) {
+			a.health.SetPolling(false)
+			select {
+			case fatal <- err:
+			default:
+			}
+		},
 	})
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
+	a.health.SetPolling(true)
 	sweepCtx, stopSweep := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -332,12 +376,19 @@ func (a *App) RunWorker(ctx context.Context) error {
 		ui := support.UI{BaseURL: a.Config.TemporalUIURL, Namespace: a.Config.TemporalNamespace}
 		support.ReportStragglers(sweepCtx, a.DB, a.Temporal, ui, a.Log, a.Config.StragglerSweepInterval, a.Config.StragglerAge)
 	}()
-	<-ctx.Done()
+	var stopped error
+	select {
+	case <-ctx.Done():
+	case err := <-fatal:
+		stopped = fmt.Errorf("the worker stopped: %w", err)
+		a.Log.Error("worker stopped polling", zap.Error(err))
+	}
+	a.health.SetPolling(false)
 	stopSweep()
 	<-done
 	<-purged
 	<-reported
 	a.Log.Info("stopping worker")
 	w.Stop()
-	return nil
+	return stopped
 }

@@ -104,6 +104,9 @@ type Config struct {
 
 	// WorkerActivityConcurrency caps concurrent activity executions per worker process.
 	WorkerActivityConcurrency int `env:"WORKER_ACTIVITY_CONCURRENCY" envDefault:"16" validate:"min=1,max=1000"`
+	// WorkerMetricsAddr is the listen address of a worker's /metrics (Prometheus) and /healthz;
+	// port 0 picks a free port.
+	WorkerMetricsAddr string `env:"WORKER_METRICS_ADDR" envDefault:":9090" validate:"required,listen_addr_any_port"`
 	// RenderLongEdge is the long edge in pixels of images the local generator renders.
 	RenderLongEdge int `env:"RENDER_LONG_EDGE" envDefault:"1024" validate:"min=64,max=4096"`
 	// DefaultProvider generates the external API's requests that name no provider, for every job
@@ -272,6 +275,8 @@ func describe(fe validator.FieldError) string {
 		return "an http(s) URL"
 	case "listen_addr":
 		return "host:port or :port"
+	case "listen_addr_any_port":
+		return "host:port or :port; port 0 picks a free one"
 	case "host_port":
 		return "host:port"
 	}
@@ -287,10 +292,13 @@ func newValidator() *validator.Validate {
 		return name
 	})
 	mustRegister(v, "listen_addr", func(fl validator.FieldLevel) bool {
-		return validHostPort(fl.Field().String(), true)
+		return validHostPort(fl.Field().String(), true, 1)
+	})
+	mustRegister(v, "listen_addr_any_port", func(fl validator.FieldLevel) bool {
+		return validHostPort(fl.Field().String(), true, 0)
 	})
 	mustRegister(v, "host_port", func(fl validator.FieldLevel) bool {
-		return validHostPort(fl.Field().String(), false)
+		return validHostPort(fl.Field().String(), false, 1)
 	})
 	mustRegister(v, "database_url", func(fl validator.FieldLevel) bool {
 		s := fl.Field().String()
@@ -322,15 +330,15 @@ func newValidator() *validator.Validate {
 	return v
 }
 
-// validHostPort accepts host:port (IPv6 hosts in brackets) with a numeric port 1–65535; an empty
-// host is allowed only for listen addresses.
-func validHostPort(s string, emptyHost bool) bool {
+// validHostPort accepts host:port (IPv6 hosts in brackets) with a numeric port minPort–65535; an
+// empty host is allowed only for listen addresses.
+func validHostPort(s string, emptyHost bool, minPort int) bool {
 	host, port, err := net.SplitHostPort(s)
 	if err != nil || (host == "" && !emptyHost) {
 		return false
 	}
 	n, err := strconv.Atoi(port)
-	return err == nil && n >= 1 && n <= 65535
+	return err == nil && n >= minPort && n <= 65535
 }
 
 // describeParseError names the environment variable of a value that does not parse.

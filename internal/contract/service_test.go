@@ -18,7 +18,7 @@ import (
 
 // TestServiceAnswersMatchDocument drives the answers the plugin tests rarely reach through the
 // production router and checks each against the document: the error documentation, the health
-// checks, the signed download's refusals, and the 401, 404, 405 and 429 every route can give.
+// checks, the metrics, the signed download's refusals, and the 401, 404, 405 and 429 every route can give.
 func TestServiceAnswersMatchDocument(t *testing.T) {
 	s := newServer(t, 2)
 	send := func(method, target, key string) *httptest.ResponseRecorder {
@@ -41,6 +41,7 @@ func TestServiceAnswersMatchDocument(t *testing.T) {
 	}
 	expect(send(http.MethodGet, "/docs/plugin-api/errors/no_such_code", ""), http.StatusNotFound, plugin.CodeNotFound)
 	expect(send(http.MethodGet, "/healthz", ""), http.StatusOK, "")
+	expect(send(http.MethodGet, "/metrics", ""), http.StatusOK, "")
 	expect(send(http.MethodGet, "/readyz", ""), http.StatusOK, "")
 	s.ready = &unavailable.DependencyError{Dependency: "database", Err: errors.New("dial tcp 10.0.0.5:5432: i/o timeout")}
 	expect(send(http.MethodGet, "/readyz", ""), http.StatusServiceUnavailable, "")

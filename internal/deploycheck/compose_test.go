@@ -24,7 +24,7 @@ const repoRoot = "../.."
 // requiredServices must all be in docker-compose.yml.
 var requiredServices = []string{
 	"postgres", "temporal", "temporal-setup", "temporal-ui", "minio", "minio-setup",
-	"migrate", "api", "worker", "redis",
+	"migrate", "api", "worker", "redis", "prometheus", "grafana",
 }
 
 // shotflowServices run the shotflow image with the shared settings.
@@ -70,6 +70,7 @@ type composeService struct {
 	DependsOn   any          `yaml:"depends_on"`
 	Healthcheck *healthcheck `yaml:"healthcheck"`
 	Volumes     []any        `yaml:"volumes"`
+	Ports       []any        `yaml:"ports"`
 	Restart     string       `yaml:"restart"`
 }
 

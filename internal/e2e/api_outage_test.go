@@ -252,6 +252,7 @@ func outageRequests(t *testing.T, env *testenv.Env, tenant testenv.Tenant, api *
 
 	// Outside the APIs' key-authenticated groups.
 	add(http.MethodGet, "/healthz", "/healthz", nil, nil, http.StatusOK)
+	add(http.MethodGet, "/metrics", "/metrics", nil, nil, http.StatusOK)
 	add(http.MethodGet, "/readyz", "/readyz", nil, nil, unavailableNow)
 	add(http.MethodGet, "/docs/plugin-api/errors/:code", "/docs/plugin-api/errors/"+plugin.CodeUnavailable, nil, nil, http.StatusOK)
 	add(http.MethodGet, plugin.Base+"/openapi.yaml", plugin.Base+"/openapi.yaml", nil, nil, http.StatusOK)

@@ -27,6 +27,7 @@ import (
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
+	"github.com/shotflow/shotflow/internal/metrics"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/workflows"
 )
@@ -49,6 +50,8 @@ type Starter struct {
 	// AfterCommit, when set, runs between the order's commit and its workflow start. It exists for
 	// crash tests, which kill the process there (SHOTFLOW_TEST_CRASH_AFTER_COMMIT in cmd/shotflow).
 	AfterCommit func()
+	// Metrics counts accepted orders and the workflows the Sweeper starts; nil counts nothing.
+	Metrics *metrics.Metrics
 }
 
 // Submit creates the order and its jobs, reserves their credits, and starts the workflow. It
@@ -86,7 +89,7 @@ func (s *Starter) Commit(ctx context.Context, order *models.Order, jobs []models
 			jobs[i].Run = 1
 		}
 	}
-	return s.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Create(order).Error; err != nil {
 			return err
 		}
@@ -106,6 +109,10 @@ func (s *Starter) Commit(ctx context.Context, order *models.Order, jobs []models
 		}
 		return nil
 	})
+	if err == nil {
+		s.Metrics.OrderAccepted(order.API, order.JobType, len(jobs), order.CreditsReserved)
+	}
+	return err
 }
 
 // StartCommitted starts the workflow of an order that Commit committed. A failure is logged, not
@@ -281,18 +288,25 @@ func (s *Starter) StartPendingPreparations(ctx context.Context, olderThan time.D
 	return len(assets), nil
 }
 
-// Sweep calls StartPending, StartPendingRuns and StartPendingPreparations every interval until ctx ends.
+// Sweep calls StartPending, StartPendingRuns and StartPendingPreparations every interval until ctx
+// ends, and counts what they started in Metrics.
 func (s *Starter) Sweep(ctx context.Context, interval, olderThan time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		if _, err := s.StartPending(ctx, olderThan, 100); err != nil && ctx.Err() == nil {
+		n, err := s.StartPending(ctx, olderThan, 100)
+		s.Metrics.OutboxSwept(metrics.OutboxOrder, n)
+		if err != nil && ctx.Err() == nil {
 			s.Log.Warn("order sweep", zap.Error(err))
 		}
-		if _, err := s.StartPendingRuns(ctx, olderThan, 100); err != nil && ctx.Err() == nil {
+		n, err = s.StartPendingRuns(ctx, olderThan, 100)
+		s.Metrics.OutboxSwept(metrics.OutboxJobRun, n)
+		if err != nil && ctx.Err() == nil {
 			s.Log.Warn("job run sweep", zap.Error(err))
 		}
-		if _, err := s.StartPendingPreparations(ctx, olderThan, 100); err != nil && ctx.Err() == nil {
+		n, err = s.StartPendingPreparations(ctx, olderThan, 100)
+		s.Metrics.OutboxSwept(metrics.OutboxPreparation, n)
+		if err != nil && ctx.Err() == nil {
 			s.Log.Warn("input preparation sweep", zap.Error(err))
 		}
 		select {

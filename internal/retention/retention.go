@@ -21,6 +21,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/shotflow/shotflow/internal/blobstore"
+	"github.com/shotflow/shotflow/internal/metrics"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -41,6 +42,7 @@ type Purger struct {
 	Retention time.Duration
 	BatchSize int              // 0: DefaultBatchSize
 	Now       func() time.Time // nil: time.Now
+	Metrics   *metrics.Metrics // counts the purged files; nil counts nothing
 }
 
 func (p *Purger) now() time.Time {
@@ -96,6 +98,7 @@ func (p *Purger) Purge(ctx context.Context) (int, error) {
 			}
 			if ok {
 				purged++
+				p.Metrics.Purged(1)
 			}
 		}
 		if len(page) < batch {

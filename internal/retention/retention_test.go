@@ -11,6 +11,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/internal/blobstore"
+	"github.com/shotflow/shotflow/internal/metrics"
+	"github.com/shotflow/shotflow/internal/metrics/metricstest"
 	"github.com/shotflow/shotflow/internal/retention"
 	"github.com/shotflow/shotflow/internal/testdb"
 	"github.com/shotflow/shotflow/models"
@@ -179,6 +181,8 @@ func TestPurgeIsIdempotent(t *testing.T) {
 		f := newFixture(t, db)
 		a := f.file(models.AssetKindOutput, 2*period)
 		p := f.purger()
+		p.Metrics = metrics.New()
+		defer p.Metrics.Close()
 		if n, err := p.Purge(context.Background()); err != nil || n != 1 {
 			t.Fatalf("first Purge = %d, %v; want 1", n, err)
 		}
@@ -188,6 +192,9 @@ func TestPurgeIsIdempotent(t *testing.T) {
 		}
 		if again := f.requirePurged(a, "second sweep"); !again.Equal(first) {
 			t.Fatalf("purged_at moved from %v to %v on a second sweep", first, again)
+		}
+		if got := metricstest.Serve(t, p.Metrics.WorkerHandler()).Value(metrics.RetentionPurged, nil); got != 1 {
+			t.Errorf("%s = %v after two sweeps of one file, want 1", metrics.RetentionPurged, got)
 		}
 	})
 }
@@ -273,12 +280,15 @@ func TestConcurrentSweepsPurgeEachFileOnce(t *testing.T) {
 		var wg sync.WaitGroup
 		counts := make([]int, 4)
 		errs := make([]error, 4)
+		m := metrics.New() // the workers of one process share its metrics
+		defer m.Close()
 		for w := range counts {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				p := f.purger()
 				p.BatchSize = 3
+				p.Metrics = m
 				counts[w], errs[w] = p.Purge(context.Background())
 			}()
 		}
@@ -292,6 +302,9 @@ func TestConcurrentSweepsPurgeEachFileOnce(t *testing.T) {
 		}
 		if total != len(files) {
 			t.Fatalf("workers purged %d files in total, want %d (each once)", total, len(files))
+		}
+		if got := metricstest.Serve(t, m.WorkerHandler()).Value(metrics.RetentionPurged, nil); got != float64(len(files)) {
+			t.Errorf("%s = %v, want %d", metrics.RetentionPurged, got, len(files))
 		}
 		for _, a := range files {
 			f.requirePurged(a, "file")

@@ -124,7 +124,7 @@ func expire(t *testing.T, db *gorm.DB, jobID string) {
 
 func complete(t *testing.T, db *gorm.DB, jobID string, run int) {
 	t.Helper()
-	if err := models.CompleteJob(db, jobID, run, nil); err != nil {
+	if _, err := models.CompleteJob(db, jobID, run, nil); err != nil {
 		t.Fatalf("CompleteJob %s run %d: %v", jobID, run, err)
 	}
 }

@@ -97,6 +97,9 @@ type Env struct {
 	DBProxy *faultproxy.Proxy
 	// Logs holds the app's log entries at warn level and above.
 	Logs *observer.ObservedLogs
+	// WorkerMetricsURL is the base URL of the worker's metrics listener (GET /metrics and
+	// /healthz); it serves for the whole test, whether or not a worker runs.
+	WorkerMetricsURL string
 
 	t          *testing.T
 	mu         sync.Mutex
@@ -147,6 +150,7 @@ func New(t *testing.T, ts *testsuite.DevServer, opts Options) *Env {
 		"BLOB_URL":            "file://" + t.TempDir(),
 		"SECRET_KEY":          secrets.NewMasterKey(),
 		"SHUTDOWN_TIMEOUT":    "5s",
+		"WORKER_METRICS_ADDR": "127.0.0.1:0",
 	}
 	maps.Copy(environ, opts.Environment)
 	cfg, err := config.LoadFrom(environ)
@@ -166,8 +170,12 @@ func New(t *testing.T, ts *testsuite.DevServer, opts Options) *Env {
 	}
 	srv.Config.Handler = a.Handler()
 	srv.Start()
+	metricsAddr, stopMetrics, err := a.StartWorkerMetrics()
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
 	// The app's configuration carries the effective Temporal address and namespace.
-	e := &Env{App: a, DB: db, BaseURL: base, Config: a.Config, DBProxy: proxy, Logs: logs, t: t}
+	e := &Env{App: a, DB: db, BaseURL: base, Config: a.Config, DBProxy: proxy, Logs: logs, WorkerMetricsURL: "http://" + metricsAddr.String(), t: t}
 	if !opts.NoWorker {
 		e.StartWorker()
 	}
@@ -176,6 +184,7 @@ func New(t *testing.T, ts *testsuite.DevServer, opts Options) *Env {
 		once.Do(func() {
 			srv.Close()
 			e.StopWorker()
+			stopMetrics()
 			a.Close()
 		})
 	})
