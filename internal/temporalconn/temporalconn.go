@@ -51,7 +51,7 @@ func Resolve(cfg config.Config) (Connection, error) {
 	fromProfile := prof.Address != ""
 	// The variables come from cfg, which names each of them; ApplyEnvVars never fails on them.
 	if err := prof.ApplyEnvVars(vars); err != nil {
-		return Connection{}, fmt.Errorf("Temporal settings: %w", err)
+		return Connection{}, fmt.Errorf("temporal settings: %w", err)
 	}
 	from := "the default; set TEMPORAL_ADDRESS or TEMPORAL_PROFILE"
 	switch {
@@ -69,7 +69,7 @@ func Resolve(cfg config.Config) (Connection, error) {
 	}
 	opts, err := prof.ToClientOptions(envconfig.ToClientOptionsRequest{})
 	if err != nil {
-		return Connection{}, fmt.Errorf("Temporal settings: %w", err)
+		return Connection{}, fmt.Errorf("temporal settings: %w", err)
 	}
 	return Connection{Options: opts, from: from}, nil
 }
