@@ -33,7 +33,6 @@ import (
 	"github.com/shotflow/shotflow/api/reqctx"
 	"github.com/shotflow/shotflow/internal/blobstore"
 	"github.com/shotflow/shotflow/internal/engine"
-	"github.com/shotflow/shotflow/internal/intake"
 	"github.com/shotflow/shotflow/internal/metrics"
 	"github.com/shotflow/shotflow/internal/metrics/metricstest"
 	"github.com/shotflow/shotflow/internal/ratelimit"
@@ -74,7 +73,7 @@ func newServer(t *testing.T) *server {
 	log := zap.New(core)
 	s := &server{t: t, db: db, blobs: blobs, signer: signer, logs: logs}
 	// No Temporal: these tests reach no use case that starts or updates a workflow.
-	eng := engine.New(&intake.Starter{DB: db, Log: log})
+	eng := &engine.Engine{DB: db, Log: log}
 	h := &plugin.Handler{
 		DB: db, Blobs: blobs, Signer: signer, Engine: eng,
 		Generator:        generate.MustNewRegistry(catalog, map[string]generate.Provider{"local": local.Provider{}}),

@@ -33,7 +33,6 @@ import (
 	"github.com/shotflow/shotflow/internal/blobstore"
 	"github.com/shotflow/shotflow/internal/contract"
 	"github.com/shotflow/shotflow/internal/engine"
-	"github.com/shotflow/shotflow/internal/intake"
 	"github.com/shotflow/shotflow/internal/ratelimit"
 	"github.com/shotflow/shotflow/internal/urlsign"
 	"github.com/shotflow/shotflow/models"
@@ -73,13 +72,12 @@ func newEnv(t testing.TB, db *gorm.DB, rateLimit int) *env {
 	e.blobs = blobs
 	e.handler = &external.Handler{
 		DB: db, Limiter: ratelimit.NewMemory(func() time.Time { return e.now }), Log: zap.NewNop(),
-		Intake:      &intake.Starter{DB: db, Log: zap.NewNop(), Temporal: e.temporal(), TaskQueue: "shotflow"},
+		Engine:      &engine.Engine{DB: db, Log: zap.NewNop(), Temporal: e.temporal(), TaskQueue: "shotflow"},
 		Blobs:       blobs,
 		Generator:   generate.MustNewRegistry(catalog, map[string]generate.Provider{"local": local.Provider{}}),
 		Signer:      urlsign.New([]byte("0123456789abcdef0123456789abcdef"), "http://shotflow.test"),
 		DownloadTTL: 168 * time.Hour, RateLimit: rateLimit, Now: func() time.Time { return e.now },
 	}
-	e.handler.Engine = engine.New(e.handler.Intake)
 	e.router = gin.New()
 	e.handler.Register(e.router)
 	e.account, e.key = e.newAccount(external.ScopeRegister, external.ScopeRead)

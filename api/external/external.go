@@ -17,7 +17,6 @@ import (
 	"github.com/shotflow/shotflow/api/inputcheck"
 	"github.com/shotflow/shotflow/internal/blobstore"
 	"github.com/shotflow/shotflow/internal/engine"
-	"github.com/shotflow/shotflow/internal/intake"
 	"github.com/shotflow/shotflow/internal/ratelimit"
 	"github.com/shotflow/shotflow/internal/unavailable"
 	"github.com/shotflow/shotflow/internal/urlsign"
@@ -40,7 +39,6 @@ const DefaultRateLimit = 60
 // Handler serves the external API.
 type Handler struct {
 	DB          *gorm.DB
-	Intake      *intake.Starter    // creates orders on the engine and starts input preparation
 	Blobs       *blobstore.Store   // uploaded product photos and preset images
 	Generator   *generate.Registry // the configured generation models
 	Limiter     ratelimit.Limiter
@@ -49,7 +47,7 @@ type Handler struct {
 	DownloadTTL time.Duration // validity of the output URLs it signs
 	RateLimit   int           // requests per minute per key; 0 means DefaultRateLimit
 	Now         func() time.Time
-	// Engine runs the use cases both APIs share (engine.New(Intake)).
+	// Engine runs the use cases both APIs share; one per process.
 	Engine *engine.Engine
 }
 

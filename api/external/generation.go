@@ -237,7 +237,7 @@ func (h *Handler) model(ctx context.Context, jobType, provider string) (models.A
 // balance is short.
 func (h *Handler) submit(c *gin.Context, p *plan) {
 	ctx := c.Request.Context()
-	err := h.Intake.SubmitWith(ctx, p.order, p.jobs, p.records)
+	err := h.Engine.SubmitWith(ctx, p.order, p.jobs, p.records)
 	if errors.Is(err, models.ErrInsufficientCredits) {
 		var need int64
 		for _, j := range p.jobs {

@@ -171,7 +171,7 @@ func (h *Handler) uploadProduct(c *gin.Context) {
 	}
 	// The worker's sweep starts preparations that were never started, so a failure here only
 	// delays the photo.
-	if err := h.Intake.StartPrepare(ctx, asset); err != nil {
+	if err := h.Engine.StartPrepare(ctx, asset); err != nil {
 		h.Log.Warn("start preparing an uploaded product photo", zap.String("asset_id", asset.ID), zap.Error(err))
 	}
 	row := models.AccountPhotoRow{ID: img.ID, AssetID: asset.ID, ProductRef: img.ProductID, ProductName: name,

@@ -190,7 +190,7 @@ func (h *Handler) receiveUpload(c *gin.Context) {
 	// The bytes are stored: PrepareInputWorkflow checks and prepares them, then wakes the jobs
 	// waiting for them. Should this start fail, the worker's sweep starts it.
 	asset.Status = models.AssetProcessing
-	if err := h.Intake.StartPrepare(ctx, &asset); err != nil {
+	if err := h.Engine.StartPrepare(ctx, &asset); err != nil {
 		h.Log.Warn("input preparation not started; the sweep will start it", zap.String("asset_id", id), zap.Error(err))
 	}
 	c.PureJSON(http.StatusOK, AssetResponse{AssetID: id, Status: models.AssetProcessing, ContentType: asset.ContentType,

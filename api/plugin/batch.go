@@ -112,7 +112,7 @@ func (h *Handler) startCommitted(ctx context.Context, orders []committedOrder) {
 						zap.String("order_id", o.order.ID), zap.Any("panic", p))
 				}
 			}()
-			if err := h.Intake.Start(ctx, o.order, o.jobs); err != nil {
+			if err := h.Engine.Start(ctx, o.order, o.jobs); err != nil {
 				h.Log.Warn("order workflow not started yet; the sweeper will start it",
 					zap.String("order_id", o.order.ID), zap.Error(err))
 			}

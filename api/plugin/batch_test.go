@@ -186,7 +186,7 @@ func (h hangingTemporal) ExecuteWorkflow(ctx context.Context, _ client.StartWork
 func TestBatchStartsItsWorkflowsTogether(t *testing.T) {
 	e := newEnv(t)
 	calls := &atomic.Int32{}
-	e.handler.Intake.Temporal = hangingTemporal{calls: calls}
+	e.handler.Engine.Temporal = hangingTemporal{calls: calls}
 	defer plugin.SetBatchStartTimeout(400 * time.Millisecond)()
 	sessions := make([]any, 6)
 	for i := range sessions {

@@ -35,7 +35,6 @@ import (
 	"github.com/shotflow/shotflow/internal/contract"
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/imageprep"
-	"github.com/shotflow/shotflow/internal/intake"
 	"github.com/shotflow/shotflow/internal/ratelimit"
 	"github.com/shotflow/shotflow/internal/secrets"
 	"github.com/shotflow/shotflow/internal/testdb"
@@ -153,7 +152,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 		// The Temporal client only accepts the start of an upload's preparation: a test that got
 		// past an order's reservation would panic (a 500), so reaching Start is a visible
 		// failure; ErrInsufficientCredits returns before it.
-		Intake:           &intake.Starter{DB: db, Log: zap.NewNop(), Temporal: preparations(&prepared)},
+		Engine:           &engine.Engine{DB: db, Log: zap.NewNop(), Temporal: preparations(&prepared)},
 		Blobs:            blobs,
 		Signer:           signer,
 		Generator:        generate.MustNewRegistry(catalog, cfg.providers),
@@ -165,7 +164,6 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 		UploadTTL:        2 * time.Hour,
 		SubProcessors:    cfg.subProcessors,
 	}
-	h.Engine = engine.New(h.Intake)
 	router := api.NewRouter(api.Deps{
 		DB: db, Blobs: blobs, Signer: signer, Log: zap.NewNop(),
 		Ready: func(context.Context) error { return nil },

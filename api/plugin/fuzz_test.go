@@ -41,7 +41,7 @@ func (fuzzTemporal) UpdateWorkflow(context.Context, client.UpdateWorkflowOptions
 // and each string of each JSON body.
 func FuzzPluginAPI(f *testing.F) {
 	e := newEnv(f, onPostgres(), withRateLimit(1<<30), withCredits(1<<40))
-	e.handler.Intake.Temporal = fuzzTemporal{}
+	e.handler.Engine.Temporal = fuzzTemporal{}
 	e.handler.Secrets = e.box
 	routes := routefuzz.Routes(e.router)
 	valid := e.fuzzSeeds()

@@ -29,7 +29,7 @@ func (unreachableTemporal) ExecuteWorkflow(context.Context, client.StartWorkflow
 
 // committing lets sessions of the environment commit (the harness has no Temporal client).
 func (e *env) committing() *env {
-	e.handler.Intake.Temporal = unreachableTemporal{}
+	e.handler.Engine.Temporal = unreachableTemporal{}
 	return e
 }
 

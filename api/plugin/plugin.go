@@ -13,7 +13,6 @@ import (
 	"github.com/shotflow/shotflow/api/inputcheck"
 	"github.com/shotflow/shotflow/internal/blobstore"
 	"github.com/shotflow/shotflow/internal/engine"
-	"github.com/shotflow/shotflow/internal/intake"
 	"github.com/shotflow/shotflow/internal/ratelimit"
 	"github.com/shotflow/shotflow/internal/urlsign"
 	"github.com/shotflow/shotflow/models"
@@ -21,9 +20,8 @@ import (
 
 // Handler serves the plugin API.
 type Handler struct {
-	DB     *gorm.DB
-	Intake *intake.Starter
-	// Engine runs the use cases both APIs share (engine.New(Intake)).
+	DB *gorm.DB
+	// Engine runs the use cases both APIs share; one per process.
 	Engine           *engine.Engine
 	Blobs            *blobstore.Store
 	Signer           *urlsign.Signer

@@ -153,13 +153,13 @@ type recorder func(tx *gorm.DB, resp *SessionResponse) error
 func (h *Handler) acceptSession(c *gin.Context, inst *models.Installation, req *SessionRequest, sourceOrderID *string, record recorder) sessionOutcome {
 	out, order, jobs := h.commitSession(c, inst, req, sourceOrderID, record)
 	if out.session != nil {
-		h.Intake.StartCommitted(c.Request.Context(), order, jobs)
+		h.Engine.StartCommitted(c.Request.Context(), order, jobs)
 	}
 	return out
 }
 
 // commitSession is acceptSession without the start: on success the order is committed and its
-// workflow still has to be started (h.Intake.Start; the sweeper does it otherwise).
+// workflow still has to be started (h.Engine.Start; the sweeper does it otherwise).
 func (h *Handler) commitSession(c *gin.Context, inst *models.Installation, req *SessionRequest, sourceOrderID *string, record recorder) (sessionOutcome, *models.Order, []models.Job) {
 	order, jobs, f := h.planSession(c, inst, req)
 	if f != nil {
@@ -170,7 +170,7 @@ func (h *Handler) commitSession(c *gin.Context, inst *models.Installation, req *
 	if record != nil {
 		inTx = func(tx *gorm.DB) error { return record(tx, sessionResponse(order, jobs)) }
 	}
-	err := h.Intake.Commit(c.Request.Context(), order, jobs, inTx)
+	err := h.Engine.Commit(c.Request.Context(), order, jobs, inTx)
 	switch {
 	case errors.Is(err, models.ErrInsufficientCredits):
 		var need int64

@@ -40,7 +40,7 @@ func (h *Handler) replayWebhook(c *gin.Context) {
 		return
 	}
 	// The same start as `shotflow admin webhooks replay`.
-	if err := support.StartWebhookReplay(ctx, h.Intake.Temporal, h.Intake.TaskQueue, d); err != nil {
+	if err := support.StartWebhookReplay(ctx, h.Engine.Temporal, h.Engine.TaskQueue, d); err != nil {
 		h.Log.Warn("webhook replay not started", zap.String("delivery_id", d.ID), zap.Error(err))
 		h.Fail(c, http.StatusServiceUnavailable, CodeUnavailable, "The replay could not be queued; retry later.")
 		return

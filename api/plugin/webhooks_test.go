@@ -42,8 +42,8 @@ func (e *env) delivery(inst *models.Installation) models.WebhookDelivery {
 // withTemporal gives the handler a mocked Temporal client and task queue.
 func (e *env) withTemporal() *mocks.Client {
 	m := &mocks.Client{}
-	e.handler.Intake.Temporal = m
-	e.handler.Intake.TaskQueue = "tq-test"
+	e.handler.Engine.Temporal = m
+	e.handler.Engine.TaskQueue = "tq-test"
 	e.t.Cleanup(func() { m.AssertExpectations(e.t) })
 	return m
 }

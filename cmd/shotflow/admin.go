@@ -21,7 +21,7 @@ import (
 	"github.com/shotflow/shotflow/activities"
 	"github.com/shotflow/shotflow/internal/app"
 	"github.com/shotflow/shotflow/internal/config"
-	"github.com/shotflow/shotflow/internal/intake"
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/logging"
 	"github.com/shotflow/shotflow/internal/secrets"
 	"github.com/shotflow/shotflow/internal/support"
@@ -502,12 +502,12 @@ func (e *adminEnv) jobsRetry(args []string) (any, error) {
 }
 
 // starter starts job runs the way the API's starter does (internal/app).
-func (e *adminEnv) starter() (*intake.Starter, error) {
+func (e *adminEnv) starter() (*engine.Engine, error) {
 	tc, err := e.dialTemporal()
 	if err != nil {
 		return nil, err
 	}
-	return &intake.Starter{
+	return &engine.Engine{
 		DB: e.db, Temporal: tc, TaskQueue: e.cfg.TemporalTaskQueue, Log: zap.NewNop(),
 		JobOptions: workflows.JobOptions{InputWait: e.cfg.InputWaitTimeout},
 	}, nil

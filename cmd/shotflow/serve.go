@@ -39,7 +39,7 @@ func runAPI(ctx context.Context) error {
 	if os.Getenv("SHOTFLOW_TEST_CRASH_AFTER_COMMIT") == "1" {
 		// Crash tests only: die like a killed process right after an order's commit, before its
 		// workflow start, to show the outbox leaves nothing stranded.
-		a.Intake.AfterCommit = func() { _ = syscall.Kill(os.Getpid(), syscall.SIGKILL) }
+		a.Engine.AfterCommit = func() { _ = syscall.Kill(os.Getpid(), syscall.SIGKILL) }
 	}
 	return a.ServeHTTP(ctx, func(addr net.Addr) {
 		a.Log.Info("API listening", zap.String("addr", addr.String()), zap.String("public_base_url", a.Config.PublicBaseURL))

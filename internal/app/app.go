@@ -29,7 +29,6 @@ import (
 	"github.com/shotflow/shotflow/internal/config"
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/imageprep"
-	"github.com/shotflow/shotflow/internal/intake"
 	"github.com/shotflow/shotflow/internal/metrics"
 	"github.com/shotflow/shotflow/internal/ratelimit"
 	"github.com/shotflow/shotflow/internal/reference"
@@ -57,7 +56,7 @@ type App struct {
 	Signer    *urlsign.Signer
 	Box       *secrets.Box
 	Limiter   ratelimit.Limiter
-	Intake    *intake.Starter
+	Engine    *engine.Engine
 	Metrics   *metrics.Metrics
 
 	closers []func() error
@@ -134,7 +133,7 @@ func Open(ctx context.Context, cfg config.Config, log *zap.Logger) (*App, error)
 		return nil, err
 	}
 	a.closers = append(a.closers, func() error { a.Temporal.Close(); return nil })
-	a.Intake = &intake.Starter{
+	a.Engine = &engine.Engine{
 		DB: db, Temporal: a.Temporal, TaskQueue: cfg.TemporalTaskQueue, Log: log,
 		JobStartDeadline: cfg.JobStartDeadline, MaxConcurrentJobs: cfg.OrderMaxConcurrentJobs,
 		JobOptions: workflows.JobOptions{InputWait: cfg.InputWaitTimeout}, Metrics: a.Metrics,
@@ -213,14 +212,13 @@ func (a *App) Close() {
 
 // Handler returns the HTTP handler of the API.
 func (a *App) Handler() http.Handler {
-	eng := engine.New(a.Intake) // one per process: both APIs share its state (generator liveness)
 	p := &plugin.Handler{
-		DB: a.DB, Intake: a.Intake, Engine: eng, Blobs: a.Blobs, Signer: a.Signer, Generator: a.Generator, Limiter: a.Limiter,
+		DB: a.DB, Engine: a.Engine, Blobs: a.Blobs, Signer: a.Signer, Generator: a.Generator, Limiter: a.Limiter,
 		Log: a.Log, DocsURL: a.Config.EffectiveDocsURL(), DefaultRateLimit: a.Config.RateLimitPerMinute,
 		DownloadTTL: a.Config.DownloadURLTTL, UploadTTL: a.Config.UploadURLTTL, SubProcessors: a.subProcessors(),
 		Secrets: a.Box,
 	}
-	x := &external.Handler{DB: a.DB, Intake: a.Intake, Engine: eng, Blobs: a.Blobs, Generator: a.Generator, Limiter: a.Limiter, Signer: a.Signer, Log: a.Log, DownloadTTL: a.Config.DownloadURLTTL}
+	x := &external.Handler{DB: a.DB, Engine: a.Engine, Blobs: a.Blobs, Generator: a.Generator, Limiter: a.Limiter, Signer: a.Signer, Log: a.Log, DownloadTTL: a.Config.DownloadURLTTL}
 	return api.NewRouter(api.Deps{DB: a.DB, Blobs: a.Blobs, Signer: a.Signer, Log: a.Log, Ready: a.Ready, External: x,
 		RequestTimeout: a.Config.RequestTimeout, UploadTimeout: a.Config.UploadTimeout, Metrics: a.Metrics}, p)
 }
@@ -363,7 +361,7 @@ func (a *App) RunWorker(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		a.Intake.Sweep(sweepCtx, a.Config.OutboxSweepInterval, a.Config.OutboxStartAfter)
+		a.Engine.Sweep(sweepCtx, a.Config.OutboxSweepInterval, a.Config.OutboxStartAfter)
 	}()
 	purged := make(chan struct{})
 	go func() {

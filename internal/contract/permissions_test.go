@@ -20,7 +20,7 @@ import (
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/blobstore"
 	"github.com/shotflow/shotflow/internal/contract"
-	"github.com/shotflow/shotflow/internal/intake"
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/ratelimit"
 	"github.com/shotflow/shotflow/internal/secrets"
 	"github.com/shotflow/shotflow/internal/testdb"
@@ -123,7 +123,7 @@ func newServer(t *testing.T, rateLimit int) *server {
 	}
 	signer := urlsign.New([]byte("0123456789abcdef0123456789abcdef"), "http://example.test")
 	h := &plugin.Handler{
-		DB: db, Intake: &intake.Starter{DB: db, Log: zap.NewNop()}, Blobs: blobs, Signer: signer,
+		DB: db, Engine: &engine.Engine{DB: db, Log: zap.NewNop()}, Blobs: blobs, Signer: signer,
 		Generator: generate.MustNewRegistry(catalog, map[string]generate.Provider{"local": local.Provider{}}),
 		Limiter:   ratelimit.NewMemory(time.Now), Log: zap.NewNop(), DocsURL: "https://docs.example.test",
 		DefaultRateLimit: rateLimit, DownloadTTL: 168 * time.Hour, UploadTTL: 2 * time.Hour, Secrets: box,

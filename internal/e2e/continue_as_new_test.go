@@ -21,7 +21,7 @@ func TestLargeOrderContinuesAsNew(t *testing.T) {
 		c.OrderMaxConcurrentJobs = 2
 		c.RenderLongEdge = 64
 	}})
-	env.App.Intake.ContinueAsNewAfter = 2
+	env.App.Engine.ContinueAsNewAfter = 2
 	tenant := env.NewTenant(t, 10)
 	api := &client{t: t, base: env.BaseURL + plugin.Base, key: tenant.PluginKey}
 	registerPackshot(t, env, api, "jug", packshotPNG(t))

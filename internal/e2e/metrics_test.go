@@ -12,8 +12,8 @@ import (
 	"github.com/shotflow/shotflow/api/external"
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/config"
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/errorcat"
-	"github.com/shotflow/shotflow/internal/intake"
 	"github.com/shotflow/shotflow/internal/metrics"
 	"github.com/shotflow/shotflow/internal/metrics/metricstest"
 	"github.com/shotflow/shotflow/internal/testenv"
@@ -79,7 +79,7 @@ func TestMetricsCountARealOrder(t *testing.T) {
 		c.SimProvider = true
 		c.WebhookAllowPrivateNetworks = true
 	}})
-	env.App.Intake.JobOptions.Retry = workflows.RetrySchedule{Delays: []time.Duration{300 * time.Millisecond}, MaxAttempts: 4, MaxTotal: time.Minute}
+	env.App.Engine.JobOptions.Retry = workflows.RetrySchedule{Delays: []time.Duration{300 * time.Millisecond}, MaxAttempts: 4, MaxTotal: time.Minute}
 	tenant := env.NewTenant(t, 50)
 	api := &client{t: t, base: env.BaseURL + plugin.Base, key: tenant.PluginKey}
 	receiver, _ := useReceiver(t, env, tenant)
@@ -212,7 +212,7 @@ func TestOutboxSweepCountsTheOrdersItStarts(t *testing.T) {
 	before := metricstest.Get(t, workerURL)
 
 	crashing := *env.App
-	crashing.Intake = &intake.Starter{DB: env.DB, Temporal: lostStarts{env.App.Temporal}, TaskQueue: env.Config.TemporalTaskQueue, Log: env.App.Log}
+	crashing.Engine = &engine.Engine{DB: env.DB, Temporal: lostStarts{env.App.Temporal}, TaskQueue: env.Config.TemporalTaskQueue, Log: env.App.Log}
 	srv := httptest.NewServer(crashing.Handler())
 	defer srv.Close()
 	ext := externalClient(t, env, tenant)

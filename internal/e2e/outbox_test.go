@@ -13,7 +13,7 @@ import (
 	temporalclient "go.temporal.io/sdk/client"
 
 	"github.com/shotflow/shotflow/api/plugin"
-	"github.com/shotflow/shotflow/internal/intake"
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/testenv"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/workflows"
@@ -38,7 +38,7 @@ func TestOrderWhoseWorkflowStartWasLostIsStartedBySweeper(t *testing.T) {
 
 	// An API process whose Temporal connection dies between the commit and the start.
 	crashing := *env.App
-	crashing.Intake = &intake.Starter{DB: env.DB, Temporal: lostStarts{env.App.Temporal}, TaskQueue: env.Config.TemporalTaskQueue, Log: env.App.Log}
+	crashing.Engine = &engine.Engine{DB: env.DB, Temporal: lostStarts{env.App.Temporal}, TaskQueue: env.Config.TemporalTaskQueue, Log: env.App.Log}
 	srv := httptest.NewServer(crashing.Handler())
 	defer srv.Close()
 	crashed := &client{t: t, base: srv.URL + plugin.Base, key: tenant.PluginKey}
@@ -64,11 +64,11 @@ func TestOrderWhoseWorkflowStartWasLostIsStartedBySweeper(t *testing.T) {
 	}
 
 	// The sweeper (here called directly instead of waiting for its ticker) starts it exactly once.
-	started, err := env.App.Intake.StartPending(ctx, 0, 10)
+	started, err := env.App.Engine.StartPending(ctx, 0, 10)
 	if err != nil || started != 1 {
 		t.Fatalf("StartPending = %d, %v; want 1", started, err)
 	}
-	if again, err := env.App.Intake.StartPending(ctx, 0, 10); err != nil || again != 0 {
+	if again, err := env.App.Engine.StartPending(ctx, 0, 10); err != nil || again != 0 {
 		t.Fatalf("second sweep started %d (%v); want 0", again, err)
 	}
 	for _, id := range session.Subjects[0].JobIDs {
@@ -79,7 +79,7 @@ func TestOrderWhoseWorkflowStartWasLostIsStartedBySweeper(t *testing.T) {
 		})
 	}
 	// A start racing an already started order is harmless: it is recorded, not repeated.
-	if err := env.App.Intake.Start(ctx, &order, nil); err != nil {
+	if err := env.App.Engine.Start(ctx, &order, nil); err != nil {
 		t.Fatalf("starting an already started order: %v", err)
 	}
 	var me plugin.MeResponse
@@ -97,7 +97,7 @@ func TestUploadWhosePreparationStartWasLostIsPreparedBySweeper(t *testing.T) {
 	env := testenv.New(t, temporalServer, testenv.Options{})
 	tenant := env.NewTenant(t, 5)
 	crashing := *env.App
-	crashing.Intake = &intake.Starter{DB: env.DB, Temporal: lostStarts{env.App.Temporal}, TaskQueue: env.Config.TemporalTaskQueue, Log: env.App.Log}
+	crashing.Engine = &engine.Engine{DB: env.DB, Temporal: lostStarts{env.App.Temporal}, TaskQueue: env.Config.TemporalTaskQueue, Log: env.App.Log}
 	srv := httptest.NewServer(crashing.Handler())
 	defer srv.Close()
 	crashed := &client{t: t, base: srv.URL + plugin.Base, key: tenant.PluginKey}
@@ -113,10 +113,10 @@ func TestUploadWhosePreparationStartWasLostIsPreparedBySweeper(t *testing.T) {
 	if _, err := env.App.Temporal.DescribeWorkflowExecution(ctx, workflows.PrepareInputWorkflowID(id), ""); !errors.As(err, &notFound) {
 		t.Fatalf("a preparation exists although its start was lost: %v", err)
 	}
-	if n, err := env.App.Intake.StartPendingPreparations(ctx, time.Hour, 10); err != nil || n != 0 {
+	if n, err := env.App.Engine.StartPendingPreparations(ctx, time.Hour, 10); err != nil || n != 0 {
 		t.Fatalf("a sweep before the threshold started %d (%v)", n, err)
 	}
-	if n, err := env.App.Intake.StartPendingPreparations(ctx, 0, 10); err != nil || n != 1 {
+	if n, err := env.App.Engine.StartPendingPreparations(ctx, 0, 10); err != nil || n != 1 {
 		t.Fatalf("StartPendingPreparations = %d, %v; want 1", n, err)
 	}
 	if err := env.App.Temporal.GetWorkflow(ctx, workflows.PrepareInputWorkflowID(id), "").Get(ctx, nil); err != nil {
@@ -126,7 +126,7 @@ func TestUploadWhosePreparationStartWasLostIsPreparedBySweeper(t *testing.T) {
 	if err := env.DB.Take(&asset, "id = ?", id).Error; err != nil || asset.Status != models.AssetReady || asset.ThumbnailBlobKey == "" {
 		t.Fatalf("asset after the sweep = %+v, %v", asset, err)
 	}
-	if n, err := env.App.Intake.StartPendingPreparations(ctx, 0, 10); err != nil || n != 0 {
+	if n, err := env.App.Engine.StartPendingPreparations(ctx, 0, 10); err != nil || n != 0 {
 		t.Fatalf("a ready upload was swept again: %d (%v)", n, err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/config"
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/errorcat"
 	"github.com/shotflow/shotflow/internal/support"
 	"github.com/shotflow/shotflow/internal/testenv"
@@ -89,7 +90,7 @@ func TestSupportRetriesAFailedJobAsANewRun(t *testing.T) {
 	}
 
 	fixCause(t, env, jobID)
-	res, err := support.RetryJob(ctx, env.App.Intake, ui, support.RetryRequest{JobID: jobID, Actor: "e2e-support", Reason: "policy rule fixed"})
+	res, err := support.RetryJob(ctx, env.App.Engine, ui, support.RetryRequest{JobID: jobID, Actor: "e2e-support", Reason: "policy rule fixed"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +185,7 @@ func TestSupportRetriesAFailedJobAsANewRun(t *testing.T) {
 	}
 
 	// A completed job is not run again.
-	if _, err := support.RetryJob(ctx, env.App.Intake, ui, support.RetryRequest{JobID: jobID, Actor: "e2e-support"}); !errors.Is(err, support.ErrNotRetryable) {
+	if _, err := support.RetryJob(ctx, env.App.Engine, ui, support.RetryRequest{JobID: jobID, Actor: "e2e-support"}); !errors.Is(err, support.ErrNotRetryable) {
 		t.Fatalf("retry of a completed job = %v", err)
 	}
 
@@ -217,9 +218,9 @@ func TestSweeperStartsAReRunWhoseStartWasLost(t *testing.T) {
 
 	jobID, orderID := failedJob(t, env, api, "kettle")
 	fixCause(t, env, jobID)
-	crashing := *env.App.Intake
-	crashing.Temporal = lostStarts{env.App.Temporal}
-	res, err := support.RetryJob(ctx, &crashing, ui, support.RetryRequest{JobID: jobID, Actor: "e2e-support"})
+	crashing := &engine.Engine{DB: env.DB, Temporal: lostStarts{env.App.Temporal}, TaskQueue: env.Config.TemporalTaskQueue,
+		Log: env.App.Log, JobOptions: env.App.Engine.JobOptions}
+	res, err := support.RetryJob(ctx, crashing, ui, support.RetryRequest{JobID: jobID, Actor: "e2e-support"})
 	if err != nil || res.WorkflowStarted || res.StartError == "" || res.Run != 2 {
 		t.Fatalf("retry with a lost start = %+v, %v", res, err)
 	}
@@ -232,10 +233,10 @@ func TestSweeperStartsAReRunWhoseStartWasLost(t *testing.T) {
 	}
 
 	// The sweeper (called directly instead of waiting for its ticker) starts the run exactly once.
-	if n, err := env.App.Intake.StartPendingRuns(ctx, 0, 10); err != nil || n != 1 {
+	if n, err := env.App.Engine.StartPendingRuns(ctx, 0, 10); err != nil || n != 1 {
 		t.Fatalf("StartPendingRuns = %d, %v; want 1", n, err)
 	}
-	if n, err := env.App.Intake.StartPendingRuns(ctx, 0, 10); err != nil || n != 0 {
+	if n, err := env.App.Engine.StartPendingRuns(ctx, 0, 10); err != nil || n != 0 {
 		t.Fatalf("second sweep started %d, %v; want 0", n, err)
 	}
 	waitCompleted(t, api, jobID)
@@ -248,7 +249,7 @@ func TestSweeperStartsAReRunWhoseStartWasLost(t *testing.T) {
 	}
 	// Starting it once more, as a racing sweeper would, is harmless.
 	j, _ := models.GetJob(env.DB, jobID)
-	if err := env.App.Intake.StartJobRun(ctx, j); err != nil {
+	if err := env.App.Engine.StartJobRun(ctx, j); err != nil {
 		t.Fatalf("starting a finished run again: %v", err)
 	}
 	assertCreditInvariants(t, env.DB, tenant.AccountID)

@@ -59,7 +59,7 @@ type CancelOutcome struct {
 // KindNotFound. The wait for the Update is bounded by its decision horizon, not by ctx's
 // cancellation, so a caller's own timeout can never turn an accepted cancel into a refusal.
 func (e *Engine) CancelJob(ctx context.Context, req CancelRequest) (CancelOutcome, error) {
-	db := e.db().WithContext(ctx)
+	db := e.DB.WithContext(ctx)
 	var j models.Job
 	err := db.Where("id = ? AND installation_id = ?", req.JobID, req.InstallationID).Take(&j).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -81,7 +81,7 @@ func (e *Engine) CancelJob(ctx context.Context, req CancelRequest) (CancelOutcom
 		if err := db.Where("order_id = ?", order.ID).Order("position").Find(&jobs).Error; err != nil {
 			return CancelOutcome{}, err
 		}
-		if err := e.Intake.Start(ctx, &order, jobs); err != nil {
+		if err := e.Start(ctx, &order, jobs); err != nil {
 			return CancelOutcome{}, unavailable("The job was not cancelled: the workflow engine cannot be reached. The job stays as it is; try again shortly.", retryCancelAfter, err)
 		}
 	}
@@ -132,7 +132,7 @@ func (e *Engine) requestCancel(ctx context.Context, orderID, jobID, requestID st
 	}
 	for {
 		hctx, cancel := context.WithDeadline(ctx, horizon)
-		handle, err := e.temporal().UpdateWorkflow(hctx, opts)
+		handle, err := e.Temporal.UpdateWorkflow(hctx, opts)
 		cancel()
 		var appErr *temporal.ApplicationError
 		var notFound *serviceerror.NotFound

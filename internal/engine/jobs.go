@@ -21,7 +21,7 @@ const (
 // another installation.
 func (e *Engine) FindJob(ctx context.Context, installationID, jobID string) (*models.Job, error) {
 	var j models.Job
-	err := e.db().WithContext(ctx).Where("id = ? AND installation_id = ?", jobID, installationID).Take(&j).Error
+	err := e.DB.WithContext(ctx).Where("id = ? AND installation_id = ?", jobID, installationID).Take(&j).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, refuse(KindNotFound, "", "", "No job with this ID.")
 	}
@@ -43,7 +43,7 @@ func (e *Engine) RefreshOutputs(ctx context.Context, installationID, jobID strin
 	if j.Status != models.JobCompleted {
 		return nil, nil, refuse(KindConflict, ReasonJobNotCompleted, "", "The job is %s; download URLs exist only for a completed job.", j.Status)
 	}
-	outs, err := models.JobOutputs(e.db().WithContext(ctx), j.ID)
+	outs, err := models.JobOutputs(e.DB.WithContext(ctx), j.ID)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -80,7 +80,7 @@ func (e *Engine) RateJob(ctx context.Context, installationID, jobID, voting stri
 	if j.Status != models.JobCompleted {
 		return refuse(KindConflict, ReasonJobNotCompleted, "", "The job is %s; only a completed job can be accepted or rejected.", j.Status)
 	}
-	err = e.db().WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err = e.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		return applyRating(tx, j, voting, time.Now().UTC())
 	})
 	if errors.Is(err, errCandidatePurged) {

@@ -33,8 +33,8 @@ func (e *Engine) GeneratorLive(ctx context.Context, provider string) (bool, erro
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	queue := workflows.GenerateTaskQueue(e.Intake.TaskQueue, provider)
-	res, err := e.temporal().DescribeTaskQueue(ctx, queue, enumspb.TASK_QUEUE_TYPE_ACTIVITY)
+	queue := workflows.GenerateTaskQueue(e.TaskQueue, provider)
+	res, err := e.Temporal.DescribeTaskQueue(ctx, queue, enumspb.TASK_QUEUE_TYPE_ACTIVITY)
 	if err != nil {
 		return false, fmt.Errorf("describe task queue %s: %w", queue, err)
 	}

@@ -12,8 +12,8 @@ import (
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/errorcat"
-	"github.com/shotflow/shotflow/internal/intake"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/workflows"
 )
@@ -61,8 +61,8 @@ func (f *fakeTemporal) count() int {
 
 var jobOptions = workflows.JobOptions{InputWait: 7 * time.Minute}
 
-func newStarter(db *gorm.DB, tc client.Client) *intake.Starter {
-	return &intake.Starter{DB: db, Temporal: tc, TaskQueue: "support-test", Log: zap.NewNop(), JobOptions: jobOptions}
+func newStarter(db *gorm.DB, tc client.Client) *engine.Engine {
+	return &engine.Engine{DB: db, Temporal: tc, TaskQueue: "support-test", Log: zap.NewNop(), JobOptions: jobOptions}
 }
 
 // tenant is an account with one installation.
@@ -88,7 +88,7 @@ func newTenant(t *testing.T, db *gorm.DB, credits int64) tenant {
 
 // submit accepts an order of one job per product reference, each costing cost, through intake
 // like the API does (the order's workflow start goes to the fake).
-func submit(t *testing.T, s *intake.Starter, tn tenant, cost int64, refs ...string) (models.Order, []models.Job) {
+func submit(t *testing.T, s *engine.Engine, tn tenant, cost int64, refs ...string) (models.Order, []models.Job) {
 	t.Helper()
 	order := models.Order{ID: models.NewID(), AccountID: tn.accountID, InstallationID: &tn.installationID, API: models.APIPlugin,
 		JobType: models.JobTypePhotoShoot, SessionConfig: models.JSON(`{}`)}

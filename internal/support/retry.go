@@ -9,7 +9,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/shotflow/shotflow/internal/intake"
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/workflows"
 )
@@ -47,7 +47,7 @@ type RetryResult struct {
 // A job in any other status is refused with ErrNotRetryable, a short balance with
 // models.ErrInsufficientCredits; in both cases nothing changes. A failed workflow start is not an
 // error: the run is committed, the result says so, and intake's sweeper starts it.
-func RetryJob(ctx context.Context, s *intake.Starter, ui UI, req RetryRequest) (RetryResult, error) {
+func RetryJob(ctx context.Context, s *engine.Engine, ui UI, req RetryRequest) (RetryResult, error) {
 	actor := strings.TrimSpace(req.Actor)
 	if actor == "" {
 		return RetryResult{}, errors.New("retry: an actor is required for the audit trail")

@@ -14,8 +14,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/activities"
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/errorcat"
-	"github.com/shotflow/shotflow/internal/intake"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/workflows"
 )
@@ -176,7 +176,7 @@ type RedriveResult struct {
 // counters move. Settle then tells the order's workflow, if it still waits, and sends the
 // job.failed webhook (acts records it). Rerun instead runs the job again with RetryJob, which adds
 // its own audit row (action retry) and reserves the credits of the new run.
-func RedriveJob(ctx context.Context, s *intake.Starter, acts *activities.Activities, ui UI, req RedriveRequest) (RedriveResult, error) {
+func RedriveJob(ctx context.Context, s *engine.Engine, acts *activities.Activities, ui UI, req RedriveRequest) (RedriveResult, error) {
 	actor := strings.TrimSpace(req.Actor)
 	if actor == "" {
 		return RedriveResult{}, errors.New("redrive: an actor is required for the audit trail")
@@ -261,7 +261,7 @@ func signalOrder(ctx context.Context, tc client.Client, j *models.Job) error {
 // sendJobWebhook records the webhook of a job run that ended outside its workflow and starts its
 // delivery, as JobWorkflow does (workflows.NotifyJobEnded); it returns the delivery ID, or "" when
 // the job's installation has no callback URL.
-func sendJobWebhook(ctx context.Context, s *intake.Starter, acts *activities.Activities, jobID string, run int) (string, error) {
+func sendJobWebhook(ctx context.Context, s *engine.Engine, acts *activities.Activities, jobID string, run int) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	rec, err := acts.RecordJobWebhook(ctx, activities.RecordWebhookInput{JobID: jobID, Run: run})

@@ -1,4 +1,4 @@
-// Package intake accepts orders for both APIs: it creates the order and its jobs and reserves their
+// Intake: the engine accepts orders for both APIs: it creates the order and its jobs and reserves their
 // credits in one database transaction, then starts the order's workflow.
 //
 // The pattern is a transactional outbox. An order row whose workflow_started_at is NULL is an
@@ -12,7 +12,7 @@
 // A job that support staff run again (internal/support) follows the same pattern: the new run and
 // its reservation are committed with run_started_at NULL, StartJobRun starts its workflow, and the
 // Sweeper starts any run whose start was lost.
-package intake
+package engine
 
 import (
 	"context"
@@ -32,8 +32,9 @@ import (
 	"github.com/shotflow/shotflow/workflows"
 )
 
-// Starter starts order workflows.
-type Starter struct {
+// Engine runs the use cases both APIs share over the database and Temporal: accepting orders
+// (this file), cancelling, rating and refreshing jobs, and generator liveness.
+type Engine struct {
 	DB        *gorm.DB
 	Temporal  client.Client
 	TaskQueue string
@@ -52,24 +53,26 @@ type Starter struct {
 	AfterCommit func()
 	// Metrics counts accepted orders and the workflows the Sweeper starts; nil counts nothing.
 	Metrics *metrics.Metrics
+
+	live liveness // providers recently seen with an active generator
 }
 
 // Submit creates the order and its jobs, reserves their credits, and starts the workflow. It
 // returns models.ErrInsufficientCredits (and creates nothing) when the balance is short. A failed
 // workflow start is not an error for the caller: the order is committed and the Sweeper starts it.
-func (s *Starter) Submit(ctx context.Context, order *models.Order, jobs []models.Job) error {
-	return s.SubmitWith(ctx, order, jobs, nil)
+func (e *Engine) Submit(ctx context.Context, order *models.Order, jobs []models.Job) error {
+	return e.SubmitWith(ctx, order, jobs, nil)
 }
 
 // SubmitWith is Submit that also runs inTx, when not nil, inside the order's transaction after the
 // reservation (order.CreditsReserved is set): an error from it rolls the order, its jobs and the
 // reservation back and is returned, and nothing is started. The API records an Idempotency-Key's
 // answer this way, atomically with the order it names.
-func (s *Starter) SubmitWith(ctx context.Context, order *models.Order, jobs []models.Job, inTx func(tx *gorm.DB) error) error {
-	if err := s.Commit(ctx, order, jobs, inTx); err != nil {
+func (e *Engine) SubmitWith(ctx context.Context, order *models.Order, jobs []models.Job, inTx func(tx *gorm.DB) error) error {
+	if err := e.Commit(ctx, order, jobs, inTx); err != nil {
 		return err
 	}
-	s.StartCommitted(ctx, order, jobs)
+	e.StartCommitted(ctx, order, jobs)
 	return nil
 }
 
@@ -77,7 +80,7 @@ func (s *Starter) SubmitWith(ctx context.Context, order *models.Order, jobs []mo
 // inTx) are committed but the workflow is not started. Call StartCommitted next; should the caller
 // die first, the Sweeper starts it. POST /jobs/batch commits all its sessions this way before
 // starting their workflows together.
-func (s *Starter) Commit(ctx context.Context, order *models.Order, jobs []models.Job, inTx func(tx *gorm.DB) error) error {
+func (e *Engine) Commit(ctx context.Context, order *models.Order, jobs []models.Job, inTx func(tx *gorm.DB) error) error {
 	now := time.Now().UTC()
 	order.CreatedAt, order.UpdatedAt = now, now
 	order.Status = models.OrderInProgress
@@ -89,7 +92,7 @@ func (s *Starter) Commit(ctx context.Context, order *models.Order, jobs []models
 			jobs[i].Run = 1
 		}
 	}
-	err := s.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := e.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Create(order).Error; err != nil {
 			return err
 		}
@@ -110,32 +113,32 @@ func (s *Starter) Commit(ctx context.Context, order *models.Order, jobs []models
 		return nil
 	})
 	if err == nil {
-		s.Metrics.OrderAccepted(order.API, order.JobType, len(jobs), order.CreditsReserved)
+		e.Metrics.OrderAccepted(order.API, order.JobType, len(jobs), order.CreditsReserved)
 	}
 	return err
 }
 
 // StartCommitted starts the workflow of an order that Commit committed. A failure is logged, not
 // returned: the order is committed, so it only delays the start until the Sweeper makes it.
-func (s *Starter) StartCommitted(ctx context.Context, order *models.Order, jobs []models.Job) {
-	if s.AfterCommit != nil {
-		s.AfterCommit()
+func (e *Engine) StartCommitted(ctx context.Context, order *models.Order, jobs []models.Job) {
+	if e.AfterCommit != nil {
+		e.AfterCommit()
 	}
 	// The order is committed: from here on a failure only delays the start. A client that hangs up
 	// must not cancel the start either.
 	startCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := s.Start(startCtx, order, jobs); err != nil {
-		s.Log.Warn("order workflow not started yet; the sweeper will start it",
+	if err := e.Start(startCtx, order, jobs); err != nil {
+		e.Log.Warn("order workflow not started yet; the sweeper will start it",
 			zap.String("order_id", order.ID), zap.Error(err))
 	}
 }
 
 // Start starts the order's workflow (tolerating one that already exists) and records the start.
-func (s *Starter) Start(ctx context.Context, order *models.Order, jobs []models.Job) error {
+func (e *Engine) Start(ctx context.Context, order *models.Order, jobs []models.Job) error {
 	in := workflows.OrderInput{
 		OrderID: order.ID, AccountID: order.AccountID, JobType: order.JobType,
-		MaxConcurrentJobs: s.MaxConcurrentJobs, JobOptions: s.JobOptions, ContinueAsNewAfter: s.ContinueAsNewAfter,
+		MaxConcurrentJobs: e.MaxConcurrentJobs, JobOptions: e.JobOptions, ContinueAsNewAfter: e.ContinueAsNewAfter,
 	}
 	if order.InstallationID != nil {
 		in.InstallationID = *order.InstallationID
@@ -145,14 +148,14 @@ func (s *Starter) Start(ctx context.Context, order *models.Order, jobs []models.
 			continue
 		}
 		ref := workflows.JobRef{JobID: j.ID, Run: j.Run, ProductRef: j.ProductRef, ProductLabel: j.ProductLabel, Provider: j.Provider()}
-		if s.JobStartDeadline > 0 {
-			ref.ExpiresAt = j.CreatedAt.Add(s.JobStartDeadline)
+		if e.JobStartDeadline > 0 {
+			ref.ExpiresAt = j.CreatedAt.Add(e.JobStartDeadline)
 		}
 		in.Jobs = append(in.Jobs, ref)
 	}
-	_, err := s.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+	_, err := e.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:        workflows.OrderWorkflowID(order.ID),
-		TaskQueue: s.TaskQueue,
+		TaskQueue: e.TaskQueue,
 		// An order runs once. Rejecting reuse makes a second start (the sweeper racing the API, or
 		// a retried start) fail instead of running the order twice.
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
@@ -164,7 +167,7 @@ func (s *Starter) Start(ctx context.Context, order *models.Order, jobs []models.
 	if err != nil && !errors.As(err, &already) {
 		return fmt.Errorf("start order workflow: %w", err)
 	}
-	return s.DB.WithContext(ctx).Model(&models.Order{}).
+	return e.DB.WithContext(ctx).Model(&models.Order{}).
 		Where("id = ? AND workflow_started_at IS NULL", order.ID).
 		Update("workflow_started_at", time.Now().UTC()).Error
 }
@@ -181,23 +184,23 @@ func orderMemo(order *models.Order, jobs int) map[string]any {
 
 // StartPending starts the workflows of orders committed more than olderThan ago whose start was
 // never recorded, and returns how many it started.
-func (s *Starter) StartPending(ctx context.Context, olderThan time.Duration, limit int) (int, error) {
+func (e *Engine) StartPending(ctx context.Context, olderThan time.Duration, limit int) (int, error) {
 	var orders []models.Order
 	cutoff := time.Now().UTC().Add(-olderThan)
-	if err := s.DB.WithContext(ctx).Where("workflow_started_at IS NULL AND created_at <= ?", cutoff).
+	if err := e.DB.WithContext(ctx).Where("workflow_started_at IS NULL AND created_at <= ?", cutoff).
 		Order("created_at").Limit(limit).Find(&orders).Error; err != nil {
 		return 0, err
 	}
 	started := 0
 	for i := range orders {
 		var jobs []models.Job
-		if err := s.DB.WithContext(ctx).Where("order_id = ?", orders[i].ID).Order("position").Find(&jobs).Error; err != nil {
+		if err := e.DB.WithContext(ctx).Where("order_id = ?", orders[i].ID).Order("position").Find(&jobs).Error; err != nil {
 			return started, err
 		}
-		if err := s.Start(ctx, &orders[i], jobs); err != nil {
+		if err := e.Start(ctx, &orders[i], jobs); err != nil {
 			return started, err
 		}
-		s.Log.Info("started order workflow left pending", zap.String("order_id", orders[i].ID))
+		e.Log.Info("started order workflow left pending", zap.String("order_id", orders[i].ID))
 		started++
 	}
 	return started, nil
@@ -207,7 +210,7 @@ func (s *Starter) StartPending(ctx context.Context, olderThan time.Duration, lim
 // operator re-ran the job, see internal/support), tolerating one that already exists, and records
 // the start in run_started_at. The run's workflow ID carries the run number and reuse is
 // rejected, so a run executes once however often it is started.
-func (s *Starter) StartJobRun(ctx context.Context, j *models.Job) error {
+func (e *Engine) StartJobRun(ctx context.Context, j *models.Job) error {
 	attrs := []temporal.SearchAttributeUpdate{
 		workflows.SAAccountID.ValueSet(j.AccountID), workflows.SAOrderID.ValueSet(j.OrderID),
 		workflows.SAJobType.ValueSet(j.JobType), workflows.SAJobStatus.ValueSet(models.JobPending),
@@ -215,38 +218,38 @@ func (s *Starter) StartJobRun(ctx context.Context, j *models.Job) error {
 	if j.InstallationID != nil {
 		attrs = append(attrs, workflows.SAInstallationID.ValueSet(*j.InstallationID))
 	}
-	_, err := s.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+	_, err := e.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       workflows.JobWorkflowID(j.ID, j.Run),
-		TaskQueue:                s.TaskQueue,
+		TaskQueue:                e.TaskQueue,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		TypedSearchAttributes:    temporal.NewSearchAttributes(attrs...),
 		Memo:                     map[string]any{"product_ref": j.ProductRef, "product_label": j.ProductLabel},
-	}, workflows.JobWorkflow, workflows.JobInput{JobID: j.ID, Run: j.Run, OrderID: j.OrderID, Options: s.JobOptions, Provider: j.Provider()})
+	}, workflows.JobWorkflow, workflows.JobInput{JobID: j.ID, Run: j.Run, OrderID: j.OrderID, Options: e.JobOptions, Provider: j.Provider()})
 	var already *serviceerror.WorkflowExecutionAlreadyStarted
 	if err != nil && !errors.As(err, &already) {
 		return fmt.Errorf("start job workflow: %w", err)
 	}
-	return s.DB.WithContext(ctx).Model(&models.Job{}).
+	return e.DB.WithContext(ctx).Model(&models.Job{}).
 		Where("id = ? AND run = ? AND run_started_at IS NULL", j.ID, j.Run).
 		Update("run_started_at", time.Now().UTC()).Error
 }
 
 // StartPendingRuns starts the workflows of job re-runs (run > 1, still pending) committed more than
 // olderThan ago whose start was never recorded, and returns how many it started.
-func (s *Starter) StartPendingRuns(ctx context.Context, olderThan time.Duration, limit int) (int, error) {
+func (e *Engine) StartPendingRuns(ctx context.Context, olderThan time.Duration, limit int) (int, error) {
 	var jobs []models.Job
 	cutoff := time.Now().UTC().Add(-olderThan)
-	if err := s.DB.WithContext(ctx).
+	if err := e.DB.WithContext(ctx).
 		Where("run > 1 AND run_started_at IS NULL AND status = ? AND updated_at <= ?", models.JobPending, cutoff).
 		Order("updated_at").Limit(limit).Find(&jobs).Error; err != nil {
 		return 0, err
 	}
 	for i := range jobs {
-		if err := s.StartJobRun(ctx, &jobs[i]); err != nil {
+		if err := e.StartJobRun(ctx, &jobs[i]); err != nil {
 			return i, err
 		}
-		s.Log.Info("started job run left pending", zap.String("job_id", jobs[i].ID), zap.Int("run", jobs[i].Run))
+		e.Log.Info("started job run left pending", zap.String("job_id", jobs[i].ID), zap.Int("run", jobs[i].Run))
 	}
 	return len(jobs), nil
 }
@@ -254,10 +257,10 @@ func (s *Starter) StartPendingRuns(ctx context.Context, olderThan time.Duration,
 // StartPrepare starts the PrepareInputWorkflow of an upload whose bytes are stored (status
 // processing), joining one that is already running. A finished preparation may run again: it
 // changes nothing unless the asset is back in processing.
-func (s *Starter) StartPrepare(ctx context.Context, asset *models.Asset) error {
-	_, err := s.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+func (e *Engine) StartPrepare(ctx context.Context, asset *models.Asset) error {
+	_, err := e.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       workflows.PrepareInputWorkflowID(asset.ID),
-		TaskQueue:                s.TaskQueue,
+		TaskQueue:                e.TaskQueue,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		TypedSearchAttributes:    temporal.NewSearchAttributes(workflows.SAAccountID.ValueSet(asset.AccountID)),
@@ -272,16 +275,16 @@ func (s *Starter) StartPrepare(ctx context.Context, asset *models.Asset) error {
 // StartPendingPreparations starts the preparation of uploads left in processing for more than
 // olderThan (the API died between storing the bytes and starting the workflow, or Temporal was
 // unreachable), and returns how many it started.
-func (s *Starter) StartPendingPreparations(ctx context.Context, olderThan time.Duration, limit int) (int, error) {
+func (e *Engine) StartPendingPreparations(ctx context.Context, olderThan time.Duration, limit int) (int, error) {
 	var assets []models.Asset
 	cutoff := time.Now().UTC().Add(-olderThan)
-	if err := s.DB.WithContext(ctx).Select("id", "account_id").
+	if err := e.DB.WithContext(ctx).Select("id", "account_id").
 		Where("status = ? AND updated_at <= ?", models.AssetProcessing, cutoff).
 		Order("updated_at").Limit(limit).Find(&assets).Error; err != nil {
 		return 0, err
 	}
 	for i := range assets {
-		if err := s.StartPrepare(ctx, &assets[i]); err != nil {
+		if err := e.StartPrepare(ctx, &assets[i]); err != nil {
 			return i, err
 		}
 	}
@@ -290,24 +293,24 @@ func (s *Starter) StartPendingPreparations(ctx context.Context, olderThan time.D
 
 // Sweep calls StartPending, StartPendingRuns and StartPendingPreparations every interval until ctx
 // ends, and counts what they started in Metrics.
-func (s *Starter) Sweep(ctx context.Context, interval, olderThan time.Duration) {
+func (e *Engine) Sweep(ctx context.Context, interval, olderThan time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		n, err := s.StartPending(ctx, olderThan, 100)
-		s.Metrics.OutboxSwept(metrics.OutboxOrder, n)
+		n, err := e.StartPending(ctx, olderThan, 100)
+		e.Metrics.OutboxSwept(metrics.OutboxOrder, n)
 		if err != nil && ctx.Err() == nil {
-			s.Log.Warn("order sweep", zap.Error(err))
+			e.Log.Warn("order sweep", zap.Error(err))
 		}
-		n, err = s.StartPendingRuns(ctx, olderThan, 100)
-		s.Metrics.OutboxSwept(metrics.OutboxJobRun, n)
+		n, err = e.StartPendingRuns(ctx, olderThan, 100)
+		e.Metrics.OutboxSwept(metrics.OutboxJobRun, n)
 		if err != nil && ctx.Err() == nil {
-			s.Log.Warn("job run sweep", zap.Error(err))
+			e.Log.Warn("job run sweep", zap.Error(err))
 		}
-		n, err = s.StartPendingPreparations(ctx, olderThan, 100)
-		s.Metrics.OutboxSwept(metrics.OutboxPreparation, n)
+		n, err = e.StartPendingPreparations(ctx, olderThan, 100)
+		e.Metrics.OutboxSwept(metrics.OutboxPreparation, n)
 		if err != nil && ctx.Err() == nil {
-			s.Log.Warn("input preparation sweep", zap.Error(err))
+			e.Log.Warn("input preparation sweep", zap.Error(err))
 		}
 		select {
 		case <-ctx.Done():
