@@ -1,14 +1,11 @@
 package plugin
 
 import (
-	"errors"
 	"net/http"
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"go.uber.org/zap"
 
-	"github.com/shotflow/shotflow/internal/support"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
 )
@@ -26,23 +23,13 @@ type RotateResponse struct {
 	PreviousSecretValidUntil time.Time `json:"previous_secret_valid_until"`
 }
 
-// replayWebhook starts a new run of the delivery's workflow: it sends the stored payload now,
-// with the same webhook-id and a new timestamp, and retries on the usual schedule if needed.
+// replayWebhook starts a new run of the delivery's workflow (engine.ReplayWebhook): it sends the
+// stored payload now, with the same webhook-id and a new timestamp, and retries on the usual
+// schedule if needed.
 func (h *Handler) replayWebhook(c *gin.Context) {
-	ctx := c.Request.Context()
-	d, err := models.FindWebhookDelivery(h.DB.WithContext(ctx), caller(c).Installation.ID, c.Param("delivery_id"))
-	if errors.Is(err, models.ErrNotFound) {
-		h.Fail(c, http.StatusNotFound, CodeNotFound, "No webhook delivery with this ID.")
-		return
-	}
+	d, err := h.Engine.ReplayWebhook(c.Request.Context(), caller(c).Installation.ID, c.Param("delivery_id"))
 	if err != nil {
-		h.internal(c, err)
-		return
-	}
-	// The same start as `shotflow admin webhooks replay`.
-	if err := support.StartWebhookReplay(ctx, h.Engine.Temporal, h.Engine.TaskQueue, d); err != nil {
-		h.Log.Warn("webhook replay not started", zap.String("delivery_id", d.ID), zap.Error(err))
-		h.Fail(c, http.StatusServiceUnavailable, CodeUnavailable, "The replay could not be queued; retry later.")
+		h.fail(c, err)
 		return
 	}
 	c.PureJSON(http.StatusAccepted, ReplayResponse{DeliveryID: d.ID, Status: "queued"})

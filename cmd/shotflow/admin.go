@@ -577,11 +577,11 @@ func (e *adminEnv) webhooksReplay(args []string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	tc, err := e.dialTemporal()
+	eng, err := e.starter()
 	if err != nil {
 		return nil, err
 	}
-	return support.ReplayWebhook(e.ctx, e.db, tc, e.cfg.TemporalTaskQueue, e.ui(), id)
+	return support.ReplayWebhook(e.ctx, eng, e.ui(), id)
 }
 
 func (e *adminEnv) ordersShow(args []string) (any, error) {

@@ -38,7 +38,6 @@ var pending = map[string]bool{
 	"api/external -> gorm.io/gorm":        true,
 	"api/external -> activities/generate": true, // the model catalog and registry
 	"api/plugin -> gorm.io/gorm":          true,
-	"api/plugin -> internal/support":      true,
 	"api/plugin -> activities/generate":   true,
 }
 

@@ -190,7 +190,7 @@ func TestSupportRetriesAFailedJobAsANewRun(t *testing.T) {
 	}
 
 	// Support can also send the run 2 webhook again: same webhook-id, recorded as a replay.
-	replay, err := support.ReplayWebhook(ctx, env.DB, env.App.Temporal, env.Config.TemporalTaskQueue, ui, second)
+	replay, err := support.ReplayWebhook(ctx, env.App.Engine, ui, second)
 	if err != nil || replay.Status != "queued" || replay.WorkflowID != "webhook/"+second {
 		t.Fatalf("replay = %+v, %v", replay, err)
 	}

@@ -275,7 +275,7 @@ func sendJobWebhook(ctx context.Context, s *engine.Engine, acts *activities.Acti
 	if err != nil {
 		return rec.DeliveryID, fmt.Errorf("load webhook delivery: %w", err)
 	}
-	if err := StartWebhookDelivery(ctx, s.Temporal, s.TaskQueue, d); err != nil {
+	if err := s.StartWebhookDelivery(ctx, d); err != nil {
 		return rec.DeliveryID, fmt.Errorf("start webhook delivery (the sweeper does not retry it: shotflow admin webhooks replay %s sends it): %w", d.ID, err)
 	}
 	return rec.DeliveryID, nil

@@ -1,0 +1,70 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+
+	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/workflows"
+)
+
+// retryReplayAfter is the Retry-After of a replay that could not be queued.
+const retryReplayAfter = 5 * time.Second
+
+// ReplayWebhook re-sends a webhook delivery of the installation now (StartWebhookReplay) and
+// returns it: KindNotFound for a delivery of another installation, KindUnavailable when the replay
+// could not be queued.
+func (e *Engine) ReplayWebhook(ctx context.Context, installationID, deliveryID string) (*models.WebhookDelivery, error) {
+	d, err := models.FindWebhookDelivery(e.DB.WithContext(ctx), installationID, deliveryID)
+	if errors.Is(err, models.ErrNotFound) {
+		return nil, refuse(KindNotFound, "", "", "No webhook delivery with this ID.")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := e.StartWebhookReplay(ctx, d); err != nil {
+		return nil, unavailable("The replay could not be queued; retry later.", retryReplayAfter, err)
+	}
+	return d, nil
+}
+
+// StartWebhookReplay starts a new run of the delivery's WebhookDeliveryWorkflow: it sends the
+// stored payload now, with the same webhook-id and a new timestamp, and retries on the usual
+// schedule if needed. `POST /webhooks/{delivery_id}/replay` and `shotflow admin webhooks replay`
+// both come here.
+func (e *Engine) StartWebhookReplay(ctx context.Context, d *models.WebhookDelivery) error {
+	_, err := e.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:        workflows.WebhookWorkflowID(d.ID),
+		TaskQueue: e.TaskQueue,
+		// A replay is a new run of the same delivery, also after earlier runs closed.
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		// A run still waiting in its backoff is replaced, so the replay sends now rather than at
+		// the next scheduled attempt.
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_TERMINATE_EXISTING,
+		TypedSearchAttributes:    workflows.WebhookSearchAttributes(d.AccountID, d.InstallationID, d.OrderID),
+	}, workflows.WebhookDeliveryWorkflow, workflows.WebhookDeliveryInput{DeliveryID: d.ID, Replay: true})
+	return err
+}
+
+// StartWebhookDelivery starts the first run of a delivery's WebhookDeliveryWorkflow, as a job's
+// workflow does when the job ends; a run that already exists is left alone.
+func (e *Engine) StartWebhookDelivery(ctx context.Context, d *models.WebhookDelivery) error {
+	_, err := e.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:        workflows.WebhookWorkflowID(d.ID),
+		TaskQueue: e.TaskQueue,
+		// One automatic run per delivery, as in workflows.NotifyJobEnded.
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		TypedSearchAttributes:    workflows.WebhookSearchAttributes(d.AccountID, d.InstallationID, d.OrderID),
+	}, workflows.WebhookDeliveryWorkflow, workflows.WebhookDeliveryInput{DeliveryID: d.ID})
+	var already *serviceerror.WorkflowExecutionAlreadyStarted
+	if errors.As(err, &already) {
+		return nil
+	}
+	return err
+}
