@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -20,10 +21,10 @@ var (
 	// ErrInvalidFilter: a jobs list filter has a value that does not exist (a usage mistake).
 	ErrInvalidFilter = errors.New("invalid filter")
 	// ErrNotRetryable: the job is not failed or expired, or changed while it was being retried.
-	ErrNotRetryable = errors.New("job cannot run again")
+	ErrNotRetryable = engine.ErrNotRetryable
 	// ErrReservationNotReleased: the ledger has no release of the current run's reservation, so
 	// a new reservation would hold the job's credits twice.
-	ErrReservationNotReleased = errors.New("the reservation of the job's current run was not released")
+	ErrReservationNotReleased = engine.ErrReservationNotReleased
 )
 
 // JobStatuses are the statuses of the job state machine (docs/job-states.md).

@@ -1,0 +1,150 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/workflows"
+)
+
+// Errors of RetryJob; each is wrapped with the detail an operator needs.
+var (
+	// ErrNotRetryable: the job is not failed or expired, or changed while it was being retried.
+	ErrNotRetryable = errors.New("job cannot run again")
+	// ErrReservationNotReleased: the ledger has no release of the current run's reservation, so
+	// a new reservation would hold the job's credits twice.
+	ErrReservationNotReleased = errors.New("the reservation of the job's current run was not released")
+)
+
+// RetryRequest asks to run a failed or expired job again.
+type RetryRequest struct {
+	JobID  string
+	Actor  string // who asked; recorded in the audit row
+	Reason string // why; recorded in the audit row
+}
+
+// RetryResult is the new run of a retried job.
+type RetryResult struct {
+	JobID           string
+	OrderID         string
+	PreviousStatus  string
+	Run             int
+	WorkflowID      string
+	CreditsReserved int64
+	AuditID         string
+	// WorkflowStarted is false when the run was committed but its workflow could not be started
+	// now; a worker's sweeper starts it (OUTBOX_START_AFTER after the retry).
+	WorkflowStarted bool
+	StartError      string
+}
+
+// RetryJob runs a failed or expired job again inside its order, as a new run. One database
+// transaction moves the job to run n+1 (pending, attempts and error cleared), reserves its credits
+// anew (only if the ledger shows run n's reservation released), adds them to the order's
+// credits_reserved, takes the job out of the order's failed or expired count, puts the order back
+// in progress and writes the audit row. Then the run's JobWorkflow is started, which settles the
+// credits, updates the order and sends a new webhook when it ends, like any job.
+//
+// A job in any other status is refused with ErrNotRetryable, a short balance with
+// models.ErrInsufficientCredits; in both cases nothing changes. A failed workflow start is not an
+// error: the run is committed, the result says so, and intake's sweeper starts it.
+func (e *Engine) RetryJob(ctx context.Context, req RetryRequest) (RetryResult, error) {
+	actor := strings.TrimSpace(req.Actor)
+	if actor == "" {
+		return RetryResult{}, errors.New("retry: an actor is required for the audit trail")
+	}
+	var (
+		job   *models.Job
+		res   RetryResult
+		now   = time.Now().UTC()
+		audit models.JobRetry
+	)
+	err := e.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		j, err := models.GetJob(tx, req.JobID)
+		if errors.Is(err, models.ErrNotFound) {
+			return &Error{Kind: KindNotFound, Message: fmt.Sprintf("job %s does not exist", req.JobID), Cause: models.ErrNotFound}
+		}
+		if err != nil {
+			return err
+		}
+		counter := map[string]string{models.JobFailed: "jobs_failed", models.JobExpired: "jobs_expired"}[j.Status]
+		if counter == "" {
+			return fmt.Errorf("%w: job %s is %s; only failed or expired jobs can run again", ErrNotRetryable, j.ID, j.Status)
+		}
+		var released int64
+		if err := tx.Model(&models.LedgerEntry{}).
+			Where("job_id = ? AND run = ? AND kind = ?", j.ID, j.Run, models.LedgerRelease).
+			Count(&released).Error; err != nil {
+			return err
+		}
+		if released == 0 {
+			return fmt.Errorf("%w: job %s run %d; refusing to reserve its credits again", ErrReservationNotReleased, j.ID, j.Run)
+		}
+		from := j.Run
+		upd := tx.Model(&models.Job{}).Where("id = ? AND run = ? AND status = ?", j.ID, from, j.Status).Updates(map[string]any{
+			"run": from + 1, "status": models.JobPending, "attempt_count": 0,
+			"error_category": nil, "error_hint": nil, "error_detail": "",
+			"started_at": nil, "completed_at": nil, "run_started_at": nil, "updated_at": now,
+		})
+		if upd.Error != nil {
+			return upd.Error
+		}
+		if upd.RowsAffected == 0 {
+			return fmt.Errorf("%w: job %s changed while it was being retried; look at it again", ErrNotRetryable, j.ID)
+		}
+		res.PreviousStatus = j.Status
+		j.Run, j.Status, j.UpdatedAt = from+1, models.JobPending, now
+		total, err := models.ReserveForJobs(tx, j.AccountID, j.OrderID, []models.Job{*j})
+		if errors.Is(err, models.ErrInsufficientCredits) {
+			available := int64(-1)
+			if acc, err := models.GetAccount(tx, j.AccountID); err == nil {
+				available = acc.CreditBalance
+			}
+			return fmt.Errorf("%w: account %s has %d credits available and the run needs %d (shotflow admin credits grant adds some)",
+				models.ErrInsufficientCredits, j.AccountID, available, j.CreditCost)
+		}
+		if err != nil {
+			return err
+		}
+		upd = tx.Exec(`UPDATE orders SET credits_reserved = credits_reserved + ?, `+counter+` = `+counter+` - 1,
+			status = ?, completed_at = NULL, updated_at = ? WHERE id = ? AND `+counter+` > 0`,
+			total, models.OrderInProgress, now, j.OrderID)
+		if upd.Error != nil {
+			return upd.Error
+		}
+		if upd.RowsAffected == 0 {
+			return fmt.Errorf("order %s does not count job %s as %s; refusing to change its counters", j.OrderID, j.ID, res.PreviousStatus)
+		}
+		audit = models.JobRetry{
+			ID: models.NewID(), JobID: j.ID, OrderID: j.OrderID, AccountID: j.AccountID,
+			FromRun: from, ToRun: from + 1, Action: models.JobRetryActionRetry, Actor: actor, Reason: strings.TrimSpace(req.Reason), CreatedAt: now,
+		}
+		if err := tx.Create(&audit).Error; err != nil {
+			return err
+		}
+		job, res.CreditsReserved = j, total
+		return nil
+	})
+	if err != nil {
+		return RetryResult{}, err
+	}
+	res.JobID, res.OrderID, res.Run, res.AuditID = job.ID, job.OrderID, job.Run, audit.ID
+	res.WorkflowID = workflows.JobWorkflowID(job.ID, job.Run)
+
+	// The run is committed: from here on a failure only delays it, and the caller going away must
+	// not cancel the start.
+	startCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := e.StartJobRun(startCtx, job); err != nil {
+		res.StartError = err.Error() + "; the run is saved and a worker's sweeper will start it"
+		return res, nil
+	}
+	res.WorkflowStarted = true
+	return res, nil
+}
