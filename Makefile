@@ -90,7 +90,7 @@ workflowcheck: $(WORKFLOWCHECK)
 	$(WORKFLOWCHECK) ./workflows/...
 
 ## openapi-lint: both OpenAPI documents with Redocly's recommended rules (redocly.yaml), no error
-## and no warning allowed (`make test` also validates them, with kin-openapi, in internal/contract)
+## and no warning allowed (`make test` also validates them, with kin-openapi, in internal/testsupport/contract)
 openapi-lint: $(REDOCLY)
 	@for doc in api/openapi.yaml api/external/openapi.yaml; do \
 		$(REDOCLY) lint --format=json $$doc 2>/dev/null \

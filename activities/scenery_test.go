@@ -16,7 +16,7 @@ import (
 	"github.com/shotflow/shotflow/activities"
 	"github.com/shotflow/shotflow/activities/generate"
 	"github.com/shotflow/shotflow/internal/blobstore"
-	"github.com/shotflow/shotflow/internal/testdb"
+	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models"
 )
 

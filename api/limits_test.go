@@ -16,7 +16,7 @@ import (
 	"github.com/shotflow/shotflow/api/external"
 	"github.com/shotflow/shotflow/api/inputcheck"
 	"github.com/shotflow/shotflow/api/plugin"
-	"github.com/shotflow/shotflow/internal/contract"
+	"github.com/shotflow/shotflow/internal/testsupport/contract"
 	"github.com/shotflow/shotflow/models"
 )
 

@@ -10,7 +10,7 @@ import (
 )
 
 // OpenAPIDocument is the OpenAPI 3.1 description of the plugin API (api/openapi.yaml): every route
-// under /api/v1/plugin, the signed upload and download URLs and the webhooks. internal/contract
+// under /api/v1/plugin, the signed upload and download URLs and the webhooks. internal/testsupport/contract
 // validates every request and response of the plugin and end-to-end tests against it.
 //
 //go:embed openapi.yaml

@@ -37,7 +37,7 @@ import (
 	"github.com/shotflow/shotflow/internal/metrics/metricstest"
 	"github.com/shotflow/shotflow/internal/ratelimit"
 	"github.com/shotflow/shotflow/internal/secrets"
-	"github.com/shotflow/shotflow/internal/testdb"
+	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/internal/unavailable"
 	"github.com/shotflow/shotflow/internal/urlsign"
 	"github.com/shotflow/shotflow/models"

@@ -8,7 +8,7 @@ import (
 	"github.com/pressly/goose/v3/database"
 	"gorm.io/gorm"
 
-	"github.com/shotflow/shotflow/internal/testdb"
+	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models"
 )
 

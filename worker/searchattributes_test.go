@@ -10,7 +10,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/shotflow/shotflow/internal/testenv"
+	"github.com/shotflow/shotflow/internal/testsupport/testenv"
 	"github.com/shotflow/shotflow/worker"
 	"github.com/shotflow/shotflow/workflows"
 )

@@ -12,7 +12,7 @@ import (
 	"github.com/shotflow/shotflow/workflows"
 )
 
-// TestReplayRecordedHistories replays histories recorded from real runs (internal/e2e with
+// TestReplayRecordedHistories replays histories recorded from real runs (internal/testsupport/e2e with
 // SHOTFLOW_RECORD_HISTORIES=1). A change to workflow code that would break running workflows
 // fails here: put it behind workflow.GetVersion, or re-record when no such workflow can exist.
 func TestReplayRecordedHistories(t *testing.T) {

@@ -31,9 +31,9 @@ import (
 	"github.com/shotflow/shotflow/activities/generate/local"
 	"github.com/shotflow/shotflow/api/external"
 	"github.com/shotflow/shotflow/internal/blobstore"
-	"github.com/shotflow/shotflow/internal/contract"
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/ratelimit"
+	"github.com/shotflow/shotflow/internal/testsupport/contract"
 	"github.com/shotflow/shotflow/internal/urlsign"
 	"github.com/shotflow/shotflow/models"
 )

@@ -129,7 +129,7 @@ func (h *Handler) internal(c *gin.Context, err error) {
 }
 
 // OpenAPIDocument is the OpenAPI 3.1 description of the external API (api/external/openapi.yaml);
-// internal/contract validates the external tests' exchanges against it.
+// internal/testsupport/contract validates the external tests' exchanges against it.
 //
 //go:embed openapi.yaml
 var OpenAPIDocument []byte

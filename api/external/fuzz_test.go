@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/shotflow/shotflow/api/external"
-	"github.com/shotflow/shotflow/internal/routefuzz"
-	"github.com/shotflow/shotflow/internal/testdb"
+	"github.com/shotflow/shotflow/internal/testsupport/routefuzz"
+	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models"
 )
 

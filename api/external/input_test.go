@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/shotflow/shotflow/api/external"
-	"github.com/shotflow/shotflow/internal/testdb"
+	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models"
 )
 

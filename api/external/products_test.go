@@ -14,7 +14,7 @@ import (
 
 	"github.com/shotflow/shotflow/api/external"
 	"github.com/shotflow/shotflow/internal/jobview"
-	"github.com/shotflow/shotflow/internal/testdb"
+	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models"
 )
 

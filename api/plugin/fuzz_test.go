@@ -16,7 +16,7 @@ import (
 
 	"github.com/shotflow/shotflow/api/files"
 	"github.com/shotflow/shotflow/api/plugin"
-	"github.com/shotflow/shotflow/internal/routefuzz"
+	"github.com/shotflow/shotflow/internal/testsupport/routefuzz"
 	"github.com/shotflow/shotflow/models"
 )
 

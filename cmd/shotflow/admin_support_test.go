@@ -209,7 +209,7 @@ func TestAdminOrdersShow(t *testing.T) {
 
 // TestAdminRetryAndReplayNeedTemporal: usage mistakes exit 2 before anything is touched, and
 // with Temporal unreachable a retry fails clearly and changes nothing. (The commands against a
-// real Temporal server are covered by internal/e2e/support_test.go.)
+// real Temporal server are covered by internal/testsupport/e2e/support_test.go.)
 func TestAdminRetryAndReplayNeedTemporal(t *testing.T) {
 	f := newSupportFixture(t)
 	for _, args := range [][]string{

@@ -5,7 +5,7 @@
 #   2. create the namespace $TEMPORAL_NAMESPACE unless it exists;
 #   3. register every search attribute given as an argument, NAME=TYPE (e.g.
 #      ShotflowOrderID=Keyword). The list lives in docker-compose.yml, where
-#      internal/deploycheck checks it.
+#      internal/testsupport/deploycheck checks it.
 # Idempotent: an existing namespace or an attribute that already exists with the same type
 # is left alone; an attribute that exists with a *different* type fails the setup.
 set -eu

@@ -14,7 +14,7 @@ import (
 	"github.com/shotflow/shotflow/internal/metrics"
 	"github.com/shotflow/shotflow/internal/metrics/metricstest"
 	"github.com/shotflow/shotflow/internal/retention"
-	"github.com/shotflow/shotflow/internal/testdb"
+	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models"
 )
 

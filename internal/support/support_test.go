@@ -17,7 +17,7 @@ import (
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/errorcat"
 	"github.com/shotflow/shotflow/internal/support"
-	"github.com/shotflow/shotflow/internal/testdb"
+	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/workflows"

@@ -10,7 +10,7 @@ import (
 
 	"github.com/shotflow/shotflow/internal/config"
 	"github.com/shotflow/shotflow/internal/temporalconn"
-	"github.com/shotflow/shotflow/internal/testcerts"
+	"github.com/shotflow/shotflow/internal/testsupport/testcerts"
 )
 
 // load is config.LoadFrom of env, failing the test on a configuration error.

@@ -1,0 +1,152 @@
+package contract_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"go.uber.org/zap"
+	"gorm.io/gorm"
+
+	"github.com/shotflow/shotflow/activities/generate"
+	"github.com/shotflow/shotflow/activities/generate/local"
+	"github.com/shotflow/shotflow/api"
+	"github.com/shotflow/shotflow/api/plugin"
+	"github.com/shotflow/shotflow/internal/blobstore"
+	"github.com/shotflow/shotflow/internal/engine"
+	"github.com/shotflow/shotflow/internal/ratelimit"
+	"github.com/shotflow/shotflow/internal/secrets"
+	"github.com/shotflow/shotflow/internal/testsupport/contract"
+	"github.com/shotflow/shotflow/internal/testsupport/testdb"
+	"github.com/shotflow/shotflow/internal/urlsign"
+	"github.com/shotflow/shotflow/models"
+)
+
+var pathParam = regexp.MustCompile(`\{[^}]+\}`)
+
+// TestDocumentedPermissionsAreEnforced checks each operation's x-permissions against the router:
+// a key without any of them gets 403, a key with any one of them does not get 401 or 403, and an
+// operation with an empty list answers any valid key. Every exchange is validated against the
+// document as well.
+func TestDocumentedPermissionsAreEnforced(t *testing.T) {
+	doc, err := contract.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newServer(t, 10000)
+	router, issue := srv.router, srv.issue
+	var allPerms []string
+	for _, perms := range plugin.ScopePermissions {
+		allPerms = append(allPerms, perms...)
+	}
+	slices.Sort(allPerms)
+	allPerms = slices.Compact(allPerms)
+
+	send := func(t *testing.T, method, target, key string) *httptest.ResponseRecorder {
+		t.Helper()
+		req := httptest.NewRequest(method, target, strings.NewReader("{}"))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Api-Key", key)
+		return contract.ServeAndCheck(t, router, req)
+	}
+	checked := 0
+	for _, o := range operations(doc) {
+		if o.op.Security != nil && len(*o.op.Security) == 0 {
+			continue // signed URLs, error docs, health checks, this document
+		}
+		perms := []string{}
+		for _, p := range o.op.Extensions["x-permissions"].([]any) {
+			perms = append(perms, p.(string))
+		}
+		target := pathParam.ReplaceAllStringFunc(o.fullPath, func(string) string { return models.NewID() })
+		checked++
+		t.Run(o.method+" "+o.path, func(t *testing.T) {
+			if len(perms) == 0 {
+				if rec := send(t, o.method, target, issue()); rec.Code == http.StatusForbidden || rec.Code == http.StatusUnauthorized {
+					t.Errorf("x-permissions is empty (any valid key), but a key without scopes got %d: %s", rec.Code, rec.Body.String())
+				}
+				return
+			}
+			var others []string
+			for _, p := range allPerms {
+				if !slices.Contains(perms, p) {
+					others = append(others, p)
+				}
+			}
+			if rec := send(t, o.method, target, issue(others...)); rec.Code != http.StatusForbidden {
+				t.Errorf("a key with every permission but %v got %d, want 403: %s", perms, rec.Code, rec.Body.String())
+			}
+			for _, p := range perms {
+				if rec := send(t, o.method, target, issue(p)); rec.Code == http.StatusForbidden || rec.Code == http.StatusUnauthorized {
+					t.Errorf("x-permissions lists %s, but a key with it got %d: %s", p, rec.Code, rec.Body.String())
+				}
+			}
+		})
+	}
+	if checked < 25 {
+		t.Fatalf("only %d operations checked", checked)
+	}
+}
+
+// server is the production router over a fresh SQLite database with one installation.
+type server struct {
+	ready  error // what the readiness check reports
+	router *gin.Engine
+	db     *gorm.DB
+	signer *urlsign.Signer
+	acc    *models.Account
+	inst   *models.Installation
+}
+
+func newServer(t *testing.T, rateLimit int) *server {
+	t.Helper()
+	ctx := context.Background()
+	db := testdb.Open(t, testdb.SQLiteURL(t))
+	box, err := secrets.NewBox(make([]byte, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobs, err := blobstore.Open(ctx, "file://"+t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = blobs.Close() })
+	catalog, err := models.LoadCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer := urlsign.New([]byte("0123456789abcdef0123456789abcdef"), "http://example.test")
+	h := &plugin.Handler{
+		DB: db, Engine: &engine.Engine{DB: db, Log: zap.NewNop()}, Blobs: blobs, Signer: signer,
+		Generator: generate.MustNewRegistry(catalog, map[string]generate.Provider{"local": local.Provider{}}),
+		Limiter:   ratelimit.NewMemory(time.Now), Log: zap.NewNop(), DocsURL: "https://docs.example.test",
+		DefaultRateLimit: rateLimit, DownloadTTL: 168 * time.Hour, UploadTTL: 2 * time.Hour, Secrets: box,
+	}
+	s := &server{db: db, signer: signer}
+	s.router = api.NewRouter(api.Deps{DB: db, Blobs: blobs, Signer: signer, Log: zap.NewNop(),
+		Ready: func(context.Context) error { return s.ready }}, h)
+	if s.acc, err = models.CreateAccount(db, "Acme", 100); err != nil {
+		t.Fatal(err)
+	}
+	inst, err := models.CreateInstallation(db, box, models.NewInstallation{AccountID: s.acc.ID, Name: "shop", RateLimitPerMin: rateLimit}, "whsec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.inst = &inst.Installation
+	return s
+}
+
+// issue makes a plugin key of the installation with exactly the scopes.
+func (s *server) issue(scopes ...string) string {
+	k, err := models.IssueKey(s.db, models.KeyKindPlugin, s.acc.ID, &s.inst.ID, "k", scopes, nil)
+	if err != nil {
+		panic(err)
+	}
+	return k.Secret
+}

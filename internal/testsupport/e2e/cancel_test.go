@@ -1,0 +1,136 @@
+package e2e_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/shotflow/shotflow/api/plugin"
+	"github.com/shotflow/shotflow/internal/config"
+	"github.com/shotflow/shotflow/internal/testsupport/testenv"
+	"github.com/shotflow/shotflow/internal/webhooks"
+	"github.com/shotflow/shotflow/models"
+)
+
+// waitTerminal polls every job of a session until it is terminal and returns them by ID.
+func waitTerminal(t *testing.T, api *client, ids []string) map[string]plugin.JobResponse {
+	t.Helper()
+	out := map[string]plugin.JobResponse{}
+	for _, id := range ids {
+		var job plugin.JobResponse
+		testenv.Eventually(t, 90*time.Second, "job "+id+" to end", func() bool {
+			expect(t, api.do(http.MethodGet, "/jobs/"+id, nil, &job), http.StatusOK)
+			return models.IsTerminalJobStatus(job.Status)
+		})
+		out[id] = job
+	}
+	return out
+}
+
+func startSession(t *testing.T, api *client, productRef, model string, images int) plugin.SessionResponse {
+	t.Helper()
+	var session plugin.SessionResponse
+	expect(t, api.do(http.MethodPost, "/jobs", map[string]any{
+		"session_config": map[string]any{"aspect_ratio": "1:1"},
+		"subjects":       []map[string]any{{"product_ref": productRef, "images_count": images, "ai_model": model}},
+	}, &session), http.StatusCreated)
+	return session
+}
+
+func TestCancelOnlyJobsThatHaveNotStarted(t *testing.T) {
+	long(t)
+	env := testenv.New(t, temporalServer, testenv.Options{Configure: func(c *config.Config) {
+		c.OrderMaxConcurrentJobs = 1
+		c.WebhookAllowPrivateNetworks = true
+	}})
+	tenant := env.NewTenant(t, 20)
+	api := &client{t: t, base: env.BaseURL + plugin.Base, key: tenant.PluginKey}
+	receiver, secret := useReceiver(t, env, tenant)
+	registerPackshot(t, env, api, "vase", packshotPNG(t))
+	session := startSession(t, api, "vase", "local/studio-v1", 6)
+	ids := session.Subjects[0].JobIDs
+	last := ids[len(ids)-1]
+
+	// Another installation cannot even see the job.
+	other := env.NewTenant(t, 1)
+	stranger := &client{t: t, base: env.BaseURL + plugin.Base, key: other.PluginKey}
+	expect(t, stranger.do(http.MethodDelete, "/jobs/"+last, nil, nil), http.StatusNotFound)
+
+	// With one job running at a time, the last one is still waiting: it can be cancelled.
+	var cancelled plugin.JobResponse
+	expect(t, api.do(http.MethodDelete, "/jobs/"+last, nil, &cancelled), http.StatusOK)
+	if cancelled.Status != models.JobCancelled || cancelled.ID != last {
+		t.Fatalf("cancelled job = %+v", cancelled)
+	}
+	expect(t, api.do(http.MethodDelete, "/jobs/"+last, nil, nil), http.StatusConflict)
+
+	jobs := waitTerminal(t, api, ids)
+	// The first job had started (or finished) by the time anyone asked: refused.
+	resp := api.do(http.MethodDelete, "/jobs/"+ids[0], nil, nil)
+	expect(t, resp, http.StatusConflict)
+	if jobs[last].Status != models.JobCancelled || jobs[last].AttemptCount != 0 || jobs[last].StartedAt != nil {
+		t.Fatalf("a cancelled job ran: %+v", jobs[last])
+	}
+	completed := 0
+	for _, j := range jobs {
+		if j.Status == models.JobCompleted {
+			completed++
+		}
+	}
+	if completed != 5 {
+		t.Fatalf("%d jobs completed, want 5", completed)
+	}
+	var order plugin.OrderResponse
+	testenv.Eventually(t, 10*time.Second, "order to settle", func() bool {
+		expect(t, api.do(http.MethodGet, "/orders/"+session.OrderID, nil, &order), http.StatusOK)
+		return order.Status != models.OrderInProgress
+	})
+	if order.Status != models.OrderCompleted || order.JobsCancelled != 1 || order.Summary.CreditsReleased != 1 || order.Summary.CreditsConsumed != 5 {
+		t.Fatalf("order = %+v", order)
+	}
+	assertCreditInvariants(t, env.DB, tenant.AccountID)
+	// Every terminal job is notified: job.cancelled for the cancelled one.
+	for id, j := range jobs {
+		if j.Status == models.JobCancelled {
+			expectNotified(t, env, receiver, secret, id, webhooks.EventJobCancelled, models.JobCancelled)
+		} else {
+			expectNotified(t, env, receiver, secret, id, webhooks.EventJobCompleted, models.JobCompleted)
+		}
+	}
+	recordHistory(t, env.App.Temporal, "order/"+session.OrderID, "order_workflow_cancel.json")
+}
+
+func TestJobsThatNeverStartExpire(t *testing.T) {
+	long(t)
+	env := testenv.New(t, temporalServer, testenv.Options{Configure: func(c *config.Config) {
+		c.OrderMaxConcurrentJobs = 1
+		c.JobStartDeadline = 1500 * time.Millisecond
+	}})
+	tenant := env.NewTenant(t, 20)
+	api := &client{t: t, base: env.BaseURL + plugin.Base, key: tenant.PluginKey}
+	registerPackshot(t, env, api, "chair", packshotPNG(t))
+	session := startSession(t, api, "chair", "local/studio-v1", 12)
+	jobs := waitTerminal(t, api, session.Subjects[0].JobIDs)
+	expired := 0
+	for _, j := range jobs {
+		switch j.Status {
+		case models.JobExpired:
+			expired++
+			if j.StartedAt != nil || j.AttemptCount != 0 {
+				t.Fatalf("an expired job had started: %+v", j)
+			}
+		case models.JobCompleted:
+		default:
+			t.Fatalf("job ended %s", j.Status)
+		}
+	}
+	if expired == 0 || expired == len(jobs) {
+		t.Fatalf("%d of %d jobs expired; want some but not all", expired, len(jobs))
+	}
+	var me plugin.MeResponse
+	expect(t, api.do(http.MethodGet, "/me", nil, &me), http.StatusOK)
+	if me.Credits.Reserved != 0 || me.Credits.Available != int64(20-(len(jobs)-expired)) {
+		t.Fatalf("credits = %+v with %d expired", me.Credits, expired)
+	}
+	assertCreditInvariants(t, env.DB, tenant.AccountID)
+}

@@ -1,0 +1,68 @@
+package e2e_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/shotflow/shotflow/api/plugin"
+	"github.com/shotflow/shotflow/internal/config"
+	"github.com/shotflow/shotflow/internal/testsupport/testenv"
+	"github.com/shotflow/shotflow/internal/webhooks"
+	"github.com/shotflow/shotflow/models"
+)
+
+// TestWorkerKilledMidGenerationLosesNothing kills the worker process with SIGKILL while every job
+// of an order is generating, starts a new one, and checks each job reaches exactly one terminal
+// state with its credits settled exactly once.
+func TestWorkerKilledMidGenerationLosesNothing(t *testing.T) {
+	long(t)
+	env := testenv.New(t, temporalServer, testenv.Options{NoWorker: true, Configure: func(c *config.Config) {
+		c.SimProvider = true
+		c.OrderMaxConcurrentJobs = 4
+		c.WebhookAllowPrivateNetworks = true
+	}})
+	tenant := env.NewTenant(t, 10)
+	api := &client{t: t, base: env.BaseURL + plugin.Base, key: tenant.PluginKey}
+	receiver, secret := useReceiver(t, env, tenant)
+	first := env.StartWorkerProcess(t) // a worker prepares the packshot
+	registerPackshot(t, env, api, "lamp", packshotPNG(t))
+	var session plugin.SessionResponse
+	expect(t, api.do(http.MethodPost, "/jobs", map[string]any{
+		"session_config": map[string]any{"aspect_ratio": "1:1", "suggestions": "sim-delay=4s"},
+		"subjects":       []map[string]any{{"product_ref": "lamp", "images_count": 4, "ai_model": "sim/slow"}},
+	}, &session), http.StatusCreated)
+	ids := session.Subjects[0].JobIDs
+
+	testenv.Eventually(t, 60*time.Second, "every job to be generating", func() bool {
+		var n int64
+		env.DB.Model(&models.Job{}).Where("order_id = ? AND status = ?", session.OrderID, models.JobInProgress).Count(&n)
+		return n == int64(len(ids))
+	})
+	time.Sleep(500 * time.Millisecond)
+	first.Kill()
+
+	env.StartWorkerProcess(t)
+	jobs := waitTerminal(t, api, ids)
+	for id, j := range jobs {
+		if j.Status != models.JobCompleted || j.AttemptCount < 2 || len(j.Outputs) != 1 {
+			t.Errorf("job %s after the crash: %s, %d attempts, %d outputs", id, j.Status, j.AttemptCount, len(j.Outputs))
+		}
+	}
+	var consumed, released int64
+	env.DB.Model(&models.LedgerEntry{}).Where("order_id = ? AND kind = ?", session.OrderID, models.LedgerConsume).Count(&consumed)
+	env.DB.Model(&models.LedgerEntry{}).Where("order_id = ? AND kind = ?", session.OrderID, models.LedgerRelease).Count(&released)
+	if consumed != int64(len(ids)) || released != 0 {
+		t.Fatalf("ledger: %d consume and %d release rows for %d jobs", consumed, released, len(ids))
+	}
+	var outputs int64
+	env.DB.Model(&models.Asset{}).Where("job_id IN ? AND kind = ?", ids, models.AssetKindOutput).Count(&outputs)
+	if outputs != int64(len(ids)) {
+		t.Fatalf("%d output files for %d jobs", outputs, len(ids))
+	}
+	assertCreditInvariants(t, env.DB, tenant.AccountID)
+	// Each terminal state is notified at least once, always under one webhook-id.
+	for _, id := range ids {
+		expectNotified(t, env, receiver, secret, id, webhooks.EventJobCompleted, models.JobCompleted)
+	}
+}

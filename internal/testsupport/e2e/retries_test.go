@@ -1,0 +1,92 @@
+package e2e_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shotflow/shotflow/api/plugin"
+	"github.com/shotflow/shotflow/internal/config"
+	"github.com/shotflow/shotflow/internal/errorcat"
+	"github.com/shotflow/shotflow/internal/testsupport/testenv"
+	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/workflows"
+)
+
+func TestRetriesFollowTheErrorCategory(t *testing.T) {
+	long(t)
+	env := testenv.New(t, temporalServer, testenv.Options{Configure: func(c *config.Config) { c.SimProvider = true }})
+	env.App.Engine.JobOptions.Retry = workflows.RetrySchedule{Delays: []time.Duration{300 * time.Millisecond}, MaxAttempts: 4, MaxTotal: time.Minute}
+	tenant := env.NewTenant(t, 20)
+	api := &client{t: t, base: env.BaseURL + plugin.Base, key: tenant.PluginKey}
+	cases := map[string]struct {
+		status   string
+		attempts int
+		category errorcat.Category
+	}{
+		"sim/rate-limit-twice": {models.JobCompleted, 3, ""},
+		"sim/capacity-then-ok": {models.JobCompleted, 2, ""},
+		"sim/always-transient": {models.JobFailed, 4, errorcat.TransientInfra},
+		"sim/content-policy":   {models.JobFailed, 1, errorcat.ContentPolicy},
+		"sim/input-missing":    {models.JobFailed, 1, errorcat.InputMissing},
+		"sim/provider-account": {models.JobFailed, 1, errorcat.ProviderAccount},
+		"sim/internal-bug":     {models.JobFailed, 1, errorcat.InternalBug},
+		"sim/transient-once":   {models.JobCompleted, 2, ""},
+	}
+	jobModel := map[string]string{}
+	for model := range cases {
+		ref := strings.TrimPrefix(model, "sim/")
+		registerPackshot(t, env, api, ref, packshotPNG(t))
+		s := startSession(t, api, ref, model, 1)
+		jobModel[s.Subjects[0].JobIDs[0]] = model
+	}
+
+	// The rate-limited job is visibly waiting (retry_pending, RATE_LIMIT) between its attempts.
+	var rateLimited string
+	for id, m := range jobModel {
+		if m == "sim/rate-limit-twice" {
+			rateLimited = id
+		}
+	}
+	var waiting plugin.JobResponse
+	testenv.Eventually(t, 30*time.Second, "the rate-limited job to wait for its retry", func() bool {
+		expect(t, api.do(http.MethodGet, "/jobs/"+rateLimited, nil, &waiting), http.StatusOK)
+		return waiting.Status == models.JobRetryPending
+	})
+	if waiting.ErrorCategory == nil || *waiting.ErrorCategory != string(errorcat.RateLimit) || waiting.ErrorHint == nil {
+		t.Fatalf("waiting job = %+v", waiting)
+	}
+
+	ids := make([]string, 0, len(jobModel))
+	for id := range jobModel {
+		ids = append(ids, id)
+	}
+	for id, job := range waitTerminal(t, api, ids) {
+		want := cases[jobModel[id]]
+		if job.Status != want.status || job.AttemptCount != want.attempts {
+			t.Errorf("%s: %s after %d attempts, want %s after %d", jobModel[id], job.Status, job.AttemptCount, want.status, want.attempts)
+		}
+		if want.category == "" {
+			if job.ErrorCategory != nil || len(job.Outputs) != 1 {
+				t.Errorf("%s: completed job = %+v", jobModel[id], job)
+			}
+			continue
+		}
+		if job.ErrorCategory == nil || *job.ErrorCategory != string(want.category) || job.ErrorHint == nil || *job.ErrorHint != want.category.Hint() {
+			t.Errorf("%s: failed job = %+v", jobModel[id], job)
+		}
+		resp := api.do(http.MethodGet, "/jobs/"+id, nil, nil)
+		body := readBody(resp)
+		if strings.Contains(body, "attempt "+fmt.Sprint(job.AttemptCount)) || strings.Contains(body, "error_detail") {
+			t.Errorf("%s: a raw provider message reached the client: %s", jobModel[id], body)
+		}
+	}
+	assertCreditInvariants(t, env.DB, tenant.AccountID)
+	var me plugin.MeResponse
+	expect(t, api.do(http.MethodGet, "/me", nil, &me), http.StatusOK)
+	if me.Credits.Available != 20-3 || me.Credits.Reserved != 0 {
+		t.Fatalf("credits = %+v: 3 jobs completed, the rest released", me.Credits)
+	}
+}

@@ -1,0 +1,245 @@
+package e2e_test
+
+import (
+	"bytes"
+	"context"
+	"image"
+	"image/color"
+	"image/png"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
+
+	"github.com/shotflow/shotflow/api/plugin"
+	"github.com/shotflow/shotflow/internal/testsupport/testenv"
+	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/workflows"
+)
+
+// packshotPNG draws a product (a blue bottle with a white label) on a white background.
+func packshotPNG(t *testing.T) []byte {
+	t.Helper()
+	img := image.NewNRGBA(image.Rect(0, 0, 300, 400))
+	for y := range 400 {
+		for x := range 300 {
+			c := color.NRGBA{255, 255, 255, 255}
+			if x >= 100 && x < 200 && y >= 60 && y < 360 {
+				c = color.NRGBA{30, 60, 180, 255}
+				if y >= 180 && y < 240 && x >= 115 && x < 185 {
+					c = color.NRGBA{250, 250, 250, 255}
+				}
+			}
+			img.SetNRGBA(x, y, c)
+		}
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestPluginPhotoSessionEndToEnd walks the walking-skeleton slice by HTTP only: upload, packshot,
+// AI models, a photo session of two images, the workflows, and the download of a real PNG.
+func TestPluginPhotoSessionEndToEnd(t *testing.T) {
+	env := testenv.New(t, temporalServer, testenv.Options{})
+	tenant := env.NewTenant(t, 10)
+	api := &client{t: t, base: env.BaseURL + plugin.Base, key: tenant.PluginKey}
+	input := packshotPNG(t)
+
+	// 1–2. Presigned upload, PUT of the bytes, and registration as an approved packshot.
+	registerPackshot(t, env, api, "bottle-1", input)
+
+	// 3. The catalog lists a local model.
+	var catalog struct {
+		AIModels []models.AIModel `json:"ai_models"`
+	}
+	expect(t, api.do(http.MethodGet, "/ai-models", nil, &catalog), http.StatusOK)
+	var model string
+	for _, m := range catalog.AIModels {
+		if m.ID == "local/studio-v1" {
+			model = m.ID
+		}
+	}
+	if model == "" {
+		t.Fatalf("GET /ai-models lists no local model: %+v", catalog)
+	}
+
+	// 4. With the worker stopped, the session is accepted and its credits are reserved.
+	env.StopWorker()
+	var session plugin.SessionResponse
+	expect(t, api.do(http.MethodPost, "/jobs", map[string]any{
+		"session_config": map[string]any{"aspect_ratio": "16:9", "style": "marble counter, soft daylight"},
+		"subjects":       []map[string]any{{"product_ref": "bottle-1", "images_count": 2, "ai_model": model}},
+	}, &session), http.StatusCreated)
+	if session.OrderID == "" || session.Status != models.OrderInProgress || len(session.Subjects) != 1 ||
+		session.Subjects[0].ProductRef != "bottle-1" || len(session.Subjects[0].JobIDs) != 2 || session.CreditsReserved != 2 {
+		t.Fatalf("session = %+v", session)
+	}
+	var me plugin.MeResponse
+	expect(t, api.do(http.MethodGet, "/me", nil, &me), http.StatusOK)
+	if me.Credits.Available != 8 || me.Credits.Reserved != 2 {
+		t.Fatalf("after acceptance credits = %+v, want 8 available / 2 reserved", me.Credits)
+	}
+	var pending plugin.JobResponse
+	expect(t, api.do(http.MethodGet, "/jobs/"+session.Subjects[0].JobIDs[0], nil, &pending), http.StatusOK)
+	if pending.Status != models.JobPending || len(pending.Outputs) != 0 {
+		t.Fatalf("job before any worker runs = %+v", pending)
+	}
+
+	// 5. A worker picks the order up: one JobWorkflow child per job, each renders a PNG.
+	env.StartWorker()
+	jobs := make([]plugin.JobResponse, 0, 2)
+	for _, id := range session.Subjects[0].JobIDs {
+		var job plugin.JobResponse
+		testenv.Eventually(t, 60*time.Second, "job "+id+" to complete", func() bool {
+			expect(t, api.do(http.MethodGet, "/jobs/"+id, nil, &job), http.StatusOK)
+			if job.Status == models.JobFailed {
+				t.Fatalf("job failed: %+v", job)
+			}
+			return job.Status == models.JobCompleted
+		})
+		jobs = append(jobs, job)
+	}
+
+	// 6. Each output downloads as a decodable PNG at 16:9 that is neither blank nor the input.
+	for _, job := range jobs {
+		if job.AttemptCount != 1 || job.StartedAt == nil || job.CompletedAt == nil || len(job.Outputs) != 1 {
+			t.Fatalf("completed job = %+v", job)
+		}
+		out := job.Outputs[0]
+		resp, err := http.Get(out.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "image/png" {
+			t.Fatalf("download: %d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+		img, format, err := image.Decode(bytes.NewReader(body))
+		if err != nil || format != "png" {
+			t.Fatalf("download is not a PNG: %v (%s)", err, format)
+		}
+		b := img.Bounds()
+		if abs(b.Dx()*9-b.Dy()*16) > 16 {
+			t.Fatalf("output is %dx%d, not 16:9", b.Dx(), b.Dy())
+		}
+		if bytes.Equal(body, input) || b.Dx() == 300 {
+			t.Fatal("output is the input")
+		}
+		if n := distinctColours(img); n < 500 {
+			t.Fatalf("output has only %d distinct colours: blank or flat", n)
+		}
+		if !hasColourNear(img, color.NRGBA{30, 60, 180, 255}) {
+			t.Fatal("the product (blue bottle) is not in the output")
+		}
+	}
+	if jobs[0].Outputs[0].URL == jobs[1].Outputs[0].URL {
+		t.Fatal("both jobs share one output")
+	}
+
+	// 7. Credits were consumed; the ledger balances; the order completed.
+	expect(t, api.do(http.MethodGet, "/me", nil, &me), http.StatusOK)
+	if me.Credits.Available != 8 || me.Credits.Reserved != 0 {
+		t.Fatalf("after completion credits = %+v, want 8 available / 0 reserved", me.Credits)
+	}
+	balance, reserved, err := models.LedgerSums(env.DB, tenant.AccountID)
+	if err != nil || balance != 8 || reserved != 0 {
+		t.Fatalf("ledger sums = %d/%d (%v)", balance, reserved, err)
+	}
+	var order plugin.OrderResponse
+	expect(t, api.do(http.MethodGet, "/orders/"+session.OrderID, nil, &order), http.StatusOK)
+	if order.Status != models.OrderCompleted || order.JobsCompleted != 2 || len(order.Images) != 2 ||
+		order.Summary.CreditsConsumed != 2 || order.Summary.CreditsHeld != 0 || len(order.Products) != 1 || order.Products[0].JobsCompleted != 2 {
+		t.Fatalf("order = %+v", order)
+	}
+
+	// 8. Temporal shows the order workflow and its job children, completed, with search attributes.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	tc := env.App.Temporal
+	testenv.Eventually(t, 20*time.Second, "order workflow to complete", func() bool {
+		d, err := tc.DescribeWorkflowExecution(ctx, workflows.OrderWorkflowID(session.OrderID), "")
+		return err == nil && d.WorkflowExecutionInfo.Status == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
+	})
+	recordHistory(t, tc, workflows.OrderWorkflowID(session.OrderID), "order_workflow_completed.json")
+	for _, id := range session.Subjects[0].JobIDs {
+		// A job workflow closes just after it signals its order, so it may still be running here.
+		var d *workflowservice.DescribeWorkflowExecutionResponse
+		testenv.Eventually(t, 20*time.Second, "job workflow "+id+" to complete", func() bool {
+			var err error
+			d, err = tc.DescribeWorkflowExecution(ctx, workflows.JobWorkflowID(id, 1), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d.WorkflowExecutionInfo.Status == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
+		})
+		recordHistory(t, tc, workflows.JobWorkflowID(id, 1), "job_workflow_completed.json")
+		fields := d.WorkflowExecutionInfo.SearchAttributes.GetIndexedFields()
+		for _, name := range []string{"ShotflowInstallationID", "ShotflowOrderID", "ShotflowJobStatus"} {
+			if _, ok := fields[name]; !ok {
+				t.Errorf("job workflow %s lacks search attribute %s", id, name)
+			}
+		}
+	}
+}
+
+// registerPackshot uploads image through a presigned URL, waits until it is prepared, and
+// registers it as the approved packshot of a new product with the given reference.
+func registerPackshot(t *testing.T, env *testenv.Env, api *client, productRef string, input []byte) {
+	t.Helper()
+	assetID := upload(t, api, "bottle.png", "image/png", input)
+	// Wait for its preparation, so that the tests' jobs find it ready and count no extra attempt.
+	if err := env.App.Temporal.GetWorkflow(context.Background(), workflows.PrepareInputWorkflowID(assetID), "").Get(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+
+	// 2. Register it as the approved packshot of a new product.
+	var reg struct{ Results []plugin.BulkResult }
+	expect(t, api.do(http.MethodPost, "/packshots", map[string]any{"packshots": []map[string]any{{
+		"asset_id": assetID, "product_ref": productRef, "product_metadata": map[string]any{"display_name": productRef},
+	}}}, &reg), http.StatusOK)
+	if len(reg.Results) != 1 || reg.Results[0].Status != "created" || reg.Results[0].Packshot.Voting != models.VotingAccepted {
+		t.Fatalf("packshot registration = %+v", reg)
+	}
+
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+func distinctColours(img image.Image) int {
+	seen := map[color.RGBA]struct{}{}
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y += 3 {
+		for x := b.Min.X; x < b.Max.X; x += 3 {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			seen[color.RGBA{uint8(r >> 8), uint8(g >> 8), uint8(bl >> 8), 255}] = struct{}{}
+		}
+	}
+	return len(seen)
+}
+
+func hasColourNear(img image.Image, want color.NRGBA) bool {
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y += 2 {
+		for x := b.Min.X; x < b.Max.X; x += 2 {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			if absDiff(uint8(r>>8), want.R) < 40 && absDiff(uint8(g>>8), want.G) < 40 && absDiff(uint8(bl>>8), want.B) < 40 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func absDiff(a, b uint8) int { return abs(int(a) - int(b)) }
