@@ -17,11 +17,11 @@ import (
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
-	"github.com/shotflow/shotflow/activities/generate"
 	"github.com/shotflow/shotflow/internal/blobstore"
 	"github.com/shotflow/shotflow/internal/errorcat"
 	"github.com/shotflow/shotflow/internal/imageprep"
 	"github.com/shotflow/shotflow/internal/metrics"
+	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/urlsign"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
@@ -35,7 +35,7 @@ const ErrTypeJobNotRunnable = "JOB_NOT_RUNNABLE"
 type Activities struct {
 	DB        *gorm.DB
 	Blobs     *blobstore.Store
-	Generator *generate.Registry
+	Generator *providers.Registry
 	Log       *zap.Logger
 	LongEdge  int               // pixels of the long edge of rendered images
 	Prepare   imageprep.Options // limits and sizes of upload preparation (PrepareAsset)
@@ -93,7 +93,7 @@ func (a *Activities) Generate(ctx context.Context, in AttemptInput) (GenerateRes
 	if err != nil {
 		return GenerateResult{}, err
 	}
-	req := generate.Request{
+	req := providers.Request{
 		JobID: job.ID, JobType: job.JobType, AspectRatio: job.AspectRatio, LongEdge: a.LongEdge,
 		Seed: seedFor(job.ID, job.Run), Session: session, Prompt: job.Prompt,
 		Attempt: in.Attempt, Position: job.Position,
@@ -112,7 +112,7 @@ func (a *Activities) Generate(ctx context.Context, in AttemptInput) (GenerateRes
 	outputs, err := a.Generator.Generate(ctx, job.AIModel, req)
 	took := time.Since(began)
 	if err != nil {
-		ge := generate.Classify(err)
+		ge := providers.Classify(err)
 		a.Metrics.GenerateAttempt(job.Provider(), string(ge.Category), took)
 		a.Log.Warn("generation attempt failed", zap.String("job_id", job.ID), zap.String("order_id", order.ID),
 			zap.String("correlation_id", order.CorrelationID), zap.Int("attempt", in.Attempt),
@@ -140,8 +140,8 @@ func (a *Activities) Generate(ctx context.Context, in AttemptInput) (GenerateRes
 }
 
 // loadAttempt reads the job, its order and the order's session settings for a generate attempt.
-func (a *Activities) loadAttempt(ctx context.Context, jobID string) (*models.Job, *models.Order, generate.SessionConfig, error) {
-	var session generate.SessionConfig
+func (a *Activities) loadAttempt(ctx context.Context, jobID string) (*models.Job, *models.Order, providers.SessionConfig, error) {
+	var session providers.SessionConfig
 	dctx, cancel := bounded(ctx)
 	defer cancel()
 	db := a.DB.WithContext(dctx)
@@ -182,7 +182,7 @@ func (a *Activities) putBlob(ctx context.Context, key string, data []byte, conte
 	return a.Blobs.Put(ctx, key, data, contentType)
 }
 
-func (a *Activities) loadInput(ctx context.Context, assetID string) (*generate.Input, error) {
+func (a *Activities) loadInput(ctx context.Context, assetID string) (*providers.Input, error) {
 	var asset models.Asset
 	dctx, cancel := bounded(ctx)
 	err := a.DB.WithContext(dctx).Take(&asset, "id = ?", assetID).Error
@@ -212,7 +212,7 @@ func (a *Activities) loadInput(ctx context.Context, assetID string) (*generate.I
 	if asset.PreparedBlobKey != "" {
 		contentType = "image/png"
 	}
-	return &generate.Input{Data: data, ContentType: contentType}, nil
+	return &providers.Input{Data: data, ContentType: contentType}, nil
 }
 
 // CompleteInput records a successful job run.

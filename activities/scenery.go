@@ -8,8 +8,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/shotflow/shotflow/activities/generate"
 	"github.com/shotflow/shotflow/internal/blobstore"
+	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/reference"
 	"github.com/shotflow/shotflow/models"
 )
@@ -18,7 +18,7 @@ import (
 // place the product in: the account's own generated scenery or one of the marketplace. A scenery
 // that is no longer usable (archived, rejected, its file removed) leaves the shoot without a scene
 // image rather than failing it; a store that cannot be read is ErrTypeDependencyUnavailable.
-func (a *Activities) loadScenery(ctx context.Context, job *models.Job, sceneryID string) (*generate.Input, error) {
+func (a *Activities) loadScenery(ctx context.Context, job *models.Job, sceneryID string) (*providers.Input, error) {
 	if job.JobType != models.JobTypePhotoShoot || sceneryID == "" {
 		return nil, nil
 	}
@@ -55,5 +55,5 @@ func (a *Activities) loadScenery(ctx context.Context, job *models.Job, sceneryID
 	if err != nil {
 		return nil, unavailable(DependencyBlobStore, fmt.Errorf("read scenery image: %w", err))
 	}
-	return &generate.Input{Data: data, ContentType: http.DetectContentType(data)}, nil
+	return &providers.Input{Data: data, ContentType: http.DetectContentType(data)}, nil
 }

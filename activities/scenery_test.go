@@ -14,8 +14,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/shotflow/shotflow/activities"
-	"github.com/shotflow/shotflow/activities/generate"
 	"github.com/shotflow/shotflow/internal/blobstore"
+	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models"
 )
@@ -23,16 +23,16 @@ import (
 // capture is a provider that serves everything and records the requests it gets.
 type capture struct {
 	mu   sync.Mutex
-	reqs []generate.Request
+	reqs []providers.Request
 }
 
 func (c *capture) Serves(string, string) bool { return true }
 
-func (c *capture) Generate(_ context.Context, req generate.Request) ([]generate.Output, error) {
+func (c *capture) Generate(_ context.Context, req providers.Request) ([]providers.Output, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.reqs = append(c.reqs, req)
-	return []generate.Output{{Data: req.Inputs[0].Data, ContentType: "image/png", Ext: ".png", Width: 8, Height: 8}}, nil
+	return []providers.Output{{Data: req.Inputs[0].Data, ContentType: "image/png", Ext: ".png", Width: 8, Height: 8}}, nil
 }
 
 // A photo shoot whose session names a scenery hands the provider that scenery's image: a
@@ -55,7 +55,7 @@ func TestPhotoShootGetsItsSceneryImage(t *testing.T) {
 	}
 	provider := &capture{}
 	acts := &activities.Activities{DB: db, Blobs: blobs, Log: zap.NewNop(), LongEdge: 64,
-		Generator: generate.MustNewRegistry(catalog, map[string]generate.Provider{"local": provider})}
+		Generator: providers.MustNewRegistry(catalog, map[string]providers.Provider{"local": provider})}
 	acc, err := models.CreateAccount(db, "Team", 100)
 	if err != nil {
 		t.Fatal(err)

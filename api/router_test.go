@@ -24,8 +24,6 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 	"gorm.io/gorm"
 
-	"github.com/shotflow/shotflow/activities/generate"
-	"github.com/shotflow/shotflow/activities/generate/local"
 	"github.com/shotflow/shotflow/api"
 	"github.com/shotflow/shotflow/api/external"
 	"github.com/shotflow/shotflow/api/files"
@@ -35,6 +33,8 @@ import (
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/metrics"
 	"github.com/shotflow/shotflow/internal/metrics/metricstest"
+	"github.com/shotflow/shotflow/internal/providers"
+	"github.com/shotflow/shotflow/internal/providers/local"
 	"github.com/shotflow/shotflow/internal/ratelimit"
 	"github.com/shotflow/shotflow/internal/secrets"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
@@ -76,7 +76,7 @@ func newServer(t *testing.T) *server {
 	eng := &engine.Engine{DB: db, Log: log}
 	h := &plugin.Handler{
 		DB: db, Blobs: blobs, Signer: signer, Engine: eng,
-		Generator:        generate.MustNewRegistry(catalog, map[string]generate.Provider{"local": local.Provider{}}),
+		Generator:        providers.MustNewRegistry(catalog, map[string]providers.Provider{"local": local.Provider{}}),
 		Limiter:          ratelimit.NewMemory(func() time.Time { return time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC) }),
 		Log:              log,
 		DocsURL:          docsURL,

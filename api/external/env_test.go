@@ -27,11 +27,11 @@ import (
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
-	"github.com/shotflow/shotflow/activities/generate"
-	"github.com/shotflow/shotflow/activities/generate/local"
 	"github.com/shotflow/shotflow/api/external"
 	"github.com/shotflow/shotflow/internal/blobstore"
 	"github.com/shotflow/shotflow/internal/engine"
+	"github.com/shotflow/shotflow/internal/providers"
+	"github.com/shotflow/shotflow/internal/providers/local"
 	"github.com/shotflow/shotflow/internal/ratelimit"
 	"github.com/shotflow/shotflow/internal/testsupport/contract"
 	"github.com/shotflow/shotflow/internal/urlsign"
@@ -74,7 +74,7 @@ func newEnv(t testing.TB, db *gorm.DB, rateLimit int) *env {
 		DB: db, Limiter: ratelimit.NewMemory(func() time.Time { return e.now }), Log: zap.NewNop(),
 		Engine:      &engine.Engine{DB: db, Log: zap.NewNop(), Temporal: e.temporal(), TaskQueue: "shotflow"},
 		Blobs:       blobs,
-		Generator:   generate.MustNewRegistry(catalog, map[string]generate.Provider{"local": local.Provider{}}),
+		Generator:   providers.MustNewRegistry(catalog, map[string]providers.Provider{"local": local.Provider{}}),
 		Signer:      urlsign.New([]byte("0123456789abcdef0123456789abcdef"), "http://shotflow.test"),
 		DownloadTTL: 168 * time.Hour, RateLimit: rateLimit, Now: func() time.Time { return e.now },
 	}

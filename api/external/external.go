@@ -13,10 +13,10 @@ import (
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
-	"github.com/shotflow/shotflow/activities/generate"
 	"github.com/shotflow/shotflow/api/inputcheck"
 	"github.com/shotflow/shotflow/internal/blobstore"
 	"github.com/shotflow/shotflow/internal/engine"
+	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/ratelimit"
 	"github.com/shotflow/shotflow/internal/unavailable"
 	"github.com/shotflow/shotflow/internal/urlsign"
@@ -39,8 +39,8 @@ const DefaultRateLimit = 60
 // Handler serves the external API.
 type Handler struct {
 	DB          *gorm.DB
-	Blobs       *blobstore.Store   // uploaded product photos and preset images
-	Generator   *generate.Registry // the configured generation models
+	Blobs       *blobstore.Store    // uploaded product photos and preset images
+	Generator   *providers.Registry // the configured generation models
 	Limiter     ratelimit.Limiter
 	Signer      *urlsign.Signer
 	Log         *zap.Logger

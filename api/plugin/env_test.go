@@ -27,13 +27,13 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/activities"
-	"github.com/shotflow/shotflow/activities/generate"
-	"github.com/shotflow/shotflow/activities/generate/local"
 	"github.com/shotflow/shotflow/api"
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/blobstore"
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/imageprep"
+	"github.com/shotflow/shotflow/internal/providers"
+	"github.com/shotflow/shotflow/internal/providers/local"
 	"github.com/shotflow/shotflow/internal/ratelimit"
 	"github.com/shotflow/shotflow/internal/secrets"
 	"github.com/shotflow/shotflow/internal/testsupport/contract"
@@ -93,7 +93,7 @@ type envConfig struct {
 	credits       int64
 	rateLimit     int
 	subProcessors []plugin.SubProcessor
-	providers     map[string]generate.Provider
+	providers     map[string]providers.Provider
 }
 
 type envOption func(*envConfig)
@@ -115,13 +115,13 @@ func withCatalog(c *models.Catalog) envOption { return func(cfg *envConfig) { cf
 
 func withCredits(n int64) envOption { return func(c *envConfig) { c.credits = n } }
 
-func withProviders(p map[string]generate.Provider) envOption {
+func withProviders(p map[string]providers.Provider) envOption {
 	return func(c *envConfig) { c.providers = p }
 }
 
 func newEnv(t testing.TB, opts ...envOption) *env {
 	t.Helper()
-	cfg := envConfig{databaseURL: testdb.SQLiteURL, credits: 500, providers: map[string]generate.Provider{"local": local.Provider{}}}
+	cfg := envConfig{databaseURL: testdb.SQLiteURL, credits: 500, providers: map[string]providers.Provider{"local": local.Provider{}}}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -155,7 +155,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 		Engine:           &engine.Engine{DB: db, Log: zap.NewNop(), Temporal: preparations(&prepared)},
 		Blobs:            blobs,
 		Signer:           signer,
-		Generator:        generate.MustNewRegistry(catalog, cfg.providers),
+		Generator:        providers.MustNewRegistry(catalog, cfg.providers),
 		Limiter:          ratelimit.NewMemory(clock.Now),
 		Log:              zap.NewNop(),
 		DocsURL:          docsURL,
@@ -187,7 +187,7 @@ func (e *env) prepare(assetID string) activities.PrepareResult {
 }
 
 // servesAll is a provider that claims every model and job type of a test catalog.
-type servesAll struct{ generate.Provider }
+type servesAll struct{ providers.Provider }
 
 func (servesAll) Serves(string, string) bool { return true }
 

@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/shotflow/shotflow/activities/generate"
 	"github.com/shotflow/shotflow/api/plugin"
+	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -91,7 +91,7 @@ func TestAIModels(t *testing.T) {
 }
 
 func TestAIModelsOnlyConfiguredProviders(t *testing.T) {
-	e := newEnv(t, withProviders(map[string]generate.Provider{}))
+	e := newEnv(t, withProviders(map[string]providers.Provider{}))
 	rec := e.do(http.MethodGet, p("/ai-models"), e.key, nil)
 	require.Equal(t, http.StatusOK, rec.Code)
 	assert.JSONEq(t, `{"ai_models":[]}`, rec.Body.String())

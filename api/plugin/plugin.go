@@ -9,10 +9,10 @@ import (
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
-	"github.com/shotflow/shotflow/activities/generate"
 	"github.com/shotflow/shotflow/api/inputcheck"
 	"github.com/shotflow/shotflow/internal/blobstore"
 	"github.com/shotflow/shotflow/internal/engine"
+	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/ratelimit"
 	"github.com/shotflow/shotflow/internal/urlsign"
 	"github.com/shotflow/shotflow/models"
@@ -25,7 +25,7 @@ type Handler struct {
 	Engine           *engine.Engine
 	Blobs            *blobstore.Store
 	Signer           *urlsign.Signer
-	Generator        *generate.Registry
+	Generator        *providers.Registry
 	Limiter          ratelimit.Limiter
 	Log              *zap.Logger
 	DocsURL          string

@@ -14,11 +14,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/shotflow/shotflow/activities/generate"
-	"github.com/shotflow/shotflow/activities/generate/local"
-	"github.com/shotflow/shotflow/activities/generate/sim"
 	"github.com/shotflow/shotflow/api/files"
 	"github.com/shotflow/shotflow/api/plugin"
+	"github.com/shotflow/shotflow/internal/providers"
+	"github.com/shotflow/shotflow/internal/providers/local"
+	"github.com/shotflow/shotflow/internal/providers/sim"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -421,7 +421,7 @@ func TestPricingMatchesAIModels(t *testing.T) {
 		}
 	})
 	t.Run("with the simulated provider", func(t *testing.T) {
-		prices := requirePricingMatchesAIModels(t, newEnv(t, withProviders(map[string]generate.Provider{
+		prices := requirePricingMatchesAIModels(t, newEnv(t, withProviders(map[string]providers.Provider{
 			"local": local.Provider{}, sim.Name: sim.Provider{},
 		})))
 		assert.Contains(t, prices, models.Price{JobType: models.JobTypePhotoShoot, Provider: sim.Name, Model: "*", CreditCost: 1})

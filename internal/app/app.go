@@ -17,11 +17,6 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/activities"
-	"github.com/shotflow/shotflow/activities/generate"
-	"github.com/shotflow/shotflow/activities/generate/fal"
-	"github.com/shotflow/shotflow/activities/generate/local"
-	"github.com/shotflow/shotflow/activities/generate/openai"
-	"github.com/shotflow/shotflow/activities/generate/sim"
 	"github.com/shotflow/shotflow/api"
 	"github.com/shotflow/shotflow/api/external"
 	"github.com/shotflow/shotflow/api/plugin"
@@ -30,6 +25,11 @@ import (
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/imageprep"
 	"github.com/shotflow/shotflow/internal/metrics"
+	"github.com/shotflow/shotflow/internal/providers"
+	"github.com/shotflow/shotflow/internal/providers/fal"
+	"github.com/shotflow/shotflow/internal/providers/local"
+	"github.com/shotflow/shotflow/internal/providers/openai"
+	"github.com/shotflow/shotflow/internal/providers/sim"
 	"github.com/shotflow/shotflow/internal/ratelimit"
 	"github.com/shotflow/shotflow/internal/reference"
 	"github.com/shotflow/shotflow/internal/retention"
@@ -52,7 +52,7 @@ type App struct {
 	DB        *gorm.DB
 	Blobs     *blobstore.Store
 	Temporal  client.Client
-	Generator *generate.Registry
+	Generator *providers.Registry
 	Signer    *urlsign.Signer
 	Box       *secrets.Box
 	Limiter   ratelimit.Limiter
@@ -149,32 +149,32 @@ func NewSigner(cfg config.Config, master []byte) *urlsign.Signer {
 
 // Providers returns the generation providers the configuration enables: the local studio always,
 // the sim provider when SIM_PROVIDER is set, and each hosted provider whose API key is set.
-func Providers(cfg config.Config) map[string]generate.Provider {
-	providers := map[string]generate.Provider{local.Name: local.Provider{VideoEncoder: videoEncoder(cfg.VideoEncoder)}}
+func Providers(cfg config.Config) map[string]providers.Provider {
+	enabled := map[string]providers.Provider{local.Name: local.Provider{VideoEncoder: videoEncoder(cfg.VideoEncoder)}}
 	if cfg.SimProvider {
-		providers[sim.Name] = sim.Provider{}
+		enabled[sim.Name] = sim.Provider{}
 	}
 	if cfg.OpenAIAPIKey != "" {
-		providers[openai.Name] = openai.New(openai.Config{APIKey: cfg.OpenAIAPIKey, BaseURL: cfg.OpenAIBaseURL})
+		enabled[openai.Name] = openai.New(openai.Config{APIKey: cfg.OpenAIAPIKey, BaseURL: cfg.OpenAIBaseURL})
 	}
 	if cfg.FalKey != "" {
-		providers[fal.Name] = fal.New(fal.Config{APIKey: cfg.FalKey, QueueURL: cfg.FalQueueURL})
+		enabled[fal.Name] = fal.New(fal.Config{APIKey: cfg.FalKey, QueueURL: cfg.FalQueueURL})
 	}
-	return providers
+	return enabled
 }
 
 // NewGenerator is the registry of the seed catalog over the configured providers, with
 // DEFAULT_PROVIDER as its default; it fails when that provider is not configured.
-func NewGenerator(cfg config.Config) (*generate.Registry, error) {
+func NewGenerator(cfg config.Config) (*providers.Registry, error) {
 	catalog, err := models.LoadCatalog()
 	if err != nil {
 		return nil, err
 	}
-	providers := Providers(cfg)
-	if _, ok := providers[cfg.DefaultProvider]; !ok {
+	enabled := Providers(cfg)
+	if _, ok := enabled[cfg.DefaultProvider]; !ok {
 		return nil, fmt.Errorf("DEFAULT_PROVIDER %q is not configured: set its key (or SIM_PROVIDER=true for sim)", cfg.DefaultProvider)
 	}
-	return generate.NewRegistry(catalog, providers, cfg.DefaultProvider)
+	return providers.NewRegistry(catalog, enabled, cfg.DefaultProvider)
 }
 
 // videoEncoder maps VIDEO_ENCODER to the local provider's setting ("" chooses by itself).

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shotflow/shotflow/activities/generate"
 	"github.com/shotflow/shotflow/internal/config"
+	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/worker"
 )
@@ -17,7 +17,7 @@ func TestProvidersFollowTheConfiguration(t *testing.T) {
 		t.Fatal(err)
 	}
 	names := func(cfg config.Config) []string {
-		reg, err := generate.NewRegistry(catalog, Providers(cfg))
+		reg, err := providers.NewRegistry(catalog, Providers(cfg))
 		if err != nil {
 			t.Fatalf("the seed catalog does not fit the providers' code: %v", err)
 		}
@@ -41,7 +41,7 @@ func TestProvidersFollowTheConfiguration(t *testing.T) {
 	all.ProviderRateLimits = map[string]float64{"openai": 0.5}
 	all.ProviderConcurrency = map[string]int{"local": 2}
 	all.WorkerActivityConcurrency = 7
-	a := &App{Config: all, Generator: generate.MustNewRegistry(catalog, Providers(all))}
+	a := &App{Config: all, Generator: providers.MustNewRegistry(catalog, Providers(all))}
 	want := []worker.ProviderLimits{
 		{Provider: "fal", RatePerSecond: 0, Concurrency: 7},
 		{Provider: "local", RatePerSecond: 0, Concurrency: 2},

@@ -21,8 +21,8 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/shotflow/shotflow/activities/generate/local"
 	"github.com/shotflow/shotflow/internal/blobstore"
+	"github.com/shotflow/shotflow/internal/providers/local"
 	"github.com/shotflow/shotflow/models"
 )
 

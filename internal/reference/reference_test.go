@@ -8,8 +8,8 @@ import (
 	"image/jpeg"
 	"testing"
 
-	"github.com/shotflow/shotflow/activities/generate/local"
 	"github.com/shotflow/shotflow/internal/blobstore"
+	"github.com/shotflow/shotflow/internal/providers/local"
 	"github.com/shotflow/shotflow/internal/reference"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models"

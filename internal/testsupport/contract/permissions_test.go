@@ -14,12 +14,12 @@ import (
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
-	"github.com/shotflow/shotflow/activities/generate"
-	"github.com/shotflow/shotflow/activities/generate/local"
 	"github.com/shotflow/shotflow/api"
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/blobstore"
 	"github.com/shotflow/shotflow/internal/engine"
+	"github.com/shotflow/shotflow/internal/providers"
+	"github.com/shotflow/shotflow/internal/providers/local"
 	"github.com/shotflow/shotflow/internal/ratelimit"
 	"github.com/shotflow/shotflow/internal/secrets"
 	"github.com/shotflow/shotflow/internal/testsupport/contract"
@@ -124,7 +124,7 @@ func newServer(t *testing.T, rateLimit int) *server {
 	signer := urlsign.New([]byte("0123456789abcdef0123456789abcdef"), "http://example.test")
 	h := &plugin.Handler{
 		DB: db, Engine: &engine.Engine{DB: db, Log: zap.NewNop()}, Blobs: blobs, Signer: signer,
-		Generator: generate.MustNewRegistry(catalog, map[string]generate.Provider{"local": local.Provider{}}),
+		Generator: providers.MustNewRegistry(catalog, map[string]providers.Provider{"local": local.Provider{}}),
 		Limiter:   ratelimit.NewMemory(time.Now), Log: zap.NewNop(), DocsURL: "https://docs.example.test",
 		DefaultRateLimit: rateLimit, DownloadTTL: 168 * time.Hour, UploadTTL: 2 * time.Hour, Secrets: box,
 	}

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"image"
 
-	"github.com/shotflow/shotflow/activities/generate"
 	"github.com/shotflow/shotflow/internal/errorcat"
+	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/video"
 	"github.com/shotflow/shotflow/models"
 )
@@ -19,35 +19,35 @@ const VideoLongEdge = 720
 
 // renderVideo pans and zooms over the job's images (one for a video, 1 to video.MaxImages for a
 // reel) into an MP4 at the requested aspect ratio.
-func renderVideo(ctx context.Context, req generate.Request, encoder string) ([]generate.Output, error) {
+func renderVideo(ctx context.Context, req providers.Request, encoder string) ([]providers.Output, error) {
 	want := "one image"
 	if req.JobType == models.JobTypeReel {
 		want = fmt.Sprintf("1 to %d images", video.MaxImages)
 	}
 	if len(req.Inputs) == 0 || (req.JobType == models.JobTypeVideo && len(req.Inputs) != 1) || len(req.Inputs) > video.MaxImages {
-		return nil, generate.Errorf(errorcat.InputMissing, "%s needs %s, got %d", req.JobType, want, len(req.Inputs))
+		return nil, providers.Errorf(errorcat.InputMissing, "%s needs %s, got %d", req.JobType, want, len(req.Inputs))
 	}
 	frames := make([]image.Image, len(req.Inputs))
 	for i, in := range req.Inputs {
 		img, _, err := image.Decode(bytes.NewReader(in.Data))
 		if err != nil {
-			return nil, generate.Errorf(errorcat.InputMissing, "%s input %d is not a decodable image: %v", req.JobType, i+1, err)
+			return nil, providers.Errorf(errorcat.InputMissing, "%s input %d is not a decodable image: %v", req.JobType, i+1, err)
 		}
 		frames[i] = img
 	}
 	w, h, err := CanvasSize(req.AspectRatio, VideoLongEdge)
 	if err != nil {
-		return nil, generate.Errorf(errorcat.InternalBug, "video size: %v", err)
+		return nil, providers.Errorf(errorcat.InternalBug, "video size: %v", err)
 	}
 	res, err := video.Render(ctx, frames, video.Options{Width: w, Height: h, Seed: req.Seed, Encoder: encoder})
 	switch {
 	case ctx.Err() != nil:
-		return nil, generate.Errorf(errorcat.TransientInfra, "video rendering abandoned: %v", err)
+		return nil, providers.Errorf(errorcat.TransientInfra, "video rendering abandoned: %v", err)
 	case errors.Is(err, video.ErrFFmpegMissing):
-		return nil, generate.Errorf(errorcat.InternalBug, "VIDEO_ENCODER=ffmpeg but ffmpeg is not installed: %v", err)
+		return nil, providers.Errorf(errorcat.InternalBug, "VIDEO_ENCODER=ffmpeg but ffmpeg is not installed: %v", err)
 	case err != nil:
-		return nil, generate.Errorf(errorcat.InternalBug, "render video: %v", err)
+		return nil, providers.Errorf(errorcat.InternalBug, "render video: %v", err)
 	}
-	return []generate.Output{{Data: res.Data, ContentType: res.ContentType, Ext: res.Ext,
+	return []providers.Output{{Data: res.Data, ContentType: res.ContentType, Ext: res.Ext,
 		Width: res.Width, Height: res.Height, Duration: res.Duration}}, nil
 }

@@ -3,7 +3,7 @@ package openai
 import (
 	"strings"
 
-	"github.com/shotflow/shotflow/activities/generate"
+	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -13,7 +13,7 @@ const keepProduct = "Keep the product exactly as it is: the same shape, proporti
 
 // prompt writes the prompt of a request from its job type, the session's style and suggestions
 // (edits) or the account's preferences (ideas).
-func prompt(req generate.Request) string {
+func prompt(req providers.Request) string {
 	switch req.JobType {
 	case models.JobTypePackshot:
 		return join(
@@ -47,7 +47,7 @@ func prompt(req generate.Request) string {
 
 // scene tells a photo shoot where the product goes: into the second image when the session chose a
 // scenery, otherwise into a setting that follows the style.
-func scene(req generate.Request) string {
+func scene(req providers.Request) string {
 	if req.Scenery != nil {
 		return "Use the second image as the scene: place the product from the first image naturally within it."
 	}
@@ -58,7 +58,7 @@ func scene(req generate.Request) string {
 }
 
 // direction renders the session's style and suggestions, or "" when it has neither.
-func direction(s generate.SessionConfig) string {
+func direction(s providers.SessionConfig) string {
 	var parts []string
 	if style := strings.TrimSpace(s.Style); style != "" {
 		parts = append(parts, "Style: "+style+".")

@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/shotflow/shotflow/activities/generate"
 	"github.com/shotflow/shotflow/internal/errorcat"
+	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -32,13 +32,13 @@ type editFile struct {
 // editImages returns the input images of an edit in prompt order: the product photo of a packshot,
 // or the packshot of a photo shoot followed by its scenery image when there is one. A missing,
 // empty, oversized or unreadable image is INPUT_MISSING.
-func editImages(req generate.Request) ([]editFile, error) {
+func editImages(req providers.Request) ([]editFile, error) {
 	role := "packshot"
 	if req.JobType == models.JobTypePackshot {
 		role = "product"
 	}
 	if len(req.Inputs) == 0 {
-		return nil, generate.Errorf(errorcat.InputMissing, "%s: %s job has no %s image", Name, req.JobType, role)
+		return nil, providers.Errorf(errorcat.InputMissing, "%s: %s job has no %s image", Name, req.JobType, role)
 	}
 	first, err := editInput(role, req.Inputs[0])
 	if err != nil {
@@ -57,19 +57,19 @@ func editImages(req generate.Request) ([]editFile, error) {
 
 // editInput checks one input image and settles its content type: the declared one when the API
 // accepts it, otherwise the one sniffed from the bytes.
-func editInput(role string, in generate.Input) (editFile, error) {
+func editInput(role string, in providers.Input) (editFile, error) {
 	switch {
 	case len(in.Data) == 0:
-		return editFile{}, generate.Errorf(errorcat.InputMissing, "%s: the %s image is empty", Name, role)
+		return editFile{}, providers.Errorf(errorcat.InputMissing, "%s: the %s image is empty", Name, role)
 	case len(in.Data) >= maxInputBytes:
-		return editFile{}, generate.Errorf(errorcat.InputMissing, "%s: the %s image has %d bytes, the API takes less than %d", Name, role, len(in.Data), maxInputBytes)
+		return editFile{}, providers.Errorf(errorcat.InputMissing, "%s: the %s image has %d bytes, the API takes less than %d", Name, role, len(in.Data), maxInputBytes)
 	}
 	ct := mediaType(in.ContentType)
 	if !slices.Contains(inputTypes, ct) {
 		ct = mediaType(http.DetectContentType(in.Data))
 	}
 	if !slices.Contains(inputTypes, ct) {
-		return editFile{}, generate.Errorf(errorcat.InputMissing, "%s: the %s image is %s, not one of %s", Name, role, ct, strings.Join(inputTypes, ", "))
+		return editFile{}, providers.Errorf(errorcat.InputMissing, "%s: the %s image is %s, not one of %s", Name, role, ct, strings.Join(inputTypes, ", "))
 	}
 	return editFile{role: role, data: in.Data, contentType: ct}, nil
 }
@@ -97,16 +97,16 @@ func editCall(ps params, files []editFile) (call, error) {
 	}
 	for _, f := range fields {
 		if err := w.WriteField(f[0], f[1]); err != nil {
-			return call{}, generate.Errorf(errorcat.InternalBug, "%s: encoding field %s: %v", Name, f[0], err)
+			return call{}, providers.Errorf(errorcat.InternalBug, "%s: encoding field %s: %v", Name, f[0], err)
 		}
 	}
 	for _, f := range files {
 		if err := writeFile(w, f); err != nil {
-			return call{}, generate.Errorf(errorcat.InternalBug, "%s: encoding the %s image: %v", Name, f.role, err)
+			return call{}, providers.Errorf(errorcat.InternalBug, "%s: encoding the %s image: %v", Name, f.role, err)
 		}
 	}
 	if err := w.Close(); err != nil {
-		return call{}, generate.Errorf(errorcat.InternalBug, "%s: encoding request: %v", Name, err)
+		return call{}, providers.Errorf(errorcat.InternalBug, "%s: encoding request: %v", Name, err)
 	}
 	return call{path: "/images/edits", contentType: w.FormDataContentType(), body: buf.Bytes()}, nil
 }
@@ -114,7 +114,7 @@ func editCall(ps params, files []editFile) (call, error) {
 // writeFile adds one image[] file part named after the image's role and content type.
 func writeFile(w *multipart.Writer, f editFile) error {
 	h := make(textproto.MIMEHeader)
-	h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="image[]"; filename="%s%s"`, f.role, generate.ExtFor(f.contentType)))
+	h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="image[]"; filename="%s%s"`, f.role, providers.ExtFor(f.contentType)))
 	h.Set("Content-Type", f.contentType)
 	part, err := w.CreatePart(h)
 	if err != nil {

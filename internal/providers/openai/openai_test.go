@@ -21,8 +21,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shotflow/shotflow/activities/generate"
 	"github.com/shotflow/shotflow/internal/errorcat"
+	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -173,25 +173,25 @@ func jpegBytes(t *testing.T) []byte {
 	return buf.Bytes()
 }
 
-func editRequest(t *testing.T, jobType string) generate.Request {
-	return generate.Request{
+func editRequest(t *testing.T, jobType string) providers.Request {
+	return providers.Request{
 		JobID: "job-1", JobType: jobType, Model: Model, Attempt: 1, AspectRatio: "3:2",
-		Session: generate.SessionConfig{Style: "warm minimalist kitchen", Suggestions: "morning light, marble counter"},
-		Inputs:  []generate.Input{{Data: pngBytes(t, 10, 10), ContentType: "image/png"}},
+		Session: providers.SessionConfig{Style: "warm minimalist kitchen", Suggestions: "morning light, marble counter"},
+		Inputs:  []providers.Input{{Data: pngBytes(t, 10, 10), ContentType: "image/png"}},
 	}
 }
 
-func ideaRequest(jobType string) generate.Request {
-	return generate.Request{JobID: "job-2", JobType: jobType, Model: Model, Attempt: 1, AspectRatio: "2:3",
+func ideaRequest(jobType string) providers.Request {
+	return providers.Request{JobID: "job-2", JobType: jobType, Model: Model, Attempt: 1, AspectRatio: "2:3",
 		Prompt: "tall, curly red hair, linen summer clothes"}
 }
 
-// category returns err as a *generate.Error and checks its message never holds the API key.
-func category(t *testing.T, err error) *generate.Error {
+// category returns err as a *providers.Error and checks its message never holds the API key.
+func category(t *testing.T, err error) *providers.Error {
 	t.Helper()
-	var ge *generate.Error
+	var ge *providers.Error
 	if !errors.As(err, &ge) {
-		t.Fatalf("error %v (%T) is not a *generate.Error", err, err)
+		t.Fatalf("error %v (%T) is not a *providers.Error", err, err)
 	}
 	if strings.Contains(ge.Message, testKey) {
 		t.Errorf("message holds the API key: %s", ge.Message)
@@ -200,7 +200,7 @@ func category(t *testing.T, err error) *generate.Error {
 }
 
 // checkOutput checks the one output is the fake API's PNG with its size.
-func checkOutput(t *testing.T, f *fakeAPI, outs []generate.Output) {
+func checkOutput(t *testing.T, f *fakeAPI, outs []providers.Output) {
 	t.Helper()
 	if len(outs) != 1 {
 		t.Fatalf("%d outputs, want 1", len(outs))
@@ -226,12 +226,12 @@ func checkHeaders(t *testing.T, c received, path string) {
 func TestGenerateEdits(t *testing.T) {
 	scenery := jpegBytes(t)
 	withScenery := editRequest(t, models.JobTypePhotoShoot)
-	withScenery.Scenery = &generate.Input{Data: scenery, ContentType: "image/jpg"}
+	withScenery.Scenery = &providers.Input{Data: scenery, ContentType: "image/jpg"}
 	undeclared := editRequest(t, models.JobTypePackshot)
 	undeclared.Inputs[0].ContentType = "application/octet-stream"
 	tests := []struct {
 		name      string
-		req       generate.Request
+		req       providers.Request
 		filenames []string
 		types     []string
 		phrases   []string
@@ -551,9 +551,9 @@ func TestRejectedBeforeCalling(t *testing.T) {
 	emptyImage := editRequest(t, models.JobTypePhotoShoot)
 	emptyImage.Inputs[0].Data = nil
 	emptyScenery := editRequest(t, models.JobTypePhotoShoot)
-	emptyScenery.Scenery = &generate.Input{ContentType: "image/png"}
+	emptyScenery.Scenery = &providers.Input{ContentType: "image/png"}
 	notAnImage := editRequest(t, models.JobTypePackshot)
-	notAnImage.Inputs[0] = generate.Input{Data: []byte("GIF89a not really"), ContentType: "image/gif"}
+	notAnImage.Inputs[0] = providers.Input{Data: []byte("GIF89a not really"), ContentType: "image/gif"}
 	tooLarge := editRequest(t, models.JobTypePackshot)
 	tooLarge.Inputs[0].Data = append(bytes.Clone(tooLarge.Inputs[0].Data), make([]byte, maxInputBytes)...)
 	badRatio := ideaRequest(models.JobTypeModelIdea)
@@ -563,7 +563,7 @@ func TestRejectedBeforeCalling(t *testing.T) {
 	unknown.Model = "dall-e-3"
 	tests := []struct {
 		name string
-		req  generate.Request
+		req  providers.Request
 		key  string
 		want errorcat.Category
 	}{
@@ -626,7 +626,7 @@ func TestServesAgreesWithCatalog(t *testing.T) {
 	if p.Serves("dall-e-3", models.JobTypePackshot) {
 		t.Error("serves a model the catalog does not list")
 	}
-	if _, err := generate.NewRegistry(catalog, map[string]generate.Provider{Name: p}); err != nil {
+	if _, err := providers.NewRegistry(catalog, map[string]providers.Provider{Name: p}); err != nil {
 		t.Error(err)
 	}
 }

@@ -23,8 +23,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shotflow/shotflow/activities/generate"
 	"github.com/shotflow/shotflow/internal/errorcat"
+	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -53,8 +53,8 @@ var sizes = map[string]string{"1:1": "1024x1024", "3:2": "1536x1024", "2:3": "10
 // defaultAspectRatio is the catalog's default aspect ratio, used when a request names none.
 const defaultAspectRatio = "1:1"
 
-// maxResponseBytes caps an answer: a base64 image of generate.MaxDownloadBytes plus its JSON.
-const maxResponseBytes = generate.MaxDownloadBytes/3*4 + 1<<20
+// maxResponseBytes caps an answer: a base64 image of providers.MaxDownloadBytes plus its JSON.
+const maxResponseBytes = providers.MaxDownloadBytes/3*4 + 1<<20
 
 // Config configures the provider.
 type Config struct {
@@ -101,18 +101,18 @@ func (p *Provider) Serves(model, jobType string) bool {
 
 // Generate runs one attempt as one synchronous call of the Images API and respects ctx: when ctx
 // ends first the call is abandoned with TRANSIENT_INFRA. Requests that cannot be served fail
-// before calling OpenAI. Every error is a *generate.Error whose message never holds the API key.
-func (p *Provider) Generate(ctx context.Context, req generate.Request) ([]generate.Output, error) {
+// before calling OpenAI. Every error is a *providers.Error whose message never holds the API key.
+func (p *Provider) Generate(ctx context.Context, req providers.Request) ([]providers.Output, error) {
 	outs, err := p.generate(ctx, req)
 	if err != nil {
-		return nil, generate.Redact(err, p.key)
+		return nil, providers.Redact(err, p.key)
 	}
 	return outs, nil
 }
 
-func (p *Provider) generate(ctx context.Context, req generate.Request) ([]generate.Output, error) {
+func (p *Provider) generate(ctx context.Context, req providers.Request) ([]providers.Output, error) {
 	if !p.Serves(req.Model, req.JobType) {
-		return nil, generate.Errorf(errorcat.InternalBug, "%s: model %q does not generate %s jobs", Name, req.Model, req.JobType)
+		return nil, providers.Errorf(errorcat.InternalBug, "%s: model %q does not generate %s jobs", Name, req.Model, req.JobType)
 	}
 	size, err := sizeFor(req.AspectRatio)
 	if err != nil {
@@ -126,7 +126,7 @@ func (p *Provider) generate(ctx context.Context, req generate.Request) ([]genera
 		return nil, err
 	}
 	if p.key == "" {
-		return nil, generate.Errorf(errorcat.ProviderAccount, "%s: no API key is configured", Name)
+		return nil, providers.Errorf(errorcat.ProviderAccount, "%s: no API key is configured", Name)
 	}
 	a, err := p.do(ctx, c)
 	if err != nil {
@@ -143,7 +143,7 @@ func sizeFor(aspectRatio string) (string, error) {
 	}
 	size, ok := sizes[aspectRatio]
 	if !ok {
-		return "", generate.Errorf(errorcat.InternalBug, "%s: %s cannot render aspect ratio %q", Name, Model, aspectRatio)
+		return "", providers.Errorf(errorcat.InternalBug, "%s: %s cannot render aspect ratio %q", Name, Model, aspectRatio)
 	}
 	return size, nil
 }
@@ -170,7 +170,7 @@ type call struct {
 
 // build encodes the request of the job type: an edit of the input images for packshots and photo
 // shoots, a generation from text for ideas.
-func build(req generate.Request, ps params) (call, error) {
+func build(req providers.Request, ps params) (call, error) {
 	switch req.JobType {
 	case models.JobTypePackshot, models.JobTypePhotoShoot:
 		files, err := editImages(req)
@@ -181,7 +181,7 @@ func build(req generate.Request, ps params) (call, error) {
 	}
 	body, err := json.Marshal(ps)
 	if err != nil {
-		return call{}, generate.Errorf(errorcat.InternalBug, "%s: encoding request: %v", Name, err)
+		return call{}, providers.Errorf(errorcat.InternalBug, "%s: encoding request: %v", Name, err)
 	}
 	return call{path: "/images/generations", contentType: "application/json", body: body}, nil
 }
@@ -194,11 +194,11 @@ type answer struct {
 	requestID string // x-request-id ("Debugging requests")
 }
 
-// do sends the call and reads its answer; a non-2xx answer is classified into a *generate.Error.
+// do sends the call and reads its answer; a non-2xx answer is classified into a *providers.Error.
 func (p *Provider) do(ctx context.Context, c call) (answer, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.baseURL+c.path, bytes.NewReader(c.body))
 	if err != nil {
-		return answer{}, generate.Errorf(errorcat.InternalBug, "%s: building request: %v", Name, err)
+		return answer{}, providers.Errorf(errorcat.InternalBug, "%s: building request: %v", Name, err)
 	}
 	req.Header.Set("Authorization", "Bearer "+p.key)
 	req.Header.Set("Content-Type", c.contentType)
@@ -211,19 +211,19 @@ func (p *Provider) do(ctx context.Context, c call) (answer, error) {
 	}
 	resp, err := p.client.Do(req)
 	if err != nil {
-		return answer{}, generate.TransportError(Name, err)
+		return answer{}, providers.TransportError(Name, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
 	if err != nil {
-		return answer{}, generate.TransportError(Name, err)
+		return answer{}, providers.TransportError(Name, err)
 	}
 	a := answer{status: resp.StatusCode, header: resp.Header, body: body, requestID: resp.Header.Get("X-Request-Id")}
 	if a.status < 200 || a.status > 299 {
 		return answer{}, classify(c.path, a)
 	}
 	if len(body) > maxResponseBytes {
-		return answer{}, generate.Errorf(errorcat.InternalBug, "%s: POST %s%s: answer is larger than %d bytes", Name, c.path, a.ref(), maxResponseBytes)
+		return answer{}, providers.Errorf(errorcat.InternalBug, "%s: POST %s%s: answer is larger than %d bytes", Name, c.path, a.ref(), maxResponseBytes)
 	}
 	return a, nil
 }
@@ -246,40 +246,40 @@ type imagesResponse struct {
 
 // outputs decodes the images of a successful answer. An answer that is not the documented JSON,
 // holds no image or holds one that is not a PNG is INTERNAL_BUG.
-func outputs(c call, a answer) ([]generate.Output, error) {
+func outputs(c call, a answer) ([]providers.Output, error) {
 	var r imagesResponse
 	if err := json.Unmarshal(a.body, &r); err != nil {
-		return nil, generate.Errorf(errorcat.InternalBug, "%s: POST %s%s: decoding answer: %v", Name, c.path, a.ref(), err)
+		return nil, providers.Errorf(errorcat.InternalBug, "%s: POST %s%s: decoding answer: %v", Name, c.path, a.ref(), err)
 	}
-	var outs []generate.Output
+	var outs []providers.Output
 	for i, d := range r.Data {
 		if d.B64JSON == "" {
 			continue
 		}
 		out, err := decodeImage(d.B64JSON)
 		if err != nil {
-			return nil, generate.Errorf(errorcat.InternalBug, "%s: POST %s%s: data[%d]: %v", Name, c.path, a.ref(), i, err)
+			return nil, providers.Errorf(errorcat.InternalBug, "%s: POST %s%s: data[%d]: %v", Name, c.path, a.ref(), i, err)
 		}
 		outs = append(outs, out)
 	}
 	if len(outs) == 0 {
-		return nil, generate.Errorf(errorcat.InternalBug, "%s: POST %s%s: answer holds no image", Name, c.path, a.ref())
+		return nil, providers.Errorf(errorcat.InternalBug, "%s: POST %s%s: answer holds no image", Name, c.path, a.ref())
 	}
 	return outs, nil
 }
 
 // decodeImage decodes one b64_json image, which output_format png makes a PNG.
-func decodeImage(b64 string) (generate.Output, error) {
+func decodeImage(b64 string) (providers.Output, error) {
 	data, err := base64.StdEncoding.DecodeString(b64)
 	if err != nil {
-		return generate.Output{}, err
+		return providers.Output{}, err
 	}
 	cfg, format, err := image.DecodeConfig(bytes.NewReader(data))
 	if err != nil {
-		return generate.Output{}, err
+		return providers.Output{}, err
 	}
 	if format != "png" {
-		return generate.Output{}, fmt.Errorf("image is %s, not the png requested", format)
+		return providers.Output{}, fmt.Errorf("image is %s, not the png requested", format)
 	}
-	return generate.Output{Data: data, ContentType: "image/png", Ext: generate.ExtFor("image/png"), Width: cfg.Width, Height: cfg.Height}, nil
+	return providers.Output{Data: data, ContentType: "image/png", Ext: providers.ExtFor("image/png"), Width: cfg.Width, Height: cfg.Height}, nil
 }

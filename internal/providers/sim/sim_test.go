@@ -17,10 +17,10 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/shotflow/shotflow/activities/generate"
-	"github.com/shotflow/shotflow/activities/generate/local"
-	"github.com/shotflow/shotflow/activities/generate/sim"
 	"github.com/shotflow/shotflow/internal/errorcat"
+	"github.com/shotflow/shotflow/internal/providers"
+	"github.com/shotflow/shotflow/internal/providers/local"
+	"github.com/shotflow/shotflow/internal/providers/sim"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -44,11 +44,11 @@ func packshot(t *testing.T) []byte {
 	return buf.Bytes()
 }
 
-func request(t *testing.T, model string, attempt int) generate.Request {
-	return generate.Request{
+func request(t *testing.T, model string, attempt int) providers.Request {
+	return providers.Request{
 		JobID: "job-1", JobType: models.JobTypePhotoShoot, Model: model, Attempt: attempt,
 		AspectRatio: "4:5", LongEdge: 64, Seed: 7,
-		Inputs: []generate.Input{{Data: packshot(t), ContentType: "image/png"}},
+		Inputs: []providers.Input{{Data: packshot(t), ContentType: "image/png"}},
 	}
 }
 
@@ -91,9 +91,9 @@ func TestOutcomePerAttempt(t *testing.T) {
 					}
 					continue
 				}
-				var ge *generate.Error
+				var ge *providers.Error
 				if !errors.As(err, &ge) {
-					t.Fatalf("attempt %d: error %v (%T), want *generate.Error", attempt, err, err)
+					t.Fatalf("attempt %d: error %v (%T), want *providers.Error", attempt, err, err)
 				}
 				if ge.Category != want {
 					t.Errorf("attempt %d: category %s, want %s (%s)", attempt, ge.Category, want, ge.Message)
@@ -111,7 +111,7 @@ func TestOutcomePerAttempt(t *testing.T) {
 				} else if ge.RetryAfter != 0 {
 					t.Errorf("attempt %d: RetryAfter %s, want 0", attempt, ge.RetryAfter)
 				}
-				if got := generate.Classify(err); got != ge {
+				if got := providers.Classify(err); got != ge {
 					t.Errorf("Classify changed the error: %v", got)
 				}
 			}
@@ -140,7 +140,7 @@ func TestDeterministic(t *testing.T) {
 
 func TestUnknownModel(t *testing.T) {
 	_, err := sim.Provider{}.Generate(context.Background(), request(t, "nope", 1))
-	if ge := generate.Classify(err); ge.Category != errorcat.InternalBug || !strings.Contains(ge.Message, `"nope"`) {
+	if ge := providers.Classify(err); ge.Category != errorcat.InternalBug || !strings.Contains(ge.Message, `"nope"`) {
 		t.Fatalf("unknown model: %v, want INTERNAL_BUG naming it", err)
 	}
 }
@@ -149,12 +149,12 @@ func TestNoInput(t *testing.T) {
 	req := request(t, sim.ModelOK, 1)
 	req.Inputs = nil
 	_, err := sim.Provider{}.Generate(context.Background(), req)
-	if ge := generate.Classify(err); ge.Category != errorcat.InputMissing {
+	if ge := providers.Classify(err); ge.Category != errorcat.InputMissing {
 		t.Fatalf("no input: %v, want INPUT_MISSING", err)
 	}
-	req.Inputs = []generate.Input{{Data: []byte("not an image"), ContentType: "image/png"}}
+	req.Inputs = []providers.Input{{Data: []byte("not an image"), ContentType: "image/png"}}
 	_, err = sim.Provider{}.Generate(context.Background(), req)
-	if ge := generate.Classify(err); ge.Category != errorcat.InputMissing {
+	if ge := providers.Classify(err); ge.Category != errorcat.InputMissing {
 		t.Fatalf("undecodable input: %v, want INPUT_MISSING", err)
 	}
 }
@@ -163,7 +163,7 @@ func TestOutputIsPNGOfAspectRatio(t *testing.T) {
 	for _, ar := range []string{"1:1", "4:5", "16:9", "9:16"} {
 		req := request(t, sim.ModelRateLimitTwice, 3)
 		req.AspectRatio, req.LongEdge = ar, 160
-		req.Session = generate.SessionConfig{Style: "dark studio", Suggestions: "marble"}
+		req.Session = providers.SessionConfig{Style: "dark studio", Suggestions: "marble"}
 		outs, err := sim.Provider{}.Generate(context.Background(), req)
 		if err != nil || len(outs) != 1 {
 			t.Fatalf("%s: %d outputs, %v", ar, len(outs), err)
@@ -249,7 +249,7 @@ func TestSlowHonoursCancellation(t *testing.T) {
 	if elapsed := time.Since(start); elapsed > 2*time.Second {
 		t.Errorf("cancelled slow returned after %s", elapsed)
 	}
-	if ge := generate.Classify(err); ge.Category != errorcat.TransientInfra || !errors.As(err, new(*generate.Error)) {
+	if ge := providers.Classify(err); ge.Category != errorcat.TransientInfra || !errors.As(err, new(*providers.Error)) {
 		t.Fatalf("cancelled slow: %v, want TRANSIENT_INFRA", err)
 	}
 
@@ -262,13 +262,13 @@ func TestSlowHonoursCancellation(t *testing.T) {
 	if elapsed := time.Since(start); elapsed > time.Second {
 		t.Errorf("slow past its deadline returned after %s", elapsed)
 	}
-	if ge := generate.Classify(err); ge.Category != errorcat.TransientInfra {
+	if ge := providers.Classify(err); ge.Category != errorcat.TransientInfra {
 		t.Fatalf("slow past deadline: %v, want TRANSIENT_INFRA", err)
 	}
 
 	// Already cancelled: no model even starts.
 	_, err = sim.Provider{}.Generate(ctx, request(t, sim.ModelOK, 1))
-	if ge := generate.Classify(err); ge.Category != errorcat.TransientInfra {
+	if ge := providers.Classify(err); ge.Category != errorcat.TransientInfra {
 		t.Fatalf("ok with a done context: %v, want TRANSIENT_INFRA", err)
 	}
 }
@@ -281,7 +281,7 @@ func TestSlowHeartbeatsInActivity(t *testing.T) {
 	env.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{counter}})
 	req := request(t, sim.ModelSlow, 1)
 	req.Session.Suggestions = "sim-delay=2500ms"
-	gen := func(ctx context.Context, req generate.Request) (int, error) {
+	gen := func(ctx context.Context, req providers.Request) (int, error) {
 		outs, err := sim.Provider{}.Generate(ctx, req)
 		return len(outs), err
 	}
@@ -365,7 +365,7 @@ func TestRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids := func(r *generate.Registry) []string {
+	ids := func(r *providers.Registry) []string {
 		var out []string
 		for _, m := range r.Models() {
 			out = append(out, m.ID)
@@ -373,7 +373,7 @@ func TestRegistry(t *testing.T) {
 		return out
 	}
 
-	without := generate.MustNewRegistry(c, map[string]generate.Provider{"local": local.Provider{}})
+	without := providers.MustNewRegistry(c, map[string]providers.Provider{"local": local.Provider{}})
 	for _, id := range ids(without) {
 		if strings.HasPrefix(id, "sim/") {
 			t.Errorf("sim disabled but %s is listed", id)
@@ -382,11 +382,11 @@ func TestRegistry(t *testing.T) {
 	if _, ok := without.Model("sim/ok"); ok {
 		t.Error("sim disabled but sim/ok is available")
 	}
-	if _, err := without.Generate(context.Background(), "sim/ok", request(t, "", 1)); generate.Classify(err).Category != errorcat.InternalBug {
+	if _, err := without.Generate(context.Background(), "sim/ok", request(t, "", 1)); providers.Classify(err).Category != errorcat.InternalBug {
 		t.Errorf("sim disabled, generate sim/ok: %v, want INTERNAL_BUG", err)
 	}
 
-	with := generate.MustNewRegistry(c, map[string]generate.Provider{"local": local.Provider{}, sim.Name: sim.Provider{}})
+	with := providers.MustNewRegistry(c, map[string]providers.Provider{"local": local.Provider{}, sim.Name: sim.Provider{}})
 	listed := ids(with)
 	for _, id := range append(sim.Models(), "local/studio-v1") {
 		if !slices.Contains(listed, id) {
@@ -394,7 +394,7 @@ func TestRegistry(t *testing.T) {
 		}
 	}
 	// The registry hands the provider the model part and the attempt number.
-	if _, err := with.Generate(context.Background(), "sim/transient-once", request(t, "", 1)); generate.Classify(err).Category != errorcat.TransientInfra {
+	if _, err := with.Generate(context.Background(), "sim/transient-once", request(t, "", 1)); providers.Classify(err).Category != errorcat.TransientInfra {
 		t.Errorf("sim/transient-once attempt 1: %v, want TRANSIENT_INFRA", err)
 	}
 	if outs, err := with.Generate(context.Background(), "sim/transient-once", request(t, "", 2)); err != nil || len(outs) != 1 {
@@ -462,5 +462,5 @@ func category(err error) errorcat.Category {
 	if err == nil {
 		return ok
 	}
-	return generate.Classify(err).Category
+	return providers.Classify(err).Category
 }

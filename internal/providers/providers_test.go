@@ -1,4 +1,4 @@
-package generate_test
+package providers_test
 
 import (
 	"context"
@@ -11,16 +11,16 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/shotflow/shotflow/activities/generate"
 	"github.com/shotflow/shotflow/internal/errorcat"
+	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/models"
 )
 
 // fake serves the job types listed per model.
 type fake map[string][]string
 
-func (f fake) Generate(context.Context, generate.Request) ([]generate.Output, error) {
-	return []generate.Output{{Data: []byte("x"), ContentType: "image/png", Ext: ".png"}}, nil
+func (f fake) Generate(context.Context, providers.Request) ([]providers.Output, error) {
+	return []providers.Output{{Data: []byte("x"), ContentType: "image/png", Ext: ".png"}}, nil
 }
 
 func (f fake) Serves(model, jobType string) bool {
@@ -50,12 +50,12 @@ func catalog(t *testing.T) *models.Catalog {
 
 func TestRegistryRefusesACatalogItsCodeCannotServe(t *testing.T) {
 	c := catalog(t)
-	_, err := generate.NewRegistry(c, map[string]generate.Provider{"a": fake{"img": {"photo_shoot"}, "vid": {"video"}}})
+	_, err := providers.NewRegistry(c, map[string]providers.Provider{"a": fake{"img": {"photo_shoot"}, "vid": {"video"}}})
 	if err == nil || !strings.Contains(err.Error(), "a/img") || !strings.Contains(err.Error(), "model_idea") {
 		t.Fatalf("NewRegistry = %v, want an error naming a/img and model_idea", err)
 	}
 	// A provider that is not configured is not checked: its models are simply unavailable.
-	r, err := generate.NewRegistry(c, map[string]generate.Provider{"a": fake{"img": {"photo_shoot", "model_idea"}, "vid": {"video"}}})
+	r, err := providers.NewRegistry(c, map[string]providers.Provider{"a": fake{"img": {"photo_shoot", "model_idea"}, "vid": {"video"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,15 +65,15 @@ func TestRegistryRefusesACatalogItsCodeCannotServe(t *testing.T) {
 	if got := len(r.Models()); got != 2 {
 		t.Fatalf("Models() lists %d, want 2", got)
 	}
-	_, err = r.Generate(context.Background(), "b/img", generate.Request{})
-	var ge *generate.Error
+	_, err = r.Generate(context.Background(), "b/img", providers.Request{})
+	var ge *providers.Error
 	if !errors.As(err, &ge) || ge.Category != errorcat.InternalBug {
 		t.Fatalf("Generate on an unavailable model = %v", err)
 	}
 }
 
 func TestModelsForShowsOnlyTheGivenJobTypes(t *testing.T) {
-	r := generate.MustNewRegistry(catalog(t), map[string]generate.Provider{
+	r := providers.MustNewRegistry(catalog(t), map[string]providers.Provider{
 		"a": fake{"img": {"photo_shoot", "model_idea"}, "vid": {"video"}}, "b": fake{"img": {"packshot"}},
 	})
 	got := r.ModelsFor(models.JobTypePhotoShoot, models.JobTypePackshot)
@@ -116,7 +116,7 @@ func TestRetryAfter(t *testing.T) {
 		{http.Header{}, 0},
 	}
 	for _, c := range cases {
-		if got := generate.RetryAfter(c.header, now); got != c.want {
+		if got := providers.RetryAfter(c.header, now); got != c.want {
 			t.Errorf("RetryAfter(%v) = %v, want %v", c.header, got, c.want)
 		}
 	}
@@ -131,14 +131,14 @@ func TestTransportFailuresAreTransient(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	_, err = http.Get("http://" + addr)
-	if ge := generate.TransportError("p", err); ge.Category != errorcat.TransientInfra {
+	if ge := providers.TransportError("p", err); ge.Category != errorcat.TransientInfra {
 		t.Errorf("refused: %v", ge)
 	}
 	// A timeout.
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { time.Sleep(300 * time.Millisecond) }))
 	defer slow.Close()
 	_, err = (&http.Client{Timeout: 50 * time.Millisecond}).Get(slow.URL)
-	if ge := generate.TransportError("p", err); ge.Category != errorcat.TransientInfra {
+	if ge := providers.TransportError("p", err); ge.Category != errorcat.TransientInfra {
 		t.Errorf("timeout: %v", ge)
 	}
 	// A reset mid-answer.
@@ -149,10 +149,10 @@ func TestTransportFailuresAreTransient(t *testing.T) {
 	}))
 	defer reset.Close()
 	_, err = http.Get(reset.URL)
-	if ge := generate.TransportError("p", err); ge.Category != errorcat.TransientInfra {
+	if ge := providers.TransportError("p", err); ge.Category != errorcat.TransientInfra {
 		t.Errorf("reset: %v", ge)
 	}
-	if ge := generate.TransportError("p", errors.New("something else")); ge.Category != errorcat.InternalBug {
+	if ge := providers.TransportError("p", errors.New("something else")); ge.Category != errorcat.InternalBug {
 		t.Errorf("unknown: %v", ge)
 	}
 }
@@ -167,36 +167,36 @@ func TestDownload(t *testing.T) {
 		_, _ = w.Write([]byte("\x89PNG data"))
 	}))
 	defer srv.Close()
-	data, ct, err := generate.Download(context.Background(), srv.Client(), "p", srv.URL+"/ok", nil)
+	data, ct, err := providers.Download(context.Background(), srv.Client(), "p", srv.URL+"/ok", nil)
 	if err != nil || ct != "image/png" || string(data) != "\x89PNG data" {
 		t.Fatalf("Download = %q %s %v", data, ct, err)
 	}
-	_, _, err = generate.Download(context.Background(), srv.Client(), "p", srv.URL+"/gone", nil)
-	var ge *generate.Error
+	_, _, err = providers.Download(context.Background(), srv.Client(), "p", srv.URL+"/gone", nil)
+	var ge *providers.Error
 	if !errors.As(err, &ge) || ge.Category != errorcat.TransientInfra {
 		t.Fatalf("Download of a missing file = %v", err)
 	}
-	uri := generate.DataURI(generate.Input{Data: []byte("abc"), ContentType: "image/webp"})
-	data, ct, err = generate.Download(context.Background(), srv.Client(), "p", uri, nil)
+	uri := providers.DataURI(providers.Input{Data: []byte("abc"), ContentType: "image/webp"})
+	data, ct, err = providers.Download(context.Background(), srv.Client(), "p", uri, nil)
 	if err != nil || ct != "image/webp" || string(data) != "abc" {
 		t.Fatalf("data URI = %q %s %v", data, ct, err)
 	}
 }
 
 func TestRedactAndClipDetail(t *testing.T) {
-	err := generate.Redact(errors.New("bad key sk-123 for sk-123"), "sk-123")
+	err := providers.Redact(errors.New("bad key sk-123 for sk-123"), "sk-123")
 	if err.Category != errorcat.InternalBug || strings.Contains(err.Message, "sk-123") {
 		t.Fatalf("Redact = %+v", err)
 	}
-	if got := generate.Redact(generate.Errorf(errorcat.RateLimit, "slow down"), ""); got.Message != "slow down" || got.Category != errorcat.RateLimit {
+	if got := providers.Redact(providers.Errorf(errorcat.RateLimit, "slow down"), ""); got.Message != "slow down" || got.Category != errorcat.RateLimit {
 		t.Fatalf("Redact without a secret = %+v", got)
 	}
-	long := strings.Repeat("é", generate.MaxDetail) // two bytes each: the cut falls inside one
-	clipped := generate.ClipDetail(long)
-	if !utf8.ValidString(clipped) || len(clipped) > generate.MaxDetail+len("…") || !strings.HasSuffix(clipped, "…") {
+	long := strings.Repeat("é", providers.MaxDetail) // two bytes each: the cut falls inside one
+	clipped := providers.ClipDetail(long)
+	if !utf8.ValidString(clipped) || len(clipped) > providers.MaxDetail+len("…") || !strings.HasSuffix(clipped, "…") {
 		t.Fatalf("ClipDetail cut %d bytes badly", len(clipped))
 	}
-	if generate.ClipDetail("short") != "short" {
+	if providers.ClipDetail("short") != "short" {
 		t.Fatal("ClipDetail changed a short text")
 	}
 }

@@ -9,8 +9,8 @@ import (
 
 	_ "golang.org/x/image/webp" // decodes WebP inputs
 
-	"github.com/shotflow/shotflow/activities/generate"
 	"github.com/shotflow/shotflow/internal/errorcat"
+	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -49,9 +49,9 @@ func (Provider) Serves(model, jobType string) bool {
 
 // Generate renders the outputs of one attempt. It dispatches on the job type alone, so a caller
 // that checked Serves (or a simulated model standing in for one) gets the same pixels.
-func (p Provider) Generate(ctx context.Context, req generate.Request) ([]generate.Output, error) {
+func (p Provider) Generate(ctx context.Context, req providers.Request) ([]providers.Output, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, generate.Errorf(errorcat.TransientInfra, "cancelled before rendering: %v", err)
+		return nil, providers.Errorf(errorcat.TransientInfra, "cancelled before rendering: %v", err)
 	}
 	switch req.JobType {
 	case models.JobTypePhotoShoot:
@@ -65,10 +65,10 @@ func (p Provider) Generate(ctx context.Context, req generate.Request) ([]generat
 	case models.JobTypeVideo, models.JobTypeReel:
 		return renderVideo(ctx, req, p.VideoEncoder)
 	}
-	return nil, generate.Errorf(errorcat.InternalBug, "local provider cannot render job type %q", req.JobType)
+	return nil, providers.Errorf(errorcat.InternalBug, "local provider cannot render job type %q", req.JobType)
 }
 
-func renderPhotoShoot(req generate.Request) ([]generate.Output, error) {
+func renderPhotoShoot(req providers.Request) ([]providers.Output, error) {
 	packshot, err := decodeInput(req, "photo shoot", "packshot")
 	if err != nil {
 		return nil, err
@@ -84,54 +84,54 @@ func renderPhotoShoot(req generate.Request) ([]generate.Output, error) {
 	}
 	img, err := PhotoShoot(packshot, opts)
 	if err != nil {
-		return nil, generate.Errorf(errorcat.InputMissing, "render: %v", err)
+		return nil, providers.Errorf(errorcat.InputMissing, "render: %v", err)
 	}
 	return pngOutput(img)
 }
 
 // renderPackshot cuts the product out of the photo. A photo Packshot cannot use (one without a
 // visible pixel) is an input problem, like an undecodable one.
-func renderPackshot(req generate.Request) ([]generate.Output, error) {
+func renderPackshot(req providers.Request) ([]providers.Output, error) {
 	photo, err := decodeInput(req, "packshot", "product photo")
 	if err != nil {
 		return nil, err
 	}
 	img, err := Packshot(photo, PackshotOptions{AspectRatio: req.AspectRatio, LongEdge: req.LongEdge, Seed: req.Seed})
 	if err != nil {
-		return nil, generate.Errorf(errorcat.InputMissing, "render: %v", err)
+		return nil, providers.Errorf(errorcat.InputMissing, "render: %v", err)
 	}
 	return pngOutput(img)
 }
 
 // renderIdea draws an idea from the preferences text in req.Prompt. Ideas have no inputs, so a
 // failure (an aspect ratio or size the catalog should not have let through) is a bug.
-func renderIdea(kind IdeaKind, req generate.Request) ([]generate.Output, error) {
+func renderIdea(kind IdeaKind, req providers.Request) ([]providers.Output, error) {
 	img, err := Idea(kind, req.Prompt, IdeaOptions{AspectRatio: req.AspectRatio, LongEdge: req.LongEdge, Seed: req.Seed})
 	if err != nil {
-		return nil, generate.Errorf(errorcat.InternalBug, "render %s idea: %v", kind, err)
+		return nil, providers.Errorf(errorcat.InternalBug, "render %s idea: %v", kind, err)
 	}
 	return pngOutput(img)
 }
 
 // decodeInput decodes the first input of req, the image a job of kind needs; a missing or
 // undecodable one is INPUT_MISSING.
-func decodeInput(req generate.Request, kind, what string) (image.Image, error) {
+func decodeInput(req providers.Request, kind, what string) (image.Image, error) {
 	if len(req.Inputs) == 0 {
-		return nil, generate.Errorf(errorcat.InputMissing, "%s needs a %s input", kind, what)
+		return nil, providers.Errorf(errorcat.InputMissing, "%s needs a %s input", kind, what)
 	}
 	img, _, err := image.Decode(bytes.NewReader(req.Inputs[0].Data))
 	if err != nil {
-		return nil, generate.Errorf(errorcat.InputMissing, "%s is not a decodable image: %v", what, err)
+		return nil, providers.Errorf(errorcat.InputMissing, "%s is not a decodable image: %v", what, err)
 	}
 	return img, nil
 }
 
 // pngOutput encodes img as the attempt's single PNG output.
-func pngOutput(img *image.NRGBA) ([]generate.Output, error) {
+func pngOutput(img *image.NRGBA) ([]providers.Output, error) {
 	data, err := EncodePNG(img)
 	if err != nil {
-		return nil, generate.Errorf(errorcat.InternalBug, "encode: %v", err)
+		return nil, providers.Errorf(errorcat.InternalBug, "encode: %v", err)
 	}
 	b := img.Bounds()
-	return []generate.Output{{Data: data, ContentType: "image/png", Ext: ".png", Width: b.Dx(), Height: b.Dy()}}, nil
+	return []providers.Output{{Data: data, ContentType: "image/png", Ext: ".png", Width: b.Dx(), Height: b.Dy()}}, nil
 }

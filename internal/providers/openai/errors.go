@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shotflow/shotflow/activities/generate"
 	"github.com/shotflow/shotflow/internal/errorcat"
+	"github.com/shotflow/shotflow/internal/providers"
 )
 
 // DefaultRetryAfter is the RetryAfter of a RATE_LIMIT failure whose answer carries neither
@@ -72,14 +72,14 @@ var (
 	capacityMarkers = []string{"overloaded", "slow down", "slow_down", "capacity"}
 )
 
-// classify turns a non-2xx answer of POST path into a generate.Error. RATE_LIMIT carries the
+// classify turns a non-2xx answer of POST path into a providers.Error. RATE_LIMIT carries the
 // answer's retry-after-ms or retry-after (DefaultRetryAfter without them); PROVIDER_CAPACITY and
 // TRANSIENT_INFRA carry them when present.
-func classify(path string, a answer) *generate.Error {
+func classify(path string, a answer) *providers.Error {
 	f := parseFailure(a)
-	e := generate.Errorf(f.category(), "%s: POST %s: %s", Name, path, f)
+	e := providers.Errorf(f.category(), "%s: POST %s: %s", Name, path, f)
 	if e.Category.Retryable() {
-		e.RetryAfter = generate.RetryAfter(a.header, time.Now())
+		e.RetryAfter = providers.RetryAfter(a.header, time.Now())
 	}
 	if e.Category == errorcat.RateLimit && e.RetryAfter == 0 {
 		e.RetryAfter = DefaultRetryAfter
@@ -114,7 +114,7 @@ func (f failure) category() errorcat.Category {
 		slices.Contains(accountCodes, string(f.Code)):
 		return errorcat.ProviderAccount
 	case f.status == http.StatusServiceUnavailable, f.status == 529,
-		f.status >= 500 && generate.ContainsAny(f.text(), capacityMarkers):
+		f.status >= 500 && providers.ContainsAny(f.text(), capacityMarkers):
 		return errorcat.ProviderCapacity
 	case f.status >= 500:
 		return errorcat.TransientInfra
@@ -133,7 +133,7 @@ func (f failure) category() errorcat.Category {
 // policy reports whether the safety system rejected the prompt or an image.
 func (f failure) policy() bool {
 	return slices.Contains(policyCodes, string(f.Code)) ||
-		f.Type == "image_generation_user_error" && generate.ContainsAny(strings.ToLower(f.Message), policyMarkers)
+		f.Type == "image_generation_user_error" && providers.ContainsAny(strings.ToLower(f.Message), policyMarkers)
 }
 
 // input reports whether the failure rejects an input image: a documented code, the image parameter,
@@ -141,7 +141,7 @@ func (f failure) policy() bool {
 func (f failure) input() bool {
 	param := strings.ToLower(string(f.Param))
 	return slices.Contains(inputCodes, string(f.Code)) || param == "image" || strings.HasPrefix(param, "image[") ||
-		generate.ContainsAny(strings.ToLower(f.Message), inputMarkers)
+		providers.ContainsAny(strings.ToLower(f.Message), inputMarkers)
 }
 
 // text is the type, code and message, lower-cased, for the marker searches.
@@ -166,7 +166,7 @@ func (f failure) String() string {
 	if f.status == http.StatusTooManyRequests {
 		b.WriteString(rateLimits(f.header))
 	}
-	return generate.ClipDetail(b.String())
+	return providers.ClipDetail(b.String())
 }
 
 // rateLimitHeaders are the x-ratelimit-* headers the rate limits guide documents.

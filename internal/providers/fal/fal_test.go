@@ -19,8 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shotflow/shotflow/activities/generate"
 	"github.com/shotflow/shotflow/internal/errorcat"
+	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -232,29 +232,29 @@ const imageOutput = `{"images":[{"url":"%s/files/out.png","width":1024,"height":
 // videoOutput is a Kling result in the documented shape.
 const videoOutput = `{"video":{"url":"%s/files/out.mp4","content_type":"video/mp4","file_name":"output.mp4","file_size":36}}`
 
-func photoRequest(t *testing.T, jobType string) generate.Request {
-	return generate.Request{
+func photoRequest(t *testing.T, jobType string) providers.Request {
+	return providers.Request{
 		JobID: "job-1", JobType: jobType, Model: "flux-pro-kontext", Attempt: 1, AspectRatio: "3:2", Seed: 1234567,
-		Session: generate.SessionConfig{Style: "sunlit marble kitchen", Suggestions: "morning light, fresh lemons."},
-		Inputs:  []generate.Input{{Data: pngBytes(t, 4, 4), ContentType: "image/png"}},
+		Session: providers.SessionConfig{Style: "sunlit marble kitchen", Suggestions: "morning light, fresh lemons."},
+		Inputs:  []providers.Input{{Data: pngBytes(t, 4, 4), ContentType: "image/png"}},
 	}
 }
 
-func ideaRequest(jobType string) generate.Request {
-	return generate.Request{JobID: "job-2", JobType: jobType, Model: "flux-dev", AspectRatio: "9:16", Seed: -5,
+func ideaRequest(jobType string) providers.Request {
+	return providers.Request{JobID: "job-2", JobType: jobType, Model: "flux-dev", AspectRatio: "9:16", Seed: -5,
 		Prompt: "scandinavian living room, oak table"}
 }
 
-func videoRequest(t *testing.T) generate.Request {
-	return generate.Request{JobID: "job-3", JobType: models.JobTypeVideo, Model: "kling-video-v2.1", AspectRatio: "9:16",
-		Prompt: "slow orbit", Inputs: []generate.Input{{Data: pngBytes(t, 4, 4), ContentType: "image/png"}}}
+func videoRequest(t *testing.T) providers.Request {
+	return providers.Request{JobID: "job-3", JobType: models.JobTypeVideo, Model: "kling-video-v2.1", AspectRatio: "9:16",
+		Prompt: "slow orbit", Inputs: []providers.Input{{Data: pngBytes(t, 4, 4), ContentType: "image/png"}}}
 }
 
-func category(t *testing.T, err error) *generate.Error {
+func category(t *testing.T, err error) *providers.Error {
 	t.Helper()
-	var ge *generate.Error
+	var ge *providers.Error
 	if !errors.As(err, &ge) {
-		t.Fatalf("error %v (%T) is not a *generate.Error", err, err)
+		t.Fatalf("error %v (%T) is not a *providers.Error", err, err)
 	}
 	if strings.Contains(ge.Message, testKey) {
 		t.Errorf("message holds the API key: %s", ge.Message)
@@ -265,10 +265,10 @@ func category(t *testing.T, err error) *generate.Error {
 // TestGenerateImages runs photo_shoot, packshot, model_idea and scenery_idea through the whole queue
 // cycle with a plain context: heartbeats outside an activity do nothing.
 func TestGenerateImages(t *testing.T) {
-	dataURI := generate.DataURI(generate.Input{Data: pngBytes(t, 4, 4), ContentType: "image/png"})
+	dataURI := providers.DataURI(providers.Input{Data: pngBytes(t, 4, 4), ContentType: "image/png"})
 	tests := []struct {
 		name  string
-		req   generate.Request
+		req   providers.Request
 		path  string
 		input map[string]any
 		words []string // in the prompt
@@ -335,7 +335,7 @@ func TestGenerateVideo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := generate.Output{Data: []byte(mp4Bytes), ContentType: "video/mp4", Ext: ".mp4", Duration: 5 * time.Second}
+	want := providers.Output{Data: []byte(mp4Bytes), ContentType: "video/mp4", Ext: ".mp4", Duration: 5 * time.Second}
 	if len(outs) != 1 || !bytes.Equal(outs[0].Data, want.Data) || outs[0].ContentType != want.ContentType ||
 		outs[0].Ext != want.Ext || outs[0].Duration != want.Duration {
 		t.Fatalf("outputs %+v, want one %s %s of %s", outs, want.ContentType, want.Ext, want.Duration)
@@ -464,21 +464,21 @@ func TestFailureClassification(t *testing.T) {
 func TestResultFailures(t *testing.T) {
 	tests := []struct {
 		name   string
-		req    func(*testing.T) generate.Request
+		req    func(*testing.T) providers.Request
 		output string
 		want   errorcat.Category
 	}{
-		{"all images nsfw", func(t *testing.T) generate.Request { return photoRequest(t, models.JobTypePackshot) },
+		{"all images nsfw", func(t *testing.T) providers.Request { return photoRequest(t, models.JobTypePackshot) },
 			`{"images":[{"url":"%s/files/out.png","width":8,"height":8}],"has_nsfw_concepts":[true]}`, errorcat.ContentPolicy},
-		{"no images", func(t *testing.T) generate.Request { return ideaRequest(models.JobTypeModelIdea) },
+		{"no images", func(t *testing.T) providers.Request { return ideaRequest(models.JobTypeModelIdea) },
 			`{"images":[],"has_nsfw_concepts":[]}`, errorcat.InternalBug},
 		{"no video", videoRequest, `{"detail":"ok"}`, errorcat.InternalBug},
-		{"malformed", func(t *testing.T) generate.Request { return photoRequest(t, models.JobTypePackshot) },
+		{"malformed", func(t *testing.T) providers.Request { return photoRequest(t, models.JobTypePackshot) },
 			`{"images":"out.png"}`, errorcat.InternalBug},
-		{"image URL gone", func(t *testing.T) generate.Request { return photoRequest(t, models.JobTypePackshot) },
+		{"image URL gone", func(t *testing.T) providers.Request { return photoRequest(t, models.JobTypePackshot) },
 			`{"images":[{"url":"%s/files/expired.png"}],"has_nsfw_concepts":[false]}`, errorcat.TransientInfra},
 		{"video URL gone", videoRequest, `{"video":{"url":"%s/files/expired.mp4"}}`, errorcat.TransientInfra},
-		{"not an image", func(t *testing.T) generate.Request { return photoRequest(t, models.JobTypePackshot) },
+		{"not an image", func(t *testing.T) providers.Request { return photoRequest(t, models.JobTypePackshot) },
 			`{"images":[{"url":"%s/files/out.mp4"}],"has_nsfw_concepts":[false]}`, errorcat.TransientInfra},
 	}
 	for _, tt := range tests {
@@ -618,7 +618,7 @@ func TestRejectedBeforeCalling(t *testing.T) {
 	noImage := photoRequest(t, models.JobTypePackshot)
 	noImage.Inputs = nil
 	emptyVideo := videoRequest(t)
-	emptyVideo.Inputs = []generate.Input{{ContentType: "image/png"}}
+	emptyVideo.Inputs = []providers.Input{{ContentType: "image/png"}}
 	badRatio := photoRequest(t, models.JobTypePhotoShoot)
 	badRatio.AspectRatio = "4:5"
 	wrongJob := ideaRequest(models.JobTypePackshot)
@@ -626,7 +626,7 @@ func TestRejectedBeforeCalling(t *testing.T) {
 	unknown.Model = "flux-schnell"
 	tests := []struct {
 		name string
-		req  generate.Request
+		req  providers.Request
 		key  string
 		want errorcat.Category
 	}{
@@ -713,7 +713,7 @@ func TestServesAgreesWithCatalog(t *testing.T) {
 	if p.Serves("flux-dev", models.JobTypePackshot) || p.Serves("kling-video-v2.1", models.JobTypeReel) || p.Serves("nope", models.JobTypeVideo) {
 		t.Error("Serves accepts a job type outside the table")
 	}
-	if _, err := generate.NewRegistry(catalog, map[string]generate.Provider{Name: p}); err != nil {
+	if _, err := providers.NewRegistry(catalog, map[string]providers.Provider{Name: p}); err != nil {
 		t.Errorf("registry: %v", err)
 	}
 }

@@ -10,8 +10,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/shotflow/shotflow/activities/generate"
 	"github.com/shotflow/shotflow/internal/errorcat"
+	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -299,9 +299,9 @@ func TestProviderGenerate(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, jt := range []string{models.JobTypePhotoShoot, models.JobTypePackshot, models.JobTypeModelIdea, models.JobTypeSceneryIdea} {
-		req := generate.Request{JobType: jt, Model: StudioModel, AspectRatio: "4:5", LongEdge: 320, Seed: 5, Prompt: "tall woman, beach"}
+		req := providers.Request{JobType: jt, Model: StudioModel, AspectRatio: "4:5", LongEdge: 320, Seed: 5, Prompt: "tall woman, beach"}
 		if jt == models.JobTypePhotoShoot || jt == models.JobTypePackshot {
-			req.Inputs = []generate.Input{{Data: shot, ContentType: "image/png"}}
+			req.Inputs = []providers.Input{{Data: shot, ContentType: "image/png"}}
 		}
 		outs, err := Provider{}.Generate(context.Background(), req)
 		if err != nil {
@@ -320,30 +320,30 @@ func TestProviderGenerate(t *testing.T) {
 	}
 
 	fails := []struct {
-		req  generate.Request
+		req  providers.Request
 		want errorcat.Category
 	}{
-		{generate.Request{JobType: models.JobTypePackshot}, errorcat.InputMissing},
-		{generate.Request{JobType: models.JobTypePackshot, Inputs: []generate.Input{{Data: []byte("not an image")}}}, errorcat.InputMissing},
-		{generate.Request{JobType: models.JobTypePhotoShoot, Inputs: []generate.Input{{Data: []byte{0x89, 'P', 'N', 'G'}}}}, errorcat.InputMissing},
-		{generate.Request{JobType: models.JobTypeModelIdea, AspectRatio: "7:1"}, errorcat.InternalBug},
-		{generate.Request{JobType: "banner", Inputs: []generate.Input{{Data: shot}}}, errorcat.InternalBug},
+		{providers.Request{JobType: models.JobTypePackshot}, errorcat.InputMissing},
+		{providers.Request{JobType: models.JobTypePackshot, Inputs: []providers.Input{{Data: []byte("not an image")}}}, errorcat.InputMissing},
+		{providers.Request{JobType: models.JobTypePhotoShoot, Inputs: []providers.Input{{Data: []byte{0x89, 'P', 'N', 'G'}}}}, errorcat.InputMissing},
+		{providers.Request{JobType: models.JobTypeModelIdea, AspectRatio: "7:1"}, errorcat.InternalBug},
+		{providers.Request{JobType: "banner", Inputs: []providers.Input{{Data: shot}}}, errorcat.InternalBug},
 	}
 	for _, f := range fails {
 		_, err := Provider{}.Generate(context.Background(), f.req)
-		if err == nil || generate.Classify(err).Category != f.want {
+		if err == nil || providers.Classify(err).Category != f.want {
 			t.Errorf("%s %+v: error %v, want %s", f.req.JobType, f.req.AspectRatio, err, f.want)
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := (Provider{}).Generate(ctx, generate.Request{JobType: models.JobTypeSceneryIdea}); generate.Classify(err).Category != errorcat.TransientInfra {
+	if _, err := (Provider{}).Generate(ctx, providers.Request{JobType: models.JobTypeSceneryIdea}); providers.Classify(err).Category != errorcat.TransientInfra {
 		t.Errorf("cancelled: %v, want TRANSIENT_INFRA", err)
 	}
 }
 
 func TestProviderServes(t *testing.T) {
-	var _ generate.Provider = Provider{}
+	var _ providers.Provider = Provider{}
 	want := map[string][]string{
 		StudioModel: {models.JobTypePhotoShoot, models.JobTypePackshot, models.JobTypeModelIdea, models.JobTypeSceneryIdea},
 		MotionModel: {models.JobTypeVideo, models.JobTypeReel},

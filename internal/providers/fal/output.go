@@ -12,8 +12,8 @@ import (
 
 	_ "golang.org/x/image/webp" // decodes the sizes of WebP outputs
 
-	"github.com/shotflow/shotflow/activities/generate"
 	"github.com/shotflow/shotflow/internal/errorcat"
+	"github.com/shotflow/shotflow/internal/providers"
 )
 
 // imageResult is the output of the FLUX endpoints (https://fal.ai/models/fal-ai/flux-pro/kontext/api,
@@ -40,15 +40,15 @@ type file struct {
 
 // imageOutputs downloads the images of a result, leaving out those flagged as NSFW. A result whose
 // images are all flagged is a CONTENT_POLICY failure; one without images an INTERNAL_BUG.
-func (p *Provider) imageOutputs(ctx context.Context, q *queued, body []byte) ([]generate.Output, error) {
+func (p *Provider) imageOutputs(ctx context.Context, q *queued, body []byte) ([]providers.Output, error) {
 	var res imageResult
 	if err := json.Unmarshal(body, &res); err != nil {
-		return nil, generate.Errorf(errorcat.InternalBug, "%s: result of request %s to %s: decoding: %v", Name, q.RequestID, q.endpoint, err)
+		return nil, providers.Errorf(errorcat.InternalBug, "%s: result of request %s to %s: decoding: %v", Name, q.RequestID, q.endpoint, err)
 	}
 	if len(res.Images) == 0 {
-		return nil, generate.Errorf(errorcat.InternalBug, "%s: result of request %s to %s has no images", Name, q.RequestID, q.endpoint)
+		return nil, providers.Errorf(errorcat.InternalBug, "%s: result of request %s to %s has no images", Name, q.RequestID, q.endpoint)
 	}
-	var outs []generate.Output
+	var outs []providers.Output
 	for i, img := range res.Images {
 		if i < len(res.HasNSFWConcepts) && res.HasNSFWConcepts[i] {
 			continue
@@ -60,26 +60,26 @@ func (p *Provider) imageOutputs(ctx context.Context, q *queued, body []byte) ([]
 		outs = append(outs, out)
 	}
 	if len(outs) == 0 {
-		return nil, generate.Errorf(errorcat.ContentPolicy, "%s: request %s to %s: every image has has_nsfw_concepts (fal returns them black)",
+		return nil, providers.Errorf(errorcat.ContentPolicy, "%s: request %s to %s: every image has has_nsfw_concepts (fal returns them black)",
 			Name, q.RequestID, q.endpoint)
 	}
 	return outs, nil
 }
 
 // image downloads one output image; its size comes from the result, or from the file itself.
-func (p *Provider) image(ctx context.Context, q *queued, img file) (generate.Output, error) {
+func (p *Provider) image(ctx context.Context, q *queued, img file) (providers.Output, error) {
 	data, ct, err := p.download(ctx, q, img.URL)
 	if err != nil {
-		return generate.Output{}, err
+		return providers.Output{}, err
 	}
 	if !strings.HasPrefix(ct, "image/") {
-		return generate.Output{}, generate.Errorf(errorcat.TransientInfra, "%s: output of request %s is %q, not an image", Name, q.RequestID, ct)
+		return providers.Output{}, providers.Errorf(errorcat.TransientInfra, "%s: output of request %s is %q, not an image", Name, q.RequestID, ct)
 	}
-	out := generate.Output{Data: data, ContentType: ct, Ext: generate.ExtFor(ct), Width: img.Width, Height: img.Height}
+	out := providers.Output{Data: data, ContentType: ct, Ext: providers.ExtFor(ct), Width: img.Width, Height: img.Height}
 	if out.Width <= 0 || out.Height <= 0 {
 		cfg, _, err := image.DecodeConfig(bytes.NewReader(data))
 		if err != nil {
-			return generate.Output{}, generate.Errorf(errorcat.InternalBug, "%s: output of request %s: reading its size: %v", Name, q.RequestID, err)
+			return providers.Output{}, providers.Errorf(errorcat.InternalBug, "%s: output of request %s: reading its size: %v", Name, q.RequestID, err)
 		}
 		out.Width, out.Height = cfg.Width, cfg.Height
 	}
@@ -87,27 +87,27 @@ func (p *Provider) image(ctx context.Context, q *queued, img file) (generate.Out
 }
 
 // videoOutputs downloads the video of a result: an MP4 of the requested duration.
-func (p *Provider) videoOutputs(ctx context.Context, q *queued, body []byte) ([]generate.Output, error) {
+func (p *Provider) videoOutputs(ctx context.Context, q *queued, body []byte) ([]providers.Output, error) {
 	var res videoResult
 	if err := json.Unmarshal(body, &res); err != nil {
-		return nil, generate.Errorf(errorcat.InternalBug, "%s: result of request %s to %s: decoding: %v", Name, q.RequestID, q.endpoint, err)
+		return nil, providers.Errorf(errorcat.InternalBug, "%s: result of request %s to %s: decoding: %v", Name, q.RequestID, q.endpoint, err)
 	}
 	if res.Video == nil || res.Video.URL == "" {
-		return nil, generate.Errorf(errorcat.InternalBug, "%s: result of request %s to %s has no video", Name, q.RequestID, q.endpoint)
+		return nil, providers.Errorf(errorcat.InternalBug, "%s: result of request %s to %s has no video", Name, q.RequestID, q.endpoint)
 	}
 	data, _, err := p.download(ctx, q, res.Video.URL)
 	if err != nil {
 		return nil, err
 	}
-	return []generate.Output{{Data: data, ContentType: "video/mp4", Ext: ".mp4", Duration: VideoDuration}}, nil
+	return []providers.Output{{Data: data, ContentType: "video/mp4", Ext: ".mp4", Duration: VideoDuration}}, nil
 }
 
-// download fetches an output file with generate.Download, without the API key (fal's output URLs
+// download fetches an output file with providers.Download, without the API key (fal's output URLs
 // are public), naming the request in the message of a failure.
 func (p *Provider) download(ctx context.Context, q *queued, rawURL string) ([]byte, string, error) {
-	data, ct, err := generate.Download(ctx, p.client, Name, rawURL, nil)
+	data, ct, err := providers.Download(ctx, p.client, Name, rawURL, nil)
 	if err != nil {
-		e := *generate.Classify(err)
+		e := *providers.Classify(err)
 		e.Message = fmt.Sprintf("%s: request %s to %s: %s", Name, q.RequestID, q.endpoint, strings.TrimPrefix(e.Message, Name+": "))
 		return nil, "", &e
 	}

@@ -19,9 +19,9 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
-	"github.com/shotflow/shotflow/activities/generate"
-	"github.com/shotflow/shotflow/activities/generate/local"
 	"github.com/shotflow/shotflow/internal/errorcat"
+	"github.com/shotflow/shotflow/internal/providers"
+	"github.com/shotflow/shotflow/internal/providers/local"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -110,7 +110,7 @@ func Models() []string {
 
 // Fault returns the failure model injects on the given 1-based attempt (an attempt below 1 counts
 // as the first), or nil when that attempt succeeds. An unknown model is an INTERNAL_BUG.
-func Fault(model string, attempt int) *generate.Error {
+func Fault(model string, attempt int) *providers.Error {
 	attempt = max(attempt, 1)
 	switch model {
 	case ModelOK, ModelSlow, ModelVideoOK:
@@ -118,12 +118,12 @@ func Fault(model string, attempt int) *generate.Error {
 	}
 	f, ok := faults[model]
 	if !ok {
-		return generate.Errorf(errorcat.InternalBug, "sim provider has no model %q", model)
+		return providers.Errorf(errorcat.InternalBug, "sim provider has no model %q", model)
 	}
 	if f.attempts > 0 && attempt > f.attempts {
 		return nil
 	}
-	e := generate.Errorf(f.category, f.message, Name+"/"+model, attempt)
+	e := providers.Errorf(f.category, f.message, Name+"/"+model, attempt)
 	e.RetryAfter = f.retryAfter
 	return e
 }
@@ -185,9 +185,9 @@ type Provider struct{}
 
 // Generate runs one attempt of a sim model: it fails as the model's pattern says for req.Attempt,
 // or renders the first input like the local provider does.
-func (Provider) Generate(ctx context.Context, req generate.Request) ([]generate.Output, error) {
+func (Provider) Generate(ctx context.Context, req providers.Request) ([]providers.Output, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, generate.Errorf(errorcat.TransientInfra, "cancelled before calling model %s/%s: %v", Name, req.Model, err)
+		return nil, providers.Errorf(errorcat.TransientInfra, "cancelled before calling model %s/%s: %v", Name, req.Model, err)
 	}
 	if f := Fault(faultModel(req.Model, req.Session.Suggestions, req.Position), req.Attempt); f != nil {
 		return nil, f
@@ -215,7 +215,7 @@ func wait(ctx context.Context, d time.Duration) error {
 	for {
 		select {
 		case <-ctx.Done():
-			return generate.Errorf(errorcat.TransientInfra, "504 Gateway Timeout: request to model %s/%s abandoned after %s of %s: %v",
+			return providers.Errorf(errorcat.TransientInfra, "504 Gateway Timeout: request to model %s/%s abandoned after %s of %s: %v",
 				Name, ModelSlow, time.Since(start).Round(time.Millisecond), d, ctx.Err())
 		case <-timer.C:
 			return nil
@@ -226,6 +226,6 @@ func wait(ctx context.Context, d time.Duration) error {
 }
 
 // render is the success path: the local provider's rendering of the same request.
-func render(ctx context.Context, req generate.Request) ([]generate.Output, error) {
+func render(ctx context.Context, req providers.Request) ([]providers.Output, error) {
 	return local.Provider{}.Generate(ctx, req)
 }

@@ -1,6 +1,6 @@
 // Package generate defines what a generation provider is and keeps the registry of providers,
 // keyed by the provider part of a catalog model ID (provider/model).
-package generate
+package providers
 
 import (
 	"context"

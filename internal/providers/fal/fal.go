@@ -15,8 +15,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shotflow/shotflow/activities/generate"
 	"github.com/shotflow/shotflow/internal/errorcat"
+	"github.com/shotflow/shotflow/internal/providers"
 )
 
 // Name is the provider name of the catalog models fal/….
@@ -77,26 +77,26 @@ func (p *Provider) Serves(model, jobType string) bool {
 // Generate runs one attempt: it submits the request to the model's fal endpoint, waits for it
 // (heartbeating on every poll when ctx belongs to an activity) and downloads the outputs. When ctx
 // ends before the request completes, the request is cancelled on fal and Generate fails with
-// TRANSIENT_INFRA. Every error is a *generate.Error whose message never holds the API key.
-func (p *Provider) Generate(ctx context.Context, req generate.Request) ([]generate.Output, error) {
+// TRANSIENT_INFRA. Every error is a *providers.Error whose message never holds the API key.
+func (p *Provider) Generate(ctx context.Context, req providers.Request) ([]providers.Output, error) {
 	outs, err := p.generate(ctx, req)
 	if err != nil {
-		return nil, generate.Redact(err, p.key)
+		return nil, providers.Redact(err, p.key)
 	}
 	return outs, nil
 }
 
-func (p *Provider) generate(ctx context.Context, req generate.Request) ([]generate.Output, error) {
+func (p *Provider) generate(ctx context.Context, req providers.Request) ([]providers.Output, error) {
 	ep, ok := endpoints[req.Model]
 	if !ok || !slices.Contains(ep.jobTypes, req.JobType) {
-		return nil, generate.Errorf(errorcat.InternalBug, "%s: model %q does not generate %s jobs", Name, req.Model, req.JobType)
+		return nil, providers.Errorf(errorcat.InternalBug, "%s: model %q does not generate %s jobs", Name, req.Model, req.JobType)
 	}
 	input, err := ep.request(req)
 	if err != nil {
 		return nil, err
 	}
 	if p.key == "" {
-		return nil, generate.Errorf(errorcat.ProviderAccount, "%s: no API key is configured", Name)
+		return nil, providers.Errorf(errorcat.ProviderAccount, "%s: no API key is configured", Name)
 	}
 	q, err := p.submit(ctx, ep.id, input)
 	if err != nil {

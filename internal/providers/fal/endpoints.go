@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shotflow/shotflow/activities/generate"
 	"github.com/shotflow/shotflow/internal/errorcat"
+	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -18,7 +18,7 @@ type endpoint struct {
 	// ratios maps each catalog aspect ratio the endpoint renders to the value of its size input
 	// (aspect_ratio or image_size); the value is "" where the endpoint has no such input.
 	ratios map[string]string
-	input  func(req generate.Request, ratio string) (any, error)
+	input  func(req providers.Request, ratio string) (any, error)
 	video  bool // the output is a video, not images
 }
 
@@ -60,14 +60,14 @@ var endpoints = map[string]endpoint{
 // request builds the JSON input of the endpoint for req, or fails without calling fal when req
 // cannot be served: INPUT_MISSING without its input image, INTERNAL_BUG for an aspect ratio the
 // endpoint cannot render (the catalog and the table disagree).
-func (ep endpoint) request(req generate.Request) (any, error) {
+func (ep endpoint) request(req providers.Request) (any, error) {
 	ar := req.AspectRatio
 	if ar == "" {
 		ar = "1:1" // the catalog's default aspect ratio
 	}
 	ratio, ok := ep.ratios[ar]
 	if !ok {
-		return nil, generate.Errorf(errorcat.InternalBug, "%s: %s cannot render aspect ratio %q", Name, ep.id, ar)
+		return nil, providers.Errorf(errorcat.InternalBug, "%s: %s cannot render aspect ratio %q", Name, ep.id, ar)
 	}
 	return ep.input(req, ratio)
 }
@@ -109,7 +109,7 @@ const videoSeconds = 5
 // VideoDuration is the Duration of the videos the fal provider returns.
 const VideoDuration = videoSeconds * time.Second
 
-func kontextInput(req generate.Request, ratio string) (any, error) {
+func kontextInput(req providers.Request, ratio string) (any, error) {
 	img, err := inputImage(req)
 	if err != nil {
 		return nil, err
@@ -126,7 +126,7 @@ func kontextInput(req generate.Request, ratio string) (any, error) {
 	}, nil
 }
 
-func fluxDevInput(req generate.Request, size string) (any, error) {
+func fluxDevInput(req providers.Request, size string) (any, error) {
 	prompt := sceneryIdeaPrompt(req.Prompt)
 	if req.JobType == models.JobTypeModelIdea {
 		prompt = modelIdeaPrompt(req.Prompt)
@@ -136,7 +136,7 @@ func fluxDevInput(req generate.Request, size string) (any, error) {
 	}, nil
 }
 
-func klingInput(req generate.Request, _ string) (any, error) {
+func klingInput(req providers.Request, _ string) (any, error) {
 	img, err := inputImage(req)
 	if err != nil {
 		return nil, err
@@ -148,11 +148,11 @@ func klingInput(req generate.Request, _ string) (any, error) {
 }
 
 // inputImage returns the first input of req as a data URI, or INPUT_MISSING when there is none.
-func inputImage(req generate.Request) (string, error) {
+func inputImage(req providers.Request) (string, error) {
 	if len(req.Inputs) == 0 || len(req.Inputs[0].Data) == 0 {
-		return "", generate.Errorf(errorcat.InputMissing, "%s: %s job %s has no input image", Name, req.JobType, req.JobID)
+		return "", providers.Errorf(errorcat.InputMissing, "%s: %s job %s has no input image", Name, req.JobType, req.JobID)
 	}
-	return generate.DataURI(req.Inputs[0]), nil
+	return providers.DataURI(req.Inputs[0]), nil
 }
 
 // seed maps a request seed onto [0, 2^31). The model pages type seed as a plain integer without a
@@ -168,7 +168,7 @@ const packshotPrompt = "Isolate this exact product on a pure white (#FFFFFF) sea
 	"Remove everything else: hands, props, surfaces and the original background. " + keepProduct +
 	" Even, soft studio lighting, sharp focus, professional e-commerce packshot."
 
-func photoShootPrompt(s generate.SessionConfig) string {
+func photoShootPrompt(s providers.SessionConfig) string {
 	var b strings.Builder
 	b.WriteString("Place this exact product in a " + orDefault(s.Style, "tasteful, natural lifestyle") +
 		" scene for a professional product photo shoot.")

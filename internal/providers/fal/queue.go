@@ -10,8 +10,8 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/shotflow/shotflow/activities/generate"
 	"github.com/shotflow/shotflow/internal/errorcat"
+	"github.com/shotflow/shotflow/internal/providers"
 )
 
 // The request statuses of the queue (https://docs.fal.ai/model-endpoints/queue, "Request status").
@@ -64,7 +64,7 @@ func (a answer) ok() bool { return a.status >= 200 && a.status < 300 }
 func (p *Provider) submit(ctx context.Context, endpointID string, input any) (*queued, error) {
 	body, err := json.Marshal(input)
 	if err != nil {
-		return nil, generate.Errorf(errorcat.InternalBug, "%s: encoding the input of %s: %v", Name, endpointID, err)
+		return nil, providers.Errorf(errorcat.InternalBug, "%s: encoding the input of %s: %v", Name, endpointID, err)
 	}
 	op := "submit to " + endpointID
 	a, err := p.call(ctx, http.MethodPost, p.queue+"/"+endpointID, body, op)
@@ -76,7 +76,7 @@ func (p *Provider) submit(ctx context.Context, endpointID string, input any) (*q
 	}
 	q := &queued{endpoint: endpointID}
 	if err := json.Unmarshal(a.body, q); err != nil {
-		return nil, generate.Errorf(errorcat.InternalBug, "%s: %s: decoding the answer: %v", Name, op, err)
+		return nil, providers.Errorf(errorcat.InternalBug, "%s: %s: decoding the answer: %v", Name, op, err)
 	}
 	if err := p.checkURLs(q); err != nil {
 		return nil, err
@@ -89,10 +89,10 @@ func (p *Provider) submit(ctx context.Context, endpointID string, input any) (*q
 func (p *Provider) checkURLs(q *queued) error {
 	base, err := url.Parse(p.queue)
 	if err != nil {
-		return generate.Errorf(errorcat.InternalBug, "%s: queue URL %q: %v", Name, p.queue, err)
+		return providers.Errorf(errorcat.InternalBug, "%s: queue URL %q: %v", Name, p.queue, err)
 	}
 	if q.StatusURL == "" || q.ResponseURL == "" {
-		return generate.Errorf(errorcat.InternalBug, "%s: submit to %s (request %s): the answer lacks status_url or response_url",
+		return providers.Errorf(errorcat.InternalBug, "%s: submit to %s (request %s): the answer lacks status_url or response_url",
 			Name, q.endpoint, q.RequestID)
 	}
 	for _, raw := range []string{q.StatusURL, q.ResponseURL, q.CancelURL} {
@@ -101,7 +101,7 @@ func (p *Provider) checkURLs(q *queued) error {
 		}
 		u, err := url.Parse(raw)
 		if err != nil || u.Scheme != base.Scheme || u.Host != base.Host {
-			return generate.Errorf(errorcat.InternalBug, "%s: submit to %s (request %s): answer URL %q is not on the queue host %s",
+			return providers.Errorf(errorcat.InternalBug, "%s: submit to %s (request %s): answer URL %q is not on the queue host %s",
 				Name, q.endpoint, q.RequestID, raw, base.Host)
 		}
 	}
@@ -128,20 +128,20 @@ func (p *Provider) wait(ctx context.Context, q *queued) error {
 			return p.abandon(ctx, q, last, start)
 		case err != nil:
 			failures++
-			if !generate.Classify(err).Category.Retryable() || failures > maxPollFailures {
+			if !providers.Classify(err).Category.Retryable() || failures > maxPollFailures {
 				return p.giveUp(ctx, q, err)
 			}
 			continue
 		}
 		failures = 0
 		last = st.Status
-		generate.Heartbeat(ctx, fmt.Sprintf("%s request %s: %s (queue position %d)", Name, q.RequestID, st.Status, st.QueuePosition))
+		providers.Heartbeat(ctx, fmt.Sprintf("%s request %s: %s (queue position %d)", Name, q.RequestID, st.Status, st.QueuePosition))
 		switch st.Status {
 		case statusCompleted:
 			return nil
 		case statusInQueue, statusInProgress:
 		default:
-			return p.giveUp(ctx, q, generate.Errorf(errorcat.InternalBug, "%s: status of request %s to %s: unknown status %q",
+			return p.giveUp(ctx, q, providers.Errorf(errorcat.InternalBug, "%s: status of request %s to %s: unknown status %q",
 				Name, q.RequestID, q.endpoint, st.Status))
 		}
 	}
@@ -159,7 +159,7 @@ func (p *Provider) status(ctx context.Context, q *queued) (queueStatus, error) {
 	}
 	var st queueStatus
 	if err := json.Unmarshal(a.body, &st); err != nil {
-		return queueStatus{}, generate.Errorf(errorcat.InternalBug, "%s: %s: decoding the answer: %v", Name, op, err)
+		return queueStatus{}, providers.Errorf(errorcat.InternalBug, "%s: %s: decoding the answer: %v", Name, op, err)
 	}
 	return st, nil
 }
@@ -183,14 +183,14 @@ func (p *Provider) result(ctx context.Context, q *queued) ([]byte, error) {
 // abandon cancels the request after ctx ended and returns the TRANSIENT_INFRA failure of the attempt.
 func (p *Provider) abandon(ctx context.Context, q *queued, last string, start time.Time) error {
 	outcome := p.cancel(ctx, q)
-	return generate.Errorf(errorcat.TransientInfra, "%s: request %s to %s abandoned while %s after %s: %v; cancellation: %s",
+	return providers.Errorf(errorcat.TransientInfra, "%s: request %s to %s abandoned while %s after %s: %v; cancellation: %s",
 		Name, q.RequestID, q.endpoint, last, time.Since(start).Round(time.Millisecond), context.Cause(ctx), outcome)
 }
 
 // giveUp cancels the request after a failure that ends the attempt and returns the failure with
 // the outcome of the cancellation added to its message.
 func (p *Provider) giveUp(ctx context.Context, q *queued, err error) error {
-	e := *generate.Classify(err)
+	e := *providers.Classify(err)
 	e.Message += "; cancellation: " + p.cancel(ctx, q)
 	return &e
 }
@@ -208,7 +208,7 @@ func (p *Provider) cancel(ctx context.Context, q *queued) string {
 	defer stop()
 	a, err := p.call(cctx, http.MethodPut, q.CancelURL, nil, "cancel of request "+q.RequestID)
 	if err != nil {
-		return "failed: " + generate.Classify(err).Message
+		return "failed: " + providers.Classify(err).Message
 	}
 	var st queueStatus
 	_ = json.Unmarshal(a.body, &st) // the status is only reported
@@ -216,7 +216,7 @@ func (p *Provider) cancel(ctx context.Context, q *queued) string {
 }
 
 // call sends one authenticated request to the queue and reads the whole answer. A request that
-// gets no HTTP answer fails through generate.TransportError.
+// gets no HTTP answer fails through providers.TransportError.
 func (p *Provider) call(ctx context.Context, method, rawURL string, body []byte, op string) (answer, error) {
 	var rd io.Reader
 	if body != nil {
@@ -224,7 +224,7 @@ func (p *Provider) call(ctx context.Context, method, rawURL string, body []byte,
 	}
 	req, err := http.NewRequestWithContext(ctx, method, rawURL, rd)
 	if err != nil {
-		return answer{}, generate.Errorf(errorcat.InternalBug, "%s: %s: %v", Name, op, err)
+		return answer{}, providers.Errorf(errorcat.InternalBug, "%s: %s: %v", Name, op, err)
 	}
 	req.Header.Set("Authorization", "Key "+p.key)
 	req.Header.Set("Accept", "application/json")
@@ -244,8 +244,8 @@ func (p *Provider) call(ctx context.Context, method, rawURL string, body []byte,
 }
 
 // transportError classifies a request that got no answer, naming the operation.
-func transportError(op string, err error) *generate.Error {
-	e := generate.TransportError(Name, err)
+func transportError(op string, err error) *providers.Error {
+	e := providers.TransportError(Name, err)
 	e.Message = fmt.Sprintf("%s: %s: request failed: %v", Name, op, err)
 	return e
 }

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shotflow/shotflow/activities/generate"
 	"github.com/shotflow/shotflow/internal/errorcat"
+	"github.com/shotflow/shotflow/internal/providers"
 )
 
 // failure is a non-2xx answer of the queue, read as fal documents its errors:
@@ -47,13 +47,13 @@ var (
 	inputVerbs = []string{"download", "decode", "load", "fetch", "open", "identify"}
 )
 
-// classify turns a non-2xx answer into a generate.Error. op names the operation, and the request
+// classify turns a non-2xx answer into a providers.Error. op names the operation, and the request
 // when it is known (knownID); the message adds the X-Fal-Request-Id of the answer when it says more.
-func classify(op string, a answer, knownID string) *generate.Error {
+func classify(op string, a answer, knownID string) *providers.Error {
 	f := parseFailure(a, knownID)
-	e := generate.Errorf(f.category(), "%s: %s: %s", Name, op, f)
+	e := providers.Errorf(f.category(), "%s: %s: %s", Name, op, f)
 	if e.Category == errorcat.RateLimit {
-		if e.RetryAfter = generate.RetryAfter(a.header, time.Now()); e.RetryAfter == 0 {
+		if e.RetryAfter = providers.RetryAfter(a.header, time.Now()); e.RetryAfter == 0 {
 			e.RetryAfter = DefaultRetryAfter
 		}
 	}
@@ -105,9 +105,9 @@ func (f failure) category() errorcat.Category {
 	case f.status == http.StatusTooManyRequests:
 		return errorcat.RateLimit
 	case f.status == http.StatusUnauthorized, f.status == http.StatusPaymentRequired, f.status == http.StatusForbidden,
-		generate.ContainsAny(text, accountMarkers):
+		providers.ContainsAny(text, accountMarkers):
 		return errorcat.ProviderAccount
-	case f.status == http.StatusServiceUnavailable, f.status == 529, generate.ContainsAny(text, capacityMarkers):
+	case f.status == http.StatusServiceUnavailable, f.status == 529, providers.ContainsAny(text, capacityMarkers):
 		return errorcat.ProviderCapacity
 	case f.status >= 500:
 		return errorcat.TransientInfra
@@ -134,7 +134,7 @@ func (f failure) text() string {
 // policy reports whether the detail is a content-policy rejection of the prompt or an image. The
 // names of the safety inputs do not count: a message about their values is a validation error.
 func (d detail) policy() bool {
-	return generate.ContainsAny(safetyInputs.Replace(strings.ToLower(d.Type+" "+d.Msg)), policyMarkers)
+	return providers.ContainsAny(safetyInputs.Replace(strings.ToLower(d.Type+" "+d.Msg)), policyMarkers)
 }
 
 var safetyInputs = strings.NewReplacer("safety_tolerance", "", "enable_safety_checker", "")
@@ -146,7 +146,7 @@ func (d detail) input() bool {
 		return true
 	}
 	msg := strings.ToLower(d.Msg)
-	return strings.Contains(msg, "image") && generate.ContainsAny(msg, inputVerbs)
+	return strings.Contains(msg, "image") && providers.ContainsAny(msg, inputVerbs)
 }
 
 // String is the raw detail for logs: status, request ID and what fal said.
@@ -166,7 +166,7 @@ func (f failure) String() string {
 		}
 		b.WriteString(sep + d.String())
 	}
-	return generate.ClipDetail(b.String())
+	return providers.ClipDetail(b.String())
 }
 
 // String renders the detail as "type at loc: msg".

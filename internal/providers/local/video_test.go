@@ -9,12 +9,12 @@ import (
 	"image/png"
 	"testing"
 
-	"github.com/shotflow/shotflow/activities/generate"
 	"github.com/shotflow/shotflow/internal/errorcat"
+	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/models"
 )
 
-func solidPNG(t *testing.T, c color.NRGBA) generate.Input {
+func solidPNG(t *testing.T, c color.NRGBA) providers.Input {
 	t.Helper()
 	img := image.NewNRGBA(image.Rect(0, 0, 64, 48))
 	for i := 0; i < len(img.Pix); i += 4 {
@@ -24,7 +24,7 @@ func solidPNG(t *testing.T, c color.NRGBA) generate.Input {
 	if err := png.Encode(&buf, img); err != nil {
 		t.Fatal(err)
 	}
-	return generate.Input{Data: buf.Bytes(), ContentType: "image/png"}
+	return providers.Input{Data: buf.Bytes(), ContentType: "image/png"}
 }
 
 // The motion model renders a video of one image and a reel of several as MP4 at the requested
@@ -34,13 +34,13 @@ func TestProviderRendersVideosAndReels(t *testing.T) {
 	red, blue := solidPNG(t, color.NRGBA{200, 30, 40, 255}), solidPNG(t, color.NRGBA{30, 60, 200, 255})
 	for _, tc := range []struct {
 		jobType string
-		inputs  []generate.Input
+		inputs  []providers.Input
 		aspect  string
 	}{
-		{models.JobTypeVideo, []generate.Input{red}, "16:9"},
-		{models.JobTypeReel, []generate.Input{red, blue, red}, "9:16"},
+		{models.JobTypeVideo, []providers.Input{red}, "16:9"},
+		{models.JobTypeReel, []providers.Input{red, blue, red}, "9:16"},
 	} {
-		outs, err := p.Generate(context.Background(), generate.Request{JobType: tc.jobType, Model: MotionModel,
+		outs, err := p.Generate(context.Background(), providers.Request{JobType: tc.jobType, Model: MotionModel,
 			AspectRatio: tc.aspect, Seed: 3, Inputs: tc.inputs})
 		if err != nil || len(outs) != 1 {
 			t.Fatalf("%s: %d outputs, %v", tc.jobType, len(outs), err)
@@ -54,19 +54,19 @@ func TestProviderRendersVideosAndReels(t *testing.T) {
 		}
 	}
 
-	eleven := make([]generate.Input, 11)
+	eleven := make([]providers.Input, 11)
 	for i := range eleven {
 		eleven[i] = red
 	}
-	for name, req := range map[string]generate.Request{
+	for name, req := range map[string]providers.Request{
 		"video without an image": {JobType: models.JobTypeVideo},
-		"video of two images":    {JobType: models.JobTypeVideo, Inputs: []generate.Input{red, blue}},
+		"video of two images":    {JobType: models.JobTypeVideo, Inputs: []providers.Input{red, blue}},
 		"reel of eleven images":  {JobType: models.JobTypeReel, Inputs: eleven},
-		"undecodable image":      {JobType: models.JobTypeReel, Inputs: []generate.Input{red, {Data: []byte("nope")}}},
+		"undecodable image":      {JobType: models.JobTypeReel, Inputs: []providers.Input{red, {Data: []byte("nope")}}},
 	} {
 		req.AspectRatio, req.Model = "1:1", MotionModel
 		_, err := p.Generate(context.Background(), req)
-		var ge *generate.Error
+		var ge *providers.Error
 		if !errors.As(err, &ge) || ge.Category != errorcat.InputMissing {
 			t.Errorf("%s: %v, want INPUT_MISSING", name, err)
 		}
