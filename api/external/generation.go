@@ -115,7 +115,7 @@ func (h *Handler) refused(c *gin.Context, e *engine.Error) {
 	var extra gin.H
 	if u := engine.UnmetOf(e); u != nil {
 		switch e.Reason {
-		case engine.ReasonPackshotNotApproved:
+		case engine.ReasonPhotoPackshotNotApproved:
 			extra = gin.H{"prerequisiteNotMet": gin.H{"details": e.Details, "productId": u.PhotoID}}
 		case engine.ReasonModelNotResolved:
 			extra = gin.H{"modelNotResolved": gin.H{"details": e.Details, "jobType": u.JobType}}

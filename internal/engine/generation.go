@@ -24,8 +24,10 @@ import (
 const (
 	// ReasonModelNotResolved: no generation model serves the job type (KindPrerequisite).
 	ReasonModelNotResolved = "model_not_resolved"
-	// ReasonPackshotNotApproved: the product photo has no approved packshot (KindPrerequisite).
-	ReasonPackshotNotApproved = "packshot_not_approved"
+	// ReasonPhotoPackshotNotApproved: the product photo has no approved packshot of its own
+	// (KindPrerequisite; Details [DetailPackshotNotApproved], Cause *Unmet naming the photo). It is
+	// the reason string of the plugin's sessions; the plugin's refusal lists product refs instead.
+	ReasonPhotoPackshotNotApproved = "packshot_not_approved"
 	// ReasonGeneratorDown: no worker generates with the model's provider right now (KindUnavailable).
 	ReasonGeneratorDown = "generator_down"
 )
@@ -48,7 +50,7 @@ const generatorRetryAfter = 30 * time.Second
 // no approved packshot). UnmetOf finds it.
 type Unmet struct {
 	JobType string // ReasonModelNotResolved
-	PhotoID string // ReasonPackshotNotApproved
+	PhotoID string // ReasonPhotoPackshotNotApproved
 }
 
 func (u *Unmet) Error() string {
@@ -67,8 +69,8 @@ func UnmetOf(err error) *Unmet {
 	return nil
 }
 
-// ModelCatalog is the set of generation models configured here (activities/generate.Registry).
-type ModelCatalog interface {
+// GenerationModels is what generation planning needs of the model registry (generate.Registry).
+type GenerationModels interface {
 	// DefaultModel is the model of the job type (of the provider when not empty); ok is false when none serves it.
 	DefaultModel(jobType, provider string) (models.AIModel, bool)
 	// Models lists the available models.
@@ -82,7 +84,7 @@ type Requester struct {
 	API           string // models.APIExternal, …
 	CorrelationID string
 	AspectRatio   string
-	Models        ModelCatalog
+	Models        GenerationModels
 }
 
 // Plan is a generation request planned into an order: the order, its jobs, the records created
@@ -131,7 +133,7 @@ func (e *Engine) logger() *zap.Logger {
 // checks that a worker generates with its provider right now: KindPrerequisite
 // (ReasonModelNotResolved, Cause *Unmet) when no model serves the job type, KindUnavailable
 // (ReasonGeneratorDown) when its provider has no active generator.
-func (e *Engine) ResolveModel(ctx context.Context, catalog ModelCatalog, jobType, provider string) (models.AIModel, error) {
+func (e *Engine) ResolveModel(ctx context.Context, catalog GenerationModels, jobType, provider string) (models.AIModel, error) {
 	m, ok := catalog.DefaultModel(jobType, provider)
 	if !ok {
 		err := refuse(KindPrerequisite, ReasonModelNotResolved, "", "No generation model is available for %s; nothing was created.", strings.ReplaceAll(jobType, "_", " "))
@@ -416,13 +418,13 @@ func ProductName(p *models.Product) string {
 }
 
 // ApprovedPackshot is the product photo's own latest accepted packshot, never one of another photo
-// of the same product: KindPrerequisite (ReasonPackshotNotApproved, Cause *Unmet) when it has none.
+// of the same product: KindPrerequisite (ReasonPhotoPackshotNotApproved, Cause *Unmet) when it has none.
 func (e *Engine) ApprovedPackshot(ctx context.Context, accountID, photoID string) (*models.Packshot, error) {
 	var packshot models.Packshot
 	err := e.DB.WithContext(ctx).Where("account_id = ? AND source_image_id = ? AND voting = ? AND deleted_at IS NULL AND archived_at IS NULL",
 		accountID, photoID, models.VotingAccepted).Order("voting_at DESC, created_at DESC, id DESC").Take(&packshot).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		r := refuse(KindPrerequisite, ReasonPackshotNotApproved, "", "Product photo %s has no approved packshot: approve one of its packshots first (packshots/update-packshot with Voting APPROVED). Nothing was created and no credits were reserved.", photoID)
+		r := refuse(KindPrerequisite, ReasonPhotoPackshotNotApproved, "", "Product photo %s has no approved packshot: approve one of its packshots first (packshots/update-packshot with Voting APPROVED). Nothing was created and no credits were reserved.", photoID)
 		r.Details, r.Cause = []string{DetailPackshotNotApproved}, &Unmet{PhotoID: photoID}
 		return nil, r
 	}
@@ -537,7 +539,7 @@ type VideoInput struct {
 }
 
 // VideoProviders lists the providers of the catalog that generate videos.
-func VideoProviders(catalog ModelCatalog) []string {
+func VideoProviders(catalog GenerationModels) []string {
 	var out []string
 	for _, m := range catalog.Models() {
 		if m.Serves(models.JobTypeVideo) && !slices.Contains(out, m.Provider) {

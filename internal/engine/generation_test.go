@@ -21,12 +21,12 @@ import (
 	"github.com/shotflow/shotflow/models"
 )
 
-// catalog is a ModelCatalog of fixed models.
-type catalog []models.AIModel
+// genCatalog is a GenerationModels of fixed models.
+type genCatalog []models.AIModel
 
-func (c catalog) Models() []models.AIModel { return c }
+func (c genCatalog) Models() []models.AIModel { return c }
 
-func (c catalog) DefaultModel(jobType, provider string) (models.AIModel, bool) {
+func (c genCatalog) DefaultModel(jobType, provider string) (models.AIModel, bool) {
 	for _, m := range c {
 		if m.Serves(jobType) && (provider == "" || m.Provider == provider) {
 			return m, true
@@ -35,12 +35,12 @@ func (c catalog) DefaultModel(jobType, provider string) (models.AIModel, bool) {
 	return models.AIModel{}, false
 }
 
-var studio = catalog{{ID: "local/studio-v1", Provider: "local", BaseCreditCost: 2,
+var genStudio = genCatalog{{ID: "local/studio-v1", Provider: "local", BaseCreditCost: 2,
 	JobTypes: []string{models.JobTypePackshot, models.JobTypePhotoShoot, models.JobTypeSceneryIdea}}}
 
-// fixture is an engine over a fresh SQLite database whose Temporal answers that generators run
+// genFixture is an engine over a fresh SQLite database whose Temporal answers that generators run
 // (unless down) and accepts workflow starts, and an account with credits.
-type fixture struct {
+type genFixture struct {
 	t       *testing.T
 	db      *gorm.DB
 	engine  *engine.Engine
@@ -48,8 +48,8 @@ type fixture struct {
 	down    bool
 }
 
-func newFixture(t *testing.T, credits int64) *fixture {
-	f := &fixture{t: t, db: testdb.Open(t, testdb.SQLiteURL(t))}
+func newGenFixture(t *testing.T, credits int64) *genFixture {
+	f := &genFixture{t: t, db: testdb.Open(t, testdb.SQLiteURL(t))}
 	c := &mocks.Client{}
 	c.On("ExecuteWorkflow", mock.Anything, mock.Anything, mock.Anything, mock.Anything).Return(&mocks.WorkflowRun{}, nil)
 	c.On("DescribeTaskQueue", mock.Anything, mock.Anything, mock.Anything).Return(
@@ -65,7 +65,7 @@ func newFixture(t *testing.T, credits int64) *fixture {
 }
 
 // newAccount creates an account with the credits and returns its ID.
-func (f *fixture) newAccount(credits int64) string {
+func (f *genFixture) newAccount(credits int64) string {
 	f.t.Helper()
 	acc, err := models.CreateAccount(f.db, "Team "+models.NewID()[:6], credits)
 	if err != nil {
@@ -74,7 +74,7 @@ func (f *fixture) newAccount(credits int64) string {
 	return acc.ID
 }
 
-func (f *fixture) create(rows ...any) {
+func (f *genFixture) create(rows ...any) {
 	f.t.Helper()
 	for _, row := range rows {
 		if err := f.db.Create(row).Error; err != nil {
@@ -85,7 +85,7 @@ func (f *fixture) create(rows ...any) {
 
 // photo inserts a ready product photo of the product (a new one when productID is "") and
 // returns the photo's ID and its product's ID.
-func (f *fixture) photo(productID string) (string, string) {
+func (f *genFixture) photo(productID string) (string, string) {
 	f.t.Helper()
 	now := time.Now().UTC()
 	if productID == "" {
@@ -104,7 +104,7 @@ func (f *fixture) photo(productID string) (string, string) {
 }
 
 // packshot inserts a packshot cut from the photo with the voting, voted at votedAt, and returns it.
-func (f *fixture) packshot(photoID, productID, voting string, votedAt time.Time) models.Packshot {
+func (f *genFixture) packshot(photoID, productID, voting string, votedAt time.Time) models.Packshot {
 	f.t.Helper()
 	a := models.Asset{ID: models.NewID(), AccountID: f.account, Kind: models.AssetKindOutput, Status: models.AssetReady,
 		Filename: "s.png", ContentType: "image/png", SizeBytes: 10, BlobKey: "outputs/" + models.NewID(), CreatedAt: votedAt, UpdatedAt: votedAt}
@@ -117,12 +117,12 @@ func (f *fixture) packshot(photoID, productID, voting string, votedAt time.Time)
 	return p
 }
 
-func (f *fixture) requester(c engine.ModelCatalog) engine.Requester {
+func (f *genFixture) requester(c engine.GenerationModels) engine.Requester {
 	return engine.Requester{AccountID: f.account, API: models.APIExternal, CorrelationID: "test", AspectRatio: "1:1", Models: c}
 }
 
-// wantRefusal fails unless err is an engine.Error of the kind (and reason when not "").
-func wantRefusal(t *testing.T, what string, err error, kind engine.Kind, reason string) *engine.Error {
+// wantGenRefusal fails unless err is an engine.Error of the kind (and reason when not "").
+func wantGenRefusal(t *testing.T, what string, err error, kind engine.Kind, reason string) *engine.Error {
 	t.Helper()
 	e, ok := engine.As(err)
 	if !ok || e.Kind != kind || (reason != "" && e.Reason != reason) {
@@ -134,7 +134,7 @@ func wantRefusal(t *testing.T, what string, err error, kind engine.Kind, reason 
 // A photo shoot starts from the photo's own latest approved packshot: not a sibling photo's, not
 // an archived, deleted or unapproved one. Without one it is a prerequisite refusal naming the photo.
 func TestApprovedPackshotIsThePhotosOwn(t *testing.T) {
-	f := newFixture(t, 100)
+	f := newGenFixture(t, 100)
 	ctx := t.Context()
 	photo, product := f.photo("")
 	sibling, _ := f.photo(product)
@@ -148,16 +148,16 @@ func TestApprovedPackshotIsThePhotosOwn(t *testing.T) {
 	f.db.Model(&models.Packshot{}).Where("id = ?", deleted.ID).Update("deleted_at", t0)
 
 	_, err := f.engine.ApprovedPackshot(ctx, f.account, photo)
-	e := wantRefusal(t, "no approved packshot", err, engine.KindPrerequisite, engine.ReasonPackshotNotApproved)
+	e := wantGenRefusal(t, "no approved packshot", err, engine.KindPrerequisite, engine.ReasonPhotoPackshotNotApproved)
 	if u := engine.UnmetOf(err); u == nil || u.PhotoID != photo || !slices.Equal(e.Details, []string{engine.DetailPackshotNotApproved}) ||
 		!strings.Contains(e.Message, photo) {
 		t.Errorf("refusal %#v (unmet %v), want details [packshot_not_approved] naming photo %s", e, u, photo)
 	}
 	// The plan stops there: nothing is resolved or created.
-	if _, err := f.engine.PlanPhotoShoot(ctx, f.requester(studio), engine.ConfigInput{PhotoID: photo, Count: 1}); err == nil {
+	if _, err := f.engine.PlanPhotoShoot(ctx, f.requester(genStudio), engine.ConfigInput{PhotoID: photo, Count: 1}); err == nil {
 		t.Fatal("PlanPhotoShoot without an approved packshot succeeded")
 	} else {
-		wantRefusal(t, "plan without packshot", err, engine.KindPrerequisite, engine.ReasonPackshotNotApproved)
+		wantGenRefusal(t, "plan without packshot", err, engine.KindPrerequisite, engine.ReasonPhotoPackshotNotApproved)
 	}
 
 	older := f.packshot(photo, product, models.VotingAccepted, t0.Add(2*time.Minute))
@@ -172,7 +172,7 @@ func TestApprovedPackshotIsThePhotosOwn(t *testing.T) {
 		t.Error("another account's approved packshot was used")
 	}
 
-	p, err := f.engine.PlanPhotoShoot(ctx, f.requester(studio), engine.ConfigInput{PhotoID: photo, Count: 2, Suggestions: "warm"})
+	p, err := f.engine.PlanPhotoShoot(ctx, f.requester(genStudio), engine.ConfigInput{PhotoID: photo, Count: 2, Suggestions: "warm"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,14 +189,14 @@ func TestApprovedPackshotIsThePhotosOwn(t *testing.T) {
 
 // A product photo must be the account's, of a live product, with a usable upload.
 func TestFindPhoto(t *testing.T) {
-	f := newFixture(t, 100)
+	f := newGenFixture(t, 100)
 	ctx := t.Context()
 	photo, product := f.photo("")
 	if p, err := f.engine.FindPhoto(ctx, f.account, "imageId", photo); err != nil || p.Product.ID != product {
 		t.Fatalf("FindPhoto: %v %v", p, err)
 	}
 	other := f.newAccount(0)
-	e := wantRefusal(t, "other account", func() error { _, err := f.engine.FindPhoto(ctx, other, "imageId", photo); return err }(),
+	e := wantGenRefusal(t, "other account", func() error { _, err := f.engine.FindPhoto(ctx, other, "imageId", photo); return err }(),
 		engine.KindNotFound, "")
 	if e.Error() != "imageId: product photo "+photo+" not found." {
 		t.Errorf("message %q", e.Error())
@@ -205,18 +205,18 @@ func TestFindPhoto(t *testing.T) {
 	f.db.Take(&img, "id = ?", photo)
 	f.db.Model(&models.Asset{}).Where("id = ?", img.AssetID).Updates(map[string]any{"status": models.AssetInvalid, "problem": "too small"})
 	_, err := f.engine.FindPhoto(ctx, f.account, "imageId", photo)
-	if e := wantRefusal(t, "invalid upload", err, engine.KindInvalid, ""); !strings.HasSuffix(e.Message, "cannot be used: too small.") {
+	if e := wantGenRefusal(t, "invalid upload", err, engine.KindInvalid, ""); !strings.HasSuffix(e.Message, "cannot be used: too small.") {
 		t.Errorf("message %q", e.Message)
 	}
 	f.db.Model(&models.Product{}).Where("id = ?", product).Update("deleted_at", time.Now().UTC())
 	_, err = f.engine.FindPhoto(ctx, f.account, "imageId", photo)
-	wantRefusal(t, "deleted product", err, engine.KindNotFound, "")
+	wantGenRefusal(t, "deleted product", err, engine.KindNotFound, "")
 }
 
 // Presets: published and public or the account's own, with their surcharge per job; sceneries
 // and fashion models: usable by the account. IDs that are not UUIDs are invalid.
 func TestResolveExtras(t *testing.T) {
-	f := newFixture(t, 100)
+	f := newGenFixture(t, 100)
 	other := f.newAccount(0)
 	ctx := t.Context()
 	now := time.Now().UTC()
@@ -239,12 +239,12 @@ func TestResolveExtras(t *testing.T) {
 	}
 	for _, id := range []string{foreign, draft, models.NewID()} {
 		_, err := f.engine.ResolveExtras(ctx, f.account, engine.ConfigInput{PresetID: id})
-		if e := wantRefusal(t, "preset "+id, err, engine.KindNotFound, ""); e.Field != engine.FieldPreset {
+		if e := wantGenRefusal(t, "preset "+id, err, engine.KindNotFound, ""); e.Field != engine.FieldPreset {
 			t.Errorf("field %q", e.Field)
 		}
 	}
 	_, err := f.engine.ResolveExtras(ctx, f.account, engine.ConfigInput{SceneryID: "nope"})
-	if e := wantRefusal(t, "bad id", err, engine.KindInvalid, ""); e.Error() != `config.scenery.id "nope" is not a valid id.` {
+	if e := wantGenRefusal(t, "bad id", err, engine.KindInvalid, ""); e.Error() != `config.scenery.id "nope" is not a valid id.` {
 		t.Errorf("message %q", e.Error())
 	}
 
@@ -257,15 +257,15 @@ func TestResolveExtras(t *testing.T) {
 		t.Errorf("scenery: %+v %v", x, err)
 	}
 	_, err = f.engine.ResolveExtras(ctx, other, engine.ConfigInput{SceneryID: scenery.ID})
-	wantRefusal(t, "another account's scenery", err, engine.KindNotFound, "")
+	wantGenRefusal(t, "another account's scenery", err, engine.KindNotFound, "")
 	_, err = f.engine.ResolveExtras(ctx, f.account, engine.ConfigInput{ModelID: scenery.ID})
-	if e := wantRefusal(t, "a scenery as fashion model", err, engine.KindNotFound, ""); e.Field != engine.FieldModel {
+	if e := wantGenRefusal(t, "a scenery as fashion model", err, engine.KindNotFound, ""); e.Field != engine.FieldModel {
 		t.Errorf("field %q", e.Field)
 	}
 
 	// The surcharge is added to each job's cost.
 	photo, _ := f.photo("")
-	p, err := f.engine.PlanPackshots(ctx, f.requester(studio), engine.ConfigInput{PhotoID: photo, PresetID: public, Count: 3})
+	p, err := f.engine.PlanPackshots(ctx, f.requester(genStudio), engine.ConfigInput{PhotoID: photo, PresetID: public, Count: 3})
 	if err != nil || len(p.Jobs) != 3 || len(p.RecordIDs) != 3 || p.Jobs[0].CreditCost != 2+3 {
 		t.Fatalf("packshots with preset: %+v %v", p, err)
 	}
@@ -274,35 +274,35 @@ func TestResolveExtras(t *testing.T) {
 // The model: none serving the job type is a prerequisite refusal naming the job type; a provider
 // without a running generator is unavailable with a retry delay.
 func TestResolveModel(t *testing.T) {
-	f := newFixture(t, 100)
+	f := newGenFixture(t, 100)
 	ctx := t.Context()
-	_, err := f.engine.ResolveModel(ctx, studio, models.JobTypeReel, "")
-	e := wantRefusal(t, "no reel model", err, engine.KindPrerequisite, engine.ReasonModelNotResolved)
+	_, err := f.engine.ResolveModel(ctx, genStudio, models.JobTypeReel, "")
+	e := wantGenRefusal(t, "no reel model", err, engine.KindPrerequisite, engine.ReasonModelNotResolved)
 	if u := engine.UnmetOf(err); u == nil || u.JobType != models.JobTypeReel || !slices.Equal(e.Details, []string{engine.DetailNoGenerationModel}) {
 		t.Errorf("refusal %#v, want details [no_generation_model] naming %s", e, models.JobTypeReel)
 	}
 	f.down = true
-	_, err = f.engine.ResolveModel(ctx, studio, models.JobTypePackshot, "")
-	if e := wantRefusal(t, "no generator", err, engine.KindUnavailable, engine.ReasonGeneratorDown); e.RetryAfter != 30*time.Second {
+	_, err = f.engine.ResolveModel(ctx, genStudio, models.JobTypePackshot, "")
+	if e := wantGenRefusal(t, "no generator", err, engine.KindUnavailable, engine.ReasonGeneratorDown); e.RetryAfter != 30*time.Second {
 		t.Errorf("retry after %v", e.RetryAfter)
 	}
 	f.down = false
-	if m, err := f.engine.ResolveModel(ctx, studio, models.JobTypePackshot, ""); err != nil || m.ID != "local/studio-v1" {
+	if m, err := f.engine.ResolveModel(ctx, genStudio, models.JobTypePackshot, ""); err != nil || m.ID != "local/studio-v1" {
 		t.Errorf("packshot model %v %v", m, err)
 	}
 }
 
 // Submitting a plan the balance does not cover creates nothing and says what it needed.
 func TestSubmitPlanInsufficientCredits(t *testing.T) {
-	f := newFixture(t, 3)
+	f := newGenFixture(t, 3)
 	ctx := t.Context()
-	p, err := f.engine.PlanIdeas(ctx, f.requester(studio), engine.IdeasInput{JobType: models.JobTypeSceneryIdea,
+	p, err := f.engine.PlanIdeas(ctx, f.requester(genStudio), engine.IdeasInput{JobType: models.JobTypeSceneryIdea,
 		Kind: models.KindScenery, Preferences: "dunes", Count: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = f.engine.SubmitPlan(ctx, p)
-	e := wantRefusal(t, "short balance", err, engine.KindInsufficientCredits, "")
+	e := wantGenRefusal(t, "short balance", err, engine.KindInsufficientCredits, "")
 	if e.Message != "Insufficient credits: this request needs 4 and 3 are available; nothing was created." || !errors.Is(err, models.ErrInsufficientCredits) {
 		t.Errorf("message %q", e.Message)
 	}
@@ -313,8 +313,8 @@ func TestSubmitPlanInsufficientCredits(t *testing.T) {
 		t.Errorf("%d orders, %d sceneries created", orders, items)
 	}
 
-	g := newFixture(t, 100)
-	p, err = g.engine.PlanIdeas(ctx, g.requester(studio), engine.IdeasInput{JobType: models.JobTypeSceneryIdea,
+	g := newGenFixture(t, 100)
+	p, err = g.engine.PlanIdeas(ctx, g.requester(genStudio), engine.IdeasInput{JobType: models.JobTypeSceneryIdea,
 		Kind: models.KindScenery, Preferences: "dunes", Count: 2})
 	if err != nil {
 		t.Fatal(err)
