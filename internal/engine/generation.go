@@ -1,0 +1,607 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"go.uber.org/zap"
+	"gorm.io/gorm"
+
+	"github.com/shotflow/shotflow/models"
+)
+
+// Generation planning: the rules that turn a generation request (ideas, packshots, photo shoot,
+// video, reel) into one order of jobs, and the submission of that order. The external API calls
+// these with plain inputs it has parsed; the refusals are *Error.
+
+// Reasons of generation refusals (see errors.go for the kinds).
+const (
+	// ReasonModelNotResolved: no generation model serves the job type (KindPrerequisite).
+	ReasonModelNotResolved = "model_not_resolved"
+	// ReasonPhotoPackshotNotApproved: the product photo has no approved packshot of its own
+	// (KindPrerequisite; Details [DetailPackshotNotApproved], Cause *Unmet naming the photo). It is
+	// the reason string of the plugin's sessions; the plugin's refusal lists product refs instead.
+	ReasonPhotoPackshotNotApproved = "packshot_not_approved"
+	// ReasonGeneratorDown: no worker generates with the model's provider right now (KindUnavailable).
+	ReasonGeneratorDown = "generator_down"
+)
+
+// Details of generation refusals, as façades surface them.
+const (
+	DetailNoGenerationModel   = "no_generation_model"
+	DetailPackshotNotApproved = "packshot_not_approved"
+)
+
+// DefaultSceneryID is the scenery a photo shoot uses when its preset recommends a scenery and the
+// request names none: the marketplace's "White marble countertop".
+const DefaultSceneryID = "8c4e3d43-4a63-469d-b601-22b6bf85d70c"
+
+// generatorRetryAfter is the Retry-After of a request refused because no generator runs.
+const generatorRetryAfter = 30 * time.Second
+
+// Unmet is the Cause of a KindPrerequisite refusal of generation planning: the subject a façade
+// echoes beside the refusal's Details (the job type no model serves, or the product photo that has
+// no approved packshot). UnmetOf finds it.
+type Unmet struct {
+	JobType string // ReasonModelNotResolved
+	PhotoID string // ReasonPhotoPackshotNotApproved
+}
+
+func (u *Unmet) Error() string {
+	if u.PhotoID != "" {
+		return "no approved packshot of product photo " + u.PhotoID
+	}
+	return "no generation model for " + u.JobType
+}
+
+// UnmetOf returns the Unmet in err's chain, or nil.
+func UnmetOf(err error) *Unmet {
+	var u *Unmet
+	if errors.As(err, &u) {
+		return u
+	}
+	return nil
+}
+
+// GenerationModels is what generation planning needs of the model registry (generate.Registry).
+type GenerationModels interface {
+	// DefaultModel is the model of the job type (of the provider when not empty); ok is false when none serves it.
+	DefaultModel(jobType, provider string) (models.AIModel, bool)
+	// Models lists the available models.
+	Models() []models.AIModel
+}
+
+// Requester is who asks for a generation and how: the account charged, the API, the request's
+// correlation ID, the models to use and the jobs' aspect ratio.
+type Requester struct {
+	AccountID     string
+	API           string // models.APIExternal, …
+	CorrelationID string
+	AspectRatio   string
+	Models        GenerationModels
+}
+
+// Plan is a generation request planned into an order: the order, its jobs, the records created
+// beside them (in the order's transaction) and the IDs the answer lists.
+type Plan struct {
+	Order *models.Order
+	Jobs  []models.Job
+	// Records, when not nil, inserts the records that exist before their job ran.
+	Records func(tx *gorm.DB) error
+	// RecordIDs are the IDs of the records the request creates; SubmitPlan sets them to the job
+	// IDs when the plan has none.
+	RecordIDs []string
+}
+
+// newPlan starts an order of the requester's account for the job type with the request's config.
+func newPlan(r Requester, jobType string, config any) *Plan {
+	cfg, _ := json.Marshal(config)
+	return &Plan{Order: &models.Order{
+		ID: models.NewID(), AccountID: r.AccountID, API: r.API, JobType: jobType,
+		SessionConfig: models.JSON(cfg), CorrelationID: r.CorrelationID,
+	}}
+}
+
+// add appends n jobs built by job (given the job's index) with the model and a surcharge per job.
+func (p *Plan) add(r Requester, n int, m models.AIModel, surcharge int64, job func(i int, j *models.Job)) {
+	now := time.Now().UTC()
+	for i := range n {
+		j := models.Job{
+			ID: models.NewID(), AccountID: p.Order.AccountID, JobType: p.Order.JobType, Position: len(p.Jobs),
+			AIModel: m.ID, AspectRatio: r.AspectRatio, CreditCost: m.BaseCreditCost + surcharge, Run: 1,
+			Status: models.JobPending, Voting: models.VotingPending, CreatedAt: now, UpdatedAt: now,
+		}
+		job(i, &j)
+		p.Jobs = append(p.Jobs, j)
+	}
+}
+
+func (e *Engine) logger() *zap.Logger {
+	if e.Log == nil {
+		return zap.NewNop()
+	}
+	return e.Log
+}
+
+// ResolveModel resolves the generation model of a job type (of the provider when not empty) and
+// checks that a worker generates with its provider right now: KindPrerequisite
+// (ReasonModelNotResolved, Cause *Unmet) when no model serves the job type, KindUnavailable
+// (ReasonGeneratorDown) when its provider has no active generator.
+func (e *Engine) ResolveModel(ctx context.Context, catalog GenerationModels, jobType, provider string) (models.AIModel, error) {
+	m, ok := catalog.DefaultModel(jobType, provider)
+	if !ok {
+		err := refuse(KindPrerequisite, ReasonModelNotResolved, "", "No generation model is available for %s; nothing was created.", strings.ReplaceAll(jobType, "_", " "))
+		err.Details, err.Cause = []string{DetailNoGenerationModel}, &Unmet{JobType: jobType}
+		return m, err
+	}
+	live, err := e.GeneratorLive(ctx, m.Provider)
+	if err != nil {
+		e.logger().Warn("generator liveness", zap.String("provider", m.Provider), zap.Error(err))
+	}
+	if !live {
+		r := unavailable(fmt.Sprintf("No %s generator is running right now; nothing was created. Retry in 30 to 60 seconds.", m.Provider), generatorRetryAfter, err)
+		r.Reason = ReasonGeneratorDown
+		return m, r
+	}
+	return m, nil
+}
+
+// SubmitPlan creates the plan's order, jobs and records and reserves their credits in one
+// transaction (SubmitWith), then starts the order. KindInsufficientCredits, with nothing created,
+// when the balance is short.
+func (e *Engine) SubmitPlan(ctx context.Context, p *Plan) error {
+	err := e.SubmitWith(ctx, p.Order, p.Jobs, p.Records)
+	if errors.Is(err, models.ErrInsufficientCredits) {
+		var need int64
+		for _, j := range p.Jobs {
+			need += j.CreditCost
+		}
+		acc, aerr := models.GetAccount(e.DB.WithContext(ctx), p.Order.AccountID)
+		if aerr != nil {
+			return aerr
+		}
+		r := refuse(KindInsufficientCredits, "", "", "Insufficient credits: this request needs %d and %d are available; nothing was created.", need, acc.CreditBalance)
+		r.Cause = err
+		return r
+	}
+	if err != nil {
+		return err
+	}
+	if p.RecordIDs == nil {
+		for _, j := range p.Jobs {
+			p.RecordIDs = append(p.RecordIDs, j.ID)
+		}
+	}
+	return nil
+}
+
+// ---- ideas: fashion models and sceneries ------------------------------------------------------
+
+// IdeasInput asks for Count fashion models or sceneries (Kind, made by JobType jobs) from the
+// Preferences text.
+type IdeasInput struct {
+	JobType     string
+	Kind        models.ReferenceKind
+	Preferences string
+	Count       int
+}
+
+// PlanIdeas plans Count reference items, INPROGRESS until their job is DONE.
+func (e *Engine) PlanIdeas(ctx context.Context, r Requester, in IdeasInput) (*Plan, error) {
+	m, err := e.ResolveModel(ctx, r.Models, in.JobType, "")
+	if err != nil {
+		return nil, err
+	}
+	n, prefs := in.Count, in.Preferences
+	p := newPlan(r, in.JobType, map[string]any{"preferences": prefs, "count": n})
+	items := make([]models.ReferenceItem, n)
+	p.add(r, n, m, 0, func(i int, j *models.Job) {
+		items[i] = models.ReferenceItem{ID: models.NewID(), AccountID: &p.Order.AccountID,
+			Name: ideaName(prefs, i+1, n), Preferences: prefs, Status: models.RefStatusInProgress,
+			OrderID: &p.Order.ID, JobID: &j.ID}
+		j.Prompt, j.RecordID, j.ProductLabel = prefs, &items[i].ID, items[i].Name
+		p.RecordIDs = append(p.RecordIDs, items[i].ID)
+	})
+	p.Records = func(tx *gorm.DB) error {
+		for i := range items {
+			if err := models.CreateReferenceItem(tx, in.Kind, &items[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return p, nil
+}
+
+// ideaName names the i-th of n ideas after the preferences: "<preferences> #i".
+func ideaName(prefs string, i, n int) string {
+	name := prefs
+	if utf8.RuneCountInString(name) > 60 {
+		name = strings.TrimSpace(string([]rune(name)[:59])) + "…"
+	}
+	if n > 1 {
+		name = fmt.Sprintf("%s #%d", name, i)
+	}
+	return name
+}
+
+// ---- packshots and photo shoots -----------------------------------------------------------------
+
+// The request fields a product-photo config names, as errors report them.
+const (
+	FieldProductPhoto = "config.product.id"
+	FieldPreset       = "config.preset.id"
+	FieldScenery      = "config.scenery.id"
+	FieldModel        = "config.model.id"
+)
+
+// ConfigInput asks for Count packshots or photo-shoot images of a product photo, with an optional
+// preset, scenery and fashion model (IDs as sent; "" for none) and the prompt's suggestions.
+type ConfigInput struct {
+	PhotoID     string // a valid ID
+	PresetID    string
+	SceneryID   string
+	ModelID     string
+	Suggestions string
+	Count       int
+}
+
+// Photo is a product photo of an account with its product and upload.
+type Photo struct {
+	Image   models.ProductImage
+	Product models.Product
+	Asset   models.Asset
+}
+
+// FindPhoto loads a product photo of the account: KindNotFound when there is none (or its product
+// is deleted), KindInvalid when its upload is unusable. field names the request field.
+func (e *Engine) FindPhoto(ctx context.Context, accountID, field, photoID string) (*Photo, error) {
+	db := e.DB.WithContext(ctx)
+	var p Photo
+	err := db.Where("id = ? AND account_id = ? AND deleted_at IS NULL", photoID, accountID).Take(&p.Image).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, refuse(KindNotFound, "", field, "product photo %s not found.", photoID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := db.Where("id = ? AND deleted_at IS NULL", p.Image.ProductID).Take(&p.Product).Error; errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, refuse(KindNotFound, "", field, "product photo %s not found.", photoID)
+	} else if err != nil {
+		return nil, err
+	}
+	if err := db.Where("id = ?", p.Image.AssetID).Take(&p.Asset).Error; err != nil {
+		return nil, err
+	}
+	switch p.Asset.Status {
+	case models.AssetReady, models.AssetProcessing: // a job waits for a photo still being prepared
+	case models.AssetInvalid:
+		return nil, refuse(KindInvalid, "", field, "product photo %s cannot be used: %s.", photoID, p.Asset.Problem)
+	default:
+		return nil, refuse(KindInvalid, "", field, "product photo %s has not been uploaded yet.", photoID)
+	}
+	return &p, nil
+}
+
+// Extras are the optional preset, scenery and fashion model of a config, resolved.
+type Extras struct {
+	Preset    *models.Preset
+	SceneryID string
+	ModelID   string
+}
+
+// validID checks an optional record ID: "" or a UUID (KindInvalid naming the field otherwise).
+func validID(field, v string) error {
+	if v != "" && !models.IsUUID(v) {
+		return refuse(KindInvalid, "", "", "%s %q is not a valid id.", field, v)
+	}
+	return nil
+}
+
+// ResolveExtras checks the config's optional preset, scenery and model: each must be a valid ID
+// (KindInvalid) of one the account may use (KindNotFound): a published preset that is public or
+// the account's own, a usable scenery or fashion model.
+func (e *Engine) ResolveExtras(ctx context.Context, accountID string, in ConfigInput) (Extras, error) {
+	var x Extras
+	db := e.DB.WithContext(ctx)
+	if err := validID(FieldPreset, in.PresetID); err != nil {
+		return x, err
+	}
+	if in.PresetID != "" {
+		var p models.Preset
+		err := db.Where("id = ? AND status = ? AND (visibility = ? OR account_id = ?)", in.PresetID,
+			models.PresetPublished, models.PresetPublic, accountID).Take(&p).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return x, refuse(KindNotFound, "", FieldPreset, "preset %s not found.", in.PresetID)
+		}
+		if err != nil {
+			return x, err
+		}
+		x.Preset = &p
+	}
+	for _, f := range []struct {
+		field string
+		v     string
+		kind  models.ReferenceKind
+		out   *string
+	}{
+		{FieldScenery, in.SceneryID, models.KindScenery, &x.SceneryID},
+		{FieldModel, in.ModelID, models.KindFashionModel, &x.ModelID},
+	} {
+		if err := validID(f.field, f.v); err != nil {
+			return x, err
+		}
+		if f.v == "" {
+			continue
+		}
+		if _, err := models.FindUsableReferenceItem(db, f.kind, accountID, f.v); errors.Is(err, models.ErrNotFound) {
+			return x, refuse(KindNotFound, "", f.field, "%s %s not found.", f.kind, f.v)
+		} else if err != nil {
+			return x, err
+		}
+		*f.out = f.v
+	}
+	return x, nil
+}
+
+// Session is the order's session_config, which providers read.
+func (x Extras) Session(suggestions string) map[string]any {
+	out := map[string]any{}
+	if x.Preset != nil {
+		out["preset_id"], out["style"] = x.Preset.ID, x.Preset.Name
+	}
+	if x.SceneryID != "" {
+		out["scenery_id"] = x.SceneryID
+	}
+	if x.ModelID != "" {
+		out["model_id"] = x.ModelID
+	}
+	if suggestions != "" {
+		out["suggestions"] = suggestions
+	}
+	return out
+}
+
+// Surcharge is the preset's credit cost added to each job.
+func (x Extras) Surcharge() int64 {
+	if x.Preset == nil {
+		return 0
+	}
+	return x.Preset.CreditCost
+}
+
+// configured resolves a ConfigInput's product photo and extras.
+func (e *Engine) configured(ctx context.Context, accountID string, in ConfigInput) (*Photo, Extras, error) {
+	ph, err := e.FindPhoto(ctx, accountID, FieldProductPhoto, in.PhotoID)
+	if err != nil {
+		return nil, Extras{}, err
+	}
+	x, err := e.ResolveExtras(ctx, accountID, in)
+	return ph, x, err
+}
+
+// PlanPackshots plans Count packshots of a product photo; each is listed INPROGRESS under its
+// record ID until its job completes.
+func (e *Engine) PlanPackshots(ctx context.Context, r Requester, in ConfigInput) (*Plan, error) {
+	ph, x, err := e.configured(ctx, r.AccountID, in)
+	if err != nil {
+		return nil, err
+	}
+	m, err := e.ResolveModel(ctx, r.Models, models.JobTypePackshot, "")
+	if err != nil {
+		return nil, err
+	}
+	session := x.Session(in.Suggestions)
+	session["product_photo_id"], session["count"] = in.PhotoID, in.Count
+	p := newPlan(r, models.JobTypePackshot, session)
+	p.add(r, in.Count, m, x.Surcharge(), func(_ int, j *models.Job) {
+		recordID := models.NewID()
+		j.ProductID, j.ProductRef, j.ProductLabel = &ph.Product.ID, ph.Product.ExternalRef, ProductName(&ph.Product)
+		j.InputAssetID, j.RecordID = &ph.Asset.ID, &recordID
+		p.RecordIDs = append(p.RecordIDs, recordID)
+	})
+	return p, nil
+}
+
+// ProductName is how jobs label a product: its display name, else its external reference.
+func ProductName(p *models.Product) string {
+	if p.DisplayName != "" {
+		return p.DisplayName
+	}
+	return p.ExternalRef
+}
+
+// ApprovedPackshot is the product photo's own latest accepted packshot, never one of another photo
+// of the same product: KindPrerequisite (ReasonPhotoPackshotNotApproved, Cause *Unmet) when it has none.
+func (e *Engine) ApprovedPackshot(ctx context.Context, accountID, photoID string) (*models.Packshot, error) {
+	var packshot models.Packshot
+	err := e.DB.WithContext(ctx).Where("account_id = ? AND source_image_id = ? AND voting = ? AND deleted_at IS NULL AND archived_at IS NULL",
+		accountID, photoID, models.VotingAccepted).Order("voting_at DESC, created_at DESC, id DESC").Take(&packshot).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		r := refuse(KindPrerequisite, ReasonPhotoPackshotNotApproved, "", "Product photo %s has no approved packshot: approve one of its packshots first (packshots/update-packshot with Voting APPROVED). Nothing was created and no credits were reserved.", photoID)
+		r.Details, r.Cause = []string{DetailPackshotNotApproved}, &Unmet{PhotoID: photoID}
+		return nil, r
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &packshot, nil
+}
+
+// PlanPhotoShoot plans Count photo-shoot images of a product photo from that photo's own approved
+// packshot (rules 1–4 of external-content-api.md). A preset that requires a scenery needs one in
+// the request (KindInvalid); one that recommends a scenery gets DefaultSceneryID when the request
+// names none and the account may use it.
+func (e *Engine) PlanPhotoShoot(ctx context.Context, r Requester, in ConfigInput) (*Plan, error) {
+	ph, x, err := e.configured(ctx, r.AccountID, in)
+	if err != nil {
+		return nil, err
+	}
+	if x.Preset != nil && x.SceneryID == "" && x.Preset.SceneryRequirement != nil {
+		switch *x.Preset.SceneryRequirement {
+		case models.SceneryRequired:
+			return nil, refuse(KindInvalid, "", "", "%s is required: preset %q needs a scenery.", FieldScenery, x.Preset.Name)
+		case models.SceneryRecommended:
+			if _, err := models.FindUsableReferenceItem(e.DB.WithContext(ctx), models.KindScenery, r.AccountID, DefaultSceneryID); err == nil {
+				x.SceneryID = DefaultSceneryID
+			}
+		}
+	}
+	session := x.Session(in.Suggestions)
+	packshot, err := e.ApprovedPackshot(ctx, r.AccountID, in.PhotoID)
+	if err != nil {
+		return nil, err
+	}
+	m, err := e.ResolveModel(ctx, r.Models, models.JobTypePhotoShoot, "")
+	if err != nil {
+		return nil, err
+	}
+	session["product_photo_id"], session["packshot_id"], session["count"] = in.PhotoID, packshot.ID, in.Count
+	p := newPlan(r, models.JobTypePhotoShoot, session)
+	p.add(r, in.Count, m, x.Surcharge(), func(_ int, j *models.Job) {
+		j.ProductID, j.ProductRef, j.ProductLabel = &ph.Product.ID, ph.Product.ExternalRef, ProductName(&ph.Product)
+		j.PackshotID, j.InputAssetID = &packshot.ID, &packshot.AssetID
+	})
+	return p, nil
+}
+
+// ---- videos and reels ---------------------------------------------------------------------------
+
+// Source is an image a video or reel starts from, with the product it shows when known.
+type Source struct {
+	AssetID string
+	Product *models.Product
+}
+
+// FindImage resolves the ID of a product photo, or (generated) of a DONE photo-shoot image of the
+// account, to the image a video starts from: KindNotFound when there is none, KindInvalid when it
+// is not usable (yet).
+func (e *Engine) FindImage(ctx context.Context, accountID, field, imageID string, generated bool) (*Source, error) {
+	if !generated {
+		ph, err := e.FindPhoto(ctx, accountID, field, imageID)
+		if err != nil {
+			return nil, err
+		}
+		return &Source{AssetID: ph.Asset.ID, Product: &ph.Product}, nil
+	}
+	db := e.DB.WithContext(ctx)
+	var j models.Job
+	err := db.Where("id = ? AND account_id = ? AND job_type = ?", imageID, accountID, models.JobTypePhotoShoot).Take(&j).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, refuse(KindNotFound, "", field, "image %s not found.", imageID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	outputs, err := models.JobOutputs(db, j.ID)
+	if err != nil {
+		return nil, err
+	}
+	if j.Status != models.JobCompleted || len(outputs[j.ID]) == 0 {
+		return nil, refuse(KindInvalid, "", field, "image %s is not DONE yet.", imageID)
+	}
+	s := &Source{AssetID: outputs[j.ID][0].ID}
+	if j.ProductID != nil {
+		var p models.Product
+		if err := db.Where("id = ?", *j.ProductID).Take(&p).Error; err == nil {
+			s.Product = &p
+		}
+	}
+	return s, nil
+}
+
+// FindAnyImage resolves an ID that names either a product photo or a photo-shoot image.
+func (e *Engine) FindAnyImage(ctx context.Context, accountID, field, imageID string) (*Source, error) {
+	s, err := e.FindImage(ctx, accountID, field, imageID, false)
+	if r, ok := As(err); ok && r.Kind == KindNotFound {
+		s, err = e.FindImage(ctx, accountID, field, imageID, true)
+		if r, ok := As(err); ok && r.Kind == KindNotFound {
+			return nil, refuse(KindNotFound, "", field, "no product photo or photo-shoot image %s.", imageID)
+		}
+	}
+	return s, err
+}
+
+// VideoInput asks for one video of a product photo (ImageID) or of a photo-shoot image
+// (Generated), named by the request field Field, with an optional provider ("" for the default).
+type VideoInput struct {
+	Field      string
+	ImageID    string // a valid ID
+	Generated  bool
+	Suggestion string
+	Provider   string
+}
+
+// VideoProviders lists the providers of the catalog that generate videos.
+func VideoProviders(catalog GenerationModels) []string {
+	var out []string
+	for _, m := range catalog.Models() {
+		if m.Serves(models.JobTypeVideo) && !slices.Contains(out, m.Provider) {
+			out = append(out, m.Provider)
+		}
+	}
+	return out
+}
+
+// PlanVideo plans one video: KindInvalid when the provider does not generate videos here.
+func (e *Engine) PlanVideo(ctx context.Context, r Requester, in VideoInput) (*Plan, error) {
+	if _, ok := r.Models.DefaultModel(models.JobTypeVideo, in.Provider); in.Provider != "" && !ok {
+		return nil, refuse(KindInvalid, "", "", "provider %q does not generate videos here; available: %s.", in.Provider, strings.Join(VideoProviders(r.Models), ", "))
+	}
+	src, err := e.FindImage(ctx, r.AccountID, in.Field, in.ImageID, in.Generated)
+	if err != nil {
+		return nil, err
+	}
+	m, err := e.ResolveModel(ctx, r.Models, models.JobTypeVideo, in.Provider)
+	if err != nil {
+		return nil, err
+	}
+	config := map[string]any{in.Field: in.ImageID, "provider": m.Provider}
+	if in.Suggestion != "" {
+		config["suggestions"] = in.Suggestion
+	}
+	p := newPlan(r, models.JobTypeVideo, config)
+	p.add(r, 1, m, 0, func(_ int, j *models.Job) {
+		j.Prompt = in.Suggestion
+		j.SetInputs([]string{src.AssetID})
+		if src.Product != nil {
+			j.ProductID, j.ProductRef, j.ProductLabel = &src.Product.ID, src.Product.ExternalRef, ProductName(src.Product)
+		}
+	})
+	return p, nil
+}
+
+// PlanReel plans one reel of the images (valid IDs of product photos or photo-shoot images), in
+// order; field names the i-th image in errors.
+func (e *Engine) PlanReel(ctx context.Context, r Requester, imageIDs []string, field func(i int) string) (*Plan, error) {
+	var inputs []string
+	var product *models.Product
+	for i, v := range imageIDs {
+		src, err := e.FindAnyImage(ctx, r.AccountID, field(i), v)
+		if err != nil {
+			return nil, err
+		}
+		inputs = append(inputs, src.AssetID)
+		if product == nil {
+			product = src.Product
+		}
+	}
+	m, err := e.ResolveModel(ctx, r.Models, models.JobTypeReel, "")
+	if err != nil {
+		return nil, err
+	}
+	p := newPlan(r, models.JobTypeReel, map[string]any{"imagesIds": imageIDs})
+	p.add(r, 1, m, 0, func(_ int, j *models.Job) {
+		j.SetInputs(inputs)
+		if product != nil {
+			j.ProductID, j.ProductRef, j.ProductLabel = &product.ID, product.ExternalRef, ProductName(product)
+		}
+	})
+	return p, nil
+}

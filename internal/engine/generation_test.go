@@ -1,0 +1,329 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	enumspb "go.temporal.io/api/enums/v1"
+	taskqueuepb "go.temporal.io/api/taskqueue/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/mocks"
+	"go.uber.org/zap"
+	"gorm.io/gorm"
+
+	"github.com/shotflow/shotflow/internal/engine"
+	"github.com/shotflow/shotflow/internal/testdb"
+	"github.com/shotflow/shotflow/models"
+)
+
+// genCatalog is a GenerationModels of fixed models.
+type genCatalog []models.AIModel
+
+func (c genCatalog) Models() []models.AIModel { return c }
+
+func (c genCatalog) DefaultModel(jobType, provider string) (models.AIModel, bool) {
+	for _, m := range c {
+		if m.Serves(jobType) && (provider == "" || m.Provider == provider) {
+			return m, true
+		}
+	}
+	return models.AIModel{}, false
+}
+
+var genStudio = genCatalog{{ID: "local/studio-v1", Provider: "local", BaseCreditCost: 2,
+	JobTypes: []string{models.JobTypePackshot, models.JobTypePhotoShoot, models.JobTypeSceneryIdea}}}
+
+// genFixture is an engine over a fresh SQLite database whose Temporal answers that generators run
+// (unless down) and accepts workflow starts, and an account with credits.
+type genFixture struct {
+	t       *testing.T
+	db      *gorm.DB
+	engine  *engine.Engine
+	account string
+	down    bool
+}
+
+func newGenFixture(t *testing.T, credits int64) *genFixture {
+	f := &genFixture{t: t, db: testdb.Open(t, testdb.SQLiteURL(t))}
+	c := &mocks.Client{}
+	c.On("ExecuteWorkflow", mock.Anything, mock.Anything, mock.Anything, mock.Anything).Return(&mocks.WorkflowRun{}, nil)
+	c.On("DescribeTaskQueue", mock.Anything, mock.Anything, mock.Anything).Return(
+		func(context.Context, string, enumspb.TaskQueueType) *workflowservice.DescribeTaskQueueResponse {
+			if f.down {
+				return &workflowservice.DescribeTaskQueueResponse{}
+			}
+			return &workflowservice.DescribeTaskQueueResponse{Pollers: []*taskqueuepb.PollerInfo{{Identity: "worker@test"}}}
+		}, nil)
+	f.engine = &engine.Engine{DB: f.db, Temporal: c, TaskQueue: "shotflow", Log: zap.NewNop()}
+	f.account = f.newAccount(credits)
+	return f
+}
+
+// newAccount creates an account with the credits and returns its ID.
+func (f *genFixture) newAccount(credits int64) string {
+	f.t.Helper()
+	acc, err := models.CreateAccount(f.db, "Team "+models.NewID()[:6], credits)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return acc.ID
+}
+
+func (f *genFixture) create(rows ...any) {
+	f.t.Helper()
+	for _, row := range rows {
+		if err := f.db.Create(row).Error; err != nil {
+			f.t.Fatal(err)
+		}
+	}
+}
+
+// photo inserts a ready product photo of the product (a new one when productID is "") and
+// returns the photo's ID and its product's ID.
+func (f *genFixture) photo(productID string) (string, string) {
+	f.t.Helper()
+	now := time.Now().UTC()
+	if productID == "" {
+		p := models.Product{ID: models.NewID(), AccountID: f.account, DisplayName: "Mug", CreatedAt: now, UpdatedAt: now}
+		p.ExternalRef = p.ID
+		f.create(&p)
+		productID = p.ID
+	}
+	a := models.Asset{ID: models.NewID(), AccountID: f.account, Kind: models.AssetKindUpload, Status: models.AssetReady,
+		Filename: "p.png", ContentType: "image/png", SizeBytes: 10, BlobKey: "uploads/" + models.NewID(), Width: 64, Height: 64,
+		CreatedAt: now, UpdatedAt: now}
+	img := models.ProductImage{ID: models.NewID(), AccountID: f.account, ProductID: productID, AssetID: a.ID, CreatedAt: now}
+	img.ExternalRef = img.ID
+	f.create(&a, &img)
+	return img.ID, productID
+}
+
+// packshot inserts a packshot cut from the photo with the voting, voted at votedAt, and returns it.
+func (f *genFixture) packshot(photoID, productID, voting string, votedAt time.Time) models.Packshot {
+	f.t.Helper()
+	a := models.Asset{ID: models.NewID(), AccountID: f.account, Kind: models.AssetKindOutput, Status: models.AssetReady,
+		Filename: "s.png", ContentType: "image/png", SizeBytes: 10, BlobKey: "outputs/" + models.NewID(), CreatedAt: votedAt, UpdatedAt: votedAt}
+	p := models.Packshot{ID: models.NewID(), AccountID: f.account, ProductID: productID, AssetID: a.ID,
+		Voting: voting, SourceImageID: &photoID, CreatedAt: votedAt}
+	if voting == models.VotingAccepted {
+		p.VotingAt = &votedAt
+	}
+	f.create(&a, &p)
+	return p
+}
+
+func (f *genFixture) requester(c engine.GenerationModels) engine.Requester {
+	return engine.Requester{AccountID: f.account, API: models.APIExternal, CorrelationID: "test", AspectRatio: "1:1", Models: c}
+}
+
+// wantGenRefusal fails unless err is an engine.Error of the kind (and reason when not "").
+func wantGenRefusal(t *testing.T, what string, err error, kind engine.Kind, reason string) *engine.Error {
+	t.Helper()
+	e, ok := engine.As(err)
+	if !ok || e.Kind != kind || (reason != "" && e.Reason != reason) {
+		t.Fatalf("%s: %v (%#v), want %s %s", what, err, e, kind, reason)
+	}
+	return e
+}
+
+// A photo shoot starts from the photo's own latest approved packshot: not a sibling photo's, not
+// an archived, deleted or unapproved one. Without one it is a prerequisite refusal naming the photo.
+func TestApprovedPackshotIsThePhotosOwn(t *testing.T) {
+	f := newGenFixture(t, 100)
+	ctx := t.Context()
+	photo, product := f.photo("")
+	sibling, _ := f.photo(product)
+	t0 := time.Now().UTC().Add(-time.Hour)
+	f.packshot(sibling, product, models.VotingAccepted, t0) // the sibling's approved packshot
+	f.packshot(photo, product, models.VotingRejected, t0)
+	f.packshot(photo, product, models.VotingPending, t0)
+	archived := f.packshot(photo, product, models.VotingAccepted, t0.Add(time.Minute))
+	f.db.Model(&models.Packshot{}).Where("id = ?", archived.ID).Update("archived_at", t0)
+	deleted := f.packshot(photo, product, models.VotingAccepted, t0.Add(time.Minute))
+	f.db.Model(&models.Packshot{}).Where("id = ?", deleted.ID).Update("deleted_at", t0)
+
+	_, err := f.engine.ApprovedPackshot(ctx, f.account, photo)
+	e := wantGenRefusal(t, "no approved packshot", err, engine.KindPrerequisite, engine.ReasonPhotoPackshotNotApproved)
+	if u := engine.UnmetOf(err); u == nil || u.PhotoID != photo || !slices.Equal(e.Details, []string{engine.DetailPackshotNotApproved}) ||
+		!strings.Contains(e.Message, photo) {
+		t.Errorf("refusal %#v (unmet %v), want details [packshot_not_approved] naming photo %s", e, u, photo)
+	}
+	// The plan stops there: nothing is resolved or created.
+	if _, err := f.engine.PlanPhotoShoot(ctx, f.requester(genStudio), engine.ConfigInput{PhotoID: photo, Count: 1}); err == nil {
+		t.Fatal("PlanPhotoShoot without an approved packshot succeeded")
+	} else {
+		wantGenRefusal(t, "plan without packshot", err, engine.KindPrerequisite, engine.ReasonPhotoPackshotNotApproved)
+	}
+
+	older := f.packshot(photo, product, models.VotingAccepted, t0.Add(2*time.Minute))
+	latest := f.packshot(photo, product, models.VotingAccepted, t0.Add(3*time.Minute))
+	got, err := f.engine.ApprovedPackshot(ctx, f.account, photo)
+	if err != nil || got.ID != latest.ID {
+		t.Fatalf("approved packshot %v %v, want the latest %s (not %s)", got, err, latest.ID, older.ID)
+	}
+	// Another account never sees it.
+	other := f.newAccount(0)
+	if _, err := f.engine.ApprovedPackshot(ctx, other, photo); err == nil {
+		t.Error("another account's approved packshot was used")
+	}
+
+	p, err := f.engine.PlanPhotoShoot(ctx, f.requester(genStudio), engine.ConfigInput{PhotoID: photo, Count: 2, Suggestions: "warm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Jobs) != 2 || p.Order.JobType != models.JobTypePhotoShoot || !strings.Contains(string(p.Order.SessionConfig), latest.ID) {
+		t.Fatalf("plan %+v, want 2 photo-shoot jobs from packshot %s", p.Order, latest.ID)
+	}
+	for _, j := range p.Jobs {
+		if j.PackshotID == nil || *j.PackshotID != latest.ID || j.InputAssetID == nil || *j.InputAssetID != latest.AssetID ||
+			j.ProductID == nil || *j.ProductID != product || j.CreditCost != 2 {
+			t.Errorf("job %+v, want packshot %s, its asset, product %s and cost 2", j, latest.ID, product)
+		}
+	}
+}
+
+// A product photo must be the account's, of a live product, with a usable upload.
+func TestFindPhoto(t *testing.T) {
+	f := newGenFixture(t, 100)
+	ctx := t.Context()
+	photo, product := f.photo("")
+	if p, err := f.engine.FindPhoto(ctx, f.account, "imageId", photo); err != nil || p.Product.ID != product {
+		t.Fatalf("FindPhoto: %v %v", p, err)
+	}
+	other := f.newAccount(0)
+	e := wantGenRefusal(t, "other account", func() error { _, err := f.engine.FindPhoto(ctx, other, "imageId", photo); return err }(),
+		engine.KindNotFound, "")
+	if e.Error() != "imageId: product photo "+photo+" not found." {
+		t.Errorf("message %q", e.Error())
+	}
+	var img models.ProductImage
+	f.db.Take(&img, "id = ?", photo)
+	f.db.Model(&models.Asset{}).Where("id = ?", img.AssetID).Updates(map[string]any{"status": models.AssetInvalid, "problem": "too small"})
+	_, err := f.engine.FindPhoto(ctx, f.account, "imageId", photo)
+	if e := wantGenRefusal(t, "invalid upload", err, engine.KindInvalid, ""); !strings.HasSuffix(e.Message, "cannot be used: too small.") {
+		t.Errorf("message %q", e.Message)
+	}
+	f.db.Model(&models.Product{}).Where("id = ?", product).Update("deleted_at", time.Now().UTC())
+	_, err = f.engine.FindPhoto(ctx, f.account, "imageId", photo)
+	wantGenRefusal(t, "deleted product", err, engine.KindNotFound, "")
+}
+
+// Presets: published and public or the account's own, with their surcharge per job; sceneries
+// and fashion models: usable by the account. IDs that are not UUIDs are invalid.
+func TestResolveExtras(t *testing.T) {
+	f := newGenFixture(t, 100)
+	other := f.newAccount(0)
+	ctx := t.Context()
+	now := time.Now().UTC()
+	preset := func(owner *string, status, visibility string, cost int64) string {
+		p := models.Preset{ID: models.NewID(), AccountID: owner, Type: models.PresetTypeUser, Status: status, Visibility: visibility,
+			Slug: "p-" + models.NewID(), Name: "Soft light", CreditCost: cost, IsFree: cost == 0, CreatedAt: now, UpdatedAt: now}
+		f.create(&p)
+		return p.ID
+	}
+	public := preset(&other, models.PresetPublished, models.PresetPublic, 3)
+	own := preset(&f.account, models.PresetPublished, models.PresetPrivate, 1)
+	foreign := preset(&other, models.PresetPublished, models.PresetPrivate, 1)
+	draft := preset(&f.account, models.PresetDraft, models.PresetPublic, 1)
+
+	for _, id := range []string{public, own} {
+		x, err := f.engine.ResolveExtras(ctx, f.account, engine.ConfigInput{PresetID: id})
+		if err != nil || x.Preset == nil || x.Preset.ID != id || x.Surcharge() != x.Preset.CreditCost {
+			t.Errorf("preset %s: %+v %v", id, x, err)
+		}
+	}
+	for _, id := range []string{foreign, draft, models.NewID()} {
+		_, err := f.engine.ResolveExtras(ctx, f.account, engine.ConfigInput{PresetID: id})
+		if e := wantGenRefusal(t, "preset "+id, err, engine.KindNotFound, ""); e.Field != engine.FieldPreset {
+			t.Errorf("field %q", e.Field)
+		}
+	}
+	_, err := f.engine.ResolveExtras(ctx, f.account, engine.ConfigInput{SceneryID: "nope"})
+	if e := wantGenRefusal(t, "bad id", err, engine.KindInvalid, ""); e.Error() != `config.scenery.id "nope" is not a valid id.` {
+		t.Errorf("message %q", e.Error())
+	}
+
+	scenery := models.ReferenceItem{AccountID: &f.account, Name: "Dunes", Status: models.RefStatusDone}
+	if err := models.CreateReferenceItem(f.db, models.KindScenery, &scenery); err != nil {
+		t.Fatal(err)
+	}
+	x, err := f.engine.ResolveExtras(ctx, f.account, engine.ConfigInput{SceneryID: scenery.ID})
+	if err != nil || x.SceneryID != scenery.ID || x.Session("")["scenery_id"] != scenery.ID || x.Surcharge() != 0 {
+		t.Errorf("scenery: %+v %v", x, err)
+	}
+	_, err = f.engine.ResolveExtras(ctx, other, engine.ConfigInput{SceneryID: scenery.ID})
+	wantGenRefusal(t, "another account's scenery", err, engine.KindNotFound, "")
+	_, err = f.engine.ResolveExtras(ctx, f.account, engine.ConfigInput{ModelID: scenery.ID})
+	if e := wantGenRefusal(t, "a scenery as fashion model", err, engine.KindNotFound, ""); e.Field != engine.FieldModel {
+		t.Errorf("field %q", e.Field)
+	}
+
+	// The surcharge is added to each job's cost.
+	photo, _ := f.photo("")
+	p, err := f.engine.PlanPackshots(ctx, f.requester(genStudio), engine.ConfigInput{PhotoID: photo, PresetID: public, Count: 3})
+	if err != nil || len(p.Jobs) != 3 || len(p.RecordIDs) != 3 || p.Jobs[0].CreditCost != 2+3 {
+		t.Fatalf("packshots with preset: %+v %v", p, err)
+	}
+}
+
+// The model: none serving the job type is a prerequisite refusal naming the job type; a provider
+// without a running generator is unavailable with a retry delay.
+func TestResolveModel(t *testing.T) {
+	f := newGenFixture(t, 100)
+	ctx := t.Context()
+	_, err := f.engine.ResolveModel(ctx, genStudio, models.JobTypeReel, "")
+	e := wantGenRefusal(t, "no reel model", err, engine.KindPrerequisite, engine.ReasonModelNotResolved)
+	if u := engine.UnmetOf(err); u == nil || u.JobType != models.JobTypeReel || !slices.Equal(e.Details, []string{engine.DetailNoGenerationModel}) {
+		t.Errorf("refusal %#v, want details [no_generation_model] naming %s", e, models.JobTypeReel)
+	}
+	f.down = true
+	_, err = f.engine.ResolveModel(ctx, genStudio, models.JobTypePackshot, "")
+	if e := wantGenRefusal(t, "no generator", err, engine.KindUnavailable, engine.ReasonGeneratorDown); e.RetryAfter != 30*time.Second {
+		t.Errorf("retry after %v", e.RetryAfter)
+	}
+	f.down = false
+	if m, err := f.engine.ResolveModel(ctx, genStudio, models.JobTypePackshot, ""); err != nil || m.ID != "local/studio-v1" {
+		t.Errorf("packshot model %v %v", m, err)
+	}
+}
+
+// Submitting a plan the balance does not cover creates nothing and says what it needed.
+func TestSubmitPlanInsufficientCredits(t *testing.T) {
+	f := newGenFixture(t, 3)
+	ctx := t.Context()
+	p, err := f.engine.PlanIdeas(ctx, f.requester(genStudio), engine.IdeasInput{JobType: models.JobTypeSceneryIdea,
+		Kind: models.KindScenery, Preferences: "dunes", Count: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = f.engine.SubmitPlan(ctx, p)
+	e := wantGenRefusal(t, "short balance", err, engine.KindInsufficientCredits, "")
+	if e.Message != "Insufficient credits: this request needs 4 and 3 are available; nothing was created." || !errors.Is(err, models.ErrInsufficientCredits) {
+		t.Errorf("message %q", e.Message)
+	}
+	var orders, items int64
+	f.db.Model(&models.Order{}).Where("account_id = ?", f.account).Count(&orders)
+	f.db.Table(models.KindScenery.Table()).Where("account_id = ?", f.account).Count(&items)
+	if orders != 0 || items != 0 {
+		t.Errorf("%d orders, %d sceneries created", orders, items)
+	}
+
+	g := newGenFixture(t, 100)
+	p, err = g.engine.PlanIdeas(ctx, g.requester(genStudio), engine.IdeasInput{JobType: models.JobTypeSceneryIdea,
+		Kind: models.KindScenery, Preferences: "dunes", Count: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.engine.SubmitPlan(ctx, p); err != nil || p.Order.CreditsReserved != 4 || len(p.RecordIDs) != 2 {
+		t.Fatalf("submit: %v, reserved %d, records %v", err, p.Order.CreditsReserved, p.RecordIDs)
+	}
+	g.db.Table(models.KindScenery.Table()).Where("account_id = ? AND status = ?", g.account, models.RefStatusInProgress).Count(&items)
+	if items != 2 {
+		t.Errorf("%d sceneries in progress, want 2", items)
+	}
+}
