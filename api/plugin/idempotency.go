@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -195,6 +196,19 @@ func (h *Handler) idempotent(c *gin.Context, key, hash string, create func(recor
 		case <-ctx.Done():
 		case <-time.After(idempotencyPoll):
 		}
+	}
+}
+
+// recorder runs inside the transaction that creates a session, with its response.
+type recorder func(tx *gorm.DB, resp *SessionResponse) error
+
+// hook is the recorder as the engine runs it when it commits a session; nil for none.
+func (r recorder) hook() engine.SessionRecord {
+	if r == nil {
+		return nil
+	}
+	return func(tx *gorm.DB, order *models.Order, jobs []models.Job) error {
+		return r(tx, sessionResponse(order, jobs))
 	}
 }
 
