@@ -154,7 +154,7 @@ func (h *Handler) acceptSession(c *gin.Context, req engine.SessionRequest, recor
 // commitSession is acceptSession without the start: on success the order is committed and its
 // workflow still has to be started (h.Engine.StartAll; the sweeper does it otherwise).
 func (h *Handler) commitSession(c *gin.Context, req engine.SessionRequest, record recorder) (sessionOutcome, *models.Order, []models.Job) {
-	order, jobs, err := h.Engine.CommitSession(c.Request.Context(), req, record.hook())
+	order, jobs, err := h.Engine.CommitSession(c.Request.Context(), req, record)
 	switch {
 	case errors.Is(err, models.ErrIdempotencyClaimLost):
 		return sessionOutcome{claimLost: true}, nil, nil
