@@ -141,27 +141,28 @@ type sessionOutcome struct {
 }
 
 // acceptSession plans the session, then creates the order, its jobs and their reservation in one
-// transaction (in which record, when not nil, also runs) and starts the order (the engine's
-// SubmitSession).
+// transaction (in which record, when not nil, also runs) and starts the order.
 func (h *Handler) acceptSession(c *gin.Context, req engine.SessionRequest, record recorder) sessionOutcome {
-	out, order, jobs := h.commitSession(c, req, record)
-	if out.session != nil {
-		h.Engine.StartCommitted(c.Request.Context(), order, jobs)
-	}
-	return out
+	order, jobs, err := h.Engine.SubmitSession(c.Request.Context(), req, record)
+	return sessionOutcomeOf(c, order, jobs, err)
 }
 
 // commitSession is acceptSession without the start: on success the order is committed and its
 // workflow still has to be started (h.Engine.StartAll; the sweeper does it otherwise).
 func (h *Handler) commitSession(c *gin.Context, req engine.SessionRequest, record recorder) (sessionOutcome, *models.Order, []models.Job) {
 	order, jobs, err := h.Engine.CommitSession(c.Request.Context(), req, record)
+	return sessionOutcomeOf(c, order, jobs, err), order, jobs
+}
+
+// sessionOutcomeOf maps the engine's answer to a session: created, refused, or its key's claim lost.
+func sessionOutcomeOf(c *gin.Context, order *models.Order, jobs []models.Job, err error) sessionOutcome {
 	switch {
 	case errors.Is(err, models.ErrIdempotencyClaimLost):
-		return sessionOutcome{claimLost: true}, nil, nil
+		return sessionOutcome{claimLost: true}
 	case err != nil:
-		return sessionOutcome{fail: engineFailure(c, err)}, nil, nil
+		return sessionOutcome{fail: engineFailure(c, err)}
 	}
-	return sessionOutcome{session: sessionResponse(order, jobs)}, order, jobs
+	return sessionOutcome{session: sessionResponse(order, jobs)}
 }
 
 // sessionRequest is the engine's request for a parsed session of the caller's installation.
