@@ -1,16 +1,14 @@
 package plugin
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"go.uber.org/zap"
 
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -57,7 +55,7 @@ func (h *Handler) createBatch(c *gin.Context) {
 	}
 	inst := caller(c).Installation
 	resp := BatchResponse{Results: make([]BatchResult, 0, len(entries))}
-	var committed []committedOrder
+	var committed []engine.Committed
 	for i, entry := range entries {
 		var out sessionOutcome
 		if req, f := parseBatchEntry(i, entry); f != nil {
@@ -65,9 +63,9 @@ func (h *Handler) createBatch(c *gin.Context) {
 		} else {
 			var order *models.Order
 			var jobs []models.Job
-			out, order, jobs = h.commitSession(c, inst, req, nil, nil)
+			out, order, jobs = h.commitSession(c, h.sessionRequest(c, inst, req), nil)
 			if order != nil {
-				committed = append(committed, committedOrder{order, jobs})
+				committed = append(committed, engine.Committed{Order: order, Jobs: jobs})
 			}
 		}
 		r := BatchResult{Index: i, Status: http.StatusCreated, Session: out.session}
@@ -77,49 +75,13 @@ func (h *Handler) createBatch(c *gin.Context) {
 		}
 		resp.Results = append(resp.Results, r)
 	}
-	h.startCommitted(c.Request.Context(), committed)
+	h.Engine.StartAll(c.Request.Context(), committed, batchStartTimeout)
 	c.PureJSON(http.StatusMultiStatus, resp)
 }
 
-type committedOrder struct {
-	order *models.Order
-	jobs  []models.Job
-}
-
-// batchStartTimeout bounds the workflow starts of one batch as a whole, so that an unreachable
-// Temporal delays the answer by seconds, not by a timeout per session.
+// batchStartTimeout bounds the workflow starts of one batch as a whole (engine.StartAll), so that
+// an unreachable Temporal delays the answer by seconds, not by a timeout per session.
 var batchStartTimeout = 10 * time.Second
-
-// startCommitted starts the workflows of a batch's committed orders, several at a time. A start that
-// fails or does not finish in time is left to the sweeper: the orders are committed (the outbox).
-func (h *Handler) startCommitted(ctx context.Context, orders []committedOrder) {
-	if len(orders) == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), batchStartTimeout)
-	defer cancel()
-	sem := make(chan struct{}, 16)
-	var wg sync.WaitGroup
-	for _, o := range orders {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			defer func() {
-				if p := recover(); p != nil {
-					h.Log.Error("order workflow start panicked; the sweeper will start it",
-						zap.String("order_id", o.order.ID), zap.Any("panic", p))
-				}
-			}()
-			if err := h.Engine.Start(ctx, o.order, o.jobs); err != nil {
-				h.Log.Warn("order workflow not started yet; the sweeper will start it",
-					zap.String("order_id", o.order.ID), zap.Error(err))
-			}
-		}()
-	}
-	wg.Wait()
-}
 
 // parseBatch checks the envelope of a batch and returns its sessions, still undecoded.
 func parseBatch(body []byte) ([]json.RawMessage, *failure) {

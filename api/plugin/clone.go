@@ -3,15 +3,12 @@ package plugin
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"net/http"
 	"sort"
 	"strings"
 
 	"github.com/gin-gonic/gin"
-	"gorm.io/gorm"
 
-	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/internal/engine"
 )
 
 // CloneRequest is the optional body of POST /orders/{id}/clone.
@@ -63,12 +60,16 @@ func (h *Handler) cloneOrder(c *gin.Context) {
 	}
 	inst := caller(c).Installation
 	sourceID := c.Param("id")
+	subjects := make([]engine.CloneSubject, len(creq.Subjects))
+	for i, s := range creq.Subjects {
+		subjects[i] = engine.CloneSubject(s)
+	}
 	h.idempotent(c, key, hash, func(record recorder) sessionOutcome {
-		req, source, f := h.cloneSession(c, inst, sourceID, creq)
-		if f != nil {
-			return sessionOutcome{fail: f}
+		req, err := h.Engine.CloneSession(c.Request.Context(), inst.ID, sourceID, subjects)
+		if err != nil {
+			return sessionOutcome{fail: engineFailure(c, err)}
 		}
-		return h.acceptSession(c, inst, req, &source.ID, record)
+		return h.acceptSession(c, h.pluginSession(c, inst, *req), record)
 	})
 }
 
@@ -101,81 +102,4 @@ func parseClone(body []byte) (*CloneRequest, *failure) {
 		return nil, invalid("%s", msg)
 	}
 	return &req, nil
-}
-
-// sourceSubject is a subject of the source order, rebuilt from its jobs.
-type sourceSubject struct {
-	Subject
-	order int
-}
-
-// cloneSession builds the session of a clone from its source order and the replacement subjects.
-func (h *Handler) cloneSession(c *gin.Context, inst *models.Installation, sourceID string, creq *CloneRequest) (*SessionRequest, *models.Order, *failure) {
-	db := h.DB.WithContext(c.Request.Context())
-	var source models.Order
-	err := db.Where("id = ? AND installation_id = ?", sourceID, inst.ID).Take(&source).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, nil, &failure{status: http.StatusNotFound, code: CodeNotFound, message: "No order with this ID."}
-	}
-	if err != nil {
-		return nil, nil, unexpected(c, err)
-	}
-	var cfg SessionConfig
-	if len(source.SessionConfig) > 0 {
-		if err := json.Unmarshal(source.SessionConfig, &cfg); err != nil {
-			return nil, nil, unexpected(c, err)
-		}
-	}
-	var jobs []models.Job
-	if err := db.Where("order_id = ?", source.ID).Order("position").Find(&jobs).Error; err != nil {
-		return nil, nil, unexpected(c, err)
-	}
-	packshotJobs := source.JobType == models.JobTypePackshot
-	bySource := map[string]*sourceSubject{}
-	for _, j := range jobs {
-		s, ok := bySource[j.ProductRef]
-		if !ok {
-			s = &sourceSubject{order: len(bySource), Subject: Subject{
-				ProductRef: j.ProductRef, ProductLabel: j.ProductLabel, AIModel: j.AIModel,
-				AutoRegisterPackshot: packshotJobs,
-			}}
-			if packshotJobs && j.InputAssetID != nil {
-				s.PackshotAssetID = *j.InputAssetID
-			}
-			bySource[j.ProductRef] = s
-		}
-		s.ImagesCount++
-	}
-	req := &SessionRequest{JobType: source.JobType, SessionConfig: &cfg}
-	if len(creq.Subjects) == 0 {
-		req.Subjects = make([]Subject, len(bySource))
-		for _, s := range bySource {
-			req.Subjects[s.order] = s.Subject
-		}
-		return req, &source, nil
-	}
-	for i, cs := range creq.Subjects {
-		s := Subject{ProductRef: cs.ProductRef, ProductLabel: cs.ProductLabel, PackshotAssetID: cs.PackshotAssetID,
-			ImagesCount: cs.ImagesCount, AIModel: cs.AIModel}
-		src, inSource := bySource[cs.ProductRef]
-		if s.AIModel == "" {
-			if !inSource {
-				return nil, nil, invalid("subjects[%d].ai_model is required: product_ref %q is not in the source order", i, cs.ProductRef)
-			}
-			s.AIModel = src.AIModel
-		}
-		if s.ProductLabel == "" && inSource {
-			s.ProductLabel = src.ProductLabel
-		}
-		if packshotJobs {
-			if s.PackshotAssetID == "" && inSource {
-				s.PackshotAssetID = src.PackshotAssetID
-			}
-			s.AutoRegisterPackshot = cs.AutoRegisterPackshot == nil || *cs.AutoRegisterPackshot
-		} else if cs.AutoRegisterPackshot != nil {
-			s.AutoRegisterPackshot = *cs.AutoRegisterPackshot
-		}
-		req.Subjects = append(req.Subjects, s)
-	}
-	return req, &source, nil
 }

@@ -121,53 +121,82 @@ func (h *Handler) FilePurged(c *gin.Context, message string) {
 	h.Fail(c, http.StatusGone, CodeOutputsPurged, message)
 }
 
-// engineCodes are the plugin codes of the engine's refusals: by reason, else by kind.
+// engineCodes are the plugin codes of the engine's refusals: by reason, else by kind. details, when
+// set, shapes the envelope's details from the refusal's; otherwise they are its Details list.
 var engineCodes = map[string]struct {
-	status int
-	code   string
+	status  int
+	code    string
+	details func(e *engine.Error) any
 }{
-	string(engine.KindInvalid):             {http.StatusBadRequest, CodeInvalidInput},
-	string(engine.KindNotFound):            {http.StatusNotFound, CodeNotFound},
-	string(engine.KindInsufficientCredits): {http.StatusPaymentRequired, CodeInsufficientCredits},
-	string(engine.KindPrerequisite):        {http.StatusUnprocessableEntity, CodePackshotNotApproved},
-	string(engine.KindUnavailable):         {http.StatusServiceUnavailable, CodeUnavailable},
-	string(engine.KindRateLimited):         {http.StatusTooManyRequests, CodeRateLimited},
-	engine.ReasonJobNotCancelable:          {http.StatusConflict, CodeJobNotCancelable},
-	engine.ReasonJobNotCompleted:           {http.StatusConflict, CodeJobNotCompleted},
-	engine.ReasonOutputsPurged:             {http.StatusGone, CodeOutputsPurged},
+	string(engine.KindInvalid):             {http.StatusBadRequest, CodeInvalidInput, nil},
+	string(engine.KindNotFound):            {http.StatusNotFound, CodeNotFound, nil},
+	string(engine.KindInsufficientCredits): {http.StatusPaymentRequired, CodeInsufficientCredits, creditsRequired},
+	string(engine.KindPrerequisite):        {http.StatusUnprocessableEntity, CodePackshotNotApproved, nil},
+	string(engine.KindUnavailable):         {http.StatusServiceUnavailable, CodeUnavailable, nil},
+	string(engine.KindRateLimited):         {http.StatusTooManyRequests, CodeRateLimited, nil},
+	engine.ReasonJobNotCancelable:          {http.StatusConflict, CodeJobNotCancelable, nil},
+	engine.ReasonJobNotCompleted:           {http.StatusConflict, CodeJobNotCompleted, nil},
+	engine.ReasonOutputsPurged:             {http.StatusGone, CodeOutputsPurged, nil},
+	engine.ReasonPackshotNotApproved:       {http.StatusUnprocessableEntity, CodePackshotNotApproved, productRefs},
+}
+
+// creditsRequired is the details of insufficient_credits: {"credits_required": n}, n being the
+// cost the engine reports as its one detail (engine.CommitSession); none when it reports none.
+func creditsRequired(e *engine.Error) any {
+	if len(e.Details) != 1 {
+		return nil
+	}
+	need, err := strconv.ParseInt(e.Details[0], 10, 64)
+	if err != nil {
+		return nil
+	}
+	return gin.H{"credits_required": need}
+}
+
+// productRefs is the details of packshot_not_approved: {"product_refs": [...]}.
+func productRefs(e *engine.Error) any {
+	return gin.H{"product_refs": e.Details}
 }
 
 // fail answers an error from the engine: a refusal in the envelope its kind and reason call for
 // (with Retry-After when the engine knows it), anything else as internal does.
 func (h *Handler) fail(c *gin.Context, err error) {
+	if e, ok := engine.As(err); ok && e.RetryAfter > 0 {
+		c.Header("Retry-After", strconv.Itoa(int(e.RetryAfter.Round(time.Second)/time.Second)))
+	}
+	h.refuse(c, engineFailure(c, err))
+}
+
+// engineFailure is the answer fail gives err, for callers that put it elsewhere (a batch's
+// results). A field-naming refusal reads "<field> <message>", e.g. "subjects[0].ai_model is
+// required". An error that is no known refusal is logged and answered as internal does.
+func engineFailure(c *gin.Context, err error) *failure {
 	e, ok := engine.As(err)
 	if !ok {
-		h.internal(c, err)
-		return
+		return unexpected(c, err)
 	}
 	m, known := engineCodes[e.Reason]
 	if !known {
 		m, known = engineCodes[string(e.Kind)]
 	}
 	if !known {
-		h.internal(c, err)
-		return
+		return unexpected(c, err)
 	}
 	if e.Cause != nil {
 		_ = c.Error(e.Cause)
 	}
-	if e.RetryAfter > 0 {
-		c.Header("Retry-After", strconv.Itoa(int(e.RetryAfter.Round(time.Second)/time.Second)))
-	}
 	message := e.Message
 	if e.Field != "" {
-		message = e.Field + ": " + e.Message
+		message = e.Field + " " + e.Message
 	}
 	var details any
-	if len(e.Details) > 0 {
+	switch {
+	case m.details != nil:
+		details = m.details(e)
+	case len(e.Details) > 0:
 		details = e.Details
 	}
-	h.FailWith(c, m.status, m.code, message, details)
+	return &failure{status: m.status, code: m.code, message: message, details: details}
 }
 
 // internal logs err and answers it without exposing it: 503 when a dependency is unavailable or

@@ -2,7 +2,6 @@ package plugin
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -16,9 +15,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
-	"go.uber.org/zap"
-	"gorm.io/gorm"
 
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -151,76 +149,43 @@ func normalizeNumbers(v any) any {
 	return v
 }
 
-// idempotent runs create at most once for the installation's key: it claims the key, or replays
-// the answer recorded under it, or waits for the request that holds it (see the top of this file).
+// idempotent runs create at most once for the installation's key: the engine claims the key, or
+// replays the answer recorded under it, or waits for the request that holds it (see the top of this
+// file); create gets the record to commit its session with, which stores the session response.
 func (h *Handler) idempotent(c *gin.Context, key, hash string, create func(record recorder) sessionOutcome) {
-	ctx := c.Request.Context()
-	db := h.DB.WithContext(ctx)
 	inst := caller(c).Installation
-	if _, err := models.PurgeExpiredIdempotencyKeys(db, inst.ID, time.Now()); err != nil {
-		h.Log.Warn("purge expired idempotency keys", zap.String("installation_id", inst.ID), zap.Error(err))
+	timing := engine.KeyTiming{Wait: idempotencyWait, Poll: idempotencyPoll, Lease: idempotencyLease}
+	var out sessionOutcome
+	res, err := h.Engine.RunOnce(c.Request.Context(), inst.ID, key, hash, timing, http.StatusCreated, encodeSession,
+		func(record engine.SessionRecord) (committed, claimLost bool) {
+			out = create(record)
+			return out.session != nil, out.claimLost
+		})
+	if err != nil {
+		h.internal(c, err)
+		return
 	}
-	deadline := time.Now().Add(idempotencyWait)
-	for {
-		row, claimed, err := models.ClaimIdempotencyKey(db, inst.ID, key, hash, idempotencyLease)
-		if err != nil {
-			h.internal(c, err)
-			return
-		}
-		if claimed {
-			out := h.runClaimed(c, row, create)
-			if out.claimLost {
-				continue // another request took the claim over: wait for its answer
-			}
-			h.writeSession(c, out)
-			return
-		}
-		if row.RequestHash != hash {
-			h.Fail(c, http.StatusConflict, CodeIdempotencyConflict, fmt.Sprintf(
-				"This %s was already used with a different request; use a new key for a different request.", HeaderIdempotencyKey))
-			return
-		}
-		if row.Status == models.IdempotencyCompleted && row.ResponseBody != nil {
-			c.Header("Idempotent-Replayed", "true")
-			c.Data(http.StatusOK, jsonContentType, []byte(*row.ResponseBody))
-			return
-		}
-		if !time.Now().Before(deadline) || ctx.Err() != nil {
-			c.Header("Retry-After", "1")
-			h.Fail(c, http.StatusConflict, CodeIdempotencyConflict, fmt.Sprintf(
-				"The first request with this %s is still being processed; retry shortly to get its answer.", HeaderIdempotencyKey))
-			return
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(idempotencyPoll):
-		}
+	switch res.Outcome {
+	case engine.KeyRan:
+		h.writeSession(c, out)
+	case engine.KeyReplayed:
+		c.Header("Idempotent-Replayed", "true")
+		c.Data(http.StatusOK, jsonContentType, res.Body)
+	case engine.KeyConflict:
+		h.Fail(c, http.StatusConflict, CodeIdempotencyConflict, fmt.Sprintf(
+			"This %s was already used with a different request; use a new key for a different request.", HeaderIdempotencyKey))
+	case engine.KeyBusy:
+		c.Header("Retry-After", "1")
+		h.Fail(c, http.StatusConflict, CodeIdempotencyConflict, fmt.Sprintf(
+			"The first request with this %s is still being processed; retry shortly to get its answer.", HeaderIdempotencyKey))
 	}
 }
 
-// runClaimed runs create under a claim the request holds. The answer is recorded inside the order's
-// transaction; when the request ends without a committed order (a failure, or a panic), the claim
-// is released so that the key is free again.
-func (h *Handler) runClaimed(c *gin.Context, claim *models.IdempotencyKey, create func(record recorder) sessionOutcome) (out sessionOutcome) {
-	committed := false
-	defer func() {
-		if committed {
-			return
-		}
-		// Also when the client hung up: the claim must not outlive the request.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request.Context()), 5*time.Second)
-		defer cancel()
-		if err := models.ReleaseIdempotencyKey(h.DB.WithContext(ctx), claim); err != nil {
-			h.Log.Warn("release idempotency key", zap.String("id", claim.ID), zap.Error(err))
-		}
-	}()
-	out = create(func(tx *gorm.DB, resp *SessionResponse) error {
-		body, err := encodeJSON(resp)
-		if err != nil {
-			return err
-		}
-		return models.CompleteIdempotencyKey(tx, claim, resp.OrderID, http.StatusCreated, body)
-	})
-	committed = out.session != nil
-	return out
+// recorder is what a keyed session commits with: it records the session's answer under the key in
+// the order's transaction. nil for a session without a key.
+type recorder = engine.SessionRecord
+
+// encodeSession is the answer recorded under a key: the session response, as writeSession sends it.
+func encodeSession(order *models.Order, jobs []models.Job) ([]byte, error) {
+	return encodeJSON(sessionResponse(order, jobs))
 }

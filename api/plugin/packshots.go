@@ -9,6 +9,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"gorm.io/gorm"
 
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -179,4 +180,11 @@ func findOrCreateProduct(tx *gorm.DB, inst *models.Installation, ref string, met
 func packshotItem(p *models.Packshot, productRef string) *PackshotItem {
 	return &PackshotItem{ID: p.ID, AssetID: p.AssetID, ProductID: p.ProductID, ProductRef: productRef,
 		ExternalRef: p.ExternalRef, SourceImageRef: p.SourceImageRef, Voting: p.Voting, VotingAt: p.VotingAt, CreatedAt: p.CreatedAt}
+}
+
+// resolvePackshot finds the subject's product and the approved packshot its jobs start from
+// (engine.ResolvePackshot): the given packshot_asset_id when it is an approved packshot of that
+// product, else the latest approved one. A nil packshot means there is none.
+func resolvePackshot(db *gorm.DB, inst *models.Installation, s Subject) (*models.Product, *models.Packshot, error) {
+	return engine.ResolvePackshot(db, inst.ID, s.ProductRef, s.PackshotAssetID)
 }

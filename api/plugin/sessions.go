@@ -7,15 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
-	"sort"
-	"strings"
-	"time"
 
 	"github.com/gin-gonic/gin"
-	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/api/reqctx"
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -92,7 +88,7 @@ func (h *Handler) createSession(c *gin.Context) {
 	}
 	inst := caller(c).Installation
 	if !keyed {
-		h.writeSession(c, h.acceptSession(c, inst, req, nil, nil))
+		h.writeSession(c, h.acceptSession(c, h.sessionRequest(c, inst, req), nil))
 		return
 	}
 	hash, err := requestHash(c.Request.Method, c.Request.URL.Path, body)
@@ -101,7 +97,7 @@ func (h *Handler) createSession(c *gin.Context) {
 		return
 	}
 	h.idempotent(c, key, hash, func(record recorder) sessionOutcome {
-		return h.acceptSession(c, inst, req, nil, record)
+		return h.acceptSession(c, h.sessionRequest(c, inst, req), record)
 	})
 }
 
@@ -144,48 +140,48 @@ type sessionOutcome struct {
 	claimLost bool
 }
 
-// recorder runs inside the transaction that creates a session, with its response.
-type recorder func(tx *gorm.DB, resp *SessionResponse) error
-
 // acceptSession plans the session, then creates the order, its jobs and their reservation in one
-// transaction (in which record, when not nil, also runs) and starts the order. sourceOrderID is
-// set on a clone.
-func (h *Handler) acceptSession(c *gin.Context, inst *models.Installation, req *SessionRequest, sourceOrderID *string, record recorder) sessionOutcome {
-	out, order, jobs := h.commitSession(c, inst, req, sourceOrderID, record)
-	if out.session != nil {
-		h.Engine.StartCommitted(c.Request.Context(), order, jobs)
-	}
-	return out
+// transaction (in which record, when not nil, also runs) and starts the order.
+func (h *Handler) acceptSession(c *gin.Context, req engine.SessionRequest, record recorder) sessionOutcome {
+	order, jobs, err := h.Engine.SubmitSession(c.Request.Context(), req, record)
+	return sessionOutcomeOf(c, order, jobs, err)
 }
 
 // commitSession is acceptSession without the start: on success the order is committed and its
-// workflow still has to be started (h.Engine.Start; the sweeper does it otherwise).
-func (h *Handler) commitSession(c *gin.Context, inst *models.Installation, req *SessionRequest, sourceOrderID *string, record recorder) (sessionOutcome, *models.Order, []models.Job) {
-	order, jobs, f := h.planSession(c, inst, req)
-	if f != nil {
-		return sessionOutcome{fail: f}, nil, nil
-	}
-	order.SourceOrderID = sourceOrderID
-	var inTx func(tx *gorm.DB) error
-	if record != nil {
-		inTx = func(tx *gorm.DB) error { return record(tx, sessionResponse(order, jobs)) }
-	}
-	err := h.Engine.Commit(c.Request.Context(), order, jobs, inTx)
+// workflow still has to be started (h.Engine.StartAll; the sweeper does it otherwise).
+func (h *Handler) commitSession(c *gin.Context, req engine.SessionRequest, record recorder) (sessionOutcome, *models.Order, []models.Job) {
+	order, jobs, err := h.Engine.CommitSession(c.Request.Context(), req, record)
+	return sessionOutcomeOf(c, order, jobs, err), order, jobs
+}
+
+// sessionOutcomeOf maps the engine's answer to a session: created, refused, or its key's claim lost.
+func sessionOutcomeOf(c *gin.Context, order *models.Order, jobs []models.Job, err error) sessionOutcome {
 	switch {
-	case errors.Is(err, models.ErrInsufficientCredits):
-		var need int64
-		for _, j := range jobs {
-			need += j.CreditCost
-		}
-		return sessionOutcome{fail: &failure{status: http.StatusPaymentRequired, code: CodeInsufficientCredits,
-			message: fmt.Sprintf("This session costs %d credits, more than the account has available.", need),
-			details: gin.H{"credits_required": need}}}, nil, nil
 	case errors.Is(err, models.ErrIdempotencyClaimLost):
-		return sessionOutcome{claimLost: true}, nil, nil
+		return sessionOutcome{claimLost: true}
 	case err != nil:
-		return sessionOutcome{fail: unexpected(c, err)}, nil, nil
+		return sessionOutcome{fail: engineFailure(c, err)}
 	}
-	return sessionOutcome{session: sessionResponse(order, jobs)}, order, jobs
+	return sessionOutcome{session: sessionResponse(order, jobs)}
+}
+
+// sessionRequest is the engine's request for a parsed session of the caller's installation.
+func (h *Handler) sessionRequest(c *gin.Context, inst *models.Installation, req *SessionRequest) engine.SessionRequest {
+	subjects := make([]engine.SessionSubject, len(req.Subjects))
+	for i, s := range req.Subjects {
+		subjects[i] = engine.SessionSubject(s)
+	}
+	return h.pluginSession(c, inst, engine.SessionRequest{
+		JobType: req.JobType, Config: engine.SessionConfig(*req.SessionConfig), Subjects: subjects})
+}
+
+// pluginSession completes a session request with what the plugin API sets on every session: the
+// caller's account and installation, the request's correlation ID, its job types and its models.
+func (h *Handler) pluginSession(c *gin.Context, inst *models.Installation, req engine.SessionRequest) engine.SessionRequest {
+	req.AccountID, req.InstallationID, req.API = inst.AccountID, inst.ID, models.APIPlugin
+	req.CorrelationID = reqctx.CorrelationID(c)
+	req.JobTypes, req.Models = JobTypes, h.Generator
+	return req
 }
 
 // sessionResponse lists the jobs of a created order per subject, in input order.
@@ -248,153 +244,4 @@ func invalid(format string, args ...any) *failure {
 // refuse answers the failure's envelope.
 func (h *Handler) refuse(c *gin.Context, f *failure) {
 	h.FailWith(c, f.status, f.code, f.message, f.details)
-}
-
-// planSession validates a session against the catalog and resolves each subject's approved
-// packshot (rules 1–3 of plugin-api-v1.md), returning the order and jobs to create.
-func (h *Handler) planSession(c *gin.Context, inst *models.Installation, req *SessionRequest) (*models.Order, []models.Job, *failure) {
-	jobType := req.JobType
-	if jobType == "" {
-		jobType = models.JobTypePhotoShoot
-	}
-	cfg := *req.SessionConfig
-	if cfg.AspectRatio == "" {
-		cfg.AspectRatio = h.Generator.Catalog().DefaultAspectRatio()
-	}
-	total := 0
-	seen := map[string]bool{}
-	for i, s := range req.Subjects {
-		if seen[s.ProductRef] {
-			return nil, nil, invalid("subjects[%d].product_ref %q appears twice; give one subject per product with its images_count.", i, s.ProductRef)
-		}
-		seen[s.ProductRef] = true
-		m, ok := h.Generator.Model(s.AIModel)
-		if !ok || !slices.ContainsFunc(JobTypes, m.Serves) {
-			return nil, nil, invalid("subjects[%d].ai_model %q is not a model listed by GET /ai-models.", i, s.AIModel)
-		}
-		if !m.Serves(jobType) {
-			return nil, nil, invalid("subjects[%d].ai_model %q does not generate %s jobs.", i, s.AIModel, jobType)
-		}
-		if !m.SupportsAspectRatio(cfg.AspectRatio) {
-			return nil, nil, invalid("session_config.aspect_ratio %q is not supported by %s; it supports %s.",
-				cfg.AspectRatio, s.AIModel, strings.Join(m.SupportedAspectRatios, ", "))
-		}
-		if jobType == models.JobTypePackshot {
-			if !s.AutoRegisterPackshot {
-				return nil, nil, invalid("subjects[%d].auto_register_packshot must be true for packshot jobs.", i)
-			}
-			if s.PackshotAssetID == "" {
-				return nil, nil, invalid("subjects[%d].packshot_asset_id is required for packshot jobs: it is the input photo.", i)
-			}
-		}
-		total += s.ImagesCount
-	}
-
-	db := h.DB.WithContext(c.Request.Context())
-	now := time.Now().UTC()
-	configJSON, _ := json.Marshal(cfg)
-	order := &models.Order{
-		ID: models.NewID(), AccountID: inst.AccountID, InstallationID: &inst.ID, API: models.APIPlugin,
-		JobType: jobType, SessionConfig: models.JSON(configJSON), CorrelationID: reqctx.CorrelationID(c),
-	}
-	jobs := make([]models.Job, 0, total)
-	var missing []string
-	for i, s := range req.Subjects {
-		var product *models.Product
-		var packshotID, inputAssetID *string
-		if jobType == models.JobTypePackshot {
-			// A packshot job starts from a plain photo: no approved packshot is needed.
-			p, assetID, f, err := resolvePhotoInput(db, inst, i, s)
-			if err != nil {
-				return nil, nil, unexpected(c, err)
-			}
-			if f != nil {
-				return nil, nil, f
-			}
-			product, inputAssetID = p, &assetID
-		} else {
-			p, packshot, err := resolvePackshot(db, inst, s)
-			if err != nil {
-				return nil, nil, unexpected(c, err)
-			}
-			if packshot == nil {
-				missing = append(missing, s.ProductRef)
-				continue
-			}
-			product, packshotID, inputAssetID = p, &packshot.ID, &packshot.AssetID
-		}
-		m, _ := h.Generator.Model(s.AIModel)
-		label := s.ProductLabel
-		if label == "" {
-			label = product.DisplayName
-		}
-		for range s.ImagesCount {
-			jobs = append(jobs, models.Job{
-				ID: models.NewID(), AccountID: inst.AccountID, InstallationID: &inst.ID, JobType: jobType,
-				Position: len(jobs), ProductID: &product.ID, ProductRef: s.ProductRef, ProductLabel: label,
-				PackshotID: packshotID, InputAssetID: inputAssetID, AIModel: m.ID, AspectRatio: cfg.AspectRatio,
-				CreditCost: m.BaseCreditCost, Run: 1, Status: models.JobPending, Voting: models.VotingPending,
-				CreatedAt: now, UpdatedAt: now,
-			})
-		}
-	}
-	if len(missing) > 0 {
-		sort.Strings(missing)
-		return nil, nil, &failure{status: http.StatusUnprocessableEntity, code: CodePackshotNotApproved,
-			message: "These products have no approved packshot: " + strings.Join(missing, ", ") + ". Nothing was created and no credits were charged.",
-			details: gin.H{"product_refs": missing}}
-	}
-	return order, jobs, nil
-}
-
-// resolvePackshot finds the subject's product and the approved packshot its jobs start from: the
-// given packshot_asset_id when it is an approved packshot of that product, else the latest approved
-// one. A nil packshot means there is none.
-func resolvePackshot(db *gorm.DB, inst *models.Installation, s Subject) (*models.Product, *models.Packshot, error) {
-	var product models.Product
-	err := db.Where("installation_id = ? AND external_ref = ? AND deleted_at IS NULL", inst.ID, s.ProductRef).Take(&product).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, nil, nil
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	q := db.Where("product_id = ? AND installation_id = ? AND voting = ? AND deleted_at IS NULL", product.ID, inst.ID, models.VotingAccepted)
-	if s.PackshotAssetID != "" {
-		q = q.Where("asset_id = ?", s.PackshotAssetID)
-	}
-	var p models.Packshot
-	err = q.Order("voting_at DESC, created_at DESC").Take(&p).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return &product, nil, nil
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	return &product, &p, nil
-}
-
-// resolvePhotoInput checks the input of a packshot job: the subject's product must be in the
-// catalog and packshot_asset_id must be an upload of this installation (it may still be arriving).
-func resolvePhotoInput(db *gorm.DB, inst *models.Installation, i int, s Subject) (*models.Product, string, *failure, error) {
-	var product models.Product
-	err := db.Where("installation_id = ? AND external_ref = ? AND deleted_at IS NULL", inst.ID, s.ProductRef).Take(&product).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, "", invalid("subjects[%d].product_ref %q is not in the catalog; register it with POST /images or POST /packshots.", i, s.ProductRef), nil
-	}
-	if err != nil {
-		return nil, "", nil, err
-	}
-	var asset models.Asset
-	err = db.Where("id = ? AND installation_id = ? AND kind = ?", s.PackshotAssetID, inst.ID, models.AssetKindUpload).Take(&asset).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, "", invalid("subjects[%d].packshot_asset_id %q is not an upload of this installation.", i, s.PackshotAssetID), nil
-	}
-	if err != nil {
-		return nil, "", nil, err
-	}
-	if asset.Status == models.AssetInvalid {
-		return nil, "", invalid("subjects[%d].packshot_asset_id %q cannot be used: %s.", i, s.PackshotAssetID, asset.Problem), nil
-	}
-	return &product, asset.ID, nil, nil
 }

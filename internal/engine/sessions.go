@@ -1,0 +1,311 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"gorm.io/gorm"
+
+	"github.com/shotflow/shotflow/models"
+)
+
+// Sessions: a session (plugin-api-v1.md) is an order of jobs for several products, each product a
+// subject with its images_count and AI model. The engine plans it (the catalog, pricing and
+// packshot approval rules), commits it idempotently with the caller's record, and starts it.
+
+// ReasonPackshotNotApproved refines KindPrerequisite: products of a session have no approved
+// packshot. Error.Details lists their product refs, sorted.
+const ReasonPackshotNotApproved = "packshot_not_approved"
+
+// ModelCatalog is what session planning needs of the model registry (generate.Registry).
+type ModelCatalog interface {
+	Model(id string) (models.AIModel, bool)
+	Catalog() *models.Catalog
+}
+
+// SessionConfig is the configuration shared by every subject of a session; it is stored on the
+// order as JSON, under these names.
+type SessionConfig struct {
+	AspectRatio string `json:"aspect_ratio,omitempty"`
+	Style       string `json:"style,omitempty"`
+	Suggestions string `json:"suggestions,omitempty"`
+	SceneryID   string `json:"scenery_id,omitempty"`
+	ModelID     string `json:"model_id,omitempty"`
+}
+
+// SessionSubject is one product of a session.
+type SessionSubject struct {
+	ProductRef           string
+	ProductLabel         string
+	PackshotAssetID      string
+	ImagesCount          int
+	AIModel              string
+	AutoRegisterPackshot bool
+}
+
+// SessionRequest is a session to plan, already checked for shape (required fields, bounds) by the
+// façade. Refusals name fields as session_config.* and subjects[i].*.
+type SessionRequest struct {
+	AccountID      string
+	InstallationID string
+	API            string // models.APIPlugin, ...
+	JobType        string // "" is a photo shoot
+	Config         SessionConfig
+	Subjects       []SessionSubject
+	CorrelationID  string
+	// SourceOrderID is set on a clone.
+	SourceOrderID *string
+	// JobTypes are the job types the façade offers: a model that serves none of them is unknown.
+	JobTypes []string
+	// Models resolves ai_model and the default aspect ratio.
+	Models ModelCatalog
+}
+
+// PlanSession validates a session against the catalog and resolves each subject's input: the
+// approved packshot of a photo-shoot subject, the uploaded photo of a packshot subject (rules 1–3
+// of plugin-api-v1.md). It returns the order and jobs to commit, or a refusal: KindInvalid naming
+// the field, or KindPrerequisite (ReasonPackshotNotApproved) listing the products without an
+// approved packshot. Nothing is written.
+func (e *Engine) PlanSession(ctx context.Context, req SessionRequest) (*models.Order, []models.Job, error) {
+	jobType := req.JobType
+	if jobType == "" {
+		jobType = models.JobTypePhotoShoot
+	}
+	cfg := req.Config
+	if cfg.AspectRatio == "" {
+		cfg.AspectRatio = req.Models.Catalog().DefaultAspectRatio()
+	}
+	total := 0
+	seen := map[string]bool{}
+	for i, s := range req.Subjects {
+		field := "subjects[" + strconv.Itoa(i) + "]"
+		if seen[s.ProductRef] {
+			return nil, nil, refuse(KindInvalid, "", field+".product_ref",
+				"%q appears twice; give one subject per product with its images_count.", s.ProductRef)
+		}
+		seen[s.ProductRef] = true
+		m, ok := req.Models.Model(s.AIModel)
+		if !ok || !slices.ContainsFunc(req.JobTypes, m.Serves) {
+			return nil, nil, refuse(KindInvalid, "", field+".ai_model", "%q is not a model listed by GET /ai-models.", s.AIModel)
+		}
+		if !m.Serves(jobType) {
+			return nil, nil, refuse(KindInvalid, "", field+".ai_model", "%q does not generate %s jobs.", s.AIModel, jobType)
+		}
+		if !m.SupportsAspectRatio(cfg.AspectRatio) {
+			return nil, nil, refuse(KindInvalid, "", "session_config.aspect_ratio", "%q is not supported by %s; it supports %s.",
+				cfg.AspectRatio, s.AIModel, strings.Join(m.SupportedAspectRatios, ", "))
+		}
+		if jobType == models.JobTypePackshot {
+			if !s.AutoRegisterPackshot {
+				return nil, nil, refuse(KindInvalid, "", field+".auto_register_packshot", "must be true for packshot jobs.")
+			}
+			if s.PackshotAssetID == "" {
+				return nil, nil, refuse(KindInvalid, "", field+".packshot_asset_id", "is required for packshot jobs: it is the input photo.")
+			}
+		}
+		total += s.ImagesCount
+	}
+
+	db := e.DB.WithContext(ctx)
+	now := time.Now().UTC()
+	configJSON, _ := json.Marshal(cfg)
+	instID := req.InstallationID
+	order := &models.Order{
+		ID: models.NewID(), AccountID: req.AccountID, InstallationID: &instID, API: req.API,
+		JobType: jobType, SessionConfig: models.JSON(configJSON), CorrelationID: req.CorrelationID,
+		SourceOrderID: req.SourceOrderID,
+	}
+	jobs := make([]models.Job, 0, total)
+	var missing []string
+	for i, s := range req.Subjects {
+		var product *models.Product
+		var packshotID, inputAssetID *string
+		if jobType == models.JobTypePackshot {
+			// A packshot job starts from a plain photo: no approved packshot is needed.
+			p, assetID, err := resolvePhotoInput(db, instID, i, s)
+			if err != nil {
+				return nil, nil, err
+			}
+			product, inputAssetID = p, &assetID
+		} else {
+			p, packshot, err := ResolvePackshot(db, instID, s.ProductRef, s.PackshotAssetID)
+			if err != nil {
+				return nil, nil, err
+			}
+			if packshot == nil {
+				missing = append(missing, s.ProductRef)
+				continue
+			}
+			product, packshotID, inputAssetID = p, &packshot.ID, &packshot.AssetID
+		}
+		m, _ := req.Models.Model(s.AIModel)
+		label := s.ProductLabel
+		if label == "" {
+			label = product.DisplayName
+		}
+		for range s.ImagesCount {
+			jobs = append(jobs, models.Job{
+				ID: models.NewID(), AccountID: req.AccountID, InstallationID: &instID, JobType: jobType,
+				Position: len(jobs), ProductID: &product.ID, ProductRef: s.ProductRef, ProductLabel: label,
+				PackshotID: packshotID, InputAssetID: inputAssetID, AIModel: m.ID, AspectRatio: cfg.AspectRatio,
+				CreditCost: m.BaseCreditCost, Run: 1, Status: models.JobPending, Voting: models.VotingPending,
+				CreatedAt: now, UpdatedAt: now,
+			})
+		}
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		err := refuse(KindPrerequisite, ReasonPackshotNotApproved, "",
+			"These products have no approved packshot: %s. Nothing was created and no credits were charged.", strings.Join(missing, ", "))
+		err.Details = missing
+		return nil, nil, err
+	}
+	return order, jobs, nil
+}
+
+// ResolvePackshot finds the product ref's product and the approved packshot its photo-shoot jobs
+// start from: assetID when it is an approved packshot of that product, else the latest approved
+// one ("" asks for the latest). A nil product or packshot means there is none.
+func ResolvePackshot(db *gorm.DB, installationID, productRef, assetID string) (*models.Product, *models.Packshot, error) {
+	var product models.Product
+	err := db.Where("installation_id = ? AND external_ref = ? AND deleted_at IS NULL", installationID, productRef).Take(&product).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	q := db.Where("product_id = ? AND installation_id = ? AND voting = ? AND deleted_at IS NULL", product.ID, installationID, models.VotingAccepted)
+	if assetID != "" {
+		q = q.Where("asset_id = ?", assetID)
+	}
+	var p models.Packshot
+	err = q.Order("voting_at DESC, created_at DESC").Take(&p).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return &product, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return &product, &p, nil
+}
+
+// resolvePhotoInput checks the input of a packshot job: the subject's product must be in the
+// catalog and packshot_asset_id must be an upload of this installation (it may still be arriving).
+func resolvePhotoInput(db *gorm.DB, installationID string, i int, s SessionSubject) (*models.Product, string, error) {
+	field := "subjects[" + strconv.Itoa(i) + "]"
+	var product models.Product
+	err := db.Where("installation_id = ? AND external_ref = ? AND deleted_at IS NULL", installationID, s.ProductRef).Take(&product).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, "", refuse(KindInvalid, "", field+".product_ref",
+			"%q is not in the catalog; register it with POST /images or POST /packshots.", s.ProductRef)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	var asset models.Asset
+	err = db.Where("id = ? AND installation_id = ? AND kind = ?", s.PackshotAssetID, installationID, models.AssetKindUpload).Take(&asset).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, "", refuse(KindInvalid, "", field+".packshot_asset_id", "%q is not an upload of this installation.", s.PackshotAssetID)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	if asset.Status == models.AssetInvalid {
+		return nil, "", refuse(KindInvalid, "", field+".packshot_asset_id", "%q cannot be used: %s.", s.PackshotAssetID, asset.Problem)
+	}
+	return &product, asset.ID, nil
+}
+
+// SessionRecord runs inside the transaction that commits a session, with its order (credits
+// reserved) and jobs; an error from it rolls the session back. The plugin API records an
+// Idempotency-Key's answer this way.
+type SessionRecord func(tx *gorm.DB, order *models.Order, jobs []models.Job) error
+
+// CommitSession plans the session and commits its order, jobs and reservation in one transaction
+// (in which record, when not nil, also runs); the workflow is not started (StartCommitted, or
+// StartAll for several). Besides PlanSession's refusals it answers KindInsufficientCredits, with
+// Details holding the credits the session costs (one decimal integer), when the balance is short;
+// models.ErrIdempotencyClaimLost from record is returned as it is.
+func (e *Engine) CommitSession(ctx context.Context, req SessionRequest, record SessionRecord) (*models.Order, []models.Job, error) {
+	order, jobs, err := e.PlanSession(ctx, req)
+	if err != nil {
+		return nil, nil, err
+	}
+	var inTx func(tx *gorm.DB) error
+	if record != nil {
+		inTx = func(tx *gorm.DB) error { return record(tx, order, jobs) }
+	}
+	err = e.Commit(ctx, order, jobs, inTx)
+	if errors.Is(err, models.ErrInsufficientCredits) {
+		var need int64
+		for _, j := range jobs {
+			need += j.CreditCost
+		}
+		refusal := refuse(KindInsufficientCredits, "", "",
+			"This session costs %d credits, more than the account has available.", need)
+		refusal.Details = []string{strconv.FormatInt(need, 10)}
+		return nil, nil, refusal
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return order, jobs, nil
+}
+
+// SubmitSession is CommitSession followed by the workflow's start (StartCommitted).
+func (e *Engine) SubmitSession(ctx context.Context, req SessionRequest, record SessionRecord) (*models.Order, []models.Job, error) {
+	order, jobs, err := e.CommitSession(ctx, req, record)
+	if err != nil {
+		return nil, nil, err
+	}
+	e.StartCommitted(ctx, order, jobs)
+	return order, jobs, nil
+}
+
+// Committed is an order that Commit (or CommitSession) committed, with its jobs.
+type Committed struct {
+	Order *models.Order
+	Jobs  []models.Job
+}
+
+// StartAll starts the workflows of committed orders, several at a time, within timeout as a whole
+// (so that an unreachable Temporal delays the caller by seconds, not by a timeout per order). A
+// start that fails, panics or does not finish in time is logged and left to the Sweeper: the orders
+// are committed. POST /jobs/batch commits all its sessions, then starts them this way.
+func (e *Engine) StartAll(ctx context.Context, orders []Committed, timeout time.Duration) {
+	if len(orders) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	sem := make(chan struct{}, 16)
+	var wg sync.WaitGroup
+	for _, o := range orders {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			defer func() {
+				if p := recover(); p != nil {
+					e.Log.Error("order workflow start panicked; the sweeper will start it",
+						zap.String("order_id", o.Order.ID), zap.Any("panic", p))
+				}
+			}()
+			if err := e.Start(ctx, o.Order, o.Jobs); err != nil {
+				e.Log.Warn("order workflow not started yet; the sweeper will start it",
+					zap.String("order_id", o.Order.ID), zap.Error(err))
+			}
+		}()
+	}
+	wg.Wait()
+}

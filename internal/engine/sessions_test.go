@@ -1,0 +1,215 @@
+package engine_test
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"gorm.io/gorm"
+
+	"github.com/shotflow/shotflow/internal/engine"
+	"github.com/shotflow/shotflow/internal/testdb"
+	"github.com/shotflow/shotflow/models"
+)
+
+// fakeModels is a ModelCatalog of three models: a photo-shoot one, a packshot one, and one the
+// façade does not offer (video).
+type fakeModels struct{ catalog *models.Catalog }
+
+func (f fakeModels) Model(id string) (models.AIModel, bool) {
+	for _, m := range f.catalog.AIModels {
+		if m.ID == id {
+			return m, true
+		}
+	}
+	return models.AIModel{}, false
+}
+
+func (f fakeModels) Catalog() *models.Catalog { return f.catalog }
+
+var testModels = fakeModels{&models.Catalog{
+	AspectRatios: []models.AspectRatio{{ID: "1:1", Default: true}},
+	AIModels: []models.AIModel{
+		{ID: "p/shoot", JobTypes: []string{models.JobTypePhotoShoot}, SupportedAspectRatios: []string{"1:1", "4:5"}, BaseCreditCost: 3},
+		{ID: "p/packshot", JobTypes: []string{models.JobTypePackshot}, SupportedAspectRatios: []string{"1:1"}, BaseCreditCost: 2},
+		{ID: "p/video", JobTypes: []string{"video"}, SupportedAspectRatios: []string{"1:1"}, BaseCreditCost: 9},
+	},
+}}
+
+// sessionFixture is an installation whose catalog has "ok" (an approved packshot), "pending" (a
+// packshot not rated yet) and "bare" (no packshot), an upload "up" and an invalid upload "bad".
+type sessionFixture struct {
+	eng  *engine.Engine
+	db   *gorm.DB
+	inst models.Installation
+}
+
+func newSessionFixture(t *testing.T, balance int64) *sessionFixture {
+	db := testdb.Open(t, testdb.SQLiteURL(t))
+	now := time.Now().UTC()
+	acct := models.Account{ID: models.NewID(), Name: "a", CreditBalance: balance, CreatedAt: now, UpdatedAt: now}
+	require.NoError(t, db.Create(&acct).Error)
+	inst := models.Installation{ID: models.NewID(), AccountID: acct.ID, Name: "i", Status: "active", CreatedAt: now, UpdatedAt: now}
+	require.NoError(t, db.Create(&inst).Error)
+	asset := func(id, status, problem string) {
+		require.NoError(t, db.Create(&models.Asset{ID: id, AccountID: acct.ID, InstallationID: &inst.ID, Kind: models.AssetKindUpload,
+			Status: status, Problem: problem, CreatedAt: now}).Error)
+	}
+	asset("up", models.AssetReady, "")
+	asset("bad", models.AssetInvalid, "the file is not an image")
+	for _, ref := range []string{"ok", "pending", "bare"} {
+		p := models.Product{ID: models.NewID(), AccountID: acct.ID, InstallationID: &inst.ID, ExternalRef: ref, DisplayName: "Product " + ref,
+			CreatedAt: now, UpdatedAt: now}
+		require.NoError(t, db.Create(&p).Error)
+		voting := map[string]string{"ok": models.VotingAccepted, "pending": models.VotingPending}[ref]
+		if voting == "" {
+			continue
+		}
+		asset("ps-"+ref, models.AssetReady, "")
+		require.NoError(t, db.Create(&models.Packshot{ID: models.NewID(), AccountID: acct.ID, InstallationID: &inst.ID, ProductID: p.ID,
+			AssetID: "ps-" + ref, ExternalRef: ref, Voting: voting, VotingAt: &now, CreatedAt: now}).Error)
+	}
+	return &sessionFixture{eng: &engine.Engine{DB: db, Log: zap.NewNop()}, db: db, inst: inst}
+}
+
+func (f *sessionFixture) request(jobType string, subjects ...engine.SessionSubject) engine.SessionRequest {
+	return engine.SessionRequest{AccountID: f.inst.AccountID, InstallationID: f.inst.ID, API: models.APIPlugin, JobType: jobType,
+		Subjects: subjects, JobTypes: []string{models.JobTypePhotoShoot, models.JobTypePackshot}, Models: testModels}
+}
+
+func shoot(ref string, n int) engine.SessionSubject {
+	return engine.SessionSubject{ProductRef: ref, ImagesCount: n, AIModel: "p/shoot"}
+}
+
+func photo(ref, asset string, register bool) engine.SessionSubject {
+	return engine.SessionSubject{ProductRef: ref, ImagesCount: 1, AIModel: "p/packshot", PackshotAssetID: asset, AutoRegisterPackshot: register}
+}
+
+func TestPlanSessionRefusals(t *testing.T) {
+	f := newSessionFixture(t, 1000)
+	for _, tc := range []struct {
+		name    string
+		req     engine.SessionRequest
+		kind    engine.Kind
+		reason  string
+		field   string
+		message string
+		details []string
+	}{
+		{"duplicate product", f.request("", shoot("ok", 1), shoot("ok", 2)), engine.KindInvalid, "", "subjects[1].product_ref",
+			`"ok" appears twice; give one subject per product with its images_count.`, nil},
+		{"unknown model", f.request("", engine.SessionSubject{ProductRef: "ok", ImagesCount: 1, AIModel: "nope"}), engine.KindInvalid, "",
+			"subjects[0].ai_model", `"nope" is not a model listed by GET /ai-models.`, nil},
+		{"model the façade does not offer", f.request("", engine.SessionSubject{ProductRef: "ok", ImagesCount: 1, AIModel: "p/video"}),
+			engine.KindInvalid, "", "subjects[0].ai_model", `"p/video" is not a model listed by GET /ai-models.`, nil},
+		{"model of another job type", f.request(models.JobTypePackshot, shoot("ok", 1)), engine.KindInvalid, "",
+			"subjects[0].ai_model", `"p/shoot" does not generate packshot jobs.`, nil},
+		{"aspect ratio", func() engine.SessionRequest {
+			r := f.request("", shoot("ok", 1))
+			r.Config.AspectRatio = "9:16"
+			return r
+		}(), engine.KindInvalid, "", "session_config.aspect_ratio", `"9:16" is not supported by p/shoot; it supports 1:1, 4:5.`, nil},
+		{"packshot without auto-register", f.request(models.JobTypePackshot, photo("bare", "up", false)), engine.KindInvalid, "",
+			"subjects[0].auto_register_packshot", "must be true for packshot jobs.", nil},
+		{"packshot without input", f.request(models.JobTypePackshot, photo("bare", "", true)), engine.KindInvalid, "",
+			"subjects[0].packshot_asset_id", "is required for packshot jobs: it is the input photo.", nil},
+		{"packshot of an unknown product", f.request(models.JobTypePackshot, photo("missing", "up", true)), engine.KindInvalid, "",
+			"subjects[0].product_ref", `"missing" is not in the catalog; register it with POST /images or POST /packshots.`, nil},
+		{"packshot of a foreign asset", f.request(models.JobTypePackshot, photo("bare", "elsewhere", true)), engine.KindInvalid, "",
+			"subjects[0].packshot_asset_id", `"elsewhere" is not an upload of this installation.`, nil},
+		{"packshot of an invalid upload", f.request(models.JobTypePackshot, photo("bare", "bad", true)), engine.KindInvalid, "",
+			"subjects[0].packshot_asset_id", `"bad" cannot be used: the file is not an image.`, nil},
+		{"no approved packshot", f.request("", shoot("pending", 1), shoot("ok", 1), shoot("missing", 1), shoot("bare", 1)),
+			engine.KindPrerequisite, engine.ReasonPackshotNotApproved, "",
+			"These products have no approved packshot: bare, missing, pending. Nothing was created and no credits were charged.",
+			[]string{"bare", "missing", "pending"}},
+		{"approved packshot not the one named", f.request("", engine.SessionSubject{ProductRef: "ok", ImagesCount: 1, AIModel: "p/shoot",
+			PackshotAssetID: "ps-pending"}), engine.KindPrerequisite, engine.ReasonPackshotNotApproved, "",
+			"These products have no approved packshot: ok. Nothing was created and no credits were charged.", []string{"ok"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			order, jobs, err := f.eng.PlanSession(t.Context(), tc.req)
+			assert.Nil(t, order)
+			assert.Nil(t, jobs)
+			e, ok := engine.As(err)
+			require.True(t, ok, "want an engine refusal, got %v", err)
+			assert.Equal(t, tc.kind, e.Kind)
+			assert.Equal(t, tc.reason, e.Reason)
+			assert.Equal(t, tc.field, e.Field)
+			assert.Equal(t, tc.message, e.Message)
+			assert.Equal(t, tc.details, e.Details)
+		})
+	}
+}
+
+func TestPlanSessionPlansJobs(t *testing.T) {
+	f := newSessionFixture(t, 1000)
+	src := "source"
+	req := f.request("", shoot("ok", 2))
+	req.SourceOrderID = &src
+	order, jobs, err := f.eng.PlanSession(t.Context(), req)
+	require.NoError(t, err)
+	assert.Equal(t, models.JobTypePhotoShoot, order.JobType)
+	assert.Equal(t, &src, order.SourceOrderID)
+	assert.JSONEq(t, `{"aspect_ratio":"1:1"}`, string(order.SessionConfig))
+	require.Len(t, jobs, 2)
+	for i, j := range jobs {
+		assert.Equal(t, i, j.Position)
+		assert.Equal(t, "Product ok", j.ProductLabel)
+		assert.Equal(t, "ps-ok", *j.InputAssetID)
+		assert.NotNil(t, j.PackshotID)
+		assert.Equal(t, int64(3), j.CreditCost)
+	}
+
+	order, jobs, err = f.eng.PlanSession(t.Context(), f.request(models.JobTypePackshot, photo("bare", "up", true)))
+	require.NoError(t, err)
+	assert.Equal(t, models.JobTypePackshot, order.JobType)
+	require.Len(t, jobs, 1)
+	assert.Equal(t, "up", *jobs[0].InputAssetID)
+	assert.Nil(t, jobs[0].PackshotID)
+}
+
+func TestCommitSessionInsufficientCredits(t *testing.T) {
+	f := newSessionFixture(t, 5)
+	_, _, err := f.eng.CommitSession(t.Context(), f.request("", shoot("ok", 2)), nil)
+	e, ok := engine.As(err)
+	require.True(t, ok, "want an engine refusal, got %v", err)
+	assert.Equal(t, engine.KindInsufficientCredits, e.Kind)
+	assert.Equal(t, "This session costs 6 credits, more than the account has available.", e.Message)
+	assert.Equal(t, []string{strconv.Itoa(6)}, e.Details)
+	var n int64
+	require.NoError(t, f.db.Model(&models.Order{}).Count(&n).Error)
+	assert.Zero(t, n, "nothing is created")
+
+	order, jobs, err := f.eng.CommitSession(t.Context(), f.request("", shoot("ok", 1)), nil)
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), order.CreditsReserved)
+	assert.Len(t, jobs, 1)
+}
+
+func TestCloneSession(t *testing.T) {
+	f := newSessionFixture(t, 1000)
+	source, _, err := f.eng.CommitSession(t.Context(), f.request("", shoot("ok", 2)), nil)
+	require.NoError(t, err)
+
+	_, err = f.eng.CloneSession(t.Context(), "another-installation", source.ID, nil)
+	e, ok := engine.As(err)
+	require.True(t, ok, "want an engine refusal, got %v", err)
+	assert.Equal(t, engine.KindNotFound, e.Kind)
+
+	req, err := f.eng.CloneSession(t.Context(), f.inst.ID, source.ID, nil)
+	require.NoError(t, err)
+	assert.Equal(t, source.ID, *req.SourceOrderID)
+	assert.Equal(t, "1:1", req.Config.AspectRatio)
+	assert.Equal(t, []engine.SessionSubject{{ProductRef: "ok", ProductLabel: "Product ok", ImagesCount: 2, AIModel: "p/shoot"}}, req.Subjects)
+
+	_, err = f.eng.CloneSession(t.Context(), f.inst.ID, source.ID, []engine.CloneSubject{{ProductRef: "ok", ImagesCount: 1}, {ProductRef: "new", ImagesCount: 1}})
+	e, ok = engine.As(err)
+	require.True(t, ok, "want an engine refusal, got %v", err)
+	assert.Equal(t, engine.KindInvalid, e.Kind)
+	assert.Equal(t, "subjects[1].ai_model", e.Field)
+	assert.Equal(t, `is required: product_ref "new" is not in the source order`, e.Message)
+}
