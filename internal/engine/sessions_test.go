@@ -11,7 +11,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/internal/engine"
-	"github.com/shotflow/shotflow/internal/testdb"
+	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models"
 )
 
