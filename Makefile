@@ -67,7 +67,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzExternalAPI$$' -fuzztime $(FUZZTIME) ./api/external
 
 ## test-short: the tests without the long end-to-end runs and the process crash, restart and outage
-## tests (go test -short); under a minute with a warm build cache
+## tests (go test -short); about a minute on two cores with a warm build cache, most of it linking
 test-short: $(TEMPORAL_CLI)
 	$(GO) test -short -count=1 -timeout 5m $(PKGS)
 

@@ -17,6 +17,9 @@ import (
 // take turns on goose's session lock. The same holds for a database the hand-written runner left
 // at the version before the newest, whose versions are adopted once.
 func TestMigrateConcurrentlyOnPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("several processes migrating at once; skipped by -short")
+	}
 	latest := models.LatestVersion()
 	for _, c := range []struct {
 		name         string
