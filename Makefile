@@ -66,10 +66,12 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzPluginAPI$$' -fuzztime $(FUZZTIME) ./api/plugin
 	$(GO) test -run '^$$' -fuzz '^FuzzExternalAPI$$' -fuzztime $(FUZZTIME) ./api/external
 
-## test-short: the tests without the long end-to-end runs and the process crash, restart and outage
-## tests (go test -short); about a minute on two cores with a warm build cache, most of it linking
+## test-short: the tests without the long end-to-end runs and the process crash, restart, outage and
+## concurrent-migration tests (go test -short). Go's test cache is kept, so a run after a small
+## change re-runs only the packages it touches (seconds); a cold run takes about a minute on two
+## cores, most of it linking the test binaries. vet is left to `make check`.
 test-short: $(TEMPORAL_CLI)
-	$(GO) test -short -count=1 -timeout 5m $(PKGS)
+	$(GO) test -short -vet=off -timeout 5m $(PKGS)
 
 ## check: every static check CI runs: gofmt, go vet, a tidy go.mod, staticcheck, workflowcheck, the OpenAPI
 ## documents (Redocly, 0 warnings) and docker-compose.yml (Compose schema and dclint rules)
