@@ -1,12 +1,10 @@
 package plugin
 
 import (
-	"errors"
 	"net/http"
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/internal/jobview"
 	"github.com/shotflow/shotflow/models"
@@ -43,16 +41,12 @@ func (h *Handler) findJob(c *gin.Context) (*models.Job, bool) {
 }
 
 func (h *Handler) getJob(c *gin.Context) {
-	j, ok := h.findJob(c)
-	if !ok {
-		return
-	}
-	outs, err := models.JobOutputs(h.DB.WithContext(c.Request.Context()), j.ID)
+	j, outs, err := h.Engine.JobWithOutputs(c.Request.Context(), caller(c).Installation.ID, c.Param("id"))
 	if err != nil {
-		h.internal(c, err)
+		h.fail(c, err)
 		return
 	}
-	c.PureJSON(http.StatusOK, h.jobResponse(j, outs[j.ID]))
+	c.PureJSON(http.StatusOK, h.jobResponse(j, outs))
 }
 
 // OrderResponse is GET /orders/{id}.
@@ -102,31 +96,12 @@ type CreditSummary struct {
 }
 
 func (h *Handler) getOrder(c *gin.Context) {
-	db := h.DB.WithContext(c.Request.Context())
-	var o models.Order
-	err := db.Where("id = ? AND installation_id = ?", c.Param("id"), caller(c).Installation.ID).Take(&o).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		h.Fail(c, http.StatusNotFound, CodeNotFound, "No order with this ID.")
-		return
-	}
+	d, err := h.Engine.FindOrder(c.Request.Context(), caller(c).Installation.ID, c.Param("id"))
 	if err != nil {
-		h.internal(c, err)
+		h.fail(c, err)
 		return
 	}
-	var jobs []models.Job
-	if err := db.Where("order_id = ?", o.ID).Order("position").Find(&jobs).Error; err != nil {
-		h.internal(c, err)
-		return
-	}
-	ids := make([]string, len(jobs))
-	for i, j := range jobs {
-		ids[i] = j.ID
-	}
-	outs, err := models.JobOutputs(db, ids...)
-	if err != nil {
-		h.internal(c, err)
-		return
-	}
+	o, jobs, outs := d.Order, d.Jobs, d.Outputs
 	resp := OrderResponse{
 		ID: o.ID, Status: o.Status, JobType: o.JobType, SessionConfig: o.SessionConfig, JobsTotal: o.JobsTotal,
 		JobsCompleted: o.JobsCompleted, JobsFailed: o.JobsFailed, JobsCancelled: o.JobsCancelled, JobsExpired: o.JobsExpired,

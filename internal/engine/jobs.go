@@ -123,3 +123,51 @@ func applyRating(tx *gorm.DB, j *models.Job, voting string, now time.Time) error
 	return tx.Model(&models.Packshot{}).Where("id = ? AND deleted_at IS NULL", candidate.ID).
 		Updates(map[string]any{"voting": voting, "voting_at": now}).Error
 }
+
+// JobWithOutputs returns a job of the installation with its output files; KindNotFound for
+// another installation's.
+func (e *Engine) JobWithOutputs(ctx context.Context, installationID, jobID string) (*models.Job, []models.Asset, error) {
+	j, err := e.FindJob(ctx, installationID, jobID)
+	if err != nil {
+		return nil, nil, err
+	}
+	outs, err := models.JobOutputs(e.DB.WithContext(ctx), j.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return j, outs[j.ID], nil
+}
+
+// OrderDetail is an order with its jobs in order of position and their output files by job ID.
+type OrderDetail struct {
+	Order   *models.Order
+	Jobs    []models.Job
+	Outputs map[string][]models.Asset
+}
+
+// FindOrder returns an order of the installation with its jobs and their outputs; KindNotFound when
+// it does not exist or belongs to another installation.
+func (e *Engine) FindOrder(ctx context.Context, installationID, orderID string) (OrderDetail, error) {
+	db := e.DB.WithContext(ctx)
+	var o models.Order
+	err := db.Where("id = ? AND installation_id = ?", orderID, installationID).Take(&o).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return OrderDetail{}, refuse(KindNotFound, "", "", "No order with this ID.")
+	}
+	if err != nil {
+		return OrderDetail{}, err
+	}
+	var jobs []models.Job
+	if err := db.Where("order_id = ?", o.ID).Order("position").Find(&jobs).Error; err != nil {
+		return OrderDetail{}, err
+	}
+	ids := make([]string, len(jobs))
+	for i, j := range jobs {
+		ids[i] = j.ID
+	}
+	outs, err := models.JobOutputs(db, ids...)
+	if err != nil {
+		return OrderDetail{}, err
+	}
+	return OrderDetail{Order: &o, Jobs: jobs, Outputs: outs}, nil
+}
