@@ -1,7 +1,6 @@
 package external
 
 import (
-	"errors"
 	"net/http"
 	"slices"
 	"strconv"
@@ -10,8 +9,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
-	"gorm.io/gorm"
 
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/jobview"
 	"github.com/shotflow/shotflow/models"
 )
@@ -69,22 +68,21 @@ type OrderDetail struct {
 var orderStatuses = []string{models.OrderInProgress, models.OrderCompleted, models.OrderFailed, models.OrderCancelled}
 
 func (h *Handler) listOrders(c *gin.Context) {
-	q := h.DB.WithContext(c.Request.Context()).Where("account_id = ?", key(c).AccountID)
+	f := engine.OrderFilter{AccountID: key(c).AccountID, Limit: DefaultOrdersLimit}
 	if s, ok := c.GetQuery("status"); ok {
 		if !slices.Contains(orderStatuses, s) {
 			h.fail(c, http.StatusBadRequest, "status must be one of "+strings.Join(orderStatuses, ", ")+".")
 			return
 		}
-		q = q.Where("status = ?", s)
+		f.Status = s
 	}
-	limit := DefaultOrdersLimit
 	if raw := c.Query("limit"); raw != "" {
 		n, err := strconv.Atoi(raw)
 		if err != nil {
 			h.fail(c, http.StatusBadRequest, "limit must be an integer (clamped to 1-50).")
 			return
 		}
-		limit = min(max(n, 1), MaxOrdersLimit)
+		f.Limit = min(max(n, 1), MaxOrdersLimit)
 	}
 	if raw := c.Query("since"); raw != "" {
 		since, err := time.Parse(time.RFC3339Nano, raw)
@@ -92,23 +90,14 @@ func (h *Handler) listOrders(c *gin.Context) {
 			h.fail(c, http.StatusBadRequest, "since must be an ISO 8601 timestamp such as 2026-11-01T00:00:00Z.")
 			return
 		}
-		q = q.Where("created_at > ?", since.UTC())
+		f.Since = &since
 	}
-	var orders []models.Order
-	if err := q.Order("created_at DESC, id DESC").Limit(limit).Find(&orders).Error; err != nil {
-		h.internal(c, err)
-		return
-	}
-	ids := make([]string, len(orders))
-	for i, o := range orders {
-		ids[i] = o.ID
-	}
-	generators, err := h.orderGenerators(c, ids)
+	orders, generators, err := h.Engine.ListAccountOrders(c.Request.Context(), f)
 	if err != nil {
-		h.internal(c, err)
+		h.answer(c, err)
 		return
 	}
-	page := OrdersPage{Orders: make([]OrderSummary, 0, len(orders)), Limit: limit, Returned: len(orders)}
+	page := OrdersPage{Orders: make([]OrderSummary, 0, len(orders)), Limit: f.Limit, Returned: len(orders)}
 	for i := range orders {
 		page.Orders = append(page.Orders, summary(&orders[i], generators[orders[i].ID]))
 	}
@@ -121,38 +110,16 @@ func (h *Handler) getOrder(c *gin.Context) {
 		h.fail(c, http.StatusBadRequest, "The order id must be a UUID.")
 		return
 	}
-	db := h.DB.WithContext(c.Request.Context())
-	var order models.Order
-	err := db.Where("id = ? AND account_id = ?", id, key(c).AccountID).Take(&order).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		h.fail(c, http.StatusNotFound, "Order not found.")
-		return
-	}
+	o, err := h.Engine.FindAccountOrder(c.Request.Context(), key(c).AccountID, id)
 	if err != nil {
-		h.internal(c, err)
+		h.answer(c, err)
 		return
-	}
-	var jobs []models.Job
-	if err := db.Where("order_id = ?", id).Order("position").Find(&jobs).Error; err != nil {
-		h.internal(c, err)
-		return
-	}
-	var outputs []models.Asset
-	if err := db.Where("job_id IN (?) AND kind = ? AND position = 0 AND purged_at IS NULL",
-		db.Model(&models.Job{}).Select("id").Where("order_id = ? AND status = ?", id, models.JobCompleted),
-		models.AssetKindOutput).Find(&outputs).Error; err != nil {
-		h.internal(c, err)
-		return
-	}
-	outputOf := map[string]models.Asset{}
-	for _, a := range outputs {
-		outputOf[*a.JobID] = a
 	}
 	expires := h.now().Add(h.DownloadTTL)
-	detail := OrderDetail{Jobs: make([]OrderJob, 0, len(jobs))}
+	detail := OrderDetail{Jobs: make([]OrderJob, 0, len(o.Jobs))}
 	var generators []string
-	for i := range jobs {
-		j := &jobs[i]
+	for i := range o.Jobs {
+		j := &o.Jobs[i]
 		generators = append(generators, j.AIModel)
 		provider, model, _ := strings.Cut(j.AIModel, "/")
 		oj := OrderJob{JobID: j.ID, Provider: provider, Model: model, Status: j.Status, AttemptCount: j.AttemptCount,
@@ -160,34 +127,14 @@ func (h *Handler) getOrder(c *gin.Context) {
 		if j.Status == models.JobFailed {
 			oj.ErrorCategory, oj.ErrorHint = j.ErrorCategory, j.ErrorHint
 		}
-		if a, ok := outputOf[j.ID]; ok && j.Status == models.JobCompleted {
+		if a, ok := o.Outputs[j.ID]; ok && j.Status == models.JobCompleted {
 			u := h.Signer.URL(http.MethodGet, jobview.FilePath(a.ID), expires)
 			oj.OutputURL = &u
 		}
 		detail.Jobs = append(detail.Jobs, oj)
 	}
-	detail.OrderSummary = summary(&order, generators)
+	detail.OrderSummary = summary(o.Order, generators)
 	c.PureJSON(http.StatusOK, detail)
-}
-
-// orderGenerators lists the distinct provider/model IDs of each order's jobs.
-func (h *Handler) orderGenerators(c *gin.Context, orderIDs []string) (map[string][]string, error) {
-	out := map[string][]string{}
-	if len(orderIDs) == 0 {
-		return out, nil
-	}
-	var rows []struct {
-		OrderID string
-		AIModel string `gorm:"column:ai_model"`
-	}
-	if err := h.DB.WithContext(c.Request.Context()).Model(&models.Job{}).Distinct("order_id", "ai_model").
-		Where("order_id IN ?", orderIDs).Find(&rows).Error; err != nil {
-		return nil, err
-	}
-	for _, r := range rows {
-		out[r.OrderID] = append(out[r.OrderID], r.AIModel)
-	}
-	return out, nil
 }
 
 // summary renders an order; provider and model are Mixed when its jobs use different ones.
