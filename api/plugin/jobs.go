@@ -30,16 +30,6 @@ func (h *Handler) outputs(assets []models.Asset) []Output {
 	return jobview.Outputs(assets, h.Signer, h.downloadExpiry())
 }
 
-// findJob loads a job of the caller's installation; another installation's job is not found.
-func (h *Handler) findJob(c *gin.Context) (*models.Job, bool) {
-	j, err := h.Engine.FindJob(c.Request.Context(), caller(c).Installation.ID, c.Param("id"))
-	if err != nil {
-		h.fail(c, err)
-		return nil, false
-	}
-	return j, true
-}
-
 func (h *Handler) getJob(c *gin.Context) {
 	j, outs, err := h.Engine.JobWithOutputs(c.Request.Context(), caller(c).Installation.ID, c.Param("id"))
 	if err != nil {
