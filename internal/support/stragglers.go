@@ -271,10 +271,8 @@ func sendJobWebhook(ctx context.Context, s *engine.Engine, acts *activities.Acti
 	if !rec.Deliver {
 		return "", nil
 	}
-	d, err := models.GetWebhookDelivery(s.DB.WithContext(ctx), rec.DeliveryID)
-	if err != nil {
-		return rec.DeliveryID, fmt.Errorf("load webhook delivery: %w", err)
-	}
+	// The record names everything the delivery's start needs; no need to read the row back.
+	d := &models.WebhookDelivery{ID: rec.DeliveryID, AccountID: rec.AccountID, InstallationID: rec.InstallationID, OrderID: rec.OrderID}
 	if err := s.StartWebhookDelivery(ctx, d); err != nil {
 		return rec.DeliveryID, fmt.Errorf("start webhook delivery (the sweeper does not retry it: shotflow admin webhooks replay %s sends it): %w", d.ID, err)
 	}
