@@ -113,12 +113,12 @@ func (h *Handler) refused(c *gin.Context, e *engine.Error) {
 		message = e.Field + ": " + e.Message
 	}
 	var extra gin.H
-	if u := engine.UnmetOf(e); u != nil {
+	if len(e.Subjects) == 1 {
 		switch e.Reason {
-		case engine.ReasonPhotoPackshotNotApproved:
-			extra = gin.H{"prerequisiteNotMet": gin.H{"details": e.Details, "productId": u.PhotoID}}
+		case engine.ReasonPackshotNotApproved:
+			extra = gin.H{"prerequisiteNotMet": gin.H{"details": e.Details, "productId": e.Subjects[0]}}
 		case engine.ReasonModelNotResolved:
-			extra = gin.H{"modelNotResolved": gin.H{"details": e.Details, "jobType": u.JobType}}
+			extra = gin.H{"modelNotResolved": gin.H{"details": e.Details, "jobType": e.Subjects[0]}}
 		}
 	}
 	if extra != nil {

@@ -180,6 +180,7 @@ func TestCloneRefusals(t *testing.T) {
 	code, body = e.clone(src.OrderID, "k402", nil)
 	require.Equal(t, http.StatusPaymentRequired, code, body)
 	assert.Equal(t, plugin.CodeInsufficientCredits, body["error"].(map[string]any)["code"])
+	assert.Equal(t, map[string]any{"credits_required": float64(3)}, body["error"].(map[string]any)["details"])
 
 	// 422: b's packshot is no longer approved, so resolution fails.
 	require.NoError(t, e.db.Exec(`UPDATE packshots SET voting = ? WHERE product_id = (SELECT id FROM products WHERE external_ref = 'b')`,
@@ -187,6 +188,7 @@ func TestCloneRefusals(t *testing.T) {
 	code, body = e.clone(src.OrderID, "k422", map[string]any{"subjects": []any{map[string]any{"product_ref": "b", "images_count": 1}}})
 	require.Equal(t, http.StatusUnprocessableEntity, code, body)
 	assert.Equal(t, plugin.CodePackshotNotApproved, body["error"].(map[string]any)["code"])
+	assert.Equal(t, map[string]any{"product_refs": []any{"b"}}, body["error"].(map[string]any)["details"])
 
 	// Nothing was created, nothing charged, no key kept: the keys are free for a corrected retry.
 	assert.Equal(t, int64(1), e.count(&models.Order{}, "installation_id = ?", e.inst.ID))

@@ -140,22 +140,18 @@ var engineCodes = map[string]struct {
 	engine.ReasonPackshotNotApproved:       {http.StatusUnprocessableEntity, CodePackshotNotApproved, productRefs},
 }
 
-// creditsRequired is the details of insufficient_credits: {"credits_required": n}, n being the
-// cost the engine reports as its one detail (engine.CommitSession); none when it reports none.
+// creditsRequired is the details of insufficient_credits: {"credits_required": n}, when the engine
+// knows the cost.
 func creditsRequired(e *engine.Error) any {
-	if len(e.Details) != 1 {
+	if e.CreditsRequired <= 0 {
 		return nil
 	}
-	need, err := strconv.ParseInt(e.Details[0], 10, 64)
-	if err != nil {
-		return nil
-	}
-	return gin.H{"credits_required": need}
+	return gin.H{"credits_required": e.CreditsRequired}
 }
 
 // productRefs is the details of packshot_not_approved: {"product_refs": [...]}.
 func productRefs(e *engine.Error) any {
-	return gin.H{"product_refs": e.Details}
+	return gin.H{"product_refs": e.Subjects}
 }
 
 // fail answers an error from the engine: a refusal in the envelope its kind and reason call for

@@ -30,6 +30,13 @@ const (
 // Reasons refine a kind with a stable, machine-readable name the APIs may surface as their code.
 const (
 	ReasonJobNotCancelable = "job_not_cancelable"
+	// ReasonPackshotNotApproved refines KindPrerequisite: a product (plugin session) or product
+	// photo (external generation) has no approved packshot. Subjects names them: product refs,
+	// sorted, or the product photo's id.
+	ReasonPackshotNotApproved = "packshot_not_approved"
+	// ReasonModelNotResolved refines KindPrerequisite: no generation model serves the job type,
+	// which Subjects names.
+	ReasonModelNotResolved = "model_not_resolved"
 )
 
 // Error is a refusal of a use case: what kind it is, which input field it concerns (if any), a
@@ -41,6 +48,11 @@ type Error struct {
 	Field   string   // the input field at fault, in the request's own naming; "" for none
 	Message string   // for the client: what is wrong and what to do
 	Details []string // machine-readable details (e.g. prerequisite names)
+	// Subjects are the records or names the refusal concerns beyond Field, for façades that echo
+	// them: the products without an approved packshot, the job type no model serves.
+	Subjects []string
+	// CreditsRequired is what the refused request costs (KindInsufficientCredits); 0 when unknown.
+	CreditsRequired int64
 	// RetryAfter is when a retry may succeed (KindUnavailable, KindRateLimited); 0 when unknown.
 	RetryAfter time.Duration
 	// Cause is the underlying error for the logs; it never reaches a client.

@@ -22,12 +22,6 @@ import (
 
 // Reasons of generation refusals (see errors.go for the kinds).
 const (
-	// ReasonModelNotResolved: no generation model serves the job type (KindPrerequisite).
-	ReasonModelNotResolved = "model_not_resolved"
-	// ReasonPhotoPackshotNotApproved: the product photo has no approved packshot of its own
-	// (KindPrerequisite; Details [DetailPackshotNotApproved], Cause *Unmet naming the photo). It is
-	// the reason string of the plugin's sessions; the plugin's refusal lists product refs instead.
-	ReasonPhotoPackshotNotApproved = "packshot_not_approved"
 	// ReasonGeneratorDown: no worker generates with the model's provider right now (KindUnavailable).
 	ReasonGeneratorDown = "generator_down"
 )
@@ -44,30 +38,6 @@ const DefaultSceneryID = "8c4e3d43-4a63-469d-b601-22b6bf85d70c"
 
 // generatorRetryAfter is the Retry-After of a request refused because no generator runs.
 const generatorRetryAfter = 30 * time.Second
-
-// Unmet is the Cause of a KindPrerequisite refusal of generation planning: the subject a façade
-// echoes beside the refusal's Details (the job type no model serves, or the product photo that has
-// no approved packshot). UnmetOf finds it.
-type Unmet struct {
-	JobType string // ReasonModelNotResolved
-	PhotoID string // ReasonPhotoPackshotNotApproved
-}
-
-func (u *Unmet) Error() string {
-	if u.PhotoID != "" {
-		return "no approved packshot of product photo " + u.PhotoID
-	}
-	return "no generation model for " + u.JobType
-}
-
-// UnmetOf returns the Unmet in err's chain, or nil.
-func UnmetOf(err error) *Unmet {
-	var u *Unmet
-	if errors.As(err, &u) {
-		return u
-	}
-	return nil
-}
 
 // GenerationModels is what generation planning needs of the model registry (generate.Registry).
 type GenerationModels interface {
@@ -131,13 +101,13 @@ func (e *Engine) logger() *zap.Logger {
 
 // ResolveModel resolves the generation model of a job type (of the provider when not empty) and
 // checks that a worker generates with its provider right now: KindPrerequisite
-// (ReasonModelNotResolved, Cause *Unmet) when no model serves the job type, KindUnavailable
+// (ReasonModelNotResolved, Details [DetailNoGenerationModel], Subjects [jobType]) when no model serves the job type, KindUnavailable
 // (ReasonGeneratorDown) when its provider has no active generator.
 func (e *Engine) ResolveModel(ctx context.Context, catalog GenerationModels, jobType, provider string) (models.AIModel, error) {
 	m, ok := catalog.DefaultModel(jobType, provider)
 	if !ok {
 		err := refuse(KindPrerequisite, ReasonModelNotResolved, "", "No generation model is available for %s; nothing was created.", strings.ReplaceAll(jobType, "_", " "))
-		err.Details, err.Cause = []string{DetailNoGenerationModel}, &Unmet{JobType: jobType}
+		err.Details, err.Subjects = []string{DetailNoGenerationModel}, []string{jobType}
 		return m, err
 	}
 	live, err := e.GeneratorLive(ctx, m.Provider)
@@ -153,8 +123,8 @@ func (e *Engine) ResolveModel(ctx context.Context, catalog GenerationModels, job
 }
 
 // SubmitPlan creates the plan's order, jobs and records and reserves their credits in one
-// transaction (SubmitWith), then starts the order. KindInsufficientCredits, with nothing created,
-// when the balance is short.
+// transaction (SubmitWith), then starts the order. KindInsufficientCredits (CreditsRequired set),
+// with nothing created, when the balance is short.
 func (e *Engine) SubmitPlan(ctx context.Context, p *Plan) error {
 	err := e.SubmitWith(ctx, p.Order, p.Jobs, p.Records)
 	if errors.Is(err, models.ErrInsufficientCredits) {
@@ -167,7 +137,7 @@ func (e *Engine) SubmitPlan(ctx context.Context, p *Plan) error {
 			return aerr
 		}
 		r := refuse(KindInsufficientCredits, "", "", "Insufficient credits: this request needs %d and %d are available; nothing was created.", need, acc.CreditBalance)
-		r.Cause = err
+		r.CreditsRequired, r.Cause = need, err
 		return r
 	}
 	if err != nil {
@@ -418,14 +388,15 @@ func ProductName(p *models.Product) string {
 }
 
 // ApprovedPackshot is the product photo's own latest accepted packshot, never one of another photo
-// of the same product: KindPrerequisite (ReasonPhotoPackshotNotApproved, Cause *Unmet) when it has none.
+// of the same product: KindPrerequisite (ReasonPackshotNotApproved, Details [DetailPackshotNotApproved], Subjects [photoID]) when it has
+// none.
 func (e *Engine) ApprovedPackshot(ctx context.Context, accountID, photoID string) (*models.Packshot, error) {
 	var packshot models.Packshot
 	err := e.DB.WithContext(ctx).Where("account_id = ? AND source_image_id = ? AND voting = ? AND deleted_at IS NULL AND archived_at IS NULL",
 		accountID, photoID, models.VotingAccepted).Order("voting_at DESC, created_at DESC, id DESC").Take(&packshot).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		r := refuse(KindPrerequisite, ReasonPhotoPackshotNotApproved, "", "Product photo %s has no approved packshot: approve one of its packshots first (packshots/update-packshot with Voting APPROVED). Nothing was created and no credits were reserved.", photoID)
-		r.Details, r.Cause = []string{DetailPackshotNotApproved}, &Unmet{PhotoID: photoID}
+		r := refuse(KindPrerequisite, ReasonPackshotNotApproved, "", "Product photo %s has no approved packshot: approve one of its packshots first (packshots/update-packshot with Voting APPROVED). Nothing was created and no credits were reserved.", photoID)
+		r.Details, r.Subjects = []string{DetailPackshotNotApproved}, []string{photoID}
 		return nil, r
 	}
 	if err != nil {

@@ -148,16 +148,16 @@ func TestApprovedPackshotIsThePhotosOwn(t *testing.T) {
 	f.db.Model(&models.Packshot{}).Where("id = ?", deleted.ID).Update("deleted_at", t0)
 
 	_, err := f.engine.ApprovedPackshot(ctx, f.account, photo)
-	e := wantGenRefusal(t, "no approved packshot", err, engine.KindPrerequisite, engine.ReasonPhotoPackshotNotApproved)
-	if u := engine.UnmetOf(err); u == nil || u.PhotoID != photo || !slices.Equal(e.Details, []string{engine.DetailPackshotNotApproved}) ||
+	e := wantGenRefusal(t, "no approved packshot", err, engine.KindPrerequisite, engine.ReasonPackshotNotApproved)
+	if !slices.Equal(e.Subjects, []string{photo}) || !slices.Equal(e.Details, []string{engine.DetailPackshotNotApproved}) ||
 		!strings.Contains(e.Message, photo) {
-		t.Errorf("refusal %#v (unmet %v), want details [packshot_not_approved] naming photo %s", e, u, photo)
+		t.Errorf("refusal %#v, want details [packshot_not_approved] naming photo %s", e, photo)
 	}
 	// The plan stops there: nothing is resolved or created.
 	if _, err := f.engine.PlanPhotoShoot(ctx, f.requester(genStudio), engine.ConfigInput{PhotoID: photo, Count: 1}); err == nil {
 		t.Fatal("PlanPhotoShoot without an approved packshot succeeded")
 	} else {
-		wantGenRefusal(t, "plan without packshot", err, engine.KindPrerequisite, engine.ReasonPhotoPackshotNotApproved)
+		wantGenRefusal(t, "plan without packshot", err, engine.KindPrerequisite, engine.ReasonPackshotNotApproved)
 	}
 
 	older := f.packshot(photo, product, models.VotingAccepted, t0.Add(2*time.Minute))
@@ -278,7 +278,7 @@ func TestResolveModel(t *testing.T) {
 	ctx := t.Context()
 	_, err := f.engine.ResolveModel(ctx, genStudio, models.JobTypeReel, "")
 	e := wantGenRefusal(t, "no reel model", err, engine.KindPrerequisite, engine.ReasonModelNotResolved)
-	if u := engine.UnmetOf(err); u == nil || u.JobType != models.JobTypeReel || !slices.Equal(e.Details, []string{engine.DetailNoGenerationModel}) {
+	if !slices.Equal(e.Subjects, []string{models.JobTypeReel}) || !slices.Equal(e.Details, []string{engine.DetailNoGenerationModel}) {
 		t.Errorf("refusal %#v, want details [no_generation_model] naming %s", e, models.JobTypeReel)
 	}
 	f.down = true
@@ -303,8 +303,9 @@ func TestSubmitPlanInsufficientCredits(t *testing.T) {
 	}
 	err = f.engine.SubmitPlan(ctx, p)
 	e := wantGenRefusal(t, "short balance", err, engine.KindInsufficientCredits, "")
-	if e.Message != "Insufficient credits: this request needs 4 and 3 are available; nothing was created." || !errors.Is(err, models.ErrInsufficientCredits) {
-		t.Errorf("message %q", e.Message)
+	if e.Message != "Insufficient credits: this request needs 4 and 3 are available; nothing was created." || e.CreditsRequired != 4 ||
+		!errors.Is(err, models.ErrInsufficientCredits) {
+		t.Errorf("message %q, credits required %d", e.Message, e.CreditsRequired)
 	}
 	var orders, items int64
 	f.db.Model(&models.Order{}).Where("account_id = ?", f.account).Count(&orders)

@@ -21,10 +21,6 @@ import (
 // subject with its images_count and AI model. The engine plans it (the catalog, pricing and
 // packshot approval rules), commits it idempotently with the caller's record, and starts it.
 
-// ReasonPackshotNotApproved refines KindPrerequisite: products of a session have no approved
-// packshot. Error.Details lists their product refs, sorted.
-const ReasonPackshotNotApproved = "packshot_not_approved"
-
 // ModelCatalog is what session planning needs of the model registry (generate.Registry).
 type ModelCatalog interface {
 	Model(id string) (models.AIModel, bool)
@@ -165,7 +161,7 @@ func (e *Engine) PlanSession(ctx context.Context, req SessionRequest) (*models.O
 		sort.Strings(missing)
 		err := refuse(KindPrerequisite, ReasonPackshotNotApproved, "",
 			"These products have no approved packshot: %s. Nothing was created and no credits were charged.", strings.Join(missing, ", "))
-		err.Details = missing
+		err.Subjects = missing
 		return nil, nil, err
 	}
 	return order, jobs, nil
@@ -233,7 +229,7 @@ type SessionRecord func(tx *gorm.DB, order *models.Order, jobs []models.Job) err
 // CommitSession plans the session and commits its order, jobs and reservation in one transaction
 // (in which record, when not nil, also runs); the workflow is not started (StartCommitted, or
 // StartAll for several). Besides PlanSession's refusals it answers KindInsufficientCredits, with
-// Details holding the credits the session costs (one decimal integer), when the balance is short;
+// CreditsRequired holding what the session costs, when the balance is short;
 // models.ErrIdempotencyClaimLost from record is returned as it is.
 func (e *Engine) CommitSession(ctx context.Context, req SessionRequest, record SessionRecord) (*models.Order, []models.Job, error) {
 	order, jobs, err := e.PlanSession(ctx, req)
@@ -252,7 +248,7 @@ func (e *Engine) CommitSession(ctx context.Context, req SessionRequest, record S
 		}
 		refusal := refuse(KindInsufficientCredits, "", "",
 			"This session costs %d credits, more than the account has available.", need)
-		refusal.Details = []string{strconv.FormatInt(need, 10)}
+		refusal.CreditsRequired = need
 		return nil, nil, refusal
 	}
 	if err != nil {

@@ -1,7 +1,6 @@
 package engine_test
 
 import (
-	"strconv"
 	"testing"
 	"time"
 
@@ -91,13 +90,13 @@ func photo(ref, asset string, register bool) engine.SessionSubject {
 func TestPlanSessionRefusals(t *testing.T) {
 	f := newSessionFixture(t, 1000)
 	for _, tc := range []struct {
-		name    string
-		req     engine.SessionRequest
-		kind    engine.Kind
-		reason  string
-		field   string
-		message string
-		details []string
+		name     string
+		req      engine.SessionRequest
+		kind     engine.Kind
+		reason   string
+		field    string
+		message  string
+		subjects []string
 	}{
 		{"duplicate product", f.request("", shoot("ok", 1), shoot("ok", 2)), engine.KindInvalid, "", "subjects[1].product_ref",
 			`"ok" appears twice; give one subject per product with its images_count.`, nil},
@@ -140,7 +139,7 @@ func TestPlanSessionRefusals(t *testing.T) {
 			assert.Equal(t, tc.reason, e.Reason)
 			assert.Equal(t, tc.field, e.Field)
 			assert.Equal(t, tc.message, e.Message)
-			assert.Equal(t, tc.details, e.Details)
+			assert.Equal(t, tc.subjects, e.Subjects)
 		})
 	}
 }
@@ -179,7 +178,8 @@ func TestCommitSessionInsufficientCredits(t *testing.T) {
 	require.True(t, ok, "want an engine refusal, got %v", err)
 	assert.Equal(t, engine.KindInsufficientCredits, e.Kind)
 	assert.Equal(t, "This session costs 6 credits, more than the account has available.", e.Message)
-	assert.Equal(t, []string{strconv.Itoa(6)}, e.Details)
+	assert.Equal(t, int64(6), e.CreditsRequired)
+	assert.Empty(t, e.Details)
 	var n int64
 	require.NoError(t, f.db.Model(&models.Order{}).Count(&n).Error)
 	assert.Zero(t, n, "nothing is created")
