@@ -12,7 +12,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"go.uber.org/zap"
-	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/api/external"
 	"github.com/shotflow/shotflow/api/files"
@@ -20,15 +19,16 @@ import (
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/api/reqctx"
 	"github.com/shotflow/shotflow/internal/blobstore"
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/metrics"
 	"github.com/shotflow/shotflow/internal/unavailable"
 	"github.com/shotflow/shotflow/internal/urlsign"
-	"github.com/shotflow/shotflow/models"
 )
 
 // Deps are what the router needs beyond the API handlers.
 type Deps struct {
-	DB     *gorm.DB
+	// Engine looks up the assets the signed /files URLs name.
+	Engine *engine.Engine
 	Blobs  *blobstore.Store
 	Signer *urlsign.Signer
 	Log    *zap.Logger
@@ -70,9 +70,7 @@ func NewRouter(d Deps, p *plugin.Handler) *gin.Engine {
 	// The routes outside both APIs take no body and answer in the plugin envelope.
 	in := p.Input(inputcheck.NoBody)
 	r.GET(OpenAPIPath, in.Head, in.Content, serveOpenAPI)
-	fh := &files.Handler{Signer: d.Signer, Blobs: d.Blobs, Errors: p, Asset: func(ctx context.Context, id string) (*models.Asset, error) {
-		return models.GetAsset(d.DB.WithContext(ctx), id)
-	}}
+	fh := &files.Handler{Signer: d.Signer, Blobs: d.Blobs, Errors: p, Asset: d.Engine.FileAsset}
 	fh.Register(r, in.Head, in.Content)
 	r.GET("/healthz", in.Head, in.Content, func(c *gin.Context) { c.PureJSON(http.StatusOK, gin.H{"status": "ok"}) })
 	// Prometheus scrapes this without a key and without a rate limit: firewall it from the internet.

@@ -84,8 +84,8 @@ func newServer(t *testing.T) *server {
 		DownloadTTL:      168 * time.Hour,
 		UploadTTL:        2 * time.Hour,
 	}
-	x := &external.Handler{DB: db, Engine: eng, Limiter: ratelimit.NewMemory(time.Now), Signer: signer, Log: log, DownloadTTL: time.Hour}
-	s.router = api.NewRouter(api.Deps{DB: db, Blobs: blobs, Signer: signer, Log: log,
+	x := &external.Handler{Engine: eng, Limiter: ratelimit.NewMemory(time.Now), Signer: signer, Log: log, DownloadTTL: time.Hour}
+	s.router = api.NewRouter(api.Deps{Engine: eng, Blobs: blobs, Signer: signer, Log: log,
 		Ready: func(context.Context) error { return s.ready }, External: x}, h)
 	acc, err := models.CreateAccount(db, "Acme", 100)
 	require.NoError(t, err)

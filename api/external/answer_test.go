@@ -27,6 +27,7 @@ func TestAnswerMapsEngineRefusals(t *testing.T) {
 	}{
 		{&engine.Error{Kind: engine.KindInvalid, Field: "config.x", Message: "bad."}, 400, "config.x: bad.", ""},
 		{&engine.Error{Kind: engine.KindNotFound, Message: "gone."}, 404, "gone.", ""},
+		{&engine.Error{Kind: engine.KindForbidden, Message: "not yours."}, 403, "not yours.", ""},
 		{&engine.Error{Kind: engine.KindConflict, Message: "busy."}, 409, "busy.", ""},
 		{&engine.Error{Kind: engine.KindInsufficientCredits, Message: "short."}, 402, "short.", ""},
 		{&engine.Error{Kind: engine.KindPrerequisite, Message: "first."}, 422, "first.", ""},

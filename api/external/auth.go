@@ -15,10 +15,6 @@ import (
 	"github.com/shotflow/shotflow/models"
 )
 
-// lastUsedEvery is how stale a key's last_used_at may get: it is written at most this often, not
-// on every request.
-const lastUsedEvery = time.Minute
-
 const keyCtx = "shotflow.external.key"
 
 // key returns the request's authenticated key.
@@ -38,15 +34,14 @@ func rawKey(c *gin.Context) string {
 
 // Authenticate resolves the key (401 when missing, malformed, unknown, expired or revoked; the
 // database is read on every request, so a revocation holds at once in every API process), records
-// its use at most once a minute, and applies its rate limit (429).
+// its use at most once a minute (engine.KeyUseRecordedEvery), and applies its rate limit (429).
 func (h *Handler) Authenticate(c *gin.Context) {
 	raw := rawKey(c)
 	if raw == "" {
 		h.fail(c, http.StatusUnauthorized, "Missing API key: send it in the X-Api-Key header (or Authorization: Bearer).")
 		return
 	}
-	now := h.now()
-	k, err := models.AuthenticateKey(h.DB.WithContext(c.Request.Context()), models.KeyKindExternal, raw, now)
+	k, err := h.Engine.AuthenticateAccountKey(c.Request.Context(), raw, h.now())
 	if errors.Is(err, models.ErrInvalidKey) {
 		h.fail(c, http.StatusUnauthorized, "The API key is invalid, expired or revoked.")
 		return
@@ -54,12 +49,6 @@ func (h *Handler) Authenticate(c *gin.Context) {
 	if err != nil {
 		h.internal(c, err)
 		return
-	}
-	if k.LastUsedAt == nil || now.Sub(*k.LastUsedAt) >= lastUsedEvery {
-		if err := h.DB.WithContext(c.Request.Context()).Model(&models.APIKey{}).Where("id = ?", k.ID).
-			Update("last_used_at", now.UTC()).Error; err != nil {
-			h.Log.Warn("record key use", zap.String("key_id", k.ID), zap.Error(err))
-		}
 	}
 	c.Set(keyCtx, k)
 	reqctx.SetTenant(c, reqctx.Tenant{AccountID: k.AccountID})

@@ -71,7 +71,7 @@ func newEnv(t testing.TB, db *gorm.DB, rateLimit int) *env {
 	}
 	e.blobs = blobs
 	e.handler = &external.Handler{
-		DB: db, Limiter: ratelimit.NewMemory(func() time.Time { return e.now }), Log: zap.NewNop(),
+		Limiter: ratelimit.NewMemory(func() time.Time { return e.now }), Log: zap.NewNop(),
 		Engine:      &engine.Engine{DB: db, Log: zap.NewNop(), Temporal: e.temporal(), TaskQueue: "shotflow"},
 		Blobs:       blobs,
 		Generator:   providers.MustNewRegistry(catalog, map[string]providers.Provider{"local": local.Provider{}}),

@@ -11,7 +11,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"go.uber.org/zap"
-	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/api/inputcheck"
 	"github.com/shotflow/shotflow/internal/blobstore"
@@ -38,7 +37,6 @@ const DefaultRateLimit = 60
 
 // Handler serves the external API.
 type Handler struct {
-	DB          *gorm.DB
 	Blobs       *blobstore.Store    // uploaded product photos and preset images
 	Generator   *providers.Registry // the configured generation models
 	Limiter     ratelimit.Limiter

@@ -89,6 +89,7 @@ func (h *Handler) answer(c *gin.Context, err error) {
 var externalStatus = map[engine.Kind]int{
 	engine.KindInvalid:             http.StatusBadRequest,
 	engine.KindNotFound:            http.StatusNotFound,
+	engine.KindForbidden:           http.StatusForbidden,
 	engine.KindConflict:            http.StatusConflict,
 	engine.KindInsufficientCredits: http.StatusPaymentRequired,
 	engine.KindPrerequisite:        http.StatusUnprocessableEntity,

@@ -3,7 +3,6 @@ package external
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"mime/multipart"
 	"net/http"
 	"slices"
@@ -115,9 +114,9 @@ func (h *Handler) listPresets(c *gin.Context) {
 		h.fail(c, http.StatusBadRequest, "maxRecords must be a positive integer (default 20, capped at 1000).")
 		return
 	}
-	presets, images, err := models.ListVisiblePresets(h.DB.WithContext(c.Request.Context()), key(c).AccountID, limit)
+	presets, images, err := h.Engine.ListAccountPresets(c.Request.Context(), key(c).AccountID, limit)
 	if err != nil {
-		h.internal(c, err)
+		h.answer(c, err)
 		return
 	}
 	expires := h.now().Add(h.DownloadTTL)
@@ -426,10 +425,10 @@ func (h *Handler) createPreset(c *gin.Context) {
 	for _, edit := range f.edits {
 		edit(p)
 	}
-	images, err := models.CreateUserPreset(h.DB.WithContext(c.Request.Context()), accountID, p, cover, gallery)
+	images, err := h.Engine.CreateAccountPreset(c.Request.Context(), accountID, p, cover, gallery)
 	if err != nil {
 		h.deleteBlobs(c, append([]*models.Asset{cover}, gallery...))
-		h.internal(c, err)
+		h.answer(c, err)
 		return
 	}
 	item := h.presetItem(p, images, h.now().Add(h.DownloadTTL))
@@ -449,10 +448,10 @@ func (h *Handler) updatePreset(c *gin.Context) {
 		return
 	}
 	accountID := key(c).AccountID
-	db := h.DB.WithContext(c.Request.Context())
-	// Check before storing any file; UpdateUserPreset checks again in its transaction.
-	if err := models.CheckPresetUpdate(db, accountID, f.presetID, f.keep, len(f.gallery)); err != nil {
-		h.failPresetUpdate(c, err)
+	ctx := c.Request.Context()
+	// Check before storing any file; UpdateAccountPreset checks again in its transaction.
+	if err := h.Engine.CheckAccountPresetUpdate(ctx, accountID, f.presetID, f.keep, len(f.gallery)); err != nil {
+		h.answer(c, err)
 		return
 	}
 	cover, gallery, err := h.storePresetImages(c, accountID, f)
@@ -466,10 +465,10 @@ func (h *Handler) updatePreset(c *gin.Context) {
 				edit(p)
 			}
 		}}
-	p, images, removed, err := models.UpdateUserPreset(db, accountID, f.presetID, u)
+	p, images, removed, err := h.Engine.UpdateAccountPreset(ctx, accountID, f.presetID, u)
 	if err != nil {
 		h.deleteBlobs(c, append([]*models.Asset{cover}, gallery...))
-		h.failPresetUpdate(c, err)
+		h.answer(c, err)
 		return
 	}
 	gone := make([]*models.Asset, len(removed))
@@ -478,25 +477,6 @@ func (h *Handler) updatePreset(c *gin.Context) {
 	}
 	h.deleteBlobs(c, gone)
 	c.PureJSON(http.StatusOK, gin.H{"success": true, "preset": h.presetItem(p, images, h.now().Add(h.DownloadTTL))})
-}
-
-// failPresetUpdate answers an error of models.CheckPresetUpdate or UpdateUserPreset.
-func (h *Handler) failPresetUpdate(c *gin.Context, err error) {
-	var unknown *models.UnknownGalleryImageError
-	var full *models.GalleryFullError
-	switch {
-	case errors.Is(err, models.ErrNotFound):
-		h.fail(c, http.StatusNotFound, "Preset not found.")
-	case errors.Is(err, models.ErrNotPresetOwner):
-		h.fail(c, http.StatusForbidden, "Not the owner: only the account that created a preset may change it (system presets cannot be changed).")
-	case errors.As(err, &unknown):
-		h.fail(c, http.StatusBadRequest, "existingGalleryIds: "+strconv.Quote(unknown.ID)+" is not an image of this preset's gallery.")
-	case errors.As(err, &full):
-		h.fail(c, http.StatusBadRequest, "gallery: the preset would have "+strconv.Itoa(full.Kept+full.Added)+" gallery images ("+
-			strconv.Itoa(full.Kept)+" kept, "+strconv.Itoa(full.Added)+" new); at most "+strconv.Itoa(models.MaxPresetGallery)+".")
-	default:
-		h.internal(c, err)
-	}
 }
 
 func sortedFormKeys[V any](m map[string]V) []string {

@@ -649,7 +649,7 @@ func TestPresetImageURLsResolve(t *testing.T) {
 	}
 	p := &plugin.Handler{DB: db, Blobs: e.blobs, Signer: e.handler.Signer, Generator: e.handler.Generator,
 		Limiter: e.handler.Limiter, Log: zap.NewNop()}
-	router := api.NewRouter(api.Deps{DB: db, Blobs: e.blobs, Signer: e.handler.Signer, Log: zap.NewNop(), External: e.handler}, p)
+	router := api.NewRouter(api.Deps{Engine: e.handler.Engine, Blobs: e.blobs, Signer: e.handler.Signer, Log: zap.NewNop(), External: e.handler}, p)
 	download := func(raw string) (int, string, []byte) {
 		t.Helper()
 		u, err := url.Parse(raw)

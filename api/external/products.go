@@ -64,9 +64,9 @@ func (h *Handler) registerProducts(add route) {
 // listProducts answers the account's product photos, from its installations' catalogs and its
 // own uploads, newest first.
 func (h *Handler) listProducts(c *gin.Context) {
-	rows, err := models.ListAccountPhotos(h.DB.WithContext(c.Request.Context()), key(c).AccountID)
+	rows, err := h.Engine.ListAccountPhotos(c.Request.Context(), key(c).AccountID)
 	if err != nil {
-		h.internal(c, err)
+		h.answer(c, err)
 		return
 	}
 	expires := h.now().Add(h.DownloadTTL)
@@ -158,7 +158,7 @@ func (h *Handler) uploadProduct(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	img, err := models.CreateAccountPhoto(h.DB.WithContext(ctx), asset, name, sku)
+	img, err := h.Engine.CreateAccountPhoto(ctx, asset, name, sku)
 	if err != nil {
 		// Nothing was stored but the bytes: remove them too, also when the request ran out of time.
 		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)

@@ -2,7 +2,6 @@ package external
 
 import (
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"slices"
@@ -76,7 +75,7 @@ func (h *Handler) listReference(c *gin.Context, kind models.ReferenceKind, listK
 	if !ok {
 		return
 	}
-	recs, err := models.ListAccountReferenceItems(h.DB.WithContext(c.Request.Context()), kind, key(c).AccountID, approved)
+	recs, err := h.Engine.ListAccountReferenceItems(c.Request.Context(), key(c).AccountID, kind, approved)
 	h.answerRecords(c, listKey, recs, err)
 }
 
@@ -86,7 +85,7 @@ func (h *Handler) listPackshots(c *gin.Context) {
 	if !ok {
 		return
 	}
-	recs, err := models.ListAccountPackshots(h.DB.WithContext(c.Request.Context()), key(c).AccountID, approved)
+	recs, err := h.Engine.ListAccountPackshots(c.Request.Context(), key(c).AccountID, approved)
 	h.answerRecords(c, "packshots", recs, err)
 }
 
@@ -97,32 +96,20 @@ func (h *Handler) listImages(c *gin.Context) {
 	if !ok {
 		return
 	}
-	db := h.DB.WithContext(c.Request.Context())
 	photo := c.Query("productId")
-	if photo != "" {
-		if !models.IsUUID(photo) {
-			h.fail(c, http.StatusBadRequest, "productId must be the id of a product photo (a UUID, as GET /products lists).")
-			return
-		}
-		found, err := models.AccountHasPhoto(db, key(c).AccountID, photo)
-		if err != nil {
-			h.internal(c, err)
-			return
-		}
-		if !found {
-			h.fail(c, http.StatusNotFound, "Product not found.")
-			return
-		}
+	if photo != "" && !models.IsUUID(photo) {
+		h.fail(c, http.StatusBadRequest, "productId must be the id of a product photo (a UUID, as GET /products lists).")
+		return
 	}
-	recs, err := models.ListAccountShoots(db, key(c).AccountID, approved, photo)
+	recs, err := h.Engine.ListAccountShoots(c.Request.Context(), key(c).AccountID, approved, photo)
 	h.answerRecords(c, "images", recs, err)
 }
 
 // listVideos answers GET /videos: videos and reels. It takes no query parameters.
 func (h *Handler) listVideos(c *gin.Context) {
-	recs, err := models.ListAccountVideos(h.DB.WithContext(c.Request.Context()), key(c).AccountID)
+	recs, err := h.Engine.ListAccountVideos(c.Request.Context(), key(c).AccountID)
 	if err != nil {
-		h.internal(c, err)
+		h.answer(c, err)
 		return
 	}
 	expires := h.now().Add(h.DownloadTTL)
@@ -147,10 +134,10 @@ func (h *Handler) statusFilter(c *gin.Context) (approved, ok bool) {
 	return false, false
 }
 
-// answerRecords answers {<listKey>: [...], count} with signed thumbnails.
+// answerRecords answers {<listKey>: [...], count} with signed thumbnails, or the engine's error.
 func (h *Handler) answerRecords(c *gin.Context, listKey string, recs []models.Record, err error) {
 	if err != nil {
-		h.internal(c, err)
+		h.answer(c, err)
 		return
 	}
 	expires := h.now().Add(h.DownloadTTL)
@@ -205,17 +192,11 @@ func (h *Handler) updatePackshot(c *gin.Context) {
 		h.fail(c, http.StatusBadRequest, "Send Voting (APPROVED or REJECTED), status (ARCHIVE), or both.")
 		return
 	}
-	err := models.ReviewAccountPackshot(h.DB.WithContext(c.Request.Context()), key(c).AccountID, id, review, h.now().UTC())
-	switch {
-	case errors.Is(err, models.ErrNotFound):
-		h.fail(c, http.StatusNotFound, "Packshot not found.")
-	case errors.Is(err, models.ErrRecordFilePurged):
-		h.fail(c, http.StatusConflict, "The packshot's file was removed by the retention policy, so it cannot be approved.")
-	case err != nil:
-		h.internal(c, err)
-	default:
-		c.PureJSON(http.StatusOK, gin.H{"success": true})
+	if err := h.Engine.ReviewAccountPackshot(c.Request.Context(), key(c).AccountID, id, review, h.now().UTC()); err != nil {
+		h.answer(c, err)
+		return
 	}
+	c.PureJSON(http.StatusOK, gin.H{"success": true})
 }
 
 // Verdicts of POST /image-picker/review.
@@ -237,17 +218,11 @@ func (h *Handler) reviewImage(c *gin.Context) {
 		h.fail(c, http.StatusBadRequest, "verdict is required: accepted, rejected or pending (pending clears the verdict).")
 		return
 	}
-	err := models.ReviewAccountShoot(h.DB.WithContext(c.Request.Context()), key(c).AccountID, id, verdict, h.now().UTC())
-	switch {
-	case errors.Is(err, models.ErrNotFound):
-		h.fail(c, http.StatusNotFound, "Image not found.")
-	case errors.Is(err, models.ErrRecordNotDone):
-		h.fail(c, http.StatusConflict, "The image is not DONE; only a generated image can be reviewed.")
-	case err != nil:
-		h.internal(c, err)
-	default:
-		c.PureJSON(http.StatusOK, gin.H{"success": true})
+	if err := h.Engine.ReviewAccountShoot(c.Request.Context(), key(c).AccountID, id, verdict, h.now().UTC()); err != nil {
+		h.answer(c, err)
+		return
 	}
+	c.PureJSON(http.StatusOK, gin.H{"success": true})
 }
 
 // reviewBody reads a JSON object whose keys must all be allowed; it answers 400 for a body that

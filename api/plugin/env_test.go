@@ -165,7 +165,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 		SubProcessors:    cfg.subProcessors,
 	}
 	router := api.NewRouter(api.Deps{
-		DB: db, Blobs: blobs, Signer: signer, Log: zap.NewNop(),
+		Engine: h.Engine, Blobs: blobs, Signer: signer, Log: zap.NewNop(),
 		Ready: func(context.Context) error { return nil },
 	}, h)
 	e := &env{t: t, db: db, box: box, blobs: blobs, signer: signer, clock: clock, handler: h, router: router, prepared: &prepared}

@@ -218,8 +218,8 @@ func (a *App) Handler() http.Handler {
 		DownloadTTL: a.Config.DownloadURLTTL, UploadTTL: a.Config.UploadURLTTL, SubProcessors: a.subProcessors(),
 		Secrets: a.Box,
 	}
-	x := &external.Handler{DB: a.DB, Engine: a.Engine, Blobs: a.Blobs, Generator: a.Generator, Limiter: a.Limiter, Signer: a.Signer, Log: a.Log, DownloadTTL: a.Config.DownloadURLTTL}
-	return api.NewRouter(api.Deps{DB: a.DB, Blobs: a.Blobs, Signer: a.Signer, Log: a.Log, Ready: a.Ready, External: x,
+	x := &external.Handler{Engine: a.Engine, Blobs: a.Blobs, Generator: a.Generator, Limiter: a.Limiter, Signer: a.Signer, Log: a.Log, DownloadTTL: a.Config.DownloadURLTTL}
+	return api.NewRouter(api.Deps{Engine: a.Engine, Blobs: a.Blobs, Signer: a.Signer, Log: a.Log, Ready: a.Ready, External: x,
 		RequestTimeout: a.Config.RequestTimeout, UploadTimeout: a.Config.UploadTimeout, Metrics: a.Metrics}, p)
 }
 

@@ -15,6 +15,8 @@ const (
 	KindInvalid Kind = "invalid"
 	// KindNotFound: the record does not exist or belongs to another tenant (404).
 	KindNotFound Kind = "not_found"
+	// KindForbidden: the tenant sees the record but may not change it, such as a system preset (403).
+	KindForbidden Kind = "forbidden"
 	// KindConflict: the record's state does not allow it now (409).
 	KindConflict Kind = "conflict"
 	// KindInsufficientCredits: the balance does not cover it; nothing was created (402).

@@ -129,7 +129,7 @@ func newServer(t *testing.T, rateLimit int) *server {
 		DefaultRateLimit: rateLimit, DownloadTTL: 168 * time.Hour, UploadTTL: 2 * time.Hour, Secrets: box,
 	}
 	s := &server{db: db, signer: signer}
-	s.router = api.NewRouter(api.Deps{DB: db, Blobs: blobs, Signer: signer, Log: zap.NewNop(),
+	s.router = api.NewRouter(api.Deps{Engine: h.Engine, Blobs: blobs, Signer: signer, Log: zap.NewNop(),
 		Ready: func(context.Context) error { return s.ready }}, h)
 	if s.acc, err = models.CreateAccount(db, "Acme", 100); err != nil {
 		t.Fatal(err)
