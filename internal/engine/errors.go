@@ -13,6 +13,8 @@ type Kind string
 const (
 	// KindInvalid: the request is malformed or names something it may not (400).
 	KindInvalid Kind = "invalid"
+	// KindUnauthenticated: the caller's credentials are missing, unknown, expired or revoked (401).
+	KindUnauthenticated Kind = "unauthenticated"
 	// KindNotFound: the record does not exist or belongs to another tenant (404).
 	KindNotFound Kind = "not_found"
 	// KindConflict: the record's state does not allow it now (409).
