@@ -73,10 +73,10 @@ func newServer(t *testing.T) *server {
 	log := zap.New(core)
 	s := &server{t: t, db: db, blobs: blobs, signer: signer, logs: logs}
 	// No Temporal: these tests reach no use case that starts or updates a workflow.
-	eng := &engine.Engine{DB: db, Log: log}
+	eng := &engine.Engine{DB: db, Log: log,
+		Models: providers.MustNewRegistry(catalog, map[string]providers.Provider{"local": local.Provider{}})}
 	h := &plugin.Handler{
-		DB: db, Blobs: blobs, Signer: signer, Engine: eng,
-		Generator:        providers.MustNewRegistry(catalog, map[string]providers.Provider{"local": local.Provider{}}),
+		Blobs: blobs, Signer: signer, Engine: eng,
 		Limiter:          ratelimit.NewMemory(func() time.Time { return time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC) }),
 		Log:              log,
 		DocsURL:          docsURL,

@@ -72,9 +72,9 @@ func newEnv(t testing.TB, db *gorm.DB, rateLimit int) *env {
 	e.blobs = blobs
 	e.handler = &external.Handler{
 		Limiter: ratelimit.NewMemory(func() time.Time { return e.now }), Log: zap.NewNop(),
-		Engine:      &engine.Engine{DB: db, Log: zap.NewNop(), Temporal: e.temporal(), TaskQueue: "shotflow"},
+		Engine: &engine.Engine{DB: db, Log: zap.NewNop(), Temporal: e.temporal(), TaskQueue: "shotflow",
+			Models: providers.MustNewRegistry(catalog, map[string]providers.Provider{"local": local.Provider{}})},
 		Blobs:       blobs,
-		Generator:   providers.MustNewRegistry(catalog, map[string]providers.Provider{"local": local.Provider{}}),
 		Signer:      urlsign.New([]byte("0123456789abcdef0123456789abcdef"), "http://shotflow.test"),
 		DownloadTTL: 168 * time.Hour, RateLimit: rateLimit, Now: func() time.Time { return e.now },
 	}

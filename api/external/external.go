@@ -15,7 +15,6 @@ import (
 	"github.com/shotflow/shotflow/api/inputcheck"
 	"github.com/shotflow/shotflow/internal/blobstore"
 	"github.com/shotflow/shotflow/internal/engine"
-	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/ratelimit"
 	"github.com/shotflow/shotflow/internal/unavailable"
 	"github.com/shotflow/shotflow/internal/urlsign"
@@ -37,8 +36,7 @@ const DefaultRateLimit = 60
 
 // Handler serves the external API.
 type Handler struct {
-	Blobs       *blobstore.Store    // uploaded product photos and preset images
-	Generator   *providers.Registry // the configured generation models
+	Blobs       *blobstore.Store // uploaded product photos and preset images
 	Limiter     ratelimit.Limiter
 	Signer      *urlsign.Signer
 	Log         *zap.Logger

@@ -221,10 +221,11 @@ func (r *ref) id() *string {
 	return r.ID
 }
 
-// requester is who asks: the key's account through the external API, with the configured models.
+// requester is who asks: the key's account through the external API, at the catalog's default
+// aspect ratio.
 func (h *Handler) requester(c *gin.Context) engine.Requester {
 	return engine.Requester{AccountID: key(c).AccountID, API: models.APIExternal, CorrelationID: reqctx.CorrelationID(c),
-		AspectRatio: h.Generator.Catalog().DefaultAspectRatio(), Models: h.Generator}
+		AspectRatio: h.Engine.DefaultAspectRatio()}
 }
 
 // submit submits the planned order (engine.SubmitPlan) and answers the generation response, or

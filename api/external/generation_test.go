@@ -247,7 +247,7 @@ func TestGenerationRefusals(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.handler.Generator = providers.MustNewRegistry(catalog, map[string]providers.Provider{})
+		e.handler.Engine.Models = providers.MustNewRegistry(catalog, map[string]providers.Provider{})
 		code, out = e.post(idleKey, "/models/register-ideas", body)
 		if code != http.StatusUnprocessableEntity || out["errors"].(map[string]any)["modelNotResolved"] == nil {
 			t.Errorf("no model: %d %v, want 422 modelNotResolved", code, out)
@@ -402,7 +402,7 @@ func TestRegisterPhotoShootNeedsThePhotosOwnApprovedPackshot(t *testing.T) {
 
 		// 422 when no model generates photo shoots.
 		catalog, _ := models.LoadCatalog()
-		e.handler.Generator = providers.MustNewRegistry(catalog, map[string]providers.Provider{})
+		e.handler.Engine.Models = providers.MustNewRegistry(catalog, map[string]providers.Provider{})
 		if code, out := e.post(key, "/image-picker/register-ideas", body); code != http.StatusUnprocessableEntity {
 			t.Errorf("no model: %d %v", code, out)
 		}
@@ -514,7 +514,7 @@ func TestEveryGenerationRouteRefusesAlike(t *testing.T) {
 			}},
 			{"no model", http.StatusUnprocessableEntity, func(e *env, _ string) {
 				catalog, _ := models.LoadCatalog()
-				e.handler.Generator = providers.MustNewRegistry(catalog, map[string]providers.Provider{})
+				e.handler.Engine.Models = providers.MustNewRegistry(catalog, map[string]providers.Provider{})
 			}},
 		} {
 			e := newEnv(t, db, 1000)

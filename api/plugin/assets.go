@@ -10,16 +10,14 @@ import (
 	_ "image/jpeg" // reads dimensions of JPEG uploads
 	_ "image/png"  // reads dimensions of PNG uploads
 	"net/http"
-	"path"
 	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"go.uber.org/zap"
 	_ "golang.org/x/image/webp" // reads dimensions of WebP uploads
-	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/internal/blobstore"
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/urlsign"
 	"github.com/shotflow/shotflow/models"
 )
@@ -66,24 +64,18 @@ func (h *Handler) createUpload(c *gin.Context) {
 	if !h.bindJSON(c, &req) {
 		return
 	}
-	who := caller(c)
-	now := time.Now().UTC()
-	expires := now.Add(h.UploadTTL)
-	id := models.NewID()
-	asset := models.Asset{
-		ID: id, AccountID: who.Installation.AccountID, InstallationID: &who.Installation.ID,
-		Kind: models.AssetKindUpload, Status: models.AssetAwaitingUpload, Filename: path.Base(req.Filename),
-		ContentType: req.ContentType, SizeBytes: req.SizeBytes,
-		BlobKey:         fmt.Sprintf("uploads/%s/%s", who.Installation.AccountID, id),
-		UploadExpiresAt: &expires, CreatedAt: now, UpdatedAt: now,
-	}
-	if err := h.DB.WithContext(c.Request.Context()).Create(&asset).Error; err != nil {
-		h.internal(c, err)
+	inst := caller(c).Installation
+	expires := time.Now().UTC().Add(h.UploadTTL)
+	asset, err := h.Engine.DeclareUpload(c.Request.Context(), engine.UploadDeclaration{
+		AccountID: inst.AccountID, InstallationID: inst.ID, Filename: req.Filename,
+		ContentType: req.ContentType, SizeBytes: req.SizeBytes, ExpiresAt: expires})
+	if err != nil {
+		h.fail(c, err)
 		return
 	}
 	c.PureJSON(http.StatusCreated, UploadResponse{
-		AssetID:      id,
-		UploadURL:    h.Signer.URL(http.MethodPut, uploadPath(id), expires),
+		AssetID:      asset.ID,
+		UploadURL:    h.Signer.URL(http.MethodPut, uploadPath(asset.ID), expires),
 		Method:       http.MethodPut,
 		Headers:      map[string]string{"Content-Type": req.ContentType},
 		ExpiresAt:    expires.Truncate(time.Second),
@@ -105,15 +97,9 @@ func (h *Handler) receiveUpload(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	db := h.DB.WithContext(ctx)
-	var asset models.Asset
-	err = db.Take(&asset, "id = ? AND kind = ?", id, models.AssetKindUpload).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		h.Fail(c, http.StatusNotFound, CodeNotFound, "No such upload.")
-		return
-	}
+	asset, err := h.Engine.FindUpload(ctx, id)
 	if err != nil {
-		h.internal(c, err)
+		h.fail(c, err)
 		return
 	}
 	if ct := c.ContentType(); ct != asset.ContentType {
@@ -129,27 +115,15 @@ func (h *Handler) receiveUpload(c *gin.Context) {
 		return
 	}
 	// Claim the upload so two concurrent PUTs cannot both write it.
-	claim := db.Model(&models.Asset{}).
-		Where("id = ? AND status = ? AND upload_expires_at > ?", id, models.AssetAwaitingUpload, time.Now().UTC()).
-		Update("status", models.AssetUploading)
-	if claim.Error != nil {
-		h.internal(c, claim.Error)
-		return
-	}
-	if claim.RowsAffected == 0 {
-		h.Fail(c, http.StatusConflict, CodeUploadConflict, "This upload URL was already used or has expired.")
+	if err := h.Engine.ClaimUpload(ctx, id); err != nil {
+		h.fail(c, err)
 		return
 	}
 	// Cleanup runs also when the request ran out of time or its client left: an upload left
 	// claimed could never be sent again.
 	cleanup, cancelCleanup := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancelCleanup()
-	release := func() {
-		if err := h.DB.WithContext(cleanup).Model(&models.Asset{}).Where("id = ? AND status = ?", id, models.AssetUploading).
-			Update("status", models.AssetAwaitingUpload).Error; err != nil {
-			h.Log.Warn("release upload claim", zap.String("asset_id", id), zap.Error(err))
-		}
-	}
+	release := func() { h.Engine.ReleaseUpload(ctx, id) }
 
 	body := bufio.NewReaderSize(c.Request.Body, 64<<10)
 	head, _ := body.Peek(64 << 10)
@@ -179,19 +153,12 @@ func (h *Handler) receiveUpload(c *gin.Context) {
 		h.internal(c, err)
 		return
 	}
-	now := time.Now().UTC()
-	if err := db.Model(&asset).Updates(map[string]any{
-		"status": models.AssetProcessing, "sha256": sum, "width": width, "height": height, "updated_at": now,
-	}).Error; err != nil {
-		release()
-		h.internal(c, err)
-		return
-	}
 	// The bytes are stored: PrepareInputWorkflow checks and prepares them, then wakes the jobs
-	// waiting for them. Should this start fail, the worker's sweep starts it.
-	asset.Status = models.AssetProcessing
-	if err := h.Engine.StartPrepare(ctx, &asset); err != nil {
-		h.Log.Warn("input preparation not started; the sweep will start it", zap.String("asset_id", id), zap.Error(err))
+	// waiting for them.
+	if err := h.Engine.CompleteUpload(ctx, asset, engine.StoredUpload{SHA256: sum, Width: width, Height: height}); err != nil {
+		release()
+		h.fail(c, err)
+		return
 	}
 	c.PureJSON(http.StatusOK, AssetResponse{AssetID: id, Status: models.AssetProcessing, ContentType: asset.ContentType,
 		SizeBytes: n, Width: width, Height: height, SHA256: sum})

@@ -1,7 +1,6 @@
 package plugin
 
 import (
-	"errors"
 	"net/http"
 	"slices"
 	"time"
@@ -78,28 +77,12 @@ func (h *Handler) Authenticate(c *gin.Context) {
 		h.Fail(c, http.StatusUnauthorized, CodeUnauthorized, "The X-Api-Key header is missing.")
 		return
 	}
-	key, err := models.AuthenticateKey(h.DB.WithContext(c.Request.Context()), models.KeyKindPlugin, raw, time.Now())
-	if errors.Is(err, models.ErrInvalidKey) {
-		h.Fail(c, http.StatusUnauthorized, CodeUnauthorized, "The API key is invalid, expired or revoked.")
-		return
-	}
+	who, err := h.Engine.AuthenticatePluginKey(c.Request.Context(), raw, time.Now())
 	if err != nil {
-		h.internal(c, err)
+		h.fail(c, err)
 		return
 	}
-	if key.InstallationID == nil {
-		h.Fail(c, http.StatusUnauthorized, CodeUnauthorized, "The API key is not bound to an installation.")
-		return
-	}
-	inst, err := models.GetInstallation(h.DB.WithContext(c.Request.Context()), *key.InstallationID)
-	if errors.Is(err, models.ErrNotFound) || (err == nil && inst.Status != "active") {
-		h.Fail(c, http.StatusUnauthorized, CodeUnauthorized, "The installation of this key is not active.")
-		return
-	}
-	if err != nil {
-		h.internal(c, err)
-		return
-	}
+	key, inst := who.Key, who.Installation
 	c.Set(callerKey, &Caller{Key: key, Installation: inst, Permissions: Permissions(key.ScopeList())})
 	reqctx.SetTenant(c, reqctx.Tenant{AccountID: inst.AccountID, InstallationID: inst.ID})
 	h.rateLimit(c, key.ID, inst.RateLimitPerMin)

@@ -3,13 +3,13 @@ package plugin
 import (
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -69,19 +69,19 @@ func encodeCatalogCursor(kind string, createdAt time.Time, id string) *string {
 }
 
 // catalogPageParams reads limit and cursor of a catalog listing; on failure it answers 400.
-func (h *Handler) catalogPageParams(c *gin.Context, kind string) (int, *models.CatalogCursor, bool) {
-	limit := DefaultCatalogPageLimit
+func (h *Handler) catalogPageParams(c *gin.Context, kind string) (engine.CatalogPage, bool) {
+	page := engine.CatalogPage{Limit: DefaultCatalogPageLimit}
 	if raw, ok := c.GetQuery("limit"); ok {
 		n, err := strconv.Atoi(raw)
 		if err != nil || n < 1 || n > MaxCatalogPageLimit {
 			h.Fail(c, http.StatusBadRequest, CodeInvalidInput, "limit must be an integer from 1 to "+strconv.Itoa(MaxCatalogPageLimit)+".")
-			return 0, nil, false
+			return page, false
 		}
-		limit = n
+		page.Limit = n
 	}
 	raw := c.Query("cursor")
 	if raw == "" {
-		return limit, nil, true
+		return page, true
 	}
 	var tok catalogCursorToken
 	data, err := base64.RawURLEncoding.DecodeString(raw)
@@ -90,15 +90,16 @@ func (h *Handler) catalogPageParams(c *gin.Context, kind string) (int, *models.C
 	}
 	if err != nil || tok.Kind != kind || tok.ID == "" || tok.CreatedAt.IsZero() {
 		h.Fail(c, http.StatusBadRequest, CodeInvalidInput, "cursor is not a next_cursor of GET /"+kind+"; pass it back unchanged or omit it to start again.")
-		return 0, nil, false
+		return page, false
 	}
-	return limit, &models.CatalogCursor{CreatedAt: tok.CreatedAt, ID: tok.ID}, true
+	page.After = &models.CatalogCursor{CreatedAt: tok.CreatedAt, ID: tok.ID}
+	return page, true
 }
 
 // listProducts answers GET /products: the installation's products in ascending (created_at, id)
 // order, deleted ones only with include_deleted=true.
 func (h *Handler) listProducts(c *gin.Context) {
-	limit, cur, ok := h.catalogPageParams(c, "products")
+	params, ok := h.catalogPageParams(c, "products")
 	if !ok {
 		return
 	}
@@ -111,15 +112,14 @@ func (h *Handler) listProducts(c *gin.Context) {
 		}
 		includeDeleted = b
 	}
-	rows, err := models.ListProducts(h.DB.WithContext(c.Request.Context()), caller(c).Installation.ID, cur, limit+1, includeDeleted)
+	rows, more, err := h.Engine.ListProducts(c.Request.Context(), caller(c).Installation.ID, params, includeDeleted)
 	if err != nil {
-		h.internal(c, err)
+		h.fail(c, err)
 		return
 	}
-	page := ProductsPage{Products: make([]ProductItem, 0, min(len(rows), limit))}
-	if len(rows) > limit {
-		rows = rows[:limit]
-		last := rows[limit-1]
+	page := ProductsPage{Products: make([]ProductItem, 0, len(rows))}
+	if more {
+		last := rows[len(rows)-1]
 		page.NextCursor = encodeCatalogCursor("products", last.CreatedAt, last.ID)
 	}
 	for i := range rows {
@@ -130,41 +130,19 @@ func (h *Handler) listProducts(c *gin.Context) {
 
 // getProduct answers GET /products/{id_or_ref} for a live product.
 func (h *Handler) getProduct(c *gin.Context) {
-	db := h.DB.WithContext(c.Request.Context())
-	inst := caller(c).Installation
-	ref := c.Param("id_or_ref")
-	p, err := models.FindLiveProduct(db, inst.ID, ref)
-	if errors.Is(err, models.ErrNotFound) {
-		h.Fail(c, http.StatusNotFound, CodeNotFound, "No product "+strconv.Quote(ref)+" in this installation's catalog.")
-		return
-	}
+	p, err := h.Engine.FindProduct(c.Request.Context(), caller(c).Installation.ID, c.Param("id_or_ref"), MaxEmbeddedCatalogItems)
 	if err != nil {
-		h.internal(c, err)
+		h.fail(c, err)
 		return
 	}
-	images, err := models.ProductImages(db, inst.ID, p.ID, MaxEmbeddedCatalogItems+1)
-	if err != nil {
-		h.internal(c, err)
-		return
+	out := ProductDetail{ProductItem: productItem(p.Product),
+		Images: make([]ImageItem, 0, len(p.Images)), ImagesTruncated: p.ImagesTruncated,
+		Packshots: make([]PackshotItem, 0, len(p.Packshots)), PackshotsTruncated: p.PackshotsTruncated}
+	for i := range p.Images {
+		out.Images = append(out.Images, *h.imageItem(&p.Images[i]))
 	}
-	packshots, err := models.ProductPackshots(db, inst.ID, p.ID, MaxEmbeddedCatalogItems+1)
-	if err != nil {
-		h.internal(c, err)
-		return
-	}
-	out := ProductDetail{ProductItem: productItem(p),
-		Images: make([]ImageItem, 0, len(images)), Packshots: make([]PackshotItem, 0, len(packshots))}
-	if len(images) > MaxEmbeddedCatalogItems {
-		images, out.ImagesTruncated = images[:MaxEmbeddedCatalogItems], true
-	}
-	if len(packshots) > MaxEmbeddedCatalogItems {
-		packshots, out.PackshotsTruncated = packshots[:MaxEmbeddedCatalogItems], true
-	}
-	for i := range images {
-		out.Images = append(out.Images, *h.imageItem(&images[i]))
-	}
-	for i := range packshots {
-		out.Packshots = append(out.Packshots, *packshotItem(&packshots[i].Packshot, packshots[i].ProductRef))
+	for i := range p.Packshots {
+		out.Packshots = append(out.Packshots, *packshotItem(&p.Packshots[i]))
 	}
 	c.PureJSON(http.StatusOK, out)
 }
@@ -172,14 +150,8 @@ func (h *Handler) getProduct(c *gin.Context) {
 // deleteProduct answers DELETE /products/{id_or_ref}: a soft delete (204). The product's images
 // and packshots stay; its external_ref can be registered again as a new product.
 func (h *Handler) deleteProduct(c *gin.Context) {
-	ref := c.Param("id_or_ref")
-	_, err := models.DeleteProduct(h.DB.WithContext(c.Request.Context()), caller(c).Installation.ID, ref, time.Now())
-	if errors.Is(err, models.ErrNotFound) {
-		h.Fail(c, http.StatusNotFound, CodeNotFound, "No product "+strconv.Quote(ref)+" in this installation's catalog.")
-		return
-	}
-	if err != nil {
-		h.internal(c, err)
+	if err := h.Engine.DeleteProduct(c.Request.Context(), caller(c).Installation.ID, c.Param("id_or_ref")); err != nil {
+		h.fail(c, err)
 		return
 	}
 	c.Status(http.StatusNoContent)
@@ -188,23 +160,22 @@ func (h *Handler) deleteProduct(c *gin.Context) {
 // listPackshots answers GET /packshots: live packshots of live products in ascending
 // (created_at, id) order, narrowed to one product by product_ref.
 func (h *Handler) listPackshots(c *gin.Context) {
-	limit, cur, ok := h.catalogPageParams(c, "packshots")
+	params, ok := h.catalogPageParams(c, "packshots")
 	if !ok {
 		return
 	}
-	rows, err := models.ListPackshots(h.DB.WithContext(c.Request.Context()), caller(c).Installation.ID, c.Query("product_ref"), cur, limit+1)
+	rows, more, err := h.Engine.ListPackshots(c.Request.Context(), caller(c).Installation.ID, c.Query("product_ref"), params)
 	if err != nil {
-		h.internal(c, err)
+		h.fail(c, err)
 		return
 	}
-	page := PackshotsPage{Packshots: make([]PackshotItem, 0, min(len(rows), limit))}
-	if len(rows) > limit {
-		rows = rows[:limit]
-		last := rows[limit-1]
+	page := PackshotsPage{Packshots: make([]PackshotItem, 0, len(rows))}
+	if more {
+		last := rows[len(rows)-1]
 		page.NextCursor = encodeCatalogCursor("packshots", last.CreatedAt, last.ID)
 	}
 	for i := range rows {
-		page.Packshots = append(page.Packshots, *packshotItem(&rows[i].Packshot, rows[i].ProductRef))
+		page.Packshots = append(page.Packshots, *packshotItem(&rows[i]))
 	}
 	c.PureJSON(http.StatusOK, page)
 }
@@ -212,14 +183,8 @@ func (h *Handler) listPackshots(c *gin.Context) {
 // deletePackshot answers DELETE /packshots/{id_or_ref}: the catalog entry is removed (204), the
 // file stays, and photo sessions never use the packshot again.
 func (h *Handler) deletePackshot(c *gin.Context) {
-	ref := c.Param("id_or_ref")
-	_, err := models.DeletePackshot(h.DB.WithContext(c.Request.Context()), caller(c).Installation.ID, ref, time.Now())
-	if errors.Is(err, models.ErrNotFound) {
-		h.Fail(c, http.StatusNotFound, CodeNotFound, "No packshot "+strconv.Quote(ref)+" in this installation's catalog.")
-		return
-	}
-	if err != nil {
-		h.internal(c, err)
+	if err := h.Engine.DeletePackshot(c.Request.Context(), caller(c).Installation.ID, c.Param("id_or_ref")); err != nil {
+		h.fail(c, err)
 		return
 	}
 	c.Status(http.StatusNoContent)

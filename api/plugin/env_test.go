@@ -148,14 +148,13 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	var prepared []string
 	signer := urlsign.New([]byte("0123456789abcdef0123456789abcdef"), publicBaseURL)
 	h := &plugin.Handler{
-		DB: db,
 		// The Temporal client only accepts the start of an upload's preparation: a test that got
 		// past an order's reservation would panic (a 500), so reaching Start is a visible
 		// failure; ErrInsufficientCredits returns before it.
-		Engine:           &engine.Engine{DB: db, Log: zap.NewNop(), Temporal: preparations(&prepared)},
+		Engine: &engine.Engine{DB: db, Log: zap.NewNop(), Temporal: preparations(&prepared),
+			Models: providers.MustNewRegistry(catalog, cfg.providers)},
 		Blobs:            blobs,
 		Signer:           signer,
-		Generator:        providers.MustNewRegistry(catalog, cfg.providers),
 		Limiter:          ratelimit.NewMemory(clock.Now),
 		Log:              zap.NewNop(),
 		DocsURL:          docsURL,

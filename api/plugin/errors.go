@@ -129,6 +129,7 @@ var engineCodes = map[string]struct {
 	details func(e *engine.Error) any
 }{
 	string(engine.KindInvalid):             {http.StatusBadRequest, CodeInvalidInput, nil},
+	string(engine.KindUnauthenticated):     {http.StatusUnauthorized, CodeUnauthorized, nil},
 	string(engine.KindNotFound):            {http.StatusNotFound, CodeNotFound, nil},
 	string(engine.KindInsufficientCredits): {http.StatusPaymentRequired, CodeInsufficientCredits, creditsRequired},
 	string(engine.KindPrerequisite):        {http.StatusUnprocessableEntity, CodePackshotNotApproved, nil},
@@ -138,6 +139,7 @@ var engineCodes = map[string]struct {
 	engine.ReasonJobNotCompleted:           {http.StatusConflict, CodeJobNotCompleted, nil},
 	engine.ReasonOutputsPurged:             {http.StatusGone, CodeOutputsPurged, nil},
 	engine.ReasonPackshotNotApproved:       {http.StatusUnprocessableEntity, CodePackshotNotApproved, productRefs},
+	engine.ReasonUploadNotAccepted:         {http.StatusConflict, CodeUploadConflict, nil},
 }
 
 // creditsRequired is the details of insufficient_credits: {"credits_required": n}, when the engine

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"gorm.io/gorm"
 
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -35,47 +35,6 @@ type JobsPage struct {
 	NextCursor *string       `json:"next_cursor"`
 }
 
-// JobCursor is a position in the (created_at DESC, id DESC) order of GET /jobs: the last job of a
-// page. The next page starts right after it.
-type JobCursor struct {
-	CreatedAt time.Time
-	ID        string
-}
-
-// JobFilter selects a page of an installation's jobs.
-type JobFilter struct {
-	Status        string     // "": any
-	CreatedAfter  *time.Time // inclusive
-	CreatedBefore *time.Time // exclusive
-	After         *JobCursor // start after this job
-	Limit         int
-}
-
-// QueryJobs returns up to f.Limit jobs of the installation matching f, newest first by
-// (created_at, id). The order is total and the cursor is a position in it (keyset pagination), so
-// a client paging through never sees a job twice or misses one, however many jobs are created
-// meanwhile: new jobs sort before every cursor handed out earlier. The query walks the index
-// jobs_installation_created (installation_id, created_at, id).
-func QueryJobs(db *gorm.DB, installationID string, f JobFilter) ([]models.Job, error) {
-	q := db.Where("installation_id = ?", installationID)
-	if f.Status != "" {
-		q = q.Where("status = ?", f.Status)
-	}
-	if f.CreatedAfter != nil {
-		q = q.Where("created_at >= ?", f.CreatedAfter.UTC())
-	}
-	if f.CreatedBefore != nil {
-		q = q.Where("created_at < ?", f.CreatedBefore.UTC())
-	}
-	if f.After != nil {
-		at := f.After.CreatedAt.UTC()
-		q = q.Where("(created_at < ? OR (created_at = ? AND id < ?))", at, at, f.After.ID)
-	}
-	var jobs []models.Job
-	err := q.Order("created_at DESC, id DESC").Limit(f.Limit).Find(&jobs).Error
-	return jobs, err
-}
-
 // listJobs answers GET /jobs.
 func (h *Handler) listJobs(c *gin.Context) {
 	inst := caller(c).Installation
@@ -83,43 +42,30 @@ func (h *Handler) listJobs(c *gin.Context) {
 	if !ok {
 		return
 	}
-	limit := f.Limit
-	f.Limit++ // one more tells whether there is a next page
-	db := h.DB.WithContext(c.Request.Context())
-	jobs, err := QueryJobs(db, inst.ID, f)
+	jobs, err := h.Engine.ListJobs(c.Request.Context(), inst.ID, f)
 	if err != nil {
-		h.internal(c, err)
+		h.fail(c, err)
 		return
 	}
-	page := JobsPage{Jobs: make([]JobResponse, 0, min(len(jobs), limit))}
-	if len(jobs) > limit {
-		jobs = jobs[:limit]
-		last := jobs[limit-1]
-		next := h.encodeJobCursor(inst.ID, JobCursor{CreatedAt: last.CreatedAt, ID: last.ID})
+	page := JobsPage{Jobs: make([]JobResponse, 0, len(jobs.Jobs))}
+	if jobs.More {
+		last := jobs.Jobs[len(jobs.Jobs)-1]
+		next := h.encodeJobCursor(inst.ID, engine.JobCursor{CreatedAt: last.CreatedAt, ID: last.ID})
 		page.NextCursor = &next
 	}
-	ids := make([]string, len(jobs))
-	for i := range jobs {
-		ids[i] = jobs[i].ID
-	}
-	outs, err := models.JobOutputs(db, ids...)
-	if err != nil {
-		h.internal(c, err)
-		return
-	}
-	for i := range jobs {
-		page.Jobs = append(page.Jobs, h.jobResponse(&jobs[i], outs[jobs[i].ID]))
+	for i := range jobs.Jobs {
+		page.Jobs = append(page.Jobs, h.jobResponse(&jobs.Jobs[i], jobs.Outputs[jobs.Jobs[i].ID]))
 	}
 	c.PureJSON(http.StatusOK, page)
 }
 
 // jobFilter reads the query parameters of GET /jobs; on a bad one it answers 400 naming it.
-func (h *Handler) jobFilter(c *gin.Context, installationID string) (JobFilter, bool) {
-	f := JobFilter{Limit: DefaultJobsLimit}
+func (h *Handler) jobFilter(c *gin.Context, installationID string) (engine.JobFilter, bool) {
+	f := engine.JobFilter{Limit: DefaultJobsLimit}
 	query := c.Request.URL.Query()
-	bad := func(msg string) (JobFilter, bool) {
+	bad := func(msg string) (engine.JobFilter, bool) {
 		h.Fail(c, http.StatusBadRequest, CodeInvalidInput, msg)
-		return JobFilter{}, false
+		return engine.JobFilter{}, false
 	}
 	for _, name := range []string{"status", "created_after", "created_before", "limit", "cursor"} {
 		if len(query[name]) > 1 {
@@ -186,33 +132,33 @@ type jobCursorToken struct {
 // encodeJobCursor makes the opaque next_cursor: base64url of the last job's (created_at, id),
 // signed for the installation so that a cursor that was altered, or made for another
 // installation, is refused.
-func (h *Handler) encodeJobCursor(installationID string, cur JobCursor) string {
+func (h *Handler) encodeJobCursor(installationID string, cur engine.JobCursor) string {
 	at := cur.CreatedAt.UTC().Format(time.RFC3339Nano)
 	data, _ := json.Marshal(jobCursorToken{CreatedAt: at, ID: cur.ID, MAC: h.jobCursorMAC(installationID, at, cur.ID)})
 	return base64.RawURLEncoding.EncodeToString(data)
 }
 
 // decodeJobCursor checks and reads a cursor made by encodeJobCursor for the installation.
-func (h *Handler) decodeJobCursor(installationID, raw string) (JobCursor, bool) {
+func (h *Handler) decodeJobCursor(installationID, raw string) (engine.JobCursor, bool) {
 	if raw == "" || len(raw) > maxCursorLength {
-		return JobCursor{}, false
+		return engine.JobCursor{}, false
 	}
 	data, err := base64.RawURLEncoding.DecodeString(raw)
 	if err != nil {
-		return JobCursor{}, false
+		return engine.JobCursor{}, false
 	}
 	var tok jobCursorToken
 	if err := json.Unmarshal(data, &tok); err != nil || tok.MAC == "" {
-		return JobCursor{}, false
+		return engine.JobCursor{}, false
 	}
 	if !hmac.Equal([]byte(tok.MAC), []byte(h.jobCursorMAC(installationID, tok.CreatedAt, tok.ID))) {
-		return JobCursor{}, false
+		return engine.JobCursor{}, false
 	}
 	at, err := time.Parse(time.RFC3339Nano, tok.CreatedAt)
 	if err != nil || !models.IsUUID(tok.ID) {
-		return JobCursor{}, false
+		return engine.JobCursor{}, false
 	}
-	return JobCursor{CreatedAt: at.UTC(), ID: tok.ID}, true
+	return engine.JobCursor{CreatedAt: at.UTC(), ID: tok.ID}, true
 }
 
 // jobCursorMAC authenticates a cursor position with the service's URL-signing key (HMAC-SHA256).

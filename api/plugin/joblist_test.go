@@ -16,8 +16,6 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/api/plugin"
-	"github.com/shotflow/shotflow/internal/secrets"
-	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -444,52 +442,4 @@ func TestJobRoutesPermissions(t *testing.T) {
 			assert.Contains(t, []int{http.StatusOK, http.StatusNoContent, http.StatusGone}, rec.Code, "%s %s with %s: %s", r.method, r.path, scope, rec.Body.String())
 		}
 	}
-}
-
-// QueryJobs on both databases: inclusive and exclusive bounds at microsecond precision (what
-// PostgreSQL keeps), ties broken by ID, and a cursor that resumes exactly after its job.
-func TestQueryJobsOnBothDatabases(t *testing.T) {
-	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
-		acc, err := models.CreateAccount(db, "acme", 0)
-		require.NoError(t, err)
-		box, err := secrets.NewBox(make([]byte, 32))
-		require.NoError(t, err)
-		created, err := models.CreateInstallation(db, box, models.NewInstallation{AccountID: acc.ID, Name: "shop"}, "whsec")
-		require.NoError(t, err)
-		inst := &created.Installation
-		other, err := models.CreateInstallation(db, box, models.NewInstallation{AccountID: acc.ID, Name: "other"}, "whsec")
-		require.NoError(t, err)
-		s := seedJobsOf(t, db, inst)
-		base := time.Date(2026, 5, 1, 9, 0, 0, 123456000, time.UTC)
-		var jobs []models.Job
-		for i := range 10 {
-			jobs = append(jobs, s.add(base.Add(time.Duration(i/3)*time.Microsecond), models.JobPending))
-		}
-		seedJobsOf(t, db, &other.Installation).add(base, models.JobPending)
-
-		ids := func(js []models.Job) []string {
-			out := make([]string, len(js))
-			for i, j := range js {
-				out[i] = j.ID
-			}
-			return out
-		}
-		all, err := plugin.QueryJobs(db, inst.ID, plugin.JobFilter{Limit: 100})
-		require.NoError(t, err)
-		require.Equal(t, newestFirst(jobs...), ids(all))
-
-		after, before := base.Add(time.Microsecond), base.Add(3*time.Microsecond)
-		got, err := plugin.QueryJobs(db, inst.ID, plugin.JobFilter{CreatedAfter: &after, CreatedBefore: &before, Limit: 100})
-		require.NoError(t, err)
-		assert.Equal(t, newestFirst(jobs[3:9]...), ids(got), "created_after inclusive, created_before exclusive")
-
-		// Resume after every position in turn: the rest of the list follows, nothing else.
-		want := newestFirst(jobs...)
-		for i, j := range all {
-			cur := &plugin.JobCursor{CreatedAt: j.CreatedAt, ID: j.ID}
-			rest, err := plugin.QueryJobs(db, inst.ID, plugin.JobFilter{After: cur, Limit: 100})
-			require.NoError(t, err)
-			assert.Equal(t, want[i+1:], append([]string{}, ids(rest)...), "after position %d", i)
-		}
-	})
 }

@@ -4,8 +4,6 @@ import (
 	"net/http"
 
 	"github.com/gin-gonic/gin"
-
-	"github.com/shotflow/shotflow/models"
 )
 
 // SubProcessor is a third party that processes the merchant's data on the service's behalf.
@@ -41,9 +39,9 @@ type RequestLimit struct {
 
 func (h *Handler) me(c *gin.Context) {
 	who := caller(c)
-	acc, err := models.GetAccount(h.DB.WithContext(c.Request.Context()), who.Installation.AccountID)
+	acc, err := h.Engine.Account(c.Request.Context(), who.Installation.AccountID)
 	if err != nil {
-		h.internal(c, err)
+		h.fail(c, err)
 		return
 	}
 	limit := who.Installation.RateLimitPerMin
@@ -63,10 +61,7 @@ func (h *Handler) me(c *gin.Context) {
 }
 
 func (h *Handler) aiModels(c *gin.Context) {
-	items := h.Generator.ModelsFor(JobTypes...)
-	if items == nil {
-		items = []models.AIModel{}
-	}
+	items := h.Engine.AIModels(JobTypes...)
 	c.Header("Cache-Control", "private, max-age=300")
 	c.Header("Vary", "X-Api-Key")
 	c.PureJSON(http.StatusOK, gin.H{"ai_models": items})
@@ -74,5 +69,5 @@ func (h *Handler) aiModels(c *gin.Context) {
 
 func (h *Handler) aspectRatios(c *gin.Context) {
 	c.Header("Cache-Control", "public, max-age=3600")
-	c.PureJSON(http.StatusOK, gin.H{"aspect_ratios": h.Generator.Catalog().AspectRatios})
+	c.PureJSON(http.StatusOK, gin.H{"aspect_ratios": h.Engine.AspectRatios()})
 }

@@ -1,13 +1,10 @@
 package plugin
 
 import (
-	"errors"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/models"
@@ -57,16 +54,8 @@ type BulkResult struct {
 	Error    *ErrorDetail  `json:"error,omitempty"`
 }
 
-// itemError is a per-item failure of a bulk call.
-type itemError struct {
-	status  int
-	code    string
-	message string
-}
-
-func (e *itemError) Error() string { return e.message }
-
-// registerPackshots registers ready packshots; each is approved (voting accepted) at once.
+// registerPackshots registers ready packshots (engine.RegisterPackshot), each on its own; each is
+// approved (voting accepted) at once.
 func (h *Handler) registerPackshots(c *gin.Context) {
 	var req PackshotsRequest
 	if !h.bindJSON(c, &req) {
@@ -75,116 +64,53 @@ func (h *Handler) registerPackshots(c *gin.Context) {
 	who := caller(c)
 	results := make([]BulkResult, 0, len(req.Packshots))
 	for i, item := range req.Packshots {
-		var res BulkResult
-		err := h.DB.WithContext(c.Request.Context()).Transaction(func(tx *gorm.DB) error {
-			p, existing, product, err := registerPackshot(tx, who.Installation, item)
-			if err != nil {
-				return err
+		p, existing, err := h.Engine.RegisterPackshot(c.Request.Context(), who.Installation, engine.PackshotRegistration{
+			AssetID: item.AssetID, ProductRef: item.ProductRef, ExternalRef: item.ExternalRef,
+			SourceImageRef: item.SourceImageRef, Product: productMetadata(item.ProductMetadata)})
+		res := BulkResult{Index: i}
+		if err != nil {
+			if res.Error = h.itemError(c, err); res.Error == nil {
+				return
 			}
-			res = BulkResult{Index: i, Status: "created", Packshot: packshotItem(p, product.ExternalRef)}
-			if existing {
-				res.Status = "existing"
-			}
-			return nil
-		})
-		var ie *itemError
-		switch {
-		case errors.As(err, &ie):
-			env := h.Envelope(ie.status, ie.code, ie.message, nil)
-			res = BulkResult{Index: i, Status: "error", Error: &env.Error}
-		case err != nil:
-			h.internal(c, err)
-			return
+			res.Status = "error"
+		} else {
+			res.Status, res.Packshot = bulkStatus(existing), packshotItem(p)
 		}
 		results = append(results, res)
 	}
 	c.PureJSON(http.StatusOK, gin.H{"results": results})
 }
 
-func registerPackshot(tx *gorm.DB, inst *models.Installation, item PackshotRegistration) (*models.Packshot, bool, *models.Product, error) {
-	if item.ExternalRef != "" {
-		var existing models.Packshot
-		err := tx.Where("installation_id = ? AND external_ref = ? AND deleted_at IS NULL", inst.ID, item.ExternalRef).Take(&existing).Error
-		if err == nil {
-			var product models.Product
-			if err := tx.Take(&product, "id = ?", existing.ProductID).Error; err != nil {
-				return nil, false, nil, err
-			}
-			return &existing, true, &product, nil
-		}
-		if !errors.Is(err, gorm.ErrRecordNotFound) {
-			return nil, false, nil, err
-		}
+// itemError is the envelope of a bulk item's refusal (not found, invalid). Any other error aborts
+// the whole call: it answers as internal does and returns nil.
+func (h *Handler) itemError(c *gin.Context, err error) *ErrorDetail {
+	if e, ok := engine.As(err); !ok || (e.Kind != engine.KindNotFound && e.Kind != engine.KindInvalid) {
+		h.internal(c, err)
+		return nil
 	}
-	var asset models.Asset
-	err := tx.Where("id = ? AND installation_id = ?", item.AssetID, inst.ID).Take(&asset).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, false, nil, &itemError{http.StatusNotFound, CodeNotFound, "asset_id " + item.AssetID + " does not exist."}
-	}
-	if err != nil {
-		return nil, false, nil, err
-	}
-	if asset.Kind != models.AssetKindUpload && asset.Kind != models.AssetKindOutput {
-		return nil, false, nil, &itemError{http.StatusBadRequest, CodeInvalidInput, "asset_id is not an image."}
-	}
-	switch asset.Status {
-	case models.AssetReady, models.AssetProcessing: // a job waits for a packshot still being prepared
-	case models.AssetInvalid:
-		return nil, false, nil, &itemError{http.StatusBadRequest, CodeInvalidInput, "asset_id " + item.AssetID + " cannot be used: " + asset.Problem + "."}
-	default:
-		return nil, false, nil, &itemError{http.StatusBadRequest, CodeInvalidInput, "asset_id " + item.AssetID + " has not been uploaded yet; PUT the bytes to its upload_url first."}
-	}
-	product, err := findOrCreateProduct(tx, inst, item.ProductRef, item.ProductMetadata)
-	if err != nil {
-		return nil, false, nil, err
-	}
-	now := time.Now().UTC()
-	p := models.Packshot{
-		ID: models.NewID(), AccountID: inst.AccountID, InstallationID: &inst.ID, ProductID: product.ID,
-		AssetID: asset.ID, ExternalRef: item.ExternalRef, SourceImageRef: item.SourceImageRef,
-		Voting: models.VotingAccepted, VotingAt: &now, CreatedAt: now,
-	}
-	if item.SourceImageRef != "" {
-		img, err := models.LiveImageByRef(tx, inst.ID, item.SourceImageRef)
-		if err != nil && !errors.Is(err, models.ErrNotFound) {
-			return nil, false, nil, err
-		}
-		if img != nil {
-			p.SourceImageID = &img.ID
-		}
-	}
-	if err := tx.Create(&p).Error; err != nil {
-		return nil, false, nil, err
-	}
-	return &p, false, product, nil
+	f := engineFailure(c, err)
+	env := h.Envelope(f.status, f.code, f.message, f.details)
+	return &env.Error
 }
 
-// findOrCreateProduct returns the live product with the reference, creating it when metadata names
-// it. Concurrent requests for the same new reference get the one product (see
-// models.FindOrCreateProduct).
-func findOrCreateProduct(tx *gorm.DB, inst *models.Installation, ref string, meta *ProductMetadata) (*models.Product, error) {
-	if meta == nil || strings.TrimSpace(meta.DisplayName) == "" {
-		product, err := models.LiveProductByRef(tx, inst.ID, ref)
-		if errors.Is(err, models.ErrNotFound) {
-			return nil, &itemError{http.StatusNotFound, CodeNotFound, "product_ref " + ref + " does not exist; give product_metadata.display_name to create it."}
-		}
-		return product, err
+// bulkStatus is the status of a bulk item that was registered: created, or existing when it was
+// already.
+func bulkStatus(existing bool) string {
+	if existing {
+		return "existing"
 	}
-	now := time.Now().UTC()
-	product, _, err := models.FindOrCreateProduct(tx, &models.Product{ID: models.NewID(), AccountID: inst.AccountID,
-		InstallationID: &inst.ID, ExternalRef: ref, DisplayName: strings.TrimSpace(meta.DisplayName), SKU: meta.SKU,
-		CreatedAt: now, UpdatedAt: now})
-	return product, err
+	return "created"
 }
 
-func packshotItem(p *models.Packshot, productRef string) *PackshotItem {
-	return &PackshotItem{ID: p.ID, AssetID: p.AssetID, ProductID: p.ProductID, ProductRef: productRef,
+// productMetadata is the engine's product metadata of a request's, nil when it has none.
+func productMetadata(m *ProductMetadata) *engine.ProductMetadata {
+	if m == nil {
+		return nil
+	}
+	return &engine.ProductMetadata{DisplayName: m.DisplayName, SKU: m.SKU}
+}
+
+func packshotItem(p *models.PackshotRow) *PackshotItem {
+	return &PackshotItem{ID: p.ID, AssetID: p.AssetID, ProductID: p.ProductID, ProductRef: p.ProductRef,
 		ExternalRef: p.ExternalRef, SourceImageRef: p.SourceImageRef, Voting: p.Voting, VotingAt: p.VotingAt, CreatedAt: p.CreatedAt}
-}
-
-// resolvePackshot finds the subject's product and the approved packshot its jobs start from
-// (engine.ResolvePackshot): the given packshot_asset_id when it is an approved packshot of that
-// product, else the latest approved one. A nil packshot means there is none.
-func resolvePackshot(db *gorm.DB, inst *models.Installation, s Subject) (*models.Product, *models.Packshot, error) {
-	return engine.ResolvePackshot(db, inst.ID, s.ProductRef, s.PackshotAssetID)
 }

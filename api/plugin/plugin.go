@@ -7,12 +7,10 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"go.uber.org/zap"
-	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/api/inputcheck"
 	"github.com/shotflow/shotflow/internal/blobstore"
 	"github.com/shotflow/shotflow/internal/engine"
-	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/ratelimit"
 	"github.com/shotflow/shotflow/internal/urlsign"
 	"github.com/shotflow/shotflow/models"
@@ -20,12 +18,10 @@ import (
 
 // Handler serves the plugin API.
 type Handler struct {
-	DB *gorm.DB
-	// Engine runs the use cases both APIs share; one per process.
+	// Engine runs the use cases both APIs share, and holds the model catalog; one per process.
 	Engine           *engine.Engine
 	Blobs            *blobstore.Store
 	Signer           *urlsign.Signer
-	Generator        *providers.Registry
 	Limiter          ratelimit.Limiter
 	Log              *zap.Logger
 	DocsURL          string

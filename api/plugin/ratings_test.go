@@ -15,6 +15,7 @@ import (
 
 	"github.com/shotflow/shotflow/api/files"
 	"github.com/shotflow/shotflow/api/plugin"
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/retention"
 	"github.com/shotflow/shotflow/models"
 )
@@ -238,11 +239,11 @@ func (e *env) candidateOf(j models.Job) models.Packshot {
 	return ps
 }
 
-// resolved is the packshot a photo session of the product starts from (nil: none), with
-// packshot_asset_id given when assetID is not empty.
+// resolved is the packshot a photo session of the product starts from (engine.ResolvePackshot;
+// nil: none), with packshot_asset_id given when assetID is not empty.
 func (e *env) resolved(ref, assetID string) *models.Packshot {
 	e.t.Helper()
-	_, ps, err := plugin.ResolvePackshot(e.db, e.inst, plugin.Subject{ProductRef: ref, PackshotAssetID: assetID})
+	_, ps, err := engine.ResolvePackshot(e.db, e.inst.ID, ref, assetID)
 	require.NoError(e.t, err)
 	return ps
 }

@@ -91,9 +91,9 @@ func (h *Handler) listSceneries(c *gin.Context) { h.listReference(c, models.Kind
 // listReference answers GET /models or /sceneries: the account's own usable items, then the
 // marketplace's.
 func (h *Handler) listReference(c *gin.Context, kind models.ReferenceKind, field string) {
-	items, err := models.ListUsableReferenceItems(h.DB.WithContext(c.Request.Context()), kind, caller(c).Installation.AccountID)
+	items, err := h.Engine.UsableReferenceItems(c.Request.Context(), caller(c).Installation.AccountID, kind)
 	if err != nil {
-		h.internal(c, err)
+		h.fail(c, err)
 		return
 	}
 	expires := h.downloadExpiry()
@@ -112,9 +112,9 @@ func (h *Handler) listReference(c *gin.Context, kind models.ReferenceKind, field
 
 // listPresets answers GET /presets: the published system presets, then the account's own.
 func (h *Handler) listPresets(c *gin.Context) {
-	presets, images, err := models.ListVisiblePresets(h.DB.WithContext(c.Request.Context()), caller(c).Installation.AccountID, 0)
+	presets, images, err := h.Engine.VisiblePresets(c.Request.Context(), caller(c).Installation.AccountID)
 	if err != nil {
-		h.internal(c, err)
+		h.fail(c, err)
 		return
 	}
 	expires := h.downloadExpiry()
@@ -152,7 +152,7 @@ func (h *Handler) listPresets(c *gin.Context) {
 // base_credit_cost.
 func (h *Handler) pricing(c *gin.Context) {
 	c.Header("Cache-Control", cachePricing)
-	c.PureJSON(http.StatusOK, PricingResponse{Prices: h.Generator.Catalog().Prices(h.Generator.ModelsFor(JobTypes...))})
+	c.PureJSON(http.StatusOK, PricingResponse{Prices: h.Engine.Prices(JobTypes...)})
 }
 
 func nonNilStrings(s []string) []string {

@@ -176,11 +176,11 @@ func (h *Handler) sessionRequest(c *gin.Context, inst *models.Installation, req 
 }
 
 // pluginSession completes a session request with what the plugin API sets on every session: the
-// caller's account and installation, the request's correlation ID, its job types and its models.
+// caller's account and installation, the request's correlation ID and its job types.
 func (h *Handler) pluginSession(c *gin.Context, inst *models.Installation, req engine.SessionRequest) engine.SessionRequest {
 	req.AccountID, req.InstallationID, req.API = inst.AccountID, inst.ID, models.APIPlugin
 	req.CorrelationID = reqctx.CorrelationID(c)
-	req.JobTypes, req.Models = JobTypes, h.Generator
+	req.JobTypes = JobTypes
 	return req
 }
 

@@ -5,9 +5,6 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-
-	"github.com/shotflow/shotflow/internal/webhooks"
-	"github.com/shotflow/shotflow/models"
 )
 
 // ReplayResponse answers POST /webhooks/{delivery_id}/replay.
@@ -35,20 +32,17 @@ func (h *Handler) replayWebhook(c *gin.Context) {
 	c.PureJSON(http.StatusAccepted, ReplayResponse{DeliveryID: d.ID, Status: "queued"})
 }
 
-// rotateHMAC replaces the installation's webhook signing secret. The previous secret keeps
-// signing, next to the new one, for models.PreviousSecretGrace.
+// rotateHMAC replaces the caller's installation's webhook signing secret
+// (engine.RotateWebhookSecret). The previous secret keeps signing, next to the new one, for
+// models.PreviousSecretGrace.
 func (h *Handler) rotateHMAC(c *gin.Context) {
 	inst := caller(c).Installation
-	if c.Param("id") != inst.ID {
-		h.Fail(c, http.StatusNotFound, CodeNotFound, "No installation with this ID.")
-		return
-	}
-	secret := webhooks.NewSecret()
-	until, err := models.RotateWebhookSecret(h.DB.WithContext(c.Request.Context()), h.Secrets, inst.ID, secret, time.Now())
+	rotated, err := h.Engine.RotateWebhookSecret(c.Request.Context(), h.Secrets, inst.ID, c.Param("id"))
 	if err != nil {
-		h.internal(c, err)
+		h.fail(c, err)
 		return
 	}
 	c.Header("Cache-Control", "no-store")
-	c.PureJSON(http.StatusOK, RotateResponse{InstallationID: inst.ID, WebhookSecret: secret, PreviousSecretValidUntil: until})
+	c.PureJSON(http.StatusOK, RotateResponse{InstallationID: inst.ID, WebhookSecret: rotated.Secret,
+		PreviousSecretValidUntil: rotated.PreviousSecretValidUntil})
 }

@@ -134,7 +134,7 @@ func Open(ctx context.Context, cfg config.Config, log *zap.Logger) (*App, error)
 	}
 	a.closers = append(a.closers, func() error { a.Temporal.Close(); return nil })
 	a.Engine = &engine.Engine{
-		DB: db, Temporal: a.Temporal, TaskQueue: cfg.TemporalTaskQueue, Log: log,
+		DB: db, Temporal: a.Temporal, TaskQueue: cfg.TemporalTaskQueue, Log: log, Models: a.Generator,
 		JobStartDeadline: cfg.JobStartDeadline, MaxConcurrentJobs: cfg.OrderMaxConcurrentJobs,
 		JobOptions: workflows.JobOptions{InputWait: cfg.InputWaitTimeout}, Metrics: a.Metrics,
 	}
@@ -213,12 +213,12 @@ func (a *App) Close() {
 // Handler returns the HTTP handler of the API.
 func (a *App) Handler() http.Handler {
 	p := &plugin.Handler{
-		DB: a.DB, Engine: a.Engine, Blobs: a.Blobs, Signer: a.Signer, Generator: a.Generator, Limiter: a.Limiter,
+		Engine: a.Engine, Blobs: a.Blobs, Signer: a.Signer, Limiter: a.Limiter,
 		Log: a.Log, DocsURL: a.Config.EffectiveDocsURL(), DefaultRateLimit: a.Config.RateLimitPerMinute,
 		DownloadTTL: a.Config.DownloadURLTTL, UploadTTL: a.Config.UploadURLTTL, SubProcessors: a.subProcessors(),
 		Secrets: a.Box,
 	}
-	x := &external.Handler{Engine: a.Engine, Blobs: a.Blobs, Generator: a.Generator, Limiter: a.Limiter, Signer: a.Signer, Log: a.Log, DownloadTTL: a.Config.DownloadURLTTL}
+	x := &external.Handler{Engine: a.Engine, Blobs: a.Blobs, Limiter: a.Limiter, Signer: a.Signer, Log: a.Log, DownloadTTL: a.Config.DownloadURLTTL}
 	return api.NewRouter(api.Deps{Engine: a.Engine, Blobs: a.Blobs, Signer: a.Signer, Log: a.Log, Ready: a.Ready, External: x,
 		RequestTimeout: a.Config.RequestTimeout, UploadTimeout: a.Config.UploadTimeout, Metrics: a.Metrics}, p)
 }

@@ -34,7 +34,7 @@ type sourceSubject struct {
 // product refs in order, images_count its number of jobs, ai_model and label) when subjects is
 // empty, else subjects completed from the source. It answers KindNotFound for an order of another
 // installation and KindInvalid naming subjects[i].ai_model when a new product has none. The caller
-// sets the rest of the request (account, API, JobTypes, Models, ...) and commits it like any session.
+// sets the rest of the request (account, API, JobTypes, ...) and commits it like any session.
 func (e *Engine) CloneSession(ctx context.Context, installationID, sourceID string, subjects []CloneSubject) (*SessionRequest, error) {
 	db := e.DB.WithContext(ctx)
 	var source models.Order

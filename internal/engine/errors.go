@@ -13,6 +13,8 @@ type Kind string
 const (
 	// KindInvalid: the request is malformed or names something it may not (400).
 	KindInvalid Kind = "invalid"
+	// KindUnauthenticated: the caller's credentials are missing, unknown, expired or revoked (401).
+	KindUnauthenticated Kind = "unauthenticated"
 	// KindNotFound: the record does not exist or belongs to another tenant (404).
 	KindNotFound Kind = "not_found"
 	// KindForbidden: the tenant sees the record but may not change it, such as a system preset (403).

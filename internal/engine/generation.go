@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -39,22 +38,13 @@ const DefaultSceneryID = "8c4e3d43-4a63-469d-b601-22b6bf85d70c"
 // generatorRetryAfter is the Retry-After of a request refused because no generator runs.
 const generatorRetryAfter = 30 * time.Second
 
-// GenerationModels is what generation planning needs of the model registry (generate.Registry).
-type GenerationModels interface {
-	// DefaultModel is the model of the job type (of the provider when not empty); ok is false when none serves it.
-	DefaultModel(jobType, provider string) (models.AIModel, bool)
-	// Models lists the available models.
-	Models() []models.AIModel
-}
-
 // Requester is who asks for a generation and how: the account charged, the API, the request's
-// correlation ID, the models to use and the jobs' aspect ratio.
+// correlation ID and the jobs' aspect ratio.
 type Requester struct {
 	AccountID     string
 	API           string // models.APIExternal, …
 	CorrelationID string
 	AspectRatio   string
-	Models        GenerationModels
 }
 
 // Plan is a generation request planned into an order: the order, its jobs, the records created
@@ -103,8 +93,8 @@ func (e *Engine) logger() *zap.Logger {
 // checks that a worker generates with its provider right now: KindPrerequisite
 // (ReasonModelNotResolved, Details [DetailNoGenerationModel], Subjects [jobType]) when no model serves the job type, KindUnavailable
 // (ReasonGeneratorDown) when its provider has no active generator.
-func (e *Engine) ResolveModel(ctx context.Context, catalog GenerationModels, jobType, provider string) (models.AIModel, error) {
-	m, ok := catalog.DefaultModel(jobType, provider)
+func (e *Engine) ResolveModel(ctx context.Context, jobType, provider string) (models.AIModel, error) {
+	m, ok := e.Models.DefaultModel(jobType, provider)
 	if !ok {
 		err := refuse(KindPrerequisite, ReasonModelNotResolved, "", "No generation model is available for %s; nothing was created.", strings.ReplaceAll(jobType, "_", " "))
 		err.Details, err.Subjects = []string{DetailNoGenerationModel}, []string{jobType}
@@ -164,7 +154,7 @@ type IdeasInput struct {
 
 // PlanIdeas plans Count reference items, INPROGRESS until their job is DONE.
 func (e *Engine) PlanIdeas(ctx context.Context, r Requester, in IdeasInput) (*Plan, error) {
-	m, err := e.ResolveModel(ctx, r.Models, in.JobType, "")
+	m, err := e.ResolveModel(ctx, in.JobType, "")
 	if err != nil {
 		return nil, err
 	}
@@ -363,7 +353,7 @@ func (e *Engine) PlanPackshots(ctx context.Context, r Requester, in ConfigInput)
 	if err != nil {
 		return nil, err
 	}
-	m, err := e.ResolveModel(ctx, r.Models, models.JobTypePackshot, "")
+	m, err := e.ResolveModel(ctx, models.JobTypePackshot, "")
 	if err != nil {
 		return nil, err
 	}
@@ -429,7 +419,7 @@ func (e *Engine) PlanPhotoShoot(ctx context.Context, r Requester, in ConfigInput
 	if err != nil {
 		return nil, err
 	}
-	m, err := e.ResolveModel(ctx, r.Models, models.JobTypePhotoShoot, "")
+	m, err := e.ResolveModel(ctx, models.JobTypePhotoShoot, "")
 	if err != nil {
 		return nil, err
 	}
@@ -509,27 +499,16 @@ type VideoInput struct {
 	Provider   string
 }
 
-// VideoProviders lists the providers of the catalog that generate videos.
-func VideoProviders(catalog GenerationModels) []string {
-	var out []string
-	for _, m := range catalog.Models() {
-		if m.Serves(models.JobTypeVideo) && !slices.Contains(out, m.Provider) {
-			out = append(out, m.Provider)
-		}
-	}
-	return out
-}
-
 // PlanVideo plans one video: KindInvalid when the provider does not generate videos here.
 func (e *Engine) PlanVideo(ctx context.Context, r Requester, in VideoInput) (*Plan, error) {
-	if _, ok := r.Models.DefaultModel(models.JobTypeVideo, in.Provider); in.Provider != "" && !ok {
-		return nil, refuse(KindInvalid, "", "", "provider %q does not generate videos here; available: %s.", in.Provider, strings.Join(VideoProviders(r.Models), ", "))
+	if _, ok := e.Models.DefaultModel(models.JobTypeVideo, in.Provider); in.Provider != "" && !ok {
+		return nil, refuse(KindInvalid, "", "", "provider %q does not generate videos here; available: %s.", in.Provider, strings.Join(e.VideoProviders(), ", "))
 	}
 	src, err := e.FindImage(ctx, r.AccountID, in.Field, in.ImageID, in.Generated)
 	if err != nil {
 		return nil, err
 	}
-	m, err := e.ResolveModel(ctx, r.Models, models.JobTypeVideo, in.Provider)
+	m, err := e.ResolveModel(ctx, models.JobTypeVideo, in.Provider)
 	if err != nil {
 		return nil, err
 	}
@@ -563,7 +542,7 @@ func (e *Engine) PlanReel(ctx context.Context, r Requester, imageIDs []string, f
 			product = src.Product
 		}
 	}
-	m, err := e.ResolveModel(ctx, r.Models, models.JobTypeReel, "")
+	m, err := e.ResolveModel(ctx, models.JobTypeReel, "")
 	if err != nil {
 		return nil, err
 	}

@@ -21,22 +21,9 @@ import (
 	"github.com/shotflow/shotflow/models"
 )
 
-// genCatalog is a GenerationModels of fixed models.
-type genCatalog []models.AIModel
-
-func (c genCatalog) Models() []models.AIModel { return c }
-
-func (c genCatalog) DefaultModel(jobType, provider string) (models.AIModel, bool) {
-	for _, m := range c {
-		if m.Serves(jobType) && (provider == "" || m.Provider == provider) {
-			return m, true
-		}
-	}
-	return models.AIModel{}, false
-}
-
-var genStudio = genCatalog{{ID: "local/studio-v1", Provider: "local", BaseCreditCost: 2,
-	JobTypes: []string{models.JobTypePackshot, models.JobTypePhotoShoot, models.JobTypeSceneryIdea}}}
+// genStudio is a registry of one local model that serves packshots, photo shoots and scenery ideas.
+var genStudio = newRegistry(&models.Catalog{AIModels: []models.AIModel{{ID: "local/studio-v1", Provider: "local", BaseCreditCost: 2,
+	JobTypes: []string{models.JobTypePackshot, models.JobTypePhotoShoot, models.JobTypeSceneryIdea}}}})
 
 // genFixture is an engine over a fresh SQLite database whose Temporal answers that generators run
 // (unless down) and accepts workflow starts, and an account with credits.
@@ -59,7 +46,7 @@ func newGenFixture(t *testing.T, credits int64) *genFixture {
 			}
 			return &workflowservice.DescribeTaskQueueResponse{Pollers: []*taskqueuepb.PollerInfo{{Identity: "worker@test"}}}
 		}, nil)
-	f.engine = &engine.Engine{DB: f.db, Temporal: c, TaskQueue: "shotflow", Log: zap.NewNop()}
+	f.engine = &engine.Engine{DB: f.db, Temporal: c, TaskQueue: "shotflow", Log: zap.NewNop(), Models: genStudio}
 	f.account = f.newAccount(credits)
 	return f
 }
@@ -117,8 +104,8 @@ func (f *genFixture) packshot(photoID, productID, voting string, votedAt time.Ti
 	return p
 }
 
-func (f *genFixture) requester(c engine.GenerationModels) engine.Requester {
-	return engine.Requester{AccountID: f.account, API: models.APIExternal, CorrelationID: "test", AspectRatio: "1:1", Models: c}
+func (f *genFixture) requester() engine.Requester {
+	return engine.Requester{AccountID: f.account, API: models.APIExternal, CorrelationID: "test", AspectRatio: "1:1"}
 }
 
 // wantGenRefusal fails unless err is an engine.Error of the kind (and reason when not "").
@@ -154,7 +141,7 @@ func TestApprovedPackshotIsThePhotosOwn(t *testing.T) {
 		t.Errorf("refusal %#v, want details [packshot_not_approved] naming photo %s", e, photo)
 	}
 	// The plan stops there: nothing is resolved or created.
-	if _, err := f.engine.PlanPhotoShoot(ctx, f.requester(genStudio), engine.ConfigInput{PhotoID: photo, Count: 1}); err == nil {
+	if _, err := f.engine.PlanPhotoShoot(ctx, f.requester(), engine.ConfigInput{PhotoID: photo, Count: 1}); err == nil {
 		t.Fatal("PlanPhotoShoot without an approved packshot succeeded")
 	} else {
 		wantGenRefusal(t, "plan without packshot", err, engine.KindPrerequisite, engine.ReasonPackshotNotApproved)
@@ -172,7 +159,7 @@ func TestApprovedPackshotIsThePhotosOwn(t *testing.T) {
 		t.Error("another account's approved packshot was used")
 	}
 
-	p, err := f.engine.PlanPhotoShoot(ctx, f.requester(genStudio), engine.ConfigInput{PhotoID: photo, Count: 2, Suggestions: "warm"})
+	p, err := f.engine.PlanPhotoShoot(ctx, f.requester(), engine.ConfigInput{PhotoID: photo, Count: 2, Suggestions: "warm"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +252,7 @@ func TestResolveExtras(t *testing.T) {
 
 	// The surcharge is added to each job's cost.
 	photo, _ := f.photo("")
-	p, err := f.engine.PlanPackshots(ctx, f.requester(genStudio), engine.ConfigInput{PhotoID: photo, PresetID: public, Count: 3})
+	p, err := f.engine.PlanPackshots(ctx, f.requester(), engine.ConfigInput{PhotoID: photo, PresetID: public, Count: 3})
 	if err != nil || len(p.Jobs) != 3 || len(p.RecordIDs) != 3 || p.Jobs[0].CreditCost != 2+3 {
 		t.Fatalf("packshots with preset: %+v %v", p, err)
 	}
@@ -276,18 +263,18 @@ func TestResolveExtras(t *testing.T) {
 func TestResolveModel(t *testing.T) {
 	f := newGenFixture(t, 100)
 	ctx := t.Context()
-	_, err := f.engine.ResolveModel(ctx, genStudio, models.JobTypeReel, "")
+	_, err := f.engine.ResolveModel(ctx, models.JobTypeReel, "")
 	e := wantGenRefusal(t, "no reel model", err, engine.KindPrerequisite, engine.ReasonModelNotResolved)
 	if !slices.Equal(e.Subjects, []string{models.JobTypeReel}) || !slices.Equal(e.Details, []string{engine.DetailNoGenerationModel}) {
 		t.Errorf("refusal %#v, want details [no_generation_model] naming %s", e, models.JobTypeReel)
 	}
 	f.down = true
-	_, err = f.engine.ResolveModel(ctx, genStudio, models.JobTypePackshot, "")
+	_, err = f.engine.ResolveModel(ctx, models.JobTypePackshot, "")
 	if e := wantGenRefusal(t, "no generator", err, engine.KindUnavailable, engine.ReasonGeneratorDown); e.RetryAfter != 30*time.Second {
 		t.Errorf("retry after %v", e.RetryAfter)
 	}
 	f.down = false
-	if m, err := f.engine.ResolveModel(ctx, genStudio, models.JobTypePackshot, ""); err != nil || m.ID != "local/studio-v1" {
+	if m, err := f.engine.ResolveModel(ctx, models.JobTypePackshot, ""); err != nil || m.ID != "local/studio-v1" {
 		t.Errorf("packshot model %v %v", m, err)
 	}
 }
@@ -296,7 +283,7 @@ func TestResolveModel(t *testing.T) {
 func TestSubmitPlanInsufficientCredits(t *testing.T) {
 	f := newGenFixture(t, 3)
 	ctx := t.Context()
-	p, err := f.engine.PlanIdeas(ctx, f.requester(genStudio), engine.IdeasInput{JobType: models.JobTypeSceneryIdea,
+	p, err := f.engine.PlanIdeas(ctx, f.requester(), engine.IdeasInput{JobType: models.JobTypeSceneryIdea,
 		Kind: models.KindScenery, Preferences: "dunes", Count: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -315,7 +302,7 @@ func TestSubmitPlanInsufficientCredits(t *testing.T) {
 	}
 
 	g := newGenFixture(t, 100)
-	p, err = g.engine.PlanIdeas(ctx, g.requester(genStudio), engine.IdeasInput{JobType: models.JobTypeSceneryIdea,
+	p, err = g.engine.PlanIdeas(ctx, g.requester(), engine.IdeasInput{JobType: models.JobTypeSceneryIdea,
 		Kind: models.KindScenery, Preferences: "dunes", Count: 2})
 	if err != nil {
 		t.Fatal(err)

@@ -39,6 +39,10 @@ type Engine struct {
 	Temporal  client.Client
 	TaskQueue string
 	Log       *zap.Logger
+	// Models are the configured generation models: what sessions and generations are planned
+	// with, and the catalog (models, aspect ratios, prices) the APIs show. It may be nil only in an
+	// engine that plans nothing (the admin tools' job runs).
+	Models ModelRegistry
 	// JobStartDeadline, when set, expires jobs that have not started that long after acceptance.
 	JobStartDeadline time.Duration
 	// MaxConcurrentJobs caps the running jobs of one order (0: the workflow's default).

@@ -21,12 +21,6 @@ import (
 // subject with its images_count and AI model. The engine plans it (the catalog, pricing and
 // packshot approval rules), commits it idempotently with the caller's record, and starts it.
 
-// ModelCatalog is what session planning needs of the model registry (generate.Registry).
-type ModelCatalog interface {
-	Model(id string) (models.AIModel, bool)
-	Catalog() *models.Catalog
-}
-
 // SessionConfig is the configuration shared by every subject of a session; it is stored on the
 // order as JSON, under these names.
 type SessionConfig struct {
@@ -61,8 +55,6 @@ type SessionRequest struct {
 	SourceOrderID *string
 	// JobTypes are the job types the façade offers: a model that serves none of them is unknown.
 	JobTypes []string
-	// Models resolves ai_model and the default aspect ratio.
-	Models ModelCatalog
 }
 
 // PlanSession validates a session against the catalog and resolves each subject's input: the
@@ -77,7 +69,7 @@ func (e *Engine) PlanSession(ctx context.Context, req SessionRequest) (*models.O
 	}
 	cfg := req.Config
 	if cfg.AspectRatio == "" {
-		cfg.AspectRatio = req.Models.Catalog().DefaultAspectRatio()
+		cfg.AspectRatio = e.DefaultAspectRatio()
 	}
 	total := 0
 	seen := map[string]bool{}
@@ -88,7 +80,7 @@ func (e *Engine) PlanSession(ctx context.Context, req SessionRequest) (*models.O
 				"%q appears twice; give one subject per product with its images_count.", s.ProductRef)
 		}
 		seen[s.ProductRef] = true
-		m, ok := req.Models.Model(s.AIModel)
+		m, ok := e.Models.Model(s.AIModel)
 		if !ok || !slices.ContainsFunc(req.JobTypes, m.Serves) {
 			return nil, nil, refuse(KindInvalid, "", field+".ai_model", "%q is not a model listed by GET /ai-models.", s.AIModel)
 		}
@@ -142,7 +134,7 @@ func (e *Engine) PlanSession(ctx context.Context, req SessionRequest) (*models.O
 			}
 			product, packshotID, inputAssetID = p, &packshot.ID, &packshot.AssetID
 		}
-		m, _ := req.Models.Model(s.AIModel)
+		m, _ := e.Models.Model(s.AIModel)
 		label := s.ProductLabel
 		if label == "" {
 			label = product.DisplayName

@@ -14,29 +14,16 @@ import (
 	"github.com/shotflow/shotflow/models"
 )
 
-// fakeModels is a ModelCatalog of three models: a photo-shoot one, a packshot one, and one the
+// testModels is a registry of three models: a photo-shoot one, a packshot one, and one the
 // façade does not offer (video).
-type fakeModels struct{ catalog *models.Catalog }
-
-func (f fakeModels) Model(id string) (models.AIModel, bool) {
-	for _, m := range f.catalog.AIModels {
-		if m.ID == id {
-			return m, true
-		}
-	}
-	return models.AIModel{}, false
-}
-
-func (f fakeModels) Catalog() *models.Catalog { return f.catalog }
-
-var testModels = fakeModels{&models.Catalog{
+var testModels = newRegistry(&models.Catalog{
 	AspectRatios: []models.AspectRatio{{ID: "1:1", Default: true}},
 	AIModels: []models.AIModel{
-		{ID: "p/shoot", JobTypes: []string{models.JobTypePhotoShoot}, SupportedAspectRatios: []string{"1:1", "4:5"}, BaseCreditCost: 3},
-		{ID: "p/packshot", JobTypes: []string{models.JobTypePackshot}, SupportedAspectRatios: []string{"1:1"}, BaseCreditCost: 2},
-		{ID: "p/video", JobTypes: []string{"video"}, SupportedAspectRatios: []string{"1:1"}, BaseCreditCost: 9},
+		{ID: "p/shoot", Provider: "p", JobTypes: []string{models.JobTypePhotoShoot}, SupportedAspectRatios: []string{"1:1", "4:5"}, BaseCreditCost: 3},
+		{ID: "p/packshot", Provider: "p", JobTypes: []string{models.JobTypePackshot}, SupportedAspectRatios: []string{"1:1"}, BaseCreditCost: 2},
+		{ID: "p/video", Provider: "p", JobTypes: []string{"video"}, SupportedAspectRatios: []string{"1:1"}, BaseCreditCost: 9},
 	},
-}}
+})
 
 // sessionFixture is an installation whose catalog has "ok" (an approved packshot), "pending" (a
 // packshot not rated yet) and "bare" (no packshot), an upload "up" and an invalid upload "bad".
@@ -71,12 +58,12 @@ func newSessionFixture(t *testing.T, balance int64) *sessionFixture {
 		require.NoError(t, db.Create(&models.Packshot{ID: models.NewID(), AccountID: acct.ID, InstallationID: &inst.ID, ProductID: p.ID,
 			AssetID: "ps-" + ref, ExternalRef: ref, Voting: voting, VotingAt: &now, CreatedAt: now}).Error)
 	}
-	return &sessionFixture{eng: &engine.Engine{DB: db, Log: zap.NewNop()}, db: db, inst: inst}
+	return &sessionFixture{eng: &engine.Engine{DB: db, Log: zap.NewNop(), Models: testModels}, db: db, inst: inst}
 }
 
 func (f *sessionFixture) request(jobType string, subjects ...engine.SessionSubject) engine.SessionRequest {
 	return engine.SessionRequest{AccountID: f.inst.AccountID, InstallationID: f.inst.ID, API: models.APIPlugin, JobType: jobType,
-		Subjects: subjects, JobTypes: []string{models.JobTypePhotoShoot, models.JobTypePackshot}, Models: testModels}
+		Subjects: subjects, JobTypes: []string{models.JobTypePhotoShoot, models.JobTypePackshot}}
 }
 
 func shoot(ref string, n int) engine.SessionSubject {

@@ -123,9 +123,10 @@ func newServer(t *testing.T, rateLimit int) *server {
 	}
 	signer := urlsign.New([]byte("0123456789abcdef0123456789abcdef"), "http://example.test")
 	h := &plugin.Handler{
-		DB: db, Engine: &engine.Engine{DB: db, Log: zap.NewNop()}, Blobs: blobs, Signer: signer,
-		Generator: providers.MustNewRegistry(catalog, map[string]providers.Provider{"local": local.Provider{}}),
-		Limiter:   ratelimit.NewMemory(time.Now), Log: zap.NewNop(), DocsURL: "https://docs.example.test",
+		Engine: &engine.Engine{DB: db, Log: zap.NewNop(),
+			Models: providers.MustNewRegistry(catalog, map[string]providers.Provider{"local": local.Provider{}})},
+		Blobs: blobs, Signer: signer,
+		Limiter: ratelimit.NewMemory(time.Now), Log: zap.NewNop(), DocsURL: "https://docs.example.test",
 		DefaultRateLimit: rateLimit, DownloadTTL: 168 * time.Hour, UploadTTL: 2 * time.Hour, Secrets: box,
 	}
 	s := &server{db: db, signer: signer}

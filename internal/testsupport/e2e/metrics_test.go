@@ -212,7 +212,8 @@ func TestOutboxSweepCountsTheOrdersItStarts(t *testing.T) {
 	before := metricstest.Get(t, workerURL)
 
 	crashing := *env.App
-	crashing.Engine = &engine.Engine{DB: env.DB, Temporal: lostStarts{env.App.Temporal}, TaskQueue: env.Config.TemporalTaskQueue, Log: env.App.Log}
+	crashing.Engine = &engine.Engine{DB: env.DB, Temporal: lostStarts{env.App.Temporal}, TaskQueue: env.Config.TemporalTaskQueue, Log: env.App.Log,
+		Models: env.App.Generator}
 	srv := httptest.NewServer(crashing.Handler())
 	defer srv.Close()
 	ext := externalClient(t, env, tenant)

@@ -38,7 +38,8 @@ func TestOrderWhoseWorkflowStartWasLostIsStartedBySweeper(t *testing.T) {
 
 	// An API process whose Temporal connection dies between the commit and the start.
 	crashing := *env.App
-	crashing.Engine = &engine.Engine{DB: env.DB, Temporal: lostStarts{env.App.Temporal}, TaskQueue: env.Config.TemporalTaskQueue, Log: env.App.Log}
+	crashing.Engine = &engine.Engine{DB: env.DB, Temporal: lostStarts{env.App.Temporal}, TaskQueue: env.Config.TemporalTaskQueue, Log: env.App.Log,
+		Models: env.App.Generator}
 	srv := httptest.NewServer(crashing.Handler())
 	defer srv.Close()
 	crashed := &client{t: t, base: srv.URL + plugin.Base, key: tenant.PluginKey}
@@ -97,7 +98,8 @@ func TestUploadWhosePreparationStartWasLostIsPreparedBySweeper(t *testing.T) {
 	env := testenv.New(t, temporalServer, testenv.Options{})
 	tenant := env.NewTenant(t, 5)
 	crashing := *env.App
-	crashing.Engine = &engine.Engine{DB: env.DB, Temporal: lostStarts{env.App.Temporal}, TaskQueue: env.Config.TemporalTaskQueue, Log: env.App.Log}
+	crashing.Engine = &engine.Engine{DB: env.DB, Temporal: lostStarts{env.App.Temporal}, TaskQueue: env.Config.TemporalTaskQueue, Log: env.App.Log,
+		Models: env.App.Generator}
 	srv := httptest.NewServer(crashing.Handler())
 	defer srv.Close()
 	crashed := &client{t: t, base: srv.URL + plugin.Base, key: tenant.PluginKey}

@@ -1,0 +1,337 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/shotflow/shotflow/models"
+)
+
+// Catalog: an installation's products, their source images and their packshots. Every call is
+// scoped to the installation: another installation's record is KindNotFound.
+
+// CatalogPage asks for up to Limit rows behind After (nil: from the start).
+type CatalogPage struct {
+	After *models.CatalogCursor
+	Limit int
+}
+
+// ListProducts returns a page of the installation's products in ascending (created_at, id) order,
+// deleted ones only when includeDeleted is set, and whether more follow.
+func (e *Engine) ListProducts(ctx context.Context, installationID string, page CatalogPage, includeDeleted bool) ([]models.ProductSummary, bool, error) {
+	rows, err := models.ListProducts(e.DB.WithContext(ctx), installationID, page.After, page.Limit+1, includeDeleted)
+	if err != nil {
+		return nil, false, err
+	}
+	rows, more := trimPage(rows, page.Limit)
+	return rows, more, nil
+}
+
+// ListPackshots returns a page of the installation's live packshots of live products in ascending
+// (created_at, id) order, of the product productRef only when it is not "", and whether more
+// follow.
+func (e *Engine) ListPackshots(ctx context.Context, installationID, productRef string, page CatalogPage) ([]models.PackshotRow, bool, error) {
+	rows, err := models.ListPackshots(e.DB.WithContext(ctx), installationID, productRef, page.After, page.Limit+1)
+	if err != nil {
+		return nil, false, err
+	}
+	rows, more := trimPage(rows, page.Limit)
+	return rows, more, nil
+}
+
+// trimPage cuts rows, fetched one beyond limit, to limit and reports whether there were more.
+func trimPage[T any](rows []T, limit int) ([]T, bool) {
+	if len(rows) > limit {
+		return rows[:limit], true
+	}
+	return rows, false
+}
+
+// ProductDetail is a live product with its newest images and packshots, at most the number asked
+// for of each; a Truncated flag says that it has more.
+type ProductDetail struct {
+	Product            *models.ProductSummary
+	Images             []models.ProductImageRow
+	ImagesTruncated    bool
+	Packshots          []models.PackshotRow
+	PackshotsTruncated bool
+}
+
+// FindProduct returns the installation's live product whose ID, or else external_ref, is idOrRef,
+// with up to embed of its newest images and packshots; KindNotFound when there is none.
+func (e *Engine) FindProduct(ctx context.Context, installationID, idOrRef string, embed int) (ProductDetail, error) {
+	db := e.DB.WithContext(ctx)
+	p, err := models.FindLiveProduct(db, installationID, idOrRef)
+	if errors.Is(err, models.ErrNotFound) {
+		return ProductDetail{}, noProduct(idOrRef)
+	}
+	if err != nil {
+		return ProductDetail{}, err
+	}
+	images, err := models.ProductImages(db, installationID, p.ID, embed+1)
+	if err != nil {
+		return ProductDetail{}, err
+	}
+	packshots, err := models.ProductPackshots(db, installationID, p.ID, embed+1)
+	if err != nil {
+		return ProductDetail{}, err
+	}
+	out := ProductDetail{Product: p}
+	out.Images, out.ImagesTruncated = trimPage(images, embed)
+	out.Packshots, out.PackshotsTruncated = trimPage(packshots, embed)
+	return out, nil
+}
+
+// DeleteProduct soft-deletes the installation's live product whose ID, or else external_ref, is
+// idOrRef; KindNotFound when there is none. Its images and packshots stay, and its external_ref
+// can be registered again as a new product.
+func (e *Engine) DeleteProduct(ctx context.Context, installationID, idOrRef string) error {
+	_, err := models.DeleteProduct(e.DB.WithContext(ctx), installationID, idOrRef, time.Now())
+	if errors.Is(err, models.ErrNotFound) {
+		return noProduct(idOrRef)
+	}
+	return err
+}
+
+// DeletePackshot removes the installation's live packshot whose ID, or else external_ref, is
+// idOrRef from the catalog (its file stays, and photo sessions never use it again); KindNotFound
+// when there is none.
+func (e *Engine) DeletePackshot(ctx context.Context, installationID, idOrRef string) error {
+	_, err := models.DeletePackshot(e.DB.WithContext(ctx), installationID, idOrRef, time.Now())
+	if errors.Is(err, models.ErrNotFound) {
+		return refuse(KindNotFound, "", "", "No packshot %s in this installation's catalog.", strconv.Quote(idOrRef))
+	}
+	return err
+}
+
+func noProduct(idOrRef string) *Error {
+	return refuse(KindNotFound, "", "", "No product %s in this installation's catalog.", strconv.Quote(idOrRef))
+}
+
+// ProductMetadata names a product to create when its reference does not exist yet.
+type ProductMetadata struct {
+	DisplayName string
+	SKU         string
+}
+
+// ImageRegistration registers an upload (AssetID) as the source image ExternalRef of the product
+// ProductRef, creating the product when Product names it.
+type ImageRegistration struct {
+	ExternalRef string
+	ProductRef  string
+	AssetID     string
+	Product     *ProductMetadata
+}
+
+// RegisterImage registers one source image of the installation's catalog in its own transaction.
+// It reports existing, and changes nothing, when ExternalRef is already a live image of a live
+// product; an image whose product was deleted is retired, so its reference can be registered again.
+// Refusals: KindNotFound for an unknown asset or product, KindInvalid for an asset that cannot be a
+// source image. A concurrent registration of the same reference (the unique index
+// product_images_live_ref refuses the loser) is answered with the winner's image.
+func (e *Engine) RegisterImage(ctx context.Context, inst *models.Installation, item ImageRegistration) (*models.ProductImageRow, bool, error) {
+	var (
+		img      *models.ProductImageRow
+		existing bool
+		err      error
+	)
+	for range 2 {
+		err = e.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			img, existing, err = registerImage(tx, inst, item)
+			return err
+		})
+		if !errors.Is(err, gorm.ErrDuplicatedKey) {
+			break
+		}
+	}
+	return img, existing, err
+}
+
+func registerImage(tx *gorm.DB, inst *models.Installation, item ImageRegistration) (*models.ProductImageRow, bool, error) {
+	now := time.Now().UTC()
+	prev, err := models.LiveImageByRef(tx, inst.ID, item.ExternalRef)
+	switch {
+	case err == nil && prev.ProductDeletedAt == nil:
+		return prev, true, nil
+	case err == nil:
+		if err := models.RetireProductImage(tx, prev.ID, now); err != nil && !errors.Is(err, models.ErrNotFound) {
+			return nil, false, err
+		}
+	case !errors.Is(err, models.ErrNotFound):
+		return nil, false, err
+	}
+	asset, err := installationAsset(tx, inst.ID, item.AssetID)
+	if err != nil {
+		return nil, false, err
+	}
+	if problem := sourceImageProblem(asset, now); problem != "" {
+		return nil, false, refuse(KindInvalid, "", "", "asset_id %s %s", item.AssetID, problem)
+	}
+	product, err := findOrCreateProduct(tx, inst, item.ProductRef, item.Product)
+	if err != nil {
+		return nil, false, err
+	}
+	img := models.ProductImage{ID: models.NewID(), AccountID: inst.AccountID, InstallationID: &inst.ID,
+		ProductID: product.ID, AssetID: asset.ID, ExternalRef: item.ExternalRef, CreatedAt: now}
+	if err := tx.Create(&img).Error; err != nil {
+		return nil, false, err
+	}
+	row, err := models.GetProductImage(tx, inst.ID, img.ID)
+	return row, false, err
+}
+
+// installationAsset returns an asset of the installation; KindNotFound for another's.
+func installationAsset(tx *gorm.DB, installationID, assetID string) (*models.Asset, error) {
+	var asset models.Asset
+	err := tx.Where("id = ? AND installation_id = ?", assetID, installationID).Take(&asset).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, refuse(KindNotFound, "", "", "asset_id %s does not exist.", assetID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &asset, nil
+}
+
+// sourceImageProblem says why an asset cannot be a source image, or "" when it can: it must be an
+// upload, and one that is stored or may still arrive (its upload URL has not expired unused).
+func sourceImageProblem(a *models.Asset, now time.Time) string {
+	switch {
+	case a.Kind != models.AssetKindUpload:
+		return "is not an upload; register the bytes with POST /assets/upload first."
+	case a.PurgedAt != nil:
+		return "was removed by the retention policy; upload the image again."
+	case a.Status == models.AssetAwaitingUpload && (a.UploadExpiresAt == nil || !a.UploadExpiresAt.After(now)):
+		return "was never uploaded and its upload URL has expired; request a new one with POST /assets/upload."
+	case a.Status == models.AssetInvalid:
+		return "cannot be used: " + a.Problem + "."
+	}
+	return ""
+}
+
+// PackshotRegistration registers an image (AssetID: an upload or an output) as an approved packshot
+// of the product ProductRef, creating the product when Product names it. ExternalRef, when set,
+// makes the registration idempotent; SourceImageRef names the source image it was cut from.
+type PackshotRegistration struct {
+	AssetID        string
+	ProductRef     string
+	ExternalRef    string
+	SourceImageRef string
+	Product        *ProductMetadata
+}
+
+// RegisterPackshot registers one packshot of the installation's catalog in its own transaction;
+// it is approved (voting accepted) at once. It reports existing, and changes nothing, when
+// ExternalRef is already a live packshot. Refusals: KindNotFound for an unknown asset or product,
+// KindInvalid for an asset that is not a usable image.
+func (e *Engine) RegisterPackshot(ctx context.Context, inst *models.Installation, item PackshotRegistration) (*models.PackshotRow, bool, error) {
+	var (
+		row      *models.PackshotRow
+		existing bool
+	)
+	err := e.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var err error
+		row, existing, err = registerPackshot(tx, inst, item)
+		return err
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return row, existing, nil
+}
+
+func registerPackshot(tx *gorm.DB, inst *models.Installation, item PackshotRegistration) (*models.PackshotRow, bool, error) {
+	if item.ExternalRef != "" {
+		row, err := livePackshotByRef(tx, inst.ID, item.ExternalRef)
+		if row != nil || err != nil {
+			return row, row != nil, err
+		}
+	}
+	asset, err := installationAsset(tx, inst.ID, item.AssetID)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := packshotAssetProblem(asset, item.AssetID); err != nil {
+		return nil, false, err
+	}
+	product, err := findOrCreateProduct(tx, inst, item.ProductRef, item.Product)
+	if err != nil {
+		return nil, false, err
+	}
+	now := time.Now().UTC()
+	p := models.Packshot{
+		ID: models.NewID(), AccountID: inst.AccountID, InstallationID: &inst.ID, ProductID: product.ID,
+		AssetID: asset.ID, ExternalRef: item.ExternalRef, SourceImageRef: item.SourceImageRef,
+		Voting: models.VotingAccepted, VotingAt: &now, CreatedAt: now,
+	}
+	if item.SourceImageRef != "" {
+		img, err := models.LiveImageByRef(tx, inst.ID, item.SourceImageRef)
+		if err != nil && !errors.Is(err, models.ErrNotFound) {
+			return nil, false, err
+		}
+		if img != nil {
+			p.SourceImageID = &img.ID
+		}
+	}
+	if err := tx.Create(&p).Error; err != nil {
+		return nil, false, err
+	}
+	return &models.PackshotRow{Packshot: p, ProductRef: product.ExternalRef}, false, nil
+}
+
+// livePackshotByRef returns the installation's live packshot with the external_ref and its
+// product's reference, or nil when there is none.
+func livePackshotByRef(tx *gorm.DB, installationID, ref string) (*models.PackshotRow, error) {
+	var existing models.Packshot
+	err := tx.Where("installation_id = ? AND external_ref = ? AND deleted_at IS NULL", installationID, ref).Take(&existing).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var product models.Product
+	if err := tx.Take(&product, "id = ?", existing.ProductID).Error; err != nil {
+		return nil, err
+	}
+	return &models.PackshotRow{Packshot: existing, ProductRef: product.ExternalRef}, nil
+}
+
+// packshotAssetProblem refuses (KindInvalid) an asset that cannot be a packshot: one that is no
+// image, is invalid, or has not been uploaded. An asset still being prepared is accepted: a job
+// waits for it.
+func packshotAssetProblem(a *models.Asset, assetID string) error {
+	if a.Kind != models.AssetKindUpload && a.Kind != models.AssetKindOutput {
+		return refuse(KindInvalid, "", "", "asset_id is not an image.")
+	}
+	switch a.Status {
+	case models.AssetReady, models.AssetProcessing:
+		return nil
+	case models.AssetInvalid:
+		return refuse(KindInvalid, "", "", "asset_id %s cannot be used: %s.", assetID, a.Problem)
+	}
+	return refuse(KindInvalid, "", "", "asset_id %s has not been uploaded yet; PUT the bytes to its upload_url first.", assetID)
+}
+
+// findOrCreateProduct returns the live product with the reference, creating it when metadata names
+// it (KindNotFound when it does not exist and is not named). Concurrent requests for the same new
+// reference get the one product (see models.FindOrCreateProduct).
+func findOrCreateProduct(tx *gorm.DB, inst *models.Installation, ref string, meta *ProductMetadata) (*models.Product, error) {
+	if meta == nil || strings.TrimSpace(meta.DisplayName) == "" {
+		product, err := models.LiveProductByRef(tx, inst.ID, ref)
+		if errors.Is(err, models.ErrNotFound) {
+			return nil, refuse(KindNotFound, "", "", "product_ref %s does not exist; give product_metadata.display_name to create it.", ref)
+		}
+		return product, err
+	}
+	now := time.Now().UTC()
+	product, _, err := models.FindOrCreateProduct(tx, &models.Product{ID: models.NewID(), AccountID: inst.AccountID,
+		InstallationID: &inst.ID, ExternalRef: ref, DisplayName: strings.TrimSpace(meta.DisplayName), SKU: meta.SKU,
+		CreatedAt: now, UpdatedAt: now})
+	return product, err
+}

@@ -1,0 +1,138 @@
+package engine_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+
+	"github.com/shotflow/shotflow/internal/engine"
+	"github.com/shotflow/shotflow/internal/secrets"
+	"github.com/shotflow/shotflow/internal/testsupport/testdb"
+	"github.com/shotflow/shotflow/models"
+)
+
+// wantKind fails unless err is an engine refusal of the kind.
+func wantKind(t *testing.T, err error, kind engine.Kind, what string) *engine.Error {
+	t.Helper()
+	e, ok := engine.As(err)
+	require.True(t, ok, "%s: %v is no engine refusal", what, err)
+	require.Equal(t, kind, e.Kind, "%s: %v", what, err)
+	return e
+}
+
+func TestAuthenticatePluginKey(t *testing.T) {
+	db := testdb.Open(t, testdb.SQLiteURL(t))
+	ctx, now := context.Background(), time.Now()
+	eng := &engine.Engine{DB: db, Log: zap.NewNop()}
+	acc, err := models.CreateAccount(db, "acme", 0)
+	require.NoError(t, err)
+	box, err := secrets.NewBox(make([]byte, 32))
+	require.NoError(t, err)
+	created, err := models.CreateInstallation(db, box, models.NewInstallation{AccountID: acc.ID, Name: "shop"}, "whsec")
+	require.NoError(t, err)
+
+	who, err := eng.AuthenticatePluginKey(ctx, created.APIKey.Secret, now)
+	require.NoError(t, err)
+	assert.Equal(t, created.Installation.ID, who.Installation.ID)
+	assert.Equal(t, created.Installation.ID, *who.Key.InstallationID)
+
+	e := wantKind(t, mustFail(eng.AuthenticatePluginKey(ctx, "pk_live_nope.nope", now)), engine.KindUnauthenticated, "unknown key")
+	assert.Equal(t, "The API key is invalid, expired or revoked.", e.Message)
+
+	require.NoError(t, db.Model(&models.Installation{}).Where("id = ?", created.Installation.ID).Update("status", "suspended").Error)
+	e = wantKind(t, mustFail(eng.AuthenticatePluginKey(ctx, created.APIKey.Secret, now)), engine.KindUnauthenticated, "suspended installation")
+	assert.Equal(t, "The installation of this key is not active.", e.Message)
+}
+
+// mustFail is the error of a call's results.
+func mustFail[T any](_ T, err error) error { return err }
+
+func TestRotateWebhookSecretOnlyOfTheCallersInstallation(t *testing.T) {
+	db := testdb.Open(t, testdb.SQLiteURL(t))
+	ctx := context.Background()
+	eng := &engine.Engine{DB: db, Log: zap.NewNop()}
+	inst, other := twoInstallations(t, db)
+	box, err := secrets.NewBox(make([]byte, 32))
+	require.NoError(t, err)
+
+	wantKind(t, mustFail(eng.RotateWebhookSecret(ctx, box, inst.ID, other.ID)), engine.KindNotFound, "another installation")
+	var unchanged models.Installation
+	require.NoError(t, db.Take(&unchanged, "id = ?", other.ID).Error)
+	assert.Equal(t, other.WebhookSecretEnc, unchanged.WebhookSecretEnc, "the other installation's secret stays")
+
+	rotated, err := eng.RotateWebhookSecret(ctx, box, inst.ID, inst.ID)
+	require.NoError(t, err)
+	var after models.Installation
+	require.NoError(t, db.Take(&after, "id = ?", inst.ID).Error)
+	current, err := box.Open(after.WebhookSecretEnc)
+	require.NoError(t, err)
+	assert.Equal(t, rotated.Secret, current)
+	assert.WithinDuration(t, time.Now().Add(models.PreviousSecretGrace), rotated.PreviousSecretValidUntil, time.Minute)
+}
+
+func TestUploadClaimsOnce(t *testing.T) {
+	db := testdb.Open(t, testdb.SQLiteURL(t))
+	ctx := context.Background()
+	eng := &engine.Engine{DB: db, Log: zap.NewNop()}
+	inst, _ := twoInstallations(t, db)
+	asset, err := eng.DeclareUpload(ctx, engine.UploadDeclaration{AccountID: inst.AccountID, InstallationID: inst.ID,
+		Filename: "dir/p.png", ContentType: "image/png", SizeBytes: 10, ExpiresAt: time.Now().Add(time.Hour)})
+	require.NoError(t, err)
+	assert.Equal(t, "p.png", asset.Filename, "only the last element of the client's name")
+
+	found, err := eng.FindUpload(ctx, asset.ID)
+	require.NoError(t, err)
+	assert.Equal(t, models.AssetAwaitingUpload, found.Status)
+	wantKind(t, mustFail(eng.FindUpload(ctx, models.NewID())), engine.KindNotFound, "unknown upload")
+
+	require.NoError(t, eng.ClaimUpload(ctx, asset.ID))
+	e := wantKind(t, eng.ClaimUpload(ctx, asset.ID), engine.KindConflict, "second claim")
+	assert.Equal(t, engine.ReasonUploadNotAccepted, e.Reason)
+
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	eng.ReleaseUpload(ended, asset.ID) // runs although the request ended
+	require.NoError(t, eng.ClaimUpload(ctx, asset.ID), "a released upload can be sent again")
+}
+
+func TestCatalogRegistrationRefusals(t *testing.T) {
+	db := testdb.Open(t, testdb.SQLiteURL(t))
+	ctx := context.Background()
+	eng := &engine.Engine{DB: db, Log: zap.NewNop()}
+	inst, other := twoInstallations(t, db)
+	theirs, err := eng.DeclareUpload(ctx, engine.UploadDeclaration{AccountID: other.AccountID, InstallationID: other.ID,
+		Filename: "p.png", ContentType: "image/png", SizeBytes: 10, ExpiresAt: time.Now().Add(time.Hour)})
+	require.NoError(t, err)
+	mine, err := eng.DeclareUpload(ctx, engine.UploadDeclaration{AccountID: inst.AccountID, InstallationID: inst.ID,
+		Filename: "p.png", ContentType: "image/png", SizeBytes: 10, ExpiresAt: time.Now().Add(time.Hour)})
+	require.NoError(t, err)
+	named := &engine.ProductMetadata{DisplayName: "Mug"}
+
+	_, _, err = eng.RegisterPackshot(ctx, inst, engine.PackshotRegistration{AssetID: theirs.ID, ProductRef: "mug", Product: named})
+	e := wantKind(t, err, engine.KindNotFound, "another installation's asset")
+	assert.Equal(t, "asset_id "+theirs.ID+" does not exist.", e.Message)
+	_, _, err = eng.RegisterPackshot(ctx, inst, engine.PackshotRegistration{AssetID: mine.ID, ProductRef: "mug", Product: named})
+	e = wantKind(t, err, engine.KindInvalid, "an upload without its bytes")
+	assert.Contains(t, e.Message, "has not been uploaded yet")
+	_, _, err = eng.RegisterImage(ctx, inst, engine.ImageRegistration{ExternalRef: "img", AssetID: mine.ID, ProductRef: "mug"})
+	e = wantKind(t, err, engine.KindNotFound, "an unknown product without metadata")
+	assert.Equal(t, "product_ref mug does not exist; give product_metadata.display_name to create it.", e.Message)
+
+	img, existing, err := eng.RegisterImage(ctx, inst, engine.ImageRegistration{ExternalRef: "img", AssetID: mine.ID, ProductRef: "mug", Product: named})
+	require.NoError(t, err)
+	assert.False(t, existing)
+	again, existing, err := eng.RegisterImage(ctx, inst, engine.ImageRegistration{ExternalRef: "img", AssetID: mine.ID, ProductRef: "mug"})
+	require.NoError(t, err)
+	assert.True(t, existing, "the same external_ref answers the image registered first")
+	assert.Equal(t, img.ID, again.ID)
+
+	wantKind(t, mustFail(eng.FindProduct(ctx, other.ID, "mug", 10)), engine.KindNotFound, "another installation's product")
+	wantKind(t, eng.DeleteProduct(ctx, other.ID, "mug"), engine.KindNotFound, "deleting another installation's product")
+	detail, err := eng.FindProduct(ctx, inst.ID, "mug", 10)
+	require.NoError(t, err)
+	assert.Len(t, detail.Images, 1)
+}
