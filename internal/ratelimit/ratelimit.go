@@ -1,11 +1,15 @@
-// Package ratelimit limits requests per API key with the generic cell rate
-// algorithm (GCRA): a key may make limit requests per period, with bursts of
-// up to limit requests, and its budget refills continuously (one request
-// every period/limit).
+// Package ratelimit limits requests per API key with an exact sliding window:
+// a key with a limit of N requests per period has a request admitted if and
+// only if fewer than N of its requests were admitted in the period that ends
+// now, (now-period, now]. So at most N requests succeed in any window of one
+// period, wherever that window starts, and a refused request does not count.
 //
-// Two implementations share the same semantics: Memory keeps state in the
-// process, Redis keeps it in Redis so that several API processes share one
-// budget per key. Open picks one from a Redis URL.
+// Each key keeps a log of its admission times in the current window, never
+// more than N of them (more only after its limit went down, until the
+// admissions made under the higher limit leave the window). Two implementations share these semantics exactly:
+// Memory keeps the logs in the process, Redis keeps them in Redis so that
+// several API processes share one budget per key. Open picks one from a Redis
+// URL. Both work in whole microseconds.
 //
 // Keys end up in memory or in Redis key names, so pass a stable, non-secret
 // identifier for the API key (its ID or a hash of it), not the secret itself.
@@ -28,21 +32,28 @@ const DefaultLimit = 60
 // DefaultPeriod is the default period over which DefaultLimit applies.
 const DefaultPeriod = time.Minute
 
-// ErrInvalidLimit is returned by Allow when limit or period is not positive.
-var ErrInvalidLimit = errors.New("ratelimit: limit and period must be positive")
+// ErrInvalidLimit is returned by Allow when limit is not positive or period is shorter than a microsecond.
+var ErrInvalidLimit = errors.New("ratelimit: limit must be positive and period at least 1µs")
 
 // Result is the outcome of one rate-limit check.
 type Result struct {
-	Allowed    bool          // whether this request may proceed (it has been counted)
-	Limit      int           // requests per period
-	Remaining  int           // requests still allowed right now (>= 0)
-	RetryAfter time.Duration // > 0 only when !Allowed: wait this long before the next request is allowed
-	ResetAfter time.Duration // time until the bucket is fully replenished (Remaining == Limit)
+	// Allowed reports whether this request may proceed; if so it has been counted.
+	Allowed bool
+	// Limit is the number of requests allowed per period.
+	Limit int
+	// Remaining is how many more requests would be admitted right now: Limit minus the
+	// admissions in the window, this one included (0 on a refusal).
+	Remaining int
+	// RetryAfter is, on a refusal, how long until a request would be admitted (> 0); 0 when Allowed.
+	RetryAfter time.Duration
+	// ResetAfter is how long until the oldest admission in the window leaves it, which is when
+	// Remaining next grows. On a refusal it equals RetryAfter.
+	ResetAfter time.Duration
 }
 
 // WriteHeaders sets the answer's X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset
-// (seconds until the budget is whole again) and, when the request is refused, Retry-After (whole
-// seconds, at least 1).
+// (whole seconds, rounded up, until Remaining next grows) and, when the request is refused,
+// Retry-After (whole seconds, rounded up, until a request would be admitted; at least 1).
 func (r Result) WriteHeaders(h http.Header) {
 	h.Set("X-RateLimit-Limit", strconv.Itoa(r.Limit))
 	h.Set("X-RateLimit-Remaining", strconv.Itoa(r.Remaining))
@@ -52,6 +63,7 @@ func (r Result) WriteHeaders(h http.Header) {
 	}
 }
 
+// ceilSeconds returns d in whole seconds, rounded up.
 func ceilSeconds(d time.Duration) int {
 	return int((d + time.Second - 1) / time.Second)
 }
@@ -65,8 +77,8 @@ type Limiter interface {
 const openPingTimeout = 3 * time.Second
 
 // Open returns a Memory limiter when redisURL is empty, and otherwise a Redis
-// limiter connected to redisURL (checked with a PING), with a function that
-// releases its resources.
+// limiter connected to redisURL (checked with a PING) that reads the time from
+// Redis, with a function that releases its resources.
 func Open(redisURL string) (Limiter, func() error, error) {
 	if redisURL == "" {
 		return NewMemory(nil), func() error { return nil }, nil
@@ -82,19 +94,27 @@ func Open(redisURL string) (Limiter, func() error, error) {
 		_ = client.Close()
 		return nil, nil, fmt.Errorf("ratelimit: ping redis at %s: %w", opts.Addr, err)
 	}
-	return NewRedis(client), client.Close, nil
+	return NewRedis(client, nil), client.Close, nil
 }
 
-// emissionInterval returns the time one request "costs" under limit requests
-// per period (period/limit rounded up to the nanosecond), or ErrInvalidLimit.
-func emissionInterval(limit int, period time.Duration) (time.Duration, error) {
-	if limit <= 0 || period <= 0 {
+// periodMicros returns period in whole microseconds, rounded up so that the
+// window is never shorter than asked, or ErrInvalidLimit.
+func periodMicros(limit int, period time.Duration) (int64, error) {
+	if limit <= 0 || period < time.Microsecond {
 		return 0, ErrInvalidLimit
 	}
-	l := time.Duration(limit)
-	t := period / l
-	if period%l != 0 {
-		t++
+	return int64((period + time.Microsecond - 1) / time.Microsecond), nil
+}
+
+// outcome builds the Result of a check that left count admissions in the
+// window (this one included when allowed), whose count next drops below limit
+// (when allowed: whose oldest admission leaves the window) after untilGrows
+// microseconds.
+func outcome(allowed bool, limit, count int, untilGrows int64) Result {
+	d := time.Duration(untilGrows) * time.Microsecond
+	res := Result{Allowed: allowed, Limit: limit, Remaining: max(0, limit-count), ResetAfter: d}
+	if !allowed {
+		res.RetryAfter = d
 	}
-	return t, nil
+	return res
 }

@@ -5,6 +5,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"hash/maphash"
+	mathrand "math/rand/v2"
+	"net/http"
 	"os"
 	"strconv"
 	"sync"
@@ -37,6 +41,34 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
+// store is one Limiter implementation under test.
+type store struct {
+	name string
+	// open returns a new limiter of the store that reads the time from clock.
+	// For Redis, every limiter opened in one test shares the test's keys, as
+	// several API processes do; for Memory, each has its own state.
+	open func(t *testing.T, clock func() time.Time) Limiter
+}
+
+// stores returns both implementations. The Redis one fails the test when
+// Redis does not answer.
+func stores() []store {
+	return []store{
+		{"memory", func(_ *testing.T, clock func() time.Time) Limiter { return NewMemory(clock) }},
+		{"redis", openTestRedis},
+	}
+}
+
+// forEachStore runs test against each store, with a fresh fake clock and limiter.
+func forEachStore(t *testing.T, test func(t *testing.T, clk *fakeClock, l Limiter)) {
+	for _, s := range stores() {
+		t.Run(s.name, func(t *testing.T) {
+			clk := newFakeClock()
+			test(t, clk, s.open(t, clk.Now))
+		})
+	}
+}
+
 func allow(t *testing.T, l Limiter, key string, limit int, period time.Duration) Result {
 	t.Helper()
 	res, err := l.Allow(context.Background(), key, limit, period)
@@ -53,171 +85,381 @@ func wantResult(t *testing.T, step string, got, want Result) {
 	}
 }
 
-func TestMemoryBurstRefusalAndRetry(t *testing.T) {
-	clk := newFakeClock()
-	m := NewMemory(clk.Now)
-	const key = "key-1"
+func admitted(remaining int, reset time.Duration) Result {
+	return Result{Allowed: true, Limit: 60, Remaining: remaining, ResetAfter: reset}
+}
 
-	for i := 1; i <= 60; i++ {
-		wantResult(t, "request", allow(t, m, key, 60, time.Minute), Result{
-			Allowed:    true,
-			Limit:      60,
-			Remaining:  60 - i,
-			ResetAfter: time.Duration(i) * time.Second,
-		})
-	}
-	// The 61st request is refused: one request "costs" 1s at 60/min.
-	refused := Result{Allowed: false, Limit: 60, Remaining: 0, RetryAfter: time.Second, ResetAfter: time.Minute}
-	wantResult(t, "61st request", allow(t, m, key, 60, time.Minute), refused)
-	// Refusals do not consume budget.
-	wantResult(t, "62nd request", allow(t, m, key, 60, time.Minute), refused)
+func refused(retry time.Duration) Result {
+	return Result{Limit: 60, RetryAfter: retry, ResetAfter: retry}
+}
 
-	clk.Advance(999 * time.Millisecond)
-	wantResult(t, "after 999ms", allow(t, m, key, 60, time.Minute), Result{
-		Limit: 60, RetryAfter: time.Millisecond, ResetAfter: time.Minute - 999*time.Millisecond,
-	})
-
-	clk.Advance(time.Millisecond)
-	wantResult(t, "after 1s", allow(t, m, key, 60, time.Minute), Result{
-		Allowed: true, Limit: 60, Remaining: 0, ResetAfter: time.Minute,
-	})
-	wantResult(t, "right after that", allow(t, m, key, 60, time.Minute), Result{
-		Limit: 60, RetryAfter: time.Second, ResetAfter: time.Minute,
+func TestBurstIsTheWholeMinutesBudget(t *testing.T) {
+	forEachStore(t, func(t *testing.T, clk *fakeClock, l Limiter) {
+		for i := 1; i <= 60; i++ {
+			wantResult(t, fmt.Sprintf("request %d", i), allow(t, l, "k", 60, time.Minute), admitted(60-i, time.Minute))
+		}
+		wantResult(t, "61st request", allow(t, l, "k", 60, time.Minute), refused(time.Minute))
+		// Refusals do not consume budget, and the window does not refill one by one:
+		// nothing is admitted until the burst leaves the window, a minute later.
+		for s := 1; s < 60; s++ {
+			clk.Advance(time.Second)
+			wantResult(t, fmt.Sprintf("after %ds", s), allow(t, l, "k", 60, time.Minute), refused(time.Minute-time.Duration(s)*time.Second))
+		}
+		clk.Advance(time.Second - time.Microsecond)
+		wantResult(t, "1µs before a minute", allow(t, l, "k", 60, time.Minute), refused(time.Microsecond))
+		clk.Advance(time.Microsecond)
+		wantResult(t, "a minute later", allow(t, l, "k", 60, time.Minute), admitted(59, time.Minute))
 	})
 }
 
-func TestMemoryReplenishment(t *testing.T) {
-	clk := newFakeClock()
-	m := NewMemory(clk.Now)
-	const key = "k"
-	for range 60 {
-		allow(t, m, key, 60, time.Minute)
-	}
-
-	// 30 s later, 30 requests are available again (29 after this one).
-	clk.Advance(30 * time.Second)
-	wantResult(t, "after 30s", allow(t, m, key, 60, time.Minute), Result{
-		Allowed: true, Limit: 60, Remaining: 29, ResetAfter: 31 * time.Second,
-	})
-	for range 29 {
-		if !allow(t, m, key, 60, time.Minute).Allowed {
-			t.Fatal("request within the replenished budget refused")
+func TestHeadersFollowTheOldestAdmission(t *testing.T) {
+	forEachStore(t, func(t *testing.T, clk *fakeClock, l Limiter) {
+		// 5 per minute, one request every 10 s from t=0.
+		steps := []struct {
+			at                      time.Duration // since the start
+			status                  int
+			remaining, reset, retry string
+		}{
+			{0, 200, "4", "60", ""},
+			{10 * time.Second, 200, "3", "50", ""},
+			{20 * time.Second, 200, "2", "40", ""},
+			{30 * time.Second, 200, "1", "30", ""},
+			{40 * time.Second, 200, "0", "20", ""},
+			{45 * time.Second, 429, "0", "15", "15"},
+			{59*time.Second + 500*time.Millisecond, 429, "0", "1", "1"}, // 0.5 s rounds up
+			{60 * time.Second, 200, "0", "10", ""},                      // t=0 left; t=10 is the oldest
+			{60 * time.Second, 429, "0", "10", "10"},
+			{70 * time.Second, 200, "0", "10", ""},
+			{125 * time.Second, 200, "3", "5", ""}, // only t=70 is left in (65, 125]
 		}
-	}
-	if allow(t, m, key, 60, time.Minute).Allowed {
-		t.Fatal("request beyond the replenished budget allowed")
-	}
-
-	// A full period later the whole burst is available again.
-	clk.Advance(time.Minute)
-	for i := 1; i <= 60; i++ {
-		res := allow(t, m, key, 60, time.Minute)
-		if !res.Allowed || res.Remaining != 60-i {
-			t.Fatalf("request %d after full replenishment: %+v", i, res)
-		}
-	}
-	if allow(t, m, key, 60, time.Minute).Allowed {
-		t.Fatal("61st request after full replenishment allowed")
-	}
-
-	// Steady rate: one request per second is always allowed.
-	for i := range 120 {
-		clk.Advance(time.Second)
-		if res := allow(t, m, key, 60, time.Minute); !res.Allowed {
-			t.Fatalf("steady request %d refused: %+v", i, res)
-		}
-	}
-}
-
-func TestMemoryIndependentKeys(t *testing.T) {
-	m := NewMemory(newFakeClock().Now)
-	for range 5 {
-		allow(t, m, "a", 5, time.Minute)
-	}
-	if allow(t, m, "a", 5, time.Minute).Allowed {
-		t.Fatal("6th request for a allowed")
-	}
-	for i := 1; i <= 5; i++ {
-		if res := allow(t, m, "b", 5, time.Minute); !res.Allowed || res.Remaining != 5-i {
-			t.Fatalf("request %d for b: %+v", i, res)
-		}
-	}
-}
-
-func TestMemoryDifferentLimitsPerKey(t *testing.T) {
-	clk := newFakeClock()
-	m := NewMemory(clk.Now)
-	cases := []struct {
-		key    string
-		limit  int
-		period time.Duration
-		retry  time.Duration
-	}{
-		{"small", 2, time.Minute, 30 * time.Second},
-		{"default", DefaultLimit, DefaultPeriod, time.Second},
-		{"big", 1000, time.Minute, 60 * time.Millisecond},
-		{"odd", 7, time.Minute, 8571428572 * time.Nanosecond}, // 60s/7 rounded up
-		{"per-second", 10, time.Second, 100 * time.Millisecond},
-	}
-	for _, c := range cases {
-		for i := 1; i <= c.limit; i++ {
-			res := allow(t, m, c.key, c.limit, c.period)
-			if !res.Allowed || res.Remaining != c.limit-i || res.Limit != c.limit {
-				t.Fatalf("%s: request %d: %+v", c.key, i, res)
+		start := clk.Now()
+		for _, s := range steps {
+			clk.Advance(start.Add(s.at).Sub(clk.Now()))
+			res := allow(t, l, "k", 5, time.Minute)
+			h := http.Header{}
+			res.WriteHeaders(h)
+			status := http.StatusOK
+			if !res.Allowed {
+				status = http.StatusTooManyRequests
+			}
+			got := [5]string{strconv.Itoa(status), h.Get("X-RateLimit-Limit"), h.Get("X-RateLimit-Remaining"), h.Get("X-RateLimit-Reset"), h.Get("Retry-After")}
+			want := [5]string{strconv.Itoa(s.status), "5", s.remaining, s.reset, s.retry}
+			if got != want {
+				t.Fatalf("at %v: status, limit, remaining, reset, retry-after = %q, want %q", s.at, got, want)
 			}
 		}
-		res := allow(t, m, c.key, c.limit, c.period)
-		if res.Allowed || res.Remaining != 0 || res.RetryAfter != c.retry {
-			t.Fatalf("%s: request %d: got %+v, want refusal with RetryAfter %v", c.key, c.limit+1, res, c.retry)
-		}
-		if d := res.ResetAfter - c.period; d < 0 || d > time.Duration(c.limit) {
-			t.Fatalf("%s: ResetAfter %v, want ≈ %v", c.key, res.ResetAfter, c.period)
-		}
-	}
-	clk.Advance(30 * time.Second)
-	if !allow(t, m, "small", 2, time.Minute).Allowed {
-		t.Fatal("small: request 30s after refusal refused")
-	}
+	})
 }
 
-func TestMemoryInvalidLimit(t *testing.T) {
-	m := NewMemory(nil)
-	for _, c := range []struct {
-		limit  int
-		period time.Duration
-	}{{0, time.Minute}, {-1, time.Minute}, {10, 0}, {10, -time.Second}} {
-		if _, err := m.Allow(context.Background(), "k", c.limit, c.period); !errors.Is(err, ErrInvalidLimit) {
-			t.Errorf("Allow(limit %d, period %v): err %v, want ErrInvalidLimit", c.limit, c.period, err)
-		}
-	}
+// oracle is a brute-force model of the sliding window: every admission ever
+// made for one key, checked against the limit by counting.
+type oracle struct {
+	admissions []time.Time
 }
 
-func TestMemoryConcurrency(t *testing.T) {
-	m := NewMemory(newFakeClock().Now)
-	var allowed, refused atomic.Int64
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for range 200 {
-		wg.Go(func() {
-			<-start
-			res, err := m.Allow(context.Background(), "shared", 100, time.Minute)
-			if err != nil {
-				t.Error(err)
-				return
+// check returns the Result the limiter must give at now, and records the admission.
+func (o *oracle) check(now time.Time, limit int, period time.Duration) Result {
+	var window []time.Time
+	for _, a := range o.admissions {
+		if a.After(now.Add(-period)) {
+			window = append(window, a)
+		}
+	}
+	if len(window) >= limit {
+		d := window[len(window)-limit].Add(period).Sub(now)
+		return Result{Limit: limit, RetryAfter: d, ResetAfter: d}
+	}
+	o.admissions = append(o.admissions, now)
+	window = append(window, now)
+	return Result{Allowed: true, Limit: limit, Remaining: limit - len(window), ResetAfter: window[0].Add(period).Sub(now)}
+}
+
+// maxInAnyWindow returns the largest number of admissions in any window of one period.
+func (o *oracle) maxInAnyWindow(period time.Duration) int {
+	most := 0
+	for i, end := range o.admissions { // the busiest window ends at an admission
+		n := 0
+		for _, a := range o.admissions[:i+1] {
+			if a.After(end.Add(-period)) {
+				n++
 			}
+		}
+		most = max(most, n)
+	}
+	return most
+}
+
+// stream sends one request at each offset (from the start, ascending) and
+// checks every Result against the oracle; it returns the oracle.
+func stream(t *testing.T, clk *fakeClock, limiters []Limiter, limit int, offsets []time.Duration) *oracle {
+	t.Helper()
+	o := &oracle{}
+	start := clk.Now()
+	for i, at := range offsets {
+		clk.Advance(start.Add(at).Sub(clk.Now()))
+		got := allow(t, limiters[i%len(limiters)], "k", limit, time.Minute)
+		wantResult(t, fmt.Sprintf("request %d at %v", i+1, at), got, o.check(clk.Now(), limit, time.Minute))
+	}
+	return o
+}
+
+// every returns the offsets of requests every step from from (included) to to (excluded).
+func every(step, from, to time.Duration) []time.Duration {
+	var out []time.Duration
+	for at := from; at < to; at += step {
+		out = append(out, at)
+	}
+	return out
+}
+
+func TestSteadyStreamNeverExceedsTheLimit(t *testing.T) {
+	forEachStore(t, func(t *testing.T, clk *fakeClock, l Limiter) {
+		// Two requests a second for three minutes at 60 per minute: each minute the
+		// first 30 seconds' requests are admitted and the rest refused.
+		o := stream(t, clk, []Limiter{l}, 60, every(500*time.Millisecond, 0, 3*time.Minute))
+		if n := o.maxInAnyWindow(time.Minute); n != 60 {
+			t.Fatalf("at most %d admissions in a minute, want 60", n)
+		}
+		if n := len(o.admissions); n != 180 {
+			t.Fatalf("%d admissions in 3 minutes, want 180", n)
+		}
+	})
+}
+
+func TestBurstThenSteadyNeverExceedsTheLimit(t *testing.T) {
+	forEachStore(t, func(t *testing.T, clk *fakeClock, l Limiter) {
+		// A burst of 60, then one request a second for three minutes.
+		offsets := make([]time.Duration, 60)
+		offsets = append(offsets, every(time.Second, time.Second, 3*time.Minute)...)
+		o := stream(t, clk, []Limiter{l}, 60, offsets)
+		if n := o.maxInAnyWindow(time.Minute); n != 60 {
+			t.Fatalf("at most %d admissions in a minute, want 60", n)
+		}
+		// Nothing more is admitted until the burst has left the window at 60 s;
+		// from then on, one a second always is.
+		if n := len(o.admissions); n != 60+120 {
+			t.Fatalf("%d admissions, want 180", n)
+		}
+		if first := o.admissions[60].Sub(o.admissions[0]); first != time.Minute {
+			t.Fatalf("first admission after the burst %v after it, want 1m", first)
+		}
+	})
+}
+
+func TestIrregularTrafficMatchesTheModel(t *testing.T) {
+	forEachStore(t, func(t *testing.T, clk *fakeClock, l Limiter) {
+		rng := mathrand.New(mathrand.NewPCG(14, 5))
+		var offsets []time.Duration
+		var at time.Duration
+		for len(offsets) < 600 {
+			switch rng.IntN(4) {
+			case 0: // a burst at one instant
+				for range rng.IntN(8) {
+					offsets = append(offsets, at)
+				}
+			case 1: // a pause
+				at += time.Duration(rng.IntN(40_000_000)) * time.Microsecond
+			default:
+				at += time.Duration(rng.IntN(700_000)) * time.Microsecond
+				offsets = append(offsets, at)
+			}
+		}
+		o := stream(t, clk, []Limiter{l}, 10, offsets)
+		if n := o.maxInAnyWindow(time.Minute); n != 10 {
+			t.Fatalf("at most %d admissions in a minute, want 10", n)
+		}
+	})
+}
+
+func TestRetryAfterIsWhenTheNextRequestIsAdmitted(t *testing.T) {
+	forEachStore(t, func(t *testing.T, clk *fakeClock, l Limiter) {
+		rng := mathrand.New(mathrand.NewPCG(5, 14))
+		refusals := 0
+		for refusals < 40 {
+			clk.Advance(time.Duration(rng.IntN(3_000_000)) * time.Microsecond)
+			res := allow(t, l, "k", 7, time.Minute)
 			if res.Allowed {
-				allowed.Add(1)
-			} else {
-				refused.Add(1)
+				continue
 			}
-		})
-	}
-	close(start)
-	wg.Wait()
-	if allowed.Load() != 100 || refused.Load() != 100 {
-		t.Fatalf("allowed %d, refused %d; want 100 and 100", allowed.Load(), refused.Load())
-	}
+			refusals++
+			// Exactly: refused 1µs before RetryAfter, admitted at it.
+			clk.Advance(res.RetryAfter - time.Microsecond)
+			if early := allow(t, l, "k", 7, time.Minute); early.Allowed || early.RetryAfter != time.Microsecond {
+				t.Fatalf("1µs before RetryAfter %v: %+v, want a refusal for 1µs more", res.RetryAfter, early)
+			}
+			clk.Advance(time.Microsecond)
+			if at := allow(t, l, "k", 7, time.Minute); !at.Allowed {
+				t.Fatalf("at RetryAfter %v: %+v, want admitted", res.RetryAfter, at)
+			}
+		}
+	})
 }
+
+func TestRetryAfterHeaderIsWhenTheNextRequestIsAdmitted(t *testing.T) {
+	forEachStore(t, func(t *testing.T, clk *fakeClock, l Limiter) {
+		for _, gap := range []time.Duration{0, 1500 * time.Millisecond, 7*time.Second + 300*time.Millisecond} {
+			allow(t, l, "k", 3, time.Minute)
+			clk.Advance(gap)
+			allow(t, l, "k", 3, time.Minute)
+			allow(t, l, "k", 3, time.Minute)
+			res := allow(t, l, "k", 3, time.Minute)
+			h := http.Header{}
+			res.WriteHeaders(h)
+			retry, err := strconv.Atoi(h.Get("Retry-After"))
+			if err != nil || res.Allowed {
+				t.Fatalf("gap %v: %+v, Retry-After %q", gap, res, h.Get("Retry-After"))
+			}
+			clk.Advance(time.Duration(retry-1) * time.Second)
+			if allow(t, l, "k", 3, time.Minute).Allowed {
+				t.Fatalf("gap %v: admitted a second before Retry-After %d", gap, retry)
+			}
+			clk.Advance(time.Second)
+			if !allow(t, l, "k", 3, time.Minute).Allowed {
+				t.Fatalf("gap %v: refused at Retry-After %d", gap, retry)
+			}
+			clk.Advance(time.Hour)
+		}
+	})
+}
+
+func TestIndependentKeys(t *testing.T) {
+	forEachStore(t, func(t *testing.T, _ *fakeClock, l Limiter) {
+		for range 5 {
+			allow(t, l, "a", 5, time.Minute)
+		}
+		if allow(t, l, "a", 5, time.Minute).Allowed {
+			t.Fatal("6th request for a allowed")
+		}
+		for i := 1; i <= 5; i++ {
+			if res := allow(t, l, "b", 5, time.Minute); !res.Allowed || res.Remaining != 5-i {
+				t.Fatalf("request %d for b: %+v", i, res)
+			}
+		}
+	})
+}
+
+func TestDifferentLimitsAndPeriods(t *testing.T) {
+	forEachStore(t, func(t *testing.T, clk *fakeClock, l Limiter) {
+		cases := []struct {
+			key    string
+			limit  int
+			period time.Duration
+		}{
+			{"small", 2, time.Minute},
+			{"default", DefaultLimit, DefaultPeriod},
+			{"big", 1000, time.Minute},
+			{"odd", 7, 61*time.Second + 7*time.Microsecond},
+			{"per-second", 10, time.Second},
+			{"sub-µs period", 3, time.Second + time.Nanosecond}, // rounded up to whole µs
+		}
+		for _, c := range cases {
+			period := c.period.Round(time.Microsecond)
+			if period < c.period {
+				period += time.Microsecond
+			}
+			for i := 1; i <= c.limit; i++ {
+				res := allow(t, l, c.key, c.limit, c.period)
+				if !res.Allowed || res.Remaining != c.limit-i || res.Limit != c.limit || res.ResetAfter != period {
+					t.Fatalf("%s: request %d: %+v", c.key, i, res)
+				}
+			}
+			res := allow(t, l, c.key, c.limit, c.period)
+			want := Result{Limit: c.limit, RetryAfter: period, ResetAfter: period}
+			wantResult(t, c.key+": one too many", res, want)
+		}
+		clk.Advance(time.Minute)
+		if !allow(t, l, "small", 2, time.Minute).Allowed {
+			t.Fatal("small: request a minute later refused")
+		}
+		if allow(t, l, "odd", 7, 61*time.Second+7*time.Microsecond).Allowed {
+			t.Fatal("odd: request before its 61s period admitted")
+		}
+	})
+}
+
+func TestChangedLimitAppliesToTheSameWindow(t *testing.T) {
+	forEachStore(t, func(t *testing.T, clk *fakeClock, l Limiter) {
+		o := &oracle{}
+		check := func(step string, limit int) {
+			t.Helper()
+			wantResult(t, step, allow(t, l, "k", limit, time.Minute), o.check(clk.Now(), limit, time.Minute))
+		}
+		for i := range 10 { // 10 admissions, one every 2 s, under a limit of 20
+			check(fmt.Sprintf("request %d under 20", i+1), 20)
+			clk.Advance(2 * time.Second)
+		}
+		// Lowered to 4: refused until only 3 of the 10 are left in the window.
+		check("first request under 4", 4)
+		clk.Advance(45 * time.Second)
+		check("45 s later under 4", 4)
+		clk.Advance(3 * time.Second)
+		check("48 s later under 4", 4)
+		// Raised to 6: the admissions still in the window count.
+		check("first request under 6", 6)
+		check("second request under 6", 6)
+		check("third request under 6", 6)
+	})
+}
+
+func TestClockSteppingBackCountsFromTheNewestAdmission(t *testing.T) {
+	forEachStore(t, func(t *testing.T, clk *fakeClock, l Limiter) {
+		clk.Advance(10 * time.Second)
+		allow(t, l, "k", 2, time.Minute)
+		clk.Advance(-5 * time.Second)
+		// Logged at the newest admission's time (10 s), 65 s from now.
+		wantResult(t, "5 s back", allow(t, l, "k", 2, time.Minute),
+			Result{Allowed: true, Limit: 2, Remaining: 0, ResetAfter: 65 * time.Second})
+		clk.Advance(65*time.Second - time.Microsecond)
+		wantResult(t, "1µs before both leave", allow(t, l, "k", 2, time.Minute),
+			Result{Limit: 2, RetryAfter: time.Microsecond, ResetAfter: time.Microsecond})
+		clk.Advance(time.Microsecond)
+		wantResult(t, "when both left", allow(t, l, "k", 2, time.Minute),
+			Result{Allowed: true, Limit: 2, Remaining: 1, ResetAfter: time.Minute})
+	})
+}
+
+func TestInvalidLimit(t *testing.T) {
+	forEachStore(t, func(t *testing.T, _ *fakeClock, l Limiter) {
+		for _, c := range []struct {
+			limit  int
+			period time.Duration
+		}{{0, time.Minute}, {-1, time.Minute}, {10, 0}, {10, -time.Second}, {10, time.Microsecond - 1}} {
+			if _, err := l.Allow(context.Background(), "k", c.limit, c.period); !errors.Is(err, ErrInvalidLimit) {
+				t.Errorf("Allow(limit %d, period %v): err %v, want ErrInvalidLimit", c.limit, c.period, err)
+			}
+		}
+	})
+}
+
+func TestConcurrentRequestsShareOneBudget(t *testing.T) {
+	forEachStore(t, func(t *testing.T, _ *fakeClock, l Limiter) {
+		var allowed, refused atomic.Int64
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for range 200 {
+			wg.Go(func() {
+				<-start
+				res, err := l.Allow(context.Background(), "shared", 100, time.Minute)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if res.Allowed {
+					allowed.Add(1)
+				} else {
+					refused.Add(1)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		if allowed.Load() != 100 || refused.Load() != 100 {
+			t.Fatalf("allowed %d, refused %d; want 100 and 100", allowed.Load(), refused.Load())
+		}
+	})
+}
+
+// ---- Memory ----
 
 func TestMemoryConcurrentManyKeys(t *testing.T) {
 	clk := newFakeClock()
@@ -244,8 +486,7 @@ func TestMemoryConcurrentManyKeys(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	// 26 keys × 10 requests of burst; the 100 ms the clock moved replenish
-	// nothing (one request per 6 s per key).
+	// 26 keys × 10 requests; within the 100 ms the clock moved nothing leaves a window.
 	if got := allowed.Load(); got != 260 {
 		t.Fatalf("allowed %d, want 260", got)
 	}
@@ -257,12 +498,12 @@ func TestMemoryEviction(t *testing.T) {
 	for i := range 1000 {
 		allow(t, m, "short-"+strconv.Itoa(i), 10, time.Second)
 	}
-	allow(t, m, "long", 10, time.Hour) // TAT 6 min ahead: must survive
+	allow(t, m, "long", 10, time.Hour) // in its window for an hour: must survive
 	if n := m.Len(); n != 1001 {
 		t.Fatalf("Len = %d, want 1001", n)
 	}
 
-	// Keys whose budget is full are dropped by the next sweep, which runs on
+	// Keys whose window is empty are dropped by the next sweep, which runs on
 	// the way through Allow once the sweep interval has passed.
 	clk.Advance(defaultSweepInterval)
 	allow(t, m, "trigger", 10, time.Second)
@@ -294,17 +535,41 @@ func TestMemoryEviction(t *testing.T) {
 		clk.Advance(100 * time.Millisecond)
 		allow(t, m, "stream-"+strconv.Itoa(i), 10, time.Second)
 	}
-	// 10 min of keys, one new key every 100 ms, each expiring 100 ms after it
-	// was used: at most one sweep interval's worth (600) plus the long key.
+	// 10 min of keys, one new key every 100 ms, each idle 1 s after it was
+	// used: at most one sweep interval's worth (600) plus the long key.
 	if n := m.Len(); n > 700 {
 		t.Fatalf("Len = %d after a stream of distinct keys, want bounded", n)
+	}
+}
+
+func TestMemoryLogHoldsAtMostLimitTimes(t *testing.T) {
+	clk := newFakeClock()
+	m := NewMemory(clk.Now)
+	ringOf := func() int {
+		s := &m.shards[maphash.String(m.seed, "k")%memoryShards]
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.logs["k"].ring)
+	}
+	for range 1000 {
+		clk.Advance(100 * time.Millisecond)
+		allow(t, m, "k", 50, time.Minute)
+	}
+	if n := ringOf(); n != 50 {
+		t.Fatalf("ring of %d times at a limit of 50, want 50", n)
+	}
+	allow(t, m, "k", 3, time.Minute) // refused: the ring keeps the newest 3
+	clk.Advance(time.Minute)
+	allow(t, m, "k", 3, time.Minute)
+	if n := ringOf(); n != 3 {
+		t.Fatalf("ring of %d times after the limit went down to 3, want 3", n)
 	}
 }
 
 func TestMemoryNilClockUsesTimeNow(t *testing.T) {
 	m := NewMemory(nil)
 	res := allow(t, m, "k", 2, time.Hour)
-	if !res.Allowed || res.Remaining != 1 || res.ResetAfter <= 0 || res.ResetAfter > 30*time.Minute {
+	if !res.Allowed || res.Remaining != 1 || res.ResetAfter <= 59*time.Minute || res.ResetAfter > time.Hour {
 		t.Fatalf("first request: %+v", res)
 	}
 }
@@ -363,18 +628,25 @@ func newTestRedis(t *testing.T) *redis.Client {
 	return client
 }
 
-// testKeyPrefix returns a random key namespace for this test and deletes its
-// Redis keys when the test ends.
+// testPrefixes remembers each test's Redis key namespace, so that every
+// limiter a test opens shares it.
+var testPrefixes sync.Map // *testing.T → string
+
+// testKeyPrefix returns the random Redis key namespace of this test (under
+// KeyPrefix) and deletes its keys when the test ends.
 func testKeyPrefix(t *testing.T, client *redis.Client) string {
 	t.Helper()
-	b := make([]byte, 8)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
+	if p, ok := testPrefixes.Load(t); ok {
+		return p.(string)
 	}
-	prefix := "test:" + hex.EncodeToString(b) + ":"
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	prefix := KeyPrefix + "test:" + hex.EncodeToString(b) + ":"
+	testPrefixes.Store(t, prefix)
 	t.Cleanup(func() {
+		testPrefixes.Delete(t)
 		ctx := context.Background()
-		keys, err := client.Keys(ctx, KeyPrefix+prefix+"*").Result()
+		keys, err := client.Keys(ctx, prefix+"*").Result()
 		if err != nil {
 			t.Errorf("cleanup: %v", err)
 			return
@@ -388,118 +660,76 @@ func testKeyPrefix(t *testing.T, client *redis.Client) string {
 	return prefix
 }
 
-func TestRedisBurstRefusalAndRetry(t *testing.T) {
+// openTestRedis returns a Redis limiter with its own client, in the test's key namespace.
+func openTestRedis(t *testing.T, clock func() time.Time) Limiter {
 	client := newTestRedis(t)
-	key := testKeyPrefix(t, client) + "burst"
-	r := NewRedis(client)
-	const limit, period = 5, time.Second
-	const emission = period / limit
+	r := NewRedis(client, clock)
+	r.prefix = testKeyPrefix(t, client)
+	return r
+}
 
-	for i := 1; i <= limit; i++ {
-		res := allow(t, r, key, limit, period)
-		if !res.Allowed || res.Limit != limit || res.Remaining != limit-i || res.RetryAfter != 0 {
-			t.Fatalf("request %d: %+v", i, res)
-		}
-		if res.ResetAfter <= time.Duration(i-1)*emission || res.ResetAfter > time.Duration(i)*emission {
-			t.Fatalf("request %d: ResetAfter %v, want ≈ %v", i, res.ResetAfter, time.Duration(i)*emission)
-		}
+func TestRedisInstancesShareOneBudget(t *testing.T) {
+	clk := newFakeClock()
+	limiters := []Limiter{openTestRedis(t, clk.Now), openTestRedis(t, clk.Now), openTestRedis(t, clk.Now)}
+	// Three API processes take turns answering the same key's steady stream.
+	o := stream(t, clk, limiters, 60, every(250*time.Millisecond, 0, 3*time.Minute))
+	if n := o.maxInAnyWindow(time.Minute); n != 60 {
+		t.Fatalf("at most %d admissions in a minute across three limiters, want 60", n)
 	}
-	res := allow(t, r, key, limit, period)
-	if res.Allowed || res.Remaining != 0 {
-		t.Fatalf("request %d: %+v, want refusal", limit+1, res)
+	if n := len(o.admissions); n != 180 {
+		t.Fatalf("%d admissions in 3 minutes, want 180", n)
 	}
-	if res.RetryAfter <= 0 || res.RetryAfter > emission {
-		t.Fatalf("RetryAfter %v, want in (0, %v]", res.RetryAfter, emission)
-	}
-	if res.ResetAfter <= period-emission || res.ResetAfter > period {
-		t.Fatalf("ResetAfter %v, want ≈ %v", res.ResetAfter, period)
-	}
+}
 
-	// The key lives under KeyPrefix and expires once the budget is full.
-	ttl, err := client.PTTL(context.Background(), KeyPrefix+key).Result()
+func TestRedisKeyHoldsTheWindowAndExpires(t *testing.T) {
+	clk := newFakeClock()
+	client := newTestRedis(t)
+	r := NewRedis(client, clk.Now)
+	r.prefix = testKeyPrefix(t, client)
+	ctx := context.Background()
+	card := func() int64 {
+		t.Helper()
+		n, err := client.ZCard(ctx, r.prefix+"k").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for range 5 {
+		allow(t, r, "k", 5, time.Minute)
+		clk.Advance(time.Second)
+	}
+	allow(t, r, "k", 5, time.Minute) // refused: not logged
+	allow(t, r, "k", 2, time.Minute) // refused under a lower limit: the 5 still count
+	if n := card(); n != 5 {
+		t.Fatalf("ZCARD = %d, want 5", n)
+	}
+	clk.Advance(57 * time.Second) // t=62 s: the admissions at 0, 1 and 2 s left the window (2, 62]
+	allow(t, r, "k", 5, time.Minute)
+	if n := card(); n != 3 {
+		t.Fatalf("ZCARD = %d after three left and one came, want 3", n)
+	}
+	// The key expires (in Redis's time) a period after its newest admission.
+	ttl, err := client.PTTL(ctx, r.prefix+"k").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ttl <= 0 || ttl > period+time.Millisecond {
-		t.Fatalf("PTTL of %s = %v, want in (0, %v]", KeyPrefix+key, ttl, period)
-	}
-
-	time.Sleep(res.RetryAfter + 5*time.Millisecond)
-	if res := allow(t, r, key, limit, period); !res.Allowed || res.Remaining != 0 {
-		t.Fatalf("request after RetryAfter: %+v, want allowed with Remaining 0", res)
-	}
-	if res := allow(t, r, key, limit, period); res.Allowed {
-		t.Fatalf("request right after that: %+v, want refusal", res)
+	if ttl <= 59*time.Second || ttl > time.Minute {
+		t.Fatalf("PTTL = %v right after an admission, want the period", ttl)
 	}
 }
 
-func TestRedisSharedAcrossInstances(t *testing.T) {
-	c1, c2 := newTestRedis(t), newTestRedis(t)
-	key := testKeyPrefix(t, c1) + "shared"
-	limiters := []Limiter{NewRedis(c1), NewRedis(c2)}
-	allowed := 0
-	for i := range 20 {
-		if allow(t, limiters[i%2], key, 10, time.Minute).Allowed {
-			allowed++
-		}
-	}
-	if allowed != 10 {
-		t.Fatalf("allowed %d of 20 requests across two limiters, want 10", allowed)
-	}
-	for i, l := range limiters {
-		if res := allow(t, l, key, 10, time.Minute); res.Allowed || res.RetryAfter <= 0 || res.RetryAfter > 6*time.Second {
-			t.Fatalf("limiter %d after shared budget spent: %+v", i, res)
-		}
-	}
-}
-
-func TestRedisIndependentKeysAndLimits(t *testing.T) {
+func TestRedisServerClock(t *testing.T) {
 	client := newTestRedis(t)
-	prefix := testKeyPrefix(t, client)
-	r := NewRedis(client)
-	for _, c := range []struct {
-		key   string
-		limit int
-	}{{"a", 3}, {"b", 7}, {"c", DefaultLimit}} {
-		for i := 1; i <= c.limit; i++ {
-			if res := allow(t, r, prefix+c.key, c.limit, time.Minute); !res.Allowed || res.Remaining != c.limit-i {
-				t.Fatalf("%s: request %d: %+v", c.key, i, res)
-			}
-		}
-		if res := allow(t, r, prefix+c.key, c.limit, time.Minute); res.Allowed {
-			t.Fatalf("%s: request %d allowed", c.key, c.limit+1)
+	r := NewRedis(client, nil)
+	r.prefix = testKeyPrefix(t, client)
+	for i := 1; i <= 2; i++ {
+		if res := allow(t, r, "k", 2, time.Hour); !res.Allowed || res.Remaining != 2-i || res.ResetAfter <= 59*time.Minute || res.ResetAfter > time.Hour {
+			t.Fatalf("request %d: %+v", i, res)
 		}
 	}
-}
-
-func TestRedisConcurrency(t *testing.T) {
-	client := newTestRedis(t)
-	key := testKeyPrefix(t, client) + "concurrent"
-	r := NewRedis(client)
-	var allowed atomic.Int64
-	var wg sync.WaitGroup
-	for range 200 {
-		wg.Go(func() {
-			res, err := r.Allow(context.Background(), key, 100, time.Minute)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			if res.Allowed {
-				allowed.Add(1)
-			}
-		})
-	}
-	wg.Wait()
-	if allowed.Load() != 100 {
-		t.Fatalf("allowed %d of 200 concurrent requests, want 100", allowed.Load())
-	}
-}
-
-func TestRedisInvalidLimit(t *testing.T) {
-	r := NewRedis(newTestRedis(t))
-	if _, err := r.Allow(context.Background(), "k", 0, time.Minute); !errors.Is(err, ErrInvalidLimit) {
-		t.Fatalf("err %v, want ErrInvalidLimit", err)
+	if res := allow(t, r, "k", 2, time.Hour); res.Allowed || res.RetryAfter <= 59*time.Minute || res.RetryAfter > time.Hour {
+		t.Fatalf("third request: %+v, want a refusal for about an hour", res)
 	}
 }
 
@@ -508,10 +738,14 @@ func TestOpenRedis(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Open(%s): %v", testRedisURL(), err)
 	}
-	if _, ok := l.(*Redis); !ok {
+	r, ok := l.(*Redis)
+	if !ok {
 		t.Fatalf("Open(redis URL) = %T, want *Redis", l)
 	}
-	key := testKeyPrefix(t, newTestRedis(t)) + "open"
+	if r.clock != nil || r.prefix != KeyPrefix {
+		t.Fatalf("Open(redis URL): clock set %v, prefix %q; want Redis's clock under %q", r.clock != nil, r.prefix, KeyPrefix)
+	}
+	key := testKeyPrefix(t, newTestRedis(t))[len(KeyPrefix):] + "open"
 	if res := allow(t, l, key, 1, time.Minute); !res.Allowed {
 		t.Fatalf("first request: %+v", res)
 	}
