@@ -26,6 +26,7 @@ func TestAnswerMapsEngineRefusals(t *testing.T) {
 		retryAfter string
 	}{
 		{&engine.Error{Kind: engine.KindInvalid, Field: "config.x", Message: "bad."}, 400, "config.x: bad.", ""},
+		{&engine.Error{Kind: engine.KindUnauthenticated, Message: "who?"}, 401, "who?", ""},
 		{&engine.Error{Kind: engine.KindNotFound, Message: "gone."}, 404, "gone.", ""},
 		{&engine.Error{Kind: engine.KindForbidden, Message: "not yours."}, 403, "not yours.", ""},
 		{&engine.Error{Kind: engine.KindConflict, Message: "busy."}, 409, "busy.", ""},
@@ -44,6 +45,11 @@ func TestAnswerMapsEngineRefusals(t *testing.T) {
 		_ = json.Unmarshal(w.Body.Bytes(), &body)
 		if w.Code != tc.status || body["error"] != tc.body || w.Header().Get("Retry-After") != tc.retryAfter || body["errors"] != nil {
 			t.Errorf("%v: %d %s (Retry-After %q), want %d %q (%q)", tc.err, w.Code, w.Body, w.Header().Get("Retry-After"), tc.status, tc.body, tc.retryAfter)
+		}
+	}
+	for _, kind := range engine.Kinds {
+		if _, ok := externalStatus[kind]; !ok {
+			t.Errorf("engine kind %q has no status", kind)
 		}
 	}
 }

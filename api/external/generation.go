@@ -88,6 +88,7 @@ func (h *Handler) answer(c *gin.Context, err error) {
 // externalStatus is the status of each kind of engine refusal.
 var externalStatus = map[engine.Kind]int{
 	engine.KindInvalid:             http.StatusBadRequest,
+	engine.KindUnauthenticated:     http.StatusUnauthorized,
 	engine.KindNotFound:            http.StatusNotFound,
 	engine.KindForbidden:           http.StatusForbidden,
 	engine.KindConflict:            http.StatusConflict,

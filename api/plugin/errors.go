@@ -29,6 +29,7 @@ const (
 	CodeIdempotencyConflict = "idempotency_conflict"
 	CodeJobNotCancelable    = "job_not_cancelable"
 	CodeJobNotCompleted     = "job_not_completed"
+	CodeConflict            = "conflict"
 	CodeUploadConflict      = "upload_not_accepted"
 	CodeOutputsPurged       = "outputs_purged"
 	CodeURLExpired          = "url_expired"
@@ -50,6 +51,7 @@ var ErrorDocs = map[string]string{
 	CodeIdempotencyConflict: "The Idempotency-Key was already used with a different request payload (use a new key for a new request), or the first request with this key is still being processed (retry after Retry-After seconds to get its answer).",
 	CodeJobNotCancelable:    "The job is already running or finished, so it can no longer be cancelled.",
 	CodeJobNotCompleted:     "The job has not completed; ratings and fresh URLs need a completed job.",
+	CodeConflict:            "The record's current state does not allow this change; read it again before retrying.",
 	CodeUploadConflict:      "The upload URL is expired or already used, or the bytes do not match the declared size or type.",
 	CodeOutputsPurged:       "The job's files were removed by the retention policy.",
 	CodeURLExpired:          "The signed URL has expired; ask the API for a fresh one (POST /jobs/{id}/refresh-url for outputs).",
@@ -131,6 +133,8 @@ var engineCodes = map[string]struct {
 	string(engine.KindInvalid):             {http.StatusBadRequest, CodeInvalidInput, nil},
 	string(engine.KindUnauthenticated):     {http.StatusUnauthorized, CodeUnauthorized, nil},
 	string(engine.KindNotFound):            {http.StatusNotFound, CodeNotFound, nil},
+	string(engine.KindForbidden):           {http.StatusForbidden, CodeForbidden, nil},
+	string(engine.KindConflict):            {http.StatusConflict, CodeConflict, nil},
 	string(engine.KindInsufficientCredits): {http.StatusPaymentRequired, CodeInsufficientCredits, creditsRequired},
 	string(engine.KindPrerequisite):        {http.StatusUnprocessableEntity, CodePackshotNotApproved, nil},
 	string(engine.KindUnavailable):         {http.StatusServiceUnavailable, CodeUnavailable, nil},

@@ -31,6 +31,10 @@ const (
 	KindRateLimited Kind = "rate_limited"
 )
 
+// Kinds lists every kind of refusal, so façades can show that each one has its answer.
+var Kinds = []Kind{KindInvalid, KindUnauthenticated, KindNotFound, KindForbidden, KindConflict,
+	KindInsufficientCredits, KindPrerequisite, KindUnavailable, KindRateLimited}
+
 // Reasons refine a kind with a stable, machine-readable name the APIs may surface as their code.
 const (
 	ReasonJobNotCancelable = "job_not_cancelable"
