@@ -219,8 +219,10 @@ func TestUnknownRouteAndMethod(t *testing.T) {
 	assert.JSONEq(t, `{"error":"Method DELETE is not allowed on this route."}`, rec.Body.String())
 }
 
-// usedCodes are the error codes the API answers with.
+// usedCodes are the error codes the API answers with (conflict: an engine conflict without a more
+// specific plugin code; TestEngineFailureMapsEveryKind covers it).
 var usedCodes = []string{
+	plugin.CodeConflict,
 	plugin.CodeInvalidInput, plugin.CodeUnauthorized, plugin.CodeInsufficientCredits, plugin.CodeForbidden,
 	plugin.CodeNotFound, plugin.CodeIdempotencyConflict, plugin.CodeJobNotCancelable, plugin.CodeJobNotCompleted,
 	plugin.CodeUploadConflict, plugin.CodeOutputsPurged, plugin.CodePayloadTooLarge, plugin.CodePackshotNotApproved,
