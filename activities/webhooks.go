@@ -84,7 +84,9 @@ func (a *Activities) RecordJobWebhook(ctx context.Context, in RecordWebhookInput
 		}
 		outputs = byJob[job.ID]
 	}
-	now := time.Now().UTC()
+	// Microseconds, as PostgreSQL stores the row's created_at: the payload's delivery_created_at
+	// is the recorded delivery's creation time exactly.
+	now := time.Now().UTC().Truncate(time.Microsecond)
 	payload, err := webhooks.BuildJobPayload(webhooks.JobPayload{
 		DeliveryID: res.DeliveryID, Event: event, CreatedAt: now, Job: job, Outputs: outputs,
 		Signer: a.Signer, DownloadTTL: a.DownloadTTL,

@@ -176,8 +176,8 @@ func TestRecordJobWebhook(t *testing.T) {
 		if err := json.Unmarshal(d.Payload, &p); err != nil {
 			t.Fatal(err)
 		}
-		if p.ID != d.ID || p.Type != "job.completed" || p.Data.ID != f.job.ID || p.Data.Status != "completed" ||
-			p.Data.ProductRef != "mug-01" || len(p.Data.Outputs) != 1 || !strings.HasPrefix(p.Data.Outputs[0].URL, "http://api.example/files/") {
+		if p.DeliveryID != d.ID || p.Event != "job.completed" || !p.DeliveryCreatedAt.Equal(d.CreatedAt) || p.ID != f.job.ID || p.Status != "completed" ||
+			p.ProductRef != "mug-01" || len(p.Outputs) != 1 || !strings.HasPrefix(p.Outputs[0].URL, "http://api.example/files/") {
 			t.Fatalf("payload = %s", d.Payload)
 		}
 

@@ -165,11 +165,11 @@ func TestWebhooksAreSignedRetriedAndReplayed(t *testing.T) {
 	// 1. Delivered at once, verifiable, carrying the job as the API shows it.
 	h := receiver.waitHooks(t, firstDelivery, 1, 30*time.Second)[0]
 	p := verify(t, secret, h)
-	if h.header.Get("webhook-id") != firstDelivery || p.ID != firstDelivery || p.Type != "job.completed" ||
-		p.Data.ID != first || p.Data.Status != models.JobCompleted || p.Data.ProductRef != "vase" || len(p.Data.Outputs) != 1 {
+	if h.header.Get("webhook-id") != firstDelivery || p.DeliveryID != firstDelivery || p.Event != "job.completed" ||
+		p.ID != first || p.Status != models.JobCompleted || p.ProductRef != "vase" || len(p.Outputs) != 1 {
 		t.Fatalf("webhook = %s", h.body)
 	}
-	resp, err := http.Get(p.Data.Outputs[0].URL)
+	resp, err := http.Get(p.Outputs[0].URL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestWebhooksAreSignedRetriedAndReplayed(t *testing.T) {
 		t.Errorf("retried after %v, before the receiver's Retry-After of 7 s", gap)
 	}
 	for _, h := range hooks {
-		if verify(t, secret, h).ID != secondDelivery {
+		if verify(t, secret, h).DeliveryID != secondDelivery {
 			t.Fatalf("retry carries another delivery: %s", h.body)
 		}
 	}
@@ -266,7 +266,7 @@ func expectNotified(t *testing.T, env *testenv.Env, rc *hookReceiver, secret, jo
 	id := models.WebhookDeliveryID(jobID, 1, event)
 	hooks := rc.waitHooks(t, id, 1, 60*time.Second)
 	for _, h := range hooks {
-		if p := verify(t, secret, h); p.Type != event || p.Data.ID != jobID || p.Data.Status != status {
+		if p := verify(t, secret, h); p.Event != event || p.ID != jobID || p.Status != status {
 			t.Fatalf("webhook for %s: %s", jobID, h.body)
 		}
 	}
