@@ -3,6 +3,7 @@ package webhooks_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -141,6 +142,36 @@ func TestPayloadIsTheJobViewAtTopLevel(t *testing.T) {
 	}
 }
 
+// A payload recorded before the job's fields moved to the top level is sent in the current shape,
+// byte for byte what BuildJobPayload now makes for the same notification; a current one as stored.
+func TestCurrentPayload(t *testing.T) {
+	job, outputs, signer, created := completedJob()
+	current, err := webhooks.BuildJobPayload(webhooks.JobPayload{DeliveryID: "d-1", Event: webhooks.EventJobCompleted,
+		CreatedAt: created, Job: job, Outputs: outputs, Signer: signer, DownloadTTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p webhooks.Payload
+	if err := json.Unmarshal(current, &p); err != nil {
+		t.Fatal(err)
+	}
+	// The earlier shape, as PostgreSQL's JSONB gives it back: keys reordered, spaces added.
+	legacy := fmt.Sprintf(`{"id": "d-1", "data": %s, "type": "job.completed", "created_at": "2026-06-01T12:30:00Z"}`, mustJSON(t, p.Job))
+	got, err := webhooks.CurrentPayload([]byte(legacy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(current) {
+		t.Fatalf("legacy payload sent as\n%s\nwant\n%s", got, current)
+	}
+	if got, err := webhooks.CurrentPayload(current); err != nil || string(got) != string(current) {
+		t.Fatalf("a current payload is sent as %s, %v; want it unchanged", got, err)
+	}
+	if _, err := webhooks.CurrentPayload([]byte(`not json`)); err == nil {
+		t.Fatal("a stored payload that is not JSON was accepted")
+	}
+}
+
 // completedJob is a completed job with one stored output, its signer and a notification time.
 func completedJob() (*models.Job, []models.Asset, *urlsign.Signer, time.Time) {
 	signer := urlsign.New([]byte("0123456789abcdef0123456789abcdef"), "https://api.example")
@@ -163,4 +194,13 @@ func decodeObject(t *testing.T, body []byte) map[string]any {
 		t.Fatalf("%s: %v", body, err)
 	}
 	return m
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
