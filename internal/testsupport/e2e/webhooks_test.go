@@ -19,6 +19,7 @@ import (
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/config"
 	"github.com/shotflow/shotflow/internal/secrets"
+	"github.com/shotflow/shotflow/internal/testsupport/contract"
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
@@ -88,7 +89,8 @@ func (rc *hookReceiver) waitHooks(t *testing.T, id string, n int, timeout time.D
 	return rc.got(id)
 }
 
-// verify checks a webhook the way a merchant would, with the official Standard Webhooks library.
+// verify checks a webhook the way a merchant would, with the official Standard Webhooks library,
+// and checks it against the OpenAPI document's webhooks.
 func verify(t *testing.T, secret string, h hook) webhooks.Payload {
 	t.Helper()
 	wh, err := standardwebhooks.NewWebhook(secret)
@@ -101,6 +103,9 @@ func verify(t *testing.T, secret string, h hook) webhooks.Payload {
 	if h.header.Get("X-Service-Signature") != h.header.Get("webhook-signature") || h.header.Get("Content-Type") != "application/json" ||
 		h.header.Get("User-Agent") != "shotflow-webhooks/1" {
 		t.Fatalf("headers = %v", h.header)
+	}
+	if err := contract.ValidateWebhook(h.header, h.body); err != nil {
+		t.Fatal(err)
 	}
 	var p webhooks.Payload
 	if err := json.Unmarshal(h.body, &p); err != nil {
