@@ -84,7 +84,9 @@ func (a *Activities) RecordJobWebhook(ctx context.Context, in RecordWebhookInput
 		}
 		outputs = byJob[job.ID]
 	}
-	now := time.Now().UTC()
+	// Microseconds, as PostgreSQL stores the row's created_at: the payload's delivery_created_at
+	// is the recorded delivery's creation time exactly.
+	now := time.Now().UTC().Truncate(time.Microsecond)
 	payload, err := webhooks.BuildJobPayload(webhooks.JobPayload{
 		DeliveryID: res.DeliveryID, Event: event, CreatedAt: now, Job: job, Outputs: outputs,
 		Signer: a.Signer, DownloadTTL: a.DownloadTTL,
@@ -119,9 +121,10 @@ type DeliverResult struct {
 	RetryAfter time.Duration // the receiver's Retry-After, if any
 }
 
-// DeliverWebhook makes one attempt: it POSTs the delivery's payload, signed with every secret of
-// the installation that is valid now, to the installation's callback URL, and records the
-// attempt. A database that cannot be reached is ErrTypeDependencyUnavailable (the workflow waits
+// DeliverWebhook makes one attempt: it POSTs the delivery's payload, in its current shape (a
+// payload recorded in the earlier shape is rewritten, webhooks.CurrentPayload), signed with every
+// secret of the installation that is valid now, to the installation's callback URL, and records
+// the attempt. A database that cannot be reached is ErrTypeDependencyUnavailable (the workflow waits
 // for it and makes the same attempt again); other errors (secrets) are worth a few retries; an
 // unknown delivery is a non-retryable error.
 func (a *Activities) DeliverWebhook(ctx context.Context, in DeliverInput) (DeliverResult, error) {
@@ -150,6 +153,11 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in DeliverInput) (Deliv
 	if err != nil {
 		return DeliverResult{}, unavailable(DependencyDatabase, fmt.Errorf("load installation: %w", err))
 	}
+	// A delivery recorded before the payload's current shape is sent in it (docs/webhooks.md).
+	body, err := webhooks.CurrentPayload(d.Payload)
+	if err != nil {
+		return DeliverResult{}, fmt.Errorf("payload of delivery %s: %w", d.ID, err)
+	}
 	started := time.Now()
 	secrets, err := models.WebhookSecrets(a.Secrets, inst, started)
 	if err != nil {
@@ -164,7 +172,7 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in DeliverInput) (Deliv
 		out.Err = errors.New("the installation no longer has a callback URL")
 	} else {
 		out = a.Webhooks.Send(ctx, webhooks.Message{
-			URL: target, ID: d.ID, Timestamp: started, Secrets: secrets, Body: d.Payload,
+			URL: target, ID: d.ID, Timestamp: started, Secrets: secrets, Body: body,
 		})
 	}
 	rec := models.AttemptRecord{

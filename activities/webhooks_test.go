@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -176,8 +177,8 @@ func TestRecordJobWebhook(t *testing.T) {
 		if err := json.Unmarshal(d.Payload, &p); err != nil {
 			t.Fatal(err)
 		}
-		if p.ID != d.ID || p.Type != "job.completed" || p.Data.ID != f.job.ID || p.Data.Status != "completed" ||
-			p.Data.ProductRef != "mug-01" || len(p.Data.Outputs) != 1 || !strings.HasPrefix(p.Data.Outputs[0].URL, "http://api.example/files/") {
+		if p.DeliveryID != d.ID || p.Event != "job.completed" || !p.DeliveryCreatedAt.Equal(d.CreatedAt) || p.ID != f.job.ID || p.Status != "completed" ||
+			p.ProductRef != "mug-01" || len(p.Outputs) != 1 || !strings.HasPrefix(p.Outputs[0].URL, "http://api.example/files/") {
 			t.Fatalf("payload = %s", d.Payload)
 		}
 
@@ -305,6 +306,50 @@ func TestDeliverWebhookSuccessSignsWithEveryValidSecret(t *testing.T) {
 			t.Errorf("%s: %v delivered of %v, want 2 of 2", name, got, all)
 		}
 	}
+}
+
+// A delivery recorded before the job's fields moved to the top level (the job under "data") is
+// replayed in the current shape: the same values, signed over the bytes that are sent.
+func TestDeliverWebhookSendsALegacyPayloadInTheCurrentShape(t *testing.T) {
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		rc := newReceiver(t, status(http.StatusNoContent))
+		f := newFixture(t, db, rc.URL+"/hooks")
+		id := f.record(t, f.job.ID).DeliveryID
+		current := f.delivery(t, id).Payload
+		var p webhooks.Payload
+		if err := json.Unmarshal(current, &p); err != nil {
+			t.Fatal(err)
+		}
+		legacy, err := json.Marshal(map[string]any{"id": p.DeliveryID, "type": p.Event, "created_at": p.DeliveryCreatedAt, "data": p.Job})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Model(&models.WebhookDelivery{}).Where("id = ?", id).Update("payload", models.JSON(legacy)).Error; err != nil {
+			t.Fatal(err)
+		}
+
+		if res := f.deliver(t, activities.DeliverInput{DeliveryID: id, Attempt: 1, Replay: true}); !res.Delivered {
+			t.Fatalf("replay: %+v", res)
+		}
+		reqs := rc.got()
+		if len(reqs) != 1 {
+			t.Fatalf("%d requests", len(reqs))
+		}
+		wh, _ := standardwebhooks.NewWebhook(f.secret)
+		if err := wh.Verify(reqs[0].body, reqs[0].header); err != nil || reqs[0].header.Get("webhook-id") != id {
+			t.Fatalf("the sent body does not verify (%v) or has another webhook-id: %v", err, reqs[0].header)
+		}
+		var sent, want map[string]any
+		if err := json.Unmarshal(reqs[0].body, &sent); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(current, &want); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(sent, want) {
+			t.Fatalf("legacy payload sent as\n%s\nwant what is recorded today\n%s", reqs[0].body, current)
+		}
+	})
 }
 
 func TestDeliverWebhookFailures(t *testing.T) {

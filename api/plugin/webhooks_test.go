@@ -149,7 +149,8 @@ func TestRotateHMACErrors(t *testing.T) {
 	}
 }
 
-// The webhook's data is the job as GET /jobs/{id} shows it: same fields, same values.
+// The webhook's body is the job as GET /jobs/{id} shows it, at its top level: same fields, same
+// values, and beside them only the notification's event, delivery ID and creation time.
 func TestWebhookPayloadIsTheJobAsTheAPIShowsIt(t *testing.T) {
 	e := newEnv(t)
 	_, j, asset := e.storeJob(e.inst)
@@ -159,20 +160,24 @@ func TestWebhookPayloadIsTheJobAsTheAPIShowsIt(t *testing.T) {
 
 	stored, err := models.GetJob(e.db, j.ID)
 	require.NoError(t, err)
+	created := time.Now().UTC().Truncate(time.Second)
 	body, err := webhooks.BuildJobPayload(webhooks.JobPayload{
-		DeliveryID: "d", Event: webhooks.EventJobCompleted, CreatedAt: time.Now(), Job: stored,
+		DeliveryID: "d", Event: webhooks.EventJobCompleted, CreatedAt: created, Job: stored,
 		Outputs: []models.Asset{e.asset(asset.ID)}, Signer: e.signer, DownloadTTL: 168 * time.Hour,
 	})
 	require.NoError(t, err)
-	var payload struct {
-		Data map[string]any `json:"data"`
-	}
+	var payload map[string]any
 	require.NoError(t, json.Unmarshal(body, &payload))
+	assert.Equal(t, map[string]any{"event": "job.completed", "delivery_id": "d", "delivery_created_at": created.Format(time.RFC3339)},
+		map[string]any{"event": payload["event"], "delivery_id": payload["delivery_id"], "delivery_created_at": payload["delivery_created_at"]})
+	for _, k := range []string{"event", "delivery_id", "delivery_created_at"} {
+		delete(payload, k)
+	}
 
-	apiOuts, hookOuts := apiJob["outputs"].([]any), payload.Data["outputs"].([]any)
+	apiOuts, hookOuts := apiJob["outputs"].([]any), payload["outputs"].([]any)
 	delete(apiJob, "outputs")
-	delete(payload.Data, "outputs")
-	assert.Equal(t, apiJob, payload.Data)
+	delete(payload, "outputs")
+	assert.Equal(t, apiJob, payload)
 	require.Len(t, hookOuts, 1)
 	require.Len(t, apiOuts, 1)
 	apiOut, hookOut := apiOuts[0].(map[string]any), hookOuts[0].(map[string]any)

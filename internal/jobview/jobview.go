@@ -1,5 +1,5 @@
 // Package jobview is the one client-facing representation of a job: what GET
-// /api/v1/plugin/jobs/{id} answers and what a job webhook carries as its data.
+// /api/v1/plugin/jobs/{id} answers and what a job webhook carries at the top level of its body.
 package jobview
 
 import (

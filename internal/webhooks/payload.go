@@ -11,7 +11,7 @@ import (
 )
 
 // Event types (plugin-api-v1.md, Events). An expired job is reported as job.failed, with
-// data.status "expired": the spec names three kinds and expiry is a failure to run.
+// status "expired": the spec names three kinds and expiry is a failure to run.
 const (
 	EventJobCompleted = "job.completed"
 	EventJobFailed    = "job.failed"
@@ -32,16 +32,16 @@ func EventForStatus(status string) (event string, ok bool) {
 	return "", false
 }
 
-// Payload is the JSON body of a job webhook (docs/webhooks.md).
+// Payload is the JSON body of a job webhook (docs/webhooks.md): the job with the same fields as
+// GET /api/v1/plugin/jobs/{id} (the embedded jobview.Job, so the two cannot drift apart), and
+// beside them what says which notification this is. The notification's own fields are named so
+// that none hides a field of the job: the job already has "id" and "created_at".
 type Payload struct {
-	ID        string    `json:"id"`   // the delivery ID, also sent as webhook-id
-	Type      string    `json:"type"` // the event type
-	CreatedAt time.Time `json:"created_at"`
-	Data      JobData   `json:"data"`
+	Event             string    `json:"event"`               // the event type
+	DeliveryID        string    `json:"delivery_id"`         // also sent as webhook-id
+	DeliveryCreatedAt time.Time `json:"delivery_created_at"` // when the notification was created
+	jobview.Job
 }
-
-// JobData is the job as GET /api/v1/plugin/jobs/{id} shows it.
-type JobData = jobview.Job
 
 // Output is a generated file with its signed download URL.
 type Output = jobview.Output
@@ -68,11 +68,19 @@ type JobPayload struct {
 // DownloadTTL; a later replay may carry shorter-lived URLs (POST /jobs/{id}/refresh-url renews them).
 func BuildJobPayload(p JobPayload) ([]byte, error) {
 	expires := p.CreatedAt.Add(RetryWindow + p.DownloadTTL + time.Hour - time.Nanosecond).Truncate(time.Hour).UTC()
-	data := jobview.New(p.Job, p.Outputs, p.Signer, expires)
+	return encode(Payload{
+		Event: p.Event, DeliveryID: p.DeliveryID, DeliveryCreatedAt: p.CreatedAt.UTC(),
+		Job: jobview.New(p.Job, p.Outputs, p.Signer, expires),
+	})
+}
+
+// encode renders a payload as compact JSON without HTML escaping: URLs keep their "&", as in the
+// API's own answers.
+func encode(p Payload) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // URLs keep their "&", as in the API's own answers
-	if err := enc.Encode(Payload{ID: p.DeliveryID, Type: p.Event, CreatedAt: p.CreatedAt.UTC(), Data: data}); err != nil {
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(p); err != nil {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil

@@ -3,11 +3,14 @@ package webhooks_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
+	"reflect"
 	"testing"
 	"time"
 
+	"github.com/shotflow/shotflow/internal/jobview"
 	"github.com/shotflow/shotflow/internal/urlsign"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
@@ -62,19 +65,18 @@ func TestBuildJobPayload(t *testing.T) {
 	if err := json.Unmarshal(body, &p); err != nil {
 		t.Fatal(err)
 	}
-	if p.ID != "d-1" || p.Type != "job.completed" || !p.CreatedAt.Equal(created) {
-		t.Fatalf("envelope = %+v", p)
+	if p.DeliveryID != "d-1" || p.Event != "job.completed" || !p.DeliveryCreatedAt.Equal(created) {
+		t.Fatalf("notification fields = %q %q %v", p.DeliveryID, p.Event, p.DeliveryCreatedAt)
 	}
-	d := p.Data
-	if d.ID != "job-1" || d.OrderID != "order-1" || d.Status != "completed" || d.ProductRef != "mug-01" || d.ProductLabel != "Red mug" ||
-		d.PackshotAssetID == nil || *d.PackshotAssetID != "asset-in" || d.Voting != "pending" || d.VotingAt != nil ||
-		d.AttemptCount != 3 || d.JobType != "photo_shoot" || d.StartedAt == nil || d.CompletedAt == nil {
-		t.Fatalf("data = %+v", d)
+	if p.ID != "job-1" || p.OrderID != "order-1" || p.Status != "completed" || p.ProductRef != "mug-01" || p.ProductLabel != "Red mug" ||
+		p.PackshotAssetID == nil || *p.PackshotAssetID != "asset-in" || p.Voting != "pending" || p.VotingAt != nil ||
+		p.AttemptCount != 3 || p.JobType != "photo_shoot" || p.StartedAt == nil || p.CompletedAt == nil || !p.CreatedAt.Equal(job.CreatedAt) {
+		t.Fatalf("job fields = %+v", p.Job)
 	}
-	if len(d.Outputs) != 1 {
-		t.Fatalf("outputs = %+v, want the one that is not purged", d.Outputs)
+	if len(p.Outputs) != 1 {
+		t.Fatalf("outputs = %+v, want the one that is not purged", p.Outputs)
 	}
-	o := d.Outputs[0]
+	o := p.Outputs[0]
 	// Valid at least 7 days after the last automatic attempt (48 h after creation), on the hour.
 	minExpiry := created.Add(48*time.Hour + 168*time.Hour)
 	if o.ExpiresAt.Before(minExpiry) || o.ExpiresAt.After(minExpiry.Add(time.Hour)) || o.ExpiresAt.Truncate(time.Hour) != o.ExpiresAt {
@@ -94,22 +96,111 @@ func TestBuildJobPayload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var raw struct {
-		Type string         `json:"type"`
-		Data map[string]any `json:"data"`
-	}
-	if err := json.Unmarshal(body, &raw); err != nil {
-		t.Fatal(err)
-	}
-	if raw.Type != "job.failed" || raw.Data["status"] != "expired" || raw.Data["error_category"] != "RATE_LIMIT" {
+	raw := decodeObject(t, body)
+	if raw["event"] != "job.failed" || raw["status"] != "expired" || raw["error_category"] != "RATE_LIMIT" {
 		t.Fatalf("expired job payload: %s", body)
 	}
-	if outs, ok := raw.Data["outputs"].([]any); !ok || len(outs) != 0 {
-		t.Fatalf("outputs of an expired job: %v", raw.Data["outputs"])
+	if outs, ok := raw["outputs"].([]any); !ok || len(outs) != 0 {
+		t.Fatalf("outputs of an expired job: %v", raw["outputs"])
 	}
 	for _, k := range []string{"packshot_asset_id", "product_label", "product_ref", "voting", "voting_at"} {
-		if _, ok := raw.Data[k]; !ok {
-			t.Errorf("data lacks %q (plugin-api-v1.md, Events rule 6)", k)
+		if _, ok := raw[k]; !ok {
+			t.Errorf("the payload lacks %q at its top level (plugin-api-v1.md, Webhook payload)", k)
 		}
 	}
+}
+
+// notificationKeys are the payload's fields that are not the job's.
+var notificationKeys = []string{"event", "delivery_id", "delivery_created_at"}
+
+// The payload is the job view's every field, with the same value, at the top level, and the
+// notification's own fields beside them: none of them hides a field of the job.
+func TestPayloadIsTheJobViewAtTopLevel(t *testing.T) {
+	job, outputs, signer, created := completedJob()
+	body, err := webhooks.BuildJobPayload(webhooks.JobPayload{DeliveryID: "d-1", Event: webhooks.EventJobCompleted,
+		CreatedAt: created, Job: job, Outputs: outputs, Signer: signer, DownloadTTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := decodeObject(t, body)
+	var p webhooks.Payload
+	if err := json.Unmarshal(body, &p); err != nil {
+		t.Fatal(err)
+	}
+	// The same view, rendered on its own as GET /jobs/{id} renders it.
+	view, err := json.Marshal(jobview.New(job, outputs, signer, p.Outputs[0].ExpiresAt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := decodeObject(t, view)
+	want["event"], want["delivery_id"], want["delivery_created_at"] = "job.completed", "d-1", "2026-06-01T12:30:00Z"
+	if len(want) != len(decodeObject(t, view))+len(notificationKeys) {
+		t.Fatalf("the job view has a field named like a notification field: %s", view)
+	}
+	if !reflect.DeepEqual(payload, want) {
+		t.Fatalf("payload\n%s\nwant the job view with %v beside its fields\n%s", body, notificationKeys, view)
+	}
+}
+
+// A payload recorded before the job's fields moved to the top level is sent in the current shape,
+// byte for byte what BuildJobPayload now makes for the same notification; a current one as stored.
+func TestCurrentPayload(t *testing.T) {
+	job, outputs, signer, created := completedJob()
+	current, err := webhooks.BuildJobPayload(webhooks.JobPayload{DeliveryID: "d-1", Event: webhooks.EventJobCompleted,
+		CreatedAt: created, Job: job, Outputs: outputs, Signer: signer, DownloadTTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p webhooks.Payload
+	if err := json.Unmarshal(current, &p); err != nil {
+		t.Fatal(err)
+	}
+	// The earlier shape, as PostgreSQL's JSONB gives it back: keys reordered, spaces added.
+	legacy := fmt.Sprintf(`{"id": "d-1", "data": %s, "type": "job.completed", "created_at": "2026-06-01T12:30:00Z"}`, mustJSON(t, p.Job))
+	got, err := webhooks.CurrentPayload([]byte(legacy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(current) {
+		t.Fatalf("legacy payload sent as\n%s\nwant\n%s", got, current)
+	}
+	if got, err := webhooks.CurrentPayload(current); err != nil || string(got) != string(current) {
+		t.Fatalf("a current payload is sent as %s, %v; want it unchanged", got, err)
+	}
+	if _, err := webhooks.CurrentPayload([]byte(`not json`)); err == nil {
+		t.Fatal("a stored payload that is not JSON was accepted")
+	}
+}
+
+// completedJob is a completed job with one stored output, its signer and a notification time.
+func completedJob() (*models.Job, []models.Asset, *urlsign.Signer, time.Time) {
+	signer := urlsign.New([]byte("0123456789abcdef0123456789abcdef"), "https://api.example")
+	created := time.Date(2026, 6, 1, 12, 30, 0, 0, time.UTC)
+	done, packshot := created.Add(-time.Second), "asset-in"
+	job := &models.Job{
+		ID: "job-1", OrderID: "order-1", JobType: models.JobTypePhotoShoot, Status: models.JobCompleted, ProductRef: "mug-01",
+		ProductLabel: "Red mug", InputAssetID: &packshot, AIModel: "local/studio-v1", AspectRatio: "4:5", CreditCost: 2,
+		AttemptCount: 1, Voting: models.VotingAccepted, VotingAt: &done, CreatedAt: created.Add(-time.Hour), UpdatedAt: done,
+		StartedAt: &done, CompletedAt: &done,
+	}
+	outputs := []models.Asset{{ID: "out-1", ContentType: "image/png", Width: 820, Height: 1024, SizeBytes: 1234}}
+	return job, outputs, signer, created
+}
+
+func decodeObject(t *testing.T, body []byte) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatalf("%s: %v", body, err)
+	}
+	return m
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -410,8 +410,8 @@ func truncate(b []byte) string {
 }
 
 // CheckWebhook validates a webhook request a receiver got (its headers and body) against the
-// document's webhooks: the event is the payload's type, and the headers and the body must match
-// that event's operation.
+// document's webhooks: the webhook is the payload's event, and the headers and the body must
+// match that event's operation.
 func CheckWebhook(t testing.TB, r *http.Request, body []byte) {
 	t.Helper()
 	if err := ValidateWebhook(r.Header, body); err != nil {
@@ -426,14 +426,14 @@ func ValidateWebhook(header http.Header, body []byte) error {
 		return err
 	}
 	var event struct {
-		Type string `json:"type"`
+		Event string `json:"event"`
 	}
 	if err := json.Unmarshal(body, &event); err != nil {
 		return fmt.Errorf("contract: webhook body is not JSON: %v\nbody: %s", err, truncate(body))
 	}
-	item := s.doc.Webhooks[event.Type]
+	item := s.doc.Webhooks[event.Event]
 	if item == nil || item.Post == nil {
-		return fmt.Errorf("contract: webhook type %q is not one of the document's webhooks\nbody: %s", event.Type, truncate(body))
+		return fmt.Errorf("contract: webhook event %q is not one of the document's webhooks\nbody: %s", event.Event, truncate(body))
 	}
 	req, err := http.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
 	if err != nil {
@@ -442,13 +442,13 @@ func ValidateWebhook(header http.Header, body []byte) error {
 	req.Header = header.Clone()
 	input := &openapi3filter.RequestValidationInput{
 		Request: req,
-		Route: &routers.Route{Spec: s.doc, Path: event.Type, PathItem: item, Method: http.MethodPost,
+		Route: &routers.Route{Spec: s.doc, Path: event.Event, PathItem: item, Method: http.MethodPost,
 			Operation: item.Post},
 		Options: &openapi3filter.Options{MultiError: true, SkipSettingDefaults: true, AuthenticationFunc: authenticate},
 	}
 	if err := openapi3filter.ValidateRequest(context.Background(), input); err != nil {
 		return fmt.Errorf("contract: webhook %s (%s) does not match the document:\n%s\nbody: %s",
-			event.Type, item.Post.OperationID, describe(err), truncate(body))
+			event.Event, item.Post.OperationID, describe(err), truncate(body))
 	}
 	return nil
 }

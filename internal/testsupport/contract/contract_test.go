@@ -2,6 +2,7 @@ package contract_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -157,7 +158,7 @@ func TestWebhookPayloadsMatchDocument(t *testing.T) {
 			}
 		})
 	}
-	// A payload whose data.status does not fit its type is refused.
+	// A payload whose status does not fit its event is refused.
 	body, err := webhooks.BuildJobPayload(webhooks.JobPayload{DeliveryID: models.NewID(), Event: webhooks.EventJobCompleted,
 		CreatedAt: now, Job: &cancelled, Signer: signer, DownloadTTL: time.Hour})
 	if err != nil {
@@ -168,4 +169,60 @@ func TestWebhookPayloadsMatchDocument(t *testing.T) {
 	if err := contract.ValidateWebhook(header, body); err == nil || !strings.Contains(err.Error(), "status") {
 		t.Fatalf("a job.completed event for a cancelled job passed: %v", err)
 	}
+	checkWebhookShapeIsClosed(t, header, signer, &cancelled, now)
+}
+
+// checkWebhookShapeIsClosed: the webhook schema is closed and requires the notification's
+// fields, so a payload with an undocumented field, without its delivery ID, or in the earlier
+// shape (the job under "data") does not pass.
+func checkWebhookShapeIsClosed(t *testing.T, header http.Header, signer *urlsign.Signer, job *models.Job, now time.Time) {
+	t.Helper()
+	body, err := webhooks.BuildJobPayload(webhooks.JobPayload{DeliveryID: models.NewID(), Event: webhooks.EventJobCancelled,
+		CreatedAt: now, Job: job, Signer: signer, DownloadTTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := contract.ValidateWebhook(header, body); err != nil {
+		t.Fatalf("the valid payload does not pass: %v", err)
+	}
+	var fields map[string]any
+	if err := json.Unmarshal(body, &fields); err != nil {
+		t.Fatal(err)
+	}
+	variants := map[string]func() map[string]any{
+		"an undocumented field": func() map[string]any { return with(fields, "surprise", true) },
+		"no delivery_id":        func() map[string]any { return without(fields, "delivery_id") },
+		"the earlier shape": func() map[string]any {
+			return map[string]any{"event": fields["event"], "id": fields["delivery_id"], "type": fields["event"],
+				"created_at": fields["delivery_created_at"], "data": without(fields, "event", "delivery_id", "delivery_created_at")}
+		},
+	}
+	for name, variant := range variants {
+		b, err := json.Marshal(variant())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := contract.ValidateWebhook(header, b); err == nil {
+			t.Errorf("a payload with %s passed: %s", name, b)
+		}
+	}
+}
+
+// with returns a copy of m with k set to v.
+func with(m map[string]any, k string, v any) map[string]any {
+	out := without(m)
+	out[k] = v
+	return out
+}
+
+// without returns a copy of m without the keys.
+func without(m map[string]any, keys ...string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	for _, k := range keys {
+		delete(out, k)
+	}
+	return out
 }

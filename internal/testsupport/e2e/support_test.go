@@ -141,8 +141,8 @@ func TestSupportRetriesAFailedJobAsANewRun(t *testing.T) {
 	}
 	hooks := receiver.waitHooks(t, second, 1, 60*time.Second)
 	p := verify(t, secret, hooks[0])
-	if hooks[0].header.Get("webhook-id") != second || p.Type != webhooks.EventJobCompleted || p.Data.ID != jobID ||
-		p.Data.Status != models.JobCompleted || len(p.Data.Outputs) != 1 {
+	if hooks[0].header.Get("webhook-id") != second || p.Event != webhooks.EventJobCompleted || p.ID != jobID ||
+		p.Status != models.JobCompleted || len(p.Outputs) != 1 {
 		t.Fatalf("run 2 webhook = %s", hooks[0].body)
 	}
 	if n := len(receiver.got(first)); n != 1 {
@@ -195,7 +195,7 @@ func TestSupportRetriesAFailedJobAsANewRun(t *testing.T) {
 		t.Fatalf("replay = %+v, %v", replay, err)
 	}
 	again := receiver.waitHooks(t, second, 2, 30*time.Second)[1]
-	if verify(t, secret, again).ID != second || string(again.body) != string(hooks[0].body) {
+	if verify(t, secret, again).DeliveryID != second || string(again.body) != string(hooks[0].body) {
 		t.Fatalf("replayed webhook = %s", again.body)
 	}
 	testenv.Eventually(t, 10*time.Second, "the replay recorded", func() bool {

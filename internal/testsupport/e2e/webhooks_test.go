@@ -19,6 +19,7 @@ import (
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/config"
 	"github.com/shotflow/shotflow/internal/secrets"
+	"github.com/shotflow/shotflow/internal/testsupport/contract"
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
@@ -88,7 +89,8 @@ func (rc *hookReceiver) waitHooks(t *testing.T, id string, n int, timeout time.D
 	return rc.got(id)
 }
 
-// verify checks a webhook the way a merchant would, with the official Standard Webhooks library.
+// verify checks a webhook the way a merchant would, with the official Standard Webhooks library,
+// and checks it against the OpenAPI document's webhooks.
 func verify(t *testing.T, secret string, h hook) webhooks.Payload {
 	t.Helper()
 	wh, err := standardwebhooks.NewWebhook(secret)
@@ -101,6 +103,9 @@ func verify(t *testing.T, secret string, h hook) webhooks.Payload {
 	if h.header.Get("X-Service-Signature") != h.header.Get("webhook-signature") || h.header.Get("Content-Type") != "application/json" ||
 		h.header.Get("User-Agent") != "shotflow-webhooks/1" {
 		t.Fatalf("headers = %v", h.header)
+	}
+	if err := contract.ValidateWebhook(h.header, h.body); err != nil {
+		t.Fatal(err)
 	}
 	var p webhooks.Payload
 	if err := json.Unmarshal(h.body, &p); err != nil {
@@ -165,11 +170,11 @@ func TestWebhooksAreSignedRetriedAndReplayed(t *testing.T) {
 	// 1. Delivered at once, verifiable, carrying the job as the API shows it.
 	h := receiver.waitHooks(t, firstDelivery, 1, 30*time.Second)[0]
 	p := verify(t, secret, h)
-	if h.header.Get("webhook-id") != firstDelivery || p.ID != firstDelivery || p.Type != "job.completed" ||
-		p.Data.ID != first || p.Data.Status != models.JobCompleted || p.Data.ProductRef != "vase" || len(p.Data.Outputs) != 1 {
+	if h.header.Get("webhook-id") != firstDelivery || p.DeliveryID != firstDelivery || p.Event != "job.completed" ||
+		p.ID != first || p.Status != models.JobCompleted || p.ProductRef != "vase" || len(p.Outputs) != 1 {
 		t.Fatalf("webhook = %s", h.body)
 	}
-	resp, err := http.Get(p.Data.Outputs[0].URL)
+	resp, err := http.Get(p.Outputs[0].URL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +197,7 @@ func TestWebhooksAreSignedRetriedAndReplayed(t *testing.T) {
 		t.Errorf("retried after %v, before the receiver's Retry-After of 7 s", gap)
 	}
 	for _, h := range hooks {
-		if verify(t, secret, h).ID != secondDelivery {
+		if verify(t, secret, h).DeliveryID != secondDelivery {
 			t.Fatalf("retry carries another delivery: %s", h.body)
 		}
 	}
@@ -266,7 +271,7 @@ func expectNotified(t *testing.T, env *testenv.Env, rc *hookReceiver, secret, jo
 	id := models.WebhookDeliveryID(jobID, 1, event)
 	hooks := rc.waitHooks(t, id, 1, 60*time.Second)
 	for _, h := range hooks {
-		if p := verify(t, secret, h); p.Type != event || p.Data.ID != jobID || p.Data.Status != status {
+		if p := verify(t, secret, h); p.Event != event || p.ID != jobID || p.Status != status {
 			t.Fatalf("webhook for %s: %s", jobID, h.body)
 		}
 	}
