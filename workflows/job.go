@@ -100,8 +100,14 @@ type JobFinished struct {
 // with visible retry_pending and attempt_count, a signal-driven wait for inputs that are not ready,
 // and settlement of the job's credits at the end. It tells its order when it is done. It never
 // fails because the database or the blob store is away: every step waits for them (outage.go).
+// Until its first attempt begins it can be cancelled with UpdateCancelJob (startGate): then it
+// ends cancelled without any attempt, and its reservation is released.
 func JobWorkflow(ctx workflow.Context, in JobInput) (JobResult, error) {
-	res, err := runJob(ctx, in)
+	gate := &startGate{in: in}
+	if err := gate.register(ctx); err != nil {
+		return JobResult{}, err
+	}
+	res, err := runJob(ctx, in, gate)
 	if err != nil {
 		return res, err
 	}
@@ -117,7 +123,7 @@ func JobWorkflow(ctx workflow.Context, in JobInput) (JobResult, error) {
 // statusNotRunnable is the result of a job run that found its job already terminal.
 const statusNotRunnable = "not_runnable"
 
-func runJob(ctx workflow.Context, in JobInput) (JobResult, error) {
+func runJob(ctx workflow.Context, in JobInput, gate *startGate) (JobResult, error) {
 	var a *activities.Activities
 	opts := in.Options.withDefaults()
 	generateQueue := ""
@@ -138,6 +144,9 @@ func runJob(ctx workflow.Context, in JobInput) (JobResult, error) {
 	first := workflow.Now(ctx)
 	var inputWaitStarted time.Time
 	failures := 0 // failed attempts of retryable categories, counted against the schedule
+	if !gate.begin() {
+		return gate.awaitCancelled(ctx)
+	}
 	for attempt := 1; ; attempt++ {
 		err := project(ctx, a.BeginAttempt, nil, activities.AttemptInput{JobID: in.JobID, Run: in.Run, Attempt: attempt})
 		if isType(err, activities.ErrTypeJobNotRunnable) {

@@ -12,12 +12,19 @@ import (
 	"github.com/shotflow/shotflow/models"
 )
 
-// UpdateCancelJob is the workflow Update that cancels a job of the order that has not started.
+// UpdateCancelJob is the workflow Update that cancels a job that has not started. Its arguments
+// are the job ID and CancelOptions, its result a CancelResult. An order workflow takes it for the
+// jobs it has not launched and refuses launched jobs with ErrTypeJobLaunched; a JobWorkflow takes
+// it until its first attempt begins (startGate).
 const UpdateCancelJob = "cancel-job"
 
 // ErrTypeJobNotCancelable is the error type the cancel-job validator rejects with: the job has
 // already started or finished.
 const ErrTypeJobNotCancelable = "JOB_NOT_CANCELABLE"
+
+// ErrTypeJobLaunched is the error type an order workflow's cancel-job validator rejects a job it
+// has launched with: the job's own workflow decides whether it can still be cancelled.
+const ErrTypeJobLaunched = "JOB_LAUNCHED"
 
 // ErrTypeCancelTooLate is the error type the cancel-job validator rejects a request with when it
 // reaches the workflow after its CancelOptions.AcceptBy: the caller has stopped waiting for the
@@ -90,6 +97,7 @@ type orderState struct {
 	in         OrderInput
 	queue      []JobRef
 	running    []string        // launched jobs that have not reported back, in launch order
+	launching  string          // the job whose workflow is being started, not yet in running
 	cancelling map[string]bool // jobs whose accepted cancel is being recorded
 	busy       int             // update handlers in progress
 	result     OrderResult
@@ -99,22 +107,41 @@ func (s *orderState) indexOf(jobID string) int {
 	return slices.IndexFunc(s.queue, func(j JobRef) bool { return j.JobID == jobID })
 }
 
+// launched reports whether the order has handed the job to its own workflow (or is doing so).
+func (s *orderState) launched(jobID string) bool {
+	return jobID == s.launching || slices.Contains(s.running, jobID)
+}
+
+// notQueued is the refusal of a cancel for a job that is not in the queue: a launched job's own
+// workflow decides, any other job has ended or is not the order's.
+func (s *orderState) notQueued(jobID string) error {
+	if s.launched(jobID) {
+		return temporal.NewApplicationError("the order has launched the job; its own workflow decides", ErrTypeJobLaunched)
+	}
+	return notCancelable()
+}
+
 func (s *orderState) finished(m JobFinished) {
 	i := slices.Index(s.running, m.JobID)
 	if i < 0 {
 		return
 	}
 	s.running = slices.Delete(s.running, i, i+1)
-	if m.Status == models.JobCompleted {
+	switch m.Status {
+	case models.JobCompleted:
 		s.result.Completed++
-	} else {
+	case models.JobCancelled:
+		s.result.Cancelled++
+	default:
 		s.result.Failed++
 	}
 }
 
 // OrderWorkflow runs one order. It launches a JobWorkflow per job, at most MaxConcurrentJobs at a
 // time; jobs report back with SignalJobFinished. A job that has not been launched can be cancelled
-// (UpdateCancelJob) or expires at its deadline; a launched job has started and runs to its end.
+// (UpdateCancelJob) or expires at its deadline; a cancel of a launched job is refused with
+// ErrTypeJobLaunched and goes to the job's own workflow, which takes it until its first attempt
+// begins.
 // A failed job does not fail the order: partial completion is normal, and the read model's order
 // status is kept by the jobs' own settlement transactions.
 func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderResult, error) {
@@ -140,7 +167,7 @@ func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 			}
 			i := s.indexOf(jobID)
 			if i < 0 {
-				return CancelResult{}, notCancelable()
+				return CancelResult{}, s.notQueued(jobID)
 			}
 			// Removed from the queue before anything can yield: it can never be launched now. The
 			// cancel is decided; recording it waits out any database outage.
@@ -159,10 +186,10 @@ func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 		},
 		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, jobID string, opts CancelOptions) error {
 			if !opts.AcceptBy.IsZero() && workflow.Now(ctx).After(opts.AcceptBy) {
-				return temporal.NewApplicationError("the cancel request arrived after its deadline; the job was left as it is", ErrTypeCancelTooLate)
+				return cancelTooLate()
 			}
 			if s.indexOf(jobID) < 0 && !s.cancelling[jobID] {
-				return notCancelable()
+				return s.notQueued(jobID)
 			}
 			return nil
 		}})
@@ -193,10 +220,11 @@ func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 				notifyEnded(ctx, ref)
 				continue
 			}
+			s.launching = ref.JobID
 			if err := launchJob(ctx, in, ref); err != nil {
 				return s.result, err
 			}
-			s.running = append(s.running, ref.JobID)
+			s.running, s.launching = append(s.running, ref.JobID), ""
 			launched++
 		}
 		if len(s.queue) == 0 && len(s.running) == 0 && s.busy == 0 {

@@ -86,19 +86,26 @@ func TestOrderWorkflowRunsJobsWithinItsConcurrencyWindow(t *testing.T) {
 	}
 }
 
-func TestOrderWorkflowCancelsOnlyJobsThatHaveNotStarted(t *testing.T) {
+// TestOrderWorkflowCancelsOnlyJobsThatHaveNotBeenLaunched: the order cancels a queued job, hands a
+// cancel of a launched job to the job's own workflow (ErrTypeJobLaunched), and refuses one of a job
+// it has ended or does not hold. A launched job that its own workflow cancelled counts as cancelled.
+func TestOrderWorkflowCancelsOnlyJobsThatHaveNotBeenLaunched(t *testing.T) {
 	env := newEnv(t)
 	l := mockJobs(env)
 	env.OnActivity(a.EndJob, mock.Anything, activities.EndInput{JobID: "c", Run: 1, Status: models.JobCancelled}).Return(nil).Once()
 	// What a client sees is the update's outcome: the validator may accept two concurrent cancels
 	// of one job, but only the first handler cancels it; the other ends not cancelable.
-	var cancelled, refused []string
+	var cancelled, refused, launched []string
 	refuse := func(jobID string, err error) {
 		var appErr *temporal.ApplicationError
-		if !errors.As(err, &appErr) || appErr.Type() != workflows.ErrTypeJobNotCancelable {
+		switch {
+		case errors.As(err, &appErr) && appErr.Type() == workflows.ErrTypeJobNotCancelable:
+			refused = append(refused, jobID)
+		case errors.As(err, &appErr) && appErr.Type() == workflows.ErrTypeJobLaunched:
+			launched = append(launched, jobID)
+		default:
 			t.Errorf("cancel %s failed with %v", jobID, err)
 		}
-		refused = append(refused, jobID)
 	}
 	cancel := func(jobID string) {
 		env.UpdateWorkflow(workflows.UpdateCancelJob, "", &testsuite.TestUpdateCallback{
@@ -116,7 +123,8 @@ func TestOrderWorkflowCancelsOnlyJobsThatHaveNotStarted(t *testing.T) {
 	env.RegisterDelayedCallback(func() { cancel("c"); cancel("a"); cancel("zzz") }, 30*time.Second)
 	env.RegisterDelayedCallback(func() { cancel("c") }, 40*time.Second) // already cancelled
 	finishAt(env, time.Minute, "a", models.JobCompleted)
-	finishAt(env, 2*time.Minute, "b", models.JobCompleted)
+	env.RegisterDelayedCallback(func() { cancel("a") }, 90*time.Second) // finished
+	finishAt(env, 2*time.Minute, "b", models.JobCancelled)              // cancelled by its own workflow
 	env.ExecuteWorkflow(workflows.OrderWorkflow, workflows.OrderInput{
 		OrderID: "o1", AccountID: "acc", Jobs: refs("a", "b", "c"), MaxConcurrentJobs: 1,
 	})
@@ -125,13 +133,13 @@ func TestOrderWorkflowCancelsOnlyJobsThatHaveNotStarted(t *testing.T) {
 		t.Fatal(err)
 	}
 	slices.Sort(refused)
-	if !slices.Equal(cancelled, []string{"c"}) || !slices.Equal(refused, []string{"a", "c", "zzz"}) {
-		t.Fatalf("cancelled %v, refused %v", cancelled, refused)
+	if !slices.Equal(cancelled, []string{"c"}) || !slices.Equal(refused, []string{"a", "c", "zzz"}) || !slices.Equal(launched, []string{"a"}) {
+		t.Fatalf("cancelled %v, refused %v, handed to the job's workflow %v", cancelled, refused, launched)
 	}
 	if got := l.list(); !slices.Equal(got, []string{"a", "b"}) {
 		t.Fatalf("launched %v: a cancelled job must never start", got)
 	}
-	if res.Cancelled != 1 || res.Completed != 2 {
+	if res.Cancelled != 2 || res.Completed != 1 || res.Failed != 0 {
 		t.Fatalf("result = %+v", res)
 	}
 }

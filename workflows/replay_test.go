@@ -26,6 +26,7 @@ func TestReplayRecordedHistories(t *testing.T) {
 		"order_workflow_cancel.json",    // TestCancelOnlyJobsThatHaveNotStarted
 		"order_workflow_continued.json", // TestLargeOrderContinuesAsNew: a run that continued as new
 		"job_workflow_completed.json",   // TestPluginPhotoSessionEndToEnd
+		"job_workflow_cancelled.json",   // TestCancelReachesALaunchedRunBeforeItsFirstAttempt: cancelled by its own workflow
 		"job_workflow_input_wait.json",  // TestJobWaitsForItsInputAndRunsWhenItIsReady
 		"job_workflow_callback.json",    // TestWebhooksAreSignedRetriedAndReplayed: an installation with a callback URL
 		"webhook_delivery_retried.json", // TestWebhooksAreSignedRetriedAndReplayed: a failed attempt and its retry timer

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"go.temporal.io/api/serviceerror"
@@ -14,14 +15,14 @@ import (
 	"github.com/shotflow/shotflow/workflows"
 )
 
-// Timing of a cancel. The order workflow decides with a validator that refuses the request once
-// workflow time passes its AcceptBy, so CancelJob knows the outcome for certain by the decision
+// Timing of a cancel. The order workflow, or the job's own workflow, decides with a validator that
+// refuses the request once workflow time passes its AcceptBy, so CancelJob knows the outcome for certain by the decision
 // horizon: AcceptBy, plus a workflow task that began before it and completes within
 // orderTaskTimeout, plus the clock difference between this host and the Temporal server.
 const (
-	// cancelAcceptWindow is how long after the request the order workflow may accept the cancel.
+	// cancelAcceptWindow is how long after the request a workflow may accept the cancel.
 	cancelAcceptWindow = 5 * time.Second
-	// orderTaskTimeout is the workflow task timeout of order workflows (Temporal's default).
+	// orderTaskTimeout is the workflow task timeout of order and job workflows (Temporal's default).
 	orderTaskTimeout = 10 * time.Second
 	// clockSkew bounds the difference between this host's clock and the Temporal server's.
 	clockSkew = 5 * time.Second
@@ -41,7 +42,7 @@ type CancelRequest struct {
 }
 
 // CancelOutcome is an accepted cancel. Recorded says whether the job's cancellation is stored: then
-// Job is the cancelled job. Otherwise the cancel is decided (the job will never start) but the
+// Job is the cancelled job. Otherwise the cancel is decided (the job will never begin) but the
 // worker has not recorded it yet, for example while it cannot reach the database; Job is the job as
 // stored, pending, and becomes cancelled once it is recorded.
 type CancelOutcome struct {
@@ -49,14 +50,17 @@ type CancelOutcome struct {
 	Recorded bool
 }
 
-// CancelJob cancels a job that has not started. The order workflow alone knows whether a job has
-// started, so the cancel is a workflow Update whose validator refuses started jobs: once accepted
-// the job can never start, and once started it can no longer be cancelled.
+// CancelJob cancels a job that has not started: one that waits in its order, or that its order
+// (or an operator's re-run) has launched but whose first attempt has not begun. Whoever holds the
+// job decides, with a workflow Update whose validator refuses started jobs: the order workflow for
+// a job it has not launched, else the job's own workflow (workflows.JobWorkflow), where accepting a
+// cancel and beginning the first attempt exclude each other. Once accepted the job never begins an
+// attempt, and once its first attempt has begun it can no longer be cancelled.
 //
 // The outcome is always certain: accepted (recorded or not yet), refused with KindConflict
-// (ReasonJobNotCancelable), or KindUnavailable when the workflow did not accept it by its AcceptBy,
-// in which case it never will and the job stays as it is. A job of another installation is
-// KindNotFound. The wait for the Update is bounded by its decision horizon, not by ctx's
+// (ReasonJobNotCancelable), or KindUnavailable when no workflow accepted it by its AcceptBy, in
+// which case none ever will and the job stays as it is. A job of another installation is
+// KindNotFound. The wait for the Updates is bounded by one decision horizon, not by ctx's
 // cancellation, so a caller's own timeout can never turn an accepted cancel into a refusal.
 func (e *Engine) CancelJob(ctx context.Context, req CancelRequest) (CancelOutcome, error) {
 	db := e.DB.WithContext(ctx)
@@ -71,43 +75,20 @@ func (e *Engine) CancelJob(ctx context.Context, req CancelRequest) (CancelOutcom
 	if j.Status != models.JobPending {
 		return CancelOutcome{}, notCancelable()
 	}
-	var order models.Order
-	if err := db.Take(&order, "id = ?", j.OrderID).Error; err != nil {
+	tctx := context.WithoutCancel(ctx)
+	accepted, err := e.decideCancel(ctx, tctx, newCancelDeadline(), &j, req.RequestID)
+	if err != nil {
 		return CancelOutcome{}, err
 	}
-	if order.WorkflowStartedAt == nil {
-		// The order's start is still pending in the outbox: start it now so it can take the update.
-		var jobs []models.Job
-		if err := db.Where("order_id = ?", order.ID).Order("position").Find(&jobs).Error; err != nil {
-			return CancelOutcome{}, err
-		}
-		if err := e.Start(ctx, &order, jobs); err != nil {
-			return CancelOutcome{}, unavailable("The job was not cancelled: the workflow engine cannot be reached. The job stays as it is; try again shortly.", retryCancelAfter, err)
-		}
-	}
-	tctx := context.WithoutCancel(ctx)
-	handle, err := e.requestCancel(tctx, order.ID, j.ID, req.RequestID)
-	var appErr *temporal.ApplicationError
-	var notFound *serviceerror.NotFound
-	switch {
-	case errors.As(err, &appErr) && appErr.Type() == workflows.ErrTypeJobNotCancelable, errors.As(err, &notFound):
-		// Refused by the validator, or the order workflow has already finished.
-		return CancelOutcome{}, notCancelable()
-	case err != nil:
-		return CancelOutcome{}, unavailable("The job was not cancelled: the workflow engine did not take the request in time. The job stays as it is; try again shortly.", retryCancelAfter, err)
-	}
-	// Accepted: the job will never start. Wait a little for the cancel to be recorded.
-	wctx, cancel := context.WithTimeout(tctx, cancelCompleteWait)
-	defer cancel()
-	var res workflows.CancelResult
-	if err := handle.Get(wctx, &res); err != nil {
+	// Accepted: the job will never begin an attempt.
+	if !accepted.recorded {
 		return CancelOutcome{Job: &j}, nil
 	}
 	if fresh, err := models.GetJob(db, j.ID); err == nil {
 		return CancelOutcome{Job: fresh, Recorded: true}, nil
 	}
 	// Recorded by the worker; this process cannot read it back right now.
-	j.Status = res.Status
+	j.Status = accepted.result.Status
 	return CancelOutcome{Job: &j, Recorded: true}, nil
 }
 
@@ -116,22 +97,166 @@ func notCancelable() *Error {
 		"The job has already started or finished; only a job that has not started can be cancelled.")
 }
 
-// requestCancel sends the cancel-job Update and waits until the order workflow has accepted or
-// refused it, or until the decision horizon has passed without acceptance: then it returns an
-// error, and the workflow will refuse the request whenever it sees it. Lost calls are sent again
-// under the same update ID, which Temporal deduplicates.
-func (e *Engine) requestCancel(ctx context.Context, orderID, jobID, requestID string) (client.WorkflowUpdateHandle, error) {
+// notTakenInTime is the refusal of a cancel no workflow accepted by its decision horizon.
+func notTakenInTime(cause error) *Error {
+	return unavailable("The job was not cancelled: the workflow engine did not take the request in time. The job stays as it is; try again shortly.", retryCancelAfter, cause)
+}
+
+// cancelDeadline is the decision horizon of one cancel request, shared by every Update it sends:
+// a workflow accepts none of them after AcceptBy, so by the horizon the outcome is certain.
+type cancelDeadline struct {
+	acceptBy time.Time
+	horizon  time.Time
+}
+
+func newCancelDeadline() cancelDeadline {
 	acceptBy := time.Now().Add(cancelAcceptWindow)
-	horizon := acceptBy.Add(orderTaskTimeout + clockSkew)
+	return cancelDeadline{acceptBy: acceptBy, horizon: acceptBy.Add(orderTaskTimeout + clockSkew)}
+}
+
+// acceptedCancel is a cancel a workflow accepted: recorded says whether it was stored within
+// cancelCompleteWait, and then result is the workflow's answer.
+type acceptedCancel struct {
+	result   workflows.CancelResult
+	recorded bool
+}
+
+// decideCancel asks whoever holds the job to cancel it and returns the accepted cancel, or the
+// refusal. A first run is held by its order until the order launches it; then, and for an
+// operator's re-run (started on its own), the job's workflow decides.
+func (e *Engine) decideCancel(ctx, tctx context.Context, dl cancelDeadline, j *models.Job, requestID string) (acceptedCancel, error) {
+	if j.Run <= 1 {
+		accepted, err := e.cancelInOrder(ctx, tctx, dl, j, requestID)
+		if !isRefusal(err, workflows.ErrTypeJobLaunched) {
+			return accepted, err
+		}
+	}
+	return e.cancelInJob(ctx, tctx, dl, j, requestID)
+}
+
+// cancelInOrder asks the job's order workflow, starting the order first if its start is still
+// pending in the outbox. A launched job's refusal (workflows.ErrTypeJobLaunched) is returned as it
+// is, for the caller to ask the job's workflow.
+func (e *Engine) cancelInOrder(ctx, tctx context.Context, dl cancelDeadline, j *models.Job, requestID string) (acceptedCancel, error) {
+	db := e.DB.WithContext(ctx)
+	var order models.Order
+	if err := db.Take(&order, "id = ?", j.OrderID).Error; err != nil {
+		return acceptedCancel{}, err
+	}
+	if order.WorkflowStartedAt == nil {
+		// The order's start is still pending in the outbox: start it now so it can take the update.
+		var jobs []models.Job
+		if err := db.Where("order_id = ?", order.ID).Order("position").Find(&jobs).Error; err != nil {
+			return acceptedCancel{}, err
+		}
+		if err := e.Start(ctx, &order, jobs); err != nil {
+			return acceptedCancel{}, unavailable("The job was not cancelled: the workflow engine cannot be reached. The job stays as it is; try again shortly.", retryCancelAfter, err)
+		}
+	}
+	accepted, err := e.askToCancel(tctx, dl, workflows.OrderWorkflowID(order.ID), j.ID, requestID)
+	var notFound *serviceerror.NotFound
+	switch {
+	case err == nil, isRefusal(err, workflows.ErrTypeJobLaunched):
+		return accepted, err
+	case isRefusal(err, workflows.ErrTypeJobNotCancelable), errors.As(err, &notFound):
+		// Refused, or the order workflow has already finished.
+		return acceptedCancel{}, notCancelable()
+	default:
+		return acceptedCancel{}, notTakenInTime(err)
+	}
+}
+
+// cancelInJob asks the job run's own workflow. That workflow may not exist yet (its order is
+// starting it) or may have closed: then the stored job says whether it has started, and otherwise
+// the request is sent again until the decision horizon.
+func (e *Engine) cancelInJob(ctx, tctx context.Context, dl cancelDeadline, j *models.Job, requestID string) (acceptedCancel, error) {
+	db := e.DB.WithContext(ctx)
+	for {
+		accepted, err := e.askToCancel(tctx, dl, workflows.JobWorkflowID(j.ID, j.Run), j.ID, requestID)
+		var notFound *serviceerror.NotFound
+		switch {
+		case err == nil:
+			return accepted, nil
+		case isRefusal(err, workflows.ErrTypeJobNotCancelable):
+			awaitStartShown(ctx, db, j.ID)
+			return acceptedCancel{}, notCancelable()
+		case !errors.As(err, &notFound):
+			return acceptedCancel{}, notTakenInTime(err)
+		}
+		if fresh, rerr := models.GetJob(db, j.ID); rerr == nil && (fresh.Status != models.JobPending || fresh.StartedAt != nil) {
+			return acceptedCancel{}, notCancelable()
+		}
+		if !time.Now().Before(dl.horizon) {
+			return acceptedCancel{}, notTakenInTime(err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// askToCancel sends the cancel-job Update to a workflow and reads its answer. A refusal is the
+// error, an ApplicationError of the refusal's type: Temporal answers a rejected Update as one
+// completed with that failure, and a handler that finds nothing to cancel (on replay) completes
+// the same way. Otherwise the cancel is accepted, and is recorded if its result arrives within
+// cancelCompleteWait. Other errors are the Update not accepted by the decision horizon.
+func (e *Engine) askToCancel(ctx context.Context, dl cancelDeadline, workflowID, jobID, requestID string) (acceptedCancel, error) {
+	handle, err := e.sendCancel(ctx, dl, workflowID, jobID, requestID)
+	if err != nil {
+		return acceptedCancel{}, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, cancelCompleteWait)
+	defer cancel()
+	var accepted acceptedCancel
+	err = handle.Get(wctx, &accepted.result)
+	switch {
+	case isRefusal(err, workflows.ErrTypeJobNotCancelable, workflows.ErrTypeJobLaunched, workflows.ErrTypeCancelTooLate):
+		return acceptedCancel{}, err
+	case err != nil:
+		// Accepted, but not recorded in time: the workflow records it once it can.
+		return accepted, nil
+	}
+	accepted.recorded = true
+	return accepted, nil
+}
+
+// isRefusal reports whether err is a workflow's refusal of a cancel of one of the types.
+func isRefusal(err error, types ...string) bool {
+	var appErr *temporal.ApplicationError
+	return errors.As(err, &appErr) && slices.Contains(types, appErr.Type())
+}
+
+// awaitStartShown waits, for at most cancelCompleteWait, until the stored job shows that it has
+// started or ended. A job's workflow refuses a cancel as soon as it has decided to begin the first
+// attempt, possibly before it has recorded started_at; this wait keeps the stored job consistent
+// with the 409 a client gets, so that reading it right after shows started_at.
+func awaitStartShown(ctx context.Context, db *gorm.DB, jobID string) {
+	deadline := time.Now().Add(cancelCompleteWait)
+	for {
+		j, err := models.GetJob(db, jobID)
+		if err != nil || j.StartedAt != nil || j.Status != models.JobPending || !time.Now().Before(deadline) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// sendCancel sends the cancel-job Update to a workflow and waits until it has accepted or refused
+// it (a refusal is the outcome the handle holds, not an error here), or until the decision horizon has passed without acceptance: then it returns an error, and
+// the workflow will refuse the request whenever it sees it. Lost calls are sent again under the
+// same update ID, which Temporal deduplicates.
+func (e *Engine) sendCancel(ctx context.Context, dl cancelDeadline, workflowID, jobID, requestID string) (client.WorkflowUpdateHandle, error) {
 	opts := client.UpdateWorkflowOptions{
 		UpdateID:     "cancel/" + jobID + "/" + requestID + "/" + models.NewID(),
-		WorkflowID:   workflows.OrderWorkflowID(orderID),
+		WorkflowID:   workflowID,
 		UpdateName:   workflows.UpdateCancelJob,
-		Args:         []any{jobID, workflows.CancelOptions{AcceptBy: acceptBy}},
+		Args:         []any{jobID, workflows.CancelOptions{AcceptBy: dl.acceptBy}},
 		WaitForStage: client.WorkflowUpdateStageAccepted,
 	}
 	for {
-		hctx, cancel := context.WithDeadline(ctx, horizon)
+		hctx, cancel := context.WithDeadline(ctx, dl.horizon)
 		handle, err := e.Temporal.UpdateWorkflow(hctx, opts)
 		cancel()
 		var appErr *temporal.ApplicationError
@@ -139,7 +264,7 @@ func (e *Engine) requestCancel(ctx context.Context, orderID, jobID, requestID st
 		if err == nil || errors.As(err, &appErr) || errors.As(err, &notFound) {
 			return handle, err
 		}
-		if !time.Now().Before(horizon) || ctx.Err() != nil {
+		if !time.Now().Before(dl.horizon) || ctx.Err() != nil {
 			return nil, err
 		}
 		select {
