@@ -49,7 +49,7 @@ var ErrorDocs = map[string]string{
 	CodeForbidden:           "The key is valid but lacks the permission this route needs.",
 	CodeNotFound:            "The record does not exist or belongs to another installation.",
 	CodeIdempotencyConflict: "The Idempotency-Key was already used with a different request payload (use a new key for a new request), or the first request with this key is still being processed (retry after Retry-After seconds to get its answer).",
-	CodeJobNotCancelable:    "The job is already running or finished, so it can no longer be cancelled.",
+	CodeJobNotCancelable:    "The job's first generate attempt has begun (it has a started_at) or it has ended, so it can no longer be cancelled.",
 	CodeJobNotCompleted:     "The job has not completed; ratings and fresh URLs need a completed job.",
 	CodeConflict:            "The record's current state does not allow this change; read it again before retrying.",
 	CodeUploadConflict:      "The upload URL is expired or already used, or the bytes do not match the declared size or type.",
