@@ -47,7 +47,8 @@ const (
 
 // Register mounts the plugin API routes on r. Each route checks its input (Input, with the body it
 // declares) around the key and the key's permission: parameters and headers before the key, the
-// body after the permission, just before the handler.
+// body after the permission, just before the handler. The mutating routes (all but
+// POST /jobs/batch) honour Idempotency-Key, in the handler's place (keyed, idempotency.go).
 func (h *Handler) Register(r *gin.Engine) {
 	// Signed upload URLs authenticate by their signature, not by API key; the handler holds the
 	// bytes to the size the upload declared.
