@@ -1,6 +1,7 @@
 package models
 
 import (
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -32,14 +33,39 @@ type IdempotencyKey struct {
 	ClaimToken     string
 	OrderID        *string
 	ResponseStatus *int
-	ResponseBody   *string
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
-	ExpiresAt      time.Time
+	// ResponseHeaders is the JSON of IdempotencyAnswer.Headers; nil on rows written before
+	// migration 0011 (sessions, whose answer is JSON).
+	ResponseHeaders *string
+	ResponseBody    *string
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+	ExpiresAt       time.Time
 }
 
 // TableName is idempotency_keys.
 func (IdempotencyKey) TableName() string { return "idempotency_keys" }
+
+// IdempotencyAnswer is the answer recorded under a key and replayed for it: the status, the
+// headers the route set (Content-Type, Cache-Control, ...) and the body, byte for byte.
+type IdempotencyAnswer struct {
+	Status  int
+	Headers map[string][]string
+	Body    []byte
+}
+
+// Answer is the recorded answer of a completed row (ok is false while the key is only claimed).
+func (k *IdempotencyKey) Answer() (answer IdempotencyAnswer, ok bool, err error) {
+	if k.Status != IdempotencyCompleted || k.ResponseBody == nil || k.ResponseStatus == nil {
+		return IdempotencyAnswer{}, false, nil
+	}
+	answer = IdempotencyAnswer{Status: *k.ResponseStatus, Body: []byte(*k.ResponseBody)}
+	if k.ResponseHeaders != nil {
+		if err := json.Unmarshal([]byte(*k.ResponseHeaders), &answer.Headers); err != nil {
+			return IdempotencyAnswer{}, false, err
+		}
+	}
+	return answer, true, nil
+}
 
 // ClaimIdempotencyKey makes the caller the owner of (installationID, key) for a request whose
 // canonical hash is requestHash, or returns the row that already holds the key.
@@ -83,7 +109,7 @@ func ClaimIdempotencyKey(db *gorm.DB, installationID, key, requestHash string, l
 			Where("id = ? AND claim_token = ? AND status = ?", existing.ID, existing.ClaimToken, existing.Status).
 			Updates(map[string]any{
 				"request_hash": requestHash, "status": IdempotencyInProgress, "claim_token": fresh.ClaimToken,
-				"order_id": nil, "response_status": nil, "response_body": nil,
+				"order_id": nil, "response_status": nil, "response_headers": nil, "response_body": nil,
 				"created_at": now, "updated_at": now, "expires_at": fresh.ExpiresAt,
 			})
 		if res.Error != nil {
@@ -111,16 +137,38 @@ func GetIdempotencyKey(db *gorm.DB, installationID, key string) (*IdempotencyKey
 	return &row, nil
 }
 
-// CompleteIdempotencyKey records the answer of the claim's request. Call it inside the transaction
-// that creates orderID, so the order and its answer commit together. It returns
-// ErrIdempotencyClaimLost (and the caller must roll back) when the claim is no longer the caller's.
+// CompleteIdempotencyKey records the answer (status and body) of the claim's request, which
+// created orderID: RecordIdempotencyAnswer without headers.
 func CompleteIdempotencyKey(tx *gorm.DB, claim *IdempotencyKey, orderID string, status int, body []byte) error {
+	return RecordIdempotencyAnswer(tx, claim, orderID, IdempotencyAnswer{Status: status, Body: body})
+}
+
+// RecordIdempotencyAnswer marks the claim completed with its request's answer. orderID names the
+// order the request created ("" for none). Call it inside the transaction that commits the
+// request's effect where there is one, so the effect and its answer commit together. It returns
+// ErrIdempotencyClaimLost (and the caller must roll back) when the claim is no longer the caller's.
+func RecordIdempotencyAnswer(tx *gorm.DB, claim *IdempotencyKey, orderID string, answer IdempotencyAnswer) error {
 	now := time.Now().UTC()
-	text := string(body)
+	text := string(answer.Body)
+	var headers *string
+	if answer.Headers != nil {
+		raw, err := json.Marshal(answer.Headers)
+		if err != nil {
+			return err
+		}
+		s := string(raw)
+		headers = &s
+	}
+	var order *string
+	if orderID != "" {
+		order = &orderID
+	}
+	status := answer.Status
 	res := tx.Model(&IdempotencyKey{}).
 		Where("id = ? AND claim_token = ? AND status = ?", claim.ID, claim.ClaimToken, IdempotencyInProgress).
 		Updates(map[string]any{
-			"status": IdempotencyCompleted, "order_id": orderID, "response_status": status, "response_body": text,
+			"status": IdempotencyCompleted, "order_id": order, "response_status": status,
+			"response_headers": headers, "response_body": text,
 			"updated_at": now, "expires_at": now.Add(IdempotencyTTL),
 		})
 	if res.Error != nil {
@@ -129,7 +177,8 @@ func CompleteIdempotencyKey(tx *gorm.DB, claim *IdempotencyKey, orderID string, 
 	if res.RowsAffected == 0 {
 		return ErrIdempotencyClaimLost
 	}
-	claim.Status, claim.OrderID, claim.ResponseStatus, claim.ResponseBody = IdempotencyCompleted, &orderID, &status, &text
+	claim.Status, claim.OrderID, claim.ResponseStatus = IdempotencyCompleted, order, &status
+	claim.ResponseHeaders, claim.ResponseBody = headers, &text
 	claim.UpdatedAt, claim.ExpiresAt = now, now.Add(IdempotencyTTL)
 	return nil
 }

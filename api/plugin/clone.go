@@ -31,7 +31,8 @@ type CloneSubject struct {
 
 // POST /orders/{id}/clone: a new order from an order of the installation, charged anew.
 //
-// The Idempotency-Key header is required (1–200 characters). An empty body (or {}) reuses the
+// The Idempotency-Key header is required (1–200 characters; idempotency.go, which runs this
+// handler, refuses a request without one). An empty body (or {}) reuses the
 // source's subjects 1:1: the same product_ref, images_count (its number of jobs), ai_model and
 // product_label, under the same job_type and session_config. A non-empty subjects array replaces
 // the list entirely, keyed by product_ref (see CloneSubject). Photo-shoot subjects resolve their
@@ -40,10 +41,6 @@ type CloneSubject struct {
 // their input photo. Ratings are not carried over: every new job starts with voting pending. The new
 // order carries source_order_id; the answer is 201 with the session response, 200 on a replay.
 func (h *Handler) cloneOrder(c *gin.Context) {
-	key, _, ok := h.idempotencyKey(c, true)
-	if !ok {
-		return
-	}
 	body, ok := h.readBody(c)
 	if !ok {
 		return
@@ -53,24 +50,17 @@ func (h *Handler) cloneOrder(c *gin.Context) {
 		h.refuse(c, f)
 		return
 	}
-	hash, err := requestHash(c.Request.Method, c.Request.URL.Path, body)
-	if err != nil {
-		h.internal(c, err) // parseClone accepted the body, so it is empty or JSON
-		return
-	}
 	inst := caller(c).Installation
-	sourceID := c.Param("id")
 	subjects := make([]engine.CloneSubject, len(creq.Subjects))
 	for i, s := range creq.Subjects {
 		subjects[i] = engine.CloneSubject(s)
 	}
-	h.idempotent(c, key, hash, func(record recorder) sessionOutcome {
-		req, err := h.Engine.CloneSession(c.Request.Context(), inst.ID, sourceID, subjects)
-		if err != nil {
-			return sessionOutcome{fail: engineFailure(c, err)}
-		}
-		return h.acceptSession(c, h.pluginSession(c, inst, *req), record)
-	})
+	req, err := h.Engine.CloneSession(c.Request.Context(), inst.ID, c.Param("id"), subjects)
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	h.writeSession(c, h.acceptSession(c, h.pluginSession(c, inst, *req), sessionRecord(c)))
 }
 
 // parseClone decodes the optional body of a clone: nothing, {} or {"subjects": [...]}.

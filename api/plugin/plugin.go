@@ -47,7 +47,8 @@ const (
 
 // Register mounts the plugin API routes on r. Each route checks its input (Input, with the body it
 // declares) around the key and the key's permission: parameters and headers before the key, the
-// body after the permission, just before the handler.
+// body after the permission, just before the handler. The mutating routes (all but
+// POST /jobs/batch) honour Idempotency-Key, in the handler's place (keyed, idempotency.go).
 func (h *Handler) Register(r *gin.Engine) {
 	// Signed upload URLs authenticate by their signature, not by API key; the handler holds the
 	// bytes to the size the upload declared.
@@ -64,6 +65,10 @@ func (h *Handler) Register(r *gin.Engine) {
 		}
 		g.Handle(method, path, append(chain, in.Content, handler)...)
 	}
+	// mutation mounts a route that honours Idempotency-Key under rule (idempotency.go).
+	mutation := func(rule keyRule, method, path string, body inputcheck.Body, handler gin.HandlerFunc, perms ...string) {
+		route(method, path, body, h.keyed(rule, body.Kind == inputcheck.JSON, handler), perms...)
+	}
 	get, post, del := http.MethodGet, http.MethodPost, http.MethodDelete
 	noBody, jsonBody := inputcheck.NoBody, inputcheck.JSONBody
 	route(get, "/me", noBody, h.me)
@@ -73,26 +78,26 @@ func (h *Handler) Register(r *gin.Engine) {
 	route(get, "/models", noBody, h.listModels, PermCatalogRead)
 	route(get, "/sceneries", noBody, h.listSceneries, PermCatalogRead)
 	route(get, "/presets", noBody, h.listPresets, PermCatalogRead, PermJobsRead, PermPresetsRead)
-	route(post, "/assets/upload", jsonBody(maxSmallJSONBytes), h.createUpload, PermAssetsUpload)
-	route(post, "/packshots", jsonBody(maxCatalogBodyBytes), h.registerPackshots, PermCatalogWrite)
+	mutation(keyOptional, post, "/assets/upload", jsonBody(maxSmallJSONBytes), h.createUpload, PermAssetsUpload)
+	mutation(keyOptional, post, "/packshots", jsonBody(maxCatalogBodyBytes), h.registerPackshots, PermCatalogWrite)
 	route(get, "/packshots", noBody, h.listPackshots, PermCatalogRead)
-	route(del, "/packshots/:id_or_ref", noBody, h.deletePackshot, PermCatalogWrite)
-	route(post, "/images", jsonBody(maxCatalogBodyBytes), h.registerImages, PermCatalogWrite)
+	mutation(keyOptional, del, "/packshots/:id_or_ref", noBody, h.deletePackshot, PermCatalogWrite)
+	mutation(keyOptional, post, "/images", jsonBody(maxCatalogBodyBytes), h.registerImages, PermCatalogWrite)
 	route(get, "/products", noBody, h.listProducts, PermCatalogRead)
 	route(get, "/products/:id_or_ref", noBody, h.getProduct, PermCatalogRead)
-	route(del, "/products/:id_or_ref", noBody, h.deleteProduct, PermCatalogWrite)
-	route(post, "/jobs", jsonBody(maxSessionBodyBytes), h.createSession, PermJobsCreate)
+	mutation(keyOptional, del, "/products/:id_or_ref", noBody, h.deleteProduct, PermCatalogWrite)
+	mutation(keySession, post, "/jobs", jsonBody(maxSessionBodyBytes), h.createSession, PermJobsCreate)
 	route(post, "/jobs/batch", jsonBody(maxBatchBodyBytes), h.createBatch, PermJobsCreate)
 	route(get, "/jobs/:id", noBody, h.getJob, PermJobsRead)
 	route(get, "/jobs", noBody, h.listJobs, PermJobsRead)
-	route(del, "/jobs/:id", noBody, h.cancelJob, PermJobsCancel)
-	route(post, "/jobs/:id/refresh-url", noBody, h.refreshURL, PermJobsRead)
-	route(post, "/jobs/:id/accept", noBody, h.acceptJob, PermJobsRead)
-	route(post, "/jobs/:id/reject", noBody, h.rejectJob, PermJobsRead)
+	mutation(keyOptional, del, "/jobs/:id", noBody, h.cancelJob, PermJobsCancel)
+	mutation(keyOptional, post, "/jobs/:id/refresh-url", noBody, h.refreshURL, PermJobsRead)
+	mutation(keyOptional, post, "/jobs/:id/accept", noBody, h.acceptJob, PermJobsRead)
+	mutation(keyOptional, post, "/jobs/:id/reject", noBody, h.rejectJob, PermJobsRead)
 	route(get, "/orders/:id", noBody, h.getOrder, PermJobsRead)
-	route(post, "/orders/:id/clone", jsonBody(maxSessionBodyBytes), h.cloneOrder, PermJobsCreate)
-	route(post, "/webhooks/:delivery_id/replay", noBody, h.replayWebhook, PermWebhooksManage)
-	route(post, "/installations/:id/rotate-hmac", noBody, h.rotateHMAC, PermInstallationsManage)
+	mutation(keyRequiredSession, post, "/orders/:id/clone", jsonBody(maxSessionBodyBytes), h.cloneOrder, PermJobsCreate)
+	mutation(keyOptional, post, "/webhooks/:delivery_id/replay", noBody, h.replayWebhook, PermWebhooksManage)
+	mutation(keySealed, post, "/installations/:id/rotate-hmac", noBody, h.rotateHMAC, PermInstallationsManage)
 }
 
 // Input is the plugin API's input check of a route that accepts body (inputcheck): 413

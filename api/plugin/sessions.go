@@ -71,12 +71,8 @@ const migrateSessionMessage = "This request uses the retired single-job body. Se
 	"ai_model replaces provider, model and unit_cost, and settings move into session_config."
 
 // POST /jobs: one session. With an Idempotency-Key header the session is created at most once per
-// key (idempotency.go); without one every call creates a new order.
+// key (idempotency.go, which runs this handler); without one every call creates a new order.
 func (h *Handler) createSession(c *gin.Context) {
-	key, keyed, ok := h.idempotencyKey(c, false)
-	if !ok {
-		return
-	}
 	body, ok := h.readBody(c)
 	if !ok {
 		return
@@ -86,19 +82,7 @@ func (h *Handler) createSession(c *gin.Context) {
 		h.refuse(c, f)
 		return
 	}
-	inst := caller(c).Installation
-	if !keyed {
-		h.writeSession(c, h.acceptSession(c, h.sessionRequest(c, inst, req), nil))
-		return
-	}
-	hash, err := requestHash(c.Request.Method, c.Request.URL.Path, body)
-	if err != nil {
-		h.internal(c, err) // parseSession accepted the body, so it is JSON
-		return
-	}
-	h.idempotent(c, key, hash, func(record recorder) sessionOutcome {
-		return h.acceptSession(c, h.sessionRequest(c, inst, req), record)
-	})
+	h.writeSession(c, h.acceptSession(c, h.sessionRequest(c, caller(c).Installation, req), sessionRecord(c)))
 }
 
 // readBody reads the request body, which Input has already held to the route's limit.
@@ -201,8 +185,12 @@ func sessionResponse(order *models.Order, jobs []models.Job) *SessionResponse {
 	return resp
 }
 
-// writeSession answers 201 with the session, or the failure's envelope.
+// writeSession answers 201 with the session, or the failure's envelope; nothing for a session
+// whose key's claim was lost (the key's wrapper looks at the key again).
 func (h *Handler) writeSession(c *gin.Context, out sessionOutcome) {
+	if out.claimLost {
+		return
+	}
 	if out.fail != nil {
 		h.refuse(c, out.fail)
 		return

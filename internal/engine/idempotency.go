@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"go.uber.org/zap"
@@ -10,10 +11,11 @@ import (
 	"github.com/shotflow/shotflow/models"
 )
 
-// Idempotency keys: a mutation sent with a client's key creates its order at most once per
-// installation and key (the rules are the plugin API's, api/plugin/idempotency.go). The engine
-// claims the key, replays the answer recorded under it, or waits for the request that holds it;
-// the façade reads the key, hashes the request and encodes the answer it records.
+// Idempotency keys: a mutation sent with a client's key takes effect at most once per installation
+// and key (the rules are the plugin API's, api/plugin/idempotency.go). The engine claims the key,
+// replays the answer recorded under it, or waits for the request that holds it; the façade reads
+// the key, hashes the request and records the answer it sent: inside the transaction of the
+// request's effect where the use case offers one (KeyClaim.Record), else right after (Complete).
 
 // KeyTiming tunes RunOnce.
 type KeyTiming struct {
@@ -26,9 +28,9 @@ type KeyTiming struct {
 type KeyOutcome int
 
 const (
-	// KeyRan: the request claimed the key and ran create.
+	// KeyRan: the request claimed the key and ran.
 	KeyRan KeyOutcome = iota
-	// KeyReplayed: the key already names an answer for the same request; KeyResult.Body holds it.
+	// KeyReplayed: the key already names an answer for the same request; KeyResult.Answer holds it.
 	KeyReplayed
 	// KeyConflict: the key was used with a different request.
 	KeyConflict
@@ -39,21 +41,58 @@ const (
 // KeyResult is RunOnce's outcome, with the recorded answer of a replay.
 type KeyResult struct {
 	Outcome KeyOutcome
-	Body    []byte
+	Answer  models.IdempotencyAnswer
 }
 
-// KeyAnswer encodes the answer recorded under a key for a committed session.
-type KeyAnswer func(order *models.Order, jobs []models.Job) ([]byte, error)
+// KeyClaim is a key its request holds while it runs: the request records its answer with it.
+// It belongs to one request (one goroutine).
+type KeyClaim struct {
+	e        *Engine
+	row      *models.IdempotencyKey
+	recorded bool
+	lost     bool
+}
 
-// RunOnce runs create at most once for the installation's key and request hash. It first deletes
-// the installation's expired keys. When it claims the key it calls create with the SessionRecord to
-// commit the session with (it records answer's body, with status, under the key in the order's
-// transaction); create reports whether the session committed and whether the claim was lost to
-// another request before it did (then RunOnce looks at the key again). A claim whose create commits
-// nothing (a refusal, an error, a panic) is released so that the key is free again, also when ctx
-// has ended. An error is the store's, from claiming the key.
-func (e *Engine) RunOnce(ctx context.Context, installationID, key, hash string, timing KeyTiming, status int, answer KeyAnswer,
-	create func(record SessionRecord) (committed, claimLost bool)) (KeyResult, error) {
+// Record records answer under the claim with tx, which should be the transaction that commits
+// the request's effect (orderID names the order it creates, "" for none), so that the effect and
+// its answer commit together. It returns models.ErrIdempotencyClaimLost, and tx must roll back,
+// when another request has taken the claim over.
+func (k *KeyClaim) Record(tx *gorm.DB, orderID string, answer models.IdempotencyAnswer) error {
+	err := models.RecordIdempotencyAnswer(tx, k.row, orderID, answer)
+	switch {
+	case errors.Is(err, models.ErrIdempotencyClaimLost):
+		k.lost = true
+	case err == nil:
+		k.recorded = true
+	}
+	return err
+}
+
+// Complete records answer on its own, for a request whose effect has already committed: a crash
+// between the two leaves the claim unfinished, and it is taken over after the lease. It records
+// also when ctx has ended (the client hung up after the effect).
+func (k *KeyClaim) Complete(ctx context.Context, answer models.IdempotencyAnswer) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	return k.Record(k.e.DB.WithContext(ctx), "", answer)
+}
+
+// Recorded reports whether an answer was recorded under the claim (by Record, in a transaction
+// the caller knows the fate of, or by Complete).
+func (k *KeyClaim) Recorded() bool { return k.recorded }
+
+// Lost reports whether recording found the claim taken over by another request.
+func (k *KeyClaim) Lost() bool { return k.lost }
+
+// RunOnce runs run at most once for the installation's key and request hash, and replays the
+// answer recorded under the key otherwise. It first deletes the installation's expired keys. When
+// it claims the key it calls run with the claim, and run reports whether the request's effect
+// committed. A claim under which nothing committed (a refusal, an error, a panic) is released, so
+// that the key is free again, also when ctx has ended; when nothing committed because the claim
+// was lost to another request (KeyClaim.Lost), RunOnce looks at the key again. An error is the
+// store's, from claiming the key or reading its answer.
+func (e *Engine) RunOnce(ctx context.Context, installationID, key, hash string, timing KeyTiming,
+	run func(claim *KeyClaim) (committed bool)) (KeyResult, error) {
 	db := e.DB.WithContext(ctx)
 	if _, err := models.PurgeExpiredIdempotencyKeys(db, installationID, time.Now()); err != nil {
 		e.Log.Warn("purge expired idempotency keys", zap.String("installation_id", installationID), zap.Error(err))
@@ -65,7 +104,7 @@ func (e *Engine) RunOnce(ctx context.Context, installationID, key, hash string, 
 			return KeyResult{}, err
 		}
 		if claimed {
-			if lost := e.runClaimed(ctx, row, status, answer, create); lost {
+			if lost := e.runClaimed(ctx, &KeyClaim{e: e, row: row}, run); lost {
 				continue // another request took the claim over: wait for its answer
 			}
 			return KeyResult{Outcome: KeyRan}, nil
@@ -73,8 +112,12 @@ func (e *Engine) RunOnce(ctx context.Context, installationID, key, hash string, 
 		if row.RequestHash != hash {
 			return KeyResult{Outcome: KeyConflict}, nil
 		}
-		if row.Status == models.IdempotencyCompleted && row.ResponseBody != nil {
-			return KeyResult{Outcome: KeyReplayed, Body: []byte(*row.ResponseBody)}, nil
+		answer, done, err := row.Answer()
+		if err != nil {
+			return KeyResult{}, err
+		}
+		if done {
+			return KeyResult{Outcome: KeyReplayed, Answer: answer}, nil
 		}
 		if !time.Now().Before(deadline) || ctx.Err() != nil {
 			return KeyResult{Outcome: KeyBusy}, nil
@@ -86,10 +129,9 @@ func (e *Engine) RunOnce(ctx context.Context, installationID, key, hash string, 
 	}
 }
 
-// runClaimed runs create under a claim the request holds and releases the claim unless a session
-// committed under it.
-func (e *Engine) runClaimed(ctx context.Context, claim *models.IdempotencyKey, status int, answer KeyAnswer,
-	create func(record SessionRecord) (committed, claimLost bool)) (claimLost bool) {
+// runClaimed runs run under a claim the request holds and releases the claim unless something
+// committed under it. claimLost is true when nothing committed because the claim was taken over.
+func (e *Engine) runClaimed(ctx context.Context, claim *KeyClaim, run func(claim *KeyClaim) bool) (claimLost bool) {
 	committed := false
 	defer func() {
 		if committed {
@@ -98,16 +140,10 @@ func (e *Engine) runClaimed(ctx context.Context, claim *models.IdempotencyKey, s
 		// Also when the client hung up: the claim must not outlive the request.
 		relCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		if err := models.ReleaseIdempotencyKey(e.DB.WithContext(relCtx), claim); err != nil {
-			e.Log.Warn("release idempotency key", zap.String("id", claim.ID), zap.Error(err))
+		if err := models.ReleaseIdempotencyKey(e.DB.WithContext(relCtx), claim.row); err != nil {
+			e.Log.Warn("release idempotency key", zap.String("id", claim.row.ID), zap.Error(err))
 		}
 	}()
-	committed, claimLost = create(func(tx *gorm.DB, order *models.Order, jobs []models.Job) error {
-		body, err := answer(order, jobs)
-		if err != nil {
-			return err
-		}
-		return models.CompleteIdempotencyKey(tx, claim, order.ID, status, body)
-	})
-	return claimLost
+	committed = run(claim)
+	return !committed && claim.lost
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/models"
@@ -14,20 +15,21 @@ import (
 func TestRunOnce(t *testing.T) {
 	f := newSessionFixture(t, 1000)
 	timing := engine.KeyTiming{Wait: 50 * time.Millisecond, Poll: 10 * time.Millisecond, Lease: time.Minute}
-	answer := func(order *models.Order, _ []models.Job) ([]byte, error) {
-		return []byte(`{"order_id":"` + order.ID + `"}`), nil
-	}
 	runs := 0
 	run := func(hash string, commit bool) engine.KeyResult {
-		res, err := f.eng.RunOnce(t.Context(), f.inst.ID, "key", hash, timing, 201, answer,
-			func(record engine.SessionRecord) (bool, bool) {
+		res, err := f.eng.RunOnce(t.Context(), f.inst.ID, "key", hash, timing,
+			func(claim *engine.KeyClaim) bool {
 				runs++
 				if !commit {
-					return false, false // refused: nothing committed
+					return false // refused: nothing committed
+				}
+				record := func(tx *gorm.DB, order *models.Order, _ []models.Job) error {
+					return claim.Record(tx, order.ID, models.IdempotencyAnswer{Status: 201, Body: []byte(`{"order_id":"` + order.ID + `"}`)})
 				}
 				_, _, err := f.eng.CommitSession(t.Context(), f.request("", shoot("ok", 1)), record)
 				require.NoError(t, err)
-				return true, false
+				assert.True(t, claim.Recorded())
+				return true
 			})
 		require.NoError(t, err)
 		return res
@@ -39,7 +41,54 @@ func TestRunOnce(t *testing.T) {
 	require.NoError(t, f.db.Take(&order).Error)
 	res := run("h2", true)
 	assert.Equal(t, engine.KeyReplayed, res.Outcome)
-	assert.JSONEq(t, `{"order_id":"`+order.ID+`"}`, string(res.Body))
+	assert.Equal(t, 201, res.Answer.Status)
+	assert.JSONEq(t, `{"order_id":"`+order.ID+`"}`, string(res.Answer.Body))
 	assert.Equal(t, engine.KeyConflict, run("h3", true).Outcome)
-	assert.Equal(t, 2, runs, "create runs only under a claim")
+	assert.Equal(t, 2, runs, "run runs only under a claim")
+}
+
+// A route without a transaction of its own completes its claim after its effect; the answer, with
+// its headers, is replayed. A request whose in-transaction record finds its claim taken over looks
+// at the key again and replays the other request's answer.
+func TestRunOnceCompleteAndLostClaim(t *testing.T) {
+	f := newSessionFixture(t, 1000)
+	timing := engine.KeyTiming{Wait: time.Second, Poll: 10 * time.Millisecond, Lease: time.Minute}
+	answer := models.IdempotencyAnswer{Status: 204, Headers: map[string][]string{"X-Thing": {"a"}}, Body: []byte{}}
+	effects := 0
+	once := func() engine.KeyResult {
+		res, err := f.eng.RunOnce(t.Context(), f.inst.ID, "del", "h", timing, func(claim *engine.KeyClaim) bool {
+			effects++
+			require.NoError(t, claim.Complete(t.Context(), answer))
+			return true
+		})
+		require.NoError(t, err)
+		return res
+	}
+	assert.Equal(t, engine.KeyRan, once().Outcome)
+	res := once()
+	assert.Equal(t, engine.KeyReplayed, res.Outcome)
+	assert.Equal(t, answer, res.Answer)
+	assert.Equal(t, 1, effects)
+
+	// The claim is taken over (as after a lease) before the first request records its answer.
+	calls := 0
+	res, err := f.eng.RunOnce(t.Context(), f.inst.ID, "lost", "h", timing, func(claim *engine.KeyClaim) bool {
+		calls++
+		row, err := models.GetIdempotencyKey(f.db, f.inst.ID, "lost")
+		require.NoError(t, err)
+		require.NoError(t, f.db.Model(row).Update("claim_token", "someone-else").Error)
+		row.ClaimToken = "someone-else"
+		require.NoError(t, models.RecordIdempotencyAnswer(f.db, row, "", models.IdempotencyAnswer{Status: 200, Body: []byte("theirs")}))
+		err = f.db.Transaction(func(tx *gorm.DB) error {
+			return claim.Record(tx, "", models.IdempotencyAnswer{Status: 200, Body: []byte("mine")})
+		})
+		assert.ErrorIs(t, err, models.ErrIdempotencyClaimLost)
+		assert.True(t, claim.Lost())
+		assert.False(t, claim.Recorded())
+		return false
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 1, calls)
+	assert.Equal(t, engine.KeyReplayed, res.Outcome)
+	assert.Equal(t, "theirs", string(res.Answer.Body))
 }
