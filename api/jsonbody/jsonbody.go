@@ -44,7 +44,17 @@ func Decode(body []byte, dst any) error {
 		return err
 	}
 	if err := json.Unmarshal(body, dst, json.RejectUnknownMembers(true)); err != nil {
-		return describe(err)
+		return describe(err, "")
+	}
+	return nil
+}
+
+// DecodeValue decodes raw, the value of the body's field named field (as Members returned it),
+// into dst as strictly as Decode, naming the fields of its refusals from field: for the routes
+// that decode a body member by member.
+func DecodeValue(field string, raw jsontext.Value, dst any) error {
+	if err := json.Unmarshal(raw, dst, json.RejectUnknownMembers(true)); err != nil {
+		return describe(err, field)
 	}
 	return nil
 }
@@ -95,29 +105,29 @@ func fieldError(field, format string, args ...any) *Error {
 	return &Error{Field: field, Message: field + " " + fmt.Sprintf(format, args...)}
 }
 
-// describe turns an error of the decoder into an *Error.
-func describe(err error) *Error {
+// describe turns an error of the decoder into an *Error; prefix names the value decoded ("" for
+// the body).
+func describe(err error, prefix string) *Error {
 	var syn *jsontext.SyntacticError
 	if errors.As(err, &syn) {
-		return describeSyntax(syn)
+		return describeSyntax(syn, prefix)
 	}
 	var sem *json.SemanticError
 	if errors.As(err, &sem) {
-		return describeSemantic(sem)
+		return describeSemantic(sem, prefix)
 	}
 	return bodyError("The body is not valid JSON")
 }
 
 // describeSyntax explains a body that is not one well-formed JSON object with unique names.
-func describeSyntax(e *jsontext.SyntacticError) *Error {
+func describeSyntax(e *jsontext.SyntacticError, prefix string) *Error {
 	reason := "invalid JSON"
 	if e.Err != nil {
 		reason = strings.TrimPrefix(e.Err.Error(), "jsontext: ")
 	}
 	switch {
 	case errors.Is(e.Err, jsontext.ErrDuplicateName):
-		field := FieldName(e.JSONPointer)
-		return fieldError(field, "is given more than once; send each field once")
+		return fieldError(join(prefix, e.JSONPointer), "is given more than once; send each field once")
 	case strings.Contains(reason, "after top-level value"):
 		return bodyError("The body must be a single JSON object; more follows it at byte %d", e.ByteOffset)
 	case strings.Contains(reason, "unexpected EOF"):
@@ -128,10 +138,10 @@ func describeSyntax(e *jsontext.SyntacticError) *Error {
 
 // describeSemantic explains a well-formed body whose content does not fit the request: an unknown
 // name or a value of the wrong type.
-func describeSemantic(e *json.SemanticError) *Error {
-	field := FieldName(e.JSONPointer)
+func describeSemantic(e *json.SemanticError, prefix string) *Error {
+	field := join(prefix, e.JSONPointer)
 	if errors.Is(e.Err, json.ErrUnknownName) {
-		return unknownField(e.JSONPointer, e.GoType)
+		return unknownField(prefix, e.JSONPointer, e.GoType)
 	}
 	if field == "" {
 		return bodyError("The body must be a JSON object, not %s", kindName(e.JSONKind))
@@ -152,8 +162,8 @@ func describeSemantic(e *json.SemanticError) *Error {
 
 // unknownField names a member the request does not know, and the field it may have meant or the
 // fields its object takes.
-func unknownField(ptr jsontext.Pointer, parent reflect.Type) *Error {
-	field := FieldName(ptr)
+func unknownField(prefix string, ptr jsontext.Pointer, parent reflect.Type) *Error {
+	field := join(prefix, ptr)
 	name := ptr.LastToken()
 	known := fieldNames(parent)
 	msg := field + " is not a field of this request"
@@ -164,7 +174,7 @@ func unknownField(ptr jsontext.Pointer, parent reflect.Type) *Error {
 	}
 	if len(known) > 0 {
 		where := "the body"
-		if p := FieldName(ptr.Parent()); p != "" {
+		if p := join(prefix, ptr.Parent()); p != "" {
 			where = p
 		}
 		msg += "; " + where + " takes only " + strings.Join(known, ", ")
@@ -259,6 +269,18 @@ func truncate(s string) string {
 		return s
 	}
 	return s[:most] + "…"
+}
+
+// join names the value at ptr within the value named prefix.
+func join(prefix string, ptr jsontext.Pointer) string {
+	name := FieldName(ptr)
+	switch {
+	case prefix == "":
+		return name
+	case name == "" || strings.HasPrefix(name, "["):
+		return prefix + name
+	}
+	return prefix + "." + name
 }
 
 // FieldName writes a JSON pointer as the APIs name fields: "/subjects/0/images_count" is

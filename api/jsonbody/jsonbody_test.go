@@ -138,3 +138,19 @@ func TestFieldName(t *testing.T) {
 		}
 	}
 }
+
+func TestDecodeValueNamesFieldsFromItsField(t *testing.T) {
+	var s string
+	if err := jsonbody.DecodeValue("Voting", jsontext.Value(`5`), &s); err == nil || err.Error() != "Voting must be a string, not a number" {
+		t.Fatalf("Voting 5: %v", err)
+	}
+	var subjects []subject
+	err := jsonbody.DecodeValue("batches[2].subjects", jsontext.Value(`[{"product_ref":"p","Images_count":1}]`), &subjects)
+	var e *jsonbody.Error
+	if !errors.As(err, &e) || e.Field != "batches[2].subjects[0].Images_count" || !strings.Contains(e.Message, "did you mean images_count?") {
+		t.Fatalf("nested: %v", err)
+	}
+	if err := jsonbody.DecodeValue("verdict", jsontext.Value(`"accepted"`), &s); err != nil || s != "accepted" {
+		t.Fatalf("string: %q, %v", s, err)
+	}
+}
