@@ -153,8 +153,8 @@ func TestJSONTextPassesUnchanged(t *testing.T) {
 	r := router(inputcheck.JSONBody(1 << 10))
 	for _, body := range []string{
 		`{"name":"Café \u00e9 \ud83d\ude00 日本","n":1e999,"list":[1,2,{"k":"v"}],"t":true,"z":null}`,
-		`{"lone":"\ud800"}`,   // decoded as U+FFFD, which PostgreSQL stores
-		"{\"broken\": \"x", // not JSON: the handler refuses it in its own words
+		`{"lone":"\ud800"}`, // decoded as U+FFFD, which PostgreSQL stores
+		"{\"broken\": \"x",  // not JSON: the handler refuses it in its own words
 		`{"a":`,
 		``,
 		"not json \x00 at all",

@@ -133,6 +133,9 @@ func describeSyntax(e *jsontext.SyntacticError, prefix string) *Error {
 	case strings.Contains(reason, "unexpected EOF"):
 		return bodyError("The body is not valid JSON: it ends at byte %d, before the object is complete", e.ByteOffset)
 	}
+	if field := join(prefix, e.JSONPointer); field != "" {
+		return &Error{Field: field, Message: fmt.Sprintf("The body is not valid JSON at byte %d, in %s: %s", e.ByteOffset, field, reason)}
+	}
 	return bodyError("The body is not valid JSON at byte %d: %s", e.ByteOffset, reason)
 }
 

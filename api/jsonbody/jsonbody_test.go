@@ -71,6 +71,8 @@ func TestDecodeRefusesWithMessagesInTheClientsTerms(t *testing.T) {
 		{"truncated", `{"count":`, "", []string{"The body is not valid JSON", "ends at byte 9"}},
 		{"trailing comma", `{"count":1,}`, "", []string{"The body is not valid JSON at byte 10", "invalid character ','"}},
 		{"not JSON", `{count:1}`, "", []string{"The body is not valid JSON at byte 1"}},
+		{"lone surrogate", `{"imagesIds":["\ud800"]}`, "imagesIds[0]", []string{"The body is not valid JSON at byte 15, in imagesIds[0]: invalid surrogate pair"}},
+		{"bad literal", `{"count":tru}`, "count", []string{"not valid JSON at byte 12, in count: invalid character '}' in literal true"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
