@@ -1,8 +1,6 @@
 package external
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/shotflow/shotflow/api/inputcheck"
+	"github.com/shotflow/shotflow/api/jsonbody"
 	"github.com/shotflow/shotflow/api/reqctx"
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/models"
@@ -130,44 +129,18 @@ func (h *Handler) refused(c *gin.Context, e *engine.Error) {
 	h.fail(c, status, message)
 }
 
-// decode reads a JSON object body into dst, refusing malformed JSON, unknown fields and values of
-// the wrong type with a 400 that names the field.
+// decode reads a JSON object body into dst strictly (jsonbody: exact names, no unknown or
+// repeated name, valid UTF-8), refusing it with a 400 that names the field and says what was
+// expected and received.
 func decode(c *gin.Context, dst any) error {
 	raw, err := io.ReadAll(c.Request.Body) // Input held it to maxJSONBody
 	if err != nil {
 		return refuse(http.StatusBadRequest, "The body could not be read.")
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	err = dec.Decode(dst)
-	var typeErr *json.UnmarshalTypeError
-	switch {
-	case err == nil:
-		if dec.More() {
-			return refuse(http.StatusBadRequest, "The body must be a single JSON object.")
-		}
-		return nil
-	case errors.As(err, &typeErr):
-		return refuse(http.StatusBadRequest, "%s must be %s.", typeErr.Field, jsonKind(typeErr.Type.Kind().String()))
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return refuse(http.StatusBadRequest, "Unknown field %s.", strings.TrimPrefix(err.Error(), "json: unknown field "))
-	default:
-		return refuse(http.StatusBadRequest, "The body is not a valid JSON object.")
+	if err := jsonbody.Decode(raw, dst); err != nil {
+		return refuse(http.StatusBadRequest, "%s.", err)
 	}
-}
-
-func jsonKind(goKind string) string {
-	switch goKind {
-	case "int", "int64":
-		return "an integer"
-	case "string":
-		return "a string"
-	case "slice":
-		return "an array"
-	case "struct", "map", "ptr":
-		return "an object"
-	}
-	return "of another type"
+	return nil
 }
 
 // count checks an optional count: the default when absent, else 1 to max.

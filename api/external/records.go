@@ -1,7 +1,6 @@
 package external
 
 import (
-	"encoding/json"
 	"io"
 	"net/http"
 	"slices"
@@ -9,9 +8,11 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/shotflow/shotflow/api/files"
 	"github.com/shotflow/shotflow/api/inputcheck"
+	"github.com/shotflow/shotflow/api/jsonbody"
 	"github.com/shotflow/shotflow/internal/jobview"
 	"github.com/shotflow/shotflow/models"
 )
@@ -174,15 +175,20 @@ func (h *Handler) updatePackshot(c *gin.Context) {
 	}
 	var review models.PackshotReview
 	if raw, sent := body["Voting"]; sent {
-		if json.Unmarshal(raw, &review.Voting) != nil ||
-			(review.Voting != models.RefVotingApproved && review.Voting != models.RefVotingRejected) {
+		if !h.stringMember(c, "Voting", raw, &review.Voting) {
+			return
+		}
+		if review.Voting != models.RefVotingApproved && review.Voting != models.RefVotingRejected {
 			h.fail(c, http.StatusBadRequest, "Voting must be APPROVED or REJECTED.")
 			return
 		}
 	}
 	if raw, sent := body["status"]; sent {
 		var status string
-		if json.Unmarshal(raw, &status) != nil || status != PackshotArchive {
+		if !h.stringMember(c, "status", raw, &status) {
+			return
+		}
+		if status != PackshotArchive {
 			h.fail(c, http.StatusBadRequest, "status must be ARCHIVE.")
 			return
 		}
@@ -214,7 +220,11 @@ func (h *Handler) reviewImage(c *gin.Context) {
 		return
 	}
 	var verdict string
-	if raw, sent := body["verdict"]; !sent || json.Unmarshal(raw, &verdict) != nil || !slices.Contains(imageVerdicts, verdict) {
+	raw, sent := body["verdict"]
+	if sent && !h.stringMember(c, "verdict", raw, &verdict) {
+		return
+	}
+	if !slices.Contains(imageVerdicts, verdict) {
 		h.fail(c, http.StatusBadRequest, "verdict is required: accepted, rejected or pending (pending clears the verdict).")
 		return
 	}
@@ -225,17 +235,22 @@ func (h *Handler) reviewImage(c *gin.Context) {
 	c.PureJSON(http.StatusOK, gin.H{"success": true})
 }
 
-// reviewBody reads a JSON object whose keys must all be allowed; it answers 400 for a body that
-// is not a JSON object or that has another key, naming it.
-func (h *Handler) reviewBody(c *gin.Context, allowed ...string) (map[string]json.RawMessage, bool) {
+// reviewBody reads a JSON object (jsonbody: exact names, none repeated, valid UTF-8) whose keys
+// must all be allowed; it answers 400 for a body that is not such an object or that has another
+// key, naming it.
+func (h *Handler) reviewBody(c *gin.Context, allowed ...string) (map[string]jsontext.Value, bool) {
 	raw, err := io.ReadAll(c.Request.Body) // Input held it to maxJSONBody
 	if err != nil {
 		h.fail(c, http.StatusBadRequest, "The body could not be read.")
 		return nil, false
 	}
-	var body map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &body); err != nil || body == nil {
-		h.fail(c, http.StatusBadRequest, "The body must be a JSON object with "+strings.Join(allowed, ", ")+".")
+	body, err := jsonbody.Members(raw)
+	if err != nil {
+		msg := err.Error()
+		if e, ok := err.(*jsonbody.Error); ok && e.Field == "" {
+			msg += "; it takes " + strings.Join(allowed, ", ")
+		}
+		h.fail(c, http.StatusBadRequest, msg+".")
 		return nil, false
 	}
 	var unknown []string
@@ -259,10 +274,24 @@ func (h *Handler) reviewBody(c *gin.Context, allowed ...string) (map[string]json
 	return body, true
 }
 
+// stringMember decodes the value raw of the body's field named field into a string; it answers
+// 400 naming the field for another type.
+func (h *Handler) stringMember(c *gin.Context, field string, raw jsontext.Value, dst *string) bool {
+	if err := jsonbody.DecodeValue(field, raw, dst); err != nil {
+		h.fail(c, http.StatusBadRequest, err.Error()+".")
+		return false
+	}
+	return true
+}
+
 // reviewRecordID reads the required recordId of a review body: 400 unless a UUID string.
-func (h *Handler) reviewRecordID(c *gin.Context, body map[string]json.RawMessage) (string, bool) {
+func (h *Handler) reviewRecordID(c *gin.Context, body map[string]jsontext.Value) (string, bool) {
 	var id string
-	if raw, sent := body["recordId"]; !sent || json.Unmarshal(raw, &id) != nil || id == "" {
+	raw, sent := body["recordId"]
+	if sent && !h.stringMember(c, "recordId", raw, &id) {
+		return "", false
+	}
+	if id == "" {
 		h.fail(c, http.StatusBadRequest, "recordId is required (a string).")
 		return "", false
 	}

@@ -157,7 +157,20 @@ func checkContent(c *gin.Context, body Body) *Refusal {
 	}
 	req.Body = io.NopCloser(bytes.NewReader(data))
 	if body.Kind == JSON {
-		return scanJSON(data)
+		return checkJSON(data)
+	}
+	return nil
+}
+
+// checkJSON refuses a JSON body with text PostgreSQL cannot store: scanJSON names the string at
+// fault; a body that is not valid UTF-8 elsewhere (outside its strings, or after a syntax error
+// that ends the scan) is refused as a whole, so that no JSON route ever reads invalid UTF-8.
+func checkJSON(data []byte) *Refusal {
+	if r := scanJSON(data); r != nil {
+		return r
+	}
+	if !utf8.Valid(data) {
+		return invalid("The body is not valid UTF-8.")
 	}
 	return nil
 }

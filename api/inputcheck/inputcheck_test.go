@@ -134,12 +134,27 @@ func TestJSONStringsNameTheirPath(t *testing.T) {
 	}
 }
 
+// A JSON body that is not valid UTF-8 outside the strings the scan names (after a syntax error
+// that ends the scan, after the value, between tokens) is refused as a whole.
+func TestJSONBodyMustBeValidUTF8(t *testing.T) {
+	r := router(inputcheck.JSONBody(1 << 10))
+	for _, body := range []string{
+		"{\"broken\": \"\xff",
+		"{\"a\":1} \xff",
+		"{\"a\":\xfe}",
+		"\xef\xbb\xbf\xff",
+		"[1,\xc3\x28]",
+	} {
+		refused(t, serve(t, r, post("/x/1", "application/json", body)), http.StatusBadRequest, "The body is not valid UTF-8.")
+	}
+}
+
 func TestJSONTextPassesUnchanged(t *testing.T) {
 	r := router(inputcheck.JSONBody(1 << 10))
 	for _, body := range []string{
 		`{"name":"Café \u00e9 \ud83d\ude00 日本","n":1e999,"list":[1,2,{"k":"v"}],"t":true,"z":null}`,
-		`{"lone":"\ud800"}`,   // decoded as U+FFFD, which PostgreSQL stores
-		"{\"broken\": \"\xff", // not JSON: the handler refuses it in its own words
+		`{"lone":"\ud800"}`, // decoded as U+FFFD, which PostgreSQL stores
+		"{\"broken\": \"x",  // not JSON: the handler refuses it in its own words
 		`{"a":`,
 		``,
 		"not json \x00 at all",

@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/shotflow/shotflow/api/jsonbody"
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/models"
 )
@@ -83,26 +85,27 @@ func (h *Handler) createBatch(c *gin.Context) {
 // an unreachable Temporal delays the answer by seconds, not by a timeout per session.
 var batchStartTimeout = 10 * time.Second
 
-// parseBatch checks the envelope of a batch and returns its sessions, still undecoded.
-func parseBatch(body []byte) ([]json.RawMessage, *failure) {
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(body, &top); err != nil || top == nil {
-		if len(body) == 0 {
-			return nil, invalid("request body is empty; send {\"batches\": [session, ...]}")
-		}
-		return nil, invalid("request body must be a JSON object {\"batches\": [session, ...]}")
+// parseBatch checks the envelope of a batch, {"batches": [...]} and nothing else, and returns its
+// sessions, still undecoded.
+func parseBatch(body []byte) ([]jsontext.Value, *failure) {
+	const hint = "; send {\"batches\": [session, ...]}"
+	top, err := jsonbody.Members(body)
+	if err != nil {
+		return nil, invalid("%s%s", describeBindError(err), hint)
 	}
-	raw, ok := top["batches"]
-	if !ok {
-		if _, retired := top["jobs"]; retired {
-			return nil, invalid("%s", migrateBatchMessage)
-		}
-		return nil, invalid("batches is required: send {\"batches\": [session, ...]}")
+	if _, retired := top["jobs"]; retired {
+		return nil, invalid("%s", migrateBatchMessage)
 	}
-	var entries []json.RawMessage
-	if err := json.Unmarshal(raw, &entries); err != nil {
-		return nil, invalid("batches must be an array of sessions")
+	var envelope struct {
+		Batches []jsontext.Value `json:"batches"`
 	}
+	if err := jsonbody.Decode(body, &envelope); err != nil {
+		return nil, invalid("%s", describeBindError(err))
+	}
+	if _, ok := top["batches"]; !ok {
+		return nil, invalid("batches is required%s", hint)
+	}
+	entries := envelope.Batches
 	if len(entries) == 0 {
 		return nil, invalid("batches must have at least 1 session")
 	}
@@ -117,7 +120,7 @@ func parseBatch(body []byte) ([]json.RawMessage, *failure) {
 
 // batchImages adds up the images_count of every subject of every session; values that are not
 // positive numbers are left to each session's own validation.
-func batchImages(entries []json.RawMessage) int {
+func batchImages(entries []jsontext.Value) int {
 	total := 0
 	for _, e := range entries {
 		var s struct {
@@ -138,9 +141,8 @@ func batchImages(entries []json.RawMessage) int {
 }
 
 // parseBatchEntry decodes one session of a batch.
-func parseBatchEntry(i int, entry json.RawMessage) (*SessionRequest, *failure) {
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(entry, &obj) != nil || obj == nil {
+func parseBatchEntry(i int, entry jsontext.Value) (*SessionRequest, *failure) {
+	if entry.Kind() != '{' {
 		return nil, invalid("batches[%d] must be a session object {\"job_type\", \"session_config\", \"subjects\"}", i)
 	}
 	req, f := parseSession(entry)

@@ -47,6 +47,11 @@ func TestBatchEnvelopeIsValidated(t *testing.T) {
 		{"retired jobs body", map[string]any{"jobs": []any{map[string]any{"provider": "x", "model": "y"}}}, []string{"rename jobs to batches"}},
 		{"retired jobs body, empty", map[string]any{"jobs": []any{}}, []string{"rename jobs to batches"}},
 		{"no batches", map[string]any{}, []string{"batches"}},
+		{"unknown top-level field", map[string]any{"batches": []any{session(subject("p1"))}, "dry_run": true},
+			[]string{"dry_run is not a field of this request", "takes only batches"}},
+		{"batches in another case", map[string]any{"Batches": []any{session(subject("p1"))}}, []string{"Batches is not a field", "did you mean batches?"}},
+		{"batches twice", `{"batches":[],"batches":[{}]}`, []string{"batches is given more than once"}},
+		{"retired jobs next to batches", map[string]any{"batches": []any{session(subject("p1"))}, "jobs": []any{}}, []string{"rename jobs to batches"}},
 		{"empty body", "", []string{"empty"}},
 		{"not JSON", `{"batches":`, []string{"JSON"}},
 		{"array body", `[]`, []string{"batches"}},
@@ -205,4 +210,36 @@ func TestBatchStartsItsWorkflowsTogether(t *testing.T) {
 	assert.GreaterOrEqual(t, elapsed, 400*time.Millisecond)
 	assert.Equal(t, int32(6), calls.Load(), "every committed order's start was tried")
 	assert.Equal(t, int64(6), e.count(&models.Order{}, "workflow_started_at IS NULL"), "left to the sweeper")
+}
+
+func TestBatchEntriesAreStrict(t *testing.T) {
+	// Each session of a batch is decoded as strictly as POST /jobs: an unknown field, a retired
+	// field next to the session shape or a key in another case is that entry's 400, naming it.
+	e := newEnv(t)
+	unknown := session(subject("p1"))
+	unknown["priority"] = 1
+	retired := session(subject("p1"))
+	retired["unit_cost"] = 1
+	otherCase := map[string]any{"session_config": map[string]any{}, "subjects": []any{
+		map[string]any{"product_ref": "p1", "Images_count": 1, "ai_model": "local/studio-v1"}}}
+	rec := e.do(http.MethodPost, p("/jobs/batch"), e.key, batch(unknown, retired, otherCase))
+	require.Equal(t, http.StatusMultiStatus, rec.Code, rec.Body.String())
+	want := [][]string{
+		{"batches[0]: priority is not a field of this request"},
+		{"batches[1]: unit_cost:", "retired"},
+		{"batches[2]: subjects[0].Images_count is not a field", "did you mean images_count?"},
+	}
+	results := decode(t, rec)["results"].([]any)
+	require.Len(t, results, len(want))
+	for i, r := range results {
+		res := r.(map[string]any)
+		assert.Equal(t, float64(http.StatusBadRequest), res["status"], "result %d: %v", i, res)
+		errBody := res["error"].(map[string]any)
+		assert.Equal(t, plugin.CodeInvalidInput, errBody["code"])
+		msg := errBody["message_i18n"].(map[string]any)["en"].(string)
+		for _, w := range want[i] {
+			assert.Contains(t, msg, w, "result %d", i)
+		}
+	}
+	e.noOrders()
 }

@@ -2,12 +2,12 @@ package plugin
 
 import (
 	"bytes"
-	"encoding/json"
 	"sort"
 	"strings"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/shotflow/shotflow/api/jsonbody"
 	"github.com/shotflow/shotflow/internal/engine"
 )
 
@@ -69,8 +69,8 @@ func parseClone(body []byte) (*CloneRequest, *failure) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return &req, nil
 	}
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(body, &top); err != nil {
+	top, err := jsonbody.Members(body)
+	if err != nil {
 		return nil, invalid("%s", describeBindError(err))
 	}
 	var extra []string

@@ -1,8 +1,6 @@
 package plugin
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/go-playground/validator/v10"
 
+	"github.com/shotflow/shotflow/api/jsonbody"
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/unavailable"
 )
@@ -255,15 +254,16 @@ func newRequestValidator() *validator.Validate {
 	return v
 }
 
-// decodeJSON decodes one JSON value of body into dst and validates it with requestValidator.
+// decodeJSON decodes body, one JSON object, into dst strictly (jsonbody: exact names, no unknown
+// or repeated name, valid UTF-8) and validates it with requestValidator.
 func decodeJSON(body []byte, dst any) error {
-	if err := json.NewDecoder(bytes.NewReader(body)).Decode(dst); err != nil {
+	if err := jsonbody.Decode(body, dst); err != nil {
 		return err
 	}
 	return requestValidator.Struct(dst)
 }
 
-// describeBindError turns JSON and validation errors into one message naming the fields.
+// describeBindError turns decoding and validation errors into one message naming the fields.
 func describeBindError(err error) string {
 	var verrs validator.ValidationErrors
 	if errors.As(err, &verrs) {
@@ -273,14 +273,11 @@ func describeBindError(err error) string {
 		}
 		return strings.Join(msgs, "; ")
 	}
-	var typeErr interface{ Error() string }
-	if errors.As(err, &typeErr) && strings.Contains(err.Error(), "cannot unmarshal") {
-		return "request body has a field of the wrong type: " + err.Error()
+	var bodyErr *jsonbody.Error
+	if errors.As(err, &bodyErr) {
+		return bodyErr.Message
 	}
-	if err.Error() == "EOF" {
-		return "request body is empty; a JSON object is required"
-	}
-	return "request body is not valid JSON: " + err.Error()
+	return "The body is not a valid JSON object"
 }
 
 func describeField(fe validator.FieldError) string {

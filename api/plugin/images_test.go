@@ -194,7 +194,7 @@ func TestRegisterImagesBodyValidationAndBulkLimit(t *testing.T) {
 		{map[string]any{"images": []any{map[string]any{"product_ref": "P", "asset_id": asset.ID}}}, "images[0].external_ref"},
 		{map[string]any{"images": []any{imageReg("a", "P", asset.ID), map[string]any{"external_ref": "b", "asset_id": asset.ID}}}, "images[1].product_ref"},
 		{map[string]any{"images": []any{map[string]any{"external_ref": "b", "product_ref": "P"}}}, "images[0].asset_id"},
-		{map[string]any{"images": "x"}, "wrong type"},
+		{map[string]any{"images": "x"}, "images must be an array, not a string"},
 		{"{", "JSON"},
 	}
 	for _, c := range cases {

@@ -53,7 +53,7 @@ func TestCreateSessionValidation(t *testing.T) {
 		{"invalid JSON", `{"session_config":`, []string{"JSON"}},
 		{"empty body", "", []string{"empty"}},
 		{"array body", `[]`, nil},
-		{"null body", `null`, []string{"session_config"}},
+		{"null body", `null`, []string{"must be a JSON object, not null"}},
 		{"missing session_config", map[string]any{"subjects": []any{subject("p1")}}, []string{"session_config"}},
 		{"null session_config", map[string]any{"session_config": nil, "subjects": []any{subject("p1")}}, []string{"session_config"}},
 		{"missing subjects", map[string]any{"session_config": map[string]any{}}, []string{"subjects"}},
@@ -158,13 +158,61 @@ func TestCreateSessionNeedsApprovedPackshots(t *testing.T) {
 	e.noOrders()
 }
 
-func TestCreateSessionDoesNotReadRetiredFieldsNextToSubjects(t *testing.T) {
-	// A session body that also carries a retired field is judged as a session (no migration
-	// message), so it reaches the packshot check.
+func TestCreateSessionRefusesRetiredFieldsNextToSubjects(t *testing.T) {
+	// A session body that also carries a field of the retired single-job body is refused, naming
+	// the retired fields it carries (and only those), even though the session itself would pass
+	// validation and reach the packshot check.
 	e := newEnv(t)
-	body := session(subject("p1"))
-	body["provider"] = "local"
-	e.requireErrorDetails(e.do(http.MethodPost, p("/jobs"), e.key, body), http.StatusUnprocessableEntity, plugin.CodePackshotNotApproved)
+	cases := map[string][]string{
+		"provider":  {"provider"},
+		"model":     {"model"},
+		"unit_cost": {"unit_cost"},
+		"settings":  {"settings"},
+		"all":       {"provider", "model", "unit_cost", "settings"},
+	}
+	for name, fields := range cases {
+		t.Run(name, func(t *testing.T) {
+			body := session(subject("p1"))
+			for _, f := range fields {
+				body[f] = "x"
+			}
+			msg := e.requireError(e.do(http.MethodPost, p("/jobs"), e.key, body), http.StatusBadRequest, plugin.CodeInvalidInput)
+			named, _, _ := strings.Cut(msg, ":")
+			assert.Equal(t, strings.Join(fields, ", "), named, msg)
+			assert.Contains(t, msg, "retired")
+			assert.Contains(t, msg, "ai_model replaces provider")
+		})
+	}
+	e.noOrders()
+}
+
+func TestCreateSessionBodyIsStrict(t *testing.T) {
+	e := newEnv(t)
+	cases := []struct {
+		name string
+		body string
+		want []string
+	}{
+		{"unknown top-level field", `{"session_config":{},"subjects":[{"product_ref":"p1","images_count":1,"ai_model":"local/studio-v1"}],"priority":1}`,
+			[]string{"priority is not a field of this request", "job_type, session_config, subjects"}},
+		{"unknown subject field", `{"session_config":{},"subjects":[{"product_ref":"p1","images_count":1,"ai_model":"local/studio-v1","sku":"x"}]}`,
+			[]string{"subjects[0].sku is not a field of this request"}},
+		{"key in another case", `{"session_config":{},"Subjects":[{"product_ref":"p1","images_count":1,"ai_model":"local/studio-v1"}]}`,
+			[]string{"Subjects is not a field of this request", "did you mean subjects?"}},
+		{"duplicate key", `{"session_config":{},"subjects":[{"product_ref":"p1","images_count":1,"images_count":2,"ai_model":"local/studio-v1"}]}`,
+			[]string{"subjects[0].images_count is given more than once"}},
+		{"wrong type", `{"session_config":{"style":3},"subjects":[]}`, []string{"session_config.style must be a string, not a number"}},
+		{"two objects", `{"session_config":{},"subjects":[{"product_ref":"p1","images_count":1,"ai_model":"local/studio-v1"}]}{}`,
+			[]string{"single JSON object"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			msg := e.requireError(e.do(http.MethodPost, p("/jobs"), e.key, c.body), http.StatusBadRequest, plugin.CodeInvalidInput)
+			for _, w := range c.want {
+				assert.Contains(t, msg, w)
+			}
+		})
+	}
 	e.noOrders()
 }
 

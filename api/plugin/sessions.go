@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/shotflow/shotflow/api/jsonbody"
 	"github.com/shotflow/shotflow/api/reqctx"
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/models"
@@ -65,7 +67,7 @@ type SubjectResponse struct {
 // retiredSessionFields are top-level keys of the single-job body retired in May 2026.
 var retiredSessionFields = []string{"provider", "model", "unit_cost", "settings"}
 
-const migrateSessionMessage = "This request uses the retired single-job body. Send a session instead: " +
+const migrateSessionMessage = "retired in May 2026 with the single-job body, and refused alone or next to a session. Send a session instead: " +
 	"{\"job_type\", \"session_config\": {aspect_ratio, style, suggestions, scenery_id, model_id}, " +
 	"\"subjects\": [{\"product_ref\", \"images_count\", \"ai_model\": \"provider/model\"}]}; " +
 	"ai_model replaces provider, model and unit_cost, and settings move into session_config."
@@ -95,18 +97,22 @@ func (h *Handler) readBody(c *gin.Context) ([]byte, bool) {
 	return body, true
 }
 
-// parseSession decodes and validates a session body; the retired single-job body is refused with
-// a message that says how to migrate.
+// parseSession decodes and validates a session body strictly; a body with a field of the retired
+// single-job body, alone or next to the session shape, is refused naming those fields, with a
+// message that says how to migrate.
 func parseSession(body []byte) (*SessionRequest, *failure) {
-	var top map[string]json.RawMessage
-	if json.Unmarshal(body, &top) == nil {
-		if _, hasSubjects := top["subjects"]; !hasSubjects {
-			for _, f := range retiredSessionFields {
-				if _, ok := top[f]; ok {
-					return nil, invalid("%s", migrateSessionMessage)
-				}
-			}
+	top, err := jsonbody.Members(body)
+	if err != nil {
+		return nil, invalid("%s", describeBindError(err))
+	}
+	var retired []string
+	for _, f := range retiredSessionFields {
+		if _, ok := top[f]; ok {
+			retired = append(retired, f)
 		}
+	}
+	if len(retired) > 0 {
+		return nil, invalid("%s: %s", strings.Join(retired, ", "), migrateSessionMessage)
 	}
 	var req SessionRequest
 	if err := decodeJSON(body, &req); err != nil {

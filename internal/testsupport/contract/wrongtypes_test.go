@@ -1,0 +1,71 @@
+package contract_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/shotflow/shotflow/internal/testsupport/contract"
+)
+
+// WrongTypes covers every operation that takes a JSON body, and each request differs from a body
+// of the right types only at its field.
+func TestWrongTypesCoverEveryJSONBody(t *testing.T) {
+	for _, tc := range []struct {
+		doc    *contract.Document
+		routes []string
+		fields []string
+	}{
+		{contract.Plugin,
+			[]string{"POST /jobs", "POST /jobs/batch", "POST /orders/{}/clone", "POST /assets/upload", "POST /packshots", "POST /images"},
+			[]string{"subjects[0].images_count an integer", "session_config.style a string", "subjects[0].auto_register_packshot true or false",
+				"size_bytes an integer", "images[0].product_metadata.sku a string", "batches an array"}},
+		{contract.External,
+			[]string{"POST /models/register-ideas", "POST /sceneries/register-ideas", "POST /packshots/register-ideas",
+				"POST /image-picker/register-ideas", "POST /video-picker/register-videos", "POST /reel/register-reel",
+				"POST /packshots/update-packshot", "POST /image-picker/review"},
+			[]string{"count an integer", "config.product.id a string", "imagesIds[0] a string", "Voting a string", "config an object"}},
+	} {
+		cases, err := tc.doc.WrongTypes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		routes, fields := map[string]bool{}, map[string]bool{}
+		for _, c := range cases {
+			parts := strings.Split(c.Path, "/")
+			for i, p := range parts {
+				if len(p) == 36 && strings.Count(p, "-") == 4 {
+					parts[i] = "{}"
+				}
+			}
+			routes[c.Method+" "+strings.Join(parts, "/")] = true
+			fields[c.Field+" "+c.Expected] = true
+			var body map[string]any
+			if err := json.Unmarshal(c.Body, &body); err != nil {
+				t.Errorf("%s %s %s: body %s is not a JSON object", c.Method, c.Path, c.Field, c.Body)
+			}
+		}
+		for _, r := range tc.routes {
+			if !routes[r] {
+				t.Errorf("no wrong-type request for %s (have %v)", r, routes)
+			}
+		}
+		if len(routes) != len(tc.routes) {
+			t.Errorf("wrong-type requests for %v, want exactly %v", routes, tc.routes)
+		}
+		for _, f := range tc.fields {
+			if !fields[f] {
+				t.Errorf("no wrong-type request for field %s", f)
+			}
+		}
+	}
+}
+
+func TestGoInternal(t *testing.T) {
+	if got := contract.GoInternal(`json: cannot unmarshal string into Go struct field UploadRequest.size_bytes of type int64`); got == "" {
+		t.Error("encoding/json's message passes")
+	}
+	if got := contract.GoInternal("size_bytes must be an integer, not a string"); got != "" {
+		t.Errorf("a plain message is said to show %q", got)
+	}
+}
