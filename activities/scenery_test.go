@@ -39,6 +39,7 @@ func (c *capture) Generate(_ context.Context, req providers.Request) ([]provider
 // marketplace scenery's seeded image, or the account's own generated one; a scenery the account
 // cannot use leaves the shoot without one.
 func TestPhotoShootGetsItsSceneryImage(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := testdb.Open(t, testdb.SQLiteURL(t))
 	blobs, err := blobstore.Open(ctx, "file://"+t.TempDir())

@@ -62,6 +62,7 @@ func refs(ids ...string) []workflows.JobRef {
 }
 
 func TestOrderWorkflowRunsJobsWithinItsConcurrencyWindow(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	l := mockJobs(env)
 	finishAt(env, time.Minute, "a", models.JobCompleted)
@@ -87,6 +88,7 @@ func TestOrderWorkflowRunsJobsWithinItsConcurrencyWindow(t *testing.T) {
 }
 
 func TestOrderWorkflowCancelsOnlyJobsThatHaveNotStarted(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	l := mockJobs(env)
 	env.OnActivity(a.EndJob, mock.Anything, activities.EndInput{JobID: "c", Run: 1, Status: models.JobCancelled}).Return(nil).Once()
@@ -137,6 +139,7 @@ func TestOrderWorkflowCancelsOnlyJobsThatHaveNotStarted(t *testing.T) {
 }
 
 func TestOrderWorkflowExpiresJobsThatNeverStarted(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	l := mockJobs(env)
 	env.OnActivity(a.EndJob, mock.Anything, activities.EndInput{JobID: "b", Run: 1, Status: models.JobExpired}).Return(nil).Once()
@@ -157,6 +160,7 @@ func TestOrderWorkflowExpiresJobsThatNeverStarted(t *testing.T) {
 }
 
 func TestOrderWorkflowContinuesAsNewForLargeOrders(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	mockJobs(env)
 	ids := make([]string, 600)
@@ -178,6 +182,7 @@ func TestOrderWorkflowContinuesAsNewForLargeOrders(t *testing.T) {
 }
 
 func TestJobWorkflowWaitsForItsInput(t *testing.T) {
+	t.Parallel()
 	t.Run("woken by the input-ready signal", func(t *testing.T) {
 		env := newJobEnv(t)
 		env.OnActivity(a.BeginAttempt, mock.Anything, mock.Anything).Return(nil).Twice()
