@@ -196,6 +196,7 @@ func waitJobs(t *testing.T, env *testenv.Env, ids []string) map[string]models.Jo
 // approved packshot, model and scenery ideas from preferences text, a video of the photo shoot and
 // a reel of three images. Every output is decoded: images by Go's decoders, videos by ffprobe.
 func TestEveryJobTypeCompletesOffline(t *testing.T) {
+	t.Parallel()
 	long(t)
 	env := testenv.New(t, temporalServer, testenv.Options{})
 	tenant := env.NewTenant(t, 100)
@@ -309,6 +310,7 @@ func jobOrder(t *testing.T, env *testenv.Env, jobID string) string {
 // thumbnailed by PrepareInputWorkflow before it is ready; an unreadable one becomes invalid and the
 // job waiting for it fails with INPUT_MISSING, its credits released.
 func TestUploadsArePreparedBeforeJobsUseThem(t *testing.T) {
+	t.Parallel()
 	long(t)
 	env := testenv.New(t, temporalServer, testenv.Options{})
 	tenant := env.NewTenant(t, 10)

@@ -30,6 +30,7 @@ func packshotPNG(t *testing.T) []byte {
 // TestPluginPhotoSessionEndToEnd walks the walking-skeleton slice by HTTP only: upload, packshot,
 // AI models, a photo session of two images, the workflows, and the download of a real PNG.
 func TestPluginPhotoSessionEndToEnd(t *testing.T) {
+	t.Parallel()
 	env := testenv.New(t, temporalServer, testenv.Options{})
 	tenant := env.NewTenant(t, 10)
 	api := &client{t: t, base: env.BaseURL + plugin.Base, key: tenant.PluginKey}
