@@ -5,7 +5,6 @@ import (
 	"context"
 	"image"
 	_ "image/jpeg"
-	"image/png"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/shotflow/shotflow/internal/blobstore"
 	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
+	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -39,6 +39,7 @@ func (c *capture) Generate(_ context.Context, req providers.Request) ([]provider
 // marketplace scenery's seeded image, or the account's own generated one; a scenery the account
 // cannot use leaves the shoot without one.
 func TestPhotoShootGetsItsSceneryImage(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := testdb.Open(t, testdb.SQLiteURL(t))
 	blobs, err := blobstore.Open(ctx, "file://"+t.TempDir())
@@ -64,16 +65,12 @@ func TestPhotoShootGetsItsSceneryImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	img := image.NewNRGBA(image.Rect(0, 0, 8, 8))
-	var buf bytes.Buffer
-	if err := png.Encode(&buf, img); err != nil {
-		t.Fatal(err)
-	}
+	img := testimage.SolidPNG(t, 8, 8, testimage.White)
 	now := time.Now().UTC()
 	file := func(accountID string, kind string) models.Asset {
 		a := models.Asset{ID: models.NewID(), AccountID: accountID, Kind: kind, Status: models.AssetReady,
 			ContentType: "image/png", BlobKey: "f/" + models.NewID(), CreatedAt: now, UpdatedAt: now}
-		if err := blobs.Put(ctx, a.BlobKey, buf.Bytes(), "image/png"); err != nil {
+		if err := blobs.Put(ctx, a.BlobKey, img, "image/png"); err != nil {
 			t.Fatal(err)
 		}
 		if err := db.Create(&a).Error; err != nil {

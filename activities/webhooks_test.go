@@ -159,6 +159,7 @@ func errorType(err error) string {
 }
 
 func TestRecordJobWebhook(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		f := newFixture(t, db, "https://shop.example/hook")
 		res := f.record(t, f.job.ID)
@@ -237,6 +238,7 @@ func (f *fixture) deliver(t *testing.T, in activities.DeliverInput) activities.D
 }
 
 func TestDeliverWebhookSuccessSignsWithEveryValidSecret(t *testing.T) {
+	t.Parallel()
 	rc := newReceiver(t, status(http.StatusNoContent))
 	f := newFixture(t, testdb.Open(t, testdb.SQLiteURL(t)), rc.URL+"/hooks")
 	previous := f.secret
@@ -353,6 +355,7 @@ func TestDeliverWebhookSendsALegacyPayloadInTheCurrentShape(t *testing.T) {
 }
 
 func TestDeliverWebhookFailures(t *testing.T) {
+	t.Parallel()
 	db := testdb.Open(t, testdb.SQLiteURL(t))
 	cases := []struct {
 		name       string
@@ -417,6 +420,7 @@ func TestDeliverWebhookFailures(t *testing.T) {
 }
 
 func TestDeliverWebhookRefusesPrivateCallbacksUnlessAllowed(t *testing.T) {
+	t.Parallel()
 	rc := newReceiver(t, status(200))
 	f := newFixture(t, testdb.Open(t, testdb.SQLiteURL(t)), rc.URL) // 127.0.0.1
 	f.acts.Webhooks = webhooks.NewClient(webhooks.ClientOptions{})
@@ -431,6 +435,7 @@ func TestDeliverWebhookRefusesPrivateCallbacksUnlessAllowed(t *testing.T) {
 }
 
 func TestDeliverWebhookErrors(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testdb.Open(t, testdb.SQLiteURL(t)), "https://shop.example/hook")
 	_, err := f.acts.DeliverWebhook(context.Background(), activities.DeliverInput{DeliveryID: models.NewID(), Attempt: 1})
 	if errorType(err) != activities.ErrTypeWebhookDeliveryNotFound {

@@ -84,6 +84,7 @@ func (f *catalogFixture) packshot(inst *models.Installation, productID, ref stri
 }
 
 func TestProductImagesTableAndLiveRefIndex(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		if !db.Migrator().HasTable("product_images") {
 			t.Fatal("table product_images missing")
@@ -159,6 +160,7 @@ func walkProducts(t *testing.T, db *gorm.DB, instID string, size int, includeDel
 }
 
 func TestListProductsKeysetOrderCountsAndDeleted(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		f := newCatalogFixture(t, db)
 		// Seven products; three share one timestamp (ties break on id), one has sub-microsecond
@@ -243,6 +245,7 @@ func TestListProductsKeysetOrderCountsAndDeleted(t *testing.T) {
 }
 
 func TestListProductsStableWhileInserting(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		f := newCatalogFixture(t, db)
 		existing := map[string]bool{}
@@ -280,6 +283,7 @@ func TestListProductsStableWhileInserting(t *testing.T) {
 }
 
 func TestFindAndDeleteProduct(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		f := newCatalogFixture(t, db)
 		p := f.product(f.inst, "MUG", f.base)
@@ -346,6 +350,7 @@ func TestFindAndDeleteProduct(t *testing.T) {
 }
 
 func TestProductImagesAndPackshotsNewestFirst(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		f := newCatalogFixture(t, db)
 		p := f.product(f.inst, "P", f.base)
@@ -397,6 +402,7 @@ func TestProductImagesAndPackshotsNewestFirst(t *testing.T) {
 }
 
 func TestListAndDeletePackshots(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		f := newCatalogFixture(t, db)
 		a := f.product(f.inst, "A", f.base)
@@ -489,6 +495,7 @@ func TestListAndDeletePackshots(t *testing.T) {
 // every call returns; another installation's product with the same reference is another product,
 // and a deleted one frees its reference for a new product.
 func TestFindOrCreateProductConcurrently(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		f := newCatalogFixture(t, db)
 		fresh := func(inst *models.Installation) *models.Product {

@@ -15,6 +15,7 @@ import (
 )
 
 func TestPostgresDSNAddsTimeoutsTheURLLacks(t *testing.T) {
+	t.Parallel()
 	const base = "postgres://app:pw@db.internal:5432/shotflow?sslmode=disable"
 	for _, tc := range []struct {
 		name, url string
@@ -56,6 +57,7 @@ func TestPostgresDSNAddsTimeoutsTheURLLacks(t *testing.T) {
 // On PostgreSQL the statement timeout is in force on every connection, and a statement past it
 // fails as an unavailable dependency; a URL that sets its own keeps it.
 func TestOpenBoundsPostgresStatements(t *testing.T) {
+	t.Parallel()
 	dbURL := testdb.PostgresURL(t)
 	open := func(u string, opts models.OpenOptions) *gorm.DB {
 		t.Helper()
@@ -102,6 +104,7 @@ func TestOpenBoundsPostgresStatements(t *testing.T) {
 
 // A server that never answers (packets dropped) fails Open within its connect timeout.
 func TestOpenGivesUpOnAnUnreachablePostgres(t *testing.T) {
+	t.Parallel()
 	dbURL := testdb.PostgresURL(t)
 	u, err := url.Parse(dbURL)
 	if err != nil {

@@ -39,6 +39,7 @@ func countKeys(t *testing.T, db *gorm.DB, where string, args ...any) int64 {
 }
 
 func TestIdempotencyKeyClaimCompleteReplay(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		accountID, inst := idemInstallation(t, db)
 		_, otherInst := idemInstallation(t, db)
@@ -99,6 +100,7 @@ func TestIdempotencyKeyClaimCompleteReplay(t *testing.T) {
 }
 
 func TestIdempotencyKeyReleaseFreesTheKey(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		_, inst := idemInstallation(t, db)
 		claim, claimed, err := models.ClaimIdempotencyKey(db, inst, "k", "bad-request", time.Minute)
@@ -120,6 +122,7 @@ func TestIdempotencyKeyReleaseFreesTheKey(t *testing.T) {
 }
 
 func TestIdempotencyKeyAbandonedClaimIsTakenOverOnce(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		accountID, inst := idemInstallation(t, db)
 		old, claimed, err := models.ClaimIdempotencyKey(db, inst, "k", "h", time.Minute)
@@ -183,6 +186,7 @@ func TestIdempotencyKeyAbandonedClaimIsTakenOverOnce(t *testing.T) {
 }
 
 func TestIdempotencyKeyExpiry(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		accountID, inst := idemInstallation(t, db)
 		order, _, err := newOrder(t, db, accountID, 1, 1)
@@ -237,6 +241,7 @@ func TestIdempotencyKeyExpiry(t *testing.T) {
 // Concurrent first requests with one key: the unique index lets exactly one claim it, on both
 // databases, and the others see its claim.
 func TestIdempotencyKeyConcurrentClaims(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		_, inst := idemInstallation(t, db)
 		for round := range 3 {

@@ -10,6 +10,7 @@ import (
 // Every migration renders for both dialects into a file goose can read: no template left, an Up
 // section, and no Down section.
 func TestMigrationFilesRenderForEveryDialect(t *testing.T) {
+	t.Parallel()
 	for _, dialect := range []string{"postgres", "sqlite"} {
 		files, err := migrationFiles(migrationFS, dialect)
 		if err != nil {
@@ -36,6 +37,7 @@ func TestMigrationFilesRenderForEveryDialect(t *testing.T) {
 
 // Migrations only go forward: a file with a Down section, however it is written, is refused.
 func TestMigrationFilesRefuseDownSections(t *testing.T) {
+	t.Parallel()
 	for _, down := range []string{"-- +goose Down", "--+goose down", "-- +goose DOWN  "} {
 		src := fstest.MapFS{"migrations/0001_x.sql": {Data: []byte("-- +goose Up\nCREATE TABLE x (id TEXT);\n" + down + "\nDROP TABLE x;\n")}}
 		if _, err := migrationFiles(src, "sqlite"); err == nil || !strings.Contains(err.Error(), "only go forward") {

@@ -17,6 +17,7 @@ import (
 // take turns on goose's session lock. The same holds for a database the hand-written runner left
 // at the version before the newest, whose versions are adopted once.
 func TestMigrateConcurrentlyOnPostgres(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("several processes migrating at once; skipped by -short")
 	}
@@ -34,6 +35,7 @@ func TestMigrateConcurrentlyOnPostgres(t *testing.T) {
 		{name: "hand-written runner's", legacyAt: latest - 1, wantFirst: latest},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			url := testdb.PostgresURL(t)
 			const processes = 4
 			dbs := make([]*gorm.DB, processes)

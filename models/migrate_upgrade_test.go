@@ -144,11 +144,13 @@ func schemaOf(t *testing.T, db *gorm.DB) map[string][]string {
 // place: goose adopts the versions it recorded instead of running them again, applies the newest
 // one, keeps the data, and needs nothing on later runs.
 func TestMigrateAdoptsTheHandWrittenRunnersDatabase(t *testing.T) {
+	t.Parallel()
 	for _, d := range []struct {
 		name string
 		url  func(testing.TB) string
 	}{{"postgres", testdb.PostgresURL}, {"sqlite", testdb.SQLiteURL}} {
 		t.Run(d.name, func(t *testing.T) {
+			t.Parallel()
 			db, err := models.Open(d.url(t), models.OpenOptions{})
 			if err != nil {
 				t.Fatal(err)

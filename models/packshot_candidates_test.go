@@ -78,6 +78,7 @@ func (f *candidateFixture) outputs(j models.Job, n int) []models.Asset {
 }
 
 func TestCompletedPackshotJobAddsAPendingCandidate(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		f := newCandidateFixture(t, db)
 		j := f.job(t, db, models.JobTypePackshot, true)
@@ -115,6 +116,7 @@ func TestCompletedPackshotJobAddsAPendingCandidate(t *testing.T) {
 }
 
 func TestOnlyCompletedPackshotJobsWithAProductAddCandidates(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		f := newCandidateFixture(t, db)
 		photo := f.job(t, db, models.JobTypePhotoShoot, true)
@@ -141,6 +143,7 @@ func TestOnlyCompletedPackshotJobsWithAProductAddCandidates(t *testing.T) {
 // A candidate that cannot be written rolls the whole completion back: the job never completes
 // (nor consumes its credits) without its candidate.
 func TestCandidateIsPartOfTheCompletionTransaction(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		f := newCandidateFixture(t, db)
 		j := f.job(t, db, models.JobTypePackshot, true)

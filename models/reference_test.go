@@ -36,6 +36,7 @@ func mustSeed(t *testing.T) *models.ReferenceSeed {
 }
 
 func TestEmbeddedReferenceSeed(t *testing.T) {
+	t.Parallel()
 	s := mustSeed(t)
 	if len(s.FashionModels) != 6 || len(s.Sceneries) != 6 || len(s.Presets) < 3 {
 		t.Fatalf("seed has %d models, %d sceneries, %d presets", len(s.FashionModels), len(s.Sceneries), len(s.Presets))
@@ -66,6 +67,7 @@ func TestEmbeddedReferenceSeed(t *testing.T) {
 }
 
 func TestParseReferenceSeedRejectsBadSeeds(t *testing.T) {
+	t.Parallel()
 	good, err := json.Marshal(mustSeed(t))
 	if err != nil {
 		t.Fatal(err)
@@ -109,6 +111,7 @@ func TestParseReferenceSeedRejectsBadSeeds(t *testing.T) {
 }
 
 func TestSeedReferenceIsIdempotentAndKeepsDecisions(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		s := mustSeed(t)
 		images := 0
@@ -231,6 +234,7 @@ func newRefFixture(t *testing.T, db *gorm.DB, kind models.ReferenceKind) refFixt
 }
 
 func TestListUsableReferenceItems(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		s := mustSeed(t)
 		for _, kind := range []models.ReferenceKind{models.KindFashionModel, models.KindScenery} {
@@ -299,6 +303,7 @@ func TestListUsableReferenceItems(t *testing.T) {
 }
 
 func TestReferenceItemConstraints(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		for _, it := range []models.ReferenceItem{
 			{Name: "bad status", Status: "PUBLISHED"},
@@ -312,6 +317,7 @@ func TestReferenceItemConstraints(t *testing.T) {
 }
 
 func TestListVisiblePresets(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		if err := models.SeedReference(db); err != nil {
 			t.Fatal(err)
@@ -409,6 +415,7 @@ func TestListVisiblePresets(t *testing.T) {
 }
 
 func TestPresetConstraints(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		if err := models.SeedReference(db); err != nil {
 			t.Fatal(err)
@@ -474,6 +481,7 @@ const pricingCatalog = `{
 }`
 
 func TestCatalogPrices(t *testing.T) {
+	t.Parallel()
 	c, err := models.ParseCatalog([]byte(pricingCatalog))
 	if err != nil {
 		t.Fatal(err)
@@ -518,6 +526,7 @@ func TestCatalogPrices(t *testing.T) {
 // TestEmbeddedCatalogHasProviderPrices: every provider and job type a catalog model serves has a
 // default price, so GET /pricing always has a "*" entry for it.
 func TestEmbeddedCatalogHasProviderPrices(t *testing.T) {
+	t.Parallel()
 	c, err := models.LoadCatalog()
 	if err != nil {
 		t.Fatal(err)

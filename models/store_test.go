@@ -15,6 +15,7 @@ import (
 )
 
 func TestMigrationsAreVersionedAndIdempotent(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		if err := models.CheckSchema(db); err != nil {
 			t.Fatalf("fresh migrated database: %v", err)
@@ -47,6 +48,7 @@ func TestMigrationsAreVersionedAndIdempotent(t *testing.T) {
 }
 
 func TestCheckSchemaRefusesEmptyDatabase(t *testing.T) {
+	t.Parallel()
 	db, err := models.Open(testdb.SQLiteURL(t), models.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -103,6 +105,7 @@ func assertLedgerMatches(t *testing.T, db *gorm.DB, accountID string) *models.Ac
 }
 
 func TestCreditsReserveConsumeRelease(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		acc, err := models.CreateAccount(db, "acme", 10)
 		if err != nil {
@@ -165,6 +168,7 @@ func TestCreditsReserveConsumeRelease(t *testing.T) {
 }
 
 func TestOrderStatusRule(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		acc, _ := models.CreateAccount(db, "acme", 100)
 		cancelled, cj, _ := newOrder(t, db, acc.ID, 2, 1)
@@ -186,6 +190,7 @@ func TestOrderStatusRule(t *testing.T) {
 }
 
 func TestConcurrentReservationsNeverOverdraw(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		acc, _ := models.CreateAccount(db, "acme", 10)
 		var ok, refused atomic.Int32
@@ -216,6 +221,7 @@ func TestConcurrentReservationsNeverOverdraw(t *testing.T) {
 }
 
 func TestAPIKeys(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		box, _ := secrets.NewBox(make([]byte, 32))
 		acc, _ := models.CreateAccount(db, "acme", 0)
@@ -259,6 +265,7 @@ func TestAPIKeys(t *testing.T) {
 }
 
 func TestCatalogIsConsistent(t *testing.T) {
+	t.Parallel()
 	c, err := models.LoadCatalog()
 	if err != nil {
 		t.Fatal(err)

@@ -59,6 +59,7 @@ func newDelivery(inst *models.Installation, job *models.Job, id string) *models.
 }
 
 func TestWebhookDeliveryIsCreatedOncePerJobRunAndEvent(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		inst, job := pluginJob(t, db, testBox(t))
 		id := models.WebhookDeliveryID(job.ID, 1, "job.failed")
@@ -106,6 +107,7 @@ func TestWebhookDeliveryIsCreatedOncePerJobRunAndEvent(t *testing.T) {
 }
 
 func TestRecordWebhookAttempts(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		inst, job := pluginJob(t, db, testBox(t))
 		id := models.WebhookDeliveryID(job.ID, 1, "job.failed")
@@ -168,6 +170,7 @@ func TestRecordWebhookAttempts(t *testing.T) {
 }
 
 func TestMarkWebhookFailed(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		inst, job := pluginJob(t, db, testBox(t))
 		id := models.WebhookDeliveryID(job.ID, 1, "job.failed")
@@ -189,6 +192,7 @@ func TestMarkWebhookFailed(t *testing.T) {
 }
 
 func TestRotateWebhookSecret(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		box := testBox(t)
 		inst, _ := pluginJob(t, db, box)

@@ -62,6 +62,7 @@ func refs(ids ...string) []workflows.JobRef {
 }
 
 func TestOrderWorkflowRunsJobsWithinItsConcurrencyWindow(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	l := mockJobs(env)
 	finishAt(env, time.Minute, "a", models.JobCompleted)
@@ -90,6 +91,7 @@ func TestOrderWorkflowRunsJobsWithinItsConcurrencyWindow(t *testing.T) {
 // cancel of a launched job to the job's own workflow (ErrTypeJobLaunched), and refuses one of a job
 // it has ended or does not hold. A launched job that its own workflow cancelled counts as cancelled.
 func TestOrderWorkflowCancelsOnlyJobsThatHaveNotBeenLaunched(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	l := mockJobs(env)
 	env.OnActivity(a.EndJob, mock.Anything, activities.EndInput{JobID: "c", Run: 1, Status: models.JobCancelled}).Return(nil).Once()
@@ -145,6 +147,7 @@ func TestOrderWorkflowCancelsOnlyJobsThatHaveNotBeenLaunched(t *testing.T) {
 }
 
 func TestOrderWorkflowExpiresJobsThatNeverStarted(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	l := mockJobs(env)
 	env.OnActivity(a.EndJob, mock.Anything, activities.EndInput{JobID: "b", Run: 1, Status: models.JobExpired}).Return(nil).Once()
@@ -165,6 +168,7 @@ func TestOrderWorkflowExpiresJobsThatNeverStarted(t *testing.T) {
 }
 
 func TestOrderWorkflowContinuesAsNewForLargeOrders(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	mockJobs(env)
 	ids := make([]string, 600)
@@ -186,6 +190,7 @@ func TestOrderWorkflowContinuesAsNewForLargeOrders(t *testing.T) {
 }
 
 func TestJobWorkflowWaitsForItsInput(t *testing.T) {
+	t.Parallel()
 	t.Run("woken by the input-ready signal", func(t *testing.T) {
 		env := newJobEnv(t)
 		env.OnActivity(a.BeginAttempt, mock.Anything, mock.Anything).Return(nil).Twice()

@@ -48,6 +48,7 @@ func waitingOn(env *testsuite.TestWorkflowEnvironment, seen *[]string) {
 // generate activity's reads, the settlement) meets a database that is away for far longer than
 // any timeout, and the job still completes with one attempt, showing the wait in ShotflowWaitingOn.
 func TestJobWorkflowWaitsOutADatabaseOutage(t *testing.T) {
+	t.Parallel()
 	env := newJobEnv(t)
 	var seen []string
 	waitingOn(env, &seen)
@@ -103,6 +104,7 @@ func TestJobWorkflowWaitsOutADatabaseOutage(t *testing.T) {
 
 // TestJobWorkflowFailsAJobWhileTheDatabaseIsAway: settling a failed job waits for the database too.
 func TestJobWorkflowSettlesAFailureAfterAnOutage(t *testing.T) {
+	t.Parallel()
 	env := newJobEnv(t)
 	start := env.Now()
 	env.OnActivity(a.BeginAttempt, mock.Anything, mock.Anything).Return(nil).Once()
@@ -122,6 +124,7 @@ func TestJobWorkflowSettlesAFailureAfterAnOutage(t *testing.T) {
 // TestWebhookDeliveryWaitsOutADatabaseOutage: an attempt that cannot read its delivery is made
 // once the database is back, and it is still the first attempt.
 func TestWebhookDeliveryWaitsOutADatabaseOutage(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	start := env.Now()
 	var attempts []int
@@ -147,6 +150,7 @@ func TestWebhookDeliveryWaitsOutADatabaseOutage(t *testing.T) {
 // a second request for the same cancel completes with it. A request that reaches the workflow after
 // its AcceptBy is refused and leaves the job runnable.
 func TestOrderCancelAcceptedDuringAnOutageCompletesWhenTheDatabaseReturns(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	l := mockJobs(env)
 	start := env.Now()

@@ -27,6 +27,7 @@ func newPrepareEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 
 // A prepared upload wakes every job waiting for it.
 func TestPreparationWakesTheWaitingJobs(t *testing.T) {
+	t.Parallel()
 	env := newPrepareEnv(t)
 	env.OnActivity(wa.PrepareAsset, mock.Anything, "a1").Return(activities.PrepareResult{Status: models.AssetReady, Width: 768, Height: 1024}, nil).Once()
 	env.OnActivity(wa.JobsWaitingFor, mock.Anything, "a1").Return([]activities.JobRunRef{{JobID: "j1", Run: 1}, {JobID: "j2", Run: 2}}, nil).Once()
@@ -49,6 +50,7 @@ func TestPreparationWakesTheWaitingJobs(t *testing.T) {
 // A preparation that keeps failing for reasons of its own marks the upload invalid, and still
 // wakes the waiting jobs so that they fail with INPUT_MISSING instead of waiting out their deadline.
 func TestPreparationThatKeepsFailingInvalidatesTheUpload(t *testing.T) {
+	t.Parallel()
 	env := newPrepareEnv(t)
 	env.OnActivity(wa.PrepareAsset, mock.Anything, "a1").Return(activities.PrepareResult{}, errors.New("blob store unreachable"))
 	env.OnActivity(wa.InvalidateAsset, mock.Anything, "a1", mock.Anything).
@@ -64,6 +66,7 @@ func TestPreparationThatKeepsFailingInvalidatesTheUpload(t *testing.T) {
 
 // An asset that no longer exists ends the preparation quietly, without retries or signals.
 func TestPreparationOfAGoneAssetEnds(t *testing.T) {
+	t.Parallel()
 	env := newPrepareEnv(t)
 	env.OnActivity(wa.PrepareAsset, mock.Anything, "a1").
 		Return(activities.PrepareResult{}, temporal.NewNonRetryableApplicationError("gone", activities.ErrTypeAssetGone, nil)).Once()

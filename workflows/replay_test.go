@@ -16,6 +16,7 @@ import (
 // SHOTFLOW_RECORD_HISTORIES=1). A change to workflow code that would break running workflows
 // fails here: put it behind workflow.GetVersion, or re-record when no such workflow can exist.
 func TestReplayRecordedHistories(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("testdata/*.json")
 	if err != nil {
 		t.Fatal(err)

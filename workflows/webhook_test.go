@@ -31,6 +31,7 @@ func newWebhookEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 }
 
 func TestWebhookDelayIsJitteredDeterministically(t *testing.T) {
+	t.Parallel()
 	base := []time.Duration{0, 5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour}
 	if len(workflows.WebhookSchedule) != len(base) {
 		t.Fatalf("schedule has %d attempts, want 8", len(workflows.WebhookSchedule))
@@ -80,6 +81,7 @@ func (l *attemptLog) record(in activities.DeliverInput) {
 }
 
 func TestWebhookDeliveryWorkflowFollowsTheScheduleThenGivesUp(t *testing.T) {
+	t.Parallel()
 	env := newWebhookEnv(t)
 	const id = "7d3c1a52-0000-4000-8000-000000000001"
 	l := &attemptLog{env: env, start: env.Now()}
@@ -122,6 +124,7 @@ func TestWebhookDeliveryWorkflowFollowsTheScheduleThenGivesUp(t *testing.T) {
 }
 
 func TestWebhookDeliveryWorkflowHonoursRetryAfter(t *testing.T) {
+	t.Parallel()
 	env := newWebhookEnv(t)
 	const id = "7d3c1a52-0000-4000-8000-000000000002"
 	l := &attemptLog{env: env, start: env.Now()}
@@ -157,6 +160,7 @@ func TestWebhookDeliveryWorkflowHonoursRetryAfter(t *testing.T) {
 }
 
 func TestWebhookDeliveryWorkflowStopsForAnUnknownDelivery(t *testing.T) {
+	t.Parallel()
 	env := newWebhookEnv(t)
 	env.OnActivity(wa.DeliverWebhook, mock.Anything, mock.Anything).
 		Return(activities.DeliverResult{}, temporal.NewNonRetryableApplicationError("gone", activities.ErrTypeWebhookDeliveryNotFound, nil)).Once()
@@ -168,6 +172,7 @@ func TestWebhookDeliveryWorkflowStopsForAnUnknownDelivery(t *testing.T) {
 }
 
 func TestWebhookDeliveryWorkflowCountsAFailedActivityAsAFailedAttempt(t *testing.T) {
+	t.Parallel()
 	env := newWebhookEnv(t)
 	const id = "7d3c1a52-0000-4000-8000-000000000003"
 	calls := 0
@@ -207,6 +212,7 @@ func notifyTwice(ctx workflow.Context, jobID string, gap time.Duration) (time.Ti
 }
 
 func TestNotifyJobEndedStartsOneAbandonedDeliveryWorkflow(t *testing.T) {
+	t.Parallel()
 	// The second notification comes while the delivery runs, and after it has finished.
 	for _, gap := range []time.Duration{0, 25 * time.Hour} {
 		t.Run(gap.String(), func(t *testing.T) {
@@ -260,6 +266,7 @@ func TestNotifyJobEndedStartsOneAbandonedDeliveryWorkflow(t *testing.T) {
 }
 
 func TestNotifyJobEndedWithoutCallbackStartsNothing(t *testing.T) {
+	t.Parallel()
 	env := newWebhookEnv(t)
 	env.RegisterWorkflow(notifyTwice)
 	env.OnActivity(wa.RecordJobWebhook, mock.Anything, mock.Anything).Return(activities.RecordWebhookResult{}, nil).Twice()
@@ -273,6 +280,7 @@ func TestNotifyJobEndedWithoutCallbackStartsNothing(t *testing.T) {
 }
 
 func TestNotifyJobEndedReportsAJobThatHasNotEnded(t *testing.T) {
+	t.Parallel()
 	env := newWebhookEnv(t)
 	env.RegisterWorkflow(notifyTwice)
 	env.OnActivity(wa.RecordJobWebhook, mock.Anything, mock.Anything).
@@ -285,6 +293,7 @@ func TestNotifyJobEndedReportsAJobThatHasNotEnded(t *testing.T) {
 }
 
 func TestWebhookWorkflowID(t *testing.T) {
+	t.Parallel()
 	if got := workflows.WebhookWorkflowID("abc"); got != "webhook/abc" {
 		t.Fatalf("WebhookWorkflowID = %q", got)
 	}

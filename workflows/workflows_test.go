@@ -49,6 +49,7 @@ func newJobEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 var okResult = activities.GenerateResult{Outputs: []activities.OutputFile{{AssetID: "out-1", BlobKey: "k", ContentType: "image/png"}}}
 
 func TestJobWorkflowCompletes(t *testing.T) {
+	t.Parallel()
 	env := newJobEnv(t)
 	env.OnActivity(a.BeginAttempt, mock.Anything, activities.AttemptInput{JobID: "j1", Run: 1, Attempt: 1}).Return(nil).Once()
 	env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(okResult, nil).Once()
@@ -65,6 +66,7 @@ func TestJobWorkflowCompletes(t *testing.T) {
 }
 
 func TestJobWorkflowRetriesRateLimitHonouringRetryAfter(t *testing.T) {
+	t.Parallel()
 	env := newJobEnv(t)
 	var starts []time.Time
 	env.OnActivity(a.BeginAttempt, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.AttemptInput) error {
@@ -94,6 +96,7 @@ func TestJobWorkflowRetriesRateLimitHonouringRetryAfter(t *testing.T) {
 }
 
 func TestJobWorkflowFailsAtOnceOnNonRetryableCategories(t *testing.T) {
+	t.Parallel()
 	for _, c := range []errorcat.Category{errorcat.ContentPolicy, errorcat.InputMissing, errorcat.ProviderAccount, errorcat.InternalBug} {
 		t.Run(string(c), func(t *testing.T) {
 			env := newJobEnv(t)
@@ -115,6 +118,7 @@ func TestJobWorkflowFailsAtOnceOnNonRetryableCategories(t *testing.T) {
 }
 
 func TestJobWorkflowGivesUpAfterMaxAttempts(t *testing.T) {
+	t.Parallel()
 	env := newJobEnv(t)
 	schedule := workflows.RetrySchedule{Delays: []time.Duration{time.Second}, MaxAttempts: 3, MaxTotal: time.Hour}
 	env.OnActivity(a.BeginAttempt, mock.Anything, mock.Anything).Return(nil).Times(3)
@@ -134,6 +138,7 @@ func TestJobWorkflowGivesUpAfterMaxAttempts(t *testing.T) {
 }
 
 func TestJobWorkflowStopsForATerminalJob(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t)
 	env.OnActivity(a.BeginAttempt, mock.Anything, mock.Anything).
 		Return(temporal.NewNonRetryableApplicationError("terminal", activities.ErrTypeJobNotRunnable, errors.New("x"))).Once()
@@ -148,6 +153,7 @@ func TestJobWorkflowStopsForATerminalJob(t *testing.T) {
 }
 
 func TestWorkflowIDs(t *testing.T) {
+	t.Parallel()
 	if got := workflows.OrderWorkflowID("x"); got != "order/x" {
 		t.Errorf("OrderWorkflowID = %q", got)
 	}

@@ -6,44 +6,21 @@ import (
 	"errors"
 	"image"
 	"image/color"
-	"image/jpeg"
-	"image/png"
 	"testing"
+
+	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 )
 
 // halves returns a w×h image whose left half is red and right half blue.
 func halves(w, h int) *image.NRGBA {
-	img := image.NewNRGBA(image.Rect(0, 0, w, h))
-	for y := 0; y < h; y++ {
-		for x := 0; x < w; x++ {
-			c := color.NRGBA{0, 0, 255, 255}
-			if x < w/2 {
-				c = color.NRGBA{255, 0, 0, 255}
-			}
-			img.SetNRGBA(x, y, c)
-		}
-	}
-	return img
-}
-
-func encodePNG(t *testing.T, img image.Image) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	if err := png.Encode(&buf, img); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return testimage.Halves(w, h, color.NRGBA{255, 0, 0, 255}, color.NRGBA{0, 0, 255, 255})
 }
 
 // jpegWithOrientation encodes img as a JPEG carrying an APP1 Exif segment with the orientation tag,
 // in the given TIFF byte order.
 func jpegWithOrientation(t *testing.T, img image.Image, orientation uint16, bo binary.ByteOrder) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	if err := jpeg.Encode(&buf, img, &jpeg.Options{Quality: 95}); err != nil {
-		t.Fatal(err)
-	}
-	raw := buf.Bytes()
+	raw := testimage.JPEG(t, img, 95)
 	tiff := make([]byte, 8+2+12+4)
 	if bo == binary.LittleEndian {
 		copy(tiff, "II*\x00")
@@ -126,7 +103,7 @@ func TestOrientEveryValue(t *testing.T) {
 }
 
 func TestSmallImagesAreUpscaledAndThumbnailed(t *testing.T) {
-	res, err := Prepare(encodePNG(t, halves(400, 200)), "image/png", Options{MinLongEdge: 1000, ThumbEdge: 100})
+	res, err := Prepare(testimage.PNG(t, halves(400, 200)), "image/png", Options{MinLongEdge: 1000, ThumbEdge: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +123,7 @@ func TestSmallImagesAreUpscaledAndThumbnailed(t *testing.T) {
 }
 
 func TestLargeUprightImagesAreKeptAsTheyAre(t *testing.T) {
-	res, err := Prepare(encodePNG(t, halves(1200, 900)), "image/png", Options{})
+	res, err := Prepare(testimage.PNG(t, halves(1200, 900)), "image/png", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +133,7 @@ func TestLargeUprightImagesAreKeptAsTheyAre(t *testing.T) {
 }
 
 func TestUnusableUploads(t *testing.T) {
-	good := encodePNG(t, halves(100, 100))
+	good := testimage.PNG(t, halves(100, 100))
 	truncated := append([]byte{}, good[:60]...)
 	cases := map[string]struct {
 		data     []byte
@@ -165,8 +142,8 @@ func TestUnusableUploads(t *testing.T) {
 		"not an image":      {[]byte("hello, this is text and not a picture at all"), "image/png"},
 		"wrong type":        {good, "image/jpeg"},
 		"truncated":         {truncated, "image/png"},
-		"too small":         {encodePNG(t, halves(20, 10)), "image/png"},
-		"too many pixels":   {encodePNG(t, halves(300, 300)), "image/png"},
+		"too small":         {testimage.PNG(t, halves(20, 10)), "image/png"},
+		"too many pixels":   {testimage.PNG(t, halves(300, 300)), "image/png"},
 		"damaged jpeg body": {append(jpegWithOrientation(t, halves(64, 64), 1, binary.BigEndian)[:400], 0xFF, 0xD9), "image/jpeg"},
 	}
 	for name, c := range cases {
@@ -182,11 +159,7 @@ func TestUnusableUploads(t *testing.T) {
 }
 
 func TestJPEGOrientationWithoutExif(t *testing.T) {
-	var buf bytes.Buffer
-	if err := jpeg.Encode(&buf, halves(10, 10), nil); err != nil {
-		t.Fatal(err)
-	}
-	for _, data := range [][]byte{buf.Bytes(), nil, []byte("nope"), {0xFF, 0xD8, 0xFF, 0xE1, 0xFF, 0xFF}} {
+	for _, data := range [][]byte{testimage.JPEG(t, halves(10, 10), 0), nil, []byte("nope"), {0xFF, 0xD8, 0xFF, 0xE1, 0xFF, 0xFF}} {
 		if got := JPEGOrientation(data); got != 1 {
 			t.Errorf("JPEGOrientation = %d, want 1", got)
 		}

@@ -61,6 +61,7 @@ func meanDiff(a, b image.Image) float64 {
 }
 
 func TestEverySeededImageHasARecipe(t *testing.T) {
+	t.Parallel()
 	s := seed(t)
 	rs := reference.Recipes(s)
 	want := len(s.FashionModels) + len(s.Sceneries)
@@ -78,6 +79,7 @@ func TestEverySeededImageHasARecipe(t *testing.T) {
 }
 
 func TestRenderedImagesAreDeterministicSizedAndDistinct(t *testing.T) {
+	t.Parallel()
 	s := seed(t)
 	cases := []struct {
 		key  string
@@ -127,6 +129,7 @@ func TestRenderedImagesAreDeterministicSizedAndDistinct(t *testing.T) {
 }
 
 func TestImageDrawsAMissingFileOnceAndStoresIt(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	b := blobs(t)
 	key := models.ReferenceBlobKey("sceneries", seed(t).Sceneries[2].ID)
@@ -154,6 +157,7 @@ func TestImageDrawsAMissingFileOnceAndStoresIt(t *testing.T) {
 }
 
 func TestRenderMissingDrawsOnlyWhatIsMissing(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	b := blobs(t)
 	s := seed(t)
@@ -182,6 +186,7 @@ func TestRenderMissingDrawsOnlyWhatIsMissing(t *testing.T) {
 }
 
 func TestSeedWritesTheRows(t *testing.T) {
+	t.Parallel()
 	db := testdb.Open(t, testdb.SQLiteURL(t))
 	b := blobs(t)
 	for range 2 {

@@ -124,6 +124,7 @@ func (f *fixture) requirePurged(a models.Asset, why string) time.Time {
 }
 
 func TestPurgeRemovesOutputsPastRetention(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		f := newFixture(t, db)
 		old := f.file(models.AssetKindOutput, period+time.Hour)
@@ -177,6 +178,7 @@ func TestPurgeRemovesOutputsPastRetention(t *testing.T) {
 }
 
 func TestPurgeIsIdempotent(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		f := newFixture(t, db)
 		a := f.file(models.AssetKindOutput, 2*period)
@@ -202,6 +204,7 @@ func TestPurgeIsIdempotent(t *testing.T) {
 // A blob that is already gone (a sweep that crashed after deleting it, or a file removed by hand)
 // still gets its row marked.
 func TestPurgeMarksAFileWhoseBlobIsAlreadyGone(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		f := newFixture(t, db)
 		a := f.file(models.AssetKindOutput, 2*period)
@@ -217,6 +220,7 @@ func TestPurgeMarksAFileWhoseBlobIsAlreadyGone(t *testing.T) {
 
 // Batches page forward, so kept files at the front of the queue never stall the sweep.
 func TestPurgeWorksThroughEveryBatch(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		f := newFixture(t, db)
 		var purgeable []models.Asset
@@ -244,6 +248,7 @@ func TestPurgeWorksThroughEveryBatch(t *testing.T) {
 // A packshot accepted after the sweep listed its file (POST /jobs/{id}/accept while the sweep
 // runs) keeps the file: the sweep checks again with the row locked.
 func TestFileAcceptedDuringTheSweepIsKept(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		f := newFixture(t, db)
 		a := f.file(models.AssetKindOutput, 2*period)
@@ -271,6 +276,7 @@ func TestFileAcceptedDuringTheSweepIsKept(t *testing.T) {
 
 // Several workers sweep at once: every file is purged exactly once.
 func TestConcurrentSweepsPurgeEachFileOnce(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		f := newFixture(t, db)
 		files := make([]models.Asset, 12)
@@ -313,6 +319,7 @@ func TestConcurrentSweepsPurgeEachFileOnce(t *testing.T) {
 }
 
 func TestPurgeRefusesANonPositivePeriod(t *testing.T) {
+	t.Parallel()
 	db := testdb.Open(t, testdb.SQLiteURL(t))
 	f := newFixture(t, db)
 	a := f.file(models.AssetKindOutput, time.Hour)
@@ -328,6 +335,7 @@ func TestPurgeRefusesANonPositivePeriod(t *testing.T) {
 
 // Run sweeps at once when it starts, then on every tick, and returns when its context ends.
 func TestRunSweepsPeriodicallyUntilCancelled(t *testing.T) {
+	t.Parallel()
 	db := testdb.Open(t, testdb.SQLiteURL(t))
 	f := newFixture(t, db)
 	first := f.file(models.AssetKindOutput, 2*period)

@@ -26,6 +26,7 @@ import (
 var ui = support.UI{BaseURL: "http://localhost:8233/", Namespace: "default"}
 
 func TestWorkflowURL(t *testing.T) {
+	t.Parallel()
 	cases := map[string]struct {
 		ui   support.UI
 		id   string
@@ -45,6 +46,7 @@ func TestWorkflowURL(t *testing.T) {
 }
 
 func TestListJobsFilters(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
 		s := newStarter(db, &fakeTemporal{})
@@ -128,6 +130,7 @@ func TestListJobsFilters(t *testing.T) {
 }
 
 func TestRetryJobRunsItAgainInsideItsOrder(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
 		tc := &fakeTemporal{}
@@ -263,6 +266,7 @@ func TestRetryJobRunsItAgainInsideItsOrder(t *testing.T) {
 }
 
 func TestRetryJobRefusalsChangeNothing(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
 		tc := &fakeTemporal{}
@@ -330,6 +334,7 @@ func TestRetryJobRefusalsChangeNothing(t *testing.T) {
 // TestRetryWhoseStartIsLostIsStartedBySweeper: the run is committed even when Temporal cannot be
 // reached; the intake sweeper starts it later, once.
 func TestRetryWhoseStartIsLostIsStartedBySweeper(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
 		lost := &fakeTemporal{err: errors.New("connection to Temporal lost")}
@@ -385,6 +390,7 @@ func TestRetryWhoseStartIsLostIsStartedBySweeper(t *testing.T) {
 }
 
 func TestShowOrder(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
 		s := newStarter(db, &fakeTemporal{})
@@ -480,6 +486,7 @@ func TestShowOrder(t *testing.T) {
 }
 
 func TestReplayWebhook(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
 		tc := &fakeTemporal{}

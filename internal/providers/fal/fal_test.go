@@ -6,9 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"image"
-	"image/color"
-	"image/png"
 	"io"
 	"net"
 	"net/http"
@@ -21,6 +18,7 @@ import (
 
 	"github.com/shotflow/shotflow/internal/errorcat"
 	"github.com/shotflow/shotflow/internal/providers"
+	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -84,7 +82,7 @@ func newFakeQueue(t *testing.T) *fakeQueue {
 		t:        t,
 		statuses: []string{statusInQueue, statusInProgress, statusCompleted},
 		files: map[string]reply{
-			"out.png": {status: 200, header: map[string]string{"Content-Type": "image/png"}, body: string(pngBytes(t, 12, 9))},
+			"out.png": {status: 200, header: map[string]string{"Content-Type": "image/png"}, body: string(testimage.GradientPNG(t, 12, 9))},
 			"out.mp4": {status: 200, header: map[string]string{"Content-Type": "video/mp4"}, body: mp4Bytes},
 		},
 	}
@@ -207,21 +205,6 @@ func (f *fakeQueue) counts() (submits, polls, results, cancels int) {
 	return len(f.submits), f.polls, f.results, f.cancels
 }
 
-func pngBytes(t *testing.T, w, h int) []byte {
-	t.Helper()
-	img := image.NewNRGBA(image.Rect(0, 0, w, h))
-	for y := range h {
-		for x := range w {
-			img.SetNRGBA(x, y, color.NRGBA{uint8(20 * x), 120, uint8(20 * y), 255})
-		}
-	}
-	var buf bytes.Buffer
-	if err := png.Encode(&buf, img); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
 // mp4Bytes starts like an MP4 file (an ftyp box).
 const mp4Bytes = "\x00\x00\x00\x18ftypmp42\x00\x00\x00\x00mp42isom\x00\x00\x00\x08free"
 
@@ -236,7 +219,7 @@ func photoRequest(t *testing.T, jobType string) providers.Request {
 	return providers.Request{
 		JobID: "job-1", JobType: jobType, Model: "flux-pro-kontext", Attempt: 1, AspectRatio: "3:2", Seed: 1234567,
 		Session: providers.SessionConfig{Style: "sunlit marble kitchen", Suggestions: "morning light, fresh lemons."},
-		Inputs:  []providers.Input{{Data: pngBytes(t, 4, 4), ContentType: "image/png"}},
+		Inputs:  []providers.Input{{Data: testimage.GradientPNG(t, 4, 4), ContentType: "image/png"}},
 	}
 }
 
@@ -247,7 +230,7 @@ func ideaRequest(jobType string) providers.Request {
 
 func videoRequest(t *testing.T) providers.Request {
 	return providers.Request{JobID: "job-3", JobType: models.JobTypeVideo, Model: "kling-video-v2.1", AspectRatio: "9:16",
-		Prompt: "slow orbit", Inputs: []providers.Input{{Data: pngBytes(t, 4, 4), ContentType: "image/png"}}}
+		Prompt: "slow orbit", Inputs: []providers.Input{{Data: testimage.GradientPNG(t, 4, 4), ContentType: "image/png"}}}
 }
 
 func category(t *testing.T, err error) *providers.Error {
@@ -265,7 +248,7 @@ func category(t *testing.T, err error) *providers.Error {
 // TestGenerateImages runs photo_shoot, packshot, model_idea and scenery_idea through the whole queue
 // cycle with a plain context: heartbeats outside an activity do nothing.
 func TestGenerateImages(t *testing.T) {
-	dataURI := providers.DataURI(providers.Input{Data: pngBytes(t, 4, 4), ContentType: "image/png"})
+	dataURI := providers.DataURI(providers.Input{Data: testimage.GradientPNG(t, 4, 4), ContentType: "image/png"})
 	tests := []struct {
 		name  string
 		req   providers.Request

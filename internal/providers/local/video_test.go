@@ -4,27 +4,19 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"image"
 	"image/color"
-	"image/png"
 	"testing"
 
 	"github.com/shotflow/shotflow/internal/errorcat"
 	"github.com/shotflow/shotflow/internal/providers"
+	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
 )
 
+// solidPNG is a 64×48 PNG input of one colour.
 func solidPNG(t *testing.T, c color.NRGBA) providers.Input {
 	t.Helper()
-	img := image.NewNRGBA(image.Rect(0, 0, 64, 48))
-	for i := 0; i < len(img.Pix); i += 4 {
-		img.Pix[i], img.Pix[i+1], img.Pix[i+2], img.Pix[i+3] = c.R, c.G, c.B, c.A
-	}
-	var buf bytes.Buffer
-	if err := png.Encode(&buf, img); err != nil {
-		t.Fatal(err)
-	}
-	return providers.Input{Data: buf.Bytes(), ContentType: "image/png"}
+	return providers.Input{Data: testimage.SolidPNG(t, 64, 48, c), ContentType: "image/png"}
 }
 
 // The motion model renders a video of one image and a reel of several as MP4 at the requested

@@ -6,10 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"image"
-	"image/color"
-	"image/jpeg"
-	"image/png"
 	"io"
 	"mime"
 	"net"
@@ -23,6 +19,7 @@ import (
 
 	"github.com/shotflow/shotflow/internal/errorcat"
 	"github.com/shotflow/shotflow/internal/providers"
+	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -65,7 +62,7 @@ type fakeAPI struct {
 }
 
 func newFakeAPI(t *testing.T) *fakeAPI {
-	f := &fakeAPI{t: t, out: pngBytes(t, 12, 8)}
+	f := &fakeAPI{t: t, out: testimage.GradientPNG(t, 12, 8)}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.handle))
 	t.Cleanup(f.srv.Close)
 	return f
@@ -149,35 +146,11 @@ func successBody(img []byte) string {
 		"input_tokens_details": {"text_tokens": 10, "image_tokens": 40}}}`
 }
 
-func pngBytes(t *testing.T, w, h int) []byte {
-	t.Helper()
-	img := image.NewNRGBA(image.Rect(0, 0, w, h))
-	for y := range h {
-		for x := range w {
-			img.SetNRGBA(x, y, color.NRGBA{uint8(20 * x), 120, uint8(20 * y), 255})
-		}
-	}
-	var buf bytes.Buffer
-	if err := png.Encode(&buf, img); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
-func jpegBytes(t *testing.T) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	if err := jpeg.Encode(&buf, image.NewRGBA(image.Rect(0, 0, 6, 4)), nil); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
 func editRequest(t *testing.T, jobType string) providers.Request {
 	return providers.Request{
 		JobID: "job-1", JobType: jobType, Model: Model, Attempt: 1, AspectRatio: "3:2",
 		Session: providers.SessionConfig{Style: "warm minimalist kitchen", Suggestions: "morning light, marble counter"},
-		Inputs:  []providers.Input{{Data: pngBytes(t, 10, 10), ContentType: "image/png"}},
+		Inputs:  []providers.Input{{Data: testimage.GradientPNG(t, 10, 10), ContentType: "image/png"}},
 	}
 }
 
@@ -224,7 +197,7 @@ func checkHeaders(t *testing.T, c received, path string) {
 
 // TestGenerateEdits: packshots and photo shoots POST the input images to /images/edits.
 func TestGenerateEdits(t *testing.T) {
-	scenery := jpegBytes(t)
+	scenery := testimage.GradientJPEG(t, 6, 4)
 	withScenery := editRequest(t, models.JobTypePhotoShoot)
 	withScenery.Scenery = &providers.Input{Data: scenery, ContentType: "image/jpg"}
 	undeclared := editRequest(t, models.JobTypePackshot)
@@ -467,8 +440,8 @@ func TestBadSuccessAnswers(t *testing.T) {
 		"url only":      `{"data": [{"url": "https://example.com/x.png"}]}`,
 		"not base64":    `{"data": [{"b64_json": "@@not base64@@"}]}`,
 		"not an image":  b64([]byte("definitely not a picture")),
-		"not a PNG":     b64(jpegBytes(t)),
-		"truncated PNG": b64(pngBytes(t, 4, 4)[:20]),
+		"not a PNG":     b64(testimage.GradientJPEG(t, 6, 4)),
+		"truncated PNG": b64(testimage.GradientPNG(t, 4, 4)[:20]),
 	}
 	for name, body := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"image"
-	"image/color"
-	"image/png"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -21,27 +19,14 @@ import (
 	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/providers/local"
 	"github.com/shotflow/shotflow/internal/providers/sim"
+	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
 )
 
 // packshot is a small PNG of a red bottle on white.
 func packshot(t *testing.T) []byte {
 	t.Helper()
-	img := image.NewNRGBA(image.Rect(0, 0, 96, 128))
-	for y := range 128 {
-		for x := range 96 {
-			c := color.NRGBA{255, 255, 255, 255}
-			if x >= 30 && x < 66 && y >= 20 && y < 110 {
-				c = color.NRGBA{200, 30, 40, 255}
-			}
-			img.SetNRGBA(x, y, c)
-		}
-	}
-	var buf bytes.Buffer
-	if err := png.Encode(&buf, img); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return testimage.PNG(t, testimage.Product(96, 128, testimage.White, image.Rect(30, 20, 66, 110), testimage.Red))
 }
 
 func request(t *testing.T, model string, attempt int) providers.Request {

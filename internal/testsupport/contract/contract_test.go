@@ -50,6 +50,7 @@ func request(t *testing.T, method, target, body string, headers ...string) *http
 // TestValidateCatchesDrift feeds exchanges that match the document and ones that do not: the
 // checker must accept the first and name what is wrong in the others.
 func TestValidateCatchesDrift(t *testing.T) {
+	t.Parallel()
 	key := []string{"X-Api-Key", "pk_live_x.y"}
 	cases := []struct {
 		name    string
@@ -108,6 +109,7 @@ func TestValidateCatchesDrift(t *testing.T) {
 // TestWebhookPayloadsMatchDocument sends real webhooks (internal/webhooks builds, signs and posts
 // them) to a receiver and validates what it gets against the document's webhooks.
 func TestWebhookPayloadsMatchDocument(t *testing.T) {
+	t.Parallel()
 	type got struct {
 		header http.Header
 		body   []byte

@@ -20,6 +20,7 @@ import (
 // TestDocumentIsValid loads api/openapi.yaml with kin-openapi and validates it, so `make test`
 // catches a broken document without npm (`make openapi-lint` runs Redocly's linter on top).
 func TestDocumentIsValid(t *testing.T) {
+	t.Parallel()
 	doc, err := contract.Load()
 	if err != nil {
 		t.Fatal(err)
@@ -42,6 +43,7 @@ func TestDocumentIsValid(t *testing.T) {
 // the input check, 500), those every authenticated route can give, 503 with Retry-After on every
 // route that uses a dependency, and X-Request-Id on every answer.
 func TestDocumentConventions(t *testing.T) {
+	t.Parallel()
 	doc, err := contract.Load()
 	if err != nil {
 		t.Fatal(err)
@@ -113,6 +115,7 @@ var ginParam = regexp.MustCompile(`/[:*]([^/]+)`)
 // TestRoutesMatchDocument walks the routes the router serves and fails on any route missing from
 // the document, and on any documented operation that is not served.
 func TestRoutesMatchDocument(t *testing.T) {
+	t.Parallel()
 	doc, err := contract.Load()
 	if err != nil {
 		t.Fatal(err)
@@ -149,6 +152,7 @@ func TestRoutesMatchDocument(t *testing.T) {
 // TestDocumentIsServed checks GET /api/v1/plugin/openapi.yaml answers the embedded document
 // without an API key, and that the exchange itself matches the document.
 func TestDocumentIsServed(t *testing.T) {
+	t.Parallel()
 	router := newRouter()
 	req, err := http.NewRequest(http.MethodGet, api.OpenAPIPath, nil)
 	if err != nil {
@@ -206,6 +210,7 @@ func sortedKeys(m map[string]bool) []string {
 // TestEnumsMatchCode ties the document's enums to the code's lists, so a new error code, job
 // status or permission cannot be added to one and not the other.
 func TestEnumsMatchCode(t *testing.T) {
+	t.Parallel()
 	doc, err := contract.Load()
 	if err != nil {
 		t.Fatal(err)

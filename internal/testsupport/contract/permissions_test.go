@@ -35,6 +35,7 @@ var pathParam = regexp.MustCompile(`\{[^}]+\}`)
 // operation with an empty list answers any valid key. Every exchange is validated against the
 // document as well.
 func TestDocumentedPermissionsAreEnforced(t *testing.T) {
+	t.Parallel()
 	doc, err := contract.Load()
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 // production router and checks each against the document: the error documentation, the health
 // checks, the metrics, the signed download's refusals, and the 401, 404, 405 and 429 every route can give.
 func TestServiceAnswersMatchDocument(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, 2)
 	send := func(method, target, key string) *httptest.ResponseRecorder {
 		t.Helper()

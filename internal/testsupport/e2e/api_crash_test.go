@@ -17,6 +17,7 @@ import (
 // it (SIGKILL) right after a session's order and reservation commit and before the workflow
 // start, and shows a worker's outbox sweep starting and finishing that order.
 func TestAPIKilledBetweenCommitAndStartStrandsNothing(t *testing.T) {
+	t.Parallel()
 	long(t)
 	env := testenv.New(t, temporalServer, testenv.Options{Configure: func(c *config.Config) {
 		c.OutboxSweepInterval = 500 * time.Millisecond

@@ -63,6 +63,7 @@ type outcome struct {
 // /readyz names the database and nothing more, and logs the detail. Once the database is back the
 // service serves again within a bounded time.
 func TestEveryRouteAnswersInTimeWhenTheDatabaseIsUnreachable(t *testing.T) {
+	t.Parallel()
 	long(t)
 	env := testenv.New(t, temporalServer, testenv.Options{
 		ProxyDatabase: true,

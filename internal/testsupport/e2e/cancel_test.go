@@ -38,6 +38,7 @@ func startSession(t *testing.T, api *client, productRef, model string, images in
 }
 
 func TestCancelOnlyJobsThatHaveNotStarted(t *testing.T) {
+	t.Parallel()
 	long(t)
 	env := testenv.New(t, temporalServer, testenv.Options{Configure: func(c *config.Config) {
 		c.OrderMaxConcurrentJobs = 1
@@ -101,6 +102,7 @@ func TestCancelOnlyJobsThatHaveNotStarted(t *testing.T) {
 }
 
 func TestJobsThatNeverStartExpire(t *testing.T) {
+	t.Parallel()
 	long(t)
 	env := testenv.New(t, temporalServer, testenv.Options{Configure: func(c *config.Config) {
 		c.OrderMaxConcurrentJobs = 1

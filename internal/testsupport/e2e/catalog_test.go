@@ -22,6 +22,7 @@ func catalogUpload(t *testing.T, api *client, filename string, data []byte) (str
 // TestCatalogEndToEnd registers a source image and a packshot derived from it, reads the product
 // back, deletes the packshot, and sees a photo session for the product refused.
 func TestCatalogEndToEnd(t *testing.T) {
+	t.Parallel()
 	long(t)
 	env := testenv.New(t, temporalServer, testenv.Options{})
 	tenant := env.NewTenant(t, 10)

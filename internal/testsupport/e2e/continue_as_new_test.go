@@ -16,6 +16,7 @@ import (
 // (as a large order does every workflows.DefaultContinueAsNewAfter): its jobs all complete once,
 // the order completes, and the runs carry the order across.
 func TestLargeOrderContinuesAsNew(t *testing.T) {
+	t.Parallel()
 	long(t)
 	env := testenv.New(t, temporalServer, testenv.Options{Configure: func(c *config.Config) {
 		c.OrderMaxConcurrentJobs = 2

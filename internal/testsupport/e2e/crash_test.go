@@ -16,6 +16,7 @@ import (
 // of an order is generating, starts a new one, and checks each job reaches exactly one terminal
 // state with its credits settled exactly once.
 func TestWorkerKilledMidGenerationLosesNothing(t *testing.T) {
+	t.Parallel()
 	long(t)
 	env := testenv.New(t, temporalServer, testenv.Options{NoWorker: true, Configure: func(c *config.Config) {
 		c.SimProvider = true

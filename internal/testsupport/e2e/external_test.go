@@ -121,6 +121,7 @@ func allDone(t *testing.T, items map[string]map[string]any, ids []string, what s
 // from words, cuts packshots, approves one, shoots the photo with a model and a scenery, and makes a
 // video and a reel, each to DONE, with credits consumed.
 func TestExternalGenerationEndToEnd(t *testing.T) {
+	t.Parallel()
 	long(t)
 	env := testenv.New(t, temporalServer, testenv.Options{})
 	tenant := env.NewTenant(t, 200)
@@ -197,6 +198,7 @@ func TestExternalGenerationEndToEnd(t *testing.T) {
 // refusal: the order completes with two packshots DONE and one FAILED, and the failed job's credit
 // is refunded.
 func TestExternalPartialCompletionRefundsTheFailedJob(t *testing.T) {
+	t.Parallel()
 	long(t)
 	env := testenv.New(t, temporalServer, testenv.Options{Configure: func(c *config.Config) {
 		c.SimProvider, c.DefaultProvider = true, "sim"

@@ -31,6 +31,7 @@ func inputBeingPrepared(t *testing.T, env *testenv.Env, api *client, productRef 
 }
 
 func TestJobWaitsForItsInputAndRunsWhenItIsReady(t *testing.T) {
+	t.Parallel()
 	long(t)
 	env := testenv.New(t, temporalServer, testenv.Options{})
 	tenant := env.NewTenant(t, 10)
@@ -67,6 +68,7 @@ func TestJobWaitsForItsInputAndRunsWhenItIsReady(t *testing.T) {
 }
 
 func TestJobGivesUpWhenItsInputIsNotReadyInTime(t *testing.T) {
+	t.Parallel()
 	long(t)
 	env := testenv.New(t, temporalServer, testenv.Options{Configure: func(c *config.Config) { c.InputWaitTimeout = 2 * time.Second }})
 	tenant := env.NewTenant(t, 10)

@@ -19,6 +19,7 @@ import (
 // download, accept and reject, the 409 and 404 answers, and finally the worker's retention sweep
 // purging the files, after which refresh-url and the downloads answer 410.
 func TestJobsListRefreshAndRatingsEndToEnd(t *testing.T) {
+	t.Parallel()
 	long(t)
 	env := testenv.New(t, temporalServer, testenv.Options{Configure: func(c *config.Config) {
 		c.OutputRetention = time.Hour

@@ -4,8 +4,10 @@ package e2e_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"testing"
 
 	"go.temporal.io/sdk/testsuite"
@@ -13,9 +15,26 @@ import (
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
 )
 
+// temporalServer is the dev server every test shares. Each test otherwise owns what it uses
+// (testenv.New: a database, a task queue, the API and a worker; its own tenants and processes),
+// so the tests run with t.Parallel and their waits overlap; one that restarts a server on a fixed
+// address stays serial.
 var temporalServer *testsuite.DevServer
 
+// parallelTests is how many tests run at once unless -parallel says otherwise. The tests mostly
+// wait (for jobs to finish, a timeout to pass, an outage to end), so many more of them than the
+// cores (go test's default) overlap well: on two cores the package takes little more than half
+// as long with 6 as with 2.
+const parallelTests = 6
+
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if !flagGiven("test.parallel") {
+		if err := flag.Set("test.parallel", strconv.Itoa(parallelTests)); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e:", err)
+			os.Exit(1)
+		}
+	}
 	ts, err := testenv.StartTemporal(context.Background())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
@@ -36,4 +55,11 @@ func long(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long end-to-end test; skipped by -short")
 	}
+}
+
+// flagGiven reports whether the command line set the named flag.
+func flagGiven(name string) bool {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }

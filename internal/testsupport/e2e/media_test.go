@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"image"
 	"image/color"
-	"image/jpeg"
 	"net/http"
 	"os"
 	"os/exec"
@@ -22,6 +21,7 @@ import (
 	"github.com/shotflow/shotflow/internal/errorcat"
 	"github.com/shotflow/shotflow/internal/testsupport/contract"
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
+	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -65,21 +65,7 @@ func putUpload(t *testing.T, uploadURL, contentType string, data []byte) {
 // photoOnGrey is a product photo as a shop owner takes it: a red box on a light grey table.
 func photoOnGrey(t *testing.T) []byte {
 	t.Helper()
-	img := image.NewNRGBA(image.Rect(0, 0, 600, 450))
-	for y := range 450 {
-		for x := range 600 {
-			c := color.NRGBA{214, 214, 210, 255}
-			if x >= 220 && x < 380 && y >= 120 && y < 360 {
-				c = color.NRGBA{200, 30, 40, 255}
-			}
-			img.SetNRGBA(x, y, c)
-		}
-	}
-	var buf bytes.Buffer
-	if err := jpeg.Encode(&buf, img, &jpeg.Options{Quality: 95}); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return testimage.JPEG(t, testimage.Product(600, 450, color.NRGBA{214, 214, 210, 255}, image.Rect(220, 120, 380, 360), testimage.Red), 95)
 }
 
 // withOrientation inserts an EXIF APP1 segment with the orientation tag after the JPEG's SOI.
@@ -210,6 +196,7 @@ func waitJobs(t *testing.T, env *testenv.Env, ids []string) map[string]models.Jo
 // approved packshot, model and scenery ideas from preferences text, a video of the photo shoot and
 // a reel of three images. Every output is decoded: images by Go's decoders, videos by ffprobe.
 func TestEveryJobTypeCompletesOffline(t *testing.T) {
+	t.Parallel()
 	long(t)
 	env := testenv.New(t, temporalServer, testenv.Options{})
 	tenant := env.NewTenant(t, 100)
@@ -323,6 +310,7 @@ func jobOrder(t *testing.T, env *testenv.Env, jobID string) string {
 // thumbnailed by PrepareInputWorkflow before it is ready; an unreadable one becomes invalid and the
 // job waiting for it fails with INPUT_MISSING, its credits released.
 func TestUploadsArePreparedBeforeJobsUseThem(t *testing.T) {
+	t.Parallel()
 	long(t)
 	env := testenv.New(t, temporalServer, testenv.Options{})
 	tenant := env.NewTenant(t, 10)

@@ -75,6 +75,7 @@ func expectDeltas(t *testing.T, url string, before metricstest.Snapshot, deltas 
 // status and category, generate attempts by provider and outcome, webhook deliveries; and that the
 // worker exports the Temporal SDK's metrics.
 func TestMetricsCountARealOrder(t *testing.T) {
+	t.Parallel()
 	env := testenv.New(t, temporalServer, testenv.Options{Configure: func(c *config.Config) {
 		c.SimProvider = true
 		c.WebhookAllowPrivateNetworks = true
@@ -177,6 +178,7 @@ func TestMetricsCountARealOrder(t *testing.T) {
 // TestWorkerHealthFollowsThePolling: the worker's /healthz answers 503 before the worker starts,
 // 200 while it polls and 503 once it has stopped, while its /metrics keeps answering.
 func TestWorkerHealthFollowsThePolling(t *testing.T) {
+	t.Parallel()
 	env := testenv.New(t, temporalServer, testenv.Options{NoWorker: true})
 	healthz := env.WorkerMetricsURL + "/healthz"
 	status := func() int {
@@ -204,6 +206,7 @@ func TestWorkerHealthFollowsThePolling(t *testing.T) {
 // TestOutboxSweepCountsTheOrdersItStarts: an order whose start was lost is started by the worker's
 // sweep loop, which counts it once.
 func TestOutboxSweepCountsTheOrdersItStarts(t *testing.T) {
+	t.Parallel()
 	env := testenv.New(t, temporalServer, testenv.Options{Configure: func(c *config.Config) {
 		c.OutboxSweepInterval, c.OutboxStartAfter = 200*time.Millisecond, time.Second
 	}})

@@ -30,6 +30,7 @@ func (lostStarts) ExecuteWorkflow(context.Context, temporalclient.StartWorkflowO
 // TestOrderWhoseWorkflowStartWasLostIsStartedBySweeper: the order and its reservation are
 // committed, the start is lost, and the worker's sweeper starts the order; nothing is stranded.
 func TestOrderWhoseWorkflowStartWasLostIsStartedBySweeper(t *testing.T) {
+	t.Parallel()
 	long(t)
 	env := testenv.New(t, temporalServer, testenv.Options{})
 	tenant := env.NewTenant(t, 5)
@@ -94,6 +95,7 @@ func TestOrderWhoseWorkflowStartWasLostIsStartedBySweeper(t *testing.T) {
 // processing, but the start of its PrepareInputWorkflow is lost; the worker's sweep starts it and
 // the upload becomes ready.
 func TestUploadWhosePreparationStartWasLostIsPreparedBySweeper(t *testing.T) {
+	t.Parallel()
 	long(t)
 	env := testenv.New(t, temporalServer, testenv.Options{})
 	tenant := env.NewTenant(t, 5)

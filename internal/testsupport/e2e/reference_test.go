@@ -44,6 +44,7 @@ func fetchImage(t *testing.T, rawURL string) (w, h int, contentType string) {
 // the marketplace and the system presets when it opens, their images are drawn on first
 // download, an account's own items are its alone, and the prices agree with the AI models.
 func TestReferenceDataEndToEnd(t *testing.T) {
+	t.Parallel()
 	long(t)
 	env := testenv.New(t, temporalServer, testenv.Options{NoWorker: true})
 	tenant := env.NewTenant(t, 10)

@@ -2,7 +2,9 @@ package e2e_test
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,17 +18,19 @@ import (
 )
 
 func TestRetriesFollowTheErrorCategory(t *testing.T) {
+	t.Parallel()
 	long(t)
 	env := testenv.New(t, temporalServer, testenv.Options{Configure: func(c *config.Config) { c.SimProvider = true }})
 	env.App.Engine.JobOptions.Retry = workflows.RetrySchedule{Delays: []time.Duration{300 * time.Millisecond}, MaxAttempts: 4, MaxTotal: time.Minute}
 	tenant := env.NewTenant(t, 20)
 	api := &client{t: t, base: env.BaseURL + plugin.Base, key: tenant.PluginKey}
+	const rateLimitedModel = "sim/rate-limit-twice"
 	cases := map[string]struct {
 		status   string
 		attempts int
 		category errorcat.Category
 	}{
-		"sim/rate-limit-twice": {models.JobCompleted, 3, ""},
+		rateLimitedModel:       {models.JobCompleted, 3, ""},
 		"sim/capacity-then-ok": {models.JobCompleted, 2, ""},
 		"sim/always-transient": {models.JobFailed, 4, errorcat.TransientInfra},
 		"sim/content-policy":   {models.JobFailed, 1, errorcat.ContentPolicy},
@@ -35,18 +39,24 @@ func TestRetriesFollowTheErrorCategory(t *testing.T) {
 		"sim/internal-bug":     {models.JobFailed, 1, errorcat.InternalBug},
 		"sim/transient-once":   {models.JobCompleted, 2, ""},
 	}
+	// Every packshot is registered before any session starts, and the rate-limited job starts
+	// last: its retry_pending windows last seconds, which registering the other packshots on a
+	// busy machine could outlast before the test looks.
+	order := slices.DeleteFunc(slices.Sorted(maps.Keys(cases)), func(m string) bool { return m == rateLimitedModel })
+	order = append(order, rateLimitedModel)
+	for _, model := range order {
+		registerPackshot(t, env, api, strings.TrimPrefix(model, "sim/"), packshotPNG(t))
+	}
 	jobModel := map[string]string{}
-	for model := range cases {
-		ref := strings.TrimPrefix(model, "sim/")
-		registerPackshot(t, env, api, ref, packshotPNG(t))
-		s := startSession(t, api, ref, model, 1)
+	for _, model := range order {
+		s := startSession(t, api, strings.TrimPrefix(model, "sim/"), model, 1)
 		jobModel[s.Subjects[0].JobIDs[0]] = model
 	}
 
 	// The rate-limited job is visibly waiting (retry_pending, RATE_LIMIT) between its attempts.
 	var rateLimited string
 	for id, m := range jobModel {
-		if m == "sim/rate-limit-twice" {
+		if m == rateLimitedModel {
 			rateLimited = id
 		}
 	}

@@ -127,6 +127,7 @@ func credits(t *testing.T, api *client) plugin.MeResponse {
 // with the same session and creates nothing; another payload under the key is a 409; ten
 // identical requests at once create exactly one order.
 func TestIdempotentSessionsEndToEnd(t *testing.T) {
+	t.Parallel()
 	long(t)
 	env := testenv.New(t, temporalServer, testenv.Options{})
 	tenant := env.NewTenant(t, 50)
@@ -229,6 +230,7 @@ func burstOrderJobs(t *testing.T, env *testenv.Env, orderID string) []string {
 // TestBatchEndToEnd: a batch answers 207 with one result per session in input order; the sessions
 // that fail (422, 400, 402) create nothing, and credits are reserved only for those that succeed.
 func TestBatchEndToEnd(t *testing.T) {
+	t.Parallel()
 	long(t)
 	env := testenv.New(t, temporalServer, testenv.Options{})
 	tenant := env.NewTenant(t, 5)
@@ -296,6 +298,7 @@ func TestBatchEndToEnd(t *testing.T) {
 // TestCloneEndToEnd: a clone reuses the source's subjects (empty body) or replaces them, is charged
 // anew, records its source, drops the ratings, replays under its key and needs one.
 func TestCloneEndToEnd(t *testing.T) {
+	t.Parallel()
 	long(t)
 	env := testenv.New(t, temporalServer, testenv.Options{})
 	tenant := env.NewTenant(t, 20)

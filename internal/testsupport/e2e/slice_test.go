@@ -5,7 +5,6 @@ import (
 	"context"
 	"image"
 	"image/color"
-	"image/png"
 	"io"
 	"net/http"
 	"testing"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
+	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/workflows"
 )
@@ -23,29 +23,14 @@ import (
 // packshotPNG draws a product (a blue bottle with a white label) on a white background.
 func packshotPNG(t *testing.T) []byte {
 	t.Helper()
-	img := image.NewNRGBA(image.Rect(0, 0, 300, 400))
-	for y := range 400 {
-		for x := range 300 {
-			c := color.NRGBA{255, 255, 255, 255}
-			if x >= 100 && x < 200 && y >= 60 && y < 360 {
-				c = color.NRGBA{30, 60, 180, 255}
-				if y >= 180 && y < 240 && x >= 115 && x < 185 {
-					c = color.NRGBA{250, 250, 250, 255}
-				}
-			}
-			img.SetNRGBA(x, y, c)
-		}
-	}
-	var buf bytes.Buffer
-	if err := png.Encode(&buf, img); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	bottle := testimage.Product(300, 400, testimage.White, image.Rect(100, 60, 200, 360), color.NRGBA{30, 60, 180, 255})
+	return testimage.PNG(t, testimage.Fill(bottle, image.Rect(115, 180, 185, 240), color.NRGBA{250, 250, 250, 255}))
 }
 
 // TestPluginPhotoSessionEndToEnd walks the walking-skeleton slice by HTTP only: upload, packshot,
 // AI models, a photo session of two images, the workflows, and the download of a real PNG.
 func TestPluginPhotoSessionEndToEnd(t *testing.T) {
+	t.Parallel()
 	env := testenv.New(t, temporalServer, testenv.Options{})
 	tenant := env.NewTenant(t, 10)
 	api := &client{t: t, base: env.BaseURL + plugin.Base, key: tenant.PluginKey}

@@ -43,6 +43,7 @@ func admin(t *testing.T, env *testenv.Env, out any, args ...string) (string, err
 // stragglers` lists exactly them, and `admin jobs redrive` settles or re-runs each, audited; a job
 // a workflow still runs is refused. Every job then ends, credits settle and webhooks go out.
 func TestSupportFindsAndRedrivesStrandedJobs(t *testing.T) {
+	t.Parallel()
 	long(t)
 	env := testenv.New(t, temporalServer, testenv.Options{NoWorker: true, Configure: func(c *config.Config) {
 		c.SimProvider = true

@@ -68,6 +68,7 @@ func waitCompleted(t *testing.T, api *client, jobID string) plugin.JobResponse {
 // fixes the cause and runs it again inside its order: a second run with its own reservation,
 // workflow, audit row and webhook (a new webhook-id); the order ends completed and balances.
 func TestSupportRetriesAFailedJobAsANewRun(t *testing.T) {
+	t.Parallel()
 	long(t)
 	env := testenv.New(t, temporalServer, testenv.Options{Configure: func(c *config.Config) {
 		c.SimProvider = true
@@ -208,6 +209,7 @@ func TestSupportRetriesAFailedJobAsANewRun(t *testing.T) {
 // never reaches Temporal (as when the admin process dies right after the commit); the worker's
 // sweeper starts it, once, and the run completes.
 func TestSweeperStartsAReRunWhoseStartWasLost(t *testing.T) {
+	t.Parallel()
 	long(t)
 	env := testenv.New(t, temporalServer, testenv.Options{Configure: func(c *config.Config) { c.SimProvider = true }})
 	tenant := env.NewTenant(t, 3)

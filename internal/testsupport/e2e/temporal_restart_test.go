@@ -16,6 +16,8 @@ import (
 
 // TestOrderFinishesAcrossATemporalRestart stops the Temporal server in the middle of an order and
 // starts it again on the same address and database: the order still finishes.
+// It is not parallel (Go runs it before the parallel tests): its server's address is free for two
+// seconds between the stop and the start, and a parallel test's listener could take it.
 func TestOrderFinishesAcrossATemporalRestart(t *testing.T) {
 	long(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -127,6 +127,7 @@ func (p *tlsProxy) verified() []string {
 // its own client certificate in the TEMPORAL_TLS_* settings, run an order to completion; a client
 // without a certificate, and a worker without one, are refused with the reason.
 func TestOrderRunsOverMutualTLS(t *testing.T) {
+	t.Parallel()
 	ca := testcerts.NewCA(t)
 	proxy := startTLSProxy(t, ca, temporalServer.FrontendHostPort())
 	mtls := func(cert testcerts.Pair) map[string]string {

@@ -16,6 +16,7 @@ import (
 // photo of the local provider completes while the sim provider's slow jobs still queue behind each
 // other, and those run one at a time, never together.
 func TestASlowProviderDoesNotStarveTheOthers(t *testing.T) {
+	t.Parallel()
 	long(t)
 	const delay = 3 * time.Second
 	env := testenv.New(t, temporalServer, testenv.Options{Configure: func(c *config.Config) {

@@ -123,6 +123,7 @@ func notifyJob(ctx workflow.Context, jobID string, run int) error {
 // that the official library verifies it; a failing receiver is retried honouring Retry-After; a
 // replay re-sends with the same webhook-id and a new timestamp.
 func TestWebhooksAreSignedRetriedAndReplayed(t *testing.T) {
+	t.Parallel()
 	long(t)
 	env := testenv.New(t, temporalServer, testenv.Options{Configure: func(c *config.Config) { c.WebhookAllowPrivateNetworks = true }})
 	tenant := env.NewTenant(t, 10)

@@ -31,6 +31,7 @@ const outageLength = 45 * time.Second
 // the outage. Once the database is back every job ends, completed with one attempt or cancelled,
 // every order ends, credits are settled exactly once and every terminal job is notified.
 func TestWorkerDatabaseOutageStrandsNothing(t *testing.T) {
+	t.Parallel()
 	long(t)
 	for _, mode := range []faultproxy.Mode{faultproxy.Refuse, faultproxy.Blackhole} {
 		t.Run(mode.String(), func(t *testing.T) {

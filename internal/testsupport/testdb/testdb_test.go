@@ -9,6 +9,7 @@ import (
 // TestMigratedPostgresURLIsAtTheLatestSchema: a database copied from the template is fully
 // migrated (CheckSchema accepts it, Migrate has nothing left to do) and is the test's own.
 func TestMigratedPostgresURLIsAtTheLatestSchema(t *testing.T) {
+	t.Parallel()
 	a, b := MigratedPostgresURL(t), MigratedPostgresURL(t)
 	if a == b {
 		t.Fatal("two tests got the same database")
