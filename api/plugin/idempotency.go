@@ -17,7 +17,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"go.uber.org/zap"
-	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/models"
@@ -330,14 +329,11 @@ func sessionRecord(c *gin.Context) recorder {
 	if claim == nil {
 		return nil
 	}
-	return func(tx *gorm.DB, order *models.Order, jobs []models.Job) error {
+	return claim.SessionRecord(func(order *models.Order, jobs []models.Job) (models.IdempotencyAnswer, error) {
 		body, err := encodeJSON(sessionResponse(order, jobs))
-		if err != nil {
-			return err
-		}
-		return claim.Record(tx, order.ID, models.IdempotencyAnswer{Status: http.StatusCreated,
-			Headers: map[string][]string{"Content-Type": {jsonContentType}}, Body: body})
-	}
+		return models.IdempotencyAnswer{Status: http.StatusCreated,
+			Headers: map[string][]string{"Content-Type": {jsonContentType}}, Body: body}, err
+	})
 }
 
 // payloadHash is the hash a key is bound to: requestHash of the method, the path with the query

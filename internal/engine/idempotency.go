@@ -68,6 +68,22 @@ func (k *KeyClaim) Record(tx *gorm.DB, orderID string, answer models.Idempotency
 	return err
 }
 
+// SessionAnswer is the answer a keyed session records: what the façade would send for the order
+// and jobs it commits.
+type SessionAnswer func(order *models.Order, jobs []models.Job) (models.IdempotencyAnswer, error)
+
+// SessionRecord is what a keyed session commits with: it records answer's result under the claim
+// in the transaction that creates the order, so the order exists exactly when the key names it.
+func (k *KeyClaim) SessionRecord(answer SessionAnswer) SessionRecord {
+	return func(tx *gorm.DB, order *models.Order, jobs []models.Job) error {
+		a, err := answer(order, jobs)
+		if err != nil {
+			return err
+		}
+		return k.Record(tx, order.ID, a)
+	}
+}
+
 // Complete records answer on its own, for a request whose effect has already committed: a crash
 // between the two leaves the claim unfinished, and it is taken over after the lease. It records
 // also when ctx has ended (the client hung up after the effect).
