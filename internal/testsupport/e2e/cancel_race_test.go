@@ -216,7 +216,7 @@ func TestCancelReachesALaunchedRunBeforeItsFirstAttempt(t *testing.T) {
 		t.Fatalf("the cancelled run: %d release and %d consume rows", released, consumed)
 	}
 	for _, h := range receiver.waitHooks(t, models.WebhookDeliveryID(id, 2, webhooks.EventJobCancelled), 1, 60*time.Second) {
-		if p := verify(t, secret, h); p.Type != webhooks.EventJobCancelled || p.Data.ID != id || p.Data.Status != models.JobCancelled {
+		if p := verify(t, secret, h); p.Event != webhooks.EventJobCancelled || p.ID != id || p.Status != models.JobCancelled {
 			t.Fatalf("webhook of the cancelled run: %s", h.body)
 		}
 	}
