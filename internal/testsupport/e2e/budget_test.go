@@ -13,7 +13,7 @@ import (
 // job may write (issue 15; docs/benchmarks.md lists them one by one). A change that adds events
 // to every job fails TestPluginPhotoSessionEndToEnd: lower the count it writes, or raise this with
 // a reason recorded in docs/benchmarks.md.
-const JobWorkflowEventBudget = 21
+const JobWorkflowEventBudget = 19
 
 // historyEvents reads every event of a workflow's latest run.
 func historyEvents(t *testing.T, c temporalclient.Client, workflowID string) []*historypb.HistoryEvent {
