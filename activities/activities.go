@@ -225,10 +225,19 @@ type CompleteInput struct {
 // CompleteJob marks the job completed with its outputs and consumes its credits (a local activity).
 // Only the call that completed the job counts it as finished, so retries count nothing twice.
 func (a *Activities) CompleteJob(ctx context.Context, in CompleteInput) error {
-	db := a.DB.WithContext(ctx)
+	completed, err := completeJob(a.DB.WithContext(ctx), in)
+	if completed {
+		a.Metrics.JobFinished(models.JobCompleted, "")
+	}
+	return err
+}
+
+// completeJob stores a successful job run in db (its own transaction, or a savepoint of the
+// caller's); completed is false when the run was already terminal.
+func completeJob(db *gorm.DB, in CompleteInput) (completed bool, err error) {
 	job, err := models.GetJob(db, in.JobID)
 	if err != nil {
-		return err
+		return false, err
 	}
 	now := time.Now().UTC()
 	assets := make([]models.Asset, 0, len(in.Outputs))
@@ -239,11 +248,7 @@ func (a *Activities) CompleteJob(ctx context.Context, in CompleteInput) error {
 			Width: o.Width, Height: o.Height, SHA256: o.SHA256, JobID: &job.ID, Position: pos, CreatedAt: now, UpdatedAt: now,
 		})
 	}
-	completed, err := models.CompleteJob(db, in.JobID, in.Run, assets)
-	if completed {
-		a.Metrics.JobFinished(models.JobCompleted, "")
-	}
-	return err
+	return models.CompleteJob(db, in.JobID, in.Run, assets)
 }
 
 // EndInput records a job run ending without output.
@@ -258,15 +263,21 @@ type EndInput struct {
 // EndJob moves the job to a terminal failure status and releases its credits (a local activity).
 // Only the call that ended the job counts it as finished, so retries count nothing twice.
 func (a *Activities) EndJob(ctx context.Context, in EndInput) error {
-	hint := ""
-	if in.Category != "" {
-		hint = in.Category.Hint()
-	}
-	ended, err := models.EndJob(a.DB.WithContext(ctx), in.JobID, in.Run, in.Status, string(in.Category), hint, in.Detail)
+	ended, err := endJob(a.DB.WithContext(ctx), in)
 	if ended && err == nil {
 		a.Metrics.JobFinished(in.Status, string(in.Category))
 	}
 	return err
+}
+
+// endJob stores a job run's end without output in db (its own transaction, or a savepoint of the
+// caller's); ended is false when the run was already terminal.
+func endJob(db *gorm.DB, in EndInput) (bool, error) {
+	hint := ""
+	if in.Category != "" {
+		hint = in.Category.Hint()
+	}
+	return models.EndJob(db, in.JobID, in.Run, in.Status, string(in.Category), hint, in.Detail)
 }
 
 // RetryPendingInput records a failed attempt that will be retried.

@@ -9,6 +9,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
+	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/internal/metrics"
 	"github.com/shotflow/shotflow/internal/webhooks"
@@ -48,7 +49,11 @@ type RecordWebhookResult struct {
 // this moment (a local activity). Its ID is derived from the job, run and event and the insert
 // ignores conflicts, so a retried or replayed call returns the same delivery and creates nothing.
 func (a *Activities) RecordJobWebhook(ctx context.Context, in RecordWebhookInput) (RecordWebhookResult, error) {
-	db := a.DB.WithContext(ctx)
+	return a.recordJobWebhook(a.DB.WithContext(ctx), in)
+}
+
+// recordJobWebhook is RecordJobWebhook in db (a transaction of the caller's, or none).
+func (a *Activities) recordJobWebhook(db *gorm.DB, in RecordWebhookInput) (RecordWebhookResult, error) {
 	job, err := models.GetJob(db, in.JobID)
 	if err != nil {
 		return RecordWebhookResult{}, fmt.Errorf("load job %s: %w", in.JobID, err)

@@ -77,7 +77,23 @@ type JobInput struct {
 	// task queue (GenerateTaskQueue). Empty (jobs started before provider queues existed) runs
 	// them on the workflow's own queue.
 	Provider string `json:",omitempty"`
+	// Shape is the history shape the run writes (JobShapeOriginal or JobShapeLean). The order
+	// that launches the job decides it once per order run with workflow.GetVersion, so that a
+	// job's history stays the same on every replay without a version marker of its own.
+	Shape int `json:",omitempty"`
 }
+
+// History shapes of a JobWorkflow run (JobInput.Shape).
+const (
+	// JobShapeOriginal is the shape of every run started before issue 15 and of runs started
+	// outside an order (re-runs): an in_progress search-attribute upsert at the first attempt,
+	// and at the end the settlement and the webhook record as two local activities.
+	JobShapeOriginal = 0
+	// JobShapeLean sets no in_progress search attribute (the read model shows it; operators
+	// query finished, failed and retry_pending jobs) and ends the run with one FinishJob local
+	// activity: settlement and webhook record in one transaction and one marker.
+	JobShapeLean = 1
+)
 
 // GenerateTaskQueue is the task queue of a provider's generate activities beside the main queue.
 func GenerateTaskQueue(mainQueue, provider string) string { return mainQueue + "-generate-" + provider }
@@ -87,6 +103,8 @@ type JobResult struct {
 	Status   string
 	Attempts int
 	Category errorcat.Category `json:",omitempty"`
+	// notified: the run has recorded (and started) its webhook itself (JobShapeLean).
+	notified bool
 }
 
 // JobFinished is the payload of SignalJobFinished.
@@ -112,11 +130,29 @@ func JobWorkflow(ctx workflow.Context, in JobInput) (JobResult, error) {
 		return res, err
 	}
 	if res.Status != statusNotRunnable {
-		if err := NotifyJobEnded(ctx, in.JobID, in.Run); err != nil {
-			workflow.GetLogger(ctx).Error("job webhook not started", "job_id", in.JobID, "error", err)
+		if !res.notified {
+			if err := NotifyJobEnded(ctx, in.JobID, in.Run); err != nil {
+				workflow.GetLogger(ctx).Error("job webhook not started", "job_id", in.JobID, "error", err)
+			}
 		}
 		notifyOrder(ctx, in, res.Status)
 	}
+	return res, nil
+}
+
+// finishLean ends a JobShapeLean run: FinishJob settles it and records its webhook in one local
+// activity, the status search attributes follow, then the webhook's delivery workflow starts.
+func finishLean(ctx workflow.Context, in JobInput, fin activities.FinishJobInput, res JobResult) (JobResult, error) {
+	var a *activities.Activities
+	var rec activities.RecordWebhookResult
+	if err := project(ctx, a.FinishJob, &rec, fin); err != nil {
+		return JobResult{}, err
+	}
+	setStatus(ctx, res.Status, res.Category)
+	if err := startDelivery(ctx, rec); err != nil {
+		workflow.GetLogger(ctx).Error("job webhook not started", "job_id", in.JobID, "error", err)
+	}
+	res.notified = true
 	return res, nil
 }
 
@@ -155,12 +191,17 @@ func runJob(ctx workflow.Context, in JobInput, gate *startGate) (JobResult, erro
 		if err != nil {
 			return JobResult{}, err
 		}
-		if attempt == 1 {
+		if attempt == 1 && in.Shape < JobShapeLean {
 			setStatus(ctx, models.JobInProgress, "")
 		}
 		var gen activities.GenerateResult
 		// An outage of the database or the blob store is waited out here and is no attempt.
 		err = runActivity(ctx, actx, a.Generate, &gen, activities.AttemptInput{JobID: in.JobID, Run: in.Run, Attempt: attempt})
+		if err == nil && in.Shape >= JobShapeLean {
+			return finishLean(ctx, in, activities.FinishJobInput{Complete: &activities.CompleteInput{
+				JobID: in.JobID, Run: in.Run, Outputs: gen.Outputs,
+			}}, JobResult{Status: models.JobCompleted, Attempts: attempt})
+		}
 		if err == nil {
 			if err := project(ctx, a.CompleteJob, nil, activities.CompleteInput{JobID: in.JobID, Run: in.Run, Outputs: gen.Outputs}); err != nil {
 				return JobResult{}, err
@@ -222,9 +263,12 @@ func markRetryPending(ctx workflow.Context, in JobInput, category errorcat.Categ
 
 func endJob(ctx workflow.Context, in JobInput, attempt int, category errorcat.Category, detail string) (JobResult, error) {
 	var a *activities.Activities
-	if err := project(ctx, a.EndJob, nil, activities.EndInput{
-		JobID: in.JobID, Run: in.Run, Status: models.JobFailed, Category: category, Detail: detail,
-	}); err != nil {
+	end := activities.EndInput{JobID: in.JobID, Run: in.Run, Status: models.JobFailed, Category: category, Detail: detail}
+	if in.Shape >= JobShapeLean {
+		return finishLean(ctx, in, activities.FinishJobInput{End: &end},
+			JobResult{Status: models.JobFailed, Attempts: attempt, Category: category})
+	}
+	if err := project(ctx, a.EndJob, nil, end); err != nil {
 		return JobResult{}, err
 	}
 	setStatus(ctx, models.JobFailed, category)

@@ -38,6 +38,10 @@ type CancelOptions struct {
 	AcceptBy time.Time `json:",omitempty"`
 }
 
+// leanJobsChange is the workflow.GetVersion change ID under which an order launches its jobs in
+// JobShapeLean (version 1) rather than JobShapeOriginal (DefaultVersion).
+const leanJobsChange = "lean-jobs"
+
 // DefaultMaxConcurrentJobs is how many jobs of one order run at once. Jobs beyond it wait in the
 // order workflow, where they can still be cancelled or expire.
 const DefaultMaxConcurrentJobs = 10
@@ -146,6 +150,11 @@ func (s *orderState) finished(m JobFinished) {
 // status is kept by the jobs' own settlement transactions.
 func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 	var a *activities.Activities
+	// Orders started before issue 15 keep launching jobs in the original shape on replay.
+	jobShape := JobShapeOriginal
+	if workflow.GetVersion(ctx, leanJobsChange, workflow.DefaultVersion, 1) >= 1 {
+		jobShape = JobShapeLean
+	}
 	s := &orderState{in: in, queue: in.Jobs, running: slices.Clone(in.Running), cancelling: map[string]bool{}, result: in.Result}
 	maxRunning := in.MaxConcurrentJobs
 	if maxRunning <= 0 {
@@ -221,7 +230,7 @@ func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 				continue
 			}
 			s.launching = ref.JobID
-			if err := launchJob(ctx, in, ref); err != nil {
+			if err := launchJob(ctx, in, ref, jobShape); err != nil {
 				return s.result, err
 			}
 			s.running, s.launching = append(s.running, ref.JobID), ""
@@ -279,7 +288,7 @@ func nextExpiry(ctx workflow.Context, queue []JobRef) (time.Duration, bool) {
 }
 
 // launchJob starts the job's workflow and waits until Temporal has started it.
-func launchJob(ctx workflow.Context, in OrderInput, ref JobRef) error {
+func launchJob(ctx workflow.Context, in OrderInput, ref JobRef, shape int) error {
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 		WorkflowID: JobWorkflowID(ref.JobID, ref.Run),
 		// ABANDON: a job owns its credit reservation and must settle it even if the order
@@ -291,7 +300,7 @@ func launchJob(ctx workflow.Context, in OrderInput, ref JobRef) error {
 		Memo:                  map[string]any{"product_ref": ref.ProductRef, "product_label": ref.ProductLabel},
 	})
 	f := workflow.ExecuteChildWorkflow(cctx, JobWorkflow, JobInput{
-		JobID: ref.JobID, Run: ref.Run, OrderID: in.OrderID, Options: in.JobOptions, Provider: ref.Provider,
+		JobID: ref.JobID, Run: ref.Run, OrderID: in.OrderID, Options: in.JobOptions, Provider: ref.Provider, Shape: shape,
 	})
 	err := f.GetChildWorkflowExecution().Get(ctx, nil)
 	if temporal.IsWorkflowExecutionAlreadyStartedError(err) {

@@ -23,10 +23,13 @@ func TestReplayRecordedHistories(t *testing.T) {
 	}
 	// The shapes every release must still replay, each recorded by the e2e test named.
 	for _, want := range []string{
-		"order_workflow_completed.json", // TestPluginPhotoSessionEndToEnd
+		"order_workflow_completed.json", // TestPluginPhotoSessionEndToEnd: jobs launched in JobShapeLean
+		// The same two recorded before issue 15 (no version marker): jobs in JobShapeOriginal.
+		"order_workflow_completed_original.json",
+		"job_workflow_completed_original.json",
 		"order_workflow_cancel.json",    // TestCancelOnlyJobsThatHaveNotStarted
 		"order_workflow_continued.json", // TestLargeOrderContinuesAsNew: a run that continued as new
-		"job_workflow_completed.json",   // TestPluginPhotoSessionEndToEnd
+		"job_workflow_completed.json",   // TestPluginPhotoSessionEndToEnd: JobShapeLean
 		"job_workflow_cancelled.json",   // TestCancelReachesALaunchedRunBeforeItsFirstAttempt: cancelled by its own workflow
 		"job_workflow_input_wait.json",  // TestJobWaitsForItsInputAndRunsWhenItIsReady
 		"job_workflow_callback.json",    // TestWebhooksAreSignedRetriedAndReplayed: an installation with a callback URL

@@ -132,6 +132,12 @@ func NotifyJobEnded(ctx workflow.Context, jobID string, run int) error {
 	if err := project(ctx, a.RecordJobWebhook, &rec, activities.RecordWebhookInput{JobID: jobID, Run: run}); err != nil {
 		return err
 	}
+	return startDelivery(ctx, rec)
+}
+
+// startDelivery starts the WebhookDeliveryWorkflow of a recorded job webhook, as an abandoned
+// child, when it has a receiver; a delivery already started counts as started.
+func startDelivery(ctx workflow.Context, rec activities.RecordWebhookResult) error {
 	if !rec.Deliver {
 		return nil
 	}

@@ -165,6 +165,7 @@ func TestPluginPhotoSessionEndToEnd(t *testing.T) {
 			return d.WorkflowExecutionInfo.Status == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
 		})
 		recordHistory(t, tc, workflows.JobWorkflowID(id, 1), "job_workflow_completed.json")
+		assertJobEventBudget(t, tc, workflows.JobWorkflowID(id, 1))
 		fields := d.WorkflowExecutionInfo.SearchAttributes.GetIndexedFields()
 		for _, name := range []string{"ShotflowInstallationID", "ShotflowOrderID", "ShotflowJobStatus"} {
 			if _, ok := fields[name]; !ok {

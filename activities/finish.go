@@ -1,0 +1,76 @@
+package activities
+
+import (
+	"context"
+	"errors"
+
+	"go.temporal.io/sdk/temporal"
+	"go.uber.org/zap"
+	"gorm.io/gorm"
+
+	"github.com/shotflow/shotflow/models"
+)
+
+// FinishJobInput ends a job run: exactly one of Complete and End is set.
+type FinishJobInput struct {
+	Complete *CompleteInput `json:",omitempty"`
+	End      *EndInput      `json:",omitempty"`
+}
+
+// FinishJob ends a job run and records its webhook delivery in one database transaction (a local
+// activity): CompleteJob or EndJob, then RecordJobWebhook, so a job's end costs one transaction
+// and one local-activity marker instead of two of each. Like them it can run again: a run already
+// terminal is left as it is and its recorded delivery is returned.
+//
+// The end is never lost for its webhook's sake: a webhook that cannot be recorded for a reason
+// that retrying would not change (the run is no longer the job's current one) is logged and left
+// out, and the job's end is committed with no delivery. A database failure rolls back both.
+func (a *Activities) FinishJob(ctx context.Context, in FinishJobInput) (RecordWebhookResult, error) {
+	var status, category string
+	var finish func(tx *gorm.DB) (bool, error)
+	var ref RecordWebhookInput
+	switch {
+	case in.Complete != nil && in.End == nil:
+		status, ref = models.JobCompleted, RecordWebhookInput{JobID: in.Complete.JobID, Run: in.Complete.Run}
+		finish = func(tx *gorm.DB) (bool, error) { return completeJob(tx, *in.Complete) }
+	case in.End != nil && in.Complete == nil:
+		status, category, ref = in.End.Status, string(in.End.Category), RecordWebhookInput{JobID: in.End.JobID, Run: in.End.Run}
+		finish = func(tx *gorm.DB) (bool, error) { return endJob(tx, *in.End) }
+	default:
+		return RecordWebhookResult{}, temporal.NewNonRetryableApplicationError("FinishJob needs exactly one of Complete and End", "BAD_INPUT", nil)
+	}
+	var rec RecordWebhookResult
+	finished := false
+	err := a.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var err error
+		if finished, err = finish(tx); err != nil {
+			return err
+		}
+		rec, err = a.recordWebhookInTx(tx, ref)
+		return err
+	})
+	if err != nil {
+		return RecordWebhookResult{}, err
+	}
+	if finished {
+		a.Metrics.JobFinished(status, category)
+	}
+	return rec, nil
+}
+
+// recordWebhookInTx records the run's webhook in a savepoint of tx. A non-retryable refusal is
+// logged and answered with no delivery; any other error fails the whole transaction.
+func (a *Activities) recordWebhookInTx(tx *gorm.DB, ref RecordWebhookInput) (RecordWebhookResult, error) {
+	var rec RecordWebhookResult
+	err := tx.Transaction(func(sp *gorm.DB) error {
+		var err error
+		rec, err = a.recordJobWebhook(sp, ref)
+		return err
+	})
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) && appErr.NonRetryable() {
+		a.Log.Error("job webhook not recorded", zap.String("job_id", ref.JobID), zap.Int("run", ref.Run), zap.Error(err))
+		return RecordWebhookResult{}, nil
+	}
+	return rec, err
+}

@@ -1,0 +1,116 @@
+package activities_test
+
+import (
+	"context"
+	"testing"
+
+	"gorm.io/gorm"
+
+	"github.com/shotflow/shotflow/activities"
+	"github.com/shotflow/shotflow/internal/errorcat"
+	"github.com/shotflow/shotflow/internal/testsupport/testdb"
+	"github.com/shotflow/shotflow/models"
+)
+
+// runningJob is a job whose first attempt is running, with its credit reserved.
+func (f *fixture) runningJob(t *testing.T) models.Job {
+	t.Helper()
+	job := f.newJob(t, &f.inst.ID, models.JobInProgress)
+	if err := f.db.Model(&models.Account{}).Where("id = ?", job.AccountID).
+		Update("credits_reserved", gorm.Expr("credits_reserved + 1")).Error; err != nil {
+		t.Fatal(err)
+	}
+	return job
+}
+
+func (f *fixture) finish(t *testing.T, in activities.FinishJobInput) activities.RecordWebhookResult {
+	t.Helper()
+	rec, err := f.acts.FinishJob(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+func (f *fixture) count(t *testing.T, model any, where string, args ...any) int64 {
+	t.Helper()
+	var n int64
+	if err := f.db.Model(model).Where(where, args...).Count(&n).Error; err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestFinishJobCompletesAndRecordsTheWebhookOnce(t *testing.T) {
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		f := newFixture(t, db, "https://shop.example/hook")
+		job := f.runningJob(t)
+		in := activities.FinishJobInput{Complete: &activities.CompleteInput{JobID: job.ID, Run: 1, Outputs: []activities.OutputFile{{
+			AssetID: models.OutputAssetID(job.ID, 1, 0), BlobKey: "out", ContentType: "image/png", SizeBytes: 3, Width: 2, Height: 2,
+		}}}}
+		want := activities.RecordWebhookResult{
+			DeliveryID: models.WebhookDeliveryID(job.ID, 1, "job.completed"), Deliver: true,
+			AccountID: f.inst.AccountID, InstallationID: f.inst.ID, OrderID: job.OrderID,
+		}
+		if rec := f.finish(t, in); rec != want {
+			t.Fatalf("result = %+v, want %+v", rec, want)
+		}
+		// Executed again (a retried local activity): the same delivery, nothing settled twice.
+		if rec := f.finish(t, in); rec != want {
+			t.Fatalf("second call = %+v", rec)
+		}
+		got, err := models.GetJob(db, job.ID)
+		if err != nil || got.Status != models.JobCompleted {
+			t.Fatalf("job = %+v (%v)", got, err)
+		}
+		if n := f.count(t, &models.LedgerEntry{}, "job_id = ? AND kind = ?", job.ID, models.LedgerConsume); n != 1 {
+			t.Fatalf("%d consume rows, want 1", n)
+		}
+		if n := f.count(t, &models.WebhookDelivery{}, "job_id = ?", job.ID); n != 1 {
+			t.Fatalf("%d deliveries, want 1", n)
+		}
+		if d := f.delivery(t, want.DeliveryID); d.Event != "job.completed" || d.Status != models.WebhookPending {
+			t.Fatalf("delivery = %+v", d)
+		}
+		if n := f.count(t, &models.Asset{}, "job_id = ? AND kind = ?", job.ID, models.AssetKindOutput); n != 1 {
+			t.Fatalf("%d outputs, want 1", n)
+		}
+	})
+}
+
+func TestFinishJobEndsAFailedRunWithItsWebhook(t *testing.T) {
+	f := newFixture(t, testdb.Open(t, testdb.SQLiteURL(t)), "https://shop.example/hook")
+	job := f.runningJob(t)
+	rec := f.finish(t, activities.FinishJobInput{End: &activities.EndInput{
+		JobID: job.ID, Run: 1, Status: models.JobFailed, Category: errorcat.ContentPolicy, Detail: "no",
+	}})
+	if !rec.Deliver || rec.DeliveryID != models.WebhookDeliveryID(job.ID, 1, "job.failed") {
+		t.Fatalf("result = %+v", rec)
+	}
+	got, err := models.GetJob(f.db, job.ID)
+	if err != nil || got.Status != models.JobFailed || got.ErrorCategory == nil || *got.ErrorCategory != string(errorcat.ContentPolicy) {
+		t.Fatalf("job = %+v (%v)", got, err)
+	}
+	if n := f.count(t, &models.LedgerEntry{}, "job_id = ? AND kind = ?", job.ID, models.LedgerRelease); n != 1 {
+		t.Fatalf("%d release rows, want 1", n)
+	}
+}
+
+func TestFinishJobKeepsTheEndWhenTheWebhookCannotBeRecorded(t *testing.T) {
+	f := newFixture(t, testdb.Open(t, testdb.SQLiteURL(t)), "https://shop.example/hook")
+	job := f.runningJob(t)
+	// Run 2 is not the job's run: nothing ends, the webhook is refused, and that is no error.
+	rec := f.finish(t, activities.FinishJobInput{Complete: &activities.CompleteInput{JobID: job.ID, Run: 2}})
+	if rec.Deliver || rec.DeliveryID != "" {
+		t.Fatalf("result = %+v", rec)
+	}
+	if got, err := models.GetJob(f.db, job.ID); err != nil || got.Status != models.JobInProgress {
+		t.Fatalf("job = %+v (%v)", got, err)
+	}
+	if n := f.count(t, &models.WebhookDelivery{}, "job_id = ?", job.ID); n != 0 {
+		t.Fatalf("%d deliveries, want 0", n)
+	}
+	if _, err := f.acts.FinishJob(context.Background(), activities.FinishJobInput{}); err == nil {
+		t.Fatal("FinishJob without Complete or End did not fail")
+	}
+}
