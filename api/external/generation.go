@@ -195,7 +195,8 @@ func text(field string, v *string, required bool) (string, error) {
 	return s, nil
 }
 
-// id checks a record ID field: present (when required) and a UUID.
+// id checks a record ID field: present (when required) and a UUID, in either case; it returns the
+// ID as the store keeps it (models.CanonicalID).
 func id(field string, v *string, required bool) (string, error) {
 	if v == nil || *v == "" {
 		if required {
@@ -206,7 +207,7 @@ func id(field string, v *string, required bool) (string, error) {
 	if !models.IsUUID(*v) {
 		return "", refuse(http.StatusBadRequest, "%s %q is not a valid id.", field, *v)
 	}
-	return *v, nil
+	return models.CanonicalID(*v), nil
 }
 
 // ref is {"id": "..."} in a generation config.
@@ -426,6 +427,7 @@ func (h *Handler) registerReel(c *gin.Context) {
 			h.answer(c, refuse(http.StatusBadRequest, "imagesIds[%d] %q is not a valid id.", i, v))
 			return
 		}
+		req.ImagesIDs[i] = models.CanonicalID(v)
 	}
 	p, err := h.Engine.PlanReel(c.Request.Context(), h.requester(c), req.ImagesIDs,
 		func(i int) string { return fmt.Sprintf("imagesIds[%d]", i) })
