@@ -238,6 +238,10 @@ var requestValidator = newRequestValidator()
 func newRequestValidator() *validator.Validate {
 	v := validator.New()
 	v.SetTagName("binding")
+	// nonempty: an optional field that was sent (a non-nil pointer) holds a value, not "".
+	if err := v.RegisterValidation("nonempty", func(fl validator.FieldLevel) bool { return fl.Field().String() != "" }); err != nil {
+		panic(err) // only for a malformed tag name
+	}
 	v.RegisterTagNameFunc(func(f reflect.StructField) string {
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		if name == "-" {
@@ -301,6 +305,8 @@ func describeField(fe validator.FieldError) string {
 		return fmt.Sprintf("%s must be one of: %s", ns, fe.Param())
 	case "uuid":
 		return fmt.Sprintf("%s must be a UUID", ns)
+	case "nonempty":
+		return fmt.Sprintf("%s must not be empty; omit it to use the default", ns)
 	}
 	return fmt.Sprintf("%s is invalid (%s)", ns, fe.Tag())
 }
