@@ -48,7 +48,7 @@ func TestUnaddressableRefsAreRefused(t *testing.T) {
 	} {
 		for _, tc := range []struct {
 			route, list, field string
-			item                map[string]any
+			item               map[string]any
 		}{
 			{"/images", "images", "external_ref", map[string]any{"external_ref": bad, "product_ref": "ok", "asset_id": asset}},
 			{"/images", "images", "product_ref", map[string]any{"external_ref": "ok", "product_ref": bad, "asset_id": asset}},
