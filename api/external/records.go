@@ -101,7 +101,7 @@ func (h *Handler) listImages(c *gin.Context) {
 		h.fail(c, http.StatusBadRequest, "productId must be the id of a product photo (a UUID, as GET /products lists).")
 		return
 	}
-	recs, err := h.Engine.ListAccountShoots(c.Request.Context(), key(c).AccountID, approved, photo)
+	recs, err := h.Engine.ListAccountShoots(c.Request.Context(), key(c).AccountID, approved, models.CanonicalID(photo))
 	h.answerRecords(c, "images", recs, err)
 }
 
@@ -259,7 +259,8 @@ func (h *Handler) reviewBody(c *gin.Context, allowed ...string) (map[string]json
 	return body, true
 }
 
-// reviewRecordID reads the required recordId of a review body: 400 unless a UUID string.
+// reviewRecordID reads the required recordId of a review body: 400 unless a UUID string (in
+// either case; it returns it as the store keeps it).
 func (h *Handler) reviewRecordID(c *gin.Context, body map[string]json.RawMessage) (string, bool) {
 	var id string
 	if raw, sent := body["recordId"]; !sent || json.Unmarshal(raw, &id) != nil || id == "" {
@@ -270,5 +271,5 @@ func (h *Handler) reviewRecordID(c *gin.Context, body map[string]json.RawMessage
 		h.fail(c, http.StatusBadRequest, "recordId must be a UUID.")
 		return "", false
 	}
-	return id, true
+	return models.CanonicalID(id), true
 }

@@ -73,6 +73,7 @@ func (e *Engine) PlanSession(ctx context.Context, req SessionRequest) (*models.O
 	}
 	total := 0
 	seen := map[string]bool{}
+	req.Subjects = canonicalSubjects(req.Subjects)
 	for i, s := range req.Subjects {
 		field := "subjects[" + strconv.Itoa(i) + "]"
 		if seen[s.ProductRef] {
@@ -160,6 +161,16 @@ func (e *Engine) PlanSession(ctx context.Context, req SessionRequest) (*models.O
 		return nil, nil, err
 	}
 	return order, jobs, nil
+}
+
+// canonicalSubjects is a copy of subjects with their packshot_asset_id as the store keeps IDs
+// (models.CanonicalID), so that one sent in upper case finds its asset.
+func canonicalSubjects(subjects []SessionSubject) []SessionSubject {
+	out := slices.Clone(subjects)
+	for i := range out {
+		out[i].PackshotAssetID = models.CanonicalID(out[i].PackshotAssetID)
+	}
+	return out
 }
 
 // ResolvePackshot finds the product ref's product and the approved packshot its photo-shoot jobs
