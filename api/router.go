@@ -51,6 +51,11 @@ func init() { gin.SetMode(gin.ReleaseMode) }
 func NewRouter(d Deps, p *plugin.Handler) *gin.Engine {
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
+	// Routes match the path as sent, and parameters are decoded after matching, so that a
+	// percent-encoded "/" (%2F) in a merchant reference stays inside {id_or_ref} instead of
+	// splitting the path (models.RefProblem says which references exist).
+	r.UseRawPath = true
+	r.UnescapePathValues = true
 	// Unknown paths get the JSON envelope, never an HTML redirect.
 	r.RedirectTrailingSlash = false
 	if d.Metrics == nil {

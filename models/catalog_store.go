@@ -83,16 +83,16 @@ func ListProducts(db *gorm.DB, installationID string, cur *CatalogCursor, limit 
 	return out, err
 }
 
-// FindLiveProduct returns the installation's live product whose ID, or else whose external_ref,
-// is idOrRef, with its counts; ErrNotFound when there is none.
+// FindLiveProduct returns the installation's live product whose ID (in either case), or else
+// whose external_ref (exactly), is idOrRef, with its counts; ErrNotFound when there is none.
 func FindLiveProduct(db *gorm.DB, installationID, idOrRef string) (*ProductSummary, error) {
 	if idOrRef == "" {
 		return nil, ErrNotFound
 	}
-	for _, col := range []string{"products.id", "products.external_ref"} {
+	for _, by := range idOrRefLookups("products", idOrRef) {
 		var out []ProductSummary
 		err := catalogProductSummaries(db).
-			Where("products.installation_id = ? AND products.deleted_at IS NULL AND "+col+" = ?", installationID, idOrRef).
+			Where("products.installation_id = ? AND products.deleted_at IS NULL AND "+by.column+" = ?", installationID, by.value).
 			Limit(1).Find(&out).Error
 		if err != nil {
 			return nil, err
@@ -200,15 +200,24 @@ func ListPackshots(db *gorm.DB, installationID, productRef string, cur *CatalogC
 	return out, err
 }
 
-// FindLivePackshot returns the installation's live packshot whose ID, or else external_ref, is
-// idOrRef; ErrNotFound when there is none.
+// lookup is a column of table and the value to find in it.
+type lookup struct{ column, value string }
+
+// idOrRefLookups are the lookups of an {id_or_ref}, in order: the table's id, as IDs are stored
+// (CanonicalID), then its external_ref as sent (a reference is case-sensitive).
+func idOrRefLookups(table, idOrRef string) []lookup {
+	return []lookup{{table + ".id", CanonicalID(idOrRef)}, {table + ".external_ref", idOrRef}}
+}
+
+// FindLivePackshot returns the installation's live packshot whose ID (in either case), or else
+// external_ref (exactly), is idOrRef; ErrNotFound when there is none.
 func FindLivePackshot(db *gorm.DB, installationID, idOrRef string) (*PackshotRow, error) {
 	if idOrRef == "" {
 		return nil, ErrNotFound
 	}
-	for _, col := range []string{"s.id", "s.external_ref"} {
+	for _, by := range idOrRefLookups("s", idOrRef) {
 		var out []PackshotRow
-		err := catalogPackshotRows(db).Where("s.installation_id = ? AND s.deleted_at IS NULL AND "+col+" = ?", installationID, idOrRef).
+		err := catalogPackshotRows(db).Where("s.installation_id = ? AND s.deleted_at IS NULL AND "+by.column+" = ?", installationID, by.value).
 			Order("s.created_at DESC").Limit(1).Find(&out).Error
 		if err != nil {
 			return nil, err

@@ -116,8 +116,18 @@ func PostgresDSN(databaseURL string, opts OpenOptions) (string, error) {
 // NewID returns a new random UUID string for a primary key.
 func NewID() string { return uuid.NewString() }
 
-// IsUUID reports whether s is a canonical UUID.
+// IsUUID reports whether s is a UUID in the 8-4-4-4-12 form, in either case.
 func IsUUID(s string) bool {
 	_, err := uuid.Parse(s)
 	return err == nil && len(s) == 36
+}
+
+// CanonicalID is the form the store keeps IDs in: a UUID (IsUUID) in lower case. Anything else is
+// returned as it is, so that a lookup by it finds nothing rather than something else. Clients may
+// send IDs in either case; the APIs pass what they receive through CanonicalID before looking it up.
+func CanonicalID(s string) string {
+	if IsUUID(s) {
+		return strings.ToLower(s)
+	}
+	return s
 }

@@ -169,7 +169,8 @@ func text(field string, v *string, required bool) (string, error) {
 	return s, nil
 }
 
-// id checks a record ID field: present (when required) and a UUID.
+// id checks a record ID field: present (when required) and a UUID, in either case; it returns the
+// ID as the store keeps it (models.CanonicalID).
 func id(field string, v *string, required bool) (string, error) {
 	if v == nil || *v == "" {
 		if required {
@@ -180,7 +181,27 @@ func id(field string, v *string, required bool) (string, error) {
 	if !models.IsUUID(*v) {
 		return "", refuse(http.StatusBadRequest, "%s %q is not a valid id.", field, *v)
 	}
+	return models.CanonicalID(*v), nil
+}
+
+// optional is an optional field's value: "" when the body left it out (or sent null), a 400 when
+// it sent an empty (or blank) string, which is a value and not an omission.
+func optional(field string, v *string) (string, error) {
+	if v == nil {
+		return "", nil
+	}
+	if strings.TrimSpace(*v) == "" {
+		return "", refuse(http.StatusBadRequest, "%s must not be empty; omit it to use the default.", field)
+	}
 	return *v, nil
+}
+
+// value is an optional field's value, "" when the body left it out.
+func value(v *string) string {
+	if v == nil {
+		return ""
+	}
+	return *v
 }
 
 // ref is {"id": "..."} in a generation config.
@@ -300,14 +321,21 @@ func readConfigRequest(c *gin.Context, maxCount int) (engine.ConfigInput, error)
 	if err != nil {
 		return in, err
 	}
-	deref := func(v *string) string {
-		if v == nil {
-			return ""
+	in = engine.ConfigInput{PhotoID: photoID, Count: n, Suggestions: strings.TrimSpace(industry + " " + suggestions)}
+	for _, f := range []struct {
+		field string
+		ref   *ref
+		out   *string
+	}{
+		{engine.FieldPreset, req.Config.Preset, &in.PresetID},
+		{engine.FieldScenery, req.Config.Scenery, &in.SceneryID},
+		{engine.FieldModel, req.Config.Model, &in.ModelID},
+	} {
+		if *f.out, err = optional(f.field, f.ref.id()); err != nil {
+			return in, err
 		}
-		return *v
 	}
-	return engine.ConfigInput{PhotoID: photoID, Count: n, Suggestions: strings.TrimSpace(industry + " " + suggestions),
-		PresetID: deref(req.Config.Preset.id()), SceneryID: deref(req.Config.Scenery.id()), ModelID: deref(req.Config.Model.id())}, nil
+	return in, nil
 }
 
 // registerPackshots creates count packshots of a product photo; each is listed INPROGRESS under
@@ -356,7 +384,16 @@ func (h *Handler) registerVideo(c *gin.Context) {
 		h.answer(c, err)
 		return
 	}
-	hasImage, hasGenerated := req.ImageID != nil && *req.ImageID != "", req.GeneratedImageID != nil && *req.GeneratedImageID != ""
+	for _, f := range []struct {
+		field string
+		v     *string
+	}{{"imageId", req.ImageID}, {"generatedImageId", req.GeneratedImageID}, {"provider", req.Provider}} {
+		if _, err := optional(f.field, f.v); err != nil {
+			h.answer(c, err)
+			return
+		}
+	}
+	hasImage, hasGenerated := req.ImageID != nil, req.GeneratedImageID != nil
 	if hasImage == hasGenerated {
 		h.answer(c, refuse(http.StatusBadRequest, "Send exactly one of imageId and generatedImageId."))
 		return
@@ -375,10 +412,7 @@ func (h *Handler) registerVideo(c *gin.Context) {
 		h.answer(c, err)
 		return
 	}
-	provider := ""
-	if req.Provider != nil {
-		provider = strings.TrimSpace(*req.Provider)
-	}
+	provider := strings.TrimSpace(value(req.Provider))
 	p, err := h.Engine.PlanVideo(c.Request.Context(), h.requester(c), engine.VideoInput{
 		Field: field, ImageID: imageID, Generated: hasGenerated, Suggestion: suggestion, Provider: provider})
 	h.submit(c, p, err)
@@ -400,6 +434,7 @@ func (h *Handler) registerReel(c *gin.Context) {
 			h.answer(c, refuse(http.StatusBadRequest, "imagesIds[%d] %q is not a valid id.", i, v))
 			return
 		}
+		req.ImagesIDs[i] = models.CanonicalID(v)
 	}
 	p, err := h.Engine.PlanReel(c.Request.Context(), h.requester(c), req.ImagesIDs,
 		func(i int) string { return fmt.Sprintf("imagesIds[%d]", i) })

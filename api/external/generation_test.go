@@ -284,7 +284,7 @@ func TestRegisterPackshots(t *testing.T) {
 		e.accepted(external.DefaultIdeaCount)(e.post(key, "/packshots/register-ideas", map[string]any{
 			"config": map[string]any{"product": map[string]any{"id": photo}}}))
 
-		// A preset's surcharge is charged per packshot; its scenery and model must exist.
+		// A preset's surcharge is charged per packshot; its scenery and model must exist (else 400).
 		if err := models.SeedReference(db); err != nil {
 			t.Fatal(err)
 		}
@@ -311,9 +311,9 @@ func TestRegisterPackshots(t *testing.T) {
 			{map[string]any{"config": map[string]any{"product": map[string]any{"id": photo}}, "count": 51}, 400, "count"},
 			{map[string]any{"config": map[string]any{"product": map[string]any{"id": foreign}}}, 404, "config.product.id"},
 			{map[string]any{"config": map[string]any{"product": map[string]any{"id": models.NewID()}}}, 404, "config.product.id"},
-			{map[string]any{"config": map[string]any{"product": map[string]any{"id": photo}, "scenery": map[string]any{"id": models.NewID()}}}, 404, "config.scenery.id"},
-			{map[string]any{"config": map[string]any{"product": map[string]any{"id": photo}, "model": map[string]any{"id": models.NewID()}}}, 404, "config.model.id"},
-			{map[string]any{"config": map[string]any{"product": map[string]any{"id": photo}, "preset": map[string]any{"id": models.NewID()}}}, 404, "config.preset.id"},
+			{map[string]any{"config": map[string]any{"product": map[string]any{"id": photo}, "scenery": map[string]any{"id": models.NewID()}}}, 400, "config.scenery.id"},
+			{map[string]any{"config": map[string]any{"product": map[string]any{"id": photo}, "model": map[string]any{"id": models.NewID()}}}, 400, "config.model.id"},
+			{map[string]any{"config": map[string]any{"product": map[string]any{"id": photo}, "preset": map[string]any{"id": models.NewID()}}}, 400, "config.preset.id"},
 			{map[string]any{"config": map[string]any{"product": map[string]any{"id": photo}, "colour": "red"}}, 400, "colour"},
 			{map[string]any{"config": map[string]any{"product": map[string]any{"id": photo}, "suggestions": strings.Repeat("a", 2001)}}, 400, "config.suggestions"},
 			{map[string]any{"config": map[string]any{"product": map[string]any{"id": photo}, "industry": 3}}, 400, "config.industry"},

@@ -235,7 +235,7 @@ func readPresetForm(form *multipart.Form, update bool) (*presetForm, error) {
 		if !models.IsUUID(id) {
 			return nil, badField("presetId must be a UUID.")
 		}
-		f.presetID = id
+		f.presetID = models.CanonicalID(id)
 	}
 	for _, t := range presetTexts {
 		raw, ok := values[t.field]
@@ -298,6 +298,8 @@ func readPresetForm(form *multipart.Form, update bool) (*presetForm, error) {
 			return nil, badField(`existingGalleryIds must be a JSON array of gallery image ids, such as ["<id>"] ([] removes them all).`)
 		}
 		for i, id := range keep {
+			id = models.CanonicalID(id)
+			keep[i] = id
 			if slices.Contains(keep[:i], id) {
 				return nil, badField("existingGalleryIds lists %q twice.", id)
 			}

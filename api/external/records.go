@@ -102,7 +102,7 @@ func (h *Handler) listImages(c *gin.Context) {
 		h.fail(c, http.StatusBadRequest, "productId must be the id of a product photo (a UUID, as GET /products lists).")
 		return
 	}
-	recs, err := h.Engine.ListAccountShoots(c.Request.Context(), key(c).AccountID, approved, photo)
+	recs, err := h.Engine.ListAccountShoots(c.Request.Context(), key(c).AccountID, approved, models.CanonicalID(photo))
 	h.answerRecords(c, "images", recs, err)
 }
 
@@ -284,7 +284,8 @@ func (h *Handler) stringMember(c *gin.Context, field string, raw jsontext.Value,
 	return true
 }
 
-// reviewRecordID reads the required recordId of a review body: 400 unless a UUID string.
+// reviewRecordID reads the required recordId of a review body: 400 unless a UUID string (in
+// either case; it returns it as the store keeps it).
 func (h *Handler) reviewRecordID(c *gin.Context, body map[string]jsontext.Value) (string, bool) {
 	var id string
 	raw, sent := body["recordId"]
@@ -299,5 +300,5 @@ func (h *Handler) reviewRecordID(c *gin.Context, body map[string]jsontext.Value)
 		h.fail(c, http.StatusBadRequest, "recordId must be a UUID.")
 		return "", false
 	}
-	return id, true
+	return models.CanonicalID(id), true
 }

@@ -152,12 +152,15 @@ func (h *Handler) download(thumbnail bool) gin.HandlerFunc {
 // reference serves a seeded reference image to the holder of a signed URL, rendering it first if
 // the blob store lacks it.
 func (h *Handler) reference(c *gin.Context) {
-	key := models.ReferenceBlobPrefix + c.Param("version") + "/" + c.Param("group") + "/" + c.Param("file")
-	if !h.verify(c, RefPath(key), "This download URL has expired; list the items again for a fresh one.") {
-		return
-	}
+	// A name that no reference file has is not found, whatever its signature: the router decodes
+	// parameters after matching, so "..%2F" arrives here as "../", and the path rebuilt from it
+	// is not the one that was signed.
 	if !refVersionRE.MatchString(c.Param("version")) || !slices.Contains(refGroups, c.Param("group")) || !refFileRE.MatchString(c.Param("file")) {
 		h.Errors.FileNotFound(c, "No such file.")
+		return
+	}
+	key := models.ReferenceBlobPrefix + c.Param("version") + "/" + c.Param("group") + "/" + c.Param("file")
+	if !h.verify(c, RefPath(key), "This download URL has expired; list the items again for a fresh one.") {
 		return
 	}
 	data, err := reference.Image(c.Request.Context(), h.Blobs, key)

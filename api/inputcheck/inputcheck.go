@@ -3,7 +3,10 @@
 // PostgreSQL cannot store — the NUL character and invalid UTF-8 — is refused with 400 naming the
 // field, wherever the service would read it: path and query parameters, the headers it looks
 // records up with or stores, JSON bodies (keys and values) and multipart text fields and file
-// names. Each API turns a Refusal into its own error body.
+// names. Each API turns a Refusal into its own error body. It is also where path IDs are read
+// first: the UUID of an ID parameter (":id", ":<name>_id") sent in upper or mixed case is put in
+// the lower case the store keeps IDs in (models.CanonicalID), so every route matches IDs
+// case-insensitively.
 package inputcheck
 
 import (
@@ -22,6 +25,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/shotflow/shotflow/models"
 )
 
 // Kind is how a route reads its request body.
@@ -112,9 +117,12 @@ func checkHead(c *gin.Context, body Body) *Refusal {
 	if req.ContentLength > body.Limit {
 		return tooLarge(body.Limit)
 	}
-	for _, p := range c.Params {
+	for i, p := range c.Params {
 		if r := text("The path parameter "+p.Key, p.Value); r != nil {
 			return r
+		}
+		if isIDParam(p.Key) {
+			c.Params[i].Value = models.CanonicalID(p.Value)
 		}
 	}
 	query, _ := url.ParseQuery(req.URL.RawQuery) // gin ignores the malformed pairs too
@@ -137,6 +145,11 @@ func checkHead(c *gin.Context, body Body) *Refusal {
 	}
 	return nil
 }
+
+// isIDParam reports whether a path parameter holds a record ID: "id" or "<name>_id". An
+// "id_or_ref" may be a merchant reference, which is case-sensitive: the store tries it as an ID
+// in canonical form, then as it is.
+func isIDParam(key string) bool { return key == "id" || strings.HasSuffix(key, "_id") }
 
 // checkContent is the check of Checks.Content: nil when the handler may run.
 func checkContent(c *gin.Context, body Body) *Refusal {

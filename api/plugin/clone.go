@@ -19,14 +19,14 @@ type CloneRequest struct {
 // CloneSubject is one subject of a clone's replacement list. Fields left out are taken from the
 // source order's subject with the same product_ref (ai_model, product_label and, for packshot
 // jobs, packshot_asset_id and auto_register_packshot); a product that was not in the source needs
-// its ai_model.
+// its ai_model. An empty string is refused, not taken for an omission.
 type CloneSubject struct {
-	ProductRef           string `json:"product_ref" binding:"required,max=200"`
-	ProductLabel         string `json:"product_label" binding:"max=500"`
-	PackshotAssetID      string `json:"packshot_asset_id" binding:"max=64"`
-	ImagesCount          int    `json:"images_count" binding:"required,min=1,max=20"`
-	AIModel              string `json:"ai_model" binding:"max=200"`
-	AutoRegisterPackshot *bool  `json:"auto_register_packshot"`
+	ProductRef           string  `json:"product_ref" binding:"required,max=200"`
+	ProductLabel         *string `json:"product_label" binding:"omitempty,nonempty,max=500"`
+	PackshotAssetID      *string `json:"packshot_asset_id" binding:"omitempty,nonempty,max=64"`
+	ImagesCount          int     `json:"images_count" binding:"required,min=1,max=20"`
+	AIModel              *string `json:"ai_model" binding:"omitempty,nonempty,max=200"`
+	AutoRegisterPackshot *bool   `json:"auto_register_packshot"`
 }
 
 // POST /orders/{id}/clone: a new order from an order of the installation, charged anew.
@@ -53,7 +53,9 @@ func (h *Handler) cloneOrder(c *gin.Context) {
 	inst := caller(c).Installation
 	subjects := make([]engine.CloneSubject, len(creq.Subjects))
 	for i, s := range creq.Subjects {
-		subjects[i] = engine.CloneSubject(s)
+		subjects[i] = engine.CloneSubject{ProductRef: s.ProductRef, ProductLabel: value(s.ProductLabel),
+			PackshotAssetID: value(s.PackshotAssetID), ImagesCount: s.ImagesCount, AIModel: value(s.AIModel),
+			AutoRegisterPackshot: s.AutoRegisterPackshot}
 	}
 	req, err := h.Engine.CloneSession(c.Request.Context(), inst.ID, c.Param("id"), subjects)
 	if err != nil {

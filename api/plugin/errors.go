@@ -16,6 +16,7 @@ import (
 	"github.com/shotflow/shotflow/api/jsonbody"
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/unavailable"
+	"github.com/shotflow/shotflow/models"
 )
 
 // Error codes of the plugin API envelope (docs at {docs_url}/plugin-api/errors/<code>).
@@ -241,6 +242,14 @@ var requestValidator = newRequestValidator()
 func newRequestValidator() *validator.Validate {
 	v := validator.New()
 	v.SetTagName("binding")
+	// nonempty: an optional field that was sent (a non-nil pointer) holds a value, not "".
+	if err := v.RegisterValidation("nonempty", func(fl validator.FieldLevel) bool { return fl.Field().String() != "" }); err != nil {
+		panic(err) // only for a malformed tag name
+	}
+	// ref: a merchant reference that can be addressed in a path (models.RefProblem).
+	if err := v.RegisterValidation("ref", func(fl validator.FieldLevel) bool { return models.RefProblem(fl.Field().String()) == "" }); err != nil {
+		panic(err)
+	}
 	v.RegisterTagNameFunc(func(f reflect.StructField) string {
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		if name == "-" {
@@ -302,6 +311,11 @@ func describeField(fe validator.FieldError) string {
 		return fmt.Sprintf("%s must be one of: %s", ns, fe.Param())
 	case "uuid":
 		return fmt.Sprintf("%s must be a UUID", ns)
+	case "ref":
+		v, _ := fe.Value().(string)
+		return fmt.Sprintf("%s %s", ns, models.RefProblem(v))
+	case "nonempty":
+		return fmt.Sprintf("%s must not be empty; omit it to use the default", ns)
 	}
 	return fmt.Sprintf("%s is invalid (%s)", ns, fe.Tag())
 }

@@ -21,8 +21,8 @@ const (
 
 // ImageRegistration is one item of POST /images.
 type ImageRegistration struct {
-	ExternalRef     string           `json:"external_ref" binding:"required,max=200"`
-	ProductRef      string           `json:"product_ref" binding:"required,max=200"`
+	ExternalRef     string           `json:"external_ref" binding:"required,max=200,ref"`
+	ProductRef      string           `json:"product_ref" binding:"required,max=200,ref"`
 	AssetID         string           `json:"asset_id" binding:"required,max=64"`
 	ProductMetadata *ProductMetadata `json:"product_metadata"`
 }

@@ -16,8 +16,8 @@ const MaxBulkItems = 100
 // PackshotRegistration is one item of POST /packshots.
 type PackshotRegistration struct {
 	AssetID         string           `json:"asset_id" binding:"required,max=64"`
-	ProductRef      string           `json:"product_ref" binding:"required,max=200"`
-	ExternalRef     string           `json:"external_ref" binding:"max=200"`
+	ProductRef      string           `json:"product_ref" binding:"required,max=200,ref"`
+	ExternalRef     string           `json:"external_ref" binding:"omitempty,max=200,ref"`
 	SourceImageRef  string           `json:"source_image_ref" binding:"max=200"`
 	ProductMetadata *ProductMetadata `json:"product_metadata"`
 }

@@ -24,28 +24,31 @@ const (
 	maxSessionBodyBytes   = 1 << 20
 )
 
-// SessionConfig is the session_config shared by every subject of a session.
+// SessionConfig is the session_config shared by every subject of a session. The fields that
+// have a default, or name a record, are pointers: an empty string is a value the body sent (and
+// refused: "nonempty"), not an omission.
 type SessionConfig struct {
-	AspectRatio string `json:"aspect_ratio,omitempty" binding:"max=10"`
-	Style       string `json:"style,omitempty" binding:"max=500"`
-	Suggestions string `json:"suggestions,omitempty" binding:"max=2000"`
-	SceneryID   string `json:"scenery_id,omitempty" binding:"max=64"`
-	ModelID     string `json:"model_id,omitempty" binding:"max=64"`
+	AspectRatio *string `json:"aspect_ratio,omitempty" binding:"omitempty,nonempty,max=10"`
+	Style       string  `json:"style,omitempty" binding:"max=500"`
+	Suggestions string  `json:"suggestions,omitempty" binding:"max=2000"`
+	SceneryID   *string `json:"scenery_id,omitempty" binding:"omitempty,nonempty,max=64"`
+	ModelID     *string `json:"model_id,omitempty" binding:"omitempty,nonempty,max=64"`
 }
 
-// Subject is one product of a session.
+// Subject is one product of a session; product_label and packshot_asset_id, when sent, are not
+// empty.
 type Subject struct {
-	ProductRef           string `json:"product_ref" binding:"required,max=200"`
-	ProductLabel         string `json:"product_label" binding:"max=500"`
-	PackshotAssetID      string `json:"packshot_asset_id" binding:"max=64"`
-	ImagesCount          int    `json:"images_count" binding:"required,min=1,max=20"`
-	AIModel              string `json:"ai_model" binding:"required,max=200"`
-	AutoRegisterPackshot bool   `json:"auto_register_packshot"`
+	ProductRef           string  `json:"product_ref" binding:"required,max=200"`
+	ProductLabel         *string `json:"product_label" binding:"omitempty,nonempty,max=500"`
+	PackshotAssetID      *string `json:"packshot_asset_id" binding:"omitempty,nonempty,max=64"`
+	ImagesCount          int     `json:"images_count" binding:"required,min=1,max=20"`
+	AIModel              string  `json:"ai_model" binding:"required,max=200"`
+	AutoRegisterPackshot bool    `json:"auto_register_packshot"`
 }
 
-// SessionRequest is the body of POST /jobs.
+// SessionRequest is the body of POST /jobs; job_type, when sent, is not empty.
 type SessionRequest struct {
-	JobType       string         `json:"job_type" binding:"omitempty,oneof=photo_shoot packshot"`
+	JobType       *string        `json:"job_type" binding:"omitempty,nonempty,oneof=photo_shoot packshot"`
 	SessionConfig *SessionConfig `json:"session_config" binding:"required"`
 	Subjects      []Subject      `json:"subjects" binding:"required,min=1,max=100,dive"`
 }
@@ -159,10 +162,23 @@ func sessionOutcomeOf(c *gin.Context, order *models.Order, jobs []models.Job, er
 func (h *Handler) sessionRequest(c *gin.Context, inst *models.Installation, req *SessionRequest) engine.SessionRequest {
 	subjects := make([]engine.SessionSubject, len(req.Subjects))
 	for i, s := range req.Subjects {
-		subjects[i] = engine.SessionSubject(s)
+		subjects[i] = engine.SessionSubject{ProductRef: s.ProductRef, ProductLabel: value(s.ProductLabel),
+			PackshotAssetID: value(s.PackshotAssetID), ImagesCount: s.ImagesCount, AIModel: s.AIModel,
+			AutoRegisterPackshot: s.AutoRegisterPackshot}
 	}
-	return h.pluginSession(c, inst, engine.SessionRequest{
-		JobType: req.JobType, Config: engine.SessionConfig(*req.SessionConfig), Subjects: subjects})
+	cfg := req.SessionConfig
+	return h.pluginSession(c, inst, engine.SessionRequest{JobType: value(req.JobType), Subjects: subjects,
+		Config: engine.SessionConfig{AspectRatio: value(cfg.AspectRatio), Style: cfg.Style, Suggestions: cfg.Suggestions,
+			SceneryID: value(cfg.SceneryID), ModelID: value(cfg.ModelID)}})
+}
+
+// value is an optional field's value, "" when the body left it out (the validator refused an
+// empty one).
+func value(v *string) string {
+	if v == nil {
+		return ""
+	}
+	return *v
 }
 
 // pluginSession completes a session request with what the plugin API sets on every session: the

@@ -185,10 +185,11 @@ func registerImage(tx *gorm.DB, inst *models.Installation, item ImageRegistratio
 	return row, false, err
 }
 
-// installationAsset returns an asset of the installation; KindNotFound for another's.
+// installationAsset returns an asset of the installation (its ID in either case); KindNotFound
+// for another's.
 func installationAsset(tx *gorm.DB, installationID, assetID string) (*models.Asset, error) {
 	var asset models.Asset
-	err := tx.Where("id = ? AND installation_id = ?", assetID, installationID).Take(&asset).Error
+	err := tx.Where("id = ? AND installation_id = ?", models.CanonicalID(assetID), installationID).Take(&asset).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, refuse(KindNotFound, "", "", "asset_id %s does not exist.", assetID)
 	}

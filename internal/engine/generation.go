@@ -256,58 +256,20 @@ type Extras struct {
 	ModelID   string
 }
 
-// validID checks an optional record ID: "" or a UUID (KindInvalid naming the field otherwise).
-func validID(field, v string) error {
-	if v != "" && !models.IsUUID(v) {
-		return refuse(KindInvalid, "", "", "%s %q is not a valid id.", field, v)
-	}
-	return nil
-}
-
-// ResolveExtras checks the config's optional preset, scenery and model: each must be a valid ID
-// (KindInvalid) of one the account may use (KindNotFound): a published preset that is public or
-// the account's own, a usable scenery or fashion model.
+// ResolveExtras checks the config's optional preset, scenery and model (VisiblePreset,
+// UsableReference): each must be the ID of one the account may use, else KindInvalid naming the
+// field (config.preset.id, config.scenery.id, config.model.id).
 func (e *Engine) ResolveExtras(ctx context.Context, accountID string, in ConfigInput) (Extras, error) {
 	var x Extras
-	db := e.DB.WithContext(ctx)
-	if err := validID(FieldPreset, in.PresetID); err != nil {
+	var err error
+	if x.Preset, err = e.VisiblePreset(ctx, accountID, FieldPreset, in.PresetID); err != nil {
 		return x, err
 	}
-	if in.PresetID != "" {
-		var p models.Preset
-		err := db.Where("id = ? AND status = ? AND (visibility = ? OR account_id = ?)", in.PresetID,
-			models.PresetPublished, models.PresetPublic, accountID).Take(&p).Error
-		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return x, refuse(KindNotFound, "", FieldPreset, "preset %s not found.", in.PresetID)
-		}
-		if err != nil {
-			return x, err
-		}
-		x.Preset = &p
+	if x.SceneryID, err = e.UsableReference(ctx, accountID, models.KindScenery, FieldScenery, in.SceneryID); err != nil {
+		return x, err
 	}
-	for _, f := range []struct {
-		field string
-		v     string
-		kind  models.ReferenceKind
-		out   *string
-	}{
-		{FieldScenery, in.SceneryID, models.KindScenery, &x.SceneryID},
-		{FieldModel, in.ModelID, models.KindFashionModel, &x.ModelID},
-	} {
-		if err := validID(f.field, f.v); err != nil {
-			return x, err
-		}
-		if f.v == "" {
-			continue
-		}
-		if _, err := models.FindUsableReferenceItem(db, f.kind, accountID, f.v); errors.Is(err, models.ErrNotFound) {
-			return x, refuse(KindNotFound, "", f.field, "%s %s not found.", f.kind, f.v)
-		} else if err != nil {
-			return x, err
-		}
-		*f.out = f.v
-	}
-	return x, nil
+	x.ModelID, err = e.UsableReference(ctx, accountID, models.KindFashionModel, FieldModel, in.ModelID)
+	return x, err
 }
 
 // Session is the order's session_config, which providers read.

@@ -201,7 +201,8 @@ func TestFindPhoto(t *testing.T) {
 }
 
 // Presets: published and public or the account's own, with their surcharge per job; sceneries
-// and fashion models: usable by the account. IDs that are not UUIDs are invalid.
+// and fashion models: usable by the account. Anything else — not a UUID, missing, unusable or
+// another account's — is refused alike: KindInvalid naming the field.
 func TestResolveExtras(t *testing.T) {
 	f := newGenFixture(t, 100)
 	other := f.newAccount(0)
@@ -226,12 +227,12 @@ func TestResolveExtras(t *testing.T) {
 	}
 	for _, id := range []string{foreign, draft, models.NewID()} {
 		_, err := f.engine.ResolveExtras(ctx, f.account, engine.ConfigInput{PresetID: id})
-		if e := wantGenRefusal(t, "preset "+id, err, engine.KindNotFound, ""); e.Field != engine.FieldPreset {
+		if e := wantGenRefusal(t, "preset "+id, err, engine.KindInvalid, ""); e.Field != engine.FieldPreset {
 			t.Errorf("field %q", e.Field)
 		}
 	}
 	_, err := f.engine.ResolveExtras(ctx, f.account, engine.ConfigInput{SceneryID: "nope"})
-	if e := wantGenRefusal(t, "bad id", err, engine.KindInvalid, ""); e.Error() != `config.scenery.id "nope" is not a valid id.` {
+	if e := wantGenRefusal(t, "bad id", err, engine.KindInvalid, ""); e.Error() != `config.scenery.id: "nope" is not a valid id; use an id listed by GET /sceneries.` {
 		t.Errorf("message %q", e.Error())
 	}
 
@@ -243,10 +244,17 @@ func TestResolveExtras(t *testing.T) {
 	if err != nil || x.SceneryID != scenery.ID || x.Session("")["scenery_id"] != scenery.ID || x.Surcharge() != 0 {
 		t.Errorf("scenery: %+v %v", x, err)
 	}
+	x, err = f.engine.ResolveExtras(ctx, f.account, engine.ConfigInput{SceneryID: strings.ToUpper(scenery.ID), PresetID: strings.ToUpper(own)})
+	if err != nil || x.SceneryID != scenery.ID || x.Preset == nil || x.Preset.ID != own {
+		t.Errorf("upper-case ids: %+v %v", x, err)
+	}
 	_, err = f.engine.ResolveExtras(ctx, other, engine.ConfigInput{SceneryID: scenery.ID})
-	wantGenRefusal(t, "another account's scenery", err, engine.KindNotFound, "")
+	if e := wantGenRefusal(t, "another account's scenery", err, engine.KindInvalid, ""); e.Field != engine.FieldScenery ||
+		e.Message != `"`+scenery.ID+`" is not a scenery this account may use; see GET /sceneries.` {
+		t.Errorf("another account's scenery: %q", e.Error())
+	}
 	_, err = f.engine.ResolveExtras(ctx, f.account, engine.ConfigInput{ModelID: scenery.ID})
-	if e := wantGenRefusal(t, "a scenery as fashion model", err, engine.KindNotFound, ""); e.Field != engine.FieldModel {
+	if e := wantGenRefusal(t, "a scenery as fashion model", err, engine.KindInvalid, ""); e.Field != engine.FieldModel {
 		t.Errorf("field %q", e.Field)
 	}
 

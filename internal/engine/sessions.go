@@ -59,8 +59,8 @@ type SessionRequest struct {
 
 // PlanSession validates a session against the catalog and resolves each subject's input: the
 // approved packshot of a photo-shoot subject, the uploaded photo of a packshot subject (rules 1–3
-// of plugin-api-v1.md). It returns the order and jobs to commit, or a refusal: KindInvalid naming
-// the field, or KindPrerequisite (ReasonPackshotNotApproved) listing the products without an
+// of plugin-api-v1.md), and the config's scenery_id and model_id (which must be ones the account
+// may use). It returns the order and jobs to commit, or a refusal: KindInvalid naming the field, or KindPrerequisite (ReasonPackshotNotApproved) listing the products without an
 // approved packshot. Nothing is written.
 func (e *Engine) PlanSession(ctx context.Context, req SessionRequest) (*models.Order, []models.Job, error) {
 	jobType := req.JobType
@@ -73,6 +73,7 @@ func (e *Engine) PlanSession(ctx context.Context, req SessionRequest) (*models.O
 	}
 	total := 0
 	seen := map[string]bool{}
+	req.Subjects = canonicalSubjects(req.Subjects)
 	for i, s := range req.Subjects {
 		field := "subjects[" + strconv.Itoa(i) + "]"
 		if seen[s.ProductRef] {
@@ -100,6 +101,9 @@ func (e *Engine) PlanSession(ctx context.Context, req SessionRequest) (*models.O
 			}
 		}
 		total += s.ImagesCount
+	}
+	if err := e.sessionReferences(ctx, req.AccountID, &cfg); err != nil {
+		return nil, nil, err
 	}
 
 	db := e.DB.WithContext(ctx)
@@ -157,6 +161,16 @@ func (e *Engine) PlanSession(ctx context.Context, req SessionRequest) (*models.O
 		return nil, nil, err
 	}
 	return order, jobs, nil
+}
+
+// canonicalSubjects is a copy of subjects with their packshot_asset_id as the store keeps IDs
+// (models.CanonicalID), so that one sent in upper case finds its asset.
+func canonicalSubjects(subjects []SessionSubject) []SessionSubject {
+	out := slices.Clone(subjects)
+	for i := range out {
+		out[i].PackshotAssetID = models.CanonicalID(out[i].PackshotAssetID)
+	}
+	return out
 }
 
 // ResolvePackshot finds the product ref's product and the approved packshot its photo-shoot jobs
