@@ -30,10 +30,6 @@ var rules = []rule{
 	{"worker", []string{"api", "internal/engine"}, "the worker registers workflows and activities only"},
 }
 
-// pending are the imports against the rules that the application layer has not absorbed yet
-// (issue 13); each one that is gone must be removed here, and none may be added.
-var pending = map[string]bool{}
-
 type pkg struct {
 	ImportPath string
 	Imports    []string
