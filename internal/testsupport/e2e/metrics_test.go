@@ -219,6 +219,12 @@ func TestOutboxSweepCountsTheOrdersItStarts(t *testing.T) {
 		Models: env.App.Generator}
 	srv := httptest.NewServer(crashing.Handler())
 	defer srv.Close()
+	// The request is refused until the worker's generate queue has a poller; in parallel runs the
+	// worker may still be starting.
+	testenv.Eventually(t, 30*time.Second, "the local generator to poll", func() bool {
+		live, _ := crashing.Engine.GeneratorLive(t.Context(), "local")
+		return live
+	})
 	ext := externalClient(t, env, tenant)
 	ext.base = srv.URL + external.Base
 	idea := register(t, ext, "/models/register-ideas", map[string]any{"preferences": "tall woman, linen dress", "count": 1})
