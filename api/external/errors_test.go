@@ -8,6 +8,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
+	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -22,7 +23,7 @@ func TestFileStoreFailureIsBadGateway(t *testing.T) {
 		if err := e.blobs.Close(); err != nil {
 			t.Fatal(err)
 		}
-		img := pngImage(t, 32, 32, color.NRGBA{200, 30, 40, 255})
+		img := testimage.SolidPNG(t, 32, 32, color.NRGBA{200, 30, 40, 255})
 		for _, tc := range []struct {
 			path, method string
 			fields       []string

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/shotflow/shotflow/api/plugin"
+	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -46,7 +47,7 @@ var imageKeys = []string{"asset_id", "created_at", "external_ref", "height", "id
 
 func TestRegisterImagesCreatesProductAndIsIdempotent(t *testing.T) {
 	e := newEnv(t)
-	data := pngBytes(t, 6, 5)
+	data := testimage.GradientPNG(t, 6, 5)
 	assetID, u := e.createUpload(e.key, "mug.png", "image/png", len(data))
 
 	// Registered while the upload is still awaited: allowed, status awaiting_upload.

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/shotflow/shotflow/api/plugin"
+	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -45,7 +46,7 @@ func requireItemError(t testing.TB, res map[string]any, status int, code string)
 
 func TestRegisterPackshotOfUploadedAsset(t *testing.T) {
 	e := newEnv(t)
-	data := pngBytes(t, 6, 6)
+	data := testimage.GradientPNG(t, 6, 6)
 	assetID, u := e.createUpload(e.key, "shoe.png", "image/png", len(data))
 	require.Equal(t, http.StatusOK, e.put(u, "image/png", data, int64(len(data))).Code)
 

@@ -17,6 +17,7 @@ import (
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/retention"
+	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -28,7 +29,7 @@ var notCompleted = []string{models.JobPending, models.JobInProgress, models.JobR
 func (e *env) storedOutputJob(inst *models.Installation) (models.Job, models.Asset, []byte) {
 	e.t.Helper()
 	_, j, a := e.storeJob(inst)
-	data := pngBytes(e.t, 2, 2)
+	data := testimage.GradientPNG(e.t, 2, 2)
 	require.NoError(e.t, e.blobs.Put(context.Background(), a.BlobKey, data, a.ContentType))
 	return j, a, data
 }
@@ -226,7 +227,7 @@ func (e *env) packshotJob(product models.Product) (models.Job, models.Asset) {
 	out := models.Asset{ID: models.OutputAssetID(j.ID, 1, 0), AccountID: e.account.ID, InstallationID: &e.inst.ID,
 		Kind: models.AssetKindOutput, Status: models.AssetReady, ContentType: "image/png", SizeBytes: 4,
 		BlobKey: models.OutputBlobKey(&j, 0, ".png"), Width: 2, Height: 2, JobID: &j.ID, CreatedAt: now, UpdatedAt: now}
-	require.NoError(e.t, e.blobs.Put(context.Background(), out.BlobKey, pngBytes(e.t, 2, 2), "image/png"))
+	require.NoError(e.t, e.blobs.Put(context.Background(), out.BlobKey, testimage.GradientPNG(e.t, 2, 2), "image/png"))
 	_, err := models.CompleteJob(e.db, j.ID, 1, []models.Asset{out})
 	require.NoError(e.t, err)
 	return e.jobRow(j.ID), out

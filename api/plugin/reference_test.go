@@ -19,6 +19,7 @@ import (
 	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/providers/local"
 	"github.com/shotflow/shotflow/internal/providers/sim"
+	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -57,7 +58,7 @@ func (e *env) ownItem(kind models.ReferenceKind, inst *models.Installation, name
 		Preferences: "prefs of " + name, CreatedAt: time.Now().UTC().Add(-age)}
 	if thumbnail {
 		a := e.readyAsset(inst)
-		require.NoError(e.t, e.blobs.Put(e.t.Context(), a.BlobKey, pngBytes(e.t, 4, 4), "image/png"))
+		require.NoError(e.t, e.blobs.Put(e.t.Context(), a.BlobKey, testimage.GradientPNG(e.t, 4, 4), "image/png"))
 		it.ThumbnailAssetID = &a.ID
 	}
 	require.NoError(e.t, models.CreateReferenceItem(e.db, kind, &it))

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gin-gonic/gin"
 	"go.temporal.io/sdk/client"
 
 	"github.com/shotflow/shotflow/internal/testsupport/apitest"
@@ -16,10 +17,10 @@ import (
 
 func TestWithBadParamsReplacesEveryParamSegment(t *testing.T) {
 	t.Parallel()
-	got := apitest.WithBadParams([]apitest.Route{
-		{http.MethodGet, "/orders"},
-		{http.MethodGet, "/orders/:id"},
-		{http.MethodPost, "/orders/:id/images/:image/vote"},
+	got := apitest.WithBadParams(gin.RoutesInfo{
+		{Method: http.MethodGet, Path: "/orders"},
+		{Method: http.MethodGet, Path: "/orders/:id"},
+		{Method: http.MethodPost, Path: "/orders/:id/images/:image/vote"},
 	}, "%ff")
 	want := []apitest.ParamTarget{
 		{Method: http.MethodGet, Route: "/orders/:id", Param: "id", Target: "/orders/%ff"},
@@ -62,6 +63,17 @@ func TestTemporalRecordsStartsAndAnswersPollers(t *testing.T) {
 	tc.SetGeneratorsDown(true)
 	if n := pollers(); n != 0 {
 		t.Errorf("%d pollers while the generators are down, want 0", n)
+	}
+}
+
+func TestTemporalDownHookDecides(t *testing.T) {
+	t.Parallel()
+	down := true
+	tc := apitest.NewTemporal(t, apitest.TemporalOptions{Down: func() bool { return down }})
+	tc.SetGeneratorsDown(false) // the hook wins
+	res, err := tc.Client.DescribeTaskQueue(context.Background(), "q", 0)
+	if err != nil || len(res.Pollers) != 0 {
+		t.Fatalf("DescribeTaskQueue = %v, %v; want no pollers while Down reports true", res, err)
 	}
 }
 

@@ -1,6 +1,10 @@
 package apitest
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/gin-gonic/gin"
+)
 
 // HostileText is a text PostgreSQL refuses to store, in the three forms a request carries it.
 type HostileText struct {
@@ -26,12 +30,10 @@ type ParamTarget struct {
 	Target string // the route with every :param segment replaced
 }
 
-// Route is a method and a path template with :param (or *param) segments, as gin lists them.
-type Route struct{ Method, Path string }
-
 // WithBadParams returns, for each route that has a :param segment, the route with the value in
-// every :param segment. Routes without one are left out.
-func WithBadParams(routes []Route, value string) []ParamTarget {
+// every :param segment. Routes without one are left out. routes is what a gin router's Routes()
+// lists.
+func WithBadParams(routes gin.RoutesInfo, value string) []ParamTarget {
 	var out []ParamTarget
 	for _, r := range routes {
 		first := strings.Index(r.Path, "/:")

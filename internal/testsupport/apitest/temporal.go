@@ -22,6 +22,9 @@ type TemporalOptions struct {
 	OnlyPrefix string
 	// OnStart, when set, is called with each accepted start and its input, after it is recorded.
 	OnStart func(opts client.StartWorkflowOptions, input any)
+	// Down, when set, tells whether the generators are down, in place of SetGeneratorsDown: for
+	// tests that keep that switch in their own environment.
+	Down func() bool
 }
 
 // Start is one workflow start the client accepted.
@@ -117,6 +120,9 @@ func (r *Temporal) SetGeneratorsDown(down bool) {
 
 // GeneratorsDown reports whether DescribeTaskQueue answers without pollers.
 func (r *Temporal) GeneratorsDown() bool {
+	if r.opts.Down != nil {
+		return r.opts.Down()
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.generatorsDown
