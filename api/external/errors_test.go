@@ -14,6 +14,7 @@ import (
 
 // A file store that fails is an external service's failure: 502, and nothing is created.
 func TestFileStoreFailureIsBadGateway(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		e := newEnv(t, db, 0)
 		code, created := e.multipart(e.key, http.MethodPost, "/presets", []string{"name", "Mine", "quantityGuidelines", "q", "qualityGuidelines", "q"})

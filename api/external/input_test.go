@@ -19,6 +19,7 @@ import (
 // route (keys included), path and query parameters, the key headers and multipart text fields
 // and file names.
 func TestTextPostgreSQLRefusesIsRefusedNamingTheField(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, testdb.Open(t, testdb.MigratedPostgresURL(t)), 1000)
 	account, key := e.newAccount(external.ScopeRegister, external.ScopeRead)
 	valid := e.validBodies(account)
@@ -107,6 +108,7 @@ func TestTextPostgreSQLRefusesIsRefusedNamingTheField(t *testing.T) {
 
 // The checks come before the key: a request without one is refused for its bad path all the same.
 func TestTextIsCheckedBeforeTheKey(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, testdb.Open(t, testdb.SQLiteURL(t)), 0)
 	req := httptest.NewRequest(http.MethodGet, external.Base+"/orders/%ff", nil)
 	code, body, _ := e.serve(req)

@@ -178,6 +178,7 @@ func systemPresetID(t *testing.T, db *gorm.DB, slug string) string {
 }
 
 func TestListPresetsMaxRecords(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		e := newEnv(t, db, 0)
 		if err := models.SeedReference(db); err != nil {
@@ -235,6 +236,7 @@ func TestListPresetsMaxRecords(t *testing.T) {
 }
 
 func TestPresetItems(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		e := newEnv(t, db, 0)
 		if err := models.SeedReference(db); err != nil {
@@ -321,6 +323,7 @@ func TestPresetItems(t *testing.T) {
 }
 
 func TestCreatePreset(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		e := newEnv(t, db, 0)
 		item := e.createPreset(e.key, []string{
@@ -382,6 +385,7 @@ func TestCreatePreset(t *testing.T) {
 }
 
 func TestCreatePresetRefusals(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		e := newEnv(t, db, 0)
 		cover := formFile{"cover", "cover.png", testimage.SolidPNG(t, 8, 6, color.NRGBA{9, 100, 200, 255})}
@@ -438,6 +442,7 @@ func TestCreatePresetRefusals(t *testing.T) {
 }
 
 func TestUpdatePreset(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		e := newEnv(t, db, 0)
 		if err := models.SeedReference(db); err != nil {
@@ -615,6 +620,7 @@ func TestUpdatePreset(t *testing.T) {
 }
 
 func TestPresetScopes(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		e := newEnv(t, db, 0)
 		_, readOnly := e.newAccount(external.ScopeRead)
@@ -640,6 +646,7 @@ func TestPresetScopes(t *testing.T) {
 // a system preset's seeded image through the plugin handler's signed /files/ref/ route, which
 // needs no key of either API.
 func TestPresetImageURLsResolve(t *testing.T) {
+	t.Parallel()
 	db := testdb.Open(t, testdb.SQLiteURL(t))
 	e := newEnv(t, db, 0)
 	e.now = time.Now() // the download routes check the signatures against the real clock

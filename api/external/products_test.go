@@ -102,6 +102,7 @@ func productIDs(items []map[string]any) []string {
 }
 
 func TestListProducts(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		e := newEnv(t, db, 1000)
 		other, otherKey := e.newAccount(external.ScopeRead)
@@ -183,6 +184,7 @@ func TestListProducts(t *testing.T) {
 }
 
 func TestProductScopes(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		e := newEnv(t, db, 1000)
 		_, registerOnly := e.newAccount(external.ScopeRegister)
@@ -205,6 +207,7 @@ func TestProductScopes(t *testing.T) {
 }
 
 func TestUploadProduct(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		e := newEnv(t, db, 1000)
 		data := testimage.SolidPNG(t, 64, 48, color.NRGBA{10, 120, 200, 255})
@@ -284,6 +287,7 @@ func TestUploadProduct(t *testing.T) {
 }
 
 func TestUploadProductRefusals(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		e := newEnv(t, db, 1000)
 		png := testimage.SolidPNG(t, 32, 32, color.NRGBA{200, 10, 10, 255})
@@ -338,6 +342,7 @@ func TestUploadProductRefusals(t *testing.T) {
 
 // TestUploadProductRollsBack checks that a transaction that fails leaves no row and no file.
 func TestUploadProductRollsBack(t *testing.T) {
+	t.Parallel()
 	db := testdb.Open(t, testdb.SQLiteURL(t))
 	e := newEnv(t, db, 1000)
 	var blobKey string

@@ -20,6 +20,7 @@ import (
 )
 
 func TestCreateUploadValidation(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	valid := func() map[string]any {
 		return map[string]any{"mode": "presigned", "filename": "shoe.png", "content_type": "image/png", "size_bytes": 1024}
@@ -61,6 +62,7 @@ func TestCreateUploadValidation(t *testing.T) {
 }
 
 func TestCreateUploadAcceptsBounds(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, c := range []struct {
 		ct   string
@@ -74,6 +76,7 @@ func TestCreateUploadAcceptsBounds(t *testing.T) {
 }
 
 func TestCreateUploadResponse(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	before := time.Now()
 	rec := e.do(http.MethodPost, p("/assets/upload"), e.key, map[string]any{
@@ -106,6 +109,7 @@ func TestCreateUploadResponse(t *testing.T) {
 }
 
 func TestUploadPNG(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	data := testimage.GradientPNG(t, 7, 5)
 	id, uploadURL := e.createUpload(e.key, "shoe.png", "image/png", len(data))
@@ -138,6 +142,7 @@ func TestUploadPNG(t *testing.T) {
 }
 
 func TestUploadJPEGWithUnknownLength(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	data := testimage.GradientJPEG(t, 9, 4)
 	id, uploadURL := e.createUpload(e.key, "shoe.jpg", "image/jpeg", len(data))
@@ -150,6 +155,7 @@ func TestUploadJPEGWithUnknownLength(t *testing.T) {
 }
 
 func TestUploadRefusals(t *testing.T) {
+	t.Parallel()
 	data := func(t *testing.T) []byte { return testimage.GradientPNG(t, 4, 4) }
 
 	t.Run("wrong content type", func(t *testing.T) {

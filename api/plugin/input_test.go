@@ -18,6 +18,7 @@ import (
 // one, every JSON string field (keys included), query parameters and the Idempotency-Key and
 // X-Api-Key headers.
 func TestTextPostgreSQLRefusesIsRefusedNamingTheField(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, onPostgres(), withRateLimit(100000)).committing()
 	e.approved("shirt")
 	asset := e.readyAsset(e.inst)

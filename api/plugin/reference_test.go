@@ -68,6 +68,7 @@ func (e *env) ownItem(kind models.ReferenceKind, inst *models.Installation, name
 func strPtr(s string) *string { return &s }
 
 func TestListModelsAndSceneries(t *testing.T) {
+	t.Parallel()
 	seed, err := models.LoadReferenceSeed()
 	require.NoError(t, err)
 	for _, c := range []struct {
@@ -154,6 +155,7 @@ func TestListModelsAndSceneries(t *testing.T) {
 }
 
 func TestReferenceListsAreEmptyArrays(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t) // nothing seeded
 	for _, c := range [][2]string{{"/models", "models"}, {"/sceneries", "sceneries"}, {"/presets", "presets"}} {
 		rec, entries := e.refList(c[0], e.key, c[1])
@@ -163,6 +165,7 @@ func TestReferenceListsAreEmptyArrays(t *testing.T) {
 }
 
 func TestReferenceImageDownload(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	require.NoError(t, models.SeedReference(e.db))
 	_, sceneries := e.refList("/sceneries", e.key, "sceneries")
@@ -226,6 +229,7 @@ func TestReferenceImageDownload(t *testing.T) {
 }
 
 func TestListPresets(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	require.NoError(t, models.SeedReference(e.db))
 	seed, err := models.LoadReferenceSeed()
@@ -322,6 +326,7 @@ func toAny(s []string) []any {
 }
 
 func TestReferencePermissions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, c := range []struct {
 		path    string
@@ -413,6 +418,7 @@ func requirePricingMatchesAIModels(t *testing.T, e *env) []models.Price {
 }
 
 func TestPricingMatchesAIModels(t *testing.T) {
+	t.Parallel()
 	t.Run("default providers", func(t *testing.T) {
 		prices := requirePricingMatchesAIModels(t, newEnv(t))
 		assert.Contains(t, prices, models.Price{JobType: models.JobTypePhotoShoot, Provider: "local", Model: "*", CreditCost: 1})
