@@ -20,7 +20,8 @@ type TemporalOptions struct {
 	// OnlyPrefix, when set, accepts only the starts of workflows whose ID has this prefix: any
 	// other start fails the test and returns an error.
 	OnlyPrefix string
-	// OnStart, when set, is called with each accepted start and its input, after it is recorded.
+	// OnStart, when set, is called with each accepted start and its input, after it is recorded;
+	// calls never overlap, so it may append to a slice without a lock of its own.
 	OnStart func(opts client.StartWorkflowOptions, input any)
 	// Down, when set, tells whether the generators are down, in place of SetGeneratorsDown: for
 	// tests that keep that switch in their own environment.
@@ -42,6 +43,7 @@ type Temporal struct {
 	t    testing.TB
 	opts TemporalOptions
 
+	hookMu         sync.Mutex // serializes OnStart
 	mu             sync.Mutex
 	starts         []Start
 	generatorsDown bool
@@ -88,6 +90,8 @@ func (r *Temporal) start(o client.StartWorkflowOptions, args []any) bool {
 	r.starts = append(r.starts, Start{Options: o, Input: input})
 	r.mu.Unlock()
 	if r.opts.OnStart != nil {
+		r.hookMu.Lock()
+		defer r.hookMu.Unlock()
 		r.opts.OnStart(o, input)
 	}
 	return true
