@@ -75,6 +75,7 @@ func (b *lazyBody) Read(p []byte) (int, error) {
 // the body comes in chunks, after reading no more than the limit and allocating memory in
 // proportion to the limit, not to the 1 GiB body.
 func TestEveryRouteRefusesOversizedBodies(t *testing.T) {
+	// Not parallel: it measures the process's allocations (runtime.MemStats), which other tests would add to.
 	s := newServer(t)
 	ext, err := models.IssueKey(s.db, models.KeyKindExternal, s.inst.AccountID, nil, "k", models.ExternalScopes, nil)
 	require.NoError(t, err)

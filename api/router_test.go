@@ -30,13 +30,10 @@ import (
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/api/reqctx"
 	"github.com/shotflow/shotflow/internal/blobstore"
-	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/metrics"
 	"github.com/shotflow/shotflow/internal/metrics/metricstest"
-	"github.com/shotflow/shotflow/internal/providers"
-	"github.com/shotflow/shotflow/internal/providers/local"
 	"github.com/shotflow/shotflow/internal/ratelimit"
-	"github.com/shotflow/shotflow/internal/secrets"
+	"github.com/shotflow/shotflow/internal/testsupport/apitest"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/internal/unavailable"
 	"github.com/shotflow/shotflow/internal/urlsign"
@@ -59,37 +56,26 @@ type server struct {
 
 func newServer(t *testing.T) *server {
 	t.Helper()
-	ctx := context.Background()
 	db := testdb.Open(t, testdb.SQLiteURL(t))
-	box, err := secrets.NewBox(make([]byte, 32))
-	require.NoError(t, err)
-	blobs, err := blobstore.Open(ctx, "file://"+t.TempDir())
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = blobs.Close() })
-	catalog, err := models.LoadCatalog()
-	require.NoError(t, err)
-	signer := urlsign.New([]byte("0123456789abcdef0123456789abcdef"), "http://example.test")
 	core, logs := observer.New(zapcore.InfoLevel)
 	log := zap.New(core)
-	s := &server{t: t, db: db, blobs: blobs, signer: signer, logs: logs}
-	// No Temporal: these tests reach no use case that starts or updates a workflow.
-	eng := &engine.Engine{DB: db, Log: log,
-		Models: providers.MustNewRegistry(catalog, map[string]providers.Provider{"local": local.Provider{}})}
+	d := apitest.NewDeps(t, db, apitest.Options{Log: log})
+	s := &server{t: t, db: db, blobs: d.Blobs, signer: d.Signer, logs: logs}
 	h := &plugin.Handler{
-		Blobs: blobs, Signer: signer, Engine: eng,
-		Limiter:          ratelimit.NewMemory(func() time.Time { return time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC) }),
+		Blobs: d.Blobs, Signer: d.Signer, Engine: d.Engine,
+		Limiter:          d.Limiter,
 		Log:              log,
 		DocsURL:          docsURL,
 		DefaultRateLimit: 60,
 		DownloadTTL:      168 * time.Hour,
 		UploadTTL:        2 * time.Hour,
 	}
-	x := &external.Handler{Engine: eng, Limiter: ratelimit.NewMemory(time.Now), Signer: signer, Log: log, DownloadTTL: time.Hour}
-	s.router = api.NewRouter(api.Deps{Engine: eng, Blobs: blobs, Signer: signer, Log: log,
+	x := &external.Handler{Engine: d.Engine, Limiter: ratelimit.NewMemory(d.Clock.Now), Signer: d.Signer, Log: log, DownloadTTL: time.Hour}
+	s.router = api.NewRouter(api.Deps{Engine: d.Engine, Blobs: d.Blobs, Signer: d.Signer, Log: log,
 		Ready: func(context.Context) error { return s.ready }, External: x}, h)
 	acc, err := models.CreateAccount(db, "Acme", 100)
 	require.NoError(t, err)
-	created, err := models.CreateInstallation(db, box, models.NewInstallation{AccountID: acc.ID, Name: "shop"}, "whsec")
+	created, err := models.CreateInstallation(db, d.Box, models.NewInstallation{AccountID: acc.ID, Name: "shop"}, "whsec")
 	require.NoError(t, err)
 	s.inst, s.key = &created.Installation, created.APIKey.Secret
 	return s
@@ -131,6 +117,7 @@ func requireError(t *testing.T, rec *httptest.ResponseRecorder, status int, code
 }
 
 func TestRequestID(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	generated := regexp.MustCompile(`^[A-Za-z0-9_-]{16,}$`)
 
@@ -159,6 +146,7 @@ func TestRequestID(t *testing.T) {
 }
 
 func TestAccessLogCarriesRequestAndInstallation(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	s.do(http.MethodGet, plugin.Base+"/me", "X-Api-Key", s.key, "X-Request-Id", "trace-me")
 	entries := s.logs.FilterMessage("request").FilterField(zap.String("request_id", "trace-me")).All()
@@ -181,6 +169,7 @@ func TestAccessLogCarriesRequestAndInstallation(t *testing.T) {
 // A request's ID is its correlation ID in both APIs: the client's well-formed X-Request-Id is
 // kept, echoed, and on its access log line, with the tenant that made the request.
 func TestAccessLogCarriesTheRequestsCorrelationID(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	s.router.GET("/test-correlated", func(c *gin.Context) {
 		require.Equal(t, "corr-1", reqctx.CorrelationID(c))
@@ -197,6 +186,7 @@ func TestAccessLogCarriesTheRequestsCorrelationID(t *testing.T) {
 }
 
 func TestUnknownRouteAndMethod(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	for _, target := range []string{plugin.Base + "/nope", plugin.Base + "/", "/api/v2/plugin/me", "/nothing", "/files"} {
 		requireError(t, s.do(http.MethodGet, target), http.StatusNotFound, plugin.CodeNotFound)
@@ -230,6 +220,7 @@ var usedCodes = []string{
 }
 
 func TestErrorDocs(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	for _, code := range usedCodes {
 		rec := s.do(http.MethodGet, "/docs/plugin-api/errors/"+code)
@@ -250,6 +241,7 @@ func TestErrorDocs(t *testing.T) {
 }
 
 func TestRecoveredPanicAnswersEnvelope(t *testing.T) {
+	t.Parallel()
 	// gin's recovery prints the stack to DefaultErrorWriter, read when the router is built.
 	saved := gin.DefaultErrorWriter
 	gin.DefaultErrorWriter = io.Discard
@@ -269,6 +261,7 @@ func TestRecoveredPanicAnswersEnvelope(t *testing.T) {
 }
 
 func TestRecoveredPanicOfExternalRouteAnswersItsBody(t *testing.T) {
+	t.Parallel()
 	saved := gin.DefaultErrorWriter
 	gin.DefaultErrorWriter = io.Discard
 	t.Cleanup(func() { gin.DefaultErrorWriter = saved })
@@ -284,6 +277,7 @@ func TestRecoveredPanicOfExternalRouteAnswersItsBody(t *testing.T) {
 }
 
 func TestHealthAndReadiness(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	rec := s.do(http.MethodGet, "/healthz")
 	require.Equal(t, http.StatusOK, rec.Code)
@@ -332,6 +326,7 @@ func requestURI(t *testing.T, raw string) string {
 }
 
 func TestSignedDownload(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	data := []byte("\x89PNG\r\n\x1a\nnot really but bytes")
 	a := s.storeFile(data, "image/webp")
@@ -355,6 +350,7 @@ func TestSignedDownload(t *testing.T) {
 }
 
 func TestSignedDownloadRefusals(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	a := s.storeFile([]byte("bytes"), "image/png")
 	b := s.storeFile([]byte("other"), "image/png")
@@ -421,6 +417,7 @@ func TestSignedDownloadRefusals(t *testing.T) {
 // A request that runs out of time on its database calls answers 503 with Retry-After in the body
 // of its API (retryable in the plugin envelope), and logs the cause; it is not a 500.
 func TestOutageAnswers503InEachAPIsBody(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	ext, err := models.IssueKey(s.db, models.KeyKindExternal, s.inst.AccountID, nil, "k", models.ExternalScopes, nil)
 	require.NoError(t, err)
@@ -464,6 +461,7 @@ func TestOutageAnswers503InEachAPIsBody(t *testing.T) {
 // Prometheus text format, and every request counted under its route template (never its path),
 // with unknown paths, methods and method names folded into bounded label values.
 func TestMetricsCountRequestsByRouteTemplate(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	for range 2 {
 		require.Equal(t, http.StatusOK, s.do(http.MethodGet, "/healthz").Code)

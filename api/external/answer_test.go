@@ -17,6 +17,7 @@ import (
 // answer maps every kind of engine refusal to its status and the {error} body, field first, with
 // Retry-After when the refusal names a delay; anything else is a 500 without detail.
 func TestAnswerMapsEngineRefusals(t *testing.T) {
+	// Not parallel: gin.SetMode changes gin's global mode.
 	gin.SetMode(gin.TestMode)
 	h := &Handler{Log: zap.NewNop()}
 	for _, tc := range []struct {

@@ -2,11 +2,7 @@ package external_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"image"
-	"image/color"
-	"image/png"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -18,23 +14,14 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/stretchr/testify/mock"
-	enumspb "go.temporal.io/api/enums/v1"
-	taskqueuepb "go.temporal.io/api/taskqueue/v1"
-	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/mocks"
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/api/external"
 	"github.com/shotflow/shotflow/internal/blobstore"
-	"github.com/shotflow/shotflow/internal/engine"
-	"github.com/shotflow/shotflow/internal/providers"
-	"github.com/shotflow/shotflow/internal/providers/local"
-	"github.com/shotflow/shotflow/internal/ratelimit"
+	"github.com/shotflow/shotflow/internal/testsupport/apitest"
 	"github.com/shotflow/shotflow/internal/testsupport/contract"
-	"github.com/shotflow/shotflow/internal/urlsign"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -60,23 +47,13 @@ type env struct {
 func newEnv(t testing.TB, db *gorm.DB, rateLimit int) *env {
 	t.Helper()
 	e := &env{t: t, db: db, now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
-	blobs, err := blobstore.Open(context.Background(), "file://"+t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = blobs.Close() })
-	catalog, err := models.LoadCatalog()
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.blobs = blobs
+	now := func() time.Time { return e.now }
+	d := apitest.NewDeps(t, db, apitest.Options{Now: now, TaskQueue: "shotflow", BaseURL: "http://shotflow.test",
+		Temporal: apitest.TemporalOptions{OnStart: e.recordStart, Down: e.down}})
+	e.blobs = d.Blobs
 	e.handler = &external.Handler{
-		Limiter: ratelimit.NewMemory(func() time.Time { return e.now }), Log: zap.NewNop(),
-		Engine: &engine.Engine{DB: db, Log: zap.NewNop(), Temporal: e.temporal(), TaskQueue: "shotflow",
-			Models: providers.MustNewRegistry(catalog, map[string]providers.Provider{"local": local.Provider{}})},
-		Blobs:       blobs,
-		Signer:      urlsign.New([]byte("0123456789abcdef0123456789abcdef"), "http://shotflow.test"),
-		DownloadTTL: 168 * time.Hour, RateLimit: rateLimit, Now: func() time.Time { return e.now },
+		Limiter: d.Limiter, Log: zap.NewNop(), Engine: d.Engine, Blobs: d.Blobs, Signer: d.Signer,
+		DownloadTTL: 168 * time.Hour, RateLimit: rateLimit, Now: now,
 	}
 	e.router = gin.New()
 	e.handler.Register(e.router)
@@ -84,25 +61,19 @@ func newEnv(t testing.TB, db *gorm.DB, rateLimit int) *env {
 	return e
 }
 
-// temporal is the recording Temporal client.
-func (e *env) temporal() *mocks.Client {
-	c := &mocks.Client{}
-	c.On("ExecuteWorkflow", mock.Anything, mock.Anything, mock.Anything, mock.Anything).Run(func(args mock.Arguments) {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		e.starts = append(e.starts, args.Get(1).(client.StartWorkflowOptions))
-		e.startArgs = append(e.startArgs, args.Get(3))
-	}).Return(&mocks.WorkflowRun{}, nil)
-	c.On("DescribeTaskQueue", mock.Anything, mock.Anything, mock.Anything).Return(
-		func(context.Context, string, enumspb.TaskQueueType) *workflowservice.DescribeTaskQueueResponse {
-			e.mu.Lock()
-			defer e.mu.Unlock()
-			if e.generatorsDown {
-				return &workflowservice.DescribeTaskQueueResponse{}
-			}
-			return &workflowservice.DescribeTaskQueueResponse{Pollers: []*taskqueuepb.PollerInfo{{Identity: "worker@test"}}}
-		}, nil)
-	return c
+// recordStart records a workflow start of the Temporal client and its input.
+func (e *env) recordStart(o client.StartWorkflowOptions, input any) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.starts = append(e.starts, o)
+	e.startArgs = append(e.startArgs, input)
+}
+
+// down tells the Temporal client whether the generators are down.
+func (e *env) down() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.generatorsDown
 }
 
 // started returns the IDs of the workflows started so far whose ID has the prefix.
@@ -219,20 +190,6 @@ func (e *env) multipart(key, method, path string, fields []string, files ...form
 	req.Header.Set("X-Api-Key", key)
 	code, out, _ := e.serve(req)
 	return code, out
-}
-
-// pngImage is a w×h PNG of one colour.
-func pngImage(t testing.TB, w, h int, c color.NRGBA) []byte {
-	t.Helper()
-	img := image.NewNRGBA(image.Rect(0, 0, w, h))
-	for i := 0; i < len(img.Pix); i += 4 {
-		img.Pix[i], img.Pix[i+1], img.Pix[i+2], img.Pix[i+3] = c.R, c.G, c.B, c.A
-	}
-	var buf bytes.Buffer
-	if err := png.Encode(&buf, img); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
 }
 
 // checkSigned asserts that v is a URL signed for GET of path that is still valid a day from now.

@@ -8,11 +8,13 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
+	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
 )
 
 // A file store that fails is an external service's failure: 502, and nothing is created.
 func TestFileStoreFailureIsBadGateway(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		e := newEnv(t, db, 0)
 		code, created := e.multipart(e.key, http.MethodPost, "/presets", []string{"name", "Mine", "quantityGuidelines", "q", "qualityGuidelines", "q"})
@@ -22,7 +24,7 @@ func TestFileStoreFailureIsBadGateway(t *testing.T) {
 		if err := e.blobs.Close(); err != nil {
 			t.Fatal(err)
 		}
-		img := pngImage(t, 32, 32, color.NRGBA{200, 30, 40, 255})
+		img := testimage.SolidPNG(t, 32, 32, color.NRGBA{200, 30, 40, 255})
 		for _, tc := range []struct {
 			path, method string
 			fields       []string

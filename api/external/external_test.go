@@ -19,6 +19,7 @@ import (
 )
 
 func TestAuthentication(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		e := newEnv(t, db, 0)
 		past := e.now.Add(-time.Hour)
@@ -66,6 +67,7 @@ func TestAuthentication(t *testing.T) {
 }
 
 func TestScopesAndLastUse(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		e := newEnv(t, db, 0)
 		_, registerOnly := e.newAccount(external.ScopeRegister)
@@ -103,6 +105,7 @@ func TestScopesAndLastUse(t *testing.T) {
 }
 
 func TestRateLimitPerKey(t *testing.T) {
+	t.Parallel()
 	db := testdb.Open(t, testdb.SQLiteURL(t))
 	e := newEnv(t, db, 3)
 	_, other := e.newAccount(external.ScopeRead)
@@ -167,6 +170,7 @@ func ids(body map[string]any) []string {
 }
 
 func TestListOrders(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		e := newEnv(t, db, 1000)
 		other, otherKey := e.newAccount(external.ScopeRead)
@@ -233,6 +237,7 @@ func TestListOrders(t *testing.T) {
 }
 
 func TestGetOrder(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		e := newEnv(t, db, 1000)
 		other, _ := e.newAccount(external.ScopeRead)
@@ -285,6 +290,7 @@ func TestGetOrder(t *testing.T) {
 }
 
 func TestServesItsOpenAPIDocument(t *testing.T) {
+	t.Parallel()
 	db := testdb.Open(t, testdb.SQLiteURL(t))
 	e := newEnv(t, db, 0)
 	rec := httptest.NewRecorder()
@@ -325,6 +331,7 @@ func TestServesItsOpenAPIDocument(t *testing.T) {
 // Every operation but the document's own can meet a dependency outage or its deadline: each
 // documents 503 with Retry-After.
 func TestEveryOperationDocumentsOutages(t *testing.T) {
+	t.Parallel()
 	doc, err := contract.External.Load()
 	if err != nil {
 		t.Fatal(err)
@@ -345,6 +352,7 @@ func TestEveryOperationDocumentsOutages(t *testing.T) {
 // Every documented operation answers 401 without a key, 429 once its key's budget is spent and
 // 500 in the {error} body when the database is gone.
 func TestEveryRouteAuthenticatesLimitsAndFailsInItsBody(t *testing.T) {
+	t.Parallel()
 	doc, err := contract.External.Load()
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/shotflow/shotflow/api/external"
 	"github.com/shotflow/shotflow/internal/testsupport/routefuzz"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
+	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -110,7 +111,7 @@ func (e *env) form(fields []string, files ...formFile) []byte {
 
 // productForm is a POST /products form with the name and the image's file name.
 func (e *env) productForm(name, fileName string) []byte {
-	return e.form([]string{"name", name, "sku", "S-1"}, formFile{"file", fileName, pngImage(e.t, 8, 8, color.NRGBA{200, 100, 50, 255})})
+	return e.form([]string{"name", name, "sku", "S-1"}, formFile{"file", fileName, testimage.SolidPNG(e.t, 8, 8, color.NRGBA{200, 100, 50, 255})})
 }
 
 // fuzzSeeds creates the records the valid requests name and returns them by route ("METHOD
@@ -122,7 +123,7 @@ func (e *env) fuzzSeeds() map[string][]routefuzz.Seed {
 	shoot := bodies["/video-picker/register-videos"]["generatedImageId"].(string)
 	packshot := e.packshotFixture(e.account, photo, models.VotingPending)
 	order := e.order(e.account, time.Now().Add(-time.Hour), models.OrderCompleted)
-	cover := formFile{"cover", "cover.png", pngImage(e.t, 8, 6, color.NRGBA{10, 100, 200, 255})}
+	cover := formFile{"cover", "cover.png", testimage.SolidPNG(e.t, 8, 6, color.NRGBA{10, 100, 200, 255})}
 	created := e.createPreset(e.key, requiredFields("Studio"), cover)
 
 	b := external.Base

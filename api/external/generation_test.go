@@ -139,6 +139,7 @@ func (e *env) nothingCreated(accountID string, balance int64) {
 }
 
 func TestRegisterIdeas(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		e := newEnv(t, db, 0)
 		for _, tc := range []struct {
@@ -204,6 +205,7 @@ func TestRegisterIdeas(t *testing.T) {
 }
 
 func TestGenerationRefusals(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		e := newEnv(t, db, 0)
 		body := map[string]any{"preferences": "linen", "count": 20}
@@ -266,6 +268,7 @@ func TestGenerationRefusals(t *testing.T) {
 }
 
 func TestRegisterPackshots(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		e := newEnv(t, db, 0)
 		account, key := e.newAccount(external.ScopeRegister)
@@ -331,6 +334,7 @@ func TestRegisterPackshots(t *testing.T) {
 }
 
 func TestRegisterPhotoShootNeedsThePhotosOwnApprovedPackshot(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		e := newEnv(t, db, 0)
 		account, key := e.newAccount(external.ScopeRegister)
@@ -410,6 +414,7 @@ func TestRegisterPhotoShootNeedsThePhotosOwnApprovedPackshot(t *testing.T) {
 }
 
 func TestRegisterVideosAndReels(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		e := newEnv(t, db, 0)
 		account, key := e.newAccount(external.ScopeRegister)
@@ -496,6 +501,7 @@ func (e *env) validBodies(accountID string) map[string]map[string]any {
 // Every register-* route answers 402 on a short balance, 503 when no generator runs and 422 when
 // no model serves it, each creating nothing.
 func TestEveryGenerationRouteRefusesAlike(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		for _, tc := range []struct {
 			name   string
@@ -542,6 +548,7 @@ func TestEveryGenerationRouteRefusesAlike(t *testing.T) {
 
 // The request's correlation ID is on the line that logs the accepted request, as on the order.
 func TestGenerationLogsItsCorrelationID(t *testing.T) {
+	t.Parallel()
 	db := testdb.Open(t, testdb.SQLiteURL(t))
 	e := newEnv(t, db, 0)
 	core, logs := observer.New(zap.InfoLevel)

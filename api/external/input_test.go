@@ -8,25 +8,18 @@ import (
 	"testing"
 
 	"github.com/shotflow/shotflow/api/external"
+	"github.com/shotflow/shotflow/internal/testsupport/apitest"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
+	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
 )
-
-// badText are the texts PostgreSQL refuses, as a path segment (percent-encoded) and as JSON
-// string content: the NUL character and three invalid UTF-8 sequences (a stray byte, a truncated
-// sequence and an encoded surrogate).
-var badText = []struct{ path, json, want string }{
-	{"%00", `\u0000`, "must not contain the NUL character"},
-	{"%ff", "\xff", "is not valid UTF-8"},
-	{"%c3%28", "\xc3\x28", "is not valid UTF-8"},
-	{"%ed%a0%80", "\xed\xa0\x80", "is not valid UTF-8"},
-}
 
 // Text PostgreSQL cannot store is refused with a 400 that names the field, on PostgreSQL (where
 // it used to be a 500), and nothing is created: JSON strings of every register-* and review
 // route (keys included), path and query parameters, the key headers and multipart text fields
 // and file names.
 func TestTextPostgreSQLRefusesIsRefusedNamingTheField(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, testdb.Open(t, testdb.MigratedPostgresURL(t)), 1000)
 	account, key := e.newAccount(external.ScopeRegister, external.ScopeRead)
 	valid := e.validBodies(account)
@@ -45,39 +38,47 @@ func TestTextPostgreSQLRefusesIsRefusedNamingTheField(t *testing.T) {
 			}
 		}
 	}
-	for _, bad := range badText {
+	for _, bad := range apitest.HostileTexts {
 		for _, c := range []struct{ path, body, field string }{
-			{"/models/register-ideas", `{"preferences":"a` + bad.json + `","count":1}`, "preferences"},
-			{"/sceneries/register-ideas", `{"preferences":"` + bad.json + `"}`, "preferences"},
-			{"/packshots/register-ideas", `{"config":{"product":{"id":"` + photo + `"},"suggestions":"` + bad.json + `"}}`, "config.suggestions"},
-			{"/image-picker/register-ideas", `{"config":{"product":{"id":"` + photo + `"},"industry":"` + bad.json + `"}}`, "config.industry"},
-			{"/image-picker/register-ideas", `{"config":{"product":{"id":"` + bad.json + `"}}}`, "config.product.id"},
-			{"/video-picker/register-videos", `{"generatedImageId":"` + shoot + `","suggestion":"` + bad.json + `"}`, "suggestion"},
-			{"/video-picker/register-videos", `{"imageId":"` + bad.json + `"}`, "imageId"},
-			{"/reel/register-reel", `{"imagesIds":["` + photo + `","` + bad.json + `"]}`, "imagesIds[1]"},
-			{"/image-picker/review", `{"recordId":"` + bad.json + `","verdict":"accepted"}`, "recordId"},
-			{"/packshots/update-packshot", `{"recordId":"` + shoot + `","status":"` + bad.json + `"}`, "status"},
-			{"/models/register-ideas", `{"count":1,"pref` + bad.json + `":"x"}`, `The key "pref`},
+			{"/models/register-ideas", `{"preferences":"a` + bad.JSON + `","count":1}`, "preferences"},
+			{"/sceneries/register-ideas", `{"preferences":"` + bad.JSON + `"}`, "preferences"},
+			{"/packshots/register-ideas", `{"config":{"product":{"id":"` + photo + `"},"suggestions":"` + bad.JSON + `"}}`, "config.suggestions"},
+			{"/image-picker/register-ideas", `{"config":{"product":{"id":"` + photo + `"},"industry":"` + bad.JSON + `"}}`, "config.industry"},
+			{"/image-picker/register-ideas", `{"config":{"product":{"id":"` + bad.JSON + `"}}}`, "config.product.id"},
+			{"/video-picker/register-videos", `{"generatedImageId":"` + shoot + `","suggestion":"` + bad.JSON + `"}`, "suggestion"},
+			{"/video-picker/register-videos", `{"imageId":"` + bad.JSON + `"}`, "imageId"},
+			{"/reel/register-reel", `{"imagesIds":["` + photo + `","` + bad.JSON + `"]}`, "imagesIds[1]"},
+			{"/image-picker/review", `{"recordId":"` + bad.JSON + `","verdict":"accepted"}`, "recordId"},
+			{"/packshots/update-packshot", `{"recordId":"` + shoot + `","status":"` + bad.JSON + `"}`, "status"},
+			{"/models/register-ideas", `{"count":1,"pref` + bad.JSON + `":"x"}`, `The key "pref`},
 		} {
 			code, body := e.post(key, c.path, c.body)
-			refused(c.path+" "+c.body, code, body, c.field, bad.want)
+			refused(c.path+" "+c.body, code, body, c.field, bad.Want)
 		}
-		code, body, _ := e.get("/orders/"+bad.path, "X-Api-Key", key)
-		refused("GET /orders/"+bad.path, code, body, "The path parameter id", bad.want)
+		params := apitest.WithBadParams(e.router.Routes(), bad.Path)
+		if len(params) != 1 || params[0].Route != external.Base+"/orders/:id" {
+			t.Fatalf("routes with path parameters: %+v, want GET /orders/:id alone", params)
+		}
+		for _, r := range params {
+			req := httptest.NewRequest(r.Method, r.Target, nil)
+			req.Header.Set("X-Api-Key", key)
+			code, body, _ := e.serve(req)
+			refused(r.Method+" "+r.Target, code, body, "The path parameter "+r.Param, bad.Want)
+		}
 		for _, q := range []string{"/image-picker?productId=", "/packshots?statusFilter=", "/presets?maxRecords=", "/orders?since="} {
-			code, body, _ := e.get(q+bad.path, "X-Api-Key", key)
+			code, body, _ := e.get(q+bad.Path, "X-Api-Key", key)
 			name := q[strings.Index(q, "?")+1 : len(q)-1]
-			refused("GET "+q+bad.path, code, body, "The query parameter "+name, bad.want)
+			refused("GET "+q+bad.Path, code, body, "The query parameter "+name, bad.Want)
 		}
-		if bad.path == "%00" {
+		if bad.Path == "%00" {
 			continue // NUL cannot be in a header, nor in a multipart part's header
 		}
-		raw := bad.json
-		code, body, _ = e.get("/orders", "X-Api-Key", "mk_live_"+raw+strings.Repeat("a", 16-len(raw))+".secret")
-		refused("X-Api-Key "+bad.path, code, body, "The X-Api-Key header is not valid UTF-8")
+		raw := bad.JSON
+		code, body, _ := e.get("/orders", "X-Api-Key", "mk_live_"+raw+strings.Repeat("a", 16-len(raw))+".secret")
+		refused("X-Api-Key "+bad.Path, code, body, "The X-Api-Key header is not valid UTF-8")
 		code, body, _ = e.get("/orders", "Authorization", "Bearer "+raw)
-		refused("Authorization "+bad.path, code, body, "The Authorization header is not valid UTF-8")
-		image := formFile{"file", "photo.png", pngImage(t, 8, 8, color.NRGBA{255, 255, 255, 255})}
+		refused("Authorization "+bad.Path, code, body, "The Authorization header is not valid UTF-8")
+		image := formFile{"file", "photo.png", testimage.SolidPNG(t, 8, 8, color.NRGBA{255, 255, 255, 255})}
 		code, body = e.multipart(key, http.MethodPost, "/products", []string{"name", "Shirt", "sku", "s" + raw}, image)
 		refused("POST /products sku", code, body, "The form field sku is not valid UTF-8")
 		code, body = e.multipart(key, http.MethodPost, "/products", []string{"name", "Shirt"}, formFile{"file", "p" + raw + ".png", image.data})
@@ -85,7 +86,7 @@ func TestTextPostgreSQLRefusesIsRefusedNamingTheField(t *testing.T) {
 		code, body = e.multipart(key, http.MethodPost, "/presets", append(requiredFields("Preset"), "heroIntro", raw))
 		refused("POST /presets heroIntro", code, body, "The form field heroIntro is not valid UTF-8")
 	}
-	code, body := e.multipart(key, http.MethodPost, "/products", []string{"name", "Sh\x00irt"}, formFile{"file", "photo.png", pngImage(t, 8, 8, color.NRGBA{0, 0, 0, 255})})
+	code, body := e.multipart(key, http.MethodPost, "/products", []string{"name", "Sh\x00irt"}, formFile{"file", "photo.png", testimage.SolidPNG(t, 8, 8, color.NRGBA{0, 0, 0, 255})})
 	refused("POST /products name with NUL", code, body, "The form field name must not contain the NUL character")
 	code, body = e.multipart(key, http.MethodPut, "/presets", []string{"presetId", models.NewID(), "do", "\x00"})
 	refused("PUT /presets do with NUL", code, body, "The form field do must not contain the NUL character")
@@ -107,6 +108,7 @@ func TestTextPostgreSQLRefusesIsRefusedNamingTheField(t *testing.T) {
 
 // The checks come before the key: a request without one is refused for its bad path all the same.
 func TestTextIsCheckedBeforeTheKey(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, testdb.Open(t, testdb.SQLiteURL(t)), 0)
 	req := httptest.NewRequest(http.MethodGet, external.Base+"/orders/%ff", nil)
 	code, body, _ := e.serve(req)

@@ -26,6 +26,7 @@ import (
 	"github.com/shotflow/shotflow/internal/blobstore"
 	"github.com/shotflow/shotflow/internal/jobview"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
+	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/internal/urlsign"
 	"github.com/shotflow/shotflow/models"
 )
@@ -40,8 +41,6 @@ const (
 	presetLuxuryDark     = "luxury-dark"     // required
 	presetFestiveHoliday = "festive-holiday" // null
 )
-
-func tinyPNG(t *testing.T, c uint8) []byte { return pngImage(t, 8, 6, color.NRGBA{c, 100, 200, 255}) }
 
 // requiredFields are the fields POST /presets requires.
 func requiredFields(name string) []string {
@@ -179,6 +178,7 @@ func systemPresetID(t *testing.T, db *gorm.DB, slug string) string {
 }
 
 func TestListPresetsMaxRecords(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		e := newEnv(t, db, 0)
 		if err := models.SeedReference(db); err != nil {
@@ -236,6 +236,7 @@ func TestListPresetsMaxRecords(t *testing.T) {
 }
 
 func TestPresetItems(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		e := newEnv(t, db, 0)
 		if err := models.SeedReference(db); err != nil {
@@ -322,13 +323,14 @@ func TestPresetItems(t *testing.T) {
 }
 
 func TestCreatePreset(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		e := newEnv(t, db, 0)
 		item := e.createPreset(e.key, []string{
 			"name", "  Studio white  ", "quantityGuidelines", "3-5 photos", "qualityGuidelines", "Sharp, 2000 px",
 			"bestFor", "Catalogues", "do", "Use daylight", "dont", "No clutter", "inputRequirements", "The whole product",
 			"heroIntro", "Clean shots", "categories", `["studio", " food ", "studio"]`, "tags", `["white"]`, "scenery", "recommended",
-		}, formFile{"cover", "cover.png", tinyPNG(t, 1)}, formFile{"gallery", "a.png", tinyPNG(t, 2)}, formFile{"gallery", "b.png", tinyPNG(t, 3)})
+		}, formFile{"cover", "cover.png", testimage.SolidPNG(t, 8, 6, color.NRGBA{1, 100, 200, 255})}, formFile{"gallery", "a.png", testimage.SolidPNG(t, 8, 6, color.NRGBA{2, 100, 200, 255})}, formFile{"gallery", "b.png", testimage.SolidPNG(t, 8, 6, color.NRGBA{3, 100, 200, 255})})
 
 		want := map[string]any{"name": "Studio white", "quantityGuidelines": "3-5 photos", "qualityGuidelines": "Sharp, 2000 px",
 			"bestFor": "Catalogues", "do": "Use daylight", "dont": "No clutter", "inputRequirements": "The whole product",
@@ -370,7 +372,7 @@ func TestCreatePreset(t *testing.T) {
 				t.Errorf("asset %+v", a)
 			}
 			data, err := e.blobs.Get(context.Background(), a.BlobKey)
-			if err != nil || string(data) != string(tinyPNG(t, uint8(i+1))) {
+			if err != nil || string(data) != string(testimage.SolidPNG(t, 8, 6, color.NRGBA{uint8(i + 1), 100, 200, 255})) {
 				t.Errorf("blob of %s: %v", img.Role, err)
 			}
 		}
@@ -383,9 +385,10 @@ func TestCreatePreset(t *testing.T) {
 }
 
 func TestCreatePresetRefusals(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		e := newEnv(t, db, 0)
-		cover := formFile{"cover", "cover.png", tinyPNG(t, 9)}
+		cover := formFile{"cover", "cover.png", testimage.SolidPNG(t, 8, 6, color.NRGBA{9, 100, 200, 255})}
 		refuse := func(name string, fields []string, mention string, files ...formFile) {
 			t.Helper()
 			code, body := e.multipart(e.key, http.MethodPost, "/presets", fields, files...)
@@ -410,14 +413,14 @@ func TestCreatePresetRefusals(t *testing.T) {
 		refuse("scenery", append(requiredFields("x"), "scenery", "optional"), "scenery")
 		refuse("categories not JSON", append(requiredFields("x"), "categories", "studio,food"), "categories")
 		refuse("tags empty entry", append(requiredFields("x"), "tags", `["a", " "]`), "tags")
-		refuse("file in a text field", requiredFields("x"), "name", formFile{"name", "n.png", tinyPNG(t, 1)})
-		refuse("two covers", requiredFields("x"), "cover", cover, formFile{"cover", "c2.png", tinyPNG(t, 2)})
+		refuse("file in a text field", requiredFields("x"), "name", formFile{"name", "n.png", testimage.SolidPNG(t, 8, 6, color.NRGBA{1, 100, 200, 255})})
+		refuse("two covers", requiredFields("x"), "cover", cover, formFile{"cover", "c2.png", testimage.SolidPNG(t, 8, 6, color.NRGBA{2, 100, 200, 255})})
 		gallery := []formFile{cover}
 		for i := range 7 {
-			gallery = append(gallery, formFile{"gallery", fmt.Sprintf("g%d.png", i), tinyPNG(t, uint8(i))})
+			gallery = append(gallery, formFile{"gallery", fmt.Sprintf("g%d.png", i), testimage.SolidPNG(t, 8, 6, color.NRGBA{uint8(i), 100, 200, 255})})
 		}
 		refuse("7 gallery images", requiredFields("x"), "gallery", gallery...)
-		refuse("not an image", requiredFields("x"), "gallery", cover, formFile{"gallery", "g.png", tinyPNG(t, 1)},
+		refuse("not an image", requiredFields("x"), "gallery", cover, formFile{"gallery", "g.png", testimage.SolidPNG(t, 8, 6, color.NRGBA{1, 100, 200, 255})},
 			formFile{"gallery", "notes.png", []byte("just some text, not a picture")})
 		refuse("bad cover", requiredFields("x"), "cover", formFile{"cover", "c.jpg", []byte("\xff\xd8\xff\xe0 broken jpeg")})
 		code, body := e.post(e.key, "/presets", map[string]any{"name": "x", "quantityGuidelines": "q", "qualityGuidelines": "q"})
@@ -439,14 +442,15 @@ func TestCreatePresetRefusals(t *testing.T) {
 }
 
 func TestUpdatePreset(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		e := newEnv(t, db, 0)
 		if err := models.SeedReference(db); err != nil {
 			t.Fatal(err)
 		}
 		item := e.createPreset(e.key, append(requiredFields("First"), "bestFor", "Shoes", "tags", `["a"]`),
-			formFile{"cover", "c.png", tinyPNG(t, 1)}, formFile{"gallery", "g0.png", tinyPNG(t, 10)},
-			formFile{"gallery", "g1.png", tinyPNG(t, 11)}, formFile{"gallery", "g2.png", tinyPNG(t, 12)})
+			formFile{"cover", "c.png", testimage.SolidPNG(t, 8, 6, color.NRGBA{1, 100, 200, 255})}, formFile{"gallery", "g0.png", testimage.SolidPNG(t, 8, 6, color.NRGBA{10, 100, 200, 255})},
+			formFile{"gallery", "g1.png", testimage.SolidPNG(t, 8, 6, color.NRGBA{11, 100, 200, 255})}, formFile{"gallery", "g2.png", testimage.SolidPNG(t, 8, 6, color.NRGBA{12, 100, 200, 255})})
 		id := item["id"].(string)
 		g := galleryIDs(item)
 		put := func(fields []string, files ...formFile) map[string]any {
@@ -501,7 +505,7 @@ func TestUpdatePreset(t *testing.T) {
 
 		// Cover replaced: the old one is removed.
 		oldCover, oldAsset := coverID(item), assetOf(coverID(item))
-		it = put(nil, formFile{"cover", "c2.png", tinyPNG(t, 2)})
+		it = put(nil, formFile{"cover", "c2.png", testimage.SolidPNG(t, 8, 6, color.NRGBA{2, 100, 200, 255})})
 		if coverID(it) == "" || coverID(it) == oldCover || !slices.Equal(galleryIDs(it), g) {
 			t.Fatalf("after cover replace: %v", it)
 		}
@@ -510,7 +514,7 @@ func TestUpdatePreset(t *testing.T) {
 
 		// Keep g0 and g2, add one: g1 is removed, the rest repacked.
 		g1Asset := assetOf(g[1])
-		it = put([]string{"existingGalleryIds", fmt.Sprintf(`[%q, %q]`, g[2], g[0])}, formFile{"gallery", "g3.png", tinyPNG(t, 13)})
+		it = put([]string{"existingGalleryIds", fmt.Sprintf(`[%q, %q]`, g[2], g[0])}, formFile{"gallery", "g3.png", testimage.SolidPNG(t, 8, 6, color.NRGBA{13, 100, 200, 255})})
 		now := galleryIDs(it)
 		if len(now) != 3 || now[0] != g[0] || now[1] != g[2] || slices.Contains(g, now[2]) {
 			t.Fatalf("after keep [g0 g2] + 1: %v (was %v)", now, g)
@@ -526,7 +530,7 @@ func TestUpdatePreset(t *testing.T) {
 			}
 		}
 		// Adding without existingGalleryIds keeps all.
-		it = put(nil, formFile{"gallery", "g4.png", tinyPNG(t, 14)}, formFile{"gallery", "g5.png", tinyPNG(t, 15)})
+		it = put(nil, formFile{"gallery", "g4.png", testimage.SolidPNG(t, 8, 6, color.NRGBA{14, 100, 200, 255})}, formFile{"gallery", "g5.png", testimage.SolidPNG(t, 8, 6, color.NRGBA{15, 100, 200, 255})})
 		if len(galleryIDs(it)) != 5 || !slices.Equal(galleryIDs(it)[:3], now) {
 			t.Fatalf("after adding 2: %v", galleryIDs(it))
 		}
@@ -542,14 +546,14 @@ func TestUpdatePreset(t *testing.T) {
 				t.Errorf("%s: %d %v, want %d naming %q", name, code, body, status, mention)
 			}
 		}
-		two := []formFile{{"gallery", "x.png", tinyPNG(t, 20)}, {"gallery", "y.png", tinyPNG(t, 21)}}
+		two := []formFile{{"gallery", "x.png", testimage.SolidPNG(t, 8, 6, color.NRGBA{20, 100, 200, 255})}, {"gallery", "y.png", testimage.SolidPNG(t, 8, 6, color.NRGBA{21, 100, 200, 255})}}
 		refuse("7 in the end", 400, id, nil, "gallery", two...)
 		refuse("7 in the end, keeping", 400, id, []string{"existingGalleryIds", jsonList(galleryIDs(before))}, "gallery", two...)
 		refuse("unknown kept id", 400, id, []string{"existingGalleryIds", fmt.Sprintf(`[%q]`, coverID(before))}, "existingGalleryIds")
 		refuse("kept id twice", 400, id, []string{"existingGalleryIds", fmt.Sprintf(`[%q, %q]`, now[0], now[0])}, "existingGalleryIds")
 		refuse("malformed existingGalleryIds", 400, id, []string{"existingGalleryIds", "[" + now[0]}, "existingGalleryIds")
 		refuse("existingGalleryIds null", 400, id, []string{"existingGalleryIds", "null"}, "existingGalleryIds")
-		refuse("removeCover and cover", 400, id, []string{"removeCover", "true"}, "removeCover", formFile{"cover", "c.png", tinyPNG(t, 3)})
+		refuse("removeCover and cover", 400, id, []string{"removeCover", "true"}, "removeCover", formFile{"cover", "c.png", testimage.SolidPNG(t, 8, 6, color.NRGBA{3, 100, 200, 255})})
 		refuse("removeCover yes", 400, id, []string{"removeCover", "yes"}, "removeCover")
 		refuse("empty name", 400, id, []string{"name", " "}, "name")
 		refuse("unknown field", 400, id, []string{"visibility", "public"}, "visibility")
@@ -616,6 +620,7 @@ func TestUpdatePreset(t *testing.T) {
 }
 
 func TestPresetScopes(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		e := newEnv(t, db, 0)
 		_, readOnly := e.newAccount(external.ScopeRead)
@@ -641,6 +646,7 @@ func TestPresetScopes(t *testing.T) {
 // a system preset's seeded image through the plugin handler's signed /files/ref/ route, which
 // needs no key of either API.
 func TestPresetImageURLsResolve(t *testing.T) {
+	t.Parallel()
 	db := testdb.Open(t, testdb.SQLiteURL(t))
 	e := newEnv(t, db, 0)
 	e.now = time.Now() // the download routes check the signatures against the real clock
@@ -660,7 +666,7 @@ func TestPresetImageURLsResolve(t *testing.T) {
 		router.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, u.RequestURI(), nil))
 		return rec.Code, rec.Header().Get("Content-Type"), rec.Body.Bytes()
 	}
-	cover := tinyPNG(t, 42)
+	cover := testimage.SolidPNG(t, 8, 6, color.NRGBA{42, 100, 200, 255})
 	own := e.createPreset(e.key, requiredFields("Own"), formFile{"cover", "c.png", cover})
 	ownURL := own["cover"].(map[string]any)["url"].(string)
 	if code, ct, body := download(ownURL); code != http.StatusOK || ct != "image/png" || string(body) != string(cover) {

@@ -15,6 +15,7 @@ import (
 	"github.com/shotflow/shotflow/api/external"
 	"github.com/shotflow/shotflow/internal/jobview"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
+	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -101,6 +102,7 @@ func productIDs(items []map[string]any) []string {
 }
 
 func TestListProducts(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		e := newEnv(t, db, 1000)
 		other, otherKey := e.newAccount(external.ScopeRead)
@@ -182,6 +184,7 @@ func TestListProducts(t *testing.T) {
 }
 
 func TestProductScopes(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		e := newEnv(t, db, 1000)
 		_, registerOnly := e.newAccount(external.ScopeRegister)
@@ -191,7 +194,7 @@ func TestProductScopes(t *testing.T) {
 			t.Errorf("GET without content.read: %d %v", code, body)
 		}
 		code, body = e.multipart(readOnly, http.MethodPost, "/products", []string{"name", "Shirt"},
-			formFile{"file", "shirt.png", pngImage(t, 32, 32, color.NRGBA{200, 10, 10, 255})})
+			formFile{"file", "shirt.png", testimage.SolidPNG(t, 32, 32, color.NRGBA{200, 10, 10, 255})})
 		if code != http.StatusForbidden || !strings.Contains(errorOf(t, body), external.ScopeRegister) {
 			t.Errorf("POST without content.register: %d %v", code, body)
 		}
@@ -204,9 +207,10 @@ func TestProductScopes(t *testing.T) {
 }
 
 func TestUploadProduct(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		e := newEnv(t, db, 1000)
-		data := pngImage(t, 64, 48, color.NRGBA{10, 120, 200, 255})
+		data := testimage.SolidPNG(t, 64, 48, color.NRGBA{10, 120, 200, 255})
 		code, body := e.multipart(e.key, http.MethodPost, "/products", []string{"name", "  Linen shirt  ", "sku", " LS-1 "},
 			formFile{"file", "shirt.png", data})
 		if code != http.StatusOK || body["success"] != true || len(body) != 2 {
@@ -283,9 +287,10 @@ func TestUploadProduct(t *testing.T) {
 }
 
 func TestUploadProductRefusals(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		e := newEnv(t, db, 1000)
-		png := pngImage(t, 32, 32, color.NRGBA{200, 10, 10, 255})
+		png := testimage.SolidPNG(t, 32, 32, color.NRGBA{200, 10, 10, 255})
 		image := formFile{"file", "shirt.png", png}
 		for _, tc := range []struct {
 			name   string
@@ -337,6 +342,7 @@ func TestUploadProductRefusals(t *testing.T) {
 
 // TestUploadProductRollsBack checks that a transaction that fails leaves no row and no file.
 func TestUploadProductRollsBack(t *testing.T) {
+	t.Parallel()
 	db := testdb.Open(t, testdb.SQLiteURL(t))
 	e := newEnv(t, db, 1000)
 	var blobKey string
@@ -351,7 +357,7 @@ func TestUploadProductRollsBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, body := e.multipart(e.key, http.MethodPost, "/products", []string{"name", "Shirt"},
-		formFile{"file", "shirt.png", pngImage(t, 32, 32, color.NRGBA{200, 10, 10, 255})})
+		formFile{"file", "shirt.png", testimage.SolidPNG(t, 32, 32, color.NRGBA{200, 10, 10, 255})})
 	if code != http.StatusInternalServerError {
 		t.Fatalf("POST /products with a failing transaction = %d %v", code, body)
 	}

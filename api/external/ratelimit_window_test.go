@@ -26,6 +26,7 @@ func (e *env) listOrders() rateLimitAnswer {
 }
 
 func TestRateLimitIsSixtyPerRollingMinute(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, testdb.Open(t, testdb.SQLiteURL(t)), 0) // the API's 60 requests per minute
 	want := func(step string, got, want rateLimitAnswer) {
 		t.Helper()

@@ -234,6 +234,7 @@ func (f *recFix) checkStatusFilter(path, listKey string, keys []string, all []st
 }
 
 func TestListModelsAndSceneries(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		e := newEnv(t, db, 0)
 		f := newRecFix(e)
@@ -281,6 +282,7 @@ func TestListModelsAndSceneries(t *testing.T) {
 }
 
 func TestListPackshots(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		e := newEnv(t, db, 0)
 		f := newRecFix(e)
@@ -338,6 +340,7 @@ func TestListPackshots(t *testing.T) {
 }
 
 func TestListImages(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		e := newEnv(t, db, 0)
 		f := newRecFix(e)
@@ -423,6 +426,7 @@ func TestListImages(t *testing.T) {
 }
 
 func TestListVideos(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		e := newEnv(t, db, 0)
 		f := newRecFix(e)
@@ -474,6 +478,7 @@ func TestListVideos(t *testing.T) {
 }
 
 func TestRecordListScopes(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		e := newEnv(t, db, 0)
 		_, registerOnly := e.newAccount(external.ScopeRegister)
@@ -497,6 +502,7 @@ func TestRecordListScopes(t *testing.T) {
 }
 
 func TestUpdatePackshot(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		e := newEnv(t, db, 0)
 		f := newRecFix(e)
@@ -641,6 +647,7 @@ func TestUpdatePackshot(t *testing.T) {
 }
 
 func TestReviewImage(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		e := newEnv(t, db, 0)
 		f := newRecFix(e)

@@ -21,6 +21,7 @@ func strictEnv(t *testing.T) (e *env, account, key string) {
 // its fields with 400 whose message names the field and what it must be, in the client's terms
 // (no Go types or decoder internals), and creates nothing.
 func TestEveryJSONRouteExplainsWrongTypes(t *testing.T) {
+	t.Parallel()
 	e, account, key := strictEnv(t)
 	cases, err := contract.External.WrongTypes()
 	if err != nil {
@@ -43,6 +44,7 @@ func TestEveryJSONRouteExplainsWrongTypes(t *testing.T) {
 // (with the field it may mean), also when it repeats a field in another case; a key given twice
 // is refused. Nothing is created.
 func TestJSONKeysMatchExactlyAndOnce(t *testing.T) {
+	t.Parallel()
 	e, account, key := strictEnv(t)
 	photo := "0b8a3c2e-5d0f-4a0e-9c3b-6f1e2d4c8a71"
 	for _, c := range []struct{ path, body, want string }{
@@ -72,6 +74,7 @@ func TestJSONKeysMatchExactlyAndOnce(t *testing.T) {
 
 // Every JSON route refuses a body that is not valid UTF-8 anywhere, even outside its strings.
 func TestEveryJSONRouteRefusesInvalidUTF8(t *testing.T) {
+	t.Parallel()
 	e, account, key := strictEnv(t)
 	routes := []string{"/models/register-ideas", "/sceneries/register-ideas", "/packshots/register-ideas", "/image-picker/register-ideas",
 		"/video-picker/register-videos", "/reel/register-reel", "/packshots/update-packshot", "/image-picker/review"}

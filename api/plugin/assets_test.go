@@ -14,11 +14,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/shotflow/shotflow/api/plugin"
+	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/internal/urlsign"
 	"github.com/shotflow/shotflow/models"
 )
 
 func TestCreateUploadValidation(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	valid := func() map[string]any {
 		return map[string]any{"mode": "presigned", "filename": "shoe.png", "content_type": "image/png", "size_bytes": 1024}
@@ -60,6 +62,7 @@ func TestCreateUploadValidation(t *testing.T) {
 }
 
 func TestCreateUploadAcceptsBounds(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, c := range []struct {
 		ct   string
@@ -73,6 +76,7 @@ func TestCreateUploadAcceptsBounds(t *testing.T) {
 }
 
 func TestCreateUploadResponse(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	before := time.Now()
 	rec := e.do(http.MethodPost, p("/assets/upload"), e.key, map[string]any{
@@ -105,8 +109,9 @@ func TestCreateUploadResponse(t *testing.T) {
 }
 
 func TestUploadPNG(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
-	data := pngBytes(t, 7, 5)
+	data := testimage.GradientPNG(t, 7, 5)
 	id, uploadURL := e.createUpload(e.key, "shoe.png", "image/png", len(data))
 
 	rec := e.put(uploadURL, "image/png", data, int64(len(data)))
@@ -137,8 +142,9 @@ func TestUploadPNG(t *testing.T) {
 }
 
 func TestUploadJPEGWithUnknownLength(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
-	data := jpegBytes(t, 9, 4)
+	data := testimage.GradientJPEG(t, 9, 4)
 	id, uploadURL := e.createUpload(e.key, "shoe.jpg", "image/jpeg", len(data))
 	rec := e.put(uploadURL, "image/jpeg", data, -1)
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
@@ -149,7 +155,8 @@ func TestUploadJPEGWithUnknownLength(t *testing.T) {
 }
 
 func TestUploadRefusals(t *testing.T) {
-	data := func(t *testing.T) []byte { return pngBytes(t, 4, 4) }
+	t.Parallel()
+	data := func(t *testing.T) []byte { return testimage.GradientPNG(t, 4, 4) }
 
 	t.Run("wrong content type", func(t *testing.T) {
 		e := newEnv(t)
@@ -210,7 +217,7 @@ func TestUploadRefusals(t *testing.T) {
 
 	t.Run("bytes are not the declared type", func(t *testing.T) {
 		e := newEnv(t)
-		jpg := jpegBytes(t, 4, 4)
+		jpg := testimage.GradientJPEG(t, 4, 4)
 		id, u := e.createUpload(e.key, "a.png", "image/png", len(jpg))
 		msg := e.requireError(e.put(u, "image/png", jpg, int64(len(jpg))), http.StatusBadRequest, plugin.CodeInvalidInput)
 		assert.Contains(t, msg, "image/jpeg")

@@ -18,6 +18,7 @@ import (
 )
 
 func TestAuthenticationRejectsBadKeys(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	_, otherSecret, _, _ := models.ParseKey(e.issueKey("plugin.jobs:read"))
 
@@ -63,6 +64,7 @@ func TestAuthenticationRejectsBadKeys(t *testing.T) {
 }
 
 func TestAuthenticationBeforePermission(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	// A route that needs a permission answers 401, not 403, without a valid key.
 	for _, target := range []string{p("/ai-models"), p("/jobs/" + models.NewID())} {
@@ -74,6 +76,7 @@ func TestAuthenticationBeforePermission(t *testing.T) {
 }
 
 func TestRevokedKeyIsRefusedOnTheNextRequest(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	key := e.issueKey(models.PluginScopes...)
 	require.Equal(t, http.StatusOK, e.do(http.MethodGet, p("/me"), key, nil).Code)
@@ -84,6 +87,7 @@ func TestRevokedKeyIsRefusedOnTheNextRequest(t *testing.T) {
 }
 
 func TestInactiveInstallationIsUnauthorized(t *testing.T) {
+	t.Parallel()
 	for _, status := range []string{"suspended", "uninstalled", ""} {
 		t.Run("status="+status, func(t *testing.T) {
 			e := newEnv(t)
@@ -96,6 +100,7 @@ func TestInactiveInstallationIsUnauthorized(t *testing.T) {
 }
 
 func TestPermissionsMapping(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		scopes []string
 		want   []string
@@ -193,6 +198,7 @@ func scopesGranting(perm string) []string {
 // TestEveryRouteChecksItsPermission walks the routes the router actually registers under the
 // plugin base and checks each against the spec's permission table.
 func TestEveryRouteChecksItsPermission(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	noScopes := e.issueKey()
 	unknownScopes := e.issueKey("plugin.everything", "admin")
@@ -255,6 +261,7 @@ func TestEveryRouteChecksItsPermission(t *testing.T) {
 }
 
 func TestPermissionOutcomesPerRoute(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	// Explicit expectations for the routes of plugin.go, with the status each gets once allowed.
 	cases := []struct {
@@ -297,6 +304,7 @@ func TestPermissionOutcomesPerRoute(t *testing.T) {
 }
 
 func TestRateLimit(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withRateLimit(3))
 	for i, remaining := range []string{"2", "1", "0"} {
 		rec := e.do(http.MethodGet, p("/me"), e.key, nil)
@@ -348,6 +356,7 @@ func TestRateLimit(t *testing.T) {
 }
 
 func TestRateLimitDefaultsAndErrorsCount(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t) // installation limit 0: the handler's default of 60 applies
 	rec := e.do(http.MethodGet, p("/me"), e.key, nil)
 	require.Equal(t, http.StatusOK, rec.Code)
@@ -364,6 +373,7 @@ func TestRateLimitDefaultsAndErrorsCount(t *testing.T) {
 }
 
 func TestRateLimitPerInstallationSetting(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	inst, key := e.addInstallation(e.account.ID, 2)
 	require.Equal(t, 2, inst.RateLimitPerMin)

@@ -29,6 +29,7 @@ func sessionOf(prefix string, n, count int) map[string]any {
 }
 
 func TestBatchEnvelopeIsValidated(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tooMany := make([]any, plugin.MaxSessionsPerBatch+1)
 	for i := range tooMany {
@@ -76,6 +77,7 @@ func TestBatchEnvelopeIsValidated(t *testing.T) {
 
 // Exactly 100 sessions and 5,000 images pass the envelope: each session is then judged alone.
 func TestBatchLimitsAreInclusive(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	sessions := make([]any, 0, plugin.MaxSessionsPerBatch)
 	for range 50 {
@@ -103,6 +105,7 @@ func TestBatchLimitsAreInclusive(t *testing.T) {
 // Every session of a batch stands alone: the results come in input order, each a session (201) or
 // an error object, and only the sessions that succeed create orders and reserve credits.
 func TestBatchSessionsAreIndependent(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withCredits(5)).committing()
 	e.approved("p1")
 	e.approved("p2")
@@ -161,6 +164,7 @@ func TestBatchSessionsAreIndependent(t *testing.T) {
 }
 
 func TestBatchAndCloneNeedJobsCreate(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	o, _, _ := e.storeJob(e.inst)
 	key := e.issueKey("plugin.jobs:read", "plugin.catalog:write")
@@ -189,6 +193,7 @@ func (h hangingTemporal) ExecuteWorkflow(ctx context.Context, _ client.StartWork
 // a hanging Temporal delays the answer once, not once per session, and the orders stay committed
 // for the sweeper to start.
 func TestBatchStartsItsWorkflowsTogether(t *testing.T) {
+	// Not parallel: plugin.SetBatchStartTimeout changes a package variable.
 	e := newEnv(t)
 	calls := &atomic.Int32{}
 	e.handler.Engine.Temporal = hangingTemporal{calls: calls}
@@ -213,6 +218,7 @@ func TestBatchStartsItsWorkflowsTogether(t *testing.T) {
 }
 
 func TestBatchEntriesAreStrict(t *testing.T) {
+	t.Parallel()
 	// Each session of a batch is decoded as strictly as POST /jobs: an unknown field, a retired
 	// field next to the session shape or a key in another case is that entry's 400, naming it.
 	e := newEnv(t)

@@ -82,6 +82,7 @@ func ids(items []map[string]any) []string {
 }
 
 func TestListProducts(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withRateLimit(10000))
 	otherInst, otherKey := e.otherInstallation()
 	a := e.product(e.inst, "A")
@@ -128,6 +129,7 @@ func TestListProducts(t *testing.T) {
 }
 
 func TestListProductsPagination(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withRateLimit(10000))
 	var want []string
 	for i := range 55 {
@@ -165,6 +167,7 @@ func TestListProductsPagination(t *testing.T) {
 }
 
 func TestListProductsStableWhileInserting(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withRateLimit(10000))
 	before := map[string]bool{}
 	for i := range 9 {
@@ -192,6 +195,7 @@ func TestListProductsStableWhileInserting(t *testing.T) {
 }
 
 func TestGetProduct(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	otherInst, _ := e.otherInstallation()
 	pr := e.product(e.inst, "MUG")
@@ -248,6 +252,7 @@ func TestGetProduct(t *testing.T) {
 }
 
 func TestGetProductTruncatesEmbeddedLists(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	pr := e.product(e.inst, "BIG")
 	var lastShot models.Packshot
@@ -281,6 +286,7 @@ func TestGetProductTruncatesEmbeddedLists(t *testing.T) {
 }
 
 func TestDeleteProduct(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withRateLimit(10000))
 	otherInst, otherKey := e.otherInstallation()
 	asset := e.readyAsset(e.inst)
@@ -332,6 +338,7 @@ func TestDeleteProduct(t *testing.T) {
 }
 
 func TestListPackshots(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withRateLimit(10000))
 	otherInst, otherKey := e.otherInstallation()
 	a := e.product(e.inst, "A")
@@ -386,6 +393,7 @@ func TestListPackshots(t *testing.T) {
 }
 
 func TestListPackshotsStableWhileInserting(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withRateLimit(10000))
 	pr := e.product(e.inst, "P")
 	before := map[string]bool{}
@@ -411,6 +419,7 @@ func TestListPackshotsStableWhileInserting(t *testing.T) {
 }
 
 func TestDeletePackshotIsNeverUsedBySessions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	otherInst, otherKey := e.otherInstallation()
 	asset := e.readyAsset(e.inst)
@@ -455,6 +464,7 @@ func TestDeletePackshotIsNeverUsedBySessions(t *testing.T) {
 }
 
 func TestCatalogRoutesPermissions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withRateLimit(10000))
 	pr := e.product(e.inst, "P")
 	ps := e.packshot(e.inst, pr.ID, e.readyAsset(e.inst).ID, models.VotingAccepted)

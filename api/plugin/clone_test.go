@@ -49,6 +49,7 @@ func (e *env) jobsOf(orderID string) []models.Job {
 }
 
 func TestCloneReusesTheSubjects(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t).committing()
 	src := e.sourceOrder()
 	availBefore, _ := e.credits()
@@ -113,6 +114,7 @@ func TestCloneReusesTheSubjects(t *testing.T) {
 }
 
 func TestCloneWithReplacementSubjects(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t).committing()
 	src := e.sourceOrder()
 	e.approved("c")
@@ -136,6 +138,7 @@ func TestCloneWithReplacementSubjects(t *testing.T) {
 }
 
 func TestCloneRefusals(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withCredits(4)).committing()
 	src := e.sourceOrder() // 3 credits: 1 left
 	theirInst, _ := e.otherInstallation()

@@ -14,6 +14,7 @@ import (
 // Every kind of engine refusal has its plugin status and code, so no refusal can surface as a
 // 500; the typed details travel into the envelope without parsing.
 func TestEngineFailureMapsEveryKind(t *testing.T) {
+	// Not parallel: gin.SetMode changes gin's global mode.
 	gin.SetMode(gin.TestMode)
 	want := map[engine.Kind]struct {
 		status int

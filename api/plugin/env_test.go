@@ -4,25 +4,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"image"
-	"image/color"
-	"image/jpeg"
-	"image/png"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/mocks"
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
@@ -30,12 +23,11 @@ import (
 	"github.com/shotflow/shotflow/api"
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/blobstore"
-	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/imageprep"
 	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/providers/local"
-	"github.com/shotflow/shotflow/internal/ratelimit"
 	"github.com/shotflow/shotflow/internal/secrets"
+	"github.com/shotflow/shotflow/internal/testsupport/apitest"
 	"github.com/shotflow/shotflow/internal/testsupport/contract"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/internal/urlsign"
@@ -48,24 +40,6 @@ const (
 	publicBaseURL = "http://example.test"
 )
 
-// fakeClock drives the rate limiter.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // env is one plugin API over a fresh SQLite database (PostgreSQL with onPostgres), with one account
 // and one installation.
 type env struct {
@@ -74,7 +48,7 @@ type env struct {
 	box     *secrets.Box
 	blobs   *blobstore.Store
 	signer  *urlsign.Signer
-	clock   *fakeClock
+	clock   *apitest.Clock
 	handler *plugin.Handler
 	router  *gin.Engine
 	// prepared lists the assets whose PrepareInputWorkflow the API started.
@@ -125,18 +99,11 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	ctx := context.Background()
 	db := cfg.db
 	if db == nil {
 		db = testdb.Open(t, cfg.databaseURL(t))
 	}
-	box, err := secrets.NewBox(make([]byte, 32))
-	require.NoError(t, err)
-	blobs, err := blobstore.Open(ctx, "file://"+t.TempDir())
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = blobs.Close() })
-	catalog, err := models.LoadCatalog()
-	require.NoError(t, err)
+	var catalog *models.Catalog
 	if cfg.catalog != nil {
 		// A test catalog names models the providers' code does not know; serve them all.
 		catalog = cfg.catalog
@@ -144,18 +111,18 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 			cfg.providers[name] = servesAll{p}
 		}
 	}
-	clock := &fakeClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
 	var prepared []string
-	signer := urlsign.New([]byte("0123456789abcdef0123456789abcdef"), publicBaseURL)
+	// The Temporal client only accepts the start of an upload's preparation: a test that got past
+	// an order's reservation fails; ErrInsufficientCredits returns before it.
+	d := apitest.NewDeps(t, db, apitest.Options{Catalog: catalog, Providers: cfg.providers, BaseURL: publicBaseURL,
+		Temporal: apitest.TemporalOptions{OnlyPrefix: "prepare-input/", OnStart: func(_ client.StartWorkflowOptions, in any) {
+			prepared = append(prepared, in.(workflows.PrepareInput).AssetID)
+		}}})
 	h := &plugin.Handler{
-		// The Temporal client only accepts the start of an upload's preparation: a test that got
-		// past an order's reservation would panic (a 500), so reaching Start is a visible
-		// failure; ErrInsufficientCredits returns before it.
-		Engine: &engine.Engine{DB: db, Log: zap.NewNop(), Temporal: preparations(&prepared),
-			Models: providers.MustNewRegistry(catalog, cfg.providers)},
-		Blobs:            blobs,
-		Signer:           signer,
-		Limiter:          ratelimit.NewMemory(clock.Now),
+		Engine:           d.Engine,
+		Blobs:            d.Blobs,
+		Signer:           d.Signer,
+		Limiter:          d.Limiter,
 		Log:              zap.NewNop(),
 		DocsURL:          docsURL,
 		DefaultRateLimit: 60,
@@ -164,10 +131,11 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 		SubProcessors:    cfg.subProcessors,
 	}
 	router := api.NewRouter(api.Deps{
-		Engine: h.Engine, Blobs: blobs, Signer: signer, Log: zap.NewNop(),
+		Engine: h.Engine, Blobs: d.Blobs, Signer: d.Signer, Log: zap.NewNop(),
 		Ready: func(context.Context) error { return nil },
 	}, h)
-	e := &env{t: t, db: db, box: box, blobs: blobs, signer: signer, clock: clock, handler: h, router: router, prepared: &prepared}
+	e := &env{t: t, db: db, box: d.Box, blobs: d.Blobs, signer: d.Signer, clock: d.Clock, handler: h, router: router, prepared: &prepared}
+	var err error
 	e.account, err = models.CreateAccount(db, "Acme", cfg.credits)
 	require.NoError(t, err)
 	e.inst, e.key = e.addInstallation(e.account.ID, cfg.rateLimit)
@@ -189,18 +157,6 @@ func (e *env) prepare(assetID string) activities.PrepareResult {
 type servesAll struct{ providers.Provider }
 
 func (servesAll) Serves(string, string) bool { return true }
-
-// preparations is a Temporal client that records the starts of PrepareInputWorkflow and knows no
-// other call.
-func preparations(started *[]string) *mocks.Client {
-	c := &mocks.Client{}
-	c.On("ExecuteWorkflow", mock.Anything, mock.MatchedBy(func(o client.StartWorkflowOptions) bool {
-		return strings.HasPrefix(o.ID, "prepare-input/")
-	}), mock.Anything, mock.Anything).Run(func(args mock.Arguments) {
-		*started = append(*started, args.Get(3).(workflows.PrepareInput).AssetID)
-	}).Return(&mocks.WorkflowRun{}, nil)
-	return c
-}
 
 // addInstallation creates an installation of the account and returns it with its key.
 func (e *env) addInstallation(accountID string, rateLimit int) (*models.Installation, string) {
@@ -325,29 +281,6 @@ func (e *env) checkEnvelope(rec *httptest.ResponseRecorder, status int, code str
 	e.router.ServeHTTP(doc, httptest.NewRequest(http.MethodGet, "/docs/plugin-api/errors/"+code, nil))
 	require.Equal(t, http.StatusOK, doc.Code, "docs for %q: %s", code, doc.Body.String())
 	return en, errObj["details"]
-}
-
-// pngBytes encodes a w×h PNG.
-func pngBytes(t testing.TB, w, h int) []byte {
-	t.Helper()
-	img := image.NewRGBA(image.Rect(0, 0, w, h))
-	for x := range w {
-		for y := range h {
-			img.Set(x, y, color.RGBA{uint8(x * 40), uint8(y * 40), 200, 255})
-		}
-	}
-	var buf bytes.Buffer
-	require.NoError(t, png.Encode(&buf, img))
-	return buf.Bytes()
-}
-
-// jpegBytes encodes a w×h JPEG.
-func jpegBytes(t testing.TB, w, h int) []byte {
-	t.Helper()
-	img := image.NewRGBA(image.Rect(0, 0, w, h))
-	var buf bytes.Buffer
-	require.NoError(t, jpeg.Encode(&buf, img, nil))
-	return buf.Bytes()
 }
 
 // createUpload asks for an upload URL and returns the asset ID and the URL.

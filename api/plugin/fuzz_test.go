@@ -17,6 +17,7 @@ import (
 	"github.com/shotflow/shotflow/api/files"
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/testsupport/routefuzz"
+	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -104,7 +105,7 @@ func (e *env) fuzzSeeds() map[string][]routefuzz.Seed {
 		e.t.Fatal(err)
 	}
 	pending := created.Subjects[0].JobIDs[0]
-	png := pngBytes(e.t, 2, 2)
+	png := testimage.GradientPNG(e.t, 2, 2)
 	_, uploadURL := e.createUpload(e.key, "p.png", "image/png", len(png))
 	up, err := url.Parse(uploadURL)
 	if err != nil {

@@ -180,6 +180,7 @@ var keyedRoutes = []keyedRoute{
 // Every listed route: the same key twice has one effect and replays the first answer; the key
 // with another payload or path is a conflict that changes nothing.
 func TestIdempotencyKeyOnEveryMutatingRoute(t *testing.T) {
+	t.Parallel()
 	for _, r := range keyedRoutes {
 		t.Run(r.name, func(t *testing.T) {
 			e := newEnv(t)
@@ -204,6 +205,7 @@ func TestIdempotencyKeyOnEveryMutatingRoute(t *testing.T) {
 
 // The same key in two installations names two requests, each with its own effect.
 func TestIdempotencyKeyOfAnotherInstallationIsIndependent(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	sibling, siblingKey := e.addInstallation(e.account.ID, 0)
 	call := keyedCall{http.MethodPost, "/assets/upload",
@@ -231,6 +233,7 @@ func TestIdempotencyKeyOfAnotherInstallationIsIndependent(t *testing.T) {
 // Concurrent duplicates of a route without a transaction of its own still have one effect: one
 // runs, the others wait for its answer and replay it (on both databases).
 func TestIdempotencyConcurrentDuplicatesHaveOneEffect(t *testing.T) {
+	t.Parallel()
 	t.Run("sqlite", func(t *testing.T) { concurrentDuplicates(t, newEnv(t)) })
 	t.Run("postgres", func(t *testing.T) { concurrentDuplicates(t, newEnv(t, onPostgres())) })
 }
@@ -282,6 +285,7 @@ func concurrentDuplicates(t *testing.T, e *env) {
 // Refusals are not remembered: the key is free again for the corrected request, and nothing of
 // the refused request is replayed.
 func TestIdempotencyRefusalsAreNotRemembered(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	// 400: an invalid body, or a body that is not JSON at all (no 500).
 	for _, bad := range []string{`{"mode":"presigned","filename":"a.png","content_type":"image/png","size_bytes":0}`, `{"mode":`, `not json`} {
@@ -313,6 +317,7 @@ func TestIdempotencyRefusalsAreNotRemembered(t *testing.T) {
 
 // A route that takes no body ignores one, and so does the key's payload; the query string counts.
 func TestIdempotencyPayloadOfBodylessRoutesAndQuery(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.product(e.inst, "A")
 	first := e.send(keyedCall{http.MethodDelete, "/products/A", nil}, e.key, "k")
@@ -329,6 +334,7 @@ func TestIdempotencyPayloadOfBodylessRoutesAndQuery(t *testing.T) {
 // The replayed rotate-hmac answer shows the secret of the one rotation, with no-store; the
 // recorded answer holds it sealed, never in clear.
 func TestIdempotentRotateHMACRecordsTheSecretSealed(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.handler.Secrets = e.box
 	call := keyedCall{http.MethodPost, "/installations/" + e.inst.ID + "/rotate-hmac", nil}

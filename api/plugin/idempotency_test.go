@@ -53,6 +53,7 @@ const keyHeader = plugin.HeaderIdempotencyKey
 func jsonBytes(v any) ([]byte, error) { return json.Marshal(v) }
 
 func TestIdempotencyKeyHeaderIsValidated(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	long := strings.Repeat("k", plugin.MaxIdempotencyKeyLength+1)
 	body := session(subject("p1"))
@@ -90,6 +91,7 @@ func TestIdempotencyKeyHeaderIsValidated(t *testing.T) {
 }
 
 func TestRequestHashIsCanonical(t *testing.T) {
+	t.Parallel()
 	h := func(method, path, body string) string {
 		t.Helper()
 		s, err := plugin.RequestHash(method, path, []byte(body))
@@ -109,6 +111,7 @@ func TestRequestHashIsCanonical(t *testing.T) {
 }
 
 func TestIdempotentSessionReplaysTheFirstAnswer(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t).committing()
 	e.approved("p1")
 	e.approved("p2")
@@ -165,6 +168,7 @@ func TestIdempotentSessionReplaysTheFirstAnswer(t *testing.T) {
 
 // A request that fails keeps nothing under its key, so the corrected request can use it.
 func TestIdempotencyKeyOfAFailedRequestIsFree(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withCredits(3)).committing()
 	body := session(subject("p1")) // 2 images
 
@@ -200,6 +204,7 @@ func (e *env) noOrdersOf(n int64) {
 // Ten identical requests at once create one order: one answers 201, the others wait for it and
 // replay its answer with 200.
 func TestIdempotencyConcurrentRequestsCreateOneOrder(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t).committing()
 	e.approved("p1")
 	body := session(subject("p1"))
@@ -241,6 +246,7 @@ func TestIdempotencyConcurrentRequestsCreateOneOrder(t *testing.T) {
 // A request whose key is held by a request still running waits for it; when the first does not
 // finish in time it answers 409 saying so. An abandoned claim (its request died) is taken over.
 func TestIdempotencyKeyHeldByARunningRequest(t *testing.T) {
+	// Not parallel: plugin.SetIdempotencyTiming changes package variables.
 	e := newEnv(t).committing()
 	e.approved("p1")
 	body := session(subject("p1"))
@@ -289,6 +295,7 @@ func TestIdempotencyKeyHeldByARunningRequest(t *testing.T) {
 
 // An expired key is used afresh: a new session, not a replay.
 func TestIdempotencyExpiredKeyCreatesANewSession(t *testing.T) {
+	// Not parallel: plugin.SetIdempotencyTiming changes package variables.
 	e := newEnv(t).committing()
 	e.approved("p1")
 	body := session(subject("p1"))

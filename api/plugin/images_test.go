@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/shotflow/shotflow/api/plugin"
+	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -45,8 +46,9 @@ func imageReg(ref, productRef, assetID string) map[string]any {
 var imageKeys = []string{"asset_id", "created_at", "external_ref", "height", "id", "product_id", "product_ref", "status", "thumbnail_url", "width"}
 
 func TestRegisterImagesCreatesProductAndIsIdempotent(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
-	data := pngBytes(t, 6, 5)
+	data := testimage.GradientPNG(t, 6, 5)
 	assetID, u := e.createUpload(e.key, "mug.png", "image/png", len(data))
 
 	// Registered while the upload is still awaited: allowed, status awaiting_upload.
@@ -118,6 +120,7 @@ func TestRegisterImagesCreatesProductAndIsIdempotent(t *testing.T) {
 }
 
 func TestRegisterImagesPerItemErrors(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	otherInst, _ := e.otherInstallation()
 	sameAccountInst, _ := e.addInstallation(e.account.ID, 0)
@@ -175,6 +178,7 @@ func TestRegisterImagesPerItemErrors(t *testing.T) {
 }
 
 func TestRegisterImagesBodyValidationAndBulkLimit(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	asset := e.readyAsset(e.inst)
 	tooMany := make([]map[string]any, plugin.MaxBulkItems+1)
@@ -217,6 +221,7 @@ func TestRegisterImagesBodyValidationAndBulkLimit(t *testing.T) {
 }
 
 func TestRegisterImagesPermission(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	asset := e.readyAsset(e.inst)
 	body := map[string]any{"images": []any{imageReg("a", "P", asset.ID)}}
@@ -230,6 +235,7 @@ func TestRegisterImagesPermission(t *testing.T) {
 }
 
 func TestRegisterImagesTenantIsolation(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	otherInst, otherKey := e.otherInstallation()
 	mine := e.readyAsset(e.inst)
@@ -250,6 +256,7 @@ func TestRegisterImagesTenantIsolation(t *testing.T) {
 }
 
 func TestRegisterImageAgainAfterProductDeleted(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	asset := e.readyAsset(e.inst)
 	first := e.registerImages(e.key, imageReg("img-1", "MUG", asset.ID))[0]["image"].(map[string]any)

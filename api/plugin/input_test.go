@@ -9,24 +9,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/shotflow/shotflow/api/plugin"
+	"github.com/shotflow/shotflow/internal/testsupport/apitest"
 	"github.com/shotflow/shotflow/models"
 )
-
-// badText are the texts PostgreSQL refuses, as a path segment (percent-encoded) and as JSON
-// string content: the NUL character and three invalid UTF-8 sequences (a stray byte, a truncated
-// sequence and an encoded surrogate).
-var badText = []struct{ path, json, want string }{
-	{"%00", `\u0000`, "must not contain the NUL character"},
-	{"%ff", "\xff", "is not valid UTF-8"},
-	{"%c3%28", "\xc3\x28", "is not valid UTF-8"},
-	{"%ed%a0%80", "\xed\xa0\x80", "is not valid UTF-8"},
-}
 
 // Text PostgreSQL cannot store is refused with 400 invalid_input naming the field, on PostgreSQL
 // (where it used to be a 500), and nothing is created: path parameters of every route that has
 // one, every JSON string field (keys included), query parameters and the Idempotency-Key and
 // X-Api-Key headers.
 func TestTextPostgreSQLRefusesIsRefusedNamingTheField(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, onPostgres(), withRateLimit(100000)).committing()
 	e.approved("shirt")
 	asset := e.readyAsset(e.inst)
@@ -35,23 +27,12 @@ func TestTextPostgreSQLRefusesIsRefusedNamingTheField(t *testing.T) {
 	products := e.count(&models.Product{}, "1 = 1")
 
 	routes := 0
-	for _, r := range e.router.Routes() {
-		first := strings.Index(r.Path, "/:")
-		if first < 0 {
-			continue
-		}
-		routes++
-		name, _, _ := strings.Cut(r.Path[first+2:], "/")
-		for _, bad := range badText {
-			segments := strings.Split(r.Path, "/")
-			for i, s := range segments {
-				if strings.HasPrefix(s, ":") {
-					segments[i] = bad.path
-				}
-			}
-			target := strings.Join(segments, "/")
-			msg := e.requireError(e.do(r.Method, target, e.key, nil), http.StatusBadRequest, plugin.CodeInvalidInput)
-			assert.Contains(t, msg, "The path parameter "+name+" "+bad.want, "%s %s", r.Method, target)
+	for _, bad := range apitest.HostileTexts {
+		targets := apitest.WithBadParams(e.router.Routes(), bad.Path)
+		routes = len(targets)
+		for _, r := range targets {
+			msg := e.requireError(e.do(r.Method, r.Target, e.key, nil), http.StatusBadRequest, plugin.CodeInvalidInput)
+			assert.Contains(t, msg, "The path parameter "+r.Param+" "+bad.Want, "%s %s", r.Method, r.Target)
 		}
 	}
 	assert.Equal(t, 17, routes, "routes with path parameters: 13 of the plugin API, its reference files and 3 of the router")
@@ -59,8 +40,8 @@ func TestTextPostgreSQLRefusesIsRefusedNamingTheField(t *testing.T) {
 	subj := func(ref string) string {
 		return `{"product_ref":"` + ref + `","images_count":1,"ai_model":"local/studio-v1"}`
 	}
-	for _, bad := range badText {
-		b := bad.json
+	for _, bad := range apitest.HostileTexts {
+		b := bad.JSON
 		for _, c := range []struct{ path, body, field string }{
 			{"/assets/upload", `{"mode":"presigned","filename":"a` + b + `.png","content_type":"image/png","size_bytes":10}`, "filename"},
 			{"/images", `{"images":[{"external_ref":"e` + b + `","product_ref":"p","asset_id":"` + asset.ID + `"}]}`, "images[0].external_ref"},
@@ -81,14 +62,14 @@ func TestTextPostgreSQLRefusesIsRefusedNamingTheField(t *testing.T) {
 			rec := e.do(http.MethodPost, p(c.path), e.key, c.body, keyHeader, "key-1")
 			msg := e.requireError(rec, http.StatusBadRequest, plugin.CodeInvalidInput)
 			assert.Contains(t, msg, c.field, "POST %s %s", c.path, c.body)
-			assert.Contains(t, msg, bad.want, "POST %s %s", c.path, c.body)
+			assert.Contains(t, msg, bad.Want, "POST %s %s", c.path, c.body)
 		}
 		for _, q := range []string{"/jobs?cursor=", "/jobs?status=", "/packshots?product_ref=", "/products?cursor="} {
-			msg := e.requireError(e.do(http.MethodGet, p(q+bad.path), e.key, nil), http.StatusBadRequest, plugin.CodeInvalidInput)
+			msg := e.requireError(e.do(http.MethodGet, p(q+bad.Path), e.key, nil), http.StatusBadRequest, plugin.CodeInvalidInput)
 			name := q[strings.Index(q, "?")+1 : len(q)-1]
-			assert.Contains(t, msg, "The query parameter "+name+" "+bad.want)
+			assert.Contains(t, msg, "The query parameter "+name+" "+bad.Want)
 		}
-		if bad.path == "%00" {
+		if bad.Path == "%00" {
 			continue // NUL cannot be in a header
 		}
 		for _, path := range []string{"/jobs", "/orders/" + order.ID + "/clone"} {

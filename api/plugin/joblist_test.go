@@ -111,6 +111,7 @@ func newestFirst(jobs ...models.Job) []string {
 }
 
 func TestListJobsNewestFirstOfTheCallersInstallationOnly(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	mine := seedJobsOf(t, e.db, e.inst)
 	otherInst, otherKey := e.otherInstallation()
@@ -157,6 +158,7 @@ func TestListJobsNewestFirstOfTheCallersInstallationOnly(t *testing.T) {
 }
 
 func TestListJobsFiltersByStatus(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	s := seedJobsOf(t, e.db, e.inst)
 	byStatus := map[string][]models.Job{}
@@ -177,6 +179,7 @@ func TestListJobsFiltersByStatus(t *testing.T) {
 }
 
 func TestListJobsCreatedAfterIsInclusiveAndCreatedBeforeExclusive(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	s := seedJobsOf(t, e.db, e.inst)
 	t0, t1, t2, t3 := listBase, listBase.Add(time.Hour), listBase.Add(2*time.Hour), listBase.Add(3*time.Hour)
@@ -243,6 +246,7 @@ func TestListJobsCreatedAfterIsInclusiveAndCreatedBeforeExclusive(t *testing.T) 
 }
 
 func TestListJobsLimitBounds(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	s := seedJobsOf(t, e.db, e.inst)
 	var jobs []models.Job
@@ -275,6 +279,7 @@ func TestListJobsLimitBounds(t *testing.T) {
 // exactly once, in order, whatever the page size; ties on created_at (the jobs of one session
 // share it) are ordered by ID.
 func TestListJobsCursorNeitherSkipsNorRepeatsWhileJobsAreCreated(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	s := seedJobsOf(t, e.db, e.inst)
 	for i := range 23 {
@@ -325,6 +330,7 @@ func TestListJobsCursorNeitherSkipsNorRepeatsWhileJobsAreCreated(t *testing.T) {
 
 // The cursor combines with the filters: the status filter applies on every page.
 func TestListJobsCursorWithFilters(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	s := seedJobsOf(t, e.db, e.inst)
 	var completed []models.Job
@@ -346,6 +352,7 @@ func TestListJobsCursorWithFilters(t *testing.T) {
 }
 
 func TestListJobsRefusesCursorsItDidNotMake(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	s := seedJobsOf(t, e.db, e.inst)
 	var jobs []models.Job
@@ -420,6 +427,7 @@ func TestListJobsRefusesCursorsItDidNotMake(t *testing.T) {
 }
 
 func TestJobRoutesPermissions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	_, j, _ := e.storeJob(e.inst)
 	routes := []struct{ method, path string }{

@@ -40,6 +40,7 @@ func (e *env) noOrders() {
 }
 
 func TestCreateSessionValidation(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	many := make([]map[string]any, plugin.MaxSubjectsPerSession+1)
 	for i := range many {
@@ -109,6 +110,7 @@ func TestCreateSessionValidation(t *testing.T) {
 }
 
 func TestCreateSessionBoundsAreInclusive(t *testing.T) {
+	t.Parallel()
 	// images_count 1 and 20 and 100 subjects pass validation: with no catalog, they reach the
 	// packshot check (422), never a 400.
 	e := newEnv(t)
@@ -124,6 +126,7 @@ func TestCreateSessionBoundsAreInclusive(t *testing.T) {
 }
 
 func TestCreateSessionNeedsApprovedPackshots(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	otherInst, _ := e.otherInstallation()
 
@@ -159,6 +162,7 @@ func TestCreateSessionNeedsApprovedPackshots(t *testing.T) {
 }
 
 func TestCreateSessionRefusesRetiredFieldsNextToSubjects(t *testing.T) {
+	t.Parallel()
 	// A session body that also carries a field of the retired single-job body is refused, naming
 	// the retired fields it carries (and only those), even though the session itself would pass
 	// validation and reach the packshot check.
@@ -187,6 +191,7 @@ func TestCreateSessionRefusesRetiredFieldsNextToSubjects(t *testing.T) {
 }
 
 func TestCreateSessionBodyIsStrict(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cases := []struct {
 		name string
@@ -217,6 +222,7 @@ func TestCreateSessionBodyIsStrict(t *testing.T) {
 }
 
 func TestCreateSessionBodyTooLarge(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	body := `{"session_config":{"style":"` + strings.Repeat("a", 1<<20) + `"},"subjects":[]}`
 	e.requireError(e.do(http.MethodPost, p("/jobs"), e.key, body), http.StatusRequestEntityTooLarge, plugin.CodePayloadTooLarge)
@@ -244,6 +250,7 @@ func (e *env) storeJob(inst *models.Installation) (models.Order, models.Job, mod
 }
 
 func TestGetJobAndOrderAreScopedToTheInstallation(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	otherInst, otherKey := e.otherInstallation()
 	siblingInst, siblingKey := e.addInstallation(e.account.ID, 0)
@@ -293,6 +300,7 @@ func TestGetJobAndOrderAreScopedToTheInstallation(t *testing.T) {
 }
 
 func TestGetJobAndOrderMalformedIDs(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	_, j, _ := e.storeJob(e.inst)
 	for _, id := range []string{"not-a-uuid", "123", "%27%20OR%201=1--", j.ID + "0", j.ID[:35], strings.Repeat("f", 300)} {
@@ -308,6 +316,7 @@ func TestGetJobAndOrderMalformedIDs(t *testing.T) {
 }
 
 func TestGetJobWithoutOutputsUntilCompleted(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	_, j, _ := e.storeJob(e.inst)
 	require.NoError(t, e.db.Model(&j).Update("status", models.JobInProgress).Error)

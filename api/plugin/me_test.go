@@ -13,6 +13,7 @@ import (
 )
 
 func TestMe(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withRateLimit(42))
 	require.NoError(t, e.db.Model(&models.Account{}).Where("id = ?", e.account.ID).
 		Updates(map[string]any{"credit_balance": 470, "credits_reserved": 30}).Error)
@@ -44,6 +45,7 @@ func TestMe(t *testing.T) {
 }
 
 func TestMeCreditsFromAccount(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	m := decode(t, e.do(http.MethodGet, p("/me"), e.key, nil))
 	assert.Equal(t, map[string]any{"available": float64(500), "reserved": float64(0)}, m["credits"])
@@ -51,6 +53,7 @@ func TestMeCreditsFromAccount(t *testing.T) {
 }
 
 func TestMeSubProcessorsAndNarrowKey(t *testing.T) {
+	t.Parallel()
 	subs := []plugin.SubProcessor{{Name: "Acme Cloud", Purpose: "hosting", Location: "EU"}}
 	e := newEnv(t, withSubProcessors(subs))
 	key := e.issueKey("plugin.jobs:write", "unknown.scope")
@@ -63,6 +66,7 @@ func TestMeSubProcessorsAndNarrowKey(t *testing.T) {
 }
 
 func TestAIModels(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rec := e.do(http.MethodGet, p("/ai-models"), e.key, nil)
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
@@ -91,6 +95,7 @@ func TestAIModels(t *testing.T) {
 }
 
 func TestAIModelsOnlyConfiguredProviders(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withProviders(map[string]providers.Provider{}))
 	rec := e.do(http.MethodGet, p("/ai-models"), e.key, nil)
 	require.Equal(t, http.StatusOK, rec.Code)
@@ -104,6 +109,7 @@ func TestAIModelsOnlyConfiguredProviders(t *testing.T) {
 }
 
 func TestAspectRatios(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rec := e.do(http.MethodGet, p("/aspect-ratios"), e.key, nil)
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/shotflow/shotflow/api/plugin"
+	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -44,8 +45,9 @@ func requireItemError(t testing.TB, res map[string]any, status int, code string)
 }
 
 func TestRegisterPackshotOfUploadedAsset(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
-	data := pngBytes(t, 6, 6)
+	data := testimage.GradientPNG(t, 6, 6)
 	assetID, u := e.createUpload(e.key, "shoe.png", "image/png", len(data))
 	require.Equal(t, http.StatusOK, e.put(u, "image/png", data, int64(len(data))).Code)
 
@@ -97,6 +99,7 @@ func TestRegisterPackshotOfUploadedAsset(t *testing.T) {
 }
 
 func TestRegisterPackshotsPerItemErrors(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	otherInst, _ := e.otherInstallation()
 	sameAccountInst, _ := e.addInstallation(e.account.ID, 0)
@@ -132,6 +135,7 @@ func TestRegisterPackshotsPerItemErrors(t *testing.T) {
 }
 
 func TestRegisterPackshotsRefusesExpiredUpload(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	id, _ := e.createUpload(e.key, "a.png", "image/png", 100)
 	require.NoError(t, e.db.Model(&models.Asset{}).Where("id = ?", id).
@@ -145,6 +149,7 @@ func TestRegisterPackshotsRefusesExpiredUpload(t *testing.T) {
 }
 
 func TestRegisterPackshotsBodyValidation(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	asset := e.readyAsset(e.inst)
 	item := map[string]any{"asset_id": asset.ID, "product_ref": "P", "product_metadata": map[string]any{"display_name": "P"}}

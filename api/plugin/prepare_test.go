@@ -26,6 +26,7 @@ func (e *env) invalidAsset() models.Asset {
 
 // An upload found unusable is refused wherever it would become an input, naming the problem.
 func TestUnusableUploadsAreRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	bad := e.invalidAsset()
 
@@ -53,6 +54,7 @@ func TestUnusableUploadsAreRefused(t *testing.T) {
 
 // A thumbnail URL is signed for its own path, and an upload without a thumbnail has none.
 func TestThumbnailDownloads(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a := e.readyAsset(e.inst)
 	expires := time.Now().Add(time.Hour)

@@ -23,6 +23,7 @@ import (
 // no error, every item registered on that one product, and of two images with the same
 // external_ref one created and the other existing.
 func TestSimultaneousRegistrationsCreateOneProduct(t *testing.T) {
+	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		e := newEnv(t, onDatabase(db), withRateLimit(100000))
 		const rounds, packshots, images = 4, 6, 6 // 12 simultaneous requests a round

@@ -29,6 +29,7 @@ func (e *env) getMe() rateLimitAnswer {
 }
 
 func TestRateLimitIsPerRollingMinute(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t) // the default of 60 requests per minute
 	for i := 1; i <= 60; i++ {
 		require.Equal(t, rateLimitAnswer{200, "60", strconv.Itoa(60 - i), "60", ""}, e.getMe(), "request %d", i)
@@ -46,6 +47,7 @@ func TestRateLimitIsPerRollingMinute(t *testing.T) {
 }
 
 func TestRateLimitHeadersFollowTheOldestRequest(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withRateLimit(5))
 	start := e.clock.Now()
 	at := func(d time.Duration) { e.clock.Advance(start.Add(d).Sub(e.clock.Now())) }

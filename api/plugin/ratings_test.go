@@ -17,6 +17,7 @@ import (
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/retention"
+	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -28,7 +29,7 @@ var notCompleted = []string{models.JobPending, models.JobInProgress, models.JobR
 func (e *env) storedOutputJob(inst *models.Installation) (models.Job, models.Asset, []byte) {
 	e.t.Helper()
 	_, j, a := e.storeJob(inst)
-	data := pngBytes(e.t, 2, 2)
+	data := testimage.GradientPNG(e.t, 2, 2)
 	require.NoError(e.t, e.blobs.Put(context.Background(), a.BlobKey, data, a.ContentType))
 	return j, a, data
 }
@@ -58,6 +59,7 @@ func (e *env) download(rawURL string) *httptest.ResponseRecorder {
 }
 
 func TestRefreshURLSignsFreshDownloadURLs(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	j, a, data := e.storedOutputJob(e.inst)
 
@@ -88,6 +90,7 @@ func TestRefreshURLSignsFreshDownloadURLs(t *testing.T) {
 }
 
 func TestRefreshURLNeedsACompletedJob(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	j, _, _ := e.storedOutputJob(e.inst)
 	for _, status := range notCompleted {
@@ -98,6 +101,7 @@ func TestRefreshURLNeedsACompletedJob(t *testing.T) {
 }
 
 func TestRefreshURLAnswers410OnceRetentionPurgedTheFiles(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	j, a, _ := e.storedOutputJob(e.inst)
 	kept, _, _ := e.storedOutputJob(e.inst)
@@ -131,6 +135,7 @@ func TestRefreshURLAnswers410OnceRetentionPurgedTheFiles(t *testing.T) {
 // Another installation's job, of another account or of the same one, is a 404 on every job
 // route, and is left unchanged.
 func TestJobActionsOnAnotherInstallationsJobAre404(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	otherInst, otherKey := e.otherInstallation()
 	siblingInst, siblingKey := e.addInstallation(e.account.ID, 0)
@@ -153,6 +158,7 @@ func TestJobActionsOnAnotherInstallationsJobAre404(t *testing.T) {
 }
 
 func TestAcceptAndRejectAPhotoShootJob(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	j, a, _ := e.storedOutputJob(e.inst)
 	product := e.product(e.inst, "SHOE")
@@ -194,6 +200,7 @@ func TestAcceptAndRejectAPhotoShootJob(t *testing.T) {
 }
 
 func TestRatingNeedsACompletedJob(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	j, _, _ := e.storedOutputJob(e.inst)
 	for _, status := range notCompleted {
@@ -226,7 +233,7 @@ func (e *env) packshotJob(product models.Product) (models.Job, models.Asset) {
 	out := models.Asset{ID: models.OutputAssetID(j.ID, 1, 0), AccountID: e.account.ID, InstallationID: &e.inst.ID,
 		Kind: models.AssetKindOutput, Status: models.AssetReady, ContentType: "image/png", SizeBytes: 4,
 		BlobKey: models.OutputBlobKey(&j, 0, ".png"), Width: 2, Height: 2, JobID: &j.ID, CreatedAt: now, UpdatedAt: now}
-	require.NoError(e.t, e.blobs.Put(context.Background(), out.BlobKey, pngBytes(e.t, 2, 2), "image/png"))
+	require.NoError(e.t, e.blobs.Put(context.Background(), out.BlobKey, testimage.GradientPNG(e.t, 2, 2), "image/png"))
 	_, err := models.CompleteJob(e.db, j.ID, 1, []models.Asset{out})
 	require.NoError(e.t, err)
 	return e.jobRow(j.ID), out
@@ -264,6 +271,7 @@ func (e *env) sessionStatus(ref, assetID string) int {
 }
 
 func TestAcceptingAPackshotJobMakesItsPacksotTheApprovedOne(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withCatalog(packshotCatalog(t)), withCredits(0))
 	product := e.product(e.inst, "mug")
 	earlier := e.packshot(e.inst, product.ID, e.readyAsset(e.inst).ID, models.VotingAccepted)
@@ -305,6 +313,7 @@ func TestAcceptingAPackshotJobMakesItsPacksotTheApprovedOne(t *testing.T) {
 }
 
 func TestARejectedCandidateIsNeverUsedInPhotoSessions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withCatalog(packshotCatalog(t)), withCredits(0))
 	product := e.product(e.inst, "lamp")
 	j, out := e.packshotJob(product)
@@ -324,6 +333,7 @@ func TestARejectedCandidateIsNeverUsedInPhotoSessions(t *testing.T) {
 
 // A packshot job that completed before candidates were recorded gets its candidate when rated.
 func TestRatingAPackshotJobWithoutCandidateAddsIt(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withCatalog(packshotCatalog(t)), withCredits(0))
 	product := e.product(e.inst, "vase")
 	j, out := e.packshotJob(product)
@@ -338,6 +348,7 @@ func TestRatingAPackshotJobWithoutCandidateAddsIt(t *testing.T) {
 
 // A candidate removed from the catalog (DELETE /packshots) is not brought back by a rating.
 func TestRatingLeavesADeletedCandidateDeleted(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withCatalog(packshotCatalog(t)), withCredits(0))
 	product := e.product(e.inst, "cup")
 	j, _ := e.packshotJob(product)
@@ -355,6 +366,7 @@ func TestRatingLeavesADeletedCandidateDeleted(t *testing.T) {
 
 // A packshot whose file retention removed cannot become the approved packshot; rejecting it is fine.
 func TestAcceptingAPurgedPackshotIs410(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withCatalog(packshotCatalog(t)), withCredits(0))
 	product := e.product(e.inst, "bowl")
 	j, out := e.packshotJob(product)
@@ -376,6 +388,7 @@ func TestAcceptingAPurgedPackshotIs410(t *testing.T) {
 
 // An accepted candidate's file outlives the retention period: it feeds photo sessions.
 func TestRetentionKeepsTheFileOfAnAcceptedPackshot(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withCatalog(packshotCatalog(t)), withCredits(0))
 	product := e.product(e.inst, "jar")
 	j, out := e.packshotJob(product)

@@ -19,6 +19,7 @@ import (
 	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/providers/local"
 	"github.com/shotflow/shotflow/internal/providers/sim"
+	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -57,7 +58,7 @@ func (e *env) ownItem(kind models.ReferenceKind, inst *models.Installation, name
 		Preferences: "prefs of " + name, CreatedAt: time.Now().UTC().Add(-age)}
 	if thumbnail {
 		a := e.readyAsset(inst)
-		require.NoError(e.t, e.blobs.Put(e.t.Context(), a.BlobKey, pngBytes(e.t, 4, 4), "image/png"))
+		require.NoError(e.t, e.blobs.Put(e.t.Context(), a.BlobKey, testimage.GradientPNG(e.t, 4, 4), "image/png"))
 		it.ThumbnailAssetID = &a.ID
 	}
 	require.NoError(e.t, models.CreateReferenceItem(e.db, kind, &it))
@@ -67,6 +68,7 @@ func (e *env) ownItem(kind models.ReferenceKind, inst *models.Installation, name
 func strPtr(s string) *string { return &s }
 
 func TestListModelsAndSceneries(t *testing.T) {
+	t.Parallel()
 	seed, err := models.LoadReferenceSeed()
 	require.NoError(t, err)
 	for _, c := range []struct {
@@ -153,6 +155,7 @@ func TestListModelsAndSceneries(t *testing.T) {
 }
 
 func TestReferenceListsAreEmptyArrays(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t) // nothing seeded
 	for _, c := range [][2]string{{"/models", "models"}, {"/sceneries", "sceneries"}, {"/presets", "presets"}} {
 		rec, entries := e.refList(c[0], e.key, c[1])
@@ -162,6 +165,7 @@ func TestReferenceListsAreEmptyArrays(t *testing.T) {
 }
 
 func TestReferenceImageDownload(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	require.NoError(t, models.SeedReference(e.db))
 	_, sceneries := e.refList("/sceneries", e.key, "sceneries")
@@ -225,6 +229,7 @@ func TestReferenceImageDownload(t *testing.T) {
 }
 
 func TestListPresets(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	require.NoError(t, models.SeedReference(e.db))
 	seed, err := models.LoadReferenceSeed()
@@ -321,6 +326,7 @@ func toAny(s []string) []any {
 }
 
 func TestReferencePermissions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, c := range []struct {
 		path    string
@@ -412,6 +418,7 @@ func requirePricingMatchesAIModels(t *testing.T, e *env) []models.Price {
 }
 
 func TestPricingMatchesAIModels(t *testing.T) {
+	t.Parallel()
 	t.Run("default providers", func(t *testing.T) {
 		prices := requirePricingMatchesAIModels(t, newEnv(t))
 		assert.Contains(t, prices, models.Price{JobType: models.JobTypePhotoShoot, Provider: "local", Model: "*", CreditCost: 1})

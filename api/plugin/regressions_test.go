@@ -15,6 +15,7 @@ import (
 // An upload whose bytes never arrived cannot become a packshot (it would feed sessions a file
 // that does not exist).
 func TestRegisterPackshotRefusesAnUploadThatHasNotArrived(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	id, _ := e.createUpload(e.key, "a.png", "image/png", 100)
 	res := e.registerPackshots(e.key, map[string]any{
@@ -27,6 +28,7 @@ func TestRegisterPackshotRefusesAnUploadThatHasNotArrived(t *testing.T) {
 }
 
 func TestMePermissionsAreAnArrayEvenWhenEmpty(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rec := e.do(http.MethodGet, p("/me"), e.issueKey("nothing.grants.this"), nil)
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
@@ -45,6 +47,7 @@ func packshotCatalog(t *testing.T) *models.Catalog {
 // A packshot job starts from a plain photo, so the approved-packshot rule of photo sessions does
 // not apply: with no credits the session gets as far as the reservation (402), never 422.
 func TestPackshotSessionDoesNotNeedAnApprovedPackshot(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withCatalog(packshotCatalog(t)), withCredits(0))
 	now := time.Now().UTC()
 	require.NoError(t, e.db.Create(&models.Product{ID: models.NewID(), AccountID: e.account.ID, InstallationID: &e.inst.ID,

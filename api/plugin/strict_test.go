@@ -19,6 +19,7 @@ import (
 // client's terms (no Go types or decoder internals). The sessions of a batch are judged alike, in
 // their own result.
 func TestEveryJSONRouteExplainsWrongTypes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cases, err := contract.Plugin.WrongTypes()
 	require.NoError(t, err)
@@ -49,6 +50,7 @@ func TestEveryJSONRouteExplainsWrongTypes(t *testing.T) {
 // Every JSON route refuses a body that is not valid UTF-8 anywhere, even outside a string (where
 // no text check of the values sees it), with 400 invalid_input.
 func TestEveryJSONRouteRefusesInvalidUTF8(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	routes := []string{"/jobs", "/jobs/batch", "/orders/" + models.NewID() + "/clone", "/assets/upload", "/packshots", "/images"}
 	bodies := map[string]string{
@@ -69,6 +71,7 @@ func TestEveryJSONRouteRefusesInvalidUTF8(t *testing.T) {
 
 // Every JSON route refuses a key in another case, a repeated key and an unknown key, naming it.
 func TestEveryJSONRouteIsStrictAboutNames(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, c := range []struct{ route, body, want string }{
 		{"/assets/upload", `{"mode":"presigned","filename":"a.png","content_type":"image/png","Size_bytes":10}`, "Size_bytes is not a field of this request; did you mean size_bytes?"},

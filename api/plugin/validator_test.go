@@ -11,6 +11,7 @@ import (
 // Registering the plugin API leaves gin's global validator as it was: its errors still name Go
 // fields, not the plugin API's json names.
 func TestRegisterLeavesGinsValidatorAlone(t *testing.T) {
+	t.Parallel()
 	newEnv(t) // registers the plugin API on a router
 	var probe struct {
 		ProductRef string `json:"product_ref" binding:"required"`

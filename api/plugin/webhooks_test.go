@@ -49,6 +49,7 @@ func (e *env) withTemporal() *mocks.Client {
 }
 
 func TestReplayWebhookStartsANewRunOfTheDelivery(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	m := e.withTemporal()
 	d := e.delivery(e.inst)
@@ -72,6 +73,7 @@ func TestReplayWebhookStartsANewRunOfTheDelivery(t *testing.T) {
 }
 
 func TestReplayWebhookErrors(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	m := e.withTemporal()
 	otherInst, otherKey := e.otherInstallation()
@@ -98,6 +100,7 @@ func TestReplayWebhookErrors(t *testing.T) {
 }
 
 func TestRotateHMAC(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.handler.Secrets = e.box
 	before := time.Now()
@@ -131,6 +134,7 @@ func TestRotateHMAC(t *testing.T) {
 }
 
 func TestRotateHMACErrors(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.handler.Secrets = e.box
 	otherInst, _ := e.otherInstallation()
@@ -152,6 +156,7 @@ func TestRotateHMACErrors(t *testing.T) {
 // The webhook's body is the job as GET /jobs/{id} shows it, at its top level: same fields, same
 // values, and beside them only the notification's event, delivery ID and creation time.
 func TestWebhookPayloadIsTheJobAsTheAPIShowsIt(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	_, j, asset := e.storeJob(e.inst)
 	rec := e.do(http.MethodGet, p("/jobs/"+j.ID), e.key, nil)

@@ -16,12 +16,7 @@ import (
 
 	"github.com/shotflow/shotflow/api"
 	"github.com/shotflow/shotflow/api/plugin"
-	"github.com/shotflow/shotflow/internal/blobstore"
-	"github.com/shotflow/shotflow/internal/engine"
-	"github.com/shotflow/shotflow/internal/providers"
-	"github.com/shotflow/shotflow/internal/providers/local"
-	"github.com/shotflow/shotflow/internal/ratelimit"
-	"github.com/shotflow/shotflow/internal/secrets"
+	"github.com/shotflow/shotflow/internal/testsupport/apitest"
 	"github.com/shotflow/shotflow/internal/testsupport/contract"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/internal/urlsign"
@@ -107,36 +102,21 @@ type server struct {
 
 func newServer(t *testing.T, rateLimit int) *server {
 	t.Helper()
-	ctx := context.Background()
 	db := testdb.Open(t, testdb.SQLiteURL(t))
-	box, err := secrets.NewBox(make([]byte, 32))
-	if err != nil {
-		t.Fatal(err)
-	}
-	blobs, err := blobstore.Open(ctx, "file://"+t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = blobs.Close() })
-	catalog, err := models.LoadCatalog()
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer := urlsign.New([]byte("0123456789abcdef0123456789abcdef"), "http://example.test")
+	d := apitest.NewDeps(t, db, apitest.Options{})
 	h := &plugin.Handler{
-		Engine: &engine.Engine{DB: db, Log: zap.NewNop(),
-			Models: providers.MustNewRegistry(catalog, map[string]providers.Provider{"local": local.Provider{}})},
-		Blobs: blobs, Signer: signer,
-		Limiter: ratelimit.NewMemory(time.Now), Log: zap.NewNop(), DocsURL: "https://docs.example.test",
-		DefaultRateLimit: rateLimit, DownloadTTL: 168 * time.Hour, UploadTTL: 2 * time.Hour, Secrets: box,
+		Engine: d.Engine, Blobs: d.Blobs, Signer: d.Signer,
+		Limiter: d.Limiter, Log: zap.NewNop(), DocsURL: "https://docs.example.test",
+		DefaultRateLimit: rateLimit, DownloadTTL: 168 * time.Hour, UploadTTL: 2 * time.Hour, Secrets: d.Box,
 	}
-	s := &server{db: db, signer: signer}
-	s.router = api.NewRouter(api.Deps{Engine: h.Engine, Blobs: blobs, Signer: signer, Log: zap.NewNop(),
+	s := &server{db: db, signer: d.Signer}
+	s.router = api.NewRouter(api.Deps{Engine: h.Engine, Blobs: d.Blobs, Signer: d.Signer, Log: zap.NewNop(),
 		Ready: func(context.Context) error { return s.ready }}, h)
+	var err error
 	if s.acc, err = models.CreateAccount(db, "Acme", 100); err != nil {
 		t.Fatal(err)
 	}
-	inst, err := models.CreateInstallation(db, box, models.NewInstallation{AccountID: s.acc.ID, Name: "shop", RateLimitPerMin: rateLimit}, "whsec")
+	inst, err := models.CreateInstallation(db, d.Box, models.NewInstallation{AccountID: s.acc.ID, Name: "shop", RateLimitPerMin: rateLimit}, "whsec")
 	if err != nil {
 		t.Fatal(err)
 	}
