@@ -34,6 +34,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/shotflow/shotflow/internal/config"
+	"github.com/shotflow/shotflow/internal/logging"
 	"github.com/shotflow/shotflow/internal/temporalconn"
 )
 
@@ -171,7 +172,11 @@ func run(o options) error {
 		if err != nil {
 			return err
 		}
-		if c, err = conn.Dial(ctx, nil); err != nil {
+		log, err := logging.New("warn", "console") // the SDK's own logger would print every activity
+		if err != nil {
+			return err
+		}
+		if c, err = conn.Dial(ctx, log); err != nil {
 			return err
 		}
 		defer c.Close()
