@@ -36,13 +36,19 @@ func GrantCredits(db *gorm.DB, accountID string, amount int64, note string) erro
 	})
 }
 
-// ReserveForJobs holds the cost of every job of a new order, inside the caller's transaction. The
-// balance moves with one conditional UPDATE, so concurrent orders can never overdraw the account.
-func ReserveForJobs(tx *gorm.DB, accountID, orderID string, jobs []Job) (int64, error) {
+// ReservationTotal is what ReserveForJobs reserves for jobs: the sum of their credit costs.
+func ReservationTotal(jobs []Job) int64 {
 	var total int64
 	for _, j := range jobs {
 		total += j.CreditCost
 	}
+	return total
+}
+
+// ReserveForJobs holds the cost of every job of a new order, inside the caller's transaction. The
+// balance moves with one conditional UPDATE, so concurrent orders can never overdraw the account.
+func ReserveForJobs(tx *gorm.DB, accountID, orderID string, jobs []Job) (int64, error) {
+	total := ReservationTotal(jobs)
 	if total > 0 {
 		res := tx.Model(&Account{}).
 			Where("id = ? AND credit_balance >= ?", accountID, total).

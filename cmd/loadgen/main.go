@@ -1,9 +1,14 @@
 // Command loadgen measures a running shotflow through its plugin API: how many sessions per second
 // the API accepts, how many jobs per second complete end to end, and how many Temporal history
-// events each job costs. It only talks to the addresses it is given (loopback by default), stops by
-// itself, and prints a summary for docs/benchmarks.md.
+// events and actions each job costs. With -mode bare it measures the bare baseline on the same
+// Temporal frontend instead (one-activity workflows: plain starts, and orders of 50 children, run
+// by a worker inside loadgen on its own task queue); -mode both runs the two back to back and
+// prints shotflow's rates as a share of the baseline's. Given -pids it reports the CPU seconds
+// per job of those processes, read from /proc. It only talks to the addresses it is given
+// (loopback by default), stops by itself, and prints a summary for docs/benchmarks.md.
 //
 //	loadgen -base http://localhost:8080 -key pk_live_… -orders 50 -images 4
+//	loadgen -mode both -orders 40 -images 5 -pids temporal=123,postgres=456,worker=789
 package main
 
 import (
@@ -26,29 +31,44 @@ import (
 	"sync"
 	"time"
 
+	"go.temporal.io/sdk/client"
+
 	"github.com/shotflow/shotflow/internal/config"
+	"github.com/shotflow/shotflow/internal/logging"
 	"github.com/shotflow/shotflow/internal/temporalconn"
 )
 
+// Modes of loadgen.
+const (
+	modeShotflow = "shotflow" // shotflow's API and workflows
+	modeBare     = "bare"     // the bare baseline alone
+	modeBoth     = "both"     // shotflow, then the baseline, then the ratios
+)
+
 type options struct {
-	base, key, model, temporal, namespace string
-	history                               bool
-	orders, images, products, concurrency int
-	timeout                               time.Duration
+	mode, base, key, model, temporal, namespace, pids string
+	history                                           bool
+	orders, images, products, concurrency             int
+	bareStarts, bareChildren                          int
+	timeout                                           time.Duration
 }
 
 func main() {
 	var o options
+	flag.StringVar(&o.mode, "mode", modeShotflow, "what to measure: shotflow, bare (the baseline alone) or both (back to back, with the ratios)")
 	flag.StringVar(&o.base, "base", "http://localhost:8080", "API base URL")
 	flag.StringVar(&o.key, "key", "", "plugin API key (default: from .data/dev-credentials.json)")
 	flag.StringVar(&o.model, "model", "local/studio-v1", "ai_model of every subject")
-	flag.BoolVar(&o.history, "history", true, "count the Temporal history events of each workflow")
+	flag.BoolVar(&o.history, "history", true, "count the Temporal history events and actions of the workflows")
 	flag.StringVar(&o.temporal, "temporal", "", "Temporal frontend (default: TEMPORAL_ADDRESS, else the Temporal profile's, else 127.0.0.1:7233)")
 	flag.StringVar(&o.namespace, "namespace", "", "Temporal namespace (default: TEMPORAL_NAMESPACE, else the Temporal profile's, else default)")
+	flag.StringVar(&o.pids, "pids", "", "processes whose CPU seconds per job to report, as name=pid,…; postgres=PID (the postmaster) and PID+ count child processes too")
 	flag.IntVar(&o.orders, "orders", 20, "sessions to submit")
 	flag.IntVar(&o.products, "products", 1, "subjects (products) per session")
 	flag.IntVar(&o.images, "images", 5, "images_count per subject")
-	flag.IntVar(&o.concurrency, "concurrency", 8, "sessions submitted at once")
+	flag.IntVar(&o.concurrency, "concurrency", 8, "sessions (and bare workflows) started at once")
+	flag.IntVar(&o.bareStarts, "bare-starts", 0, "bare one-activity workflows to start (default: -orders)")
+	flag.IntVar(&o.bareChildren, "bare-children", 50, "children per bare order; the bare orders hold as many jobs as the shotflow run, rounded up")
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up after this long")
 	flag.Parse()
 	if o.key == "" {
@@ -129,32 +149,108 @@ func (a *api) once(ctx context.Context, method, path string, body, out any) (int
 }
 
 func run(o options) error {
-	if o.key == "" {
+	if !slices.Contains([]string{modeShotflow, modeBare, modeBoth}, o.mode) {
+		return fmt.Errorf("-mode %q: want shotflow, bare or both", o.mode)
+	}
+	if o.mode != modeBare && o.key == "" {
 		return errors.New("no -key and no .data/dev-credentials.json")
 	}
-	// Resolved first, so a bad Temporal setting is reported before the load runs.
-	var temporal *temporalconn.Connection
-	if o.history {
+	watch, err := parsePids(o.pids)
+	if err != nil {
+		return err
+	}
+	m := meter{proc: "/proc", watch: append(watch, watched{name: "loadgen", pid: os.Getpid()})}
+	if _, err := m.sample(); err != nil { // a wrong pid is reported before the load runs
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+	defer cancel()
+	var c client.Client
+	if o.history || o.mode != modeShotflow {
+		// Resolved first, so a bad Temporal setting is reported before the load runs.
 		conn, err := temporalConnection(o)
 		if err != nil {
 			return err
 		}
-		temporal = &conn
+		log, err := logging.New("warn", "console") // the SDK's own logger would print every activity
+		if err != nil {
+			return err
+		}
+		if c, err = conn.Dial(ctx, log); err != nil {
+			return err
+		}
+		defer c.Close()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
-	defer cancel()
+	var s *shotflowResult
+	if o.mode != modeBare {
+		r, err := runShotflow(ctx, o, c, m)
+		if err != nil {
+			return err
+		}
+		s = &r
+		s.print(os.Stdout)
+	}
+	if o.mode == modeShotflow {
+		return nil
+	}
+	b, err := runBare(ctx, o, c, m)
+	if err != nil {
+		return err
+	}
+	b.print(os.Stdout)
+	if s != nil {
+		printRatios(os.Stdout, ratiosOf(*s, b))
+	}
+	return nil
+}
+
+// jobsPerSession is how many jobs one session of the run creates.
+func (o options) jobsPerSession() int { return o.products * o.images }
+
+// runShotflow submits o.orders sessions through the API and waits until every order is finished.
+func runShotflow(ctx context.Context, o options, c client.Client, m meter) (shotflowResult, error) {
 	a := &api{base: strings.TrimRight(o.base, "/"), key: o.key, http: &http.Client{Timeout: time.Minute}}
 	prefix := fmt.Sprintf("load-%d", time.Now().UnixNano())
 	refs, err := setupProducts(ctx, a, prefix, o.products)
 	if err != nil {
-		return err
+		return shotflowResult{}, err
 	}
-
-	// Phase 1: submit sessions.
 	subjects := make([]map[string]any, len(refs))
 	for i, ref := range refs {
 		subjects[i] = map[string]any{"product_ref": ref, "images_count": o.images, "ai_model": o.model}
 	}
+	before, err := m.sample()
+	if err != nil {
+		return shotflowResult{}, err
+	}
+	start := time.Now()
+	accepted, orders, jobIDs, err := submitSessions(ctx, a, subjects, o.orders, o.concurrency)
+	if err != nil {
+		return shotflowResult{}, err
+	}
+	if err := waitOrders(ctx, a, orders); err != nil {
+		return shotflowResult{}, err
+	}
+	r := shotflowResult{accepted: accepted, jobs: phase{count: len(jobIDs), secs: time.Since(start).Seconds()}}
+	if r.cpu, err = m.perJob(before, len(jobIDs)); err != nil {
+		return r, err
+	}
+	if o.history {
+		orderIDs := make([]string, len(orders))
+		for i, id := range orders {
+			orderIDs[i] = "order/" + id
+		}
+		for i, id := range jobIDs {
+			jobIDs[i] = "job/" + id
+		}
+		r.cost, err = jobCost(ctx, c, jobIDs, orderIDs, o.jobsPerSession())
+	}
+	return r, err
+}
+
+// submitSessions posts n sessions of subjects, concurrency at a time, and returns the acceptance
+// phase (its latencies sorted), the order IDs and the job IDs.
+func submitSessions(ctx context.Context, a *api, subjects []map[string]any, n, concurrency int) (phase, []string, []string, error) {
 	var (
 		mu       sync.Mutex
 		jobIDs   []string
@@ -163,13 +259,11 @@ func run(o options) error {
 		wg       sync.WaitGroup
 		firstErr error
 	)
-	sem := make(chan struct{}, o.concurrency)
+	sem := make(chan struct{}, max(concurrency, 1))
 	start := time.Now()
-	for range o.orders {
-		wg.Add(1)
+	for range n {
 		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			defer func() { <-sem }()
 			t0 := time.Now()
 			var resp struct {
@@ -184,9 +278,7 @@ func run(o options) error {
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
-				if firstErr == nil {
-					firstErr = err
-				}
+				firstErr = cmp.Or(firstErr, err)
 				return
 			}
 			latency = append(latency, time.Since(t0))
@@ -194,16 +286,18 @@ func run(o options) error {
 			for _, s := range resp.Subjects {
 				jobIDs = append(jobIDs, s.JobIDs...)
 			}
-		}()
+		})
 	}
 	wg.Wait()
-	acceptSecs := time.Since(start).Seconds()
 	if firstErr != nil {
-		return firstErr
+		return phase{}, nil, nil, firstErr
 	}
 	slices.Sort(latency)
+	return phase{count: len(orders), secs: time.Since(start).Seconds(), latency: latency}, orders, jobIDs, nil
+}
 
-	// Phase 2: wait until every order is finished.
+// waitOrders polls every order until it is no longer in progress.
+func waitOrders(ctx context.Context, a *api, orders []string) error {
 	for _, id := range orders {
 		for {
 			var order struct {
@@ -222,19 +316,79 @@ func run(o options) error {
 			}
 		}
 	}
-	totalSecs := time.Since(start).Seconds()
-
-	fmt.Printf("sessions accepted:   %d in %.2fs = %.1f sessions/s (p50 %v, p95 %v)\n",
-		len(orders), acceptSecs, float64(len(orders))/acceptSecs, pct(latency, 50), pct(latency, 95))
-	fmt.Printf("jobs completed:      %d in %.2fs = %.1f jobs/s end to end\n", len(jobIDs), totalSecs, float64(len(jobIDs))/totalSecs)
-	if temporal != nil {
-		perJob, perOrder, err := historySizes(ctx, *temporal, orders, jobIDs)
-		if err != nil {
-			return err
-		}
-		fmt.Printf("history events:      %.1f per JobWorkflow, %.1f per OrderWorkflow run\n", perJob, perOrder)
-	}
 	return nil
+}
+
+// runBare runs the bare baseline on its own task queue with a worker inside loadgen: first the
+// plain starts, then the 50-child orders holding as many jobs as the shotflow run.
+func runBare(ctx context.Context, o options, c client.Client, m meter) (bareResult, error) {
+	prefix := fmt.Sprintf("loadgen-bare-%d", time.Now().UnixNano())
+	w, err := startBareWorker(c, prefix)
+	if err != nil {
+		return bareResult{}, err
+	}
+	defer w.Stop()
+	var r bareResult
+	r.children = max(o.bareChildren, 1)
+	before, err := m.sample()
+	if err != nil {
+		return r, err
+	}
+	r.starts, _, err = bareStarts(ctx, c, prefix, prefix, cmp.Or(o.bareStarts, o.orders), o.concurrency)
+	if err != nil {
+		return r, err
+	}
+	if r.startCPU, err = m.perJob(before, r.starts.count); err != nil {
+		return r, err
+	}
+	parents := max(1, (o.orders*o.jobsPerSession()+r.children-1)/r.children)
+	if before, err = m.sample(); err != nil {
+		return r, err
+	}
+	var parentIDs []string
+	r.jobs, parentIDs, err = bareOrders(ctx, c, prefix, prefix, parents, r.children, o.concurrency)
+	if err != nil {
+		return r, err
+	}
+	if r.cpu, err = m.perJob(before, r.jobs.count); err != nil {
+		return r, err
+	}
+	if o.history {
+		var childIDs []string
+		for i := range min(r.children, maxSample) {
+			childIDs = append(childIDs, fmt.Sprintf("%s/%d", parentIDs[0], i))
+		}
+		r.cost, err = jobCost(ctx, c, childIDs, parentIDs, r.children)
+	}
+	return r, err
+}
+
+// meter samples the CPU of the watched processes.
+type meter struct {
+	proc  procFS
+	watch []watched
+}
+
+func (m meter) sample() (cpuSample, error) { return m.proc.sample(m.watch) }
+
+// perJob is the CPU seconds per job each watched process spent since before.
+func (m meter) perJob(before cpuSample, jobs int) (map[string]float64, error) {
+	after, err := m.sample()
+	if err != nil {
+		return nil, err
+	}
+	return cpuSecondsPerJob(before, after, jobs), nil
+}
+
+// jobCost is the cost of one job: the mean of the job histories plus the mean parent history
+// spread over its jobsPerParent jobs.
+func jobCost(ctx context.Context, c client.Client, jobIDs, parentIDs []string, jobsPerParent int) (perJobCost, error) {
+	jobs, err := sampleHistories(ctx, c, jobIDs)
+	if err != nil {
+		return perJobCost{}, err
+	}
+	parents, err := sampleHistories(ctx, c, parentIDs)
+	return perJobCost{job: jobs, parent: parents, jobsPerParent: jobsPerParent}, err
 }
 
 func pct(sorted []time.Duration, p int) time.Duration {
@@ -303,44 +457,4 @@ func temporalConnection(o options) (temporalconn.Connection, error) {
 	cfg.TemporalAddress = cmp.Or(o.temporal, cfg.TemporalAddress)
 	cfg.TemporalNamespace = cmp.Or(o.namespace, cfg.TemporalNamespace)
 	return temporalconn.Resolve(cfg)
-}
-
-// historySizes averages history lengths over a sample of job and order workflows.
-func historySizes(ctx context.Context, temporal temporalconn.Connection, orders, jobIDs []string) (float64, float64, error) {
-	c, err := temporal.Dial(ctx, nil)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer c.Close()
-	count := func(id string) (int, error) {
-		n := 0
-		it := c.GetWorkflowHistory(ctx, id, "", false, 0)
-		for it.HasNext() {
-			if _, err := it.Next(); err != nil {
-				return 0, err
-			}
-			n++
-		}
-		return n, nil
-	}
-	sample := func(ids []string, prefix string) (float64, error) {
-		if len(ids) > 50 {
-			ids = ids[:50]
-		}
-		total := 0
-		for _, id := range ids {
-			n, err := count(prefix + id)
-			if err != nil {
-				return 0, err
-			}
-			total += n
-		}
-		return float64(total) / float64(len(ids)), nil
-	}
-	perJob, err := sample(jobIDs, "job/")
-	if err != nil {
-		return 0, 0, err
-	}
-	perOrder, err := sample(orders, "order/")
-	return perJob, perOrder, err
 }

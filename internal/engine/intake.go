@@ -96,6 +96,9 @@ func (e *Engine) Commit(ctx context.Context, order *models.Order, jobs []models.
 			jobs[i].Run = 1
 		}
 	}
+	// The order row carries its reservation from its INSERT: ReserveForJobs reserves exactly this
+	// total in the same transaction or fails it, so no UPDATE of the order is needed afterwards.
+	order.CreditsReserved = models.ReservationTotal(jobs)
 	err := e.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Create(order).Error; err != nil {
 			return err
@@ -103,12 +106,7 @@ func (e *Engine) Commit(ctx context.Context, order *models.Order, jobs []models.
 		if err := tx.CreateInBatches(jobs, 200).Error; err != nil {
 			return err
 		}
-		total, err := models.ReserveForJobs(tx, order.AccountID, order.ID, jobs)
-		if err != nil {
-			return err
-		}
-		order.CreditsReserved = total
-		if err := tx.Model(order).Update("credits_reserved", total).Error; err != nil {
+		if _, err := models.ReserveForJobs(tx, order.AccountID, order.ID, jobs); err != nil {
 			return err
 		}
 		if inTx != nil {
@@ -116,10 +114,12 @@ func (e *Engine) Commit(ctx context.Context, order *models.Order, jobs []models.
 		}
 		return nil
 	})
-	if err == nil {
-		e.Metrics.OrderAccepted(order.API, order.JobType, len(jobs), order.CreditsReserved)
+	if err != nil {
+		order.CreditsReserved = 0 // nothing was reserved
+		return err
 	}
-	return err
+	e.Metrics.OrderAccepted(order.API, order.JobType, len(jobs), order.CreditsReserved)
+	return nil
 }
 
 // StartCommitted starts the workflow of an order that Commit committed. A failure is logged, not

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+)
+
+// The bare baseline: what the same Temporal frontend does with the least a job can be, a child
+// workflow that runs one no-op activity, so shotflow's rates can be read as a share of it.
+const (
+	bareParentName   = "LoadgenBareParent"
+	bareChildName    = "LoadgenBareChild"
+	bareActivityName = "LoadgenBareNoop"
+)
+
+// bareNoop is the activity of a bare job: it does nothing.
+func bareNoop(context.Context) error { return nil }
+
+// bareChild is a bare job: one activity.
+func bareChild(ctx workflow.Context) error {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute})
+	return workflow.ExecuteActivity(ctx, bareActivityName).Get(ctx, nil)
+}
+
+// bareParent is a bare order: it starts n children at once and waits for them all.
+func bareParent(ctx workflow.Context, n int) error {
+	futures := make([]workflow.ChildWorkflowFuture, n)
+	for i := range futures {
+		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+			WorkflowID: fmt.Sprintf("%s/%d", workflow.GetInfo(ctx).WorkflowExecution.ID, i),
+		})
+		futures[i] = workflow.ExecuteChildWorkflow(cctx, bareChildName)
+	}
+	for _, f := range futures {
+		if err := f.Get(ctx, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startBareWorker runs the bare workflows on their own task queue in this process.
+func startBareWorker(c client.Client, taskQueue string) (worker.Worker, error) {
+	w := worker.New(c, taskQueue, worker.Options{})
+	w.RegisterWorkflowWithOptions(bareParent, workflow.RegisterOptions{Name: bareParentName})
+	w.RegisterWorkflowWithOptions(bareChild, workflow.RegisterOptions{Name: bareChildName})
+	w.RegisterActivityWithOptions(bareNoop, activity.RegisterOptions{Name: bareActivityName})
+	return w, w.Start()
+}
+
+// startAll starts n workflows, concurrency at a time, and returns their runs in start order
+// with the latency of each start, sorted.
+func startAll(ctx context.Context, n, concurrency int, start func(i int) (client.WorkflowRun, error)) ([]client.WorkflowRun, []time.Duration, error) {
+	runs := make([]client.WorkflowRun, n)
+	latency := make([]time.Duration, n)
+	errs := make([]error, n)
+	sem := make(chan struct{}, max(concurrency, 1))
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			t0 := time.Now()
+			runs[i], errs[i] = start(i)
+			latency[i] = time.Since(t0)
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	slices.Sort(latency)
+	return runs, latency, nil
+}
+
+// waitAll waits until every run has completed, failing on the first that failed.
+func waitAll(ctx context.Context, runs []client.WorkflowRun) error {
+	for _, r := range runs {
+		if err := r.Get(ctx, nil); err != nil {
+			return fmt.Errorf("workflow %s: %w", r.GetID(), err)
+		}
+	}
+	return nil
+}
+
+// bareStarts is the start-only baseline: n plain StartWorkflowExecution calls of a one-activity
+// workflow, concurrency at a time, measured until the last start returns. The workflows are then
+// waited for, outside the measurement, so they do not load the next phase.
+func bareStarts(ctx context.Context, c client.Client, taskQueue, prefix string, n, concurrency int) (phase, []string, error) {
+	t0 := time.Now()
+	runs, latency, err := startAll(ctx, n, concurrency, func(i int) (client.WorkflowRun, error) {
+		return c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: fmt.Sprintf("%s-start-%d", prefix, i), TaskQueue: taskQueue}, bareChildName)
+	})
+	if err != nil {
+		return phase{}, nil, fmt.Errorf("bare start: %w", err)
+	}
+	p := phase{count: n, secs: time.Since(t0).Seconds(), latency: latency}
+	return p, workflowIDs(runs), waitAll(ctx, runs)
+}
+
+// bareOrders is the 50-child baseline: parents workflows of children bare jobs each,, started
+// concurrency at a time and measured until the last one completes.
+func bareOrders(ctx context.Context, c client.Client, taskQueue, prefix string, parents, children, concurrency int) (phase, []string, error) {
+	t0 := time.Now()
+	runs, latency, err := startAll(ctx, parents, concurrency, func(i int) (client.WorkflowRun, error) {
+		return c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: fmt.Sprintf("%s-order-%d", prefix, i), TaskQueue: taskQueue}, bareParentName, children)
+	})
+	if err != nil {
+		return phase{}, nil, fmt.Errorf("bare order start: %w", err)
+	}
+	if err := waitAll(ctx, runs); err != nil {
+		return phase{}, nil, err
+	}
+	return phase{count: parents * children, secs: time.Since(t0).Seconds(), latency: latency}, workflowIDs(runs), nil
+}
+
+func workflowIDs(runs []client.WorkflowRun) []string {
+	ids := make([]string, len(runs))
+	for i, r := range runs {
+		ids[i] = r.GetID()
+	}
+	return ids
+}

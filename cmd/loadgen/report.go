@@ -1,0 +1,139 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+)
+
+// phase is one measured stretch of a run: count things (sessions, starts or jobs) in secs, with
+// the sorted latencies of the calls that started them when they were timed one by one.
+type phase struct {
+	count   int
+	secs    float64
+	latency []time.Duration
+}
+
+// rate is the phase's things per second.
+func (p phase) rate() float64 {
+	if p.secs <= 0 {
+		return 0
+	}
+	return float64(p.count) / p.secs
+}
+
+// perJobCost is what one job costs in history: its own workflow and its share of its parent's.
+type perJobCost struct {
+	job, parent   historySample
+	jobsPerParent int
+}
+
+// events is the history events per job, its parent's share included.
+func (c perJobCost) events() float64 { return c.job.events + c.share(c.parent.events) }
+
+// actions is the Temporal actions per job, its parent's share included.
+func (c perJobCost) actions() float64 { return c.job.actions + c.share(c.parent.actions) }
+
+func (c perJobCost) share(v float64) float64 {
+	if c.jobsPerParent <= 0 {
+		return 0
+	}
+	return v / float64(c.jobsPerParent)
+}
+
+// shotflowResult is the measurement of shotflow: sessions accepted by the API, jobs completed end
+// to end, what a job costs in history, and the CPU seconds per job of the watched processes.
+type shotflowResult struct {
+	accepted, jobs phase
+	cost           perJobCost
+	cpu            map[string]float64
+}
+
+// bareResult is the measurement of the bare baseline: plain starts (and their CPU per start),
+// jobs of the 50-child orders completed end to end (and their CPU per job), and their history.
+type bareResult struct {
+	starts, jobs  phase
+	children      int
+	cost          perJobCost
+	startCPU, cpu map[string]float64
+}
+
+func (r shotflowResult) print(w io.Writer) {
+	fmt.Fprintf(w, "sessions accepted:   %d in %.2fs = %.1f sessions/s (p50 %v, p95 %v)\n",
+		r.accepted.count, r.accepted.secs, r.accepted.rate(), pct(r.accepted.latency, 50), pct(r.accepted.latency, 95))
+	fmt.Fprintf(w, "jobs completed:      %d in %.2fs = %.1f jobs/s end to end\n", r.jobs.count, r.jobs.secs, r.jobs.rate())
+	printCost(w, "JobWorkflow", "OrderWorkflow run", r.cost)
+	printCPU(w, "CPU per job:", r.cpu)
+}
+
+func (r bareResult) print(w io.Writer) {
+	fmt.Fprintf(w, "bare starts:         %d in %.2fs = %.1f starts/s (p50 %v, p95 %v)\n",
+		r.starts.count, r.starts.secs, r.starts.rate(), pct(r.starts.latency, 50), pct(r.starts.latency, 95))
+	printCPU(w, "bare CPU per start:", r.startCPU)
+	fmt.Fprintf(w, "bare jobs completed: %d in %.2fs = %.1f jobs/s end to end (orders of %d children)\n",
+		r.jobs.count, r.jobs.secs, r.jobs.rate(), r.children)
+	printCost(w, "bare child", "bare parent", r.cost)
+	printCPU(w, "bare CPU per job:", r.cpu)
+}
+
+func printCost(w io.Writer, job, parent string, c perJobCost) {
+	if c.job.workflows == 0 {
+		return
+	}
+	fmt.Fprintf(w, "history events:      %.1f per job = %.1f per %s + %.1f per %s / %d jobs\n",
+		c.events(), c.job.events, job, c.parent.events, parent, c.jobsPerParent)
+	fmt.Fprintf(w, "actions:             %.1f per job = %.1f per %s + %.1f per %s / %d jobs\n",
+		c.actions(), c.job.actions, job, c.parent.actions, parent, c.jobsPerParent)
+}
+
+func printCPU(w io.Writer, label string, cpu map[string]float64) {
+	if len(cpu) == 0 {
+		return
+	}
+	parts := make([]string, 0, len(cpu))
+	for _, name := range slices.Sorted(maps.Keys(cpu)) {
+		parts = append(parts, fmt.Sprintf("%s %.1f ms", name, cpu[name]*1000))
+	}
+	fmt.Fprintf(w, "%-20s %s\n", label, strings.Join(parts, ", "))
+}
+
+// ratio compares one rate of shotflow with the baseline's on the same server in the same run.
+type ratio struct {
+	name           string
+	shotflow, bare float64
+	goal           float64 // the least share of the baseline issue 15 asks for
+}
+
+// share is shotflow's rate as a fraction of the baseline's (0 when the baseline measured nothing).
+func (r ratio) share() float64 {
+	if r.bare <= 0 {
+		return 0
+	}
+	return r.shotflow / r.bare
+}
+
+// met says whether the share reaches the goal.
+func (r ratio) met() bool { return r.share() >= r.goal }
+
+// ratiosOf are issue 15's two ratios: jobs per second end to end against the bare 50-child
+// orders' (goal 60%), and sessions accepted per second against bare workflow starts (goal 70%).
+func ratiosOf(s shotflowResult, b bareResult) []ratio {
+	return []ratio{
+		{name: "jobs/s end to end vs bare child jobs/s", shotflow: s.jobs.rate(), bare: b.jobs.rate(), goal: 0.6},
+		{name: "sessions accepted/s vs bare starts/s", shotflow: s.accepted.rate(), bare: b.starts.rate(), goal: 0.7},
+	}
+}
+
+func printRatios(w io.Writer, rs []ratio) {
+	for _, r := range rs {
+		verdict := "below"
+		if r.met() {
+			verdict = "meets"
+		}
+		fmt.Fprintf(w, "ratio %-40s %.1f / %.1f = %.0f%% (%s the goal of %.0f%%)\n",
+			r.name+":", r.shotflow, r.bare, r.share()*100, verdict, r.goal*100)
+	}
+}
