@@ -1,0 +1,49 @@
+#!/bin/bash
+# Issue 15's measurement on a Temporal server over PostgreSQL, in one command: it creates the
+# Temporal and shotflow databases, starts the server (deploy/temporal-postgres/run.sh, built on
+# first use), a shotflow api and worker against it, runs `loadgen -mode both` (shotflow, then the
+# bare baseline on the same frontend) with the CPU of every process, and drops the databases again.
+# A benchmark, not part of make test. Usage (from anywhere):
+#
+#   deploy/bench/postgres.sh [SESSIONS [IMAGES]]      # default 40 sessions of 5 images
+#
+# Output: the loadgen summary, also kept in $OUT (default .data/bench/postgres.txt). Needs
+# PostgreSQL on 127.0.0.1:5432 (user postgres, trust) and the ports 17233–17239, 18080–18081.
+set -u
+cd "$(dirname "$0")/../.."
+make --no-print-directory build temporal-cli >/dev/null
+ORDERS=${1:-40}; IMAGES=${2:-5}
+LOGS=.data/bench; mkdir -p "$LOGS"
+export PGOPTIONS="-c client_min_messages=warning"
+export TEMPORAL_SERVER_DIR="$PWD/bin/temporal-server" TEMPORAL_PORT_OFFSET=10000 TEMPORAL_DATABASE=temporal_bench
+psql -h 127.0.0.1 -U postgres -qc "DROP DATABASE IF EXISTS temporal_bench" -c "DROP DATABASE IF EXISTS temporal_bench_visibility" -c "DROP DATABASE IF EXISTS shotflow_bench" >/dev/null
+deploy/temporal-postgres/run.sh build >$LOGS/build.log 2>&1 || { echo build failed; exit 1; }
+deploy/temporal-postgres/run.sh schema >$LOGS/schema.log 2>&1 || { echo schema failed; tail $LOGS/schema.log; exit 1; }
+deploy/temporal-postgres/run.sh config >$LOGS/config.log 2>&1 || { echo config failed; exit 1; }
+deploy/temporal-postgres/run.sh start >$LOGS/server.log 2>&1 &
+sleep 1
+SERVER=$(pgrep -f "$TEMPORAL_SERVER_DIR/server" | head -1)
+for i in $(seq 1 60); do bin/temporal operator cluster health --address 127.0.0.1:17233 >/dev/null 2>&1 && break; sleep 1; done
+deploy/temporal-postgres/run.sh setup >$LOGS/setup.log 2>&1 || { echo setup failed; tail $LOGS/setup.log; }
+export TEMPORAL_ADDRESS=127.0.0.1:17233 DATABASE_URL="postgres://postgres@127.0.0.1:5432/shotflow_bench?sslmode=disable"
+DD=$(mktemp -d); export SECRET_KEY=$(head -c32 /dev/urandom | base64) DATA_DIR=$DD BLOB_URL=file://$DD/blobs RENDER_LONG_EDGE=64 ORDER_MAX_CONCURRENT_JOBS=50
+export PUBLIC_BASE_URL=http://127.0.0.1:18080 HTTP_ADDR=127.0.0.1:18080 WORKER_METRICS_ADDR=127.0.0.1:18081 PROVIDER_CONCURRENCY=local=16
+psql -h 127.0.0.1 -U postgres -qc "CREATE DATABASE shotflow_bench" >/dev/null
+bin/shotflow migrate >$LOGS/migrate.log 2>&1 || { echo migrate failed; tail $LOGS/migrate.log; }
+ACCOUNT=$(bin/shotflow admin account create --name Bench --credits 100000000 | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get("id") or d.get("account_id") or d)')
+INST=$(bin/shotflow admin installation create --account "$ACCOUNT" --name Bench --rate-limit 100000)
+KEY=$(echo "$INST" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get("api_key") or d.get("key") or d)')
+bin/shotflow api >$LOGS/api.log 2>&1 &
+API=$!
+bin/shotflow worker >$LOGS/worker.log 2>&1 &
+WORKER=$!
+for i in $(seq 1 60); do curl -sf http://127.0.0.1:18080/readyz >/dev/null && break; sleep 1; done
+sleep 3
+POSTMASTER=$(head -1 "$(psql -h 127.0.0.1 -U postgres -Atc 'show data_directory')/postmaster.pid")
+go run ./cmd/loadgen -mode both -base http://127.0.0.1:18080 -key "$KEY" -temporal 127.0.0.1:17233 \
+  -orders "$ORDERS" -products 1 -images "$IMAGES" -concurrency 8 \
+  -pids temporal=$SERVER,postgres=$POSTMASTER,worker=$WORKER,api=$API 2>&1 | tee "${OUT:-$LOGS/postgres.txt}"
+kill $API $WORKER 2>/dev/null; sleep 1
+kill $SERVER 2>/dev/null; pkill -f "$TEMPORAL_SERVER_DIR/server"; sleep 2
+psql -h 127.0.0.1 -U postgres -qc "DROP DATABASE IF EXISTS temporal_bench" -c "DROP DATABASE IF EXISTS temporal_bench_visibility" -c "DROP DATABASE IF EXISTS shotflow_bench" >/dev/null 2>&1
+rm -rf "$DD"
