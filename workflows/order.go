@@ -106,6 +106,9 @@ type CancelResult struct {
 
 type orderState struct {
 	in         OrderInput
+	shape      int  // of the jobs this run launches
+	quiet      bool // shape is JobShapeQuiet: the run reads its jobs' results and FinishJob ends queued jobs
+	launches   int  // jobs this run has launched
 	queue      []JobRef
 	running    []string        // launched jobs that have not reported back, in launch order
 	watched    int             // jobs of running launched by this run whose results the order awaits
@@ -178,8 +181,10 @@ func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 	// Order runs started before issue 15 keep launching jobs in their shape on replay.
 	version := workflow.GetVersion(ctx, leanJobsChange, workflow.DefaultVersion, quietJobsVersion)
 	jobShape := min(int(version), JobShapeQuiet)
-	quiet := jobShape == JobShapeQuiet
-	s := &orderState{in: in, queue: in.Jobs, running: slices.Clone(in.Running), cancelling: map[string]bool{}, result: in.Result}
+	s := &orderState{
+		in: in, shape: jobShape, quiet: jobShape == JobShapeQuiet,
+		queue: in.Jobs, running: slices.Clone(in.Running), cancelling: map[string]bool{}, result: in.Result,
+	}
 	maxRunning := in.MaxConcurrentJobs
 	if maxRunning <= 0 {
 		maxRunning = DefaultMaxConcurrentJobs
@@ -189,40 +194,8 @@ func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 		continueAsNewAfter = DefaultContinueAsNewAfter
 	}
 
-	err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateCancelJob,
-		func(ctx workflow.Context, jobID string, _ CancelOptions) (CancelResult, error) {
-			done := CancelResult{JobID: jobID, Status: models.JobCancelled}
-			s.busy++
-			defer func() { s.busy-- }()
-			if s.cancelling[jobID] {
-				// A second request for a cancel already accepted: it answers when that one is recorded.
-				return done, workflow.Await(ctx, func() bool { return !s.cancelling[jobID] })
-			}
-			i := s.indexOf(jobID)
-			if i < 0 {
-				return CancelResult{}, s.notQueued(jobID)
-			}
-			// Removed from the queue before anything can yield: it can never be launched now. The
-			// cancel is decided; recording it waits out any database outage.
-			ref := s.queue[i]
-			s.queue = slices.Delete(s.queue, i, i+1)
-			s.cancelling[jobID] = true
-			defer delete(s.cancelling, jobID)
-			if err := endQueued(ctx, ref, models.JobCancelled, quiet); err != nil {
-				return CancelResult{}, err
-			}
-			s.result.Cancelled++
-			return done, nil
-		},
-		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, jobID string, opts CancelOptions) error {
-			if !opts.AcceptBy.IsZero() && workflow.Now(ctx).After(opts.AcceptBy) {
-				return cancelTooLate()
-			}
-			if s.indexOf(jobID) < 0 && !s.cancelling[jobID] {
-				return s.notQueued(jobID)
-			}
-			return nil
-		}})
+	err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateCancelJob, s.cancel,
+		workflow.UpdateHandlerOptions{Validator: s.validateCancel})
 	if err != nil {
 		return s.result, err
 	}
@@ -234,46 +207,22 @@ func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 			s.finished(m)
 		}
 	}
-	launched := 0
 	for {
 		drain()
-		if quiet {
+		if s.quiet {
 			// Every queued job whose deadline has passed, even while no slot is free.
 			if err := s.expireDue(ctx); err != nil {
 				return s.result, err
 			}
 		}
-		for len(s.running) < maxRunning && len(s.queue) > 0 && launched < continueAsNewAfter {
-			ref := s.queue[0]
-			s.queue = s.queue[1:]
-			if expired(ctx, ref) {
-				if err := endQueued(ctx, ref, models.JobExpired, quiet); err != nil {
-					return s.result, err
-				}
-				s.result.Expired++
-				continue
-			}
-			s.launching = ref.JobID
-			f, started, err := launchJob(ctx, in, ref, jobShape)
-			if err != nil {
-				return s.result, err
-			}
-			s.launching = ""
-			switch {
-			case quiet && started:
-				s.running = append(s.running, ref.JobID)
-				s.watch(ctx, ref, f)
-			case !quiet:
-				// A job of an older shape signals, even one an earlier run launched.
-				s.running = append(s.running, ref.JobID)
-			}
-			launched++
+		if err := s.launchReady(ctx, maxRunning, continueAsNewAfter); err != nil {
+			return s.result, err
 		}
 		if len(s.queue) == 0 && len(s.running) == 0 && s.busy == 0 {
 			break
 		}
 		// Jobs launched by this run report only to it: it waits for them before continuing as new.
-		if launched >= continueAsNewAfter && s.busy == 0 && s.watched == 0 && workflow.AllHandlersFinished(ctx) {
+		if s.launches >= continueAsNewAfter && s.busy == 0 && s.watched == 0 && workflow.AllHandlersFinished(ctx) {
 			drain()
 			next := in
 			next.Jobs, next.Result = s.queue, s.result
@@ -295,6 +244,77 @@ func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 		}
 	}
 	return s.result, nil
+}
+
+// cancel is the handler of an accepted UpdateCancelJob: it takes a queued job out of the queue and
+// ends it cancelled.
+func (s *orderState) cancel(ctx workflow.Context, jobID string, _ CancelOptions) (CancelResult, error) {
+	done := CancelResult{JobID: jobID, Status: models.JobCancelled}
+	s.busy++
+	defer func() { s.busy-- }()
+	if s.cancelling[jobID] {
+		// A second request for a cancel already accepted: it answers when that one is recorded.
+		return done, workflow.Await(ctx, func() bool { return !s.cancelling[jobID] })
+	}
+	i := s.indexOf(jobID)
+	if i < 0 {
+		return CancelResult{}, s.notQueued(jobID)
+	}
+	// Removed from the queue before anything can yield: it can never be launched now. The
+	// cancel is decided; recording it waits out any database outage.
+	ref := s.queue[i]
+	s.queue = slices.Delete(s.queue, i, i+1)
+	s.cancelling[jobID] = true
+	defer delete(s.cancelling, jobID)
+	if err := endQueued(ctx, ref, models.JobCancelled, s.quiet); err != nil {
+		return CancelResult{}, err
+	}
+	s.result.Cancelled++
+	return done, nil
+}
+
+// validateCancel refuses a cancel past its AcceptBy, and one of a job that is not queued (nor
+// being cancelled already).
+func (s *orderState) validateCancel(ctx workflow.Context, jobID string, opts CancelOptions) error {
+	if !opts.AcceptBy.IsZero() && workflow.Now(ctx).After(opts.AcceptBy) {
+		return cancelTooLate()
+	}
+	if s.indexOf(jobID) < 0 && !s.cancelling[jobID] {
+		return s.notQueued(jobID)
+	}
+	return nil
+}
+
+// launchReady launches queued jobs while a slot is free and the run may launch more, ending
+// instead those whose deadline has passed.
+func (s *orderState) launchReady(ctx workflow.Context, maxRunning, limit int) error {
+	for len(s.running) < maxRunning && len(s.queue) > 0 && s.launches < limit {
+		ref := s.queue[0]
+		s.queue = s.queue[1:]
+		if expired(ctx, ref) {
+			if err := endQueued(ctx, ref, models.JobExpired, s.quiet); err != nil {
+				return err
+			}
+			s.result.Expired++
+			continue
+		}
+		s.launching = ref.JobID
+		f, started, err := launchJob(ctx, s.in, ref, s.shape)
+		if err != nil {
+			return err
+		}
+		s.launching = ""
+		switch {
+		case s.quiet && started:
+			s.running = append(s.running, ref.JobID)
+			s.watch(ctx, ref, f)
+		case !s.quiet:
+			// A job of an older shape signals, even one an earlier run launched.
+			s.running = append(s.running, ref.JobID)
+		}
+		s.launches++
+	}
+	return nil
 }
 
 // expireDue ends every queued job whose deadline has passed. Each is taken out of the queue
