@@ -2,6 +2,7 @@ package workflows_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"testing"
@@ -121,7 +122,8 @@ func TestLeanJobStillShowsRetryPending(t *testing.T) {
 }
 
 // TestOrderLaunchesNewJobsInTheQuietShape: a new order run launches JobShapeQuiet jobs and learns
-// of their ends from their child workflows' results alone: no job signals it.
+// of their ends from their child workflows' results alone: no job signals it, and a job workflow
+// that fails (or is terminated) counts as a failed job instead of holding the order open.
 func TestOrderLaunchesNewJobsInTheQuietShape(t *testing.T) {
 	env := newEnv(t)
 	var mu sync.Mutex
@@ -131,18 +133,21 @@ func TestOrderLaunchesNewJobsInTheQuietShape(t *testing.T) {
 			mu.Lock()
 			defer mu.Unlock()
 			shapes = append(shapes, in.Shape)
-			if in.JobID == "b" {
+			switch in.JobID {
+			case "b":
 				return workflows.JobResult{Status: models.JobCancelled}, nil // cancelled by its own workflow
+			case "c":
+				return workflows.JobResult{}, errors.New("job workflow failed")
 			}
 			return workflows.JobResult{Status: models.JobCompleted, Attempts: 1}, nil
 		})
-	env.ExecuteWorkflow(workflows.OrderWorkflow, workflows.OrderInput{OrderID: "o1", Jobs: refs("a", "b", "c")})
+	env.ExecuteWorkflow(workflows.OrderWorkflow, workflows.OrderInput{OrderID: "o1", Jobs: refs("a", "b", "c", "d")})
 	var res workflows.OrderResult
 	if err := env.GetWorkflowResult(&res); err != nil {
 		t.Fatal(err)
 	}
-	want := []int{workflows.JobShapeQuiet, workflows.JobShapeQuiet, workflows.JobShapeQuiet}
-	if res != (workflows.OrderResult{Completed: 2, Cancelled: 1}) || !slices.Equal(shapes, want) {
+	want := []int{workflows.JobShapeQuiet, workflows.JobShapeQuiet, workflows.JobShapeQuiet, workflows.JobShapeQuiet}
+	if res != (workflows.OrderResult{Completed: 2, Cancelled: 1, Failed: 1}) || !slices.Equal(shapes, want) {
 		t.Fatalf("result = %+v, shapes %v", res, shapes)
 	}
 }
