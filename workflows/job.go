@@ -85,15 +85,23 @@ type JobInput struct {
 
 // History shapes of a JobWorkflow run (JobInput.Shape).
 const (
-	// JobShapeOriginal is the shape of every run started before issue 15 and of runs started
-	// outside an order (re-runs): an in_progress search-attribute upsert at the first attempt,
-	// and at the end the settlement and the webhook record as two local activities.
+	// JobShapeOriginal is the shape of every run started before issue 15, re-runs included: an
+	// in_progress search-attribute upsert at the first attempt, and at the end the settlement
+	// and the webhook record as two local activities.
 	JobShapeOriginal = 0
 	// JobShapeLean sets no in_progress search attribute (the read model shows it; operators
 	// query finished, failed and retry_pending jobs) and ends the run with one FinishJob local
 	// activity: settlement and webhook record in one transaction and one marker.
 	JobShapeLean = 1
+	// JobShapeQuiet is JobShapeLean without the job-finished signal: the order learns of the
+	// job's end from its child workflow's result, and a re-run (engine.StartJobRun) reports to
+	// no one, its order having counted the job when its first run ended. A cancel accepted by
+	// the job's own workflow is recorded with its webhook in one FinishJob too.
+	JobShapeQuiet = 2
 )
+
+// signalsOrder reports whether a run of this shape tells its order with SignalJobFinished.
+func signalsOrder(shape int) bool { return shape < JobShapeQuiet }
 
 // GenerateTaskQueue is the task queue of a provider's generate activities beside the main queue.
 func GenerateTaskQueue(mainQueue, provider string) string { return mainQueue + "-generate-" + provider }
@@ -116,7 +124,8 @@ type JobFinished struct {
 
 // JobWorkflow runs one job: one generate activity execution per attempt, retries by errorCategory
 // with visible retry_pending and attempt_count, a signal-driven wait for inputs that are not ready,
-// and settlement of the job's credits at the end. It tells its order when it is done. It never
+// and settlement of the job's credits at the end. Its result tells its order how it ended (older
+// shapes also signal the order, see JobShapeQuiet). It never
 // fails because the database or the blob store is away: every step waits for them (outage.go).
 // Until its first attempt begins it can be cancelled with UpdateCancelJob (startGate): then it
 // ends cancelled without any attempt, and its reservation is released.
@@ -135,7 +144,9 @@ func JobWorkflow(ctx workflow.Context, in JobInput) (JobResult, error) {
 				workflow.GetLogger(ctx).Error("job webhook not started", "job_id", in.JobID, "error", err)
 			}
 		}
-		notifyOrder(ctx, in, res.Status)
+		if signalsOrder(in.Shape) {
+			notifyOrder(ctx, in, res.Status)
+		}
 	}
 	return res, nil
 }
@@ -275,8 +286,8 @@ func endJob(ctx workflow.Context, in JobInput, attempt int, category errorcat.Ca
 	return JobResult{Status: models.JobFailed, Attempts: attempt, Category: category}, nil
 }
 
-// notifyOrder signals the order workflow that this job is done. An order that has already closed
-// (for example when an operator re-runs a job later) needs no signal.
+// notifyOrder signals the order workflow that this job is done (shapes before JobShapeQuiet). An
+// order that has already closed (for example when an operator re-runs a job later) needs no signal.
 func notifyOrder(ctx workflow.Context, in JobInput, status string) {
 	err := workflow.SignalExternalWorkflow(ctx, OrderWorkflowID(in.OrderID), "", SignalJobFinished,
 		JobFinished{JobID: in.JobID, Run: in.Run, Status: status}).Get(ctx, nil)

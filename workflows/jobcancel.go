@@ -22,6 +22,8 @@ type startGate struct {
 	accepted bool
 	// recorded: the accepted cancel is stored (the job is cancelled, its reservation released).
 	recorded bool
+	// delivery is the webhook FinishJob recorded with the cancel (JobShapeQuiet).
+	delivery *activities.RecordWebhookResult
 }
 
 // register installs the job's cancel-job Update handler. It must run before the first attempt is
@@ -57,14 +59,27 @@ func (g *startGate) cancel(ctx workflow.Context, jobID string, _ CancelOptions) 
 		return done, workflow.Await(ctx, func() bool { return g.recorded })
 	}
 	g.accepted = true
-	var a *activities.Activities
-	if err := project(ctx, a.EndJob, nil, activities.EndInput{
-		JobID: g.in.JobID, Run: g.in.Run, Status: models.JobCancelled,
-	}); err != nil {
+	if err := g.record(ctx); err != nil {
 		return CancelResult{}, err
 	}
 	g.recorded = true
 	return done, nil
+}
+
+// record stores the accepted cancel: with its webhook in one FinishJob transaction in
+// JobShapeQuiet, with EndJob alone (the webhook follows in JobWorkflow) in older shapes.
+func (g *startGate) record(ctx workflow.Context) error {
+	var a *activities.Activities
+	end := activities.EndInput{JobID: g.in.JobID, Run: g.in.Run, Status: models.JobCancelled}
+	if g.in.Shape < JobShapeQuiet {
+		return project(ctx, a.EndJob, nil, end)
+	}
+	var rec activities.RecordWebhookResult
+	if err := project(ctx, a.FinishJob, &rec, activities.FinishJobInput{End: &end}); err != nil {
+		return err
+	}
+	g.delivery = &rec
+	return nil
 }
 
 // begin decides the first attempt: it reports false when a cancel was accepted first, and
@@ -78,10 +93,19 @@ func (g *startGate) begin() bool {
 }
 
 // awaitCancelled waits until the accepted cancel is recorded and every cancel-job handler has
-// answered, and is the job run's result.
+// answered, starts the webhook's delivery when the cancel recorded it, and is the job run's result.
 func (g *startGate) awaitCancelled(ctx workflow.Context) (JobResult, error) {
-	err := workflow.Await(ctx, func() bool { return g.recorded && workflow.AllHandlersFinished(ctx) })
-	return JobResult{Status: models.JobCancelled}, err
+	res := JobResult{Status: models.JobCancelled}
+	if err := workflow.Await(ctx, func() bool { return g.recorded && workflow.AllHandlersFinished(ctx) }); err != nil {
+		return res, err
+	}
+	if g.delivery != nil {
+		if err := startDelivery(ctx, *g.delivery); err != nil {
+			workflow.GetLogger(ctx).Error("job webhook not started", "job_id", g.in.JobID, "error", err)
+		}
+		res.notified = true
+	}
+	return res, nil
 }
 
 func cancelTooLate() error {

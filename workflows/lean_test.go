@@ -2,6 +2,7 @@ package workflows_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"testing"
@@ -120,30 +121,100 @@ func TestLeanJobStillShowsRetryPending(t *testing.T) {
 	}
 }
 
-func TestOrderLaunchesNewJobsInTheLeanShape(t *testing.T) {
+// TestOrderLaunchesNewJobsInTheQuietShape: a new order run launches JobShapeQuiet jobs and learns
+// of their ends from their child workflows' results alone: no job signals it, and a job workflow
+// that fails (or is terminated) counts as a failed job instead of holding the order open.
+func TestOrderLaunchesNewJobsInTheQuietShape(t *testing.T) {
 	env := newEnv(t)
 	var mu sync.Mutex
 	var shapes []int
 	env.OnWorkflow(workflows.JobWorkflow, mock.Anything, mock.Anything).Return(
 		func(ctx workflow.Context, in workflows.JobInput) (workflows.JobResult, error) {
 			mu.Lock()
+			defer mu.Unlock()
 			shapes = append(shapes, in.Shape)
-			mu.Unlock()
-			err := workflow.SignalExternalWorkflow(ctx, workflows.OrderWorkflowID(in.OrderID), "", workflows.SignalJobFinished,
-				workflows.JobFinished{JobID: in.JobID, Run: in.Run, Status: models.JobCompleted}).Get(ctx, nil)
-			return workflows.JobResult{Status: models.JobCompleted}, err
+			switch in.JobID {
+			case "b":
+				return workflows.JobResult{Status: models.JobCancelled}, nil // cancelled by its own workflow
+			case "c":
+				return workflows.JobResult{}, errors.New("job workflow failed")
+			}
+			return workflows.JobResult{Status: models.JobCompleted, Attempts: 1}, nil
 		})
-	env.OnSignalExternalWorkflow(mock.Anything, workflows.OrderWorkflowID("o1"), "", workflows.SignalJobFinished, mock.Anything).
-		Return(func(_, _, _, _ string, arg any) error {
-			env.SignalWorkflow(workflows.SignalJobFinished, arg)
-			return nil
-		})
-	env.ExecuteWorkflow(workflows.OrderWorkflow, workflows.OrderInput{OrderID: "o1", Jobs: refs("a", "b")})
+	env.ExecuteWorkflow(workflows.OrderWorkflow, workflows.OrderInput{OrderID: "o1", Jobs: refs("a", "b", "c", "d")})
 	var res workflows.OrderResult
 	if err := env.GetWorkflowResult(&res); err != nil {
 		t.Fatal(err)
 	}
-	if res.Completed != 2 || !slices.Equal(shapes, []int{workflows.JobShapeLean, workflows.JobShapeLean}) {
+	want := []int{workflows.JobShapeQuiet, workflows.JobShapeQuiet, workflows.JobShapeQuiet, workflows.JobShapeQuiet}
+	if res != (workflows.OrderResult{Completed: 2, Cancelled: 1, Failed: 1}) || !slices.Equal(shapes, want) {
 		t.Fatalf("result = %+v, shapes %v", res, shapes)
+	}
+}
+
+// signalsToOrder counts the job-finished signals a JobWorkflow under test sends.
+func signalsToOrder(env *testsuite.TestWorkflowEnvironment) *int {
+	n := new(int)
+	env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, "", workflows.SignalJobFinished, mock.Anything).
+		Return(func(_, _, _, _ string, _ any) error {
+			*n++
+			return nil
+		}).Maybe()
+	return n
+}
+
+func TestQuietJobCompletesWithoutSignallingItsOrder(t *testing.T) {
+	for _, tc := range []struct {
+		shape       int
+		wantSignals int
+	}{{workflows.JobShapeLean, 1}, {workflows.JobShapeQuiet, 0}} {
+		env := newEnv(t)
+		signals := signalsToOrder(env)
+		names := localActivities(env)
+		onlyStatusUpserts(env, models.JobCompleted)
+		env.OnActivity(a.BeginAttempt, mock.Anything, mock.Anything).Return(nil).Once()
+		env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(okResult, nil).Once()
+		env.OnActivity(a.FinishJob, mock.Anything, mock.Anything).Return(activities.RecordWebhookResult{}, nil).Once()
+		env.ExecuteWorkflow(workflows.JobWorkflow, workflows.JobInput{JobID: "j1", Run: 1, OrderID: "o1", Shape: tc.shape})
+		var res workflows.JobResult
+		if err := env.GetWorkflowResult(&res); err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != models.JobCompleted || *signals != tc.wantSignals || !slices.Equal(names(), []string{"BeginAttempt", "FinishJob"}) {
+			t.Fatalf("shape %d: result %+v, %d signals to the order (want %d), local activities %v",
+				tc.shape, res, *signals, tc.wantSignals, names())
+		}
+	}
+}
+
+// TestQuietJobRecordsItsCancelWithItsWebhook: a JobShapeQuiet job cancelled before its first attempt
+// records the cancel and its webhook in one FinishJob, starts the delivery, and signals no one.
+func TestQuietJobRecordsItsCancelWithItsWebhook(t *testing.T) {
+	env := newEnv(t)
+	signals := signalsToOrder(env)
+	names := localActivities(env)
+	calls := mockJobSteps(t, env, nil)
+	rec := activities.RecordWebhookResult{DeliveryID: "d1", Deliver: true, AccountID: "acc", InstallationID: "inst", OrderID: "o1"}
+	env.OnActivity(a.FinishJob, mock.Anything, activities.FinishJobInput{
+		End: &activities.EndInput{JobID: "j1", Run: 1, Status: models.JobCancelled},
+	}).Return(rec, nil).Once()
+	var delivered []string
+	env.OnWorkflow(workflows.WebhookDeliveryWorkflow, mock.Anything, mock.Anything).Return(
+		func(_ workflow.Context, in workflows.WebhookDeliveryInput) (workflows.WebhookDeliveryResult, error) {
+			delivered = append(delivered, in.DeliveryID)
+			return workflows.WebhookDeliveryResult{Delivered: true, Attempts: 1}, nil
+		})
+	var cancel *cancelOutcome
+	env.RegisterDelayedCallback(func() { cancel = sendCancel(env, "j1", workflows.CancelOptions{}) }, 0)
+	env.ExecuteWorkflow(workflows.JobWorkflow, workflows.JobInput{JobID: "j1", Run: 1, OrderID: "o1", Shape: workflows.JobShapeQuiet})
+	var res workflows.JobResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if !cancel.cancelledOK("j1") || res.Status != models.JobCancelled || calls.begun != 0 || calls.cancelled != 0 {
+		t.Fatalf("cancel %+v, result %+v, calls %+v", cancel, res, calls)
+	}
+	if got := names(); !slices.Equal(got, []string{"FinishJob"}) || *signals != 0 || !slices.Equal(delivered, []string{"d1"}) {
+		t.Fatalf("local activities %v, %d signals to the order, deliveries %v", got, *signals, delivered)
 	}
 }

@@ -38,9 +38,14 @@ type CancelOptions struct {
 	AcceptBy time.Time `json:",omitempty"`
 }
 
-// leanJobsChange is the workflow.GetVersion change ID under which an order launches its jobs in
-// JobShapeLean (version 1) rather than JobShapeOriginal (DefaultVersion).
+// leanJobsChange is the workflow.GetVersion change ID that picks the shape of an order run's jobs
+// and how it learns of their ends: JobShapeOriginal (DefaultVersion) and JobShapeLean (version 1)
+// jobs send SignalJobFinished; JobShapeQuiet jobs (version quietJobsVersion) do not, and the order
+// reads their child workflows' results instead.
 const leanJobsChange = "lean-jobs"
+
+// quietJobsVersion is the leanJobsChange version of order runs that launch JobShapeQuiet jobs.
+const quietJobsVersion = 2
 
 // DefaultMaxConcurrentJobs is how many jobs of one order run at once. Jobs beyond it wait in the
 // order workflow, where they can still be cancelled or expire.
@@ -58,7 +63,9 @@ type OrderInput struct {
 	JobType        string
 	// Jobs are the jobs not launched yet, in launch order.
 	Jobs []JobRef
-	// Running are jobs launched by an earlier run that have not reported back yet.
+	// Running are jobs launched by an earlier run that have not reported back yet; they report with
+	// SignalJobFinished. A run that launches JobShapeQuiet jobs waits for them all to end before
+	// it continues as new, so it hands over only signalling jobs it was itself handed.
 	Running []string
 	// MaxConcurrentJobs caps running jobs; 0 means DefaultMaxConcurrentJobs.
 	MaxConcurrentJobs int
@@ -99,8 +106,12 @@ type CancelResult struct {
 
 type orderState struct {
 	in         OrderInput
+	shape      int  // of the jobs this run launches
+	quiet      bool // shape is JobShapeQuiet: the run reads its jobs' results and FinishJob ends queued jobs
+	launches   int  // jobs this run has launched
 	queue      []JobRef
 	running    []string        // launched jobs that have not reported back, in launch order
+	watched    int             // jobs of running launched by this run whose results the order awaits
 	launching  string          // the job whose workflow is being started, not yet in running
 	cancelling map[string]bool // jobs whose accepted cancel is being recorded
 	busy       int             // update handlers in progress
@@ -136,26 +147,44 @@ func (s *orderState) finished(m JobFinished) {
 		s.result.Completed++
 	case models.JobCancelled:
 		s.result.Cancelled++
+	case statusNotRunnable:
+		// Ended by someone else before its first attempt; that end was counted where it happened.
 	default:
 		s.result.Failed++
 	}
 }
 
+// watch reads the result of a JobShapeQuiet job's child workflow in a coroutine of its own and
+// records the job's end from it. A job workflow that failed, timed out or was terminated
+// counts as failed.
+func (s *orderState) watch(ctx workflow.Context, ref JobRef, f workflow.ChildWorkflowFuture) {
+	s.watched++
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		var res JobResult
+		if err := f.Get(ctx, &res); err != nil {
+			res.Status = models.JobFailed
+		}
+		s.watched--
+		s.finished(JobFinished{JobID: ref.JobID, Run: ref.Run, Status: res.Status})
+	})
+}
+
 // OrderWorkflow runs one order. It launches a JobWorkflow per job, at most MaxConcurrentJobs at a
-// time; jobs report back with SignalJobFinished. A job that has not been launched can be cancelled
+// time, and learns of each job's end from its child workflow's result (jobs launched in older
+// shapes report back with SignalJobFinished). A job that has not been launched can be cancelled
 // (UpdateCancelJob) or expires at its deadline; a cancel of a launched job is refused with
 // ErrTypeJobLaunched and goes to the job's own workflow, which takes it until its first attempt
 // begins.
 // A failed job does not fail the order: partial completion is normal, and the read model's order
 // status is kept by the jobs' own settlement transactions.
 func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderResult, error) {
-	var a *activities.Activities
-	// Orders started before issue 15 keep launching jobs in the original shape on replay.
-	jobShape := JobShapeOriginal
-	if workflow.GetVersion(ctx, leanJobsChange, workflow.DefaultVersion, 1) >= 1 {
-		jobShape = JobShapeLean
+	// Order runs started before issue 15 keep launching jobs in their shape on replay.
+	version := workflow.GetVersion(ctx, leanJobsChange, workflow.DefaultVersion, quietJobsVersion)
+	jobShape := min(int(version), JobShapeQuiet)
+	s := &orderState{
+		in: in, shape: jobShape, quiet: jobShape == JobShapeQuiet,
+		queue: in.Jobs, running: slices.Clone(in.Running), cancelling: map[string]bool{}, result: in.Result,
 	}
-	s := &orderState{in: in, queue: in.Jobs, running: slices.Clone(in.Running), cancelling: map[string]bool{}, result: in.Result}
 	maxRunning := in.MaxConcurrentJobs
 	if maxRunning <= 0 {
 		maxRunning = DefaultMaxConcurrentJobs
@@ -165,43 +194,8 @@ func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 		continueAsNewAfter = DefaultContinueAsNewAfter
 	}
 
-	err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateCancelJob,
-		func(ctx workflow.Context, jobID string, _ CancelOptions) (CancelResult, error) {
-			done := CancelResult{JobID: jobID, Status: models.JobCancelled}
-			s.busy++
-			defer func() { s.busy-- }()
-			if s.cancelling[jobID] {
-				// A second request for a cancel already accepted: it answers when that one is recorded.
-				return done, workflow.Await(ctx, func() bool { return !s.cancelling[jobID] })
-			}
-			i := s.indexOf(jobID)
-			if i < 0 {
-				return CancelResult{}, s.notQueued(jobID)
-			}
-			// Removed from the queue before anything can yield: it can never be launched now. The
-			// cancel is decided; recording it waits out any database outage.
-			ref := s.queue[i]
-			s.queue = slices.Delete(s.queue, i, i+1)
-			s.cancelling[jobID] = true
-			defer delete(s.cancelling, jobID)
-			if err := project(ctx, a.EndJob, nil, activities.EndInput{
-				JobID: ref.JobID, Run: ref.Run, Status: models.JobCancelled,
-			}); err != nil {
-				return CancelResult{}, err
-			}
-			s.result.Cancelled++
-			notifyEnded(ctx, ref)
-			return done, nil
-		},
-		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, jobID string, opts CancelOptions) error {
-			if !opts.AcceptBy.IsZero() && workflow.Now(ctx).After(opts.AcceptBy) {
-				return cancelTooLate()
-			}
-			if s.indexOf(jobID) < 0 && !s.cancelling[jobID] {
-				return s.notQueued(jobID)
-			}
-			return nil
-		}})
+	err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateCancelJob, s.cancel,
+		workflow.UpdateHandlerOptions{Validator: s.validateCancel})
 	if err != nil {
 		return s.result, err
 	}
@@ -213,33 +207,22 @@ func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 			s.finished(m)
 		}
 	}
-	launched := 0
 	for {
 		drain()
-		for len(s.running) < maxRunning && len(s.queue) > 0 && launched < continueAsNewAfter {
-			ref := s.queue[0]
-			s.queue = s.queue[1:]
-			if !ref.ExpiresAt.IsZero() && !workflow.Now(ctx).Before(ref.ExpiresAt) {
-				if err := project(ctx, a.EndJob, nil, activities.EndInput{
-					JobID: ref.JobID, Run: ref.Run, Status: models.JobExpired,
-				}); err != nil {
-					return s.result, err
-				}
-				s.result.Expired++
-				notifyEnded(ctx, ref)
-				continue
-			}
-			s.launching = ref.JobID
-			if err := launchJob(ctx, in, ref, jobShape); err != nil {
+		if s.quiet {
+			// Every queued job whose deadline has passed, even while no slot is free.
+			if err := s.expireDue(ctx); err != nil {
 				return s.result, err
 			}
-			s.running, s.launching = append(s.running, ref.JobID), ""
-			launched++
+		}
+		if err := s.launchReady(ctx, maxRunning, continueAsNewAfter); err != nil {
+			return s.result, err
 		}
 		if len(s.queue) == 0 && len(s.running) == 0 && s.busy == 0 {
 			break
 		}
-		if launched >= continueAsNewAfter && s.busy == 0 && workflow.AllHandlersFinished(ctx) {
+		// Jobs launched by this run report only to it: it waits for them before continuing as new.
+		if s.launches >= continueAsNewAfter && s.busy == 0 && s.watched == 0 && workflow.AllHandlersFinished(ctx) {
 			drain()
 			next := in
 			next.Jobs, next.Result = s.queue, s.result
@@ -247,9 +230,10 @@ func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 			return s.result, workflow.NewContinueAsNewError(ctx, OrderWorkflow, next)
 		}
 		// Sleep until a job reports back, the queue changes, or the next queued job expires.
-		queued := len(s.queue)
+		queued, running := len(s.queue), len(s.running)
 		wake := func() bool {
-			return finishedCh.Len() > 0 || len(s.queue) != queued || s.busy == 0 && queued == 0 && len(s.running) == 0
+			return finishedCh.Len() > 0 || len(s.queue) != queued || len(s.running) != running ||
+				s.busy == 0 && queued == 0 && len(s.running) == 0
 		}
 		if d, ok := nextExpiry(ctx, s.queue); ok {
 			if _, err := workflow.AwaitWithTimeout(ctx, d, wake); err != nil {
@@ -262,11 +246,122 @@ func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 	return s.result, nil
 }
 
-// notifyEnded sends the webhook of a job the order ended itself (cancelled or expired).
-func notifyEnded(ctx workflow.Context, ref JobRef) {
-	if err := NotifyJobEnded(ctx, ref.JobID, ref.Run); err != nil {
+// cancel is the handler of an accepted UpdateCancelJob: it takes a queued job out of the queue and
+// ends it cancelled.
+func (s *orderState) cancel(ctx workflow.Context, jobID string, _ CancelOptions) (CancelResult, error) {
+	done := CancelResult{JobID: jobID, Status: models.JobCancelled}
+	s.busy++
+	defer func() { s.busy-- }()
+	if s.cancelling[jobID] {
+		// A second request for a cancel already accepted: it answers when that one is recorded.
+		return done, workflow.Await(ctx, func() bool { return !s.cancelling[jobID] })
+	}
+	i := s.indexOf(jobID)
+	if i < 0 {
+		return CancelResult{}, s.notQueued(jobID)
+	}
+	// Removed from the queue before anything can yield: it can never be launched now. The
+	// cancel is decided; recording it waits out any database outage.
+	ref := s.queue[i]
+	s.queue = slices.Delete(s.queue, i, i+1)
+	s.cancelling[jobID] = true
+	defer delete(s.cancelling, jobID)
+	if err := endQueued(ctx, ref, models.JobCancelled, s.quiet); err != nil {
+		return CancelResult{}, err
+	}
+	s.result.Cancelled++
+	return done, nil
+}
+
+// validateCancel refuses a cancel past its AcceptBy, and one of a job that is not queued (nor
+// being cancelled already).
+func (s *orderState) validateCancel(ctx workflow.Context, jobID string, opts CancelOptions) error {
+	if !opts.AcceptBy.IsZero() && workflow.Now(ctx).After(opts.AcceptBy) {
+		return cancelTooLate()
+	}
+	if s.indexOf(jobID) < 0 && !s.cancelling[jobID] {
+		return s.notQueued(jobID)
+	}
+	return nil
+}
+
+// launchReady launches queued jobs while a slot is free and the run may launch more, ending
+// instead those whose deadline has passed.
+func (s *orderState) launchReady(ctx workflow.Context, maxRunning, limit int) error {
+	for len(s.running) < maxRunning && len(s.queue) > 0 && s.launches < limit {
+		ref := s.queue[0]
+		s.queue = s.queue[1:]
+		if expired(ctx, ref) {
+			if err := endQueued(ctx, ref, models.JobExpired, s.quiet); err != nil {
+				return err
+			}
+			s.result.Expired++
+			continue
+		}
+		s.launching = ref.JobID
+		f, started, err := launchJob(ctx, s.in, ref, s.shape)
+		if err != nil {
+			return err
+		}
+		s.launching = ""
+		switch {
+		case s.quiet && started:
+			s.running = append(s.running, ref.JobID)
+			s.watch(ctx, ref, f)
+		case !s.quiet:
+			// A job of an older shape signals, even one an earlier run launched.
+			s.running = append(s.running, ref.JobID)
+		}
+		s.launches++
+	}
+	return nil
+}
+
+// expireDue ends every queued job whose deadline has passed. Each is taken out of the queue
+// before anything yields, so a cancel-job update running meanwhile never sees it.
+func (s *orderState) expireDue(ctx workflow.Context) error {
+	for {
+		i := slices.IndexFunc(s.queue, func(j JobRef) bool { return expired(ctx, j) })
+		if i < 0 {
+			return nil
+		}
+		ref := s.queue[i]
+		s.queue = slices.Delete(s.queue, i, i+1)
+		if err := endQueued(ctx, ref, models.JobExpired, true); err != nil {
+			return err
+		}
+		s.result.Expired++
+	}
+}
+
+// expired reports whether a queued job's deadline has passed.
+func expired(ctx workflow.Context, ref JobRef) bool {
+	return !ref.ExpiresAt.IsZero() && !workflow.Now(ctx).Before(ref.ExpiresAt)
+}
+
+// endQueued ends a job the order never launched (cancelled or expired) and sends its webhook: in
+// one FinishJob transaction when lean, else with EndJob and then NotifyJobEnded (order runs
+// started before the quiet shape, on replay).
+func endQueued(ctx workflow.Context, ref JobRef, status string, lean bool) error {
+	var a *activities.Activities
+	end := activities.EndInput{JobID: ref.JobID, Run: ref.Run, Status: status}
+	var err error
+	if lean {
+		var rec activities.RecordWebhookResult
+		if err := project(ctx, a.FinishJob, &rec, activities.FinishJobInput{End: &end}); err != nil {
+			return err
+		}
+		err = startDelivery(ctx, rec)
+	} else {
+		if err := project(ctx, a.EndJob, nil, end); err != nil {
+			return err
+		}
+		err = NotifyJobEnded(ctx, ref.JobID, ref.Run)
+	}
+	if err != nil {
 		workflow.GetLogger(ctx).Error("job webhook not started", "job_id", ref.JobID, "error", err)
 	}
+	return nil
 }
 
 func notCancelable() error {
@@ -287,8 +382,9 @@ func nextExpiry(ctx workflow.Context, queue []JobRef) (time.Duration, bool) {
 	return max(earliest.Sub(workflow.Now(ctx)), time.Millisecond), true
 }
 
-// launchJob starts the job's workflow and waits until Temporal has started it.
-func launchJob(ctx workflow.Context, in OrderInput, ref JobRef, shape int) error {
+// launchJob starts the job's workflow and waits until Temporal has started it. It reports false
+// when an earlier run of the order had already started it: then the future holds no result.
+func launchJob(ctx workflow.Context, in OrderInput, ref JobRef, shape int) (workflow.ChildWorkflowFuture, bool, error) {
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 		WorkflowID: JobWorkflowID(ref.JobID, ref.Run),
 		// ABANDON: a job owns its credit reservation and must settle it even if the order
@@ -304,7 +400,7 @@ func launchJob(ctx workflow.Context, in OrderInput, ref JobRef, shape int) error
 	})
 	err := f.GetChildWorkflowExecution().Get(ctx, nil)
 	if temporal.IsWorkflowExecutionAlreadyStartedError(err) {
-		return nil // launched by an earlier run of this order; it will report back
+		return f, false, nil // launched by an earlier run of this order
 	}
-	return err
+	return f, err == nil, err
 }

@@ -1,6 +1,7 @@
 package workflows_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -19,12 +20,18 @@ import (
 	"github.com/shotflow/shotflow/workflows"
 )
 
-// launches records which job workflows an order launched, and when.
+// launches records which job workflows an order launched, and when. A mocked job workflow that
+// finishAt planned waits for the test's signalEnd; any other completes at once.
 type launches struct {
-	mu   sync.Mutex
-	ids  []string
-	when map[string]time.Time
+	env     *testsuite.TestWorkflowEnvironment
+	mu      sync.Mutex
+	ids     []string
+	when    map[string]time.Time
+	planned map[string]bool
 }
+
+// signalEnd is the test-only signal that ends a mocked job workflow, with its status.
+const signalEnd = "test-end"
 
 func (l *launches) list() []string {
 	l.mu.Lock()
@@ -32,22 +39,44 @@ func (l *launches) list() []string {
 	return slices.Clone(l.ids)
 }
 
-// mockJobs replaces JobWorkflow with a recorder: the test decides when each job reports back.
+// mockJobs replaces JobWorkflow with a recorder that sends no signal: the order learns of each
+// job's end from its child workflow's result, when finishAt says.
 func mockJobs(env *testsuite.TestWorkflowEnvironment) *launches {
-	l := &launches{when: map[string]time.Time{}}
-	env.OnWorkflow(workflows.JobWorkflow, mock.Anything, mock.Anything).Return(
-		func(ctx workflow.Context, in workflows.JobInput) (workflows.JobResult, error) {
-			l.mu.Lock()
-			l.ids = append(l.ids, in.JobID)
-			l.when[in.JobID] = workflow.Now(ctx)
-			l.mu.Unlock()
-			return workflows.JobResult{Status: models.JobCompleted}, nil
-		})
+	l := &launches{env: env, when: map[string]time.Time{}, planned: map[string]bool{}}
+	// Registered in JobWorkflow's place rather than mocked with OnWorkflow: the test environment
+	// reports a mocked child started only once the mock has returned, and these children block.
+	fake := func(ctx workflow.Context, in workflows.JobInput) (workflows.JobResult, error) {
+		l.mu.Lock()
+		l.ids = append(l.ids, in.JobID)
+		l.when[in.JobID] = workflow.Now(ctx)
+		planned := l.planned[in.JobID]
+		l.mu.Unlock()
+		res := workflows.JobResult{Status: models.JobCompleted}
+		if planned {
+			workflow.GetSignalChannel(ctx, signalEnd).Receive(ctx, &res.Status)
+		}
+		return res, nil
+	}
+	env.RegisterWorkflowWithOptions(fake, workflow.RegisterOptions{Name: "JobWorkflow", DisableAlreadyRegisteredCheck: true})
 	return l
 }
 
-// finishAt delivers job-finished for jobID after d.
-func finishAt(env *testsuite.TestWorkflowEnvironment, d time.Duration, jobID, status string) {
+// finishAt makes the mocked workflow of jobID end with status d after the test's start; the order
+// must have launched it by then.
+func (l *launches) finishAt(d time.Duration, jobID, status string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.planned[jobID] = true
+	l.env.RegisterDelayedCallback(func() {
+		if err := l.env.SignalWorkflowByID(workflows.JobWorkflowID(jobID, 1), signalEnd, status); err != nil {
+			panic(fmt.Sprintf("job %s cannot end: %v", jobID, err))
+		}
+	}, d)
+}
+
+// signalFinishedAt delivers job-finished for jobID after d, as a job of an older shape (one an
+// earlier order run launched and handed over in OrderInput.Running) reports its end.
+func signalFinishedAt(env *testsuite.TestWorkflowEnvironment, d time.Duration, jobID, status string) {
 	env.RegisterDelayedCallback(func() {
 		env.SignalWorkflow(workflows.SignalJobFinished, workflows.JobFinished{JobID: jobID, Run: 1, Status: status})
 	}, d)
@@ -65,9 +94,9 @@ func TestOrderWorkflowRunsJobsWithinItsConcurrencyWindow(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t)
 	l := mockJobs(env)
-	finishAt(env, time.Minute, "a", models.JobCompleted)
-	finishAt(env, 2*time.Minute, "b", models.JobFailed)
-	finishAt(env, 3*time.Minute, "c", models.JobCompleted)
+	l.finishAt(time.Minute, "a", models.JobCompleted)
+	l.finishAt(2*time.Minute, "b", models.JobFailed)
+	l.finishAt(3*time.Minute, "c", models.JobCompleted)
 	env.ExecuteWorkflow(workflows.OrderWorkflow, workflows.OrderInput{
 		OrderID: "o1", AccountID: "acc", JobType: models.JobTypePhotoShoot, Jobs: refs("a", "b", "c"), MaxConcurrentJobs: 1,
 	})
@@ -94,7 +123,9 @@ func TestOrderWorkflowCancelsOnlyJobsThatHaveNotBeenLaunched(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t)
 	l := mockJobs(env)
-	env.OnActivity(a.EndJob, mock.Anything, activities.EndInput{JobID: "c", Run: 1, Status: models.JobCancelled}).Return(nil).Once()
+	// A queued job's cancel is recorded with its webhook in one transaction.
+	env.OnActivity(a.FinishJob, mock.Anything, activities.FinishJobInput{End: &activities.EndInput{JobID: "c", Run: 1, Status: models.JobCancelled}}).
+		Return(activities.RecordWebhookResult{}, nil).Once()
 	// What a client sees is the update's outcome: the validator may accept two concurrent cancels
 	// of one job, but only the first handler cancels it; the other ends not cancelable.
 	var cancelled, refused, launched []string
@@ -124,9 +155,9 @@ func TestOrderWorkflowCancelsOnlyJobsThatHaveNotBeenLaunched(t *testing.T) {
 	}
 	env.RegisterDelayedCallback(func() { cancel("c"); cancel("a"); cancel("zzz") }, 30*time.Second)
 	env.RegisterDelayedCallback(func() { cancel("c") }, 40*time.Second) // already cancelled
-	finishAt(env, time.Minute, "a", models.JobCompleted)
+	l.finishAt(time.Minute, "a", models.JobCompleted)
 	env.RegisterDelayedCallback(func() { cancel("a") }, 90*time.Second) // finished
-	finishAt(env, 2*time.Minute, "b", models.JobCancelled)              // cancelled by its own workflow
+	l.finishAt(2*time.Minute, "b", models.JobCancelled)                 // cancelled by its own workflow
 	env.ExecuteWorkflow(workflows.OrderWorkflow, workflows.OrderInput{
 		OrderID: "o1", AccountID: "acc", Jobs: refs("a", "b", "c"), MaxConcurrentJobs: 1,
 	})
@@ -150,13 +181,18 @@ func TestOrderWorkflowExpiresJobsThatNeverStarted(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t)
 	l := mockJobs(env)
-	env.OnActivity(a.EndJob, mock.Anything, activities.EndInput{JobID: "b", Run: 1, Status: models.JobExpired}).Return(nil).Once()
 	start := env.Now()
+	var expiredAt time.Time
+	env.OnActivity(a.FinishJob, mock.Anything, activities.FinishJobInput{End: &activities.EndInput{JobID: "b", Run: 1, Status: models.JobExpired}}).
+		Return(func(context.Context, activities.FinishJobInput) (activities.RecordWebhookResult, error) {
+			expiredAt = env.Now()
+			return activities.RecordWebhookResult{}, nil
+		}).Once()
 	jobs := refs("a", "b")
 	for i := range jobs {
 		jobs[i].ExpiresAt = start.Add(90 * time.Second)
 	}
-	finishAt(env, 5*time.Minute, "a", models.JobCompleted)
+	l.finishAt(5*time.Minute, "a", models.JobCompleted)
 	env.ExecuteWorkflow(workflows.OrderWorkflow, workflows.OrderInput{OrderID: "o1", Jobs: jobs, MaxConcurrentJobs: 1})
 	var res workflows.OrderResult
 	if err := env.GetWorkflowResult(&res); err != nil {
@@ -165,27 +201,46 @@ func TestOrderWorkflowExpiresJobsThatNeverStarted(t *testing.T) {
 	if res.Expired != 1 || res.Completed != 1 || !slices.Equal(l.list(), []string{"a"}) {
 		t.Fatalf("result = %+v, launched %v", res, l.list())
 	}
+	// On time, while a still holds the only slot, not when it frees.
+	if at := expiredAt.Sub(start); at < 90*time.Second || at >= 5*time.Minute {
+		t.Fatalf("b expired %v after the start, want at its deadline (90s)", at)
+	}
 }
 
+// TestOrderWorkflowContinuesAsNewForLargeOrders: a run launches DefaultContinueAsNewAfter jobs,
+// waits until every job it launched has ended (their results reach only this run), and continues
+// as new with the rest of the queue. Jobs an earlier run handed over in Running report with the
+// job-finished signal: those still running are handed over again.
 func TestOrderWorkflowContinuesAsNewForLargeOrders(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t)
-	mockJobs(env)
+	l := mockJobs(env)
+	start := env.Now()
 	ids := make([]string, 600)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("job-%03d", i)
 	}
-	env.ExecuteWorkflow(workflows.OrderWorkflow, workflows.OrderInput{OrderID: "o1", Jobs: refs(ids...), MaxConcurrentJobs: 1000})
+	l.finishAt(10*time.Minute, "job-007", models.JobFailed) // the last of this run to end
+	signalFinishedAt(env, time.Minute, "old-1", models.JobCompleted)
+	env.ExecuteWorkflow(workflows.OrderWorkflow, workflows.OrderInput{
+		OrderID: "o1", Jobs: refs(ids...), Running: []string{"old-1", "old-2"}, MaxConcurrentJobs: 1000,
+	})
 	var can *workflow.ContinueAsNewError
 	if err := env.GetWorkflowError(); !errors.As(err, &can) {
 		t.Fatalf("a 600-job order did not continue as new: %v", err)
+	}
+	if waited := env.Now().Sub(start); waited < 10*time.Minute {
+		t.Fatalf("continued as new %v after the start, before job-007 ended", waited)
 	}
 	var next workflows.OrderInput
 	if err := converterFor().FromPayloads(can.Input, &next); err != nil {
 		t.Fatal(err)
 	}
-	if len(next.Running) != 250 || len(next.Jobs) != 350 || !slices.IsSorted(next.Running) || next.Jobs[0].JobID != "job-250" {
-		t.Fatalf("continued with %d running and %d queued", len(next.Running), len(next.Jobs))
+	if !slices.Equal(next.Running, []string{"old-2"}) || len(next.Jobs) != 350 || next.Jobs[0].JobID != "job-250" {
+		t.Fatalf("continued with running %v and %d queued", next.Running, len(next.Jobs))
+	}
+	if next.Result.Completed != 250 || next.Result.Failed != 1 || len(l.list()) != 250 {
+		t.Fatalf("handed over result %+v after %d launches", next.Result, len(l.list()))
 	}
 }
 

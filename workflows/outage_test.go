@@ -156,13 +156,13 @@ func TestOrderCancelAcceptedDuringAnOutageCompletesWhenTheDatabaseReturns(t *tes
 	start := env.Now()
 	endDown := downUntil(env.Now, start.Add(30*time.Minute))
 	ended := 0
-	env.OnActivity(a.EndJob, mock.Anything, activities.EndInput{JobID: "b", Run: 1, Status: models.JobCancelled}).
-		Return(func(context.Context, activities.EndInput) error {
+	env.OnActivity(a.FinishJob, mock.Anything, activities.FinishJobInput{End: &activities.EndInput{JobID: "b", Run: 1, Status: models.JobCancelled}}).
+		Return(func(context.Context, activities.FinishJobInput) (activities.RecordWebhookResult, error) {
 			if err := endDown(); err != nil {
-				return err
+				return activities.RecordWebhookResult{}, err
 			}
 			ended++
-			return nil
+			return activities.RecordWebhookResult{}, nil
 		})
 	type outcome struct {
 		accepted  bool
@@ -186,8 +186,8 @@ func TestOrderCancelAcceptedDuringAnOutageCompletesWhenTheDatabaseReturns(t *tes
 		cancel("late", "c", workflows.CancelOptions{AcceptBy: env.Now().Add(-time.Second)})
 	}, 10*time.Second)
 	env.RegisterDelayedCallback(func() { cancel("again", "b", workflows.CancelOptions{}) }, 5*time.Minute)
-	finishAt(env, time.Hour, "a", models.JobCompleted)
-	finishAt(env, time.Hour+time.Minute, "c", models.JobCompleted)
+	l.finishAt(time.Hour, "a", models.JobCompleted)
+	l.finishAt(time.Hour+time.Minute, "c", models.JobCompleted)
 	env.ExecuteWorkflow(workflows.OrderWorkflow, workflows.OrderInput{
 		OrderID: "o1", AccountID: "acc", JobType: models.JobTypePhotoShoot, Jobs: refs("a", "b", "c"), MaxConcurrentJobs: 1,
 	})
@@ -206,7 +206,7 @@ func TestOrderCancelAcceptedDuringAnOutageCompletesWhenTheDatabaseReturns(t *tes
 		t.Errorf("a cancel past its AcceptBy: accepted %v, error %v", late.accepted, late.err)
 	}
 	if ended != 1 || res.Cancelled != 1 || res.Completed != 2 {
-		t.Fatalf("EndJob succeeded %d times; result %+v", ended, res)
+		t.Fatalf("FinishJob succeeded %d times; result %+v", ended, res)
 	}
 	if got := l.list(); !slices.Equal(got, []string{"a", "c"}) {
 		t.Fatalf("launched %v; the cancelled job must never launch", got)

@@ -23,18 +23,28 @@ func TestReplayRecordedHistories(t *testing.T) {
 	}
 	// The shapes every release must still replay, each recorded by the e2e test named.
 	for _, want := range []string{
-		"order_workflow_completed.json", // TestPluginPhotoSessionEndToEnd: jobs launched in JobShapeLean
-		// The same two recorded before issue 15 (no version marker): jobs in JobShapeOriginal.
-		"order_workflow_completed_original.json",
-		"job_workflow_completed_original.json",
+		// Recorded in the current shapes (JobShapeQuiet jobs, lean-jobs version 2 orders).
+		"order_workflow_completed.json", // TestPluginPhotoSessionEndToEnd
+		"job_workflow_completed.json",   // TestPluginPhotoSessionEndToEnd
 		"order_workflow_cancel.json",    // TestCancelOnlyJobsThatHaveNotStarted
 		"order_workflow_continued.json", // TestLargeOrderContinuesAsNew: a run that continued as new
-		"job_workflow_completed.json",   // TestPluginPhotoSessionEndToEnd: JobShapeLean
-		"job_workflow_cancelled.json",   // TestCancelReachesALaunchedRunBeforeItsFirstAttempt: cancelled by its own workflow
+		"job_workflow_cancelled.json",   // TestCancelReachesALaunchedRunBeforeItsFirstAttempt: a re-run cancelled by its own workflow
 		"job_workflow_input_wait.json",  // TestJobWaitsForItsInputAndRunsWhenItIsReady
 		"job_workflow_callback.json",    // TestWebhooksAreSignedRetriedAndReplayed: an installation with a callback URL
 		"webhook_delivery_retried.json", // TestWebhooksAreSignedRetriedAndReplayed: a failed attempt and its retry timer
 		"prepare_input_workflow.json",   // TestUploadsArePreparedBeforeJobsUseThem
+		// The same tests before the quiet shape: lean-jobs version 1 orders and JobShapeLean jobs,
+		// which signal their order.
+		"order_workflow_completed_lean.json",
+		"job_workflow_completed_lean.json",
+		// Before issue 15 (no version marker): jobs in JobShapeOriginal, re-runs included.
+		"order_workflow_completed_original.json",
+		"job_workflow_completed_original.json",
+		"order_workflow_cancel_original.json",
+		"order_workflow_continued_original.json",
+		"job_workflow_cancelled_original.json",
+		"job_workflow_input_wait_original.json",
+		"job_workflow_callback_original.json",
 	} {
 		if !slices.Contains(files, filepath.Join("testdata", want)) {
 			t.Errorf("testdata/%s is missing", want)

@@ -229,7 +229,11 @@ func (e *Engine) StartJobRun(ctx context.Context, j *models.Job) error {
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		TypedSearchAttributes:    temporal.NewSearchAttributes(attrs...),
 		Memo:                     map[string]any{"product_ref": j.ProductRef, "product_label": j.ProductLabel},
-	}, workflows.JobWorkflow, workflows.JobInput{JobID: j.ID, Run: j.Run, OrderID: j.OrderID, Options: e.JobOptions, Provider: j.Provider()})
+	}, workflows.JobWorkflow, workflows.JobInput{
+		JobID: j.ID, Run: j.Run, OrderID: j.OrderID, Options: e.JobOptions, Provider: j.Provider(),
+		// A re-run reports to no one: its order has counted the job already (see JobShapeQuiet).
+		Shape: workflows.JobShapeQuiet,
+	})
 	var already *serviceerror.WorkflowExecutionAlreadyStarted
 	if err != nil && !errors.As(err, &already) {
 		return fmt.Errorf("start job workflow: %w", err)

@@ -14,7 +14,8 @@ import (
 
 // TestLargeOrderContinuesAsNew runs an order whose workflow continues as new every two launches
 // (as a large order does every workflows.DefaultContinueAsNewAfter): its jobs all complete once,
-// the order completes, and the runs carry the order across.
+// the order completes, and the runs carry the order across. Each run waits for the jobs it
+// launched before it continues as new, and every job stays within the history budget.
 func TestLargeOrderContinuesAsNew(t *testing.T) {
 	t.Parallel()
 	long(t)
@@ -42,6 +43,10 @@ func TestLargeOrderContinuesAsNew(t *testing.T) {
 	}
 	if res.Completed != len(ids) {
 		t.Fatalf("order result %+v, want %d completed", res, len(ids))
+	}
+	// The order completed only after every job it launched: their workflows are closed.
+	for _, id := range ids {
+		assertJobEventBudget(t, env.App.Temporal, workflows.JobWorkflowID(id, 1))
 	}
 	desc, err := env.App.Temporal.DescribeWorkflowExecution(ctx, orderWF, "")
 	if err != nil {

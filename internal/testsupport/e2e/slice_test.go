@@ -154,7 +154,8 @@ func TestPluginPhotoSessionEndToEnd(t *testing.T) {
 	})
 	recordHistory(t, tc, workflows.OrderWorkflowID(session.OrderID), "order_workflow_completed.json")
 	for _, id := range session.Subjects[0].JobIDs {
-		// A job workflow closes just after it signals its order, so it may still be running here.
+		// The order completes after its job workflows; waiting for each costs nothing and keeps the
+		// check independent of how the order learns of their ends.
 		var d *workflowservice.DescribeWorkflowExecutionResponse
 		testenv.Eventually(t, 20*time.Second, "job workflow "+id+" to complete", func() bool {
 			var err error
