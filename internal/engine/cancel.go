@@ -60,7 +60,10 @@ type CancelOutcome struct {
 // The outcome is always certain: accepted (recorded or not yet), refused with KindConflict
 // (ReasonJobNotCancelable), or KindUnavailable when no workflow accepted it by its AcceptBy, in
 // which case none ever will and the job stays as it is. A job of another installation is
-// KindNotFound. The wait for the Updates is bounded by one decision horizon, not by ctx's
+// KindNotFound. A job already cancelled before its first attempt answers as a recorded cancel, so
+// a repeated request, or one that raced with the cancel that won, gets the job it asked for; a
+// refusal thus always concerns a job whose first attempt has begun or that ended otherwise. The
+// wait for the Updates is bounded by one decision horizon, not by ctx's
 // cancellation, so a caller's own timeout can never turn an accepted cancel into a refusal.
 func (e *Engine) CancelJob(ctx context.Context, req CancelRequest) (CancelOutcome, error) {
 	db := e.DB.WithContext(ctx)
@@ -73,10 +76,17 @@ func (e *Engine) CancelJob(ctx context.Context, req CancelRequest) (CancelOutcom
 		return CancelOutcome{}, err
 	}
 	if j.Status != models.JobPending {
-		return CancelOutcome{}, notCancelable()
+		return alreadyEnded(&j)
 	}
 	tctx := context.WithoutCancel(ctx)
 	accepted, err := e.decideCancel(ctx, tctx, newCancelDeadline(), &j, req.RequestID)
+	if refusal, ok := As(err); ok && refusal.Reason == ReasonJobNotCancelable {
+		// The refusal may have raced with a cancel that won (another request's, or this one's
+		// in a workflow task Temporal had to retry): what the stored job says then decides.
+		if fresh, rerr := models.GetJob(db, j.ID); rerr == nil {
+			return alreadyEnded(fresh)
+		}
+	}
 	if err != nil {
 		return CancelOutcome{}, err
 	}
@@ -90,6 +100,16 @@ func (e *Engine) CancelJob(ctx context.Context, req CancelRequest) (CancelOutcom
 	// Recorded by the worker; this process cannot read it back right now.
 	j.Status = accepted.result.Status
 	return CancelOutcome{Job: &j, Recorded: true}, nil
+}
+
+// alreadyEnded answers a cancel of a job that is no longer pending: a job cancelled before its
+// first attempt began is the outcome the client asks for, so it is answered as a recorded cancel
+// (DELETE is idempotent); any other job has started or ended, and the cancel is refused.
+func alreadyEnded(j *models.Job) (CancelOutcome, error) {
+	if j.Status == models.JobCancelled && j.StartedAt == nil && j.AttemptCount == 0 {
+		return CancelOutcome{Job: j, Recorded: true}, nil
+	}
+	return CancelOutcome{}, notCancelable()
 }
 
 func notCancelable() *Error {
