@@ -190,7 +190,7 @@ func TestRetryJobRunsItAgainInsideItsOrder(t *testing.T) {
 			reflect.ValueOf(st.workflow).Pointer() != reflect.ValueOf(workflows.JobWorkflow).Pointer() {
 			t.Fatalf("start options = %+v", st.opts)
 		}
-		if len(st.args) != 1 || !reflect.DeepEqual(st.args[0], workflows.JobInput{JobID: a, Run: 2, OrderID: o.ID, Options: jobOptions, Provider: "sim"}) {
+		if len(st.args) != 1 || !reflect.DeepEqual(st.args[0], workflows.JobInput{JobID: a, Run: 2, OrderID: o.ID, Options: jobOptions, Provider: "sim", Shape: workflows.JobShapeQuiet}) {
 			t.Fatalf("start input = %+v", st.args)
 		}
 		sa := st.opts.TypedSearchAttributes
@@ -362,7 +362,7 @@ func TestRetryWhoseStartIsLostIsStartedBySweeper(t *testing.T) {
 			t.Fatalf("sweep started %d, %v; want 1", n, err)
 		}
 		starts := tc.startsOf("job/" + x + "/run-2")
-		if len(starts) != 1 || !reflect.DeepEqual(starts[0].args[0], workflows.JobInput{JobID: x, Run: 2, OrderID: jobs[0].OrderID, Options: jobOptions, Provider: "sim"}) ||
+		if len(starts) != 1 || !reflect.DeepEqual(starts[0].args[0], workflows.JobInput{JobID: x, Run: 2, OrderID: jobs[0].OrderID, Options: jobOptions, Provider: "sim", Shape: workflows.JobShapeQuiet}) ||
 			starts[0].opts.WorkflowIDReusePolicy != enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE {
 			t.Fatalf("sweeper starts = %+v", tc.starts)
 		}
