@@ -280,7 +280,10 @@ func (a *App) ServeHTTP(ctx context.Context, ready func(addr net.Addr)) error {
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), a.Config.ShutdownTimeout)
 	defer cancel()
 	a.Log.Info("draining HTTP requests")
-	if err := srv.Shutdown(shutdownCtx); err != nil {
+	err = srv.Shutdown(shutdownCtx)
+	// The drained requests' workflow starts are marked before the process goes.
+	a.Engine.FlushStartMarks()
+	if err != nil {
 		return fmt.Errorf("http shutdown: %w", err)
 	}
 	return nil

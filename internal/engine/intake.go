@@ -58,7 +58,8 @@ type Engine struct {
 	// Metrics counts accepted orders and the workflows the Sweeper starts; nil counts nothing.
 	Metrics *metrics.Metrics
 
-	live liveness // providers recently seen with an active generator
+	live  liveness   // providers recently seen with an active generator
+	marks startMarks // workflow starts of accepted orders, recorded in batches
 }
 
 // Submit creates the order and its jobs, reserves their credits, and starts the workflow. It
@@ -132,14 +133,26 @@ func (e *Engine) StartCommitted(ctx context.Context, order *models.Order, jobs [
 	// must not cancel the start either.
 	startCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := e.Start(startCtx, order, jobs); err != nil {
+	if err := e.startWorkflow(startCtx, order, jobs); err != nil {
 		e.Log.Warn("order workflow not started yet; the sweeper will start it",
 			zap.String("order_id", order.ID), zap.Error(err))
+		return
 	}
+	e.markStarted(order.ID)
 }
 
 // Start starts the order's workflow (tolerating one that already exists) and records the start.
 func (e *Engine) Start(ctx context.Context, order *models.Order, jobs []models.Job) error {
+	if err := e.startWorkflow(ctx, order, jobs); err != nil {
+		return err
+	}
+	return e.DB.WithContext(ctx).Model(&models.Order{}).
+		Where("id = ? AND workflow_started_at IS NULL", order.ID).
+		Update("workflow_started_at", time.Now().UTC()).Error
+}
+
+// startWorkflow starts the order's workflow, tolerating one that already exists.
+func (e *Engine) startWorkflow(ctx context.Context, order *models.Order, jobs []models.Job) error {
 	in := workflows.OrderInput{
 		OrderID: order.ID, AccountID: order.AccountID, JobType: order.JobType,
 		MaxConcurrentJobs: e.MaxConcurrentJobs, JobOptions: e.JobOptions, ContinueAsNewAfter: e.ContinueAsNewAfter,
@@ -171,9 +184,7 @@ func (e *Engine) Start(ctx context.Context, order *models.Order, jobs []models.J
 	if err != nil && !errors.As(err, &already) {
 		return fmt.Errorf("start order workflow: %w", err)
 	}
-	return e.DB.WithContext(ctx).Model(&models.Order{}).
-		Where("id = ? AND workflow_started_at IS NULL", order.ID).
-		Update("workflow_started_at", time.Now().UTC()).Error
+	return nil
 }
 
 // orderMemo is the memo of an order's workflow: the API that accepted it, its job count and the
