@@ -87,7 +87,7 @@ func newTenant(t *testing.T, db *gorm.DB, credits int64) tenant {
 }
 
 // submit accepts an order of one job per product reference, each costing cost, through intake
-// like the API does (the order's workflow start goes to the fake).
+// like the API does (the order's workflow start goes to the fake, and its mark is written).
 func submit(t *testing.T, s *engine.Engine, tn tenant, cost int64, refs ...string) (models.Order, []models.Job) {
 	t.Helper()
 	order := models.Order{ID: models.NewID(), AccountID: tn.accountID, InstallationID: &tn.installationID, API: models.APIPlugin,
@@ -101,6 +101,8 @@ func submit(t *testing.T, s *engine.Engine, tn tenant, cost int64, refs ...strin
 	if err := s.Submit(context.Background(), &order, jobs); err != nil {
 		t.Fatal(err)
 	}
+	// The start is marked in a batch: write it now, so the test sees the order as the API left it.
+	s.FlushStartMarks()
 	return order, jobs
 }
 
