@@ -168,7 +168,9 @@ func TestEveryRouteRefusesOversizedBodies(t *testing.T) {
 				if body.multipart {
 					bound = 4*(4<<20) + 4<<20
 				}
-				require.Less(t, allocated, uint64(bound), "bytes allocated for a %d-byte limit", limit)
+				if !raceDetector {
+					require.Less(t, allocated, uint64(bound), "bytes allocated for a %d-byte limit", limit)
+				}
 				t.Logf("chunked: read %d bytes, allocated %d", lazy.read, allocated)
 			}
 		})
