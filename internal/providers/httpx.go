@@ -76,35 +76,39 @@ func TransportError(provider string, err error) *Error {
 	return &Error{Category: errorcat.InternalBug, Message: msg}
 }
 
-// Download fetches a provider's output file. A URL that answers 404/410 or cannot be fetched after
-// the provider reported success is TRANSIENT_INFRA (the attempt can be repeated); a file larger
-// than MaxDownloadBytes is INTERNAL_BUG.
-func Download(ctx context.Context, client *http.Client, provider, rawURL string, header http.Header) ([]byte, string, error) {
+// Download fetches a provider's output file, without credentials. A URL that answers 404/410 or
+// cannot be fetched after the provider reported success is TRANSIENT_INFRA (the attempt can be
+// repeated); a file larger than MaxDownloadBytes or a malformed data URI is INTERNAL_BUG. Every
+// error message starts with who: the provider name, or the provider and the request it served.
+func Download(ctx context.Context, client *http.Client, who, rawURL string) ([]byte, string, error) {
 	if strings.HasPrefix(rawURL, "data:") {
-		return DecodeDataURI(rawURL)
+		data, ct, err := DecodeDataURI(rawURL)
+		if err != nil {
+			e := *Classify(err)
+			e.Message = who + ": " + e.Message
+			return nil, "", &e
+		}
+		return data, ct, nil
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
-		return nil, "", Errorf(errorcat.InternalBug, "%s: output URL %q: %v", provider, rawURL, err)
-	}
-	for k, v := range header {
-		req.Header[k] = v
+		return nil, "", Errorf(errorcat.InternalBug, "%s: output URL %q: %v", who, rawURL, err)
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, "", TransportError(provider, err)
+		return nil, "", TransportError(who, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
-		return nil, "", Errorf(errorcat.TransientInfra, "%s: downloading output: HTTP %d", provider, resp.StatusCode)
+		return nil, "", Errorf(errorcat.TransientInfra, "%s: downloading output: HTTP %d", who, resp.StatusCode)
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxDownloadBytes+1))
 	if err != nil {
-		return nil, "", TransportError(provider, err)
+		return nil, "", TransportError(who, err)
 	}
 	if len(data) > MaxDownloadBytes {
-		return nil, "", Errorf(errorcat.InternalBug, "%s: output is larger than %d bytes", provider, MaxDownloadBytes)
+		return nil, "", Errorf(errorcat.InternalBug, "%s: output is larger than %d bytes", who, MaxDownloadBytes)
 	}
 	ct := resp.Header.Get("Content-Type")
 	if ct == "" || ct == "application/octet-stream" {

@@ -1,4 +1,4 @@
-// Package generate defines what a generation provider is and keeps the registry of providers,
+// Package providers defines what a generation provider is and keeps the registry of providers,
 // keyed by the provider part of a catalog model ID (provider/model).
 package providers
 

@@ -167,19 +167,23 @@ func TestDownload(t *testing.T) {
 		_, _ = w.Write([]byte("\x89PNG data"))
 	}))
 	defer srv.Close()
-	data, ct, err := providers.Download(context.Background(), srv.Client(), "p", srv.URL+"/ok", nil)
+	data, ct, err := providers.Download(context.Background(), srv.Client(), "p", srv.URL+"/ok")
 	if err != nil || ct != "image/png" || string(data) != "\x89PNG data" {
 		t.Fatalf("Download = %q %s %v", data, ct, err)
 	}
-	_, _, err = providers.Download(context.Background(), srv.Client(), "p", srv.URL+"/gone", nil)
+	_, _, err = providers.Download(context.Background(), srv.Client(), "p", srv.URL+"/gone")
 	var ge *providers.Error
 	if !errors.As(err, &ge) || ge.Category != errorcat.TransientInfra {
 		t.Fatalf("Download of a missing file = %v", err)
 	}
 	uri := providers.DataURI(providers.Input{Data: []byte("abc"), ContentType: "image/webp"})
-	data, ct, err = providers.Download(context.Background(), srv.Client(), "p", uri, nil)
+	data, ct, err = providers.Download(context.Background(), srv.Client(), "p", uri)
 	if err != nil || ct != "image/webp" || string(data) != "abc" {
 		t.Fatalf("data URI = %q %s %v", data, ct, err)
+	}
+	_, _, err = providers.Download(context.Background(), srv.Client(), "p: request r", "data:image/png,abc")
+	if !errors.As(err, &ge) || ge.Category != errorcat.InternalBug || !strings.HasPrefix(ge.Message, "p: request r: ") {
+		t.Fatalf("Download of a malformed data URI = %v, want INTERNAL_BUG naming who", err)
 	}
 }
 

@@ -463,6 +463,8 @@ func TestResultFailures(t *testing.T) {
 		{"video URL gone", videoRequest, `{"video":{"url":"%s/files/expired.mp4"}}`, errorcat.TransientInfra},
 		{"not an image", func(t *testing.T) providers.Request { return photoRequest(t, models.JobTypePackshot) },
 			`{"images":[{"url":"%s/files/out.mp4"}],"has_nsfw_concepts":[false]}`, errorcat.TransientInfra},
+		{"malformed data URI", func(t *testing.T) providers.Request { return photoRequest(t, models.JobTypePackshot) },
+			`{"images":[{"url":"data:image/png,not-base64"}],"has_nsfw_concepts":[false]}`, errorcat.InternalBug},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -105,11 +105,5 @@ func (p *Provider) videoOutputs(ctx context.Context, q *queued, body []byte) ([]
 // download fetches an output file with providers.Download, without the API key (fal's output URLs
 // are public), naming the request in the message of a failure.
 func (p *Provider) download(ctx context.Context, q *queued, rawURL string) ([]byte, string, error) {
-	data, ct, err := providers.Download(ctx, p.client, Name, rawURL, nil)
-	if err != nil {
-		e := *providers.Classify(err)
-		e.Message = fmt.Sprintf("%s: request %s to %s: %s", Name, q.RequestID, q.endpoint, strings.TrimPrefix(e.Message, Name+": "))
-		return nil, "", &e
-	}
-	return data, ct, nil
+	return providers.Download(ctx, p.client, fmt.Sprintf("%s: request %s to %s", Name, q.RequestID, q.endpoint), rawURL)
 }

@@ -216,7 +216,7 @@ func (p *Provider) cancel(ctx context.Context, q *queued) string {
 }
 
 // call sends one authenticated request to the queue and reads the whole answer. A request that
-// gets no HTTP answer fails through providers.TransportError.
+// gets no HTTP answer fails through providers.TransportError, naming the operation.
 func (p *Provider) call(ctx context.Context, method, rawURL string, body []byte, op string) (answer, error) {
 	var rd io.Reader
 	if body != nil {
@@ -233,19 +233,12 @@ func (p *Provider) call(ctx context.Context, method, rawURL string, body []byte,
 	}
 	resp, err := p.client.Do(req)
 	if err != nil {
-		return answer{}, transportError(op, err)
+		return answer{}, providers.TransportError(Name+": "+op, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
 	if err != nil {
-		return answer{}, transportError(op, err)
+		return answer{}, providers.TransportError(Name+": "+op, err)
 	}
 	return answer{status: resp.StatusCode, header: resp.Header, body: data}, nil
-}
-
-// transportError classifies a request that got no answer, naming the operation.
-func transportError(op string, err error) *providers.Error {
-	e := providers.TransportError(Name, err)
-	e.Message = fmt.Sprintf("%s: %s: request failed: %v", Name, op, err)
-	return e
 }
