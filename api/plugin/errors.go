@@ -161,10 +161,11 @@ func productRefs(e *engine.Error) any {
 }
 
 // fail answers an error from the engine: a refusal in the envelope its kind and reason call for
-// (with Retry-After when the engine knows it), anything else as internal does.
+// (with Retry-After when the engine knows it: whole seconds rounded up, as the external API and
+// the rate limit give it, so a client never retries early), anything else as internal does.
 func (h *Handler) fail(c *gin.Context, err error) {
 	if e, ok := engine.As(err); ok && e.RetryAfter > 0 {
-		c.Header("Retry-After", strconv.Itoa(int(e.RetryAfter.Round(time.Second)/time.Second)))
+		c.Header("Retry-After", strconv.Itoa(int((e.RetryAfter+time.Second-1)/time.Second)))
 	}
 	h.refuse(c, engineFailure(c, err))
 }
