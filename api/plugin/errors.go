@@ -3,7 +3,6 @@ package plugin
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -224,11 +223,11 @@ func unexpected(c *gin.Context, err error) *failure {
 
 // bindJSON decodes the body into dst and validates it; on failure it answers 400 naming the field.
 func (h *Handler) bindJSON(c *gin.Context, dst any) bool {
-	body, err := io.ReadAll(c.Request.Body)
-	if err == nil {
-		err = decodeJSON(body, dst)
+	body, ok := h.readBody(c)
+	if !ok {
+		return false
 	}
-	if err != nil {
+	if err := decodeJSON(body, dst); err != nil {
 		h.Fail(c, http.StatusBadRequest, CodeInvalidInput, describeBindError(err))
 		return false
 	}
