@@ -132,12 +132,16 @@ func Instrument(m *metrics.Metrics) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		start := time.Now()
 		c.Next()
-		route := c.FullPath()
-		if route == "" {
-			route = "unmatched"
-		}
-		m.Request(route, methodLabel(c.Request.Method), c.Writer.Status(), time.Since(start))
+		m.Request(routeLabel(c), methodLabel(c.Request.Method), c.Writer.Status(), time.Since(start))
 	}
+}
+
+// routeLabel is the request's route template, "unmatched" for unknown paths and methods.
+func routeLabel(c *gin.Context) string {
+	if route := c.FullPath(); route != "" {
+		return route
+	}
+	return "unmatched"
 }
 
 // methodLabel keeps the method label to the standard methods, so arbitrary ones cannot grow the
@@ -162,13 +166,9 @@ func AccessLog(log *zap.Logger) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		start := time.Now()
 		c.Next()
-		route := c.FullPath()
-		if route == "" {
-			route = "unmatched"
-		}
 		fields := []zap.Field{
 			zap.String("method", c.Request.Method),
-			zap.String("route", route),
+			zap.String("route", routeLabel(c)),
 			zap.Int("status", c.Writer.Status()),
 			zap.Duration("latency", time.Since(start)),
 			zap.String("request_id", reqctx.RequestID(c)),

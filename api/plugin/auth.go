@@ -3,6 +3,7 @@ package plugin
 import (
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -113,20 +114,6 @@ func (h *Handler) Require(perms ...string) gin.HandlerFunc {
 				return
 			}
 		}
-		h.Fail(c, http.StatusForbidden, CodeForbidden, "This API key lacks the permission "+joinOr(perms)+".")
+		h.Fail(c, http.StatusForbidden, CodeForbidden, "This API key lacks the permission "+strings.Join(perms, " or ")+".")
 	}
-}
-
-func joinOr(perms []string) string {
-	if len(perms) == 1 {
-		return perms[0]
-	}
-	out := ""
-	for i, p := range perms {
-		if i > 0 {
-			out += " or "
-		}
-		out += p
-	}
-	return out
 }

@@ -53,3 +53,20 @@ func TestEngineFailureMapsEveryKind(t *testing.T) {
 		t.Errorf("packshot refusal %#v", f)
 	}
 }
+
+// The Retry-After of an engine refusal is its delay in whole seconds rounded up, never earlier
+// than the engine said (nor 0).
+func TestEngineRetryAfterRoundsUp(t *testing.T) {
+	// Not parallel: gin.SetMode changes gin's global mode.
+	gin.SetMode(gin.TestMode)
+	h := &Handler{}
+	for delay, want := range map[time.Duration]string{400 * time.Millisecond: "1", 1400 * time.Millisecond: "2", 30 * time.Second: "30"} {
+		rec := httptest.NewRecorder()
+		c, _ := gin.CreateTestContext(rec)
+		c.Request = httptest.NewRequest(http.MethodGet, "/", nil)
+		h.fail(c, &engine.Error{Kind: engine.KindUnavailable, Message: "later", RetryAfter: delay})
+		if got := rec.Header().Get("Retry-After"); got != want {
+			t.Errorf("RetryAfter %s: Retry-After %q, want %q", delay, got, want)
+		}
+	}
+}

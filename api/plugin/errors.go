@@ -3,7 +3,6 @@ package plugin
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -161,10 +160,11 @@ func productRefs(e *engine.Error) any {
 }
 
 // fail answers an error from the engine: a refusal in the envelope its kind and reason call for
-// (with Retry-After when the engine knows it), anything else as internal does.
+// (with Retry-After when the engine knows it: whole seconds rounded up, as the external API and
+// the rate limit give it, so a client never retries early), anything else as internal does.
 func (h *Handler) fail(c *gin.Context, err error) {
 	if e, ok := engine.As(err); ok && e.RetryAfter > 0 {
-		c.Header("Retry-After", strconv.Itoa(int(e.RetryAfter.Round(time.Second)/time.Second)))
+		c.Header("Retry-After", strconv.Itoa(int((e.RetryAfter+time.Second-1)/time.Second)))
 	}
 	h.refuse(c, engineFailure(c, err))
 }
@@ -223,11 +223,11 @@ func unexpected(c *gin.Context, err error) *failure {
 
 // bindJSON decodes the body into dst and validates it; on failure it answers 400 naming the field.
 func (h *Handler) bindJSON(c *gin.Context, dst any) bool {
-	body, err := io.ReadAll(c.Request.Body)
-	if err == nil {
-		err = decodeJSON(body, dst)
+	body, ok := h.readBody(c)
+	if !ok {
+		return false
 	}
-	if err != nil {
+	if err := decodeJSON(body, dst); err != nil {
 		h.Fail(c, http.StatusBadRequest, CodeInvalidInput, describeBindError(err))
 		return false
 	}

@@ -354,3 +354,29 @@ func TestIdempotentRotateHMACRecordsTheSecretSealed(t *testing.T) {
 	require.NotNil(t, row.ResponseBody)
 	assert.NotContains(t, *row.ResponseBody, strings.TrimPrefix(secret, "whsec_"))
 }
+
+// Every mutating route the router mounts reads the Idempotency-Key header (keyed): one over the
+// longest accepted is refused. POST /jobs/batch ignores the header, and the upload PUT, reached by
+// its signed URL, takes none. keyedRoutes checks what each listed route does with a key; this
+// catches a mutating route mounted without one.
+func TestEveryMutatingRouteReadsTheIdempotencyKey(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tooLong := strings.Repeat("k", plugin.MaxIdempotencyKeyLength+1)
+	seen := 0
+	for _, r := range e.router.Routes() {
+		if r.Method == http.MethodGet || !strings.HasPrefix(r.Path, plugin.Base+"/") ||
+			r.Path == p("/jobs/batch") || r.Path == p("/uploads/:id") {
+			continue
+		}
+		seen++
+		e.clock.Advance(time.Minute) // out of the rate limit's way
+		target := paramSegment.ReplaceAllString(r.Path, "/"+models.NewID())
+		msg := e.requireError(e.do(r.Method, target, e.key, map[string]any{}, keyHeader, tooLong), http.StatusBadRequest, plugin.CodeInvalidInput)
+		assert.Contains(t, msg, plugin.HeaderIdempotencyKey, "%s %s", r.Method, r.Path)
+	}
+	assert.GreaterOrEqual(t, seen, len(keyedRoutes), "the mutating routes")
+	e.clock.Advance(time.Minute)
+	rec := e.do(http.MethodPost, p("/jobs/batch"), e.key, map[string]any{"batches": []any{}}, keyHeader, tooLong)
+	assert.NotContains(t, e.requireError(rec, http.StatusBadRequest, plugin.CodeInvalidInput), plugin.HeaderIdempotencyKey, "batch ignores the header")
+}
