@@ -165,8 +165,8 @@ func (e *Engine) cancelInOrder(ctx, tctx context.Context, dl cancelDeadline, j *
 	}
 	if order.WorkflowStartedAt == nil {
 		// The order's start is still pending in the outbox: start it now so it can take the update.
-		var jobs []models.Job
-		if err := db.Where("order_id = ?", order.ID).Order("position").Find(&jobs).Error; err != nil {
+		jobs, err := models.OrderJobs(db, order.ID)
+		if err != nil {
 			return acceptedCancel{}, err
 		}
 		if err := e.Start(ctx, &order, jobs); err != nil {

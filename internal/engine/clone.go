@@ -51,8 +51,8 @@ func (e *Engine) CloneSession(ctx context.Context, installationID, sourceID stri
 			return nil, err
 		}
 	}
-	var jobs []models.Job
-	if err := db.Where("order_id = ?", source.ID).Order("position").Find(&jobs).Error; err != nil {
+	jobs, err := models.OrderJobs(db, source.ID)
+	if err != nil {
 		return nil, err
 	}
 	packshotJobs := source.JobType == models.JobTypePackshot

@@ -208,8 +208,8 @@ func (e *Engine) StartPending(ctx context.Context, olderThan time.Duration, limi
 	}
 	started := 0
 	for i := range orders {
-		var jobs []models.Job
-		if err := e.DB.WithContext(ctx).Where("order_id = ?", orders[i].ID).Order("position").Find(&jobs).Error; err != nil {
+		jobs, err := models.OrderJobs(e.DB.WithContext(ctx), orders[i].ID)
+		if err != nil {
 			return started, err
 		}
 		if err := e.Start(ctx, &orders[i], jobs); err != nil {

@@ -157,8 +157,8 @@ func (e *Engine) FindOrder(ctx context.Context, installationID, orderID string) 
 	if err != nil {
 		return OrderDetail{}, err
 	}
-	var jobs []models.Job
-	if err := db.Where("order_id = ?", o.ID).Order("position").Find(&jobs).Error; err != nil {
+	jobs, err := models.OrderJobs(db, o.ID)
+	if err != nil {
 		return OrderDetail{}, err
 	}
 	ids := make([]string, len(jobs))
