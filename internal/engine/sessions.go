@@ -248,10 +248,7 @@ func (e *Engine) CommitSession(ctx context.Context, req SessionRequest, record S
 	}
 	err = e.Commit(ctx, order, jobs, inTx)
 	if errors.Is(err, models.ErrInsufficientCredits) {
-		var need int64
-		for _, j := range jobs {
-			need += j.CreditCost
-		}
+		need := models.ReservationTotal(jobs)
 		refusal := refuse(KindInsufficientCredits, "", "",
 			"This session costs %d credits, more than the account has available.", need)
 		refusal.CreditsRequired = need
