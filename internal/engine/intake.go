@@ -146,9 +146,7 @@ func (e *Engine) Start(ctx context.Context, order *models.Order, jobs []models.J
 	if err := e.startWorkflow(ctx, order, jobs); err != nil {
 		return err
 	}
-	return e.DB.WithContext(ctx).Model(&models.Order{}).
-		Where("id = ? AND workflow_started_at IS NULL", order.ID).
-		Update("workflow_started_at", time.Now().UTC()).Error
+	return models.MarkOrdersStarted(e.DB.WithContext(ctx), time.Now(), order.ID)
 }
 
 // startWorkflow starts the order's workflow, tolerating one that already exists.
