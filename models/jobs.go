@@ -38,6 +38,13 @@ func GetJob(db *gorm.DB, id string) (*Job, error) {
 	return &j, nil
 }
 
+// OrderJobs returns the jobs of an order in order of position.
+func OrderJobs(db *gorm.DB, orderID string) ([]Job, error) {
+	var jobs []Job
+	err := db.Where("order_id = ?", orderID).Order("position").Find(&jobs).Error
+	return jobs, err
+}
+
 // JobOutputs returns the generated files of a job's current run in position order.
 func JobOutputs(db *gorm.DB, jobIDs ...string) (map[string][]Asset, error) {
 	out := map[string][]Asset{}
@@ -292,4 +299,11 @@ func GetAsset(db *gorm.DB, id string) (*Asset, error) {
 		return nil, err
 	}
 	return &a, nil
+}
+
+// MarkOrdersStarted records that the workflows of the orders have been started
+// (workflow_started_at, set once: an order already marked keeps its first mark).
+func MarkOrdersStarted(db *gorm.DB, now time.Time, orderIDs ...string) error {
+	return db.Model(&Order{}).Where("id IN ? AND workflow_started_at IS NULL", orderIDs).
+		Update("workflow_started_at", now.UTC()).Error
 }

@@ -67,19 +67,15 @@ type CancelOutcome struct {
 // cancellation, so a caller's own timeout can never turn an accepted cancel into a refusal.
 func (e *Engine) CancelJob(ctx context.Context, req CancelRequest) (CancelOutcome, error) {
 	db := e.DB.WithContext(ctx)
-	var j models.Job
-	err := db.Where("id = ? AND installation_id = ?", req.JobID, req.InstallationID).Take(&j).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return CancelOutcome{}, refuse(KindNotFound, "", "", "No job with this ID.")
-	}
+	j, err := e.FindJob(ctx, req.InstallationID, req.JobID)
 	if err != nil {
 		return CancelOutcome{}, err
 	}
 	if j.Status != models.JobPending {
-		return alreadyEnded(&j)
+		return alreadyEnded(j)
 	}
 	tctx := context.WithoutCancel(ctx)
-	accepted, err := e.decideCancel(ctx, tctx, newCancelDeadline(), &j, req.RequestID)
+	accepted, err := e.decideCancel(ctx, tctx, newCancelDeadline(), j, req.RequestID)
 	if refusal, ok := As(err); ok && refusal.Reason == ReasonJobNotCancelable {
 		// The refusal may have raced with a cancel that won (another request's, or this one's
 		// in a workflow task Temporal had to retry): what the stored job says then decides.
@@ -92,14 +88,14 @@ func (e *Engine) CancelJob(ctx context.Context, req CancelRequest) (CancelOutcom
 	}
 	// Accepted: the job will never begin an attempt.
 	if !accepted.recorded {
-		return CancelOutcome{Job: &j}, nil
+		return CancelOutcome{Job: j}, nil
 	}
 	if fresh, err := models.GetJob(db, j.ID); err == nil {
 		return CancelOutcome{Job: fresh, Recorded: true}, nil
 	}
 	// Recorded by the worker; this process cannot read it back right now.
 	j.Status = accepted.result.Status
-	return CancelOutcome{Job: &j, Recorded: true}, nil
+	return CancelOutcome{Job: j, Recorded: true}, nil
 }
 
 // alreadyEnded answers a cancel of a job that is no longer pending: a job cancelled before its
@@ -165,8 +161,8 @@ func (e *Engine) cancelInOrder(ctx, tctx context.Context, dl cancelDeadline, j *
 	}
 	if order.WorkflowStartedAt == nil {
 		// The order's start is still pending in the outbox: start it now so it can take the update.
-		var jobs []models.Job
-		if err := db.Where("order_id = ?", order.ID).Order("position").Find(&jobs).Error; err != nil {
+		jobs, err := models.OrderJobs(db, order.ID)
+		if err != nil {
 			return acceptedCancel{}, err
 		}
 		if err := e.Start(ctx, &order, jobs); err != nil {

@@ -5,10 +5,14 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/mocks"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/workflows"
 )
 
 // A cancel of a job that is no longer pending is decided by the stored job alone (no workflow is
@@ -45,4 +49,46 @@ func TestCancelOfAnEndedJob(t *testing.T) {
 	e, ok := engine.As(err)
 	require.True(t, ok, "want not found, got %v", err)
 	assert.Equal(t, engine.KindNotFound, e.Kind)
+}
+
+// A cancel the workflow refuses is answered from the stored job read after the refusal: when
+// another cancel won the race (the job is cancelled and never began an attempt) the request gets
+// the cancelled job; when the job began its first attempt the refusal stands.
+func TestCancelRefusedAfterAnotherCancelWon(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		stored  map[string]any // what the job is by the time the workflow refuses
+		granted bool
+	}{
+		{"another cancel won", map[string]any{"status": models.JobCancelled}, true},
+		{"first attempt began", map[string]any{"status": models.JobInProgress, "started_at": time.Now().UTC(), "attempt_count": 1}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newSessionFixture(t, 100)
+			order, jobs, err := f.eng.CommitSession(t.Context(), f.request("", shoot("ok", 1)), nil)
+			require.NoError(t, err)
+			require.NoError(t, models.MarkOrdersStarted(f.db, time.Now(), order.ID))
+			refused := &mocks.WorkflowUpdateHandle{}
+			refused.On("Get", mock.Anything, mock.Anything).
+				Return(temporal.NewApplicationError("refused", workflows.ErrTypeJobNotCancelable))
+			c := &mocks.Client{}
+			c.On("UpdateWorkflow", mock.Anything, mock.Anything).Run(func(mock.Arguments) {
+				require.NoError(t, f.db.Model(&models.Job{}).Where("id = ?", jobs[0].ID).Updates(tc.stored).Error)
+			}).Return(refused, nil)
+			f.eng.Temporal = c
+
+			out, err := f.eng.CancelJob(t.Context(), engine.CancelRequest{JobID: jobs[0].ID, InstallationID: f.inst.ID, RequestID: "r"})
+			if !tc.granted {
+				e, ok := engine.As(err)
+				require.True(t, ok, "want a refusal, got %v", err)
+				assert.Equal(t, engine.ReasonJobNotCancelable, e.Reason)
+				return
+			}
+			require.NoError(t, err)
+			assert.True(t, out.Recorded)
+			assert.Equal(t, models.JobCancelled, out.Job.Status)
+		})
+	}
 }

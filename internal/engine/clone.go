@@ -3,10 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strconv"
-
-	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/models"
 )
@@ -37,11 +34,7 @@ type sourceSubject struct {
 // sets the rest of the request (account, API, JobTypes, ...) and commits it like any session.
 func (e *Engine) CloneSession(ctx context.Context, installationID, sourceID string, subjects []CloneSubject) (*SessionRequest, error) {
 	db := e.DB.WithContext(ctx)
-	var source models.Order
-	err := db.Where("id = ? AND installation_id = ?", sourceID, installationID).Take(&source).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, refuse(KindNotFound, "", "", "No order with this ID.")
-	}
+	source, err := installationOrder(db, installationID, sourceID)
 	if err != nil {
 		return nil, err
 	}
@@ -51,8 +44,8 @@ func (e *Engine) CloneSession(ctx context.Context, installationID, sourceID stri
 			return nil, err
 		}
 	}
-	var jobs []models.Job
-	if err := db.Where("order_id = ?", source.ID).Order("position").Find(&jobs).Error; err != nil {
+	jobs, err := models.OrderJobs(db, source.ID)
+	if err != nil {
 		return nil, err
 	}
 	packshotJobs := source.JobType == models.JobTypePackshot

@@ -118,10 +118,7 @@ func (e *Engine) ResolveModel(ctx context.Context, jobType, provider string) (mo
 func (e *Engine) SubmitPlan(ctx context.Context, p *Plan) error {
 	err := e.SubmitWith(ctx, p.Order, p.Jobs, p.Records)
 	if errors.Is(err, models.ErrInsufficientCredits) {
-		var need int64
-		for _, j := range p.Jobs {
-			need += j.CreditCost
-		}
+		need := models.ReservationTotal(p.Jobs)
 		acc, aerr := models.GetAccount(e.DB.WithContext(ctx), p.Order.AccountID)
 		if aerr != nil {
 			return aerr

@@ -146,9 +146,7 @@ func (e *Engine) Start(ctx context.Context, order *models.Order, jobs []models.J
 	if err := e.startWorkflow(ctx, order, jobs); err != nil {
 		return err
 	}
-	return e.DB.WithContext(ctx).Model(&models.Order{}).
-		Where("id = ? AND workflow_started_at IS NULL", order.ID).
-		Update("workflow_started_at", time.Now().UTC()).Error
+	return models.MarkOrdersStarted(e.DB.WithContext(ctx), time.Now(), order.ID)
 }
 
 // startWorkflow starts the order's workflow, tolerating one that already exists.
@@ -208,8 +206,8 @@ func (e *Engine) StartPending(ctx context.Context, olderThan time.Duration, limi
 	}
 	started := 0
 	for i := range orders {
-		var jobs []models.Job
-		if err := e.DB.WithContext(ctx).Where("order_id = ?", orders[i].ID).Order("position").Find(&jobs).Error; err != nil {
+		jobs, err := models.OrderJobs(e.DB.WithContext(ctx), orders[i].ID)
+		if err != nil {
 			return started, err
 		}
 		if err := e.Start(ctx, &orders[i], jobs); err != nil {

@@ -149,16 +149,12 @@ type OrderDetail struct {
 // it does not exist or belongs to another installation.
 func (e *Engine) FindOrder(ctx context.Context, installationID, orderID string) (OrderDetail, error) {
 	db := e.DB.WithContext(ctx)
-	var o models.Order
-	err := db.Where("id = ? AND installation_id = ?", orderID, installationID).Take(&o).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return OrderDetail{}, refuse(KindNotFound, "", "", "No order with this ID.")
-	}
+	o, err := installationOrder(db, installationID, orderID)
 	if err != nil {
 		return OrderDetail{}, err
 	}
-	var jobs []models.Job
-	if err := db.Where("order_id = ?", o.ID).Order("position").Find(&jobs).Error; err != nil {
+	jobs, err := models.OrderJobs(db, o.ID)
+	if err != nil {
 		return OrderDetail{}, err
 	}
 	ids := make([]string, len(jobs))
@@ -169,5 +165,19 @@ func (e *Engine) FindOrder(ctx context.Context, installationID, orderID string) 
 	if err != nil {
 		return OrderDetail{}, err
 	}
-	return OrderDetail{Order: &o, Jobs: jobs, Outputs: outs}, nil
+	return OrderDetail{Order: o, Jobs: jobs, Outputs: outs}, nil
+}
+
+// installationOrder returns an order of the installation; KindNotFound when it does not exist or
+// belongs to another installation.
+func installationOrder(db *gorm.DB, installationID, orderID string) (*models.Order, error) {
+	var o models.Order
+	err := db.Where("id = ? AND installation_id = ?", orderID, installationID).Take(&o).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, refuse(KindNotFound, "", "", "No order with this ID.")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &o, nil
 }

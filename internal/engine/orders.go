@@ -74,8 +74,8 @@ func (e *Engine) FindAccountOrder(ctx context.Context, accountID, orderID string
 	if err != nil {
 		return AccountOrder{}, err
 	}
-	var jobs []models.Job
-	if err := db.Where("order_id = ?", order.ID).Order("position").Find(&jobs).Error; err != nil {
+	jobs, err := models.OrderJobs(db, order.ID)
+	if err != nil {
 		return AccountOrder{}, err
 	}
 	var outputs []models.Asset

@@ -177,9 +177,8 @@ func canonicalSubjects(subjects []SessionSubject) []SessionSubject {
 // start from: assetID when it is an approved packshot of that product, else the latest approved
 // one ("" asks for the latest). A nil product or packshot means there is none.
 func ResolvePackshot(db *gorm.DB, installationID, productRef, assetID string) (*models.Product, *models.Packshot, error) {
-	var product models.Product
-	err := db.Where("installation_id = ? AND external_ref = ? AND deleted_at IS NULL", installationID, productRef).Take(&product).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
+	product, err := models.LiveProductByRef(db, installationID, productRef)
+	if errors.Is(err, models.ErrNotFound) {
 		return nil, nil, nil
 	}
 	if err != nil {
@@ -192,21 +191,20 @@ func ResolvePackshot(db *gorm.DB, installationID, productRef, assetID string) (*
 	var p models.Packshot
 	err = q.Order("voting_at DESC, created_at DESC").Take(&p).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return &product, nil, nil
+		return product, nil, nil
 	}
 	if err != nil {
 		return nil, nil, err
 	}
-	return &product, &p, nil
+	return product, &p, nil
 }
 
 // resolvePhotoInput checks the input of a packshot job: the subject's product must be in the
 // catalog and packshot_asset_id must be an upload of this installation (it may still be arriving).
 func resolvePhotoInput(db *gorm.DB, installationID string, i int, s SessionSubject) (*models.Product, string, error) {
 	field := "subjects[" + strconv.Itoa(i) + "]"
-	var product models.Product
-	err := db.Where("installation_id = ? AND external_ref = ? AND deleted_at IS NULL", installationID, s.ProductRef).Take(&product).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
+	product, err := models.LiveProductByRef(db, installationID, s.ProductRef)
+	if errors.Is(err, models.ErrNotFound) {
 		return nil, "", refuse(KindInvalid, "", field+".product_ref",
 			"%q is not in the catalog; register it with POST /images or POST /packshots.", s.ProductRef)
 	}
@@ -224,7 +222,7 @@ func resolvePhotoInput(db *gorm.DB, installationID string, i int, s SessionSubje
 	if asset.Status == models.AssetInvalid {
 		return nil, "", refuse(KindInvalid, "", field+".packshot_asset_id", "%q cannot be used: %s.", s.PackshotAssetID, asset.Problem)
 	}
-	return &product, asset.ID, nil
+	return product, asset.ID, nil
 }
 
 // SessionRecord runs inside the transaction that commits a session, with its order (credits
@@ -248,10 +246,7 @@ func (e *Engine) CommitSession(ctx context.Context, req SessionRequest, record S
 	}
 	err = e.Commit(ctx, order, jobs, inTx)
 	if errors.Is(err, models.ErrInsufficientCredits) {
-		var need int64
-		for _, j := range jobs {
-			need += j.CreditCost
-		}
+		need := models.ReservationTotal(jobs)
 		refusal := refuse(KindInsufficientCredits, "", "",
 			"This session costs %d credits, more than the account has available.", need)
 		refusal.CreditsRequired = need

@@ -58,9 +58,7 @@ func (e *Engine) writeStartMarks() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	err := e.DB.WithContext(ctx).Model(&models.Order{}).
-		Where("id IN ? AND workflow_started_at IS NULL", ids).
-		Update("workflow_started_at", time.Now().UTC()).Error
+	err := models.MarkOrdersStarted(e.DB.WithContext(ctx), time.Now(), ids...)
 	if err != nil {
 		e.logger().Warn("order workflow starts not marked; the sweeper will mark them",
 			zap.Int("orders", len(ids)), zap.Error(err))
