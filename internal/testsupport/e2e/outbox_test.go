@@ -27,6 +27,23 @@ func (lostStarts) ExecuteWorkflow(context.Context, temporalclient.StartWorkflowO
 	return nil, errors.New("connection to Temporal lost")
 }
 
+// lostStartsEngine is an engine like env's whose workflow starts never reach Temporal.
+func lostStartsEngine(env *testenv.Env) *engine.Engine {
+	return &engine.Engine{DB: env.DB, Temporal: lostStarts{env.App.Temporal}, TaskQueue: env.Config.TemporalTaskQueue, Log: env.App.Log,
+		Models: env.App.Generator, JobOptions: env.App.Engine.JobOptions}
+}
+
+// lostStartsAPI serves env's API as a process whose workflow starts are lost (lostStartsEngine)
+// would; it returns the server's URL, closed at cleanup, and its engine.
+func lostStartsAPI(t *testing.T, env *testenv.Env) (string, *engine.Engine) {
+	t.Helper()
+	crashing := *env.App
+	crashing.Engine = lostStartsEngine(env)
+	srv := httptest.NewServer(crashing.Handler())
+	t.Cleanup(srv.Close)
+	return srv.URL, crashing.Engine
+}
+
 // TestOrderWhoseWorkflowStartWasLostIsStartedBySweeper: the order and its reservation are
 // committed, the start is lost, and the worker's sweeper starts the order; nothing is stranded.
 func TestOrderWhoseWorkflowStartWasLostIsStartedBySweeper(t *testing.T) {
@@ -38,12 +55,8 @@ func TestOrderWhoseWorkflowStartWasLostIsStartedBySweeper(t *testing.T) {
 	registerPackshot(t, env, api, "lamp", packshotPNG(t))
 
 	// An API process whose Temporal connection dies between the commit and the start.
-	crashing := *env.App
-	crashing.Engine = &engine.Engine{DB: env.DB, Temporal: lostStarts{env.App.Temporal}, TaskQueue: env.Config.TemporalTaskQueue, Log: env.App.Log,
-		Models: env.App.Generator}
-	srv := httptest.NewServer(crashing.Handler())
-	defer srv.Close()
-	crashed := &client{t: t, base: srv.URL + plugin.Base, key: tenant.PluginKey}
+	crashedURL, _ := lostStartsAPI(t, env)
+	crashed := &client{t: t, base: crashedURL + plugin.Base, key: tenant.PluginKey}
 
 	var session plugin.SessionResponse
 	expect(t, crashed.do(http.MethodPost, "/jobs", map[string]any{
@@ -99,16 +112,12 @@ func TestUploadWhosePreparationStartWasLostIsPreparedBySweeper(t *testing.T) {
 	long(t)
 	env := testenv.New(t, temporalServer, testenv.Options{})
 	tenant := env.NewTenant(t, 5)
-	crashing := *env.App
-	crashing.Engine = &engine.Engine{DB: env.DB, Temporal: lostStarts{env.App.Temporal}, TaskQueue: env.Config.TemporalTaskQueue, Log: env.App.Log,
-		Models: env.App.Generator}
-	srv := httptest.NewServer(crashing.Handler())
-	defer srv.Close()
-	crashed := &client{t: t, base: srv.URL + plugin.Base, key: tenant.PluginKey}
+	crashedURL, _ := lostStartsAPI(t, env)
+	crashed := &client{t: t, base: crashedURL + plugin.Base, key: tenant.PluginKey}
 	data := packshotPNG(t)
 	up := presign(t, crashed, "lamp.png", "image/png", data)
 	// The signed URL names the public base URL; send the PUT to the crashing process instead.
-	putUpload(t, srv.URL+strings.TrimPrefix(up.UploadURL, env.BaseURL), "image/png", data)
+	putUpload(t, crashedURL+strings.TrimPrefix(up.UploadURL, env.BaseURL), "image/png", data)
 	id := up.AssetID
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

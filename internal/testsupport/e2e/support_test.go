@@ -16,7 +16,6 @@ import (
 
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/config"
-	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/errorcat"
 	"github.com/shotflow/shotflow/internal/support"
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
@@ -220,8 +219,7 @@ func TestSweeperStartsAReRunWhoseStartWasLost(t *testing.T) {
 
 	jobID, orderID := failedJob(t, env, api, "kettle")
 	fixCause(t, env, jobID)
-	crashing := &engine.Engine{DB: env.DB, Temporal: lostStarts{env.App.Temporal}, TaskQueue: env.Config.TemporalTaskQueue,
-		Log: env.App.Log, JobOptions: env.App.Engine.JobOptions}
+	crashing := lostStartsEngine(env)
 	res, err := support.RetryJob(ctx, crashing, ui, support.RetryRequest{JobID: jobID, Actor: "e2e-support"})
 	if err != nil || res.WorkflowStarted || res.StartError == "" || res.Run != 2 {
 		t.Fatalf("retry with a lost start = %+v, %v", res, err)
