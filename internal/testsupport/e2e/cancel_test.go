@@ -7,6 +7,7 @@ import (
 
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/config"
+	"github.com/shotflow/shotflow/internal/providers/sim"
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
@@ -35,6 +36,23 @@ func startSession(t *testing.T, api *client, productRef, model string, images in
 		"subjects":       []map[string]any{{"product_ref": productRef, "images_count": images, "ai_model": model}},
 	}, &session), http.StatusCreated)
 	return session
+}
+
+// startSlowSession starts a session of images sim/slow jobs for productRef, each taking delay.
+func startSlowSession(t *testing.T, api *client, productRef string, images int, delay time.Duration) plugin.SessionResponse {
+	t.Helper()
+	var session plugin.SessionResponse
+	expect(t, api.do(http.MethodPost, "/jobs", map[string]any{
+		"session_config": map[string]any{"aspect_ratio": "1:1", "suggestions": sim.DelayOption + "=" + delay.String()},
+		"subjects":       []map[string]any{{"product_ref": productRef, "images_count": images, "ai_model": "sim/slow"}},
+	}, &session), http.StatusCreated)
+	return session
+}
+
+// generating counts the jobs among ids that are in progress.
+func generating(t *testing.T, env *testenv.Env, ids []string) int64 {
+	t.Helper()
+	return countRows(t, env, &models.Job{}, "id IN ? AND status = ?", ids, models.JobInProgress)
 }
 
 func TestCancelOnlyJobsThatHaveNotStarted(t *testing.T) {

@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"net/http"
 	"testing"
 	"time"
 
@@ -28,17 +27,11 @@ func TestWorkerKilledMidGenerationLosesNothing(t *testing.T) {
 	receiver, secret := useReceiver(t, env, tenant)
 	first := env.StartWorkerProcess(t) // a worker prepares the packshot
 	registerPackshot(t, env, api, "lamp", packshotPNG(t))
-	var session plugin.SessionResponse
-	expect(t, api.do(http.MethodPost, "/jobs", map[string]any{
-		"session_config": map[string]any{"aspect_ratio": "1:1", "suggestions": "sim-delay=4s"},
-		"subjects":       []map[string]any{{"product_ref": "lamp", "images_count": 4, "ai_model": "sim/slow"}},
-	}, &session), http.StatusCreated)
+	session := startSlowSession(t, api, "lamp", 4, 4*time.Second)
 	ids := session.Subjects[0].JobIDs
 
 	testenv.Eventually(t, 60*time.Second, "every job to be generating", func() bool {
-		var n int64
-		env.DB.Model(&models.Job{}).Where("order_id = ? AND status = ?", session.OrderID, models.JobInProgress).Count(&n)
-		return n == int64(len(ids))
+		return generating(t, env, ids) == int64(len(ids))
 	})
 	time.Sleep(500 * time.Millisecond)
 	first.Kill()
