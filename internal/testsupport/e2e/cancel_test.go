@@ -152,8 +152,7 @@ func TestJobsThatNeverStartExpire(t *testing.T) {
 	if expired == 0 || expired == len(jobs) {
 		t.Fatalf("%d of %d jobs expired; want some but not all", expired, len(jobs))
 	}
-	var me plugin.MeResponse
-	expect(t, api.do(http.MethodGet, "/me", nil, &me), http.StatusOK)
+	me := credits(t, api)
 	if me.Credits.Reserved != 0 || me.Credits.Available != int64(20-(len(jobs)-expired)) {
 		t.Fatalf("credits = %+v with %d expired", me.Credits, expired)
 	}

@@ -97,8 +97,7 @@ func TestOrderWhoseWorkflowStartWasLostIsStartedBySweeper(t *testing.T) {
 	if err := env.App.Engine.Start(ctx, &order, nil); err != nil {
 		t.Fatalf("starting an already started order: %v", err)
 	}
-	var me plugin.MeResponse
-	expect(t, api.do(http.MethodGet, "/me", nil, &me), http.StatusOK)
+	me := credits(t, api)
 	if me.Credits.Available != 3 || me.Credits.Reserved != 0 {
 		t.Fatalf("credits = %+v, want 3 available / 0 reserved", me.Credits)
 	}

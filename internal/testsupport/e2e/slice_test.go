@@ -65,8 +65,7 @@ func TestPluginPhotoSessionEndToEnd(t *testing.T) {
 		session.Subjects[0].ProductRef != "bottle-1" || len(session.Subjects[0].JobIDs) != 2 || session.CreditsReserved != 2 {
 		t.Fatalf("session = %+v", session)
 	}
-	var me plugin.MeResponse
-	expect(t, api.do(http.MethodGet, "/me", nil, &me), http.StatusOK)
+	me := credits(t, api)
 	if me.Credits.Available != 8 || me.Credits.Reserved != 2 {
 		t.Fatalf("after acceptance credits = %+v, want 8 available / 2 reserved", me.Credits)
 	}
@@ -129,7 +128,7 @@ func TestPluginPhotoSessionEndToEnd(t *testing.T) {
 	}
 
 	// 7. Credits were consumed; the ledger balances; the order completed.
-	expect(t, api.do(http.MethodGet, "/me", nil, &me), http.StatusOK)
+	me = credits(t, api)
 	if me.Credits.Available != 8 || me.Credits.Reserved != 0 {
 		t.Fatalf("after completion credits = %+v, want 8 available / 0 reserved", me.Credits)
 	}

@@ -110,8 +110,7 @@ func TestSupportRetriesAFailedJobAsANewRun(t *testing.T) {
 		t.Fatalf("order = %+v", o)
 	}
 	assertCreditInvariants(t, env.DB, tenant.AccountID)
-	var me plugin.MeResponse
-	expect(t, api.do(http.MethodGet, "/me", nil, &me), http.StatusOK)
+	me := credits(t, api)
 	if me.Credits.Available != 4 || me.Credits.Reserved != 0 {
 		t.Fatalf("credits = %+v, want 4 available (run 1 released, run 2 consumed)", me.Credits)
 	}
