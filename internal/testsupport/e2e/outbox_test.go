@@ -3,7 +3,6 @@ package e2e_test
 import (
 	"context"
 	"errors"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -58,11 +57,7 @@ func TestOrderWhoseWorkflowStartWasLostIsStartedBySweeper(t *testing.T) {
 	crashedURL, _ := lostStartsAPI(t, env)
 	crashed := &client{t: t, base: crashedURL + plugin.Base, key: tenant.PluginKey}
 
-	var session plugin.SessionResponse
-	expect(t, crashed.do(http.MethodPost, "/jobs", map[string]any{
-		"session_config": map[string]any{"aspect_ratio": "1:1"},
-		"subjects":       []map[string]any{{"product_ref": "lamp", "images_count": 2, "ai_model": "local/studio-v1"}},
-	}, &session), http.StatusCreated)
+	session := startSession(t, crashed, "lamp", "local/studio-v1", 2)
 
 	var order models.Order
 	if err := env.DB.Take(&order, "id = ?", session.OrderID).Error; err != nil {
@@ -87,11 +82,7 @@ func TestOrderWhoseWorkflowStartWasLostIsStartedBySweeper(t *testing.T) {
 		t.Fatalf("second sweep started %d (%v); want 0", again, err)
 	}
 	for _, id := range session.Subjects[0].JobIDs {
-		var job plugin.JobResponse
-		testenv.Eventually(t, 60*time.Second, "job "+id+" to complete", func() bool {
-			expect(t, api.do(http.MethodGet, "/jobs/"+id, nil, &job), http.StatusOK)
-			return job.Status == models.JobCompleted
-		})
+		waitCompleted(t, api, id)
 	}
 	// A start racing an already started order is harmless: it is recorded, not repeated.
 	if err := env.App.Engine.Start(ctx, &order, nil); err != nil {

@@ -79,15 +79,7 @@ func TestPluginPhotoSessionEndToEnd(t *testing.T) {
 	env.StartWorker()
 	jobs := make([]plugin.JobResponse, 0, 2)
 	for _, id := range session.Subjects[0].JobIDs {
-		var job plugin.JobResponse
-		testenv.Eventually(t, 60*time.Second, "job "+id+" to complete", func() bool {
-			expect(t, api.do(http.MethodGet, "/jobs/"+id, nil, &job), http.StatusOK)
-			if job.Status == models.JobFailed {
-				t.Fatalf("job failed: %+v", job)
-			}
-			return job.Status == models.JobCompleted
-		})
-		jobs = append(jobs, job)
+		jobs = append(jobs, waitCompleted(t, api, id))
 	}
 
 	// 6. Each output downloads as a decodable PNG at 16:9 that is neither blank nor the input.

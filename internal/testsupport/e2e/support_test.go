@@ -52,12 +52,16 @@ func fixCause(t *testing.T, env *testenv.Env, jobID string) {
 	}
 }
 
-// waitCompleted waits until the job (run 2 or later) has completed and returns it as the API shows it.
+// waitCompleted waits until the job has completed and returns it as the API shows it; a job that
+// fails instead fails the test at once.
 func waitCompleted(t *testing.T, api *client, jobID string) plugin.JobResponse {
 	t.Helper()
 	var job plugin.JobResponse
 	testenv.Eventually(t, 60*time.Second, "job "+jobID+" to complete", func() bool {
 		expect(t, api.do(http.MethodGet, "/jobs/"+jobID, nil, &job), http.StatusOK)
+		if job.Status == models.JobFailed {
+			t.Fatalf("job failed: %+v", job)
+		}
 		return job.Status == models.JobCompleted
 	})
 	return job
