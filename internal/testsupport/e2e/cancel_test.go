@@ -28,6 +28,16 @@ func waitTerminal(t *testing.T, api *client, ids []string) map[string]plugin.Job
 	return out
 }
 
+// waitOrderStatus waits until the order's row has the status and returns the row.
+func waitOrderStatus(t *testing.T, env *testenv.Env, orderID, status string, timeout time.Duration) models.Order {
+	t.Helper()
+	var o models.Order
+	testenv.Eventually(t, timeout, "order "+orderID+" to be "+status, func() bool {
+		return env.DB.Take(&o, "id = ?", orderID).Error == nil && o.Status == status
+	})
+	return o
+}
+
 func startSession(t *testing.T, api *client, productRef, model string, images int) plugin.SessionResponse {
 	t.Helper()
 	var session plugin.SessionResponse

@@ -121,10 +121,7 @@ func TestSupportFindsAndRedrivesStrandedJobs(t *testing.T) {
 			t.Errorf("job %s: %s", id, j.Status)
 		}
 	}
-	testenv.Eventually(t, 30*time.Second, "the order to end", func() bool {
-		var o models.Order
-		return env.DB.Take(&o, "id = ?", session.OrderID).Error == nil && o.Status == models.OrderCompleted
-	})
+	waitOrderStatus(t, env, session.OrderID, models.OrderCompleted, 30*time.Second)
 	assertCreditInvariants(t, env.DB, tenant.AccountID)
 	var audit []models.JobRetry
 	env.DB.Where("order_id = ?", session.OrderID).Order("created_at").Find(&audit)

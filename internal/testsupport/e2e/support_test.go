@@ -35,10 +35,7 @@ func failedJob(t *testing.T, env *testenv.Env, api *client, productRef string) (
 	if job.Status != models.JobFailed || job.AttemptCount != 1 || job.ErrorCategory == nil || *job.ErrorCategory != string(errorcat.ContentPolicy) {
 		t.Fatalf("job = %+v, want failed with CONTENT_POLICY", job)
 	}
-	testenv.Eventually(t, 10*time.Second, "the order to fail", func() bool {
-		var o models.Order
-		return env.DB.Take(&o, "id = ?", session.OrderID).Error == nil && o.Status == models.OrderFailed
-	})
+	waitOrderStatus(t, env, session.OrderID, models.OrderFailed, 10*time.Second)
 	return id, session.OrderID
 }
 
@@ -106,10 +103,7 @@ func TestSupportRetriesAFailedJobAsANewRun(t *testing.T) {
 	if job.AttemptCount != 1 || job.ErrorCategory != nil || job.ErrorHint != nil || len(job.Outputs) != 1 || job.StartedAt == nil {
 		t.Fatalf("second run = %+v", job)
 	}
-	var o models.Order
-	testenv.Eventually(t, 10*time.Second, "the order to complete", func() bool {
-		return env.DB.Take(&o, "id = ?", orderID).Error == nil && o.Status == models.OrderCompleted
-	})
+	o := waitOrderStatus(t, env, orderID, models.OrderCompleted, 10*time.Second)
 	if o.JobsCompleted != 1 || o.JobsFailed != 0 || o.CompletedAt == nil || o.CreditsReserved != 2 || o.CreditsConsumed != 1 || o.CreditsReleased != 1 {
 		t.Fatalf("order = %+v", o)
 	}
@@ -243,10 +237,7 @@ func TestSweeperStartsAReRunWhoseStartWasLost(t *testing.T) {
 		t.Fatalf("second sweep started %d, %v; want 0", n, err)
 	}
 	waitCompleted(t, api, jobID)
-	testenv.Eventually(t, 10*time.Second, "the order to complete", func() bool {
-		var o models.Order
-		return env.DB.Take(&o, "id = ?", orderID).Error == nil && o.Status == models.OrderCompleted
-	})
+	waitOrderStatus(t, env, orderID, models.OrderCompleted, 10*time.Second)
 	if j, err := models.GetJob(env.DB, jobID); err != nil || j.RunStartedAt == nil {
 		t.Fatalf("run_started_at not recorded: %+v, %v", j, err)
 	}
