@@ -43,15 +43,12 @@ func TestWorkerKilledMidGenerationLosesNothing(t *testing.T) {
 			t.Errorf("job %s after the crash: %s, %d attempts, %d outputs", id, j.Status, j.AttemptCount, len(j.Outputs))
 		}
 	}
-	var consumed, released int64
-	env.DB.Model(&models.LedgerEntry{}).Where("order_id = ? AND kind = ?", session.OrderID, models.LedgerConsume).Count(&consumed)
-	env.DB.Model(&models.LedgerEntry{}).Where("order_id = ? AND kind = ?", session.OrderID, models.LedgerRelease).Count(&released)
+	consumed := countRows(t, env, &models.LedgerEntry{}, "order_id = ? AND kind = ?", session.OrderID, models.LedgerConsume)
+	released := countRows(t, env, &models.LedgerEntry{}, "order_id = ? AND kind = ?", session.OrderID, models.LedgerRelease)
 	if consumed != int64(len(ids)) || released != 0 {
 		t.Fatalf("ledger: %d consume and %d release rows for %d jobs", consumed, released, len(ids))
 	}
-	var outputs int64
-	env.DB.Model(&models.Asset{}).Where("job_id IN ? AND kind = ?", ids, models.AssetKindOutput).Count(&outputs)
-	if outputs != int64(len(ids)) {
+	if outputs := countRows(t, env, &models.Asset{}, "job_id IN ? AND kind = ?", ids, models.AssetKindOutput); outputs != int64(len(ids)) {
 		t.Fatalf("%d output files for %d jobs", outputs, len(ids))
 	}
 	assertCreditInvariants(t, env.DB, tenant.AccountID)

@@ -117,9 +117,8 @@ func databaseOutage(t *testing.T, mode faultproxy.Mode) {
 			return env.DB.Take(&o, "id = ?", s.OrderID).Error == nil && o.Status != models.OrderInProgress
 		})
 	}
-	var consumed, released int64
-	env.DB.Model(&models.LedgerEntry{}).Where("job_id IN ? AND kind = ?", ids, models.LedgerConsume).Count(&consumed)
-	env.DB.Model(&models.LedgerEntry{}).Where("job_id IN ? AND kind = ?", ids, models.LedgerRelease).Count(&released)
+	consumed := countRows(t, env, &models.LedgerEntry{}, "job_id IN ? AND kind = ?", ids, models.LedgerConsume)
+	released := countRows(t, env, &models.LedgerEntry{}, "job_id IN ? AND kind = ?", ids, models.LedgerRelease)
 	if consumed != int64(len(ids)-1) || released != 1 {
 		t.Fatalf("ledger: %d consume and %d release rows for %d jobs, one cancelled", consumed, released, len(ids))
 	}
