@@ -20,11 +20,11 @@ const JobWorkflowEventBudget = 14
 // jobActions does (issue 15, docs/benchmarks.md).
 const JobWorkflowActionBudget = 3
 
-// historyEvents reads every event of a workflow's latest run.
-func historyEvents(t *testing.T, c temporalclient.Client, workflowID string) []*historypb.HistoryEvent {
+// historyEvents reads every event of one run of a workflow ("" for the latest).
+func historyEvents(t *testing.T, c temporalclient.Client, workflowID, runID string) []*historypb.HistoryEvent {
 	t.Helper()
 	var events []*historypb.HistoryEvent
-	it := c.GetWorkflowHistory(context.Background(), workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	it := c.GetWorkflowHistory(context.Background(), workflowID, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for it.HasNext() {
 		e, err := it.Next()
 		if err != nil {
@@ -39,7 +39,7 @@ func historyEvents(t *testing.T, c temporalclient.Client, workflowID string) []*
 // JobWorkflowEventBudget, listing them.
 func assertJobEventBudget(t *testing.T, c temporalclient.Client, workflowID string) {
 	t.Helper()
-	events := historyEvents(t, c, workflowID)
+	events := historyEvents(t, c, workflowID, "")
 	if len(events) == 0 || events[len(events)-1].GetEventType() != enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED {
 		t.Fatalf("%s: history does not end with its completion (%d events)", workflowID, len(events))
 	}

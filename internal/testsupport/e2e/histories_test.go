@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -26,15 +25,7 @@ func recordRunHistory(t *testing.T, c temporalclient.Client, workflowID, runID, 
 	if os.Getenv("SHOTFLOW_RECORD_HISTORIES") != "1" {
 		return
 	}
-	var events []*historypb.HistoryEvent
-	it := c.GetWorkflowHistory(context.Background(), workflowID, runID, false, 0)
-	for it.HasNext() {
-		e, err := it.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		events = append(events, e)
-	}
+	events := historyEvents(t, c, workflowID, runID)
 	data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(&historypb.History{Events: events})
 	if err != nil {
 		t.Fatal(err)
