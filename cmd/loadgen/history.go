@@ -23,7 +23,7 @@ func sampleHistories(ctx context.Context, c client.Client, ids []string) (histor
 	ids = ids[:min(len(ids), maxSample)]
 	var total historycost.Cost
 	for _, id := range ids {
-		events, err := historycost.Read(ctx, c, id)
+		events, err := historycost.Read(ctx, c, id, "")
 		if err != nil {
 			return historySample{}, err
 		}

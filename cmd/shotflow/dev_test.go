@@ -409,7 +409,6 @@ func readCredentials(t *testing.T, dir string, ports devPorts) map[string]string
 	return creds
 }
 
-// checkMe calls GET /api/v1/plugin/me with the demo plugin key.
 // checkMetrics checks that the API and the worker of one dev process serve their metrics side by
 // side: the API's request counter (GET /me was made) on HTTP_ADDR, the worker's health and the
 // Temporal SDK's poller gauge on WORKER_METRICS_ADDR.
@@ -444,6 +443,7 @@ func checkMetrics(t *testing.T, baseURL string, metricsPort int) {
 	}
 }
 
+// checkMe calls GET /api/v1/plugin/me with the demo plugin key.
 func checkMe(t *testing.T, baseURL string, creds map[string]string, wantCredits int64) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, baseURL+"/api/v1/plugin/me", nil)

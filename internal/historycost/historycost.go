@@ -67,10 +67,10 @@ func Of(events []*historypb.HistoryEvent) Cost {
 	return c
 }
 
-// Read reads the whole history of a workflow's latest run.
-func Read(ctx context.Context, c client.Client, workflowID string) ([]*historypb.HistoryEvent, error) {
+// Read reads the whole history of one run of a workflow ("" for its latest run).
+func Read(ctx context.Context, c client.Client, workflowID, runID string) ([]*historypb.HistoryEvent, error) {
 	var events []*historypb.HistoryEvent
-	it := c.GetWorkflowHistory(ctx, workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	it := c.GetWorkflowHistory(ctx, workflowID, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for it.HasNext() {
 		e, err := it.Next()
 		if err != nil {

@@ -14,7 +14,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"gorm.io/gorm"
 
-	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/errorcat"
 	"github.com/shotflow/shotflow/internal/support"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
@@ -499,7 +498,7 @@ func TestReplayWebhook(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		res, err := support.ReplayWebhook(ctx, &engine.Engine{DB: db, Temporal: tc, TaskQueue: "support-test"}, ui, id)
+		res, err := support.ReplayWebhook(ctx, newStarter(db, tc), ui, id)
 		if err != nil || res != (support.ReplayResult{DeliveryID: id, WorkflowID: "webhook/" + id,
 			TemporalUIURL: "http://localhost:8233/namespaces/default/workflows/webhook%2F" + id, Status: "queued"}) {
 			t.Fatalf("replay = %+v, %v", res, err)
@@ -517,11 +516,11 @@ func TestReplayWebhook(t *testing.T) {
 		}
 
 		n := tc.count()
-		if _, err := support.ReplayWebhook(ctx, &engine.Engine{DB: db, Temporal: tc, TaskQueue: "q"}, ui, models.NewID()); !errors.Is(err, models.ErrNotFound) || tc.count() != n {
+		if _, err := support.ReplayWebhook(ctx, newStarter(db, tc), ui, models.NewID()); !errors.Is(err, models.ErrNotFound) || tc.count() != n {
 			t.Fatalf("unknown delivery: %v", err)
 		}
 		down := &fakeTemporal{err: errors.New("unavailable")}
-		if _, err := support.ReplayWebhook(ctx, &engine.Engine{DB: db, Temporal: down, TaskQueue: "q"}, ui, id); err == nil || !strings.Contains(err.Error(), "unavailable") {
+		if _, err := support.ReplayWebhook(ctx, newStarter(db, down), ui, id); err == nil || !strings.Contains(err.Error(), "unavailable") {
 			t.Fatalf("replay with Temporal down: %v", err)
 		}
 	})

@@ -29,7 +29,7 @@ const bareChildActions = 1
 // JobWorkflowEventBudget, or took more actions than JobWorkflowActionBudget, listing its events.
 func assertJobEventBudget(t *testing.T, c temporalclient.Client, workflowID string) {
 	t.Helper()
-	events, err := historycost.Read(context.Background(), c, workflowID)
+	events, err := historycost.Read(context.Background(), c, workflowID, "")
 	if err != nil {
 		t.Fatal(err)
 	}

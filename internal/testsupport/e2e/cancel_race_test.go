@@ -179,11 +179,7 @@ func TestCancelReachesALaunchedRunBeforeItsFirstAttempt(t *testing.T) {
 	tenant := env.NewTenant(t, 5)
 	api := &client{t: t, base: env.BaseURL + plugin.Base, key: tenant.PluginKey}
 	receiver, secret := useReceiver(t, env, tenant)
-	registerPackshot(t, env, api, "vase", packshotPNG(t))
-	id := startSession(t, api, "vase", "sim/content-policy", 1).Subjects[0].JobIDs[0]
-	if job := waitTerminal(t, api, []string{id})[id]; job.Status != models.JobFailed {
-		t.Fatalf("job ended %s, want failed", job.Status)
-	}
+	id, _ := failedJob(t, env, api, "vase")
 
 	env.StopWorker()
 	rerun, err := env.App.Engine.RetryJob(context.Background(), engine.RetryRequest{JobID: id, Actor: "e2e", Reason: "cancel before the first attempt"})

@@ -7,6 +7,7 @@ import (
 
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/config"
+	"github.com/shotflow/shotflow/internal/providers/sim"
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
@@ -27,6 +28,16 @@ func waitTerminal(t *testing.T, api *client, ids []string) map[string]plugin.Job
 	return out
 }
 
+// waitOrderStatus waits until the order's row has the status and returns the row.
+func waitOrderStatus(t *testing.T, env *testenv.Env, orderID, status string, timeout time.Duration) models.Order {
+	t.Helper()
+	var o models.Order
+	testenv.Eventually(t, timeout, "order "+orderID+" to be "+status, func() bool {
+		return env.DB.Take(&o, "id = ?", orderID).Error == nil && o.Status == status
+	})
+	return o
+}
+
 func startSession(t *testing.T, api *client, productRef, model string, images int) plugin.SessionResponse {
 	t.Helper()
 	var session plugin.SessionResponse
@@ -35,6 +46,23 @@ func startSession(t *testing.T, api *client, productRef, model string, images in
 		"subjects":       []map[string]any{{"product_ref": productRef, "images_count": images, "ai_model": model}},
 	}, &session), http.StatusCreated)
 	return session
+}
+
+// startSlowSession starts a session of images sim/slow jobs for productRef, each taking delay.
+func startSlowSession(t *testing.T, api *client, productRef string, images int, delay time.Duration) plugin.SessionResponse {
+	t.Helper()
+	var session plugin.SessionResponse
+	expect(t, api.do(http.MethodPost, "/jobs", map[string]any{
+		"session_config": map[string]any{"aspect_ratio": "1:1", "suggestions": sim.DelayOption + "=" + delay.String()},
+		"subjects":       []map[string]any{{"product_ref": productRef, "images_count": images, "ai_model": "sim/slow"}},
+	}, &session), http.StatusCreated)
+	return session
+}
+
+// generating counts the jobs among ids that are in progress.
+func generating(t *testing.T, env *testenv.Env, ids []string) int64 {
+	t.Helper()
+	return countRows(t, env, &models.Job{}, "id IN ? AND status = ?", ids, models.JobInProgress)
 }
 
 func TestCancelOnlyJobsThatHaveNotStarted(t *testing.T) {
@@ -134,8 +162,7 @@ func TestJobsThatNeverStartExpire(t *testing.T) {
 	if expired == 0 || expired == len(jobs) {
 		t.Fatalf("%d of %d jobs expired; want some but not all", expired, len(jobs))
 	}
-	var me plugin.MeResponse
-	expect(t, api.do(http.MethodGet, "/me", nil, &me), http.StatusOK)
+	me := credits(t, api)
 	if me.Credits.Reserved != 0 || me.Credits.Available != int64(20-(len(jobs)-expired)) {
 		t.Fatalf("credits = %+v with %d expired", me.Credits, expired)
 	}

@@ -113,8 +113,7 @@ func TestCatalogEndToEnd(t *testing.T) {
 	if err := json.NewDecoder(resp.Body).Decode(&envelope); err != nil || envelope.Error.Code != plugin.CodePackshotNotApproved {
 		t.Fatalf("session after the packshot was deleted: %+v (%v)", envelope, err)
 	}
-	var me plugin.MeResponse
-	expect(t, api.do(http.MethodGet, "/me", nil, &me), http.StatusOK)
+	me := credits(t, api)
 	if me.Credits.Available != 10 || me.Credits.Reserved != 0 {
 		t.Fatalf("credits after the refused session = %+v", me.Credits)
 	}

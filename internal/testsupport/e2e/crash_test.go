@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"net/http"
 	"testing"
 	"time"
 
@@ -28,17 +27,11 @@ func TestWorkerKilledMidGenerationLosesNothing(t *testing.T) {
 	receiver, secret := useReceiver(t, env, tenant)
 	first := env.StartWorkerProcess(t) // a worker prepares the packshot
 	registerPackshot(t, env, api, "lamp", packshotPNG(t))
-	var session plugin.SessionResponse
-	expect(t, api.do(http.MethodPost, "/jobs", map[string]any{
-		"session_config": map[string]any{"aspect_ratio": "1:1", "suggestions": "sim-delay=4s"},
-		"subjects":       []map[string]any{{"product_ref": "lamp", "images_count": 4, "ai_model": "sim/slow"}},
-	}, &session), http.StatusCreated)
+	session := startSlowSession(t, api, "lamp", 4, 4*time.Second)
 	ids := session.Subjects[0].JobIDs
 
 	testenv.Eventually(t, 60*time.Second, "every job to be generating", func() bool {
-		var n int64
-		env.DB.Model(&models.Job{}).Where("order_id = ? AND status = ?", session.OrderID, models.JobInProgress).Count(&n)
-		return n == int64(len(ids))
+		return generating(t, env, ids) == int64(len(ids))
 	})
 	time.Sleep(500 * time.Millisecond)
 	first.Kill()
@@ -50,15 +43,12 @@ func TestWorkerKilledMidGenerationLosesNothing(t *testing.T) {
 			t.Errorf("job %s after the crash: %s, %d attempts, %d outputs", id, j.Status, j.AttemptCount, len(j.Outputs))
 		}
 	}
-	var consumed, released int64
-	env.DB.Model(&models.LedgerEntry{}).Where("order_id = ? AND kind = ?", session.OrderID, models.LedgerConsume).Count(&consumed)
-	env.DB.Model(&models.LedgerEntry{}).Where("order_id = ? AND kind = ?", session.OrderID, models.LedgerRelease).Count(&released)
+	consumed := countRows(t, env, &models.LedgerEntry{}, "order_id = ? AND kind = ?", session.OrderID, models.LedgerConsume)
+	released := countRows(t, env, &models.LedgerEntry{}, "order_id = ? AND kind = ?", session.OrderID, models.LedgerRelease)
 	if consumed != int64(len(ids)) || released != 0 {
 		t.Fatalf("ledger: %d consume and %d release rows for %d jobs", consumed, released, len(ids))
 	}
-	var outputs int64
-	env.DB.Model(&models.Asset{}).Where("job_id IN ? AND kind = ?", ids, models.AssetKindOutput).Count(&outputs)
-	if outputs != int64(len(ids)) {
+	if outputs := countRows(t, env, &models.Asset{}, "job_id IN ? AND kind = ?", ids, models.AssetKindOutput); outputs != int64(len(ids)) {
 		t.Fatalf("%d output files for %d jobs", outputs, len(ids))
 	}
 	assertCreditInvariants(t, env.DB, tenant.AccountID)

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/api/temporalproto"
 	temporalclient "go.temporal.io/sdk/client"
 
+	"github.com/shotflow/shotflow/internal/historycost"
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
 )
 
@@ -26,14 +27,9 @@ func recordRunHistory(t *testing.T, c temporalclient.Client, workflowID, runID, 
 	if os.Getenv("SHOTFLOW_RECORD_HISTORIES") != "1" {
 		return
 	}
-	var events []*historypb.HistoryEvent
-	it := c.GetWorkflowHistory(context.Background(), workflowID, runID, false, 0)
-	for it.HasNext() {
-		e, err := it.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		events = append(events, e)
+	events, err := historycost.Read(context.Background(), c, workflowID, runID)
+	if err != nil {
+		t.Fatal(err)
 	}
 	data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(&historypb.History{Events: events})
 	if err != nil {

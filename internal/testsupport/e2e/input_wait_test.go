@@ -80,8 +80,7 @@ func TestJobGivesUpWhenItsInputIsNotReadyInTime(t *testing.T) {
 	if job.Status != models.JobFailed || job.ErrorCategory == nil || *job.ErrorCategory != string(errorcat.InputNotReady) {
 		t.Fatalf("job = %+v, want failed with INPUT_NOT_READY kept on the row", job)
 	}
-	var me plugin.MeResponse
-	expect(t, api.do(http.MethodGet, "/me", nil, &me), http.StatusOK)
+	me := credits(t, api)
 	if me.Credits.Available != 10 || me.Credits.Reserved != 0 {
 		t.Fatalf("credits = %+v: the failed job's reservation must be released", me.Credits)
 	}

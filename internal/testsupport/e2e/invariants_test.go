@@ -30,15 +30,19 @@ func assertCreditInvariants(t *testing.T, db *gorm.DB, accountID string) {
 	}
 	for _, o := range orders {
 		var open int64
-		db.Model(&models.Job{}).Where("order_id = ? AND status NOT IN ?", o.ID,
-			[]string{models.JobCompleted, models.JobFailed, models.JobCancelled, models.JobExpired}).Count(&open)
+		if err := db.Model(&models.Job{}).Where("order_id = ? AND status NOT IN ?", o.ID,
+			[]string{models.JobCompleted, models.JobFailed, models.JobCancelled, models.JobExpired}).Count(&open).Error; err != nil {
+			t.Fatal(err)
+		}
 		if open == 0 && o.CreditsReserved != o.CreditsConsumed+o.CreditsReleased {
 			t.Fatalf("order %s: reserved %d != consumed %d + released %d", o.ID, o.CreditsReserved, o.CreditsConsumed, o.CreditsReleased)
 		}
 		var ledger struct{ Reserved, Settled int64 }
-		db.Raw(`SELECT COALESCE(SUM(CASE WHEN kind = 'reserve' THEN reserved_delta ELSE 0 END), 0) AS reserved,
+		if err := db.Raw(`SELECT COALESCE(SUM(CASE WHEN kind = 'reserve' THEN reserved_delta ELSE 0 END), 0) AS reserved,
 			COALESCE(-SUM(CASE WHEN kind IN ('consume','release') THEN reserved_delta ELSE 0 END), 0) AS settled
-			FROM credit_ledger WHERE order_id = ?`, o.ID).Scan(&ledger)
+			FROM credit_ledger WHERE order_id = ?`, o.ID).Scan(&ledger).Error; err != nil {
+			t.Fatal(err)
+		}
 		if open == 0 && ledger.Reserved != ledger.Settled {
 			t.Fatalf("order %s: ledger reserved %d, settled %d", o.ID, ledger.Reserved, ledger.Settled)
 		}

@@ -3,7 +3,6 @@ package e2e_test
 import (
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"sort"
 	"strings"
 	"testing"
@@ -12,7 +11,6 @@ import (
 	"github.com/shotflow/shotflow/api/external"
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/config"
-	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/errorcat"
 	"github.com/shotflow/shotflow/internal/metrics"
 	"github.com/shotflow/shotflow/internal/metrics/metricstest"
@@ -214,19 +212,15 @@ func TestOutboxSweepCountsTheOrdersItStarts(t *testing.T) {
 	workerURL := env.WorkerMetricsURL + "/metrics"
 	before := metricstest.Get(t, workerURL)
 
-	crashing := *env.App
-	crashing.Engine = &engine.Engine{DB: env.DB, Temporal: lostStarts{env.App.Temporal}, TaskQueue: env.Config.TemporalTaskQueue, Log: env.App.Log,
-		Models: env.App.Generator}
-	srv := httptest.NewServer(crashing.Handler())
-	defer srv.Close()
+	crashedURL, crashing := lostStartsAPI(t, env)
 	// The request is refused until the worker's generate queue has a poller; in parallel runs the
 	// worker may still be starting.
 	testenv.Eventually(t, 30*time.Second, "the local generator to poll", func() bool {
-		live, _ := crashing.Engine.GeneratorLive(t.Context(), "local")
+		live, _ := crashing.GeneratorLive(t.Context(), "local")
 		return live
 	})
 	ext := externalClient(t, env, tenant)
-	ext.base = srv.URL + external.Base
+	ext.base = crashedURL + external.Base
 	idea := register(t, ext, "/models/register-ideas", map[string]any{"preferences": "tall woman, linen dress", "count": 1})
 	testenv.Eventually(t, 30*time.Second, "the sweep to start the order", func() bool {
 		var o models.Order

@@ -3,7 +3,6 @@ package e2e_test
 import (
 	"context"
 	"errors"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -27,6 +26,23 @@ func (lostStarts) ExecuteWorkflow(context.Context, temporalclient.StartWorkflowO
 	return nil, errors.New("connection to Temporal lost")
 }
 
+// lostStartsEngine is an engine like env's whose workflow starts never reach Temporal.
+func lostStartsEngine(env *testenv.Env) *engine.Engine {
+	return &engine.Engine{DB: env.DB, Temporal: lostStarts{env.App.Temporal}, TaskQueue: env.Config.TemporalTaskQueue, Log: env.App.Log,
+		Models: env.App.Generator, JobOptions: env.App.Engine.JobOptions}
+}
+
+// lostStartsAPI serves env's API as a process whose workflow starts are lost (lostStartsEngine)
+// would; it returns the server's URL, closed at cleanup, and its engine.
+func lostStartsAPI(t *testing.T, env *testenv.Env) (string, *engine.Engine) {
+	t.Helper()
+	crashing := *env.App
+	crashing.Engine = lostStartsEngine(env)
+	srv := httptest.NewServer(crashing.Handler())
+	t.Cleanup(srv.Close)
+	return srv.URL, crashing.Engine
+}
+
 // TestOrderWhoseWorkflowStartWasLostIsStartedBySweeper: the order and its reservation are
 // committed, the start is lost, and the worker's sweeper starts the order; nothing is stranded.
 func TestOrderWhoseWorkflowStartWasLostIsStartedBySweeper(t *testing.T) {
@@ -38,18 +54,10 @@ func TestOrderWhoseWorkflowStartWasLostIsStartedBySweeper(t *testing.T) {
 	registerPackshot(t, env, api, "lamp", packshotPNG(t))
 
 	// An API process whose Temporal connection dies between the commit and the start.
-	crashing := *env.App
-	crashing.Engine = &engine.Engine{DB: env.DB, Temporal: lostStarts{env.App.Temporal}, TaskQueue: env.Config.TemporalTaskQueue, Log: env.App.Log,
-		Models: env.App.Generator}
-	srv := httptest.NewServer(crashing.Handler())
-	defer srv.Close()
-	crashed := &client{t: t, base: srv.URL + plugin.Base, key: tenant.PluginKey}
+	crashedURL, _ := lostStartsAPI(t, env)
+	crashed := &client{t: t, base: crashedURL + plugin.Base, key: tenant.PluginKey}
 
-	var session plugin.SessionResponse
-	expect(t, crashed.do(http.MethodPost, "/jobs", map[string]any{
-		"session_config": map[string]any{"aspect_ratio": "1:1"},
-		"subjects":       []map[string]any{{"product_ref": "lamp", "images_count": 2, "ai_model": "local/studio-v1"}},
-	}, &session), http.StatusCreated)
+	session := startSession(t, crashed, "lamp", "local/studio-v1", 2)
 
 	var order models.Order
 	if err := env.DB.Take(&order, "id = ?", session.OrderID).Error; err != nil {
@@ -74,18 +82,13 @@ func TestOrderWhoseWorkflowStartWasLostIsStartedBySweeper(t *testing.T) {
 		t.Fatalf("second sweep started %d (%v); want 0", again, err)
 	}
 	for _, id := range session.Subjects[0].JobIDs {
-		var job plugin.JobResponse
-		testenv.Eventually(t, 60*time.Second, "job "+id+" to complete", func() bool {
-			expect(t, api.do(http.MethodGet, "/jobs/"+id, nil, &job), http.StatusOK)
-			return job.Status == models.JobCompleted
-		})
+		waitCompleted(t, api, id)
 	}
 	// A start racing an already started order is harmless: it is recorded, not repeated.
 	if err := env.App.Engine.Start(ctx, &order, nil); err != nil {
 		t.Fatalf("starting an already started order: %v", err)
 	}
-	var me plugin.MeResponse
-	expect(t, api.do(http.MethodGet, "/me", nil, &me), http.StatusOK)
+	me := credits(t, api)
 	if me.Credits.Available != 3 || me.Credits.Reserved != 0 {
 		t.Fatalf("credits = %+v, want 3 available / 0 reserved", me.Credits)
 	}
@@ -99,16 +102,12 @@ func TestUploadWhosePreparationStartWasLostIsPreparedBySweeper(t *testing.T) {
 	long(t)
 	env := testenv.New(t, temporalServer, testenv.Options{})
 	tenant := env.NewTenant(t, 5)
-	crashing := *env.App
-	crashing.Engine = &engine.Engine{DB: env.DB, Temporal: lostStarts{env.App.Temporal}, TaskQueue: env.Config.TemporalTaskQueue, Log: env.App.Log,
-		Models: env.App.Generator}
-	srv := httptest.NewServer(crashing.Handler())
-	defer srv.Close()
-	crashed := &client{t: t, base: srv.URL + plugin.Base, key: tenant.PluginKey}
+	crashedURL, _ := lostStartsAPI(t, env)
+	crashed := &client{t: t, base: crashedURL + plugin.Base, key: tenant.PluginKey}
 	data := packshotPNG(t)
 	up := presign(t, crashed, "lamp.png", "image/png", data)
 	// The signed URL names the public base URL; send the PUT to the crashing process instead.
-	putUpload(t, srv.URL+strings.TrimPrefix(up.UploadURL, env.BaseURL), "image/png", data)
+	putUpload(t, crashedURL+strings.TrimPrefix(up.UploadURL, env.BaseURL), "image/png", data)
 	id := up.AssetID
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -94,8 +94,7 @@ func TestRetriesFollowTheErrorCategory(t *testing.T) {
 		}
 	}
 	assertCreditInvariants(t, env.DB, tenant.AccountID)
-	var me plugin.MeResponse
-	expect(t, api.do(http.MethodGet, "/me", nil, &me), http.StatusOK)
+	me := credits(t, api)
 	if me.Credits.Available != 20-3 || me.Credits.Reserved != 0 {
 		t.Fatalf("credits = %+v: 3 jobs completed, the rest released", me.Credits)
 	}

@@ -116,6 +116,7 @@ type orderView struct {
 	SessionConfig json.RawMessage `json:"session_config"`
 }
 
+// credits is GET /me.
 func credits(t *testing.T, api *client) plugin.MeResponse {
 	t.Helper()
 	var me plugin.MeResponse

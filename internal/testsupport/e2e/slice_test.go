@@ -65,8 +65,7 @@ func TestPluginPhotoSessionEndToEnd(t *testing.T) {
 		session.Subjects[0].ProductRef != "bottle-1" || len(session.Subjects[0].JobIDs) != 2 || session.CreditsReserved != 2 {
 		t.Fatalf("session = %+v", session)
 	}
-	var me plugin.MeResponse
-	expect(t, api.do(http.MethodGet, "/me", nil, &me), http.StatusOK)
+	me := credits(t, api)
 	if me.Credits.Available != 8 || me.Credits.Reserved != 2 {
 		t.Fatalf("after acceptance credits = %+v, want 8 available / 2 reserved", me.Credits)
 	}
@@ -80,15 +79,7 @@ func TestPluginPhotoSessionEndToEnd(t *testing.T) {
 	env.StartWorker()
 	jobs := make([]plugin.JobResponse, 0, 2)
 	for _, id := range session.Subjects[0].JobIDs {
-		var job plugin.JobResponse
-		testenv.Eventually(t, 60*time.Second, "job "+id+" to complete", func() bool {
-			expect(t, api.do(http.MethodGet, "/jobs/"+id, nil, &job), http.StatusOK)
-			if job.Status == models.JobFailed {
-				t.Fatalf("job failed: %+v", job)
-			}
-			return job.Status == models.JobCompleted
-		})
-		jobs = append(jobs, job)
+		jobs = append(jobs, waitCompleted(t, api, id))
 	}
 
 	// 6. Each output downloads as a decodable PNG at 16:9 that is neither blank nor the input.
@@ -129,7 +120,7 @@ func TestPluginPhotoSessionEndToEnd(t *testing.T) {
 	}
 
 	// 7. Credits were consumed; the ledger balances; the order completed.
-	expect(t, api.do(http.MethodGet, "/me", nil, &me), http.StatusOK)
+	me = credits(t, api)
 	if me.Credits.Available != 8 || me.Credits.Reserved != 0 {
 		t.Fatalf("after completion credits = %+v, want 8 available / 0 reserved", me.Credits)
 	}

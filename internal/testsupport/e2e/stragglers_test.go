@@ -3,7 +3,6 @@ package e2e_test
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -55,17 +54,11 @@ func TestSupportFindsAndRedrivesStrandedJobs(t *testing.T) {
 	api := &client{t: t, base: env.BaseURL + plugin.Base, key: tenant.PluginKey}
 	receiver, secret := useReceiver(t, env, tenant)
 	registerPackshot(t, env, api, "lamp", packshotPNG(t))
-	var session plugin.SessionResponse
-	expect(t, api.do(http.MethodPost, "/jobs", map[string]any{
-		"session_config": map[string]any{"aspect_ratio": "1:1", "suggestions": "sim-delay=6s"},
-		"subjects":       []map[string]any{{"product_ref": "lamp", "images_count": 4, "ai_model": "sim/slow"}},
-	}, &session), http.StatusCreated)
+	session := startSlowSession(t, api, "lamp", 4, 6*time.Second)
 	ids := session.Subjects[0].JobIDs
 	settled, rerun, healthy, queued := ids[0], ids[1], ids[2], ids[3]
 	testenv.Eventually(t, 60*time.Second, "three jobs to be generating", func() bool {
-		var n int64
-		env.DB.Model(&models.Job{}).Where("id IN ? AND status = ?", ids[:3], models.JobInProgress).Count(&n)
-		return n == 3
+		return generating(t, env, ids[:3]) == 3
 	})
 	ctx := context.Background()
 	for _, id := range []string{workflows.JobWorkflowID(settled, 1), workflows.JobWorkflowID(rerun, 1), workflows.OrderWorkflowID(session.OrderID)} {
@@ -128,10 +121,7 @@ func TestSupportFindsAndRedrivesStrandedJobs(t *testing.T) {
 			t.Errorf("job %s: %s", id, j.Status)
 		}
 	}
-	testenv.Eventually(t, 30*time.Second, "the order to end", func() bool {
-		var o models.Order
-		return env.DB.Take(&o, "id = ?", session.OrderID).Error == nil && o.Status == models.OrderCompleted
-	})
+	waitOrderStatus(t, env, session.OrderID, models.OrderCompleted, 30*time.Second)
 	assertCreditInvariants(t, env.DB, tenant.AccountID)
 	var audit []models.JobRetry
 	env.DB.Where("order_id = ?", session.OrderID).Order("created_at").Find(&audit)

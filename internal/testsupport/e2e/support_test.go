@@ -16,7 +16,6 @@ import (
 
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/config"
-	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/errorcat"
 	"github.com/shotflow/shotflow/internal/support"
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
@@ -36,10 +35,7 @@ func failedJob(t *testing.T, env *testenv.Env, api *client, productRef string) (
 	if job.Status != models.JobFailed || job.AttemptCount != 1 || job.ErrorCategory == nil || *job.ErrorCategory != string(errorcat.ContentPolicy) {
 		t.Fatalf("job = %+v, want failed with CONTENT_POLICY", job)
 	}
-	testenv.Eventually(t, 10*time.Second, "the order to fail", func() bool {
-		var o models.Order
-		return env.DB.Take(&o, "id = ?", session.OrderID).Error == nil && o.Status == models.OrderFailed
-	})
+	waitOrderStatus(t, env, session.OrderID, models.OrderFailed, 10*time.Second)
 	return id, session.OrderID
 }
 
@@ -53,12 +49,16 @@ func fixCause(t *testing.T, env *testenv.Env, jobID string) {
 	}
 }
 
-// waitCompleted waits until the job (run 2 or later) has completed and returns it as the API shows it.
+// waitCompleted waits until the job has completed and returns it as the API shows it; a job that
+// fails instead fails the test at once.
 func waitCompleted(t *testing.T, api *client, jobID string) plugin.JobResponse {
 	t.Helper()
 	var job plugin.JobResponse
 	testenv.Eventually(t, 60*time.Second, "job "+jobID+" to complete", func() bool {
 		expect(t, api.do(http.MethodGet, "/jobs/"+jobID, nil, &job), http.StatusOK)
+		if job.Status == models.JobFailed {
+			t.Fatalf("job failed: %+v", job)
+		}
 		return job.Status == models.JobCompleted
 	})
 	return job
@@ -103,16 +103,12 @@ func TestSupportRetriesAFailedJobAsANewRun(t *testing.T) {
 	if job.AttemptCount != 1 || job.ErrorCategory != nil || job.ErrorHint != nil || len(job.Outputs) != 1 || job.StartedAt == nil {
 		t.Fatalf("second run = %+v", job)
 	}
-	var o models.Order
-	testenv.Eventually(t, 10*time.Second, "the order to complete", func() bool {
-		return env.DB.Take(&o, "id = ?", orderID).Error == nil && o.Status == models.OrderCompleted
-	})
+	o := waitOrderStatus(t, env, orderID, models.OrderCompleted, 10*time.Second)
 	if o.JobsCompleted != 1 || o.JobsFailed != 0 || o.CompletedAt == nil || o.CreditsReserved != 2 || o.CreditsConsumed != 1 || o.CreditsReleased != 1 {
 		t.Fatalf("order = %+v", o)
 	}
 	assertCreditInvariants(t, env.DB, tenant.AccountID)
-	var me plugin.MeResponse
-	expect(t, api.do(http.MethodGet, "/me", nil, &me), http.StatusOK)
+	me := credits(t, api)
 	if me.Credits.Available != 4 || me.Credits.Reserved != 0 {
 		t.Fatalf("credits = %+v, want 4 available (run 1 released, run 2 consumed)", me.Credits)
 	}
@@ -220,8 +216,7 @@ func TestSweeperStartsAReRunWhoseStartWasLost(t *testing.T) {
 
 	jobID, orderID := failedJob(t, env, api, "kettle")
 	fixCause(t, env, jobID)
-	crashing := &engine.Engine{DB: env.DB, Temporal: lostStarts{env.App.Temporal}, TaskQueue: env.Config.TemporalTaskQueue,
-		Log: env.App.Log, JobOptions: env.App.Engine.JobOptions}
+	crashing := lostStartsEngine(env)
 	res, err := support.RetryJob(ctx, crashing, ui, support.RetryRequest{JobID: jobID, Actor: "e2e-support"})
 	if err != nil || res.WorkflowStarted || res.StartError == "" || res.Run != 2 {
 		t.Fatalf("retry with a lost start = %+v, %v", res, err)
@@ -242,10 +237,7 @@ func TestSweeperStartsAReRunWhoseStartWasLost(t *testing.T) {
 		t.Fatalf("second sweep started %d, %v; want 0", n, err)
 	}
 	waitCompleted(t, api, jobID)
-	testenv.Eventually(t, 10*time.Second, "the order to complete", func() bool {
-		var o models.Order
-		return env.DB.Take(&o, "id = ?", orderID).Error == nil && o.Status == models.OrderCompleted
-	})
+	waitOrderStatus(t, env, orderID, models.OrderCompleted, 10*time.Second)
 	if j, err := models.GetJob(env.DB, jobID); err != nil || j.RunStartedAt == nil {
 		t.Fatalf("run_started_at not recorded: %+v, %v", j, err)
 	}

@@ -45,15 +45,9 @@ func TestOrderFinishesAcrossATemporalRestart(t *testing.T) {
 	tenant := env.NewTenant(t, 10)
 	api := &client{t: t, base: env.BaseURL + plugin.Base, key: tenant.PluginKey}
 	registerPackshot(t, env, api, "clock", packshotPNG(t))
-	var session plugin.SessionResponse
-	expect(t, api.do(http.MethodPost, "/jobs", map[string]any{
-		"session_config": map[string]any{"aspect_ratio": "1:1", "suggestions": "sim-delay=1500ms"},
-		"subjects":       []map[string]any{{"product_ref": "clock", "images_count": 3, "ai_model": "sim/slow"}},
-	}, &session), http.StatusCreated)
+	session := startSlowSession(t, api, "clock", 3, 1500*time.Millisecond)
 	testenv.Eventually(t, 30*time.Second, "the first job to be generating", func() bool {
-		var n int64
-		env.DB.Model(&models.Job{}).Where("order_id = ? AND status = ?", session.OrderID, models.JobInProgress).Count(&n)
-		return n > 0
+		return generating(t, env, session.Subjects[0].JobIDs) > 0
 	})
 
 	if err := ts.Stop(); err != nil {

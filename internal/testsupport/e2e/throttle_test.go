@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"net/http"
 	"testing"
 	"time"
 
@@ -29,11 +28,7 @@ func TestASlowProviderDoesNotStarveTheOthers(t *testing.T) {
 	registerPackshot(t, env, api, "slow", packshotPNG(t))
 	registerPackshot(t, env, api, "fast", packshotPNG(t))
 
-	var slow plugin.SessionResponse
-	expect(t, api.do(http.MethodPost, "/jobs", map[string]any{
-		"session_config": map[string]any{"aspect_ratio": "1:1", "suggestions": "sim-delay=" + delay.String()},
-		"subjects":       []map[string]any{{"product_ref": "slow", "images_count": 3, "ai_model": "sim/slow"}},
-	}, &slow), http.StatusCreated)
+	slow := startSlowSession(t, api, "slow", 3, delay)
 	slowIDs := slow.Subjects[0].JobIDs
 	// Wait until the first slow attempt is running, so the sim slot is taken.
 	testenv.Eventually(t, 30*time.Second, "a slow job to start", func() bool {

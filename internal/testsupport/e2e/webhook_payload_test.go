@@ -20,6 +20,7 @@ import (
 // download URLs aside, which are signed for another expiry but link the same files), and beside
 // them only the event, the delivery ID (the webhook-id) and the delivery's creation time.
 func TestWebhookBodyIsTheJobAsGetJobShowsIt(t *testing.T) {
+	t.Parallel()
 	long(t)
 	env := testenv.New(t, temporalServer, testenv.Options{Configure: func(c *config.Config) { c.WebhookAllowPrivateNetworks = true }})
 	tenant := env.NewTenant(t, 5)

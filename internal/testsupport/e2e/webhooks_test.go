@@ -276,9 +276,7 @@ func expectNotified(t *testing.T, env *testenv.Env, rc *hookReceiver, secret, jo
 			t.Fatalf("webhook for %s: %s", jobID, h.body)
 		}
 	}
-	var deliveries int64
-	env.DB.Model(&models.WebhookDelivery{}).Where("job_id = ?", jobID).Count(&deliveries)
-	if deliveries != 1 {
+	if deliveries := countRows(t, env, &models.WebhookDelivery{}, "job_id = ?", jobID); deliveries != 1 {
 		t.Fatalf("job %s has %d deliveries, want exactly 1", jobID, deliveries)
 	}
 }

@@ -66,18 +66,12 @@ func databaseOutage(t *testing.T, mode faultproxy.Mode) {
 	var sessions []plugin.SessionResponse
 	var ids []string
 	for range 3 {
-		var s plugin.SessionResponse
-		expect(t, api.do(http.MethodPost, "/jobs", map[string]any{
-			"session_config": map[string]any{"aspect_ratio": "1:1", "suggestions": "sim-delay=3s"},
-			"subjects":       []map[string]any{{"product_ref": "lamp", "images_count": 4, "ai_model": "sim/slow"}},
-		}, &s), http.StatusCreated)
+		s := startSlowSession(t, api, "lamp", 4, 3*time.Second)
 		sessions = append(sessions, s)
 		ids = append(ids, s.Subjects[0].JobIDs...)
 	}
 	testenv.Eventually(t, 60*time.Second, "a job to be generating", func() bool {
-		var n int64
-		env.DB.Model(&models.Job{}).Where("id IN ? AND status = ?", ids, models.JobInProgress).Count(&n)
-		return n > 0
+		return generating(t, env, ids) > 0
 	})
 
 	if err := proxy.SetMode(mode); err != nil {
@@ -123,9 +117,8 @@ func databaseOutage(t *testing.T, mode faultproxy.Mode) {
 			return env.DB.Take(&o, "id = ?", s.OrderID).Error == nil && o.Status != models.OrderInProgress
 		})
 	}
-	var consumed, released int64
-	env.DB.Model(&models.LedgerEntry{}).Where("job_id IN ? AND kind = ?", ids, models.LedgerConsume).Count(&consumed)
-	env.DB.Model(&models.LedgerEntry{}).Where("job_id IN ? AND kind = ?", ids, models.LedgerRelease).Count(&released)
+	consumed := countRows(t, env, &models.LedgerEntry{}, "job_id IN ? AND kind = ?", ids, models.LedgerConsume)
+	released := countRows(t, env, &models.LedgerEntry{}, "job_id IN ? AND kind = ?", ids, models.LedgerRelease)
 	if consumed != int64(len(ids)-1) || released != 1 {
 		t.Fatalf("ledger: %d consume and %d release rows for %d jobs, one cancelled", consumed, released, len(ids))
 	}
