@@ -42,6 +42,7 @@ func TestMain(m *testing.M) {
 	}
 	temporalServer = ts
 	code := m.Run()
+	testenv.RemoveBinary()
 	if err := ts.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: stop dev server:", err)
 	}

@@ -13,6 +13,7 @@ import (
 
 var (
 	buildOnce sync.Once
+	buildDir  string // the temporary directory of buildPath, removed by RemoveBinary
 	buildPath string
 	buildErr  error
 )
@@ -31,7 +32,7 @@ func Binary(t *testing.T) string {
 			buildErr = err
 			return
 		}
-		buildPath = filepath.Join(dir, "shotflow")
+		buildDir, buildPath = dir, filepath.Join(dir, "shotflow")
 		cmd := exec.Command("go", "build", "-o", buildPath, "./cmd/shotflow")
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local")
@@ -44,6 +45,13 @@ func Binary(t *testing.T) string {
 		t.Fatalf("testenv: build shotflow: %v\n%s", buildErr, buildPath)
 	}
 	return buildPath
+}
+
+// RemoveBinary deletes the binary Binary built, if any; a TestMain calls it once its tests ran.
+func RemoveBinary() {
+	if buildDir != "" {
+		_ = os.RemoveAll(buildDir)
+	}
 }
 
 // Process is a shotflow process started by a test.
