@@ -339,28 +339,24 @@ func expired(ctx workflow.Context, ref JobRef) bool {
 	return !ref.ExpiresAt.IsZero() && !workflow.Now(ctx).Before(ref.ExpiresAt)
 }
 
-// endQueued ends a job the order never launched (cancelled or expired) and sends its webhook: in
-// one FinishJob transaction when lean, else with EndJob and then NotifyJobEnded (order runs
+// endQueued ends a job the order never launched (cancelled or expired) and starts its webhook: in
+// one FinishJob transaction when quiet, else with EndJob and then NotifyJobEnded (order runs
 // started before the quiet shape, on replay).
-func endQueued(ctx workflow.Context, ref JobRef, status string, lean bool) error {
+func endQueued(ctx workflow.Context, ref JobRef, status string, quiet bool) error {
 	var a *activities.Activities
 	end := activities.EndInput{JobID: ref.JobID, Run: ref.Run, Status: status}
-	var err error
-	if lean {
-		var rec activities.RecordWebhookResult
-		if err := project(ctx, a.FinishJob, &rec, activities.FinishJobInput{End: &end}); err != nil {
-			return err
-		}
-		err = startDelivery(ctx, rec)
-	} else {
+	if !quiet {
 		if err := project(ctx, a.EndJob, nil, end); err != nil {
 			return err
 		}
-		err = NotifyJobEnded(ctx, ref.JobID, ref.Run)
+		webhookNotStarted(ctx, ref.JobID, NotifyJobEnded(ctx, ref.JobID, ref.Run))
+		return nil
 	}
-	if err != nil {
-		workflow.GetLogger(ctx).Error("job webhook not started", "job_id", ref.JobID, "error", err)
+	var rec activities.RecordWebhookResult
+	if err := project(ctx, a.FinishJob, &rec, activities.FinishJobInput{End: &end}); err != nil {
+		return err
 	}
+	webhookNotStarted(ctx, ref.JobID, startDelivery(ctx, rec))
 	return nil
 }
 
