@@ -114,7 +114,6 @@ type orderState struct {
 	watched    int             // jobs of running launched by this run whose results the order awaits
 	launching  string          // the job whose workflow is being started, not yet in running
 	cancelling map[string]bool // jobs whose accepted cancel is being recorded
-	busy       int             // update handlers in progress
 	result     OrderResult
 }
 
@@ -218,11 +217,11 @@ func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 		if err := s.launchReady(ctx, maxRunning, continueAsNewAfter); err != nil {
 			return s.result, err
 		}
-		if len(s.queue) == 0 && len(s.running) == 0 && s.busy == 0 {
+		if len(s.queue) == 0 && len(s.running) == 0 && workflow.AllHandlersFinished(ctx) {
 			break
 		}
 		// Jobs launched by this run report only to it: it waits for them before continuing as new.
-		if s.launches >= continueAsNewAfter && s.busy == 0 && s.watched == 0 && workflow.AllHandlersFinished(ctx) {
+		if s.launches >= continueAsNewAfter && s.watched == 0 && workflow.AllHandlersFinished(ctx) {
 			drain()
 			next := in
 			next.Jobs, next.Result = s.queue, s.result
@@ -233,7 +232,7 @@ func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 		queued, running := len(s.queue), len(s.running)
 		wake := func() bool {
 			return finishedCh.Len() > 0 || len(s.queue) != queued || len(s.running) != running ||
-				s.busy == 0 && queued == 0 && len(s.running) == 0
+				queued == 0 && len(s.running) == 0 && workflow.AllHandlersFinished(ctx)
 		}
 		if d, ok := nextExpiry(ctx, s.queue); ok {
 			if _, err := workflow.AwaitWithTimeout(ctx, d, wake); err != nil {
@@ -250,8 +249,6 @@ func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 // ends it cancelled.
 func (s *orderState) cancel(ctx workflow.Context, jobID string, _ CancelOptions) (CancelResult, error) {
 	done := CancelResult{JobID: jobID, Status: models.JobCancelled}
-	s.busy++
-	defer func() { s.busy-- }()
 	if s.cancelling[jobID] {
 		// A second request for a cancel already accepted: it answers when that one is recorded.
 		return done, workflow.Await(ctx, func() bool { return !s.cancelling[jobID] })
