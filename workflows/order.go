@@ -106,9 +106,8 @@ type CancelResult struct {
 
 type orderState struct {
 	in         OrderInput
-	shape      int  // of the jobs this run launches
-	quiet      bool // shape is JobShapeQuiet: the run reads its jobs' results and FinishJob ends queued jobs
-	launches   int  // jobs this run has launched
+	shape      int // of the jobs this run launches
+	launches   int // jobs this run has launched
 	queue      []JobRef
 	running    []string        // launched jobs that have not reported back, in launch order
 	watched    int             // jobs of running launched by this run whose results the order awaits
@@ -116,6 +115,10 @@ type orderState struct {
 	cancelling map[string]bool // jobs whose accepted cancel is being recorded
 	result     OrderResult
 }
+
+// quiet reports whether the run launches JobShapeQuiet jobs: it reads their results, and ends
+// queued jobs with FinishJob.
+func (s *orderState) quiet() bool { return s.shape == JobShapeQuiet }
 
 func (s *orderState) indexOf(jobID string) int {
 	return slices.IndexFunc(s.queue, func(j JobRef) bool { return j.JobID == jobID })
@@ -181,7 +184,7 @@ func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 	version := workflow.GetVersion(ctx, leanJobsChange, workflow.DefaultVersion, quietJobsVersion)
 	jobShape := min(int(version), JobShapeQuiet)
 	s := &orderState{
-		in: in, shape: jobShape, quiet: jobShape == JobShapeQuiet,
+		in: in, shape: jobShape,
 		queue: in.Jobs, running: slices.Clone(in.Running), cancelling: map[string]bool{}, result: in.Result,
 	}
 	maxRunning := in.MaxConcurrentJobs
@@ -208,7 +211,7 @@ func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 	}
 	for {
 		drain()
-		if s.quiet {
+		if s.quiet() {
 			// Every queued job whose deadline has passed, even while no slot is free.
 			if err := s.expireDue(ctx); err != nil {
 				return s.result, err
@@ -263,7 +266,7 @@ func (s *orderState) cancel(ctx workflow.Context, jobID string, _ CancelOptions)
 	s.queue = slices.Delete(s.queue, i, i+1)
 	s.cancelling[jobID] = true
 	defer delete(s.cancelling, jobID)
-	if err := endQueued(ctx, ref, models.JobCancelled, s.quiet); err != nil {
+	if err := endQueued(ctx, ref, models.JobCancelled, s.quiet()); err != nil {
 		return CancelResult{}, err
 	}
 	s.result.Cancelled++
@@ -289,7 +292,7 @@ func (s *orderState) launchReady(ctx workflow.Context, maxRunning, limit int) er
 		ref := s.queue[0]
 		s.queue = s.queue[1:]
 		if expired(ctx, ref) {
-			if err := endQueued(ctx, ref, models.JobExpired, s.quiet); err != nil {
+			if err := endQueued(ctx, ref, models.JobExpired, s.quiet()); err != nil {
 				return err
 			}
 			s.result.Expired++
@@ -302,10 +305,10 @@ func (s *orderState) launchReady(ctx workflow.Context, maxRunning, limit int) er
 		}
 		s.launching = ""
 		switch {
-		case s.quiet && started:
+		case s.quiet() && started:
 			s.running = append(s.running, ref.JobID)
 			s.watch(ctx, ref, f)
-		case !s.quiet:
+		case !s.quiet():
 			// A job of an older shape signals, even one an earlier run launched.
 			s.running = append(s.running, ref.JobID)
 		}
