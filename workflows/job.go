@@ -77,9 +77,9 @@ type JobInput struct {
 	// task queue (GenerateTaskQueue). Empty (jobs started before provider queues existed) runs
 	// them on the workflow's own queue.
 	Provider string `json:",omitempty"`
-	// Shape is the history shape the run writes (JobShapeOriginal or JobShapeLean). The order
-	// that launches the job decides it once per order run with workflow.GetVersion, so that a
-	// job's history stays the same on every replay without a version marker of its own.
+	// Shape is the history shape the run writes (JobShapeOriginal, JobShapeLean or JobShapeQuiet).
+	// The order that launches the job decides it once per order run with workflow.GetVersion, so
+	// that a job's history stays the same on every replay without a version marker of its own.
 	Shape int `json:",omitempty"`
 }
 
@@ -123,8 +123,8 @@ type JobFinished struct {
 // JobWorkflow runs one job: one generate activity execution per attempt, retries by errorCategory
 // with visible retry_pending and attempt_count, a signal-driven wait for inputs that are not ready,
 // and settlement of the job's credits at the end. Its result tells its order how it ended (older
-// shapes also signal the order, see JobShapeQuiet). It never
-// fails because the database or the blob store is away: every step waits for them (outage.go).
+// shapes also signal the order, see JobShapeQuiet). It never fails because the database or the
+// blob store is away: every step waits for them (outage.go).
 // Until its first attempt begins it can be cancelled with UpdateCancelJob (startGate): then it
 // ends cancelled without any attempt, and its reservation is released.
 func JobWorkflow(ctx workflow.Context, in JobInput) (JobResult, error) {
