@@ -121,6 +121,33 @@ func TestJobWorkflowSettlesAFailureAfterAnOutage(t *testing.T) {
 	}
 }
 
+// TestQuietJobSettlesAfterAnOutage: the FinishJob that ends a job of the shape new orders launch
+// waits for the database like the older shape's settlement (the tests above run JobShapeOriginal).
+func TestQuietJobSettlesAfterAnOutage(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	start := env.Now()
+	env.OnActivity(a.BeginAttempt, mock.Anything, mock.Anything).Return(nil).Once()
+	env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(okResult, nil).Once()
+	finishDown := downUntil(env.Now, start.Add(time.Hour))
+	finished := 0
+	env.OnActivity(a.FinishJob, mock.Anything, mock.Anything).Return(func(context.Context, activities.FinishJobInput) (activities.RecordWebhookResult, error) {
+		if err := finishDown(); err != nil {
+			return activities.RecordWebhookResult{}, err
+		}
+		finished++
+		return activities.RecordWebhookResult{}, nil
+	})
+	env.ExecuteWorkflow(workflows.JobWorkflow, workflows.JobInput{JobID: "j1", Run: 1, OrderID: "o1", Shape: workflows.JobShapeQuiet})
+	var res workflows.JobResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatalf("the job workflow failed on an outage: %v", err)
+	}
+	if res.Status != models.JobCompleted || finished != 1 || env.Now().Before(start.Add(time.Hour)) {
+		t.Fatalf("result = %+v, FinishJob succeeded %d times, after %v", res, finished, env.Now().Sub(start))
+	}
+}
+
 // TestWebhookDeliveryWaitsOutADatabaseOutage: an attempt that cannot read its delivery is made
 // once the database is back, and it is still the first attempt.
 func TestWebhookDeliveryWaitsOutADatabaseOutage(t *testing.T) {
