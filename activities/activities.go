@@ -224,6 +224,8 @@ type CompleteInput struct {
 
 // CompleteJob marks the job completed with its outputs and consumes its credits (a local activity).
 // Only the call that completed the job counts it as finished, so retries count nothing twice.
+// Kept for runs started in an older shape: only JobShapeOriginal runs call it; newer shapes end
+// with FinishJob.
 func (a *Activities) CompleteJob(ctx context.Context, in CompleteInput) error {
 	completed, err := completeJob(a.DB.WithContext(ctx), in)
 	if completed {
@@ -262,6 +264,8 @@ type EndInput struct {
 
 // EndJob moves the job to a terminal failure status and releases its credits (a local activity).
 // Only the call that ended the job counts it as finished, so retries count nothing twice.
+// Kept for runs started in an older shape: only shapes before JobShapeQuiet (and their orders)
+// call it, with RecordJobWebhook after it; JobShapeQuiet runs end with FinishJob.
 func (a *Activities) EndJob(ctx context.Context, in EndInput) error {
 	ended, err := endJob(a.DB.WithContext(ctx), in)
 	if ended && err == nil {

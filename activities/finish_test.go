@@ -114,3 +114,29 @@ func TestFinishJobKeepsTheEndWhenTheWebhookCannotBeRecorded(t *testing.T) {
 		t.Fatal("FinishJob without Complete or End did not fail")
 	}
 }
+
+// TestFinishJobRollsBackTheEndWhenTheWebhookRecordFails: a database failure while recording the
+// webhook undoes the job's end too, so the retried FinishJob settles it and records its webhook
+// together rather than leaving an ended job without its delivery.
+func TestFinishJobRollsBackTheEndWhenTheWebhookRecordFails(t *testing.T) {
+	f := newFixture(t, testdb.Open(t, testdb.SQLiteURL(t)), "https://shop.example/hook")
+	job := f.runningJob(t)
+	if err := f.db.Migrator().DropTable(&models.WebhookDelivery{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.acts.FinishJob(context.Background(), activities.FinishJobInput{Complete: &activities.CompleteInput{
+		JobID: job.ID, Run: 1, Outputs: []activities.OutputFile{{AssetID: models.OutputAssetID(job.ID, 1, 0), BlobKey: "out", ContentType: "image/png"}},
+	}})
+	if err == nil {
+		t.Fatal("FinishJob succeeded without its webhook table")
+	}
+	if got, err := models.GetJob(f.db, job.ID); err != nil || got.Status != models.JobInProgress {
+		t.Fatalf("job = %+v (%v), want it still in progress", got, err)
+	}
+	if n := f.count(t, &models.LedgerEntry{}, "job_id = ? AND kind = ?", job.ID, models.LedgerConsume); n != 0 {
+		t.Fatalf("%d consume rows, want 0", n)
+	}
+	if n := f.count(t, &models.Asset{}, "job_id = ? AND kind = ?", job.ID, models.AssetKindOutput); n != 0 {
+		t.Fatalf("%d outputs, want 0", n)
+	}
+}

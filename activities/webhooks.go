@@ -48,6 +48,9 @@ type RecordWebhookResult struct {
 // RecordJobWebhook creates the delivery row of a terminal job run, with the payload fixed at
 // this moment (a local activity). Its ID is derived from the job, run and event and the insert
 // ignores conflicts, so a retried or replayed call returns the same delivery and creates nothing.
+// Workflows call it only in runs started in the shapes before JobShapeQuiet, after EndJob or
+// CompleteJob; FinishJob records in the same transaction as the job's end. internal/support's
+// straggler sweep still calls it directly.
 func (a *Activities) RecordJobWebhook(ctx context.Context, in RecordWebhookInput) (RecordWebhookResult, error) {
 	return a.recordJobWebhook(a.DB.WithContext(ctx), in)
 }

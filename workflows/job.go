@@ -77,9 +77,9 @@ type JobInput struct {
 	// task queue (GenerateTaskQueue). Empty (jobs started before provider queues existed) runs
 	// them on the workflow's own queue.
 	Provider string `json:",omitempty"`
-	// Shape is the history shape the run writes (JobShapeOriginal or JobShapeLean). The order
-	// that launches the job decides it once per order run with workflow.GetVersion, so that a
-	// job's history stays the same on every replay without a version marker of its own.
+	// Shape is the history shape the run writes (JobShapeOriginal, JobShapeLean or JobShapeQuiet).
+	// The order that launches the job decides it once per order run with workflow.GetVersion, so
+	// that a job's history stays the same on every replay without a version marker of its own.
 	Shape int `json:",omitempty"`
 }
 
@@ -111,8 +111,6 @@ type JobResult struct {
 	Status   string
 	Attempts int
 	Category errorcat.Category `json:",omitempty"`
-	// notified: the run has recorded (and started) its webhook itself (JobShapeLean).
-	notified bool
 }
 
 // JobFinished is the payload of SignalJobFinished.
@@ -125,8 +123,8 @@ type JobFinished struct {
 // JobWorkflow runs one job: one generate activity execution per attempt, retries by errorCategory
 // with visible retry_pending and attempt_count, a signal-driven wait for inputs that are not ready,
 // and settlement of the job's credits at the end. Its result tells its order how it ended (older
-// shapes also signal the order, see JobShapeQuiet). It never
-// fails because the database or the blob store is away: every step waits for them (outage.go).
+// shapes also signal the order, see JobShapeQuiet). It never fails because the database or the
+// blob store is away: every step waits for them (outage.go).
 // Until its first attempt begins it can be cancelled with UpdateCancelJob (startGate): then it
 // ends cancelled without any attempt, and its reservation is released.
 func JobWorkflow(ctx workflow.Context, in JobInput) (JobResult, error) {
@@ -138,33 +136,48 @@ func JobWorkflow(ctx workflow.Context, in JobInput) (JobResult, error) {
 	if err != nil {
 		return res, err
 	}
-	if res.Status != statusNotRunnable {
-		if !res.notified {
-			if err := NotifyJobEnded(ctx, in.JobID, in.Run); err != nil {
-				workflow.GetLogger(ctx).Error("job webhook not started", "job_id", in.JobID, "error", err)
-			}
-		}
-		if signalsOrder(in.Shape) {
-			notifyOrder(ctx, in, res.Status)
-		}
+	if res.Status != statusNotRunnable && signalsOrder(in.Shape) {
+		notifyOrder(ctx, in, res.Status)
 	}
 	return res, nil
 }
 
-// finishLean ends a JobShapeLean run: FinishJob settles it and records its webhook in one local
-// activity, the status search attributes follow, then the webhook's delivery workflow starts.
-func finishLean(ctx workflow.Context, in JobInput, fin activities.FinishJobInput, res JobResult) (JobResult, error) {
+// finishJob ends a job run as res says: fin settles it and records its webhook, the status search
+// attributes follow, then the webhook's delivery workflow starts. JobShapeLean and later shapes do
+// the first two in one FinishJob local activity; JobShapeOriginal (only on replay of runs started
+// before issue 15) settles with CompleteJob or EndJob and records the webhook after the status
+// upsert with NotifyJobEnded.
+func finishJob(ctx workflow.Context, in JobInput, fin activities.FinishJobInput, res JobResult) (JobResult, error) {
 	var a *activities.Activities
+	if in.Shape < JobShapeLean {
+		var err error
+		if fin.Complete != nil {
+			err = project(ctx, a.CompleteJob, nil, *fin.Complete)
+		} else {
+			err = project(ctx, a.EndJob, nil, *fin.End)
+		}
+		if err != nil {
+			return JobResult{}, err
+		}
+		setStatus(ctx, res.Status, res.Category)
+		webhookNotStarted(ctx, in.JobID, NotifyJobEnded(ctx, in.JobID, in.Run))
+		return res, nil
+	}
 	var rec activities.RecordWebhookResult
 	if err := project(ctx, a.FinishJob, &rec, fin); err != nil {
 		return JobResult{}, err
 	}
 	setStatus(ctx, res.Status, res.Category)
-	if err := startDelivery(ctx, rec); err != nil {
-		workflow.GetLogger(ctx).Error("job webhook not started", "job_id", in.JobID, "error", err)
-	}
-	res.notified = true
+	webhookNotStarted(ctx, in.JobID, startDelivery(ctx, rec))
 	return res, nil
+}
+
+// webhookNotStarted logs err, when set, of a job webhook that could not be started: a job's end
+// never fails for its webhook's sake.
+func webhookNotStarted(ctx workflow.Context, jobID string, err error) {
+	if err != nil {
+		workflow.GetLogger(ctx).Error("job webhook not started", "job_id", jobID, "error", err)
+	}
 }
 
 // statusNotRunnable is the result of a job run that found its job already terminal.
@@ -208,17 +221,10 @@ func runJob(ctx workflow.Context, in JobInput, gate *startGate) (JobResult, erro
 		var gen activities.GenerateResult
 		// An outage of the database or the blob store is waited out here and is no attempt.
 		err = runActivity(ctx, actx, a.Generate, &gen, activities.AttemptInput{JobID: in.JobID, Run: in.Run, Attempt: attempt})
-		if err == nil && in.Shape >= JobShapeLean {
-			return finishLean(ctx, in, activities.FinishJobInput{Complete: &activities.CompleteInput{
+		if err == nil {
+			return finishJob(ctx, in, activities.FinishJobInput{Complete: &activities.CompleteInput{
 				JobID: in.JobID, Run: in.Run, Outputs: gen.Outputs,
 			}}, JobResult{Status: models.JobCompleted, Attempts: attempt})
-		}
-		if err == nil {
-			if err := project(ctx, a.CompleteJob, nil, activities.CompleteInput{JobID: in.JobID, Run: in.Run, Outputs: gen.Outputs}); err != nil {
-				return JobResult{}, err
-			}
-			setStatus(ctx, models.JobCompleted, "")
-			return JobResult{Status: models.JobCompleted, Attempts: attempt}, nil
 		}
 		category, retryAfter, detail := classify(err)
 
@@ -273,17 +279,9 @@ func markRetryPending(ctx workflow.Context, in JobInput, category errorcat.Categ
 }
 
 func endJob(ctx workflow.Context, in JobInput, attempt int, category errorcat.Category, detail string) (JobResult, error) {
-	var a *activities.Activities
 	end := activities.EndInput{JobID: in.JobID, Run: in.Run, Status: models.JobFailed, Category: category, Detail: detail}
-	if in.Shape >= JobShapeLean {
-		return finishLean(ctx, in, activities.FinishJobInput{End: &end},
-			JobResult{Status: models.JobFailed, Attempts: attempt, Category: category})
-	}
-	if err := project(ctx, a.EndJob, nil, end); err != nil {
-		return JobResult{}, err
-	}
-	setStatus(ctx, models.JobFailed, category)
-	return JobResult{Status: models.JobFailed, Attempts: attempt, Category: category}, nil
+	return finishJob(ctx, in, activities.FinishJobInput{End: &end},
+		JobResult{Status: models.JobFailed, Attempts: attempt, Category: category})
 }
 
 // notifyOrder signals the order workflow that this job is done (shapes before JobShapeQuiet). An

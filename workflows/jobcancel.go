@@ -93,17 +93,17 @@ func (g *startGate) begin() bool {
 }
 
 // awaitCancelled waits until the accepted cancel is recorded and every cancel-job handler has
-// answered, starts the webhook's delivery when the cancel recorded it, and is the job run's result.
+// answered, then starts the job's webhook: the delivery FinishJob recorded with the cancel
+// (JobShapeQuiet), or one NotifyJobEnded records now (older shapes). It is the job run's result.
 func (g *startGate) awaitCancelled(ctx workflow.Context) (JobResult, error) {
 	res := JobResult{Status: models.JobCancelled}
 	if err := workflow.Await(ctx, func() bool { return g.recorded && workflow.AllHandlersFinished(ctx) }); err != nil {
 		return res, err
 	}
 	if g.delivery != nil {
-		if err := startDelivery(ctx, *g.delivery); err != nil {
-			workflow.GetLogger(ctx).Error("job webhook not started", "job_id", g.in.JobID, "error", err)
-		}
-		res.notified = true
+		webhookNotStarted(ctx, g.in.JobID, startDelivery(ctx, *g.delivery))
+	} else {
+		webhookNotStarted(ctx, g.in.JobID, NotifyJobEnded(ctx, g.in.JobID, g.in.Run))
 	}
 	return res, nil
 }

@@ -106,17 +106,19 @@ type CancelResult struct {
 
 type orderState struct {
 	in         OrderInput
-	shape      int  // of the jobs this run launches
-	quiet      bool // shape is JobShapeQuiet: the run reads its jobs' results and FinishJob ends queued jobs
-	launches   int  // jobs this run has launched
+	shape      int // of the jobs this run launches
+	launches   int // jobs this run has launched
 	queue      []JobRef
 	running    []string        // launched jobs that have not reported back, in launch order
 	watched    int             // jobs of running launched by this run whose results the order awaits
 	launching  string          // the job whose workflow is being started, not yet in running
 	cancelling map[string]bool // jobs whose accepted cancel is being recorded
-	busy       int             // update handlers in progress
 	result     OrderResult
 }
+
+// quiet reports whether the run launches JobShapeQuiet jobs: it reads their results, and ends
+// queued jobs with FinishJob.
+func (s *orderState) quiet() bool { return s.shape == JobShapeQuiet }
 
 func (s *orderState) indexOf(jobID string) int {
 	return slices.IndexFunc(s.queue, func(j JobRef) bool { return j.JobID == jobID })
@@ -182,7 +184,7 @@ func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 	version := workflow.GetVersion(ctx, leanJobsChange, workflow.DefaultVersion, quietJobsVersion)
 	jobShape := min(int(version), JobShapeQuiet)
 	s := &orderState{
-		in: in, shape: jobShape, quiet: jobShape == JobShapeQuiet,
+		in: in, shape: jobShape,
 		queue: in.Jobs, running: slices.Clone(in.Running), cancelling: map[string]bool{}, result: in.Result,
 	}
 	maxRunning := in.MaxConcurrentJobs
@@ -209,7 +211,7 @@ func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 	}
 	for {
 		drain()
-		if s.quiet {
+		if s.quiet() {
 			// Every queued job whose deadline has passed, even while no slot is free.
 			if err := s.expireDue(ctx); err != nil {
 				return s.result, err
@@ -218,11 +220,11 @@ func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 		if err := s.launchReady(ctx, maxRunning, continueAsNewAfter); err != nil {
 			return s.result, err
 		}
-		if len(s.queue) == 0 && len(s.running) == 0 && s.busy == 0 {
+		if len(s.queue) == 0 && len(s.running) == 0 && workflow.AllHandlersFinished(ctx) {
 			break
 		}
 		// Jobs launched by this run report only to it: it waits for them before continuing as new.
-		if s.launches >= continueAsNewAfter && s.busy == 0 && s.watched == 0 && workflow.AllHandlersFinished(ctx) {
+		if s.launches >= continueAsNewAfter && s.watched == 0 && workflow.AllHandlersFinished(ctx) {
 			drain()
 			next := in
 			next.Jobs, next.Result = s.queue, s.result
@@ -233,7 +235,7 @@ func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 		queued, running := len(s.queue), len(s.running)
 		wake := func() bool {
 			return finishedCh.Len() > 0 || len(s.queue) != queued || len(s.running) != running ||
-				s.busy == 0 && queued == 0 && len(s.running) == 0
+				queued == 0 && len(s.running) == 0 && workflow.AllHandlersFinished(ctx)
 		}
 		if d, ok := nextExpiry(ctx, s.queue); ok {
 			if _, err := workflow.AwaitWithTimeout(ctx, d, wake); err != nil {
@@ -250,8 +252,6 @@ func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 // ends it cancelled.
 func (s *orderState) cancel(ctx workflow.Context, jobID string, _ CancelOptions) (CancelResult, error) {
 	done := CancelResult{JobID: jobID, Status: models.JobCancelled}
-	s.busy++
-	defer func() { s.busy-- }()
 	if s.cancelling[jobID] {
 		// A second request for a cancel already accepted: it answers when that one is recorded.
 		return done, workflow.Await(ctx, func() bool { return !s.cancelling[jobID] })
@@ -266,7 +266,7 @@ func (s *orderState) cancel(ctx workflow.Context, jobID string, _ CancelOptions)
 	s.queue = slices.Delete(s.queue, i, i+1)
 	s.cancelling[jobID] = true
 	defer delete(s.cancelling, jobID)
-	if err := endQueued(ctx, ref, models.JobCancelled, s.quiet); err != nil {
+	if err := endQueued(ctx, ref, models.JobCancelled, s.quiet()); err != nil {
 		return CancelResult{}, err
 	}
 	s.result.Cancelled++
@@ -292,7 +292,7 @@ func (s *orderState) launchReady(ctx workflow.Context, maxRunning, limit int) er
 		ref := s.queue[0]
 		s.queue = s.queue[1:]
 		if expired(ctx, ref) {
-			if err := endQueued(ctx, ref, models.JobExpired, s.quiet); err != nil {
+			if err := endQueued(ctx, ref, models.JobExpired, s.quiet()); err != nil {
 				return err
 			}
 			s.result.Expired++
@@ -305,10 +305,10 @@ func (s *orderState) launchReady(ctx workflow.Context, maxRunning, limit int) er
 		}
 		s.launching = ""
 		switch {
-		case s.quiet && started:
+		case s.quiet() && started:
 			s.running = append(s.running, ref.JobID)
 			s.watch(ctx, ref, f)
-		case !s.quiet:
+		case !s.quiet():
 			// A job of an older shape signals, even one an earlier run launched.
 			s.running = append(s.running, ref.JobID)
 		}
@@ -339,28 +339,24 @@ func expired(ctx workflow.Context, ref JobRef) bool {
 	return !ref.ExpiresAt.IsZero() && !workflow.Now(ctx).Before(ref.ExpiresAt)
 }
 
-// endQueued ends a job the order never launched (cancelled or expired) and sends its webhook: in
-// one FinishJob transaction when lean, else with EndJob and then NotifyJobEnded (order runs
+// endQueued ends a job the order never launched (cancelled or expired) and starts its webhook: in
+// one FinishJob transaction when quiet, else with EndJob and then NotifyJobEnded (order runs
 // started before the quiet shape, on replay).
-func endQueued(ctx workflow.Context, ref JobRef, status string, lean bool) error {
+func endQueued(ctx workflow.Context, ref JobRef, status string, quiet bool) error {
 	var a *activities.Activities
 	end := activities.EndInput{JobID: ref.JobID, Run: ref.Run, Status: status}
-	var err error
-	if lean {
-		var rec activities.RecordWebhookResult
-		if err := project(ctx, a.FinishJob, &rec, activities.FinishJobInput{End: &end}); err != nil {
-			return err
-		}
-		err = startDelivery(ctx, rec)
-	} else {
+	if !quiet {
 		if err := project(ctx, a.EndJob, nil, end); err != nil {
 			return err
 		}
-		err = NotifyJobEnded(ctx, ref.JobID, ref.Run)
+		webhookNotStarted(ctx, ref.JobID, NotifyJobEnded(ctx, ref.JobID, ref.Run))
+		return nil
 	}
-	if err != nil {
-		workflow.GetLogger(ctx).Error("job webhook not started", "job_id", ref.JobID, "error", err)
+	var rec activities.RecordWebhookResult
+	if err := project(ctx, a.FinishJob, &rec, activities.FinishJobInput{End: &end}); err != nil {
+		return err
 	}
+	webhookNotStarted(ctx, ref.JobID, startDelivery(ctx, rec))
 	return nil
 }
 

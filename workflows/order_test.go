@@ -286,3 +286,27 @@ func TestJobWorkflowWaitsForItsInput(t *testing.T) {
 		}
 	})
 }
+
+// TestOrderHandsACancelDuringItsJobsLaunchToTheJob: a cancel that reaches the order while it is
+// starting the job's workflow is not the order's to refuse: it answers ErrTypeJobLaunched, so the
+// caller asks the job's own workflow, which can still take it before the first attempt.
+func TestOrderHandsACancelDuringItsJobsLaunchToTheJob(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	var during *cancelOutcome
+	// The test environment reports a mocked child started only once the mock has returned: the
+	// cancel sent from inside it reaches the order while the launch is under way.
+	env.OnWorkflow(workflows.JobWorkflow, mock.Anything, mock.Anything).Return(
+		func(workflow.Context, workflows.JobInput) (workflows.JobResult, error) {
+			during = sendCancel(env, "a", workflows.CancelOptions{})
+			return workflows.JobResult{Status: models.JobCompleted, Attempts: 1}, nil
+		}).Once()
+	env.ExecuteWorkflow(workflows.OrderWorkflow, workflows.OrderInput{OrderID: "o1", Jobs: refs("a")})
+	var res workflows.OrderResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if during == nil || !during.refusedAs(workflows.ErrTypeJobLaunched) || res != (workflows.OrderResult{Completed: 1}) {
+		t.Fatalf("cancel during the launch %+v, result %+v", during, res)
+	}
+}

@@ -121,6 +121,33 @@ func TestJobWorkflowSettlesAFailureAfterAnOutage(t *testing.T) {
 	}
 }
 
+// TestQuietJobSettlesAfterAnOutage: the FinishJob that ends a job of the shape new orders launch
+// waits for the database like the older shape's settlement (the tests above run JobShapeOriginal).
+func TestQuietJobSettlesAfterAnOutage(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	start := env.Now()
+	env.OnActivity(a.BeginAttempt, mock.Anything, mock.Anything).Return(nil).Once()
+	env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(okResult, nil).Once()
+	finishDown := downUntil(env.Now, start.Add(time.Hour))
+	finished := 0
+	env.OnActivity(a.FinishJob, mock.Anything, mock.Anything).Return(func(context.Context, activities.FinishJobInput) (activities.RecordWebhookResult, error) {
+		if err := finishDown(); err != nil {
+			return activities.RecordWebhookResult{}, err
+		}
+		finished++
+		return activities.RecordWebhookResult{}, nil
+	})
+	env.ExecuteWorkflow(workflows.JobWorkflow, workflows.JobInput{JobID: "j1", Run: 1, OrderID: "o1", Shape: workflows.JobShapeQuiet})
+	var res workflows.JobResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatalf("the job workflow failed on an outage: %v", err)
+	}
+	if res.Status != models.JobCompleted || finished != 1 || env.Now().Before(start.Add(time.Hour)) {
+		t.Fatalf("result = %+v, FinishJob succeeded %d times, after %v", res, finished, env.Now().Sub(start))
+	}
+}
+
 // TestWebhookDeliveryWaitsOutADatabaseOutage: an attempt that cannot read its delivery is made
 // once the database is back, and it is still the first attempt.
 func TestWebhookDeliveryWaitsOutADatabaseOutage(t *testing.T) {
@@ -210,5 +237,37 @@ func TestOrderCancelAcceptedDuringAnOutageCompletesWhenTheDatabaseReturns(t *tes
 	}
 	if got := l.list(); !slices.Equal(got, []string{"a", "c"}) {
 		t.Fatalf("launched %v; the cancelled job must never launch", got)
+	}
+}
+
+// TestOrderStaysOpenUntilACancelDuringAnOutageIsRecorded: the order's last running job ends while
+// the cancel of its last queued job waits out a database outage. The order closes only once that
+// cancel is recorded: the cancel completes and is counted, never cut off by the order's end.
+func TestOrderStaysOpenUntilACancelDuringAnOutageIsRecorded(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	l := mockJobs(env)
+	start := env.Now()
+	endDown := downUntil(env.Now, start.Add(30*time.Minute))
+	env.OnActivity(a.FinishJob, mock.Anything, activities.FinishJobInput{End: &activities.EndInput{JobID: "b", Run: 1, Status: models.JobCancelled}}).
+		Return(func(context.Context, activities.FinishJobInput) (activities.RecordWebhookResult, error) {
+			return activities.RecordWebhookResult{}, endDown()
+		})
+	var cancel *cancelOutcome
+	env.RegisterDelayedCallback(func() { cancel = sendCancel(env, "b", workflows.CancelOptions{}) }, 10*time.Second)
+	l.finishAt(5*time.Minute, "a", models.JobCompleted)
+	env.ExecuteWorkflow(workflows.OrderWorkflow, workflows.OrderInput{OrderID: "o1", Jobs: refs("a", "b"), MaxConcurrentJobs: 1})
+	var res workflows.OrderResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if !cancel.cancelledOK("b") || res != (workflows.OrderResult{Completed: 1, Cancelled: 1}) {
+		t.Fatalf("cancel %+v, result %+v", cancel, res)
+	}
+	if closed := env.Now().Sub(start); closed < 30*time.Minute {
+		t.Fatalf("the order closed %v after its start, before the cancel was recorded", closed)
+	}
+	if got := l.list(); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("launched %v", got)
 	}
 }
