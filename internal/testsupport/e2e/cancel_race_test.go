@@ -118,6 +118,8 @@ func startRaceSession(t *testing.T, api *client) (string, []string) {
 // never generated and whose reservation is released, or 409, for a job whose started_at is set
 // when read right after; the order's counters and the ledger agree with the answers.
 func TestCancelIsExactWhileALargeSessionRuns(t *testing.T) {
+	// Serial on purpose: its rounds need the cores to keep jobs pending while 40 cancels race
+	// them; run beside the parallel tests, most cancels would find the jobs still queued.
 	long(t)
 	env := testenv.New(t, temporalServer, testenv.Options{Configure: func(c *config.Config) {
 		c.SimProvider = true
@@ -171,6 +173,8 @@ func TestCancelIsExactWhileALargeSessionRuns(t *testing.T) {
 // task once a worker is back: 200, the run never begins an attempt, its new reservation is
 // released and the job.cancelled webhook is sent. It records the history of that shape.
 func TestCancelReachesALaunchedRunBeforeItsFirstAttempt(t *testing.T) {
+	// Serial on purpose: it gives the cancel a second to reach the Temporal server before the
+	// worker starts, which a loaded machine could stretch.
 	long(t)
 	env := testenv.New(t, temporalServer, testenv.Options{Configure: func(c *config.Config) {
 		c.SimProvider = true
