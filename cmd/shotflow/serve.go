@@ -36,6 +36,11 @@ func runAPI(ctx context.Context) error {
 		return err
 	}
 	defer a.Close()
+	_, stopProfiler, err := a.StartProfiler()
+	if err != nil {
+		return err
+	}
+	defer stopProfiler()
 	if os.Getenv("SHOTFLOW_TEST_CRASH_AFTER_COMMIT") == "1" {
 		// Crash tests only: die like a killed process right after an order's commit, before its
 		// workflow start, to show the outbox leaves nothing stranded.
@@ -52,6 +57,11 @@ func runWorker(ctx context.Context) error {
 		return err
 	}
 	defer a.Close()
+	_, stopProfiler, err := a.StartProfiler()
+	if err != nil {
+		return err
+	}
+	defer stopProfiler()
 	addr, stopMetrics, err := a.StartWorkerMetrics()
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 make --no-print-directory build temporal-cli >/dev/null
+go build -o bin/loadgen ./cmd/loadgen || exit 1
 ORDERS=${1:-40}; IMAGES=${2:-5}
 LOGS=.data/bench; mkdir -p "$LOGS"
 export PGOPTIONS="-c client_min_messages=warning"
@@ -23,6 +24,6 @@ sleep 3
 ACCOUNT=$(bin/shotflow admin account create --name Bench --credits 100000000 | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get("id") or d.get("account_id") or d)')
 KEY=$(bin/shotflow admin installation create --account "$ACCOUNT" --name Bench --rate-limit 100000 | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get("api_key") or d.get("key") or d)')
 TEMPORAL=$(pgrep -P "$DEV" temporal | head -1)
-go run ./cmd/loadgen -mode both -base http://127.0.0.1:28080 -key "$KEY" -temporal 127.0.0.1:27233 \
+bin/loadgen -mode both -base http://127.0.0.1:28080 -key "$KEY" -temporal 127.0.0.1:27233 \
   -orders "$ORDERS" -products 1 -images "$IMAGES" -concurrency 8 -pids temporal=$TEMPORAL,worker=$DEV 2>&1 | tee "${OUT:-$LOGS/dev.txt}"
 kill $DEV; sleep 3; rm -rf "$DD"

@@ -7,11 +7,14 @@
 #
 #   deploy/bench/postgres.sh [SESSIONS [IMAGES]]      # default 40 sessions of 5 images
 #
-# Output: the loadgen summary, also kept in $OUT (default .data/bench/postgres.txt). Needs
-# PostgreSQL on 127.0.0.1:5432 (user postgres, trust) and the ports 17233–17239, 18080–18081.
+# Output: the loadgen summary, also kept in $OUT (default .data/bench/postgres.txt). PROFILE=N
+# also keeps CPU profiles of the api and the worker over the run's first N seconds
+# (.data/bench/api.pprof, worker.pprof; read them with go tool pprof). Needs PostgreSQL on
+# 127.0.0.1:5432 (user postgres, trust) and the ports 17233–17239, 18080–18083.
 set -u
 cd "$(dirname "$0")/../.."
 make --no-print-directory build temporal-cli >/dev/null
+go build -o bin/loadgen ./cmd/loadgen || exit 1
 ORDERS=${1:-40}; IMAGES=${2:-5}
 LOGS=.data/bench; mkdir -p "$LOGS"
 export PGOPTIONS="-c client_min_messages=warning"
@@ -33,14 +36,18 @@ bin/shotflow migrate >$LOGS/migrate.log 2>&1 || { echo migrate failed; tail $LOG
 ACCOUNT=$(bin/shotflow admin account create --name Bench --credits 100000000 | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get("id") or d.get("account_id") or d)')
 INST=$(bin/shotflow admin installation create --account "$ACCOUNT" --name Bench --rate-limit 100000)
 KEY=$(echo "$INST" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get("api_key") or d.get("key") or d)')
-bin/shotflow api >$LOGS/api.log 2>&1 &
+PPROF_ADDR=127.0.0.1:18082 bin/shotflow api >$LOGS/api.log 2>&1 &
 API=$!
-bin/shotflow worker >$LOGS/worker.log 2>&1 &
+PPROF_ADDR=127.0.0.1:18083 bin/shotflow worker >$LOGS/worker.log 2>&1 &
 WORKER=$!
 for i in $(seq 1 60); do curl -sf http://127.0.0.1:18080/readyz >/dev/null && break; sleep 1; done
 sleep 3
+if [ -n "${PROFILE:-}" ]; then # CPU profiles of the api and the worker over the first $PROFILE seconds
+  curl -s -o $LOGS/api.pprof "http://127.0.0.1:18082/debug/pprof/profile?seconds=$PROFILE" &
+  curl -s -o $LOGS/worker.pprof "http://127.0.0.1:18083/debug/pprof/profile?seconds=$PROFILE" &
+fi
 POSTMASTER=$(head -1 "$(psql -h 127.0.0.1 -U postgres -Atc 'show data_directory')/postmaster.pid")
-go run ./cmd/loadgen -mode both -base http://127.0.0.1:18080 -key "$KEY" -temporal 127.0.0.1:17233 \
+bin/loadgen -mode both -base http://127.0.0.1:18080 -key "$KEY" -temporal 127.0.0.1:17233 \
   -orders "$ORDERS" -products 1 -images "$IMAGES" -concurrency 8 \
   -pids temporal=$SERVER,postgres=$POSTMASTER,worker=$WORKER,api=$API 2>&1 | tee "${OUT:-$LOGS/postgres.txt}"
 kill $API $WORKER 2>/dev/null; sleep 1

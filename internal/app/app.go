@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"slices"
 	"time"
 
@@ -327,6 +328,32 @@ func (a *App) StartWorkerMetrics() (addr net.Addr, stop func(), err error) {
 		_ = srv.Close()
 		<-served
 	}, nil
+}
+
+// StartProfiler serves Go's profiler (net/http/pprof under /debug/pprof/) on PPROF_ADDR until
+// stop is called; with PPROF_ADDR empty it serves nothing (addr is nil) and stop does nothing.
+func (a *App) StartProfiler() (addr net.Addr, stop func(), err error) {
+	if a.Config.PprofAddr == "" {
+		return nil, func() {}, nil
+	}
+	ln, err := net.Listen("tcp", a.Config.PprofAddr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listen on PPROF_ADDR %s: %w", a.Config.PprofAddr, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: zap.NewStdLog(a.Log.Named("pprof"))}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.Log.Error("profiler listener", zap.Error(err))
+		}
+	}()
+	a.Log.Info("profiler listening", zap.String("addr", "http://"+ln.Addr().String()+"/debug/pprof/"))
+	return ln.Addr(), func() { _ = srv.Close() }, nil
 }
 
 // RunWorker polls the task queue, sweeps unstarted orders, reports stranded jobs and purges outputs

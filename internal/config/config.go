@@ -107,6 +107,9 @@ type Config struct {
 	// WorkerMetricsAddr is the listen address of a worker's /metrics (Prometheus) and /healthz;
 	// port 0 picks a free port.
 	WorkerMetricsAddr string `env:"WORKER_METRICS_ADDR" envDefault:":9090" validate:"required,listen_addr_any_port"`
+	// PprofAddr, when set, is the listen address of Go's profiler (net/http/pprof under
+	// /debug/pprof/) in the api and worker processes; empty (the default) serves none.
+	PprofAddr string `env:"PPROF_ADDR" validate:"omitempty,listen_addr_any_port"`
 	// RenderLongEdge is the long edge in pixels of images the local generator renders.
 	RenderLongEdge int `env:"RENDER_LONG_EDGE" envDefault:"1024" validate:"min=64,max=4096"`
 	// DefaultProvider generates the external API's requests that name no provider, for every job
