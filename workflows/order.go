@@ -47,6 +47,12 @@ const leanJobsChange = "lean-jobs"
 // quietJobsVersion is the leanJobsChange version of order runs that launch JobShapeQuiet jobs.
 const quietJobsVersion = 2
 
+// batchLaunchVersion is the leanJobsChange version of order runs that launch JobShapeQuiet jobs
+// in batches: every job a slot is free for is initiated in the same workflow task and their starts
+// are awaited together, so Temporal reports them in one or two workflow tasks instead of one per
+// job. Runs of earlier versions launch one job at a time, each after the previous one started.
+const batchLaunchVersion = 3
+
 // DefaultMaxConcurrentJobs is how many jobs of one order run at once. Jobs beyond it wait in the
 // order workflow, where they can still be cancelled or expire.
 const DefaultMaxConcurrentJobs = 10
@@ -105,15 +111,16 @@ type CancelResult struct {
 }
 
 type orderState struct {
-	in         OrderInput
-	shape      int // of the jobs this run launches
-	launches   int // jobs this run has launched
-	queue      []JobRef
-	running    []string        // launched jobs that have not reported back, in launch order
-	watched    int             // jobs of running launched by this run whose results the order awaits
-	launching  string          // the job whose workflow is being started, not yet in running
-	cancelling map[string]bool // jobs whose accepted cancel is being recorded
-	result     OrderResult
+	in            OrderInput
+	shape         int  // of the jobs this run launches
+	batchLaunches bool // launch every job a slot is free for at once (batchLaunchVersion)
+	launches      int  // jobs this run has launched
+	queue         []JobRef
+	running       []string        // launched jobs that have not reported back, in launch order
+	watched       int             // jobs of running launched by this run whose results the order awaits
+	launching     []string        // jobs whose workflows are being started, not yet in running
+	cancelling    map[string]bool // jobs whose accepted cancel is being recorded
+	result        OrderResult
 }
 
 // quiet reports whether the run launches JobShapeQuiet jobs: it reads their results, and ends
@@ -126,7 +133,7 @@ func (s *orderState) indexOf(jobID string) int {
 
 // launched reports whether the order has handed the job to its own workflow (or is doing so).
 func (s *orderState) launched(jobID string) bool {
-	return jobID == s.launching || slices.Contains(s.running, jobID)
+	return slices.Contains(s.launching, jobID) || slices.Contains(s.running, jobID)
 }
 
 // notQueued is the refusal of a cancel for a job that is not in the queue: a launched job's own
@@ -181,10 +188,10 @@ func (s *orderState) watch(ctx workflow.Context, ref JobRef, f workflow.ChildWor
 // status is kept by the jobs' own settlement transactions.
 func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 	// Order runs started before issue 15 keep launching jobs in their shape on replay.
-	version := workflow.GetVersion(ctx, leanJobsChange, workflow.DefaultVersion, quietJobsVersion)
+	version := workflow.GetVersion(ctx, leanJobsChange, workflow.DefaultVersion, batchLaunchVersion)
 	jobShape := min(int(version), JobShapeQuiet)
 	s := &orderState{
-		in: in, shape: jobShape,
+		in: in, shape: jobShape, batchLaunches: version >= batchLaunchVersion,
 		queue: in.Jobs, running: slices.Clone(in.Running), cancelling: map[string]bool{}, result: in.Result,
 	}
 	maxRunning := in.MaxConcurrentJobs
@@ -286,35 +293,49 @@ func (s *orderState) validateCancel(ctx workflow.Context, jobID string, opts Can
 }
 
 // launchReady launches queued jobs while a slot is free and the run may launch more, ending
-// instead those whose deadline has passed.
+// instead those whose deadline has passed. With batchLaunches it initiates every job a slot is
+// free for before waiting for their starts; otherwise one job at a time.
 func (s *orderState) launchReady(ctx workflow.Context, maxRunning, limit int) error {
 	for len(s.running) < maxRunning && len(s.queue) > 0 && s.launches < limit {
-		ref := s.queue[0]
-		s.queue = s.queue[1:]
-		if expired(ctx, ref) {
-			if err := endQueued(ctx, ref, models.JobExpired, s.quiet()); err != nil {
+		var batch []launch
+		for len(s.running)+len(batch) < maxRunning && len(s.queue) > 0 && s.launches+len(batch) < limit &&
+			(s.batchLaunches || len(batch) == 0) {
+			ref := s.queue[0]
+			s.queue = s.queue[1:]
+			if expired(ctx, ref) {
+				if err := endQueued(ctx, ref, models.JobExpired, s.quiet()); err != nil {
+					return err
+				}
+				s.result.Expired++
+				continue
+			}
+			s.launching = append(s.launching, ref.JobID)
+			batch = append(batch, launch{ref: ref, future: initiateJob(ctx, s.in, ref, s.shape)})
+		}
+		for _, l := range batch {
+			started, err := awaitStart(ctx, l.future)
+			s.launching = slices.DeleteFunc(s.launching, func(id string) bool { return id == l.ref.JobID })
+			if err != nil {
 				return err
 			}
-			s.result.Expired++
-			continue
+			switch {
+			case s.quiet() && started:
+				s.running = append(s.running, l.ref.JobID)
+				s.watch(ctx, l.ref, l.future)
+			case !s.quiet():
+				// A job of an older shape signals, even one an earlier run launched.
+				s.running = append(s.running, l.ref.JobID)
+			}
+			s.launches++
 		}
-		s.launching = ref.JobID
-		f, started, err := launchJob(ctx, s.in, ref, s.shape)
-		if err != nil {
-			return err
-		}
-		s.launching = ""
-		switch {
-		case s.quiet() && started:
-			s.running = append(s.running, ref.JobID)
-			s.watch(ctx, ref, f)
-		case !s.quiet():
-			// A job of an older shape signals, even one an earlier run launched.
-			s.running = append(s.running, ref.JobID)
-		}
-		s.launches++
 	}
 	return nil
+}
+
+// launch is a job whose child workflow the order has initiated.
+type launch struct {
+	ref    JobRef
+	future workflow.ChildWorkflowFuture
 }
 
 // expireDue ends every queued job whose deadline has passed. Each is taken out of the queue
@@ -378,9 +399,8 @@ func nextExpiry(ctx workflow.Context, queue []JobRef) (time.Duration, bool) {
 	return max(earliest.Sub(workflow.Now(ctx)), time.Millisecond), true
 }
 
-// launchJob starts the job's workflow and waits until Temporal has started it. It reports false
-// when an earlier run of the order had already started it: then the future holds no result.
-func launchJob(ctx workflow.Context, in OrderInput, ref JobRef, shape int) (workflow.ChildWorkflowFuture, bool, error) {
+// initiateJob asks Temporal to start the job's workflow; awaitStart waits for the answer.
+func initiateJob(ctx workflow.Context, in OrderInput, ref JobRef, shape int) workflow.ChildWorkflowFuture {
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 		WorkflowID: JobWorkflowID(ref.JobID, ref.Run),
 		// ABANDON: a job owns its credit reservation and must settle it even if the order
@@ -391,12 +411,17 @@ func launchJob(ctx workflow.Context, in OrderInput, ref JobRef, shape int) (work
 		TypedSearchAttributes: jobSearchAttributes(in),
 		Memo:                  map[string]any{"product_ref": ref.ProductRef, "product_label": ref.ProductLabel},
 	})
-	f := workflow.ExecuteChildWorkflow(cctx, JobWorkflow, JobInput{
+	return workflow.ExecuteChildWorkflow(cctx, JobWorkflow, JobInput{
 		JobID: ref.JobID, Run: ref.Run, OrderID: in.OrderID, Options: in.JobOptions, Provider: ref.Provider, Shape: shape,
 	})
+}
+
+// awaitStart waits until Temporal has started an initiated job's workflow. It reports false when
+// an earlier run of the order had already started it: then the future holds no result.
+func awaitStart(ctx workflow.Context, f workflow.ChildWorkflowFuture) (bool, error) {
 	err := f.GetChildWorkflowExecution().Get(ctx, nil)
 	if temporal.IsWorkflowExecutionAlreadyStartedError(err) {
-		return f, false, nil // launched by an earlier run of this order
+		return false, nil // launched by an earlier run of this order
 	}
-	return f, err == nil, err
+	return err == nil, err
 }

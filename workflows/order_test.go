@@ -310,3 +310,50 @@ func TestOrderHandsACancelDuringItsJobsLaunchToTheJob(t *testing.T) {
 		t.Fatalf("cancel during the launch %+v, result %+v", during, res)
 	}
 }
+
+// launchOrder runs an order of jobs a, b and c with room for all three while a's workflow, as it
+// starts, asks to cancel c: it reports what became of that cancel.
+func launchOrder(t *testing.T, env *testsuite.TestWorkflowEnvironment) *cancelOutcome {
+	t.Helper()
+	var during *cancelOutcome
+	// A cancel the order takes is recorded with FinishJob.
+	env.OnActivity((*activities.Activities).FinishJob, mock.Anything, mock.Anything).Return(activities.RecordWebhookResult{}, nil).Maybe()
+	env.OnWorkflow(workflows.JobWorkflow, mock.Anything, mock.Anything).Return(
+		func(_ workflow.Context, in workflows.JobInput) (workflows.JobResult, error) {
+			if in.JobID == "a" {
+				// The test environment reports a child started once its mock returns: this runs
+				// while the order waits for a's start.
+				during = sendCancel(env, "c", workflows.CancelOptions{})
+			}
+			return workflows.JobResult{Status: models.JobCompleted, Attempts: 1}, nil
+		})
+	env.ExecuteWorkflow(workflows.OrderWorkflow, workflows.OrderInput{OrderID: "o1", Jobs: refs("a", "b", "c"), MaxConcurrentJobs: 3})
+	if err := env.GetWorkflowResult(new(workflows.OrderResult)); err != nil {
+		t.Fatal(err)
+	}
+	if during == nil {
+		t.Fatal("job a never ran")
+	}
+	return during
+}
+
+// An order initiates every job a slot is free for before it waits for any start, so Temporal
+// reports their starts together instead of one workflow task per job: when a's start is under way,
+// c has been launched already and its cancel goes to c's own workflow.
+func TestOrderLaunchesEveryJobASlotIsFreeForAtOnce(t *testing.T) {
+	t.Parallel()
+	if during := launchOrder(t, newEnv(t)); !during.refusedAs(workflows.ErrTypeJobLaunched) {
+		t.Fatalf("cancel of c while a starts: %+v, want JOB_LAUNCHED", during)
+	}
+}
+
+// Order runs recorded before batched launches (lean-jobs version 2) replay one launch at a time:
+// while a starts, c is still queued and its cancel is the order's.
+func TestOrderRunsOfTheQuietVersionLaunchOneJobAtATime(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	env.OnGetVersion("lean-jobs", workflow.DefaultVersion, workflow.Version(3)).Return(workflow.Version(2))
+	if during := launchOrder(t, env); !during.cancelledOK("c") {
+		t.Fatalf("cancel of c while a starts: %+v, want it cancelled by the order", during)
+	}
+}

@@ -47,3 +47,33 @@ func assertJobEventBudget(t *testing.T, c temporalclient.Client, workflowID stri
 		t.Errorf("  %3d %s", e.GetEventId(), e.GetEventType())
 	}
 }
+
+// assertOrderLaunchesAtOnce fails unless the closed OrderWorkflow workflowID, whose jobs all fit
+// its concurrency window, initiated all of its jobs children in its first workflow task (issue 15:
+// one launch per workflow task cost every job three more events and a workflow task).
+func assertOrderLaunchesAtOnce(t *testing.T, c temporalclient.Client, workflowID string, jobs int) {
+	t.Helper()
+	events, err := historycost.Read(context.Background(), c, workflowID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, initiated := 0, 0
+	for _, e := range events {
+		switch e.GetEventType() {
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+			tasks++
+		case enumspb.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED:
+			if tasks != 1 {
+				t.Errorf("%s initiated a job in workflow task %d, want every launch in the first:", workflowID, tasks)
+				for _, e := range events {
+					t.Errorf("  %3d %s", e.GetEventId(), e.GetEventType())
+				}
+				return
+			}
+			initiated++
+		}
+	}
+	if initiated != jobs {
+		t.Errorf("%s initiated %d jobs, want %d", workflowID, initiated, jobs)
+	}
+}
