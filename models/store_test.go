@@ -264,6 +264,74 @@ func TestAPIKeys(t *testing.T) {
 	})
 }
 
+func TestAuthenticateKeyWithInstallation(t *testing.T) {
+	t.Parallel()
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		box, _ := secrets.NewBox(make([]byte, 32))
+		acc, _ := models.CreateAccount(db, "acme", 0)
+		inst, err := models.CreateInstallation(db, box, models.NewInstallation{AccountID: acc.ID, Name: "shop", RateLimitPerMin: 60}, "whsec_x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now()
+		// The key and its installation, whole, from one query.
+		k, got, err := models.AuthenticateKeyWithInstallation(db, models.KeyKindPlugin, inst.APIKey.Secret, now)
+		if err != nil {
+			t.Fatalf("authenticate: %v", err)
+		}
+		want, err := models.GetInstallation(db, inst.Installation.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		alone, err := models.AuthenticateKey(db, models.KeyKindPlugin, inst.APIKey.Secret, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got == nil || !sameInstallation(*got, *want) || !sameKey(*k, *alone) {
+			t.Fatalf("authenticate = %+v, %+v; want %+v, %+v", k, got, alone, want)
+		}
+		// A key bound to no installation comes without one.
+		unbound, _ := models.IssueKey(db, models.KeyKindPlugin, acc.ID, nil, "unbound", models.PluginScopes, nil)
+		if k, got, err := models.AuthenticateKeyWithInstallation(db, models.KeyKindPlugin, unbound.Secret, now); err != nil || k.InstallationID != nil || got != nil {
+			t.Fatalf("unbound key = %+v, %+v, %v; want the key alone", k, got, err)
+		}
+		// Refusals are AuthenticateKey's.
+		past := now.Add(-time.Minute)
+		expired, _ := models.IssueKey(db, models.KeyKindPlugin, acc.ID, &inst.Installation.ID, "old", models.PluginScopes, &past)
+		ext, _ := models.IssueKey(db, models.KeyKindExternal, acc.ID, nil, "ci", models.ExternalScopes, nil)
+		for _, bad := range []string{"", "pk_live_", inst.APIKey.Secret + "x", "mk_live_" + inst.APIKey.Secret[8:], "garbage",
+			expired.Secret, ext.Secret, "pk_live_" + ext.Secret[8:], "pk_live_0000000000000000.secret"} {
+			if _, _, err := models.AuthenticateKeyWithInstallation(db, models.KeyKindPlugin, bad, now); !errors.Is(err, models.ErrInvalidKey) {
+				t.Errorf("key %q: err = %v, want ErrInvalidKey", bad, err)
+			}
+		}
+		if err := models.RevokeKey(db, inst.APIKey.Key.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := models.AuthenticateKeyWithInstallation(db, models.KeyKindPlugin, inst.APIKey.Secret, now); !errors.Is(err, models.ErrInvalidKey) {
+			t.Errorf("revoked key accepted: %v", err)
+		}
+	})
+}
+
+// sameInstallation compares installations read from the database, times as instants.
+func sameInstallation(a, b models.Installation) bool {
+	if !a.CreatedAt.Equal(b.CreatedAt) || !a.UpdatedAt.Equal(b.UpdatedAt) || (a.PreviousSecretValidUntil == nil) != (b.PreviousSecretValidUntil == nil) {
+		return false
+	}
+	a.CreatedAt, a.UpdatedAt, a.PreviousSecretValidUntil = b.CreatedAt, b.UpdatedAt, b.PreviousSecretValidUntil
+	return a == b
+}
+
+// sameKey compares keys read from the database, times as instants.
+func sameKey(a, b models.APIKey) bool {
+	if !a.CreatedAt.Equal(b.CreatedAt) || a.InstallationID == nil || b.InstallationID == nil || *a.InstallationID != *b.InstallationID {
+		return false
+	}
+	a.CreatedAt, a.InstallationID = b.CreatedAt, b.InstallationID
+	return a == b
+}
+
 func TestCatalogIsConsistent(t *testing.T) {
 	t.Parallel()
 	c, err := models.LoadCatalog()

@@ -19,11 +19,10 @@ type PluginCaller struct {
 }
 
 // AuthenticatePluginKey resolves the full text of a plugin API key to its live key and the key's
-// active installation at now. KindUnauthenticated when the key is unknown, expired or revoked, is
-// bound to no installation, or its installation is not active.
+// active installation at now, both read by one query. KindUnauthenticated when the key is unknown,
+// expired or revoked, is bound to no installation, or its installation is not active.
 func (e *Engine) AuthenticatePluginKey(ctx context.Context, raw string, now time.Time) (PluginCaller, error) {
-	db := e.DB.WithContext(ctx)
-	key, err := models.AuthenticateKey(db, models.KeyKindPlugin, raw, now)
+	key, inst, err := models.AuthenticateKeyWithInstallation(e.DB.WithContext(ctx), models.KeyKindPlugin, raw, now)
 	if errors.Is(err, models.ErrInvalidKey) {
 		return PluginCaller{}, refuse(KindUnauthenticated, "", "", "The API key is invalid, expired or revoked.")
 	}
@@ -33,12 +32,8 @@ func (e *Engine) AuthenticatePluginKey(ctx context.Context, raw string, now time
 	if key.InstallationID == nil {
 		return PluginCaller{}, refuse(KindUnauthenticated, "", "", "The API key is not bound to an installation.")
 	}
-	inst, err := models.GetInstallation(db, *key.InstallationID)
-	if errors.Is(err, models.ErrNotFound) || (err == nil && inst.Status != "active") {
+	if inst == nil || inst.Status != "active" {
 		return PluginCaller{}, refuse(KindUnauthenticated, "", "", "The installation of this key is not active.")
-	}
-	if err != nil {
-		return PluginCaller{}, err
 	}
 	return PluginCaller{Key: key, Installation: inst}, nil
 }

@@ -43,6 +43,11 @@ func TestAuthenticatePluginKey(t *testing.T) {
 	e := wantKind(t, mustFail(eng.AuthenticatePluginKey(ctx, "pk_live_nope.nope", now)), engine.KindUnauthenticated, "unknown key")
 	assert.Equal(t, "The API key is invalid, expired or revoked.", e.Message)
 
+	unbound, err := models.IssueKey(db, models.KeyKindPlugin, acc.ID, nil, "unbound", models.PluginScopes, nil)
+	require.NoError(t, err)
+	e = wantKind(t, mustFail(eng.AuthenticatePluginKey(ctx, unbound.Secret, now)), engine.KindUnauthenticated, "key without installation")
+	assert.Equal(t, "The API key is not bound to an installation.", e.Message)
+
 	require.NoError(t, db.Model(&models.Installation{}).Where("id = ?", created.Installation.ID).Update("status", "suspended").Error)
 	e = wantKind(t, mustFail(eng.AuthenticatePluginKey(ctx, created.APIKey.Secret, now)), engine.KindUnauthenticated, "suspended installation")
 	assert.Equal(t, "The installation of this key is not active.", e.Message)

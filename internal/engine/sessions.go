@@ -116,6 +116,14 @@ func (e *Engine) PlanSession(ctx context.Context, req SessionRequest) (*models.O
 		SourceOrderID: req.SourceOrderID,
 	}
 	jobs := make([]models.Job, 0, total)
+	var approved map[string]*models.ApprovedProduct
+	if jobType != models.JobTypePackshot {
+		// One query for every subject's product and approved packshots.
+		var err error
+		if approved, err = models.LiveProductsWithApprovedPackshots(db, instID, subjectRefs(req.Subjects)); err != nil {
+			return nil, nil, err
+		}
+	}
 	var missing []string
 	for i, s := range req.Subjects {
 		var product *models.Product
@@ -128,10 +136,7 @@ func (e *Engine) PlanSession(ctx context.Context, req SessionRequest) (*models.O
 			}
 			product, inputAssetID = p, &assetID
 		} else {
-			p, packshot, err := ResolvePackshot(db, instID, s.ProductRef, s.PackshotAssetID)
-			if err != nil {
-				return nil, nil, err
-			}
+			p, packshot := approvedPackshot(approved, s)
 			if packshot == nil {
 				missing = append(missing, s.ProductRef)
 				continue
@@ -173,30 +178,38 @@ func canonicalSubjects(subjects []SessionSubject) []SessionSubject {
 	return out
 }
 
+// subjectRefs are the product refs of the subjects, in order.
+func subjectRefs(subjects []SessionSubject) []string {
+	refs := make([]string, len(subjects))
+	for i, s := range subjects {
+		refs[i] = s.ProductRef
+	}
+	return refs
+}
+
+// approvedPackshot is the subject's product in approved (models.LiveProductsWithApprovedPackshots)
+// and the approved packshot its photo-shoot jobs start from: its packshot_asset_id when that is an
+// approved packshot of the product, else the latest approved one. A nil product or packshot means
+// there is none.
+func approvedPackshot(approved map[string]*models.ApprovedProduct, s SessionSubject) (*models.Product, *models.Packshot) {
+	a := approved[s.ProductRef]
+	if a == nil {
+		return nil, nil
+	}
+	return &a.Product, a.Approved(s.PackshotAssetID)
+}
+
 // ResolvePackshot finds the product ref's product and the approved packshot its photo-shoot jobs
 // start from: assetID when it is an approved packshot of that product, else the latest approved
-// one ("" asks for the latest). A nil product or packshot means there is none.
+// one ("" asks for the latest). A nil product or packshot means there is none. PlanSession resolves
+// all the subjects of a session at once the same way.
 func ResolvePackshot(db *gorm.DB, installationID, productRef, assetID string) (*models.Product, *models.Packshot, error) {
-	product, err := models.LiveProductByRef(db, installationID, productRef)
-	if errors.Is(err, models.ErrNotFound) {
-		return nil, nil, nil
-	}
+	approved, err := models.LiveProductsWithApprovedPackshots(db, installationID, []string{productRef})
 	if err != nil {
 		return nil, nil, err
 	}
-	q := db.Where("product_id = ? AND installation_id = ? AND voting = ? AND deleted_at IS NULL", product.ID, installationID, models.VotingAccepted)
-	if assetID != "" {
-		q = q.Where("asset_id = ?", assetID)
-	}
-	var p models.Packshot
-	err = q.Order("voting_at DESC, created_at DESC").Take(&p).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return product, nil, nil
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	return product, &p, nil
+	product, packshot := approvedPackshot(approved, SessionSubject{ProductRef: productRef, PackshotAssetID: assetID})
+	return product, packshot, nil
 }
 
 // resolvePhotoInput checks the input of a packshot job: the subject's product must be in the

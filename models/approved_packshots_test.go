@@ -1,0 +1,93 @@
+package models_test
+
+import (
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/shotflow/shotflow/internal/testsupport/testdb"
+	"github.com/shotflow/shotflow/models"
+)
+
+// votedPackshot stores a packshot of the main installation's product p with the voting, voted
+// minutes after the fixture's base time; deleted stores it deleted.
+func (f *catalogFixture) votedPackshot(p models.Product, voting string, minutes int, deleted bool) models.Packshot {
+	f.t.Helper()
+	at := f.base.Add(time.Duration(minutes) * time.Minute)
+	ps := f.packshot(f.inst, p.ID, "", at)
+	update := map[string]any{"voting": voting}
+	if deleted {
+		update["deleted_at"] = at
+	}
+	if err := f.db.Model(&models.Packshot{}).Where("id = ?", ps.ID).Updates(update).Error; err != nil {
+		f.t.Fatal(err)
+	}
+	return ps
+}
+
+func TestLiveProductsWithApprovedPackshots(t *testing.T) {
+	t.Parallel()
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		f := newCatalogFixture(t, db)
+		// several: approved packshots voted at minutes 1 and 3 (the latest), and later ones that do
+		// not count: rejected, pending, deleted.
+		several := f.product(f.inst, "several", f.base)
+		older := f.votedPackshot(several, models.VotingAccepted, 1, false)
+		latest := f.votedPackshot(several, models.VotingAccepted, 3, false)
+		f.votedPackshot(several, models.VotingRejected, 5, false)
+		f.votedPackshot(several, models.VotingPending, 6, false)
+		f.votedPackshot(several, models.VotingAccepted, 7, true)
+		none := f.product(f.inst, "none", f.base)
+		f.votedPackshot(none, models.VotingRejected, 2, false)
+		bare := f.product(f.inst, "bare", f.base)
+		gone := f.product(f.inst, "gone", f.base)
+		if err := db.Model(&models.Product{}).Where("id = ?", gone.ID).Update("deleted_at", f.base).Error; err != nil {
+			t.Fatal(err)
+		}
+		// Another installation's product with the same ref, approved later, is not this one's.
+		o := f.product(f.other, "several", f.base)
+		f.packshot(f.other, o.ID, "", f.base.Add(9*time.Minute))
+
+		got, err := models.LiveProductsWithApprovedPackshots(db, f.inst.ID, []string{"several", "none", "bare", "gone", "unknown"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 3 || got["several"] == nil || got["none"] == nil || got["bare"] == nil {
+			t.Fatalf("products = %v; want several, none and bare", got)
+		}
+		if got["several"].Product.ID != several.ID || got["none"].Product.ID != none.ID || got["bare"].Product.ID != bare.ID {
+			t.Fatalf("products of another installation or the wrong ones: %+v", got)
+		}
+		if ids := packshotIDs(got["several"].Packshots); len(ids) != 2 || ids[0] != latest.ID || ids[1] != older.ID {
+			t.Fatalf("approved packshots of several = %v; want %s (latest), %s", ids, latest.ID, older.ID)
+		}
+		if len(got["none"].Packshots) != 0 || len(got["bare"].Packshots) != 0 {
+			t.Fatalf("approved packshots of none and bare = %v, %v; want none", got["none"].Packshots, got["bare"].Packshots)
+		}
+		// What photo-shoot jobs start from: the latest, or the one named when it is approved.
+		if ps := got["several"].Approved(""); ps == nil || ps.ID != latest.ID {
+			t.Fatalf("Approved(\"\") = %+v; want the latest", ps)
+		}
+		if ps := got["several"].Approved(older.AssetID); ps == nil || ps.ID != older.ID {
+			t.Fatalf("Approved(older) = %+v; want older", ps)
+		}
+		if ps := got["several"].Approved(models.NewID()); ps != nil {
+			t.Fatalf("Approved(unknown asset) = %+v; want nil", ps)
+		}
+		if ps := got["none"].Approved(""); ps != nil {
+			t.Fatalf("Approved of a product without approved packshot = %+v; want nil", ps)
+		}
+		if got, err := models.LiveProductsWithApprovedPackshots(db, f.inst.ID, nil); err != nil || len(got) != 0 {
+			t.Fatalf("no refs = %v, %v; want nothing", got, err)
+		}
+	})
+}
+
+func packshotIDs(list []models.Packshot) []string {
+	var out []string
+	for _, p := range list {
+		out = append(out, p.ID)
+	}
+	return out
+}
