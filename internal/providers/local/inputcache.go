@@ -12,8 +12,8 @@ import (
 )
 
 // MatteCacheBytes bounds the pixel bytes of the matted inputs the provider keeps (see matteCache):
-// 64 MiB holds hundreds of packshots matted for small canvases, and at RENDER_LONG_EDGE=4096
-// still a few large ones, while the heap of a worker stays bounded. A matted input larger than the
+// 64 MiB holds over a thousand packshots matted for 64-pixel canvases (at most 96×96 pixels each),
+// and at RENDER_LONG_EDGE=4096 still a few large ones, while the heap of a worker stays bounded. A matted input larger than the
 // bound is not kept at all.
 const MatteCacheBytes = 64 << 20
 
@@ -47,8 +47,8 @@ type matteEntry struct {
 // it once. Concurrent misses for one key are computed once. The cached values are shared between
 // renders, which only read them. Safe for concurrent use.
 type matteCache struct {
-	limit  int
-	flight singleflight.Group
+	limit  int                // most bytes the entries may count
+	flight singleflight.Group // the misses being computed, by matteKey.String
 
 	mu    sync.Mutex
 	bytes int                        // bytes of the entries in lru
