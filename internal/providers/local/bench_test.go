@@ -1,11 +1,15 @@
 package local
 
 import (
+	"context"
 	"runtime"
 	"runtime/metrics"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/shotflow/shotflow/internal/providers"
+	"github.com/shotflow/shotflow/models"
 )
 
 // BenchmarkPhotoShoot1024 and BenchmarkPhotoShoot1024Concurrent8 live in local_test.go.
@@ -34,6 +38,38 @@ func BenchmarkIdea1024(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, err := Idea(bc.kind, bc.text, opts); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkPhotoShootJobs renders the 5 photo-shoot jobs of a product (seeds 0 to 4) from its
+// 1024×1024 PNG packshot at long edge 64 through Provider.Generate, as a worker with
+// RENDER_LONG_EDGE=64 does; one op is one job. "cold" empties inputCache before every job (each job
+// decodes and mattes the packshot, as before the cache), "warm" only before each product (the first
+// of its 5 jobs does), "hit" never after the first job (every other job is a cache hit).
+func BenchmarkPhotoShootJobs(b *testing.B) {
+	data, err := EncodePNG(benchShot())
+	if err != nil {
+		b.Fatal(err)
+	}
+	const jobsPerProduct = 5
+	for _, bc := range []struct {
+		name  string
+		every int // jobs between two resets of inputCache; 0: only before the first
+	}{{"cold", 1}, {"warm", jobsPerProduct}, {"hit", 0}} {
+		b.Run(bc.name, func(b *testing.B) {
+			defer inputCache.reset()
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				if i == 0 || bc.every > 0 && i%bc.every == 0 {
+					inputCache.reset()
+				}
+				req := providers.Request{JobType: models.JobTypePhotoShoot, Model: StudioModel, LongEdge: 64,
+					Seed: int64(i % jobsPerProduct), Inputs: []providers.Input{{Data: data, ContentType: "image/png"}}}
+				if _, err := (Provider{}).Generate(context.Background(), req); err != nil {
 					b.Fatal(err)
 				}
 			}

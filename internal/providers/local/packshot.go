@@ -36,13 +36,17 @@ func Packshot(photo image.Image, opts PackshotOptions) (*image.NRGBA, error) {
 
 // packshot is Packshot that also reports the product placement.
 func packshot(photo image.Image, opts PackshotOptions) (*image.NRGBA, placement, error) {
-	var pl placement
-	// Matte at no more than twice the canvas resolution: a product filling at
-	// least 40% of a large photo is still not upscaled.
-	in, err := matteInput(photo, "Packshot", "photo", opts.AspectRatio, opts.LongEdge, 2, true)
+	in, err := matteInput(photo, packshotMatte, opts.AspectRatio, opts.LongEdge)
 	if err != nil {
-		return nil, pl, err
+		return nil, placement{}, err
 	}
+	img, pl := composePackshot(in, opts)
+	return img, pl, nil
+}
+
+// composePackshot centres the matted photo in (matted for opts' canvas with packshotMatte) on
+// white. It only reads in.
+func composePackshot(in mattedInput, opts PackshotOptions) (*image.NRGBA, placement) {
 	W, H, mr := in.w, in.h, in.mr
 
 	fw, fh := float64(W), float64(H)
@@ -61,13 +65,13 @@ func packshot(photo image.Image, opts PackshotOptions) (*image.NRGBA, placement,
 	drawContactShadow(out, prod, x0, y0+ph, soft, depth)
 	over(out, prod, x0, y0)
 
-	pl = placement{
+	pl := placement{
 		product: image.Rect(x0, y0, x0+pw, y0+ph),
 		bbox:    in.srcBox,
 		matted:  mr.matted,
 		baseY:   float64(y0 + ph),
 	}
-	return out, pl, nil
+	return out, pl
 }
 
 // fillWhite sets every byte of pix to 255 (opaque white NRGBA pixels).

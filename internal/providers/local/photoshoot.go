@@ -33,35 +33,53 @@ func PhotoShoot(packshot image.Image, opts PhotoShootOptions) (*image.NRGBA, err
 	return img, err
 }
 
-// mattedInput is an input image matted for a canvas.
+// mattedInput is an input image matted for a canvas. Values are shared by every render of the
+// same input through matteCache, so the renders only read them, never write into mr.layer.
 type mattedInput struct {
 	w, h   int             // the canvas
 	mr     matteResult     // the product layer, trimmed
 	srcBox image.Rectangle // the product's box in the input image's coordinates
 }
 
+// matteSpec is how a render mattes its input: everything besides the input and the canvas that
+// matteInput's result depends on.
+type matteSpec struct {
+	fn, noun   string  // the caller and its input, in errors
+	span       float64 // inputs longer than span times the canvas's long edge are box-shrunk first
+	clearHoles bool    // as extractMatte's clearHoles
+}
+
+// The matte specs of PhotoShoot and Packshot.
+var (
+	// photoShootMatte keeps enclosed background and mattes at no more than 1.5 times the canvas.
+	photoShootMatte = matteSpec{fn: "PhotoShoot", noun: "packshot", span: 1.5}
+	// packshotMatte clears the holes of handles and mattes at no more than twice the canvas: a
+	// product filling at least 40% of a large photo is still not upscaled.
+	packshotMatte = matteSpec{fn: "Packshot", noun: "photo", span: 2, clearHoles: true}
+)
+
 // matteInput checks img against the canvas of aspect and longEdge, box-shrinks an input larger than
-// span times the canvas's long edge, and mattes it (clearHoles as extractMatte). fn and noun name
-// the caller and its input in errors.
-func matteInput(img image.Image, fn, noun, aspect string, longEdge int, span float64, clearHoles bool) (mattedInput, error) {
+// spec.span times the canvas's long edge, and mattes it (spec.clearHoles as extractMatte).
+// spec.fn and spec.noun name the caller and its input in errors.
+func matteInput(img image.Image, spec matteSpec, aspect string, longEdge int) (mattedInput, error) {
 	var in mattedInput
 	var err error
 	if in.w, in.h, err = CanvasSize(aspect, longEdge); err != nil {
 		return in, err
 	}
 	if img == nil {
-		return in, fmt.Errorf("local: %s: nil %s", fn, noun)
+		return in, fmt.Errorf("local: %s: nil %s", spec.fn, spec.noun)
 	}
 	b := img.Bounds()
 	if b.Empty() {
-		return in, fmt.Errorf("local: %s: empty %s", fn, noun)
+		return in, fmt.Errorf("local: %s: empty %s", spec.fn, spec.noun)
 	}
 	src := toRaster(img, b)
 	shrink := 1
-	if k := max(src.w, src.h) / int(float64(max(in.w, in.h))*span); k >= 2 {
+	if k := max(src.w, src.h) / int(float64(max(in.w, in.h))*spec.span); k >= 2 {
 		src, shrink = boxShrink(src, k), k
 	}
-	if in.mr, err = extractMatte(src, clearHoles); err != nil {
+	if in.mr, err = extractMatte(src, spec.clearHoles); err != nil {
 		return in, err
 	}
 	bb := in.mr.bbox
@@ -71,12 +89,18 @@ func matteInput(img image.Image, fn, noun, aspect string, longEdge int, span flo
 
 // photoShoot is PhotoShoot that also reports the product placement.
 func photoShoot(packshot image.Image, opts PhotoShootOptions) (*image.NRGBA, placement, error) {
-	var pl placement
 	// Product: reduce huge inputs first, then matte and trim.
-	in, err := matteInput(packshot, "PhotoShoot", "packshot", opts.AspectRatio, opts.LongEdge, 1.5, false)
+	in, err := matteInput(packshot, photoShootMatte, opts.AspectRatio, opts.LongEdge)
 	if err != nil {
-		return nil, pl, err
+		return nil, placement{}, err
 	}
+	return composePhotoShoot(in, opts)
+}
+
+// composePhotoShoot lays the matted packshot in (matted for opts' canvas with photoShootMatte)
+// into the scene of opts. It only reads in.
+func composePhotoShoot(in mattedInput, opts PhotoShootOptions) (*image.NRGBA, placement, error) {
+	var pl placement
 	W, H, mr := in.w, in.h, in.mr
 	s1, s2 := seeds(opts)
 	rng := rand.New(rand.NewPCG(s1, s2))

@@ -3,6 +3,7 @@ package local
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"image"
 	_ "image/jpeg" // decodes JPEG inputs
 	_ "image/png"  // decodes PNG inputs
@@ -68,8 +69,10 @@ func (p Provider) Generate(ctx context.Context, req providers.Request) ([]provid
 	return nil, providers.Errorf(errorcat.InternalBug, "local provider cannot render job type %q", req.JobType)
 }
 
+// renderPhotoShoot composes the packshot of req into a scene. The matted packshot comes from
+// inputCache: the jobs of one product share it, so only the first decodes and mattes it.
 func renderPhotoShoot(req providers.Request) ([]providers.Output, error) {
-	packshot, err := decodeInput(req, "photo shoot", "packshot")
+	in, err := matteRequestInput(req, "photo shoot", "packshot", photoShootMatte)
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +85,7 @@ func renderPhotoShoot(req providers.Request) ([]providers.Output, error) {
 			opts.Scenery = scene
 		}
 	}
-	img, err := PhotoShoot(packshot, opts)
+	img, _, err := composePhotoShoot(in, opts)
 	if err != nil {
 		return nil, providers.Errorf(errorcat.InputMissing, "render: %v", err)
 	}
@@ -90,16 +93,14 @@ func renderPhotoShoot(req providers.Request) ([]providers.Output, error) {
 }
 
 // renderPackshot cuts the product out of the photo. A photo Packshot cannot use (one without a
-// visible pixel) is an input problem, like an undecodable one.
+// visible pixel) is an input problem, like an undecodable one. The matted photo comes from
+// inputCache, like a photo shoot's packshot.
 func renderPackshot(req providers.Request) ([]providers.Output, error) {
-	photo, err := decodeInput(req, "packshot", "product photo")
+	in, err := matteRequestInput(req, "packshot", "product photo", packshotMatte)
 	if err != nil {
 		return nil, err
 	}
-	img, err := Packshot(photo, PackshotOptions{AspectRatio: req.AspectRatio, LongEdge: req.LongEdge, Seed: req.Seed})
-	if err != nil {
-		return nil, providers.Errorf(errorcat.InputMissing, "render: %v", err)
-	}
+	img, _ := composePackshot(in, PackshotOptions{AspectRatio: req.AspectRatio, LongEdge: req.LongEdge, Seed: req.Seed})
 	return pngOutput(img)
 }
 
@@ -113,13 +114,43 @@ func renderIdea(kind IdeaKind, req providers.Request) ([]providers.Output, error
 	return pngOutput(img)
 }
 
-// decodeInput decodes the first input of req, the image a job of kind needs; a missing or
-// undecodable one is INPUT_MISSING.
-func decodeInput(req providers.Request, kind, what string) (image.Image, error) {
+// matteRequestInput returns the first input of req, the image a job of kind needs, matted with
+// spec for req's canvas. It looks the input up in inputCache before decoding it, so a hit costs a
+// SHA-256 of the input file and no decode. A missing or undecodable input is INPUT_MISSING, and so
+// is one matteInput refuses ("render: …"), exactly as without the cache; failures are not cached.
+func matteRequestInput(req providers.Request, kind, what string, spec matteSpec) (mattedInput, error) {
 	if len(req.Inputs) == 0 {
-		return nil, providers.Errorf(errorcat.InputMissing, "%s needs a %s input", kind, what)
+		return mattedInput{}, providers.Errorf(errorcat.InputMissing, "%s needs a %s input", kind, what)
 	}
-	img, _, err := image.Decode(bytes.NewReader(req.Inputs[0].Data))
+	compute := func() (mattedInput, error) {
+		img, err := decodeInput(req, what)
+		if err != nil {
+			return mattedInput{}, err
+		}
+		in, err := matteInput(img, spec, req.AspectRatio, req.LongEdge)
+		if err != nil {
+			return mattedInput{}, providers.Errorf(errorcat.InputMissing, "render: %v", err)
+		}
+		return in, nil
+	}
+	w, h, err := CanvasSize(req.AspectRatio, req.LongEdge)
+	if err != nil {
+		return compute() // no canvas to key on: fail as an uncached render does
+	}
+	key := matteKey{sum: sha256.Sum256(req.Inputs[0].Data), w: w, h: h, spec: spec}
+	return inputCache.get(key, compute)
+}
+
+// decodeImage decodes an image file; a variable so that tests can count decodes.
+var decodeImage = func(data []byte) (image.Image, error) {
+	img, _, err := image.Decode(bytes.NewReader(data))
+	return img, err
+}
+
+// decodeInput decodes the first input of req (there is one), the what of the job; an undecodable
+// one is INPUT_MISSING.
+func decodeInput(req providers.Request, what string) (image.Image, error) {
+	img, err := decodeImage(req.Inputs[0].Data)
 	if err != nil {
 		return nil, providers.Errorf(errorcat.InputMissing, "%s is not a decodable image: %v", what, err)
 	}
