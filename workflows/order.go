@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -82,7 +83,15 @@ type OrderInput struct {
 	ContinueAsNewAfter int `json:",omitempty"`
 	// Result carries the counts of earlier runs.
 	Result OrderResult
+	// Version is the leanJobsChange version the order follows, set by whoever starts it
+	// (OrderVersion) and carried over by continue-as-new. It spares each run the version marker
+	// and the TemporalChangeVersion search attribute upsert that workflow.GetVersion writes. Zero
+	// (orders started before it existed) reads the version with workflow.GetVersion.
+	Version int `json:",omitempty"`
 }
+
+// OrderVersion is the OrderInput.Version of new orders: the latest leanJobsChange version.
+const OrderVersion = batchLaunchVersion
 
 // JobRef identifies one job of an order, with the memo fields operators see in the UI.
 type JobRef struct {
@@ -187,8 +196,16 @@ func (s *orderState) watch(ctx workflow.Context, ref JobRef, f workflow.ChildWor
 // A failed job does not fail the order: partial completion is normal, and the read model's order
 // status is kept by the jobs' own settlement transactions.
 func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderResult, error) {
-	// Order runs started before issue 15 keep launching jobs in their shape on replay.
-	version := workflow.GetVersion(ctx, leanJobsChange, workflow.DefaultVersion, batchLaunchVersion)
+	// Order runs started before issue 15 keep launching jobs in their shape on replay, and runs
+	// started without OrderInput.Version keep their version marker.
+	if in.Version > OrderVersion {
+		// As workflow.GetVersion does: fail the task until a worker that knows the version takes it.
+		panic(fmt.Sprintf("order version %d is newer than this worker's %d", in.Version, OrderVersion))
+	}
+	version := workflow.Version(in.Version)
+	if in.Version == 0 {
+		version = workflow.GetVersion(ctx, leanJobsChange, workflow.DefaultVersion, batchLaunchVersion)
+	}
 	jobShape := min(int(version), JobShapeQuiet)
 	s := &orderState{
 		in: in, shape: jobShape, batchLaunches: version >= batchLaunchVersion,

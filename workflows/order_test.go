@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -313,7 +314,7 @@ func TestOrderHandsACancelDuringItsJobsLaunchToTheJob(t *testing.T) {
 
 // launchOrder runs an order of jobs a, b and c with room for all three while a's workflow, as it
 // starts, asks to cancel c: it reports what became of that cancel.
-func launchOrder(t *testing.T, env *testsuite.TestWorkflowEnvironment) *cancelOutcome {
+func launchOrder(t *testing.T, env *testsuite.TestWorkflowEnvironment, version int) *cancelOutcome {
 	t.Helper()
 	var during *cancelOutcome
 	// A cancel the order takes is recorded with FinishJob.
@@ -327,7 +328,7 @@ func launchOrder(t *testing.T, env *testsuite.TestWorkflowEnvironment) *cancelOu
 			}
 			return workflows.JobResult{Status: models.JobCompleted, Attempts: 1}, nil
 		})
-	env.ExecuteWorkflow(workflows.OrderWorkflow, workflows.OrderInput{OrderID: "o1", Jobs: refs("a", "b", "c"), MaxConcurrentJobs: 3})
+	env.ExecuteWorkflow(workflows.OrderWorkflow, workflows.OrderInput{OrderID: "o1", Jobs: refs("a", "b", "c"), MaxConcurrentJobs: 3, Version: version})
 	if err := env.GetWorkflowResult(new(workflows.OrderResult)); err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +343,7 @@ func launchOrder(t *testing.T, env *testsuite.TestWorkflowEnvironment) *cancelOu
 // c has been launched already and its cancel goes to c's own workflow.
 func TestOrderLaunchesEveryJobASlotIsFreeForAtOnce(t *testing.T) {
 	t.Parallel()
-	if during := launchOrder(t, newEnv(t)); !during.refusedAs(workflows.ErrTypeJobLaunched) {
+	if during := launchOrder(t, newEnv(t), 0); !during.refusedAs(workflows.ErrTypeJobLaunched) {
 		t.Fatalf("cancel of c while a starts: %+v, want JOB_LAUNCHED", during)
 	}
 }
@@ -353,7 +354,29 @@ func TestOrderRunsOfTheQuietVersionLaunchOneJobAtATime(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t)
 	env.OnGetVersion("lean-jobs", workflow.DefaultVersion, workflow.Version(3)).Return(workflow.Version(2))
-	if during := launchOrder(t, env); !during.cancelledOK("c") {
+	if during := launchOrder(t, env, 0); !during.cancelledOK("c") {
 		t.Fatalf("cancel of c while a starts: %+v, want it cancelled by the order", during)
+	}
+}
+
+// An order started with OrderInput.Version follows it, not workflow.GetVersion (whose marker and
+// search attribute upsert it does without): here the mock would answer the one-at-a-time version.
+func TestOrderFollowsTheVersionOfItsInput(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	env.OnGetVersion("lean-jobs", workflow.DefaultVersion, workflow.Version(3)).Return(workflow.Version(2)).Maybe()
+	if during := launchOrder(t, env, workflows.OrderVersion); !during.refusedAs(workflows.ErrTypeJobLaunched) {
+		t.Fatalf("cancel of c while a starts: %+v, want JOB_LAUNCHED", during)
+	}
+}
+
+// A worker refuses an order of a version newer than its own, as workflow.GetVersion would: the
+// workflow task fails, and the order waits for a worker that knows the version.
+func TestOrderOfANewerVersionWaitsForANewerWorker(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	env.ExecuteWorkflow(workflows.OrderWorkflow, workflows.OrderInput{OrderID: "o1", Jobs: refs("a"), Version: workflows.OrderVersion + 1})
+	if err := env.GetWorkflowError(); err == nil || !strings.Contains(err.Error(), "newer than this worker") {
+		t.Fatalf("order of a newer version: %v", err)
 	}
 }

@@ -23,8 +23,8 @@ func TestReplayRecordedHistories(t *testing.T) {
 	}
 	// The shapes every release must still replay, each recorded by the e2e test named.
 	for _, want := range []string{
-		// Recorded in the current shapes (JobShapeQuiet jobs, lean-jobs version 3 orders, which
-		// launch every job a slot is free for at once).
+		// Recorded in the current shapes: JobShapeQuiet jobs, and orders of OrderInput.Version 3,
+		// which launch every job a slot is free for at once and write no version marker.
 		"order_workflow_completed.json", // TestPluginPhotoSessionEndToEnd
 		"job_workflow_completed.json",   // TestPluginPhotoSessionEndToEnd
 		"order_workflow_cancel.json",    // TestCancelOnlyJobsThatHaveNotStarted
@@ -34,6 +34,9 @@ func TestReplayRecordedHistories(t *testing.T) {
 		"job_workflow_callback.json",    // TestWebhooksAreSignedRetriedAndReplayed: an installation with a callback URL
 		"webhook_delivery_retried.json", // TestWebhooksAreSignedRetriedAndReplayed: a failed attempt and its retry timer
 		"prepare_input_workflow.json",   // TestUploadsArePreparedBeforeJobsUseThem
+		// An order of lean-jobs version 3 read from its version marker (started without
+		// OrderInput.Version).
+		"order_workflow_completed_marker.json",
 		// The same tests in lean-jobs version 2 orders, which launch one job at a time.
 		"order_workflow_completed_quiet.json",
 		"order_workflow_cancel_quiet.json",

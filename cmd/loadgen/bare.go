@@ -96,7 +96,8 @@ func waitAll(ctx context.Context, runs []client.WorkflowRun) error {
 // bareStarts is the start-only baseline: n plain StartWorkflowExecution calls of a one-activity
 // workflow, concurrency at a time, measured until the last start returns. The workflows are then
 // waited for, outside the measurement, so they do not load the next phase.
-func bareStarts(ctx context.Context, c client.Client, taskQueue, prefix string, n, concurrency int) (phase, []string, error) {
+// started, when not nil, is called as the last start returns.
+func bareStarts(ctx context.Context, c client.Client, taskQueue, prefix string, n, concurrency int, started func()) (phase, []string, error) {
 	t0 := time.Now()
 	runs, latency, err := startAll(ctx, n, concurrency, func(i int) (client.WorkflowRun, error) {
 		return c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: fmt.Sprintf("%s-start-%d", prefix, i), TaskQueue: taskQueue}, bareChildName)
@@ -105,6 +106,9 @@ func bareStarts(ctx context.Context, c client.Client, taskQueue, prefix string, 
 		return phase{}, nil, fmt.Errorf("bare start: %w", err)
 	}
 	p := phase{count: n, secs: time.Since(t0).Seconds(), latency: latency}
+	if started != nil {
+		started()
+	}
 	return p, workflowIDs(runs), waitAll(ctx, runs)
 }
 

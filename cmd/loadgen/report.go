@@ -50,6 +50,9 @@ type shotflowResult struct {
 	accepted, jobs phase
 	cost           perJobCost
 	cpu            map[string]float64
+	// acceptCPU is the CPU per session spent while the sessions were being accepted: the
+	// acceptance itself and the work of the orders already accepted, which competes with it.
+	acceptCPU map[string]float64
 }
 
 // bareResult is the measurement of the bare baseline: plain starts (and their CPU per start),
@@ -59,6 +62,9 @@ type bareResult struct {
 	children      int
 	cost          perJobCost
 	startCPU, cpu map[string]float64
+	// startWindowCPU is the CPU per start spent until the last start returned (startCPU also
+	// counts the workflows' runs after it).
+	startWindowCPU map[string]float64
 }
 
 func (r shotflowResult) print(w io.Writer) {
@@ -66,12 +72,14 @@ func (r shotflowResult) print(w io.Writer) {
 		r.accepted.count, r.accepted.secs, r.accepted.rate(), pct(r.accepted.latency, 50), pct(r.accepted.latency, 95))
 	fmt.Fprintf(w, "jobs completed:      %d in %.2fs = %.1f jobs/s end to end\n", r.jobs.count, r.jobs.secs, r.jobs.rate())
 	printCost(w, "JobWorkflow", "OrderWorkflow run", r.cost)
+	printCPU(w, "CPU per session while accepting:", r.acceptCPU)
 	printCPU(w, "CPU per job:", r.cpu)
 }
 
 func (r bareResult) print(w io.Writer) {
 	fmt.Fprintf(w, "bare starts:         %d in %.2fs = %.1f starts/s (p50 %v, p95 %v)\n",
 		r.starts.count, r.starts.secs, r.starts.rate(), pct(r.starts.latency, 50), pct(r.starts.latency, 95))
+	printCPU(w, "bare CPU per start while starting:", r.startWindowCPU)
 	printCPU(w, "bare CPU per start:", r.startCPU)
 	fmt.Fprintf(w, "bare jobs completed: %d in %.2fs = %.1f jobs/s end to end (orders of %d children)\n",
 		r.jobs.count, r.jobs.secs, r.jobs.rate(), r.children)

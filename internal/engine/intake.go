@@ -154,6 +154,7 @@ func (e *Engine) startWorkflow(ctx context.Context, order *models.Order, jobs []
 	in := workflows.OrderInput{
 		OrderID: order.ID, AccountID: order.AccountID, JobType: order.JobType,
 		MaxConcurrentJobs: e.MaxConcurrentJobs, JobOptions: e.JobOptions, ContinueAsNewAfter: e.ContinueAsNewAfter,
+		Version: workflows.OrderVersion,
 	}
 	if order.InstallationID != nil {
 		in.InstallationID = *order.InstallationID
