@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // clockTicks is USER_HZ, the unit of the times in /proc/<pid>/stat: 100 on every Linux
@@ -164,4 +165,23 @@ func cpuSecondsPerJob(before, after cpuSample, jobs int) map[string]float64 {
 		out[name] = float64(a-b) / clockTicks / float64(jobs)
 	}
 	return out
+}
+
+// pauseWorker stops the watched process named worker (SIGSTOP) and returns the function that lets
+// it run again (SIGCONT). Its Temporal polls stay open; tasks handed to it wait until it resumes.
+func pauseWorker(watch []watched) (resume func() error, err error) {
+	i := slices.IndexFunc(watch, func(w watched) bool { return w.name == "worker" })
+	if i < 0 {
+		return nil, errors.New("no worker=PID in -pids")
+	}
+	pid := watch[i].pid
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		return nil, fmt.Errorf("pause the worker (pid %d): %w", pid, err)
+	}
+	return func() error {
+		if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+			return fmt.Errorf("resume the worker (pid %d): %w", pid, err)
+		}
+		return nil
+	}, nil
 }

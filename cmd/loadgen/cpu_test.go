@@ -1,10 +1,14 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -99,4 +103,46 @@ func TestCPUSecondsPerJob(t *testing.T) {
 	got := cpuSecondsPerJob(before, after, 200)
 	assert.InDeltaMapValues(t, map[string]float64{"temporal": 0.1, "worker": 0.02}, got, 1e-9)
 	assert.Empty(t, cpuSecondsPerJob(before, after, 0))
+}
+
+// procState is the state letter of /proc/<pid>/stat (T: stopped).
+func procState(t *testing.T, pid int) string {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(string(data), ") ")
+	return rest[:1]
+}
+
+func TestPauseWorkerStopsAndResumesTheWorkerProcess(t *testing.T) {
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	watch := []watched{{name: "temporal", pid: os.Getpid()}, {name: "worker", pid: cmd.Process.Pid}}
+	resume, err := pauseWorker(watch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitState := func(want func(string) bool, what string) {
+		t.Helper()
+		for range 100 {
+			if want(procState(t, cmd.Process.Pid)) {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Fatalf("worker never %s (state %s)", what, procState(t, cmd.Process.Pid))
+	}
+	waitState(func(s string) bool { return s == "T" }, "stopped")
+	if err := resume(); err != nil {
+		t.Fatal(err)
+	}
+	waitState(func(s string) bool { return s != "T" }, "resumed")
+	if _, err := pauseWorker(watch[:1]); err == nil {
+		t.Fatal("pauseWorker without a worker pid did not fail")
+	}
 }

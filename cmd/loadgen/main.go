@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/shotflow/shotflow/internal/config"
 	"github.com/shotflow/shotflow/internal/logging"
@@ -47,7 +48,7 @@ const (
 
 type options struct {
 	mode, base, key, model, temporal, namespace, pids string
-	history                                           bool
+	history, startOnly                                bool
 	orders, images, products, concurrency             int
 	bareStarts, bareChildren                          int
 	timeout                                           time.Duration
@@ -63,6 +64,7 @@ func main() {
 	flag.StringVar(&o.temporal, "temporal", "", "Temporal frontend (default: TEMPORAL_ADDRESS, else the Temporal profile's, else 127.0.0.1:7233)")
 	flag.StringVar(&o.namespace, "namespace", "", "Temporal namespace (default: TEMPORAL_NAMESPACE, else the Temporal profile's, else default)")
 	flag.StringVar(&o.pids, "pids", "", "processes whose CPU seconds per job to report, as name=pid,…; postgres=PID (the postmaster) and PID+ count child processes too")
+	flag.BoolVar(&o.startOnly, "start-only", false, "measure acceptance and bare starts alone: stop (SIGSTOP) the -pids process named worker while sessions are accepted, and start the bare worker after the bare starts, so the work they start does not compete with them")
 	flag.IntVar(&o.orders, "orders", 20, "sessions to submit")
 	flag.IntVar(&o.products, "products", 1, "subjects (products) per session")
 	flag.IntVar(&o.images, "images", 5, "images_count per subject")
@@ -169,6 +171,9 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
+	if o.startOnly && o.mode != modeBare && !slices.ContainsFunc(watch, func(w watched) bool { return w.name == "worker" }) {
+		return errors.New("-start-only needs the worker's pid in -pids (worker=PID) to pause it while sessions are accepted")
+	}
 	m := meter{proc: "/proc", watch: append(watch, watched{name: "loadgen", pid: os.Getpid()})}
 	if _, err := m.sample(); err != nil { // a wrong pid is reported before the load runs
 		return err
@@ -233,8 +238,15 @@ func runShotflow(ctx context.Context, o options, c client.Client, m meter) (shot
 	if err != nil {
 		return shotflowResult{}, err
 	}
+	resume := func() error { return nil }
+	if o.startOnly {
+		if resume, err = pauseWorker(m.watch); err != nil {
+			return shotflowResult{}, err
+		}
+	}
 	start := time.Now()
 	accepted, orders, jobIDs, err := submitSessions(ctx, a, subjects, o.orders, o.concurrency)
+	err = cmp.Or(err, resume())
 	if err != nil {
 		return shotflowResult{}, err
 	}
@@ -337,11 +349,25 @@ func waitOrders(ctx context.Context, a *api, orders []string) error {
 // plain starts, then the 50-child orders holding as many jobs as the shotflow run.
 func runBare(ctx context.Context, o options, c client.Client, m meter) (bareResult, error) {
 	prefix := fmt.Sprintf("loadgen-bare-%d", time.Now().UnixNano())
-	w, err := startBareWorker(c, prefix)
-	if err != nil {
-		return bareResult{}, err
+	// The bare workflows run on a worker inside loadgen, started before the plain starts or,
+	// with -start-only, as the last one returns.
+	var w worker.Worker
+	var workerErr error
+	startWorker := func() {
+		if w == nil && workerErr == nil {
+			w, workerErr = startBareWorker(c, prefix)
+		}
 	}
-	defer w.Stop()
+	defer func() {
+		if w != nil {
+			w.Stop()
+		}
+	}()
+	if !o.startOnly {
+		if startWorker(); workerErr != nil {
+			return bareResult{}, workerErr
+		}
+	}
 	var r bareResult
 	r.children = max(o.bareChildren, 1)
 	before, err := m.sample()
@@ -352,8 +378,9 @@ func runBare(ctx context.Context, o options, c client.Client, m meter) (bareResu
 	var windowErr error
 	r.starts, _, err = bareStarts(ctx, c, prefix, prefix, n, o.concurrency, func() {
 		r.startWindowCPU, windowErr = m.perJob(before, n)
+		startWorker()
 	})
-	if err = cmp.Or(err, windowErr); err != nil {
+	if err = cmp.Or(err, windowErr, workerErr); err != nil {
 		return r, err
 	}
 	if r.startCPU, err = m.perJob(before, r.starts.count); err != nil {

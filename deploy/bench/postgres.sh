@@ -5,7 +5,10 @@
 # bare baseline on the same frontend) with the CPU of every process, and drops the databases again.
 # A benchmark, not part of make test. Usage (from anywhere):
 #
-#   deploy/bench/postgres.sh [SESSIONS [IMAGES]]      # default 40 sessions of 5 images
+#   deploy/bench/postgres.sh [SESSIONS [IMAGES [LOADGEN FLAGS...]]]   # default 40 sessions of 5 images
+#
+# Flags after IMAGES go to loadgen: -start-only measures acceptance and the bare starts alone
+# (the worker is paused while sessions are accepted, the bare worker starts after the bare starts).
 #
 # Output: the loadgen summary, also kept in $OUT (default .data/bench/postgres.txt). PROFILE=N
 # also keeps CPU profiles of the api and the worker over the run's first N seconds
@@ -15,7 +18,7 @@ set -u
 cd "$(dirname "$0")/../.."
 make --no-print-directory build temporal-cli >/dev/null
 go build -o bin/loadgen ./cmd/loadgen || exit 1
-ORDERS=${1:-40}; IMAGES=${2:-5}
+ORDERS=${1:-40}; IMAGES=${2:-5}; shift $(($# < 2 ? $# : 2))
 LOGS=.data/bench; mkdir -p "$LOGS"
 export PGOPTIONS="-c client_min_messages=warning"
 export TEMPORAL_SERVER_DIR="$PWD/bin/temporal-server" TEMPORAL_PORT_OFFSET=10000 TEMPORAL_DATABASE=temporal_bench
@@ -49,7 +52,7 @@ fi
 POSTMASTER=$(head -1 "$(psql -h 127.0.0.1 -U postgres -Atc 'show data_directory')/postmaster.pid")
 bin/loadgen -mode both -base http://127.0.0.1:18080 -key "$KEY" -temporal 127.0.0.1:17233 \
   -orders "$ORDERS" -products 1 -images "$IMAGES" -concurrency 8 \
-  -pids temporal=$SERVER,postgres=$POSTMASTER,worker=$WORKER,api=$API 2>&1 | tee "${OUT:-$LOGS/postgres.txt}"
+  -pids temporal=$SERVER,postgres=$POSTMASTER,worker=$WORKER,api=$API "$@" 2>&1 | tee "${OUT:-$LOGS/postgres.txt}"
 kill $API $WORKER 2>/dev/null; sleep 1
 kill $SERVER 2>/dev/null; pkill -f "$TEMPORAL_SERVER_DIR/server"; sleep 2
 psql -h 127.0.0.1 -U postgres -qc "DROP DATABASE IF EXISTS temporal_bench" -c "DROP DATABASE IF EXISTS temporal_bench_visibility" -c "DROP DATABASE IF EXISTS shotflow_bench" >/dev/null 2>&1
