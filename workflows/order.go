@@ -41,12 +41,9 @@ type CancelOptions struct {
 
 // leanJobsChange is the workflow.GetVersion change ID that picks the shape of an order run's jobs
 // and how it learns of their ends: JobShapeOriginal (DefaultVersion) and JobShapeLean (version 1)
-// jobs send SignalJobFinished; JobShapeQuiet jobs (version quietJobsVersion) do not, and the order
+// jobs send SignalJobFinished; JobShapeQuiet jobs (version 2 and later) do not, and the order
 // reads their child workflows' results instead.
 const leanJobsChange = "lean-jobs"
-
-// quietJobsVersion is the leanJobsChange version of order runs that launch JobShapeQuiet jobs.
-const quietJobsVersion = 2
 
 // batchLaunchVersion is the leanJobsChange version of order runs that launch JobShapeQuiet jobs
 // in batches: every job a slot is free for is initiated in the same workflow task and their starts
