@@ -87,18 +87,8 @@ func ParseKey(full string) (kind, keyID, secret string, ok bool) {
 
 // AuthenticateKey returns the live key of the given kind that full names, or ErrInvalidKey.
 func AuthenticateKey(db *gorm.DB, kind, full string, now time.Time) (*APIKey, error) {
-	id, secret, err := parseKeyOfKind(kind, full)
-	if err != nil {
-		return nil, err
-	}
-	var key APIKey
-	if err := takeKey(db.Where("id = ? AND kind = ?", id, kind), &key); err != nil {
-		return nil, err
-	}
-	if err := checkKey(&key, secret, now); err != nil {
-		return nil, err
-	}
-	return &key, nil
+	key, _, err := AuthenticateKeyWithInstallation(db, kind, full, now)
+	return key, err
 }
 
 // keyWithInstallation is an API key read together with the installation it is bound to, which is
@@ -114,50 +104,26 @@ func (keyWithInstallation) TableName() string { return "api_keys" }
 // LEFT JOIN), the installation the key is bound to: nil when it is bound to none or its
 // installation does not exist. The installation's status is the caller's to judge.
 func AuthenticateKeyWithInstallation(db *gorm.DB, kind, full string, now time.Time) (*APIKey, *Installation, error) {
-	id, secret, err := parseKeyOfKind(kind, full)
+	k, id, secret, ok := ParseKey(full)
+	if !ok || k != kind {
+		return nil, nil, ErrInvalidKey
+	}
+	var row keyWithInstallation
+	err := db.Joins("Installation").Where("api_keys.id = ? AND api_keys.kind = ?", id, kind).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, nil, ErrInvalidKey
+	}
 	if err != nil {
 		return nil, nil, err
 	}
-	var row keyWithInstallation
-	q := db.Joins("Installation").Where("api_keys.id = ? AND api_keys.kind = ?", id, kind)
-	if err := takeKey(q, &row); err != nil {
-		return nil, nil, err
-	}
-	if err := checkKey(&row.APIKey, secret, now); err != nil {
-		return nil, nil, err
-	}
-	return &row.APIKey, row.Installation, nil
-}
-
-// parseKeyOfKind returns the key ID and secret of full, or ErrInvalidKey when it is malformed or
-// not of the given kind.
-func parseKeyOfKind(kind, full string) (id, secret string, err error) {
-	k, id, secret, ok := ParseKey(full)
-	if !ok || k != kind {
-		return "", "", ErrInvalidKey
-	}
-	return id, secret, nil
-}
-
-// takeKey reads the one key q selects into dest; ErrInvalidKey when there is none.
-func takeKey(q *gorm.DB, dest any) error {
-	err := q.Take(dest).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return ErrInvalidKey
-	}
-	return err
-}
-
-// checkKey returns ErrInvalidKey unless secret is key's (compared in constant time) and the key is
-// neither revoked nor expired at now.
-func checkKey(key *APIKey, secret string, now time.Time) error {
+	key := &row.APIKey
 	if subtle.ConstantTimeCompare([]byte(key.SecretHash), []byte(hashSecret(secret))) != 1 {
-		return ErrInvalidKey
+		return nil, nil, ErrInvalidKey
 	}
 	if key.RevokedAt != nil || (key.ExpiresAt != nil && !now.Before(*key.ExpiresAt)) {
-		return ErrInvalidKey
+		return nil, nil, ErrInvalidKey
 	}
-	return nil
+	return key, row.Installation, nil
 }
 
 // RevokeKey revokes a key by its ID; revoking twice is not an error.

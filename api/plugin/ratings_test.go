@@ -15,7 +15,6 @@ import (
 
 	"github.com/shotflow/shotflow/api/files"
 	"github.com/shotflow/shotflow/api/plugin"
-	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/retention"
 	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
@@ -246,13 +245,16 @@ func (e *env) candidateOf(j models.Job) models.Packshot {
 	return ps
 }
 
-// resolved is the packshot a photo session of the product starts from (engine.ResolvePackshot;
-// nil: none), with packshot_asset_id given when assetID is not empty.
+// resolved is the packshot a photo session of the product starts from (nil: none), as the engine
+// plans it, with packshot_asset_id given when assetID is not empty.
 func (e *env) resolved(ref, assetID string) *models.Packshot {
 	e.t.Helper()
-	_, ps, err := engine.ResolvePackshot(e.db, e.inst.ID, ref, assetID)
+	approved, err := models.LiveProductsWithApprovedPackshots(e.db, e.inst.ID, []string{ref})
 	require.NoError(e.t, err)
-	return ps
+	if approved[ref] == nil {
+		return nil
+	}
+	return approved[ref].Approved(assetID)
 }
 
 // sessionStatus posts a photo session of one image of the product. The account has no credits,

@@ -199,19 +199,6 @@ func approvedPackshot(approved map[string]*models.ApprovedProduct, s SessionSubj
 	return &a.Product, a.Approved(s.PackshotAssetID)
 }
 
-// ResolvePackshot finds the product ref's product and the approved packshot its photo-shoot jobs
-// start from: assetID when it is an approved packshot of that product, else the latest approved
-// one ("" asks for the latest). A nil product or packshot means there is none. PlanSession resolves
-// all the subjects of a session at once the same way.
-func ResolvePackshot(db *gorm.DB, installationID, productRef, assetID string) (*models.Product, *models.Packshot, error) {
-	approved, err := models.LiveProductsWithApprovedPackshots(db, installationID, []string{productRef})
-	if err != nil {
-		return nil, nil, err
-	}
-	product, packshot := approvedPackshot(approved, SessionSubject{ProductRef: productRef, PackshotAssetID: assetID})
-	return product, packshot, nil
-}
-
 // resolvePhotoInput checks the input of a packshot job: the subject's product must be in the
 // catalog and packshot_asset_id must be an upload of this installation (it may still be arriving).
 func resolvePhotoInput(db *gorm.DB, installationID string, i int, s SessionSubject) (*models.Product, string, error) {
