@@ -309,25 +309,10 @@ func (a *App) Purger() *retention.Purger {
 // RunWorker polls, 503 before and after) until stop is called. Start it before RunWorker and stop
 // it after RunWorker returns, so that the draining worker still answers 503.
 func (a *App) StartWorkerMetrics() (addr net.Addr, stop func(), err error) {
-	ln, err := net.Listen("tcp", a.Config.WorkerMetricsAddr)
-	if err != nil {
-		return nil, nil, fmt.Errorf("listen on WORKER_METRICS_ADDR %s: %w", a.Config.WorkerMetricsAddr, err)
-	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", a.Metrics.WorkerHandler())
 	mux.Handle("GET /healthz", a.health)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: zap.NewStdLog(a.Log.Named("metrics"))}
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			a.Log.Error("worker metrics listener", zap.Error(err))
-		}
-	}()
-	return ln.Addr(), func() {
-		_ = srv.Close()
-		<-served
-	}, nil
+	return a.serveSide("WORKER_METRICS_ADDR", a.Config.WorkerMetricsAddr, "metrics", mux)
 }
 
 // StartProfiler serves Go's profiler (net/http/pprof under /debug/pprof/) on PPROF_ADDR until
@@ -336,24 +321,39 @@ func (a *App) StartProfiler() (addr net.Addr, stop func(), err error) {
 	if a.Config.PprofAddr == "" {
 		return nil, func() {}, nil
 	}
-	ln, err := net.Listen("tcp", a.Config.PprofAddr)
-	if err != nil {
-		return nil, nil, fmt.Errorf("listen on PPROF_ADDR %s: %w", a.Config.PprofAddr, err)
-	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: zap.NewStdLog(a.Log.Named("pprof"))}
+	addr, stop, err = a.serveSide("PPROF_ADDR", a.Config.PprofAddr, "pprof", mux)
+	if err == nil {
+		a.Log.Info("profiler listening", zap.String("addr", "http://"+addr.String()+"/debug/pprof/"))
+	}
+	return addr, stop, err
+}
+
+// serveSide listens on addr (the value of the setting named setting) and serves handler there, off
+// the API's router, until stop is called; stop returns once the server has stopped. name names the
+// listener in its log lines.
+func (a *App) serveSide(setting, addr, name string, handler http.Handler) (net.Addr, func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listen on %s %s: %w", setting, addr, err)
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: zap.NewStdLog(a.Log.Named(name))}
+	served := make(chan struct{})
 	go func() {
+		defer close(served)
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			a.Log.Error("profiler listener", zap.Error(err))
+			a.Log.Error(name+" listener", zap.Error(err))
 		}
 	}()
-	a.Log.Info("profiler listening", zap.String("addr", "http://"+ln.Addr().String()+"/debug/pprof/"))
-	return ln.Addr(), func() { _ = srv.Close() }, nil
+	return ln.Addr(), func() {
+		_ = srv.Close()
+		<-served
+	}, nil
 }
 
 // RunWorker polls the task queue, sweeps unstarted orders, reports stranded jobs and purges outputs
