@@ -124,7 +124,7 @@ type orderState struct {
 	queue         []JobRef
 	running       []string        // launched jobs that have not reported back, in launch order
 	watched       int             // jobs of running launched by this run whose results the order awaits
-	launching     []string        // jobs whose workflows are being started, not yet in running
+	launching     []launch        // jobs whose workflows are being started, not yet in running
 	cancelling    map[string]bool // jobs whose accepted cancel is being recorded
 	result        OrderResult
 }
@@ -139,7 +139,8 @@ func (s *orderState) indexOf(jobID string) int {
 
 // launched reports whether the order has handed the job to its own workflow (or is doing so).
 func (s *orderState) launched(jobID string) bool {
-	return slices.Contains(s.launching, jobID) || slices.Contains(s.running, jobID)
+	return slices.ContainsFunc(s.launching, func(l launch) bool { return l.ref.JobID == jobID }) ||
+		slices.Contains(s.running, jobID)
 }
 
 // notQueued is the refusal of a cancel for a job that is not in the queue: a launched job's own
@@ -311,37 +312,54 @@ func (s *orderState) validateCancel(ctx workflow.Context, jobID string, opts Can
 // free for before waiting for their starts; otherwise one job at a time.
 func (s *orderState) launchReady(ctx workflow.Context, maxRunning, limit int) error {
 	for len(s.running) < maxRunning && len(s.queue) > 0 && s.launches < limit {
-		var batch []launch
-		for len(s.running)+len(batch) < maxRunning && len(s.queue) > 0 && s.launches+len(batch) < limit &&
-			(s.batchLaunches || len(batch) == 0) {
-			ref := s.queue[0]
-			s.queue = s.queue[1:]
-			if expired(ctx, ref) {
-				if err := endQueued(ctx, ref, models.JobExpired, s.quiet()); err != nil {
-					return err
-				}
-				s.result.Expired++
-				continue
-			}
-			s.launching = append(s.launching, ref.JobID)
-			batch = append(batch, launch{ref: ref, future: initiateJob(ctx, s.in, ref, s.shape)})
+		if err := s.initiate(ctx, maxRunning, limit); err != nil {
+			return err
 		}
-		for _, l := range batch {
-			started, err := awaitStart(ctx, l.future)
-			s.launching = slices.DeleteFunc(s.launching, func(id string) bool { return id == l.ref.JobID })
-			if err != nil {
+		if err := s.awaitLaunching(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// initiate starts the workflows of the queued jobs a slot is free for (of the first one only
+// without batchLaunches) and puts them in launching, ending instead those whose deadline has passed.
+func (s *orderState) initiate(ctx workflow.Context, maxRunning, limit int) error {
+	for len(s.running)+len(s.launching) < maxRunning && len(s.queue) > 0 && s.launches+len(s.launching) < limit &&
+		(s.batchLaunches || len(s.launching) == 0) {
+		ref := s.queue[0]
+		s.queue = s.queue[1:]
+		if expired(ctx, ref) {
+			if err := endQueued(ctx, ref, models.JobExpired, s.quiet()); err != nil {
 				return err
 			}
-			switch {
-			case s.quiet() && started:
-				s.running = append(s.running, l.ref.JobID)
-				s.watch(ctx, l.ref, l.future)
-			case !s.quiet():
-				// A job of an older shape signals, even one an earlier run launched.
-				s.running = append(s.running, l.ref.JobID)
-			}
-			s.launches++
+			s.result.Expired++
+			continue
 		}
+		s.launching = append(s.launching, launch{ref: ref, future: initiateJob(ctx, s.in, ref, s.shape)})
+	}
+	return nil
+}
+
+// awaitLaunching waits for the start of each job in launching, in launch order, and moves it to
+// running.
+func (s *orderState) awaitLaunching(ctx workflow.Context) error {
+	for len(s.launching) > 0 {
+		l := s.launching[0]
+		started, err := awaitStart(ctx, l.future)
+		s.launching = s.launching[1:]
+		if err != nil {
+			return err
+		}
+		switch {
+		case s.quiet() && started:
+			s.running = append(s.running, l.ref.JobID)
+			s.watch(ctx, l.ref, l.future)
+		case !s.quiet():
+			// A job of an older shape signals, even one an earlier run launched.
+			s.running = append(s.running, l.ref.JobID)
+		}
+		s.launches++
 	}
 	return nil
 }
