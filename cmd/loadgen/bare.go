@@ -94,10 +94,9 @@ func waitAll(ctx context.Context, runs []client.WorkflowRun) error {
 }
 
 // bareStarts is the start-only baseline: n plain StartWorkflowExecution calls of a one-activity
-// workflow, concurrency at a time, measured until the last start returns. The workflows are then
-// waited for, outside the measurement, so they do not load the next phase.
-// started, when not nil, is called as the last start returns.
-func bareStarts(ctx context.Context, c client.Client, taskQueue, prefix string, n, concurrency int, started func()) (phase, []string, error) {
+// workflow, concurrency at a time, measured until the last start returns. It returns the runs for
+// the caller to wait for (waitAll) outside the measurement, so they do not load the next phase.
+func bareStarts(ctx context.Context, c client.Client, taskQueue, prefix string, n, concurrency int) (phase, []client.WorkflowRun, error) {
 	t0 := time.Now()
 	runs, latency, err := startAll(ctx, n, concurrency, func(i int) (client.WorkflowRun, error) {
 		return c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: fmt.Sprintf("%s-start-%d", prefix, i), TaskQueue: taskQueue}, bareChildName)
@@ -105,11 +104,7 @@ func bareStarts(ctx context.Context, c client.Client, taskQueue, prefix string, 
 	if err != nil {
 		return phase{}, nil, fmt.Errorf("bare start: %w", err)
 	}
-	p := phase{count: n, secs: time.Since(t0).Seconds(), latency: latency}
-	if started != nil {
-		started()
-	}
-	return p, workflowIDs(runs), waitAll(ctx, runs)
+	return phase{count: n, secs: time.Since(t0).Seconds(), latency: latency}, runs, nil
 }
 
 // bareOrders is the 50-child baseline: parents workflows of children bare jobs each,, started

@@ -167,20 +167,24 @@ func cpuSecondsPerJob(before, after cpuSample, jobs int) map[string]float64 {
 	return out
 }
 
-// pauseWorker stops the watched process named worker (SIGSTOP) and returns the function that lets
-// it run again (SIGCONT). Its Temporal polls stay open; tasks handed to it wait until it resumes.
-func pauseWorker(watch []watched) (resume func() error, err error) {
+// workerPID is the pid of the watched process named worker.
+func workerPID(watch []watched) (int, bool) {
 	i := slices.IndexFunc(watch, func(w watched) bool { return w.name == "worker" })
 	if i < 0 {
-		return nil, errors.New("no worker=PID in -pids")
+		return 0, false
 	}
-	pid := watch[i].pid
+	return watch[i].pid, true
+}
+
+// pauseProcess stops the process (SIGSTOP) and returns the function that lets it run again
+// (SIGCONT). A paused worker's Temporal polls stay open; tasks handed to it wait until it resumes.
+func pauseProcess(pid int) (resume func() error, err error) {
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		return nil, fmt.Errorf("pause the worker (pid %d): %w", pid, err)
+		return nil, fmt.Errorf("pause process %d: %w", pid, err)
 	}
 	return func() error {
 		if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
-			return fmt.Errorf("resume the worker (pid %d): %w", pid, err)
+			return fmt.Errorf("resume process %d: %w", pid, err)
 		}
 		return nil
 	}, nil

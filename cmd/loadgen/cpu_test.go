@@ -116,14 +116,18 @@ func procState(t *testing.T, pid int) string {
 	return rest[:1]
 }
 
-func TestPauseWorkerStopsAndResumesTheWorkerProcess(t *testing.T) {
+func TestPauseProcessStopsAndResumesTheWorkerProcess(t *testing.T) {
 	cmd := exec.Command("sleep", "30")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	watch := []watched{{name: "temporal", pid: os.Getpid()}, {name: "worker", pid: cmd.Process.Pid}}
-	resume, err := pauseWorker(watch)
+	pid, ok := workerPID(watch)
+	if !ok || pid != cmd.Process.Pid {
+		t.Fatalf("workerPID = %d, %v", pid, ok)
+	}
+	resume, err := pauseProcess(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +146,7 @@ func TestPauseWorkerStopsAndResumesTheWorkerProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitState(func(s string) bool { return s != "T" }, "resumed")
-	if _, err := pauseWorker(watch[:1]); err == nil {
-		t.Fatal("pauseWorker without a worker pid did not fail")
+	if _, ok := workerPID(watch[:1]); ok {
+		t.Fatal("workerPID found a worker among the other processes")
 	}
 }

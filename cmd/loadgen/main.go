@@ -171,7 +171,7 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	if o.startOnly && o.mode != modeBare && !slices.ContainsFunc(watch, func(w watched) bool { return w.name == "worker" }) {
+	if _, ok := workerPID(watch); o.startOnly && o.mode != modeBare && !ok {
 		return errors.New("-start-only needs the worker's pid in -pids (worker=PID) to pause it while sessions are accepted")
 	}
 	m := meter{proc: "/proc", watch: append(watch, watched{name: "loadgen", pid: os.Getpid()})}
@@ -239,8 +239,8 @@ func runShotflow(ctx context.Context, o options, c client.Client, m meter) (shot
 		return shotflowResult{}, err
 	}
 	resume := func() error { return nil }
-	if o.startOnly {
-		if resume, err = pauseWorker(m.watch); err != nil {
+	if pid, _ := workerPID(m.watch); o.startOnly {
+		if resume, err = pauseProcess(pid); err != nil {
 			return shotflowResult{}, err
 		}
 	}
@@ -349,41 +349,42 @@ func waitOrders(ctx context.Context, a *api, orders []string) error {
 // plain starts, then the 50-child orders holding as many jobs as the shotflow run.
 func runBare(ctx context.Context, o options, c client.Client, m meter) (bareResult, error) {
 	prefix := fmt.Sprintf("loadgen-bare-%d", time.Now().UnixNano())
-	// The bare workflows run on a worker inside loadgen, started before the plain starts or,
-	// with -start-only, as the last one returns.
+	// The bare workflows run on a worker inside loadgen, started before the plain starts or, with
+	// -start-only, once the last one has returned.
 	var w worker.Worker
-	var workerErr error
-	startWorker := func() {
-		if w == nil && workerErr == nil {
-			w, workerErr = startBareWorker(c, prefix)
-		}
-	}
 	defer func() {
 		if w != nil {
 			w.Stop()
 		}
 	}()
+	var err error
 	if !o.startOnly {
-		if startWorker(); workerErr != nil {
-			return bareResult{}, workerErr
+		if w, err = startBareWorker(c, prefix); err != nil {
+			return bareResult{}, err
 		}
 	}
-	var r bareResult
-	r.children = max(o.bareChildren, 1)
+	r := bareResult{children: max(o.bareChildren, 1)}
 	before, err := m.sample()
 	if err != nil {
 		return r, err
 	}
 	n := cmp.Or(o.bareStarts, o.orders)
-	var windowErr error
-	r.starts, _, err = bareStarts(ctx, c, prefix, prefix, n, o.concurrency, func() {
-		r.startWindowCPU, windowErr = m.perJob(before, n)
-		startWorker()
-	})
-	if err = cmp.Or(err, windowErr, workerErr); err != nil {
+	var runs []client.WorkflowRun
+	if r.starts, runs, err = bareStarts(ctx, c, prefix, prefix, n, o.concurrency); err != nil {
 		return r, err
 	}
-	if r.startCPU, err = m.perJob(before, r.starts.count); err != nil {
+	if r.startWindowCPU, err = m.perJob(before, n); err != nil {
+		return r, err
+	}
+	if w == nil {
+		if w, err = startBareWorker(c, prefix); err != nil {
+			return r, err
+		}
+	}
+	if err := waitAll(ctx, runs); err != nil {
+		return r, err
+	}
+	if r.startCPU, err = m.perJob(before, n); err != nil {
 		return r, err
 	}
 	parents := max(1, (o.orders*o.jobsPerSession()+r.children-1)/r.children)
