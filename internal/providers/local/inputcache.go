@@ -7,14 +7,12 @@ import (
 	"sync"
 
 	"golang.org/x/sync/singleflight"
-
-	"github.com/shotflow/shotflow/internal/providers"
 )
 
 // MatteCacheBytes bounds the pixel bytes of the matted inputs the provider keeps (see matteCache):
 // 64 MiB holds over a thousand packshots matted for 64-pixel canvases (at most 96×96 pixels each),
-// and at RENDER_LONG_EDGE=4096 still a few large ones, while the heap of a worker stays bounded. A matted input larger than the
-// bound is not kept at all.
+// and at RENDER_LONG_EDGE=4096 still a few large ones, while the heap of a worker stays bounded.
+// A matted input larger than the bound is not kept at all.
 const MatteCacheBytes = 64 << 20
 
 // matteEntryOverhead is what an entry costs besides its pixels (key, list element, map slot),
@@ -70,7 +68,7 @@ func (c *matteCache) get(key matteKey, compute func() (mattedInput, error)) (mat
 	if in, ok := c.lookup(key); ok {
 		return in, nil
 	}
-	v, err, shared := c.flight.Do(key.String(), func() (any, error) {
+	v, err, _ := c.flight.Do(key.String(), func() (any, error) {
 		// A call that just finished may have stored it between lookup and Do.
 		if in, ok := c.lookup(key); ok {
 			return in, nil
@@ -83,22 +81,9 @@ func (c *matteCache) get(key matteKey, compute func() (mattedInput, error)) (mat
 		return in, nil
 	})
 	if err != nil {
-		if shared {
-			err = ownError(err)
-		}
 		return mattedInput{}, err
 	}
 	return v.(mattedInput), nil
-}
-
-// ownError returns a copy of a classified error, so that the callers that shared one computation
-// do not share an *providers.Error one of them might annotate.
-func ownError(err error) error {
-	if pe, ok := err.(*providers.Error); ok {
-		own := *pe
-		return &own
-	}
-	return err
 }
 
 // lookup returns the cached input of key and marks it most recently used.
@@ -137,22 +122,6 @@ func (c *matteCache) remove(el *list.Element) {
 	e := c.lru.Remove(el).(*matteEntry)
 	delete(c.byKey, e.key)
 	c.bytes -= e.bytes
-}
-
-// reset empties the cache.
-func (c *matteCache) reset() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.lru.Init()
-	clear(c.byKey)
-	c.bytes = 0
-}
-
-// stats reports the number of entries and the bytes they count.
-func (c *matteCache) stats() (entries, bytes int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.lru.Len(), c.bytes
 }
 
 // mattedBytes is what in counts against the cache's limit: its layer's pixel buffer (the only

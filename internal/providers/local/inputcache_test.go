@@ -368,3 +368,19 @@ func layerSums() map[matteKey][sha256.Size]byte {
 	}
 	return sums
 }
+
+// reset empties the cache.
+func (c *matteCache) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lru.Init()
+	clear(c.byKey)
+	c.bytes = 0
+}
+
+// stats reports the number of entries and the bytes they count.
+func (c *matteCache) stats() (entries, bytes int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lru.Len(), c.bytes
+}
