@@ -6,12 +6,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/gin-gonic/gin"
 	"go.uber.org/zap"
 
 	"github.com/shotflow/shotflow/api/reqctx"
+	"github.com/shotflow/shotflow/internal/ratelimit"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -60,13 +60,11 @@ func (h *Handler) rateLimit(c *gin.Context, keyID string) {
 	if limit <= 0 {
 		limit = DefaultRateLimit
 	}
-	res, err := h.Limiter.Allow(c.Request.Context(), "external:"+keyID, limit, time.Minute)
+	allowed, err := ratelimit.Admit(c.Request.Context(), h.Limiter, c.Writer.Header(), "external:"+keyID, limit)
 	if err != nil {
 		h.Log.Warn("rate limiter unavailable; request allowed", zap.Error(err))
-		return
 	}
-	res.WriteHeaders(c.Writer.Header())
-	if !res.Allowed {
+	if !allowed {
 		h.fail(c, http.StatusTooManyRequests, "Rate limit exceeded: "+strconv.Itoa(limit)+" requests per minute per key; retry after the Retry-After delay.")
 	}
 }

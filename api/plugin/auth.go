@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/shotflow/shotflow/api/reqctx"
+	"github.com/shotflow/shotflow/internal/ratelimit"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -93,14 +94,11 @@ func (h *Handler) rateLimit(c *gin.Context, keyID string, limit int) {
 	if limit <= 0 {
 		limit = h.DefaultRateLimit
 	}
-	res, err := h.Limiter.Allow(c.Request.Context(), "plugin:"+keyID, limit, time.Minute)
+	allowed, err := ratelimit.Admit(c.Request.Context(), h.Limiter, c.Writer.Header(), "plugin:"+keyID, limit)
 	if err != nil {
-		// The limiter store being down must not take the API down with it.
 		h.Log.Warn("rate limiter unavailable; request allowed", zap.Error(err))
-		return
 	}
-	res.WriteHeaders(c.Writer.Header())
-	if !res.Allowed {
+	if !allowed {
 		h.Fail(c, http.StatusTooManyRequests, CodeRateLimited, "Too many requests for this API key; retry after the Retry-After delay.")
 	}
 }

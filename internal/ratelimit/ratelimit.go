@@ -73,6 +73,19 @@ type Limiter interface {
 	Allow(ctx context.Context, key string, limit int, period time.Duration) (Result, error)
 }
 
+// Admit counts one request of key against limit requests per DefaultPeriod and writes the
+// answer's rate-limit headers (Result.WriteHeaders) to h. It reports false only when the limit is
+// exceeded: a limiter that fails (its store down) admits the request, so the store cannot take
+// the API down with it, and returns the error for the caller to log.
+func Admit(ctx context.Context, l Limiter, h http.Header, key string, limit int) (bool, error) {
+	res, err := l.Allow(ctx, key, limit, DefaultPeriod)
+	if err != nil {
+		return true, err
+	}
+	res.WriteHeaders(h)
+	return res.Allowed, nil
+}
+
 // openPingTimeout bounds the PING that Open sends to check that Redis answers.
 const openPingTimeout = 3 * time.Second
 

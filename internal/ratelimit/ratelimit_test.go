@@ -756,3 +756,34 @@ func TestOpenRedis(t *testing.T) {
 		t.Fatalf("close: %v", err)
 	}
 }
+
+// failingLimiter is a limiter whose store is down.
+type failingLimiter struct{}
+
+func (failingLimiter) Allow(context.Context, string, int, time.Duration) (Result, error) {
+	return Result{}, errors.New("store down")
+}
+
+func TestAdmitWritesHeadersRefusesOverTheLimitAndFailsOpen(t *testing.T) {
+	t.Parallel()
+	l := NewMemory(nil)
+	h := http.Header{}
+	for i := range 2 {
+		ok, err := Admit(context.Background(), l, h, "k", 2)
+		if !ok || err != nil {
+			t.Fatalf("request %d: admitted %v, %v", i+1, ok, err)
+		}
+	}
+	if h.Get("X-RateLimit-Limit") != "2" || h.Get("X-RateLimit-Remaining") != "0" {
+		t.Fatalf("headers after 2 of 2: %v", h)
+	}
+	ok, err := Admit(context.Background(), l, h, "k", 2)
+	if ok || err != nil || h.Get("Retry-After") == "" {
+		t.Fatalf("third request: admitted %v, %v, headers %v", ok, err, h)
+	}
+	down := http.Header{}
+	ok, err = Admit(context.Background(), failingLimiter{}, down, "k", 2)
+	if !ok || err == nil || len(down) != 0 {
+		t.Fatalf("store down: admitted %v, %v, headers %v; want admitted, the error, no headers", ok, err, down)
+	}
+}
