@@ -101,8 +101,8 @@ func (k *KeyClaim) Recorded() bool { return k.recorded }
 func (k *KeyClaim) Lost() bool { return k.lost }
 
 // RunOnce runs run at most once for the installation's key and request hash, and replays the
-// answer recorded under the key otherwise. It first deletes the installation's expired keys. When
-// it claims the key it calls run with the claim, and run reports whether the request's effect
+// answer recorded under the key otherwise; an expired key is claimed afresh (the worker's retention
+// sweep deletes expired keys, retention.Purger). When it claims the key it calls run with the claim, and run reports whether the request's effect
 // committed. A claim under which nothing committed (a refusal, an error, a panic) is released, so
 // that the key is free again, also when ctx has ended; when nothing committed because the claim
 // was lost to another request (KeyClaim.Lost), RunOnce looks at the key again. An error is the
@@ -110,9 +110,6 @@ func (k *KeyClaim) Lost() bool { return k.lost }
 func (e *Engine) RunOnce(ctx context.Context, installationID, key, hash string, timing KeyTiming,
 	run func(claim *KeyClaim) (committed bool)) (KeyResult, error) {
 	db := e.DB.WithContext(ctx)
-	if _, err := models.PurgeExpiredIdempotencyKeys(db, installationID, time.Now()); err != nil {
-		e.Log.Warn("purge expired idempotency keys", zap.String("installation_id", installationID), zap.Error(err))
-	}
 	deadline := time.Now().Add(timing.Wait)
 	for {
 		row, claimed, err := models.ClaimIdempotencyKey(db, installationID, key, hash, timing.Lease)

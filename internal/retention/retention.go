@@ -111,6 +111,13 @@ func (p *Purger) Purge(ctx context.Context) (int, error) {
 // purgeOne deletes the blob of one output and marks it purged, unless it was purged meanwhile or
 // a live packshot now points at it. The blob is deleted while the row is locked and before the
 // row is marked, so a crash in between leaves a row that the next sweep purges again (deleting a
+// PurgeIdempotencyKeys deletes the Idempotency-Key records of every installation that expired
+// before now, and returns how many it deleted. A request with an expired key claims it afresh
+// anyway; the sweep only keeps the table from growing.
+func (p *Purger) PurgeIdempotencyKeys(ctx context.Context) (int64, error) {
+	return models.PurgeExpiredIdempotencyKeys(p.DB.WithContext(ctx), "", p.now())
+}
+
 // missing blob is not an error), never a stored file marked purged.
 func (p *Purger) purgeOne(ctx context.Context, id string) (bool, error) {
 	purged := false
@@ -148,8 +155,8 @@ func (p *Purger) purgeOne(ctx context.Context, id string) (bool, error) {
 	return purged, nil
 }
 
-// Run purges at once and then every interval until ctx ends; failures are logged and retried on
-// the next tick.
+// Run purges outputs and expired Idempotency-Key records at once and then every interval until ctx
+// ends; failures are logged and retried on the next tick.
 func (p *Purger) Run(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -160,6 +167,9 @@ func (p *Purger) Run(ctx context.Context, interval time.Duration) {
 			p.Log.Warn("output retention sweep", zap.Error(err), zap.Int("purged", n))
 		case n > 0:
 			p.Log.Info("purged outputs past retention", zap.Int("purged", n), zap.Duration("retention", p.Retention))
+		}
+		if _, err := p.PurgeIdempotencyKeys(ctx); err != nil && ctx.Err() == nil {
+			p.Log.Warn("idempotency key sweep", zap.Error(err))
 		}
 		select {
 		case <-ctx.Done():

@@ -14,6 +14,7 @@ import (
 	"github.com/shotflow/shotflow/internal/metrics"
 	"github.com/shotflow/shotflow/internal/metrics/metricstest"
 	"github.com/shotflow/shotflow/internal/retention"
+	"github.com/shotflow/shotflow/internal/secrets"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models"
 )
@@ -364,5 +365,34 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met within 10s")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// The sweep deletes expired Idempotency-Key records of every installation, and keeps live ones
+// (acceptance no longer deletes them on its hot path).
+func TestRunPurgesExpiredIdempotencyKeys(t *testing.T) {
+	t.Parallel()
+	db := testdb.Open(t, testdb.SQLiteURL(t))
+	f := newFixture(t, db)
+	box, _ := secrets.NewBox(make([]byte, 32))
+	inst, err := models.CreateInstallation(db, box, models.NewInstallation{AccountID: f.acc.ID, Name: "shop", RateLimitPerMin: 60}, "whsec_x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"old", "young"} {
+		if _, _, err := models.ClaimIdempotencyKey(db, inst.Installation.ID, key, "h", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testdb.MustExec(t, db, "UPDATE idempotency_keys SET expires_at = ? WHERE idempotency_key = ?", time.Now().UTC().Add(-time.Second), "old")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go f.purger().Run(ctx, time.Hour)
+	waitFor(t, func() bool {
+		_, err := models.GetIdempotencyKey(db, inst.Installation.ID, "old")
+		return errors.Is(err, models.ErrNotFound)
+	})
+	if _, err := models.GetIdempotencyKey(db, inst.Installation.ID, "young"); err != nil {
+		t.Fatalf("live key: %v", err)
 	}
 }
