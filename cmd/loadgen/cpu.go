@@ -151,6 +151,28 @@ func (p procFS) sample(ws []watched) (cpuSample, error) {
 	return s, nil
 }
 
+// add adds to s the ticks each process spent between two samples (a restarted process's, which
+// mean nothing, are left out).
+func (s cpuSample) add(before, after cpuSample) {
+	for name, a := range after {
+		if b, ok := before[name]; ok && a >= b {
+			s[name] += a - b
+		}
+	}
+}
+
+// perJob is the ticks of s (spent, as add sums them) in CPU seconds per job.
+func (s cpuSample) perJob(jobs int) map[string]float64 {
+	out := map[string]float64{}
+	if jobs <= 0 {
+		return out
+	}
+	for name, ticks := range s {
+		out[name] = float64(ticks) / clockTicks / float64(jobs)
+	}
+	return out
+}
+
 // cpuSecondsPerJob is the CPU each process spent between two samples, in seconds per job.
 func cpuSecondsPerJob(before, after cpuSample, jobs int) map[string]float64 {
 	out := map[string]float64{}

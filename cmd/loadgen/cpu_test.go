@@ -150,3 +150,13 @@ func TestPauseProcessStopsAndResumesTheWorkerProcess(t *testing.T) {
 		t.Fatal("workerPID found a worker among the other processes")
 	}
 }
+
+func TestCPUSampleAddsTheTicksOfSeveralWindows(t *testing.T) {
+	spent := cpuSample{}
+	spent.add(cpuSample{"temporal": 100, "api": 50}, cpuSample{"temporal": 130, "api": 60})
+	// A restarted process (fewer ticks than before) adds nothing; one missing before, too.
+	spent.add(cpuSample{"temporal": 200, "api": 90}, cpuSample{"temporal": 250, "api": 10, "worker": 5})
+	assert.Equal(t, cpuSample{"temporal": 80, "api": 10}, spent)
+	assert.Equal(t, map[string]float64{"temporal": 0.2, "api": 0.025}, spent.perJob(4))
+	assert.Empty(t, spent.perJob(0))
+}

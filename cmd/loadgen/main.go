@@ -23,6 +23,7 @@ import (
 	"image/color"
 	"image/png"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
@@ -50,7 +51,7 @@ type options struct {
 	mode, base, key, model, temporal, namespace, pids string
 	history, startOnly                                bool
 	orders, images, products, concurrency             int
-	bareStarts, bareChildren                          int
+	bareStarts, bareChildren, rounds                  int
 	timeout                                           time.Duration
 }
 
@@ -71,6 +72,7 @@ func main() {
 	flag.IntVar(&o.concurrency, "concurrency", 8, "sessions (and bare workflows) started at once")
 	flag.IntVar(&o.bareStarts, "bare-starts", 0, "bare one-activity workflows to start (default: -orders)")
 	flag.IntVar(&o.bareChildren, "bare-children", 50, "children per bare order; the bare orders hold as many jobs as the shotflow run, rounded up")
+	flag.IntVar(&o.rounds, "rounds", 1, "with -mode both: measure this many times over and print each ratio's median as well (one run's rates swing by a quarter on a small machine)")
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up after this long")
 	flag.Parse()
 	if o.key == "" {
@@ -196,34 +198,75 @@ func run(o options) error {
 		}
 		defer c.Close()
 	}
-	var s *shotflowResult
-	if o.mode != modeBare {
-		r, err := runShotflow(ctx, o, c, m)
+	if o.mode != modeBoth && o.rounds > 1 {
+		return errors.New("-rounds needs -mode both: the rounds compare shotflow with the baseline")
+	}
+	var rounds [][]ratio
+	for i := range max(o.rounds, 1) {
+		if o.rounds > 1 {
+			fmt.Printf("round %d of %d\n", i+1, o.rounds)
+		}
+		rs, err := measure(ctx, o, c, m)
 		if err != nil {
 			return err
+		}
+		if rs != nil {
+			rounds = append(rounds, rs)
+		}
+	}
+	if len(rounds) > 1 {
+		fmt.Printf("median of %d rounds\n", len(rounds))
+		printRatios(os.Stdout, medianRatios(rounds))
+	}
+	return nil
+}
+
+// measure runs what o.mode asks for once, prints it, and returns the ratios (none unless -mode
+// both). With -mode both -start-only the bare starts are measured right before and right after
+// the sessions are accepted (the worker still paused), and their rate is taken over both phases:
+// a machine that warms up (or slows down) during the round then favours neither side.
+func measure(ctx context.Context, o options, c client.Client, m meter) ([]ratio, error) {
+	bare := newBareRun(o, c, m)
+	defer bare.stop()
+	var s *shotflowResult
+	if o.mode != modeBare {
+		whilePaused := func() error { return nil }
+		if o.mode == modeBoth && o.startOnly {
+			if err := bare.starts(ctx); err != nil {
+				return nil, err
+			}
+			whilePaused = func() error { return bare.starts(ctx) }
+		}
+		r, err := runShotflow(ctx, o, c, m, whilePaused)
+		if err != nil {
+			return nil, err
 		}
 		s = &r
 		s.print(os.Stdout)
 	}
 	if o.mode == modeShotflow {
-		return nil
+		return nil, nil
 	}
-	b, err := runBare(ctx, o, c, m)
+	b, err := bare.finish(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	b.print(os.Stdout)
-	if s != nil {
-		printRatios(os.Stdout, ratiosOf(*s, b))
+	if s == nil {
+		return nil, nil
 	}
-	return nil
+	rs := ratiosOf(*s, b)
+	printRatios(os.Stdout, rs)
+	return rs, nil
 }
 
 // jobsPerSession is how many jobs one session of the run creates.
 func (o options) jobsPerSession() int { return o.products * o.images }
 
 // runShotflow submits o.orders sessions through the API and waits until every order is finished.
-func runShotflow(ctx context.Context, o options, c client.Client, m meter) (shotflowResult, error) {
+// With -start-only the worker is paused while the sessions are accepted, and whilePaused runs
+// after them, before the worker resumes.
+func runShotflow(ctx context.Context, o options, c client.Client, m meter, whilePaused func() error) (shotflowResult, error) {
 	a := &api{base: strings.TrimRight(o.base, "/"), key: o.key, http: keepAliveClient(o.concurrency)}
 	prefix := fmt.Sprintf("load-%d", time.Now().UnixNano())
 	refs, err := setupProducts(ctx, a, prefix, o.products)
@@ -246,12 +289,17 @@ func runShotflow(ctx context.Context, o options, c client.Client, m meter) (shot
 	}
 	start := time.Now()
 	accepted, orders, jobIDs, err := submitSessions(ctx, a, subjects, o.orders, o.concurrency)
-	err = cmp.Or(err, resume())
 	if err != nil {
-		return shotflowResult{}, err
+		return shotflowResult{}, cmp.Or(resume(), err)
 	}
 	acceptCPU, err := m.perJob(before, accepted.count)
 	if err != nil {
+		return shotflowResult{}, cmp.Or(resume(), err)
+	}
+	if o.startOnly {
+		err = whilePaused()
+	}
+	if err = cmp.Or(resume(), err); err != nil {
 		return shotflowResult{}, err
 	}
 	if err := waitOrders(ctx, a, orders); err != nil {
@@ -345,68 +393,112 @@ func waitOrders(ctx context.Context, a *api, orders []string) error {
 	return nil
 }
 
-// runBare runs the bare baseline on its own task queue with a worker inside loadgen: first the
-// plain starts, then the 50-child orders holding as many jobs as the shotflow run.
-func runBare(ctx context.Context, o options, c client.Client, m meter) (bareResult, error) {
-	prefix := fmt.Sprintf("loadgen-bare-%d", time.Now().UnixNano())
-	// The bare workflows run on a worker inside loadgen, started before the plain starts or, with
-	// -start-only, once the last one has returned.
-	var w worker.Worker
-	defer func() {
-		if w != nil {
-			w.Stop()
-		}
-	}()
-	var err error
-	if !o.startOnly {
-		if w, err = startBareWorker(c, prefix); err != nil {
-			return bareResult{}, err
-		}
+// bareRun is the bare baseline of one round, run on its own task queue by a worker inside
+// loadgen: one or more phases of plain starts (starts), then the runs of those starts and the
+// 50-child orders holding as many jobs as the shotflow run (finish).
+type bareRun struct {
+	o      options
+	c      client.Client
+	m      meter
+	prefix string
+	w      worker.Worker // started before the first starts or, with -start-only, after the last
+	r      bareResult
+	runs   []client.WorkflowRun
+	window cpuSample // the CPU ticks spent within the start phases
+}
+
+func newBareRun(o options, c client.Client, m meter) *bareRun {
+	return &bareRun{o: o, c: c, m: m, prefix: fmt.Sprintf("loadgen-bare-%d", time.Now().UnixNano()),
+		r: bareResult{children: max(o.bareChildren, 1)}, window: cpuSample{}}
+}
+
+// stop stops the bare worker, if it was started.
+func (b *bareRun) stop() {
+	if b.w != nil {
+		b.w.Stop()
 	}
-	r := bareResult{children: max(o.bareChildren, 1)}
-	before, err := m.sample()
+}
+
+// starts measures one phase of -bare-starts plain starts (default -orders). The phases of a round
+// add up: their rate is all their starts over all their seconds.
+func (b *bareRun) starts(ctx context.Context) error {
+	if b.w == nil && !b.o.startOnly {
+		w, err := startBareWorker(b.c, b.prefix)
+		if err != nil {
+			return err
+		}
+		b.w = w
+	}
+	before, err := b.m.sample()
 	if err != nil {
-		return r, err
+		return err
 	}
-	n := cmp.Or(o.bareStarts, o.orders)
-	var runs []client.WorkflowRun
-	if r.starts, runs, err = bareStarts(ctx, c, prefix, prefix, n, o.concurrency); err != nil {
-		return r, err
+	n := cmp.Or(b.o.bareStarts, b.o.orders)
+	p, runs, err := bareStarts(ctx, b.c, b.prefix, fmt.Sprintf("%s-%d", b.prefix, len(b.runs)), n, b.o.concurrency)
+	if err != nil {
+		return err
 	}
-	if r.startWindowCPU, err = m.perJob(before, n); err != nil {
-		return r, err
+	after, err := b.m.sample()
+	if err != nil {
+		return err
 	}
-	if w == nil {
-		if w, err = startBareWorker(c, prefix); err != nil {
-			return r, err
+	b.window.add(before, after)
+	b.runs = append(b.runs, runs...)
+	b.r.starts = b.r.starts.join(p)
+	return nil
+}
+
+// finish measures a start phase if none was, waits for every started run, then runs the bare
+// orders, and returns the round's bare result.
+func (b *bareRun) finish(ctx context.Context) (bareResult, error) {
+	r := &b.r
+	if len(b.runs) == 0 {
+		if err := b.starts(ctx); err != nil {
+			return *r, err
 		}
 	}
-	if err := waitAll(ctx, runs); err != nil {
-		return r, err
+	n := len(b.runs)
+	r.startWindowCPU = b.window.perJob(n)
+	before, err := b.m.sample()
+	if err != nil {
+		return *r, err
 	}
-	if r.startCPU, err = m.perJob(before, n); err != nil {
-		return r, err
+	if b.w == nil {
+		if b.w, err = startBareWorker(b.c, b.prefix); err != nil {
+			return *r, err
+		}
 	}
-	parents := max(1, (o.orders*o.jobsPerSession()+r.children-1)/r.children)
-	if before, err = m.sample(); err != nil {
-		return r, err
+	if err := waitAll(ctx, b.runs); err != nil {
+		return *r, err
+	}
+	after, err := b.m.sample()
+	if err != nil {
+		return *r, err
+	}
+	// The starts' CPU: within their phases, and while their runs ran to the end.
+	spent := maps.Clone(b.window)
+	spent.add(before, after)
+	r.startCPU = spent.perJob(n)
+	parents := max(1, (b.o.orders*b.o.jobsPerSession()+r.children-1)/r.children)
+	if before, err = b.m.sample(); err != nil {
+		return *r, err
 	}
 	var parentIDs []string
-	r.jobs, parentIDs, err = bareOrders(ctx, c, prefix, prefix, parents, r.children, o.concurrency)
+	r.jobs, parentIDs, err = bareOrders(ctx, b.c, b.prefix, b.prefix, parents, r.children, b.o.concurrency)
 	if err != nil {
-		return r, err
+		return *r, err
 	}
-	if r.cpu, err = m.perJob(before, r.jobs.count); err != nil {
-		return r, err
+	if r.cpu, err = b.m.perJob(before, r.jobs.count); err != nil {
+		return *r, err
 	}
-	if o.history {
+	if b.o.history {
 		var childIDs []string
 		for i := range min(r.children, maxSample) {
 			childIDs = append(childIDs, fmt.Sprintf("%s/%d", parentIDs[0], i))
 		}
-		r.cost, err = jobCost(ctx, c, childIDs, parentIDs, r.children)
+		r.cost, err = jobCost(ctx, b.c, childIDs, parentIDs, r.children)
 	}
-	return r, err
+	return *r, err
 }
 
 // meter samples the CPU of the watched processes.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"maps"
@@ -23,6 +24,14 @@ func (p phase) rate() float64 {
 		return 0
 	}
 	return float64(p.count) / p.secs
+}
+
+// join is the phase of p and q taken together: their counts over their seconds, their latencies
+// merged.
+func (p phase) join(q phase) phase {
+	latency := slices.Concat(p.latency, q.latency)
+	slices.Sort(latency)
+	return phase{count: p.count + q.count, secs: p.secs + q.secs, latency: latency}
 }
 
 // perJobCost is what one job costs in history: its own workflow and its share of its parent's.
@@ -133,6 +142,25 @@ func ratiosOf(s shotflowResult, b bareResult) []ratio {
 		{name: "jobs/s end to end vs bare child jobs/s", shotflow: s.jobs.rate(), bare: b.jobs.rate(), goal: 0.6},
 		{name: "sessions accepted/s vs bare starts/s", shotflow: s.accepted.rate(), bare: b.starts.rate(), goal: 0.7},
 	}
+}
+
+// medianRatios is each ratio's median over rounds (the ratios of every round, in the order
+// ratiosOf returns them): the round whose share is the median, for an even count the lower of the
+// two in the middle.
+func medianRatios(rounds [][]ratio) []ratio {
+	if len(rounds) == 0 {
+		return nil
+	}
+	out := make([]ratio, len(rounds[0]))
+	for i := range out {
+		column := make([]ratio, len(rounds))
+		for r := range rounds {
+			column[r] = rounds[r][i]
+		}
+		slices.SortFunc(column, func(a, b ratio) int { return cmp.Compare(a.share(), b.share()) })
+		out[i] = column[(len(column)-1)/2]
+	}
+	return out
 }
 
 func printRatios(w io.Writer, rs []ratio) {
