@@ -1,0 +1,107 @@
+package models_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+
+	"github.com/shotflow/shotflow/internal/testsupport/testdb"
+	"github.com/shotflow/shotflow/models"
+)
+
+// orderOf builds a new order of n jobs of the account, each costing cost, with every kind of
+// column set: JSON, text that looks like bind parameters, labels, times (now), and NULLs.
+func orderOf(accountID string, n int, cost int64, now time.Time) (*models.Order, []models.Job) {
+	order := &models.Order{ID: models.NewID(), AccountID: accountID, API: models.APIExternal,
+		JobType: models.JobTypePhotoShoot, SessionConfig: models.JSON(`{"aspect_ratio":"1:1","style":"warm"}`),
+		Status: models.OrderInProgress, JobsTotal: n, CreditsReserved: int64(n) * cost, CorrelationID: "corr-1",
+		CreatedAt: now, UpdatedAt: now}
+	jobs := make([]models.Job, n)
+	for i := range jobs {
+		jobs[i] = models.Job{ID: models.NewID(), OrderID: order.ID, AccountID: accountID,
+			JobType: models.JobTypePhotoShoot, Position: i, ProductRef: "sku-1", ProductLabel: "Blue mug",
+			InputAssetIDs: models.JSON(`["a","b"]`), Prompt: "on a table, it's \"warm\" $1 ?",
+			AIModel: "local/studio-v1", AspectRatio: "1:1", CreditCost: cost, Run: 1, Status: models.JobPending,
+			Voting: models.VotingPending, CreatedAt: now, UpdatedAt: now}
+	}
+	return order, jobs
+}
+
+// rowsOf reads the order's rows in table (ordered by column), without the columns that name the
+// order's own records, which differ between two orders by construction.
+func rowsOf(t *testing.T, db *gorm.DB, table, orderColumn, orderID, orderBy string) []map[string]any {
+	t.Helper()
+	var rows []map[string]any
+	require.NoError(t, db.Table(table).Where(orderColumn+" = ?", orderID).Order(orderBy).Find(&rows).Error)
+	for _, r := range rows {
+		for _, c := range []string{"id", "order_id", "job_id"} {
+			delete(r, c)
+		}
+	}
+	return rows
+}
+
+// On PostgreSQL CreateOrder sends the order, its jobs, their ledger entries and the reservation as
+// one statement: it must write exactly what the statements one by one write.
+func TestCreateOrderWritesWhatTheStatementsOneByOneWrite(t *testing.T) {
+	t.Parallel()
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		acc, err := models.CreateAccount(db, "acme", 100)
+		require.NoError(t, err)
+		now := time.Now().UTC().Truncate(time.Microsecond)
+		one, oneJobs := orderOf(acc.ID, 3, 4, now)
+		require.NoError(t, db.Transaction(func(tx *gorm.DB) error { return models.CreateOrder(tx, one, oneJobs) }))
+		steps, stepJobs := orderOf(acc.ID, 3, 4, now)
+		require.NoError(t, db.Transaction(func(tx *gorm.DB) error { return models.CreateOrderStepByStep(tx, steps, stepJobs) }))
+
+		require.Len(t, rowsOf(t, db, "jobs", "order_id", one.ID, "position"), 3)
+		require.Equal(t, rowsOf(t, db, "orders", "id", steps.ID, "id"), rowsOf(t, db, "orders", "id", one.ID, "id"))
+		require.Equal(t, rowsOf(t, db, "jobs", "order_id", steps.ID, "position"), rowsOf(t, db, "jobs", "order_id", one.ID, "position"))
+		var ledger int64
+		require.NoError(t, db.Model(&models.LedgerEntry{}).Where("order_id = ? AND kind = ? AND reserved_delta = 4 AND balance_delta = -4",
+			one.ID, models.LedgerReserve).Count(&ledger).Error)
+		require.EqualValues(t, 3, ledger)
+		got := assertLedgerMatches(t, db, acc.ID)
+		require.EqualValues(t, 100-24, got.CreditBalance)
+		require.EqualValues(t, 24, got.CreditsReserved)
+	})
+}
+
+// A short balance creates nothing, whether it is found by one statement or by the fourth.
+func TestCreateOrderShortOfCreditsCreatesNothing(t *testing.T) {
+	t.Parallel()
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		acc, err := models.CreateAccount(db, "acme", 11)
+		require.NoError(t, err)
+		for _, create := range []func(*gorm.DB, *models.Order, []models.Job) error{models.CreateOrder, models.CreateOrderStepByStep} {
+			order, jobs := orderOf(acc.ID, 3, 4, time.Now())
+			err := db.Transaction(func(tx *gorm.DB) error { return create(tx, order, jobs) })
+			require.True(t, errors.Is(err, models.ErrInsufficientCredits), "err = %v", err)
+		}
+		for _, m := range []any{&models.Order{}, &models.Job{}} {
+			var n int64
+			require.NoError(t, db.Model(m).Where("account_id = ?", acc.ID).Count(&n).Error)
+			require.Zero(t, n)
+		}
+		got := assertLedgerMatches(t, db, acc.ID)
+		require.EqualValues(t, 11, got.CreditBalance)
+		require.Zero(t, got.CreditsReserved)
+	})
+}
+
+// An order that costs nothing is created without touching the balance.
+func TestCreateOrderOfFreeJobs(t *testing.T) {
+	t.Parallel()
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		acc, err := models.CreateAccount(db, "acme", 0)
+		require.NoError(t, err)
+		order, jobs := orderOf(acc.ID, 2, 0, time.Now())
+		require.NoError(t, db.Transaction(func(tx *gorm.DB) error { return models.CreateOrder(tx, order, jobs) }))
+		require.Len(t, rowsOf(t, db, "jobs", "order_id", order.ID, "position"), 2)
+		got := assertLedgerMatches(t, db, acc.ID)
+		require.Zero(t, got.CreditBalance)
+	})
+}
