@@ -102,7 +102,7 @@ func reservationEntries(accountID, orderID string, jobs []Job) []LedgerEntry {
 //
 // On PostgreSQL an order of up to insertBatch jobs is one statement: the three INSERTs ride as
 // data-modifying WITH queries on the account's conditional UPDATE, which spares the database and
-// the API four round trips per accepted order. They are the statements gorm builds for the
+// the API three round trips per accepted order. They are the statements gorm builds for the
 // models, so they cannot drift from them. SQLite has no data-modifying WITH; there, and for a
 // larger order, the statements go one by one.
 func CreateOrder(tx *gorm.DB, order *Order, jobs []Job) error {
