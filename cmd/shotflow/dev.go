@@ -75,6 +75,7 @@ func devConfig() (config.Config, error) {
 		delete(env, name)
 	}
 	def("TEMPORAL_NAMESPACE", temporalconn.DefaultNamespace) // the namespace dev creates on its server
+	def("TEMPORAL_GRPC_COMPRESSION", "none")                 // its server is on loopback
 	env["TEMPORAL_UI_URL"] = "http://localhost:" + env["DEV_TEMPORAL_UI_PORT"]
 	cfg, err := config.LoadFrom(env)
 	if err != nil {

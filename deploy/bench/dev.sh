@@ -14,6 +14,8 @@ go build -o bin/loadgen ./cmd/loadgen || exit 1
 ORDERS=${1:-40}; IMAGES=${2:-5}
 LOGS=.data/bench; mkdir -p "$LOGS"
 export PGOPTIONS="-c client_min_messages=warning"
+# shotflow dev and loadgen's bare client alike: uncompressed calls to the server on loopback.
+export TEMPORAL_GRPC_COMPRESSION=${TEMPORAL_GRPC_COMPRESSION:-none}
 DD=$(mktemp -d)
 export DATA_DIR=$DD DATABASE_URL="sqlite://$DD/shotflow.db" BLOB_URL=file://$DD/blobs HTTP_ADDR=127.0.0.1:28080 PUBLIC_BASE_URL=http://127.0.0.1:28080 \
   DEV_TEMPORAL_PORT=27233 DEV_TEMPORAL_UI_PORT=28233 WORKER_METRICS_ADDR=127.0.0.1:28081 RENDER_LONG_EDGE=64 ORDER_MAX_CONCURRENT_JOBS=50 PROVIDER_CONCURRENCY=local=16

@@ -31,6 +31,9 @@ sleep 1
 SERVER=$(pgrep -f "$TEMPORAL_SERVER_DIR/server" | head -1)
 for i in $(seq 1 60); do bin/temporal operator cluster health --address 127.0.0.1:17233 >/dev/null 2>&1 && break; sleep 1; done
 deploy/temporal-postgres/run.sh setup >$LOGS/setup.log 2>&1 || { echo setup failed; tail $LOGS/setup.log; }
+# The api, the worker and loadgen's bare client alike: uncompressed calls to the server on
+# loopback (TEMPORAL_GRPC_COMPRESSION=gzip measures the SDK's default).
+export TEMPORAL_GRPC_COMPRESSION=${TEMPORAL_GRPC_COMPRESSION:-none}
 export TEMPORAL_ADDRESS=127.0.0.1:17233 DATABASE_URL="postgres://postgres@127.0.0.1:5432/shotflow_bench?sslmode=disable"
 DD=$(mktemp -d); export SECRET_KEY=$(head -c32 /dev/urandom | base64) DATA_DIR=$DD BLOB_URL=file://$DD/blobs RENDER_LONG_EDGE=64 ORDER_MAX_CONCURRENT_JOBS=50
 export PUBLIC_BASE_URL=http://127.0.0.1:18080 HTTP_ADDR=127.0.0.1:18080 WORKER_METRICS_ADDR=127.0.0.1:18081 PROVIDER_CONCURRENCY=local=16

@@ -51,6 +51,10 @@ type Config struct {
 	// TemporalNamespace is the Temporal namespace of every shotflow workflow. Empty means the
 	// Temporal profile's namespace, else "default".
 	TemporalNamespace string `env:"TEMPORAL_NAMESPACE"`
+	// TemporalGRPCCompression is how the Temporal client compresses its requests (the server
+	// answers alike): gzip, the SDK's default, saves bandwidth to a distant frontend; none saves
+	// both sides the CPU where bandwidth is free (the same host or network).
+	TemporalGRPCCompression string `env:"TEMPORAL_GRPC_COMPRESSION" envDefault:"gzip" validate:"oneof=gzip none"`
 	// TemporalConnection is how the Temporal client authenticates and encrypts: a profile, an API
 	// key, TLS and mTLS.
 	TemporalConnection TemporalConnection

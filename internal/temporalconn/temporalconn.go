@@ -40,7 +40,8 @@ type Connection struct {
 // Resolve builds the connection of cfg: the profile of the Temporal config file (only when
 // TEMPORAL_CONFIG_FILE or TEMPORAL_PROFILE is set), overlaid field by field by the Temporal
 // variables that are set (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS*),
-// then DefaultAddress and DefaultNamespace for what is still unset. Every TLS file and PEM
+// then DefaultAddress and DefaultNamespace for what is still unset, and TEMPORAL_GRPC_COMPRESSION
+// (which envconfig does not know). Every TLS file and PEM
 // setting is read and parsed here, so a bad one is reported by name before anything connects.
 func Resolve(cfg config.Config) (Connection, error) {
 	vars := variablesOf(cfg)
@@ -70,6 +71,9 @@ func Resolve(cfg config.Config) (Connection, error) {
 	opts, err := prof.ToClientOptions(envconfig.ToClientOptionsRequest{})
 	if err != nil {
 		return Connection{}, fmt.Errorf("temporal settings: %w", err)
+	}
+	if cfg.TemporalGRPCCompression == "none" {
+		opts.ConnectionOptions.GrpcCompression = &client.GrpcCompressionNone{}
 	}
 	return Connection{Options: opts, from: from}, nil
 }

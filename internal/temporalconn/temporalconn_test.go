@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/client"
+
 	"github.com/shotflow/shotflow/internal/config"
 	"github.com/shotflow/shotflow/internal/temporalconn"
 	"github.com/shotflow/shotflow/internal/testsupport/testcerts"
@@ -287,5 +289,27 @@ func TestDialErrorNamesTheAddressAndItsSource(t *testing.T) {
 		if !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("Dial = %v, want it to start %q", err, tc.want)
 		}
+	}
+}
+
+// TEMPORAL_GRPC_COMPRESSION=none turns the SDK's request compression off; unset or gzip leaves
+// the SDK's default, gzip.
+func TestGRPCCompression(t *testing.T) {
+	for _, tc := range []struct {
+		setting string
+		none    bool
+	}{{"", false}, {"gzip", false}, {"none", true}} {
+		conn, err := temporalconn.Resolve(load(t, map[string]string{"TEMPORAL_GRPC_COMPRESSION": tc.setting}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := conn.Options.ConnectionOptions.GrpcCompression
+		if _, none := got.(*client.GrpcCompressionNone); none != tc.none || (!tc.none && got != nil) {
+			t.Errorf("TEMPORAL_GRPC_COMPRESSION=%q: GrpcCompression %#v, want none: %v", tc.setting, got, tc.none)
+		}
+	}
+	if _, err := config.LoadFrom(map[string]string{"TEMPORAL_GRPC_COMPRESSION": "zstd"}); err == nil ||
+		!strings.Contains(err.Error(), "TEMPORAL_GRPC_COMPRESSION") {
+		t.Errorf("TEMPORAL_GRPC_COMPRESSION=zstd: %v, want a refusal naming it", err)
 	}
 }
