@@ -110,3 +110,20 @@ func TestMigrateConcurrentlyOnPostgres(t *testing.T) {
 		})
 	}
 }
+
+// Every index on jobs costs each job's INSERT and each change of its status. 0012 dropped the one
+// no query read (account_id, status); the account's jobs are read by type.
+func TestJobsCarryNoIndexThatNoQueryReads(t *testing.T) {
+	t.Parallel()
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		m := db.Migrator()
+		if m.HasIndex(&models.Job{}, "jobs_account_status") {
+			t.Error("jobs_account_status is back: which query reads it?")
+		}
+		for _, name := range []string{"jobs_account_type", "jobs_status_updated", "jobs_installation_created", "jobs_order"} {
+			if !m.HasIndex(&models.Job{}, name) {
+				t.Errorf("index %s is missing", name)
+			}
+		}
+	})
+}
