@@ -175,18 +175,9 @@ func (s cpuSample) perJob(jobs int) map[string]float64 {
 
 // cpuSecondsPerJob is the CPU each process spent between two samples, in seconds per job.
 func cpuSecondsPerJob(before, after cpuSample, jobs int) map[string]float64 {
-	out := map[string]float64{}
-	if jobs <= 0 {
-		return out
-	}
-	for name, a := range after {
-		b, ok := before[name]
-		if !ok || a < b {
-			continue // a restarted process: its delta means nothing
-		}
-		out[name] = float64(a-b) / clockTicks / float64(jobs)
-	}
-	return out
+	spent := cpuSample{}
+	spent.add(before, after)
+	return spent.perJob(jobs)
 }
 
 // workerPID is the pid of the watched process named worker.

@@ -264,8 +264,8 @@ func measure(ctx context.Context, o options, c client.Client, m meter) ([]ratio,
 func (o options) jobsPerSession() int { return o.products * o.images }
 
 // runShotflow submits o.orders sessions through the API and waits until every order is finished.
-// With -start-only the worker is paused while the sessions are accepted, and whilePaused runs
-// after them, before the worker resumes.
+// With -start-only the worker is paused while the sessions are accepted; whilePaused runs after
+// them, before the worker resumes.
 func runShotflow(ctx context.Context, o options, c client.Client, m meter, whilePaused func() error) (shotflowResult, error) {
 	a := &api{base: strings.TrimRight(o.base, "/"), key: o.key, http: keepAliveClient(o.concurrency)}
 	prefix := fmt.Sprintf("load-%d", time.Now().UnixNano())
@@ -289,17 +289,14 @@ func runShotflow(ctx context.Context, o options, c client.Client, m meter, while
 	}
 	start := time.Now()
 	accepted, orders, jobIDs, err := submitSessions(ctx, a, subjects, o.orders, o.concurrency)
-	if err != nil {
-		return shotflowResult{}, cmp.Or(resume(), err)
+	var acceptCPU map[string]float64
+	if err == nil {
+		acceptCPU, err = m.perJob(before, accepted.count)
 	}
-	acceptCPU, err := m.perJob(before, accepted.count)
-	if err != nil {
-		return shotflowResult{}, cmp.Or(resume(), err)
-	}
-	if o.startOnly {
+	if err == nil {
 		err = whilePaused()
 	}
-	if err = cmp.Or(resume(), err); err != nil {
+	if err = cmp.Or(err, resume()); err != nil { // the worker resumes whatever happened
 		return shotflowResult{}, err
 	}
 	if err := waitOrders(ctx, a, orders); err != nil {
