@@ -17,7 +17,7 @@ import (
 func orderOf(accountID string, n int, cost int64, now time.Time) (*models.Order, []models.Job) {
 	order := &models.Order{ID: models.NewID(), AccountID: accountID, API: models.APIExternal,
 		JobType: models.JobTypePhotoShoot, SessionConfig: models.JSON(`{"aspect_ratio":"1:1","style":"warm"}`),
-		Status: models.OrderInProgress, JobsTotal: n, CreditsReserved: int64(n) * cost, CorrelationID: "corr-1",
+		Status: models.OrderInProgress, JobsTotal: n, CorrelationID: "corr-1",
 		CreatedAt: now, UpdatedAt: now}
 	jobs := make([]models.Job, n)
 	for i := range jobs {

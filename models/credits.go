@@ -96,9 +96,10 @@ func reservationEntries(accountID, orderID string, jobs []Job) []LedgerEntry {
 }
 
 // CreateOrder inserts a new order and its jobs and reserves their credits (ReserveForJobs), inside
-// the caller's transaction; order.CreditsReserved must already hold the jobs' ReservationTotal.
-// It returns ErrInsufficientCredits when the balance is short, and the caller's transaction must
-// then roll back (the rows may have been written).
+// the caller's transaction. The order row carries its reservation from its INSERT:
+// order.CreditsReserved is set to the jobs' ReservationTotal. It returns ErrInsufficientCredits
+// when the balance is short, and the caller's transaction must then roll back (the rows may have
+// been written).
 //
 // On PostgreSQL an order of up to insertBatch jobs is one statement: the three INSERTs ride as
 // data-modifying WITH queries on the account's conditional UPDATE, which spares the database and
@@ -106,7 +107,13 @@ func reservationEntries(accountID, orderID string, jobs []Job) []LedgerEntry {
 // models, so they cannot drift from them. SQLite has no data-modifying WITH; there, and for a
 // larger order, the statements go one by one.
 func CreateOrder(tx *gorm.DB, order *Order, jobs []Job) error {
-	if tx.Dialector.Name() != "postgres" || len(jobs) == 0 || len(jobs) > insertBatch {
+	return createOrder(tx, order, jobs, tx.Dialector.Name() == "postgres" && len(jobs) > 0 && len(jobs) <= insertBatch)
+}
+
+// createOrder is CreateOrder in one statement or, unless oneStatement, one statement at a time.
+func createOrder(tx *gorm.DB, order *Order, jobs []Job, oneStatement bool) error {
+	order.CreditsReserved = ReservationTotal(jobs)
+	if !oneStatement {
 		return createOrderStepByStep(tx, order, jobs)
 	}
 	dry := tx.Session(&gorm.Session{DryRun: true, NewDB: true})

@@ -97,9 +97,6 @@ func (e *Engine) Commit(ctx context.Context, order *models.Order, jobs []models.
 			jobs[i].Run = 1
 		}
 	}
-	// The order row carries its reservation from its INSERT: CreateOrder reserves exactly this
-	// total in the same transaction or fails it, so no UPDATE of the order is needed afterwards.
-	order.CreditsReserved = models.ReservationTotal(jobs)
 	err := e.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := models.CreateOrder(tx, order, jobs); err != nil {
 			return err
