@@ -220,15 +220,26 @@ func TestConcurrentReservationsNeverOverdraw(t *testing.T) {
 	})
 }
 
+// newShop creates an account and an installation of it (with its plugin key and the webhook
+// secret whsec_x, sealed by the returned box).
+func newShop(t *testing.T, db *gorm.DB) (*secrets.Box, *models.Account, *models.CreatedInstallation) {
+	t.Helper()
+	box := testBox(t)
+	acc, err := models.CreateAccount(db, "acme", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := models.CreateInstallation(db, box, models.NewInstallation{AccountID: acc.ID, Name: "shop", RateLimitPerMin: 60}, "whsec_x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return box, acc, inst
+}
+
 func TestAPIKeys(t *testing.T) {
 	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
-		box, _ := secrets.NewBox(make([]byte, 32))
-		acc, _ := models.CreateAccount(db, "acme", 0)
-		inst, err := models.CreateInstallation(db, box, models.NewInstallation{AccountID: acc.ID, Name: "shop", RateLimitPerMin: 60}, "whsec_x")
-		if err != nil {
-			t.Fatal(err)
-		}
+		box, acc, inst := newShop(t, db)
 		var stored models.APIKey
 		db.Take(&stored, "id = ?", inst.APIKey.Key.ID)
 		if stored.SecretHash == "" || len(inst.APIKey.Secret) < 40 || stored.SecretHash == inst.APIKey.Secret {
@@ -267,12 +278,7 @@ func TestAPIKeys(t *testing.T) {
 func TestAuthenticateKeyWithInstallation(t *testing.T) {
 	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
-		box, _ := secrets.NewBox(make([]byte, 32))
-		acc, _ := models.CreateAccount(db, "acme", 0)
-		inst, err := models.CreateInstallation(db, box, models.NewInstallation{AccountID: acc.ID, Name: "shop", RateLimitPerMin: 60}, "whsec_x")
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, acc, inst := newShop(t, db)
 		now := time.Now()
 		// The key and its installation, whole, from one query.
 		k, got, err := models.AuthenticateKeyWithInstallation(db, models.KeyKindPlugin, inst.APIKey.Secret, now)
