@@ -2,6 +2,7 @@ package models_test
 
 import (
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,7 +46,8 @@ func rowsOf(t *testing.T, db *gorm.DB, table, orderColumn, orderID, orderBy stri
 }
 
 // On PostgreSQL CreateOrder sends the order, its jobs, their ledger entries and the reservation as
-// one statement: it must write exactly what the statements one by one write.
+// one statement, and PlaceOrder sends that statement alone when it has nothing else to do: both
+// must write exactly what the statements one by one write.
 func TestCreateOrderWritesWhatTheStatementsOneByOneWrite(t *testing.T) {
 	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
@@ -54,31 +56,47 @@ func TestCreateOrderWritesWhatTheStatementsOneByOneWrite(t *testing.T) {
 		now := time.Now().UTC().Truncate(time.Microsecond)
 		one, oneJobs := orderOf(acc.ID, 3, 4, now)
 		require.NoError(t, db.Transaction(func(tx *gorm.DB) error { return models.CreateOrder(tx, one, oneJobs) }))
+		placed, placedJobs := orderOf(acc.ID, 3, 4, now)
+		require.NoError(t, models.PlaceOrder(db, placed, placedJobs, nil))
 		steps, stepJobs := orderOf(acc.ID, 3, 4, now)
 		require.NoError(t, db.Transaction(func(tx *gorm.DB) error { return models.CreateOrderStepByStep(tx, steps, stepJobs) }))
 
-		require.Len(t, rowsOf(t, db, "jobs", "order_id", one.ID, "position"), 3)
-		require.Equal(t, rowsOf(t, db, "orders", "id", steps.ID, "id"), rowsOf(t, db, "orders", "id", one.ID, "id"))
-		require.Equal(t, rowsOf(t, db, "jobs", "order_id", steps.ID, "position"), rowsOf(t, db, "jobs", "order_id", one.ID, "position"))
-		var ledger int64
-		require.NoError(t, db.Model(&models.LedgerEntry{}).Where("order_id = ? AND kind = ? AND reserved_delta = 4 AND balance_delta = -4",
-			one.ID, models.LedgerReserve).Count(&ledger).Error)
-		require.EqualValues(t, 3, ledger)
+		for _, order := range []*models.Order{one, placed} {
+			require.EqualValues(t, 12, order.CreditsReserved)
+			require.Len(t, rowsOf(t, db, "jobs", "order_id", order.ID, "position"), 3)
+			require.Equal(t, rowsOf(t, db, "orders", "id", steps.ID, "id"), rowsOf(t, db, "orders", "id", order.ID, "id"))
+			require.Equal(t, rowsOf(t, db, "jobs", "order_id", steps.ID, "position"), rowsOf(t, db, "jobs", "order_id", order.ID, "position"))
+			var ledger int64
+			require.NoError(t, db.Model(&models.LedgerEntry{}).Where("order_id = ? AND kind = ? AND reserved_delta = 4 AND balance_delta = -4",
+				order.ID, models.LedgerReserve).Count(&ledger).Error)
+			require.EqualValues(t, 3, ledger)
+		}
 		got := assertLedgerMatches(t, db, acc.ID)
-		require.EqualValues(t, 100-24, got.CreditBalance)
-		require.EqualValues(t, 24, got.CreditsReserved)
+		require.EqualValues(t, 100-36, got.CreditBalance)
+		require.EqualValues(t, 36, got.CreditsReserved)
 	})
 }
 
-// A short balance creates nothing, whether it is found by one statement or by the fourth.
+// A short balance creates nothing, whether it is found by one statement inside a transaction, by
+// that statement alone (PlaceOrder without a transaction of its own) or by the fourth statement.
 func TestCreateOrderShortOfCreditsCreatesNothing(t *testing.T) {
 	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		acc, err := models.CreateAccount(db, "acme", 11)
 		require.NoError(t, err)
-		for _, create := range []func(*gorm.DB, *models.Order, []models.Job) error{models.CreateOrder, models.CreateOrderStepByStep} {
+		for _, create := range []func(*gorm.DB, *models.Order, []models.Job) error{
+			func(db *gorm.DB, order *models.Order, jobs []models.Job) error {
+				return db.Transaction(func(tx *gorm.DB) error { return models.CreateOrder(tx, order, jobs) })
+			},
+			func(db *gorm.DB, order *models.Order, jobs []models.Job) error {
+				return models.PlaceOrder(db, order, jobs, nil)
+			},
+			func(db *gorm.DB, order *models.Order, jobs []models.Job) error {
+				return db.Transaction(func(tx *gorm.DB) error { return models.CreateOrderStepByStep(tx, order, jobs) })
+			},
+		} {
 			order, jobs := orderOf(acc.ID, 3, 4, time.Now())
-			err := db.Transaction(func(tx *gorm.DB) error { return create(tx, order, jobs) })
+			err := create(db, order, jobs)
 			require.True(t, errors.Is(err, models.ErrInsufficientCredits), "err = %v", err)
 		}
 		for _, m := range []any{&models.Order{}, &models.Job{}} {
@@ -89,6 +107,78 @@ func TestCreateOrderShortOfCreditsCreatesNothing(t *testing.T) {
 		got := assertLedgerMatches(t, db, acc.ID)
 		require.EqualValues(t, 11, got.CreditBalance)
 		require.Zero(t, got.CreditsReserved)
+	})
+}
+
+// PlaceOrder runs its inTx in the order's transaction: an error from it undoes the order, its jobs
+// and the reservation, and is returned as it is.
+func TestPlaceOrderUndoesTheOrderWhenInTxFails(t *testing.T) {
+	t.Parallel()
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		acc, err := models.CreateAccount(db, "acme", 100)
+		require.NoError(t, err)
+		refused := errors.New("the caller's record was refused")
+		order, jobs := orderOf(acc.ID, 3, 4, time.Now())
+		var sawOrder int64
+		err = models.PlaceOrder(db, order, jobs, func(tx *gorm.DB) error {
+			require.NoError(t, tx.Model(&models.Order{}).Where("id = ?", order.ID).Count(&sawOrder).Error)
+			return refused
+		})
+		require.ErrorIs(t, err, refused)
+		require.EqualValues(t, 1, sawOrder, "inTx runs after the order is written, in its transaction")
+		for _, m := range []any{&models.Order{}, &models.Job{}} {
+			var n int64
+			require.NoError(t, db.Model(m).Where("account_id = ?", acc.ID).Count(&n).Error)
+			require.Zero(t, n, "%T", m)
+		}
+		var entries int64
+		require.NoError(t, db.Model(&models.LedgerEntry{}).Where("order_id = ?", order.ID).Count(&entries).Error)
+		require.Zero(t, entries)
+		got := assertLedgerMatches(t, db, acc.ID)
+		require.EqualValues(t, 100, got.CreditBalance)
+		require.Zero(t, got.CreditsReserved)
+	})
+}
+
+// Orders placed at once against one balance never overdraw it: on PostgreSQL each is one statement
+// in autocommit, held back by the balance's CHECK alone. The balance covers exactly five of the
+// twenty; five are placed, fifteen are refused, and the ledger agrees with the account.
+func TestConcurrentPlaceOrdersNeverOverdraw(t *testing.T) {
+	t.Parallel()
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		acc, err := models.CreateAccount(db, "acme", 5*12)
+		require.NoError(t, err)
+		results := make(chan error, 20)
+		var wg sync.WaitGroup
+		for range 20 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				order, jobs := orderOf(acc.ID, 3, 4, time.Now())
+				results <- models.PlaceOrder(db, order, jobs, nil)
+			}()
+		}
+		wg.Wait()
+		close(results)
+		placed, refused := 0, 0
+		for err := range results {
+			switch {
+			case err == nil:
+				placed++
+			case errors.Is(err, models.ErrInsufficientCredits):
+				refused++
+			default:
+				t.Fatalf("unexpected error: %v", err)
+			}
+		}
+		require.Equal(t, 5, placed)
+		require.Equal(t, 15, refused)
+		var orders int64
+		require.NoError(t, db.Model(&models.Order{}).Where("account_id = ?", acc.ID).Count(&orders).Error)
+		require.EqualValues(t, 5, orders)
+		got := assertLedgerMatches(t, db, acc.ID)
+		require.Zero(t, got.CreditBalance)
+		require.EqualValues(t, 60, got.CreditsReserved)
 	})
 }
 

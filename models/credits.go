@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgconn"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 )
@@ -95,6 +96,28 @@ func reservationEntries(accountID, orderID string, jobs []Job) []LedgerEntry {
 	return entries
 }
 
+// PlaceOrder creates a new order, its jobs and their reservation (CreateOrder) and runs inTx,
+// when not nil, in the same transaction: an error from inTx undoes the order. It returns
+// ErrInsufficientCredits, and creates nothing, when the balance is short.
+//
+// An order that CreateOrder writes in one statement (PostgreSQL, up to insertBatch jobs) and that
+// has no inTx is that statement alone, in autocommit: one round trip instead of three (BEGIN, the
+// statement, COMMIT). A statement is atomic by itself, so this writes everything or nothing too.
+func PlaceOrder(db *gorm.DB, order *Order, jobs []Job, inTx func(tx *gorm.DB) error) error {
+	if inTx == nil && oneStatementOrder(db, jobs) {
+		return createOrder(db, order, jobs, true)
+	}
+	return db.Transaction(func(tx *gorm.DB) error {
+		if err := CreateOrder(tx, order, jobs); err != nil {
+			return err
+		}
+		if inTx != nil {
+			return inTx(tx)
+		}
+		return nil
+	})
+}
+
 // CreateOrder inserts a new order and its jobs and reserves their credits (ReserveForJobs), inside
 // the caller's transaction. The order row carries its reservation from its INSERT:
 // order.CreditsReserved is set to the jobs' ReservationTotal. It returns ErrInsufficientCredits
@@ -102,12 +125,19 @@ func reservationEntries(accountID, orderID string, jobs []Job) []LedgerEntry {
 // been written).
 //
 // On PostgreSQL an order of up to insertBatch jobs is one statement: the three INSERTs ride as
-// data-modifying WITH queries on the account's conditional UPDATE, which spares the database and
+// data-modifying WITH queries on the account's reservation UPDATE, which spares the database and
 // the API three round trips per accepted order. They are the statements gorm builds for the
-// models, so they cannot drift from them. SQLite has no data-modifying WITH; there, and for a
-// larger order, the statements go one by one.
+// models, so they cannot drift from them. A short balance fails that statement as a whole, with
+// the accounts table's CHECK (credit_balance >= 0): nothing of it is written, even outside a
+// transaction (PlaceOrder). SQLite has no data-modifying WITH; there, and for a larger order, the
+// statements go one by one, the reservation conditional on the balance.
 func CreateOrder(tx *gorm.DB, order *Order, jobs []Job) error {
-	return createOrder(tx, order, jobs, tx.Dialector.Name() == "postgres" && len(jobs) > 0 && len(jobs) <= insertBatch)
+	return createOrder(tx, order, jobs, oneStatementOrder(tx, jobs))
+}
+
+// oneStatementOrder reports whether CreateOrder writes the jobs' order in one statement.
+func oneStatementOrder(db *gorm.DB, jobs []Job) bool {
+	return db.Dialector.Name() == "postgres" && len(jobs) > 0 && len(jobs) <= insertBatch
 }
 
 // createOrder is CreateOrder in one statement or, unless oneStatement, one statement at a time.
@@ -116,7 +146,9 @@ func createOrder(tx *gorm.DB, order *Order, jobs []Job, oneStatement bool) error
 	if !oneStatement {
 		return createOrderStepByStep(tx, order, jobs)
 	}
-	dry := tx.Session(&gorm.Session{DryRun: true, NewDB: true})
+	// Outside a transaction gorm wraps a Create in one of its own, even a DryRun one: BEGIN and
+	// COMMIT would go to the database for nothing.
+	dry := tx.Session(&gorm.Session{DryRun: true, NewDB: true, SkipDefaultTransaction: true})
 	entries := reservationEntries(order.AccountID, order.ID, jobs)
 	inserts := []*gorm.Statement{dry.Create(order).Statement, dry.Create(&jobs).Statement, dry.Create(&entries).Statement}
 	var (
@@ -141,15 +173,31 @@ func createOrder(tx *gorm.DB, order *Order, jobs []Job, oneStatement bool) error
 		return tx.Exec(sql.String(), vars...).Error
 	}
 	sql.WriteString(` UPDATE "accounts" SET "credit_balance" = "credit_balance" - ?, "credits_reserved" = "credits_reserved" + ?, "updated_at" = ?` +
-		` WHERE "id" = ? AND "credit_balance" >= ?`)
-	res := tx.Exec(sql.String(), append(vars, total, total, time.Now().UTC(), order.AccountID, total)...)
+		` WHERE "id" = ?`)
+	res := tx.Exec(sql.String(), append(vars, total, total, time.Now().UTC(), order.AccountID)...)
+	if isBalanceCheckViolation(res.Error) {
+		return ErrInsufficientCredits
+	}
 	if res.Error != nil {
 		return res.Error
 	}
-	if res.RowsAffected == 0 {
-		return ErrInsufficientCredits
+	if res.RowsAffected == 0 { // the orders' foreign key refuses an unknown account first
+		return fmt.Errorf("account %s: %w", order.AccountID, ErrNotFound)
 	}
 	return nil
+}
+
+// balanceCheck is the name PostgreSQL gave the accounts table's CHECK (credit_balance >= 0)
+// (0001_init.sql); checkViolation is the SQLSTATE of a row that fails a CHECK.
+const (
+	balanceCheck   = "accounts_credit_balance_check"
+	checkViolation = "23514"
+)
+
+// isBalanceCheckViolation reports whether err is PostgreSQL refusing a negative balance.
+func isBalanceCheckViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == checkViolation && pgErr.ConstraintName == balanceCheck
 }
 
 // postgresPlaceholder is a bind parameter of a statement gorm built for PostgreSQL ($1, $2, …,

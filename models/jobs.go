@@ -304,6 +304,7 @@ func GetAsset(db *gorm.DB, id string) (*Asset, error) {
 // MarkOrdersStarted records that the workflows of the orders have been started
 // (workflow_started_at, set once: an order already marked keeps its first mark).
 func MarkOrdersStarted(db *gorm.DB, now time.Time, orderIDs ...string) error {
-	return db.Model(&Order{}).Where("id IN ? AND workflow_started_at IS NULL", orderIDs).
+	// One statement: gorm's default transaction around it would only add BEGIN and COMMIT.
+	return db.Session(&gorm.Session{SkipDefaultTransaction: true}).Model(&Order{}).Where("id IN ? AND workflow_started_at IS NULL", orderIDs).
 		Update("workflow_started_at", now.UTC()).Error
 }

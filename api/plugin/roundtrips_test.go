@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
@@ -110,11 +111,12 @@ func (e *env) recordStatements() func() []string {
 	}
 }
 
-// sessionStatements are the statements of one accepted POST /jobs of the given subjects.
-func (e *env) sessionStatements(subjects ...map[string]any) []string {
+// sessionStatements are the statements of one accepted POST /jobs of the given subjects, sent
+// with the headers (name, value, ...).
+func (e *env) sessionStatements(headers []string, subjects ...map[string]any) []string {
 	e.t.Helper()
 	stop := e.recordStatements()
-	rec := e.do(http.MethodPost, p("/jobs"), e.key, session(subjects...))
+	rec := e.do(http.MethodPost, p("/jobs"), e.key, session(subjects...), headers...)
 	statements := stop()
 	require.Equal(e.t, http.StatusCreated, rec.Code, rec.Body.String())
 	return statements
@@ -122,16 +124,27 @@ func (e *env) sessionStatements(subjects ...map[string]any) []string {
 
 // acceptedSessionStatements is what accepting one session costs PostgreSQL, whatever its number
 // of subjects and images: the key with its installation (1), the subjects' products with their
-// approved packshots (1), then one transaction: BEGIN, one statement that inserts the order, its
-// jobs and their ledger entries and reserves the credits (models.CreateOrder), COMMIT.
-const acceptedSessionStatements = 5
+// approved packshots (1), then one statement in autocommit that inserts the order, its jobs and
+// their ledger entries and reserves the credits (models.PlaceOrder).
+const acceptedSessionStatements = 3
+
+// keyedSessionStatements is what a session sent with an Idempotency-Key costs: the key with its
+// installation, the Idempotency-Key's claim, the products; then the order's transaction, which
+// records the key's answer with the order: BEGIN, the order's statement, the answer, COMMIT.
+const keyedSessionStatements = 7
 
 func TestAcceptedSessionRoundTrips(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		name string
-		refs []string
-	}{{"one subject", []string{"p1"}}, {"three subjects", []string{"p1", "p2", "p3"}}} {
+		name    string
+		refs    []string
+		headers []string
+		want    int
+	}{
+		{"one subject", []string{"p1"}, nil, acceptedSessionStatements},
+		{"three subjects", []string{"p1", "p2", "p3"}, nil, acceptedSessionStatements},
+		{"three subjects, Idempotency-Key", []string{"p1", "p2", "p3"}, []string{"Idempotency-Key", "roundtrips-1"}, keyedSessionStatements},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, onPostgres()).committing()
@@ -140,10 +153,22 @@ func TestAcceptedSessionRoundTrips(t *testing.T) {
 				e.approved(ref)
 				subjects[i] = subject(ref) // 2 images each
 			}
-			statements := e.sessionStatements(subjects...)
-			require.Equal(t, acceptedSessionStatements, len(statements),
+			statements := e.sessionStatements(tc.headers, subjects...)
+			require.Equal(t, tc.want, len(statements),
 				"statements of one accepted session of %d subjects:\n%s", len(tc.refs), strings.Join(statements, "\n"))
 			require.Equal(t, int64(2*len(tc.refs)), e.count(&models.Job{}, "1 = 1"))
 		})
 	}
+}
+
+// The start marks of the orders accepted within 20 ms (internal/engine's startMarks) are one
+// UPDATE, without the BEGIN and COMMIT gorm would wrap around it.
+func TestStartMarksAreOneStatement(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, onPostgres())
+	stop := e.recordStatements()
+	require.NoError(t, models.MarkOrdersStarted(e.db, time.Now(), models.NewID(), models.NewID()))
+	statements := stop()
+	require.Len(t, statements, 1, strings.Join(statements, "\n"))
+	require.True(t, strings.HasPrefix(statements[0], `UPDATE "orders"`), statements[0])
 }

@@ -81,8 +81,9 @@ func (e *Engine) SubmitWith(ctx context.Context, order *models.Order, jobs []mod
 	return nil
 }
 
-// Commit is the transaction of SubmitWith alone: the order, its jobs and their reservation (and
-// inTx) are committed but the workflow is not started. Call StartCommitted next; should the caller
+// Commit is the transaction of SubmitWith alone (models.PlaceOrder: one statement in autocommit
+// when there is no inTx and the database allows it): the order, its jobs and their reservation
+// (and inTx) are committed but the workflow is not started. Call StartCommitted next; should the caller
 // die first, the Sweeper starts it. POST /jobs/batch commits all its sessions this way before
 // starting their workflows together.
 func (e *Engine) Commit(ctx context.Context, order *models.Order, jobs []models.Job, inTx func(tx *gorm.DB) error) error {
@@ -97,16 +98,7 @@ func (e *Engine) Commit(ctx context.Context, order *models.Order, jobs []models.
 			jobs[i].Run = 1
 		}
 	}
-	err := e.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := models.CreateOrder(tx, order, jobs); err != nil {
-			return err
-		}
-		if inTx != nil {
-			return inTx(tx)
-		}
-		return nil
-	})
-	if err != nil {
+	if err := models.PlaceOrder(e.DB.WithContext(ctx), order, jobs, inTx); err != nil {
 		order.CreditsReserved = 0 // nothing was reserved
 		return err
 	}
