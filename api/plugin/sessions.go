@@ -102,26 +102,27 @@ func (h *Handler) readBody(c *gin.Context) ([]byte, bool) {
 
 // parseSession decodes and validates a session body strictly; a body with a field of the retired
 // single-job body, alone or next to the session shape, is refused naming those fields, with a
-// message that says how to migrate.
+// message that says how to migrate. The strict decoder refuses any member a session does not
+// have, so only a refused body is looked at again for retired fields: an accepted one is parsed
+// once.
 func parseSession(body []byte) (*SessionRequest, *failure) {
-	top, err := jsonbody.Members(body)
-	if err != nil {
-		return nil, invalid("%s", describeBindError(err))
+	var req SessionRequest
+	err := decodeJSON(body, &req)
+	if err == nil {
+		return &req, nil
 	}
-	var retired []string
-	for _, f := range retiredSessionFields {
-		if _, ok := top[f]; ok {
-			retired = append(retired, f)
+	if top, membersErr := jsonbody.Members(body); membersErr == nil {
+		var retired []string
+		for _, f := range retiredSessionFields {
+			if _, ok := top[f]; ok {
+				retired = append(retired, f)
+			}
+		}
+		if len(retired) > 0 {
+			return nil, invalid("%s: %s", strings.Join(retired, ", "), migrateSessionMessage)
 		}
 	}
-	if len(retired) > 0 {
-		return nil, invalid("%s: %s", strings.Join(retired, ", "), migrateSessionMessage)
-	}
-	var req SessionRequest
-	if err := decodeJSON(body, &req); err != nil {
-		return nil, invalid("%s", describeBindError(err))
-	}
-	return &req, nil
+	return nil, invalid("%s", describeBindError(err))
 }
 
 // sessionOutcome is what became of one session: created (session) or refused (fail). claimLost
