@@ -32,12 +32,14 @@ import (
 	"sync"
 	"time"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/shotflow/shotflow/internal/config"
 	"github.com/shotflow/shotflow/internal/logging"
 	"github.com/shotflow/shotflow/internal/temporalconn"
+	"github.com/shotflow/shotflow/workflows"
 )
 
 // Modes of loadgen.
@@ -269,9 +271,12 @@ func (o options) jobsPerSession() int { return o.products * o.images }
 func runShotflow(ctx context.Context, o options, c client.Client, m meter, whilePaused func() error) (shotflowResult, error) {
 	a := &api{base: strings.TrimRight(o.base, "/"), key: o.key, http: keepAliveClient(o.concurrency)}
 	prefix := fmt.Sprintf("load-%d", time.Now().UnixNano())
-	refs, err := setupProducts(ctx, a, prefix, o.products)
+	refs, assetID, err := setupProducts(ctx, a, prefix, o.products)
 	if err != nil {
 		return shotflowResult{}, err
+	}
+	if err := waitPrepared(ctx, c, assetID); err != nil {
+		return shotflowResult{}, fmt.Errorf("packshot upload %s not prepared: %w", assetID, err)
 	}
 	subjects := make([]map[string]any, len(refs))
 	for i, ref := range refs {
@@ -533,8 +538,9 @@ func pct(sorted []time.Duration, p int) time.Duration {
 	return sorted[(len(sorted)-1)*p/100].Round(time.Millisecond)
 }
 
-// setupProducts uploads one packshot image and registers it for n new products.
-func setupProducts(ctx context.Context, a *api, prefix string, n int) ([]string, error) {
+// setupProducts uploads one packshot image and registers it for n new products; it returns their
+// refs and the upload's asset ID.
+func setupProducts(ctx context.Context, a *api, prefix string, n int) ([]string, string, error) {
 	img := image.NewNRGBA(image.Rect(0, 0, 200, 200))
 	for y := range 200 {
 		for x := range 200 {
@@ -554,17 +560,17 @@ func setupProducts(ctx context.Context, a *api, prefix string, n int) ([]string,
 	if _, err := a.call(ctx, http.MethodPost, "/assets/upload", map[string]any{
 		"mode": "presigned", "filename": "p.png", "content_type": "image/png", "size_bytes": buf.Len(),
 	}, &up); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPut, up.UploadURL, bytes.NewReader(buf.Bytes()))
 	req.Header.Set("Content-Type", "image/png")
 	resp, err := a.http.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("upload: %s", resp.Status)
+		return nil, "", fmt.Errorf("upload: %s", resp.Status)
 	}
 	var refs []string
 	for start := 0; start < n; start += 100 {
@@ -576,11 +582,37 @@ func setupProducts(ctx context.Context, a *api, prefix string, n int) ([]string,
 				"product_metadata": map[string]any{"display_name": ref}})
 		}
 		if _, err := a.call(ctx, http.MethodPost, "/packshots", map[string]any{"packshots": items}, nil); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 	}
-	return refs, nil
+	return refs, up.AssetID, nil
 }
+
+// waitPrepared waits until the PrepareInputWorkflow of the packshot upload has finished (the API
+// starts it when the bytes are stored, the sweeper if that start failed), so that the measured
+// sessions find their packshot ready, as a shop's sessions find packshots uploaded long before.
+// A job accepted while its input is still being prepared waits for that workflow's input-ready
+// signal: one more event in its history, and the preparation's signals to every such job would
+// load the measurement.
+func waitPrepared(ctx context.Context, c client.Client, assetID string) error {
+	id := workflows.PrepareInputWorkflowID(assetID)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		err := c.GetWorkflow(ctx, id, "").Get(ctx, nil)
+		var notFound *serviceerror.NotFound
+		if !errors.As(err, &notFound) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(preparePoll):
+		}
+	}
+}
+
+// preparePoll is how often waitPrepared looks for a preparation that has not started yet.
+var preparePoll = 200 * time.Millisecond
 
 // temporalConnection reaches Temporal the way shotflow's processes do (TEMPORAL_* variables,
 // profiles, TLS), with -temporal and -namespace winning when given.

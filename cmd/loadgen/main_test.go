@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -9,6 +11,13 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/mocks"
+
+	"github.com/shotflow/shotflow/workflows"
 )
 
 // The sessions' client keeps a connection per concurrent request: a second round of 8 requests at
@@ -59,4 +68,26 @@ func TestKeepAliveClientReusesAConnectionPerConcurrentRequest(t *testing.T) {
 	if first != concurrency || opened.Load() != first {
 		t.Fatalf("connections opened: %d in the first round, %d in the second; want %d and 0", first, opened.Load()-first, concurrency)
 	}
+}
+
+// waitPrepared waits for the upload's PrepareInputWorkflow, by its ID; one the API has not started
+// yet is looked for again, and a preparation that failed is an error.
+func TestWaitPreparedWaitsForTheUploadsPreparation(t *testing.T) {
+	preparePoll = time.Millisecond
+	c := &mocks.Client{}
+	done := &mocks.WorkflowRun{}
+	done.On("Get", mock.Anything, nil).Return(nil)
+	notYet := &mocks.WorkflowRun{}
+	notYet.On("Get", mock.Anything, nil).Return(serviceerror.NewNotFound("workflow not found"))
+	id := workflows.PrepareInputWorkflowID("asset-1")
+	c.On("GetWorkflow", mock.Anything, id, "").Return(notYet).Twice()
+	c.On("GetWorkflow", mock.Anything, id, "").Return(done).Once()
+	require.NoError(t, waitPrepared(context.Background(), c, "asset-1"))
+	c.AssertExpectations(t)
+
+	failed := &mocks.WorkflowRun{}
+	failed.On("Get", mock.Anything, nil).Return(errors.New("workflow failed"))
+	c = &mocks.Client{}
+	c.On("GetWorkflow", mock.Anything, workflows.PrepareInputWorkflowID("asset-2"), "").Return(failed).Once()
+	require.ErrorContains(t, waitPrepared(context.Background(), c, "asset-2"), "workflow failed")
 }
