@@ -59,7 +59,7 @@ type AttemptInput struct {
 
 // BeginAttempt moves the job to in_progress and records the attempt number (a local activity).
 func (a *Activities) BeginAttempt(ctx context.Context, in AttemptInput) error {
-	_, err := models.BeginAttempt(a.DB.WithContext(ctx), in.JobID, in.Run, in.Attempt)
+	err := models.BeginAttempt(a.DB.WithContext(ctx), in.JobID, in.Run, in.Attempt)
 	if errors.Is(err, models.ErrJobNotRunnable) {
 		return temporal.NewNonRetryableApplicationError("job is already terminal", ErrTypeJobNotRunnable, err)
 	}

@@ -59,10 +59,12 @@ func JobOutputs(db *gorm.DB, jobIDs ...string) (map[string][]Asset, error) {
 	return out, err
 }
 
-// BeginAttempt moves a job to in_progress for attempt number attempt of its current run.
-func BeginAttempt(db *gorm.DB, jobID string, run, attempt int) (*Job, error) {
+// BeginAttempt moves a job to in_progress for attempt number attempt of its current run, in one
+// statement (no transaction of gorm's around it). It returns ErrJobNotRunnable when the job has
+// ended or runs another run.
+func BeginAttempt(db *gorm.DB, jobID string, run, attempt int) error {
 	now := time.Now().UTC()
-	res := db.Model(&Job{}).
+	res := db.Session(&gorm.Session{SkipDefaultTransaction: true}).Model(&Job{}).
 		Where("id = ? AND run = ? AND status IN ?", jobID, run, []string{JobPending, JobRetryPending, JobInProgress}).
 		Updates(map[string]any{
 			"status":        JobInProgress,
@@ -71,12 +73,12 @@ func BeginAttempt(db *gorm.DB, jobID string, run, attempt int) (*Job, error) {
 			"updated_at":    now,
 		})
 	if res.Error != nil {
-		return nil, res.Error
+		return res.Error
 	}
 	if res.RowsAffected == 0 {
-		return nil, ErrJobNotRunnable
+		return ErrJobNotRunnable
 	}
-	return GetJob(db, jobID)
+	return nil
 }
 
 // MarkRetryPending records a failed attempt that will be retried.

@@ -58,7 +58,7 @@ func newSupportFixture(t *testing.T) *supportFixture {
 	}
 	f.orderID, f.failed, f.completed = order.ID, jobs[0].ID, jobs[1].ID
 	for _, j := range jobs {
-		if _, err := models.BeginAttempt(db, j.ID, 1, 1); err != nil {
+		if err := models.BeginAttempt(db, j.ID, 1, 1); err != nil {
 			t.Fatal(err)
 		}
 	}

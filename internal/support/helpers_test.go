@@ -109,7 +109,7 @@ func submit(t *testing.T, s *engine.Engine, tn tenant, cost int64, refs ...strin
 // fail ends a job run failed with category after one attempt, as JobWorkflow does.
 func fail(t *testing.T, db *gorm.DB, jobID string, run int, c errorcat.Category) {
 	t.Helper()
-	if _, err := models.BeginAttempt(db, jobID, run, 1); err != nil {
+	if err := models.BeginAttempt(db, jobID, run, 1); err != nil {
 		t.Fatalf("BeginAttempt %s run %d: %v", jobID, run, err)
 	}
 	if ok, err := models.EndJob(db, jobID, run, models.JobFailed, string(c), c.Hint(), "raw provider message for "+jobID); err != nil || !ok {
