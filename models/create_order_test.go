@@ -99,15 +99,22 @@ func TestCreateOrderShortOfCreditsCreatesNothing(t *testing.T) {
 			err := create(db, order, jobs)
 			require.True(t, errors.Is(err, models.ErrInsufficientCredits), "err = %v", err)
 		}
-		for _, m := range []any{&models.Order{}, &models.Job{}} {
-			var n int64
-			require.NoError(t, db.Model(m).Where("account_id = ?", acc.ID).Count(&n).Error)
-			require.Zero(t, n)
-		}
-		got := assertLedgerMatches(t, db, acc.ID)
-		require.EqualValues(t, 11, got.CreditBalance)
-		require.Zero(t, got.CreditsReserved)
+		assertNoOrder(t, db, acc.ID, 11)
 	})
+}
+
+// assertNoOrder checks that the account has no order and no job, and its balance, untouched by a
+// reservation, agrees with its ledger.
+func assertNoOrder(t *testing.T, db *gorm.DB, accountID string, balance int64) {
+	t.Helper()
+	for _, m := range []any{&models.Order{}, &models.Job{}} {
+		var n int64
+		require.NoError(t, db.Model(m).Where("account_id = ?", accountID).Count(&n).Error)
+		require.Zero(t, n, "%T", m)
+	}
+	got := assertLedgerMatches(t, db, accountID)
+	require.EqualValues(t, balance, got.CreditBalance)
+	require.Zero(t, got.CreditsReserved)
 }
 
 // PlaceOrder runs its inTx in the order's transaction: an error from it undoes the order, its jobs
@@ -126,17 +133,10 @@ func TestPlaceOrderUndoesTheOrderWhenInTxFails(t *testing.T) {
 		})
 		require.ErrorIs(t, err, refused)
 		require.EqualValues(t, 1, sawOrder, "inTx runs after the order is written, in its transaction")
-		for _, m := range []any{&models.Order{}, &models.Job{}} {
-			var n int64
-			require.NoError(t, db.Model(m).Where("account_id = ?", acc.ID).Count(&n).Error)
-			require.Zero(t, n, "%T", m)
-		}
+		assertNoOrder(t, db, acc.ID, 100)
 		var entries int64
 		require.NoError(t, db.Model(&models.LedgerEntry{}).Where("order_id = ?", order.ID).Count(&entries).Error)
 		require.Zero(t, entries)
-		got := assertLedgerMatches(t, db, acc.ID)
-		require.EqualValues(t, 100, got.CreditBalance)
-		require.Zero(t, got.CreditsReserved)
 	})
 }
 
