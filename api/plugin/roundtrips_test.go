@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models"
 )
@@ -71,4 +72,29 @@ func TestAcceptedSessionRoundTrips(t *testing.T) {
 			require.Equal(t, int64(2*len(tc.refs)), e.count(&models.Job{}, "1 = 1"))
 		})
 	}
+}
+
+// On PostgreSQL a session the balance cannot cover is refused by the order's statement itself (the
+// accounts table's CHECK), alone in autocommit or, with an Idempotency-Key, in its transaction:
+// either way it answers 402 in the envelope and writes nothing, and the balance is untouched.
+func TestShortBalanceOnPostgresAnswers402AndWritesNothing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, onPostgres(), withCredits(3)).committing()
+	e.approved("p1")
+	big := session(map[string]any{"product_ref": "p1", "images_count": 4, "ai_model": "local/studio-v1"})
+	e.requireErrorDetails(e.do(http.MethodPost, p("/jobs"), e.key, big), http.StatusPaymentRequired, plugin.CodeInsufficientCredits)
+	e.requireErrorDetails(e.do(http.MethodPost, p("/jobs"), e.key, big, "Idempotency-Key", "short-1"), http.StatusPaymentRequired, plugin.CodeInsufficientCredits)
+	e.noOrdersOf(0)
+	require.Zero(t, e.count(&models.Job{}, "1 = 1"))
+	require.Zero(t, e.count(&models.IdempotencyKey{}, "1 = 1"))
+	available, reserved := e.credits()
+	require.EqualValues(t, 3, available)
+	require.Zero(t, reserved)
+
+	// What the balance covers is accepted and reserved.
+	rec := e.do(http.MethodPost, p("/jobs"), e.key, session(map[string]any{"product_ref": "p1", "images_count": 3, "ai_model": "local/studio-v1"}))
+	require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
+	available, reserved = e.credits()
+	require.Zero(t, available)
+	require.EqualValues(t, 3, reserved)
 }
