@@ -146,9 +146,7 @@ func createOrder(tx *gorm.DB, order *Order, jobs []Job, oneStatement bool) error
 	if !oneStatement {
 		return createOrderStepByStep(tx, order, jobs)
 	}
-	// Outside a transaction gorm wraps a Create in one of its own, even a DryRun one: BEGIN and
-	// COMMIT would go to the database for nothing.
-	dry := tx.Session(&gorm.Session{DryRun: true, NewDB: true, SkipDefaultTransaction: true})
+	dry := tx.Session(&gorm.Session{DryRun: true, NewDB: true})
 	entries := reservationEntries(order.AccountID, order.ID, jobs)
 	inserts := []*gorm.Statement{dry.Create(order).Statement, dry.Create(&jobs).Statement, dry.Create(&entries).Statement}
 	var (

@@ -42,6 +42,11 @@ func Open(databaseURL string, opts OpenOptions) (*gorm.DB, error) {
 		NowFunc:                                  func() time.Time { return time.Now().UTC() },
 		DisableForeignKeyConstraintWhenMigrating: true,
 		TranslateError:                           true,
+		// gorm wraps every write made outside a transaction in one of its own: BEGIN and COMMIT,
+		// two round trips, around what is here always one statement (no model saves associations,
+		// has hooks or is created in batches outside a transaction). Writes that must be atomic
+		// together run in db.Transaction.
+		SkipDefaultTransaction: true,
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = logger.Discard

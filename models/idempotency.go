@@ -84,8 +84,7 @@ func ClaimIdempotencyKey(db *gorm.DB, installationID, key, requestHash string, l
 			Status: IdempotencyInProgress, ClaimToken: NewID(), CreatedAt: now, UpdatedAt: now,
 			ExpiresAt: now.Add(IdempotencyTTL),
 		}
-		// One statement: gorm's default transaction around it would only add BEGIN and COMMIT.
-		res := db.Session(&gorm.Session{SkipDefaultTransaction: true}).Clauses(clause.OnConflict{DoNothing: true}).Create(fresh)
+		res := db.Clauses(clause.OnConflict{DoNothing: true}).Create(fresh)
 		if res.Error != nil {
 			return nil, false, res.Error
 		}

@@ -60,11 +60,11 @@ func JobOutputs(db *gorm.DB, jobIDs ...string) (map[string][]Asset, error) {
 }
 
 // BeginAttempt moves a job to in_progress for attempt number attempt of its current run, in one
-// statement (no transaction of gorm's around it). It returns ErrJobNotRunnable when the job has
+// statement. It returns ErrJobNotRunnable when the job has
 // ended or runs another run.
 func BeginAttempt(db *gorm.DB, jobID string, run, attempt int) error {
 	now := time.Now().UTC()
-	res := db.Session(&gorm.Session{SkipDefaultTransaction: true}).Model(&Job{}).
+	res := db.Model(&Job{}).
 		Where("id = ? AND run = ? AND status IN ?", jobID, run, []string{JobPending, JobRetryPending, JobInProgress}).
 		Updates(map[string]any{
 			"status":        JobInProgress,
@@ -306,7 +306,6 @@ func GetAsset(db *gorm.DB, id string) (*Asset, error) {
 // MarkOrdersStarted records that the workflows of the orders have been started
 // (workflow_started_at, set once: an order already marked keeps its first mark).
 func MarkOrdersStarted(db *gorm.DB, now time.Time, orderIDs ...string) error {
-	// One statement: gorm's default transaction around it would only add BEGIN and COMMIT.
-	return db.Session(&gorm.Session{SkipDefaultTransaction: true}).Model(&Order{}).Where("id IN ? AND workflow_started_at IS NULL", orderIDs).
+	return db.Model(&Order{}).Where("id IN ? AND workflow_started_at IS NULL", orderIDs).
 		Update("workflow_started_at", now.UTC()).Error
 }
