@@ -170,9 +170,14 @@ func createOrder(tx *gorm.DB, order *Order, jobs []Job, oneStatement bool) error
 		sql.WriteString(" SELECT 1")
 		return tx.Exec(sql.String(), vars...).Error
 	}
-	sql.WriteString(` UPDATE "accounts" SET "credit_balance" = "credit_balance" - ?, "credits_reserved" = "credits_reserved" + ?, "updated_at" = ?` +
-		` WHERE "id" = ?`)
-	res := tx.Exec(sql.String(), append(vars, total, total, time.Now().UTC(), order.AccountID)...)
+	// The reservation of ReserveForJobs without its balance condition: the CHECK refuses a short
+	// balance, which fails the whole statement instead of matching no row.
+	reserve := dry.Model(&Account{}).Where("id = ?", order.AccountID).Updates(reservation(total)).Statement
+	if reserve.Error != nil {
+		return reserve.Error
+	}
+	sql.WriteString(" " + postgresPlaceholder.ReplaceAllString(reserve.SQL.String(), "?"))
+	res := tx.Exec(sql.String(), append(vars, reserve.Vars...)...)
 	if isBalanceCheckViolation(res.Error) {
 		return ErrInsufficientCredits
 	}
