@@ -1,0 +1,114 @@
+package activities_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/testsuite"
+	"go.uber.org/zap"
+
+	"github.com/shotflow/shotflow/activities"
+	"github.com/shotflow/shotflow/internal/blobstore"
+	"github.com/shotflow/shotflow/internal/providers"
+	"github.com/shotflow/shotflow/internal/testsupport/testdb"
+	"github.com/shotflow/shotflow/internal/testsupport/testimage"
+	"github.com/shotflow/shotflow/models"
+)
+
+// workerTransactionsPerJob is what a successful one-attempt job costs the database on the worker
+// (issue 15's budget is 3): BeginAttempt's UPDATE, then FinishJob's transaction; Generate only
+// reads. docs/benchmarks.md keeps the table.
+const workerTransactionsPerJob = 2
+
+// The activities of a successful job, run one after the other as its JobWorkflow runs them, write
+// in workerTransactionsPerJob transactions on PostgreSQL: a transaction is a BEGIN … COMMIT block
+// or a write statement alone.
+func TestSuccessfulJobCostsTheWorkerTwoTransactions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.Open(t, testdb.MigratedPostgresURL(t))
+	blobs, err := blobstore.Open(ctx, "file://"+t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = blobs.Close() })
+	catalog, err := models.LoadCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	acts := &activities.Activities{DB: db, Blobs: blobs, Log: zap.NewNop(), LongEdge: 64,
+		Generator: providers.MustNewRegistry(catalog, map[string]providers.Provider{"local": &capture{}})}
+	acc, err := models.CreateAccount(db, "Team", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	input := models.Asset{ID: models.NewID(), AccountID: acc.ID, Kind: models.AssetKindUpload, Status: models.AssetReady,
+		ContentType: "image/png", BlobKey: "in/" + models.NewID(), CreatedAt: now, UpdatedAt: now}
+	if err := blobs.Put(ctx, input.BlobKey, testimage.SolidPNG(t, 8, 8, testimage.White), "image/png"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Create(&input).Error; err != nil {
+		t.Fatal(err)
+	}
+	order := &models.Order{ID: models.NewID(), AccountID: acc.ID, API: models.APIExternal, JobType: models.JobTypePhotoShoot,
+		SessionConfig: models.JSON(`{}`), Status: models.OrderInProgress, JobsTotal: 1, CreatedAt: now, UpdatedAt: now}
+	job := models.Job{ID: models.NewID(), OrderID: order.ID, AccountID: acc.ID, JobType: models.JobTypePhotoShoot,
+		InputAssetID: &input.ID, AIModel: "local/studio-v1", AspectRatio: "1:1", CreditCost: 1, Run: 1,
+		Status: models.JobPending, Voting: models.VotingPending, CreatedAt: now, UpdatedAt: now}
+	if err := models.PlaceOrder(db, order, []models.Job{job}, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	attempt := activities.AttemptInput{JobID: job.ID, Run: 1, Attempt: 1}
+	var ts testsuite.WorkflowTestSuite
+	env := ts.NewTestActivityEnvironment()
+	env.RegisterActivity(acts.Generate)
+	stop := testdb.RecordStatements(db)
+	if err := acts.BeginAttempt(ctx, attempt); err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	generated, err := env.ExecuteActivity(acts.Generate, attempt)
+	if err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	var result activities.GenerateResult
+	if err := generated.Get(&result); err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	_, err = acts.FinishJob(ctx, activities.FinishJobInput{Complete: &activities.CompleteInput{JobID: job.ID, Run: 1, Outputs: result.Outputs}})
+	statements := stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := writeTransactions(statements); got != workerTransactionsPerJob {
+		t.Fatalf("%d write transactions, want %d:\n%s", got, workerTransactionsPerJob, strings.Join(statements, "\n"))
+	}
+	done, err := models.GetJob(db, job.ID)
+	if err != nil || done.Status != models.JobCompleted {
+		t.Fatalf("job = %+v (%v)", done, err)
+	}
+}
+
+// writeTransactions counts the transactions among statements that write: each BEGIN … COMMIT (or
+// ROLLBACK) block, and each INSERT, UPDATE, DELETE or WITH outside one.
+func writeTransactions(statements []string) int {
+	n, inBlock := 0, false
+	for _, s := range statements {
+		switch word := strings.ToUpper(strings.Fields(s + " x")[0]); {
+		case word == "BEGIN":
+			inBlock = true
+			n++
+		case word == "COMMIT" || word == "ROLLBACK":
+			inBlock = false
+		case !inBlock && (word == "INSERT" || word == "UPDATE" || word == "DELETE" || word == "WITH"):
+			n++
+		}
+	}
+	return n
+}
