@@ -2,7 +2,6 @@ package models_test
 
 import (
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -137,48 +136,6 @@ func TestPlaceOrderUndoesTheOrderWhenInTxFails(t *testing.T) {
 		var entries int64
 		require.NoError(t, db.Model(&models.LedgerEntry{}).Where("order_id = ?", order.ID).Count(&entries).Error)
 		require.Zero(t, entries)
-	})
-}
-
-// Orders placed at once against one balance never overdraw it: on PostgreSQL each is one statement
-// in autocommit, held back by the balance's CHECK alone. The balance covers exactly five of the
-// twenty; five are placed, fifteen are refused, and the ledger agrees with the account.
-func TestConcurrentPlaceOrdersNeverOverdraw(t *testing.T) {
-	t.Parallel()
-	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
-		acc, err := models.CreateAccount(db, "acme", 5*12)
-		require.NoError(t, err)
-		results := make(chan error, 20)
-		var wg sync.WaitGroup
-		for range 20 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				order, jobs := orderOf(acc.ID, 3, 4, time.Now())
-				results <- models.PlaceOrder(db, order, jobs, nil)
-			}()
-		}
-		wg.Wait()
-		close(results)
-		placed, refused := 0, 0
-		for err := range results {
-			switch {
-			case err == nil:
-				placed++
-			case errors.Is(err, models.ErrInsufficientCredits):
-				refused++
-			default:
-				t.Fatalf("unexpected error: %v", err)
-			}
-		}
-		require.Equal(t, 5, placed)
-		require.Equal(t, 15, refused)
-		var orders int64
-		require.NoError(t, db.Model(&models.Order{}).Where("account_id = ?", acc.ID).Count(&orders).Error)
-		require.EqualValues(t, 5, orders)
-		got := assertLedgerMatches(t, db, acc.ID)
-		require.Zero(t, got.CreditBalance)
-		require.EqualValues(t, 60, got.CreditsReserved)
 	})
 }
 
