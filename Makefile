@@ -38,7 +38,7 @@ $(TEMPORAL_CLI):
 	GOBIN=$(BIN) $(GO) install github.com/temporalio/cli/cmd/temporal@$(TEMPORAL_CLI_VERSION)
 
 ## ffmpeg: install ffmpeg with apt-get when it is not on PATH (videos are encoded with it;
-## without it internal/video falls back to a larger pure-Go encoder). Never fails the build.
+## without it internal/media/video falls back to a larger pure-Go encoder). Never fails the build.
 .PHONY: ffmpeg
 ffmpeg:
 	@if command -v ffmpeg >/dev/null 2>&1; then exit 0; fi; \

@@ -17,12 +17,12 @@ import (
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
-	"github.com/shotflow/shotflow/internal/blobstore"
-	"github.com/shotflow/shotflow/internal/errorcat"
-	"github.com/shotflow/shotflow/internal/imageprep"
-	"github.com/shotflow/shotflow/internal/metrics"
+	"github.com/shotflow/shotflow/internal/media/imageprep"
+	"github.com/shotflow/shotflow/internal/platform/blobstore"
+	"github.com/shotflow/shotflow/internal/platform/metrics"
+	"github.com/shotflow/shotflow/internal/platform/urlsign"
 	"github.com/shotflow/shotflow/internal/providers"
-	"github.com/shotflow/shotflow/internal/urlsign"
+	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
 )

@@ -10,8 +10,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"gorm.io/gorm"
 
-	"github.com/shotflow/shotflow/internal/blobstore"
-	"github.com/shotflow/shotflow/internal/imageprep"
+	"github.com/shotflow/shotflow/internal/media/imageprep"
+	"github.com/shotflow/shotflow/internal/platform/blobstore"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -26,7 +26,7 @@ type PrepareResult struct {
 	Width, Height int    // of the prepared image
 }
 
-// PrepareAsset checks and prepares an upload in status processing (internal/imageprep): an image
+// PrepareAsset checks and prepares an upload in status processing (internal/media/imageprep): an image
 // of its declared type, upright, upscaled when small, with a thumbnail. The asset becomes ready,
 // or invalid with the reason when the file cannot be used. An asset no longer in processing is
 // left as it is, so a repeated execution changes nothing. A database or blob store that cannot be

@@ -8,7 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/shotflow/shotflow/internal/blobstore"
+	"github.com/shotflow/shotflow/internal/platform/blobstore"
 	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/reference"
 	"github.com/shotflow/shotflow/models"

@@ -10,7 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/shotflow/shotflow/activities"
-	"github.com/shotflow/shotflow/internal/blobstore"
+	"github.com/shotflow/shotflow/internal/platform/blobstore"
 	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/internal/testsupport/testimage"

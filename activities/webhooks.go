@@ -11,7 +11,7 @@ import (
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
-	"github.com/shotflow/shotflow/internal/metrics"
+	"github.com/shotflow/shotflow/internal/platform/metrics"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
 )

@@ -20,11 +20,11 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/activities"
-	"github.com/shotflow/shotflow/internal/metrics"
-	"github.com/shotflow/shotflow/internal/metrics/metricstest"
-	"github.com/shotflow/shotflow/internal/secrets"
+	"github.com/shotflow/shotflow/internal/platform/metrics"
+	"github.com/shotflow/shotflow/internal/platform/metrics/metricstest"
+	"github.com/shotflow/shotflow/internal/platform/secrets"
+	"github.com/shotflow/shotflow/internal/platform/urlsign"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
-	"github.com/shotflow/shotflow/internal/urlsign"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
 )

@@ -18,11 +18,11 @@ import (
 	"github.com/shotflow/shotflow/api/inputcheck"
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/api/reqctx"
-	"github.com/shotflow/shotflow/internal/blobstore"
 	"github.com/shotflow/shotflow/internal/engine"
-	"github.com/shotflow/shotflow/internal/metrics"
-	"github.com/shotflow/shotflow/internal/unavailable"
-	"github.com/shotflow/shotflow/internal/urlsign"
+	"github.com/shotflow/shotflow/internal/platform/blobstore"
+	"github.com/shotflow/shotflow/internal/platform/metrics"
+	"github.com/shotflow/shotflow/internal/platform/unavailable"
+	"github.com/shotflow/shotflow/internal/platform/urlsign"
 )
 
 // Deps are what the router needs beyond the API handlers.

@@ -21,7 +21,7 @@ import (
 //   - limit caps any request, a trickling upload included.
 //
 // When the context ends, a read of the body still blocked on the client is interrupted too, so the
-// handler returns and answers (503 in the API's error body, see internal/unavailable). A zero
+// handler returns and answers (503 in the API's error body, see internal/platform/unavailable). A zero
 // timeout disables the middleware.
 func RequestTimeout(timeout, limit time.Duration) gin.HandlerFunc {
 	return func(c *gin.Context) {

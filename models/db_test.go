@@ -8,9 +8,9 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/shotflow/shotflow/internal/platform/unavailable"
 	"github.com/shotflow/shotflow/internal/testsupport/faultproxy"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
-	"github.com/shotflow/shotflow/internal/unavailable"
 	"github.com/shotflow/shotflow/models"
 )
 

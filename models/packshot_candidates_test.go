@@ -7,7 +7,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/shotflow/shotflow/internal/secrets"
+	"github.com/shotflow/shotflow/internal/platform/secrets"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models"
 )

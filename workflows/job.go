@@ -8,7 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/shotflow/shotflow/activities"
-	"github.com/shotflow/shotflow/internal/errorcat"
+	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/models"
 )
 

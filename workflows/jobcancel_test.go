@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/shotflow/shotflow/activities"
-	"github.com/shotflow/shotflow/internal/errorcat"
+	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/workflows"
 )

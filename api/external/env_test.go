@@ -19,7 +19,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/api/external"
-	"github.com/shotflow/shotflow/internal/blobstore"
+	"github.com/shotflow/shotflow/internal/platform/blobstore"
 	"github.com/shotflow/shotflow/internal/testsupport/apitest"
 	"github.com/shotflow/shotflow/internal/testsupport/contract"
 	"github.com/shotflow/shotflow/models"

@@ -12,7 +12,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/api/external"
-	"github.com/shotflow/shotflow/internal/errorcat"
+	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/internal/testsupport/contract"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models"

@@ -23,11 +23,11 @@ import (
 	"github.com/shotflow/shotflow/api"
 	"github.com/shotflow/shotflow/api/external"
 	"github.com/shotflow/shotflow/api/plugin"
-	"github.com/shotflow/shotflow/internal/blobstore"
 	"github.com/shotflow/shotflow/internal/jobview"
+	"github.com/shotflow/shotflow/internal/platform/blobstore"
+	"github.com/shotflow/shotflow/internal/platform/urlsign"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/internal/testsupport/testimage"
-	"github.com/shotflow/shotflow/internal/urlsign"
 	"github.com/shotflow/shotflow/models"
 )
 

@@ -17,8 +17,8 @@ import (
 	"github.com/gin-gonic/gin"
 	_ "golang.org/x/image/webp" // decodes WebP uploads
 
-	"github.com/shotflow/shotflow/internal/imageprep"
-	"github.com/shotflow/shotflow/internal/unavailable"
+	"github.com/shotflow/shotflow/internal/media/imageprep"
+	"github.com/shotflow/shotflow/internal/platform/unavailable"
 	"github.com/shotflow/shotflow/models"
 )
 

@@ -17,10 +17,10 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/shotflow/shotflow/internal/blobstore"
 	"github.com/shotflow/shotflow/internal/jobview"
+	"github.com/shotflow/shotflow/internal/platform/blobstore"
+	"github.com/shotflow/shotflow/internal/platform/urlsign"
 	"github.com/shotflow/shotflow/internal/reference"
-	"github.com/shotflow/shotflow/internal/urlsign"
 	"github.com/shotflow/shotflow/models"
 )
 

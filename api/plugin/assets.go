@@ -16,9 +16,9 @@ import (
 	"github.com/gin-gonic/gin"
 	_ "golang.org/x/image/webp" // reads dimensions of WebP uploads
 
-	"github.com/shotflow/shotflow/internal/blobstore"
 	"github.com/shotflow/shotflow/internal/engine"
-	"github.com/shotflow/shotflow/internal/urlsign"
+	"github.com/shotflow/shotflow/internal/platform/blobstore"
+	"github.com/shotflow/shotflow/internal/platform/urlsign"
 	"github.com/shotflow/shotflow/models"
 )
 

@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/shotflow/shotflow/api/plugin"
+	"github.com/shotflow/shotflow/internal/platform/urlsign"
 	"github.com/shotflow/shotflow/internal/testsupport/testimage"
-	"github.com/shotflow/shotflow/internal/urlsign"
 	"github.com/shotflow/shotflow/models"
 )
 

@@ -10,7 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/shotflow/shotflow/api/reqctx"
-	"github.com/shotflow/shotflow/internal/ratelimit"
+	"github.com/shotflow/shotflow/internal/platform/ratelimit"
 	"github.com/shotflow/shotflow/models"
 )
 

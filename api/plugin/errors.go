@@ -14,7 +14,7 @@ import (
 
 	"github.com/shotflow/shotflow/api/jsonbody"
 	"github.com/shotflow/shotflow/internal/engine"
-	"github.com/shotflow/shotflow/internal/unavailable"
+	"github.com/shotflow/shotflow/internal/platform/unavailable"
 	"github.com/shotflow/shotflow/models"
 )
 

@@ -9,10 +9,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/shotflow/shotflow/api/inputcheck"
-	"github.com/shotflow/shotflow/internal/blobstore"
 	"github.com/shotflow/shotflow/internal/engine"
-	"github.com/shotflow/shotflow/internal/ratelimit"
-	"github.com/shotflow/shotflow/internal/urlsign"
+	"github.com/shotflow/shotflow/internal/platform/blobstore"
+	"github.com/shotflow/shotflow/internal/platform/ratelimit"
+	"github.com/shotflow/shotflow/internal/platform/urlsign"
 	"github.com/shotflow/shotflow/models"
 )
 

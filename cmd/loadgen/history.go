@@ -5,7 +5,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/shotflow/shotflow/internal/historycost"
+	"github.com/shotflow/shotflow/internal/platform/historycost"
 )
 
 // historySample is the mean cost of the workflows of one kind, over a sample of them.

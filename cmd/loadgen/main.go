@@ -36,9 +36,9 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/shotflow/shotflow/internal/config"
-	"github.com/shotflow/shotflow/internal/logging"
-	"github.com/shotflow/shotflow/internal/temporalconn"
+	"github.com/shotflow/shotflow/internal/platform/config"
+	"github.com/shotflow/shotflow/internal/platform/logging"
+	"github.com/shotflow/shotflow/internal/platform/temporalconn"
 	"github.com/shotflow/shotflow/workflows"
 )
 

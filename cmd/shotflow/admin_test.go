@@ -20,8 +20,8 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/shotflow/shotflow/internal/config"
-	"github.com/shotflow/shotflow/internal/secrets"
+	"github.com/shotflow/shotflow/internal/platform/config"
+	"github.com/shotflow/shotflow/internal/platform/secrets"
 	"github.com/shotflow/shotflow/models"
 )
 

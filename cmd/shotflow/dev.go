@@ -19,11 +19,11 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/internal/app"
-	"github.com/shotflow/shotflow/internal/config"
-	"github.com/shotflow/shotflow/internal/devserver"
-	"github.com/shotflow/shotflow/internal/logging"
+	"github.com/shotflow/shotflow/internal/platform/config"
+	"github.com/shotflow/shotflow/internal/platform/devserver"
+	"github.com/shotflow/shotflow/internal/platform/logging"
+	"github.com/shotflow/shotflow/internal/platform/temporalconn"
 	"github.com/shotflow/shotflow/internal/reference"
-	"github.com/shotflow/shotflow/internal/temporalconn"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/workflows"
 )

@@ -12,8 +12,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/shotflow/shotflow/internal/app"
-	"github.com/shotflow/shotflow/internal/config"
-	"github.com/shotflow/shotflow/internal/logging"
+	"github.com/shotflow/shotflow/internal/platform/config"
+	"github.com/shotflow/shotflow/internal/platform/logging"
 	"github.com/shotflow/shotflow/models"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/shotflow/shotflow/internal/config"
+	"github.com/shotflow/shotflow/internal/platform/config"
 )
 
 func TestProfilerServesOnlyWhenConfigured(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shotflow/shotflow/internal/config"
+	"github.com/shotflow/shotflow/internal/platform/config"
 	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/worker"

@@ -10,7 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/shotflow/shotflow/internal/engine"
-	"github.com/shotflow/shotflow/internal/secrets"
+	"github.com/shotflow/shotflow/internal/platform/secrets"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models"
 )

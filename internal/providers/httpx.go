@@ -16,7 +16,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
-	"github.com/shotflow/shotflow/internal/errorcat"
+	"github.com/shotflow/shotflow/internal/providers/errorcat"
 )
 
 // MaxDownloadBytes caps a provider output fetched over HTTP: 200 MiB.

@@ -8,7 +8,7 @@ import (
 	"image/jpeg"
 	"testing"
 
-	"github.com/shotflow/shotflow/internal/blobstore"
+	"github.com/shotflow/shotflow/internal/platform/blobstore"
 	"github.com/shotflow/shotflow/internal/providers/local"
 	"github.com/shotflow/shotflow/internal/reference"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"

@@ -20,8 +20,8 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
-	"github.com/shotflow/shotflow/internal/blobstore"
-	"github.com/shotflow/shotflow/internal/metrics"
+	"github.com/shotflow/shotflow/internal/platform/blobstore"
+	"github.com/shotflow/shotflow/internal/platform/metrics"
 	"github.com/shotflow/shotflow/models"
 )
 

@@ -10,11 +10,11 @@ import (
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
-	"github.com/shotflow/shotflow/internal/blobstore"
-	"github.com/shotflow/shotflow/internal/metrics"
-	"github.com/shotflow/shotflow/internal/metrics/metricstest"
+	"github.com/shotflow/shotflow/internal/platform/blobstore"
+	"github.com/shotflow/shotflow/internal/platform/metrics"
+	"github.com/shotflow/shotflow/internal/platform/metrics/metricstest"
+	"github.com/shotflow/shotflow/internal/platform/secrets"
 	"github.com/shotflow/shotflow/internal/retention"
-	"github.com/shotflow/shotflow/internal/secrets"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models"
 )

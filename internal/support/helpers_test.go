@@ -13,7 +13,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/internal/engine"
-	"github.com/shotflow/shotflow/internal/errorcat"
+	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/workflows"
 )

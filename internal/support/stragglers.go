@@ -15,7 +15,7 @@ import (
 
 	"github.com/shotflow/shotflow/activities"
 	"github.com/shotflow/shotflow/internal/engine"
-	"github.com/shotflow/shotflow/internal/errorcat"
+	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/workflows"
 )

@@ -14,7 +14,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"gorm.io/gorm"
 
-	"github.com/shotflow/shotflow/internal/errorcat"
+	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/internal/support"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/internal/webhooks"

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/shotflow/shotflow/internal/jobview"
-	"github.com/shotflow/shotflow/internal/urlsign"
+	"github.com/shotflow/shotflow/internal/platform/urlsign"
 	"github.com/shotflow/shotflow/models"
 )
 

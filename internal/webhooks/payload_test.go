@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/shotflow/shotflow/internal/jobview"
-	"github.com/shotflow/shotflow/internal/urlsign"
+	"github.com/shotflow/shotflow/internal/platform/urlsign"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
 )

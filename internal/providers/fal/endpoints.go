@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shotflow/shotflow/internal/errorcat"
 	"github.com/shotflow/shotflow/internal/providers"
+	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/models"
 )
 

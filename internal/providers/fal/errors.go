@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shotflow/shotflow/internal/errorcat"
 	"github.com/shotflow/shotflow/internal/providers"
+	"github.com/shotflow/shotflow/internal/providers/errorcat"
 )
 
 // failure is a non-2xx answer of the queue, read as fal documents its errors:

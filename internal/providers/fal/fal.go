@@ -15,8 +15,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shotflow/shotflow/internal/errorcat"
 	"github.com/shotflow/shotflow/internal/providers"
+	"github.com/shotflow/shotflow/internal/providers/errorcat"
 )
 
 // Name is the provider name of the catalog models fal/….

@@ -12,8 +12,8 @@ import (
 
 	_ "golang.org/x/image/webp" // decodes the sizes of WebP outputs
 
-	"github.com/shotflow/shotflow/internal/errorcat"
 	"github.com/shotflow/shotflow/internal/providers"
+	"github.com/shotflow/shotflow/internal/providers/errorcat"
 )
 
 // imageResult is the output of the FLUX endpoints (https://fal.ai/models/fal-ai/flux-pro/kontext/api,

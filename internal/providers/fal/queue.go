@@ -10,8 +10,8 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/shotflow/shotflow/internal/errorcat"
 	"github.com/shotflow/shotflow/internal/providers"
+	"github.com/shotflow/shotflow/internal/providers/errorcat"
 )
 
 // The request statuses of the queue (https://docs.fal.ai/model-endpoints/queue, "Request status").

@@ -10,8 +10,8 @@ import (
 
 	_ "golang.org/x/image/webp" // decodes WebP inputs
 
-	"github.com/shotflow/shotflow/internal/errorcat"
 	"github.com/shotflow/shotflow/internal/providers"
+	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -28,7 +28,7 @@ const (
 
 // Provider is the built-in offline generator: real image work in Go, deterministic per seed.
 type Provider struct {
-	// VideoEncoder is internal/video's encoder for videos and reels: "" (ffmpeg when installed,
+	// VideoEncoder is internal/media/video's encoder for videos and reels: "" (ffmpeg when installed,
 	// else pure Go), "ffmpeg" or "go".
 	VideoEncoder string
 }

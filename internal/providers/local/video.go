@@ -7,14 +7,14 @@ import (
 	"fmt"
 	"image"
 
-	"github.com/shotflow/shotflow/internal/errorcat"
+	"github.com/shotflow/shotflow/internal/media/video"
 	"github.com/shotflow/shotflow/internal/providers"
-	"github.com/shotflow/shotflow/internal/video"
+	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/models"
 )
 
 // VideoLongEdge is the long edge in pixels of the videos the local provider renders (the pure-Go
-// encoder caps it lower, see internal/video).
+// encoder caps it lower, see internal/media/video).
 const VideoLongEdge = 720
 
 // renderVideo pans and zooms over the job's images (one for a video, 1 to video.MaxImages for a

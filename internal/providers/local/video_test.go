@@ -7,8 +7,8 @@ import (
 	"image/color"
 	"testing"
 
-	"github.com/shotflow/shotflow/internal/errorcat"
 	"github.com/shotflow/shotflow/internal/providers"
+	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
 )

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shotflow/shotflow/internal/errorcat"
 	"github.com/shotflow/shotflow/internal/providers"
+	"github.com/shotflow/shotflow/internal/providers/errorcat"
 )
 
 // DefaultRetryAfter is the RetryAfter of a RATE_LIMIT failure whose answer carries neither

@@ -19,8 +19,8 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
-	"github.com/shotflow/shotflow/internal/errorcat"
 	"github.com/shotflow/shotflow/internal/providers"
+	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/internal/providers/local"
 	"github.com/shotflow/shotflow/models"
 )

@@ -15,8 +15,8 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/shotflow/shotflow/internal/errorcat"
 	"github.com/shotflow/shotflow/internal/providers"
+	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/internal/providers/local"
 	"github.com/shotflow/shotflow/internal/providers/sim"
 	"github.com/shotflow/shotflow/internal/testsupport/testimage"

@@ -14,13 +14,13 @@ import (
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
-	"github.com/shotflow/shotflow/internal/blobstore"
 	"github.com/shotflow/shotflow/internal/engine"
+	"github.com/shotflow/shotflow/internal/platform/blobstore"
+	"github.com/shotflow/shotflow/internal/platform/ratelimit"
+	"github.com/shotflow/shotflow/internal/platform/secrets"
+	"github.com/shotflow/shotflow/internal/platform/urlsign"
 	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/providers/local"
-	"github.com/shotflow/shotflow/internal/ratelimit"
-	"github.com/shotflow/shotflow/internal/secrets"
-	"github.com/shotflow/shotflow/internal/urlsign"
 	"github.com/shotflow/shotflow/models"
 )
 

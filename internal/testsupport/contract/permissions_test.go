@@ -16,10 +16,10 @@ import (
 
 	"github.com/shotflow/shotflow/api"
 	"github.com/shotflow/shotflow/api/plugin"
+	"github.com/shotflow/shotflow/internal/platform/urlsign"
 	"github.com/shotflow/shotflow/internal/testsupport/apitest"
 	"github.com/shotflow/shotflow/internal/testsupport/contract"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
-	"github.com/shotflow/shotflow/internal/urlsign"
 	"github.com/shotflow/shotflow/models"
 )
 

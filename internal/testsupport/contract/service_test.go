@@ -11,8 +11,8 @@ import (
 
 	"github.com/shotflow/shotflow/api/files"
 	"github.com/shotflow/shotflow/api/plugin"
+	"github.com/shotflow/shotflow/internal/platform/unavailable"
 	"github.com/shotflow/shotflow/internal/testsupport/contract"
-	"github.com/shotflow/shotflow/internal/unavailable"
 	"github.com/shotflow/shotflow/models"
 )
 

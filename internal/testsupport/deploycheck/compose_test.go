@@ -15,7 +15,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/shotflow/shotflow/internal/config"
+	"github.com/shotflow/shotflow/internal/platform/config"
 )
 
 // repoRoot is the repository root seen from this package's directory, where go test runs.

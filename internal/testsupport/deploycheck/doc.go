@@ -2,7 +2,7 @@
 // repository root (docker-compose.yml, Dockerfile, .dockerignore and the files under
 // deploy/) consistent with itself and with the program: the services and their
 // dependencies exist, images are pinned, every variable compose hands to shotflow is a real
-// setting of internal/config (so a typo fails the build), the compose defaults load as a
+// setting of internal/platform/config (so a typo fails the build), the compose defaults load as a
 // valid configuration, connection URLs point at the right services, and the Dockerfile
 // builds cmd/shotflow in a multi-stage build that runs as a non-root user.
 //

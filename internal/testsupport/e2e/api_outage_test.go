@@ -21,10 +21,10 @@ import (
 	"github.com/shotflow/shotflow/api/external"
 	"github.com/shotflow/shotflow/api/files"
 	"github.com/shotflow/shotflow/api/plugin"
-	"github.com/shotflow/shotflow/internal/config"
+	"github.com/shotflow/shotflow/internal/platform/config"
+	"github.com/shotflow/shotflow/internal/platform/unavailable"
 	"github.com/shotflow/shotflow/internal/testsupport/faultproxy"
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
-	"github.com/shotflow/shotflow/internal/unavailable"
 	"github.com/shotflow/shotflow/models"
 )
 

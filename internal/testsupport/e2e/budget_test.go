@@ -8,7 +8,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	temporalclient "go.temporal.io/sdk/client"
 
-	"github.com/shotflow/shotflow/internal/historycost"
+	"github.com/shotflow/shotflow/internal/platform/historycost"
 )
 
 // JobWorkflowEventBudget is the most history events the JobWorkflow of a successful one-attempt

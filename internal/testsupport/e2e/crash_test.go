@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/shotflow/shotflow/api/plugin"
-	"github.com/shotflow/shotflow/internal/config"
+	"github.com/shotflow/shotflow/internal/platform/config"
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"

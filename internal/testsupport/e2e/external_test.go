@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/shotflow/shotflow/api/external"
-	"github.com/shotflow/shotflow/internal/config"
+	"github.com/shotflow/shotflow/internal/platform/config"
 	"github.com/shotflow/shotflow/internal/testsupport/contract"
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
 	"github.com/shotflow/shotflow/models"

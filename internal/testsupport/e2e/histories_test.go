@@ -10,7 +10,7 @@ import (
 	"go.temporal.io/api/temporalproto"
 	temporalclient "go.temporal.io/sdk/client"
 
-	"github.com/shotflow/shotflow/internal/historycost"
+	"github.com/shotflow/shotflow/internal/platform/historycost"
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
 )
 

@@ -18,7 +18,7 @@ import (
 
 	"github.com/shotflow/shotflow/api/external"
 	"github.com/shotflow/shotflow/api/plugin"
-	"github.com/shotflow/shotflow/internal/errorcat"
+	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/internal/testsupport/contract"
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
 	"github.com/shotflow/shotflow/internal/testsupport/testimage"
@@ -107,7 +107,7 @@ func decodeOutput(t *testing.T, env *testenv.Env, a models.Asset) image.Image {
 
 // probeVideo decodes every frame of a stored video with ffprobe and returns the frame count and
 // duration. Without ffprobe (make ffmpeg installs it) the test fails, unless
-// SHOTFLOW_SKIP_FFMPEG_TESTS=1 skips it as internal/video's decoder tests do.
+// SHOTFLOW_SKIP_FFMPEG_TESTS=1 skips it as internal/media/video's decoder tests do.
 func probeVideo(t *testing.T, env *testenv.Env, a models.Asset) (frames int, seconds float64) {
 	t.Helper()
 	if _, err := exec.LookPath("ffprobe"); err != nil {

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/shotflow/shotflow/api/plugin"
-	"github.com/shotflow/shotflow/internal/config"
-	"github.com/shotflow/shotflow/internal/errorcat"
+	"github.com/shotflow/shotflow/internal/platform/config"
+	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/workflows"

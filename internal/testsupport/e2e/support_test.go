@@ -15,8 +15,8 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/shotflow/shotflow/api/plugin"
-	"github.com/shotflow/shotflow/internal/config"
-	"github.com/shotflow/shotflow/internal/errorcat"
+	"github.com/shotflow/shotflow/internal/platform/config"
+	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/internal/support"
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
 	"github.com/shotflow/shotflow/internal/webhooks"

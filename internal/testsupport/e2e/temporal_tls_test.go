@@ -14,7 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/shotflow/shotflow/api/plugin"
-	"github.com/shotflow/shotflow/internal/temporalconn"
+	"github.com/shotflow/shotflow/internal/platform/temporalconn"
 	"github.com/shotflow/shotflow/internal/testsupport/testcerts"
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
 	"github.com/shotflow/shotflow/models"

@@ -17,8 +17,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/shotflow/shotflow/api/plugin"
-	"github.com/shotflow/shotflow/internal/config"
-	"github.com/shotflow/shotflow/internal/secrets"
+	"github.com/shotflow/shotflow/internal/platform/config"
+	"github.com/shotflow/shotflow/internal/platform/secrets"
 	"github.com/shotflow/shotflow/internal/testsupport/contract"
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
 	"github.com/shotflow/shotflow/internal/webhooks"

@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/shotflow/shotflow/api/plugin"
-	"github.com/shotflow/shotflow/internal/config"
+	"github.com/shotflow/shotflow/internal/platform/config"
 	"github.com/shotflow/shotflow/internal/testsupport/faultproxy"
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
 	"github.com/shotflow/shotflow/internal/webhooks"

@@ -25,8 +25,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/internal/app"
-	"github.com/shotflow/shotflow/internal/config"
-	"github.com/shotflow/shotflow/internal/secrets"
+	"github.com/shotflow/shotflow/internal/platform/config"
+	"github.com/shotflow/shotflow/internal/platform/secrets"
 	"github.com/shotflow/shotflow/internal/testsupport/faultproxy"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/internal/webhooks"

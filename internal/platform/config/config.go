@@ -46,7 +46,7 @@ type Config struct {
 	UploadTimeout time.Duration `env:"UPLOAD_TIMEOUT" envDefault:"15m" validate:"gtefield=RequestTimeout,max=2h"`
 
 	// TemporalAddress is the host:port of the Temporal frontend. Empty means the Temporal profile's
-	// address, else 127.0.0.1:7233 (internal/temporalconn resolves it).
+	// address, else 127.0.0.1:7233 (internal/platform/temporalconn resolves it).
 	TemporalAddress string `env:"TEMPORAL_ADDRESS" validate:"omitempty,host_port"`
 	// TemporalNamespace is the Temporal namespace of every shotflow workflow. Empty means the
 	// Temporal profile's namespace, else "default".

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shotflow/shotflow/internal/config"
+	"github.com/shotflow/shotflow/internal/platform/config"
 )
 
 // key32 returns the base64 (StdEncoding) of 32 random bytes, a valid SECRET_KEY.
@@ -455,7 +455,7 @@ func TestEnvironRoundTrips(t *testing.T) {
 
 // TestTemporalAddressAndNamespaceHaveNoDefault pins that an unset TEMPORAL_ADDRESS or
 // TEMPORAL_NAMESPACE stays empty, so a Temporal profile's values are not hidden by a default
-// (internal/temporalconn falls back to the local dev server when nothing names one).
+// (internal/platform/temporalconn falls back to the local dev server when nothing names one).
 func TestTemporalAddressAndNamespaceHaveNoDefault(t *testing.T) {
 	c, err := config.LoadFrom(map[string]string{"TEMPORAL_PROFILE": "cloud"})
 	if err != nil {

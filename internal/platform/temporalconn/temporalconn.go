@@ -17,8 +17,8 @@ import (
 	"go.temporal.io/sdk/contrib/envconfig"
 	"go.uber.org/zap"
 
-	"github.com/shotflow/shotflow/internal/config"
-	"github.com/shotflow/shotflow/internal/logging"
+	"github.com/shotflow/shotflow/internal/platform/config"
+	"github.com/shotflow/shotflow/internal/platform/logging"
 )
 
 const (

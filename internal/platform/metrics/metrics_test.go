@@ -10,8 +10,8 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/shotflow/shotflow/internal/metrics"
-	"github.com/shotflow/shotflow/internal/metrics/metricstest"
+	"github.com/shotflow/shotflow/internal/platform/metrics"
+	"github.com/shotflow/shotflow/internal/platform/metrics/metricstest"
 )
 
 // sample returns the value of a counter, or the count of a histogram, failing if it is absent.

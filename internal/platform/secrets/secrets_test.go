@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shotflow/shotflow/internal/secrets"
+	"github.com/shotflow/shotflow/internal/platform/secrets"
 )
 
 func TestBoxRoundTripAndTamper(t *testing.T) {

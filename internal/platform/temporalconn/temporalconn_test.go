@@ -10,8 +10,8 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/shotflow/shotflow/internal/config"
-	"github.com/shotflow/shotflow/internal/temporalconn"
+	"github.com/shotflow/shotflow/internal/platform/config"
+	"github.com/shotflow/shotflow/internal/platform/temporalconn"
 	"github.com/shotflow/shotflow/internal/testsupport/testcerts"
 )
 

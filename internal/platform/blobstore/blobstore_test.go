@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/shotflow/shotflow/internal/blobstore"
+	"github.com/shotflow/shotflow/internal/platform/blobstore"
 )
 
 func TestFileStore(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"gorm.io/gorm"
 
-	"github.com/shotflow/shotflow/internal/unavailable"
+	"github.com/shotflow/shotflow/internal/platform/unavailable"
 )
 
 // closedPort returns a loopback address nothing listens on.

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shotflow/shotflow/internal/urlsign"
+	"github.com/shotflow/shotflow/internal/platform/urlsign"
 )
 
 func parse(t *testing.T, raw string) (string, url.Values) {

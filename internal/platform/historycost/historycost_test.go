@@ -10,7 +10,7 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/shotflow/shotflow/internal/historycost"
+	"github.com/shotflow/shotflow/internal/platform/historycost"
 )
 
 // The fixtures are the workflows' recorded histories of a two-job order (recorded by

@@ -7,7 +7,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/shotflow/shotflow/internal/logging"
+	"github.com/shotflow/shotflow/internal/platform/logging"
 )
 
 func TestTemporalLoggerWritesThroughZap(t *testing.T) {
