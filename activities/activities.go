@@ -25,6 +25,7 @@ import (
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // ErrTypeJobNotRunnable is the ApplicationError type BeginAttempt returns for a job that is
@@ -192,13 +193,13 @@ func (a *Activities) loadInput(ctx context.Context, assetID string) (*providers.
 		return nil, categorized(errorcat.InputMissing, fmt.Errorf("input asset %s does not exist", assetID), 0)
 	case err != nil:
 		return nil, unavailable(DependencyDatabase, fmt.Errorf("load input asset: %w", err))
-	case asset.Status == models.AssetAwaitingUpload || asset.Status == models.AssetUploading:
+	case asset.Status == status.AssetAwaitingUpload || asset.Status == status.AssetUploading:
 		return nil, categorized(errorcat.InputNotReady, fmt.Errorf("input asset %s is still being uploaded", assetID), 0)
-	case asset.Status == models.AssetProcessing:
+	case asset.Status == status.AssetProcessing:
 		return nil, categorized(errorcat.InputNotReady, fmt.Errorf("input asset %s is still being prepared", assetID), 0)
-	case asset.Status == models.AssetInvalid:
+	case asset.Status == status.AssetInvalid:
 		return nil, categorized(errorcat.InputMissing, fmt.Errorf("input asset %s is unusable: %s", assetID, asset.Problem), 0)
-	case asset.Status != models.AssetReady || asset.PurgedAt != nil:
+	case asset.Status != status.AssetReady || asset.PurgedAt != nil:
 		return nil, categorized(errorcat.InputMissing, fmt.Errorf("input asset %s is %s", assetID, asset.Status), 0)
 	}
 	data, err := a.getBlob(ctx, asset.InputBlobKey())
@@ -229,7 +230,7 @@ type CompleteInput struct {
 func (a *Activities) CompleteJob(ctx context.Context, in CompleteInput) error {
 	completed, err := completeJob(a.DB.WithContext(ctx), in)
 	if completed {
-		a.Metrics.JobFinished(models.JobCompleted, "")
+		a.Metrics.JobFinished(status.JobCompleted, "")
 	}
 	return err
 }
@@ -246,7 +247,7 @@ func completeJob(db *gorm.DB, in CompleteInput) (completed bool, err error) {
 	for pos, o := range in.Outputs {
 		assets = append(assets, models.Asset{
 			ID: o.AssetID, AccountID: job.AccountID, InstallationID: job.InstallationID, Kind: models.AssetKindOutput,
-			Status: models.AssetReady, ContentType: o.ContentType, SizeBytes: o.SizeBytes, BlobKey: o.BlobKey,
+			Status: status.AssetReady, ContentType: o.ContentType, SizeBytes: o.SizeBytes, BlobKey: o.BlobKey,
 			Width: o.Width, Height: o.Height, SHA256: o.SHA256, JobID: &job.ID, Position: pos, CreatedAt: now, UpdatedAt: now,
 		})
 	}

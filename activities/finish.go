@@ -8,7 +8,7 @@ import (
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
-	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // FinishJobInput ends a job run: exactly one of Complete and End is set.
@@ -26,15 +26,15 @@ type FinishJobInput struct {
 // that retrying would not change (the run is no longer the job's current one) is logged and left
 // out, and the job's end is committed with no delivery. A database failure rolls back both.
 func (a *Activities) FinishJob(ctx context.Context, in FinishJobInput) (RecordWebhookResult, error) {
-	var status, category string
+	var endStatus, category string
 	var finish func(tx *gorm.DB) (bool, error)
 	var ref RecordWebhookInput
 	switch {
 	case in.Complete != nil && in.End == nil:
-		status, ref = models.JobCompleted, RecordWebhookInput{JobID: in.Complete.JobID, Run: in.Complete.Run}
+		endStatus, ref = status.JobCompleted, RecordWebhookInput{JobID: in.Complete.JobID, Run: in.Complete.Run}
 		finish = func(tx *gorm.DB) (bool, error) { return completeJob(tx, *in.Complete) }
 	case in.End != nil && in.Complete == nil:
-		status, category, ref = in.End.Status, string(in.End.Category), RecordWebhookInput{JobID: in.End.JobID, Run: in.End.Run}
+		endStatus, category, ref = in.End.Status, string(in.End.Category), RecordWebhookInput{JobID: in.End.JobID, Run: in.End.Run}
 		finish = func(tx *gorm.DB) (bool, error) { return endJob(tx, *in.End) }
 	default:
 		return RecordWebhookResult{}, temporal.NewNonRetryableApplicationError("FinishJob needs exactly one of Complete and End", "BAD_INPUT", nil)
@@ -53,7 +53,7 @@ func (a *Activities) FinishJob(ctx context.Context, in FinishJobInput) (RecordWe
 		return RecordWebhookResult{}, err
 	}
 	if finished {
-		a.Metrics.JobFinished(status, category)
+		a.Metrics.JobFinished(endStatus, category)
 	}
 	return rec, nil
 }

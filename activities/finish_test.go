@@ -10,12 +10,13 @@ import (
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // runningJob is a job whose first attempt is running, with its credit reserved.
 func (f *fixture) runningJob(t *testing.T) models.Job {
 	t.Helper()
-	job := f.newJob(t, &f.inst.ID, models.JobInProgress)
+	job := f.newJob(t, &f.inst.ID, status.JobInProgress)
 	if err := f.db.Model(&models.Account{}).Where("id = ?", job.AccountID).
 		Update("credits_reserved", gorm.Expr("credits_reserved + 1")).Error; err != nil {
 		t.Fatal(err)
@@ -60,7 +61,7 @@ func TestFinishJobCompletesAndRecordsTheWebhookOnce(t *testing.T) {
 			t.Fatalf("second call = %+v", rec)
 		}
 		got, err := models.GetJob(db, job.ID)
-		if err != nil || got.Status != models.JobCompleted {
+		if err != nil || got.Status != status.JobCompleted {
 			t.Fatalf("job = %+v (%v)", got, err)
 		}
 		if n := f.count(t, &models.LedgerEntry{}, "job_id = ? AND kind = ?", job.ID, models.LedgerConsume); n != 1 {
@@ -82,13 +83,13 @@ func TestFinishJobEndsAFailedRunWithItsWebhook(t *testing.T) {
 	f := newFixture(t, testdb.Open(t, testdb.SQLiteURL(t)), "https://shop.example/hook")
 	job := f.runningJob(t)
 	rec := f.finish(t, activities.FinishJobInput{End: &activities.EndInput{
-		JobID: job.ID, Run: 1, Status: models.JobFailed, Category: errorcat.ContentPolicy, Detail: "no",
+		JobID: job.ID, Run: 1, Status: status.JobFailed, Category: errorcat.ContentPolicy, Detail: "no",
 	}})
 	if !rec.Deliver || rec.DeliveryID != models.WebhookDeliveryID(job.ID, 1, "job.failed") {
 		t.Fatalf("result = %+v", rec)
 	}
 	got, err := models.GetJob(f.db, job.ID)
-	if err != nil || got.Status != models.JobFailed || got.ErrorCategory == nil || *got.ErrorCategory != string(errorcat.ContentPolicy) {
+	if err != nil || got.Status != status.JobFailed || got.ErrorCategory == nil || *got.ErrorCategory != string(errorcat.ContentPolicy) {
 		t.Fatalf("job = %+v (%v)", got, err)
 	}
 	if n := f.count(t, &models.LedgerEntry{}, "job_id = ? AND kind = ?", job.ID, models.LedgerRelease); n != 1 {
@@ -104,7 +105,7 @@ func TestFinishJobKeepsTheEndWhenTheWebhookCannotBeRecorded(t *testing.T) {
 	if rec.Deliver || rec.DeliveryID != "" {
 		t.Fatalf("result = %+v", rec)
 	}
-	if got, err := models.GetJob(f.db, job.ID); err != nil || got.Status != models.JobInProgress {
+	if got, err := models.GetJob(f.db, job.ID); err != nil || got.Status != status.JobInProgress {
 		t.Fatalf("job = %+v (%v)", got, err)
 	}
 	if n := f.count(t, &models.WebhookDelivery{}, "job_id = ?", job.ID); n != 0 {
@@ -130,7 +131,7 @@ func TestFinishJobRollsBackTheEndWhenTheWebhookRecordFails(t *testing.T) {
 	if err == nil {
 		t.Fatal("FinishJob succeeded without its webhook table")
 	}
-	if got, err := models.GetJob(f.db, job.ID); err != nil || got.Status != models.JobInProgress {
+	if got, err := models.GetJob(f.db, job.ID); err != nil || got.Status != status.JobInProgress {
 		t.Fatalf("job = %+v (%v), want it still in progress", got, err)
 	}
 	if n := f.count(t, &models.LedgerEntry{}, "job_id = ? AND kind = ?", job.ID, models.LedgerConsume); n != 0 {

@@ -13,6 +13,8 @@ import (
 	"github.com/shotflow/shotflow/internal/media/imageprep"
 	"github.com/shotflow/shotflow/internal/platform/blobstore"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // ErrTypeAssetGone is the ApplicationError type PrepareAsset returns for an asset that no longer
@@ -42,7 +44,7 @@ func (a *Activities) PrepareAsset(ctx context.Context, assetID string) (PrepareR
 	if err != nil {
 		return PrepareResult{}, unavailable(DependencyDatabase, fmt.Errorf("load asset: %w", err))
 	}
-	if asset.Status != models.AssetProcessing {
+	if asset.Status != status.AssetProcessing {
 		return PrepareResult{Status: asset.Status, Problem: asset.Problem, Width: asset.Width, Height: asset.Height}, nil
 	}
 	data, err := a.getBlob(ctx, asset.BlobKey)
@@ -60,7 +62,7 @@ func (a *Activities) PrepareAsset(ctx context.Context, assetID string) (PrepareR
 		return PrepareResult{}, err
 	}
 	updates := map[string]any{
-		"status": models.AssetReady, "width": prepared.Width, "height": prepared.Height,
+		"status": status.AssetReady, "width": prepared.Width, "height": prepared.Height,
 		"thumbnail_blob_key": asset.BlobKey + ".thumb.jpg", "updated_at": time.Now().UTC(),
 	}
 	if prepared.Prepared != nil {
@@ -75,10 +77,10 @@ func (a *Activities) PrepareAsset(ctx context.Context, assetID string) (PrepareR
 	}
 	dctx, cancel = bounded(ctx)
 	defer cancel()
-	if err := a.DB.WithContext(dctx).Model(&models.Asset{}).Where("id = ? AND status = ?", assetID, models.AssetProcessing).Updates(updates).Error; err != nil {
+	if err := a.DB.WithContext(dctx).Model(&models.Asset{}).Where("id = ? AND status = ?", assetID, status.AssetProcessing).Updates(updates).Error; err != nil {
 		return PrepareResult{}, unavailable(DependencyDatabase, fmt.Errorf("mark asset ready: %w", err))
 	}
-	return PrepareResult{Status: models.AssetReady, Width: prepared.Width, Height: prepared.Height}, nil
+	return PrepareResult{Status: status.AssetReady, Width: prepared.Width, Height: prepared.Height}, nil
 }
 
 // InvalidateAsset marks an upload in processing invalid with the problem (a local activity):
@@ -91,12 +93,12 @@ func (a *Activities) invalidate(ctx context.Context, assetID, problem string) (P
 	ctx, cancel := bounded(ctx)
 	defer cancel()
 	err := a.DB.WithContext(ctx).Model(&models.Asset{}).
-		Where("id = ? AND status = ?", assetID, models.AssetProcessing).
-		Updates(map[string]any{"status": models.AssetInvalid, "problem": problem, "updated_at": time.Now().UTC()}).Error
+		Where("id = ? AND status = ?", assetID, status.AssetProcessing).
+		Updates(map[string]any{"status": status.AssetInvalid, "problem": problem, "updated_at": time.Now().UTC()}).Error
 	if err != nil {
 		return PrepareResult{}, fmt.Errorf("mark asset invalid: %w", err)
 	}
-	return PrepareResult{Status: models.AssetInvalid, Problem: problem}, nil
+	return PrepareResult{Status: status.AssetInvalid, Problem: problem}, nil
 }
 
 // JobRunRef names one run of a job.
@@ -113,11 +115,11 @@ func (a *Activities) JobsWaitingFor(ctx context.Context, assetID string) ([]JobR
 	if err := db.Select("id", "account_id").Take(&asset, "id = ?", assetID).Error; err != nil {
 		return nil, err
 	}
-	open := []string{models.JobPending, models.JobInProgress, models.JobRetryPending}
+	open := []string{status.JobPending, status.JobInProgress, status.JobRetryPending}
 	var jobs []models.Job
 	// Single-input jobs by the input_asset_id index; reels by their list of inputs.
 	err := db.Select("id", "run", "input_asset_id", "input_asset_ids").
-		Where("account_id = ? AND status IN ? AND (input_asset_id = ? OR job_type = ?)", asset.AccountID, open, assetID, models.JobTypeReel).
+		Where("account_id = ? AND status IN ? AND (input_asset_id = ? OR job_type = ?)", asset.AccountID, open, assetID, jobtype.Reel).
 		Find(&jobs).Error
 	if err != nil {
 		return nil, err

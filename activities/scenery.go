@@ -12,6 +12,7 @@ import (
 	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/reference"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
 )
 
 // loadScenery returns the image of the scenery a photo shoot's session names, for the provider to
@@ -19,7 +20,7 @@ import (
 // that is no longer usable (archived, rejected, its file removed) leaves the shoot without a scene
 // image rather than failing it; a store that cannot be read is ErrTypeDependencyUnavailable.
 func (a *Activities) loadScenery(ctx context.Context, job *models.Job, sceneryID string) (*providers.Input, error) {
-	if job.JobType != models.JobTypePhotoShoot || sceneryID == "" {
+	if job.JobType != jobtype.PhotoShoot || sceneryID == "" {
 		return nil, nil
 	}
 	dctx, cancel := bounded(ctx)

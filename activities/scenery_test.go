@@ -18,6 +18,8 @@ import (
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // capture is a provider that serves everything and records the requests it gets.
@@ -68,7 +70,7 @@ func TestPhotoShootGetsItsSceneryImage(t *testing.T) {
 	img := testimage.SolidPNG(t, 8, 8, testimage.White)
 	now := time.Now().UTC()
 	file := func(accountID string, kind string) models.Asset {
-		a := models.Asset{ID: models.NewID(), AccountID: accountID, Kind: kind, Status: models.AssetReady,
+		a := models.Asset{ID: models.NewID(), AccountID: accountID, Kind: kind, Status: status.AssetReady,
 			ContentType: "image/png", BlobKey: "f/" + models.NewID(), CreatedAt: now, UpdatedAt: now}
 		if err := blobs.Put(ctx, a.BlobKey, img, "image/png"); err != nil {
 			t.Fatal(err)
@@ -99,11 +101,11 @@ func TestPhotoShootGetsItsSceneryImage(t *testing.T) {
 		if tc.scenery != "" {
 			session = `{"scenery_id":"` + tc.scenery + `"}`
 		}
-		o := models.Order{ID: models.NewID(), AccountID: acc.ID, API: models.APIExternal, JobType: models.JobTypePhotoShoot,
-			SessionConfig: models.JSON(session), Status: models.OrderInProgress, JobsTotal: 1, CreatedAt: now, UpdatedAt: now}
-		j := models.Job{ID: models.NewID(), OrderID: o.ID, AccountID: acc.ID, JobType: models.JobTypePhotoShoot,
+		o := models.Order{ID: models.NewID(), AccountID: acc.ID, API: models.APIExternal, JobType: jobtype.PhotoShoot,
+			SessionConfig: models.JSON(session), Status: status.OrderInProgress, JobsTotal: 1, CreatedAt: now, UpdatedAt: now}
+		j := models.Job{ID: models.NewID(), OrderID: o.ID, AccountID: acc.ID, JobType: jobtype.PhotoShoot,
 			InputAssetID: &input.ID, AIModel: "local/studio-v1", AspectRatio: "1:1", CreditCost: 1, Run: 1,
-			Status: models.JobInProgress, Voting: models.VotingPending, CreatedAt: now, UpdatedAt: now}
+			Status: status.JobInProgress, Voting: models.VotingPending, CreatedAt: now, UpdatedAt: now}
 		if err := db.Create(&o).Error; err != nil {
 			t.Fatal(err)
 		}

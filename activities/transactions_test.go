@@ -15,6 +15,8 @@ import (
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // workerTransactionsPerJob is what a successful one-attempt job costs the database on the worker
@@ -45,7 +47,7 @@ func TestSuccessfulJobCostsTheWorkerTwoTransactions(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now().UTC()
-	input := models.Asset{ID: models.NewID(), AccountID: acc.ID, Kind: models.AssetKindUpload, Status: models.AssetReady,
+	input := models.Asset{ID: models.NewID(), AccountID: acc.ID, Kind: models.AssetKindUpload, Status: status.AssetReady,
 		ContentType: "image/png", BlobKey: "in/" + models.NewID(), CreatedAt: now, UpdatedAt: now}
 	if err := blobs.Put(ctx, input.BlobKey, testimage.SolidPNG(t, 8, 8, testimage.White), "image/png"); err != nil {
 		t.Fatal(err)
@@ -53,11 +55,11 @@ func TestSuccessfulJobCostsTheWorkerTwoTransactions(t *testing.T) {
 	if err := db.Create(&input).Error; err != nil {
 		t.Fatal(err)
 	}
-	order := &models.Order{ID: models.NewID(), AccountID: acc.ID, API: models.APIExternal, JobType: models.JobTypePhotoShoot,
-		SessionConfig: models.JSON(`{}`), Status: models.OrderInProgress, JobsTotal: 1, CreatedAt: now, UpdatedAt: now}
-	job := models.Job{ID: models.NewID(), OrderID: order.ID, AccountID: acc.ID, JobType: models.JobTypePhotoShoot,
+	order := &models.Order{ID: models.NewID(), AccountID: acc.ID, API: models.APIExternal, JobType: jobtype.PhotoShoot,
+		SessionConfig: models.JSON(`{}`), Status: status.OrderInProgress, JobsTotal: 1, CreatedAt: now, UpdatedAt: now}
+	job := models.Job{ID: models.NewID(), OrderID: order.ID, AccountID: acc.ID, JobType: jobtype.PhotoShoot,
 		InputAssetID: &input.ID, AIModel: "local/studio-v1", AspectRatio: "1:1", CreditCost: 1, Run: 1,
-		Status: models.JobPending, Voting: models.VotingPending, CreatedAt: now, UpdatedAt: now}
+		Status: status.JobPending, Voting: models.VotingPending, CreatedAt: now, UpdatedAt: now}
 	if err := models.PlaceOrder(db, order, []models.Job{job}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +92,7 @@ func TestSuccessfulJobCostsTheWorkerTwoTransactions(t *testing.T) {
 		t.Fatalf("%d write transactions, want %d:\n%s", got, workerTransactionsPerJob, strings.Join(statements, "\n"))
 	}
 	done, err := models.GetJob(db, job.ID)
-	if err != nil || done.Status != models.JobCompleted {
+	if err != nil || done.Status != status.JobCompleted {
 		t.Fatalf("job = %+v (%v)", done, err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/shotflow/shotflow/internal/platform/metrics"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // ApplicationError types of the webhook activities; both are non-retryable.
@@ -85,7 +86,7 @@ func (a *Activities) recordJobWebhook(db *gorm.DB, in RecordWebhookInput) (Recor
 		return RecordWebhookResult{}, err
 	}
 	var outputs []models.Asset
-	if job.Status == models.JobCompleted {
+	if job.Status == status.JobCompleted {
 		byJob, err := models.JobOutputs(db, job.ID)
 		if err != nil {
 			return RecordWebhookResult{}, fmt.Errorf("load outputs: %w", err)

@@ -27,6 +27,8 @@ import (
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // request is one webhook a receiver got.
@@ -64,7 +66,7 @@ func (rc *receiver) got() []request {
 	return append([]request(nil), rc.requests...)
 }
 
-func status(code int) func(http.ResponseWriter, int) {
+func answerWith(code int) func(http.ResponseWriter, int) {
 	return func(w http.ResponseWriter, _ int) { w.WriteHeader(code) }
 }
 
@@ -101,10 +103,10 @@ func newFixture(t *testing.T, db *gorm.DB, callbackURL string) *fixture {
 		t.Fatal(err)
 	}
 	f.inst = created.Installation
-	f.job = f.newJob(t, &f.inst.ID, models.JobCompleted)
+	f.job = f.newJob(t, &f.inst.ID, status.JobCompleted)
 	now := time.Now().UTC()
 	out := models.Asset{ID: models.OutputAssetID(f.job.ID, 1, 0), AccountID: acc.ID, InstallationID: &f.inst.ID, Kind: models.AssetKindOutput,
-		Status: models.AssetReady, ContentType: "image/png", BlobKey: "k", Width: 4, Height: 5, SizeBytes: 9, JobID: &f.job.ID,
+		Status: status.AssetReady, ContentType: "image/png", BlobKey: "k", Width: 4, Height: 5, SizeBytes: 9, JobID: &f.job.ID,
 		CreatedAt: now, UpdatedAt: now}
 	if err := db.Create(&out).Error; err != nil {
 		t.Fatal(err)
@@ -113,15 +115,15 @@ func newFixture(t *testing.T, db *gorm.DB, callbackURL string) *fixture {
 }
 
 // newJob creates an order with one job in the given status.
-func (f *fixture) newJob(t *testing.T, installationID *string, status string) models.Job {
+func (f *fixture) newJob(t *testing.T, installationID *string, st string) models.Job {
 	t.Helper()
 	now := time.Now().UTC()
 	order := models.Order{ID: models.NewID(), AccountID: f.inst.AccountID, InstallationID: installationID, API: models.APIPlugin,
-		JobType: models.JobTypePhotoShoot, SessionConfig: models.JSON(`{}`), Status: models.OrderInProgress, JobsTotal: 1,
+		JobType: jobtype.PhotoShoot, SessionConfig: models.JSON(`{}`), Status: status.OrderInProgress, JobsTotal: 1,
 		CreatedAt: now, UpdatedAt: now}
 	job := models.Job{ID: models.NewID(), OrderID: order.ID, AccountID: f.inst.AccountID, InstallationID: installationID,
-		JobType: models.JobTypePhotoShoot, ProductRef: "mug-01", ProductLabel: "Red mug", AIModel: "local/studio-v1",
-		AspectRatio: "1:1", CreditCost: 1, Run: 1, Status: status, AttemptCount: 1, Voting: models.VotingPending,
+		JobType: jobtype.PhotoShoot, ProductRef: "mug-01", ProductLabel: "Red mug", AIModel: "local/studio-v1",
+		AspectRatio: "1:1", CreditCost: 1, Run: 1, Status: st, AttemptCount: 1, Voting: models.VotingPending,
 		CreatedAt: now, UpdatedAt: now}
 	if err := f.db.Create(&order).Error; err != nil {
 		t.Fatal(err)
@@ -194,20 +196,20 @@ func TestRecordJobWebhook(t *testing.T) {
 		}
 
 		// An expired job is reported as job.failed with its own status.
-		expired := f.newJob(t, &f.inst.ID, models.JobExpired)
+		expired := f.newJob(t, &f.inst.ID, status.JobExpired)
 		res = f.record(t, expired.ID)
 		if d := f.delivery(t, res.DeliveryID); d.Event != "job.failed" || !strings.Contains(string(d.Payload), `"expired"`) {
 			t.Fatalf("expired job: %+v %s", d, d.Payload)
 		}
 
 		// A job of the external API (no installation) has no webhook.
-		external := f.newJob(t, nil, models.JobFailed)
+		external := f.newJob(t, nil, status.JobFailed)
 		if res := f.record(t, external.ID); res.Deliver || res.DeliveryID != "" {
 			t.Fatalf("external job = %+v", res)
 		}
 
 		// A job that has not ended, or a superseded run, is an error that is not retried.
-		running := f.newJob(t, &f.inst.ID, models.JobInProgress)
+		running := f.newJob(t, &f.inst.ID, status.JobInProgress)
 		if _, err := f.acts.RecordJobWebhook(context.Background(), activities.RecordWebhookInput{JobID: running.ID, Run: 1}); errorType(err) != activities.ErrTypeWebhookJobNotTerminal {
 			t.Fatalf("running job: %v", err)
 		}
@@ -217,7 +219,7 @@ func TestRecordJobWebhook(t *testing.T) {
 
 		// An installation without a callback URL gets no delivery row.
 		db.Model(&models.Installation{}).Where("id = ?", f.inst.ID).Update("callback_url", "")
-		cancelled := f.newJob(t, &f.inst.ID, models.JobCancelled)
+		cancelled := f.newJob(t, &f.inst.ID, status.JobCancelled)
 		if res := f.record(t, cancelled.ID); res.Deliver {
 			t.Fatalf("no callback URL: %+v", res)
 		}
@@ -239,7 +241,7 @@ func (f *fixture) deliver(t *testing.T, in activities.DeliverInput) activities.D
 
 func TestDeliverWebhookSuccessSignsWithEveryValidSecret(t *testing.T) {
 	t.Parallel()
-	rc := newReceiver(t, status(http.StatusNoContent))
+	rc := newReceiver(t, answerWith(http.StatusNoContent))
 	f := newFixture(t, testdb.Open(t, testdb.SQLiteURL(t)), rc.URL+"/hooks")
 	previous := f.secret
 	if _, err := models.RotateWebhookSecret(f.db, f.box, f.inst.ID, webhooks.NewSecret(), time.Now()); err != nil {
@@ -314,7 +316,7 @@ func TestDeliverWebhookSuccessSignsWithEveryValidSecret(t *testing.T) {
 // replayed in the current shape: the same values, signed over the bytes that are sent.
 func TestDeliverWebhookSendsALegacyPayloadInTheCurrentShape(t *testing.T) {
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
-		rc := newReceiver(t, status(http.StatusNoContent))
+		rc := newReceiver(t, answerWith(http.StatusNoContent))
 		f := newFixture(t, db, rc.URL+"/hooks")
 		id := f.record(t, f.job.ID).DeliveryID
 		current := f.delivery(t, id).Payload
@@ -366,7 +368,7 @@ func TestDeliverWebhookFailures(t *testing.T) {
 		next       time.Duration // expected next_attempt_at - start
 		outcome    string        // of the attempts in metrics
 	}{
-		{"500", status(500), 500, 0, "HTTP 500", 5 * time.Second, metrics.WebhookRejected},
+		{"500", answerWith(500), 500, 0, "HTTP 500", 5 * time.Second, metrics.WebhookRejected},
 		{"429 with Retry-After", func(w http.ResponseWriter, _ int) {
 			w.Header().Set("Retry-After", "600")
 			w.WriteHeader(http.StatusTooManyRequests)
@@ -421,7 +423,7 @@ func TestDeliverWebhookFailures(t *testing.T) {
 
 func TestDeliverWebhookRefusesPrivateCallbacksUnlessAllowed(t *testing.T) {
 	t.Parallel()
-	rc := newReceiver(t, status(200))
+	rc := newReceiver(t, answerWith(200))
 	f := newFixture(t, testdb.Open(t, testdb.SQLiteURL(t)), rc.URL) // 127.0.0.1
 	f.acts.Webhooks = webhooks.NewClient(webhooks.ClientOptions{})
 	id := f.record(t, f.job.ID).DeliveryID

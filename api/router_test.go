@@ -38,6 +38,7 @@ import (
 	"github.com/shotflow/shotflow/internal/testsupport/apitest"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 const docsURL = "https://docs.example.test"
@@ -310,7 +311,7 @@ func (s *server) storeFile(data []byte, contentType string) models.Asset {
 	now := time.Now().UTC()
 	id := models.NewID()
 	a := models.Asset{ID: id, AccountID: s.inst.AccountID, InstallationID: &s.inst.ID, Kind: models.AssetKindOutput,
-		Status: models.AssetReady, ContentType: contentType, SizeBytes: int64(len(data)), BlobKey: "outputs/" + id,
+		Status: status.AssetReady, ContentType: contentType, SizeBytes: int64(len(data)), BlobKey: "outputs/" + id,
 		SHA256: "abc123", CreatedAt: now, UpdatedAt: now}
 	require.NoError(s.t, s.db.Create(&a).Error)
 	require.NoError(s.t, s.blobs.Put(context.Background(), a.BlobKey, data, contentType))
@@ -394,7 +395,7 @@ func TestSignedDownloadRefusals(t *testing.T) {
 
 	t.Run("upload not finished", func(t *testing.T) {
 		c := s.storeFile([]byte("partial"), "image/png")
-		require.NoError(t, s.db.Model(&c).Update("status", models.AssetAwaitingUpload).Error)
+		require.NoError(t, s.db.Model(&c).Update("status", status.AssetAwaitingUpload).Error)
 		target := requestURI(t, s.signer.URL(http.MethodGet, files.Path(c.ID), time.Now().Add(time.Hour)))
 		requireError(t, s.do(http.MethodGet, target), http.StatusNotFound, plugin.CodeNotFound)
 	})

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/shotflow/shotflow/models/jobtype"
 )
 
 //go:embed seed/catalog.json
@@ -86,7 +88,7 @@ func ParseCatalog(data []byte) (*Catalog, error) {
 			return nil, fmt.Errorf("catalog: model %q serves no job type", m.ID)
 		}
 		for _, jt := range m.JobTypes {
-			if !slices.Contains(JobTypes, jt) {
+			if !slices.Contains(jobtype.All, jt) {
 				return nil, fmt.Errorf("catalog: model %q lists unknown job type %q", m.ID, jt)
 			}
 		}

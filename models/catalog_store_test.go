@@ -12,6 +12,7 @@ import (
 	"github.com/shotflow/shotflow/internal/platform/secrets"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // catalogFixture is an account with two installations whose catalog rows a test writes directly.
@@ -68,7 +69,7 @@ func (f *catalogFixture) asset(inst *models.Installation, status string) models.
 }
 
 func (f *catalogFixture) image(inst *models.Installation, productID, ref string, at time.Time) models.ProductImage {
-	a := f.asset(inst, models.AssetReady)
+	a := f.asset(inst, status.AssetReady)
 	img := models.ProductImage{ID: models.NewID(), AccountID: inst.AccountID, InstallationID: &inst.ID, ProductID: productID,
 		AssetID: a.ID, ExternalRef: ref, CreatedAt: at}
 	f.create(&img)
@@ -76,7 +77,7 @@ func (f *catalogFixture) image(inst *models.Installation, productID, ref string,
 }
 
 func (f *catalogFixture) packshot(inst *models.Installation, productID, ref string, at time.Time) models.Packshot {
-	a := f.asset(inst, models.AssetReady)
+	a := f.asset(inst, status.AssetReady)
 	p := models.Packshot{ID: models.NewID(), AccountID: inst.AccountID, InstallationID: &inst.ID, ProductID: productID,
 		AssetID: a.ID, ExternalRef: ref, Voting: models.VotingAccepted, VotingAt: &at, CreatedAt: at}
 	f.create(&p)
@@ -94,7 +95,7 @@ func TestProductImagesTableAndLiveRefIndex(t *testing.T) {
 		first := f.image(f.inst, p.ID, "img-1", f.base)
 
 		// A second live row with the same reference in the installation is refused.
-		a := f.asset(f.inst, models.AssetReady)
+		a := f.asset(f.inst, status.AssetReady)
 		dup := models.ProductImage{ID: models.NewID(), AccountID: f.inst.AccountID, InstallationID: &f.inst.ID, ProductID: p.ID,
 			AssetID: a.ID, ExternalRef: "img-1", CreatedAt: f.base}
 		if err := db.Create(&dup).Error; !errors.Is(err, gorm.ErrDuplicatedKey) {
@@ -116,7 +117,7 @@ func TestProductImagesTableAndLiveRefIndex(t *testing.T) {
 			t.Fatalf("reference after retirement: %v", err)
 		}
 		live, err := models.LiveImageByRef(db, f.inst.ID, "img-1")
-		if err != nil || live.ID != dup.ID || live.ProductRef != "P" || live.AssetStatus != models.AssetReady || live.Width != 30 || live.Height != 40 {
+		if err != nil || live.ID != dup.ID || live.ProductRef != "P" || live.AssetStatus != status.AssetReady || live.Width != 30 || live.Height != 40 {
 			t.Fatalf("LiveImageByRef = %+v, %v", live, err)
 		}
 		if _, err := models.LiveImageByRef(db, f.inst.ID, "nope"); !errors.Is(err, models.ErrNotFound) {
@@ -371,7 +372,7 @@ func TestProductImagesAndPackshotsNewestFirst(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Awaiting upload: the image shows the asset's status.
-		pending := f.asset(f.inst, models.AssetAwaitingUpload)
+		pending := f.asset(f.inst, status.AssetAwaitingUpload)
 		db.Model(&models.ProductImage{}).Where("id = ?", imgs[3].ID).Update("asset_id", pending.ID)
 
 		gotImgs, err := models.ProductImages(db, f.inst.ID, p.ID, 3)
@@ -381,7 +382,7 @@ func TestProductImagesAndPackshotsNewestFirst(t *testing.T) {
 		if len(gotImgs) != 3 || gotImgs[0].ID != imgs[3].ID || gotImgs[1].ID != imgs[2].ID || gotImgs[2].ID != imgs[1].ID {
 			t.Fatalf("ProductImages = %+v", gotImgs)
 		}
-		if gotImgs[0].AssetStatus != models.AssetAwaitingUpload || gotImgs[1].AssetStatus != models.AssetReady || gotImgs[1].ProductRef != "P" {
+		if gotImgs[0].AssetStatus != status.AssetAwaitingUpload || gotImgs[1].AssetStatus != status.AssetReady || gotImgs[1].ProductRef != "P" {
 			t.Fatalf("image asset fields = %+v", gotImgs[:2])
 		}
 		gotShots, err := models.ProductPackshots(db, f.inst.ID, p.ID, 10)

@@ -10,21 +10,23 @@ import (
 
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // orderOf builds a new order of n jobs of the account, each costing cost, with every kind of
 // column set: JSON, text that looks like bind parameters, labels, times (now), and NULLs.
 func orderOf(accountID string, n int, cost int64, now time.Time) (*models.Order, []models.Job) {
 	order := &models.Order{ID: models.NewID(), AccountID: accountID, API: models.APIExternal,
-		JobType: models.JobTypePhotoShoot, SessionConfig: models.JSON(`{"aspect_ratio":"1:1","style":"warm"}`),
-		Status: models.OrderInProgress, JobsTotal: n, CorrelationID: "corr-1",
+		JobType: jobtype.PhotoShoot, SessionConfig: models.JSON(`{"aspect_ratio":"1:1","style":"warm"}`),
+		Status: status.OrderInProgress, JobsTotal: n, CorrelationID: "corr-1",
 		CreatedAt: now, UpdatedAt: now}
 	jobs := make([]models.Job, n)
 	for i := range jobs {
 		jobs[i] = models.Job{ID: models.NewID(), OrderID: order.ID, AccountID: accountID,
-			JobType: models.JobTypePhotoShoot, Position: i, ProductRef: "sku-1", ProductLabel: "Blue mug",
+			JobType: jobtype.PhotoShoot, Position: i, ProductRef: "sku-1", ProductLabel: "Blue mug",
 			InputAssetIDs: models.JSON(`["a","b"]`), Prompt: "on a table, it's \"warm\" $1 ?",
-			AIModel: "local/studio-v1", AspectRatio: "1:1", CreditCost: cost, Run: 1, Status: models.JobPending,
+			AIModel: "local/studio-v1", AspectRatio: "1:1", CreditCost: cost, Run: 1, Status: status.JobPending,
 			Voting: models.VotingPending, CreatedAt: now, UpdatedAt: now}
 	}
 	return order, jobs

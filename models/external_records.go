@@ -8,6 +8,9 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/shotflow/shotflow/models/jobtype"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // The record lists and reviews of the external content API (external-content-api.md, Listed
@@ -50,9 +53,9 @@ type RecordFile struct {
 // RecordStatus is the external status of a job: DONE, FAILED, or INPROGRESS while it can still run.
 func RecordStatus(jobStatus string) string {
 	switch jobStatus {
-	case JobCompleted:
+	case status.JobCompleted:
 		return RefStatusDone
-	case JobFailed, JobCancelled, JobExpired:
+	case status.JobFailed, status.JobCancelled, status.JobExpired:
 		return RefStatusFailed
 	}
 	return RefStatusInProgress
@@ -157,7 +160,7 @@ func ListAccountPackshots(db *gorm.DB, accountID string, approvedOnly bool) ([]R
 		}
 		if err := db.Table("jobs AS j").Select("j.record_id, "+recordName+" AS name, j.status, j.created_at").
 			Joins("LEFT JOIN products pr ON pr.id = j.product_id").
-			Where("j.account_id = ? AND j.job_type = ? AND j.record_id IS NOT NULL", accountID, JobTypePackshot).
+			Where("j.account_id = ? AND j.job_type = ? AND j.record_id IS NOT NULL", accountID, jobtype.Packshot).
 			Where("NOT EXISTS (SELECT 1 FROM packshots p WHERE p.id = j.record_id)").
 			Scan(&pending).Error; err != nil {
 			return nil, err
@@ -201,7 +204,7 @@ func listRecordJobs(q *gorm.DB, accountID string, jobTypes []string) ([]recordJo
 	}
 	var completed []string
 	for _, j := range jobs {
-		if j.Status == JobCompleted {
+		if j.Status == status.JobCompleted {
 			completed = append(completed, j.ID)
 		}
 	}
@@ -235,7 +238,7 @@ func ListAccountShoots(db *gorm.DB, accountID string, approvedOnly bool, photoID
 	if photoID != "" {
 		q = q.Where("j.packshot_id IN (SELECT p.id FROM packshots p WHERE p.source_image_id = ? AND p.account_id = ?)", photoID, accountID)
 	}
-	jobs, outputs, err := listRecordJobs(q, accountID, []string{JobTypePhotoShoot})
+	jobs, outputs, err := listRecordJobs(q, accountID, []string{jobtype.PhotoShoot})
 	if err != nil {
 		return nil, err
 	}
@@ -257,7 +260,7 @@ func ListAccountShoots(db *gorm.DB, accountID string, approvedOnly bool, photoID
 // output once DONE, the thumbnail then the job's first input image (its preview when it has one),
 // voting APPROVED, REJECTED or null.
 func ListAccountVideos(db *gorm.DB, accountID string) ([]Record, error) {
-	jobs, outputs, err := listRecordJobs(db, accountID, []string{JobTypeVideo, JobTypeReel})
+	jobs, outputs, err := listRecordJobs(db, accountID, []string{jobtype.Video, jobtype.Reel})
 	if err != nil {
 		return nil, err
 	}
@@ -338,7 +341,7 @@ func ReviewAccountPackshot(db *gorm.DB, accountID, id string, review PackshotRev
 			return err
 		}
 		if v, ok := fields["voting"]; ok && p.JobID != nil {
-			return tx.Model(&Job{}).Where("id = ? AND status = ?", *p.JobID, JobCompleted).
+			return tx.Model(&Job{}).Where("id = ? AND status = ?", *p.JobID, status.JobCompleted).
 				Updates(map[string]any{"voting": v, "voting_at": fields["voting_at"], "updated_at": now}).Error
 		}
 		return nil
@@ -350,21 +353,21 @@ func ReviewAccountPackshot(db *gorm.DB, accountID, id string, review PackshotRev
 // for any other ID, ErrRecordNotDone before the job completed.
 func ReviewAccountShoot(db *gorm.DB, accountID, id, verdict string, now time.Time) error {
 	var j Job
-	err := db.Where("id = ? AND account_id = ? AND job_type = ?", id, accountID, JobTypePhotoShoot).Take(&j).Error
+	err := db.Where("id = ? AND account_id = ? AND job_type = ?", id, accountID, jobtype.PhotoShoot).Take(&j).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return ErrNotFound
 	}
 	if err != nil {
 		return err
 	}
-	if j.Status != JobCompleted {
+	if j.Status != status.JobCompleted {
 		return ErrRecordNotDone
 	}
 	var at any = now
 	if verdict == VotingPending {
 		at = nil
 	}
-	return db.Model(&Job{}).Where("id = ? AND status = ?", j.ID, JobCompleted).
+	return db.Model(&Job{}).Where("id = ? AND status = ?", j.ID, status.JobCompleted).
 		Updates(map[string]any{"voting": verdict, "voting_at": at, "updated_at": now}).Error
 }
 

@@ -8,6 +8,9 @@ import (
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/shotflow/shotflow/models/jobtype"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // ErrJobNotRunnable is returned when a job asked to start an attempt is already terminal.
@@ -65,9 +68,9 @@ func JobOutputs(db *gorm.DB, jobIDs ...string) (map[string][]Asset, error) {
 func BeginAttempt(db *gorm.DB, jobID string, run, attempt int) error {
 	now := time.Now().UTC()
 	res := db.Model(&Job{}).
-		Where("id = ? AND run = ? AND status IN ?", jobID, run, []string{JobPending, JobRetryPending, JobInProgress}).
+		Where("id = ? AND run = ? AND status IN ?", jobID, run, []string{status.JobPending, status.JobRetryPending, status.JobInProgress}).
 		Updates(map[string]any{
-			"status":        JobInProgress,
+			"status":        status.JobInProgress,
 			"attempt_count": attempt,
 			"started_at":    gorm.Expr("COALESCE(started_at, ?)", now),
 			"updated_at":    now,
@@ -84,9 +87,9 @@ func BeginAttempt(db *gorm.DB, jobID string, run, attempt int) error {
 // MarkRetryPending records a failed attempt that will be retried.
 func MarkRetryPending(db *gorm.DB, jobID string, run int, category, hint, detail string) error {
 	return db.Model(&Job{}).
-		Where("id = ? AND run = ? AND status IN ?", jobID, run, []string{JobPending, JobInProgress, JobRetryPending}).
+		Where("id = ? AND run = ? AND status IN ?", jobID, run, []string{status.JobPending, status.JobInProgress, status.JobRetryPending}).
 		Updates(map[string]any{
-			"status":         JobRetryPending,
+			"status":         status.JobRetryPending,
 			"error_category": category,
 			"error_hint":     hint,
 			"error_detail":   detail,
@@ -101,7 +104,7 @@ func MarkRetryPending(db *gorm.DB, jobID string, run int, category, hint, detail
 func CompleteJob(db *gorm.DB, jobID string, run int, outputs []Asset) (bool, error) {
 	completed := false
 	err := db.Transaction(func(tx *gorm.DB) error {
-		j, ok, err := finish(tx, jobID, run, JobCompleted, map[string]any{
+		j, ok, err := finish(tx, jobID, run, status.JobCompleted, map[string]any{
 			"error_category": nil, "error_hint": nil,
 		})
 		if err != nil || !ok {
@@ -130,10 +133,10 @@ func CompleteJob(db *gorm.DB, jobID string, run int, outputs []Asset) (bool, err
 // EndJob moves a job run to a terminal status other than completed (failed, cancelled or expired),
 // releases its reservation and updates the order's counters in one transaction. It returns false
 // when the job was already terminal.
-func EndJob(db *gorm.DB, jobID string, run int, status, category, hint, detail string) (bool, error) {
-	counter := map[string]string{JobFailed: "jobs_failed", JobCancelled: "jobs_cancelled", JobExpired: "jobs_expired"}[status]
+func EndJob(db *gorm.DB, jobID string, run int, to, category, hint, detail string) (bool, error) {
+	counter := map[string]string{status.JobFailed: "jobs_failed", status.JobCancelled: "jobs_cancelled", status.JobExpired: "jobs_expired"}[to]
 	if counter == "" {
-		return false, fmt.Errorf("EndJob: %q is not a failure status", status)
+		return false, fmt.Errorf("EndJob: %q is not a failure status", to)
 	}
 	ended := false
 	err := db.Transaction(func(tx *gorm.DB) error {
@@ -142,7 +145,7 @@ func EndJob(db *gorm.DB, jobID string, run int, status, category, hint, detail s
 			extra["error_category"] = category
 			extra["error_hint"] = hint
 		}
-		j, ok, err := finish(tx, jobID, run, status, extra)
+		j, ok, err := finish(tx, jobID, run, to, extra)
 		if err != nil || !ok {
 			return err
 		}
@@ -159,14 +162,14 @@ func EndJob(db *gorm.DB, jobID string, run int, status, category, hint, detail s
 }
 
 // finish moves a non-terminal job run to a terminal status; ok is false if it was already terminal.
-func finish(tx *gorm.DB, jobID string, run int, status string, extra map[string]any) (*Job, bool, error) {
+func finish(tx *gorm.DB, jobID string, run int, to string, extra map[string]any) (*Job, bool, error) {
 	now := time.Now().UTC()
-	fields := map[string]any{"status": status, "completed_at": now, "updated_at": now}
+	fields := map[string]any{"status": to, "completed_at": now, "updated_at": now}
 	for k, v := range extra {
 		fields[k] = v
 	}
 	res := tx.Model(&Job{}).
-		Where("id = ? AND run = ? AND status NOT IN ?", jobID, run, []string{JobCompleted, JobFailed, JobCancelled, JobExpired}).
+		Where("id = ? AND run = ? AND status NOT IN ?", jobID, run, []string{status.JobCompleted, status.JobFailed, status.JobCancelled, status.JobExpired}).
 		Updates(fields)
 	if res.Error != nil {
 		return nil, false, res.Error
@@ -199,7 +202,7 @@ func bumpOrder(tx *gorm.DB, orderID, counter string) error {
 			ELSE ? END,
 		completed_at = ?
 		WHERE id = ? AND status = ? AND jobs_completed + jobs_failed + jobs_cancelled + jobs_expired >= jobs_total`,
-		OrderCompleted, OrderCancelled, OrderFailed, now, orderID, OrderInProgress).Error
+		status.OrderCompleted, status.OrderCancelled, status.OrderFailed, now, orderID, status.OrderInProgress).Error
 }
 
 // packshotNamespace derives the ID of the packshot candidate of a packshot job run.
@@ -217,7 +220,7 @@ func PackshotCandidateID(jobID string, run int) string {
 // a job that is not a packshot job, has no product or has no output. Accepting or rejecting the job
 // (POST /jobs/{id}/accept, /reject) decides the candidate.
 func EnsurePackshotCandidate(tx *gorm.DB, j *Job) (*Packshot, error) {
-	if j.JobType != JobTypePackshot || j.ProductID == nil {
+	if j.JobType != jobtype.Packshot || j.ProductID == nil {
 		return nil, nil
 	}
 	var existing Packshot
@@ -261,12 +264,12 @@ func EnsurePackshotCandidate(tx *gorm.DB, j *Job) (*Packshot, error) {
 
 // finishReferenceItem settles the fashion model or scenery an idea job produces: DONE with the
 // job's first output as its thumbnail, or FAILED. Other jobs are left alone.
-func finishReferenceItem(tx *gorm.DB, j *Job, status string) error {
+func finishReferenceItem(tx *gorm.DB, j *Job, to string) error {
 	var kind ReferenceKind
 	switch j.JobType {
-	case JobTypeModelIdea:
+	case jobtype.ModelIdea:
 		kind = KindFashionModel
-	case JobTypeSceneryIdea:
+	case jobtype.SceneryIdea:
 		kind = KindScenery
 	default:
 		return nil
@@ -274,8 +277,8 @@ func finishReferenceItem(tx *gorm.DB, j *Job, status string) error {
 	if j.RecordID == nil {
 		return nil
 	}
-	fields := map[string]any{"status": status, "updated_at": time.Now().UTC()}
-	if status == RefStatusDone {
+	fields := map[string]any{"status": to, "updated_at": time.Now().UTC()}
+	if to == RefStatusDone {
 		var first Asset
 		err := tx.Where("kind = ? AND job_id = ?", AssetKindOutput, j.ID).Order("position, id").Take(&first).Error
 		if errors.Is(err, gorm.ErrRecordNotFound) {

@@ -104,16 +104,10 @@ type Product struct {
 	DeletedAt      *time.Time
 }
 
-// Asset kinds and statuses.
+// Asset kinds.
 const (
 	AssetKindUpload = "upload"
 	AssetKindOutput = "output"
-
-	AssetAwaitingUpload = "awaiting_upload"
-	AssetUploading      = "uploading"
-	AssetProcessing     = "processing" // stored; PrepareInputWorkflow is checking and preparing it
-	AssetReady          = "ready"
-	AssetInvalid        = "invalid" // stored but unusable: Problem says why
 )
 
 // Asset is a stored file: an upload from a client or a generated output of a job.
@@ -190,14 +184,6 @@ type ProductImage struct {
 	DeletedAt      *time.Time
 }
 
-// Order statuses.
-const (
-	OrderInProgress = "in_progress"
-	OrderCompleted  = "completed"
-	OrderFailed     = "failed"
-	OrderCancelled  = "cancelled"
-)
-
 // Order APIs: which façade accepted the order.
 const (
 	APIPlugin   = "plugin"
@@ -227,39 +213,6 @@ type Order struct {
 	CreatedAt         time.Time
 	UpdatedAt         time.Time
 	CompletedAt       *time.Time
-}
-
-// Job types.
-const (
-	JobTypePhotoShoot  = "photo_shoot"  // a photo of an approved packshot in a scene
-	JobTypePackshot    = "packshot"     // the product cut out of a photo, centred on white
-	JobTypeModelIdea   = "model_idea"   // an AI model (mannequin) image from preferences text
-	JobTypeSceneryIdea = "scenery_idea" // a scenery image from preferences text
-	JobTypeVideo       = "video"        // a short video from one image
-	JobTypeReel        = "reel"         // a short video from 1 to 10 images
-)
-
-// JobTypes lists every job type.
-var JobTypes = []string{JobTypePhotoShoot, JobTypePackshot, JobTypeModelIdea, JobTypeSceneryIdea, JobTypeVideo, JobTypeReel}
-
-// Job statuses: one state machine for both APIs (docs/job-states.md).
-const (
-	JobPending      = "pending"
-	JobInProgress   = "in_progress"
-	JobRetryPending = "retry_pending"
-	JobCompleted    = "completed"
-	JobFailed       = "failed"
-	JobCancelled    = "cancelled"
-	JobExpired      = "expired"
-)
-
-// IsTerminalJobStatus reports whether a job in status s will never change again on its own.
-func IsTerminalJobStatus(s string) bool {
-	switch s {
-	case JobCompleted, JobFailed, JobCancelled, JobExpired:
-		return true
-	}
-	return false
 }
 
 // Job is one generated asset of an order; it runs as one JobWorkflow.

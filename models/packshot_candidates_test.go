@@ -10,6 +10,8 @@ import (
 	"github.com/shotflow/shotflow/internal/platform/secrets"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // candidateFixture is an installation with a product and an order of one job per job type.
@@ -39,7 +41,7 @@ func newCandidateFixture(t *testing.T, db *gorm.DB) *candidateFixture {
 	f.product = models.Product{ID: models.NewID(), AccountID: acc.ID, InstallationID: &f.inst.ID, ExternalRef: "mug",
 		DisplayName: "Mug", CreatedAt: now, UpdatedAt: now}
 	f.order = models.Order{ID: models.NewID(), AccountID: acc.ID, InstallationID: &f.inst.ID, API: models.APIPlugin,
-		JobType: models.JobTypePackshot, SessionConfig: models.JSON(`{}`), Status: models.OrderInProgress, JobsTotal: 10,
+		JobType: jobtype.Packshot, SessionConfig: models.JSON(`{}`), Status: status.OrderInProgress, JobsTotal: 10,
 		CreatedAt: now, UpdatedAt: now}
 	for _, v := range []any{&f.product, &f.order} {
 		if err := db.Create(v).Error; err != nil {
@@ -55,7 +57,7 @@ func (f *candidateFixture) job(t *testing.T, db *gorm.DB, jobType string, withPr
 	now := time.Now().UTC()
 	j := models.Job{ID: models.NewID(), OrderID: f.order.ID, AccountID: f.acc.ID, InstallationID: &f.inst.ID,
 		JobType: jobType, ProductRef: "mug", AIModel: "local/studio-v1", AspectRatio: "1:1", Run: 1,
-		Status: models.JobInProgress, Voting: models.VotingPending, CreatedAt: now, UpdatedAt: now}
+		Status: status.JobInProgress, Voting: models.VotingPending, CreatedAt: now, UpdatedAt: now}
 	if withProduct {
 		j.ProductID = &f.product.ID
 	}
@@ -71,7 +73,7 @@ func (f *candidateFixture) outputs(j models.Job, n int) []models.Asset {
 	out := make([]models.Asset, 0, n)
 	for pos := n - 1; pos >= 0; pos-- {
 		out = append(out, models.Asset{ID: models.OutputAssetID(j.ID, j.Run, pos), AccountID: f.acc.ID,
-			InstallationID: &f.inst.ID, Kind: models.AssetKindOutput, Status: models.AssetReady, ContentType: "image/png",
+			InstallationID: &f.inst.ID, Kind: models.AssetKindOutput, Status: status.AssetReady, ContentType: "image/png",
 			BlobKey: models.OutputBlobKey(&j, pos, ".png"), JobID: &j.ID, Position: pos, CreatedAt: now, UpdatedAt: now})
 	}
 	return out
@@ -81,7 +83,7 @@ func TestCompletedPackshotJobAddsAPendingCandidate(t *testing.T) {
 	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		f := newCandidateFixture(t, db)
-		j := f.job(t, db, models.JobTypePackshot, true)
+		j := f.job(t, db, jobtype.Packshot, true)
 		before := time.Now().UTC().Add(-time.Second)
 		for range 2 { // a replayed completion adds nothing
 			if _, err := models.CompleteJob(db, j.ID, j.Run, f.outputs(j, 2)); err != nil {
@@ -104,7 +106,7 @@ func TestCompletedPackshotJobAddsAPendingCandidate(t *testing.T) {
 		}
 		var job models.Job
 		db.Take(&job, "id = ?", j.ID)
-		if job.Status != models.JobCompleted {
+		if job.Status != status.JobCompleted {
 			t.Fatalf("job status = %s", job.Status)
 		}
 		// EnsurePackshotCandidate finds it again rather than adding another.
@@ -119,15 +121,15 @@ func TestOnlyCompletedPackshotJobsWithAProductAddCandidates(t *testing.T) {
 	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		f := newCandidateFixture(t, db)
-		photo := f.job(t, db, models.JobTypePhotoShoot, true)
-		noProduct := f.job(t, db, models.JobTypePackshot, false)
-		failed := f.job(t, db, models.JobTypePackshot, true)
+		photo := f.job(t, db, jobtype.PhotoShoot, true)
+		noProduct := f.job(t, db, jobtype.Packshot, false)
+		failed := f.job(t, db, jobtype.Packshot, true)
 		for _, j := range []models.Job{photo, noProduct} {
 			if _, err := models.CompleteJob(db, j.ID, j.Run, f.outputs(j, 1)); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if _, err := models.EndJob(db, failed.ID, failed.Run, models.JobFailed, "CONTENT_POLICY", "hint", "raw"); err != nil {
+		if _, err := models.EndJob(db, failed.ID, failed.Run, status.JobFailed, "CONTENT_POLICY", "hint", "raw"); err != nil {
 			t.Fatal(err)
 		}
 		var n int64
@@ -146,7 +148,7 @@ func TestCandidateIsPartOfTheCompletionTransaction(t *testing.T) {
 	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		f := newCandidateFixture(t, db)
-		j := f.job(t, db, models.JobTypePackshot, true)
+		j := f.job(t, db, jobtype.Packshot, true)
 		failing := true
 		if err := db.Callback().Create().Before("gorm:create").Register("test:fail_packshots", func(tx *gorm.DB) {
 			if failing && tx.Statement.Table == "packshots" {
@@ -163,7 +165,7 @@ func TestCandidateIsPartOfTheCompletionTransaction(t *testing.T) {
 		var outputs, ledger int64
 		db.Model(&models.Asset{}).Where("job_id = ?", j.ID).Count(&outputs)
 		db.Model(&models.LedgerEntry{}).Where("job_id = ?", j.ID).Count(&ledger)
-		if job.Status == models.JobCompleted || outputs != 0 || ledger != 0 {
+		if job.Status == status.JobCompleted || outputs != 0 || ledger != 0 {
 			t.Fatalf("after a failed candidate insert: status %s, %d outputs, %d ledger rows; want nothing written", job.Status, outputs, ledger)
 		}
 		// Once the insert works, the retried completion stores everything.

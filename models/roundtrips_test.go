@@ -10,6 +10,7 @@ import (
 
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // Writes that are one statement go to PostgreSQL as that statement alone: gorm wraps every write
@@ -44,11 +45,11 @@ func TestBeginAttemptIsOneStatement(t *testing.T) {
 
 	got, err := models.GetJob(db, jobs[0].ID)
 	require.NoError(t, err)
-	require.Equal(t, models.JobInProgress, got.Status)
+	require.Equal(t, status.JobInProgress, got.Status)
 	require.Equal(t, 1, got.AttemptCount)
 	require.NotNil(t, got.StartedAt)
 
-	require.NoError(t, db.Model(&models.Job{}).Where("id = ?", jobs[1].ID).Update("status", models.JobCompleted).Error)
+	require.NoError(t, db.Model(&models.Job{}).Where("id = ?", jobs[1].ID).Update("status", status.JobCompleted).Error)
 	require.True(t, errors.Is(models.BeginAttempt(db, jobs[1].ID, 1, 1), models.ErrJobNotRunnable))
 	require.True(t, errors.Is(models.BeginAttempt(db, jobs[0].ID, 2, 1), models.ErrJobNotRunnable), "another run")
 }

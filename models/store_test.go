@@ -12,6 +12,8 @@ import (
 	"github.com/shotflow/shotflow/internal/platform/secrets"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 func TestMigrationsAreVersionedAndIdempotent(t *testing.T) {
@@ -109,22 +111,22 @@ func TestCreditsReserveConsumeRelease(t *testing.T) {
 		}
 
 		out := []models.Asset{{ID: models.OutputAssetID(jobs[0].ID, 1, 0), AccountID: acc.ID, Kind: models.AssetKindOutput,
-			Status: models.AssetReady, ContentType: "image/png", BlobKey: "k", JobID: &jobs[0].ID, CreatedAt: time.Now(), UpdatedAt: time.Now()}}
+			Status: status.AssetReady, ContentType: "image/png", BlobKey: "k", JobID: &jobs[0].ID, CreatedAt: time.Now(), UpdatedAt: time.Now()}}
 		for i := range 2 { // a replayed activity settles once, and says the first call completed the job
 			if completed, err := models.CompleteJob(db, jobs[0].ID, 1, out); err != nil || completed != (i == 0) {
 				t.Fatalf("CompleteJob call %d = %v, %v; want %v", i+1, completed, err, i == 0)
 			}
 		}
 		for range 2 {
-			if _, err := models.EndJob(db, jobs[1].ID, 1, models.JobFailed, "CONTENT_POLICY", "hint", "raw"); err != nil {
+			if _, err := models.EndJob(db, jobs[1].ID, 1, status.JobFailed, "CONTENT_POLICY", "hint", "raw"); err != nil {
 				t.Fatal(err)
 			}
 		}
 		// A job that already completed cannot then be released.
-		if ended, err := models.EndJob(db, jobs[0].ID, 1, models.JobCancelled, "", "", ""); err != nil || ended {
+		if ended, err := models.EndJob(db, jobs[0].ID, 1, status.JobCancelled, "", "", ""); err != nil || ended {
 			t.Fatalf("EndJob on a completed job = %v, %v; want no change", ended, err)
 		}
-		if ended, err := models.EndJob(db, jobs[2].ID, 1, models.JobExpired, "", "", ""); err != nil || !ended {
+		if ended, err := models.EndJob(db, jobs[2].ID, 1, status.JobExpired, "", "", ""); err != nil || !ended {
 			t.Fatalf("expire: %v %v", ended, err)
 		}
 		got = assertLedgerMatches(t, db, acc.ID)
@@ -136,7 +138,7 @@ func TestCreditsReserveConsumeRelease(t *testing.T) {
 		if o.CreditsReserved != o.CreditsConsumed+o.CreditsReleased || o.CreditsConsumed != 2 || o.CreditsReleased != 4 {
 			t.Fatalf("order credits reserved/consumed/released = %d/%d/%d", o.CreditsReserved, o.CreditsConsumed, o.CreditsReleased)
 		}
-		if o.Status != models.OrderCompleted || o.JobsCompleted != 1 || o.JobsFailed != 1 || o.JobsExpired != 1 || o.CompletedAt == nil {
+		if o.Status != status.OrderCompleted || o.JobsCompleted != 1 || o.JobsFailed != 1 || o.JobsExpired != 1 || o.CompletedAt == nil {
 			t.Fatalf("order = %+v, want completed with 1/1/1", o)
 		}
 		outs, err := models.JobOutputs(db, jobs[0].ID)
@@ -153,11 +155,11 @@ func TestOrderStatusRule(t *testing.T) {
 		cancelled, cj, _ := newOrder(t, db, acc.ID, 2, 1)
 		failed, fj, _ := newOrder(t, db, acc.ID, 2, 1)
 		for _, j := range cj {
-			models.EndJob(db, j.ID, 1, models.JobCancelled, "", "", "")
+			models.EndJob(db, j.ID, 1, status.JobCancelled, "", "", "")
 		}
-		models.EndJob(db, fj[0].ID, 1, models.JobCancelled, "", "", "")
-		models.EndJob(db, fj[1].ID, 1, models.JobFailed, "INTERNAL_BUG", "h", "d")
-		for id, want := range map[string]string{cancelled.ID: models.OrderCancelled, failed.ID: models.OrderFailed} {
+		models.EndJob(db, fj[0].ID, 1, status.JobCancelled, "", "", "")
+		models.EndJob(db, fj[1].ID, 1, status.JobFailed, "INTERNAL_BUG", "h", "d")
+		for id, want := range map[string]string{cancelled.ID: status.OrderCancelled, failed.ID: status.OrderFailed} {
 			var o models.Order
 			db.Take(&o, "id = ?", id)
 			if o.Status != want {
@@ -331,7 +333,7 @@ func TestCatalogIsConsistent(t *testing.T) {
 		t.Fatal(err)
 	}
 	m, ok := c.Model("local/studio-v1")
-	if !ok || !m.Serves(models.JobTypePhotoShoot) || !m.SupportsAspectRatio(c.DefaultAspectRatio()) {
+	if !ok || !m.Serves(jobtype.PhotoShoot) || !m.SupportsAspectRatio(c.DefaultAspectRatio()) {
 		t.Fatalf("local/studio-v1 = %+v", m)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/shotflow/shotflow/internal/platform/secrets"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 func testBox(t *testing.T) *secrets.Box {
@@ -37,11 +39,11 @@ func pluginJob(t *testing.T, db *gorm.DB, box models.Sealer) (*models.Installati
 	inst := created.Installation
 	now := time.Now().UTC()
 	order := models.Order{ID: models.NewID(), AccountID: acc.ID, InstallationID: &inst.ID, API: models.APIPlugin,
-		JobType: models.JobTypePhotoShoot, SessionConfig: models.JSON(`{}`), Status: models.OrderFailed, JobsTotal: 1,
+		JobType: jobtype.PhotoShoot, SessionConfig: models.JSON(`{}`), Status: status.OrderFailed, JobsTotal: 1,
 		CreatedAt: now, UpdatedAt: now}
 	job := models.Job{ID: models.NewID(), OrderID: order.ID, AccountID: acc.ID, InstallationID: &inst.ID,
-		JobType: models.JobTypePhotoShoot, AIModel: "local/studio-v1", AspectRatio: "1:1", CreditCost: 1, Run: 1,
-		Status: models.JobFailed, Voting: models.VotingPending, CreatedAt: now, UpdatedAt: now}
+		JobType: jobtype.PhotoShoot, AIModel: "local/studio-v1", AspectRatio: "1:1", CreditCost: 1, Run: 1,
+		Status: status.JobFailed, Voting: models.VotingPending, CreatedAt: now, UpdatedAt: now}
 	if err := db.Create(&order).Error; err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/shotflow/shotflow/activities"
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
-	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // Signal names.
@@ -216,7 +216,7 @@ func runJob(ctx workflow.Context, in JobInput, gate *startGate) (JobResult, erro
 			return JobResult{}, err
 		}
 		if attempt == 1 && in.Shape < JobShapeLean {
-			setStatus(ctx, models.JobInProgress, "")
+			setStatus(ctx, status.JobInProgress, "")
 		}
 		var gen activities.GenerateResult
 		// An outage of the database or the blob store is waited out here and is no attempt.
@@ -224,7 +224,7 @@ func runJob(ctx workflow.Context, in JobInput, gate *startGate) (JobResult, erro
 		if err == nil {
 			return finishJob(ctx, in, activities.FinishJobInput{Complete: &activities.CompleteInput{
 				JobID: in.JobID, Run: in.Run, Outputs: gen.Outputs,
-			}}, JobResult{Status: models.JobCompleted, Attempts: attempt})
+			}}, JobResult{Status: status.JobCompleted, Attempts: attempt})
 		}
 		category, retryAfter, detail := classify(err)
 
@@ -273,15 +273,15 @@ func markRetryPending(ctx workflow.Context, in JobInput, category errorcat.Categ
 		JobID: in.JobID, Run: in.Run, Category: category, Detail: detail,
 	})
 	if err == nil {
-		setStatus(ctx, models.JobRetryPending, category)
+		setStatus(ctx, status.JobRetryPending, category)
 	}
 	return err
 }
 
 func endJob(ctx workflow.Context, in JobInput, attempt int, category errorcat.Category, detail string) (JobResult, error) {
-	end := activities.EndInput{JobID: in.JobID, Run: in.Run, Status: models.JobFailed, Category: category, Detail: detail}
+	end := activities.EndInput{JobID: in.JobID, Run: in.Run, Status: status.JobFailed, Category: category, Detail: detail}
 	return finishJob(ctx, in, activities.FinishJobInput{End: &end},
-		JobResult{Status: models.JobFailed, Attempts: attempt, Category: category})
+		JobResult{Status: status.JobFailed, Attempts: attempt, Category: category})
 }
 
 // notifyOrder signals the order workflow that this job is done (shapes before JobShapeQuiet). An

@@ -5,7 +5,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/shotflow/shotflow/activities"
-	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // startGate decides, inside a JobWorkflow, between beginning the job's first attempt and accepting
@@ -50,7 +50,7 @@ func (g *startGate) validate(ctx workflow.Context, jobID string, opts CancelOpti
 // so the gate is still closed to the first attempt when it marks the cancel accepted; then it
 // records the cancellation, waiting out any database outage.
 func (g *startGate) cancel(ctx workflow.Context, jobID string, _ CancelOptions) (CancelResult, error) {
-	done := CancelResult{JobID: jobID, Status: models.JobCancelled}
+	done := CancelResult{JobID: jobID, Status: status.JobCancelled}
 	if jobID != g.in.JobID || g.begun {
 		// Only reachable on replay, where validators do not run: the history says it was refused.
 		return CancelResult{}, notCancelable()
@@ -70,7 +70,7 @@ func (g *startGate) cancel(ctx workflow.Context, jobID string, _ CancelOptions) 
 // JobShapeQuiet, with EndJob alone (the webhook follows in JobWorkflow) in older shapes.
 func (g *startGate) record(ctx workflow.Context) error {
 	var a *activities.Activities
-	end := activities.EndInput{JobID: g.in.JobID, Run: g.in.Run, Status: models.JobCancelled}
+	end := activities.EndInput{JobID: g.in.JobID, Run: g.in.Run, Status: status.JobCancelled}
 	if g.in.Shape < JobShapeQuiet {
 		return project(ctx, a.EndJob, nil, end)
 	}
@@ -96,7 +96,7 @@ func (g *startGate) begin() bool {
 // answered, then starts the job's webhook: the delivery FinishJob recorded with the cancel
 // (JobShapeQuiet), or one NotifyJobEnded records now (older shapes). It is the job run's result.
 func (g *startGate) awaitCancelled(ctx workflow.Context) (JobResult, error) {
-	res := JobResult{Status: models.JobCancelled}
+	res := JobResult{Status: status.JobCancelled}
 	if err := workflow.Await(ctx, func() bool { return g.recorded && workflow.AllHandlersFinished(ctx) }); err != nil {
 		return res, err
 	}

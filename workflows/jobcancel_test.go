@@ -12,7 +12,7 @@ import (
 
 	"github.com/shotflow/shotflow/activities"
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
-	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/workflows"
 )
 
@@ -49,7 +49,7 @@ func (o *cancelOutcome) refusedAs(typ string) bool {
 // cancelledOK reports whether the cancel was accepted and completed with the cancelled job.
 func (o *cancelOutcome) cancelledOK(jobID string) bool {
 	return o.accepted && o.completed && o.err == nil &&
-		o.result == workflows.CancelResult{JobID: jobID, Status: models.JobCancelled}
+		o.result == workflows.CancelResult{JobID: jobID, Status: status.JobCancelled}
 }
 
 // jobCalls counts the job steps a JobWorkflow under test took.
@@ -78,7 +78,7 @@ func mockJobSteps(t *testing.T, env *testsuite.TestWorkflowEnvironment, onBegin 
 		return nil
 	}).Maybe()
 	env.OnActivity(a.EndJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.EndInput) error {
-		if in.Status != models.JobCancelled || in.JobID != "j1" || in.Run != 1 {
+		if in.Status != status.JobCancelled || in.JobID != "j1" || in.Run != 1 {
 			t.Errorf("EndJob(%+v): only a cancel of j1 may end it", in)
 		}
 		c.cancelled++
@@ -120,13 +120,13 @@ func TestJobWorkflowCancelledBeforeItsFirstAttemptNeverGenerates(t *testing.T) {
 	if !first.cancelledOK("j1") || !second.cancelledOK("j1") {
 		t.Fatalf("cancels before the first attempt: %+v, %+v", first, second)
 	}
-	if res.Status != models.JobCancelled || res.Attempts != 0 {
+	if res.Status != status.JobCancelled || res.Attempts != 0 {
 		t.Fatalf("result = %+v", res)
 	}
 	if calls.begun != 0 || calls.generated != 0 || calls.completed != 0 || calls.cancelled != 1 {
 		t.Fatalf("a cancelled job ran: %+v", calls)
 	}
-	if len(calls.toldOrder) != 1 || calls.toldOrder[0] != models.JobCancelled {
+	if len(calls.toldOrder) != 1 || calls.toldOrder[0] != status.JobCancelled {
 		t.Fatalf("the order was told %v", calls.toldOrder)
 	}
 }
@@ -159,7 +159,7 @@ func TestJobWorkflowRefusesCancelsOnceItsFirstAttemptHasBegun(t *testing.T) {
 	if !duringRetry.refusedAs(workflows.ErrTypeJobNotCancelable) || begunWhenRefused != 1 {
 		t.Fatalf("a cancel while waiting for a retry: %+v after %d begun attempts", duringRetry, begunWhenRefused)
 	}
-	if res.Status != models.JobCompleted || res.Attempts != 2 || calls.cancelled != 0 || calls.completed != 1 {
+	if res.Status != status.JobCompleted || res.Attempts != 2 || calls.cancelled != 0 || calls.completed != 1 {
 		t.Fatalf("result = %+v, calls %+v", res, calls)
 	}
 }
@@ -179,7 +179,7 @@ func TestJobWorkflowRefusesALateOrMisdirectedCancel(t *testing.T) {
 	if !late.refusedAs(workflows.ErrTypeCancelTooLate) || !other.refusedAs(workflows.ErrTypeJobNotCancelable) {
 		t.Fatalf("late %+v, other job %+v", late, other)
 	}
-	if res.Status != models.JobCompleted || calls.cancelled != 0 || calls.generated != 1 {
+	if res.Status != status.JobCompleted || calls.cancelled != 0 || calls.generated != 1 {
 		t.Fatalf("result = %+v, calls %+v", res, calls)
 	}
 }

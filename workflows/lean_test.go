@@ -15,7 +15,7 @@ import (
 
 	"github.com/shotflow/shotflow/activities"
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
-	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/workflows"
 )
 
@@ -49,7 +49,7 @@ func onlyStatusUpserts(env *testsuite.TestWorkflowEnvironment, statuses ...strin
 func TestLeanJobCompletesWithOneFinishingLocalActivity(t *testing.T) {
 	env := newJobEnv(t)
 	names := localActivities(env)
-	onlyStatusUpserts(env, models.JobCompleted)
+	onlyStatusUpserts(env, status.JobCompleted)
 	rec := activities.RecordWebhookResult{DeliveryID: "d1", Deliver: true, AccountID: "acc", InstallationID: "inst", OrderID: "o1"}
 	env.OnActivity(a.BeginAttempt, mock.Anything, activities.AttemptInput{JobID: "j1", Run: 1, Attempt: 1}).Return(nil).Once()
 	env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(okResult, nil).Once()
@@ -68,7 +68,7 @@ func TestLeanJobCompletesWithOneFinishingLocalActivity(t *testing.T) {
 	if err := env.GetWorkflowResult(&res); err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != models.JobCompleted || res.Attempts != 1 {
+	if res.Status != status.JobCompleted || res.Attempts != 1 {
 		t.Fatalf("result = %+v", res)
 	}
 	if got := names(); !slices.Equal(got, []string{"BeginAttempt", "FinishJob"}) {
@@ -82,11 +82,11 @@ func TestLeanJobCompletesWithOneFinishingLocalActivity(t *testing.T) {
 func TestLeanJobFailsWithOneFinishingLocalActivity(t *testing.T) {
 	env := newJobEnv(t)
 	names := localActivities(env)
-	onlyStatusUpserts(env, models.JobFailed)
+	onlyStatusUpserts(env, status.JobFailed)
 	env.OnActivity(a.BeginAttempt, mock.Anything, mock.Anything).Return(nil).Once()
 	env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(activities.GenerateResult{}, categoryError(errorcat.ContentPolicy, 0)).Once()
 	env.OnActivity(a.FinishJob, mock.Anything, mock.MatchedBy(func(in activities.FinishJobInput) bool {
-		return in.Complete == nil && in.End != nil && in.End.Status == models.JobFailed && in.End.Category == errorcat.ContentPolicy
+		return in.Complete == nil && in.End != nil && in.End.Status == status.JobFailed && in.End.Category == errorcat.ContentPolicy
 	})).Return(activities.RecordWebhookResult{}, nil).Once()
 
 	env.ExecuteWorkflow(workflows.JobWorkflow, workflows.JobInput{JobID: "j1", Run: 1, OrderID: "o1", Shape: workflows.JobShapeLean})
@@ -94,7 +94,7 @@ func TestLeanJobFailsWithOneFinishingLocalActivity(t *testing.T) {
 	if err := env.GetWorkflowResult(&res); err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != models.JobFailed || res.Category != errorcat.ContentPolicy {
+	if res.Status != status.JobFailed || res.Category != errorcat.ContentPolicy {
 		t.Fatalf("result = %+v", res)
 	}
 	if got := names(); !slices.Equal(got, []string{"BeginAttempt", "FinishJob"}) {
@@ -104,7 +104,7 @@ func TestLeanJobFailsWithOneFinishingLocalActivity(t *testing.T) {
 
 func TestLeanJobStillShowsRetryPending(t *testing.T) {
 	env := newJobEnv(t)
-	onlyStatusUpserts(env, models.JobRetryPending, models.JobCompleted)
+	onlyStatusUpserts(env, status.JobRetryPending, status.JobCompleted)
 	env.OnActivity(a.BeginAttempt, mock.Anything, mock.Anything).Return(nil).Twice()
 	env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(activities.GenerateResult{}, categoryError(errorcat.RateLimit, 0)).Once()
 	env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(okResult, nil).Once()
@@ -116,7 +116,7 @@ func TestLeanJobStillShowsRetryPending(t *testing.T) {
 	if err := env.GetWorkflowResult(&res); err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != models.JobCompleted || res.Attempts != 2 {
+	if res.Status != status.JobCompleted || res.Attempts != 2 {
 		t.Fatalf("result = %+v", res)
 	}
 }
@@ -135,11 +135,11 @@ func TestOrderLaunchesNewJobsInTheQuietShape(t *testing.T) {
 			shapes = append(shapes, in.Shape)
 			switch in.JobID {
 			case "b":
-				return workflows.JobResult{Status: models.JobCancelled}, nil // cancelled by its own workflow
+				return workflows.JobResult{Status: status.JobCancelled}, nil // cancelled by its own workflow
 			case "c":
 				return workflows.JobResult{}, errors.New("job workflow failed")
 			}
-			return workflows.JobResult{Status: models.JobCompleted, Attempts: 1}, nil
+			return workflows.JobResult{Status: status.JobCompleted, Attempts: 1}, nil
 		})
 	env.ExecuteWorkflow(workflows.OrderWorkflow, workflows.OrderInput{OrderID: "o1", Jobs: refs("a", "b", "c", "d")})
 	var res workflows.OrderResult
@@ -171,7 +171,7 @@ func TestQuietJobCompletesWithoutSignallingItsOrder(t *testing.T) {
 		env := newEnv(t)
 		signals := signalsToOrder(env)
 		names := localActivities(env)
-		onlyStatusUpserts(env, models.JobCompleted)
+		onlyStatusUpserts(env, status.JobCompleted)
 		env.OnActivity(a.BeginAttempt, mock.Anything, mock.Anything).Return(nil).Once()
 		env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(okResult, nil).Once()
 		env.OnActivity(a.FinishJob, mock.Anything, mock.Anything).Return(activities.RecordWebhookResult{}, nil).Once()
@@ -180,7 +180,7 @@ func TestQuietJobCompletesWithoutSignallingItsOrder(t *testing.T) {
 		if err := env.GetWorkflowResult(&res); err != nil {
 			t.Fatal(err)
 		}
-		if res.Status != models.JobCompleted || *signals != tc.wantSignals || !slices.Equal(names(), []string{"BeginAttempt", "FinishJob"}) {
+		if res.Status != status.JobCompleted || *signals != tc.wantSignals || !slices.Equal(names(), []string{"BeginAttempt", "FinishJob"}) {
 			t.Fatalf("shape %d: result %+v, %d signals to the order (want %d), local activities %v",
 				tc.shape, res, *signals, tc.wantSignals, names())
 		}
@@ -196,7 +196,7 @@ func TestQuietJobRecordsItsCancelWithItsWebhook(t *testing.T) {
 	calls := mockJobSteps(t, env, nil)
 	rec := activities.RecordWebhookResult{DeliveryID: "d1", Deliver: true, AccountID: "acc", InstallationID: "inst", OrderID: "o1"}
 	env.OnActivity(a.FinishJob, mock.Anything, activities.FinishJobInput{
-		End: &activities.EndInput{JobID: "j1", Run: 1, Status: models.JobCancelled},
+		End: &activities.EndInput{JobID: "j1", Run: 1, Status: status.JobCancelled},
 	}).Return(rec, nil).Once()
 	var delivered []string
 	env.OnWorkflow(workflows.WebhookDeliveryWorkflow, mock.Anything, mock.Anything).Return(
@@ -211,7 +211,7 @@ func TestQuietJobRecordsItsCancelWithItsWebhook(t *testing.T) {
 	if err := env.GetWorkflowResult(&res); err != nil {
 		t.Fatal(err)
 	}
-	if !cancel.cancelledOK("j1") || res.Status != models.JobCancelled || calls.begun != 0 || calls.cancelled != 0 {
+	if !cancel.cancelledOK("j1") || res.Status != status.JobCancelled || calls.begun != 0 || calls.cancelled != 0 {
 		t.Fatalf("cancel %+v, result %+v, calls %+v", cancel, res, calls)
 	}
 	if got := names(); !slices.Equal(got, []string{"FinishJob"}) || *signals != 0 || !slices.Equal(delivered, []string{"d1"}) {

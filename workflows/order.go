@@ -10,7 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/shotflow/shotflow/activities"
-	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // UpdateCancelJob is the workflow Update that cancels a job that has not started. Its arguments
@@ -159,9 +159,9 @@ func (s *orderState) finished(m JobFinished) {
 	}
 	s.running = slices.Delete(s.running, i, i+1)
 	switch m.Status {
-	case models.JobCompleted:
+	case status.JobCompleted:
 		s.result.Completed++
-	case models.JobCancelled:
+	case status.JobCancelled:
 		s.result.Cancelled++
 	case statusNotRunnable:
 		// Ended by someone else before its first attempt; that end was counted where it happened.
@@ -178,7 +178,7 @@ func (s *orderState) watch(ctx workflow.Context, ref JobRef, f workflow.ChildWor
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		var res JobResult
 		if err := f.Get(ctx, &res); err != nil {
-			res.Status = models.JobFailed
+			res.Status = status.JobFailed
 		}
 		s.watched--
 		s.finished(JobFinished{JobID: ref.JobID, Run: ref.Run, Status: res.Status})
@@ -273,7 +273,7 @@ func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 // cancel is the handler of an accepted UpdateCancelJob: it takes a queued job out of the queue and
 // ends it cancelled.
 func (s *orderState) cancel(ctx workflow.Context, jobID string, _ CancelOptions) (CancelResult, error) {
-	done := CancelResult{JobID: jobID, Status: models.JobCancelled}
+	done := CancelResult{JobID: jobID, Status: status.JobCancelled}
 	if s.cancelling[jobID] {
 		// A second request for a cancel already accepted: it answers when that one is recorded.
 		return done, workflow.Await(ctx, func() bool { return !s.cancelling[jobID] })
@@ -288,7 +288,7 @@ func (s *orderState) cancel(ctx workflow.Context, jobID string, _ CancelOptions)
 	s.queue = slices.Delete(s.queue, i, i+1)
 	s.cancelling[jobID] = true
 	defer delete(s.cancelling, jobID)
-	if err := endQueued(ctx, ref, models.JobCancelled, s.quiet()); err != nil {
+	if err := endQueued(ctx, ref, status.JobCancelled, s.quiet()); err != nil {
 		return CancelResult{}, err
 	}
 	s.result.Cancelled++
@@ -330,7 +330,7 @@ func (s *orderState) initiate(ctx workflow.Context, maxRunning, limit int) error
 		ref := s.queue[0]
 		s.queue = s.queue[1:]
 		if expired(ctx, ref) {
-			if err := endQueued(ctx, ref, models.JobExpired, s.quiet()); err != nil {
+			if err := endQueued(ctx, ref, status.JobExpired, s.quiet()); err != nil {
 				return err
 			}
 			s.result.Expired++
@@ -380,7 +380,7 @@ func (s *orderState) expireDue(ctx workflow.Context) error {
 		}
 		ref := s.queue[i]
 		s.queue = slices.Delete(s.queue, i, i+1)
-		if err := endQueued(ctx, ref, models.JobExpired, true); err != nil {
+		if err := endQueued(ctx, ref, status.JobExpired, true); err != nil {
 			return err
 		}
 		s.result.Expired++

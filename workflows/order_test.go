@@ -17,7 +17,8 @@ import (
 
 	"github.com/shotflow/shotflow/activities"
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
-	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
+	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/workflows"
 )
 
@@ -52,7 +53,7 @@ func mockJobs(env *testsuite.TestWorkflowEnvironment) *launches {
 		l.when[in.JobID] = workflow.Now(ctx)
 		planned := l.planned[in.JobID]
 		l.mu.Unlock()
-		res := workflows.JobResult{Status: models.JobCompleted}
+		res := workflows.JobResult{Status: status.JobCompleted}
 		if planned {
 			workflow.GetSignalChannel(ctx, signalEnd).Receive(ctx, &res.Status)
 		}
@@ -95,11 +96,11 @@ func TestOrderWorkflowRunsJobsWithinItsConcurrencyWindow(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t)
 	l := mockJobs(env)
-	l.finishAt(time.Minute, "a", models.JobCompleted)
-	l.finishAt(2*time.Minute, "b", models.JobFailed)
-	l.finishAt(3*time.Minute, "c", models.JobCompleted)
+	l.finishAt(time.Minute, "a", status.JobCompleted)
+	l.finishAt(2*time.Minute, "b", status.JobFailed)
+	l.finishAt(3*time.Minute, "c", status.JobCompleted)
 	env.ExecuteWorkflow(workflows.OrderWorkflow, workflows.OrderInput{
-		OrderID: "o1", AccountID: "acc", JobType: models.JobTypePhotoShoot, Jobs: refs("a", "b", "c"), MaxConcurrentJobs: 1,
+		OrderID: "o1", AccountID: "acc", JobType: jobtype.PhotoShoot, Jobs: refs("a", "b", "c"), MaxConcurrentJobs: 1,
 	})
 	var res workflows.OrderResult
 	if err := env.GetWorkflowResult(&res); err != nil {
@@ -125,7 +126,7 @@ func TestOrderWorkflowCancelsOnlyJobsThatHaveNotBeenLaunched(t *testing.T) {
 	env := newEnv(t)
 	l := mockJobs(env)
 	// A queued job's cancel is recorded with its webhook in one transaction.
-	env.OnActivity(a.FinishJob, mock.Anything, activities.FinishJobInput{End: &activities.EndInput{JobID: "c", Run: 1, Status: models.JobCancelled}}).
+	env.OnActivity(a.FinishJob, mock.Anything, activities.FinishJobInput{End: &activities.EndInput{JobID: "c", Run: 1, Status: status.JobCancelled}}).
 		Return(activities.RecordWebhookResult{}, nil).Once()
 	// What a client sees is the update's outcome: the validator may accept two concurrent cancels
 	// of one job, but only the first handler cancels it; the other ends not cancelable.
@@ -156,9 +157,9 @@ func TestOrderWorkflowCancelsOnlyJobsThatHaveNotBeenLaunched(t *testing.T) {
 	}
 	env.RegisterDelayedCallback(func() { cancel("c"); cancel("a"); cancel("zzz") }, 30*time.Second)
 	env.RegisterDelayedCallback(func() { cancel("c") }, 40*time.Second) // already cancelled
-	l.finishAt(time.Minute, "a", models.JobCompleted)
+	l.finishAt(time.Minute, "a", status.JobCompleted)
 	env.RegisterDelayedCallback(func() { cancel("a") }, 90*time.Second) // finished
-	l.finishAt(2*time.Minute, "b", models.JobCancelled)                 // cancelled by its own workflow
+	l.finishAt(2*time.Minute, "b", status.JobCancelled)                 // cancelled by its own workflow
 	env.ExecuteWorkflow(workflows.OrderWorkflow, workflows.OrderInput{
 		OrderID: "o1", AccountID: "acc", Jobs: refs("a", "b", "c"), MaxConcurrentJobs: 1,
 	})
@@ -184,7 +185,7 @@ func TestOrderWorkflowExpiresJobsThatNeverStarted(t *testing.T) {
 	l := mockJobs(env)
 	start := env.Now()
 	var expiredAt time.Time
-	env.OnActivity(a.FinishJob, mock.Anything, activities.FinishJobInput{End: &activities.EndInput{JobID: "b", Run: 1, Status: models.JobExpired}}).
+	env.OnActivity(a.FinishJob, mock.Anything, activities.FinishJobInput{End: &activities.EndInput{JobID: "b", Run: 1, Status: status.JobExpired}}).
 		Return(func(context.Context, activities.FinishJobInput) (activities.RecordWebhookResult, error) {
 			expiredAt = env.Now()
 			return activities.RecordWebhookResult{}, nil
@@ -193,7 +194,7 @@ func TestOrderWorkflowExpiresJobsThatNeverStarted(t *testing.T) {
 	for i := range jobs {
 		jobs[i].ExpiresAt = start.Add(90 * time.Second)
 	}
-	l.finishAt(5*time.Minute, "a", models.JobCompleted)
+	l.finishAt(5*time.Minute, "a", status.JobCompleted)
 	env.ExecuteWorkflow(workflows.OrderWorkflow, workflows.OrderInput{OrderID: "o1", Jobs: jobs, MaxConcurrentJobs: 1})
 	var res workflows.OrderResult
 	if err := env.GetWorkflowResult(&res); err != nil {
@@ -221,8 +222,8 @@ func TestOrderWorkflowContinuesAsNewForLargeOrders(t *testing.T) {
 	for i := range ids {
 		ids[i] = fmt.Sprintf("job-%03d", i)
 	}
-	l.finishAt(10*time.Minute, "job-007", models.JobFailed) // the last of this run to end
-	signalFinishedAt(env, time.Minute, "old-1", models.JobCompleted)
+	l.finishAt(10*time.Minute, "job-007", status.JobFailed) // the last of this run to end
+	signalFinishedAt(env, time.Minute, "old-1", status.JobCompleted)
 	env.ExecuteWorkflow(workflows.OrderWorkflow, workflows.OrderInput{
 		OrderID: "o1", Jobs: refs(ids...), Running: []string{"old-1", "old-2"}, MaxConcurrentJobs: 1000,
 	})
@@ -263,7 +264,7 @@ func TestJobWorkflowWaitsForItsInput(t *testing.T) {
 		if err := env.GetWorkflowResult(&res); err != nil {
 			t.Fatal(err)
 		}
-		if res.Status != models.JobCompleted || env.Now().Sub(start) < 10*time.Minute || env.Now().Sub(start) > 11*time.Minute {
+		if res.Status != status.JobCompleted || env.Now().Sub(start) < 10*time.Minute || env.Now().Sub(start) > 11*time.Minute {
 			t.Fatalf("result %+v after %v", res, env.Now().Sub(start))
 		}
 	})
@@ -273,7 +274,7 @@ func TestJobWorkflowWaitsForItsInput(t *testing.T) {
 		env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(activities.GenerateResult{}, categoryError(errorcat.InputNotReady, 0)).Once()
 		env.OnActivity(a.MarkRetryPending, mock.Anything, mock.Anything).Return(nil).Once()
 		env.OnActivity(a.EndJob, mock.Anything, mock.MatchedBy(func(in activities.EndInput) bool {
-			return in.Status == models.JobFailed && in.Category == errorcat.InputNotReady
+			return in.Status == status.JobFailed && in.Category == errorcat.InputNotReady
 		})).Return(nil).Once()
 		start := env.Now()
 		env.ExecuteWorkflow(workflows.JobWorkflow, workflows.JobInput{JobID: "j1", Run: 1, OrderID: "o1",
@@ -282,7 +283,7 @@ func TestJobWorkflowWaitsForItsInput(t *testing.T) {
 		if err := env.GetWorkflowResult(&res); err != nil {
 			t.Fatal(err)
 		}
-		if res.Status != models.JobFailed || res.Category != errorcat.InputNotReady || env.Now().Sub(start) < 45*time.Minute {
+		if res.Status != status.JobFailed || res.Category != errorcat.InputNotReady || env.Now().Sub(start) < 45*time.Minute {
 			t.Fatalf("result %+v after %v", res, env.Now().Sub(start))
 		}
 	})
@@ -300,7 +301,7 @@ func TestOrderHandsACancelDuringItsJobsLaunchToTheJob(t *testing.T) {
 	env.OnWorkflow(workflows.JobWorkflow, mock.Anything, mock.Anything).Return(
 		func(workflow.Context, workflows.JobInput) (workflows.JobResult, error) {
 			during = sendCancel(env, "a", workflows.CancelOptions{})
-			return workflows.JobResult{Status: models.JobCompleted, Attempts: 1}, nil
+			return workflows.JobResult{Status: status.JobCompleted, Attempts: 1}, nil
 		}).Once()
 	env.ExecuteWorkflow(workflows.OrderWorkflow, workflows.OrderInput{OrderID: "o1", Jobs: refs("a")})
 	var res workflows.OrderResult
@@ -326,7 +327,7 @@ func launchOrder(t *testing.T, env *testsuite.TestWorkflowEnvironment, version i
 				// while the order waits for a's start.
 				during = sendCancel(env, "c", workflows.CancelOptions{})
 			}
-			return workflows.JobResult{Status: models.JobCompleted, Attempts: 1}, nil
+			return workflows.JobResult{Status: status.JobCompleted, Attempts: 1}, nil
 		})
 	env.ExecuteWorkflow(workflows.OrderWorkflow, workflows.OrderInput{OrderID: "o1", Jobs: refs("a", "b", "c"), MaxConcurrentJobs: 3, Version: version})
 	if err := env.GetWorkflowResult(new(workflows.OrderResult)); err != nil {

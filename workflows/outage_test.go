@@ -12,7 +12,8 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/shotflow/shotflow/activities"
-	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
+	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/workflows"
 )
 
@@ -85,7 +86,7 @@ func TestJobWorkflowWaitsOutADatabaseOutage(t *testing.T) {
 	if err := env.GetWorkflowResult(&res); err != nil {
 		t.Fatalf("the job workflow failed on an outage: %v", err)
 	}
-	if res.Status != models.JobCompleted || res.Attempts != 1 || completed != 1 {
+	if res.Status != status.JobCompleted || res.Attempts != 1 || completed != 1 {
 		t.Fatalf("result = %+v, CompleteJob succeeded %d times", res, completed)
 	}
 	if env.Now().Before(start.Add(110 * time.Minute)) {
@@ -116,7 +117,7 @@ func TestJobWorkflowSettlesAFailureAfterAnOutage(t *testing.T) {
 	if err := env.GetWorkflowResult(&res); err != nil {
 		t.Fatalf("the job workflow failed on an outage: %v", err)
 	}
-	if res.Status != models.JobFailed || env.Now().Before(start.Add(40*time.Minute)) {
+	if res.Status != status.JobFailed || env.Now().Before(start.Add(40*time.Minute)) {
 		t.Fatalf("result = %+v after %v", res, env.Now().Sub(start))
 	}
 }
@@ -143,7 +144,7 @@ func TestQuietJobSettlesAfterAnOutage(t *testing.T) {
 	if err := env.GetWorkflowResult(&res); err != nil {
 		t.Fatalf("the job workflow failed on an outage: %v", err)
 	}
-	if res.Status != models.JobCompleted || finished != 1 || env.Now().Before(start.Add(time.Hour)) {
+	if res.Status != status.JobCompleted || finished != 1 || env.Now().Before(start.Add(time.Hour)) {
 		t.Fatalf("result = %+v, FinishJob succeeded %d times, after %v", res, finished, env.Now().Sub(start))
 	}
 }
@@ -183,7 +184,7 @@ func TestOrderCancelAcceptedDuringAnOutageCompletesWhenTheDatabaseReturns(t *tes
 	start := env.Now()
 	endDown := downUntil(env.Now, start.Add(30*time.Minute))
 	ended := 0
-	env.OnActivity(a.FinishJob, mock.Anything, activities.FinishJobInput{End: &activities.EndInput{JobID: "b", Run: 1, Status: models.JobCancelled}}).
+	env.OnActivity(a.FinishJob, mock.Anything, activities.FinishJobInput{End: &activities.EndInput{JobID: "b", Run: 1, Status: status.JobCancelled}}).
 		Return(func(context.Context, activities.FinishJobInput) (activities.RecordWebhookResult, error) {
 			if err := endDown(); err != nil {
 				return activities.RecordWebhookResult{}, err
@@ -213,10 +214,10 @@ func TestOrderCancelAcceptedDuringAnOutageCompletesWhenTheDatabaseReturns(t *tes
 		cancel("late", "c", workflows.CancelOptions{AcceptBy: env.Now().Add(-time.Second)})
 	}, 10*time.Second)
 	env.RegisterDelayedCallback(func() { cancel("again", "b", workflows.CancelOptions{}) }, 5*time.Minute)
-	l.finishAt(time.Hour, "a", models.JobCompleted)
-	l.finishAt(time.Hour+time.Minute, "c", models.JobCompleted)
+	l.finishAt(time.Hour, "a", status.JobCompleted)
+	l.finishAt(time.Hour+time.Minute, "c", status.JobCompleted)
 	env.ExecuteWorkflow(workflows.OrderWorkflow, workflows.OrderInput{
-		OrderID: "o1", AccountID: "acc", JobType: models.JobTypePhotoShoot, Jobs: refs("a", "b", "c"), MaxConcurrentJobs: 1,
+		OrderID: "o1", AccountID: "acc", JobType: jobtype.PhotoShoot, Jobs: refs("a", "b", "c"), MaxConcurrentJobs: 1,
 	})
 	var res workflows.OrderResult
 	if err := env.GetWorkflowResult(&res); err != nil {
@@ -249,13 +250,13 @@ func TestOrderStaysOpenUntilACancelDuringAnOutageIsRecorded(t *testing.T) {
 	l := mockJobs(env)
 	start := env.Now()
 	endDown := downUntil(env.Now, start.Add(30*time.Minute))
-	env.OnActivity(a.FinishJob, mock.Anything, activities.FinishJobInput{End: &activities.EndInput{JobID: "b", Run: 1, Status: models.JobCancelled}}).
+	env.OnActivity(a.FinishJob, mock.Anything, activities.FinishJobInput{End: &activities.EndInput{JobID: "b", Run: 1, Status: status.JobCancelled}}).
 		Return(func(context.Context, activities.FinishJobInput) (activities.RecordWebhookResult, error) {
 			return activities.RecordWebhookResult{}, endDown()
 		})
 	var cancel *cancelOutcome
 	env.RegisterDelayedCallback(func() { cancel = sendCancel(env, "b", workflows.CancelOptions{}) }, 10*time.Second)
-	l.finishAt(5*time.Minute, "a", models.JobCompleted)
+	l.finishAt(5*time.Minute, "a", status.JobCompleted)
 	env.ExecuteWorkflow(workflows.OrderWorkflow, workflows.OrderInput{OrderID: "o1", Jobs: refs("a", "b"), MaxConcurrentJobs: 1})
 	var res workflows.OrderResult
 	if err := env.GetWorkflowResult(&res); err != nil {

@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/shotflow/shotflow/activities"
-	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/workflows"
 )
 
@@ -29,7 +29,7 @@ func newPrepareEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 func TestPreparationWakesTheWaitingJobs(t *testing.T) {
 	t.Parallel()
 	env := newPrepareEnv(t)
-	env.OnActivity(wa.PrepareAsset, mock.Anything, "a1").Return(activities.PrepareResult{Status: models.AssetReady, Width: 768, Height: 1024}, nil).Once()
+	env.OnActivity(wa.PrepareAsset, mock.Anything, "a1").Return(activities.PrepareResult{Status: status.AssetReady, Width: 768, Height: 1024}, nil).Once()
 	env.OnActivity(wa.JobsWaitingFor, mock.Anything, "a1").Return([]activities.JobRunRef{{JobID: "j1", Run: 1}, {JobID: "j2", Run: 2}}, nil).Once()
 	var signalled []string
 	env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, "", workflows.SignalInputReady, nil).
@@ -39,7 +39,7 @@ func TestPreparationWakesTheWaitingJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	var res activities.PrepareResult
-	if err := env.GetWorkflowResult(&res); err != nil || res.Status != models.AssetReady {
+	if err := env.GetWorkflowResult(&res); err != nil || res.Status != status.AssetReady {
 		t.Fatalf("result = %+v, %v", res, err)
 	}
 	if len(signalled) != 2 || signalled[0] != workflows.JobWorkflowID("j1", 1) || signalled[1] != workflows.JobWorkflowID("j2", 2) {
@@ -54,12 +54,12 @@ func TestPreparationThatKeepsFailingInvalidatesTheUpload(t *testing.T) {
 	env := newPrepareEnv(t)
 	env.OnActivity(wa.PrepareAsset, mock.Anything, "a1").Return(activities.PrepareResult{}, errors.New("blob store unreachable"))
 	env.OnActivity(wa.InvalidateAsset, mock.Anything, "a1", mock.Anything).
-		Return(activities.PrepareResult{Status: models.AssetInvalid, Problem: "the file could not be processed; upload it again"}, nil).Once()
+		Return(activities.PrepareResult{Status: status.AssetInvalid, Problem: "the file could not be processed; upload it again"}, nil).Once()
 	env.OnActivity(wa.JobsWaitingFor, mock.Anything, "a1").Return([]activities.JobRunRef{{JobID: "j1", Run: 1}}, nil).Once()
 	env.OnSignalExternalWorkflow(mock.Anything, workflows.JobWorkflowID("j1", 1), "", workflows.SignalInputReady, nil).Return(nil).Once()
 	env.ExecuteWorkflow(workflows.PrepareInputWorkflow, workflows.PrepareInput{AssetID: "a1"})
 	var res activities.PrepareResult
-	if err := env.GetWorkflowResult(&res); err != nil || res.Status != models.AssetInvalid {
+	if err := env.GetWorkflowResult(&res); err != nil || res.Status != status.AssetInvalid {
 		t.Fatalf("result = %+v, %v", res, err)
 	}
 }

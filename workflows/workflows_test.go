@@ -15,7 +15,7 @@ import (
 
 	"github.com/shotflow/shotflow/activities"
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
-	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/workflows"
 )
 
@@ -60,7 +60,7 @@ func TestJobWorkflowCompletes(t *testing.T) {
 	if err := env.GetWorkflowResult(&res); err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != models.JobCompleted || res.Attempts != 1 {
+	if res.Status != status.JobCompleted || res.Attempts != 1 {
 		t.Fatalf("result = %+v", res)
 	}
 }
@@ -85,7 +85,7 @@ func TestJobWorkflowRetriesRateLimitHonouringRetryAfter(t *testing.T) {
 	if err := env.GetWorkflowResult(&res); err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != models.JobCompleted || res.Attempts != 3 {
+	if res.Status != status.JobCompleted || res.Attempts != 3 {
 		t.Fatalf("result = %+v", res)
 	}
 	for i := 1; i < len(starts); i++ {
@@ -103,14 +103,14 @@ func TestJobWorkflowFailsAtOnceOnNonRetryableCategories(t *testing.T) {
 			env.OnActivity(a.BeginAttempt, mock.Anything, mock.Anything).Return(nil).Once()
 			env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(activities.GenerateResult{}, categoryError(c, 0)).Once()
 			env.OnActivity(a.EndJob, mock.Anything, mock.MatchedBy(func(in activities.EndInput) bool {
-				return in.Status == models.JobFailed && in.Category == c
+				return in.Status == status.JobFailed && in.Category == c
 			})).Return(nil).Once()
 			env.ExecuteWorkflow(workflows.JobWorkflow, workflows.JobInput{JobID: "j1", Run: 1})
 			var res workflows.JobResult
 			if err := env.GetWorkflowResult(&res); err != nil {
 				t.Fatal(err)
 			}
-			if res.Status != models.JobFailed || res.Category != c || res.Attempts != 1 {
+			if res.Status != status.JobFailed || res.Category != c || res.Attempts != 1 {
 				t.Fatalf("result = %+v", res)
 			}
 		})
@@ -132,7 +132,7 @@ func TestJobWorkflowGivesUpAfterMaxAttempts(t *testing.T) {
 	if err := env.GetWorkflowResult(&res); err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != models.JobFailed || res.Attempts != 3 {
+	if res.Status != status.JobFailed || res.Attempts != 3 {
 		t.Fatalf("result = %+v", res)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/shotflow/shotflow/api/external"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // An empty string is a value, not an omission: the optional IDs of a generation config, the image
@@ -19,7 +20,7 @@ func TestGenerationEmptyStringsAreNotDefaults(t *testing.T) {
 		e := newEnv(t, db, 0)
 		account, key := e.newAccount(external.ScopeRegister)
 		photo, _ := e.photoFixture(account, "Mug")
-		shoot, _ := e.completedShoot(account, models.JobCompleted)
+		shoot, _ := e.completedShoot(account, status.JobCompleted)
 		config := func(field string) map[string]any {
 			return map[string]any{"config": map[string]any{"product": map[string]any{"id": photo}, field: map[string]any{"id": ""}}, "count": 1}
 		}

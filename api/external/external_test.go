@@ -16,6 +16,8 @@ import (
 	"github.com/shotflow/shotflow/internal/testsupport/contract"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 func TestAuthentication(t *testing.T) {
@@ -126,10 +128,10 @@ func TestRateLimitPerKey(t *testing.T) {
 }
 
 // order stores an order of the account with jobs of the given models and statuses.
-func (e *env) order(accountID string, created time.Time, status string, jobs ...[2]string) models.Order {
+func (e *env) order(accountID string, created time.Time, orderStatus string, jobs ...[2]string) models.Order {
 	e.t.Helper()
-	o := models.Order{ID: models.NewID(), AccountID: accountID, API: models.APIExternal, JobType: models.JobTypeVideo,
-		SessionConfig: models.JSON(`{}`), Status: status, JobsTotal: len(jobs), CreatedAt: created, UpdatedAt: created}
+	o := models.Order{ID: models.NewID(), AccountID: accountID, API: models.APIExternal, JobType: jobtype.Video,
+		SessionConfig: models.JSON(`{}`), Status: orderStatus, JobsTotal: len(jobs), CreatedAt: created, UpdatedAt: created}
 	if err := e.db.Create(&o).Error; err != nil {
 		e.t.Fatal(err)
 	}
@@ -138,20 +140,20 @@ func (e *env) order(accountID string, created time.Time, status string, jobs ...
 			AIModel: j[0], AspectRatio: "1:1", CreditCost: 1, Run: 1, Status: j[1], AttemptCount: 1, Voting: models.VotingPending,
 			CreatedAt: created, UpdatedAt: created}
 		switch j[1] {
-		case models.JobCompleted:
+		case status.JobCompleted:
 			job.StartedAt, job.CompletedAt = &created, &created
-		case models.JobFailed:
+		case status.JobFailed:
 			cat, hint := string(errorcat.ContentPolicy), errorcat.ContentPolicy.Hint()
 			job.ErrorCategory, job.ErrorHint, job.AttemptCount, job.CompletedAt = &cat, &hint, 2, &created
-		case models.JobRetryPending:
+		case status.JobRetryPending:
 			cat, hint := string(errorcat.RateLimit), errorcat.RateLimit.Hint()
 			job.ErrorCategory, job.ErrorHint, job.AttemptCount = &cat, &hint, 2
 		}
 		if err := e.db.Create(&job).Error; err != nil {
 			e.t.Fatal(err)
 		}
-		if j[1] == models.JobCompleted {
-			a := models.Asset{ID: models.NewID(), AccountID: accountID, Kind: models.AssetKindOutput, Status: models.AssetReady,
+		if j[1] == status.JobCompleted {
+			a := models.Asset{ID: models.NewID(), AccountID: accountID, Kind: models.AssetKindOutput, Status: status.AssetReady,
 				ContentType: "video/mp4", BlobKey: "outputs/" + job.ID, JobID: &job.ID, CreatedAt: created, UpdatedAt: created}
 			if err := e.db.Create(&a).Error; err != nil {
 				e.t.Fatal(err)
@@ -176,15 +178,15 @@ func TestListOrders(t *testing.T) {
 		other, otherKey := e.newAccount(external.ScopeRead)
 		var newestFirst []string
 		for i := range 3 {
-			o := e.order(e.account, e.now.Add(time.Duration(i)*time.Minute), models.OrderInProgress,
-				[2]string{"local/motion-v1", models.JobPending})
+			o := e.order(e.account, e.now.Add(time.Duration(i)*time.Minute), status.OrderInProgress,
+				[2]string{"local/motion-v1", status.JobPending})
 			newestFirst = append([]string{o.ID}, newestFirst...)
 		}
-		mixed := e.order(e.account, e.now.Add(time.Hour), models.OrderCompleted,
-			[2]string{"local/motion-v1", models.JobCompleted}, [2]string{"fal/kling-video-v2.1", models.JobCompleted})
-		sameProvider := e.order(e.account, e.now.Add(2*time.Hour), models.OrderFailed,
-			[2]string{"fal/kling-video-v2.1", models.JobFailed}, [2]string{"fal/flux-dev", models.JobCompleted})
-		foreign := e.order(other, e.now.Add(3*time.Hour), models.OrderCompleted, [2]string{"local/motion-v1", models.JobCompleted})
+		mixed := e.order(e.account, e.now.Add(time.Hour), status.OrderCompleted,
+			[2]string{"local/motion-v1", status.JobCompleted}, [2]string{"fal/kling-video-v2.1", status.JobCompleted})
+		sameProvider := e.order(e.account, e.now.Add(2*time.Hour), status.OrderFailed,
+			[2]string{"fal/kling-video-v2.1", status.JobFailed}, [2]string{"fal/flux-dev", status.JobCompleted})
+		foreign := e.order(other, e.now.Add(3*time.Hour), status.OrderCompleted, [2]string{"local/motion-v1", status.JobCompleted})
 		newestFirst = append([]string{sameProvider.ID, mixed.ID}, newestFirst...)
 
 		code, body, _ := e.get("/orders", "X-Api-Key", e.key)
@@ -241,10 +243,10 @@ func TestGetOrder(t *testing.T) {
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		e := newEnv(t, db, 1000)
 		other, _ := e.newAccount(external.ScopeRead)
-		o := e.order(e.account, e.now, models.OrderInProgress,
-			[2]string{"local/motion-v1", models.JobCompleted}, [2]string{"local/motion-v1", models.JobFailed},
-			[2]string{"local/motion-v1", models.JobRetryPending})
-		foreign := e.order(other, e.now, models.OrderCompleted, [2]string{"local/motion-v1", models.JobCompleted})
+		o := e.order(e.account, e.now, status.OrderInProgress,
+			[2]string{"local/motion-v1", status.JobCompleted}, [2]string{"local/motion-v1", status.JobFailed},
+			[2]string{"local/motion-v1", status.JobRetryPending})
+		foreign := e.order(other, e.now, status.OrderCompleted, [2]string{"local/motion-v1", status.JobCompleted})
 
 		code, body, _ := e.get("/orders/"+o.ID, "X-Api-Key", e.key)
 		if code != http.StatusOK || body["orderId"] != o.ID || body["provider"] != "local" || body["model"] != "motion-v1" {
@@ -266,7 +268,7 @@ func TestGetOrder(t *testing.T) {
 		if failed["outputUrl"] != nil || failed["errorCategory"] != "CONTENT_POLICY" || failed["errorHint"] != errorcat.ContentPolicy.Hint() || failed["attemptCount"] != float64(2) {
 			t.Errorf("failed job = %v", failed)
 		}
-		if retrying["status"] != models.JobRetryPending || retrying["errorCategory"] != nil || retrying["outputUrl"] != nil {
+		if retrying["status"] != status.JobRetryPending || retrying["errorCategory"] != nil || retrying["outputUrl"] != nil {
 			t.Errorf("retrying job = %v: errorCategory is null unless failed", retrying)
 		}
 

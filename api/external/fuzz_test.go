@@ -16,6 +16,7 @@ import (
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // fuzzBoundary is the boundary of the multipart seeds; the fuzz target sends every multipart
@@ -122,7 +123,7 @@ func (e *env) fuzzSeeds() map[string][]routefuzz.Seed {
 	photo := bodies["/image-picker/register-ideas"]["config"].(map[string]any)["product"].(map[string]any)["id"].(string)
 	shoot := bodies["/video-picker/register-videos"]["generatedImageId"].(string)
 	packshot := e.packshotFixture(e.account, photo, models.VotingPending)
-	order := e.order(e.account, time.Now().Add(-time.Hour), models.OrderCompleted)
+	order := e.order(e.account, time.Now().Add(-time.Hour), status.OrderCompleted)
 	cover := formFile{"cover", "cover.png", testimage.SolidPNG(e.t, 8, 6, color.NRGBA{10, 100, 200, 255})}
 	created := e.createPreset(e.key, requiredFields("Studio"), cover)
 

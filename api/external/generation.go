@@ -18,6 +18,7 @@ import (
 	"github.com/shotflow/shotflow/api/reqctx"
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
 )
 
 // Limits of the register-* routes (external-content-api.md, Limits).
@@ -46,8 +47,8 @@ type GenerationResponse struct {
 // registerGeneration mounts the register-* routes.
 func (h *Handler) registerGeneration(add route) {
 	post, body := http.MethodPost, inputcheck.JSONBody(maxJSONBody)
-	add(post, "/models/register-ideas", body, ScopeRegister, h.registerIdeas(models.JobTypeModelIdea, models.KindFashionModel))
-	add(post, "/sceneries/register-ideas", body, ScopeRegister, h.registerIdeas(models.JobTypeSceneryIdea, models.KindScenery))
+	add(post, "/models/register-ideas", body, ScopeRegister, h.registerIdeas(jobtype.ModelIdea, models.KindFashionModel))
+	add(post, "/sceneries/register-ideas", body, ScopeRegister, h.registerIdeas(jobtype.SceneryIdea, models.KindScenery))
 	add(post, "/packshots/register-ideas", body, ScopeRegister, h.registerPackshots)
 	add(post, "/image-picker/register-ideas", body, ScopeRegister, h.registerPhotoShoot)
 	add(post, "/video-picker/register-videos", body, ScopeRegister, h.registerVideo)

@@ -16,6 +16,8 @@ import (
 	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
+	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/workflows"
 )
 
@@ -26,7 +28,7 @@ func (e *env) photoFixture(accountID, name string) (string, models.Asset) {
 	now := time.Now().UTC()
 	product := models.Product{ID: models.NewID(), AccountID: accountID, DisplayName: name, CreatedAt: now, UpdatedAt: now}
 	product.ExternalRef = product.ID
-	asset := models.Asset{ID: models.NewID(), AccountID: accountID, Kind: models.AssetKindUpload, Status: models.AssetReady,
+	asset := models.Asset{ID: models.NewID(), AccountID: accountID, Kind: models.AssetKindUpload, Status: status.AssetReady,
 		Filename: "p.png", ContentType: "image/png", SizeBytes: 10, BlobKey: "uploads/" + accountID + "/p", Width: 64, Height: 64,
 		CreatedAt: now, UpdatedAt: now}
 	img := models.ProductImage{ID: models.NewID(), AccountID: accountID, ProductID: product.ID, AssetID: asset.ID, CreatedAt: now}
@@ -47,7 +49,7 @@ func (e *env) packshotFixture(accountID, photoID, voting string) string {
 		e.t.Fatal(err)
 	}
 	now := time.Now().UTC()
-	asset := models.Asset{ID: models.NewID(), AccountID: accountID, Kind: models.AssetKindOutput, Status: models.AssetReady,
+	asset := models.Asset{ID: models.NewID(), AccountID: accountID, Kind: models.AssetKindOutput, Status: status.AssetReady,
 		Filename: "s.png", ContentType: "image/png", SizeBytes: 10, BlobKey: "outputs/s-" + models.NewID(), CreatedAt: now, UpdatedAt: now}
 	p := models.Packshot{ID: models.NewID(), AccountID: accountID, ProductID: img.ProductID, AssetID: asset.ID,
 		Voting: voting, SourceImageID: &photoID, CreatedAt: now}
@@ -64,19 +66,19 @@ func (e *env) packshotFixture(accountID, photoID, voting string) string {
 
 // completedShoot inserts a completed photo-shoot job of the account with one output and returns
 // the job ID and the output asset ID.
-func (e *env) completedShoot(accountID string, status string) (string, string) {
+func (e *env) completedShoot(accountID string, st string) (string, string) {
 	e.t.Helper()
 	now := time.Now().UTC()
-	o := models.Order{ID: models.NewID(), AccountID: accountID, API: models.APIExternal, JobType: models.JobTypePhotoShoot,
-		SessionConfig: models.JSON(`{}`), Status: models.OrderCompleted, JobsTotal: 1, CreatedAt: now, UpdatedAt: now}
-	j := models.Job{ID: models.NewID(), OrderID: o.ID, AccountID: accountID, JobType: models.JobTypePhotoShoot,
-		AIModel: "local/studio-v1", AspectRatio: "1:1", CreditCost: 1, Run: 1, Status: status, Voting: models.VotingPending,
+	o := models.Order{ID: models.NewID(), AccountID: accountID, API: models.APIExternal, JobType: jobtype.PhotoShoot,
+		SessionConfig: models.JSON(`{}`), Status: status.OrderCompleted, JobsTotal: 1, CreatedAt: now, UpdatedAt: now}
+	j := models.Job{ID: models.NewID(), OrderID: o.ID, AccountID: accountID, JobType: jobtype.PhotoShoot,
+		AIModel: "local/studio-v1", AspectRatio: "1:1", CreditCost: 1, Run: 1, Status: st, Voting: models.VotingPending,
 		CreatedAt: now, UpdatedAt: now}
 	rows := []any{&o, &j}
 	out := models.Asset{ID: models.OutputAssetID(j.ID, 1, 0), AccountID: accountID, Kind: models.AssetKindOutput,
-		Status: models.AssetReady, Filename: "o.png", ContentType: "image/png", SizeBytes: 10, BlobKey: "outputs/" + j.ID,
+		Status: status.AssetReady, Filename: "o.png", ContentType: "image/png", SizeBytes: 10, BlobKey: "outputs/" + j.ID,
 		JobID: &j.ID, CreatedAt: now, UpdatedAt: now}
-	if status == models.JobCompleted {
+	if st == status.JobCompleted {
 		rows = append(rows, &out)
 	}
 	for _, row := range rows {
@@ -147,8 +149,8 @@ func TestRegisterIdeas(t *testing.T) {
 			kind models.ReferenceKind
 			job  string
 		}{
-			{"/models/register-ideas", models.KindFashionModel, models.JobTypeModelIdea},
-			{"/sceneries/register-ideas", models.KindScenery, models.JobTypeSceneryIdea},
+			{"/models/register-ideas", models.KindFashionModel, jobtype.ModelIdea},
+			{"/sceneries/register-ideas", models.KindScenery, jobtype.SceneryIdea},
 		} {
 			account, key := e.newAccount(external.ScopeRegister)
 			o, jobs, ids := e.accepted(3)(e.post(key, tc.path, map[string]any{"preferences": "  red hair, freckles  ", "count": 3}))
@@ -279,7 +281,7 @@ func TestRegisterPackshots(t *testing.T) {
 		_, jobs, ids := e.accepted(2)(e.post(key, "/packshots/register-ideas", map[string]any{
 			"config": map[string]any{"product": map[string]any{"id": photo}}, "count": 2}))
 		for i, j := range jobs {
-			if j.JobType != models.JobTypePackshot || j.RecordID == nil || *j.RecordID != ids[i] || j.InputAssetID == nil ||
+			if j.JobType != jobtype.Packshot || j.RecordID == nil || *j.RecordID != ids[i] || j.InputAssetID == nil ||
 				*j.InputAssetID != asset.ID || j.ProductLabel != "Linen shirt" {
 				t.Errorf("packshot job %d: %+v", i, j)
 			}
@@ -375,7 +377,7 @@ func TestRegisterPhotoShootNeedsThePhotosOwnApprovedPackshot(t *testing.T) {
 		own := e.packshotFixture(account, photo, models.VotingAccepted)
 		_, jobs, ids := e.accepted(2)(e.post(key, "/image-picker/register-ideas", body))
 		for i, j := range jobs {
-			if j.JobType != models.JobTypePhotoShoot || j.PackshotID == nil || *j.PackshotID != own || ids[i] != j.ID {
+			if j.JobType != jobtype.PhotoShoot || j.PackshotID == nil || *j.PackshotID != own || ids[i] != j.ID {
 				t.Errorf("shoot job %d: %+v, want packshot %s", i, j, own)
 			}
 		}
@@ -419,13 +421,13 @@ func TestRegisterVideosAndReels(t *testing.T) {
 		e := newEnv(t, db, 0)
 		account, key := e.newAccount(external.ScopeRegister)
 		photo, asset := e.photoFixture(account, "Vase")
-		shoot, output := e.completedShoot(account, models.JobCompleted)
-		running, _ := e.completedShoot(account, models.JobInProgress)
+		shoot, output := e.completedShoot(account, status.JobCompleted)
+		running, _ := e.completedShoot(account, status.JobInProgress)
 		other, _ := e.newAccount(external.ScopeRegister)
 		foreign, _ := e.photoFixture(other, "Theirs")
 
 		_, jobs, ids := e.accepted(1)(e.post(key, "/video-picker/register-videos", map[string]any{"imageId": photo, "suggestion": "slow zoom"}))
-		if j := jobs[0]; j.JobType != models.JobTypeVideo || ids[0] != j.ID || !slices.Equal(j.Inputs(), []string{asset.ID}) ||
+		if j := jobs[0]; j.JobType != jobtype.Video || ids[0] != j.ID || !slices.Equal(j.Inputs(), []string{asset.ID}) ||
 			j.Prompt != "slow zoom" || j.AIModel != "local/motion-v1" || j.CreditCost != 3 {
 			t.Errorf("video job %+v", j)
 		}
@@ -453,7 +455,7 @@ func TestRegisterVideosAndReels(t *testing.T) {
 		}
 
 		_, jobs, _ = e.accepted(1)(e.post(key, "/reel/register-reel", map[string]any{"imagesIds": []string{shoot, photo, shoot}}))
-		if j := jobs[0]; j.JobType != models.JobTypeReel || !slices.Equal(j.Inputs(), []string{output, asset.ID, output}) {
+		if j := jobs[0]; j.JobType != jobtype.Reel || !slices.Equal(j.Inputs(), []string{output, asset.ID, output}) {
 			t.Errorf("reel job %+v inputs %v", j, j.Inputs())
 		}
 		eleven := make([]string, 11)
@@ -486,7 +488,7 @@ func (e *env) validBodies(accountID string) map[string]map[string]any {
 	e.t.Helper()
 	photo, _ := e.photoFixture(accountID, "Lamp")
 	e.packshotFixture(accountID, photo, models.VotingAccepted)
-	shoot, _ := e.completedShoot(accountID, models.JobCompleted)
+	shoot, _ := e.completedShoot(accountID, status.JobCompleted)
 	product := map[string]any{"product": map[string]any{"id": photo}}
 	return map[string]map[string]any{
 		"/models/register-ideas":        {"preferences": "smiling", "count": 20},

@@ -13,6 +13,7 @@ import (
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/jobview"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // Orders page limits (external-content-api.md, Limits).
@@ -65,7 +66,7 @@ type OrderDetail struct {
 	Jobs []OrderJob `json:"jobs"`
 }
 
-var orderStatuses = []string{models.OrderInProgress, models.OrderCompleted, models.OrderFailed, models.OrderCancelled}
+var orderStatuses = []string{status.OrderInProgress, status.OrderCompleted, status.OrderFailed, status.OrderCancelled}
 
 func (h *Handler) listOrders(c *gin.Context) {
 	f := engine.OrderFilter{AccountID: key(c).AccountID, Limit: DefaultOrdersLimit}
@@ -124,10 +125,10 @@ func (h *Handler) getOrder(c *gin.Context) {
 		provider, model, _ := strings.Cut(j.AIModel, "/")
 		oj := OrderJob{JobID: j.ID, Provider: provider, Model: model, Status: j.Status, AttemptCount: j.AttemptCount,
 			StartedAt: j.StartedAt, CompletedAt: j.CompletedAt}
-		if j.Status == models.JobFailed {
+		if j.Status == status.JobFailed {
 			oj.ErrorCategory, oj.ErrorHint = j.ErrorCategory, j.ErrorHint
 		}
-		if a, ok := o.Outputs[j.ID]; ok && j.Status == models.JobCompleted {
+		if a, ok := o.Outputs[j.ID]; ok && j.Status == status.JobCompleted {
 			u := h.Signer.URL(http.MethodGet, jobview.FilePath(a.ID), expires)
 			oj.OutputURL = &u
 		}

@@ -29,6 +29,7 @@ import (
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // presetItemKeys are the keys of a preset item: the spec's table and the additive cover and gallery.
@@ -368,7 +369,7 @@ func TestCreatePreset(t *testing.T) {
 			if img.AssetID == nil || db.Take(&a, "id = ?", *img.AssetID).Error != nil {
 				t.Fatalf("image %+v has no asset", img)
 			}
-			if a.AccountID != e.account || a.Status != models.AssetReady || a.ContentType != "image/png" {
+			if a.AccountID != e.account || a.Status != status.AssetReady || a.ContentType != "image/png" {
 				t.Errorf("asset %+v", a)
 			}
 			data, err := e.blobs.Get(context.Background(), a.BlobKey)

@@ -15,6 +15,7 @@ import (
 	"github.com/shotflow/shotflow/api/inputcheck"
 	"github.com/shotflow/shotflow/internal/jobview"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // Statuses of a product photo (external-content-api.md, Listed records).
@@ -81,11 +82,11 @@ func (h *Handler) listProducts(c *gin.Context) {
 // bytes never came before its upload URL expired (nothing will make it usable).
 func productStatus(r *models.AccountPhotoRow, now time.Time) string {
 	switch r.AssetStatus {
-	case models.AssetReady:
+	case status.AssetReady:
 		return ProductUploaded
-	case models.AssetInvalid:
+	case status.AssetInvalid:
 		return ProductFailed
-	case models.AssetAwaitingUpload:
+	case status.AssetAwaitingUpload:
 		if r.UploadExpiresAt != nil && !now.Before(*r.UploadExpiresAt) {
 			return ProductFailed
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // productPhoto describes a product photo stored directly in the database.
@@ -114,22 +115,22 @@ func TestListProducts(t *testing.T) {
 		at := func(minutes int) time.Time { return e.now.Add(time.Duration(minutes) * time.Minute) }
 
 		uploaded, uploadedAsset := e.storePhoto(productPhoto{account: e.account, name: "Linen shirt",
-			assetStatus: models.AssetReady, thumbnail: true, created: at(1)})
+			assetStatus: status.AssetReady, thumbnail: true, created: at(1)})
 		catalog, catalogAsset := e.storePhoto(productPhoto{account: e.account, installation: &inst.ID, ref: "SKU-42",
-			assetStatus: models.AssetReady, created: at(2)})
+			assetStatus: status.AssetReady, created: at(2)})
 		processing, _ := e.storePhoto(productPhoto{account: e.account, installation: &inst.ID, name: "Cap", ref: "cap",
-			assetStatus: models.AssetProcessing, thumbnail: true, created: at(3)})
+			assetStatus: status.AssetProcessing, thumbnail: true, created: at(3)})
 		later, earlier := e.now.Add(time.Hour), e.now.Add(-time.Minute)
 		awaiting, _ := e.storePhoto(productPhoto{account: e.account, installation: &inst.ID, name: "Scarf", ref: "scarf",
-			assetStatus: models.AssetAwaitingUpload, uploadExpires: &later, created: at(3)})
+			assetStatus: status.AssetAwaitingUpload, uploadExpires: &later, created: at(3)})
 		expired, _ := e.storePhoto(productPhoto{account: e.account, installation: &inst.ID, name: "Hat", ref: "hat",
-			assetStatus: models.AssetAwaitingUpload, uploadExpires: &earlier, created: at(0)})
-		invalid, _ := e.storePhoto(productPhoto{account: e.account, name: "Broken", assetStatus: models.AssetInvalid,
+			assetStatus: status.AssetAwaitingUpload, uploadExpires: &earlier, created: at(0)})
+		invalid, _ := e.storePhoto(productPhoto{account: e.account, name: "Broken", assetStatus: status.AssetInvalid,
 			thumbnail: true, created: at(4)})
 		e.storePhoto(productPhoto{account: e.account, installation: &inst.ID, name: "Gone", ref: "gone",
-			assetStatus: models.AssetReady, created: at(5), productDeleted: true})
-		e.storePhoto(productPhoto{account: e.account, name: "Retired", assetStatus: models.AssetReady, created: at(6), imageDeleted: true})
-		foreign, _ := e.storePhoto(productPhoto{account: other, name: "Theirs", assetStatus: models.AssetReady, created: at(7)})
+			assetStatus: status.AssetReady, created: at(5), productDeleted: true})
+		e.storePhoto(productPhoto{account: e.account, name: "Retired", assetStatus: status.AssetReady, created: at(6), imageDeleted: true})
+		foreign, _ := e.storePhoto(productPhoto{account: other, name: "Theirs", assetStatus: status.AssetReady, created: at(7)})
 
 		code, body := e.getAs(e.key, "/products")
 		if code != http.StatusOK {
@@ -241,7 +242,7 @@ func TestUploadProduct(t *testing.T) {
 			prod.DisplayName != "Linen shirt" || prod.SKU != "LS-1" || prod.DeletedAt != nil {
 			t.Errorf("product row = %+v", prod)
 		}
-		if asset.AccountID != e.account || asset.Kind != models.AssetKindUpload || asset.Status != models.AssetProcessing ||
+		if asset.AccountID != e.account || asset.Kind != models.AssetKindUpload || asset.Status != status.AssetProcessing ||
 			asset.ContentType != "image/png" || asset.Width != 64 || asset.Height != 48 || asset.Filename != "shirt.png" {
 			t.Errorf("asset row = %+v", asset)
 		}
@@ -263,7 +264,7 @@ func TestUploadProduct(t *testing.T) {
 			t.Fatalf("GET /products after the upload = %v", items)
 		}
 		// Once prepared it is UPLOADED with its thumbnail.
-		if err := db.Model(&asset).Updates(map[string]any{"status": models.AssetReady, "thumbnail_blob_key": asset.BlobKey + "/t"}).Error; err != nil {
+		if err := db.Model(&asset).Updates(map[string]any{"status": status.AssetReady, "thumbnail_blob_key": asset.BlobKey + "/t"}).Error; err != nil {
 			t.Fatal(err)
 		}
 		_, body = e.getAs(e.key, "/products")

@@ -15,6 +15,8 @@ import (
 	"github.com/shotflow/shotflow/internal/jobview"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // recFix builds the records of the record-list tests directly in the database. Every row gets a
@@ -48,7 +50,7 @@ func (f *recFix) create(rows ...any) {
 func (f *recFix) asset(account, kind, job string, pos int, preview bool) *models.Asset {
 	f.t.Helper()
 	now := f.tick()
-	a := &models.Asset{ID: models.NewID(), AccountID: account, Kind: kind, Status: models.AssetReady, ContentType: "image/png",
+	a := &models.Asset{ID: models.NewID(), AccountID: account, Kind: kind, Status: status.AssetReady, ContentType: "image/png",
 		BlobKey: kind + "s/" + models.NewID(), Position: pos, CreatedAt: now, UpdatedAt: now}
 	if job != "" {
 		a.JobID = &job
@@ -93,14 +95,14 @@ func (f *recFix) packshot(p *models.Product, voting string, change func(*models.
 
 // job stores an order of one job of the type and status; change adjusts the job before insertion.
 // A completed job gets outputs output files.
-func (f *recFix) job(account, jobType, status string, outputs int, change func(*models.Job)) *models.Job {
+func (f *recFix) job(account, jobType, st string, outputs int, change func(*models.Job)) *models.Job {
 	f.t.Helper()
 	now := f.tick()
 	o := &models.Order{ID: models.NewID(), AccountID: account, API: models.APIExternal, JobType: jobType,
-		SessionConfig: models.JSON(`{}`), Status: models.OrderInProgress, JobsTotal: 1, CreatedAt: now, UpdatedAt: now}
+		SessionConfig: models.JSON(`{}`), Status: status.OrderInProgress, JobsTotal: 1, CreatedAt: now, UpdatedAt: now}
 	j := &models.Job{ID: models.NewID(), OrderID: o.ID, AccountID: account, JobType: jobType, AIModel: "local/studio",
-		AspectRatio: "1:1", CreditCost: 1, Run: 1, Status: status, Voting: models.VotingPending, CreatedAt: now, UpdatedAt: now}
-	if status == models.JobCompleted {
+		AspectRatio: "1:1", CreditCost: 1, Run: 1, Status: st, Voting: models.VotingPending, CreatedAt: now, UpdatedAt: now}
+	if st == status.JobCompleted {
 		j.CompletedAt = &now
 	}
 	if change != nil {
@@ -291,7 +293,7 @@ func TestListPackshots(t *testing.T) {
 		bare := f.product(e.account, "", "sku-2")
 
 		// A packshot job that made its packshot: the record is dated by the job.
-		madeBy := f.job(e.account, models.JobTypePackshot, models.JobCompleted, 1, func(j *models.Job) {
+		madeBy := f.job(e.account, jobtype.Packshot, status.JobCompleted, 1, func(j *models.Job) {
 			j.ProductID = &mug.ID
 		})
 		made := f.packshot(mug, models.VotingAccepted, func(p *models.Packshot) { p.JobID = &madeBy.ID })
@@ -309,13 +311,13 @@ func TestListPackshots(t *testing.T) {
 			id := models.NewID()
 			return func(j *models.Job) { j.RecordID, j.ProductID = &id, &mug.ID }
 		}
-		running := f.job(e.account, models.JobTypePackshot, models.JobInProgress, 0, record())
-		retrying := f.job(e.account, models.JobTypePackshot, models.JobRetryPending, 0, record())
-		failed := f.job(e.account, models.JobTypePackshot, models.JobFailed, 0, record())
-		cancelled := f.job(e.account, models.JobTypePackshot, models.JobCancelled, 0, record())
+		running := f.job(e.account, jobtype.Packshot, status.JobInProgress, 0, record())
+		retrying := f.job(e.account, jobtype.Packshot, status.JobRetryPending, 0, record())
+		failed := f.job(e.account, jobtype.Packshot, status.JobFailed, 0, record())
+		cancelled := f.job(e.account, jobtype.Packshot, status.JobCancelled, 0, record())
 		// Not listed: a plugin packshot job (no record ID), another account's job.
-		f.job(e.account, models.JobTypePackshot, models.JobInProgress, 0, func(j *models.Job) { j.ProductID = &mug.ID })
-		f.job(other, models.JobTypePackshot, models.JobInProgress, 0, func(j *models.Job) { id := models.NewID(); j.RecordID = &id })
+		f.job(e.account, jobtype.Packshot, status.JobInProgress, 0, func(j *models.Job) { j.ProductID = &mug.ID })
+		f.job(other, jobtype.Packshot, status.JobInProgress, 0, func(j *models.Job) { id := models.NewID(); j.RecordID = &id })
 
 		items := f.recList(e.key, "/packshots", "packshots", recordKeys...)
 		want := []string{*cancelled.RecordID, *failed.RecordID, *retrying.RecordID, *running.RecordID, rejected.ID, pending.ID, made.ID}
@@ -350,22 +352,22 @@ func TestListImages(t *testing.T) {
 		frontShot := f.packshot(mug, models.VotingAccepted, func(p *models.Packshot) { p.SourceImageID = &front.ID })
 		sideShot := f.packshot(mug, models.VotingAccepted, func(p *models.Packshot) { p.SourceImageID = &side.ID })
 		shoot := func(status, voting string, from *models.Packshot, outputs int) *models.Job {
-			return f.job(e.account, models.JobTypePhotoShoot, status, outputs, func(j *models.Job) {
+			return f.job(e.account, jobtype.PhotoShoot, status, outputs, func(j *models.Job) {
 				j.ProductID, j.PackshotID, j.Voting = &mug.ID, &from.ID, voting
 				j.ProductLabel = "label"
 			})
 		}
-		accepted := shoot(models.JobCompleted, models.VotingAccepted, frontShot, 2)
-		unrated := shoot(models.JobCompleted, models.VotingPending, sideShot, 1)
-		rejected := shoot(models.JobCompleted, models.VotingRejected, frontShot, 1)
-		queued := shoot(models.JobPending, models.VotingPending, frontShot, 0)
-		retrying := shoot(models.JobRetryPending, models.VotingPending, sideShot, 0)
-		failed := shoot(models.JobFailed, models.VotingPending, frontShot, 0)
-		expired := shoot(models.JobExpired, models.VotingPending, sideShot, 0)
+		accepted := shoot(status.JobCompleted, models.VotingAccepted, frontShot, 2)
+		unrated := shoot(status.JobCompleted, models.VotingPending, sideShot, 1)
+		rejected := shoot(status.JobCompleted, models.VotingRejected, frontShot, 1)
+		queued := shoot(status.JobPending, models.VotingPending, frontShot, 0)
+		retrying := shoot(status.JobRetryPending, models.VotingPending, sideShot, 0)
+		failed := shoot(status.JobFailed, models.VotingPending, frontShot, 0)
+		expired := shoot(status.JobExpired, models.VotingPending, sideShot, 0)
 		// A shoot named by its label only (no product), a packshot job and another account's shoot.
-		labelled := f.job(e.account, models.JobTypePhotoShoot, models.JobInProgress, 0, func(j *models.Job) { j.ProductLabel = "Just a label" })
-		f.job(e.account, models.JobTypePackshot, models.JobCompleted, 1, nil)
-		f.job(other, models.JobTypePhotoShoot, models.JobCompleted, 1, nil)
+		labelled := f.job(e.account, jobtype.PhotoShoot, status.JobInProgress, 0, func(j *models.Job) { j.ProductLabel = "Just a label" })
+		f.job(e.account, jobtype.Packshot, status.JobCompleted, 1, nil)
+		f.job(other, jobtype.PhotoShoot, status.JobCompleted, 1, nil)
 
 		items := f.recList(e.key, "/image-picker", "images", recordKeys...)
 		want := []string{labelled.ID, expired.ID, failed.ID, retrying.ID, queued.ID, rejected.ID, unrated.ID, accepted.ID}
@@ -433,27 +435,27 @@ func TestListVideos(t *testing.T) {
 		other, _ := e.newAccount(external.ScopeRead)
 		mug := f.product(e.account, "Blue mug", "mug-1")
 		photo := f.photo(mug)
-		shoot := f.job(e.account, models.JobTypePhotoShoot, models.JobCompleted, 1, func(j *models.Job) { j.ProductID = &mug.ID })
+		shoot := f.job(e.account, jobtype.PhotoShoot, status.JobCompleted, 1, func(j *models.Job) { j.ProductID = &mug.ID })
 		var shootImage models.Asset
 		if err := db.Where("job_id = ?", shoot.ID).Take(&shootImage).Error; err != nil {
 			t.Fatal(err)
 		}
-		video := f.job(e.account, models.JobTypeVideo, models.JobCompleted, 1, func(j *models.Job) {
+		video := f.job(e.account, jobtype.Video, status.JobCompleted, 1, func(j *models.Job) {
 			j.ProductID, j.Voting = &mug.ID, models.VotingAccepted
 			j.SetInputs([]string{photo.AssetID})
 		})
-		reel := f.job(e.account, models.JobTypeReel, models.JobCompleted, 1, func(j *models.Job) {
+		reel := f.job(e.account, jobtype.Reel, status.JobCompleted, 1, func(j *models.Job) {
 			j.Voting = models.VotingRejected
 			j.SetInputs([]string{shootImage.ID, photo.AssetID})
 		})
-		rendering := f.job(e.account, models.JobTypeVideo, models.JobInProgress, 0, func(j *models.Job) {
+		rendering := f.job(e.account, jobtype.Video, status.JobInProgress, 0, func(j *models.Job) {
 			j.ProductID = &mug.ID
 			j.SetInputs([]string{photo.AssetID})
 		})
-		failed := f.job(e.account, models.JobTypeReel, models.JobFailed, 0, func(j *models.Job) {
+		failed := f.job(e.account, jobtype.Reel, status.JobFailed, 0, func(j *models.Job) {
 			j.SetInputs([]string{photo.AssetID, shootImage.ID})
 		})
-		f.job(other, models.JobTypeVideo, models.JobCompleted, 1, nil)
+		f.job(other, jobtype.Video, status.JobCompleted, 1, nil)
 
 		keys := []string{"id", "name", "thumbnail", "videoUrl", "status", "voting", "createdAt"}
 		items := f.recList(e.key, "/videos", "videos", keys...)
@@ -507,7 +509,7 @@ func TestUpdatePackshot(t *testing.T) {
 		e := newEnv(t, db, 0)
 		f := newRecFix(e)
 		mug := f.product(e.account, "Blue mug", "mug-1")
-		maker := f.job(e.account, models.JobTypePackshot, models.JobCompleted, 1, func(j *models.Job) { j.ProductID = &mug.ID })
+		maker := f.job(e.account, jobtype.Packshot, status.JobCompleted, 1, func(j *models.Job) { j.ProductID = &mug.ID })
 		ps := f.packshot(mug, models.VotingPending, func(p *models.Packshot) { p.JobID = &maker.ID })
 		load := func(id string) (models.Packshot, models.Job) {
 			t.Helper()
@@ -614,7 +616,7 @@ func TestUpdatePackshot(t *testing.T) {
 		theirs := f.packshot(f.product(other, "Theirs", "t"), models.VotingPending, nil)
 		deletedAt := f.tick()
 		deleted := f.packshot(mug, models.VotingPending, func(p *models.Packshot) { p.DeletedAt = &deletedAt })
-		generating := f.job(e.account, models.JobTypePackshot, models.JobInProgress, 0, func(j *models.Job) {
+		generating := f.job(e.account, jobtype.Packshot, status.JobInProgress, 0, func(j *models.Job) {
 			id := models.NewID()
 			j.RecordID, j.ProductID = &id, &mug.ID
 		})
@@ -652,7 +654,7 @@ func TestReviewImage(t *testing.T) {
 		e := newEnv(t, db, 0)
 		f := newRecFix(e)
 		other, _ := e.newAccount(external.ScopeRead)
-		done := f.job(e.account, models.JobTypePhotoShoot, models.JobCompleted, 1, nil)
+		done := f.job(e.account, jobtype.PhotoShoot, status.JobCompleted, 1, nil)
 		review := func(body any) (int, map[string]any) {
 			t.Helper()
 			return e.post(e.key, "/image-picker/review", body)
@@ -710,8 +712,8 @@ func TestReviewImage(t *testing.T) {
 		}
 
 		// Only DONE images: 409 while generating or failed.
-		for _, status := range []string{models.JobPending, models.JobInProgress, models.JobFailed} {
-			j := f.job(e.account, models.JobTypePhotoShoot, status, 0, nil)
+		for _, status := range []string{status.JobPending, status.JobInProgress, status.JobFailed} {
+			j := f.job(e.account, jobtype.PhotoShoot, status, 0, nil)
 			code, out := review(map[string]any{"recordId": j.ID, "verdict": "accepted"})
 			if code != http.StatusConflict {
 				t.Fatalf("reviewing a %s image: %d %v, want 409", status, code, out)
@@ -719,8 +721,8 @@ func TestReviewImage(t *testing.T) {
 			errorOf(t, out)
 		}
 		// 404: missing, another account's, a video.
-		video := f.job(e.account, models.JobTypeVideo, models.JobCompleted, 1, nil)
-		theirs := f.job(other, models.JobTypePhotoShoot, models.JobCompleted, 1, nil)
+		video := f.job(e.account, jobtype.Video, status.JobCompleted, 1, nil)
+		theirs := f.job(other, jobtype.PhotoShoot, status.JobCompleted, 1, nil)
 		for name, id := range map[string]string{"missing": models.NewID(), "another account's": theirs.ID, "video": video.ID} {
 			code, out := review(map[string]any{"recordId": id, "verdict": "accepted"})
 			if code != http.StatusNotFound || errorOf(t, out) != "Image not found." {

@@ -20,6 +20,7 @@ import (
 	"github.com/shotflow/shotflow/internal/media/imageprep"
 	"github.com/shotflow/shotflow/internal/platform/unavailable"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // MaxImageBytes is the largest image file a multipart route accepts (product photos, preset
@@ -88,13 +89,13 @@ func (h *Handler) storeImage(c *gin.Context, accountID, field string, fh *multip
 	id := models.NewID()
 	sum := sha256.Sum256(data)
 	a := &models.Asset{
-		ID: id, AccountID: accountID, Kind: models.AssetKindUpload, Status: models.AssetReady,
+		ID: id, AccountID: accountID, Kind: models.AssetKindUpload, Status: status.AssetReady,
 		Filename: path.Base(fh.Filename), ContentType: contentType, SizeBytes: int64(len(data)),
 		BlobKey: fmt.Sprintf("uploads/%s/%s", accountID, id), Width: cfg.Width, Height: cfg.Height,
 		SHA256: hex.EncodeToString(sum[:]), CreatedAt: now, UpdatedAt: now,
 	}
 	if prepare {
-		a.Status = models.AssetProcessing
+		a.Status = status.AssetProcessing
 	}
 	if err := h.Blobs.Put(c.Request.Context(), a.BlobKey, data, contentType); err != nil {
 		return nil, &storeError{err}

@@ -8,7 +8,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
-	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // UUIDs are matched case-insensitively: an upper-case order ID in the path finds the order (and
@@ -16,13 +16,13 @@ import (
 func TestUpperCaseIDsFindTheirRecords(t *testing.T) {
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		e := newEnv(t, db, 1000)
-		o := e.order(e.account, e.now, models.OrderCompleted, [2]string{"local/motion-v1", models.JobCompleted})
+		o := e.order(e.account, e.now, status.OrderCompleted, [2]string{"local/motion-v1", status.JobCompleted})
 		code, body, _ := e.get("/orders/"+strings.ToUpper(o.ID), "X-Api-Key", e.key)
 		if code != http.StatusOK || body["orderId"] != o.ID {
 			t.Errorf("GET /orders/<upper-case id> = %d %v, want 200 with the order", code, body)
 		}
 		other, _ := e.newAccount()
-		foreign := e.order(other, e.now, models.OrderCompleted, [2]string{"local/motion-v1", models.JobCompleted})
+		foreign := e.order(other, e.now, status.OrderCompleted, [2]string{"local/motion-v1", status.JobCompleted})
 		if code, body, _ := e.get("/orders/"+strings.ToUpper(foreign.ID), "X-Api-Key", e.key); code != http.StatusNotFound {
 			t.Errorf("another account's order in upper case = %d %v, want 404", code, body)
 		}

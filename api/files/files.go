@@ -22,6 +22,7 @@ import (
 	"github.com/shotflow/shotflow/internal/platform/urlsign"
 	"github.com/shotflow/shotflow/internal/reference"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // RefPrefix prefixes the signed download URLs of seeded reference images (thumbnails of the
@@ -111,7 +112,7 @@ func (h *Handler) download(thumbnail bool) gin.HandlerFunc {
 			h.Errors.Unexpected(c, err)
 			return
 		}
-		if err != nil || asset.Status != models.AssetReady {
+		if err != nil || asset.Status != status.AssetReady {
 			h.Errors.FileNotFound(c, "No such file.")
 			return
 		}

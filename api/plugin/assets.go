@@ -19,7 +19,7 @@ import (
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/platform/blobstore"
 	"github.com/shotflow/shotflow/internal/platform/urlsign"
-	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // MaxUploadBytes is the largest file POST /assets/upload accepts: 50 MiB.
@@ -160,6 +160,6 @@ func (h *Handler) receiveUpload(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
-	c.PureJSON(http.StatusOK, AssetResponse{AssetID: id, Status: models.AssetProcessing, ContentType: asset.ContentType,
+	c.PureJSON(http.StatusOK, AssetResponse{AssetID: id, Status: status.AssetProcessing, ContentType: asset.ContentType,
 		SizeBytes: n, Width: width, Height: height, SHA256: sum})
 }

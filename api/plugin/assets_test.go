@@ -17,6 +17,7 @@ import (
 	"github.com/shotflow/shotflow/internal/platform/urlsign"
 	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 func TestCreateUploadValidation(t *testing.T) {
@@ -100,7 +101,7 @@ func TestCreateUploadResponse(t *testing.T) {
 	assert.WithinDuration(t, exp, expiresAt, time.Second)
 
 	a := e.asset(id)
-	assert.Equal(t, models.AssetAwaitingUpload, a.Status)
+	assert.Equal(t, status.AssetAwaitingUpload, a.Status)
 	assert.Equal(t, models.AssetKindUpload, a.Kind)
 	assert.Equal(t, "shoe.png", a.Filename, "the path part of the filename is dropped")
 	assert.Equal(t, e.account.ID, a.AccountID)
@@ -119,14 +120,14 @@ func TestUploadPNG(t *testing.T) {
 	sum := sha256.Sum256(data)
 	m := decode(t, rec)
 	assert.Equal(t, id, m["asset_id"])
-	assert.Equal(t, models.AssetProcessing, m["status"], "stored, then prepared by PrepareInputWorkflow")
+	assert.Equal(t, status.AssetProcessing, m["status"], "stored, then prepared by PrepareInputWorkflow")
 	assert.Equal(t, float64(7), m["width"])
 	assert.Equal(t, float64(5), m["height"])
 	assert.Equal(t, float64(len(data)), m["size_bytes"])
 	assert.Equal(t, hex.EncodeToString(sum[:]), m["sha256"])
 
 	a := e.asset(id)
-	assert.Equal(t, models.AssetProcessing, a.Status)
+	assert.Equal(t, status.AssetProcessing, a.Status)
 	assert.Equal(t, []string{id}, *e.prepared, "the preparation of the upload is started")
 	assert.Equal(t, 7, a.Width)
 	assert.Equal(t, 5, a.Height)
@@ -137,7 +138,7 @@ func TestUploadPNG(t *testing.T) {
 
 	// The URL is single-use.
 	e.requireError(e.put(uploadURL, "image/png", data, int64(len(data))), http.StatusConflict, plugin.CodeUploadConflict)
-	assert.Equal(t, models.AssetProcessing, e.asset(id).Status)
+	assert.Equal(t, status.AssetProcessing, e.asset(id).Status)
 	assert.Len(t, *e.prepared, 1)
 }
 
@@ -149,7 +150,7 @@ func TestUploadJPEGWithUnknownLength(t *testing.T) {
 	rec := e.put(uploadURL, "image/jpeg", data, -1)
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 	a := e.asset(id)
-	assert.Equal(t, models.AssetProcessing, a.Status)
+	assert.Equal(t, status.AssetProcessing, a.Status)
 	assert.Equal(t, 9, a.Width)
 	assert.Equal(t, 4, a.Height)
 }
@@ -165,7 +166,7 @@ func TestUploadRefusals(t *testing.T) {
 		for _, ct := range []string{"image/jpeg", "application/octet-stream", "", "text/plain"} {
 			e.requireError(e.put(u, ct, b, int64(len(b))), http.StatusBadRequest, plugin.CodeInvalidInput)
 		}
-		assert.Equal(t, models.AssetAwaitingUpload, e.asset(id).Status)
+		assert.Equal(t, status.AssetAwaitingUpload, e.asset(id).Status)
 		// The URL is still usable afterwards.
 		require.Equal(t, http.StatusOK, e.put(u, "image/png", b, int64(len(b))).Code)
 	})
@@ -177,7 +178,7 @@ func TestUploadRefusals(t *testing.T) {
 		rec := e.put(u, "image/png", b, int64(len(b)))
 		assert.Contains(t, []int{http.StatusBadRequest, http.StatusRequestEntityTooLarge}, rec.Code, rec.Body.String())
 		e.requireError(rec, http.StatusRequestEntityTooLarge, plugin.CodePayloadTooLarge)
-		assert.Equal(t, models.AssetAwaitingUpload, e.asset(id).Status)
+		assert.Equal(t, status.AssetAwaitingUpload, e.asset(id).Status)
 		_, err := e.blobs.Get(context.Background(), e.asset(id).BlobKey)
 		assert.Error(t, err, "nothing stored")
 	})
@@ -187,7 +188,7 @@ func TestUploadRefusals(t *testing.T) {
 		b := data(t)
 		id, u := e.createUpload(e.key, "a.png", "image/png", len(b)+10)
 		e.requireError(e.put(u, "image/png", b, int64(len(b))), http.StatusBadRequest, plugin.CodeInvalidInput)
-		assert.Equal(t, models.AssetAwaitingUpload, e.asset(id).Status)
+		assert.Equal(t, status.AssetAwaitingUpload, e.asset(id).Status)
 	})
 
 	t.Run("unknown length, body shorter than declared", func(t *testing.T) {
@@ -196,7 +197,7 @@ func TestUploadRefusals(t *testing.T) {
 		id, u := e.createUpload(e.key, "a.png", "image/png", len(b)+10)
 		e.requireError(e.put(u, "image/png", b, -1), http.StatusBadRequest, plugin.CodeInvalidInput)
 		a := e.asset(id)
-		assert.Equal(t, models.AssetAwaitingUpload, a.Status)
+		assert.Equal(t, status.AssetAwaitingUpload, a.Status)
 		_, err := e.blobs.Get(context.Background(), a.BlobKey)
 		assert.Error(t, err, "the incomplete file is deleted")
 		// A correct retry is accepted.
@@ -210,7 +211,7 @@ func TestUploadRefusals(t *testing.T) {
 		id, u := e.createUpload(e.key, "a.png", "image/png", len(b)-3)
 		e.requireError(e.put(u, "image/png", b, -1), http.StatusRequestEntityTooLarge, plugin.CodePayloadTooLarge)
 		a := e.asset(id)
-		assert.Equal(t, models.AssetAwaitingUpload, a.Status)
+		assert.Equal(t, status.AssetAwaitingUpload, a.Status)
 		_, err := e.blobs.Get(context.Background(), a.BlobKey)
 		assert.Error(t, err, "nothing stored")
 	})
@@ -221,12 +222,12 @@ func TestUploadRefusals(t *testing.T) {
 		id, u := e.createUpload(e.key, "a.png", "image/png", len(jpg))
 		msg := e.requireError(e.put(u, "image/png", jpg, int64(len(jpg))), http.StatusBadRequest, plugin.CodeInvalidInput)
 		assert.Contains(t, msg, "image/jpeg")
-		assert.Equal(t, models.AssetAwaitingUpload, e.asset(id).Status)
+		assert.Equal(t, status.AssetAwaitingUpload, e.asset(id).Status)
 
 		text := []byte(strings.Repeat("hello ", 20))
 		id2, u2 := e.createUpload(e.key, "a.jpg", "image/jpeg", len(text))
 		e.requireError(e.put(u2, "image/jpeg", text, int64(len(text))), http.StatusBadRequest, plugin.CodeInvalidInput)
-		assert.Equal(t, models.AssetAwaitingUpload, e.asset(id2).Status)
+		assert.Equal(t, status.AssetAwaitingUpload, e.asset(id2).Status)
 	})
 
 	t.Run("tampered signature", func(t *testing.T) {
@@ -259,8 +260,8 @@ func TestUploadRefusals(t *testing.T) {
 		target := *u
 		target.RawQuery = ou.RawQuery
 		e.requireError(e.put(target.String(), "image/png", b, int64(len(b))), http.StatusForbidden, plugin.CodeForbidden)
-		assert.Equal(t, models.AssetAwaitingUpload, e.asset(id).Status)
-		assert.Equal(t, models.AssetAwaitingUpload, e.asset(other).Status)
+		assert.Equal(t, status.AssetAwaitingUpload, e.asset(id).Status)
+		assert.Equal(t, status.AssetAwaitingUpload, e.asset(other).Status)
 	})
 
 	t.Run("expired URL", func(t *testing.T) {
@@ -269,7 +270,7 @@ func TestUploadRefusals(t *testing.T) {
 		id, _ := e.createUpload(e.key, "a.png", "image/png", len(b))
 		expired := e.signer.URL(http.MethodPut, plugin.Base+"/uploads/"+id, time.Now().Add(-time.Minute))
 		e.requireError(e.put(expired, "image/png", b, int64(len(b))), http.StatusConflict, plugin.CodeUploadConflict)
-		assert.Equal(t, models.AssetAwaitingUpload, e.asset(id).Status)
+		assert.Equal(t, status.AssetAwaitingUpload, e.asset(id).Status)
 	})
 
 	t.Run("asset past its upload deadline", func(t *testing.T) {
@@ -279,7 +280,7 @@ func TestUploadRefusals(t *testing.T) {
 		require.NoError(t, e.db.Model(&models.Asset{}).Where("id = ?", id).
 			Update("upload_expires_at", time.Now().UTC().Add(-time.Second)).Error)
 		e.requireError(e.put(u, "image/png", b, int64(len(b))), http.StatusConflict, plugin.CodeUploadConflict)
-		assert.Equal(t, models.AssetAwaitingUpload, e.asset(id).Status)
+		assert.Equal(t, status.AssetAwaitingUpload, e.asset(id).Status)
 	})
 
 	t.Run("signed URL of an unknown asset", func(t *testing.T) {

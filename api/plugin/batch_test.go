@@ -14,6 +14,7 @@ import (
 
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 func batch(sessions ...any) map[string]any { return map[string]any{"batches": sessions} }
@@ -137,7 +138,7 @@ func TestBatchSessionsAreIndependent(t *testing.T) {
 			assert.Equal(t, []string{"index", "session", "status"}, keysOf(res))
 			s := res["session"].(map[string]any)
 			orderIDs = append(orderIDs, s["order_id"].(string))
-			assert.Equal(t, models.OrderInProgress, s["status"])
+			assert.Equal(t, status.OrderInProgress, s["status"])
 			continue
 		}
 		assert.Equal(t, []string{"error", "index", "status"}, keysOf(res))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 var (
@@ -441,7 +442,7 @@ func TestDeletePackshotIsNeverUsedBySessions(t *testing.T) {
 		e.requireError(e.do(http.MethodDelete, p("/packshots/"+key), e.key, nil), http.StatusNotFound, plugin.CodeNotFound)
 	}
 	// The file stays: the asset is untouched; the row is soft-deleted.
-	assert.Equal(t, models.AssetReady, e.asset(asset.ID).Status)
+	assert.Equal(t, status.AssetReady, e.asset(asset.ID).Status)
 	var stored models.Packshot
 	require.NoError(t, e.db.Take(&stored, "id = ?", shot["id"]).Error)
 	assert.NotNil(t, stored.DeletedAt)

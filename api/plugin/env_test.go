@@ -32,6 +32,7 @@ import (
 	"github.com/shotflow/shotflow/internal/testsupport/contract"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/workflows"
 )
 
@@ -327,7 +328,7 @@ func (e *env) readyAsset(inst *models.Installation) models.Asset {
 	now := time.Now().UTC()
 	id := models.NewID()
 	a := models.Asset{ID: id, AccountID: inst.AccountID, InstallationID: &inst.ID, Kind: models.AssetKindUpload,
-		Status: models.AssetReady, Filename: "p.png", ContentType: "image/png", SizeBytes: 10,
+		Status: status.AssetReady, Filename: "p.png", ContentType: "image/png", SizeBytes: 10,
 		BlobKey: "uploads/" + inst.AccountID + "/" + id, Width: 4, Height: 4, CreatedAt: now, UpdatedAt: now}
 	require.NoError(e.t, e.db.Create(&a).Error)
 	return a

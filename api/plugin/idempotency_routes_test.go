@@ -18,6 +18,7 @@ import (
 
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/workflows"
 )
 
@@ -63,9 +64,9 @@ func (e *env) pendingJob(inst *models.Installation) models.Job {
 	o, j, _ := e.storeJob(inst)
 	now := time.Now().UTC()
 	require.NoError(e.t, e.db.Model(&models.Order{}).Where("id = ?", o.ID).
-		Updates(map[string]any{"status": models.OrderInProgress, "workflow_started_at": now}).Error)
+		Updates(map[string]any{"status": status.OrderInProgress, "workflow_started_at": now}).Error)
 	require.NoError(e.t, e.db.Model(&models.Job{}).Where("id = ?", j.ID).
-		Updates(map[string]any{"status": models.JobPending, "completed_at": nil}).Error)
+		Updates(map[string]any{"status": status.JobPending, "completed_at": nil}).Error)
 	return e.jobRow(j.ID)
 }
 
@@ -79,10 +80,10 @@ func (e *env) cancelling() *atomic.Int32 {
 	})).Return(func(_ context.Context, o client.UpdateWorkflowOptions) (client.WorkflowUpdateHandle, error) {
 		sent.Add(1)
 		jobID := o.Args[0].(string)
-		require.NoError(e.t, e.db.Model(&models.Job{}).Where("id = ?", jobID).Update("status", models.JobCancelled).Error)
+		require.NoError(e.t, e.db.Model(&models.Job{}).Where("id = ?", jobID).Update("status", status.JobCancelled).Error)
 		h := &mocks.WorkflowUpdateHandle{}
 		h.On("Get", mock.Anything, mock.Anything).Run(func(args mock.Arguments) {
-			*args.Get(1).(*workflows.CancelResult) = workflows.CancelResult{JobID: jobID, Status: models.JobCancelled}
+			*args.Get(1).(*workflows.CancelResult) = workflows.CancelResult{JobID: jobID, Status: status.JobCancelled}
 		}).Return(nil)
 		return h, nil
 	})
@@ -307,10 +308,10 @@ func TestIdempotencyRefusalsAreNotRemembered(t *testing.T) {
 
 	// 409 job_not_completed, then the job completes and the same key accepts it.
 	_, j, _ := e.storeJob(e.inst)
-	require.NoError(t, e.db.Model(&models.Job{}).Where("id = ?", j.ID).Update("status", models.JobInProgress).Error)
+	require.NoError(t, e.db.Model(&models.Job{}).Where("id = ?", j.ID).Update("status", status.JobInProgress).Error)
 	accept := keyedCall{http.MethodPost, "/jobs/" + j.ID + "/accept", nil}
 	e.requireError(e.send(accept, e.key, "a"), http.StatusConflict, plugin.CodeJobNotCompleted)
-	require.NoError(t, e.db.Model(&models.Job{}).Where("id = ?", j.ID).Update("status", models.JobCompleted).Error)
+	require.NoError(t, e.db.Model(&models.Job{}).Where("id = ?", j.ID).Update("status", status.JobCompleted).Error)
 	require.Equal(t, http.StatusNoContent, e.send(accept, e.key, "a").Code)
 	assert.Equal(t, models.VotingAccepted, e.jobRow(j.ID).Voting)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/jobview"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // Image statuses shown to clients: the state of the image's upload.
@@ -86,11 +87,11 @@ func (h *Handler) registerImages(c *gin.Context) {
 // imageStatus is the client-facing state of an image's upload.
 func imageStatus(assetStatus string) string {
 	switch assetStatus {
-	case models.AssetReady:
+	case status.AssetReady:
 		return ImageReady
-	case models.AssetProcessing:
+	case status.AssetProcessing:
 		return ImageProcessing
-	case models.AssetInvalid:
+	case status.AssetInvalid:
 		return ImageInvalid
 	}
 	return ImageAwaitingUpload
@@ -99,7 +100,7 @@ func imageStatus(assetStatus string) string {
 func (h *Handler) imageItem(r *models.ProductImageRow) *ImageItem {
 	item := &ImageItem{ID: r.ID, ExternalRef: r.ExternalRef, ProductID: r.ProductID, ProductRef: r.ProductRef,
 		AssetID: r.AssetID, Status: imageStatus(r.AssetStatus), Width: r.Width, Height: r.Height, CreatedAt: r.CreatedAt}
-	if r.AssetStatus == models.AssetReady && r.ThumbnailBlobKey != "" {
+	if r.AssetStatus == status.AssetReady && r.ThumbnailBlobKey != "" {
 		item.ThumbnailURL = h.Signer.URL(http.MethodGet, jobview.ThumbnailPath(r.AssetID), time.Now().Add(h.DownloadTTL))
 	}
 	return item

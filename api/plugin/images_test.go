@@ -11,6 +11,7 @@ import (
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // registerImages posts images and returns the per-item results.
@@ -133,7 +134,7 @@ func TestRegisterImagesPerItemErrors(t *testing.T) {
 		Update("upload_expires_at", time.Now().UTC().Add(-time.Minute)).Error)
 	// An upload whose PUT is in progress is fine.
 	uploading, _ := e.createUpload(e.key, "now.png", "image/png", 100)
-	require.NoError(t, e.db.Model(&models.Asset{}).Where("id = ?", uploading).Update("status", models.AssetUploading).Error)
+	require.NoError(t, e.db.Model(&models.Asset{}).Where("id = ?", uploading).Update("status", status.AssetUploading).Error)
 	output := e.readyAsset(e.inst)
 	require.NoError(t, e.db.Model(&models.Asset{}).Where("id = ?", output.ID).Update("kind", models.AssetKindOutput).Error)
 

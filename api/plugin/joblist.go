@@ -15,6 +15,7 @@ import (
 
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // GET /jobs page size bounds (plugin-api-v1.md, Limits).
@@ -25,8 +26,8 @@ const (
 )
 
 // JobStatuses are the JobStatus values GET /jobs filters by (docs/job-states.md).
-var JobStatuses = []string{models.JobPending, models.JobInProgress, models.JobRetryPending, models.JobCompleted,
-	models.JobFailed, models.JobCancelled, models.JobExpired}
+var JobStatuses = []string{status.JobPending, status.JobInProgress, status.JobRetryPending, status.JobCompleted,
+	status.JobFailed, status.JobCancelled, status.JobExpired}
 
 // JobsPage is the answer of GET /jobs: the installation's jobs, newest first. NextCursor is null on
 // the last page.

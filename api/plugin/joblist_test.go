@@ -17,6 +17,8 @@ import (
 
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // listBase is the creation time of the first job the listing tests store.
@@ -35,7 +37,7 @@ func seedJobsOf(t *testing.T, db *gorm.DB, inst *models.Installation) *jobSeeder
 	t.Helper()
 	now := time.Now().UTC()
 	o := models.Order{ID: models.NewID(), AccountID: inst.AccountID, InstallationID: &inst.ID, API: models.APIPlugin,
-		JobType: models.JobTypePhotoShoot, SessionConfig: models.JSON(`{}`), Status: models.OrderInProgress,
+		JobType: jobtype.PhotoShoot, SessionConfig: models.JSON(`{}`), Status: status.OrderInProgress,
 		CreatedAt: now, UpdatedAt: now}
 	require.NoError(t, db.Create(&o).Error)
 	return &jobSeeder{t: t, db: db, inst: inst, order: o}
@@ -43,20 +45,20 @@ func seedJobsOf(t *testing.T, db *gorm.DB, inst *models.Installation) *jobSeeder
 
 // add stores a job created at the given time with the given status; a completed job gets one
 // output file.
-func (s *jobSeeder) add(at time.Time, status string) models.Job {
+func (s *jobSeeder) add(at time.Time, st string) models.Job {
 	s.t.Helper()
 	s.n++
 	j := models.Job{ID: models.NewID(), OrderID: s.order.ID, AccountID: s.inst.AccountID, InstallationID: &s.inst.ID,
-		JobType: models.JobTypePhotoShoot, Position: s.n, ProductRef: "REF-" + strconv.Itoa(s.n), ProductLabel: "Label",
-		AIModel: "local/studio-v1", AspectRatio: "1:1", CreditCost: 1, Run: 1, Status: status, Voting: models.VotingPending,
+		JobType: jobtype.PhotoShoot, Position: s.n, ProductRef: "REF-" + strconv.Itoa(s.n), ProductLabel: "Label",
+		AIModel: "local/studio-v1", AspectRatio: "1:1", CreditCost: 1, Run: 1, Status: st, Voting: models.VotingPending,
 		CreatedAt: at, UpdatedAt: at}
-	if status == models.JobCompleted {
+	if st == status.JobCompleted {
 		j.CompletedAt = &at
 	}
 	require.NoError(s.t, s.db.Create(&j).Error)
-	if status == models.JobCompleted {
+	if st == status.JobCompleted {
 		a := models.Asset{ID: models.OutputAssetID(j.ID, 1, 0), AccountID: s.inst.AccountID, InstallationID: &s.inst.ID,
-			Kind: models.AssetKindOutput, Status: models.AssetReady, ContentType: "image/png", SizeBytes: 4,
+			Kind: models.AssetKindOutput, Status: status.AssetReady, ContentType: "image/png", SizeBytes: 4,
 			BlobKey: "outputs/" + j.ID + ".png", Width: 2, Height: 2, JobID: &j.ID, CreatedAt: at, UpdatedAt: at}
 		require.NoError(s.t, s.db.Create(&a).Error)
 	}
@@ -117,11 +119,11 @@ func TestListJobsNewestFirstOfTheCallersInstallationOnly(t *testing.T) {
 	otherInst, otherKey := e.otherInstallation()
 	siblingInst, _ := e.addInstallation(e.account.ID, 0)
 	var jobs []models.Job
-	for i, status := range []string{models.JobCompleted, models.JobPending, models.JobFailed, models.JobCompleted, models.JobInProgress} {
+	for i, status := range []string{status.JobCompleted, status.JobPending, status.JobFailed, status.JobCompleted, status.JobInProgress} {
 		jobs = append(jobs, mine.add(listBase.Add(time.Duration(i)*time.Minute), status))
 	}
-	theirs := seedJobsOf(t, e.db, otherInst).add(listBase.Add(2*time.Minute+time.Second), models.JobCompleted)
-	sibling := seedJobsOf(t, e.db, siblingInst).add(listBase.Add(3*time.Minute+time.Second), models.JobCompleted)
+	theirs := seedJobsOf(t, e.db, otherInst).add(listBase.Add(2*time.Minute+time.Second), status.JobCompleted)
+	sibling := seedJobsOf(t, e.db, siblingInst).add(listBase.Add(3*time.Minute+time.Second), status.JobCompleted)
 
 	rec := e.jobsGet(e.key, "")
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
@@ -162,7 +164,7 @@ func TestListJobsFiltersByStatus(t *testing.T) {
 	e := newEnv(t)
 	s := seedJobsOf(t, e.db, e.inst)
 	byStatus := map[string][]models.Job{}
-	for i, status := range append(plugin.JobStatuses, models.JobCompleted, models.JobFailed, models.JobCompleted) {
+	for i, status := range append(plugin.JobStatuses, status.JobCompleted, status.JobFailed, status.JobCompleted) {
 		byStatus[status] = append(byStatus[status], s.add(listBase.Add(time.Duration(i)*time.Second), status))
 	}
 	require.Len(t, plugin.JobStatuses, 7)
@@ -183,12 +185,12 @@ func TestListJobsCreatedAfterIsInclusiveAndCreatedBeforeExclusive(t *testing.T) 
 	e := newEnv(t)
 	s := seedJobsOf(t, e.db, e.inst)
 	t0, t1, t2, t3 := listBase, listBase.Add(time.Hour), listBase.Add(2*time.Hour), listBase.Add(3*time.Hour)
-	j0 := s.add(t0, models.JobCompleted)
-	j1 := s.add(t1, models.JobCompleted)
-	j1b := s.add(t1.Add(time.Microsecond), models.JobPending) // just after t1
-	j2a := s.add(t2.Add(-time.Microsecond), models.JobPending)
-	j2 := s.add(t2, models.JobCompleted)
-	j3 := s.add(t3, models.JobFailed)
+	j0 := s.add(t0, status.JobCompleted)
+	j1 := s.add(t1, status.JobCompleted)
+	j1b := s.add(t1.Add(time.Microsecond), status.JobPending) // just after t1
+	j2a := s.add(t2.Add(-time.Microsecond), status.JobPending)
+	j2 := s.add(t2, status.JobCompleted)
+	j3 := s.add(t3, status.JobFailed)
 	q := func(kv ...string) string {
 		v := url.Values{}
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -209,7 +211,7 @@ func TestListJobsCreatedAfterIsInclusiveAndCreatedBeforeExclusive(t *testing.T) 
 		{"one microsecond later", q("created_after", rfc(t1.Add(time.Microsecond)), "created_before", rfc(t2.Add(time.Microsecond))), []models.Job{j1b, j2a, j2}},
 		{"offset notation is the same instant", q("created_after", t1.In(time.FixedZone("", 2*3600)).Format(time.RFC3339), "created_before", t2.In(time.FixedZone("", -5*3600)).Format(time.RFC3339)), []models.Job{j1, j1b, j2a}},
 		{"whole range", q("created_after", rfc(t0), "created_before", rfc(t3.Add(time.Second))), []models.Job{j0, j1, j1b, j2a, j2, j3}},
-		{"with status", q("created_after", rfc(t1), "status", models.JobCompleted), []models.Job{j1, j2}},
+		{"with status", q("created_after", rfc(t1), "status", status.JobCompleted), []models.Job{j1, j2}},
 		{"nothing after", q("created_after", rfc(t3.Add(time.Nanosecond))), nil},
 	}
 	for _, c := range cases {
@@ -251,7 +253,7 @@ func TestListJobsLimitBounds(t *testing.T) {
 	s := seedJobsOf(t, e.db, e.inst)
 	var jobs []models.Job
 	for i := range plugin.MaxJobsLimit + 5 {
-		jobs = append(jobs, s.add(listBase.Add(time.Duration(i)*time.Second), models.JobPending))
+		jobs = append(jobs, s.add(listBase.Add(time.Duration(i)*time.Second), status.JobPending))
 	}
 	all := newestFirst(jobs...)
 
@@ -284,7 +286,7 @@ func TestListJobsCursorNeitherSkipsNorRepeatsWhileJobsAreCreated(t *testing.T) {
 	s := seedJobsOf(t, e.db, e.inst)
 	for i := range 23 {
 		at := listBase.Add(time.Duration(i/4) * time.Minute) // groups of four share created_at
-		s.add(at, []string{models.JobCompleted, models.JobPending}[i%2])
+		s.add(at, []string{status.JobCompleted, status.JobPending}[i%2])
 	}
 	for _, limit := range []int{1, 3, 4, 7} {
 		t.Run("limit="+strconv.Itoa(limit), func(t *testing.T) {
@@ -316,7 +318,7 @@ func TestListJobsCursorNeitherSkipsNorRepeatsWhileJobsAreCreated(t *testing.T) {
 				// with one created_at, like POST /jobs makes them.
 				now := time.Now().UTC()
 				for range 3 {
-					s.add(now, models.JobPending)
+					s.add(now, status.JobPending)
 					arrivals++
 				}
 			}
@@ -335,8 +337,8 @@ func TestListJobsCursorWithFilters(t *testing.T) {
 	s := seedJobsOf(t, e.db, e.inst)
 	var completed []models.Job
 	for i := range 9 {
-		j := s.add(listBase.Add(time.Duration(i)*time.Minute), []string{models.JobCompleted, models.JobFailed, models.JobPending}[i%3])
-		if j.Status == models.JobCompleted && i >= 2 {
+		j := s.add(listBase.Add(time.Duration(i)*time.Minute), []string{status.JobCompleted, status.JobFailed, status.JobPending}[i%3])
+		if j.Status == status.JobCompleted && i >= 2 {
 			completed = append(completed, j)
 		}
 	}
@@ -357,11 +359,11 @@ func TestListJobsRefusesCursorsItDidNotMake(t *testing.T) {
 	s := seedJobsOf(t, e.db, e.inst)
 	var jobs []models.Job
 	for i := range 6 {
-		jobs = append(jobs, s.add(listBase.Add(time.Duration(i)*time.Minute), models.JobPending))
+		jobs = append(jobs, s.add(listBase.Add(time.Duration(i)*time.Minute), status.JobPending))
 	}
 	otherInst, otherKey := e.otherInstallation()
-	seedJobsOf(t, e.db, otherInst).add(listBase, models.JobPending)
-	seedJobsOf(t, e.db, otherInst).add(listBase.Add(time.Second), models.JobPending)
+	seedJobsOf(t, e.db, otherInst).add(listBase, status.JobPending)
+	seedJobsOf(t, e.db, otherInst).add(listBase.Add(time.Second), status.JobPending)
 	_, next := e.jobsPage(e.key, "limit=2")
 	require.NotNil(t, next)
 	good := *next

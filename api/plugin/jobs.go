@@ -8,6 +8,7 @@ import (
 
 	"github.com/shotflow/shotflow/internal/jobview"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // JobResponse is a job as the plugin API shows it (the same view a job webhook carries).
@@ -112,12 +113,12 @@ func (h *Handler) getOrder(c *gin.Context) {
 		p.JobsTotal++
 		p.JobIDs = append(p.JobIDs, j.ID)
 		switch j.Status {
-		case models.JobCompleted:
+		case status.JobCompleted:
 			p.JobsCompleted++
 			for _, out := range h.outputs(outs[j.ID]) {
 				resp.Images = append(resp.Images, OrderImage{JobID: j.ID, ProductRef: j.ProductRef, Voting: j.Voting, Output: out})
 			}
-		case models.JobFailed:
+		case status.JobFailed:
 			p.JobsFailed++
 		}
 	}

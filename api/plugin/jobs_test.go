@@ -13,6 +13,8 @@ import (
 	"github.com/shotflow/shotflow/api/files"
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // subject is a valid subject entry for product ref.
@@ -234,16 +236,16 @@ func (e *env) storeJob(inst *models.Installation) (models.Order, models.Job, mod
 	e.t.Helper()
 	now := time.Now().UTC()
 	o := models.Order{ID: models.NewID(), AccountID: inst.AccountID, InstallationID: &inst.ID, API: models.APIPlugin,
-		JobType: models.JobTypePhotoShoot, SessionConfig: models.JSON(`{"aspect_ratio":"1:1"}`), Status: models.OrderCompleted,
+		JobType: jobtype.PhotoShoot, SessionConfig: models.JSON(`{"aspect_ratio":"1:1"}`), Status: status.OrderCompleted,
 		JobsTotal: 1, JobsCompleted: 1, CreditsReserved: 1, CreditsConsumed: 1, CreatedAt: now, UpdatedAt: now}
 	require.NoError(e.t, e.db.Create(&o).Error)
 	j := models.Job{ID: models.NewID(), OrderID: o.ID, AccountID: inst.AccountID, InstallationID: &inst.ID,
-		JobType: models.JobTypePhotoShoot, ProductRef: "SHOE", ProductLabel: "Shoe", AIModel: "local/studio-v1",
-		AspectRatio: "1:1", CreditCost: 1, Run: 1, Status: models.JobCompleted, Voting: models.VotingPending,
+		JobType: jobtype.PhotoShoot, ProductRef: "SHOE", ProductLabel: "Shoe", AIModel: "local/studio-v1",
+		AspectRatio: "1:1", CreditCost: 1, Run: 1, Status: status.JobCompleted, Voting: models.VotingPending,
 		CreatedAt: now, UpdatedAt: now, CompletedAt: &now}
 	require.NoError(e.t, e.db.Create(&j).Error)
 	a := models.Asset{ID: models.NewID(), AccountID: inst.AccountID, InstallationID: &inst.ID, Kind: models.AssetKindOutput,
-		Status: models.AssetReady, ContentType: "image/png", SizeBytes: 3, BlobKey: "outputs/" + j.ID, Width: 2, Height: 2,
+		Status: status.AssetReady, ContentType: "image/png", SizeBytes: 3, BlobKey: "outputs/" + j.ID, Width: 2, Height: 2,
 		JobID: &j.ID, CreatedAt: now, UpdatedAt: now}
 	require.NoError(e.t, e.db.Create(&a).Error)
 	return o, j, a
@@ -264,7 +266,7 @@ func TestGetJobAndOrderAreScopedToTheInstallation(t *testing.T) {
 	job := decode(t, rec)
 	assert.Equal(t, myJob.ID, job["id"])
 	assert.Equal(t, myOrder.ID, job["order_id"])
-	assert.Equal(t, models.JobCompleted, job["status"])
+	assert.Equal(t, status.JobCompleted, job["status"])
 	assert.Equal(t, "SHOE", job["product_ref"])
 	outs := job["outputs"].([]any)
 	require.Len(t, outs, 1)
@@ -319,7 +321,7 @@ func TestGetJobWithoutOutputsUntilCompleted(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	_, j, _ := e.storeJob(e.inst)
-	require.NoError(t, e.db.Model(&j).Update("status", models.JobInProgress).Error)
+	require.NoError(t, e.db.Model(&j).Update("status", status.JobInProgress).Error)
 	rec := e.do(http.MethodGet, p("/jobs/"+j.ID), e.key, nil)
 	require.Equal(t, http.StatusOK, rec.Code)
 	outs, ok := decode(t, rec)["outputs"].([]any)

@@ -10,6 +10,7 @@ import (
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
 )
 
 func TestMe(t *testing.T) {
@@ -87,11 +88,11 @@ func TestAIModels(t *testing.T) {
 	}
 	// Only configured providers (no API keys here) and only the plugin's job types: no video model.
 	assert.Equal(t, []any{"local/studio-v1"}, ids)
-	assert.Equal(t, []any{models.JobTypePhotoShoot, models.JobTypePackshot}, studio["job_types"])
+	assert.Equal(t, []any{jobtype.PhotoShoot, jobtype.Packshot}, studio["job_types"])
 	assert.Equal(t, "image", studio["output_type"])
 	assert.Equal(t, float64(1), studio["base_credit_cost"])
 	assert.Contains(t, studio["supported_aspect_ratios"], "1:1")
-	assert.Contains(t, studio["job_types"], models.JobTypePhotoShoot)
+	assert.Contains(t, studio["job_types"], jobtype.PhotoShoot)
 }
 
 func TestAIModelsOnlyConfiguredProviders(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"github.com/shotflow/shotflow/internal/platform/ratelimit"
 	"github.com/shotflow/shotflow/internal/platform/urlsign"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
 )
 
 // Handler serves the plugin API.
@@ -36,7 +37,7 @@ type Handler struct {
 const Base = "/api/v1/plugin"
 
 // JobTypes are the job types the plugin API creates; its model list and prices show only these.
-var JobTypes = []string{models.JobTypePhotoShoot, models.JobTypePackshot}
+var JobTypes = []string{jobtype.PhotoShoot, jobtype.Packshot}
 
 // Body limits of the plugin routes (413 payload_too_large beyond them); a route that takes no body
 // accepts inputcheck.NoBodyLimit bytes and ignores them.

@@ -12,6 +12,7 @@ import (
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/jobview"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // invalidAsset stores an upload that its preparation found unusable.
@@ -19,7 +20,7 @@ func (e *env) invalidAsset() models.Asset {
 	e.t.Helper()
 	a := e.readyAsset(e.inst)
 	require.NoError(e.t, e.db.Model(&a).Updates(map[string]any{
-		"status": models.AssetInvalid, "problem": "the file is text/plain; charset=utf-8, not the declared image/png",
+		"status": status.AssetInvalid, "problem": "the file is text/plain; charset=utf-8, not the declared image/png",
 	}).Error)
 	return e.asset(a.ID)
 }

@@ -18,11 +18,13 @@ import (
 	"github.com/shotflow/shotflow/internal/retention"
 	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // notCompleted are the statuses in which a job cannot be rated nor get download URLs.
-var notCompleted = []string{models.JobPending, models.JobInProgress, models.JobRetryPending, models.JobFailed,
-	models.JobCancelled, models.JobExpired}
+var notCompleted = []string{status.JobPending, status.JobInProgress, status.JobRetryPending, status.JobFailed,
+	status.JobCancelled, status.JobExpired}
 
 // storedOutputJob is storeJob with the output's bytes in the blob store.
 func (e *env) storedOutputJob(inst *models.Installation) (models.Job, models.Asset, []byte) {
@@ -119,13 +121,13 @@ func TestRefreshURLAnswers410OnceRetentionPurgedTheFiles(t *testing.T) {
 	e.requireError(e.download(oldURL), http.StatusGone, plugin.CodeOutputsPurged)
 	// GET /jobs/{id} no longer lists the file; the job itself stays completed.
 	got := decode(t, e.do(http.MethodGet, p("/jobs/"+j.ID), e.key, nil))
-	assert.Equal(t, models.JobCompleted, got["status"])
+	assert.Equal(t, status.JobCompleted, got["status"])
 	assert.Equal(t, []any{}, got["outputs"])
 	// A younger job is untouched.
 	assert.Equal(t, http.StatusOK, e.post(e.key, "/jobs/"+kept.ID+"/refresh-url").Code)
 	// A job with one of several files purged answers 410 too, rather than a shorter list.
 	second := models.Asset{ID: models.NewID(), AccountID: e.account.ID, InstallationID: &e.inst.ID, Kind: models.AssetKindOutput,
-		Status: models.AssetReady, ContentType: "image/png", BlobKey: "outputs/second", JobID: &kept.ID, Position: 1,
+		Status: status.AssetReady, ContentType: "image/png", BlobKey: "outputs/second", JobID: &kept.ID, Position: 1,
 		PurgedAt: &old, CreatedAt: old, UpdatedAt: old}
 	require.NoError(t, e.db.Create(&second).Error)
 	e.requireError(e.post(e.key, "/jobs/"+kept.ID+"/refresh-url"), http.StatusGone, plugin.CodeOutputsPurged)
@@ -195,7 +197,7 @@ func TestAcceptAndRejectAPhotoShootJob(t *testing.T) {
 	assert.Zero(t, e.count(&models.Packshot{}, "voting = ? AND asset_id = ?", models.VotingAccepted, a.ID))
 	assert.Nil(t, e.asset(a.ID).PurgedAt)
 	row := e.jobRow(j.ID)
-	assert.Equal(t, models.JobCompleted, row.Status)
+	assert.Equal(t, status.JobCompleted, row.Status)
 }
 
 func TestRatingNeedsACompletedJob(t *testing.T) {
@@ -220,17 +222,17 @@ func (e *env) packshotJob(product models.Product) (models.Job, models.Asset) {
 	e.t.Helper()
 	now := time.Now().UTC()
 	o := models.Order{ID: models.NewID(), AccountID: e.account.ID, InstallationID: &e.inst.ID, API: models.APIPlugin,
-		JobType: models.JobTypePackshot, SessionConfig: models.JSON(`{}`), Status: models.OrderInProgress, JobsTotal: 1,
+		JobType: jobtype.Packshot, SessionConfig: models.JSON(`{}`), Status: status.OrderInProgress, JobsTotal: 1,
 		CreatedAt: now, UpdatedAt: now}
 	require.NoError(e.t, e.db.Create(&o).Error)
 	input := e.readyAsset(e.inst)
 	j := models.Job{ID: models.NewID(), OrderID: o.ID, AccountID: e.account.ID, InstallationID: &e.inst.ID,
-		JobType: models.JobTypePackshot, ProductID: &product.ID, ProductRef: product.ExternalRef, InputAssetID: &input.ID,
-		AIModel: "local/packshot-test", AspectRatio: "1:1", Run: 1, Status: models.JobInProgress, Voting: models.VotingPending,
+		JobType: jobtype.Packshot, ProductID: &product.ID, ProductRef: product.ExternalRef, InputAssetID: &input.ID,
+		AIModel: "local/packshot-test", AspectRatio: "1:1", Run: 1, Status: status.JobInProgress, Voting: models.VotingPending,
 		CreatedAt: now, UpdatedAt: now}
 	require.NoError(e.t, e.db.Create(&j).Error)
 	out := models.Asset{ID: models.OutputAssetID(j.ID, 1, 0), AccountID: e.account.ID, InstallationID: &e.inst.ID,
-		Kind: models.AssetKindOutput, Status: models.AssetReady, ContentType: "image/png", SizeBytes: 4,
+		Kind: models.AssetKindOutput, Status: status.AssetReady, ContentType: "image/png", SizeBytes: 4,
 		BlobKey: models.OutputBlobKey(&j, 0, ".png"), Width: 2, Height: 2, JobID: &j.ID, CreatedAt: now, UpdatedAt: now}
 	require.NoError(e.t, e.blobs.Put(context.Background(), out.BlobKey, testimage.GradientPNG(e.t, 2, 2), "image/png"))
 	_, err := models.CompleteJob(e.db, j.ID, 1, []models.Asset{out})

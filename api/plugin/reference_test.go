@@ -21,6 +21,7 @@ import (
 	"github.com/shotflow/shotflow/internal/providers/sim"
 	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
 )
 
 // refList GETs a reference list with key and returns its entries under field, checking the
@@ -421,8 +422,8 @@ func TestPricingMatchesAIModels(t *testing.T) {
 	t.Parallel()
 	t.Run("default providers", func(t *testing.T) {
 		prices := requirePricingMatchesAIModels(t, newEnv(t))
-		assert.Contains(t, prices, models.Price{JobType: models.JobTypePhotoShoot, Provider: "local", Model: "*", CreditCost: 1})
-		assert.Contains(t, prices, models.Price{JobType: models.JobTypePhotoShoot, Provider: "local", Model: "studio-v1", CreditCost: 1})
+		assert.Contains(t, prices, models.Price{JobType: jobtype.PhotoShoot, Provider: "local", Model: "*", CreditCost: 1})
+		assert.Contains(t, prices, models.Price{JobType: jobtype.PhotoShoot, Provider: "local", Model: "studio-v1", CreditCost: 1})
 		for _, pr := range prices {
 			assert.NotEqual(t, sim.Name, pr.Provider, "the sim provider is not configured")
 		}
@@ -431,7 +432,7 @@ func TestPricingMatchesAIModels(t *testing.T) {
 		prices := requirePricingMatchesAIModels(t, newEnv(t, withProviders(map[string]providers.Provider{
 			"local": local.Provider{}, sim.Name: sim.Provider{},
 		})))
-		assert.Contains(t, prices, models.Price{JobType: models.JobTypePhotoShoot, Provider: sim.Name, Model: "*", CreditCost: 1})
+		assert.Contains(t, prices, models.Price{JobType: jobtype.PhotoShoot, Provider: sim.Name, Model: "*", CreditCost: 1})
 	})
 	t.Run("model prices that differ from the provider default", func(t *testing.T) {
 		catalog, err := models.ParseCatalog([]byte(`{

@@ -10,6 +10,7 @@ import (
 
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
 )
 
 // An upload whose bytes never arrived cannot become a packshot (it would feed sessions a file
@@ -40,7 +41,7 @@ func packshotCatalog(t *testing.T) *models.Catalog {
 	c, err := models.LoadCatalog()
 	require.NoError(t, err)
 	c.AIModels = append(c.AIModels, models.AIModel{ID: "local/packshot-test", Provider: "local", OutputType: "image",
-		JobTypes: []string{models.JobTypePackshot}, SupportedAspectRatios: []string{"1:1"}, BaseCreditCost: 1})
+		JobTypes: []string{jobtype.Packshot}, SupportedAspectRatios: []string{"1:1"}, BaseCreditCost: 1})
 	return c
 }
 

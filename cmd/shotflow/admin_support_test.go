@@ -11,6 +11,8 @@ import (
 
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // supportFixture is an account with an installation and one order of two jobs: the first failed
@@ -35,13 +37,13 @@ func newSupportFixture(t *testing.T) *supportFixture {
 	db := f.db(t)
 	now := time.Now().UTC()
 	order := models.Order{ID: models.NewID(), AccountID: acc.AccountID, InstallationID: &inst.InstallationID, API: models.APIPlugin,
-		JobType: models.JobTypePhotoShoot, SessionConfig: models.JSON(`{}`), Status: models.OrderInProgress, JobsTotal: 2,
+		JobType: jobtype.PhotoShoot, SessionConfig: models.JSON(`{}`), Status: status.OrderInProgress, JobsTotal: 2,
 		CreditsReserved: 2, CreatedAt: now, UpdatedAt: now}
 	jobs := make([]models.Job, 2)
 	for i := range jobs {
 		jobs[i] = models.Job{ID: models.NewID(), OrderID: order.ID, AccountID: acc.AccountID, InstallationID: &inst.InstallationID,
-			JobType: models.JobTypePhotoShoot, Position: i, ProductRef: []string{"mug-01", "vase-02"}[i], AIModel: "sim/content-policy",
-			AspectRatio: "1:1", CreditCost: 1, Run: 1, Status: models.JobPending, Voting: models.VotingPending, CreatedAt: now, UpdatedAt: now}
+			JobType: jobtype.PhotoShoot, Position: i, ProductRef: []string{"mug-01", "vase-02"}[i], AIModel: "sim/content-policy",
+			AspectRatio: "1:1", CreditCost: 1, Run: 1, Status: status.JobPending, Voting: models.VotingPending, CreatedAt: now, UpdatedAt: now}
 	}
 	err := db.Transaction(func(tx *gorm.DB) error {
 		if err := tx.Create(&order).Error; err != nil {
@@ -63,7 +65,7 @@ func newSupportFixture(t *testing.T) *supportFixture {
 		}
 	}
 	c := errorcat.ContentPolicy
-	if _, err := models.EndJob(db, f.failed, 1, models.JobFailed, string(c), c.Hint(), "sim: prompt rejected by policy filter"); err != nil {
+	if _, err := models.EndJob(db, f.failed, 1, status.JobFailed, string(c), c.Hint(), "sim: prompt rejected by policy filter"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := models.CompleteJob(db, f.completed, 1, nil); err != nil {

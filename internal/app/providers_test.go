@@ -8,6 +8,7 @@ import (
 	"github.com/shotflow/shotflow/internal/platform/config"
 	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
 	"github.com/shotflow/shotflow/worker"
 )
 
@@ -73,9 +74,9 @@ func TestDefaultProviderMustBeConfiguredAndComesFirst(t *testing.T) {
 	// The default provider's model wins for the job types it serves; others fall back to catalog
 	// order, and a named provider is honoured.
 	for _, tc := range []struct{ jobType, provider, want string }{
-		{models.JobTypePackshot, "", "sim/ok"},
-		{models.JobTypeVideo, "", "sim/video-ok"},
-		{models.JobTypeVideo, "local", "local/motion-v1"},
+		{jobtype.Packshot, "", "sim/ok"},
+		{jobtype.Video, "", "sim/video-ok"},
+		{jobtype.Video, "local", "local/motion-v1"},
 	} {
 		if m, ok := reg.DefaultModel(tc.jobType, tc.provider); !ok || m.ID != tc.want {
 			t.Errorf("DefaultModel(%s, %q) = %s, want %s", tc.jobType, tc.provider, m.ID, tc.want)
@@ -85,7 +86,7 @@ func TestDefaultProviderMustBeConfiguredAndComesFirst(t *testing.T) {
 	if reg, err = NewGenerator(cfg); err != nil {
 		t.Fatal(err)
 	}
-	if m, _ := reg.DefaultModel(models.JobTypePackshot, ""); m.ID != "local/studio-v1" {
+	if m, _ := reg.DefaultModel(jobtype.Packshot, ""); m.ID != "local/studio-v1" {
 		t.Errorf("local default: %s", m.ID)
 	}
 }

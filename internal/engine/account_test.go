@@ -14,6 +14,8 @@ import (
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // accountFixture is an engine over a test database with two accounts (the marketplace's system
@@ -40,7 +42,7 @@ func newAccountFixture(t *testing.T) *accountFixture {
 // upload is a ready uploaded image of the account, not yet inserted.
 func upload(accountID string) *models.Asset {
 	id, now := models.NewID(), time.Now().UTC()
-	return &models.Asset{ID: id, AccountID: accountID, Kind: models.AssetKindUpload, Status: models.AssetReady,
+	return &models.Asset{ID: id, AccountID: accountID, Kind: models.AssetKindUpload, Status: status.AssetReady,
 		ContentType: "image/png", BlobKey: "uploads/" + accountID + "/" + id, CreatedAt: now, UpdatedAt: now}
 }
 
@@ -188,11 +190,11 @@ func TestAccountRecordRefusals(t *testing.T) {
 	err = f.eng.ReviewAccountPackshot(ctx, f.mine, models.NewID(), models.PackshotReview{Archive: true}, now)
 	refusal(t, err, engine.KindNotFound, "", "Packshot not found.")
 
-	order := models.Order{ID: models.NewID(), AccountID: f.them, API: models.APIExternal, JobType: models.JobTypePhotoShoot,
-		SessionConfig: models.JSON(`{}`), Status: models.OrderInProgress, JobsTotal: 1, CreatedAt: now, UpdatedAt: now}
+	order := models.Order{ID: models.NewID(), AccountID: f.them, API: models.APIExternal, JobType: jobtype.PhotoShoot,
+		SessionConfig: models.JSON(`{}`), Status: status.OrderInProgress, JobsTotal: 1, CreatedAt: now, UpdatedAt: now}
 	require.NoError(t, f.db.Create(&order).Error)
-	job := models.Job{ID: models.NewID(), OrderID: order.ID, AccountID: f.them, JobType: models.JobTypePhotoShoot,
-		AIModel: "p/shoot", AspectRatio: "1:1", CreditCost: 1, Run: 1, Status: models.JobPending, Voting: models.VotingPending,
+	job := models.Job{ID: models.NewID(), OrderID: order.ID, AccountID: f.them, JobType: jobtype.PhotoShoot,
+		AIModel: "p/shoot", AspectRatio: "1:1", CreditCost: 1, Run: 1, Status: status.JobPending, Voting: models.VotingPending,
 		CreatedAt: now, UpdatedAt: now}
 	require.NoError(t, f.db.Create(&job).Error)
 	err = f.eng.ReviewAccountShoot(ctx, f.mine, job.ID, models.VotingAccepted, now)

@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // Uploads: a client declares a file (POST /assets/upload), then sends its bytes once to a signed
@@ -42,7 +43,7 @@ func (e *Engine) DeclareUpload(ctx context.Context, d UploadDeclaration) (*model
 	id := models.NewID()
 	asset := models.Asset{
 		ID: id, AccountID: d.AccountID, InstallationID: &d.InstallationID,
-		Kind: models.AssetKindUpload, Status: models.AssetAwaitingUpload, Filename: path.Base(d.Filename),
+		Kind: models.AssetKindUpload, Status: status.AssetAwaitingUpload, Filename: path.Base(d.Filename),
 		ContentType: d.ContentType, SizeBytes: d.SizeBytes,
 		BlobKey:         fmt.Sprintf("uploads/%s/%s", d.AccountID, id),
 		UploadExpiresAt: &expires, CreatedAt: now, UpdatedAt: now,
@@ -73,8 +74,8 @@ func (e *Engine) FindUpload(ctx context.Context, id string) (*models.Asset, erro
 // (ReleaseUpload).
 func (e *Engine) ClaimUpload(ctx context.Context, id string) error {
 	claim := e.DB.WithContext(ctx).Model(&models.Asset{}).
-		Where("id = ? AND status = ? AND upload_expires_at > ?", id, models.AssetAwaitingUpload, time.Now().UTC()).
-		Update("status", models.AssetUploading)
+		Where("id = ? AND status = ? AND upload_expires_at > ?", id, status.AssetAwaitingUpload, time.Now().UTC()).
+		Update("status", status.AssetUploading)
 	if claim.Error != nil {
 		return claim.Error
 	}
@@ -90,8 +91,8 @@ func (e *Engine) ClaimUpload(ctx context.Context, id string) error {
 func (e *Engine) ReleaseUpload(ctx context.Context, id string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseUploadTimeout)
 	defer cancel()
-	if err := e.DB.WithContext(ctx).Model(&models.Asset{}).Where("id = ? AND status = ?", id, models.AssetUploading).
-		Update("status", models.AssetAwaitingUpload).Error; err != nil {
+	if err := e.DB.WithContext(ctx).Model(&models.Asset{}).Where("id = ? AND status = ?", id, status.AssetUploading).
+		Update("status", status.AssetAwaitingUpload).Error; err != nil {
 		e.logger().Warn("release upload claim", zap.String("asset_id", id), zap.Error(err))
 	}
 }
@@ -109,11 +110,11 @@ type StoredUpload struct {
 func (e *Engine) CompleteUpload(ctx context.Context, asset *models.Asset, stored StoredUpload) error {
 	now := time.Now().UTC()
 	if err := e.DB.WithContext(ctx).Model(asset).Updates(map[string]any{
-		"status": models.AssetProcessing, "sha256": stored.SHA256, "width": stored.Width, "height": stored.Height, "updated_at": now,
+		"status": status.AssetProcessing, "sha256": stored.SHA256, "width": stored.Width, "height": stored.Height, "updated_at": now,
 	}).Error; err != nil {
 		return err
 	}
-	asset.Status = models.AssetProcessing
+	asset.Status = status.AssetProcessing
 	if err := e.StartPrepare(ctx, asset); err != nil {
 		e.logger().Warn("input preparation not started; the sweep will start it", zap.String("asset_id", asset.ID), zap.Error(err))
 	}

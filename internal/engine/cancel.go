@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/workflows"
 )
 
@@ -71,7 +72,7 @@ func (e *Engine) CancelJob(ctx context.Context, req CancelRequest) (CancelOutcom
 	if err != nil {
 		return CancelOutcome{}, err
 	}
-	if j.Status != models.JobPending {
+	if j.Status != status.JobPending {
 		return alreadyEnded(j)
 	}
 	tctx := context.WithoutCancel(ctx)
@@ -102,7 +103,7 @@ func (e *Engine) CancelJob(ctx context.Context, req CancelRequest) (CancelOutcom
 // first attempt began is the outcome the client asks for, so it is answered as a recorded cancel
 // (DELETE is idempotent); any other job has started or ended, and the cancel is refused.
 func alreadyEnded(j *models.Job) (CancelOutcome, error) {
-	if j.Status == models.JobCancelled && j.StartedAt == nil && j.AttemptCount == 0 {
+	if j.Status == status.JobCancelled && j.StartedAt == nil && j.AttemptCount == 0 {
 		return CancelOutcome{Job: j, Recorded: true}, nil
 	}
 	return CancelOutcome{}, notCancelable()
@@ -199,7 +200,7 @@ func (e *Engine) cancelInJob(ctx, tctx context.Context, dl cancelDeadline, j *mo
 		case !errors.As(err, &notFound):
 			return acceptedCancel{}, notTakenInTime(err)
 		}
-		if fresh, rerr := models.GetJob(db, j.ID); rerr == nil && (fresh.Status != models.JobPending || fresh.StartedAt != nil) {
+		if fresh, rerr := models.GetJob(db, j.ID); rerr == nil && (fresh.Status != status.JobPending || fresh.StartedAt != nil) {
 			return acceptedCancel{}, notCancelable()
 		}
 		if !time.Now().Before(dl.horizon) {
@@ -248,7 +249,7 @@ func awaitStartShown(ctx context.Context, db *gorm.DB, jobID string) {
 	deadline := time.Now().Add(cancelCompleteWait)
 	for {
 		j, err := models.GetJob(db, jobID)
-		if err != nil || j.StartedAt != nil || j.Status != models.JobPending || !time.Now().Before(deadline) {
+		if err != nil || j.StartedAt != nil || j.Status != status.JobPending || !time.Now().Before(deadline) {
 			return
 		}
 		select {

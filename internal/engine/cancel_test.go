@@ -12,6 +12,7 @@ import (
 
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/workflows"
 )
 
@@ -27,9 +28,9 @@ func TestCancelOfAnEndedJob(t *testing.T) {
 	set := func(j models.Job, updates map[string]any) {
 		require.NoError(t, f.db.Model(&models.Job{}).Where("id = ?", j.ID).Updates(updates).Error)
 	}
-	set(jobs[0], map[string]any{"status": models.JobCancelled})
-	set(jobs[1], map[string]any{"status": models.JobCancelled, "started_at": now, "attempt_count": 1})
-	set(jobs[2], map[string]any{"status": models.JobCompleted, "started_at": now, "attempt_count": 1})
+	set(jobs[0], map[string]any{"status": status.JobCancelled})
+	set(jobs[1], map[string]any{"status": status.JobCancelled, "started_at": now, "attempt_count": 1})
+	set(jobs[2], map[string]any{"status": status.JobCompleted, "started_at": now, "attempt_count": 1})
 	cancel := func(j models.Job, installation string) (engine.CancelOutcome, error) {
 		return f.eng.CancelJob(t.Context(), engine.CancelRequest{JobID: j.ID, InstallationID: installation, RequestID: "r"})
 	}
@@ -37,7 +38,7 @@ func TestCancelOfAnEndedJob(t *testing.T) {
 	out, err := cancel(jobs[0], f.inst.ID)
 	require.NoError(t, err)
 	assert.True(t, out.Recorded)
-	assert.Equal(t, models.JobCancelled, out.Job.Status)
+	assert.Equal(t, status.JobCancelled, out.Job.Status)
 	assert.Equal(t, order.ID, out.Job.OrderID)
 	for _, j := range jobs[1:] {
 		_, err := cancel(j, f.inst.ID)
@@ -61,8 +62,8 @@ func TestCancelRefusedAfterAnotherCancelWon(t *testing.T) {
 		stored  map[string]any // what the job is by the time the workflow refuses
 		granted bool
 	}{
-		{"another cancel won", map[string]any{"status": models.JobCancelled}, true},
-		{"first attempt began", map[string]any{"status": models.JobInProgress, "started_at": time.Now().UTC(), "attempt_count": 1}, false},
+		{"another cancel won", map[string]any{"status": status.JobCancelled}, true},
+		{"first attempt began", map[string]any{"status": status.JobInProgress, "started_at": time.Now().UTC(), "attempt_count": 1}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -88,7 +89,7 @@ func TestCancelRefusedAfterAnotherCancelWon(t *testing.T) {
 			}
 			require.NoError(t, err)
 			assert.True(t, out.Recorded)
-			assert.Equal(t, models.JobCancelled, out.Job.Status)
+			assert.Equal(t, status.JobCancelled, out.Job.Status)
 		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // Catalog: an installation's products, their source images and their packshots. Every call is
@@ -207,9 +208,9 @@ func sourceImageProblem(a *models.Asset, now time.Time) string {
 		return "is not an upload; register the bytes with POST /assets/upload first."
 	case a.PurgedAt != nil:
 		return "was removed by the retention policy; upload the image again."
-	case a.Status == models.AssetAwaitingUpload && (a.UploadExpiresAt == nil || !a.UploadExpiresAt.After(now)):
+	case a.Status == status.AssetAwaitingUpload && (a.UploadExpiresAt == nil || !a.UploadExpiresAt.After(now)):
 		return "was never uploaded and its upload URL has expired; request a new one with POST /assets/upload."
-	case a.Status == models.AssetInvalid:
+	case a.Status == status.AssetInvalid:
 		return "cannot be used: " + a.Problem + "."
 	}
 	return ""
@@ -311,9 +312,9 @@ func packshotAssetProblem(a *models.Asset, assetID string) error {
 		return refuse(KindInvalid, "", "", "asset_id is not an image.")
 	}
 	switch a.Status {
-	case models.AssetReady, models.AssetProcessing:
+	case status.AssetReady, status.AssetProcessing:
 		return nil
-	case models.AssetInvalid:
+	case status.AssetInvalid:
 		return refuse(KindInvalid, "", "", "asset_id %s cannot be used: %s.", assetID, a.Problem)
 	}
 	return refuse(KindInvalid, "", "", "asset_id %s has not been uploaded yet; PUT the bytes to its upload_url first.", assetID)

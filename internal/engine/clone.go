@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
 )
 
 // CloneSubject is one subject of a clone's replacement list. Fields left empty are taken from the
@@ -48,7 +49,7 @@ func (e *Engine) CloneSession(ctx context.Context, installationID, sourceID stri
 	if err != nil {
 		return nil, err
 	}
-	packshotJobs := source.JobType == models.JobTypePackshot
+	packshotJobs := source.JobType == jobtype.Packshot
 	bySource := map[string]*sourceSubject{}
 	for _, j := range jobs {
 		s, ok := bySource[j.ProductRef]

@@ -13,6 +13,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // Generation planning: the rules that turn a generation request (ideas, packshots, photo shoot,
@@ -75,7 +77,7 @@ func (p *Plan) add(r Requester, n int, m models.AIModel, surcharge int64, job fu
 		j := models.Job{
 			ID: models.NewID(), AccountID: p.Order.AccountID, JobType: p.Order.JobType, Position: len(p.Jobs),
 			AIModel: m.ID, AspectRatio: r.AspectRatio, CreditCost: m.BaseCreditCost + surcharge, Run: 1,
-			Status: models.JobPending, Voting: models.VotingPending, CreatedAt: now, UpdatedAt: now,
+			Status: status.JobPending, Voting: models.VotingPending, CreatedAt: now, UpdatedAt: now,
 		}
 		job(i, &j)
 		p.Jobs = append(p.Jobs, j)
@@ -237,8 +239,8 @@ func (e *Engine) FindPhoto(ctx context.Context, accountID, field, photoID string
 		return nil, err
 	}
 	switch p.Asset.Status {
-	case models.AssetReady, models.AssetProcessing: // a job waits for a photo still being prepared
-	case models.AssetInvalid:
+	case status.AssetReady, status.AssetProcessing: // a job waits for a photo still being prepared
+	case status.AssetInvalid:
 		return nil, refuse(KindInvalid, "", field, "product photo %s cannot be used: %s.", photoID, p.Asset.Problem)
 	default:
 		return nil, refuse(KindInvalid, "", field, "product photo %s has not been uploaded yet.", photoID)
@@ -312,13 +314,13 @@ func (e *Engine) PlanPackshots(ctx context.Context, r Requester, in ConfigInput)
 	if err != nil {
 		return nil, err
 	}
-	m, err := e.ResolveModel(ctx, models.JobTypePackshot, "")
+	m, err := e.ResolveModel(ctx, jobtype.Packshot, "")
 	if err != nil {
 		return nil, err
 	}
 	session := x.Session(in.Suggestions)
 	session["product_photo_id"], session["count"] = in.PhotoID, in.Count
-	p := newPlan(r, models.JobTypePackshot, session)
+	p := newPlan(r, jobtype.Packshot, session)
 	p.add(r, in.Count, m, x.Surcharge(), func(_ int, j *models.Job) {
 		recordID := models.NewID()
 		j.ProductID, j.ProductRef, j.ProductLabel = &ph.Product.ID, ph.Product.ExternalRef, ProductName(&ph.Product)
@@ -378,12 +380,12 @@ func (e *Engine) PlanPhotoShoot(ctx context.Context, r Requester, in ConfigInput
 	if err != nil {
 		return nil, err
 	}
-	m, err := e.ResolveModel(ctx, models.JobTypePhotoShoot, "")
+	m, err := e.ResolveModel(ctx, jobtype.PhotoShoot, "")
 	if err != nil {
 		return nil, err
 	}
 	session["product_photo_id"], session["packshot_id"], session["count"] = in.PhotoID, packshot.ID, in.Count
-	p := newPlan(r, models.JobTypePhotoShoot, session)
+	p := newPlan(r, jobtype.PhotoShoot, session)
 	p.add(r, in.Count, m, x.Surcharge(), func(_ int, j *models.Job) {
 		j.ProductID, j.ProductRef, j.ProductLabel = &ph.Product.ID, ph.Product.ExternalRef, ProductName(&ph.Product)
 		j.PackshotID, j.InputAssetID = &packshot.ID, &packshot.AssetID
@@ -412,7 +414,7 @@ func (e *Engine) FindImage(ctx context.Context, accountID, field, imageID string
 	}
 	db := e.DB.WithContext(ctx)
 	var j models.Job
-	err := db.Where("id = ? AND account_id = ? AND job_type = ?", imageID, accountID, models.JobTypePhotoShoot).Take(&j).Error
+	err := db.Where("id = ? AND account_id = ? AND job_type = ?", imageID, accountID, jobtype.PhotoShoot).Take(&j).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, refuse(KindNotFound, "", field, "image %s not found.", imageID)
 	}
@@ -423,7 +425,7 @@ func (e *Engine) FindImage(ctx context.Context, accountID, field, imageID string
 	if err != nil {
 		return nil, err
 	}
-	if j.Status != models.JobCompleted || len(outputs[j.ID]) == 0 {
+	if j.Status != status.JobCompleted || len(outputs[j.ID]) == 0 {
 		return nil, refuse(KindInvalid, "", field, "image %s is not DONE yet.", imageID)
 	}
 	s := &Source{AssetID: outputs[j.ID][0].ID}
@@ -460,14 +462,14 @@ type VideoInput struct {
 
 // PlanVideo plans one video: KindInvalid when the provider does not generate videos here.
 func (e *Engine) PlanVideo(ctx context.Context, r Requester, in VideoInput) (*Plan, error) {
-	if _, ok := e.Models.DefaultModel(models.JobTypeVideo, in.Provider); in.Provider != "" && !ok {
+	if _, ok := e.Models.DefaultModel(jobtype.Video, in.Provider); in.Provider != "" && !ok {
 		return nil, refuse(KindInvalid, "", "", "provider %q does not generate videos here; available: %s.", in.Provider, strings.Join(e.VideoProviders(), ", "))
 	}
 	src, err := e.FindImage(ctx, r.AccountID, in.Field, in.ImageID, in.Generated)
 	if err != nil {
 		return nil, err
 	}
-	m, err := e.ResolveModel(ctx, models.JobTypeVideo, in.Provider)
+	m, err := e.ResolveModel(ctx, jobtype.Video, in.Provider)
 	if err != nil {
 		return nil, err
 	}
@@ -475,7 +477,7 @@ func (e *Engine) PlanVideo(ctx context.Context, r Requester, in VideoInput) (*Pl
 	if in.Suggestion != "" {
 		config["suggestions"] = in.Suggestion
 	}
-	p := newPlan(r, models.JobTypeVideo, config)
+	p := newPlan(r, jobtype.Video, config)
 	p.add(r, 1, m, 0, func(_ int, j *models.Job) {
 		j.Prompt = in.Suggestion
 		j.SetInputs([]string{src.AssetID})
@@ -501,11 +503,11 @@ func (e *Engine) PlanReel(ctx context.Context, r Requester, imageIDs []string, f
 			product = src.Product
 		}
 	}
-	m, err := e.ResolveModel(ctx, models.JobTypeReel, "")
+	m, err := e.ResolveModel(ctx, jobtype.Reel, "")
 	if err != nil {
 		return nil, err
 	}
-	p := newPlan(r, models.JobTypeReel, map[string]any{"imagesIds": imageIDs})
+	p := newPlan(r, jobtype.Reel, map[string]any{"imagesIds": imageIDs})
 	p.add(r, 1, m, 0, func(_ int, j *models.Job) {
 		j.SetInputs(inputs)
 		if product != nil {

@@ -19,11 +19,13 @@ import (
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // genStudio is a registry of one local model that serves packshots, photo shoots and scenery ideas.
 var genStudio = newRegistry(&models.Catalog{AIModels: []models.AIModel{{ID: "local/studio-v1", Provider: "local", BaseCreditCost: 2,
-	JobTypes: []string{models.JobTypePackshot, models.JobTypePhotoShoot, models.JobTypeSceneryIdea}}}})
+	JobTypes: []string{jobtype.Packshot, jobtype.PhotoShoot, jobtype.SceneryIdea}}}})
 
 // genFixture is an engine over a fresh SQLite database whose Temporal answers that generators run
 // (unless down) and accepts workflow starts, and an account with credits.
@@ -81,7 +83,7 @@ func (f *genFixture) photo(productID string) (string, string) {
 		f.create(&p)
 		productID = p.ID
 	}
-	a := models.Asset{ID: models.NewID(), AccountID: f.account, Kind: models.AssetKindUpload, Status: models.AssetReady,
+	a := models.Asset{ID: models.NewID(), AccountID: f.account, Kind: models.AssetKindUpload, Status: status.AssetReady,
 		Filename: "p.png", ContentType: "image/png", SizeBytes: 10, BlobKey: "uploads/" + models.NewID(), Width: 64, Height: 64,
 		CreatedAt: now, UpdatedAt: now}
 	img := models.ProductImage{ID: models.NewID(), AccountID: f.account, ProductID: productID, AssetID: a.ID, CreatedAt: now}
@@ -93,7 +95,7 @@ func (f *genFixture) photo(productID string) (string, string) {
 // packshot inserts a packshot cut from the photo with the voting, voted at votedAt, and returns it.
 func (f *genFixture) packshot(photoID, productID, voting string, votedAt time.Time) models.Packshot {
 	f.t.Helper()
-	a := models.Asset{ID: models.NewID(), AccountID: f.account, Kind: models.AssetKindOutput, Status: models.AssetReady,
+	a := models.Asset{ID: models.NewID(), AccountID: f.account, Kind: models.AssetKindOutput, Status: status.AssetReady,
 		Filename: "s.png", ContentType: "image/png", SizeBytes: 10, BlobKey: "outputs/" + models.NewID(), CreatedAt: votedAt, UpdatedAt: votedAt}
 	p := models.Packshot{ID: models.NewID(), AccountID: f.account, ProductID: productID, AssetID: a.ID,
 		Voting: voting, SourceImageID: &photoID, CreatedAt: votedAt}
@@ -163,7 +165,7 @@ func TestApprovedPackshotIsThePhotosOwn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Jobs) != 2 || p.Order.JobType != models.JobTypePhotoShoot || !strings.Contains(string(p.Order.SessionConfig), latest.ID) {
+	if len(p.Jobs) != 2 || p.Order.JobType != jobtype.PhotoShoot || !strings.Contains(string(p.Order.SessionConfig), latest.ID) {
 		t.Fatalf("plan %+v, want 2 photo-shoot jobs from packshot %s", p.Order, latest.ID)
 	}
 	for _, j := range p.Jobs {
@@ -190,7 +192,7 @@ func TestFindPhoto(t *testing.T) {
 	}
 	var img models.ProductImage
 	f.db.Take(&img, "id = ?", photo)
-	f.db.Model(&models.Asset{}).Where("id = ?", img.AssetID).Updates(map[string]any{"status": models.AssetInvalid, "problem": "too small"})
+	f.db.Model(&models.Asset{}).Where("id = ?", img.AssetID).Updates(map[string]any{"status": status.AssetInvalid, "problem": "too small"})
 	_, err := f.engine.FindPhoto(ctx, f.account, "imageId", photo)
 	if e := wantGenRefusal(t, "invalid upload", err, engine.KindInvalid, ""); !strings.HasSuffix(e.Message, "cannot be used: too small.") {
 		t.Errorf("message %q", e.Message)
@@ -271,18 +273,18 @@ func TestResolveExtras(t *testing.T) {
 func TestResolveModel(t *testing.T) {
 	f := newGenFixture(t, 100)
 	ctx := t.Context()
-	_, err := f.engine.ResolveModel(ctx, models.JobTypeReel, "")
+	_, err := f.engine.ResolveModel(ctx, jobtype.Reel, "")
 	e := wantGenRefusal(t, "no reel model", err, engine.KindPrerequisite, engine.ReasonModelNotResolved)
-	if !slices.Equal(e.Subjects, []string{models.JobTypeReel}) || !slices.Equal(e.Details, []string{engine.DetailNoGenerationModel}) {
-		t.Errorf("refusal %#v, want details [no_generation_model] naming %s", e, models.JobTypeReel)
+	if !slices.Equal(e.Subjects, []string{jobtype.Reel}) || !slices.Equal(e.Details, []string{engine.DetailNoGenerationModel}) {
+		t.Errorf("refusal %#v, want details [no_generation_model] naming %s", e, jobtype.Reel)
 	}
 	f.down = true
-	_, err = f.engine.ResolveModel(ctx, models.JobTypePackshot, "")
+	_, err = f.engine.ResolveModel(ctx, jobtype.Packshot, "")
 	if e := wantGenRefusal(t, "no generator", err, engine.KindUnavailable, engine.ReasonGeneratorDown); e.RetryAfter != 30*time.Second {
 		t.Errorf("retry after %v", e.RetryAfter)
 	}
 	f.down = false
-	if m, err := f.engine.ResolveModel(ctx, models.JobTypePackshot, ""); err != nil || m.ID != "local/studio-v1" {
+	if m, err := f.engine.ResolveModel(ctx, jobtype.Packshot, ""); err != nil || m.ID != "local/studio-v1" {
 		t.Errorf("packshot model %v %v", m, err)
 	}
 }
@@ -291,7 +293,7 @@ func TestResolveModel(t *testing.T) {
 func TestSubmitPlanInsufficientCredits(t *testing.T) {
 	f := newGenFixture(t, 3)
 	ctx := t.Context()
-	p, err := f.engine.PlanIdeas(ctx, f.requester(), engine.IdeasInput{JobType: models.JobTypeSceneryIdea,
+	p, err := f.engine.PlanIdeas(ctx, f.requester(), engine.IdeasInput{JobType: jobtype.SceneryIdea,
 		Kind: models.KindScenery, Preferences: "dunes", Count: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -310,7 +312,7 @@ func TestSubmitPlanInsufficientCredits(t *testing.T) {
 	}
 
 	g := newGenFixture(t, 100)
-	p, err = g.engine.PlanIdeas(ctx, g.requester(), engine.IdeasInput{JobType: models.JobTypeSceneryIdea,
+	p, err = g.engine.PlanIdeas(ctx, g.requester(), engine.IdeasInput{JobType: jobtype.SceneryIdea,
 		Kind: models.KindScenery, Preferences: "dunes", Count: 2})
 	if err != nil {
 		t.Fatal(err)

@@ -29,6 +29,7 @@ import (
 
 	"github.com/shotflow/shotflow/internal/platform/metrics"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/workflows"
 )
 
@@ -89,7 +90,7 @@ func (e *Engine) SubmitWith(ctx context.Context, order *models.Order, jobs []mod
 func (e *Engine) Commit(ctx context.Context, order *models.Order, jobs []models.Job, inTx func(tx *gorm.DB) error) error {
 	now := time.Now().UTC()
 	order.CreatedAt, order.UpdatedAt = now, now
-	order.Status = models.OrderInProgress
+	order.Status = status.OrderInProgress
 	order.JobsTotal = len(jobs)
 	for i := range jobs {
 		jobs[i].OrderID = order.ID
@@ -143,7 +144,7 @@ func (e *Engine) startWorkflow(ctx context.Context, order *models.Order, jobs []
 		in.InstallationID = *order.InstallationID
 	}
 	for _, j := range jobs {
-		if models.IsTerminalJobStatus(j.Status) {
+		if status.IsTerminalJob(j.Status) {
 			continue
 		}
 		ref := workflows.JobRef{JobID: j.ID, Run: j.Run, ProductRef: j.ProductRef, ProductLabel: j.ProductLabel, Provider: j.Provider()}
@@ -210,7 +211,7 @@ func (e *Engine) StartPending(ctx context.Context, olderThan time.Duration, limi
 func (e *Engine) StartJobRun(ctx context.Context, j *models.Job) error {
 	attrs := []temporal.SearchAttributeUpdate{
 		workflows.SAAccountID.ValueSet(j.AccountID), workflows.SAOrderID.ValueSet(j.OrderID),
-		workflows.SAJobType.ValueSet(j.JobType), workflows.SAJobStatus.ValueSet(models.JobPending),
+		workflows.SAJobType.ValueSet(j.JobType), workflows.SAJobStatus.ValueSet(status.JobPending),
 	}
 	if j.InstallationID != nil {
 		attrs = append(attrs, workflows.SAInstallationID.ValueSet(*j.InstallationID))
@@ -242,7 +243,7 @@ func (e *Engine) StartPendingRuns(ctx context.Context, olderThan time.Duration, 
 	var jobs []models.Job
 	cutoff := time.Now().UTC().Add(-olderThan)
 	if err := e.DB.WithContext(ctx).
-		Where("run > 1 AND run_started_at IS NULL AND status = ? AND updated_at <= ?", models.JobPending, cutoff).
+		Where("run > 1 AND run_started_at IS NULL AND status = ? AND updated_at <= ?", status.JobPending, cutoff).
 		Order("updated_at").Limit(limit).Find(&jobs).Error; err != nil {
 		return 0, err
 	}
@@ -280,7 +281,7 @@ func (e *Engine) StartPendingPreparations(ctx context.Context, olderThan time.Du
 	var assets []models.Asset
 	cutoff := time.Now().UTC().Add(-olderThan)
 	if err := e.DB.WithContext(ctx).Select("id", "account_id").
-		Where("status = ? AND updated_at <= ?", models.AssetProcessing, cutoff).
+		Where("status = ? AND updated_at <= ?", status.AssetProcessing, cutoff).
 		Order("updated_at").Limit(limit).Find(&assets).Error; err != nil {
 		return 0, err
 	}

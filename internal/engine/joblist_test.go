@@ -16,27 +16,29 @@ import (
 	"github.com/shotflow/shotflow/internal/platform/secrets"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // storeJobs stores one job per creation time, pending, of the installation, in one order, and
 // returns them; a completed one (status) gets one output file.
-func storeJobs(t *testing.T, db *gorm.DB, inst *models.Installation, status string, at ...time.Time) []models.Job {
+func storeJobs(t *testing.T, db *gorm.DB, inst *models.Installation, st string, at ...time.Time) []models.Job {
 	t.Helper()
 	now := time.Now().UTC()
 	o := models.Order{ID: models.NewID(), AccountID: inst.AccountID, InstallationID: &inst.ID, API: models.APIPlugin,
-		JobType: models.JobTypePhotoShoot, SessionConfig: models.JSON(`{}`), Status: models.OrderInProgress,
+		JobType: jobtype.PhotoShoot, SessionConfig: models.JSON(`{}`), Status: status.OrderInProgress,
 		CreatedAt: now, UpdatedAt: now}
 	require.NoError(t, db.Create(&o).Error)
 	var jobs []models.Job
 	for i, created := range at {
 		j := models.Job{ID: models.NewID(), OrderID: o.ID, AccountID: inst.AccountID, InstallationID: &inst.ID,
-			JobType: models.JobTypePhotoShoot, Position: i, ProductRef: "REF-" + strconv.Itoa(i), ProductLabel: "Label",
-			AIModel: "local/studio-v1", AspectRatio: "1:1", CreditCost: 1, Run: 1, Status: status, Voting: models.VotingPending,
+			JobType: jobtype.PhotoShoot, Position: i, ProductRef: "REF-" + strconv.Itoa(i), ProductLabel: "Label",
+			AIModel: "local/studio-v1", AspectRatio: "1:1", CreditCost: 1, Run: 1, Status: st, Voting: models.VotingPending,
 			CreatedAt: created, UpdatedAt: created}
 		require.NoError(t, db.Create(&j).Error)
-		if status == models.JobCompleted {
+		if st == status.JobCompleted {
 			require.NoError(t, db.Create(&models.Asset{ID: models.OutputAssetID(j.ID, 1, 0), AccountID: inst.AccountID,
-				InstallationID: &inst.ID, Kind: models.AssetKindOutput, Status: models.AssetReady, ContentType: "image/png",
+				InstallationID: &inst.ID, Kind: models.AssetKindOutput, Status: status.AssetReady, ContentType: "image/png",
 				SizeBytes: 4, BlobKey: "outputs/" + j.ID + ".png", JobID: &j.ID, CreatedAt: created, UpdatedAt: created}).Error)
 		}
 		jobs = append(jobs, j)
@@ -93,8 +95,8 @@ func TestQueryJobsOnBothDatabases(t *testing.T) {
 		for i := range 10 {
 			at = append(at, base.Add(time.Duration(i/3)*time.Microsecond))
 		}
-		jobs := storeJobs(t, db, inst, models.JobPending, at...)
-		storeJobs(t, db, other, models.JobPending, base)
+		jobs := storeJobs(t, db, inst, status.JobPending, at...)
+		storeJobs(t, db, other, status.JobPending, base)
 
 		all, err := eng.QueryJobs(ctx, inst.ID, engine.JobFilter{Limit: 100})
 		require.NoError(t, err)
@@ -124,8 +126,8 @@ func TestListJobsPagesWithOutputs(t *testing.T) {
 	eng := &engine.Engine{DB: db, Log: zap.NewNop()}
 	inst, other := twoInstallations(t, db)
 	base := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
-	jobs := storeJobs(t, db, inst, models.JobCompleted, base, base.Add(time.Second), base.Add(2*time.Second))
-	storeJobs(t, db, other, models.JobCompleted, base.Add(time.Hour))
+	jobs := storeJobs(t, db, inst, status.JobCompleted, base, base.Add(time.Second), base.Add(2*time.Second))
+	storeJobs(t, db, other, status.JobCompleted, base.Add(time.Hour))
 
 	page, err := eng.ListJobs(ctx, inst.ID, engine.JobFilter{Limit: 2})
 	require.NoError(t, err)

@@ -9,6 +9,8 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // Reasons of the job use cases.
@@ -40,7 +42,7 @@ func (e *Engine) RefreshOutputs(ctx context.Context, installationID, jobID strin
 	if err != nil {
 		return nil, nil, err
 	}
-	if j.Status != models.JobCompleted {
+	if j.Status != status.JobCompleted {
 		return nil, nil, refuse(KindConflict, ReasonJobNotCompleted, "", "The job is %s; download URLs exist only for a completed job.", j.Status)
 	}
 	outs, err := models.JobOutputs(e.DB.WithContext(ctx), j.ID)
@@ -77,7 +79,7 @@ func (e *Engine) RateJob(ctx context.Context, installationID, jobID, voting stri
 	if err != nil {
 		return err
 	}
-	if j.Status != models.JobCompleted {
+	if j.Status != status.JobCompleted {
 		return refuse(KindConflict, ReasonJobNotCompleted, "", "The job is %s; only a completed job can be accepted or rejected.", j.Status)
 	}
 	err = e.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -96,7 +98,7 @@ func (e *Engine) RateJob(ctx context.Context, installationID, jobID, voting stri
 // locked first, as the retention sweep does, so a file is never purged under a packshot being
 // accepted.
 func applyRating(tx *gorm.DB, j *models.Job, voting string, now time.Time) error {
-	res := tx.Model(&models.Job{}).Where("id = ? AND status = ?", j.ID, models.JobCompleted).
+	res := tx.Model(&models.Job{}).Where("id = ? AND status = ?", j.ID, status.JobCompleted).
 		Updates(map[string]any{"voting": voting, "voting_at": now, "updated_at": now})
 	if res.Error != nil {
 		return res.Error
@@ -104,7 +106,7 @@ func applyRating(tx *gorm.DB, j *models.Job, voting string, now time.Time) error
 	if res.RowsAffected == 0 {
 		return gorm.ErrRecordNotFound
 	}
-	if j.JobType != models.JobTypePackshot {
+	if j.JobType != jobtype.Packshot {
 		return nil
 	}
 	candidate, err := models.EnsurePackshotCandidate(tx, j)

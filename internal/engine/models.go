@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
 )
 
 // Models: the generation models the engine plans with and the catalog both APIs show (their
@@ -56,7 +57,7 @@ func (e *Engine) Prices(jobTypes ...string) []models.Price {
 func (e *Engine) VideoProviders() []string {
 	var out []string
 	for _, m := range e.Models.Models() {
-		if m.Serves(models.JobTypeVideo) && !slices.Contains(out, m.Provider) {
+		if m.Serves(jobtype.Video) && !slices.Contains(out, m.Provider) {
 			out = append(out, m.Provider)
 		}
 	}

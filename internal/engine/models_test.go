@@ -10,6 +10,7 @@ import (
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
 )
 
 // servesAll is a provider that claims every model and job type of a test catalog and never
@@ -37,9 +38,9 @@ func catalogEngine() *engine.Engine {
 	c := &models.Catalog{
 		AspectRatios: []models.AspectRatio{{ID: "1:1"}, {ID: "4:5", Default: true}},
 		AIModels: []models.AIModel{
-			{ID: "p/shoot", Provider: "p", JobTypes: []string{models.JobTypePhotoShoot}, BaseCreditCost: 3},
-			{ID: "p/both", Provider: "p", JobTypes: []string{models.JobTypePhotoShoot, models.JobTypeVideo}, BaseCreditCost: 5},
-			{ID: "off/packshot", Provider: "off", JobTypes: []string{models.JobTypePackshot}, BaseCreditCost: 2},
+			{ID: "p/shoot", Provider: "p", JobTypes: []string{jobtype.PhotoShoot}, BaseCreditCost: 3},
+			{ID: "p/both", Provider: "p", JobTypes: []string{jobtype.PhotoShoot, jobtype.Video}, BaseCreditCost: 5},
+			{ID: "off/packshot", Provider: "off", JobTypes: []string{jobtype.Packshot}, BaseCreditCost: 2},
 		},
 	}
 	reg := providers.MustNewRegistry(c, map[string]providers.Provider{"p": servesAll{}})
@@ -57,13 +58,13 @@ func TestCatalogReadsShowTheConfiguredModelsOfTheJobTypes(t *testing.T) {
 	}
 	// p/both shows only the photo_shoot job type; off/packshot's provider is not configured.
 	assert.Equal(t, []string{"p/shoot:photo_shoot", "p/both:photo_shoot"},
-		offered(e.AIModels(models.JobTypePhotoShoot, models.JobTypePackshot)))
-	assert.Equal(t, []models.AIModel{}, e.AIModels(models.JobTypePackshot), "no model: an empty list, not nil")
+		offered(e.AIModels(jobtype.PhotoShoot, jobtype.Packshot)))
+	assert.Equal(t, []models.AIModel{}, e.AIModels(jobtype.Packshot), "no model: an empty list, not nil")
 
 	assert.Equal(t, []models.Price{
-		{JobType: models.JobTypePhotoShoot, Provider: "p", Model: "both", CreditCost: 5},
-		{JobType: models.JobTypePhotoShoot, Provider: "p", Model: "shoot", CreditCost: 3},
-	}, e.Prices(models.JobTypePhotoShoot, models.JobTypePackshot), "the offered models' job types at their base cost")
+		{JobType: jobtype.PhotoShoot, Provider: "p", Model: "both", CreditCost: 5},
+		{JobType: jobtype.PhotoShoot, Provider: "p", Model: "shoot", CreditCost: 3},
+	}, e.Prices(jobtype.PhotoShoot, jobtype.Packshot), "the offered models' job types at their base cost")
 
 	assert.Equal(t, []string{"1:1", "4:5"}, []string{e.AspectRatios()[0].ID, e.AspectRatios()[1].ID})
 	assert.Equal(t, "4:5", e.DefaultAspectRatio())

@@ -8,6 +8,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // OrderFilter selects an account's orders.
@@ -80,7 +81,7 @@ func (e *Engine) FindAccountOrder(ctx context.Context, accountID, orderID string
 	}
 	var outputs []models.Asset
 	if err := db.Where("job_id IN (?) AND kind = ? AND position = 0 AND purged_at IS NULL",
-		db.Model(&models.Job{}).Select("id").Where("order_id = ? AND status = ?", order.ID, models.JobCompleted),
+		db.Model(&models.Job{}).Select("id").Where("order_id = ? AND status = ?", order.ID, status.JobCompleted),
 		models.AssetKindOutput).Find(&outputs).Error; err != nil {
 		return AccountOrder{}, err
 	}

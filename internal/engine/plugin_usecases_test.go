@@ -13,6 +13,7 @@ import (
 	"github.com/shotflow/shotflow/internal/platform/secrets"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // wantKind fails unless err is an engine refusal of the kind.
@@ -91,7 +92,7 @@ func TestUploadClaimsOnce(t *testing.T) {
 
 	found, err := eng.FindUpload(ctx, asset.ID)
 	require.NoError(t, err)
-	assert.Equal(t, models.AssetAwaitingUpload, found.Status)
+	assert.Equal(t, status.AssetAwaitingUpload, found.Status)
 	wantKind(t, mustFail(eng.FindUpload(ctx, models.NewID())), engine.KindNotFound, "unknown upload")
 
 	require.NoError(t, eng.ClaimUpload(ctx, asset.ID))

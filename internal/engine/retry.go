@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/workflows"
 )
 
@@ -73,7 +74,7 @@ func (e *Engine) RetryJob(ctx context.Context, req RetryRequest) (RetryResult, e
 		if err != nil {
 			return err
 		}
-		counter := map[string]string{models.JobFailed: "jobs_failed", models.JobExpired: "jobs_expired"}[j.Status]
+		counter := map[string]string{status.JobFailed: "jobs_failed", status.JobExpired: "jobs_expired"}[j.Status]
 		if counter == "" {
 			return fmt.Errorf("%w: job %s is %s; only failed or expired jobs can run again", ErrNotRetryable, j.ID, j.Status)
 		}
@@ -88,7 +89,7 @@ func (e *Engine) RetryJob(ctx context.Context, req RetryRequest) (RetryResult, e
 		}
 		from := j.Run
 		upd := tx.Model(&models.Job{}).Where("id = ? AND run = ? AND status = ?", j.ID, from, j.Status).Updates(map[string]any{
-			"run": from + 1, "status": models.JobPending, "attempt_count": 0,
+			"run": from + 1, "status": status.JobPending, "attempt_count": 0,
 			"error_category": nil, "error_hint": nil, "error_detail": "",
 			"started_at": nil, "completed_at": nil, "run_started_at": nil, "updated_at": now,
 		})
@@ -99,7 +100,7 @@ func (e *Engine) RetryJob(ctx context.Context, req RetryRequest) (RetryResult, e
 			return fmt.Errorf("%w: job %s changed while it was being retried; look at it again", ErrNotRetryable, j.ID)
 		}
 		res.PreviousStatus = j.Status
-		j.Run, j.Status, j.UpdatedAt = from+1, models.JobPending, now
+		j.Run, j.Status, j.UpdatedAt = from+1, status.JobPending, now
 		total, err := models.ReserveForJobs(tx, j.AccountID, j.OrderID, []models.Job{*j})
 		if errors.Is(err, models.ErrInsufficientCredits) {
 			available := int64(-1)
@@ -114,7 +115,7 @@ func (e *Engine) RetryJob(ctx context.Context, req RetryRequest) (RetryResult, e
 		}
 		upd = tx.Exec(`UPDATE orders SET credits_reserved = credits_reserved + ?, `+counter+` = `+counter+` - 1,
 			status = ?, completed_at = NULL, updated_at = ? WHERE id = ? AND `+counter+` > 0`,
-			total, models.OrderInProgress, now, j.OrderID)
+			total, status.OrderInProgress, now, j.OrderID)
 		if upd.Error != nil {
 			return upd.Error
 		}

@@ -15,6 +15,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // Sessions: a session (plugin-api-v1.md) is an order of jobs for several products, each product a
@@ -65,7 +67,7 @@ type SessionRequest struct {
 func (e *Engine) PlanSession(ctx context.Context, req SessionRequest) (*models.Order, []models.Job, error) {
 	jobType := req.JobType
 	if jobType == "" {
-		jobType = models.JobTypePhotoShoot
+		jobType = jobtype.PhotoShoot
 	}
 	cfg := req.Config
 	if cfg.AspectRatio == "" {
@@ -92,7 +94,7 @@ func (e *Engine) PlanSession(ctx context.Context, req SessionRequest) (*models.O
 			return nil, nil, refuse(KindInvalid, "", "session_config.aspect_ratio", "%q is not supported by %s; it supports %s.",
 				cfg.AspectRatio, s.AIModel, strings.Join(m.SupportedAspectRatios, ", "))
 		}
-		if jobType == models.JobTypePackshot {
+		if jobType == jobtype.Packshot {
 			if !s.AutoRegisterPackshot {
 				return nil, nil, refuse(KindInvalid, "", field+".auto_register_packshot", "must be true for packshot jobs.")
 			}
@@ -117,7 +119,7 @@ func (e *Engine) PlanSession(ctx context.Context, req SessionRequest) (*models.O
 	}
 	jobs := make([]models.Job, 0, total)
 	var approved map[string]*models.ApprovedProduct
-	if jobType != models.JobTypePackshot {
+	if jobType != jobtype.Packshot {
 		// One query for every subject's product and approved packshots.
 		var err error
 		if approved, err = models.LiveProductsWithApprovedPackshots(db, instID, subjectRefs(req.Subjects)); err != nil {
@@ -128,7 +130,7 @@ func (e *Engine) PlanSession(ctx context.Context, req SessionRequest) (*models.O
 	for i, s := range req.Subjects {
 		var product *models.Product
 		var packshotID, inputAssetID *string
-		if jobType == models.JobTypePackshot {
+		if jobType == jobtype.Packshot {
 			// A packshot job starts from a plain photo: no approved packshot is needed.
 			p, assetID, err := resolvePhotoInput(db, instID, i, s)
 			if err != nil {
@@ -153,7 +155,7 @@ func (e *Engine) PlanSession(ctx context.Context, req SessionRequest) (*models.O
 				ID: models.NewID(), AccountID: req.AccountID, InstallationID: &instID, JobType: jobType,
 				Position: len(jobs), ProductID: &product.ID, ProductRef: s.ProductRef, ProductLabel: label,
 				PackshotID: packshotID, InputAssetID: inputAssetID, AIModel: m.ID, AspectRatio: cfg.AspectRatio,
-				CreditCost: m.BaseCreditCost, Run: 1, Status: models.JobPending, Voting: models.VotingPending,
+				CreditCost: m.BaseCreditCost, Run: 1, Status: status.JobPending, Voting: models.VotingPending,
 				CreatedAt: now, UpdatedAt: now,
 			})
 		}
@@ -219,7 +221,7 @@ func resolvePhotoInput(db *gorm.DB, installationID string, i int, s SessionSubje
 	if err != nil {
 		return nil, "", err
 	}
-	if asset.Status == models.AssetInvalid {
+	if asset.Status == status.AssetInvalid {
 		return nil, "", refuse(KindInvalid, "", field+".packshot_asset_id", "%q cannot be used: %s.", s.PackshotAssetID, asset.Problem)
 	}
 	return product, asset.ID, nil

@@ -12,6 +12,8 @@ import (
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // testModels is a registry of three models: a photo-shoot one, a packshot one, and one the
@@ -19,8 +21,8 @@ import (
 var testModels = newRegistry(&models.Catalog{
 	AspectRatios: []models.AspectRatio{{ID: "1:1", Default: true}},
 	AIModels: []models.AIModel{
-		{ID: "p/shoot", Provider: "p", JobTypes: []string{models.JobTypePhotoShoot}, SupportedAspectRatios: []string{"1:1", "4:5"}, BaseCreditCost: 3},
-		{ID: "p/packshot", Provider: "p", JobTypes: []string{models.JobTypePackshot}, SupportedAspectRatios: []string{"1:1"}, BaseCreditCost: 2},
+		{ID: "p/shoot", Provider: "p", JobTypes: []string{jobtype.PhotoShoot}, SupportedAspectRatios: []string{"1:1", "4:5"}, BaseCreditCost: 3},
+		{ID: "p/packshot", Provider: "p", JobTypes: []string{jobtype.Packshot}, SupportedAspectRatios: []string{"1:1"}, BaseCreditCost: 2},
 		{ID: "p/video", Provider: "p", JobTypes: []string{"video"}, SupportedAspectRatios: []string{"1:1"}, BaseCreditCost: 9},
 	},
 })
@@ -44,8 +46,8 @@ func newSessionFixture(t *testing.T, balance int64) *sessionFixture {
 		require.NoError(t, db.Create(&models.Asset{ID: id, AccountID: acct.ID, InstallationID: &inst.ID, Kind: models.AssetKindUpload,
 			Status: status, Problem: problem, CreatedAt: now}).Error)
 	}
-	asset("up", models.AssetReady, "")
-	asset("bad", models.AssetInvalid, "the file is not an image")
+	asset("up", status.AssetReady, "")
+	asset("bad", status.AssetInvalid, "the file is not an image")
 	for _, ref := range []string{"ok", "pending", "bare"} {
 		p := models.Product{ID: models.NewID(), AccountID: acct.ID, InstallationID: &inst.ID, ExternalRef: ref, DisplayName: "Product " + ref,
 			CreatedAt: now, UpdatedAt: now}
@@ -54,7 +56,7 @@ func newSessionFixture(t *testing.T, balance int64) *sessionFixture {
 		if voting == "" {
 			continue
 		}
-		asset("ps-"+ref, models.AssetReady, "")
+		asset("ps-"+ref, status.AssetReady, "")
 		require.NoError(t, db.Create(&models.Packshot{ID: models.NewID(), AccountID: acct.ID, InstallationID: &inst.ID, ProductID: p.ID,
 			AssetID: "ps-" + ref, ExternalRef: ref, Voting: voting, VotingAt: &now, CreatedAt: now}).Error)
 	}
@@ -63,7 +65,7 @@ func newSessionFixture(t *testing.T, balance int64) *sessionFixture {
 
 func (f *sessionFixture) request(jobType string, subjects ...engine.SessionSubject) engine.SessionRequest {
 	return engine.SessionRequest{AccountID: f.inst.AccountID, InstallationID: f.inst.ID, API: models.APIPlugin, JobType: jobType,
-		Subjects: subjects, JobTypes: []string{models.JobTypePhotoShoot, models.JobTypePackshot}}
+		Subjects: subjects, JobTypes: []string{jobtype.PhotoShoot, jobtype.Packshot}}
 }
 
 func shoot(ref string, n int) engine.SessionSubject {
@@ -91,22 +93,22 @@ func TestPlanSessionRefusals(t *testing.T) {
 			"subjects[0].ai_model", `"nope" is not a model listed by GET /ai-models.`, nil},
 		{"model the façade does not offer", f.request("", engine.SessionSubject{ProductRef: "ok", ImagesCount: 1, AIModel: "p/video"}),
 			engine.KindInvalid, "", "subjects[0].ai_model", `"p/video" is not a model listed by GET /ai-models.`, nil},
-		{"model of another job type", f.request(models.JobTypePackshot, shoot("ok", 1)), engine.KindInvalid, "",
+		{"model of another job type", f.request(jobtype.Packshot, shoot("ok", 1)), engine.KindInvalid, "",
 			"subjects[0].ai_model", `"p/shoot" does not generate packshot jobs.`, nil},
 		{"aspect ratio", func() engine.SessionRequest {
 			r := f.request("", shoot("ok", 1))
 			r.Config.AspectRatio = "9:16"
 			return r
 		}(), engine.KindInvalid, "", "session_config.aspect_ratio", `"9:16" is not supported by p/shoot; it supports 1:1, 4:5.`, nil},
-		{"packshot without auto-register", f.request(models.JobTypePackshot, photo("bare", "up", false)), engine.KindInvalid, "",
+		{"packshot without auto-register", f.request(jobtype.Packshot, photo("bare", "up", false)), engine.KindInvalid, "",
 			"subjects[0].auto_register_packshot", "must be true for packshot jobs.", nil},
-		{"packshot without input", f.request(models.JobTypePackshot, photo("bare", "", true)), engine.KindInvalid, "",
+		{"packshot without input", f.request(jobtype.Packshot, photo("bare", "", true)), engine.KindInvalid, "",
 			"subjects[0].packshot_asset_id", "is required for packshot jobs: it is the input photo.", nil},
-		{"packshot of an unknown product", f.request(models.JobTypePackshot, photo("missing", "up", true)), engine.KindInvalid, "",
+		{"packshot of an unknown product", f.request(jobtype.Packshot, photo("missing", "up", true)), engine.KindInvalid, "",
 			"subjects[0].product_ref", `"missing" is not in the catalog; register it with POST /images or POST /packshots.`, nil},
-		{"packshot of a foreign asset", f.request(models.JobTypePackshot, photo("bare", "elsewhere", true)), engine.KindInvalid, "",
+		{"packshot of a foreign asset", f.request(jobtype.Packshot, photo("bare", "elsewhere", true)), engine.KindInvalid, "",
 			"subjects[0].packshot_asset_id", `"elsewhere" is not an upload of this installation.`, nil},
-		{"packshot of an invalid upload", f.request(models.JobTypePackshot, photo("bare", "bad", true)), engine.KindInvalid, "",
+		{"packshot of an invalid upload", f.request(jobtype.Packshot, photo("bare", "bad", true)), engine.KindInvalid, "",
 			"subjects[0].packshot_asset_id", `"bad" cannot be used: the file is not an image.`, nil},
 		{"no approved packshot", f.request("", shoot("pending", 1), shoot("ok", 1), shoot("missing", 1), shoot("bare", 1)),
 			engine.KindPrerequisite, engine.ReasonPackshotNotApproved, "",
@@ -138,7 +140,7 @@ func TestPlanSessionPlansJobs(t *testing.T) {
 	req.SourceOrderID = &src
 	order, jobs, err := f.eng.PlanSession(t.Context(), req)
 	require.NoError(t, err)
-	assert.Equal(t, models.JobTypePhotoShoot, order.JobType)
+	assert.Equal(t, jobtype.PhotoShoot, order.JobType)
 	assert.Equal(t, &src, order.SourceOrderID)
 	assert.JSONEq(t, `{"aspect_ratio":"1:1"}`, string(order.SessionConfig))
 	require.Len(t, jobs, 2)
@@ -150,9 +152,9 @@ func TestPlanSessionPlansJobs(t *testing.T) {
 		assert.Equal(t, int64(3), j.CreditCost)
 	}
 
-	order, jobs, err = f.eng.PlanSession(t.Context(), f.request(models.JobTypePackshot, photo("bare", "up", true)))
+	order, jobs, err = f.eng.PlanSession(t.Context(), f.request(jobtype.Packshot, photo("bare", "up", true)))
 	require.NoError(t, err)
-	assert.Equal(t, models.JobTypePackshot, order.JobType)
+	assert.Equal(t, jobtype.Packshot, order.JobType)
 	require.Len(t, jobs, 1)
 	assert.Equal(t, "up", *jobs[0].InputAssetID)
 	assert.Nil(t, jobs[0].PackshotID)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/shotflow/shotflow/internal/platform/urlsign"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // Job is a job as clients see it.
@@ -73,7 +74,7 @@ func New(j *models.Job, outputs []models.Asset, signer *urlsign.Signer, expires 
 		Voting: j.Voting, VotingAt: j.VotingAt, Outputs: []Output{}, CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt,
 		StartedAt: j.StartedAt, CompletedAt: j.CompletedAt,
 	}
-	if j.Status == models.JobCompleted {
+	if j.Status == status.JobCompleted {
 		v.Outputs = Outputs(outputs, signer, expires)
 	}
 	return v

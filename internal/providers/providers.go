@@ -30,7 +30,7 @@ type SessionConfig struct {
 
 // Request asks a provider for the outputs of one job attempt.
 //
-// What Inputs hold depends on JobType (the models.JobType* constants):
+// What Inputs hold depends on JobType (the models/jobtype constants):
 //   - packshot: the product photo to cut out;
 //   - photo_shoot: the approved packshot (Scenery optionally holds a scene image);
 //   - model_idea, scenery_idea: nothing; Prompt holds the account's preferences text;

@@ -14,6 +14,7 @@ import (
 	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
 )
 
 // fake serves the job types listed per model.
@@ -76,7 +77,7 @@ func TestModelsForShowsOnlyTheGivenJobTypes(t *testing.T) {
 	r := providers.MustNewRegistry(catalog(t), map[string]providers.Provider{
 		"a": fake{"img": {"photo_shoot", "model_idea"}, "vid": {"video"}}, "b": fake{"img": {"packshot"}},
 	})
-	got := r.ModelsFor(models.JobTypePhotoShoot, models.JobTypePackshot)
+	got := r.ModelsFor(jobtype.PhotoShoot, jobtype.Packshot)
 	if len(got) != 2 || got[0].ID != "a/img" || len(got[0].JobTypes) != 1 || got[0].JobTypes[0] != "photo_shoot" || got[1].ID != "b/img" {
 		t.Fatalf("ModelsFor = %+v", got)
 	}

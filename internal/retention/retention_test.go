@@ -17,6 +17,7 @@ import (
 	"github.com/shotflow/shotflow/internal/retention"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 const period = 90 * 24 * time.Hour
@@ -61,7 +62,7 @@ func (f *fixture) file(kind string, age time.Duration) models.Asset {
 	id := models.NewID()
 	at := f.now.Add(-age)
 	jobID := models.NewID()
-	a := models.Asset{ID: id, AccountID: f.acc.ID, Kind: kind, Status: models.AssetReady, ContentType: "image/png",
+	a := models.Asset{ID: id, AccountID: f.acc.ID, Kind: kind, Status: status.AssetReady, ContentType: "image/png",
 		SizeBytes: 4, BlobKey: kind + "s/" + id + ".png", JobID: &jobID, CreatedAt: at, UpdatedAt: at}
 	if err := f.db.Create(&a).Error; err != nil {
 		f.t.Fatal(err)

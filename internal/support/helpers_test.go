@@ -15,6 +15,8 @@ import (
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
+	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/workflows"
 )
 
@@ -91,12 +93,12 @@ func newTenant(t *testing.T, db *gorm.DB, credits int64) tenant {
 func submit(t *testing.T, s *engine.Engine, tn tenant, cost int64, refs ...string) (models.Order, []models.Job) {
 	t.Helper()
 	order := models.Order{ID: models.NewID(), AccountID: tn.accountID, InstallationID: &tn.installationID, API: models.APIPlugin,
-		JobType: models.JobTypePhotoShoot, SessionConfig: models.JSON(`{}`)}
+		JobType: jobtype.PhotoShoot, SessionConfig: models.JSON(`{}`)}
 	jobs := make([]models.Job, len(refs))
 	for i, ref := range refs {
 		jobs[i] = models.Job{ID: models.NewID(), AccountID: tn.accountID, InstallationID: &tn.installationID,
-			JobType: models.JobTypePhotoShoot, Position: i, ProductRef: ref, ProductLabel: "Label " + ref,
-			AIModel: "sim/content-policy", AspectRatio: "1:1", CreditCost: cost, Status: models.JobPending, Voting: models.VotingPending}
+			JobType: jobtype.PhotoShoot, Position: i, ProductRef: ref, ProductLabel: "Label " + ref,
+			AIModel: "sim/content-policy", AspectRatio: "1:1", CreditCost: cost, Status: status.JobPending, Voting: models.VotingPending}
 	}
 	if err := s.Submit(context.Background(), &order, jobs); err != nil {
 		t.Fatal(err)
@@ -112,14 +114,14 @@ func fail(t *testing.T, db *gorm.DB, jobID string, run int, c errorcat.Category)
 	if err := models.BeginAttempt(db, jobID, run, 1); err != nil {
 		t.Fatalf("BeginAttempt %s run %d: %v", jobID, run, err)
 	}
-	if ok, err := models.EndJob(db, jobID, run, models.JobFailed, string(c), c.Hint(), "raw provider message for "+jobID); err != nil || !ok {
+	if ok, err := models.EndJob(db, jobID, run, status.JobFailed, string(c), c.Hint(), "raw provider message for "+jobID); err != nil || !ok {
 		t.Fatalf("EndJob %s run %d: %v, %v", jobID, run, ok, err)
 	}
 }
 
 func expire(t *testing.T, db *gorm.DB, jobID string) {
 	t.Helper()
-	if ok, err := models.EndJob(db, jobID, 1, models.JobExpired, "", "", ""); err != nil || !ok {
+	if ok, err := models.EndJob(db, jobID, 1, status.JobExpired, "", "", ""); err != nil || !ok {
 		t.Fatalf("expire %s: %v, %v", jobID, ok, err)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/workflows"
 )
 
@@ -93,7 +94,7 @@ func FindStragglers(ctx context.Context, db *gorm.DB, tc client.Client, ui UI, o
 	return out, nil
 }
 
-var openStatuses = []string{models.JobPending, models.JobInProgress, models.JobRetryPending}
+var openStatuses = []string{status.JobPending, status.JobInProgress, status.JobRetryPending}
 
 // strandedBecause says why no workflow will move the non-terminal job j, or "" when one will.
 func strandedBecause(ctx context.Context, db *gorm.DB, tc client.Client, j *models.Job) (string, error) {
@@ -192,7 +193,7 @@ func RedriveJob(ctx context.Context, s *engine.Engine, acts *activities.Activiti
 	if err != nil {
 		return RedriveResult{}, err
 	}
-	if models.IsTerminalJobStatus(j.Status) {
+	if status.IsTerminalJob(j.Status) {
 		return RedriveResult{}, fmt.Errorf("%w: job %s is %s", ErrNotStraggler, j.ID, j.Status)
 	}
 	why, err := strandedBecause(ctx, s.DB, s.Temporal, j)
@@ -210,7 +211,7 @@ func RedriveJob(ctx context.Context, s *engine.Engine, acts *activities.Activiti
 	c := errorcat.InternalBug
 	detail := fmt.Sprintf("settled by %s (shotflow admin jobs redrive --action %s): %s", actor, req.Action, why)
 	err = db.Transaction(func(tx *gorm.DB) error {
-		ended, err := models.EndJob(tx, j.ID, j.Run, models.JobFailed, string(c), c.Hint(), detail)
+		ended, err := models.EndJob(tx, j.ID, j.Run, status.JobFailed, string(c), c.Hint(), detail)
 		if err != nil {
 			return err
 		}
@@ -250,7 +251,7 @@ func signalOrder(ctx context.Context, tc client.Client, j *models.Job) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	err := tc.SignalWorkflow(ctx, workflows.OrderWorkflowID(j.OrderID), "", workflows.SignalJobFinished,
-		workflows.JobFinished{JobID: j.ID, Run: j.Run, Status: models.JobFailed})
+		workflows.JobFinished{JobID: j.ID, Run: j.Run, Status: status.JobFailed})
 	var notFound *serviceerror.NotFound
 	if err != nil && !errors.As(err, &notFound) {
 		return fmt.Errorf("signal order workflow: %w", err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // Errors of the support operations; each is wrapped with the detail an operator needs.
@@ -29,8 +30,8 @@ var (
 
 // JobStatuses are the statuses of the job state machine (docs/job-states.md).
 var JobStatuses = []string{
-	models.JobPending, models.JobInProgress, models.JobRetryPending,
-	models.JobCompleted, models.JobFailed, models.JobCancelled, models.JobExpired,
+	status.JobPending, status.JobInProgress, status.JobRetryPending,
+	status.JobCompleted, status.JobFailed, status.JobCancelled, status.JobExpired,
 }
 
 // ValidJobStatus reports whether s is a job status.

@@ -19,6 +19,8 @@ import (
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
+	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/workflows"
 )
 
@@ -140,7 +142,7 @@ func TestRetryJobRunsItAgainInsideItsOrder(t *testing.T) {
 		fail(t, db, a, 1, errorcat.ContentPolicy)
 		expire(t, db, b)
 		complete(t, db, c, 1)
-		if got := order(t, db, o.ID); got.Status != models.OrderCompleted || got.JobsFailed != 1 || got.JobsExpired != 1 || got.CompletedAt == nil {
+		if got := order(t, db, o.ID); got.Status != status.OrderCompleted || got.JobsFailed != 1 || got.JobsExpired != 1 || got.CompletedAt == nil {
 			t.Fatalf("order before the retry = %+v", got)
 		}
 		assertCredits(t, db, tn.accountID, 8, 0)
@@ -151,7 +153,7 @@ func TestRetryJobRunsItAgainInsideItsOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := support.RetryResult{
-			JobID: a, OrderID: o.ID, PreviousStatus: models.JobFailed, Run: 2, WorkflowID: "job/" + a + "/run-2",
+			JobID: a, OrderID: o.ID, PreviousStatus: status.JobFailed, Run: 2, WorkflowID: "job/" + a + "/run-2",
 			TemporalUIURL:   "http://localhost:8233/namespaces/default/workflows/job%2F" + a + "%2Frun-2",
 			CreditsReserved: 2, AuditID: res.AuditID, WorkflowStarted: true,
 		}
@@ -159,7 +161,7 @@ func TestRetryJobRunsItAgainInsideItsOrder(t *testing.T) {
 			t.Fatalf("result = %+v\nwant %+v", res, want)
 		}
 		j := job(t, db, a)
-		if j.Run != 2 || j.Status != models.JobPending || j.AttemptCount != 0 || j.ErrorCategory != nil || j.ErrorHint != nil ||
+		if j.Run != 2 || j.Status != status.JobPending || j.AttemptCount != 0 || j.ErrorCategory != nil || j.ErrorHint != nil ||
 			j.ErrorDetail != "" || j.StartedAt != nil || j.CompletedAt != nil || j.RunStartedAt == nil {
 			t.Fatalf("job after the retry = %+v", j)
 		}
@@ -168,7 +170,7 @@ func TestRetryJobRunsItAgainInsideItsOrder(t *testing.T) {
 		}
 		assertCredits(t, db, tn.accountID, 6, 2)
 		got := order(t, db, o.ID)
-		if got.Status != models.OrderInProgress || got.CompletedAt != nil || got.JobsFailed != 0 || got.JobsExpired != 1 ||
+		if got.Status != status.OrderInProgress || got.CompletedAt != nil || got.JobsFailed != 0 || got.JobsExpired != 1 ||
 			got.JobsCompleted != 1 || got.CreditsReserved != 8 || got.CreditsConsumed != 2 || got.CreditsReleased != 4 {
 			t.Fatalf("order after the retry = %+v", got)
 		}
@@ -195,7 +197,7 @@ func TestRetryJobRunsItAgainInsideItsOrder(t *testing.T) {
 		sa := st.opts.TypedSearchAttributes
 		for key, want := range map[temporal.SearchAttributeKeyKeyword]string{
 			workflows.SAAccountID: tn.accountID, workflows.SAInstallationID: tn.installationID, workflows.SAOrderID: o.ID,
-			workflows.SAJobType: models.JobTypePhotoShoot, workflows.SAJobStatus: models.JobPending,
+			workflows.SAJobType: jobtype.PhotoShoot, workflows.SAJobStatus: status.JobPending,
 		} {
 			if got, ok := sa.GetKeyword(key); !ok || got != want {
 				t.Errorf("search attribute %s = %q, want %q", key.GetName(), got, want)
@@ -213,20 +215,20 @@ func TestRetryJobRunsItAgainInsideItsOrder(t *testing.T) {
 		if _, err := support.RetryJob(ctx, s, ui, support.RetryRequest{JobID: a, Actor: "bob"}); !errors.Is(err, support.ErrNotRetryable) {
 			t.Fatalf("retry of a pending run = %v", err)
 		}
-		if ended, err := models.EndJob(db, a, 1, models.JobFailed, "CONTENT_POLICY", "", ""); err != nil || ended {
+		if ended, err := models.EndJob(db, a, 1, status.JobFailed, "CONTENT_POLICY", "", ""); err != nil || ended {
 			t.Fatalf("settling run 1 again: %v, %v", ended, err)
 		}
 		complete(t, db, a, 1)
-		if j := job(t, db, a); j.Status != models.JobPending || j.Run != 2 {
+		if j := job(t, db, a); j.Status != status.JobPending || j.Run != 2 {
 			t.Fatalf("a late settlement of run 1 moved the job: %+v", j)
 		}
 
 		// An expired job runs again too.
 		res, err = support.RetryJob(ctx, s, ui, support.RetryRequest{JobID: b, Actor: "alice"})
-		if err != nil || res.PreviousStatus != models.JobExpired || res.Run != 2 {
+		if err != nil || res.PreviousStatus != status.JobExpired || res.Run != 2 {
 			t.Fatalf("retry of the expired job = %+v, %v", res, err)
 		}
-		if got := order(t, db, o.ID); got.JobsExpired != 0 || got.CreditsReserved != 10 || got.Status != models.OrderInProgress {
+		if got := order(t, db, o.ID); got.JobsExpired != 0 || got.CreditsReserved != 10 || got.Status != status.OrderInProgress {
 			t.Fatalf("order = %+v", got)
 		}
 		assertCredits(t, db, tn.accountID, 4, 4)
@@ -235,7 +237,7 @@ func TestRetryJobRunsItAgainInsideItsOrder(t *testing.T) {
 		complete(t, db, a, 2)
 		fail(t, db, b, 2, errorcat.InternalBug)
 		got = order(t, db, o.ID)
-		if got.Status != models.OrderCompleted || got.CompletedAt == nil || got.JobsCompleted != 2 || got.JobsFailed != 1 ||
+		if got.Status != status.OrderCompleted || got.CompletedAt == nil || got.JobsCompleted != 2 || got.JobsFailed != 1 ||
 			got.CreditsReserved != 10 || got.CreditsConsumed+got.CreditsReleased != 10 {
 			t.Fatalf("order after the runs = %+v", got)
 		}
@@ -251,7 +253,7 @@ func TestRetryJobRunsItAgainInsideItsOrder(t *testing.T) {
 		}
 		complete(t, db, b, 3)
 		got = order(t, db, o.ID)
-		if got.Status != models.OrderCompleted || got.JobsCompleted != 3 || got.JobsFailed != 0 || got.JobsExpired != 0 ||
+		if got.Status != status.OrderCompleted || got.JobsCompleted != 3 || got.JobsFailed != 0 || got.JobsExpired != 0 ||
 			got.CreditsReserved != 12 || got.CreditsConsumed != 6 || got.CreditsReleased != 6 {
 			t.Fatalf("order after the third run = %+v", got)
 		}
@@ -280,7 +282,7 @@ func TestRetryJobRefusalsChangeNothing(t *testing.T) {
 		assertCredits(t, db, tn.accountID, 0, 2)
 		// A failed job whose reservation was never released (as if settlement had been skipped).
 		_, stuck := submit(t, s, newTenant(t, db, 1), 1, "stuck")
-		testdb.MustExec(t, db, "UPDATE jobs SET status = ? WHERE id = ?", models.JobFailed, stuck[0].ID)
+		testdb.MustExec(t, db, "UPDATE jobs SET status = ? WHERE id = ?", status.JobFailed, stuck[0].ID)
 		testdb.MustExec(t, db, "UPDATE orders SET jobs_failed = 1 WHERE id = ?", stuck[0].OrderID)
 		starts := tc.count()
 
@@ -347,7 +349,7 @@ func TestRetryWhoseStartIsLostIsStartedBySweeper(t *testing.T) {
 		if err != nil || res.WorkflowStarted || !strings.Contains(res.StartError, "connection to Temporal lost") || res.Run != 2 || res.AuditID == "" {
 			t.Fatalf("retry with a lost start = %+v, %v", res, err)
 		}
-		if j := job(t, db, x); j.Run != 2 || j.Status != models.JobPending || j.RunStartedAt != nil {
+		if j := job(t, db, x); j.Run != 2 || j.Status != status.JobPending || j.RunStartedAt != nil {
 			t.Fatalf("job = %+v", j)
 		}
 		assertCredits(t, db, tn.accountID, 4, 1)
@@ -433,7 +435,7 @@ func TestShowOrder(t *testing.T) {
 			return "http://localhost:8233/namespaces/default/workflows/" + strings.ReplaceAll(id, "/", "%2F")
 		}
 		sum := v.Order
-		if sum.OrderID != o.ID || sum.Status != models.OrderCompleted || sum.JobsTotal != 2 || sum.JobsCompleted != 1 || sum.JobsFailed != 1 ||
+		if sum.OrderID != o.ID || sum.Status != status.OrderCompleted || sum.JobsTotal != 2 || sum.JobsCompleted != 1 || sum.JobsFailed != 1 ||
 			sum.Credits != (support.CreditsSummary{Reserved: 3, Consumed: 1, Released: 2, Held: 0}) ||
 			sum.WorkflowID != "order/"+o.ID || sum.TemporalUIURL != link("order/"+o.ID) || sum.CompletedAt == nil {
 			t.Fatalf("order = %+v", sum)
@@ -442,12 +444,12 @@ func TestShowOrder(t *testing.T) {
 			t.Fatalf("jobs = %+v", v.Jobs)
 		}
 		m, vs := v.Jobs[0], v.Jobs[1]
-		if m.Run != 2 || m.Status != models.JobCompleted || m.WorkflowID != "job/"+mug+"/run-2" || m.TemporalUIURL != link("job/"+mug+"/run-2") ||
+		if m.Run != 2 || m.Status != status.JobCompleted || m.WorkflowID != "job/"+mug+"/run-2" || m.TemporalUIURL != link("job/"+mug+"/run-2") ||
 			len(m.EarlierRuns) != 1 || m.EarlierRuns[0] != (support.RunLink{Run: 1, WorkflowID: "job/" + mug, TemporalUIURL: link("job/" + mug)}) ||
 			m.RunStartedAt == nil || m.CompletedAt == nil || m.ErrorCategory != nil {
 			t.Fatalf("retried job = %+v", m)
 		}
-		if vs.Run != 1 || vs.Status != models.JobFailed || vs.ErrorCategory == nil || *vs.ErrorCategory != "INPUT_MISSING" ||
+		if vs.Run != 1 || vs.Status != status.JobFailed || vs.ErrorCategory == nil || *vs.ErrorCategory != "INPUT_MISSING" ||
 			vs.ErrorHint == nil || vs.ErrorDetail != "raw provider message for "+vase || vs.WorkflowID != "job/"+vase || len(vs.EarlierRuns) != 0 {
 			t.Fatalf("failed job = %+v", vs)
 		}

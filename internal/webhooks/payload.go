@@ -8,6 +8,7 @@ import (
 	"github.com/shotflow/shotflow/internal/jobview"
 	"github.com/shotflow/shotflow/internal/platform/urlsign"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // Event types (plugin-api-v1.md, Events). An expired job is reported as job.failed, with
@@ -20,13 +21,13 @@ const (
 
 // EventForStatus returns the event type of a terminal job status; ok is false for a job that is
 // not terminal.
-func EventForStatus(status string) (event string, ok bool) {
-	switch status {
-	case models.JobCompleted:
+func EventForStatus(jobStatus string) (event string, ok bool) {
+	switch jobStatus {
+	case status.JobCompleted:
 		return EventJobCompleted, true
-	case models.JobFailed, models.JobExpired:
+	case status.JobFailed, status.JobExpired:
 		return EventJobFailed, true
-	case models.JobCancelled:
+	case status.JobCancelled:
 		return EventJobCancelled, true
 	}
 	return "", false

@@ -14,21 +14,23 @@ import (
 	"github.com/shotflow/shotflow/internal/platform/urlsign"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 func TestEventForStatus(t *testing.T) {
 	cases := map[string]string{
-		models.JobCompleted: "job.completed",
-		models.JobFailed:    "job.failed",
-		models.JobExpired:   "job.failed",
-		models.JobCancelled: "job.cancelled",
+		status.JobCompleted: "job.completed",
+		status.JobFailed:    "job.failed",
+		status.JobExpired:   "job.failed",
+		status.JobCancelled: "job.cancelled",
 	}
 	for status, want := range cases {
 		if got, ok := webhooks.EventForStatus(status); !ok || got != want {
 			t.Errorf("EventForStatus(%s) = %q, %v; want %q", status, got, ok, want)
 		}
 	}
-	for _, s := range []string{models.JobPending, models.JobInProgress, models.JobRetryPending, ""} {
+	for _, s := range []string{status.JobPending, status.JobInProgress, status.JobRetryPending, ""} {
 		if _, ok := webhooks.EventForStatus(s); ok {
 			t.Errorf("EventForStatus(%q) is an event", s)
 		}
@@ -42,7 +44,7 @@ func TestBuildJobPayload(t *testing.T) {
 	packshot, cat, hint := "asset-in", "RATE_LIMIT", "hint"
 	purged := created
 	job := &models.Job{
-		ID: "job-1", OrderID: "order-1", JobType: models.JobTypePhotoShoot, Status: models.JobCompleted, ProductRef: "mug-01",
+		ID: "job-1", OrderID: "order-1", JobType: jobtype.PhotoShoot, Status: status.JobCompleted, ProductRef: "mug-01",
 		ProductLabel: "Red mug", InputAssetID: &packshot, AIModel: "local/studio-v1", AspectRatio: "4:5", CreditCost: 2,
 		AttemptCount: 3, Voting: models.VotingPending, CreatedAt: created.Add(-time.Hour), UpdatedAt: done,
 		StartedAt: &started, CompletedAt: &done,
@@ -91,7 +93,7 @@ func TestBuildJobPayload(t *testing.T) {
 	}
 
 	// A job that did not complete has no outputs, whatever assets exist; keys are always present.
-	job.Status, job.ErrorCategory, job.ErrorHint = models.JobExpired, &cat, &hint
+	job.Status, job.ErrorCategory, job.ErrorHint = status.JobExpired, &cat, &hint
 	body, err = webhooks.BuildJobPayload(webhooks.JobPayload{DeliveryID: "d-2", Event: "job.failed", CreatedAt: created, Job: job, Outputs: outputs, Signer: signer})
 	if err != nil {
 		t.Fatal(err)
@@ -178,7 +180,7 @@ func completedJob() (*models.Job, []models.Asset, *urlsign.Signer, time.Time) {
 	created := time.Date(2026, 6, 1, 12, 30, 0, 0, time.UTC)
 	done, packshot := created.Add(-time.Second), "asset-in"
 	job := &models.Job{
-		ID: "job-1", OrderID: "order-1", JobType: models.JobTypePhotoShoot, Status: models.JobCompleted, ProductRef: "mug-01",
+		ID: "job-1", OrderID: "order-1", JobType: jobtype.PhotoShoot, Status: status.JobCompleted, ProductRef: "mug-01",
 		ProductLabel: "Red mug", InputAssetID: &packshot, AIModel: "local/studio-v1", AspectRatio: "4:5", CreditCost: 2,
 		AttemptCount: 1, Voting: models.VotingAccepted, VotingAt: &done, CreatedAt: created.Add(-time.Hour), UpdatedAt: done,
 		StartedAt: &done, CompletedAt: &done,

@@ -8,7 +8,7 @@ import (
 
 	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
-	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
 )
 
 // endpoint is one fal model endpoint behind a catalog model fal/<name>.
@@ -29,7 +29,7 @@ type endpoint struct {
 var endpoints = map[string]endpoint{
 	"flux-pro-kontext": {
 		id:       "fal-ai/flux-pro/kontext",
-		jobTypes: []string{models.JobTypePhotoShoot, models.JobTypePackshot},
+		jobTypes: []string{jobtype.PhotoShoot, jobtype.Packshot},
 		// aspect_ratio enum of https://fal.ai/models/fal-ai/flux-pro/kontext/api: 21:9, 16:9, 4:3,
 		// 3:2, 1:1, 2:3, 3:4, 9:16, 9:21 (no 4:5); the catalog ratios it has pass through.
 		ratios: map[string]string{
@@ -39,7 +39,7 @@ var endpoints = map[string]endpoint{
 	},
 	"flux-dev": {
 		id:       "fal-ai/flux/dev",
-		jobTypes: []string{models.JobTypeModelIdea, models.JobTypeSceneryIdea},
+		jobTypes: []string{jobtype.ModelIdea, jobtype.SceneryIdea},
 		// image_size enum of https://fal.ai/models/fal-ai/flux/dev/api.
 		ratios: map[string]string{
 			"1:1": "square_hd", "3:4": "portrait_4_3", "9:16": "portrait_16_9", "4:3": "landscape_4_3", "16:9": "landscape_16_9",
@@ -48,7 +48,7 @@ var endpoints = map[string]endpoint{
 	},
 	"kling-video-v2.1": {
 		id:       "fal-ai/kling-video/v2.1/standard/image-to-video",
-		jobTypes: []string{models.JobTypeVideo},
+		jobTypes: []string{jobtype.Video},
 		// https://fal.ai/models/fal-ai/kling-video/v2.1/standard/image-to-video/api has no size
 		// input: the video takes the shape of its input image.
 		ratios: map[string]string{"1:1": "", "9:16": "", "16:9": ""},
@@ -115,7 +115,7 @@ func kontextInput(req providers.Request, ratio string) (any, error) {
 		return nil, err
 	}
 	prompt := packshotPrompt
-	if req.JobType == models.JobTypePhotoShoot {
+	if req.JobType == jobtype.PhotoShoot {
 		// Kontext [pro] edits one image: a scene image (req.Scenery) cannot be sent along, so the
 		// scene comes from the session's style and suggestions.
 		prompt = photoShootPrompt(req.Session)
@@ -128,7 +128,7 @@ func kontextInput(req providers.Request, ratio string) (any, error) {
 
 func fluxDevInput(req providers.Request, size string) (any, error) {
 	prompt := sceneryIdeaPrompt(req.Prompt)
-	if req.JobType == models.JobTypeModelIdea {
+	if req.JobType == jobtype.ModelIdea {
 		prompt = modelIdeaPrompt(req.Prompt)
 	}
 	return fluxDevRequest{

@@ -20,6 +20,7 @@ import (
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
 )
 
 const (
@@ -229,7 +230,7 @@ func ideaRequest(jobType string) providers.Request {
 }
 
 func videoRequest(t *testing.T) providers.Request {
-	return providers.Request{JobID: "job-3", JobType: models.JobTypeVideo, Model: "kling-video-v2.1", AspectRatio: "9:16",
+	return providers.Request{JobID: "job-3", JobType: jobtype.Video, Model: "kling-video-v2.1", AspectRatio: "9:16",
 		Prompt: "slow orbit", Inputs: []providers.Input{{Data: testimage.GradientPNG(t, 4, 4), ContentType: "image/png"}}}
 }
 
@@ -256,17 +257,17 @@ func TestGenerateImages(t *testing.T) {
 		input map[string]any
 		words []string // in the prompt
 	}{
-		{"photo_shoot", photoRequest(t, models.JobTypePhotoShoot), "/fal-ai/flux-pro/kontext",
+		{"photo_shoot", photoRequest(t, jobtype.PhotoShoot), "/fal-ai/flux-pro/kontext",
 			map[string]any{"image_url": dataURI, "aspect_ratio": "3:2", "seed": 1234567.0, "num_images": 1.0,
 				"output_format": "png", "safety_tolerance": "2"},
 			[]string{"Place this exact product", "sunlit marble kitchen", "morning light, fresh lemons.", "Keep the product exactly"}},
-		{"packshot", photoRequest(t, models.JobTypePackshot), "/fal-ai/flux-pro/kontext",
+		{"packshot", photoRequest(t, jobtype.Packshot), "/fal-ai/flux-pro/kontext",
 			map[string]any{"image_url": dataURI, "aspect_ratio": "3:2", "seed": 1234567.0},
 			[]string{"pure white", "seamless", "centred", "contact shadow", "Keep the product exactly"}},
-		{"model_idea", ideaRequest(models.JobTypeModelIdea), "/fal-ai/flux/dev",
+		{"model_idea", ideaRequest(jobtype.ModelIdea), "/fal-ai/flux/dev",
 			map[string]any{"image_size": "portrait_16_9", "seed": float64(-5 & 0x7fffffff), "num_images": 1.0, "enable_safety_checker": true},
 			[]string{"fashion model", "scandinavian living room, oak table"}},
-		{"scenery_idea", ideaRequest(models.JobTypeSceneryIdea), "/fal-ai/flux/dev",
+		{"scenery_idea", ideaRequest(jobtype.SceneryIdea), "/fal-ai/flux/dev",
 			map[string]any{"image_size": "portrait_16_9"},
 			[]string{"Empty scene", "scandinavian living room, oak table"}},
 	}
@@ -340,7 +341,7 @@ func TestGenerateVideo(t *testing.T) {
 func TestImageSizeFromFile(t *testing.T) {
 	q := newFakeQueue(t)
 	q.output = `{"images":[{"url":"%s/files/out.png","content_type":"image/png"}],"has_nsfw_concepts":[false],"seed":1}`
-	outs, err := q.provider().Generate(context.Background(), ideaRequest(models.JobTypeSceneryIdea))
+	outs, err := q.provider().Generate(context.Background(), ideaRequest(jobtype.SceneryIdea))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +354,7 @@ func TestImageSizeFromFile(t *testing.T) {
 func TestNSFWImagesLeftOut(t *testing.T) {
 	q := newFakeQueue(t)
 	q.output = `{"images":[{"url":"%s/files/black.png"},{"url":"%s/files/out.png","width":12,"height":9}],"has_nsfw_concepts":[true,false]}`
-	outs, err := q.provider().Generate(context.Background(), ideaRequest(models.JobTypeModelIdea))
+	outs, err := q.provider().Generate(context.Background(), ideaRequest(jobtype.ModelIdea))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -424,7 +425,7 @@ func TestFailureClassification(t *testing.T) {
 				} else {
 					q.result = &rep
 				}
-				_, err := q.provider().Generate(context.Background(), photoRequest(t, models.JobTypePhotoShoot))
+				_, err := q.provider().Generate(context.Background(), photoRequest(t, jobtype.PhotoShoot))
 				ge := category(t, err)
 				if ge.Category != tc.want || ge.RetryAfter != tc.after {
 					t.Errorf("%s (RetryAfter %s), want %s (%s): %s", ge.Category, ge.RetryAfter, tc.want, tc.after, ge.Message)
@@ -451,19 +452,19 @@ func TestResultFailures(t *testing.T) {
 		output string
 		want   errorcat.Category
 	}{
-		{"all images nsfw", func(t *testing.T) providers.Request { return photoRequest(t, models.JobTypePackshot) },
+		{"all images nsfw", func(t *testing.T) providers.Request { return photoRequest(t, jobtype.Packshot) },
 			`{"images":[{"url":"%s/files/out.png","width":8,"height":8}],"has_nsfw_concepts":[true]}`, errorcat.ContentPolicy},
-		{"no images", func(t *testing.T) providers.Request { return ideaRequest(models.JobTypeModelIdea) },
+		{"no images", func(t *testing.T) providers.Request { return ideaRequest(jobtype.ModelIdea) },
 			`{"images":[],"has_nsfw_concepts":[]}`, errorcat.InternalBug},
 		{"no video", videoRequest, `{"detail":"ok"}`, errorcat.InternalBug},
-		{"malformed", func(t *testing.T) providers.Request { return photoRequest(t, models.JobTypePackshot) },
+		{"malformed", func(t *testing.T) providers.Request { return photoRequest(t, jobtype.Packshot) },
 			`{"images":"out.png"}`, errorcat.InternalBug},
-		{"image URL gone", func(t *testing.T) providers.Request { return photoRequest(t, models.JobTypePackshot) },
+		{"image URL gone", func(t *testing.T) providers.Request { return photoRequest(t, jobtype.Packshot) },
 			`{"images":[{"url":"%s/files/expired.png"}],"has_nsfw_concepts":[false]}`, errorcat.TransientInfra},
 		{"video URL gone", videoRequest, `{"video":{"url":"%s/files/expired.mp4"}}`, errorcat.TransientInfra},
-		{"not an image", func(t *testing.T) providers.Request { return photoRequest(t, models.JobTypePackshot) },
+		{"not an image", func(t *testing.T) providers.Request { return photoRequest(t, jobtype.Packshot) },
 			`{"images":[{"url":"%s/files/out.mp4"}],"has_nsfw_concepts":[false]}`, errorcat.TransientInfra},
-		{"malformed data URI", func(t *testing.T) providers.Request { return photoRequest(t, models.JobTypePackshot) },
+		{"malformed data URI", func(t *testing.T) providers.Request { return photoRequest(t, jobtype.Packshot) },
 			`{"images":[{"url":"data:image/png,not-base64"}],"has_nsfw_concepts":[false]}`, errorcat.InternalBug},
 	}
 	for _, tt := range tests {
@@ -504,7 +505,7 @@ func TestStatusFailures(t *testing.T) {
 				q.statuses = tt.statuses
 			}
 			q.status = tt.status
-			_, err := q.provider().Generate(context.Background(), ideaRequest(models.JobTypeSceneryIdea))
+			_, err := q.provider().Generate(context.Background(), ideaRequest(jobtype.SceneryIdea))
 			switch {
 			case tt.want == "" && err != nil:
 				t.Fatalf("unexpected error %v", err)
@@ -590,7 +591,7 @@ func TestTransportFailures(t *testing.T) {
 			srv := httptest.NewServer(handler)
 			defer srv.Close()
 			p := New(Config{APIKey: testKey, QueueURL: srv.URL, HTTPClient: &http.Client{Timeout: 100 * time.Millisecond}})
-			_, err := p.Generate(context.Background(), ideaRequest(models.JobTypeModelIdea))
+			_, err := p.Generate(context.Background(), ideaRequest(jobtype.ModelIdea))
 			if ge := category(t, err); ge.Category != errorcat.TransientInfra || !strings.Contains(ge.Message, "submit to fal-ai/flux/dev") {
 				t.Errorf("%s: %s, want TRANSIENT_INFRA", ge.Category, ge.Message)
 			}
@@ -600,14 +601,14 @@ func TestTransportFailures(t *testing.T) {
 
 // TestRejectedBeforeCalling: requests that cannot be served fail without reaching fal.
 func TestRejectedBeforeCalling(t *testing.T) {
-	noImage := photoRequest(t, models.JobTypePackshot)
+	noImage := photoRequest(t, jobtype.Packshot)
 	noImage.Inputs = nil
 	emptyVideo := videoRequest(t)
 	emptyVideo.Inputs = []providers.Input{{ContentType: "image/png"}}
-	badRatio := photoRequest(t, models.JobTypePhotoShoot)
+	badRatio := photoRequest(t, jobtype.PhotoShoot)
 	badRatio.AspectRatio = "4:5"
-	wrongJob := ideaRequest(models.JobTypePackshot)
-	unknown := ideaRequest(models.JobTypeModelIdea)
+	wrongJob := ideaRequest(jobtype.Packshot)
+	unknown := ideaRequest(jobtype.ModelIdea)
 	unknown.Model = "flux-schnell"
 	tests := []struct {
 		name string
@@ -620,7 +621,7 @@ func TestRejectedBeforeCalling(t *testing.T) {
 		{"unsupported aspect ratio", badRatio, testKey, errorcat.InternalBug},
 		{"job type not served", wrongJob, testKey, errorcat.InternalBug},
 		{"unknown model", unknown, testKey, errorcat.InternalBug},
-		{"no API key", ideaRequest(models.JobTypeModelIdea), "", errorcat.ProviderAccount},
+		{"no API key", ideaRequest(jobtype.ModelIdea), "", errorcat.ProviderAccount},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -641,7 +642,7 @@ func TestRejectedBeforeCalling(t *testing.T) {
 func TestKeyNeverInMessages(t *testing.T) {
 	q := newFakeQueue(t)
 	q.submit = &reply{status: 401, body: `{"detail":"No user found for Key ` + testKey + `"}`}
-	_, err := q.provider().Generate(context.Background(), ideaRequest(models.JobTypeModelIdea))
+	_, err := q.provider().Generate(context.Background(), ideaRequest(jobtype.ModelIdea))
 	ge := category(t, err) // fails on the key
 	if ge.Category != errorcat.ProviderAccount || !strings.Contains(ge.Message, "[redacted]") {
 		t.Errorf("%s: %s", ge.Category, ge.Message)
@@ -652,7 +653,7 @@ func TestKeyNeverInMessages(t *testing.T) {
 func TestForeignAnswerURLs(t *testing.T) {
 	q := newFakeQueue(t)
 	q.submit = &reply{status: 200, body: `{"request_id":"r","status_url":"https://elsewhere.example/s","response_url":"https://elsewhere.example/r"}`}
-	_, err := q.provider().Generate(context.Background(), ideaRequest(models.JobTypeModelIdea))
+	_, err := q.provider().Generate(context.Background(), ideaRequest(jobtype.ModelIdea))
 	if ge := category(t, err); ge.Category != errorcat.InternalBug {
 		t.Errorf("%s: %s", ge.Category, ge.Message)
 	}
@@ -695,7 +696,7 @@ func TestServesAgreesWithCatalog(t *testing.T) {
 			t.Errorf("model %s of the table is not in the catalog", name)
 		}
 	}
-	if p.Serves("flux-dev", models.JobTypePackshot) || p.Serves("kling-video-v2.1", models.JobTypeReel) || p.Serves("nope", models.JobTypeVideo) {
+	if p.Serves("flux-dev", jobtype.Packshot) || p.Serves("kling-video-v2.1", jobtype.Reel) || p.Serves("nope", jobtype.Video) {
 		t.Error("Serves accepts a job type outside the table")
 	}
 	if _, err := providers.NewRegistry(catalog, map[string]providers.Provider{Name: p}); err != nil {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/shotflow/shotflow/internal/providers"
-	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
 )
 
 // BenchmarkPhotoShoot1024 and BenchmarkPhotoShoot1024Concurrent8 live in local_test.go.
@@ -67,7 +67,7 @@ func BenchmarkPhotoShootJobs(b *testing.B) {
 				if i == 0 || bc.every > 0 && i%bc.every == 0 {
 					inputCache.reset()
 				}
-				req := providers.Request{JobType: models.JobTypePhotoShoot, Model: StudioModel, LongEdge: 64,
+				req := providers.Request{JobType: jobtype.PhotoShoot, Model: StudioModel, LongEdge: 64,
 					Seed: int64(i % jobsPerProduct), Inputs: []providers.Input{{Data: data, ContentType: "image/png"}}}
 				if _, err := (Provider{}).Generate(context.Background(), req); err != nil {
 					b.Fatal(err)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
-	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
 )
 
 func TestIdeaSizes(t *testing.T) {
@@ -298,9 +298,9 @@ func TestProviderGenerate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, jt := range []string{models.JobTypePhotoShoot, models.JobTypePackshot, models.JobTypeModelIdea, models.JobTypeSceneryIdea} {
+	for _, jt := range []string{jobtype.PhotoShoot, jobtype.Packshot, jobtype.ModelIdea, jobtype.SceneryIdea} {
 		req := providers.Request{JobType: jt, Model: StudioModel, AspectRatio: "4:5", LongEdge: 320, Seed: 5, Prompt: "tall woman, beach"}
-		if jt == models.JobTypePhotoShoot || jt == models.JobTypePackshot {
+		if jt == jobtype.PhotoShoot || jt == jobtype.Packshot {
 			req.Inputs = []providers.Input{{Data: shot, ContentType: "image/png"}}
 		}
 		outs, err := Provider{}.Generate(context.Background(), req)
@@ -323,10 +323,10 @@ func TestProviderGenerate(t *testing.T) {
 		req  providers.Request
 		want errorcat.Category
 	}{
-		{providers.Request{JobType: models.JobTypePackshot}, errorcat.InputMissing},
-		{providers.Request{JobType: models.JobTypePackshot, Inputs: []providers.Input{{Data: []byte("not an image")}}}, errorcat.InputMissing},
-		{providers.Request{JobType: models.JobTypePhotoShoot, Inputs: []providers.Input{{Data: []byte{0x89, 'P', 'N', 'G'}}}}, errorcat.InputMissing},
-		{providers.Request{JobType: models.JobTypeModelIdea, AspectRatio: "7:1"}, errorcat.InternalBug},
+		{providers.Request{JobType: jobtype.Packshot}, errorcat.InputMissing},
+		{providers.Request{JobType: jobtype.Packshot, Inputs: []providers.Input{{Data: []byte("not an image")}}}, errorcat.InputMissing},
+		{providers.Request{JobType: jobtype.PhotoShoot, Inputs: []providers.Input{{Data: []byte{0x89, 'P', 'N', 'G'}}}}, errorcat.InputMissing},
+		{providers.Request{JobType: jobtype.ModelIdea, AspectRatio: "7:1"}, errorcat.InternalBug},
 		{providers.Request{JobType: "banner", Inputs: []providers.Input{{Data: shot}}}, errorcat.InternalBug},
 	}
 	for _, f := range fails {
@@ -337,7 +337,7 @@ func TestProviderGenerate(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := (Provider{}).Generate(ctx, providers.Request{JobType: models.JobTypeSceneryIdea}); providers.Classify(err).Category != errorcat.TransientInfra {
+	if _, err := (Provider{}).Generate(ctx, providers.Request{JobType: jobtype.SceneryIdea}); providers.Classify(err).Category != errorcat.TransientInfra {
 		t.Errorf("cancelled: %v, want TRANSIENT_INFRA", err)
 	}
 }
@@ -345,11 +345,11 @@ func TestProviderGenerate(t *testing.T) {
 func TestProviderServes(t *testing.T) {
 	var _ providers.Provider = Provider{}
 	want := map[string][]string{
-		StudioModel: {models.JobTypePhotoShoot, models.JobTypePackshot, models.JobTypeModelIdea, models.JobTypeSceneryIdea},
-		MotionModel: {models.JobTypeVideo, models.JobTypeReel},
+		StudioModel: {jobtype.PhotoShoot, jobtype.Packshot, jobtype.ModelIdea, jobtype.SceneryIdea},
+		MotionModel: {jobtype.Video, jobtype.Reel},
 	}
 	for _, model := range []string{StudioModel, MotionModel, "studio-v2", "", "ok"} {
-		for _, jt := range append(slices.Clone(models.JobTypes), "", "banner") {
+		for _, jt := range append(slices.Clone(jobtype.All), "", "banner") {
 			if got := (Provider{}).Serves(model, jt); got != slices.Contains(want[model], jt) {
 				t.Errorf("Serves(%q, %q) = %v", model, jt, got)
 			}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
-	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
 )
 
 // countDecodes makes decodeImage count its calls into the returned counter until the test ends,
@@ -74,7 +74,7 @@ func generate(t testing.TB, req providers.Request) []byte {
 func cachedRequests(t testing.TB, input providers.Input) []providers.Request {
 	scenery := inputPNG(t, gradient(200, 150))
 	var reqs []providers.Request
-	for _, jt := range []string{models.JobTypePhotoShoot, models.JobTypePackshot} {
+	for _, jt := range []string{jobtype.PhotoShoot, jobtype.Packshot} {
 		for _, c := range []struct {
 			aspect   string
 			longEdge int
@@ -83,7 +83,7 @@ func cachedRequests(t testing.TB, input providers.Input) []providers.Request {
 				req := providers.Request{JobType: jt, Model: StudioModel, AspectRatio: c.aspect, LongEdge: c.longEdge,
 					Seed: seed, Inputs: []providers.Input{input}, Session: providers.SessionConfig{Style: "dark studio"}}
 				reqs = append(reqs, req)
-				if jt == models.JobTypePhotoShoot && seed == 1 {
+				if jt == jobtype.PhotoShoot && seed == 1 {
 					req.Scenery = &scenery
 					reqs = append(reqs, req)
 				}
@@ -125,7 +125,7 @@ func renderUncached(t *testing.T, req providers.Request) []byte {
 		t.Fatal(err)
 	}
 	var out *image.NRGBA
-	if req.JobType == models.JobTypePackshot {
+	if req.JobType == jobtype.Packshot {
 		out, err = Packshot(img, PackshotOptions{AspectRatio: req.AspectRatio, LongEdge: req.LongEdge, Seed: req.Seed})
 	} else {
 		opts := PhotoShootOptions{AspectRatio: req.AspectRatio, LongEdge: req.LongEdge, Seed: req.Seed, Style: req.Session.Style}
@@ -151,7 +151,7 @@ func renderUncached(t *testing.T, req providers.Request) []byte {
 func TestCacheHitSkipsDecode(t *testing.T) {
 	decodes := countDecodes(t)
 	input := inputPNG(t, makeMug())
-	req := providers.Request{JobType: models.JobTypePhotoShoot, AspectRatio: "4:5", LongEdge: 64, Inputs: []providers.Input{input}}
+	req := providers.Request{JobType: jobtype.PhotoShoot, AspectRatio: "4:5", LongEdge: 64, Inputs: []providers.Input{input}}
 	for seed := range int64(5) {
 		req.Seed = seed
 		generate(t, req)
@@ -167,7 +167,7 @@ func TestCacheHitSkipsDecode(t *testing.T) {
 	}
 	req.LongEdge = 128
 	generate(t, req)
-	req.JobType = models.JobTypePackshot
+	req.JobType = jobtype.Packshot
 	generate(t, req)
 	if n := decodes.Load(); n != 3 {
 		t.Errorf("after another canvas and a packshot: %d decodes, want 3", n)
@@ -186,19 +186,19 @@ func TestCacheKeepsNoFailures(t *testing.T) {
 		req  providers.Request
 		want string
 	}{
-		{providers.Request{JobType: models.JobTypePhotoShoot}, "INPUT_MISSING: photo shoot needs a packshot input"},
-		{providers.Request{JobType: models.JobTypePackshot}, "INPUT_MISSING: packshot needs a product photo input"},
-		{providers.Request{JobType: models.JobTypePhotoShoot, Inputs: []providers.Input{{Data: []byte("not an image")}}},
+		{providers.Request{JobType: jobtype.PhotoShoot}, "INPUT_MISSING: photo shoot needs a packshot input"},
+		{providers.Request{JobType: jobtype.Packshot}, "INPUT_MISSING: packshot needs a product photo input"},
+		{providers.Request{JobType: jobtype.PhotoShoot, Inputs: []providers.Input{{Data: []byte("not an image")}}},
 			"INPUT_MISSING: packshot is not a decodable image: image: unknown format"},
-		{providers.Request{JobType: models.JobTypePackshot, Inputs: []providers.Input{{Data: []byte("not an image")}}},
+		{providers.Request{JobType: jobtype.Packshot, Inputs: []providers.Input{{Data: []byte("not an image")}}},
 			"INPUT_MISSING: product photo is not a decodable image: image: unknown format"},
-		{providers.Request{JobType: models.JobTypePhotoShoot, AspectRatio: "9:1", Inputs: []providers.Input{{Data: []byte("not an image")}}},
+		{providers.Request{JobType: jobtype.PhotoShoot, AspectRatio: "9:1", Inputs: []providers.Input{{Data: []byte("not an image")}}},
 			"INPUT_MISSING: packshot is not a decodable image: image: unknown format"},
-		{providers.Request{JobType: models.JobTypePhotoShoot, AspectRatio: "9:1", Inputs: []providers.Input{invisible}},
+		{providers.Request{JobType: jobtype.PhotoShoot, AspectRatio: "9:1", Inputs: []providers.Input{invisible}},
 			`INPUT_MISSING: render: local: invalid aspect ratio "9:1": more extreme than 4:1`},
-		{providers.Request{JobType: models.JobTypePhotoShoot, LongEdge: 64, Inputs: []providers.Input{invisible}},
+		{providers.Request{JobType: jobtype.PhotoShoot, LongEdge: 64, Inputs: []providers.Input{invisible}},
 			"INPUT_MISSING: render: local: packshot has no visible pixels"},
-		{providers.Request{JobType: models.JobTypePackshot, LongEdge: 64, Inputs: []providers.Input{invisible}},
+		{providers.Request{JobType: jobtype.Packshot, LongEdge: 64, Inputs: []providers.Input{invisible}},
 			"INPUT_MISSING: render: local: packshot has no visible pixels"},
 	}
 	for _, c := range cases {
@@ -298,7 +298,7 @@ func TestConcurrentRendersShareCache(t *testing.T) {
 	decodes := countDecodes(t)
 	input := inputPNG(t, makeMug())
 	var reqs []providers.Request
-	for _, jt := range []string{models.JobTypePhotoShoot, models.JobTypePackshot} {
+	for _, jt := range []string{jobtype.PhotoShoot, jobtype.Packshot} {
 		for seed := range int64(4) {
 			reqs = append(reqs, providers.Request{JobType: jt, AspectRatio: "4:5", LongEdge: 96, Seed: seed,
 				Inputs: []providers.Input{input}, Session: providers.SessionConfig{Style: "warm wood"}})

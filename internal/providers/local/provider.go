@@ -12,7 +12,7 @@ import (
 
 	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
-	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
 )
 
 // Name is the provider's name in the registry and in catalog model IDs (local/<model>).
@@ -39,11 +39,11 @@ func (Provider) Serves(model, jobType string) bool {
 	switch model {
 	case StudioModel:
 		switch jobType {
-		case models.JobTypePhotoShoot, models.JobTypePackshot, models.JobTypeModelIdea, models.JobTypeSceneryIdea:
+		case jobtype.PhotoShoot, jobtype.Packshot, jobtype.ModelIdea, jobtype.SceneryIdea:
 			return true
 		}
 	case MotionModel:
-		return jobType == models.JobTypeVideo || jobType == models.JobTypeReel
+		return jobType == jobtype.Video || jobType == jobtype.Reel
 	}
 	return false
 }
@@ -55,15 +55,15 @@ func (p Provider) Generate(ctx context.Context, req providers.Request) ([]provid
 		return nil, providers.Errorf(errorcat.TransientInfra, "cancelled before rendering: %v", err)
 	}
 	switch req.JobType {
-	case models.JobTypePhotoShoot:
+	case jobtype.PhotoShoot:
 		return renderPhotoShoot(req)
-	case models.JobTypePackshot:
+	case jobtype.Packshot:
 		return renderPackshot(req)
-	case models.JobTypeModelIdea:
+	case jobtype.ModelIdea:
 		return renderIdea(IdeaModel, req)
-	case models.JobTypeSceneryIdea:
+	case jobtype.SceneryIdea:
 		return renderIdea(IdeaScenery, req)
-	case models.JobTypeVideo, models.JobTypeReel:
+	case jobtype.Video, jobtype.Reel:
 		return renderVideo(ctx, req, p.VideoEncoder)
 	}
 	return nil, providers.Errorf(errorcat.InternalBug, "local provider cannot render job type %q", req.JobType)

@@ -10,7 +10,7 @@ import (
 	"github.com/shotflow/shotflow/internal/media/video"
 	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
-	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
 )
 
 // VideoLongEdge is the long edge in pixels of the videos the local provider renders (the pure-Go
@@ -21,10 +21,10 @@ const VideoLongEdge = 720
 // reel) into an MP4 at the requested aspect ratio.
 func renderVideo(ctx context.Context, req providers.Request, encoder string) ([]providers.Output, error) {
 	want := "one image"
-	if req.JobType == models.JobTypeReel {
+	if req.JobType == jobtype.Reel {
 		want = fmt.Sprintf("1 to %d images", video.MaxImages)
 	}
-	if len(req.Inputs) == 0 || (req.JobType == models.JobTypeVideo && len(req.Inputs) != 1) || len(req.Inputs) > video.MaxImages {
+	if len(req.Inputs) == 0 || (req.JobType == jobtype.Video && len(req.Inputs) != 1) || len(req.Inputs) > video.MaxImages {
 		return nil, providers.Errorf(errorcat.InputMissing, "%s needs %s, got %d", req.JobType, want, len(req.Inputs))
 	}
 	frames := make([]image.Image, len(req.Inputs))

@@ -10,7 +10,7 @@ import (
 	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/internal/testsupport/testimage"
-	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
 )
 
 // solidPNG is a 64×48 PNG input of one colour.
@@ -29,8 +29,8 @@ func TestProviderRendersVideosAndReels(t *testing.T) {
 		inputs  []providers.Input
 		aspect  string
 	}{
-		{models.JobTypeVideo, []providers.Input{red}, "16:9"},
-		{models.JobTypeReel, []providers.Input{red, blue, red}, "9:16"},
+		{jobtype.Video, []providers.Input{red}, "16:9"},
+		{jobtype.Reel, []providers.Input{red, blue, red}, "9:16"},
 	} {
 		outs, err := p.Generate(context.Background(), providers.Request{JobType: tc.jobType, Model: MotionModel,
 			AspectRatio: tc.aspect, Seed: 3, Inputs: tc.inputs})
@@ -51,10 +51,10 @@ func TestProviderRendersVideosAndReels(t *testing.T) {
 		eleven[i] = red
 	}
 	for name, req := range map[string]providers.Request{
-		"video without an image": {JobType: models.JobTypeVideo},
-		"video of two images":    {JobType: models.JobTypeVideo, Inputs: []providers.Input{red, blue}},
-		"reel of eleven images":  {JobType: models.JobTypeReel, Inputs: eleven},
-		"undecodable image":      {JobType: models.JobTypeReel, Inputs: []providers.Input{red, {Data: []byte("nope")}}},
+		"video without an image": {JobType: jobtype.Video},
+		"video of two images":    {JobType: jobtype.Video, Inputs: []providers.Input{red, blue}},
+		"reel of eleven images":  {JobType: jobtype.Reel, Inputs: eleven},
+		"undecodable image":      {JobType: jobtype.Reel, Inputs: []providers.Input{red, {Data: []byte("nope")}}},
 	} {
 		req.AspectRatio, req.Model = "1:1", MotionModel
 		_, err := p.Generate(context.Background(), req)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
-	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
 )
 
 // maxInputBytes is the size limit of an edit input: for GPT image models "each image should be a
@@ -34,7 +34,7 @@ type editFile struct {
 // empty, oversized or unreadable image is INPUT_MISSING.
 func editImages(req providers.Request) ([]editFile, error) {
 	role := "packshot"
-	if req.JobType == models.JobTypePackshot {
+	if req.JobType == jobtype.Packshot {
 		role = "product"
 	}
 	if len(req.Inputs) == 0 {
@@ -45,7 +45,7 @@ func editImages(req providers.Request) ([]editFile, error) {
 		return nil, err
 	}
 	files := []editFile{first}
-	if req.JobType == models.JobTypePhotoShoot && req.Scenery != nil {
+	if req.JobType == jobtype.PhotoShoot && req.Scenery != nil {
 		scenery, err := editInput("scenery", *req.Scenery)
 		if err != nil {
 			return nil, err

@@ -25,7 +25,7 @@ import (
 
 	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
-	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
 )
 
 // Name is the provider name of the catalog models openai/….
@@ -44,7 +44,7 @@ const (
 const Model = "gpt-image-1"
 
 // jobTypes are the job types Model generates.
-var jobTypes = []string{models.JobTypePhotoShoot, models.JobTypePackshot, models.JobTypeModelIdea, models.JobTypeSceneryIdea}
+var jobTypes = []string{jobtype.PhotoShoot, jobtype.Packshot, jobtype.ModelIdea, jobtype.SceneryIdea}
 
 // sizes maps the catalog aspect ratios to the output sizes gpt-image-1 renders: 1024x1024 (square),
 // 1536x1024 (landscape) and 1024x1536 (portrait), per "Size and quality options".
@@ -172,7 +172,7 @@ type call struct {
 // shoots, a generation from text for ideas.
 func build(req providers.Request, ps params) (call, error) {
 	switch req.JobType {
-	case models.JobTypePackshot, models.JobTypePhotoShoot:
+	case jobtype.Packshot, jobtype.PhotoShoot:
 		files, err := editImages(req)
 		if err != nil {
 			return call{}, err

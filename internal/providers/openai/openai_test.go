@@ -21,6 +21,7 @@ import (
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
 )
 
 const (
@@ -198,9 +199,9 @@ func checkHeaders(t *testing.T, c received, path string) {
 // TestGenerateEdits: packshots and photo shoots POST the input images to /images/edits.
 func TestGenerateEdits(t *testing.T) {
 	scenery := testimage.GradientJPEG(t, 6, 4)
-	withScenery := editRequest(t, models.JobTypePhotoShoot)
+	withScenery := editRequest(t, jobtype.PhotoShoot)
 	withScenery.Scenery = &providers.Input{Data: scenery, ContentType: "image/jpg"}
-	undeclared := editRequest(t, models.JobTypePackshot)
+	undeclared := editRequest(t, jobtype.Packshot)
 	undeclared.Inputs[0].ContentType = "application/octet-stream"
 	tests := []struct {
 		name      string
@@ -209,9 +210,9 @@ func TestGenerateEdits(t *testing.T) {
 		types     []string
 		phrases   []string
 	}{
-		{"packshot", editRequest(t, models.JobTypePackshot), []string{"product.png"}, []string{"image/png"},
+		{"packshot", editRequest(t, jobtype.Packshot), []string{"product.png"}, []string{"image/png"},
 			[]string{"pure white", "seamless background", "centred", "contact shadow", "No props", "exactly", "marble counter"}},
-		{"photo shoot", editRequest(t, models.JobTypePhotoShoot), []string{"packshot.png"}, []string{"image/png"},
+		{"photo shoot", editRequest(t, jobtype.PhotoShoot), []string{"packshot.png"}, []string{"image/png"},
 			[]string{"exact product", "photorealistic e-commerce lifestyle photo", "warm minimalist kitchen", "morning light"}},
 		{"photo shoot with scenery", withScenery, []string{"packshot.png", "scenery.jpg"}, []string{"image/png", "image/jpeg"},
 			[]string{"second image as the scene", "warm minimalist kitchen"}},
@@ -262,8 +263,8 @@ func TestGenerateEdits(t *testing.T) {
 // TestGenerateIdeas: model and scenery ideas POST JSON to /images/generations.
 func TestGenerateIdeas(t *testing.T) {
 	tests := map[string][]string{
-		models.JobTypeModelIdea:   {"full-body", "fashion model", "neutral studio background", "Preferences: tall, curly red hair"},
-		models.JobTypeSceneryIdea: {"empty product photography set", "no people and no products", "Preferences: tall, curly red hair"},
+		jobtype.ModelIdea:   {"full-body", "fashion model", "neutral studio background", "Preferences: tall, curly red hair"},
+		jobtype.SceneryIdea: {"empty product photography set", "no people and no products", "Preferences: tall, curly red hair"},
 	}
 	for jobType, phrases := range tests {
 		t.Run(jobType, func(t *testing.T) {
@@ -303,7 +304,7 @@ func TestGenerateIdeas(t *testing.T) {
 func TestSizes(t *testing.T) {
 	for ratio, size := range map[string]string{"1:1": "1024x1024", "3:2": "1536x1024", "2:3": "1024x1536", "": "1024x1024"} {
 		f := newFakeAPI(t)
-		req := ideaRequest(models.JobTypeSceneryIdea)
+		req := ideaRequest(jobtype.SceneryIdea)
 		req.AspectRatio = ratio
 		if _, err := f.provider().Generate(context.Background(), req); err != nil {
 			t.Fatal(err)
@@ -322,7 +323,7 @@ func TestConfig(t *testing.T) {
 	}
 	f := newFakeAPI(t)
 	p = New(Config{APIKey: testKey, BaseURL: f.srv.URL + "/v1/", Quality: "high"})
-	if _, err := p.Generate(context.Background(), ideaRequest(models.JobTypeModelIdea)); err != nil {
+	if _, err := p.Generate(context.Background(), ideaRequest(jobtype.ModelIdea)); err != nil {
 		t.Fatal(err)
 	}
 	c := f.received()[0]
@@ -407,7 +408,7 @@ func TestFailureClassification(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFakeAPI(t)
 			f.reply = &reply{status: tt.status, header: tt.header, body: tt.body}
-			_, err := f.provider().Generate(context.Background(), editRequest(t, models.JobTypePackshot))
+			_, err := f.provider().Generate(context.Background(), editRequest(t, jobtype.Packshot))
 			ge := category(t, err)
 			if ge.Category != tt.want || ge.RetryAfter != tt.retryAfter {
 				t.Errorf("%s RetryAfter %s, want %s RetryAfter %s: %s", ge.Category, ge.RetryAfter, tt.want, tt.retryAfter, ge.Message)
@@ -447,7 +448,7 @@ func TestBadSuccessAnswers(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			f := newFakeAPI(t)
 			f.reply = &reply{status: 200, body: body}
-			_, err := f.provider().Generate(context.Background(), ideaRequest(models.JobTypeModelIdea))
+			_, err := f.provider().Generate(context.Background(), ideaRequest(jobtype.ModelIdea))
 			if ge := category(t, err); ge.Category != errorcat.InternalBug || !strings.Contains(ge.Message, requestID) {
 				t.Errorf("%s: %s, want INTERNAL_BUG naming the request", ge.Category, ge.Message)
 			}
@@ -486,7 +487,7 @@ func TestTransportFailures(t *testing.T) {
 			srv := httptest.NewServer(handler)
 			defer srv.Close()
 			p := New(Config{APIKey: testKey, BaseURL: srv.URL, HTTPClient: &http.Client{Timeout: 100 * time.Millisecond}})
-			_, err := p.Generate(context.Background(), editRequest(t, models.JobTypePhotoShoot))
+			_, err := p.Generate(context.Background(), editRequest(t, jobtype.PhotoShoot))
 			if ge := category(t, err); ge.Category != errorcat.TransientInfra || !strings.Contains(ge.Message, "/images/edits") {
 				t.Errorf("%s: %s, want TRANSIENT_INFRA", ge.Category, ge.Message)
 			}
@@ -506,7 +507,7 @@ func TestContextEnds(t *testing.T) {
 	for name, ctx := range map[string]context.Context{"cancelled": cancelled, "deadline": deadline} {
 		t.Run(name, func(t *testing.T) {
 			start := time.Now()
-			_, err := p.Generate(ctx, ideaRequest(models.JobTypeSceneryIdea))
+			_, err := p.Generate(ctx, ideaRequest(jobtype.SceneryIdea))
 			if elapsed := time.Since(start); elapsed > 2*time.Second {
 				t.Errorf("Generate took %s after the context ended", elapsed)
 			}
@@ -519,20 +520,20 @@ func TestContextEnds(t *testing.T) {
 
 // TestRejectedBeforeCalling: requests that cannot be served fail without reaching the API.
 func TestRejectedBeforeCalling(t *testing.T) {
-	noImage := editRequest(t, models.JobTypePackshot)
+	noImage := editRequest(t, jobtype.Packshot)
 	noImage.Inputs = nil
-	emptyImage := editRequest(t, models.JobTypePhotoShoot)
+	emptyImage := editRequest(t, jobtype.PhotoShoot)
 	emptyImage.Inputs[0].Data = nil
-	emptyScenery := editRequest(t, models.JobTypePhotoShoot)
+	emptyScenery := editRequest(t, jobtype.PhotoShoot)
 	emptyScenery.Scenery = &providers.Input{ContentType: "image/png"}
-	notAnImage := editRequest(t, models.JobTypePackshot)
+	notAnImage := editRequest(t, jobtype.Packshot)
 	notAnImage.Inputs[0] = providers.Input{Data: []byte("GIF89a not really"), ContentType: "image/gif"}
-	tooLarge := editRequest(t, models.JobTypePackshot)
+	tooLarge := editRequest(t, jobtype.Packshot)
 	tooLarge.Inputs[0].Data = append(bytes.Clone(tooLarge.Inputs[0].Data), make([]byte, maxInputBytes)...)
-	badRatio := ideaRequest(models.JobTypeModelIdea)
+	badRatio := ideaRequest(jobtype.ModelIdea)
 	badRatio.AspectRatio = "4:5"
-	video := editRequest(t, models.JobTypeVideo)
-	unknown := ideaRequest(models.JobTypeModelIdea)
+	video := editRequest(t, jobtype.Video)
+	unknown := ideaRequest(jobtype.ModelIdea)
 	unknown.Model = "dall-e-3"
 	tests := []struct {
 		name string
@@ -548,7 +549,7 @@ func TestRejectedBeforeCalling(t *testing.T) {
 		{"unsupported aspect ratio", badRatio, testKey, errorcat.InternalBug},
 		{"job type not served", video, testKey, errorcat.InternalBug},
 		{"unknown model", unknown, testKey, errorcat.InternalBug},
-		{"no API key", ideaRequest(models.JobTypeModelIdea), "", errorcat.ProviderAccount},
+		{"no API key", ideaRequest(jobtype.ModelIdea), "", errorcat.ProviderAccount},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -591,12 +592,12 @@ func TestServesAgreesWithCatalog(t *testing.T) {
 			}
 		}
 	}
-	for _, jt := range models.JobTypes {
+	for _, jt := range jobtype.All {
 		if p.Serves(Model, jt) && !listed[Model+" "+jt] {
 			t.Errorf("the provider serves %s %s, which the catalog does not list", Model, jt)
 		}
 	}
-	if p.Serves("dall-e-3", models.JobTypePackshot) {
+	if p.Serves("dall-e-3", jobtype.Packshot) {
 		t.Error("serves a model the catalog does not list")
 	}
 	if _, err := providers.NewRegistry(catalog, map[string]providers.Provider{Name: p}); err != nil {

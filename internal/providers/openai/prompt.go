@@ -4,7 +4,7 @@ import (
 	"strings"
 
 	"github.com/shotflow/shotflow/internal/providers"
-	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
 )
 
 // keepProduct asks an edit to leave the product untouched.
@@ -15,7 +15,7 @@ const keepProduct = "Keep the product exactly as it is: the same shape, proporti
 // (edits) or the account's preferences (ideas).
 func prompt(req providers.Request) string {
 	switch req.JobType {
-	case models.JobTypePackshot:
+	case jobtype.Packshot:
 		return join(
 			"Create a professional e-commerce packshot of the product in the image.",
 			"Isolate the product on a pure white (#FFFFFF) seamless background, centred in the frame, "+
@@ -23,7 +23,7 @@ func prompt(req providers.Request) string {
 			keepProduct,
 			direction(req.Session),
 		)
-	case models.JobTypePhotoShoot:
+	case jobtype.PhotoShoot:
 		return join(
 			"Place this exact product in a new scene and create a photorealistic e-commerce lifestyle photo "+
 				"with natural lighting, realistic shadows and reflections, and correct scale and perspective.",
@@ -31,7 +31,7 @@ func prompt(req providers.Request) string {
 			keepProduct,
 			direction(req.Session),
 		)
-	case models.JobTypeModelIdea:
+	case jobtype.ModelIdea:
 		return join(
 			"A photorealistic full-body photo of a fashion model standing on a plain neutral studio background, "+
 				"the whole figure visible from head to toe, soft even lighting.",

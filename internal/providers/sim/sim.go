@@ -22,7 +22,7 @@ import (
 	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/internal/providers/local"
-	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
 )
 
 // Name is the provider name of the catalog models sim/….
@@ -176,8 +176,8 @@ func (Provider) Serves(model, jobType string) bool {
 	if !slices.Contains(modelNames, model) {
 		return false
 	}
-	video := jobType == models.JobTypeVideo || jobType == models.JobTypeReel
-	return video == (model == ModelVideoOK) && slices.Contains(models.JobTypes, jobType)
+	video := jobType == jobtype.Video || jobType == jobtype.Reel
+	return video == (model == ModelVideoOK) && slices.Contains(jobtype.All, jobType)
 }
 
 // Provider is the simulated provider. The zero value is ready to use.

@@ -21,6 +21,7 @@ import (
 	"github.com/shotflow/shotflow/internal/providers/sim"
 	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
 )
 
 // packshot is a small PNG of a red bottle on white.
@@ -31,7 +32,7 @@ func packshot(t *testing.T) []byte {
 
 func request(t *testing.T, model string, attempt int) providers.Request {
 	return providers.Request{
-		JobID: "job-1", JobType: models.JobTypePhotoShoot, Model: model, Attempt: attempt,
+		JobID: "job-1", JobType: jobtype.PhotoShoot, Model: model, Attempt: attempt,
 		AspectRatio: "4:5", LongEdge: 64, Seed: 7,
 		Inputs: []providers.Input{{Data: packshot(t), ContentType: "image/png"}},
 	}
@@ -331,12 +332,12 @@ func TestCatalogHasEverySimModel(t *testing.T) {
 	if !slices.Equal(inCatalog, sim.Models()) {
 		t.Fatalf("catalog sim models %v, want %v", inCatalog, sim.Models())
 	}
-	images := []string{models.JobTypePhotoShoot, models.JobTypePackshot, models.JobTypeModelIdea, models.JobTypeSceneryIdea}
+	images := []string{jobtype.PhotoShoot, jobtype.Packshot, jobtype.ModelIdea, jobtype.SceneryIdea}
 	for _, id := range sim.Models() {
 		m, _ := c.Model(id)
 		jobTypes, cost, output := images, int64(1), "image"
 		if id == sim.Name+"/"+sim.ModelVideoOK {
-			jobTypes, cost, output = []string{models.JobTypeVideo, models.JobTypeReel}, 3, "video"
+			jobTypes, cost, output = []string{jobtype.Video, jobtype.Reel}, 3, "video"
 		}
 		if !slices.Equal(m.JobTypes, jobTypes) || m.BaseCreditCost != cost ||
 			!slices.Equal(m.SupportedAspectRatios, studio.SupportedAspectRatios) || m.OutputType != output {
@@ -429,12 +430,12 @@ func TestServes(t *testing.T) {
 		model, jobType string
 		want           bool
 	}{
-		{sim.ModelOK, models.JobTypePackshot, true},
-		{sim.ModelSlow, models.JobTypeModelIdea, true},
-		{sim.ModelOK, models.JobTypeVideo, false},
-		{sim.ModelVideoOK, models.JobTypeReel, true},
-		{sim.ModelVideoOK, models.JobTypePhotoShoot, false},
-		{"nope", models.JobTypePhotoShoot, false},
+		{sim.ModelOK, jobtype.Packshot, true},
+		{sim.ModelSlow, jobtype.ModelIdea, true},
+		{sim.ModelOK, jobtype.Video, false},
+		{sim.ModelVideoOK, jobtype.Reel, true},
+		{sim.ModelVideoOK, jobtype.PhotoShoot, false},
+		{"nope", jobtype.PhotoShoot, false},
 		{sim.ModelOK, "painting", false},
 	} {
 		if got := p.Serves(tc.model, tc.jobType); got != tc.want {

@@ -14,6 +14,8 @@ import (
 	"github.com/shotflow/shotflow/internal/testsupport/contract"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 const (
@@ -127,15 +129,15 @@ func TestWebhookPayloadsMatchDocument(t *testing.T) {
 	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	input := models.NewID()
 	category, hint := "CONTENT_POLICY", "The provider refused the content."
-	base := models.Job{ID: models.NewID(), OrderID: models.NewID(), JobType: models.JobTypePhotoShoot, ProductRef: "mug-01",
+	base := models.Job{ID: models.NewID(), OrderID: models.NewID(), JobType: jobtype.PhotoShoot, ProductRef: "mug-01",
 		ProductLabel: "Red mug", InputAssetID: &input, AIModel: "local/studio-v1", AspectRatio: "4:5", CreditCost: 1,
 		AttemptCount: 1, Voting: models.VotingPending, CreatedAt: now, UpdatedAt: now, StartedAt: &now}
 	completed, failed, expired, cancelled := base, base, base, base
-	completed.Status, completed.CompletedAt = models.JobCompleted, &now
-	failed.Status, failed.ErrorCategory, failed.ErrorHint, failed.CompletedAt = models.JobFailed, &category, &hint, &now
-	expired.Status, expired.StartedAt, expired.AttemptCount = models.JobExpired, nil, 0
-	cancelled.Status, cancelled.StartedAt, cancelled.AttemptCount = models.JobCancelled, nil, 0
-	outputs := []models.Asset{{ID: models.NewID(), Kind: models.AssetKindOutput, Status: models.AssetReady,
+	completed.Status, completed.CompletedAt = status.JobCompleted, &now
+	failed.Status, failed.ErrorCategory, failed.ErrorHint, failed.CompletedAt = status.JobFailed, &category, &hint, &now
+	expired.Status, expired.StartedAt, expired.AttemptCount = status.JobExpired, nil, 0
+	cancelled.Status, cancelled.StartedAt, cancelled.AttemptCount = status.JobCancelled, nil, 0
+	outputs := []models.Asset{{ID: models.NewID(), Kind: models.AssetKindOutput, Status: status.AssetReady,
 		ContentType: "image/png", Width: 820, Height: 1024, SizeBytes: 1234}}
 
 	for _, job := range []models.Job{completed, failed, expired, cancelled} {

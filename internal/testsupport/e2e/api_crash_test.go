@@ -11,6 +11,7 @@ import (
 	"github.com/shotflow/shotflow/internal/platform/config"
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // TestAPIKilledBetweenCommitAndStartStrandsNothing runs `shotflow api` as its own process, kills
@@ -68,9 +69,9 @@ func TestAPIKilledBetweenCommitAndStartStrandsNothing(t *testing.T) {
 	// A worker's sweep starts it, and it finishes.
 	testenv.Eventually(t, 60*time.Second, "the stranded order to finish", func() bool {
 		env.DB.Take(&order, "id = ?", order.ID)
-		return order.Status != models.OrderInProgress
+		return order.Status != status.OrderInProgress
 	})
-	if order.Status != models.OrderCompleted || order.JobsCompleted != 2 || order.WorkflowStartedAt == nil {
+	if order.Status != status.OrderCompleted || order.JobsCompleted != 2 || order.WorkflowStartedAt == nil {
 		t.Fatalf("order = %+v", order)
 	}
 	assertCreditInvariants(t, env.DB, tenant.AccountID)

@@ -16,6 +16,7 @@ import (
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/workflows"
 )
 
@@ -73,12 +74,12 @@ func checkCancelAnswer(t *testing.T, env *testenv.Env, id string, a *cancelAnswe
 	}
 	switch a.status {
 	case http.StatusOK, http.StatusAccepted:
-		want := map[int]string{http.StatusOK: models.JobCancelled, http.StatusAccepted: models.JobPending}[a.status]
+		want := map[int]string{http.StatusOK: status.JobCancelled, http.StatusAccepted: status.JobPending}[a.status]
 		var answered plugin.JobResponse
 		if err := json.Unmarshal(a.body, &answered); err != nil || answered.Status != want {
 			t.Errorf("cancel %s answered %d with %s", id, a.status, a.body)
 		}
-		if final.Status != models.JobCancelled || final.AttemptCount != 0 || final.StartedAt != nil || len(final.Outputs) != 0 {
+		if final.Status != status.JobCancelled || final.AttemptCount != 0 || final.StartedAt != nil || len(final.Outputs) != 0 {
 			t.Errorf("job %s was cancelled (%d) but ran: %s, %d attempts, started %v, %d outputs",
 				id, a.status, final.Status, final.AttemptCount, final.StartedAt, len(final.Outputs))
 		}
@@ -89,7 +90,7 @@ func checkCancelAnswer(t *testing.T, env *testenv.Env, id string, a *cancelAnswe
 		if a.readAfter.StartedAt == nil {
 			t.Errorf("cancel %s was refused (409) but the job read right after had not started: %+v", id, a.readAfter)
 		}
-		if final.Status != models.JobCompleted || final.StartedAt == nil || ledger(models.LedgerConsume) != 1 {
+		if final.Status != status.JobCompleted || final.StartedAt == nil || ledger(models.LedgerConsume) != 1 {
 			t.Errorf("job %s was refused a cancel (409) but ended %s, started %v", id, final.Status, final.StartedAt)
 		}
 	default:
@@ -155,7 +156,7 @@ func TestCancelIsExactWhileALargeSessionRuns(t *testing.T) {
 		var order plugin.OrderResponse
 		testenv.Eventually(t, 10*time.Second, "the order to settle", func() bool {
 			expect(t, api.do(http.MethodGet, "/orders/"+orderID, nil, &order), http.StatusOK)
-			return order.Status != models.OrderInProgress
+			return order.Status != status.OrderInProgress
 		})
 		if order.JobsCancelled != accepted || order.Summary.CreditsReleased != int64(accepted) ||
 			order.Summary.CreditsConsumed != int64(len(ids)-accepted) {
@@ -207,7 +208,7 @@ func TestCancelReachesALaunchedRunBeforeItsFirstAttempt(t *testing.T) {
 		t.Fatalf("cancel of the re-run before its first attempt: %d %s", res.status, res.body)
 	}
 	job := waitTerminal(t, api, []string{id})[id]
-	if job.Status != models.JobCancelled || job.AttemptCount != 0 || job.StartedAt != nil {
+	if job.Status != status.JobCancelled || job.AttemptCount != 0 || job.StartedAt != nil {
 		t.Fatalf("the cancelled run ran: %+v", job)
 	}
 	released := countRows(t, env, &models.LedgerEntry{}, "job_id = ? AND run = 2 AND kind = ?", id, models.LedgerRelease)
@@ -216,7 +217,7 @@ func TestCancelReachesALaunchedRunBeforeItsFirstAttempt(t *testing.T) {
 		t.Fatalf("the cancelled run: %d release and %d consume rows", released, consumed)
 	}
 	for _, h := range receiver.waitHooks(t, models.WebhookDeliveryID(id, 2, webhooks.EventJobCancelled), 1, 60*time.Second) {
-		if p := verify(t, secret, h); p.Event != webhooks.EventJobCancelled || p.ID != id || p.Status != models.JobCancelled {
+		if p := verify(t, secret, h); p.Event != webhooks.EventJobCancelled || p.ID != id || p.Status != status.JobCancelled {
 			t.Fatalf("webhook of the cancelled run: %s", h.body)
 		}
 	}

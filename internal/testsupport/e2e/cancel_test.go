@@ -11,6 +11,7 @@ import (
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // waitTerminal polls every job of a session until it is terminal and returns them by ID.
@@ -21,7 +22,7 @@ func waitTerminal(t *testing.T, api *client, ids []string) map[string]plugin.Job
 		var job plugin.JobResponse
 		testenv.Eventually(t, 90*time.Second, "job "+id+" to end", func() bool {
 			expect(t, api.do(http.MethodGet, "/jobs/"+id, nil, &job), http.StatusOK)
-			return models.IsTerminalJobStatus(job.Status)
+			return status.IsTerminalJob(job.Status)
 		})
 		out[id] = job
 	}
@@ -62,7 +63,7 @@ func startSlowSession(t *testing.T, api *client, productRef string, images int, 
 // generating counts the jobs among ids that are in progress.
 func generating(t *testing.T, env *testenv.Env, ids []string) int64 {
 	t.Helper()
-	return countRows(t, env, &models.Job{}, "id IN ? AND status = ?", ids, models.JobInProgress)
+	return countRows(t, env, &models.Job{}, "id IN ? AND status = ?", ids, status.JobInProgress)
 }
 
 func TestCancelOnlyJobsThatHaveNotStarted(t *testing.T) {
@@ -88,13 +89,13 @@ func TestCancelOnlyJobsThatHaveNotStarted(t *testing.T) {
 	// With one job running at a time, the last one is still waiting: it can be cancelled.
 	var cancelled plugin.JobResponse
 	expect(t, api.do(http.MethodDelete, "/jobs/"+last, nil, &cancelled), http.StatusOK)
-	if cancelled.Status != models.JobCancelled || cancelled.ID != last {
+	if cancelled.Status != status.JobCancelled || cancelled.ID != last {
 		t.Fatalf("cancelled job = %+v", cancelled)
 	}
 	// Cancel is idempotent: the job is cancelled and never began, which is what a repeat asks for.
 	var again plugin.JobResponse
 	expect(t, api.do(http.MethodDelete, "/jobs/"+last, nil, &again), http.StatusOK)
-	if again.Status != models.JobCancelled || again.ID != last || again.StartedAt != nil {
+	if again.Status != status.JobCancelled || again.ID != last || again.StartedAt != nil {
 		t.Fatalf("repeated cancel = %+v", again)
 	}
 
@@ -102,12 +103,12 @@ func TestCancelOnlyJobsThatHaveNotStarted(t *testing.T) {
 	// The first job had started (or finished) by the time anyone asked: refused.
 	resp := api.do(http.MethodDelete, "/jobs/"+ids[0], nil, nil)
 	expect(t, resp, http.StatusConflict)
-	if jobs[last].Status != models.JobCancelled || jobs[last].AttemptCount != 0 || jobs[last].StartedAt != nil {
+	if jobs[last].Status != status.JobCancelled || jobs[last].AttemptCount != 0 || jobs[last].StartedAt != nil {
 		t.Fatalf("a cancelled job ran: %+v", jobs[last])
 	}
 	completed := 0
 	for _, j := range jobs {
-		if j.Status == models.JobCompleted {
+		if j.Status == status.JobCompleted {
 			completed++
 		}
 	}
@@ -117,18 +118,18 @@ func TestCancelOnlyJobsThatHaveNotStarted(t *testing.T) {
 	var order plugin.OrderResponse
 	testenv.Eventually(t, 10*time.Second, "order to settle", func() bool {
 		expect(t, api.do(http.MethodGet, "/orders/"+session.OrderID, nil, &order), http.StatusOK)
-		return order.Status != models.OrderInProgress
+		return order.Status != status.OrderInProgress
 	})
-	if order.Status != models.OrderCompleted || order.JobsCancelled != 1 || order.Summary.CreditsReleased != 1 || order.Summary.CreditsConsumed != 5 {
+	if order.Status != status.OrderCompleted || order.JobsCancelled != 1 || order.Summary.CreditsReleased != 1 || order.Summary.CreditsConsumed != 5 {
 		t.Fatalf("order = %+v", order)
 	}
 	assertCreditInvariants(t, env.DB, tenant.AccountID)
 	// Every terminal job is notified: job.cancelled for the cancelled one.
 	for id, j := range jobs {
-		if j.Status == models.JobCancelled {
-			expectNotified(t, env, receiver, secret, id, webhooks.EventJobCancelled, models.JobCancelled)
+		if j.Status == status.JobCancelled {
+			expectNotified(t, env, receiver, secret, id, webhooks.EventJobCancelled, status.JobCancelled)
 		} else {
-			expectNotified(t, env, receiver, secret, id, webhooks.EventJobCompleted, models.JobCompleted)
+			expectNotified(t, env, receiver, secret, id, webhooks.EventJobCompleted, status.JobCompleted)
 		}
 	}
 	recordHistory(t, env.App.Temporal, "order/"+session.OrderID, "order_workflow_cancel.json")
@@ -149,12 +150,12 @@ func TestJobsThatNeverStartExpire(t *testing.T) {
 	expired := 0
 	for _, j := range jobs {
 		switch j.Status {
-		case models.JobExpired:
+		case status.JobExpired:
 			expired++
 			if j.StartedAt != nil || j.AttemptCount != 0 {
 				t.Fatalf("an expired job had started: %+v", j)
 			}
-		case models.JobCompleted:
+		case status.JobCompleted:
 		default:
 			t.Fatalf("job ended %s", j.Status)
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // catalogUpload asks for a presigned upload of a PNG and returns the asset ID and a function that
@@ -99,7 +100,7 @@ func TestCatalogEndToEnd(t *testing.T) {
 		t.Fatalf("after deleting the packshot: %+v", product)
 	}
 	var asset models.Asset
-	if err := env.DB.Take(&asset, "id = ?", packshotID).Error; err != nil || (asset.Status != models.AssetReady && asset.Status != models.AssetProcessing) || asset.PurgedAt != nil {
+	if err := env.DB.Take(&asset, "id = ?", packshotID).Error; err != nil || (asset.Status != status.AssetReady && asset.Status != status.AssetProcessing) || asset.PurgedAt != nil {
 		t.Fatalf("packshot file after delete = %+v, %v", asset, err)
 	}
 

@@ -9,6 +9,7 @@ import (
 	"github.com/shotflow/shotflow/internal/platform/config"
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/workflows"
 )
 
@@ -30,7 +31,7 @@ func TestLargeOrderContinuesAsNew(t *testing.T) {
 	session := startSession(t, api, "jug", "local/studio-v1", 5)
 	ids := session.Subjects[0].JobIDs
 	for id, j := range waitTerminal(t, api, ids) {
-		if j.Status != models.JobCompleted || j.AttemptCount != 1 {
+		if j.Status != status.JobCompleted || j.AttemptCount != 1 {
 			t.Errorf("job %s: %s after %d attempts", id, j.Status, j.AttemptCount)
 		}
 	}
@@ -57,7 +58,7 @@ func TestLargeOrderContinuesAsNew(t *testing.T) {
 		t.Fatalf("the order ran in one run (%s); it should have continued as new", info.GetExecution().GetRunId())
 	}
 	var order models.Order
-	if err := env.DB.Take(&order, "id = ?", session.OrderID).Error; err != nil || order.Status != models.OrderCompleted || order.JobsCompleted != len(ids) {
+	if err := env.DB.Take(&order, "id = ?", session.OrderID).Error; err != nil || order.Status != status.OrderCompleted || order.JobsCompleted != len(ids) {
 		t.Fatalf("order %+v, %v", order, err)
 	}
 	assertCreditInvariants(t, env.DB, tenant.AccountID)

@@ -9,6 +9,7 @@ import (
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // TestWorkerKilledMidGenerationLosesNothing kills the worker process with SIGKILL while every job
@@ -39,7 +40,7 @@ func TestWorkerKilledMidGenerationLosesNothing(t *testing.T) {
 	env.StartWorkerProcess(t)
 	jobs := waitTerminal(t, api, ids)
 	for id, j := range jobs {
-		if j.Status != models.JobCompleted || j.AttemptCount < 2 || len(j.Outputs) != 1 {
+		if j.Status != status.JobCompleted || j.AttemptCount < 2 || len(j.Outputs) != 1 {
 			t.Errorf("job %s after the crash: %s, %d attempts, %d outputs", id, j.Status, j.AttemptCount, len(j.Outputs))
 		}
 	}
@@ -54,6 +55,6 @@ func TestWorkerKilledMidGenerationLosesNothing(t *testing.T) {
 	assertCreditInvariants(t, env.DB, tenant.AccountID)
 	// Each terminal state is notified at least once, always under one webhook-id.
 	for _, id := range ids {
-		expectNotified(t, env, receiver, secret, id, webhooks.EventJobCompleted, models.JobCompleted)
+		expectNotified(t, env, receiver, secret, id, webhooks.EventJobCompleted, status.JobCompleted)
 	}
 }

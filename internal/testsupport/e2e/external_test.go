@@ -15,6 +15,7 @@ import (
 	"github.com/shotflow/shotflow/internal/testsupport/contract"
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // externalClient is a client of the external API whose exchanges are checked against its document.
@@ -60,7 +61,7 @@ func uploadProductPhoto(t *testing.T, env *testenv.Env, ext *client, name string
 	testenv.Eventually(t, time.Minute, "the photo to be prepared", func() bool {
 		var a models.Asset
 		err := env.DB.Joins("JOIN product_images pi ON pi.asset_id = assets.id").Where("pi.id = ?", out.Product.ID).Take(&a).Error
-		return err == nil && a.Status == models.AssetReady
+		return err == nil && a.Status == status.AssetReady
 	})
 	return out.Product.ID
 }
@@ -81,7 +82,7 @@ func waitOrder(t *testing.T, env *testenv.Env, ext *client, orderID string) exte
 	t.Helper()
 	testenv.Eventually(t, 2*time.Minute, "order "+orderID+" to end", func() bool {
 		var o models.Order
-		return env.DB.Take(&o, "id = ?", orderID).Error == nil && o.Status != models.OrderInProgress
+		return env.DB.Take(&o, "id = ?", orderID).Error == nil && o.Status != status.OrderInProgress
 	})
 	var detail external.OrderDetail
 	expect(t, ext.do(http.MethodGet, "/orders/"+orderID, nil, &detail), http.StatusOK)
@@ -139,7 +140,7 @@ func TestExternalGenerationEndToEnd(t *testing.T) {
 		t.Fatalf("a new model idea is listed as %v", it)
 	}
 	for _, r := range []external.GenerationResponse{modelsReq, sceneries, packshots} {
-		if d := waitOrder(t, env, ext, r.OrderID); d.Status != models.OrderCompleted || d.JobsCompleted != d.JobsTotal {
+		if d := waitOrder(t, env, ext, r.OrderID); d.Status != status.OrderCompleted || d.JobsCompleted != d.JobsTotal {
 			t.Fatalf("order %+v", d)
 		}
 	}
@@ -171,7 +172,7 @@ func TestExternalGenerationEndToEnd(t *testing.T) {
 	reel := register(t, ext, "/reel/register-reel", map[string]any{"imagesIds": []string{photo, shoot.CreatedRecordIDs[0], shoot.CreatedRecordIDs[1]}})
 	for _, r := range []external.GenerationResponse{video, reel} {
 		d := waitOrder(t, env, ext, r.OrderID)
-		if d.Status != models.OrderCompleted || d.Jobs[0].OutputURL == nil {
+		if d.Status != status.OrderCompleted || d.Jobs[0].OutputURL == nil {
 			t.Fatalf("video order %+v", d)
 		}
 		if code, data := fetchFile(t, *d.Jobs[0].OutputURL); code != http.StatusOK || len(data) == 0 {
@@ -213,12 +214,12 @@ func TestExternalPartialCompletionRefundsTheFailedJob(t *testing.T) {
 		t.Fatalf("reserved %d, want 3", r.CreditsReserved)
 	}
 	d := waitOrder(t, env, ext, r.OrderID)
-	if d.Status != models.OrderCompleted || d.JobsCompleted != 2 || d.JobsFailed != 1 || d.Provider != "sim" {
+	if d.Status != status.OrderCompleted || d.JobsCompleted != 2 || d.JobsFailed != 1 || d.Provider != "sim" {
 		t.Fatalf("order %+v, want completed with 2 done and 1 failed on sim", d)
 	}
 	for i, j := range d.Jobs {
 		failed := i == 1
-		if failed != (j.Status == models.JobFailed) || failed != (j.OutputURL == nil) ||
+		if failed != (j.Status == status.JobFailed) || failed != (j.OutputURL == nil) ||
 			failed != (j.ErrorCategory != nil && *j.ErrorCategory == "CONTENT_POLICY") {
 			t.Fatalf("job %d: %+v", i, j)
 		}

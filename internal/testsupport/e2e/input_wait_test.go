@@ -10,6 +10,7 @@ import (
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // inputBeingPrepared registers a packshot, then puts its file back into the "being uploaded"
@@ -24,7 +25,7 @@ func inputBeingPrepared(t *testing.T, env *testenv.Env, api *client, productRef 
 	}
 	expires := time.Now().Add(time.Hour)
 	if err := env.DB.Model(&models.Asset{}).Where("id = ?", p.AssetID).
-		Updates(map[string]any{"status": models.AssetAwaitingUpload, "upload_expires_at": expires}).Error; err != nil {
+		Updates(map[string]any{"status": status.AssetAwaitingUpload, "upload_expires_at": expires}).Error; err != nil {
 		t.Fatal(err)
 	}
 	return p.AssetID, env.App.Signer.URL(http.MethodPut, plugin.Base+"/uploads/"+p.AssetID, expires)
@@ -43,14 +44,14 @@ func TestJobWaitsForItsInputAndRunsWhenItIsReady(t *testing.T) {
 	var job plugin.JobResponse
 	testenv.Eventually(t, 30*time.Second, "the job to wait for its input", func() bool {
 		expect(t, api.do(http.MethodGet, "/jobs/"+id, nil, &job), http.StatusOK)
-		return job.Status == models.JobRetryPending
+		return job.Status == status.JobRetryPending
 	})
 	if job.ErrorCategory == nil || *job.ErrorCategory != string(errorcat.InputNotReady) || job.ErrorHint == nil || *job.ErrorHint == "" {
 		t.Fatalf("waiting job = %+v", job)
 	}
 	time.Sleep(time.Second)
 	expect(t, api.do(http.MethodGet, "/jobs/"+id, nil, &job), http.StatusOK)
-	if job.Status != models.JobRetryPending || job.AttemptCount != 1 {
+	if job.Status != status.JobRetryPending || job.AttemptCount != 1 {
 		t.Fatalf("the waiting job polled or moved on by itself: %+v", job)
 	}
 
@@ -58,7 +59,7 @@ func TestJobWaitsForItsInputAndRunsWhenItIsReady(t *testing.T) {
 	putUpload(t, uploadURL, "image/png", packshotPNG(t))
 	testenv.Eventually(t, 30*time.Second, "the woken job to complete", func() bool {
 		expect(t, api.do(http.MethodGet, "/jobs/"+id, nil, &job), http.StatusOK)
-		return job.Status == models.JobCompleted
+		return job.Status == status.JobCompleted
 	})
 	if job.AttemptCount != 2 || job.ErrorCategory != nil || len(job.Outputs) != 1 {
 		t.Fatalf("completed job = %+v", job)
@@ -77,7 +78,7 @@ func TestJobGivesUpWhenItsInputIsNotReadyInTime(t *testing.T) {
 	session := startSession(t, api, "toaster", "local/studio-v1", 1)
 	jobs := waitTerminal(t, api, session.Subjects[0].JobIDs)
 	job := jobs[session.Subjects[0].JobIDs[0]]
-	if job.Status != models.JobFailed || job.ErrorCategory == nil || *job.ErrorCategory != string(errorcat.InputNotReady) {
+	if job.Status != status.JobFailed || job.ErrorCategory == nil || *job.ErrorCategory != string(errorcat.InputNotReady) {
 		t.Fatalf("job = %+v, want failed with INPUT_NOT_READY kept on the row", job)
 	}
 	me := credits(t, api)

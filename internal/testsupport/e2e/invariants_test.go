@@ -6,6 +6,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // assertCreditInvariants checks, for an account, that its balance and reserved amount equal the
@@ -31,7 +32,7 @@ func assertCreditInvariants(t *testing.T, db *gorm.DB, accountID string) {
 	for _, o := range orders {
 		var open int64
 		if err := db.Model(&models.Job{}).Where("order_id = ? AND status NOT IN ?", o.ID,
-			[]string{models.JobCompleted, models.JobFailed, models.JobCancelled, models.JobExpired}).Count(&open).Error; err != nil {
+			[]string{status.JobCompleted, status.JobFailed, status.JobCancelled, status.JobExpired}).Count(&open).Error; err != nil {
 			t.Fatal(err)
 		}
 		if open == 0 && o.CreditsReserved != o.CreditsConsumed+o.CreditsReleased {

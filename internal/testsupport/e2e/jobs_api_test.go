@@ -12,6 +12,7 @@ import (
 	"github.com/shotflow/shotflow/internal/platform/config"
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // TestJobsListRefreshAndRatingsEndToEnd runs a real photo session and then uses the job routes as
@@ -32,7 +33,7 @@ func TestJobsListRefreshAndRatingsEndToEnd(t *testing.T) {
 	ids := session.Subjects[0].JobIDs
 	jobs := waitTerminal(t, api, ids)
 	for id, j := range jobs {
-		if j.Status != models.JobCompleted || len(j.Outputs) != 1 {
+		if j.Status != status.JobCompleted || len(j.Outputs) != 1 {
 			t.Fatalf("job %s = %+v, want completed with one output", id, j)
 		}
 	}
@@ -145,7 +146,7 @@ func TestJobsListRefreshAndRatingsEndToEnd(t *testing.T) {
 		t.Fatalf("download of a purged file: %d, want 410", status)
 	}
 	expect(t, api.do(http.MethodGet, "/jobs/"+ids[0], nil, &job), http.StatusOK)
-	if job.Status != models.JobCompleted || len(job.Outputs) != 0 {
+	if job.Status != status.JobCompleted || len(job.Outputs) != 0 {
 		t.Fatalf("purged job = %+v, want completed without outputs", job)
 	}
 	expect(t, api.do(http.MethodPost, "/jobs/"+ids[1]+"/refresh-url", nil, &refreshed), http.StatusOK)

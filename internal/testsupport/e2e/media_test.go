@@ -23,6 +23,8 @@ import (
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
 	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // upload sends data through a presigned upload and returns the asset ID.
@@ -57,7 +59,7 @@ func putUpload(t *testing.T, uploadURL, contentType string, data []byte) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || got.Status != models.AssetProcessing {
+	if resp.StatusCode != http.StatusOK || got.Status != status.AssetProcessing {
 		t.Fatalf("PUT upload = %d %+v, want 200 and status processing", resp.StatusCode, got)
 	}
 }
@@ -158,7 +160,7 @@ func submitOrder(t *testing.T, env *testenv.Env, accountID, jobType, model strin
 	ids := make([]string, len(jobs))
 	for i := range jobs {
 		jobs[i].ID, jobs[i].AccountID, jobs[i].JobType, jobs[i].Position = models.NewID(), accountID, jobType, i
-		jobs[i].AIModel, jobs[i].CreditCost, jobs[i].Status = model, 1, models.JobPending
+		jobs[i].AIModel, jobs[i].CreditCost, jobs[i].Status = model, 1, status.JobPending
 		if jobs[i].AspectRatio == "" {
 			jobs[i].AspectRatio = "1:1"
 		}
@@ -182,7 +184,7 @@ func waitJobs(t *testing.T, env *testenv.Env, ids []string) map[string]models.Jo
 			out[j.ID] = j
 		}
 		for _, j := range jobs {
-			if !models.IsTerminalJobStatus(j.Status) {
+			if !status.IsTerminalJob(j.Status) {
 				return false
 			}
 		}
@@ -239,24 +241,24 @@ func TestEveryJobTypeCompletesOffline(t *testing.T) {
 	decodeOutput(t, env, shootOut)
 
 	// Ideas, videos and reels (the external API's job types).
-	ideas := submitOrder(t, env, tenant.AccountID, models.JobTypeModelIdea, "local/studio-v1",
+	ideas := submitOrder(t, env, tenant.AccountID, jobtype.ModelIdea, "local/studio-v1",
 		models.Job{Prompt: "elegant woman, navy dress"}, models.Job{Prompt: "elegant woman, navy dress"})
-	sceneries := submitOrder(t, env, tenant.AccountID, models.JobTypeSceneryIdea, "local/studio-v1",
+	sceneries := submitOrder(t, env, tenant.AccountID, jobtype.SceneryIdea, "local/studio-v1",
 		models.Job{Prompt: "sunny beach, warm", AspectRatio: "16:9"})
 	video := models.Job{Prompt: "slow zoom"}
 	video.SetInputs([]string{shootOut.ID})
-	videos := submitOrder(t, env, tenant.AccountID, models.JobTypeVideo, "local/motion-v1", video)
+	videos := submitOrder(t, env, tenant.AccountID, jobtype.Video, "local/motion-v1", video)
 	packshotOut := jobOutput(t, env, packshotJob)
 	all := append(append([]string{}, ideas...), sceneries...)
 	done := waitJobs(t, env, all)
 	reel := models.Job{}
 	reel.SetInputs([]string{shootOut.ID, packshotOut.ID, jobOutput(t, env, ideas[0]).ID})
-	reels := submitOrder(t, env, tenant.AccountID, models.JobTypeReel, "local/motion-v1", reel)
+	reels := submitOrder(t, env, tenant.AccountID, jobtype.Reel, "local/motion-v1", reel)
 	for id, j := range waitJobs(t, env, append(videos, reels...)) {
 		done[id] = j
 	}
 	for id, j := range done {
-		if j.Status != models.JobCompleted || j.AttemptCount != 1 {
+		if j.Status != status.JobCompleted || j.AttemptCount != 1 {
 			t.Fatalf("%s job %s: %s after %d attempts (%s)", j.JobType, id, j.Status, j.AttemptCount, j.ErrorDetail)
 		}
 	}
@@ -287,7 +289,7 @@ func TestEveryJobTypeCompletesOffline(t *testing.T) {
 	}
 	var order external.OrderDetail
 	expect(t, ext.do(http.MethodGet, "/orders/"+jobOrder(t, env, videos[0]), nil, &order), http.StatusOK)
-	if order.Status != models.OrderCompleted || order.JobType != models.JobTypeVideo || order.Provider != "local" ||
+	if order.Status != status.OrderCompleted || order.JobType != jobtype.Video || order.Provider != "local" ||
 		order.Model != "motion-v1" || len(order.Jobs) != 1 || order.Jobs[0].OutputURL == nil || order.Jobs[0].AttemptCount != 1 {
 		t.Fatalf("video order = %+v", order)
 	}
@@ -348,7 +350,7 @@ func TestUploadsArePreparedBeforeJobsUseThem(t *testing.T) {
 	var waiting plugin.JobResponse
 	testenv.Eventually(t, 30*time.Second, "the job to wait for its input", func() bool {
 		expect(t, api.do(http.MethodGet, "/jobs/"+job, nil, &waiting), http.StatusOK)
-		return waiting.Status == models.JobRetryPending
+		return waiting.Status == status.JobRetryPending
 	})
 	// As long as the registered file, with the PNG signature, but damaged after it.
 	damaged := packshotPNG(t)
@@ -357,11 +359,11 @@ func TestUploadsArePreparedBeforeJobsUseThem(t *testing.T) {
 	}
 	putUpload(t, uploadURL, "image/png", damaged)
 	ended := waitTerminal(t, api, []string{job})[job]
-	if ended.Status != models.JobFailed || ended.ErrorCategory == nil || *ended.ErrorCategory != string(errorcat.InputMissing) {
+	if ended.Status != status.JobFailed || ended.ErrorCategory == nil || *ended.ErrorCategory != string(errorcat.InputMissing) {
 		t.Fatalf("job = %+v, want failed with INPUT_MISSING", ended)
 	}
 	var invalid models.Asset
-	if err := env.DB.Take(&invalid, "id = ?", brokenID).Error; err != nil || invalid.Status != models.AssetInvalid || invalid.Problem == "" {
+	if err := env.DB.Take(&invalid, "id = ?", brokenID).Error; err != nil || invalid.Status != status.AssetInvalid || invalid.Problem == "" {
 		t.Fatalf("damaged upload = %+v, %v: want invalid with the problem", invalid, err)
 	}
 	if ended.AttemptCount != 2 {

@@ -16,6 +16,8 @@ import (
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
+	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/workflows"
 )
 
@@ -93,15 +95,15 @@ func TestMetricsCountARealOrder(t *testing.T) {
 
 	jobIDs := append(refused.Subjects[0].JobIDs, retried.Subjects[0].JobIDs...)
 	for id, job := range waitTerminal(t, api, jobIDs) {
-		want := models.JobCompleted
+		want := status.JobCompleted
 		if id == refused.Subjects[0].JobIDs[0] {
-			want = models.JobFailed
+			want = status.JobFailed
 		}
 		if job.Status != want {
 			t.Fatalf("job %s is %s, want %s", id, job.Status, want)
 		}
 	}
-	if d := waitOrder(t, env, ext, idea.OrderID); d.Status != models.OrderCompleted {
+	if d := waitOrder(t, env, ext, idea.OrderID); d.Status != status.OrderCompleted {
 		t.Fatalf("the external order is %s, want completed", d.Status)
 	}
 	for _, id := range jobIDs {
@@ -112,8 +114,8 @@ func TestMetricsCountARealOrder(t *testing.T) {
 		receiver.waitHooks(t, models.WebhookDeliveryID(id, 1, event), 1, time.Minute)
 	}
 
-	plugin2 := map[string]string{"api": models.APIPlugin, "job_type": models.JobTypePhotoShoot}
-	ext1 := map[string]string{"api": models.APIExternal, "job_type": models.JobTypeSceneryIdea}
+	plugin2 := map[string]string{"api": models.APIPlugin, "job_type": jobtype.PhotoShoot}
+	ext1 := map[string]string{"api": models.APIExternal, "job_type": jobtype.SceneryIdea}
 	route := func(method, path, status string) map[string]string {
 		l := map[string]string{"route": path, "method": method}
 		if status != "" {
@@ -142,8 +144,8 @@ func TestMetricsCountARealOrder(t *testing.T) {
 		return map[string]string{"provider": "sim", "outcome": outcome}
 	}
 	workerAfter := expectDeltas(t, workerURL, workerBefore, []delta{
-		{metrics.JobsFinished, map[string]string{"status": models.JobFailed, "error_category": string(errorcat.ContentPolicy)}, 1},
-		{metrics.JobsFinished, map[string]string{"status": models.JobCompleted, "error_category": metrics.NoCategory}, 3},
+		{metrics.JobsFinished, map[string]string{"status": status.JobFailed, "error_category": string(errorcat.ContentPolicy)}, 1},
+		{metrics.JobsFinished, map[string]string{"status": status.JobCompleted, "error_category": metrics.NoCategory}, 3},
 		{metrics.JobsFinished, nil, 4},
 		{metrics.GenerateAttempts, sim(string(errorcat.ContentPolicy)), 1},
 		{metrics.GenerateAttempts, sim(string(errorcat.TransientInfra)), 2},

@@ -15,6 +15,7 @@ import (
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/workflows"
 )
 
@@ -126,7 +127,7 @@ func TestUploadWhosePreparationStartWasLostIsPreparedBySweeper(t *testing.T) {
 		t.Fatal(err)
 	}
 	var asset models.Asset
-	if err := env.DB.Take(&asset, "id = ?", id).Error; err != nil || asset.Status != models.AssetReady || asset.ThumbnailBlobKey == "" {
+	if err := env.DB.Take(&asset, "id = ?", id).Error; err != nil || asset.Status != status.AssetReady || asset.ThumbnailBlobKey == "" {
 		t.Fatalf("asset after the sweep = %+v, %v", asset, err)
 	}
 	if n, err := env.App.Engine.StartPendingPreparations(ctx, 0, 10); err != nil || n != 0 {

@@ -13,6 +13,7 @@ import (
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 type refEntry struct {
@@ -59,7 +60,7 @@ func TestReferenceDataEndToEnd(t *testing.T) {
 	// The tenant's own scenery, generated earlier: an image asset of its account.
 	ctx := context.Background()
 	now := time.Now().UTC()
-	asset := models.Asset{ID: models.NewID(), AccountID: tenant.AccountID, Kind: models.AssetKindOutput, Status: models.AssetReady,
+	asset := models.Asset{ID: models.NewID(), AccountID: tenant.AccountID, Kind: models.AssetKindOutput, Status: status.AssetReady,
 		Filename: "scenery.png", ContentType: "image/png", SizeBytes: int64(len(packshotPNG(t))), BlobKey: "outputs/" + models.NewID(),
 		Width: 300, Height: 400, CreatedAt: now, UpdatedAt: now}
 	if err := env.App.Blobs.Put(ctx, asset.BlobKey, packshotPNG(t), "image/png"); err != nil {

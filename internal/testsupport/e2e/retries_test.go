@@ -13,7 +13,7 @@ import (
 	"github.com/shotflow/shotflow/internal/platform/config"
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
-	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/workflows"
 )
 
@@ -30,14 +30,14 @@ func TestRetriesFollowTheErrorCategory(t *testing.T) {
 		attempts int
 		category errorcat.Category
 	}{
-		rateLimitedModel:       {models.JobCompleted, 3, ""},
-		"sim/capacity-then-ok": {models.JobCompleted, 2, ""},
-		"sim/always-transient": {models.JobFailed, 4, errorcat.TransientInfra},
-		"sim/content-policy":   {models.JobFailed, 1, errorcat.ContentPolicy},
-		"sim/input-missing":    {models.JobFailed, 1, errorcat.InputMissing},
-		"sim/provider-account": {models.JobFailed, 1, errorcat.ProviderAccount},
-		"sim/internal-bug":     {models.JobFailed, 1, errorcat.InternalBug},
-		"sim/transient-once":   {models.JobCompleted, 2, ""},
+		rateLimitedModel:       {status.JobCompleted, 3, ""},
+		"sim/capacity-then-ok": {status.JobCompleted, 2, ""},
+		"sim/always-transient": {status.JobFailed, 4, errorcat.TransientInfra},
+		"sim/content-policy":   {status.JobFailed, 1, errorcat.ContentPolicy},
+		"sim/input-missing":    {status.JobFailed, 1, errorcat.InputMissing},
+		"sim/provider-account": {status.JobFailed, 1, errorcat.ProviderAccount},
+		"sim/internal-bug":     {status.JobFailed, 1, errorcat.InternalBug},
+		"sim/transient-once":   {status.JobCompleted, 2, ""},
 	}
 	// Every packshot is registered before any session starts, and the rate-limited job starts
 	// last: its retry_pending windows last seconds, which registering the other packshots on a
@@ -63,7 +63,7 @@ func TestRetriesFollowTheErrorCategory(t *testing.T) {
 	var waiting plugin.JobResponse
 	testenv.Eventually(t, 30*time.Second, "the rate-limited job to wait for its retry", func() bool {
 		expect(t, api.do(http.MethodGet, "/jobs/"+rateLimited, nil, &waiting), http.StatusOK)
-		return waiting.Status == models.JobRetryPending
+		return waiting.Status == status.JobRetryPending
 	})
 	if waiting.ErrorCategory == nil || *waiting.ErrorCategory != string(errorcat.RateLimit) || waiting.ErrorHint == nil {
 		t.Fatalf("waiting job = %+v", waiting)

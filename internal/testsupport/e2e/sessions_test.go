@@ -13,6 +13,7 @@ import (
 	"github.com/shotflow/shotflow/internal/testsupport/contract"
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // answer is a response read whole.
@@ -289,7 +290,7 @@ func TestBatchEndToEnd(t *testing.T) {
 	}
 
 	for id, job := range waitTerminal(t, api, jobIDs) {
-		if job.Status != models.JobCompleted {
+		if job.Status != status.JobCompleted {
 			t.Fatalf("job %s = %+v", id, job)
 		}
 	}
@@ -384,7 +385,7 @@ func TestCloneEndToEnd(t *testing.T) {
 
 	all := append(append([]string{}, clone.Subjects[0].JobIDs...), clone.Subjects[1].JobIDs...)
 	for id, job := range waitTerminal(t, api, append(all, replaced.Subjects[0].JobIDs...)) {
-		if job.Status != models.JobCompleted {
+		if job.Status != status.JobCompleted {
 			t.Fatalf("job %s = %+v", id, job)
 		}
 	}

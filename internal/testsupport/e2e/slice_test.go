@@ -17,6 +17,7 @@ import (
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
 	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/workflows"
 )
 
@@ -61,7 +62,7 @@ func TestPluginPhotoSessionEndToEnd(t *testing.T) {
 		"session_config": map[string]any{"aspect_ratio": "16:9", "style": "marble counter, soft daylight"},
 		"subjects":       []map[string]any{{"product_ref": "bottle-1", "images_count": 2, "ai_model": model}},
 	}, &session), http.StatusCreated)
-	if session.OrderID == "" || session.Status != models.OrderInProgress || len(session.Subjects) != 1 ||
+	if session.OrderID == "" || session.Status != status.OrderInProgress || len(session.Subjects) != 1 ||
 		session.Subjects[0].ProductRef != "bottle-1" || len(session.Subjects[0].JobIDs) != 2 || session.CreditsReserved != 2 {
 		t.Fatalf("session = %+v", session)
 	}
@@ -71,7 +72,7 @@ func TestPluginPhotoSessionEndToEnd(t *testing.T) {
 	}
 	var pending plugin.JobResponse
 	expect(t, api.do(http.MethodGet, "/jobs/"+session.Subjects[0].JobIDs[0], nil, &pending), http.StatusOK)
-	if pending.Status != models.JobPending || len(pending.Outputs) != 0 {
+	if pending.Status != status.JobPending || len(pending.Outputs) != 0 {
 		t.Fatalf("job before any worker runs = %+v", pending)
 	}
 
@@ -130,7 +131,7 @@ func TestPluginPhotoSessionEndToEnd(t *testing.T) {
 	}
 	var order plugin.OrderResponse
 	expect(t, api.do(http.MethodGet, "/orders/"+session.OrderID, nil, &order), http.StatusOK)
-	if order.Status != models.OrderCompleted || order.JobsCompleted != 2 || len(order.Images) != 2 ||
+	if order.Status != status.OrderCompleted || order.JobsCompleted != 2 || len(order.Images) != 2 ||
 		order.Summary.CreditsConsumed != 2 || order.Summary.CreditsHeld != 0 || len(order.Products) != 1 || order.Products[0].JobsCompleted != 2 {
 		t.Fatalf("order = %+v", order)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/workflows"
 )
 
@@ -111,17 +112,17 @@ func TestSupportFindsAndRedrivesStrandedJobs(t *testing.T) {
 
 	jobs := waitTerminal(t, api, ids)
 	for _, id := range []string{settled, queued} {
-		if j := jobs[id]; j.Status != models.JobFailed || j.ErrorCategory == nil || *j.ErrorCategory != string(errorcat.InternalBug) {
+		if j := jobs[id]; j.Status != status.JobFailed || j.ErrorCategory == nil || *j.ErrorCategory != string(errorcat.InternalBug) {
 			t.Errorf("settled job %s: %+v", id, j)
 		}
-		expectNotified(t, env, receiver, secret, id, webhooks.EventJobFailed, models.JobFailed)
+		expectNotified(t, env, receiver, secret, id, webhooks.EventJobFailed, status.JobFailed)
 	}
 	for _, id := range []string{rerun, healthy} {
-		if j := jobs[id]; j.Status != models.JobCompleted {
+		if j := jobs[id]; j.Status != status.JobCompleted {
 			t.Errorf("job %s: %s", id, j.Status)
 		}
 	}
-	waitOrderStatus(t, env, session.OrderID, models.OrderCompleted, 30*time.Second)
+	waitOrderStatus(t, env, session.OrderID, status.OrderCompleted, 30*time.Second)
 	assertCreditInvariants(t, env.DB, tenant.AccountID)
 	var audit []models.JobRetry
 	env.DB.Where("order_id = ?", session.OrderID).Order("created_at").Find(&audit)

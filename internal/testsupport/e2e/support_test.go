@@ -21,6 +21,7 @@ import (
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/workflows"
 )
 
@@ -32,10 +33,10 @@ func failedJob(t *testing.T, env *testenv.Env, api *client, productRef string) (
 	session := startSession(t, api, productRef, "sim/content-policy", 1)
 	id := session.Subjects[0].JobIDs[0]
 	job := waitTerminal(t, api, []string{id})[id]
-	if job.Status != models.JobFailed || job.AttemptCount != 1 || job.ErrorCategory == nil || *job.ErrorCategory != string(errorcat.ContentPolicy) {
+	if job.Status != status.JobFailed || job.AttemptCount != 1 || job.ErrorCategory == nil || *job.ErrorCategory != string(errorcat.ContentPolicy) {
 		t.Fatalf("job = %+v, want failed with CONTENT_POLICY", job)
 	}
-	waitOrderStatus(t, env, session.OrderID, models.OrderFailed, 10*time.Second)
+	waitOrderStatus(t, env, session.OrderID, status.OrderFailed, 10*time.Second)
 	return id, session.OrderID
 }
 
@@ -56,10 +57,10 @@ func waitCompleted(t *testing.T, api *client, jobID string) plugin.JobResponse {
 	var job plugin.JobResponse
 	testenv.Eventually(t, 60*time.Second, "job "+jobID+" to complete", func() bool {
 		expect(t, api.do(http.MethodGet, "/jobs/"+jobID, nil, &job), http.StatusOK)
-		if job.Status == models.JobFailed {
+		if job.Status == status.JobFailed {
 			t.Fatalf("job failed: %+v", job)
 		}
-		return job.Status == models.JobCompleted
+		return job.Status == status.JobCompleted
 	})
 	return job
 }
@@ -82,10 +83,10 @@ func TestSupportRetriesAFailedJobAsANewRun(t *testing.T) {
 	defer cancel()
 
 	jobID, orderID := failedJob(t, env, api, "teapot")
-	expectNotified(t, env, receiver, secret, jobID, webhooks.EventJobFailed, models.JobFailed)
+	expectNotified(t, env, receiver, secret, jobID, webhooks.EventJobFailed, status.JobFailed)
 
 	// Support finds it the way the README shows.
-	list, err := support.ListJobs(ctx, env.DB, ui, support.JobFilter{Status: models.JobFailed, Category: "CONTENT_POLICY", InstallationID: tenant.InstallationID})
+	list, err := support.ListJobs(ctx, env.DB, ui, support.JobFilter{Status: status.JobFailed, Category: "CONTENT_POLICY", InstallationID: tenant.InstallationID})
 	if err != nil || list.Count != 1 || list.Jobs[0].JobID != jobID || list.Jobs[0].OrderID != orderID {
 		t.Fatalf("list = %+v, %v", list, err)
 	}
@@ -103,7 +104,7 @@ func TestSupportRetriesAFailedJobAsANewRun(t *testing.T) {
 	if job.AttemptCount != 1 || job.ErrorCategory != nil || job.ErrorHint != nil || len(job.Outputs) != 1 || job.StartedAt == nil {
 		t.Fatalf("second run = %+v", job)
 	}
-	o := waitOrderStatus(t, env, orderID, models.OrderCompleted, 10*time.Second)
+	o := waitOrderStatus(t, env, orderID, status.OrderCompleted, 10*time.Second)
 	if o.JobsCompleted != 1 || o.JobsFailed != 0 || o.CompletedAt == nil || o.CreditsReserved != 2 || o.CreditsConsumed != 1 || o.CreditsReleased != 1 {
 		t.Fatalf("order = %+v", o)
 	}
@@ -139,7 +140,7 @@ func TestSupportRetriesAFailedJobAsANewRun(t *testing.T) {
 	hooks := receiver.waitHooks(t, second, 1, 60*time.Second)
 	p := verify(t, secret, hooks[0])
 	if hooks[0].header.Get("webhook-id") != second || p.Event != webhooks.EventJobCompleted || p.ID != jobID ||
-		p.Status != models.JobCompleted || len(p.Outputs) != 1 {
+		p.Status != status.JobCompleted || len(p.Outputs) != 1 {
 		t.Fatalf("run 2 webhook = %s", hooks[0].body)
 	}
 	if n := len(receiver.got(first)); n != 1 {
@@ -158,10 +159,10 @@ func TestSupportRetriesAFailedJobAsANewRun(t *testing.T) {
 	link := func(id string) string {
 		return env.Config.TemporalUIURL + "/namespaces/default/workflows/" + strings.ReplaceAll(id, "/", "%2F")
 	}
-	if v.Order.Status != models.OrderCompleted || v.Order.Credits.Held != 0 || v.Order.TemporalUIURL != link("order/"+orderID) {
+	if v.Order.Status != status.OrderCompleted || v.Order.Credits.Held != 0 || v.Order.TemporalUIURL != link("order/"+orderID) {
 		t.Fatalf("order view = %+v", v.Order)
 	}
-	if len(v.Jobs) != 1 || v.Jobs[0].Run != 2 || v.Jobs[0].Status != models.JobCompleted || v.Jobs[0].TemporalUIURL != link("job/"+jobID+"/run-2") ||
+	if len(v.Jobs) != 1 || v.Jobs[0].Run != 2 || v.Jobs[0].Status != status.JobCompleted || v.Jobs[0].TemporalUIURL != link("job/"+jobID+"/run-2") ||
 		len(v.Jobs[0].EarlierRuns) != 1 || v.Jobs[0].EarlierRuns[0].TemporalUIURL != link("job/"+jobID) || v.Jobs[0].RunStartedAt == nil {
 		t.Fatalf("job view = %+v", v.Jobs)
 	}
@@ -225,7 +226,7 @@ func TestSweeperStartsAReRunWhoseStartWasLost(t *testing.T) {
 	if _, err := env.App.Temporal.DescribeWorkflowExecution(ctx, res.WorkflowID, ""); !errors.As(err, &notFound) {
 		t.Fatalf("run 2 has a workflow although its start was lost: %v", err)
 	}
-	if j, err := models.GetJob(env.DB, jobID); err != nil || j.Run != 2 || j.Status != models.JobPending || j.RunStartedAt != nil {
+	if j, err := models.GetJob(env.DB, jobID); err != nil || j.Run != 2 || j.Status != status.JobPending || j.RunStartedAt != nil {
 		t.Fatalf("job after a lost start = %+v, %v", j, err)
 	}
 
@@ -237,7 +238,7 @@ func TestSweeperStartsAReRunWhoseStartWasLost(t *testing.T) {
 		t.Fatalf("second sweep started %d, %v; want 0", n, err)
 	}
 	waitCompleted(t, api, jobID)
-	waitOrderStatus(t, env, orderID, models.OrderCompleted, 10*time.Second)
+	waitOrderStatus(t, env, orderID, status.OrderCompleted, 10*time.Second)
 	if j, err := models.GetJob(env.DB, jobID); err != nil || j.RunStartedAt == nil {
 		t.Fatalf("run_started_at not recorded: %+v, %v", j, err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/platform/config"
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
-	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // TestOrderFinishesAcrossATemporalRestart stops the Temporal server in the middle of an order and
@@ -68,14 +68,14 @@ func TestOrderFinishesAcrossATemporalRestart(t *testing.T) {
 	}
 
 	for id, j := range waitTerminal(t, api, session.Subjects[0].JobIDs) {
-		if j.Status != models.JobCompleted {
+		if j.Status != status.JobCompleted {
 			t.Errorf("job %s ended %s after the restart", id, j.Status)
 		}
 	}
 	var order plugin.OrderResponse
 	testenv.Eventually(t, 30*time.Second, "the order to complete", func() bool {
 		expect(t, api.do(http.MethodGet, "/orders/"+session.OrderID, nil, &order), http.StatusOK)
-		return order.Status == models.OrderCompleted
+		return order.Status == status.OrderCompleted
 	})
 	assertCreditInvariants(t, env.DB, tenant.AccountID)
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/shotflow/shotflow/internal/platform/temporalconn"
 	"github.com/shotflow/shotflow/internal/testsupport/testcerts"
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
-	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // tlsProxy stands for a Temporal cluster that only accepts mutual TLS: it terminates TLS,
@@ -154,7 +154,7 @@ func TestOrderRunsOverMutualTLS(t *testing.T) {
 	registerPackshot(t, env, api, "lamp", packshotPNG(t))
 	session := startSession(t, api, "lamp", "local/studio-v1", 1)
 	for id, job := range waitTerminal(t, api, session.Subjects[0].JobIDs) {
-		if job.Status != models.JobCompleted || len(job.Outputs) != 1 {
+		if job.Status != status.JobCompleted || len(job.Outputs) != 1 {
 			t.Errorf("job %s: %s with %d outputs, want completed with 1", id, job.Status, len(job.Outputs))
 		}
 	}

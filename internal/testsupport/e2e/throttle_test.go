@@ -8,6 +8,7 @@ import (
 	"github.com/shotflow/shotflow/internal/platform/config"
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // TestASlowProviderDoesNotStarveTheOthers: each provider's generate activities run on their own
@@ -37,10 +38,10 @@ func TestASlowProviderDoesNotStarveTheOthers(t *testing.T) {
 	start := time.Now()
 	fast := startSession(t, api, "fast", "local/studio-v1", 1).Subjects[0].JobIDs[0]
 	done := waitTerminal(t, api, []string{fast})[fast]
-	if done.Status != models.JobCompleted {
+	if done.Status != status.JobCompleted {
 		t.Fatalf("local job = %+v", done)
 	}
-	if n := countRows(t, env, &models.Job{}, "id IN ? AND status = ?", slowIDs, models.JobCompleted); n > 1 {
+	if n := countRows(t, env, &models.Job{}, "id IN ? AND status = ?", slowIDs, status.JobCompleted); n > 1 {
 		t.Fatalf("%d slow jobs finished before the local one (%s after it was submitted); it waited behind them", n, time.Since(start))
 	}
 

@@ -13,6 +13,7 @@ import (
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // TestWebhookBodyIsTheJobAsGetJobShowsIt: the webhook a merchant gets when a job completes has,
@@ -28,7 +29,7 @@ func TestWebhookBodyIsTheJobAsGetJobShowsIt(t *testing.T) {
 	receiver, secret := useReceiver(t, env, tenant)
 	registerPackshot(t, env, api, "vase", packshotPNG(t))
 	jobID := startSession(t, api, "vase", "local/studio-v1", 1).Subjects[0].JobIDs[0]
-	if j := waitTerminal(t, api, []string{jobID})[jobID]; j.Status != models.JobCompleted {
+	if j := waitTerminal(t, api, []string{jobID})[jobID]; j.Status != status.JobCompleted {
 		t.Fatalf("job %s = %s", jobID, j.Status)
 	}
 

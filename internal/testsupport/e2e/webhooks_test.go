@@ -23,6 +23,7 @@ import (
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/worker"
 	"github.com/shotflow/shotflow/workflows"
 )
@@ -152,7 +153,7 @@ func TestWebhooksAreSignedRetriedAndReplayed(t *testing.T) {
 	completeAndNotify := func() string {
 		t.Helper()
 		id := startSession(t, api, "vase", "local/studio-v1", 1).Subjects[0].JobIDs[0]
-		if j := waitTerminal(t, api, []string{id})[id]; j.Status != models.JobCompleted {
+		if j := waitTerminal(t, api, []string{id})[id]; j.Status != status.JobCompleted {
 			t.Fatalf("job %s = %s", id, j.Status)
 		}
 		run, err := env.App.Temporal.ExecuteWorkflow(ctx, temporalclient.StartWorkflowOptions{ID: "notify/" + id, TaskQueue: queue}, notifyJob, id, 1)
@@ -172,7 +173,7 @@ func TestWebhooksAreSignedRetriedAndReplayed(t *testing.T) {
 	h := receiver.waitHooks(t, firstDelivery, 1, 30*time.Second)[0]
 	p := verify(t, secret, h)
 	if h.header.Get("webhook-id") != firstDelivery || p.DeliveryID != firstDelivery || p.Event != "job.completed" ||
-		p.ID != first || p.Status != models.JobCompleted || p.ProductRef != "vase" || len(p.Outputs) != 1 {
+		p.ID != first || p.Status != status.JobCompleted || p.ProductRef != "vase" || len(p.Outputs) != 1 {
 		t.Fatalf("webhook = %s", h.body)
 	}
 	resp, err := http.Get(p.Outputs[0].URL)

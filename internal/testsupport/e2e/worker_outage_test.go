@@ -17,6 +17,7 @@ import (
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/workflows"
 )
 
@@ -84,7 +85,7 @@ func databaseOutage(t *testing.T, mode faultproxy.Mode) {
 	queued := sessions[0].Subjects[0].JobIDs[3]
 	var answer plugin.JobResponse
 	expect(t, api.do(http.MethodDelete, "/jobs/"+queued, nil, &answer), http.StatusAccepted)
-	if answer.ID != queued || answer.Status != models.JobPending {
+	if answer.ID != queued || answer.Status != status.JobPending {
 		t.Fatalf("202 cancel answered %+v", answer)
 	}
 
@@ -103,10 +104,10 @@ func databaseOutage(t *testing.T, mode faultproxy.Mode) {
 	for id, j := range jobs {
 		switch {
 		case id == queued:
-			if j.Status != models.JobCancelled || j.StartedAt != nil || j.AttemptCount != 0 {
+			if j.Status != status.JobCancelled || j.StartedAt != nil || j.AttemptCount != 0 {
 				t.Errorf("cancelled job %s: %s, started %v, %d attempts", id, j.Status, j.StartedAt, j.AttemptCount)
 			}
-		case j.Status != models.JobCompleted || j.AttemptCount != 1 || len(j.Outputs) != 1:
+		case j.Status != status.JobCompleted || j.AttemptCount != 1 || len(j.Outputs) != 1:
 			// An outage is no attempt: every job completes on its first.
 			t.Errorf("job %s after the outage: %s, %d attempts, %d outputs", id, j.Status, j.AttemptCount, len(j.Outputs))
 		}
@@ -114,7 +115,7 @@ func databaseOutage(t *testing.T, mode faultproxy.Mode) {
 	for _, s := range sessions {
 		testenv.Eventually(t, 30*time.Second, "order "+s.OrderID+" to end", func() bool {
 			var o models.Order
-			return env.DB.Take(&o, "id = ?", s.OrderID).Error == nil && o.Status != models.OrderInProgress
+			return env.DB.Take(&o, "id = ?", s.OrderID).Error == nil && o.Status != status.OrderInProgress
 		})
 	}
 	consumed := countRows(t, env, &models.LedgerEntry{}, "job_id IN ? AND kind = ?", ids, models.LedgerConsume)
@@ -124,11 +125,11 @@ func databaseOutage(t *testing.T, mode faultproxy.Mode) {
 	}
 	assertCreditInvariants(t, env.DB, tenant.AccountID)
 	for _, id := range ids {
-		event, status := webhooks.EventJobCompleted, models.JobCompleted
+		event, want := webhooks.EventJobCompleted, status.JobCompleted
 		if id == queued {
-			event, status = webhooks.EventJobCancelled, models.JobCancelled
+			event, want = webhooks.EventJobCancelled, status.JobCancelled
 		}
-		expectNotified(t, env, receiver, secret, id, event, status)
+		expectNotified(t, env, receiver, secret, id, event, want)
 	}
 	testenv.Eventually(t, 30*time.Second, "ShotflowWaitingOn to be unset everywhere", func() bool {
 		return len(waitingOn(t, env, tenant.AccountID)) == 0
