@@ -75,7 +75,7 @@ func NewRouter(d Deps, p *plugin.Handler) *gin.Engine {
 	// The routes outside both APIs take no body and answer in the plugin envelope.
 	in := p.Input(inputcheck.NoBody)
 	r.GET(OpenAPIPath, in.Head, in.Content, serveOpenAPI)
-	fh := &files.Handler{Signer: d.Signer, Blobs: d.Blobs, Errors: p, Asset: d.Engine.FileAsset}
+	fh := &files.Handler{Signer: d.Signer, Blobs: d.Blobs, Errors: p, Asset: d.Engine.Uploads.FileAsset}
 	fh.Register(r, in.Head, in.Content)
 	r.GET("/healthz", in.Head, in.Content, func(c *gin.Context) { c.PureJSON(http.StatusOK, gin.H{"status": "ok"}) })
 	// Prometheus scrapes this without a key and without a rate limit: firewall it from the internet.

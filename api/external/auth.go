@@ -41,7 +41,7 @@ func (h *Handler) Authenticate(c *gin.Context) {
 		h.fail(c, http.StatusUnauthorized, "Missing API key: send it in the X-Api-Key header (or Authorization: Bearer).")
 		return
 	}
-	k, err := h.Engine.AuthenticateAccountKey(c.Request.Context(), raw, h.now())
+	k, err := h.Engine.Accounts.AuthenticateAccountKey(c.Request.Context(), raw, h.now())
 	if errors.Is(err, models.ErrInvalidKey) {
 		h.fail(c, http.StatusUnauthorized, "The API key is invalid, expired or revoked.")
 		return

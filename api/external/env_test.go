@@ -19,6 +19,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/api/external"
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/platform/blobstore"
 	"github.com/shotflow/shotflow/internal/testsupport/apitest"
 	"github.com/shotflow/shotflow/internal/testsupport/contract"
@@ -34,9 +35,11 @@ type env struct {
 	router  *gin.Engine
 	handler *external.Handler
 	blobs   *blobstore.Store
-	now     time.Time
-	account string
-	key     string // content.register and content.read
+	// engineConfig is what the handler's engine was built from.
+	engineConfig engine.Config
+	now          time.Time
+	account      string
+	key          string // content.register and content.read
 
 	mu             sync.Mutex
 	starts         []client.StartWorkflowOptions // every workflow start, in order
@@ -51,6 +54,7 @@ func newEnv(t testing.TB, db *gorm.DB, rateLimit int) *env {
 	d := apitest.NewDeps(t, db, apitest.Options{Now: now, TaskQueue: "shotflow", BaseURL: "http://shotflow.test",
 		Temporal: apitest.TemporalOptions{OnStart: e.recordStart, Down: e.down}})
 	e.blobs = d.Blobs
+	e.engineConfig = d.EngineConfig
 	e.handler = &external.Handler{
 		Limiter: d.Limiter, Log: zap.NewNop(), Engine: d.Engine, Blobs: d.Blobs, Signer: d.Signer,
 		DownloadTTL: 168 * time.Hour, RateLimit: rateLimit, Now: now,

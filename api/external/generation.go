@@ -221,14 +221,14 @@ func (r *ref) id() *string {
 // aspect ratio.
 func (h *Handler) requester(c *gin.Context) engine.Requester {
 	return engine.Requester{AccountID: key(c).AccountID, API: models.APIExternal, CorrelationID: reqctx.CorrelationID(c),
-		AspectRatio: h.Engine.DefaultAspectRatio()}
+		AspectRatio: h.Engine.Catalog.DefaultAspectRatio()}
 }
 
 // submit submits the planned order (engine.SubmitPlan) and answers the generation response, or
 // the refusal of planning (err) or submission.
 func (h *Handler) submit(c *gin.Context, p *engine.Plan, err error) {
 	if err == nil {
-		err = h.Engine.SubmitPlan(c.Request.Context(), p)
+		err = h.Engine.Generation.SubmitPlan(c.Request.Context(), p)
 	}
 	if err != nil {
 		h.answer(c, err)
@@ -270,7 +270,7 @@ func (h *Handler) registerIdeas(jobType string, kind models.ReferenceKind) gin.H
 			h.answer(c, err)
 			return
 		}
-		p, err := h.Engine.PlanIdeas(c.Request.Context(), h.requester(c),
+		p, err := h.Engine.Generation.PlanIdeas(c.Request.Context(), h.requester(c),
 			engine.IdeasInput{JobType: jobType, Kind: kind, Preferences: prefs, Count: n})
 		h.submit(c, p, err)
 	}
@@ -347,7 +347,7 @@ func (h *Handler) registerPackshots(c *gin.Context) {
 		h.answer(c, err)
 		return
 	}
-	p, err := h.Engine.PlanPackshots(c.Request.Context(), h.requester(c), in)
+	p, err := h.Engine.Generation.PlanPackshots(c.Request.Context(), h.requester(c), in)
 	h.submit(c, p, err)
 }
 
@@ -359,7 +359,7 @@ func (h *Handler) registerPhotoShoot(c *gin.Context) {
 		h.answer(c, err)
 		return
 	}
-	p, err := h.Engine.PlanPhotoShoot(c.Request.Context(), h.requester(c), in)
+	p, err := h.Engine.Generation.PlanPhotoShoot(c.Request.Context(), h.requester(c), in)
 	h.submit(c, p, err)
 }
 
@@ -414,7 +414,7 @@ func (h *Handler) registerVideo(c *gin.Context) {
 		return
 	}
 	provider := strings.TrimSpace(value(req.Provider))
-	p, err := h.Engine.PlanVideo(c.Request.Context(), h.requester(c), engine.VideoInput{
+	p, err := h.Engine.Generation.PlanVideo(c.Request.Context(), h.requester(c), engine.VideoInput{
 		Field: field, ImageID: imageID, Generated: hasGenerated, Suggestion: suggestion, Provider: provider})
 	h.submit(c, p, err)
 }
@@ -437,7 +437,7 @@ func (h *Handler) registerReel(c *gin.Context) {
 		}
 		req.ImagesIDs[i] = models.CanonicalID(v)
 	}
-	p, err := h.Engine.PlanReel(c.Request.Context(), h.requester(c), req.ImagesIDs,
+	p, err := h.Engine.Generation.PlanReel(c.Request.Context(), h.requester(c), req.ImagesIDs,
 		func(i int) string { return fmt.Sprintf("imagesIds[%d]", i) })
 	h.submit(c, p, err)
 }

@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/api/external"
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models"
@@ -251,7 +252,9 @@ func TestGenerationRefusals(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.handler.Engine.Models = providers.MustNewRegistry(catalog, map[string]providers.Provider{})
+		cfg := e.engineConfig
+		cfg.Models = providers.MustNewRegistry(catalog, map[string]providers.Provider{})
+		e.handler.Engine = engine.New(cfg)
 		code, out = e.post(idleKey, "/models/register-ideas", body)
 		if code != http.StatusUnprocessableEntity || out["errors"].(map[string]any)["modelNotResolved"] == nil {
 			t.Errorf("no model: %d %v, want 422 modelNotResolved", code, out)
@@ -408,7 +411,9 @@ func TestRegisterPhotoShootNeedsThePhotosOwnApprovedPackshot(t *testing.T) {
 
 		// 422 when no model generates photo shoots.
 		catalog, _ := models.LoadCatalog()
-		e.handler.Engine.Models = providers.MustNewRegistry(catalog, map[string]providers.Provider{})
+		cfg := e.engineConfig
+		cfg.Models = providers.MustNewRegistry(catalog, map[string]providers.Provider{})
+		e.handler.Engine = engine.New(cfg)
 		if code, out := e.post(key, "/image-picker/register-ideas", body); code != http.StatusUnprocessableEntity {
 			t.Errorf("no model: %d %v", code, out)
 		}
@@ -522,7 +527,9 @@ func TestEveryGenerationRouteRefusesAlike(t *testing.T) {
 			}},
 			{"no model", http.StatusUnprocessableEntity, func(e *env, _ string) {
 				catalog, _ := models.LoadCatalog()
-				e.handler.Engine.Models = providers.MustNewRegistry(catalog, map[string]providers.Provider{})
+				cfg := e.engineConfig
+				cfg.Models = providers.MustNewRegistry(catalog, map[string]providers.Provider{})
+				e.handler.Engine = engine.New(cfg)
 			}},
 		} {
 			e := newEnv(t, db, 1000)

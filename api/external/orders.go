@@ -93,7 +93,7 @@ func (h *Handler) listOrders(c *gin.Context) {
 		}
 		f.Since = &since
 	}
-	orders, generators, err := h.Engine.ListAccountOrders(c.Request.Context(), f)
+	orders, generators, err := h.Engine.Orders.ListAccountOrders(c.Request.Context(), f)
 	if err != nil {
 		h.answer(c, err)
 		return
@@ -111,7 +111,7 @@ func (h *Handler) getOrder(c *gin.Context) {
 		h.fail(c, http.StatusBadRequest, "The order id must be a UUID.")
 		return
 	}
-	o, err := h.Engine.FindAccountOrder(c.Request.Context(), key(c).AccountID, id)
+	o, err := h.Engine.Orders.FindAccountOrder(c.Request.Context(), key(c).AccountID, id)
 	if err != nil {
 		h.answer(c, err)
 		return

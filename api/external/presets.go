@@ -114,7 +114,7 @@ func (h *Handler) listPresets(c *gin.Context) {
 		h.fail(c, http.StatusBadRequest, "maxRecords must be a positive integer (default 20, capped at 1000).")
 		return
 	}
-	presets, images, err := h.Engine.ListAccountPresets(c.Request.Context(), key(c).AccountID, limit)
+	presets, images, err := h.Engine.Records.ListAccountPresets(c.Request.Context(), key(c).AccountID, limit)
 	if err != nil {
 		h.answer(c, err)
 		return
@@ -427,7 +427,7 @@ func (h *Handler) createPreset(c *gin.Context) {
 	for _, edit := range f.edits {
 		edit(p)
 	}
-	images, err := h.Engine.CreateAccountPreset(c.Request.Context(), accountID, p, cover, gallery)
+	images, err := h.Engine.Records.CreateAccountPreset(c.Request.Context(), accountID, p, cover, gallery)
 	if err != nil {
 		h.deleteBlobs(c, append([]*models.Asset{cover}, gallery...))
 		h.answer(c, err)
@@ -452,7 +452,7 @@ func (h *Handler) updatePreset(c *gin.Context) {
 	accountID := key(c).AccountID
 	ctx := c.Request.Context()
 	// Check before storing any file; UpdateAccountPreset checks again in its transaction.
-	if err := h.Engine.CheckAccountPresetUpdate(ctx, accountID, f.presetID, f.keep, len(f.gallery)); err != nil {
+	if err := h.Engine.Records.CheckAccountPresetUpdate(ctx, accountID, f.presetID, f.keep, len(f.gallery)); err != nil {
 		h.answer(c, err)
 		return
 	}
@@ -467,7 +467,7 @@ func (h *Handler) updatePreset(c *gin.Context) {
 				edit(p)
 			}
 		}}
-	p, images, removed, err := h.Engine.UpdateAccountPreset(ctx, accountID, f.presetID, u)
+	p, images, removed, err := h.Engine.Records.UpdateAccountPreset(ctx, accountID, f.presetID, u)
 	if err != nil {
 		h.deleteBlobs(c, append([]*models.Asset{cover}, gallery...))
 		h.answer(c, err)

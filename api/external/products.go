@@ -65,7 +65,7 @@ func (h *Handler) registerProducts(add route) {
 // listProducts answers the account's product photos, from its installations' catalogs and its
 // own uploads, newest first.
 func (h *Handler) listProducts(c *gin.Context) {
-	rows, err := h.Engine.ListAccountPhotos(c.Request.Context(), key(c).AccountID)
+	rows, err := h.Engine.Records.ListAccountPhotos(c.Request.Context(), key(c).AccountID)
 	if err != nil {
 		h.answer(c, err)
 		return
@@ -159,7 +159,7 @@ func (h *Handler) uploadProduct(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	img, err := h.Engine.CreateAccountPhoto(ctx, asset, name, sku)
+	img, err := h.Engine.Records.CreateAccountPhoto(ctx, asset, name, sku)
 	if err != nil {
 		// Nothing was stored but the bytes: remove them too, also when the request ran out of time.
 		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
@@ -172,7 +172,7 @@ func (h *Handler) uploadProduct(c *gin.Context) {
 	}
 	// The worker's sweep starts preparations that were never started, so a failure here only
 	// delays the photo.
-	if err := h.Engine.StartPrepare(ctx, asset); err != nil {
+	if err := h.Engine.Uploads.StartPrepare(ctx, asset); err != nil {
 		h.Log.Warn("start preparing an uploaded product photo", zap.String("asset_id", asset.ID), zap.Error(err))
 	}
 	row := models.AccountPhotoRow{ID: img.ID, AssetID: asset.ID, ProductRef: img.ProductID, ProductName: name,

@@ -76,7 +76,7 @@ func (h *Handler) listReference(c *gin.Context, kind models.ReferenceKind, listK
 	if !ok {
 		return
 	}
-	recs, err := h.Engine.ListAccountReferenceItems(c.Request.Context(), key(c).AccountID, kind, approved)
+	recs, err := h.Engine.Records.ListAccountReferenceItems(c.Request.Context(), key(c).AccountID, kind, approved)
 	h.answerRecords(c, listKey, recs, err)
 }
 
@@ -86,7 +86,7 @@ func (h *Handler) listPackshots(c *gin.Context) {
 	if !ok {
 		return
 	}
-	recs, err := h.Engine.ListAccountPackshots(c.Request.Context(), key(c).AccountID, approved)
+	recs, err := h.Engine.Records.ListAccountPackshots(c.Request.Context(), key(c).AccountID, approved)
 	h.answerRecords(c, "packshots", recs, err)
 }
 
@@ -102,13 +102,13 @@ func (h *Handler) listImages(c *gin.Context) {
 		h.fail(c, http.StatusBadRequest, "productId must be the id of a product photo (a UUID, as GET /products lists).")
 		return
 	}
-	recs, err := h.Engine.ListAccountShoots(c.Request.Context(), key(c).AccountID, approved, models.CanonicalID(photo))
+	recs, err := h.Engine.Records.ListAccountShoots(c.Request.Context(), key(c).AccountID, approved, models.CanonicalID(photo))
 	h.answerRecords(c, "images", recs, err)
 }
 
 // listVideos answers GET /videos: videos and reels. It takes no query parameters.
 func (h *Handler) listVideos(c *gin.Context) {
-	recs, err := h.Engine.ListAccountVideos(c.Request.Context(), key(c).AccountID)
+	recs, err := h.Engine.Records.ListAccountVideos(c.Request.Context(), key(c).AccountID)
 	if err != nil {
 		h.answer(c, err)
 		return
@@ -198,7 +198,7 @@ func (h *Handler) updatePackshot(c *gin.Context) {
 		h.fail(c, http.StatusBadRequest, "Send Voting (APPROVED or REJECTED), status (ARCHIVE), or both.")
 		return
 	}
-	if err := h.Engine.ReviewAccountPackshot(c.Request.Context(), key(c).AccountID, id, review, h.now().UTC()); err != nil {
+	if err := h.Engine.Records.ReviewAccountPackshot(c.Request.Context(), key(c).AccountID, id, review, h.now().UTC()); err != nil {
 		h.answer(c, err)
 		return
 	}
@@ -228,7 +228,7 @@ func (h *Handler) reviewImage(c *gin.Context) {
 		h.fail(c, http.StatusBadRequest, "verdict is required: accepted, rejected or pending (pending clears the verdict).")
 		return
 	}
-	if err := h.Engine.ReviewAccountShoot(c.Request.Context(), key(c).AccountID, id, verdict, h.now().UTC()); err != nil {
+	if err := h.Engine.Records.ReviewAccountShoot(c.Request.Context(), key(c).AccountID, id, verdict, h.now().UTC()); err != nil {
 		h.answer(c, err)
 		return
 	}

@@ -66,7 +66,7 @@ func (h *Handler) createUpload(c *gin.Context) {
 	}
 	inst := caller(c).Installation
 	expires := time.Now().UTC().Add(h.UploadTTL)
-	asset, err := h.Engine.DeclareUpload(c.Request.Context(), engine.UploadDeclaration{
+	asset, err := h.Engine.Uploads.DeclareUpload(c.Request.Context(), engine.UploadDeclaration{
 		AccountID: inst.AccountID, InstallationID: inst.ID, Filename: req.Filename,
 		ContentType: req.ContentType, SizeBytes: req.SizeBytes, ExpiresAt: expires})
 	if err != nil {
@@ -97,7 +97,7 @@ func (h *Handler) receiveUpload(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	asset, err := h.Engine.FindUpload(ctx, id)
+	asset, err := h.Engine.Uploads.FindUpload(ctx, id)
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -115,7 +115,7 @@ func (h *Handler) receiveUpload(c *gin.Context) {
 		return
 	}
 	// Claim the upload so two concurrent PUTs cannot both write it.
-	if err := h.Engine.ClaimUpload(ctx, id); err != nil {
+	if err := h.Engine.Uploads.ClaimUpload(ctx, id); err != nil {
 		h.fail(c, err)
 		return
 	}
@@ -123,7 +123,7 @@ func (h *Handler) receiveUpload(c *gin.Context) {
 	// claimed could never be sent again.
 	cleanup, cancelCleanup := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancelCleanup()
-	release := func() { h.Engine.ReleaseUpload(ctx, id) }
+	release := func() { h.Engine.Uploads.ReleaseUpload(ctx, id) }
 
 	body := bufio.NewReaderSize(c.Request.Body, 64<<10)
 	head, _ := body.Peek(64 << 10)
@@ -155,7 +155,7 @@ func (h *Handler) receiveUpload(c *gin.Context) {
 	}
 	// The bytes are stored: PrepareInputWorkflow checks and prepares them, then wakes the jobs
 	// waiting for them.
-	if err := h.Engine.CompleteUpload(ctx, asset, engine.StoredUpload{SHA256: sum, Width: width, Height: height}); err != nil {
+	if err := h.Engine.Uploads.CompleteUpload(ctx, asset, engine.StoredUpload{SHA256: sum, Width: width, Height: height}); err != nil {
 		release()
 		h.fail(c, err)
 		return

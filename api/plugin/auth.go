@@ -79,7 +79,7 @@ func (h *Handler) Authenticate(c *gin.Context) {
 		h.Fail(c, http.StatusUnauthorized, CodeUnauthorized, "The X-Api-Key header is missing.")
 		return
 	}
-	who, err := h.Engine.AuthenticatePluginKey(c.Request.Context(), raw, time.Now())
+	who, err := h.Engine.Accounts.AuthenticatePluginKey(c.Request.Context(), raw, time.Now())
 	if err != nil {
 		h.fail(c, err)
 		return

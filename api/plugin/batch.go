@@ -77,7 +77,7 @@ func (h *Handler) createBatch(c *gin.Context) {
 		}
 		resp.Results = append(resp.Results, r)
 	}
-	h.Engine.StartAll(c.Request.Context(), committed, batchStartTimeout)
+	h.Engine.Orders.StartAll(c.Request.Context(), committed, batchStartTimeout)
 	c.PureJSON(http.StatusMultiStatus, resp)
 }
 

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/shotflow/shotflow/api/plugin"
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/models/status"
 )
@@ -197,7 +198,7 @@ func TestBatchStartsItsWorkflowsTogether(t *testing.T) {
 	// Not parallel: plugin.SetBatchStartTimeout changes a package variable.
 	e := newEnv(t)
 	calls := &atomic.Int32{}
-	e.handler.Engine.Temporal = hangingTemporal{calls: calls}
+	e.withEngine(func(c *engine.Config) { c.Temporal = hangingTemporal{calls: calls} })
 	defer plugin.SetBatchStartTimeout(400 * time.Millisecond)()
 	sessions := make([]any, 6)
 	for i := range sessions {

@@ -15,7 +15,7 @@ import (
 // worker cannot reach the database; 409 when refused (the job has started, and reads so); 503 when
 // no workflow took it in time, in which case none ever will and the job stays as it is.
 func (h *Handler) cancelJob(c *gin.Context) {
-	out, err := h.Engine.CancelJob(c.Request.Context(), engine.CancelRequest{
+	out, err := h.Engine.Jobs.CancelJob(c.Request.Context(), engine.CancelRequest{
 		InstallationID: caller(c).Installation.ID, JobID: c.Param("id"), RequestID: reqctx.RequestID(c),
 	})
 	if err != nil {

@@ -112,7 +112,7 @@ func (h *Handler) listProducts(c *gin.Context) {
 		}
 		includeDeleted = b
 	}
-	rows, more, err := h.Engine.ListProducts(c.Request.Context(), caller(c).Installation.ID, params, includeDeleted)
+	rows, more, err := h.Engine.Catalog.ListProducts(c.Request.Context(), caller(c).Installation.ID, params, includeDeleted)
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -130,7 +130,7 @@ func (h *Handler) listProducts(c *gin.Context) {
 
 // getProduct answers GET /products/{id_or_ref} for a live product.
 func (h *Handler) getProduct(c *gin.Context) {
-	p, err := h.Engine.FindProduct(c.Request.Context(), caller(c).Installation.ID, c.Param("id_or_ref"), MaxEmbeddedCatalogItems)
+	p, err := h.Engine.Catalog.FindProduct(c.Request.Context(), caller(c).Installation.ID, c.Param("id_or_ref"), MaxEmbeddedCatalogItems)
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -150,7 +150,7 @@ func (h *Handler) getProduct(c *gin.Context) {
 // deleteProduct answers DELETE /products/{id_or_ref}: a soft delete (204). The product's images
 // and packshots stay; its external_ref can be registered again as a new product.
 func (h *Handler) deleteProduct(c *gin.Context) {
-	if err := h.Engine.DeleteProduct(c.Request.Context(), caller(c).Installation.ID, c.Param("id_or_ref")); err != nil {
+	if err := h.Engine.Catalog.DeleteProduct(c.Request.Context(), caller(c).Installation.ID, c.Param("id_or_ref")); err != nil {
 		h.fail(c, err)
 		return
 	}
@@ -164,7 +164,7 @@ func (h *Handler) listPackshots(c *gin.Context) {
 	if !ok {
 		return
 	}
-	rows, more, err := h.Engine.ListPackshots(c.Request.Context(), caller(c).Installation.ID, c.Query("product_ref"), params)
+	rows, more, err := h.Engine.Catalog.ListPackshots(c.Request.Context(), caller(c).Installation.ID, c.Query("product_ref"), params)
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -183,7 +183,7 @@ func (h *Handler) listPackshots(c *gin.Context) {
 // deletePackshot answers DELETE /packshots/{id_or_ref}: the catalog entry is removed (204), the
 // file stays, and photo sessions never use the packshot again.
 func (h *Handler) deletePackshot(c *gin.Context) {
-	if err := h.Engine.DeletePackshot(c.Request.Context(), caller(c).Installation.ID, c.Param("id_or_ref")); err != nil {
+	if err := h.Engine.Catalog.DeletePackshot(c.Request.Context(), caller(c).Installation.ID, c.Param("id_or_ref")); err != nil {
 		h.fail(c, err)
 		return
 	}

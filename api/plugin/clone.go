@@ -57,7 +57,7 @@ func (h *Handler) cloneOrder(c *gin.Context) {
 			PackshotAssetID: value(s.PackshotAssetID), ImagesCount: s.ImagesCount, AIModel: value(s.AIModel),
 			AutoRegisterPackshot: s.AutoRegisterPackshot}
 	}
-	req, err := h.Engine.CloneSession(c.Request.Context(), inst.ID, c.Param("id"), subjects)
+	req, err := h.Engine.Sessions.CloneSession(c.Request.Context(), inst.ID, c.Param("id"), subjects)
 	if err != nil {
 		h.fail(c, err)
 		return

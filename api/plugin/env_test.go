@@ -22,6 +22,7 @@ import (
 	"github.com/shotflow/shotflow/activities"
 	"github.com/shotflow/shotflow/api"
 	"github.com/shotflow/shotflow/api/plugin"
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/media/imageprep"
 	"github.com/shotflow/shotflow/internal/platform/blobstore"
 	"github.com/shotflow/shotflow/internal/platform/secrets"
@@ -54,6 +55,8 @@ type env struct {
 	router  *gin.Engine
 	// prepared lists the assets whose PrepareInputWorkflow the API started.
 	prepared *[]string
+	// engineConfig is what the handler's engine was built from.
+	engineConfig engine.Config
 
 	account *models.Account
 	inst    *models.Installation
@@ -135,7 +138,8 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 		Engine: h.Engine, Blobs: d.Blobs, Signer: d.Signer, Log: zap.NewNop(),
 		Ready: func(context.Context) error { return nil },
 	}, h)
-	e := &env{t: t, db: db, box: d.Box, blobs: d.Blobs, signer: d.Signer, clock: d.Clock, handler: h, router: router, prepared: &prepared}
+	e := &env{t: t, db: db, box: d.Box, blobs: d.Blobs, signer: d.Signer, clock: d.Clock, handler: h, router: router, prepared: &prepared,
+		engineConfig: d.EngineConfig}
 	var err error
 	e.account, err = models.CreateAccount(db, "Acme", cfg.credits)
 	require.NoError(t, err)
@@ -359,4 +363,11 @@ func (e *env) count(model any, where string, args ...any) int64 {
 	var n int64
 	require.NoError(e.t, e.db.Model(model).Where(where, args...).Count(&n).Error)
 	return n
+}
+
+// withEngine rebuilds the handler's engine from its configuration as change leaves it (another
+// Temporal client, for example).
+func (e *env) withEngine(change func(*engine.Config)) {
+	change(&e.engineConfig)
+	e.handler.Engine = engine.New(e.engineConfig)
 }

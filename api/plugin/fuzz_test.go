@@ -16,6 +16,7 @@ import (
 
 	"github.com/shotflow/shotflow/api/files"
 	"github.com/shotflow/shotflow/api/plugin"
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/testsupport/routefuzz"
 	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
@@ -42,7 +43,7 @@ func (fuzzTemporal) UpdateWorkflow(context.Context, client.UpdateWorkflowOptions
 // and each string of each JSON body.
 func FuzzPluginAPI(f *testing.F) {
 	e := newEnv(f, onPostgres(), withRateLimit(1<<30), withCredits(1<<40))
-	e.handler.Engine.Temporal = fuzzTemporal{}
+	e.withEngine(func(c *engine.Config) { c.Temporal = fuzzTemporal{} })
 	e.handler.Secrets = e.box
 	routes := routefuzz.Routes(e.router)
 	valid := e.fuzzSeeds()

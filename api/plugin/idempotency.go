@@ -219,7 +219,7 @@ func (h *Handler) keyed(rule keyRule, takesBody bool, handler gin.HandlerFunc) g
 		}
 		var answer *answerWriter
 		timing := engine.KeyTiming{Wait: idempotencyWait, Poll: idempotencyPoll, Lease: idempotencyLease}
-		res, err := h.Engine.RunOnce(c.Request.Context(), caller(c).Installation.ID, key, payloadHash(c.Request, payload), timing,
+		res, err := h.Engine.Idempotency.RunOnce(c.Request.Context(), caller(c).Installation.ID, key, payloadHash(c.Request, payload), timing,
 			func(claim *engine.KeyClaim) bool {
 				var committed bool
 				answer, committed = h.runClaimed(c, claim, rule, raw, handler)

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/shotflow/shotflow/api/plugin"
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -29,7 +30,7 @@ func (unreachableTemporal) ExecuteWorkflow(context.Context, client.StartWorkflow
 
 // committing lets sessions of the environment commit (the harness has no Temporal client).
 func (e *env) committing() *env {
-	e.handler.Engine.Temporal = unreachableTemporal{}
+	e.withEngine(func(c *engine.Config) { c.Temporal = unreachableTemporal{} })
 	return e
 }
 

@@ -67,7 +67,7 @@ func (h *Handler) registerImages(c *gin.Context) {
 	who := caller(c)
 	results := make([]ImageBulkResult, 0, len(req.Images))
 	for i, item := range req.Images {
-		img, existing, err := h.Engine.RegisterImage(c.Request.Context(), who.Installation, engine.ImageRegistration{
+		img, existing, err := h.Engine.Catalog.RegisterImage(c.Request.Context(), who.Installation, engine.ImageRegistration{
 			ExternalRef: item.ExternalRef, ProductRef: item.ProductRef, AssetID: item.AssetID,
 			Product: productMetadata(item.ProductMetadata)})
 		res := ImageBulkResult{Index: i}

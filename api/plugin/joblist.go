@@ -43,7 +43,7 @@ func (h *Handler) listJobs(c *gin.Context) {
 	if !ok {
 		return
 	}
-	jobs, err := h.Engine.ListJobs(c.Request.Context(), inst.ID, f)
+	jobs, err := h.Engine.Jobs.ListJobs(c.Request.Context(), inst.ID, f)
 	if err != nil {
 		h.fail(c, err)
 		return

@@ -32,7 +32,7 @@ func (h *Handler) outputs(assets []models.Asset) []Output {
 }
 
 func (h *Handler) getJob(c *gin.Context) {
-	j, outs, err := h.Engine.JobWithOutputs(c.Request.Context(), caller(c).Installation.ID, c.Param("id"))
+	j, outs, err := h.Engine.Jobs.JobWithOutputs(c.Request.Context(), caller(c).Installation.ID, c.Param("id"))
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -87,7 +87,7 @@ type CreditSummary struct {
 }
 
 func (h *Handler) getOrder(c *gin.Context) {
-	d, err := h.Engine.FindOrder(c.Request.Context(), caller(c).Installation.ID, c.Param("id"))
+	d, err := h.Engine.Jobs.FindOrder(c.Request.Context(), caller(c).Installation.ID, c.Param("id"))
 	if err != nil {
 		h.fail(c, err)
 		return

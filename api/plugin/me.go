@@ -39,7 +39,7 @@ type RequestLimit struct {
 
 func (h *Handler) me(c *gin.Context) {
 	who := caller(c)
-	acc, err := h.Engine.Account(c.Request.Context(), who.Installation.AccountID)
+	acc, err := h.Engine.Records.Account(c.Request.Context(), who.Installation.AccountID)
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -61,7 +61,7 @@ func (h *Handler) me(c *gin.Context) {
 }
 
 func (h *Handler) aiModels(c *gin.Context) {
-	items := h.Engine.AIModels(JobTypes...)
+	items := h.Engine.Catalog.AIModels(JobTypes...)
 	c.Header("Cache-Control", "private, max-age=300")
 	c.Header("Vary", "X-Api-Key")
 	c.PureJSON(http.StatusOK, gin.H{"ai_models": items})
@@ -69,5 +69,5 @@ func (h *Handler) aiModels(c *gin.Context) {
 
 func (h *Handler) aspectRatios(c *gin.Context) {
 	c.Header("Cache-Control", "public, max-age=3600")
-	c.PureJSON(http.StatusOK, gin.H{"aspect_ratios": h.Engine.AspectRatios()})
+	c.PureJSON(http.StatusOK, gin.H{"aspect_ratios": h.Engine.Catalog.AspectRatios()})
 }

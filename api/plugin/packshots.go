@@ -64,7 +64,7 @@ func (h *Handler) registerPackshots(c *gin.Context) {
 	who := caller(c)
 	results := make([]BulkResult, 0, len(req.Packshots))
 	for i, item := range req.Packshots {
-		p, existing, err := h.Engine.RegisterPackshot(c.Request.Context(), who.Installation, engine.PackshotRegistration{
+		p, existing, err := h.Engine.Catalog.RegisterPackshot(c.Request.Context(), who.Installation, engine.PackshotRegistration{
 			AssetID: item.AssetID, ProductRef: item.ProductRef, ExternalRef: item.ExternalRef,
 			SourceImageRef: item.SourceImageRef, Product: productMetadata(item.ProductMetadata)})
 		res := BulkResult{Index: i}

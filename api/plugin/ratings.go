@@ -19,7 +19,7 @@ type RefreshURLResponse struct {
 // DOWNLOAD_URL_TTL from now (engine.RefreshOutputs); 409 job_not_completed before the job completed,
 // 410 outputs_purged once retention removed its files.
 func (h *Handler) refreshURL(c *gin.Context) {
-	j, assets, err := h.Engine.RefreshOutputs(c.Request.Context(), caller(c).Installation.ID, c.Param("id"))
+	j, assets, err := h.Engine.Jobs.RefreshOutputs(c.Request.Context(), caller(c).Installation.ID, c.Param("id"))
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -33,7 +33,7 @@ func (h *Handler) rejectJob(c *gin.Context) { h.rateJob(c, models.VotingRejected
 // rateJob answers POST /jobs/{id}/accept and /reject with 204 (engine.RateJob); 409
 // job_not_completed before the job completed, 410 outputs_purged for a packshot whose file is gone.
 func (h *Handler) rateJob(c *gin.Context, voting string) {
-	if err := h.Engine.RateJob(c.Request.Context(), caller(c).Installation.ID, c.Param("id"), voting); err != nil {
+	if err := h.Engine.Jobs.RateJob(c.Request.Context(), caller(c).Installation.ID, c.Param("id"), voting); err != nil {
 		h.fail(c, err)
 		return
 	}

@@ -91,7 +91,7 @@ func (h *Handler) listSceneries(c *gin.Context) { h.listReference(c, models.Kind
 // listReference answers GET /models or /sceneries: the account's own usable items, then the
 // marketplace's.
 func (h *Handler) listReference(c *gin.Context, kind models.ReferenceKind, field string) {
-	items, err := h.Engine.UsableReferenceItems(c.Request.Context(), caller(c).Installation.AccountID, kind)
+	items, err := h.Engine.Records.UsableReferenceItems(c.Request.Context(), caller(c).Installation.AccountID, kind)
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -112,7 +112,7 @@ func (h *Handler) listReference(c *gin.Context, kind models.ReferenceKind, field
 
 // listPresets answers GET /presets: the published system presets, then the account's own.
 func (h *Handler) listPresets(c *gin.Context) {
-	presets, images, err := h.Engine.VisiblePresets(c.Request.Context(), caller(c).Installation.AccountID)
+	presets, images, err := h.Engine.Records.VisiblePresets(c.Request.Context(), caller(c).Installation.AccountID)
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -152,7 +152,7 @@ func (h *Handler) listPresets(c *gin.Context) {
 // base_credit_cost.
 func (h *Handler) pricing(c *gin.Context) {
 	c.Header("Cache-Control", cachePricing)
-	c.PureJSON(http.StatusOK, PricingResponse{Prices: h.Engine.Prices(JobTypes...)})
+	c.PureJSON(http.StatusOK, PricingResponse{Prices: h.Engine.Catalog.Prices(JobTypes...)})
 }
 
 func nonNilStrings(s []string) []string {

@@ -137,14 +137,14 @@ type sessionOutcome struct {
 // acceptSession plans the session, then creates the order, its jobs and their reservation in one
 // transaction (in which record, when not nil, also runs) and starts the order.
 func (h *Handler) acceptSession(c *gin.Context, req engine.SessionRequest, record recorder) sessionOutcome {
-	order, jobs, err := h.Engine.SubmitSession(c.Request.Context(), req, record)
+	order, jobs, err := h.Engine.Sessions.SubmitSession(c.Request.Context(), req, record)
 	return sessionOutcomeOf(c, order, jobs, err)
 }
 
 // commitSession is acceptSession without the start: on success the order is committed and its
 // workflow still has to be started (h.Engine.StartAll; the sweeper does it otherwise).
 func (h *Handler) commitSession(c *gin.Context, req engine.SessionRequest, record recorder) (sessionOutcome, *models.Order, []models.Job) {
-	order, jobs, err := h.Engine.CommitSession(c.Request.Context(), req, record)
+	order, jobs, err := h.Engine.Sessions.CommitSession(c.Request.Context(), req, record)
 	return sessionOutcomeOf(c, order, jobs, err), order, jobs
 }
 

@@ -24,7 +24,7 @@ type RotateResponse struct {
 // stored payload now, with the same webhook-id and a new timestamp, and retries on the usual
 // schedule if needed.
 func (h *Handler) replayWebhook(c *gin.Context) {
-	d, err := h.Engine.ReplayWebhook(c.Request.Context(), caller(c).Installation.ID, c.Param("delivery_id"))
+	d, err := h.Engine.Webhooks.ReplayWebhook(c.Request.Context(), caller(c).Installation.ID, c.Param("delivery_id"))
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -37,7 +37,7 @@ func (h *Handler) replayWebhook(c *gin.Context) {
 // models.PreviousSecretGrace.
 func (h *Handler) rotateHMAC(c *gin.Context) {
 	inst := caller(c).Installation
-	rotated, err := h.Engine.RotateWebhookSecret(c.Request.Context(), h.Secrets, inst.ID, c.Param("id"))
+	rotated, err := h.Engine.Webhooks.RotateWebhookSecret(c.Request.Context(), h.Secrets, inst.ID, c.Param("id"))
 	if err != nil {
 		h.fail(c, err)
 		return

@@ -19,6 +19,7 @@ import (
 
 	"github.com/shotflow/shotflow/api/files"
 	"github.com/shotflow/shotflow/api/plugin"
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/workflows"
@@ -42,8 +43,7 @@ func (e *env) delivery(inst *models.Installation) models.WebhookDelivery {
 // withTemporal gives the handler a mocked Temporal client and task queue.
 func (e *env) withTemporal() *mocks.Client {
 	m := &mocks.Client{}
-	e.handler.Engine.Temporal = m
-	e.handler.Engine.TaskQueue = "tq-test"
+	e.withEngine(func(c *engine.Config) { c.Temporal, c.TaskQueue = m, "tq-test" })
 	e.t.Cleanup(func() { m.AssertExpectations(e.t) })
 	return m
 }

@@ -507,10 +507,10 @@ func (e *adminEnv) starter() (*engine.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &engine.Engine{
+	return engine.New(engine.Config{
 		DB: e.db, Temporal: tc, TaskQueue: e.cfg.TemporalTaskQueue, Log: zap.NewNop(),
 		JobOptions: workflows.JobOptions{InputWait: e.cfg.InputWaitTimeout},
-	}, nil
+	}), nil
 }
 
 func (e *adminEnv) jobsStragglers(args []string) (any, error) {
@@ -559,9 +559,13 @@ func (e *adminEnv) jobsRedrive(args []string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	tc, err := e.dialTemporal()
+	if err != nil {
+		return nil, err
+	}
 	// The settled run's webhook is recorded as a job's workflow records it.
 	acts := &activities.Activities{DB: e.db, Log: zap.NewNop(), Signer: app.NewSigner(e.cfg, master), DownloadTTL: e.cfg.DownloadURLTTL}
-	return support.RedriveJob(e.ctx, starter, acts, e.ui(), support.RedriveRequest{JobID: id, Action: *action, Actor: *actor, Reason: *reason})
+	return support.RedriveJob(e.ctx, starter, e.db, tc, acts, e.ui(), support.RedriveRequest{JobID: id, Action: *action, Actor: *actor, Reason: *reason})
 }
 
 // defaultActor is the operator's login name.
@@ -581,7 +585,7 @@ func (e *adminEnv) webhooksReplay(args []string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return support.ReplayWebhook(e.ctx, eng, e.ui(), id)
+	return support.ReplayWebhook(e.ctx, eng, e.db, e.ui(), id)
 }
 
 func (e *adminEnv) ordersShow(args []string) (any, error) {

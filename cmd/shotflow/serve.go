@@ -12,13 +12,14 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/shotflow/shotflow/internal/app"
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/platform/config"
 	"github.com/shotflow/shotflow/internal/platform/logging"
 	"github.com/shotflow/shotflow/models"
 )
 
 // openApp loads the configuration from the environment and opens the shared dependencies.
-func openApp(ctx context.Context) (*app.App, error) {
+func openApp(ctx context.Context, opts ...app.Option) (*app.App, error) {
 	cfg, err := config.Load()
 	if err != nil {
 		return nil, err
@@ -27,11 +28,19 @@ func openApp(ctx context.Context) (*app.App, error) {
 	if err != nil {
 		return nil, err
 	}
-	return app.Open(ctx, cfg, log)
+	return app.Open(ctx, cfg, log, opts...)
 }
 
 func runAPI(ctx context.Context) error {
-	a, err := openApp(ctx)
+	var opts []app.Option
+	if os.Getenv("SHOTFLOW_TEST_CRASH_AFTER_COMMIT") == "1" {
+		// Crash tests only: die like a killed process right after an order's commit, before its
+		// workflow start, to show the outbox leaves nothing stranded.
+		opts = append(opts, app.Option{Engine: func(c *engine.Config) {
+			c.AfterCommit = func() { _ = syscall.Kill(os.Getpid(), syscall.SIGKILL) }
+		}})
+	}
+	a, err := openApp(ctx, opts...)
 	if err != nil {
 		return err
 	}
@@ -41,11 +50,6 @@ func runAPI(ctx context.Context) error {
 		return err
 	}
 	defer stopProfiler()
-	if os.Getenv("SHOTFLOW_TEST_CRASH_AFTER_COMMIT") == "1" {
-		// Crash tests only: die like a killed process right after an order's commit, before its
-		// workflow start, to show the outbox leaves nothing stranded.
-		a.Engine.AfterCommit = func() { _ = syscall.Kill(os.Getpid(), syscall.SIGKILL) }
-	}
 	return a.ServeHTTP(ctx, func(addr net.Addr) {
 		a.Log.Info("API listening", zap.String("addr", addr.String()), zap.String("public_base_url", a.Config.PublicBaseURL))
 	})

@@ -58,15 +58,24 @@ type App struct {
 	Box       *secrets.Box
 	Limiter   ratelimit.Limiter
 	Engine    *engine.Engine
-	Metrics   *metrics.Metrics
+	// EngineConfig is what Engine was built from.
+	EngineConfig engine.Config
+	Metrics      *metrics.Metrics
 
 	closers []func() error
 	health  *worker.Health // whether RunWorker polls, for the worker's /healthz
 }
 
+// Option adjusts what Open builds.
+type Option struct {
+	// Engine, when set, adjusts the engine's configuration before the engine is built (tests
+	// shorten the job retry schedule with it).
+	Engine func(*engine.Config)
+}
+
 // Open connects everything the processes share. The database must be at the schema version this
 // binary knows; `shotflow migrate` gets it there.
-func Open(ctx context.Context, cfg config.Config, log *zap.Logger) (*App, error) {
+func Open(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option) (*App, error) {
 	master := cfg.SecretKeyBytes()
 	if master == nil {
 		return nil, errors.New("config: SECRET_KEY must be set (base64 of 32 random bytes, the same in every api and worker process)")
@@ -134,11 +143,17 @@ func Open(ctx context.Context, cfg config.Config, log *zap.Logger) (*App, error)
 		return nil, err
 	}
 	a.closers = append(a.closers, func() error { a.Temporal.Close(); return nil })
-	a.Engine = &engine.Engine{
+	a.EngineConfig = engine.Config{
 		DB: db, Temporal: a.Temporal, TaskQueue: cfg.TemporalTaskQueue, Log: log, Models: a.Generator,
 		JobStartDeadline: cfg.JobStartDeadline, MaxConcurrentJobs: cfg.OrderMaxConcurrentJobs,
 		JobOptions: workflows.JobOptions{InputWait: cfg.InputWaitTimeout}, Metrics: a.Metrics,
 	}
+	for _, opt := range opts {
+		if opt.Engine != nil {
+			opt.Engine(&a.EngineConfig)
+		}
+	}
+	a.Engine = engine.New(a.EngineConfig)
 	ok = true
 	return a, nil
 }
@@ -283,7 +298,7 @@ func (a *App) ServeHTTP(ctx context.Context, ready func(addr net.Addr)) error {
 	a.Log.Info("draining HTTP requests")
 	err = srv.Shutdown(shutdownCtx)
 	// The drained requests' workflow starts are marked before the process goes.
-	a.Engine.FlushStartMarks()
+	a.Engine.Outbox.FlushStartMarks()
 	if err != nil {
 		return fmt.Errorf("http shutdown: %w", err)
 	}
@@ -391,7 +406,7 @@ func (a *App) RunWorker(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		a.Engine.Sweep(sweepCtx, a.Config.OutboxSweepInterval, a.Config.OutboxStartAfter)
+		a.Engine.Outbox.Sweep(sweepCtx, a.Config.OutboxSweepInterval, a.Config.OutboxStartAfter)
 	}()
 	purged := make(chan struct{})
 	go func() {

@@ -24,8 +24,8 @@ type CatalogPage struct {
 
 // ListProducts returns a page of the installation's products in ascending (created_at, id) order,
 // deleted ones only when includeDeleted is set, and whether more follow.
-func (e *Engine) ListProducts(ctx context.Context, installationID string, page CatalogPage, includeDeleted bool) ([]models.ProductSummary, bool, error) {
-	rows, err := models.ListProducts(e.DB.WithContext(ctx), installationID, page.After, page.Limit+1, includeDeleted)
+func (e *Catalog) ListProducts(ctx context.Context, installationID string, page CatalogPage, includeDeleted bool) ([]models.ProductSummary, bool, error) {
+	rows, err := models.ListProducts(e.cfg.DB.WithContext(ctx), installationID, page.After, page.Limit+1, includeDeleted)
 	if err != nil {
 		return nil, false, err
 	}
@@ -36,8 +36,8 @@ func (e *Engine) ListProducts(ctx context.Context, installationID string, page C
 // ListPackshots returns a page of the installation's live packshots of live products in ascending
 // (created_at, id) order, of the product productRef only when it is not "", and whether more
 // follow.
-func (e *Engine) ListPackshots(ctx context.Context, installationID, productRef string, page CatalogPage) ([]models.PackshotRow, bool, error) {
-	rows, err := models.ListPackshots(e.DB.WithContext(ctx), installationID, productRef, page.After, page.Limit+1)
+func (e *Catalog) ListPackshots(ctx context.Context, installationID, productRef string, page CatalogPage) ([]models.PackshotRow, bool, error) {
+	rows, err := models.ListPackshots(e.cfg.DB.WithContext(ctx), installationID, productRef, page.After, page.Limit+1)
 	if err != nil {
 		return nil, false, err
 	}
@@ -65,8 +65,8 @@ type ProductDetail struct {
 
 // FindProduct returns the installation's live product whose ID, or else external_ref, is idOrRef,
 // with up to embed of its newest images and packshots; KindNotFound when there is none.
-func (e *Engine) FindProduct(ctx context.Context, installationID, idOrRef string, embed int) (ProductDetail, error) {
-	db := e.DB.WithContext(ctx)
+func (e *Catalog) FindProduct(ctx context.Context, installationID, idOrRef string, embed int) (ProductDetail, error) {
+	db := e.cfg.DB.WithContext(ctx)
 	p, err := models.FindLiveProduct(db, installationID, idOrRef)
 	if errors.Is(err, models.ErrNotFound) {
 		return ProductDetail{}, noProduct(idOrRef)
@@ -91,8 +91,8 @@ func (e *Engine) FindProduct(ctx context.Context, installationID, idOrRef string
 // DeleteProduct soft-deletes the installation's live product whose ID, or else external_ref, is
 // idOrRef; KindNotFound when there is none. Its images and packshots stay, and its external_ref
 // can be registered again as a new product.
-func (e *Engine) DeleteProduct(ctx context.Context, installationID, idOrRef string) error {
-	_, err := models.DeleteProduct(e.DB.WithContext(ctx), installationID, idOrRef, time.Now())
+func (e *Catalog) DeleteProduct(ctx context.Context, installationID, idOrRef string) error {
+	_, err := models.DeleteProduct(e.cfg.DB.WithContext(ctx), installationID, idOrRef, time.Now())
 	if errors.Is(err, models.ErrNotFound) {
 		return noProduct(idOrRef)
 	}
@@ -102,8 +102,8 @@ func (e *Engine) DeleteProduct(ctx context.Context, installationID, idOrRef stri
 // DeletePackshot removes the installation's live packshot whose ID, or else external_ref, is
 // idOrRef from the catalog (its file stays, and photo sessions never use it again); KindNotFound
 // when there is none.
-func (e *Engine) DeletePackshot(ctx context.Context, installationID, idOrRef string) error {
-	_, err := models.DeletePackshot(e.DB.WithContext(ctx), installationID, idOrRef, time.Now())
+func (e *Catalog) DeletePackshot(ctx context.Context, installationID, idOrRef string) error {
+	_, err := models.DeletePackshot(e.cfg.DB.WithContext(ctx), installationID, idOrRef, time.Now())
 	if errors.Is(err, models.ErrNotFound) {
 		return refuse(KindNotFound, "", "", "No packshot %s in this installation's catalog.", strconv.Quote(idOrRef))
 	}
@@ -135,14 +135,14 @@ type ImageRegistration struct {
 // Refusals: KindNotFound for an unknown asset or product, KindInvalid for an asset that cannot be a
 // source image. A concurrent registration of the same reference (the unique index
 // product_images_live_ref refuses the loser) is answered with the winner's image.
-func (e *Engine) RegisterImage(ctx context.Context, inst *models.Installation, item ImageRegistration) (*models.ProductImageRow, bool, error) {
+func (e *Catalog) RegisterImage(ctx context.Context, inst *models.Installation, item ImageRegistration) (*models.ProductImageRow, bool, error) {
 	var (
 		img      *models.ProductImageRow
 		existing bool
 		err      error
 	)
 	for range 2 {
-		err = e.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		err = e.cfg.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 			img, existing, err = registerImage(tx, inst, item)
 			return err
 		})
@@ -231,12 +231,12 @@ type PackshotRegistration struct {
 // it is approved (voting accepted) at once. It reports existing, and changes nothing, when
 // ExternalRef is already a live packshot. Refusals: KindNotFound for an unknown asset or product,
 // KindInvalid for an asset that is not a usable image.
-func (e *Engine) RegisterPackshot(ctx context.Context, inst *models.Installation, item PackshotRegistration) (*models.PackshotRow, bool, error) {
+func (e *Catalog) RegisterPackshot(ctx context.Context, inst *models.Installation, item PackshotRegistration) (*models.PackshotRow, bool, error) {
 	var (
 		row      *models.PackshotRow
 		existing bool
 	)
-	err := e.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := e.cfg.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var err error
 		row, existing, err = registerPackshot(tx, inst, item)
 		return err

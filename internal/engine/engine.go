@@ -1,5 +1,123 @@
-// Package engine is shotflow's application layer: the use cases both APIs share, reached by the
-// plugin and external façades alike. Its functions take a context and plain inputs and return
-// results and *Error refusals; it knows the store and Temporal's client, never HTTP. Engine (in
-// intake.go) holds what they need.
+// Package engine is shotflow's application layer: the use cases both APIs and the support tools
+// share. The plugin and external façades parse a request, call one use case and map its answer;
+// the use cases take a context and plain inputs and return results and *Error refusals. The
+// engine knows the store and Temporal's client, never HTTP.
+//
+// The use cases are grouped by area, one service each (in the style of an application layer of
+// commands and queries): Sessions, Generation, Orders, Jobs, Catalog, Records, Uploads, Accounts,
+// Webhooks, Idempotency, Outbox and Support. Every service shares one set of dependencies, built
+// once by New; nothing outside the engine reaches its database handle or its Temporal client.
 package engine
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
+	"gorm.io/gorm"
+
+	"github.com/shotflow/shotflow/internal/platform/metrics"
+	"github.com/shotflow/shotflow/workflows"
+)
+
+// Config is what the engine is built from: its store, its Temporal client and its options.
+type Config struct {
+	DB        *gorm.DB
+	Temporal  client.Client
+	TaskQueue string
+	Log       *zap.Logger
+	// Models are the configured generation models: what sessions and generations are planned
+	// with, and the catalog (models, aspect ratios, prices) the APIs show. It may be nil only in an
+	// engine that plans nothing (the admin tools' job runs).
+	Models ModelRegistry
+	// JobStartDeadline, when set, expires jobs that have not started that long after acceptance.
+	JobStartDeadline time.Duration
+	// MaxConcurrentJobs caps the running jobs of one order (0: the workflow's default).
+	MaxConcurrentJobs int
+	// JobOptions tune the orders' JobWorkflows.
+	JobOptions workflows.JobOptions
+	// ContinueAsNewAfter is how many jobs an order workflow run launches before it continues as
+	// new (0: the workflow's default); tests lower it.
+	ContinueAsNewAfter int
+	// AfterCommit, when set, runs between the order's commit and its workflow start. It exists for
+	// crash tests, which kill the process there (SHOTFLOW_TEST_CRASH_AFTER_COMMIT in cmd/shotflow).
+	AfterCommit func()
+	// Metrics counts accepted orders and the workflows the Sweeper starts; nil counts nothing.
+	Metrics *metrics.Metrics
+}
+
+// Engine is the application: one service per area over one shared set of dependencies.
+type Engine struct {
+	Sessions    *Sessions    // plugin photo sessions: plan, commit and start; clone a session
+	Generation  *Generation  // the external API's generation requests: plan and submit them
+	Orders      *Orders      // accepting orders (the outbox's fast path) and reading an account's orders
+	Jobs        *Jobs        // find, list, refresh, rate and cancel jobs
+	Catalog     *Catalog     // an installation's products, packshots and images; the generation models
+	Records     *Records     // an account's presets, fashion models, sceneries, photos and results
+	Uploads     *Uploads     // declared uploads: claim, store, prepare; files behind signed URLs
+	Accounts    *Accounts    // API keys
+	Webhooks    *Webhooks    // webhook secrets, deliveries and replays
+	Idempotency *Idempotency // Idempotency-Key runs of the plugin API
+	Outbox      *Outbox      // starts of committed orders, job re-runs and preparations that were lost
+	Support     *Support     // what support staff do: re-run a job
+}
+
+// core is the dependencies every service shares, and the engine itself for a service that uses
+// another area's use case.
+type core struct {
+	cfg   Config
+	app   *Engine
+	live  liveness   // providers recently seen with an active generator
+	marks startMarks // workflow starts of accepted orders, recorded in batches
+}
+
+// New builds the engine from its configuration.
+func New(cfg Config) *Engine {
+	c := &core{cfg: cfg}
+	e := &Engine{
+		Sessions: &Sessions{c}, Generation: &Generation{c}, Orders: &Orders{c}, Jobs: &Jobs{c},
+		Catalog: &Catalog{c}, Records: &Records{c}, Uploads: &Uploads{c}, Accounts: &Accounts{c},
+		Webhooks: &Webhooks{c}, Idempotency: &Idempotency{c}, Outbox: &Outbox{c}, Support: &Support{c},
+	}
+	c.app = e
+	return e
+}
+
+// Sessions plans, commits and starts the plugin API's photo sessions.
+type Sessions struct{ *core }
+
+// Generation plans and submits the external API's generation requests.
+type Generation struct{ *core }
+
+// Orders accepts orders (the order, its jobs and their reservation, then the workflow start) and
+// reads an account's orders.
+type Orders struct{ *core }
+
+// Jobs finds, lists, refreshes, rates and cancels jobs.
+type Jobs struct{ *core }
+
+// Catalog holds an installation's products, packshots and images, and the generation models,
+// aspect ratios and prices.
+type Catalog struct{ *core }
+
+// Records holds an account's reusable records: presets, fashion models, sceneries, photos and the
+// results of its generations.
+type Records struct{ *core }
+
+// Uploads declares, claims, stores and prepares uploaded files, and finds files for download.
+type Uploads struct{ *core }
+
+// Accounts authenticates API keys.
+type Accounts struct{ *core }
+
+// Webhooks rotates webhook secrets and starts and replays deliveries.
+type Webhooks struct{ *core }
+
+// Idempotency runs a plugin request once per Idempotency-Key.
+type Idempotency struct{ *core }
+
+// Outbox starts what was committed but never started: orders, job re-runs and preparations.
+type Outbox struct{ *core }
+
+// Support holds what support staff do through `shotflow admin`.
+type Support struct{ *core }

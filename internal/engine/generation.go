@@ -84,19 +84,19 @@ func (p *Plan) add(r Requester, n int, m models.AIModel, surcharge int64, job fu
 	}
 }
 
-func (e *Engine) logger() *zap.Logger {
-	if e.Log == nil {
+func (e *core) logger() *zap.Logger {
+	if e.cfg.Log == nil {
 		return zap.NewNop()
 	}
-	return e.Log
+	return e.cfg.Log
 }
 
 // ResolveModel resolves the generation model of a job type (of the provider when not empty) and
 // checks that a worker generates with its provider right now: KindPrerequisite
 // (ReasonModelNotResolved, Details [DetailNoGenerationModel], Subjects [jobType]) when no model serves the job type, KindUnavailable
 // (ReasonGeneratorDown) when its provider has no active generator.
-func (e *Engine) ResolveModel(ctx context.Context, jobType, provider string) (models.AIModel, error) {
-	m, ok := e.Models.DefaultModel(jobType, provider)
+func (e *Generation) ResolveModel(ctx context.Context, jobType, provider string) (models.AIModel, error) {
+	m, ok := e.cfg.Models.DefaultModel(jobType, provider)
 	if !ok {
 		err := refuse(KindPrerequisite, ReasonModelNotResolved, "", "No generation model is available for %s; nothing was created.", strings.ReplaceAll(jobType, "_", " "))
 		err.Details, err.Subjects = []string{DetailNoGenerationModel}, []string{jobType}
@@ -117,11 +117,11 @@ func (e *Engine) ResolveModel(ctx context.Context, jobType, provider string) (mo
 // SubmitPlan creates the plan's order, jobs and records and reserves their credits in one
 // transaction (SubmitWith), then starts the order. KindInsufficientCredits (CreditsRequired set),
 // with nothing created, when the balance is short.
-func (e *Engine) SubmitPlan(ctx context.Context, p *Plan) error {
-	err := e.SubmitWith(ctx, p.Order, p.Jobs, p.Records)
+func (e *Generation) SubmitPlan(ctx context.Context, p *Plan) error {
+	err := e.app.Orders.SubmitWith(ctx, p.Order, p.Jobs, p.Records)
 	if errors.Is(err, models.ErrInsufficientCredits) {
 		need := models.ReservationTotal(p.Jobs)
-		acc, aerr := models.GetAccount(e.DB.WithContext(ctx), p.Order.AccountID)
+		acc, aerr := models.GetAccount(e.cfg.DB.WithContext(ctx), p.Order.AccountID)
 		if aerr != nil {
 			return aerr
 		}
@@ -152,7 +152,7 @@ type IdeasInput struct {
 }
 
 // PlanIdeas plans Count reference items, INPROGRESS until their job is DONE.
-func (e *Engine) PlanIdeas(ctx context.Context, r Requester, in IdeasInput) (*Plan, error) {
+func (e *Generation) PlanIdeas(ctx context.Context, r Requester, in IdeasInput) (*Plan, error) {
 	m, err := e.ResolveModel(ctx, in.JobType, "")
 	if err != nil {
 		return nil, err
@@ -220,8 +220,8 @@ type Photo struct {
 
 // FindPhoto loads a product photo of the account: KindNotFound when there is none (or its product
 // is deleted), KindInvalid when its upload is unusable. field names the request field.
-func (e *Engine) FindPhoto(ctx context.Context, accountID, field, photoID string) (*Photo, error) {
-	db := e.DB.WithContext(ctx)
+func (e *Generation) FindPhoto(ctx context.Context, accountID, field, photoID string) (*Photo, error) {
+	db := e.cfg.DB.WithContext(ctx)
 	var p Photo
 	err := db.Where("id = ? AND account_id = ? AND deleted_at IS NULL", photoID, accountID).Take(&p.Image).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -258,16 +258,16 @@ type Extras struct {
 // ResolveExtras checks the config's optional preset, scenery and model (VisiblePreset,
 // UsableReference): each must be the ID of one the account may use, else KindInvalid naming the
 // field (config.preset.id, config.scenery.id, config.model.id).
-func (e *Engine) ResolveExtras(ctx context.Context, accountID string, in ConfigInput) (Extras, error) {
+func (e *Generation) ResolveExtras(ctx context.Context, accountID string, in ConfigInput) (Extras, error) {
 	var x Extras
 	var err error
-	if x.Preset, err = e.VisiblePreset(ctx, accountID, FieldPreset, in.PresetID); err != nil {
+	if x.Preset, err = e.app.Records.VisiblePreset(ctx, accountID, FieldPreset, in.PresetID); err != nil {
 		return x, err
 	}
-	if x.SceneryID, err = e.UsableReference(ctx, accountID, models.KindScenery, FieldScenery, in.SceneryID); err != nil {
+	if x.SceneryID, err = e.app.Records.UsableReference(ctx, accountID, models.KindScenery, FieldScenery, in.SceneryID); err != nil {
 		return x, err
 	}
-	x.ModelID, err = e.UsableReference(ctx, accountID, models.KindFashionModel, FieldModel, in.ModelID)
+	x.ModelID, err = e.app.Records.UsableReference(ctx, accountID, models.KindFashionModel, FieldModel, in.ModelID)
 	return x, err
 }
 
@@ -298,7 +298,7 @@ func (x Extras) Surcharge() int64 {
 }
 
 // configured resolves a ConfigInput's product photo and extras.
-func (e *Engine) configured(ctx context.Context, accountID string, in ConfigInput) (*Photo, Extras, error) {
+func (e *Generation) configured(ctx context.Context, accountID string, in ConfigInput) (*Photo, Extras, error) {
 	ph, err := e.FindPhoto(ctx, accountID, FieldProductPhoto, in.PhotoID)
 	if err != nil {
 		return nil, Extras{}, err
@@ -309,7 +309,7 @@ func (e *Engine) configured(ctx context.Context, accountID string, in ConfigInpu
 
 // PlanPackshots plans Count packshots of a product photo; each is listed INPROGRESS under its
 // record ID until its job completes.
-func (e *Engine) PlanPackshots(ctx context.Context, r Requester, in ConfigInput) (*Plan, error) {
+func (e *Generation) PlanPackshots(ctx context.Context, r Requester, in ConfigInput) (*Plan, error) {
 	ph, x, err := e.configured(ctx, r.AccountID, in)
 	if err != nil {
 		return nil, err
@@ -341,9 +341,9 @@ func ProductName(p *models.Product) string {
 // ApprovedPackshot is the product photo's own latest accepted packshot, never one of another photo
 // of the same product: KindPrerequisite (ReasonPackshotNotApproved, Details [DetailPackshotNotApproved], Subjects [photoID]) when it has
 // none.
-func (e *Engine) ApprovedPackshot(ctx context.Context, accountID, photoID string) (*models.Packshot, error) {
+func (e *Generation) ApprovedPackshot(ctx context.Context, accountID, photoID string) (*models.Packshot, error) {
 	var packshot models.Packshot
-	err := e.DB.WithContext(ctx).Where("account_id = ? AND source_image_id = ? AND voting = ? AND deleted_at IS NULL AND archived_at IS NULL",
+	err := e.cfg.DB.WithContext(ctx).Where("account_id = ? AND source_image_id = ? AND voting = ? AND deleted_at IS NULL AND archived_at IS NULL",
 		accountID, photoID, models.VotingAccepted).Order("voting_at DESC, created_at DESC, id DESC").Take(&packshot).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		r := refuse(KindPrerequisite, ReasonPackshotNotApproved, "", "Product photo %s has no approved packshot: approve one of its packshots first (packshots/update-packshot with Voting APPROVED). Nothing was created and no credits were reserved.", photoID)
@@ -360,7 +360,7 @@ func (e *Engine) ApprovedPackshot(ctx context.Context, accountID, photoID string
 // packshot (rules 1–4 of external-content-api.md). A preset that requires a scenery needs one in
 // the request (KindInvalid); one that recommends a scenery gets DefaultSceneryID when the request
 // names none and the account may use it.
-func (e *Engine) PlanPhotoShoot(ctx context.Context, r Requester, in ConfigInput) (*Plan, error) {
+func (e *Generation) PlanPhotoShoot(ctx context.Context, r Requester, in ConfigInput) (*Plan, error) {
 	ph, x, err := e.configured(ctx, r.AccountID, in)
 	if err != nil {
 		return nil, err
@@ -370,7 +370,7 @@ func (e *Engine) PlanPhotoShoot(ctx context.Context, r Requester, in ConfigInput
 		case models.SceneryRequired:
 			return nil, refuse(KindInvalid, "", "", "%s is required: preset %q needs a scenery.", FieldScenery, x.Preset.Name)
 		case models.SceneryRecommended:
-			if _, err := models.FindUsableReferenceItem(e.DB.WithContext(ctx), models.KindScenery, r.AccountID, DefaultSceneryID); err == nil {
+			if _, err := models.FindUsableReferenceItem(e.cfg.DB.WithContext(ctx), models.KindScenery, r.AccountID, DefaultSceneryID); err == nil {
 				x.SceneryID = DefaultSceneryID
 			}
 		}
@@ -404,7 +404,7 @@ type Source struct {
 // FindImage resolves the ID of a product photo, or (generated) of a DONE photo-shoot image of the
 // account, to the image a video starts from: KindNotFound when there is none, KindInvalid when it
 // is not usable (yet).
-func (e *Engine) FindImage(ctx context.Context, accountID, field, imageID string, generated bool) (*Source, error) {
+func (e *Generation) FindImage(ctx context.Context, accountID, field, imageID string, generated bool) (*Source, error) {
 	if !generated {
 		ph, err := e.FindPhoto(ctx, accountID, field, imageID)
 		if err != nil {
@@ -412,7 +412,7 @@ func (e *Engine) FindImage(ctx context.Context, accountID, field, imageID string
 		}
 		return &Source{AssetID: ph.Asset.ID, Product: &ph.Product}, nil
 	}
-	db := e.DB.WithContext(ctx)
+	db := e.cfg.DB.WithContext(ctx)
 	var j models.Job
 	err := db.Where("id = ? AND account_id = ? AND job_type = ?", imageID, accountID, jobtype.PhotoShoot).Take(&j).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -439,7 +439,7 @@ func (e *Engine) FindImage(ctx context.Context, accountID, field, imageID string
 }
 
 // FindAnyImage resolves an ID that names either a product photo or a photo-shoot image.
-func (e *Engine) FindAnyImage(ctx context.Context, accountID, field, imageID string) (*Source, error) {
+func (e *Generation) FindAnyImage(ctx context.Context, accountID, field, imageID string) (*Source, error) {
 	s, err := e.FindImage(ctx, accountID, field, imageID, false)
 	if r, ok := As(err); ok && r.Kind == KindNotFound {
 		s, err = e.FindImage(ctx, accountID, field, imageID, true)
@@ -461,9 +461,9 @@ type VideoInput struct {
 }
 
 // PlanVideo plans one video: KindInvalid when the provider does not generate videos here.
-func (e *Engine) PlanVideo(ctx context.Context, r Requester, in VideoInput) (*Plan, error) {
-	if _, ok := e.Models.DefaultModel(jobtype.Video, in.Provider); in.Provider != "" && !ok {
-		return nil, refuse(KindInvalid, "", "", "provider %q does not generate videos here; available: %s.", in.Provider, strings.Join(e.VideoProviders(), ", "))
+func (e *Generation) PlanVideo(ctx context.Context, r Requester, in VideoInput) (*Plan, error) {
+	if _, ok := e.cfg.Models.DefaultModel(jobtype.Video, in.Provider); in.Provider != "" && !ok {
+		return nil, refuse(KindInvalid, "", "", "provider %q does not generate videos here; available: %s.", in.Provider, strings.Join(e.app.Catalog.VideoProviders(), ", "))
 	}
 	src, err := e.FindImage(ctx, r.AccountID, in.Field, in.ImageID, in.Generated)
 	if err != nil {
@@ -490,7 +490,7 @@ func (e *Engine) PlanVideo(ctx context.Context, r Requester, in VideoInput) (*Pl
 
 // PlanReel plans one reel of the images (valid IDs of product photos or photo-shoot images), in
 // order; field names the i-th image in errors.
-func (e *Engine) PlanReel(ctx context.Context, r Requester, imageIDs []string, field func(i int) string) (*Plan, error) {
+func (e *Generation) PlanReel(ctx context.Context, r Requester, imageIDs []string, field func(i int) string) (*Plan, error) {
 	var inputs []string
 	var product *models.Product
 	for i, v := range imageIDs {

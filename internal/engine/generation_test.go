@@ -48,7 +48,7 @@ func newGenFixture(t *testing.T, credits int64) *genFixture {
 			}
 			return &workflowservice.DescribeTaskQueueResponse{Pollers: []*taskqueuepb.PollerInfo{{Identity: "worker@test"}}}
 		}, nil)
-	f.engine = &engine.Engine{DB: f.db, Temporal: c, TaskQueue: "shotflow", Log: zap.NewNop(), Models: genStudio}
+	f.engine = engine.New(engine.Config{DB: f.db, Temporal: c, TaskQueue: "shotflow", Log: zap.NewNop(), Models: genStudio})
 	f.account = f.newAccount(credits)
 	return f
 }
@@ -136,14 +136,14 @@ func TestApprovedPackshotIsThePhotosOwn(t *testing.T) {
 	deleted := f.packshot(photo, product, models.VotingAccepted, t0.Add(time.Minute))
 	f.db.Model(&models.Packshot{}).Where("id = ?", deleted.ID).Update("deleted_at", t0)
 
-	_, err := f.engine.ApprovedPackshot(ctx, f.account, photo)
+	_, err := f.engine.Generation.ApprovedPackshot(ctx, f.account, photo)
 	e := wantGenRefusal(t, "no approved packshot", err, engine.KindPrerequisite, engine.ReasonPackshotNotApproved)
 	if !slices.Equal(e.Subjects, []string{photo}) || !slices.Equal(e.Details, []string{engine.DetailPackshotNotApproved}) ||
 		!strings.Contains(e.Message, photo) {
 		t.Errorf("refusal %#v, want details [packshot_not_approved] naming photo %s", e, photo)
 	}
 	// The plan stops there: nothing is resolved or created.
-	if _, err := f.engine.PlanPhotoShoot(ctx, f.requester(), engine.ConfigInput{PhotoID: photo, Count: 1}); err == nil {
+	if _, err := f.engine.Generation.PlanPhotoShoot(ctx, f.requester(), engine.ConfigInput{PhotoID: photo, Count: 1}); err == nil {
 		t.Fatal("PlanPhotoShoot without an approved packshot succeeded")
 	} else {
 		wantGenRefusal(t, "plan without packshot", err, engine.KindPrerequisite, engine.ReasonPackshotNotApproved)
@@ -151,17 +151,17 @@ func TestApprovedPackshotIsThePhotosOwn(t *testing.T) {
 
 	older := f.packshot(photo, product, models.VotingAccepted, t0.Add(2*time.Minute))
 	latest := f.packshot(photo, product, models.VotingAccepted, t0.Add(3*time.Minute))
-	got, err := f.engine.ApprovedPackshot(ctx, f.account, photo)
+	got, err := f.engine.Generation.ApprovedPackshot(ctx, f.account, photo)
 	if err != nil || got.ID != latest.ID {
 		t.Fatalf("approved packshot %v %v, want the latest %s (not %s)", got, err, latest.ID, older.ID)
 	}
 	// Another account never sees it.
 	other := f.newAccount(0)
-	if _, err := f.engine.ApprovedPackshot(ctx, other, photo); err == nil {
+	if _, err := f.engine.Generation.ApprovedPackshot(ctx, other, photo); err == nil {
 		t.Error("another account's approved packshot was used")
 	}
 
-	p, err := f.engine.PlanPhotoShoot(ctx, f.requester(), engine.ConfigInput{PhotoID: photo, Count: 2, Suggestions: "warm"})
+	p, err := f.engine.Generation.PlanPhotoShoot(ctx, f.requester(), engine.ConfigInput{PhotoID: photo, Count: 2, Suggestions: "warm"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,11 +181,11 @@ func TestFindPhoto(t *testing.T) {
 	f := newGenFixture(t, 100)
 	ctx := t.Context()
 	photo, product := f.photo("")
-	if p, err := f.engine.FindPhoto(ctx, f.account, "imageId", photo); err != nil || p.Product.ID != product {
+	if p, err := f.engine.Generation.FindPhoto(ctx, f.account, "imageId", photo); err != nil || p.Product.ID != product {
 		t.Fatalf("FindPhoto: %v %v", p, err)
 	}
 	other := f.newAccount(0)
-	e := wantGenRefusal(t, "other account", func() error { _, err := f.engine.FindPhoto(ctx, other, "imageId", photo); return err }(),
+	e := wantGenRefusal(t, "other account", func() error { _, err := f.engine.Generation.FindPhoto(ctx, other, "imageId", photo); return err }(),
 		engine.KindNotFound, "")
 	if e.Error() != "imageId: product photo "+photo+" not found." {
 		t.Errorf("message %q", e.Error())
@@ -193,12 +193,12 @@ func TestFindPhoto(t *testing.T) {
 	var img models.ProductImage
 	f.db.Take(&img, "id = ?", photo)
 	f.db.Model(&models.Asset{}).Where("id = ?", img.AssetID).Updates(map[string]any{"status": status.AssetInvalid, "problem": "too small"})
-	_, err := f.engine.FindPhoto(ctx, f.account, "imageId", photo)
+	_, err := f.engine.Generation.FindPhoto(ctx, f.account, "imageId", photo)
 	if e := wantGenRefusal(t, "invalid upload", err, engine.KindInvalid, ""); !strings.HasSuffix(e.Message, "cannot be used: too small.") {
 		t.Errorf("message %q", e.Message)
 	}
 	f.db.Model(&models.Product{}).Where("id = ?", product).Update("deleted_at", time.Now().UTC())
-	_, err = f.engine.FindPhoto(ctx, f.account, "imageId", photo)
+	_, err = f.engine.Generation.FindPhoto(ctx, f.account, "imageId", photo)
 	wantGenRefusal(t, "deleted product", err, engine.KindNotFound, "")
 }
 
@@ -222,18 +222,18 @@ func TestResolveExtras(t *testing.T) {
 	draft := preset(&f.account, models.PresetDraft, models.PresetPublic, 1)
 
 	for _, id := range []string{public, own} {
-		x, err := f.engine.ResolveExtras(ctx, f.account, engine.ConfigInput{PresetID: id})
+		x, err := f.engine.Generation.ResolveExtras(ctx, f.account, engine.ConfigInput{PresetID: id})
 		if err != nil || x.Preset == nil || x.Preset.ID != id || x.Surcharge() != x.Preset.CreditCost {
 			t.Errorf("preset %s: %+v %v", id, x, err)
 		}
 	}
 	for _, id := range []string{foreign, draft, models.NewID()} {
-		_, err := f.engine.ResolveExtras(ctx, f.account, engine.ConfigInput{PresetID: id})
+		_, err := f.engine.Generation.ResolveExtras(ctx, f.account, engine.ConfigInput{PresetID: id})
 		if e := wantGenRefusal(t, "preset "+id, err, engine.KindInvalid, ""); e.Field != engine.FieldPreset {
 			t.Errorf("field %q", e.Field)
 		}
 	}
-	_, err := f.engine.ResolveExtras(ctx, f.account, engine.ConfigInput{SceneryID: "nope"})
+	_, err := f.engine.Generation.ResolveExtras(ctx, f.account, engine.ConfigInput{SceneryID: "nope"})
 	if e := wantGenRefusal(t, "bad id", err, engine.KindInvalid, ""); e.Error() != `config.scenery.id: "nope" is not a valid id; use an id listed by GET /sceneries.` {
 		t.Errorf("message %q", e.Error())
 	}
@@ -242,27 +242,27 @@ func TestResolveExtras(t *testing.T) {
 	if err := models.CreateReferenceItem(f.db, models.KindScenery, &scenery); err != nil {
 		t.Fatal(err)
 	}
-	x, err := f.engine.ResolveExtras(ctx, f.account, engine.ConfigInput{SceneryID: scenery.ID})
+	x, err := f.engine.Generation.ResolveExtras(ctx, f.account, engine.ConfigInput{SceneryID: scenery.ID})
 	if err != nil || x.SceneryID != scenery.ID || x.Session("")["scenery_id"] != scenery.ID || x.Surcharge() != 0 {
 		t.Errorf("scenery: %+v %v", x, err)
 	}
-	x, err = f.engine.ResolveExtras(ctx, f.account, engine.ConfigInput{SceneryID: strings.ToUpper(scenery.ID), PresetID: strings.ToUpper(own)})
+	x, err = f.engine.Generation.ResolveExtras(ctx, f.account, engine.ConfigInput{SceneryID: strings.ToUpper(scenery.ID), PresetID: strings.ToUpper(own)})
 	if err != nil || x.SceneryID != scenery.ID || x.Preset == nil || x.Preset.ID != own {
 		t.Errorf("upper-case ids: %+v %v", x, err)
 	}
-	_, err = f.engine.ResolveExtras(ctx, other, engine.ConfigInput{SceneryID: scenery.ID})
+	_, err = f.engine.Generation.ResolveExtras(ctx, other, engine.ConfigInput{SceneryID: scenery.ID})
 	if e := wantGenRefusal(t, "another account's scenery", err, engine.KindInvalid, ""); e.Field != engine.FieldScenery ||
 		e.Message != `"`+scenery.ID+`" is not a scenery this account may use; see GET /sceneries.` {
 		t.Errorf("another account's scenery: %q", e.Error())
 	}
-	_, err = f.engine.ResolveExtras(ctx, f.account, engine.ConfigInput{ModelID: scenery.ID})
+	_, err = f.engine.Generation.ResolveExtras(ctx, f.account, engine.ConfigInput{ModelID: scenery.ID})
 	if e := wantGenRefusal(t, "a scenery as fashion model", err, engine.KindInvalid, ""); e.Field != engine.FieldModel {
 		t.Errorf("field %q", e.Field)
 	}
 
 	// The surcharge is added to each job's cost.
 	photo, _ := f.photo("")
-	p, err := f.engine.PlanPackshots(ctx, f.requester(), engine.ConfigInput{PhotoID: photo, PresetID: public, Count: 3})
+	p, err := f.engine.Generation.PlanPackshots(ctx, f.requester(), engine.ConfigInput{PhotoID: photo, PresetID: public, Count: 3})
 	if err != nil || len(p.Jobs) != 3 || len(p.RecordIDs) != 3 || p.Jobs[0].CreditCost != 2+3 {
 		t.Fatalf("packshots with preset: %+v %v", p, err)
 	}
@@ -273,18 +273,18 @@ func TestResolveExtras(t *testing.T) {
 func TestResolveModel(t *testing.T) {
 	f := newGenFixture(t, 100)
 	ctx := t.Context()
-	_, err := f.engine.ResolveModel(ctx, jobtype.Reel, "")
+	_, err := f.engine.Generation.ResolveModel(ctx, jobtype.Reel, "")
 	e := wantGenRefusal(t, "no reel model", err, engine.KindPrerequisite, engine.ReasonModelNotResolved)
 	if !slices.Equal(e.Subjects, []string{jobtype.Reel}) || !slices.Equal(e.Details, []string{engine.DetailNoGenerationModel}) {
 		t.Errorf("refusal %#v, want details [no_generation_model] naming %s", e, jobtype.Reel)
 	}
 	f.down = true
-	_, err = f.engine.ResolveModel(ctx, jobtype.Packshot, "")
+	_, err = f.engine.Generation.ResolveModel(ctx, jobtype.Packshot, "")
 	if e := wantGenRefusal(t, "no generator", err, engine.KindUnavailable, engine.ReasonGeneratorDown); e.RetryAfter != 30*time.Second {
 		t.Errorf("retry after %v", e.RetryAfter)
 	}
 	f.down = false
-	if m, err := f.engine.ResolveModel(ctx, jobtype.Packshot, ""); err != nil || m.ID != "local/studio-v1" {
+	if m, err := f.engine.Generation.ResolveModel(ctx, jobtype.Packshot, ""); err != nil || m.ID != "local/studio-v1" {
 		t.Errorf("packshot model %v %v", m, err)
 	}
 }
@@ -293,12 +293,12 @@ func TestResolveModel(t *testing.T) {
 func TestSubmitPlanInsufficientCredits(t *testing.T) {
 	f := newGenFixture(t, 3)
 	ctx := t.Context()
-	p, err := f.engine.PlanIdeas(ctx, f.requester(), engine.IdeasInput{JobType: jobtype.SceneryIdea,
+	p, err := f.engine.Generation.PlanIdeas(ctx, f.requester(), engine.IdeasInput{JobType: jobtype.SceneryIdea,
 		Kind: models.KindScenery, Preferences: "dunes", Count: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = f.engine.SubmitPlan(ctx, p)
+	err = f.engine.Generation.SubmitPlan(ctx, p)
 	e := wantGenRefusal(t, "short balance", err, engine.KindInsufficientCredits, "")
 	if e.Message != "Insufficient credits: this request needs 4 and 3 are available; nothing was created." || e.CreditsRequired != 4 ||
 		!errors.Is(err, models.ErrInsufficientCredits) {
@@ -312,12 +312,12 @@ func TestSubmitPlanInsufficientCredits(t *testing.T) {
 	}
 
 	g := newGenFixture(t, 100)
-	p, err = g.engine.PlanIdeas(ctx, g.requester(), engine.IdeasInput{JobType: jobtype.SceneryIdea,
+	p, err = g.engine.Generation.PlanIdeas(ctx, g.requester(), engine.IdeasInput{JobType: jobtype.SceneryIdea,
 		Kind: models.KindScenery, Preferences: "dunes", Count: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := g.engine.SubmitPlan(ctx, p); err != nil || p.Order.CreditsReserved != 4 || len(p.RecordIDs) != 2 {
+	if err := g.engine.Generation.SubmitPlan(ctx, p); err != nil || p.Order.CreditsReserved != 4 || len(p.RecordIDs) != 2 {
 		t.Fatalf("submit: %v, reserved %d, records %v", err, p.Order.CreditsReserved, p.RecordIDs)
 	}
 	g.db.Table(models.KindScenery.Table()).Where("account_id = ? AND status = ?", g.account, models.RefStatusInProgress).Count(&items)

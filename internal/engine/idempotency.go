@@ -47,7 +47,7 @@ type KeyResult struct {
 // KeyClaim is a key its request holds while it runs: the request records its answer with it.
 // It belongs to one request (one goroutine).
 type KeyClaim struct {
-	e        *Engine
+	e        *Idempotency
 	row      *models.IdempotencyKey
 	recorded bool
 	lost     bool
@@ -90,7 +90,7 @@ func (k *KeyClaim) SessionRecord(answer SessionAnswer) SessionRecord {
 func (k *KeyClaim) Complete(ctx context.Context, answer models.IdempotencyAnswer) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	return k.Record(k.e.DB.WithContext(ctx), "", answer)
+	return k.Record(k.e.cfg.DB.WithContext(ctx), "", answer)
 }
 
 // Recorded reports whether an answer was recorded under the claim (by Record, in a transaction
@@ -107,9 +107,9 @@ func (k *KeyClaim) Lost() bool { return k.lost }
 // that the key is free again, also when ctx has ended; when nothing committed because the claim
 // was lost to another request (KeyClaim.Lost), RunOnce looks at the key again. An error is the
 // store's, from claiming the key or reading its answer.
-func (e *Engine) RunOnce(ctx context.Context, installationID, key, hash string, timing KeyTiming,
+func (e *Idempotency) RunOnce(ctx context.Context, installationID, key, hash string, timing KeyTiming,
 	run func(claim *KeyClaim) (committed bool)) (KeyResult, error) {
-	db := e.DB.WithContext(ctx)
+	db := e.cfg.DB.WithContext(ctx)
 	deadline := time.Now().Add(timing.Wait)
 	for {
 		row, claimed, err := models.ClaimIdempotencyKey(db, installationID, key, hash, timing.Lease)
@@ -144,7 +144,7 @@ func (e *Engine) RunOnce(ctx context.Context, installationID, key, hash string, 
 
 // runClaimed runs run under a claim the request holds and releases the claim unless something
 // committed under it. claimLost is true when nothing committed because the claim was taken over.
-func (e *Engine) runClaimed(ctx context.Context, claim *KeyClaim, run func(claim *KeyClaim) bool) (claimLost bool) {
+func (e *Idempotency) runClaimed(ctx context.Context, claim *KeyClaim, run func(claim *KeyClaim) bool) (claimLost bool) {
 	committed := false
 	defer func() {
 		if committed {
@@ -153,8 +153,8 @@ func (e *Engine) runClaimed(ctx context.Context, claim *KeyClaim, run func(claim
 		// Also when the client hung up: the claim must not outlive the request.
 		relCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		if err := models.ReleaseIdempotencyKey(e.DB.WithContext(relCtx), claim.row); err != nil {
-			e.Log.Warn("release idempotency key", zap.String("id", claim.row.ID), zap.Error(err))
+		if err := models.ReleaseIdempotencyKey(e.cfg.DB.WithContext(relCtx), claim.row); err != nil {
+			e.cfg.Log.Warn("release idempotency key", zap.String("id", claim.row.ID), zap.Error(err))
 		}
 	}()
 	committed = run(claim)

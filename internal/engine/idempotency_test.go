@@ -17,7 +17,7 @@ func TestRunOnce(t *testing.T) {
 	timing := engine.KeyTiming{Wait: 50 * time.Millisecond, Poll: 10 * time.Millisecond, Lease: time.Minute}
 	runs := 0
 	run := func(hash string, commit bool) engine.KeyResult {
-		res, err := f.eng.RunOnce(t.Context(), f.inst.ID, "key", hash, timing,
+		res, err := f.eng.Idempotency.RunOnce(t.Context(), f.inst.ID, "key", hash, timing,
 			func(claim *engine.KeyClaim) bool {
 				runs++
 				if !commit {
@@ -26,7 +26,7 @@ func TestRunOnce(t *testing.T) {
 				record := func(tx *gorm.DB, order *models.Order, _ []models.Job) error {
 					return claim.Record(tx, order.ID, models.IdempotencyAnswer{Status: 201, Body: []byte(`{"order_id":"` + order.ID + `"}`)})
 				}
-				_, _, err := f.eng.CommitSession(t.Context(), f.request("", shoot("ok", 1)), record)
+				_, _, err := f.eng.Sessions.CommitSession(t.Context(), f.request("", shoot("ok", 1)), record)
 				require.NoError(t, err)
 				assert.True(t, claim.Recorded())
 				return true
@@ -56,7 +56,7 @@ func TestRunOnceCompleteAndLostClaim(t *testing.T) {
 	answer := models.IdempotencyAnswer{Status: 204, Headers: map[string][]string{"X-Thing": {"a"}}, Body: []byte{}}
 	effects := 0
 	once := func() engine.KeyResult {
-		res, err := f.eng.RunOnce(t.Context(), f.inst.ID, "del", "h", timing, func(claim *engine.KeyClaim) bool {
+		res, err := f.eng.Idempotency.RunOnce(t.Context(), f.inst.ID, "del", "h", timing, func(claim *engine.KeyClaim) bool {
 			effects++
 			require.NoError(t, claim.Complete(t.Context(), answer))
 			return true
@@ -72,7 +72,7 @@ func TestRunOnceCompleteAndLostClaim(t *testing.T) {
 
 	// The claim is taken over (as after a lease) before the first request records its answer.
 	calls := 0
-	res, err := f.eng.RunOnce(t.Context(), f.inst.ID, "lost", "h", timing, func(claim *engine.KeyClaim) bool {
+	res, err := f.eng.Idempotency.RunOnce(t.Context(), f.inst.ID, "lost", "h", timing, func(claim *engine.KeyClaim) bool {
 		calls++
 		row, err := models.GetIdempotencyKey(f.db, f.inst.ID, "lost")
 		require.NoError(t, err)

@@ -21,9 +21,9 @@ const (
 
 // FindJob returns a job of the installation; KindNotFound when it does not exist or belongs to
 // another installation.
-func (e *Engine) FindJob(ctx context.Context, installationID, jobID string) (*models.Job, error) {
+func (e *Jobs) FindJob(ctx context.Context, installationID, jobID string) (*models.Job, error) {
 	var j models.Job
-	err := e.DB.WithContext(ctx).Where("id = ? AND installation_id = ?", jobID, installationID).Take(&j).Error
+	err := e.cfg.DB.WithContext(ctx).Where("id = ? AND installation_id = ?", jobID, installationID).Take(&j).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, refuse(KindNotFound, "", "", "No job with this ID.")
 	}
@@ -37,7 +37,7 @@ func (e *Engine) FindJob(ctx context.Context, installationID, jobID string) (*mo
 // download URLs: KindConflict (ReasonJobNotCompleted) before the job completed, and
 // ReasonOutputsPurged once retention removed its files (a job's files are purged together, so one
 // purged file is enough: the answer never silently lists fewer files than the job made).
-func (e *Engine) RefreshOutputs(ctx context.Context, installationID, jobID string) (*models.Job, []models.Asset, error) {
+func (e *Jobs) RefreshOutputs(ctx context.Context, installationID, jobID string) (*models.Job, []models.Asset, error) {
 	j, err := e.FindJob(ctx, installationID, jobID)
 	if err != nil {
 		return nil, nil, err
@@ -45,7 +45,7 @@ func (e *Engine) RefreshOutputs(ctx context.Context, installationID, jobID strin
 	if j.Status != status.JobCompleted {
 		return nil, nil, refuse(KindConflict, ReasonJobNotCompleted, "", "The job is %s; download URLs exist only for a completed job.", j.Status)
 	}
-	outs, err := models.JobOutputs(e.DB.WithContext(ctx), j.ID)
+	outs, err := models.JobOutputs(e.cfg.DB.WithContext(ctx), j.ID)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -74,7 +74,7 @@ var errCandidatePurged = errors.New("packshot candidate file purged")
 // approved packshot and the one photo sessions use; rejected, photo sessions never use it. A
 // photo_shoot rating is feedback only. KindConflict (ReasonJobNotCompleted) before the job
 // completed; ReasonOutputsPurged when accepting a packshot whose file retention removed.
-func (e *Engine) RateJob(ctx context.Context, installationID, jobID, voting string) error {
+func (e *Jobs) RateJob(ctx context.Context, installationID, jobID, voting string) error {
 	j, err := e.FindJob(ctx, installationID, jobID)
 	if err != nil {
 		return err
@@ -82,7 +82,7 @@ func (e *Engine) RateJob(ctx context.Context, installationID, jobID, voting stri
 	if j.Status != status.JobCompleted {
 		return refuse(KindConflict, ReasonJobNotCompleted, "", "The job is %s; only a completed job can be accepted or rejected.", j.Status)
 	}
-	err = e.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err = e.cfg.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		return applyRating(tx, j, voting, time.Now().UTC())
 	})
 	if errors.Is(err, errCandidatePurged) {
@@ -128,12 +128,12 @@ func applyRating(tx *gorm.DB, j *models.Job, voting string, now time.Time) error
 
 // JobWithOutputs returns a job of the installation with its output files; KindNotFound for
 // another installation's.
-func (e *Engine) JobWithOutputs(ctx context.Context, installationID, jobID string) (*models.Job, []models.Asset, error) {
+func (e *Jobs) JobWithOutputs(ctx context.Context, installationID, jobID string) (*models.Job, []models.Asset, error) {
 	j, err := e.FindJob(ctx, installationID, jobID)
 	if err != nil {
 		return nil, nil, err
 	}
-	outs, err := models.JobOutputs(e.DB.WithContext(ctx), j.ID)
+	outs, err := models.JobOutputs(e.cfg.DB.WithContext(ctx), j.ID)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -149,8 +149,8 @@ type OrderDetail struct {
 
 // FindOrder returns an order of the installation with its jobs and their outputs; KindNotFound when
 // it does not exist or belongs to another installation.
-func (e *Engine) FindOrder(ctx context.Context, installationID, orderID string) (OrderDetail, error) {
-	db := e.DB.WithContext(ctx)
+func (e *Jobs) FindOrder(ctx context.Context, installationID, orderID string) (OrderDetail, error) {
+	db := e.cfg.DB.WithContext(ctx)
 	o, err := installationOrder(db, installationID, orderID)
 	if err != nil {
 		return OrderDetail{}, err

@@ -24,7 +24,7 @@ type liveness struct {
 // request that would only wait in the queue can be refused up front. A positive answer is
 // remembered for generatorLiveFor, so busy clients cost Temporal one call per provider and
 // interval. An error (Temporal unreachable) comes with false.
-func (e *Engine) GeneratorLive(ctx context.Context, provider string) (bool, error) {
+func (e *Generation) GeneratorLive(ctx context.Context, provider string) (bool, error) {
 	e.live.mu.Lock()
 	seen, ok := e.live.seen[provider]
 	e.live.mu.Unlock()
@@ -33,8 +33,8 @@ func (e *Engine) GeneratorLive(ctx context.Context, provider string) (bool, erro
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	queue := workflows.GenerateTaskQueue(e.TaskQueue, provider)
-	res, err := e.Temporal.DescribeTaskQueue(ctx, queue, enumspb.TASK_QUEUE_TYPE_ACTIVITY)
+	queue := workflows.GenerateTaskQueue(e.cfg.TaskQueue, provider)
+	res, err := e.cfg.Temporal.DescribeTaskQueue(ctx, queue, enumspb.TASK_QUEUE_TYPE_ACTIVITY)
 	if err != nil {
 		return false, fmt.Errorf("describe task queue %s: %w", queue, err)
 	}

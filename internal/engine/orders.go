@@ -21,8 +21,8 @@ type OrderFilter struct {
 
 // ListAccountOrders returns the account's orders matching f, newest first, with the distinct
 // provider/model IDs of each order's jobs by order ID.
-func (e *Engine) ListAccountOrders(ctx context.Context, f OrderFilter) ([]models.Order, map[string][]string, error) {
-	db := e.DB.WithContext(ctx)
+func (e *Orders) ListAccountOrders(ctx context.Context, f OrderFilter) ([]models.Order, map[string][]string, error) {
+	db := e.cfg.DB.WithContext(ctx)
 	q := db.Where("account_id = ?", f.AccountID)
 	if f.Status != "" {
 		q = q.Where("status = ?", f.Status)
@@ -65,8 +65,8 @@ type AccountOrder struct {
 
 // FindAccountOrder returns an order of the account; KindNotFound when it does not exist or belongs
 // to another account.
-func (e *Engine) FindAccountOrder(ctx context.Context, accountID, orderID string) (AccountOrder, error) {
-	db := e.DB.WithContext(ctx)
+func (e *Orders) FindAccountOrder(ctx context.Context, accountID, orderID string) (AccountOrder, error) {
+	db := e.cfg.DB.WithContext(ctx)
 	var order models.Order
 	err := db.Where("id = ? AND account_id = ?", orderID, accountID).Take(&order).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {

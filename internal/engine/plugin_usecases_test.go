@@ -28,7 +28,7 @@ func wantKind(t *testing.T, err error, kind engine.Kind, what string) *engine.Er
 func TestAuthenticatePluginKey(t *testing.T) {
 	db := testdb.Open(t, testdb.SQLiteURL(t))
 	ctx, now := context.Background(), time.Now()
-	eng := &engine.Engine{DB: db, Log: zap.NewNop()}
+	eng := engine.New(engine.Config{DB: db, Log: zap.NewNop()})
 	acc, err := models.CreateAccount(db, "acme", 0)
 	require.NoError(t, err)
 	box, err := secrets.NewBox(make([]byte, 32))
@@ -36,21 +36,21 @@ func TestAuthenticatePluginKey(t *testing.T) {
 	created, err := models.CreateInstallation(db, box, models.NewInstallation{AccountID: acc.ID, Name: "shop"}, "whsec")
 	require.NoError(t, err)
 
-	who, err := eng.AuthenticatePluginKey(ctx, created.APIKey.Secret, now)
+	who, err := eng.Accounts.AuthenticatePluginKey(ctx, created.APIKey.Secret, now)
 	require.NoError(t, err)
 	assert.Equal(t, created.Installation.ID, who.Installation.ID)
 	assert.Equal(t, created.Installation.ID, *who.Key.InstallationID)
 
-	e := wantKind(t, mustFail(eng.AuthenticatePluginKey(ctx, "pk_live_nope.nope", now)), engine.KindUnauthenticated, "unknown key")
+	e := wantKind(t, mustFail(eng.Accounts.AuthenticatePluginKey(ctx, "pk_live_nope.nope", now)), engine.KindUnauthenticated, "unknown key")
 	assert.Equal(t, "The API key is invalid, expired or revoked.", e.Message)
 
 	unbound, err := models.IssueKey(db, models.KeyKindPlugin, acc.ID, nil, "unbound", models.PluginScopes, nil)
 	require.NoError(t, err)
-	e = wantKind(t, mustFail(eng.AuthenticatePluginKey(ctx, unbound.Secret, now)), engine.KindUnauthenticated, "key without installation")
+	e = wantKind(t, mustFail(eng.Accounts.AuthenticatePluginKey(ctx, unbound.Secret, now)), engine.KindUnauthenticated, "key without installation")
 	assert.Equal(t, "The API key is not bound to an installation.", e.Message)
 
 	require.NoError(t, db.Model(&models.Installation{}).Where("id = ?", created.Installation.ID).Update("status", "suspended").Error)
-	e = wantKind(t, mustFail(eng.AuthenticatePluginKey(ctx, created.APIKey.Secret, now)), engine.KindUnauthenticated, "suspended installation")
+	e = wantKind(t, mustFail(eng.Accounts.AuthenticatePluginKey(ctx, created.APIKey.Secret, now)), engine.KindUnauthenticated, "suspended installation")
 	assert.Equal(t, "The installation of this key is not active.", e.Message)
 }
 
@@ -60,17 +60,17 @@ func mustFail[T any](_ T, err error) error { return err }
 func TestRotateWebhookSecretOnlyOfTheCallersInstallation(t *testing.T) {
 	db := testdb.Open(t, testdb.SQLiteURL(t))
 	ctx := context.Background()
-	eng := &engine.Engine{DB: db, Log: zap.NewNop()}
+	eng := engine.New(engine.Config{DB: db, Log: zap.NewNop()})
 	inst, other := twoInstallations(t, db)
 	box, err := secrets.NewBox(make([]byte, 32))
 	require.NoError(t, err)
 
-	wantKind(t, mustFail(eng.RotateWebhookSecret(ctx, box, inst.ID, other.ID)), engine.KindNotFound, "another installation")
+	wantKind(t, mustFail(eng.Webhooks.RotateWebhookSecret(ctx, box, inst.ID, other.ID)), engine.KindNotFound, "another installation")
 	var unchanged models.Installation
 	require.NoError(t, db.Take(&unchanged, "id = ?", other.ID).Error)
 	assert.Equal(t, other.WebhookSecretEnc, unchanged.WebhookSecretEnc, "the other installation's secret stays")
 
-	rotated, err := eng.RotateWebhookSecret(ctx, box, inst.ID, inst.ID)
+	rotated, err := eng.Webhooks.RotateWebhookSecret(ctx, box, inst.ID, inst.ID)
 	require.NoError(t, err)
 	var after models.Installation
 	require.NoError(t, db.Take(&after, "id = ?", inst.ID).Error)
@@ -83,62 +83,62 @@ func TestRotateWebhookSecretOnlyOfTheCallersInstallation(t *testing.T) {
 func TestUploadClaimsOnce(t *testing.T) {
 	db := testdb.Open(t, testdb.SQLiteURL(t))
 	ctx := context.Background()
-	eng := &engine.Engine{DB: db, Log: zap.NewNop()}
+	eng := engine.New(engine.Config{DB: db, Log: zap.NewNop()})
 	inst, _ := twoInstallations(t, db)
-	asset, err := eng.DeclareUpload(ctx, engine.UploadDeclaration{AccountID: inst.AccountID, InstallationID: inst.ID,
+	asset, err := eng.Uploads.DeclareUpload(ctx, engine.UploadDeclaration{AccountID: inst.AccountID, InstallationID: inst.ID,
 		Filename: "dir/p.png", ContentType: "image/png", SizeBytes: 10, ExpiresAt: time.Now().Add(time.Hour)})
 	require.NoError(t, err)
 	assert.Equal(t, "p.png", asset.Filename, "only the last element of the client's name")
 
-	found, err := eng.FindUpload(ctx, asset.ID)
+	found, err := eng.Uploads.FindUpload(ctx, asset.ID)
 	require.NoError(t, err)
 	assert.Equal(t, status.AssetAwaitingUpload, found.Status)
-	wantKind(t, mustFail(eng.FindUpload(ctx, models.NewID())), engine.KindNotFound, "unknown upload")
+	wantKind(t, mustFail(eng.Uploads.FindUpload(ctx, models.NewID())), engine.KindNotFound, "unknown upload")
 
-	require.NoError(t, eng.ClaimUpload(ctx, asset.ID))
-	e := wantKind(t, eng.ClaimUpload(ctx, asset.ID), engine.KindConflict, "second claim")
+	require.NoError(t, eng.Uploads.ClaimUpload(ctx, asset.ID))
+	e := wantKind(t, eng.Uploads.ClaimUpload(ctx, asset.ID), engine.KindConflict, "second claim")
 	assert.Equal(t, engine.ReasonUploadNotAccepted, e.Reason)
 
 	ended, cancel := context.WithCancel(ctx)
 	cancel()
-	eng.ReleaseUpload(ended, asset.ID) // runs although the request ended
-	require.NoError(t, eng.ClaimUpload(ctx, asset.ID), "a released upload can be sent again")
+	eng.Uploads.ReleaseUpload(ended, asset.ID) // runs although the request ended
+	require.NoError(t, eng.Uploads.ClaimUpload(ctx, asset.ID), "a released upload can be sent again")
 }
 
 func TestCatalogRegistrationRefusals(t *testing.T) {
 	db := testdb.Open(t, testdb.SQLiteURL(t))
 	ctx := context.Background()
-	eng := &engine.Engine{DB: db, Log: zap.NewNop()}
+	eng := engine.New(engine.Config{DB: db, Log: zap.NewNop()})
 	inst, other := twoInstallations(t, db)
-	theirs, err := eng.DeclareUpload(ctx, engine.UploadDeclaration{AccountID: other.AccountID, InstallationID: other.ID,
+	theirs, err := eng.Uploads.DeclareUpload(ctx, engine.UploadDeclaration{AccountID: other.AccountID, InstallationID: other.ID,
 		Filename: "p.png", ContentType: "image/png", SizeBytes: 10, ExpiresAt: time.Now().Add(time.Hour)})
 	require.NoError(t, err)
-	mine, err := eng.DeclareUpload(ctx, engine.UploadDeclaration{AccountID: inst.AccountID, InstallationID: inst.ID,
+	mine, err := eng.Uploads.DeclareUpload(ctx, engine.UploadDeclaration{AccountID: inst.AccountID, InstallationID: inst.ID,
 		Filename: "p.png", ContentType: "image/png", SizeBytes: 10, ExpiresAt: time.Now().Add(time.Hour)})
 	require.NoError(t, err)
 	named := &engine.ProductMetadata{DisplayName: "Mug"}
 
-	_, _, err = eng.RegisterPackshot(ctx, inst, engine.PackshotRegistration{AssetID: theirs.ID, ProductRef: "mug", Product: named})
+	_, _, err = eng.Catalog.RegisterPackshot(ctx, inst, engine.PackshotRegistration{AssetID: theirs.ID, ProductRef: "mug", Product: named})
 	e := wantKind(t, err, engine.KindNotFound, "another installation's asset")
 	assert.Equal(t, "asset_id "+theirs.ID+" does not exist.", e.Message)
-	_, _, err = eng.RegisterPackshot(ctx, inst, engine.PackshotRegistration{AssetID: mine.ID, ProductRef: "mug", Product: named})
+	_, _, err = eng.Catalog.RegisterPackshot(ctx, inst, engine.PackshotRegistration{AssetID: mine.ID, ProductRef: "mug", Product: named})
 	e = wantKind(t, err, engine.KindInvalid, "an upload without its bytes")
 	assert.Contains(t, e.Message, "has not been uploaded yet")
-	_, _, err = eng.RegisterImage(ctx, inst, engine.ImageRegistration{ExternalRef: "img", AssetID: mine.ID, ProductRef: "mug"})
+	_, _, err = eng.Catalog.RegisterImage(ctx, inst, engine.ImageRegistration{ExternalRef: "img", AssetID: mine.ID, ProductRef: "mug"})
 	e = wantKind(t, err, engine.KindNotFound, "an unknown product without metadata")
 	assert.Equal(t, "product_ref mug does not exist; give product_metadata.display_name to create it.", e.Message)
 
-	img, existing, err := eng.RegisterImage(ctx, inst, engine.ImageRegistration{ExternalRef: "img", AssetID: mine.ID, ProductRef: "mug", Product: named})
+	img, existing, err := eng.Catalog.RegisterImage(ctx, inst, engine.ImageRegistration{ExternalRef: "img", AssetID: mine.ID, ProductRef: "mug", Product: named})
 	require.NoError(t, err)
 	assert.False(t, existing)
-	again, existing, err := eng.RegisterImage(ctx, inst, engine.ImageRegistration{ExternalRef: "img", AssetID: mine.ID, ProductRef: "mug"})
+	again, existing, err := eng.Catalog.RegisterImage(ctx, inst, engine.ImageRegistration{ExternalRef: "img", AssetID: mine.ID, ProductRef: "mug"})
 	require.NoError(t, err)
 	assert.True(t, existing, "the same external_ref answers the image registered first")
 	assert.Equal(t, img.ID, again.ID)
 
-	wantKind(t, mustFail(eng.FindProduct(ctx, other.ID, "mug", 10)), engine.KindNotFound, "another installation's product")
-	wantKind(t, eng.DeleteProduct(ctx, other.ID, "mug"), engine.KindNotFound, "deleting another installation's product")
-	detail, err := eng.FindProduct(ctx, inst.ID, "mug", 10)
+	wantKind(t, mustFail(eng.Catalog.FindProduct(ctx, other.ID, "mug", 10)), engine.KindNotFound, "another installation's product")
+	wantKind(t, eng.Catalog.DeleteProduct(ctx, other.ID, "mug"), engine.KindNotFound, "deleting another installation's product")
+	detail, err := eng.Catalog.FindProduct(ctx, inst.ID, "mug", 10)
 	require.NoError(t, err)
 	assert.Len(t, detail.Images, 1)
 }

@@ -64,14 +64,14 @@ type SessionRequest struct {
 // of plugin-api-v1.md), and the config's scenery_id and model_id (which must be ones the account
 // may use). It returns the order and jobs to commit, or a refusal: KindInvalid naming the field, or KindPrerequisite (ReasonPackshotNotApproved) listing the products without an
 // approved packshot. Nothing is written.
-func (e *Engine) PlanSession(ctx context.Context, req SessionRequest) (*models.Order, []models.Job, error) {
+func (e *Sessions) PlanSession(ctx context.Context, req SessionRequest) (*models.Order, []models.Job, error) {
 	jobType := req.JobType
 	if jobType == "" {
 		jobType = jobtype.PhotoShoot
 	}
 	cfg := req.Config
 	if cfg.AspectRatio == "" {
-		cfg.AspectRatio = e.DefaultAspectRatio()
+		cfg.AspectRatio = e.app.Catalog.DefaultAspectRatio()
 	}
 	total := 0
 	seen := map[string]bool{}
@@ -83,7 +83,7 @@ func (e *Engine) PlanSession(ctx context.Context, req SessionRequest) (*models.O
 				"%q appears twice; give one subject per product with its images_count.", s.ProductRef)
 		}
 		seen[s.ProductRef] = true
-		m, ok := e.Models.Model(s.AIModel)
+		m, ok := e.cfg.Models.Model(s.AIModel)
 		if !ok || !slices.ContainsFunc(req.JobTypes, m.Serves) {
 			return nil, nil, refuse(KindInvalid, "", field+".ai_model", "%q is not a model listed by GET /ai-models.", s.AIModel)
 		}
@@ -108,7 +108,7 @@ func (e *Engine) PlanSession(ctx context.Context, req SessionRequest) (*models.O
 		return nil, nil, err
 	}
 
-	db := e.DB.WithContext(ctx)
+	db := e.cfg.DB.WithContext(ctx)
 	now := time.Now().UTC()
 	configJSON, _ := json.Marshal(cfg)
 	instID := req.InstallationID
@@ -145,7 +145,7 @@ func (e *Engine) PlanSession(ctx context.Context, req SessionRequest) (*models.O
 			}
 			product, packshotID, inputAssetID = p, &packshot.ID, &packshot.AssetID
 		}
-		m, _ := e.Models.Model(s.AIModel)
+		m, _ := e.cfg.Models.Model(s.AIModel)
 		label := s.ProductLabel
 		if label == "" {
 			label = product.DisplayName
@@ -237,7 +237,7 @@ type SessionRecord func(tx *gorm.DB, order *models.Order, jobs []models.Job) err
 // StartAll for several). Besides PlanSession's refusals it answers KindInsufficientCredits, with
 // CreditsRequired holding what the session costs, when the balance is short;
 // models.ErrIdempotencyClaimLost from record is returned as it is.
-func (e *Engine) CommitSession(ctx context.Context, req SessionRequest, record SessionRecord) (*models.Order, []models.Job, error) {
+func (e *Sessions) CommitSession(ctx context.Context, req SessionRequest, record SessionRecord) (*models.Order, []models.Job, error) {
 	order, jobs, err := e.PlanSession(ctx, req)
 	if err != nil {
 		return nil, nil, err
@@ -246,7 +246,7 @@ func (e *Engine) CommitSession(ctx context.Context, req SessionRequest, record S
 	if record != nil {
 		inTx = func(tx *gorm.DB) error { return record(tx, order, jobs) }
 	}
-	err = e.Commit(ctx, order, jobs, inTx)
+	err = e.app.Orders.Commit(ctx, order, jobs, inTx)
 	if errors.Is(err, models.ErrInsufficientCredits) {
 		need := models.ReservationTotal(jobs)
 		refusal := refuse(KindInsufficientCredits, "", "",
@@ -261,12 +261,12 @@ func (e *Engine) CommitSession(ctx context.Context, req SessionRequest, record S
 }
 
 // SubmitSession is CommitSession followed by the workflow's start (StartCommitted).
-func (e *Engine) SubmitSession(ctx context.Context, req SessionRequest, record SessionRecord) (*models.Order, []models.Job, error) {
+func (e *Sessions) SubmitSession(ctx context.Context, req SessionRequest, record SessionRecord) (*models.Order, []models.Job, error) {
 	order, jobs, err := e.CommitSession(ctx, req, record)
 	if err != nil {
 		return nil, nil, err
 	}
-	e.StartCommitted(ctx, order, jobs)
+	e.app.Orders.StartCommitted(ctx, order, jobs)
 	return order, jobs, nil
 }
 
@@ -280,7 +280,7 @@ type Committed struct {
 // (so that an unreachable Temporal delays the caller by seconds, not by a timeout per order). A
 // start that fails, panics or does not finish in time is logged and left to the Sweeper: the orders
 // are committed. POST /jobs/batch commits all its sessions, then starts them this way.
-func (e *Engine) StartAll(ctx context.Context, orders []Committed, timeout time.Duration) {
+func (e *Orders) StartAll(ctx context.Context, orders []Committed, timeout time.Duration) {
 	if len(orders) == 0 {
 		return
 	}
@@ -296,15 +296,26 @@ func (e *Engine) StartAll(ctx context.Context, orders []Committed, timeout time.
 			defer func() { <-sem }()
 			defer func() {
 				if p := recover(); p != nil {
-					e.Log.Error("order workflow start panicked; the sweeper will start it",
+					e.cfg.Log.Error("order workflow start panicked; the sweeper will start it",
 						zap.String("order_id", o.Order.ID), zap.Any("panic", p))
 				}
 			}()
 			if err := e.Start(ctx, o.Order, o.Jobs); err != nil {
-				e.Log.Warn("order workflow not started yet; the sweeper will start it",
+				e.cfg.Log.Warn("order workflow not started yet; the sweeper will start it",
 					zap.String("order_id", o.Order.ID), zap.Error(err))
 			}
 		}()
 	}
 	wg.Wait()
+}
+
+// sessionReferences checks a session config's scenery_id and model_id against what the account
+// may use and stores them as the catalog spells them.
+func (e *Sessions) sessionReferences(ctx context.Context, accountID string, cfg *SessionConfig) error {
+	var err error
+	if cfg.SceneryID, err = e.app.Records.UsableReference(ctx, accountID, models.KindScenery, "session_config.scenery_id", cfg.SceneryID); err != nil {
+		return err
+	}
+	cfg.ModelID, err = e.app.Records.UsableReference(ctx, accountID, models.KindFashionModel, "session_config.model_id", cfg.ModelID)
+	return err
 }

@@ -31,6 +31,7 @@ var testModels = newRegistry(&models.Catalog{
 // packshot not rated yet) and "bare" (no packshot), an upload "up" and an invalid upload "bad".
 type sessionFixture struct {
 	eng  *engine.Engine
+	cfg  engine.Config // what eng was built from
 	db   *gorm.DB
 	inst models.Installation
 }
@@ -60,7 +61,14 @@ func newSessionFixture(t *testing.T, balance int64) *sessionFixture {
 		require.NoError(t, db.Create(&models.Packshot{ID: models.NewID(), AccountID: acct.ID, InstallationID: &inst.ID, ProductID: p.ID,
 			AssetID: "ps-" + ref, ExternalRef: ref, Voting: voting, VotingAt: &now, CreatedAt: now}).Error)
 	}
-	return &sessionFixture{eng: &engine.Engine{DB: db, Log: zap.NewNop(), Models: testModels}, db: db, inst: inst}
+	cfg := engine.Config{DB: db, Log: zap.NewNop(), Models: testModels}
+	return &sessionFixture{eng: engine.New(cfg), cfg: cfg, db: db, inst: inst}
+}
+
+// withEngine rebuilds the fixture's engine from its configuration as change leaves it.
+func (f *sessionFixture) withEngine(change func(*engine.Config)) {
+	change(&f.cfg)
+	f.eng = engine.New(f.cfg)
 }
 
 func (f *sessionFixture) request(jobType string, subjects ...engine.SessionSubject) engine.SessionRequest {
@@ -119,7 +127,7 @@ func TestPlanSessionRefusals(t *testing.T) {
 			"These products have no approved packshot: ok. Nothing was created and no credits were charged.", []string{"ok"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			order, jobs, err := f.eng.PlanSession(t.Context(), tc.req)
+			order, jobs, err := f.eng.Sessions.PlanSession(t.Context(), tc.req)
 			assert.Nil(t, order)
 			assert.Nil(t, jobs)
 			e, ok := engine.As(err)
@@ -138,7 +146,7 @@ func TestPlanSessionPlansJobs(t *testing.T) {
 	src := "source"
 	req := f.request("", shoot("ok", 2))
 	req.SourceOrderID = &src
-	order, jobs, err := f.eng.PlanSession(t.Context(), req)
+	order, jobs, err := f.eng.Sessions.PlanSession(t.Context(), req)
 	require.NoError(t, err)
 	assert.Equal(t, jobtype.PhotoShoot, order.JobType)
 	assert.Equal(t, &src, order.SourceOrderID)
@@ -152,7 +160,7 @@ func TestPlanSessionPlansJobs(t *testing.T) {
 		assert.Equal(t, int64(3), j.CreditCost)
 	}
 
-	order, jobs, err = f.eng.PlanSession(t.Context(), f.request(jobtype.Packshot, photo("bare", "up", true)))
+	order, jobs, err = f.eng.Sessions.PlanSession(t.Context(), f.request(jobtype.Packshot, photo("bare", "up", true)))
 	require.NoError(t, err)
 	assert.Equal(t, jobtype.Packshot, order.JobType)
 	require.Len(t, jobs, 1)
@@ -162,7 +170,7 @@ func TestPlanSessionPlansJobs(t *testing.T) {
 
 func TestCommitSessionInsufficientCredits(t *testing.T) {
 	f := newSessionFixture(t, 5)
-	_, _, err := f.eng.CommitSession(t.Context(), f.request("", shoot("ok", 2)), nil)
+	_, _, err := f.eng.Sessions.CommitSession(t.Context(), f.request("", shoot("ok", 2)), nil)
 	e, ok := engine.As(err)
 	require.True(t, ok, "want an engine refusal, got %v", err)
 	assert.Equal(t, engine.KindInsufficientCredits, e.Kind)
@@ -173,7 +181,7 @@ func TestCommitSessionInsufficientCredits(t *testing.T) {
 	require.NoError(t, f.db.Model(&models.Order{}).Count(&n).Error)
 	assert.Zero(t, n, "nothing is created")
 
-	order, jobs, err := f.eng.CommitSession(t.Context(), f.request("", shoot("ok", 1)), nil)
+	order, jobs, err := f.eng.Sessions.CommitSession(t.Context(), f.request("", shoot("ok", 1)), nil)
 	require.NoError(t, err)
 	assert.Equal(t, int64(3), order.CreditsReserved)
 	assert.Len(t, jobs, 1)
@@ -181,21 +189,21 @@ func TestCommitSessionInsufficientCredits(t *testing.T) {
 
 func TestCloneSession(t *testing.T) {
 	f := newSessionFixture(t, 1000)
-	source, _, err := f.eng.CommitSession(t.Context(), f.request("", shoot("ok", 2)), nil)
+	source, _, err := f.eng.Sessions.CommitSession(t.Context(), f.request("", shoot("ok", 2)), nil)
 	require.NoError(t, err)
 
-	_, err = f.eng.CloneSession(t.Context(), "another-installation", source.ID, nil)
+	_, err = f.eng.Sessions.CloneSession(t.Context(), "another-installation", source.ID, nil)
 	e, ok := engine.As(err)
 	require.True(t, ok, "want an engine refusal, got %v", err)
 	assert.Equal(t, engine.KindNotFound, e.Kind)
 
-	req, err := f.eng.CloneSession(t.Context(), f.inst.ID, source.ID, nil)
+	req, err := f.eng.Sessions.CloneSession(t.Context(), f.inst.ID, source.ID, nil)
 	require.NoError(t, err)
 	assert.Equal(t, source.ID, *req.SourceOrderID)
 	assert.Equal(t, "1:1", req.Config.AspectRatio)
 	assert.Equal(t, []engine.SessionSubject{{ProductRef: "ok", ProductLabel: "Product ok", ImagesCount: 2, AIModel: "p/shoot"}}, req.Subjects)
 
-	_, err = f.eng.CloneSession(t.Context(), f.inst.ID, source.ID, []engine.CloneSubject{{ProductRef: "ok", ImagesCount: 1}, {ProductRef: "new", ImagesCount: 1}})
+	_, err = f.eng.Sessions.CloneSession(t.Context(), f.inst.ID, source.ID, []engine.CloneSubject{{ProductRef: "ok", ImagesCount: 1}, {ProductRef: "new", ImagesCount: 1}})
 	e, ok = engine.As(err)
 	require.True(t, ok, "want an engine refusal, got %v", err)
 	assert.Equal(t, engine.KindInvalid, e.Kind)

@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
+	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/workflows"
 )
@@ -19,8 +20,8 @@ const retryReplayAfter = 5 * time.Second
 // ReplayWebhook re-sends a webhook delivery of the installation now (StartWebhookReplay) and
 // returns it: KindNotFound for a delivery of another installation, KindUnavailable when the replay
 // could not be queued.
-func (e *Engine) ReplayWebhook(ctx context.Context, installationID, deliveryID string) (*models.WebhookDelivery, error) {
-	d, err := models.FindWebhookDelivery(e.DB.WithContext(ctx), installationID, deliveryID)
+func (e *Webhooks) ReplayWebhook(ctx context.Context, installationID, deliveryID string) (*models.WebhookDelivery, error) {
+	d, err := models.FindWebhookDelivery(e.cfg.DB.WithContext(ctx), installationID, deliveryID)
 	if errors.Is(err, models.ErrNotFound) {
 		return nil, refuse(KindNotFound, "", "", "No webhook delivery with this ID.")
 	}
@@ -37,10 +38,10 @@ func (e *Engine) ReplayWebhook(ctx context.Context, installationID, deliveryID s
 // stored payload now, with the same webhook-id and a new timestamp, and retries on the usual
 // schedule if needed. `POST /webhooks/{delivery_id}/replay` and `shotflow admin webhooks replay`
 // both come here.
-func (e *Engine) StartWebhookReplay(ctx context.Context, d *models.WebhookDelivery) error {
-	_, err := e.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+func (e *Webhooks) StartWebhookReplay(ctx context.Context, d *models.WebhookDelivery) error {
+	_, err := e.cfg.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:        workflows.WebhookWorkflowID(d.ID),
-		TaskQueue: e.TaskQueue,
+		TaskQueue: e.cfg.TaskQueue,
 		// A replay is a new run of the same delivery, also after earlier runs closed.
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		// A run still waiting in its backoff is replaced, so the replay sends now rather than at
@@ -53,10 +54,10 @@ func (e *Engine) StartWebhookReplay(ctx context.Context, d *models.WebhookDelive
 
 // StartWebhookDelivery starts the first run of a delivery's WebhookDeliveryWorkflow, as a job's
 // workflow does when the job ends; a run that already exists is left alone.
-func (e *Engine) StartWebhookDelivery(ctx context.Context, d *models.WebhookDelivery) error {
-	_, err := e.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+func (e *Webhooks) StartWebhookDelivery(ctx context.Context, d *models.WebhookDelivery) error {
+	_, err := e.cfg.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:        workflows.WebhookWorkflowID(d.ID),
-		TaskQueue: e.TaskQueue,
+		TaskQueue: e.cfg.TaskQueue,
 		// One automatic run per delivery, as in workflows.NotifyJobEnded.
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
@@ -67,4 +68,22 @@ func (e *Engine) StartWebhookDelivery(ctx context.Context, d *models.WebhookDeli
 		return nil
 	}
 	return err
+}
+
+// RotateWebhookSecret replaces the webhook signing secret of installationID, which must be the
+// caller's own installation (KindNotFound otherwise), with a new one sealed by box. The previous
+// secret keeps signing, next to the new one, for models.PreviousSecretGrace.
+func (e *Webhooks) RotateWebhookSecret(ctx context.Context, box models.Sealer, callerInstallationID, installationID string) (RotatedSecret, error) {
+	if installationID != callerInstallationID {
+		return RotatedSecret{}, refuse(KindNotFound, "", "", "No installation with this ID.")
+	}
+	secret := webhooks.NewSecret()
+	until, err := models.RotateWebhookSecret(e.cfg.DB.WithContext(ctx), box, installationID, secret, time.Now())
+	if errors.Is(err, models.ErrNotFound) {
+		return RotatedSecret{}, refuse(KindNotFound, "", "", "No installation with this ID.")
+	}
+	if err != nil {
+		return RotatedSecret{}, err
+	}
+	return RotatedSecret{Secret: secret, PreviousSecretValidUntil: until}, nil
 }

@@ -64,7 +64,7 @@ func (f *fakeTemporal) count() int {
 var jobOptions = workflows.JobOptions{InputWait: 7 * time.Minute}
 
 func newStarter(db *gorm.DB, tc client.Client) *engine.Engine {
-	return &engine.Engine{DB: db, Temporal: tc, TaskQueue: "support-test", Log: zap.NewNop(), JobOptions: jobOptions}
+	return engine.New(engine.Config{DB: db, Temporal: tc, TaskQueue: "support-test", Log: zap.NewNop(), JobOptions: jobOptions})
 }
 
 // tenant is an account with one installation.
@@ -100,11 +100,11 @@ func submit(t *testing.T, s *engine.Engine, tn tenant, cost int64, refs ...strin
 			JobType: jobtype.PhotoShoot, Position: i, ProductRef: ref, ProductLabel: "Label " + ref,
 			AIModel: "sim/content-policy", AspectRatio: "1:1", CreditCost: cost, Status: status.JobPending, Voting: models.VotingPending}
 	}
-	if err := s.Submit(context.Background(), &order, jobs); err != nil {
+	if err := s.Orders.Submit(context.Background(), &order, jobs); err != nil {
 		t.Fatal(err)
 	}
 	// The start is marked in a batch: write it now, so the test sees the order as the API left it.
-	s.FlushStartMarks()
+	s.Outbox.FlushStartMarks()
 	return order, jobs
 }
 

@@ -28,7 +28,7 @@ type RetryResult struct {
 // RetryJob runs a failed or expired job again inside its order, as a new run (engine.RetryJob),
 // and links the run's workflow in the Temporal UI.
 func RetryJob(ctx context.Context, e *engine.Engine, ui UI, req RetryRequest) (RetryResult, error) {
-	r, err := e.RetryJob(ctx, req)
+	r, err := e.Support.RetryJob(ctx, req)
 	if err != nil {
 		return RetryResult{}, err
 	}

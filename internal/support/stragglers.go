@@ -177,7 +177,7 @@ type RedriveResult struct {
 // counters move. Settle then tells the order's workflow, if it still waits, and sends the
 // job.failed webhook (acts records it). Rerun instead runs the job again with RetryJob, which adds
 // its own audit row (action retry) and reserves the credits of the new run.
-func RedriveJob(ctx context.Context, s *engine.Engine, acts *activities.Activities, ui UI, req RedriveRequest) (RedriveResult, error) {
+func RedriveJob(ctx context.Context, s *engine.Engine, db *gorm.DB, tc client.Client, acts *activities.Activities, ui UI, req RedriveRequest) (RedriveResult, error) {
 	actor := strings.TrimSpace(req.Actor)
 	if actor == "" {
 		return RedriveResult{}, errors.New("redrive: an actor is required for the audit trail")
@@ -185,8 +185,7 @@ func RedriveJob(ctx context.Context, s *engine.Engine, acts *activities.Activiti
 	if req.Action != RedriveSettle && req.Action != RedriveRerun {
 		return RedriveResult{}, fmt.Errorf("redrive: action %q is not %s or %s", req.Action, RedriveSettle, RedriveRerun)
 	}
-	db := s.DB.WithContext(ctx)
-	j, err := models.GetJob(db, req.JobID)
+	j, err := models.GetJob(db.WithContext(ctx), req.JobID)
 	if errors.Is(err, models.ErrNotFound) {
 		return RedriveResult{}, notFound("job", req.JobID)
 	}
@@ -196,7 +195,7 @@ func RedriveJob(ctx context.Context, s *engine.Engine, acts *activities.Activiti
 	if status.IsTerminalJob(j.Status) {
 		return RedriveResult{}, fmt.Errorf("%w: job %s is %s", ErrNotStraggler, j.ID, j.Status)
 	}
-	why, err := strandedBecause(ctx, s.DB, s.Temporal, j)
+	why, err := strandedBecause(ctx, db, tc, j)
 	if err != nil {
 		return RedriveResult{}, err
 	}
@@ -210,7 +209,7 @@ func RedriveJob(ctx context.Context, s *engine.Engine, acts *activities.Activiti
 	}
 	c := errorcat.InternalBug
 	detail := fmt.Sprintf("settled by %s (shotflow admin jobs redrive --action %s): %s", actor, req.Action, why)
-	err = db.Transaction(func(tx *gorm.DB) error {
+	err = db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		ended, err := models.EndJob(tx, j.ID, j.Run, status.JobFailed, string(c), c.Hint(), detail)
 		if err != nil {
 			return err
@@ -235,7 +234,7 @@ func RedriveJob(ctx context.Context, s *engine.Engine, acts *activities.Activiti
 		return res, nil
 	}
 	var problems []string
-	if err := signalOrder(ctx, s.Temporal, j); err != nil {
+	if err := signalOrder(ctx, tc, j); err != nil {
 		problems = append(problems, err.Error())
 	}
 	deliveryID, err := sendJobWebhook(ctx, s, acts, j.ID, j.Run)
@@ -274,7 +273,7 @@ func sendJobWebhook(ctx context.Context, s *engine.Engine, acts *activities.Acti
 	}
 	// The record names everything the delivery's start needs; no need to read the row back.
 	d := &models.WebhookDelivery{ID: rec.DeliveryID, AccountID: rec.AccountID, InstallationID: rec.InstallationID, OrderID: rec.OrderID}
-	if err := s.StartWebhookDelivery(ctx, d); err != nil {
+	if err := s.Webhooks.StartWebhookDelivery(ctx, d); err != nil {
 		return rec.DeliveryID, fmt.Errorf("start webhook delivery (the sweeper does not retry it: shotflow admin webhooks replay %s sends it): %w", d.ID, err)
 	}
 	return rec.DeliveryID, nil

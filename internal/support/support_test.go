@@ -356,10 +356,10 @@ func TestRetryWhoseStartIsLostIsStartedBySweeper(t *testing.T) {
 
 		tc := &fakeTemporal{}
 		sweeper := newStarter(db, tc)
-		if n, err := sweeper.StartPendingRuns(ctx, time.Hour, 10); err != nil || n != 0 {
+		if n, err := sweeper.Outbox.StartPendingRuns(ctx, time.Hour, 10); err != nil || n != 0 {
 			t.Fatalf("sweep before the threshold started %d, %v", n, err)
 		}
-		if n, err := sweeper.StartPendingRuns(ctx, 0, 10); err != nil || n != 1 {
+		if n, err := sweeper.Outbox.StartPendingRuns(ctx, 0, 10); err != nil || n != 1 {
 			t.Fatalf("sweep started %d, %v; want 1", n, err)
 		}
 		starts := tc.startsOf("job/" + x + "/run-2")
@@ -370,7 +370,7 @@ func TestRetryWhoseStartIsLostIsStartedBySweeper(t *testing.T) {
 		if j := job(t, db, x); j.RunStartedAt == nil {
 			t.Fatal("the sweeper did not record the start")
 		}
-		if n, err := sweeper.StartPendingRuns(ctx, 0, 10); err != nil || n != 0 {
+		if n, err := sweeper.Outbox.StartPendingRuns(ctx, 0, 10); err != nil || n != 0 {
 			t.Fatalf("second sweep started %d, %v; want 0", n, err)
 		}
 		// Run 1 jobs are the order workflow's business, never the run sweeper's.
@@ -500,7 +500,7 @@ func TestReplayWebhook(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		res, err := support.ReplayWebhook(ctx, newStarter(db, tc), ui, id)
+		res, err := support.ReplayWebhook(ctx, newStarter(db, tc), db, ui, id)
 		if err != nil || res != (support.ReplayResult{DeliveryID: id, WorkflowID: "webhook/" + id,
 			TemporalUIURL: "http://localhost:8233/namespaces/default/workflows/webhook%2F" + id, Status: "queued"}) {
 			t.Fatalf("replay = %+v, %v", res, err)
@@ -518,11 +518,11 @@ func TestReplayWebhook(t *testing.T) {
 		}
 
 		n := tc.count()
-		if _, err := support.ReplayWebhook(ctx, newStarter(db, tc), ui, models.NewID()); !errors.Is(err, models.ErrNotFound) || tc.count() != n {
+		if _, err := support.ReplayWebhook(ctx, newStarter(db, tc), db, ui, models.NewID()); !errors.Is(err, models.ErrNotFound) || tc.count() != n {
 			t.Fatalf("unknown delivery: %v", err)
 		}
 		down := &fakeTemporal{err: errors.New("unavailable")}
-		if _, err := support.ReplayWebhook(ctx, newStarter(db, down), ui, id); err == nil || !strings.Contains(err.Error(), "unavailable") {
+		if _, err := support.ReplayWebhook(ctx, newStarter(db, down), db, ui, id); err == nil || !strings.Contains(err.Error(), "unavailable") {
 			t.Fatalf("replay with Temporal down: %v", err)
 		}
 	})

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"gorm.io/gorm"
+
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/workflows"
@@ -19,15 +21,15 @@ type ReplayResult struct {
 }
 
 // ReplayWebhook re-sends a delivery of any installation now (engine.StartWebhookReplay).
-func ReplayWebhook(ctx context.Context, e *engine.Engine, ui UI, deliveryID string) (ReplayResult, error) {
-	d, err := models.GetWebhookDelivery(e.DB.WithContext(ctx), deliveryID)
+func ReplayWebhook(ctx context.Context, e *engine.Engine, db *gorm.DB, ui UI, deliveryID string) (ReplayResult, error) {
+	d, err := models.GetWebhookDelivery(db.WithContext(ctx), deliveryID)
 	if errors.Is(err, models.ErrNotFound) {
 		return ReplayResult{}, notFound("webhook delivery", deliveryID)
 	}
 	if err != nil {
 		return ReplayResult{}, err
 	}
-	if err := e.StartWebhookReplay(ctx, d); err != nil {
+	if err := e.Webhooks.StartWebhookReplay(ctx, d); err != nil {
 		return ReplayResult{}, fmt.Errorf("queue the replay of delivery %s: %w", d.ID, err)
 	}
 	id := workflows.WebhookWorkflowID(d.ID)

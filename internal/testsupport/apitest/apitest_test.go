@@ -13,6 +13,7 @@ import (
 
 	"github.com/shotflow/shotflow/internal/testsupport/apitest"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
+	"github.com/shotflow/shotflow/models/jobtype"
 )
 
 func TestWithBadParamsReplacesEveryParamSegment(t *testing.T) {
@@ -90,8 +91,11 @@ func TestTemporalOnlyPrefixRefusesOtherStarts(t *testing.T) {
 func TestNewDepsWiresOneEngine(t *testing.T) {
 	t.Parallel()
 	d := apitest.NewDeps(t, testdb.Open(t, testdb.SQLiteURL(t)), apitest.Options{})
-	if d.Engine.DB != d.DB || d.Engine.Temporal != d.Temporal.Client || d.Engine.Models != d.Models {
+	if c := d.EngineConfig; c.DB != d.DB || c.Temporal != d.Temporal.Client || c.Models != d.Models {
 		t.Fatal("the engine does not use the Deps' database, Temporal client and models")
+	}
+	if got, want := len(d.Engine.Catalog.AIModels(jobtype.All...)), len(d.Models.Models()); got != want || got == 0 {
+		t.Fatalf("the engine shows %d models, the Deps' registry %d", got, want)
 	}
 	if err := d.Blobs.Put(context.Background(), "k", []byte("v"), "text/plain"); err != nil {
 		t.Fatalf("blob store: %v", err)

@@ -63,7 +63,10 @@ type Deps struct {
 	Limiter  *ratelimit.Memory
 	Temporal *Temporal
 	Engine   *engine.Engine
-	Log      *zap.Logger
+	// EngineConfig is what Engine was built from: a test that needs a variant (other models, another
+	// Temporal client) builds one with engine.New.
+	EngineConfig engine.Config
+	Log          *zap.Logger
 }
 
 // NewDeps builds the Deps over db, a migrated test database. The blob store lives in t.TempDir()
@@ -104,7 +107,8 @@ func NewDeps(t testing.TB, db *gorm.DB, opts Options) *Deps {
 	}
 	d.Limiter = ratelimit.NewMemory(now)
 	d.Temporal = NewTemporal(t, opts.Temporal)
-	d.Engine = &engine.Engine{DB: db, Log: d.Log, Temporal: d.Temporal.Client, TaskQueue: opts.TaskQueue, Models: d.Models}
+	d.EngineConfig = engine.Config{DB: db, Log: d.Log, Temporal: d.Temporal.Client, TaskQueue: opts.TaskQueue, Models: d.Models}
+	d.Engine = engine.New(d.EngineConfig)
 	return d
 }
 

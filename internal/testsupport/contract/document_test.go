@@ -14,6 +14,7 @@ import (
 
 	"github.com/shotflow/shotflow/api"
 	"github.com/shotflow/shotflow/api/plugin"
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/testsupport/contract"
 )
 
@@ -172,7 +173,7 @@ func TestDocumentIsServed(t *testing.T) {
 
 // newRouter builds the production router; its routes are all these tests need.
 func newRouter() *gin.Engine {
-	return api.NewRouter(api.Deps{Log: zap.NewNop()}, &plugin.Handler{Log: zap.NewNop()})
+	return api.NewRouter(api.Deps{Log: zap.NewNop(), Engine: engine.New(engine.Config{})}, &plugin.Handler{Log: zap.NewNop()})
 }
 
 type operation struct {

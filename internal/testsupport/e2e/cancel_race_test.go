@@ -187,7 +187,7 @@ func TestCancelReachesALaunchedRunBeforeItsFirstAttempt(t *testing.T) {
 	id, _ := failedJob(t, env, api, "vase")
 
 	env.StopWorker()
-	rerun, err := env.App.Engine.RetryJob(context.Background(), engine.RetryRequest{JobID: id, Actor: "e2e", Reason: "cancel before the first attempt"})
+	rerun, err := env.App.Engine.Support.RetryJob(context.Background(), engine.RetryRequest{JobID: id, Actor: "e2e", Reason: "cancel before the first attempt"})
 	if err != nil || !rerun.WorkflowStarted || rerun.Run != 2 {
 		t.Fatalf("re-run: %+v, %v", rerun, err)
 	}

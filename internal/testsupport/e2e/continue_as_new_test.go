@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/shotflow/shotflow/api/plugin"
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/platform/config"
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
 	"github.com/shotflow/shotflow/models"
@@ -23,8 +24,7 @@ func TestLargeOrderContinuesAsNew(t *testing.T) {
 	env := testenv.New(t, temporalServer, testenv.Options{Configure: func(c *config.Config) {
 		c.OrderMaxConcurrentJobs = 2
 		c.RenderLongEdge = 64
-	}})
-	env.App.Engine.ContinueAsNewAfter = 2
+	}, Engine: func(c *engine.Config) { c.ContinueAsNewAfter = 2 }})
 	tenant := env.NewTenant(t, 10)
 	api := &client{t: t, base: env.BaseURL + plugin.Base, key: tenant.PluginKey}
 	registerPackshot(t, env, api, "jug", packshotPNG(t))

@@ -166,7 +166,7 @@ func submitOrder(t *testing.T, env *testenv.Env, accountID, jobType, model strin
 		}
 		ids[i] = jobs[i].ID
 	}
-	if err := env.App.Engine.Submit(context.Background(), order, jobs); err != nil {
+	if err := env.App.Engine.Orders.Submit(context.Background(), order, jobs); err != nil {
 		t.Fatal(err)
 	}
 	return ids

@@ -10,6 +10,7 @@ import (
 
 	"github.com/shotflow/shotflow/api/external"
 	"github.com/shotflow/shotflow/api/plugin"
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/platform/config"
 	"github.com/shotflow/shotflow/internal/platform/metrics"
 	"github.com/shotflow/shotflow/internal/platform/metrics/metricstest"
@@ -79,8 +80,9 @@ func TestMetricsCountARealOrder(t *testing.T) {
 	env := testenv.New(t, temporalServer, testenv.Options{Configure: func(c *config.Config) {
 		c.SimProvider = true
 		c.WebhookAllowPrivateNetworks = true
+	}, Engine: func(c *engine.Config) {
+		c.JobOptions.Retry = workflows.RetrySchedule{Delays: []time.Duration{300 * time.Millisecond}, MaxAttempts: 4, MaxTotal: time.Minute}
 	}})
-	env.App.Engine.JobOptions.Retry = workflows.RetrySchedule{Delays: []time.Duration{300 * time.Millisecond}, MaxAttempts: 4, MaxTotal: time.Minute}
 	tenant := env.NewTenant(t, 50)
 	api := &client{t: t, base: env.BaseURL + plugin.Base, key: tenant.PluginKey}
 	receiver, _ := useReceiver(t, env, tenant)
@@ -218,7 +220,7 @@ func TestOutboxSweepCountsTheOrdersItStarts(t *testing.T) {
 	// The request is refused until the worker's generate queue has a poller; in parallel runs the
 	// worker may still be starting.
 	testenv.Eventually(t, 30*time.Second, "the local generator to poll", func() bool {
-		live, _ := crashing.GeneratorLive(t.Context(), "local")
+		live, _ := crashing.Generation.GeneratorLive(t.Context(), "local")
 		return live
 	})
 	ext := externalClient(t, env, tenant)

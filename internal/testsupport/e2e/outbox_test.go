@@ -29,8 +29,8 @@ func (lostStarts) ExecuteWorkflow(context.Context, temporalclient.StartWorkflowO
 
 // lostStartsEngine is an engine like env's whose workflow starts never reach Temporal.
 func lostStartsEngine(env *testenv.Env) *engine.Engine {
-	return &engine.Engine{DB: env.DB, Temporal: lostStarts{env.App.Temporal}, TaskQueue: env.Config.TemporalTaskQueue, Log: env.App.Log,
-		Models: env.App.Generator, JobOptions: env.App.Engine.JobOptions}
+	return engine.New(engine.Config{DB: env.DB, Temporal: lostStarts{env.App.Temporal}, TaskQueue: env.Config.TemporalTaskQueue, Log: env.App.Log,
+		Models: env.App.Generator, JobOptions: env.App.EngineConfig.JobOptions})
 }
 
 // lostStartsAPI serves env's API as a process whose workflow starts are lost (lostStartsEngine)
@@ -75,18 +75,18 @@ func TestOrderWhoseWorkflowStartWasLostIsStartedBySweeper(t *testing.T) {
 	}
 
 	// The sweeper (here called directly instead of waiting for its ticker) starts it exactly once.
-	started, err := env.App.Engine.StartPending(ctx, 0, 10)
+	started, err := env.App.Engine.Outbox.StartPending(ctx, 0, 10)
 	if err != nil || started != 1 {
 		t.Fatalf("StartPending = %d, %v; want 1", started, err)
 	}
-	if again, err := env.App.Engine.StartPending(ctx, 0, 10); err != nil || again != 0 {
+	if again, err := env.App.Engine.Outbox.StartPending(ctx, 0, 10); err != nil || again != 0 {
 		t.Fatalf("second sweep started %d (%v); want 0", again, err)
 	}
 	for _, id := range session.Subjects[0].JobIDs {
 		waitCompleted(t, api, id)
 	}
 	// A start racing an already started order is harmless: it is recorded, not repeated.
-	if err := env.App.Engine.Start(ctx, &order, nil); err != nil {
+	if err := env.App.Engine.Orders.Start(ctx, &order, nil); err != nil {
 		t.Fatalf("starting an already started order: %v", err)
 	}
 	me := credits(t, api)
@@ -117,10 +117,10 @@ func TestUploadWhosePreparationStartWasLostIsPreparedBySweeper(t *testing.T) {
 	if _, err := env.App.Temporal.DescribeWorkflowExecution(ctx, workflows.PrepareInputWorkflowID(id), ""); !errors.As(err, &notFound) {
 		t.Fatalf("a preparation exists although its start was lost: %v", err)
 	}
-	if n, err := env.App.Engine.StartPendingPreparations(ctx, time.Hour, 10); err != nil || n != 0 {
+	if n, err := env.App.Engine.Uploads.StartPendingPreparations(ctx, time.Hour, 10); err != nil || n != 0 {
 		t.Fatalf("a sweep before the threshold started %d (%v)", n, err)
 	}
-	if n, err := env.App.Engine.StartPendingPreparations(ctx, 0, 10); err != nil || n != 1 {
+	if n, err := env.App.Engine.Uploads.StartPendingPreparations(ctx, 0, 10); err != nil || n != 1 {
 		t.Fatalf("StartPendingPreparations = %d, %v; want 1", n, err)
 	}
 	if err := env.App.Temporal.GetWorkflow(ctx, workflows.PrepareInputWorkflowID(id), "").Get(ctx, nil); err != nil {
@@ -130,7 +130,7 @@ func TestUploadWhosePreparationStartWasLostIsPreparedBySweeper(t *testing.T) {
 	if err := env.DB.Take(&asset, "id = ?", id).Error; err != nil || asset.Status != status.AssetReady || asset.ThumbnailBlobKey == "" {
 		t.Fatalf("asset after the sweep = %+v, %v", asset, err)
 	}
-	if n, err := env.App.Engine.StartPendingPreparations(ctx, 0, 10); err != nil || n != 0 {
+	if n, err := env.App.Engine.Uploads.StartPendingPreparations(ctx, 0, 10); err != nil || n != 0 {
 		t.Fatalf("a ready upload was swept again: %d (%v)", n, err)
 	}
 }

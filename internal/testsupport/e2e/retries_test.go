@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shotflow/shotflow/api/plugin"
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/platform/config"
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
@@ -20,8 +21,10 @@ import (
 func TestRetriesFollowTheErrorCategory(t *testing.T) {
 	t.Parallel()
 	long(t)
-	env := testenv.New(t, temporalServer, testenv.Options{Configure: func(c *config.Config) { c.SimProvider = true }})
-	env.App.Engine.JobOptions.Retry = workflows.RetrySchedule{Delays: []time.Duration{300 * time.Millisecond}, MaxAttempts: 4, MaxTotal: time.Minute}
+	env := testenv.New(t, temporalServer, testenv.Options{Configure: func(c *config.Config) { c.SimProvider = true },
+		Engine: func(c *engine.Config) {
+			c.JobOptions.Retry = workflows.RetrySchedule{Delays: []time.Duration{300 * time.Millisecond}, MaxAttempts: 4, MaxTotal: time.Minute}
+		}})
 	tenant := env.NewTenant(t, 20)
 	api := &client{t: t, base: env.BaseURL + plugin.Base, key: tenant.PluginKey}
 	const rateLimitedModel = "sim/rate-limit-twice"

@@ -188,7 +188,7 @@ func TestSupportRetriesAFailedJobAsANewRun(t *testing.T) {
 	}
 
 	// Support can also send the run 2 webhook again: same webhook-id, recorded as a replay.
-	replay, err := support.ReplayWebhook(ctx, env.App.Engine, ui, second)
+	replay, err := support.ReplayWebhook(ctx, env.App.Engine, env.DB, ui, second)
 	if err != nil || replay.Status != "queued" || replay.WorkflowID != "webhook/"+second {
 		t.Fatalf("replay = %+v, %v", replay, err)
 	}
@@ -231,10 +231,10 @@ func TestSweeperStartsAReRunWhoseStartWasLost(t *testing.T) {
 	}
 
 	// The sweeper (called directly instead of waiting for its ticker) starts the run exactly once.
-	if n, err := env.App.Engine.StartPendingRuns(ctx, 0, 10); err != nil || n != 1 {
+	if n, err := env.App.Engine.Outbox.StartPendingRuns(ctx, 0, 10); err != nil || n != 1 {
 		t.Fatalf("StartPendingRuns = %d, %v; want 1", n, err)
 	}
-	if n, err := env.App.Engine.StartPendingRuns(ctx, 0, 10); err != nil || n != 0 {
+	if n, err := env.App.Engine.Outbox.StartPendingRuns(ctx, 0, 10); err != nil || n != 0 {
 		t.Fatalf("second sweep started %d, %v; want 0", n, err)
 	}
 	waitCompleted(t, api, jobID)
@@ -244,7 +244,7 @@ func TestSweeperStartsAReRunWhoseStartWasLost(t *testing.T) {
 	}
 	// Starting it once more, as a racing sweeper would, is harmless.
 	j, _ := models.GetJob(env.DB, jobID)
-	if err := env.App.Engine.StartJobRun(ctx, j); err != nil {
+	if err := env.App.Engine.Outbox.StartJobRun(ctx, j); err != nil {
 		t.Fatalf("starting a finished run again: %v", err)
 	}
 	assertCreditInvariants(t, env.DB, tenant.AccountID)

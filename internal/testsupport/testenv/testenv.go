@@ -25,6 +25,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/internal/app"
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/platform/config"
 	"github.com/shotflow/shotflow/internal/platform/secrets"
 	"github.com/shotflow/shotflow/internal/testsupport/faultproxy"
@@ -114,6 +115,8 @@ type Options struct {
 	Environment map[string]string
 	// Configure may adjust the configuration before the app opens.
 	Configure func(*config.Config)
+	// Engine, when set, adjusts the engine's configuration before the app builds it.
+	Engine func(*engine.Config)
 	// NoWorker leaves the task queue without an in-process worker (the test runs its own).
 	NoWorker bool
 	// ProxyDatabase points the app's DATABASE_URL at a faultproxy (Env.DBProxy) in front of the
@@ -164,7 +167,7 @@ func New(t *testing.T, ts *testsuite.DevServer, opts Options) *Env {
 	logger := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel), zaptest.WrapOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
 		return zapcore.NewTee(c, observed)
 	})))
-	a, err := app.Open(context.Background(), cfg, logger)
+	a, err := app.Open(context.Background(), cfg, logger, app.Option{Engine: opts.Engine})
 	if err != nil {
 		t.Fatalf("testenv: open app: %v", err)
 	}

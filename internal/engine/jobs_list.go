@@ -28,8 +28,8 @@ type JobFilter struct {
 // a client paging through never sees a job twice or misses one, however many jobs are created
 // meanwhile: new jobs sort before every cursor handed out earlier. The query walks the index
 // jobs_installation_created (installation_id, created_at, id).
-func (e *Engine) QueryJobs(ctx context.Context, installationID string, f JobFilter) ([]models.Job, error) {
-	q := e.DB.WithContext(ctx).Where("installation_id = ?", installationID)
+func (e *Jobs) QueryJobs(ctx context.Context, installationID string, f JobFilter) ([]models.Job, error) {
+	q := e.cfg.DB.WithContext(ctx).Where("installation_id = ?", installationID)
 	if f.Status != "" {
 		q = q.Where("status = ?", f.Status)
 	}
@@ -58,7 +58,7 @@ type JobsPage struct {
 
 // ListJobs returns the page of the installation's jobs that f selects (QueryJobs) with their
 // outputs.
-func (e *Engine) ListJobs(ctx context.Context, installationID string, f JobFilter) (JobsPage, error) {
+func (e *Jobs) ListJobs(ctx context.Context, installationID string, f JobFilter) (JobsPage, error) {
 	limit := f.Limit
 	f.Limit++ // one more tells whether there is a next page
 	jobs, err := e.QueryJobs(ctx, installationID, f)
@@ -71,7 +71,7 @@ func (e *Engine) ListJobs(ctx context.Context, installationID string, f JobFilte
 	for i := range page.Jobs {
 		ids[i] = page.Jobs[i].ID
 	}
-	if page.Outputs, err = models.JobOutputs(e.DB.WithContext(ctx), ids...); err != nil {
+	if page.Outputs, err = models.JobOutputs(e.cfg.DB.WithContext(ctx), ids...); err != nil {
 		return JobsPage{}, err
 	}
 	return page, nil

@@ -88,7 +88,7 @@ func jobIDs(js []models.Job) []string {
 func TestQueryJobsOnBothDatabases(t *testing.T) {
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
-		eng := &engine.Engine{DB: db, Log: zap.NewNop()}
+		eng := engine.New(engine.Config{DB: db, Log: zap.NewNop()})
 		inst, other := twoInstallations(t, db)
 		base := time.Date(2026, 5, 1, 9, 0, 0, 123456000, time.UTC)
 		var at []time.Time
@@ -98,12 +98,12 @@ func TestQueryJobsOnBothDatabases(t *testing.T) {
 		jobs := storeJobs(t, db, inst, status.JobPending, at...)
 		storeJobs(t, db, other, status.JobPending, base)
 
-		all, err := eng.QueryJobs(ctx, inst.ID, engine.JobFilter{Limit: 100})
+		all, err := eng.Jobs.QueryJobs(ctx, inst.ID, engine.JobFilter{Limit: 100})
 		require.NoError(t, err)
 		require.Equal(t, newestFirst(jobs...), jobIDs(all))
 
 		after, before := base.Add(time.Microsecond), base.Add(3*time.Microsecond)
-		got, err := eng.QueryJobs(ctx, inst.ID, engine.JobFilter{CreatedAfter: &after, CreatedBefore: &before, Limit: 100})
+		got, err := eng.Jobs.QueryJobs(ctx, inst.ID, engine.JobFilter{CreatedAfter: &after, CreatedBefore: &before, Limit: 100})
 		require.NoError(t, err)
 		assert.Equal(t, newestFirst(jobs[3:9]...), jobIDs(got), "created_after inclusive, created_before exclusive")
 
@@ -111,7 +111,7 @@ func TestQueryJobsOnBothDatabases(t *testing.T) {
 		want := newestFirst(jobs...)
 		for i, j := range all {
 			cur := &engine.JobCursor{CreatedAt: j.CreatedAt, ID: j.ID}
-			rest, err := eng.QueryJobs(ctx, inst.ID, engine.JobFilter{After: cur, Limit: 100})
+			rest, err := eng.Jobs.QueryJobs(ctx, inst.ID, engine.JobFilter{After: cur, Limit: 100})
 			require.NoError(t, err)
 			assert.Equal(t, want[i+1:], append([]string{}, jobIDs(rest)...), "after position %d", i)
 		}
@@ -123,13 +123,13 @@ func TestQueryJobsOnBothDatabases(t *testing.T) {
 func TestListJobsPagesWithOutputs(t *testing.T) {
 	db := testdb.Open(t, testdb.SQLiteURL(t))
 	ctx := context.Background()
-	eng := &engine.Engine{DB: db, Log: zap.NewNop()}
+	eng := engine.New(engine.Config{DB: db, Log: zap.NewNop()})
 	inst, other := twoInstallations(t, db)
 	base := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
 	jobs := storeJobs(t, db, inst, status.JobCompleted, base, base.Add(time.Second), base.Add(2*time.Second))
 	storeJobs(t, db, other, status.JobCompleted, base.Add(time.Hour))
 
-	page, err := eng.ListJobs(ctx, inst.ID, engine.JobFilter{Limit: 2})
+	page, err := eng.Jobs.ListJobs(ctx, inst.ID, engine.JobFilter{Limit: 2})
 	require.NoError(t, err)
 	assert.Equal(t, newestFirst(jobs...)[:2], jobIDs(page.Jobs))
 	assert.True(t, page.More, "a third job follows")
@@ -139,7 +139,7 @@ func TestListJobsPagesWithOutputs(t *testing.T) {
 	}
 
 	last := page.Jobs[1]
-	page, err = eng.ListJobs(ctx, inst.ID, engine.JobFilter{Limit: 2, After: &engine.JobCursor{CreatedAt: last.CreatedAt, ID: last.ID}})
+	page, err = eng.Jobs.ListJobs(ctx, inst.ID, engine.JobFilter{Limit: 2, After: &engine.JobCursor{CreatedAt: last.CreatedAt, ID: last.ID}})
 	require.NoError(t, err)
 	assert.Equal(t, []string{jobs[0].ID}, jobIDs(page.Jobs))
 	assert.False(t, page.More, "the last page")

@@ -22,7 +22,7 @@ import (
 func TestCancelOfAnEndedJob(t *testing.T) {
 	t.Parallel()
 	f := newSessionFixture(t, 100)
-	order, jobs, err := f.eng.CommitSession(t.Context(), f.request("", shoot("ok", 3)), nil)
+	order, jobs, err := f.eng.Sessions.CommitSession(t.Context(), f.request("", shoot("ok", 3)), nil)
 	require.NoError(t, err)
 	now := time.Now().UTC()
 	set := func(j models.Job, updates map[string]any) {
@@ -32,7 +32,7 @@ func TestCancelOfAnEndedJob(t *testing.T) {
 	set(jobs[1], map[string]any{"status": status.JobCancelled, "started_at": now, "attempt_count": 1})
 	set(jobs[2], map[string]any{"status": status.JobCompleted, "started_at": now, "attempt_count": 1})
 	cancel := func(j models.Job, installation string) (engine.CancelOutcome, error) {
-		return f.eng.CancelJob(t.Context(), engine.CancelRequest{JobID: j.ID, InstallationID: installation, RequestID: "r"})
+		return f.eng.Jobs.CancelJob(t.Context(), engine.CancelRequest{JobID: j.ID, InstallationID: installation, RequestID: "r"})
 	}
 
 	out, err := cancel(jobs[0], f.inst.ID)
@@ -68,7 +68,7 @@ func TestCancelRefusedAfterAnotherCancelWon(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			f := newSessionFixture(t, 100)
-			order, jobs, err := f.eng.CommitSession(t.Context(), f.request("", shoot("ok", 1)), nil)
+			order, jobs, err := f.eng.Sessions.CommitSession(t.Context(), f.request("", shoot("ok", 1)), nil)
 			require.NoError(t, err)
 			require.NoError(t, models.MarkOrdersStarted(f.db, time.Now(), order.ID))
 			refused := &mocks.WorkflowUpdateHandle{}
@@ -78,9 +78,9 @@ func TestCancelRefusedAfterAnotherCancelWon(t *testing.T) {
 			c.On("UpdateWorkflow", mock.Anything, mock.Anything).Run(func(mock.Arguments) {
 				require.NoError(t, f.db.Model(&models.Job{}).Where("id = ?", jobs[0].ID).Updates(tc.stored).Error)
 			}).Return(refused, nil)
-			f.eng.Temporal = c
+			f.withEngine(func(cfg *engine.Config) { cfg.Temporal = c })
 
-			out, err := f.eng.CancelJob(t.Context(), engine.CancelRequest{JobID: jobs[0].ID, InstallationID: f.inst.ID, RequestID: "r"})
+			out, err := f.eng.Jobs.CancelJob(t.Context(), engine.CancelRequest{JobID: jobs[0].ID, InstallationID: f.inst.ID, RequestID: "r"})
 			if !tc.granted {
 				e, ok := engine.As(err)
 				require.True(t, ok, "want a refusal, got %v", err)

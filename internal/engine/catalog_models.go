@@ -29,8 +29,8 @@ type ModelRegistry interface {
 
 // AIModels lists the available models that generate any of jobTypes (the job types an API
 // creates), each listing only those of its job types; an empty list, never nil, when none does.
-func (e *Engine) AIModels(jobTypes ...string) []models.AIModel {
-	out := e.Models.ModelsFor(jobTypes...)
+func (e *Catalog) AIModels(jobTypes ...string) []models.AIModel {
+	out := e.cfg.Models.ModelsFor(jobTypes...)
 	if out == nil {
 		return []models.AIModel{}
 	}
@@ -38,25 +38,25 @@ func (e *Engine) AIModels(jobTypes ...string) []models.AIModel {
 }
 
 // AspectRatios lists the aspect ratios of the catalog.
-func (e *Engine) AspectRatios() []models.AspectRatio {
-	return e.Models.Catalog().AspectRatios
+func (e *Catalog) AspectRatios() []models.AspectRatio {
+	return e.cfg.Models.Catalog().AspectRatios
 }
 
 // DefaultAspectRatio is the aspect ratio of a request that names none.
-func (e *Engine) DefaultAspectRatio() string {
-	return e.Models.Catalog().DefaultAspectRatio()
+func (e *Catalog) DefaultAspectRatio() string {
+	return e.cfg.Models.Catalog().DefaultAspectRatio()
 }
 
 // Prices lists the prices of the available models that generate any of jobTypes, from the same
 // catalog as AIModels, so a model's price is its base_credit_cost.
-func (e *Engine) Prices(jobTypes ...string) []models.Price {
-	return e.Models.Catalog().Prices(e.Models.ModelsFor(jobTypes...))
+func (e *Catalog) Prices(jobTypes ...string) []models.Price {
+	return e.cfg.Models.Catalog().Prices(e.cfg.Models.ModelsFor(jobTypes...))
 }
 
 // VideoProviders lists the providers of the available models that generate videos.
-func (e *Engine) VideoProviders() []string {
+func (e *Catalog) VideoProviders() []string {
 	var out []string
-	for _, m := range e.Models.Models() {
+	for _, m := range e.cfg.Models.Models() {
 		if m.Serves(jobtype.Video) && !slices.Contains(out, m.Provider) {
 			out = append(out, m.Provider)
 		}

@@ -26,7 +26,7 @@ var referenceKinds = map[models.ReferenceKind]struct{ name, list string }{
 // account may use (models.FindUsableReferenceItem): "" is none, anything else must be the ID (in
 // either case) of one of the account's own usable items or of the marketplace's, else KindInvalid
 // naming field. It returns the ID as stored (lower case), "" for none.
-func (e *Engine) UsableReference(ctx context.Context, accountID string, kind models.ReferenceKind, field, id string) (string, error) {
+func (e *Records) UsableReference(ctx context.Context, accountID string, kind models.ReferenceKind, field, id string) (string, error) {
 	if id == "" {
 		return "", nil
 	}
@@ -34,7 +34,7 @@ func (e *Engine) UsableReference(ctx context.Context, accountID string, kind mod
 		return "", notAReference(field, id, referenceKinds[kind].list)
 	}
 	id = models.CanonicalID(id)
-	_, err := models.FindUsableReferenceItem(e.DB.WithContext(ctx), kind, accountID, id)
+	_, err := models.FindUsableReferenceItem(e.cfg.DB.WithContext(ctx), kind, accountID, id)
 	if errors.Is(err, models.ErrNotFound) {
 		return "", refuse(KindInvalid, "", field, "%q is not a %s this account may use; see %s.", id,
 			referenceKinds[kind].name, referenceKinds[kind].list)
@@ -48,7 +48,7 @@ func (e *Engine) UsableReference(ctx context.Context, accountID string, kind mod
 // VisiblePreset checks an optional reference to a preset: "" is none (nil), anything else must be
 // the ID (in either case) of a published preset that is public or the account's own, else
 // KindInvalid naming field.
-func (e *Engine) VisiblePreset(ctx context.Context, accountID, field, id string) (*models.Preset, error) {
+func (e *Records) VisiblePreset(ctx context.Context, accountID, field, id string) (*models.Preset, error) {
 	if id == "" {
 		return nil, nil
 	}
@@ -56,7 +56,7 @@ func (e *Engine) VisiblePreset(ctx context.Context, accountID, field, id string)
 		return nil, notAReference(field, id, "GET /presets")
 	}
 	var p models.Preset
-	err := e.DB.WithContext(ctx).Where("id = ? AND status = ? AND (visibility = ? OR account_id = ?)", models.CanonicalID(id),
+	err := e.cfg.DB.WithContext(ctx).Where("id = ? AND status = ? AND (visibility = ? OR account_id = ?)", models.CanonicalID(id),
 		models.PresetPublished, models.PresetPublic, accountID).Take(&p).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, refuse(KindInvalid, "", field, "%q is not a preset this account may use; see GET /presets.", id)
@@ -72,13 +72,24 @@ func notAReference(field, id, list string) *Error {
 	return refuse(KindInvalid, "", field, "%q is not a valid id; use an id listed by %s.", id, list)
 }
 
-// sessionReferences checks a session config's scenery_id and model_id against what the account
-// may use and stores them as the catalog spells them.
-func (e *Engine) sessionReferences(ctx context.Context, accountID string, cfg *SessionConfig) error {
-	var err error
-	if cfg.SceneryID, err = e.UsableReference(ctx, accountID, models.KindScenery, "session_config.scenery_id", cfg.SceneryID); err != nil {
-		return err
+// Account returns an account with its credit balance and reservations; KindNotFound when it does
+// not exist.
+func (e *Records) Account(ctx context.Context, accountID string) (*models.Account, error) {
+	acc, err := models.GetAccount(e.cfg.DB.WithContext(ctx), accountID)
+	if errors.Is(err, models.ErrNotFound) {
+		return nil, refuse(KindNotFound, "", "", "No account with this ID.")
 	}
-	cfg.ModelID, err = e.UsableReference(ctx, accountID, models.KindFashionModel, "session_config.model_id", cfg.ModelID)
-	return err
+	return acc, err
+}
+
+// UsableReferenceItems lists the fashion models or sceneries (kind) the account may use: its own,
+// newest first, then the marketplace's by name (models.ListUsableReferenceItems).
+func (e *Records) UsableReferenceItems(ctx context.Context, accountID string, kind models.ReferenceKind) ([]models.ReferenceItem, error) {
+	return models.ListUsableReferenceItems(e.cfg.DB.WithContext(ctx), kind, accountID)
+}
+
+// VisiblePresets lists the published presets the account sees, the system presets first, with
+// each preset's cover and gallery images by preset ID (models.ListVisiblePresets).
+func (e *Records) VisiblePresets(ctx context.Context, accountID string) ([]models.Preset, map[string][]models.PresetImage, error) {
+	return models.ListVisiblePresets(e.cfg.DB.WithContext(ctx), accountID, 0)
 }

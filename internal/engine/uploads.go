@@ -7,11 +7,16 @@ import (
 	"path"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/models/status"
+	"github.com/shotflow/shotflow/workflows"
 )
 
 // Uploads: a client declares a file (POST /assets/upload), then sends its bytes once to a signed
@@ -37,7 +42,7 @@ type UploadDeclaration struct {
 }
 
 // DeclareUpload records an upload awaiting its bytes and returns it; its ID names the upload URL.
-func (e *Engine) DeclareUpload(ctx context.Context, d UploadDeclaration) (*models.Asset, error) {
+func (e *Uploads) DeclareUpload(ctx context.Context, d UploadDeclaration) (*models.Asset, error) {
 	now := time.Now().UTC()
 	expires := d.ExpiresAt.UTC()
 	id := models.NewID()
@@ -48,7 +53,7 @@ func (e *Engine) DeclareUpload(ctx context.Context, d UploadDeclaration) (*model
 		BlobKey:         fmt.Sprintf("uploads/%s/%s", d.AccountID, id),
 		UploadExpiresAt: &expires, CreatedAt: now, UpdatedAt: now,
 	}
-	if err := e.DB.WithContext(ctx).Create(&asset).Error; err != nil {
+	if err := e.cfg.DB.WithContext(ctx).Create(&asset).Error; err != nil {
 		return nil, err
 	}
 	return &asset, nil
@@ -56,9 +61,9 @@ func (e *Engine) DeclareUpload(ctx context.Context, d UploadDeclaration) (*model
 
 // FindUpload returns a declared upload by ID (the signed URL names it, so it needs no tenant);
 // KindNotFound when there is none.
-func (e *Engine) FindUpload(ctx context.Context, id string) (*models.Asset, error) {
+func (e *Uploads) FindUpload(ctx context.Context, id string) (*models.Asset, error) {
 	var asset models.Asset
-	err := e.DB.WithContext(ctx).Take(&asset, "id = ? AND kind = ?", id, models.AssetKindUpload).Error
+	err := e.cfg.DB.WithContext(ctx).Take(&asset, "id = ? AND kind = ?", id, models.AssetKindUpload).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, refuse(KindNotFound, "", "", "No such upload.")
 	}
@@ -72,8 +77,8 @@ func (e *Engine) FindUpload(ctx context.Context, id string) (*models.Asset, erro
 // two concurrent uploads cannot both write it: KindConflict (ReasonUploadNotAccepted) when it was
 // already used or has expired. The caller completes the upload (CompleteUpload) or releases it
 // (ReleaseUpload).
-func (e *Engine) ClaimUpload(ctx context.Context, id string) error {
-	claim := e.DB.WithContext(ctx).Model(&models.Asset{}).
+func (e *Uploads) ClaimUpload(ctx context.Context, id string) error {
+	claim := e.cfg.DB.WithContext(ctx).Model(&models.Asset{}).
 		Where("id = ? AND status = ? AND upload_expires_at > ?", id, status.AssetAwaitingUpload, time.Now().UTC()).
 		Update("status", status.AssetUploading)
 	if claim.Error != nil {
@@ -88,10 +93,10 @@ func (e *Engine) ClaimUpload(ctx context.Context, id string) error {
 // ReleaseUpload returns a claimed upload whose bytes were refused or not stored to awaiting its
 // bytes, so it can be sent again. It runs also when ctx has ended (the request ran out of time or
 // its client left): an upload left claimed could never be sent again. A failure is logged.
-func (e *Engine) ReleaseUpload(ctx context.Context, id string) {
+func (e *Uploads) ReleaseUpload(ctx context.Context, id string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseUploadTimeout)
 	defer cancel()
-	if err := e.DB.WithContext(ctx).Model(&models.Asset{}).Where("id = ? AND status = ?", id, status.AssetUploading).
+	if err := e.cfg.DB.WithContext(ctx).Model(&models.Asset{}).Where("id = ? AND status = ?", id, status.AssetUploading).
 		Update("status", status.AssetAwaitingUpload).Error; err != nil {
 		e.logger().Warn("release upload claim", zap.String("asset_id", id), zap.Error(err))
 	}
@@ -107,9 +112,9 @@ type StoredUpload struct {
 // preparation (StartPrepare), which checks and prepares them and wakes the jobs waiting for them.
 // A failed start is logged, not returned: the worker's sweep starts it. On an error the upload
 // stays claimed; release it.
-func (e *Engine) CompleteUpload(ctx context.Context, asset *models.Asset, stored StoredUpload) error {
+func (e *Uploads) CompleteUpload(ctx context.Context, asset *models.Asset, stored StoredUpload) error {
 	now := time.Now().UTC()
-	if err := e.DB.WithContext(ctx).Model(asset).Updates(map[string]any{
+	if err := e.cfg.DB.WithContext(ctx).Model(asset).Updates(map[string]any{
 		"status": status.AssetProcessing, "sha256": stored.SHA256, "width": stored.Width, "height": stored.Height, "updated_at": now,
 	}).Error; err != nil {
 		return err
@@ -119,4 +124,41 @@ func (e *Engine) CompleteUpload(ctx context.Context, asset *models.Asset, stored
 		e.logger().Warn("input preparation not started; the sweep will start it", zap.String("asset_id", asset.ID), zap.Error(err))
 	}
 	return nil
+}
+
+// StartPrepare starts the PrepareInputWorkflow of an upload whose bytes are stored (status
+// processing), joining one that is already running. A finished preparation may run again: it
+// changes nothing unless the asset is back in processing.
+func (e *Uploads) StartPrepare(ctx context.Context, asset *models.Asset) error {
+	_, err := e.cfg.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       workflows.PrepareInputWorkflowID(asset.ID),
+		TaskQueue:                e.cfg.TaskQueue,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		TypedSearchAttributes:    temporal.NewSearchAttributes(workflows.SAAccountID.ValueSet(asset.AccountID)),
+	}, workflows.PrepareInputWorkflow, workflows.PrepareInput{AssetID: asset.ID, AccountID: asset.AccountID})
+	var already *serviceerror.WorkflowExecutionAlreadyStarted
+	if err != nil && !errors.As(err, &already) {
+		return fmt.Errorf("start input preparation: %w", err)
+	}
+	return nil
+}
+
+// StartPendingPreparations starts the preparation of uploads left in processing for more than
+// olderThan (the API died between storing the bytes and starting the workflow, or Temporal was
+// unreachable), and returns how many it started.
+func (e *Uploads) StartPendingPreparations(ctx context.Context, olderThan time.Duration, limit int) (int, error) {
+	var assets []models.Asset
+	cutoff := time.Now().UTC().Add(-olderThan)
+	if err := e.cfg.DB.WithContext(ctx).Select("id", "account_id").
+		Where("status = ? AND updated_at <= ?", status.AssetProcessing, cutoff).
+		Order("updated_at").Limit(limit).Find(&assets).Error; err != nil {
+		return 0, err
+	}
+	for i := range assets {
+		if err := e.StartPrepare(ctx, &assets[i]); err != nil {
+			return i, err
+		}
+	}
+	return len(assets), nil
 }

@@ -14,8 +14,8 @@ import (
 // ListAccountPresets lists the published presets the account sees, the first limit of them
 // (limit <= 0: all): system presets in their order, then the account's own newest first. images
 // maps a preset ID to its cover and gallery, cover first.
-func (e *Engine) ListAccountPresets(ctx context.Context, accountID string, limit int) ([]models.Preset, map[string][]models.PresetImage, error) {
-	return models.ListVisiblePresets(e.DB.WithContext(ctx), accountID, limit)
+func (e *Records) ListAccountPresets(ctx context.Context, accountID string, limit int) ([]models.Preset, map[string][]models.PresetImage, error) {
+	return models.ListVisiblePresets(e.cfg.DB.WithContext(ctx), accountID, limit)
 }
 
 // CreateAccountPreset inserts p as a preset of the account (published, private, free) with its
@@ -23,8 +23,8 @@ func (e *Engine) ListAccountPresets(ctx context.Context, accountID string, limit
 // transaction. It sets p's ID and the fields the store owns and returns the preset's images,
 // cover first, gallery in order. KindInvalid naming gallery for more than models.MaxPresetGallery
 // gallery images.
-func (e *Engine) CreateAccountPreset(ctx context.Context, accountID string, p *models.Preset, cover *models.Asset, gallery []*models.Asset) ([]models.PresetImage, error) {
-	images, err := models.CreateUserPreset(e.DB.WithContext(ctx), accountID, p, cover, gallery)
+func (e *Records) CreateAccountPreset(ctx context.Context, accountID string, p *models.Preset, cover *models.Asset, gallery []*models.Asset) ([]models.PresetImage, error) {
+	images, err := models.CreateUserPreset(e.cfg.DB.WithContext(ctx), accountID, p, cover, gallery)
 	if err != nil {
 		return nil, presetRefusal(err)
 	}
@@ -34,8 +34,8 @@ func (e *Engine) CreateAccountPreset(ctx context.Context, accountID string, p *m
 // CheckAccountPresetUpdate refuses, without writing, a change UpdateAccountPreset would refuse:
 // one that keeps the gallery images keep (nil: all) and adds added new ones. Callers check before
 // storing uploaded files. Its refusals are UpdateAccountPreset's.
-func (e *Engine) CheckAccountPresetUpdate(ctx context.Context, accountID, presetID string, keep []string, added int) error {
-	return presetRefusal(models.CheckPresetUpdate(e.DB.WithContext(ctx), accountID, presetID, keep, added))
+func (e *Records) CheckAccountPresetUpdate(ctx context.Context, accountID, presetID string, keep []string, added int) error {
+	return presetRefusal(models.CheckPresetUpdate(e.cfg.DB.WithContext(ctx), accountID, presetID, keep, added))
 }
 
 // UpdateAccountPreset applies u to a preset the account owns, in one transaction, and returns the
@@ -44,8 +44,8 @@ func (e *Engine) CheckAccountPresetUpdate(ctx context.Context, accountID, preset
 // see; KindForbidden for one it sees but does not own (a system preset); KindInvalid naming
 // existingGalleryIds for a kept image the gallery does not have, or gallery when the gallery would
 // hold more than models.MaxPresetGallery images.
-func (e *Engine) UpdateAccountPreset(ctx context.Context, accountID, presetID string, u *models.PresetUpdate) (*models.Preset, []models.PresetImage, []models.Asset, error) {
-	p, images, removed, err := models.UpdateUserPreset(e.DB.WithContext(ctx), accountID, presetID, u)
+func (e *Records) UpdateAccountPreset(ctx context.Context, accountID, presetID string, u *models.PresetUpdate) (*models.Preset, []models.PresetImage, []models.Asset, error) {
+	p, images, removed, err := models.UpdateUserPreset(e.cfg.DB.WithContext(ctx), accountID, presetID, u)
 	if err != nil {
 		return nil, nil, nil, presetRefusal(err)
 	}

@@ -10,8 +10,8 @@ import (
 // FileAsset returns the asset a signed /files URL names, whoever owns it: the signature is the
 // authorisation. KindNotFound when there is none; that refusal wraps models.ErrNotFound, which is
 // what api/files tells a missing file by.
-func (e *Engine) FileAsset(ctx context.Context, id string) (*models.Asset, error) {
-	a, err := models.GetAsset(e.DB.WithContext(ctx), id)
+func (e *Uploads) FileAsset(ctx context.Context, id string) (*models.Asset, error) {
+	a, err := models.GetAsset(e.cfg.DB.WithContext(ctx), id)
 	if errors.Is(err, models.ErrNotFound) {
 		r := refuse(KindNotFound, "", "", "No such file.")
 		r.Cause = err

@@ -29,7 +29,7 @@ type startMarks struct {
 
 // markStarted queues the mark of the order's workflow start; the first mark of an interval
 // schedules the write of every mark queued in it.
-func (e *Engine) markStarted(orderID string) {
+func (e *Outbox) markStarted(orderID string) {
 	m := &e.marks
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -47,7 +47,7 @@ func (e *Engine) markStarted(orderID string) {
 
 // writeStartMarks writes the queued marks in one UPDATE. A failure is logged: the Sweeper marks
 // those orders when it finds them.
-func (e *Engine) writeStartMarks() {
+func (e *Outbox) writeStartMarks() {
 	m := &e.marks
 	m.mu.Lock()
 	ids := m.pending
@@ -58,7 +58,7 @@ func (e *Engine) writeStartMarks() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	err := models.MarkOrdersStarted(e.DB.WithContext(ctx), time.Now(), ids...)
+	err := models.MarkOrdersStarted(e.cfg.DB.WithContext(ctx), time.Now(), ids...)
 	if err != nil {
 		e.logger().Warn("order workflow starts not marked; the sweeper will mark them",
 			zap.Int("orders", len(ids)), zap.Error(err))
@@ -67,7 +67,7 @@ func (e *Engine) writeStartMarks() {
 
 // FlushStartMarks writes the queued marks of workflow starts now and waits for any write in
 // progress; a process calls it before it stops, so the Sweeper need not start those orders again.
-func (e *Engine) FlushStartMarks() {
+func (e *Outbox) FlushStartMarks() {
 	e.writeStartMarks()
 	e.marks.flushing.Wait()
 }

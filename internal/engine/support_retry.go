@@ -55,7 +55,7 @@ type RetryResult struct {
 // A job in any other status is refused with ErrNotRetryable, a short balance with
 // models.ErrInsufficientCredits; in both cases nothing changes. A failed workflow start is not an
 // error: the run is committed, the result says so, and intake's sweeper starts it.
-func (e *Engine) RetryJob(ctx context.Context, req RetryRequest) (RetryResult, error) {
+func (e *Support) RetryJob(ctx context.Context, req RetryRequest) (RetryResult, error) {
 	actor := strings.TrimSpace(req.Actor)
 	if actor == "" {
 		return RetryResult{}, errors.New("retry: an actor is required for the audit trail")
@@ -66,7 +66,7 @@ func (e *Engine) RetryJob(ctx context.Context, req RetryRequest) (RetryResult, e
 		now   = time.Now().UTC()
 		audit models.JobRetry
 	)
-	err := e.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := e.cfg.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		j, err := models.GetJob(tx, req.JobID)
 		if errors.Is(err, models.ErrNotFound) {
 			return &Error{Kind: KindNotFound, Message: fmt.Sprintf("job %s does not exist", req.JobID), Cause: models.ErrNotFound}
@@ -142,7 +142,7 @@ func (e *Engine) RetryJob(ctx context.Context, req RetryRequest) (RetryResult, e
 	// not cancel the start.
 	startCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := e.StartJobRun(startCtx, job); err != nil {
+	if err := e.app.Outbox.StartJobRun(startCtx, job); err != nil {
 		res.StartError = err.Error() + "; the run is saved and a worker's sweeper will start it"
 		return res, nil
 	}

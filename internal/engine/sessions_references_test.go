@@ -54,7 +54,7 @@ func TestPlanSessionReferences(t *testing.T) {
 		{"model still in progress", with("", pendingModel), "session_config.model_id", "is not a fashion model this account may use"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			order, jobs, err := f.eng.PlanSession(t.Context(), tc.req)
+			order, jobs, err := f.eng.Sessions.PlanSession(t.Context(), tc.req)
 			assert.Nil(t, order)
 			assert.Nil(t, jobs)
 			e, ok := engine.As(err)
@@ -65,7 +65,7 @@ func TestPlanSessionReferences(t *testing.T) {
 		})
 	}
 
-	order, jobs, err := f.eng.PlanSession(t.Context(), with(strings.ToUpper(scenery), marketModel))
+	order, jobs, err := f.eng.Sessions.PlanSession(t.Context(), with(strings.ToUpper(scenery), marketModel))
 	require.NoError(t, err)
 	assert.Len(t, jobs, 1)
 	assert.JSONEq(t, `{"aspect_ratio":"1:1","scenery_id":"`+scenery+`","model_id":"`+marketModel+`"}`, string(order.SessionConfig))

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
 
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/testsupport/apitest"
 	"github.com/shotflow/shotflow/models"
 )
@@ -21,7 +22,7 @@ func TestAcceptedOrdersAreMarkedStartedInBatches(t *testing.T) {
 	t.Parallel()
 	f := newSessionFixture(t, 1000)
 	temporal := apitest.NewTemporal(t, apitest.TemporalOptions{OnlyPrefix: "order/"})
-	f.eng.Temporal, f.eng.TaskQueue = temporal.Client, "marks"
+	f.withEngine(func(c *engine.Config) { c.Temporal, c.TaskQueue = temporal.Client, "marks" })
 	var marks atomic.Int32
 	require.NoError(t, f.db.Callback().Update().Before("gorm:update").Register("count_start_marks", func(tx *gorm.DB) {
 		if strings.Contains(tx.Statement.Table, "orders") {
@@ -35,12 +36,12 @@ func TestAcceptedOrdersAreMarkedStartedInBatches(t *testing.T) {
 	var wg sync.WaitGroup
 	for range orders {
 		wg.Go(func() {
-			_, _, err := f.eng.SubmitSession(t.Context(), f.request("", shoot("ok", 1)), nil)
+			_, _, err := f.eng.Sessions.SubmitSession(t.Context(), f.request("", shoot("ok", 1)), nil)
 			assert.NoError(t, err)
 		})
 	}
 	wg.Wait()
-	f.eng.FlushStartMarks()
+	f.eng.Outbox.FlushStartMarks()
 	var unmarked int64
 	require.NoError(t, f.db.Model(&models.Order{}).Where("workflow_started_at IS NULL").Count(&unmarked).Error)
 	assert.Zero(t, unmarked, "every accepted order is marked started")
@@ -49,7 +50,7 @@ func TestAcceptedOrdersAreMarkedStartedInBatches(t *testing.T) {
 	assert.Less(t, int(marks.Load()), orders, "concurrent acceptances share their marks' UPDATEs")
 
 	// A single acceptance is marked within the batching interval, without a flush.
-	_, _, err := f.eng.SubmitSession(t.Context(), f.request("", shoot("ok", 1)), nil)
+	_, _, err := f.eng.Sessions.SubmitSession(t.Context(), f.request("", shoot("ok", 1)), nil)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		var n int64

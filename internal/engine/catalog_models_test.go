@@ -44,7 +44,7 @@ func catalogEngine() *engine.Engine {
 		},
 	}
 	reg := providers.MustNewRegistry(c, map[string]providers.Provider{"p": servesAll{}})
-	return &engine.Engine{Models: reg}
+	return engine.New(engine.Config{Models: reg})
 }
 
 func TestCatalogReadsShowTheConfiguredModelsOfTheJobTypes(t *testing.T) {
@@ -58,15 +58,15 @@ func TestCatalogReadsShowTheConfiguredModelsOfTheJobTypes(t *testing.T) {
 	}
 	// p/both shows only the photo_shoot job type; off/packshot's provider is not configured.
 	assert.Equal(t, []string{"p/shoot:photo_shoot", "p/both:photo_shoot"},
-		offered(e.AIModels(jobtype.PhotoShoot, jobtype.Packshot)))
-	assert.Equal(t, []models.AIModel{}, e.AIModels(jobtype.Packshot), "no model: an empty list, not nil")
+		offered(e.Catalog.AIModels(jobtype.PhotoShoot, jobtype.Packshot)))
+	assert.Equal(t, []models.AIModel{}, e.Catalog.AIModels(jobtype.Packshot), "no model: an empty list, not nil")
 
 	assert.Equal(t, []models.Price{
 		{JobType: jobtype.PhotoShoot, Provider: "p", Model: "both", CreditCost: 5},
 		{JobType: jobtype.PhotoShoot, Provider: "p", Model: "shoot", CreditCost: 3},
-	}, e.Prices(jobtype.PhotoShoot, jobtype.Packshot), "the offered models' job types at their base cost")
+	}, e.Catalog.Prices(jobtype.PhotoShoot, jobtype.Packshot), "the offered models' job types at their base cost")
 
-	assert.Equal(t, []string{"1:1", "4:5"}, []string{e.AspectRatios()[0].ID, e.AspectRatios()[1].ID})
-	assert.Equal(t, "4:5", e.DefaultAspectRatio())
-	assert.Equal(t, []string{"p"}, e.VideoProviders())
+	assert.Equal(t, []string{"1:1", "4:5"}, []string{e.Catalog.AspectRatios()[0].ID, e.Catalog.AspectRatios()[1].ID})
+	assert.Equal(t, "4:5", e.Catalog.DefaultAspectRatio())
+	assert.Equal(t, []string{"p"}, e.Catalog.VideoProviders())
 }

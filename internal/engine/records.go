@@ -14,21 +14,21 @@ import (
 
 // ListAccountReferenceItems lists the account's own fashion models or sceneries (kind), not
 // archived, newest first; approvedOnly keeps the approved ones.
-func (e *Engine) ListAccountReferenceItems(ctx context.Context, accountID string, kind models.ReferenceKind, approvedOnly bool) ([]models.Record, error) {
-	return models.ListAccountReferenceItems(e.DB.WithContext(ctx), kind, accountID, approvedOnly)
+func (e *Records) ListAccountReferenceItems(ctx context.Context, accountID string, kind models.ReferenceKind, approvedOnly bool) ([]models.Record, error) {
+	return models.ListAccountReferenceItems(e.cfg.DB.WithContext(ctx), kind, accountID, approvedOnly)
 }
 
 // ListAccountPackshots lists the account's live packshots and its packshot jobs that have none
 // yet; approvedOnly keeps the accepted packshots.
-func (e *Engine) ListAccountPackshots(ctx context.Context, accountID string, approvedOnly bool) ([]models.Record, error) {
-	return models.ListAccountPackshots(e.DB.WithContext(ctx), accountID, approvedOnly)
+func (e *Records) ListAccountPackshots(ctx context.Context, accountID string, approvedOnly bool) ([]models.Record, error) {
+	return models.ListAccountPackshots(e.cfg.DB.WithContext(ctx), accountID, approvedOnly)
 }
 
 // ListAccountShoots lists the account's photo-shoot images, newest first; approvedOnly keeps the
 // accepted ones, and a photoID ("" for all) those of packshots cut from that product photo, which
 // must be the account's (KindNotFound otherwise).
-func (e *Engine) ListAccountShoots(ctx context.Context, accountID string, approvedOnly bool, photoID string) ([]models.Record, error) {
-	db := e.DB.WithContext(ctx)
+func (e *Records) ListAccountShoots(ctx context.Context, accountID string, approvedOnly bool, photoID string) ([]models.Record, error) {
+	db := e.cfg.DB.WithContext(ctx)
 	if photoID != "" {
 		found, err := models.AccountHasPhoto(db, accountID, photoID)
 		if err != nil {
@@ -42,15 +42,15 @@ func (e *Engine) ListAccountShoots(ctx context.Context, accountID string, approv
 }
 
 // ListAccountVideos lists the account's videos and reels, newest first.
-func (e *Engine) ListAccountVideos(ctx context.Context, accountID string) ([]models.Record, error) {
-	return models.ListAccountVideos(e.DB.WithContext(ctx), accountID)
+func (e *Records) ListAccountVideos(ctx context.Context, accountID string) ([]models.Record, error) {
+	return models.ListAccountVideos(e.cfg.DB.WithContext(ctx), accountID)
 }
 
 // ReviewAccountPackshot applies a review (a verdict, archiving, or both) to a live packshot of the
 // account at now; the packshot's job gets the same verdict. KindNotFound for any other ID;
 // KindConflict (ReasonOutputsPurged) when approving a packshot whose file retention removed.
-func (e *Engine) ReviewAccountPackshot(ctx context.Context, accountID, packshotID string, review models.PackshotReview, now time.Time) error {
-	err := models.ReviewAccountPackshot(e.DB.WithContext(ctx), accountID, packshotID, review, now)
+func (e *Records) ReviewAccountPackshot(ctx context.Context, accountID, packshotID string, review models.PackshotReview, now time.Time) error {
+	err := models.ReviewAccountPackshot(e.cfg.DB.WithContext(ctx), accountID, packshotID, review, now)
 	switch {
 	case errors.Is(err, models.ErrNotFound):
 		return refuse(KindNotFound, "", "", "Packshot not found.")
@@ -63,8 +63,8 @@ func (e *Engine) ReviewAccountPackshot(ctx context.Context, accountID, packshotI
 // ReviewAccountShoot records a verdict (models.VotingAccepted, VotingRejected, or VotingPending to
 // clear it) on a photo-shoot image of the account at now. KindNotFound for any other ID;
 // KindConflict (ReasonJobNotCompleted) before the image was generated.
-func (e *Engine) ReviewAccountShoot(ctx context.Context, accountID, shootID, verdict string, now time.Time) error {
-	err := models.ReviewAccountShoot(e.DB.WithContext(ctx), accountID, shootID, verdict, now)
+func (e *Records) ReviewAccountShoot(ctx context.Context, accountID, shootID, verdict string, now time.Time) error {
+	err := models.ReviewAccountShoot(e.cfg.DB.WithContext(ctx), accountID, shootID, verdict, now)
 	switch {
 	case errors.Is(err, models.ErrNotFound):
 		return refuse(KindNotFound, "", "", "Image not found.")

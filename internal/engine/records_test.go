@@ -30,7 +30,7 @@ func newAccountFixture(t *testing.T) *accountFixture {
 	t.Helper()
 	db := testdb.Open(t, testdb.SQLiteURL(t))
 	require.NoError(t, models.SeedReference(db))
-	f := &accountFixture{eng: &engine.Engine{DB: db, Log: zap.NewNop()}, db: db}
+	f := &accountFixture{eng: engine.New(engine.Config{DB: db, Log: zap.NewNop()}), db: db}
 	for _, id := range []*string{&f.mine, &f.them} {
 		acc, err := models.CreateAccount(db, "team", 100)
 		require.NoError(t, err)
@@ -70,32 +70,32 @@ func TestAuthenticateAccountKey(t *testing.T) {
 	}
 	start := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 
-	k, err := f.eng.AuthenticateAccountKey(ctx, issued.Secret, start)
+	k, err := f.eng.Accounts.AuthenticateAccountKey(ctx, issued.Secret, start)
 	require.NoError(t, err)
 	assert.Equal(t, f.mine, k.AccountID)
 	require.NotNil(t, lastUsed())
 	assert.True(t, lastUsed().Equal(start), "last_used_at %v, want %v", lastUsed(), start)
 
-	_, err = f.eng.AuthenticateAccountKey(ctx, issued.Secret, start.Add(engine.KeyUseRecordedEvery-time.Second))
+	_, err = f.eng.Accounts.AuthenticateAccountKey(ctx, issued.Secret, start.Add(engine.KeyUseRecordedEvery-time.Second))
 	require.NoError(t, err)
 	assert.True(t, lastUsed().Equal(start), "last_used_at written again within a minute: %v", lastUsed())
 
 	later := start.Add(engine.KeyUseRecordedEvery)
-	_, err = f.eng.AuthenticateAccountKey(ctx, issued.Secret, later)
+	_, err = f.eng.Accounts.AuthenticateAccountKey(ctx, issued.Secret, later)
 	require.NoError(t, err)
 	assert.True(t, lastUsed().Equal(later), "last_used_at %v after a minute, want %v", lastUsed(), later)
 
 	expiry := later.Add(time.Hour)
 	expiring, err := models.IssueKey(f.db, models.KeyKindExternal, f.mine, nil, "e", models.ExternalScopes, &expiry)
 	require.NoError(t, err)
-	_, err = f.eng.AuthenticateAccountKey(ctx, expiring.Secret, expiry)
+	_, err = f.eng.Accounts.AuthenticateAccountKey(ctx, expiring.Secret, expiry)
 	assert.ErrorIs(t, err, models.ErrInvalidKey, "expired")
 	for name, raw := range map[string]string{"malformed": "nope", "unknown secret": issued.Secret + "x"} {
-		_, err := f.eng.AuthenticateAccountKey(ctx, raw, later)
+		_, err := f.eng.Accounts.AuthenticateAccountKey(ctx, raw, later)
 		assert.ErrorIs(t, err, models.ErrInvalidKey, name)
 	}
 	require.NoError(t, models.RevokeKey(f.db, issued.Key.ID))
-	_, err = f.eng.AuthenticateAccountKey(ctx, issued.Secret, later)
+	_, err = f.eng.Accounts.AuthenticateAccountKey(ctx, issued.Secret, later)
 	assert.ErrorIs(t, err, models.ErrInvalidKey, "revoked")
 }
 
@@ -105,11 +105,11 @@ func TestFileAsset(t *testing.T) {
 	f := newAccountFixture(t)
 	a := upload(f.mine)
 	require.NoError(t, f.db.Create(a).Error)
-	got, err := f.eng.FileAsset(context.Background(), a.ID)
+	got, err := f.eng.Uploads.FileAsset(context.Background(), a.ID)
 	require.NoError(t, err)
 	assert.Equal(t, a.BlobKey, got.BlobKey)
 
-	_, err = f.eng.FileAsset(context.Background(), models.NewID())
+	_, err = f.eng.Uploads.FileAsset(context.Background(), models.NewID())
 	refusal(t, err, engine.KindNotFound, "", "No such file.")
 	assert.ErrorIs(t, err, models.ErrNotFound)
 }
@@ -121,37 +121,37 @@ func TestAccountPresetRefusals(t *testing.T) {
 	f := newAccountFixture(t)
 	ctx := context.Background()
 	mine := &models.Preset{Name: "Mine", QuantityGuidelines: "q", QualityGuidelines: "q"}
-	images, err := f.eng.CreateAccountPreset(ctx, f.mine, mine, nil, []*models.Asset{upload(f.mine), upload(f.mine)})
+	images, err := f.eng.Records.CreateAccountPreset(ctx, f.mine, mine, nil, []*models.Asset{upload(f.mine), upload(f.mine)})
 	require.NoError(t, err)
 	require.Len(t, images, 2)
 	var system models.Preset
 	require.NoError(t, f.db.Take(&system, "type = ?", models.PresetTypeSystem).Error)
 
-	err = f.eng.CheckAccountPresetUpdate(ctx, f.mine, models.NewID(), nil, 0)
+	err = f.eng.Records.CheckAccountPresetUpdate(ctx, f.mine, models.NewID(), nil, 0)
 	refusal(t, err, engine.KindNotFound, "", "Preset not found.")
-	err = f.eng.CheckAccountPresetUpdate(ctx, f.them, mine.ID, nil, 0)
+	err = f.eng.Records.CheckAccountPresetUpdate(ctx, f.them, mine.ID, nil, 0)
 	refusal(t, err, engine.KindNotFound, "", "Preset not found.")
-	err = f.eng.CheckAccountPresetUpdate(ctx, f.mine, system.ID, nil, 0)
+	err = f.eng.Records.CheckAccountPresetUpdate(ctx, f.mine, system.ID, nil, 0)
 	refusal(t, err, engine.KindForbidden, "",
 		"Not the owner: only the account that created a preset may change it (system presets cannot be changed).")
-	err = f.eng.CheckAccountPresetUpdate(ctx, f.mine, mine.ID, []string{system.ID}, 0)
+	err = f.eng.Records.CheckAccountPresetUpdate(ctx, f.mine, mine.ID, []string{system.ID}, 0)
 	refusal(t, err, engine.KindInvalid, "existingGalleryIds", fmt.Sprintf("%q is not an image of this preset's gallery.", system.ID))
-	err = f.eng.CheckAccountPresetUpdate(ctx, f.mine, mine.ID, nil, models.MaxPresetGallery-1)
+	err = f.eng.Records.CheckAccountPresetUpdate(ctx, f.mine, mine.ID, nil, models.MaxPresetGallery-1)
 	refusal(t, err, engine.KindInvalid, "gallery", fmt.Sprintf("the preset would have %d gallery images (2 kept, %d new); at most %d.",
 		models.MaxPresetGallery+1, models.MaxPresetGallery-1, models.MaxPresetGallery))
-	require.NoError(t, f.eng.CheckAccountPresetUpdate(ctx, f.mine, mine.ID, []string{images[0].ID}, models.MaxPresetGallery-1))
+	require.NoError(t, f.eng.Records.CheckAccountPresetUpdate(ctx, f.mine, mine.ID, []string{images[0].ID}, models.MaxPresetGallery-1))
 
 	rename := &models.PresetUpdate{Edit: func(p *models.Preset) { p.Name = "Taken" }}
-	_, _, _, err = f.eng.UpdateAccountPreset(ctx, f.mine, system.ID, rename)
+	_, _, _, err = f.eng.Records.UpdateAccountPreset(ctx, f.mine, system.ID, rename)
 	refusal(t, err, engine.KindForbidden, "",
 		"Not the owner: only the account that created a preset may change it (system presets cannot be changed).")
-	_, _, _, err = f.eng.UpdateAccountPreset(ctx, f.them, mine.ID, rename)
+	_, _, _, err = f.eng.Records.UpdateAccountPreset(ctx, f.them, mine.ID, rename)
 	refusal(t, err, engine.KindNotFound, "", "Preset not found.")
 	var n int64
 	require.NoError(t, f.db.Model(&models.Preset{}).Where("name = ?", "Taken").Count(&n).Error)
 	assert.Zero(t, n, "a refused change renamed a preset")
 
-	p, _, removed, err := f.eng.UpdateAccountPreset(ctx, f.mine, mine.ID, &models.PresetUpdate{KeepGallery: []string{images[1].ID},
+	p, _, removed, err := f.eng.Records.UpdateAccountPreset(ctx, f.mine, mine.ID, &models.PresetUpdate{KeepGallery: []string{images[1].ID},
 		Edit: func(p *models.Preset) { p.Name = "Renamed" }})
 	require.NoError(t, err)
 	assert.Equal(t, "Renamed", p.Name)
@@ -162,7 +162,7 @@ func TestAccountPresetRefusals(t *testing.T) {
 	for i := range tooMany {
 		tooMany[i] = upload(f.mine)
 	}
-	_, err = f.eng.CreateAccountPreset(ctx, f.mine, &models.Preset{Name: "Big"}, nil, tooMany)
+	_, err = f.eng.Records.CreateAccountPreset(ctx, f.mine, &models.Preset{Name: "Big"}, nil, tooMany)
 	refusal(t, err, engine.KindInvalid, "gallery", fmt.Sprintf("the preset would have %d gallery images (0 kept, %d new); at most %d.",
 		models.MaxPresetGallery+1, models.MaxPresetGallery+1, models.MaxPresetGallery))
 }
@@ -174,20 +174,20 @@ func TestAccountRecordRefusals(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now().UTC()
 	asset := upload(f.them)
-	photo, err := f.eng.CreateAccountPhoto(ctx, asset, "Vase", "")
+	photo, err := f.eng.Records.CreateAccountPhoto(ctx, asset, "Vase", "")
 	require.NoError(t, err)
-	photos, err := f.eng.ListAccountPhotos(ctx, f.them)
+	photos, err := f.eng.Records.ListAccountPhotos(ctx, f.them)
 	require.NoError(t, err)
 	require.Len(t, photos, 1)
 	assert.Equal(t, photo.ID, photos[0].ID)
 
-	_, err = f.eng.ListAccountShoots(ctx, f.mine, false, photo.ID)
+	_, err = f.eng.Records.ListAccountShoots(ctx, f.mine, false, photo.ID)
 	refusal(t, err, engine.KindNotFound, "", "Product not found.")
-	shoots, err := f.eng.ListAccountShoots(ctx, f.them, false, photo.ID)
+	shoots, err := f.eng.Records.ListAccountShoots(ctx, f.them, false, photo.ID)
 	require.NoError(t, err)
 	assert.Empty(t, shoots)
 
-	err = f.eng.ReviewAccountPackshot(ctx, f.mine, models.NewID(), models.PackshotReview{Archive: true}, now)
+	err = f.eng.Records.ReviewAccountPackshot(ctx, f.mine, models.NewID(), models.PackshotReview{Archive: true}, now)
 	refusal(t, err, engine.KindNotFound, "", "Packshot not found.")
 
 	order := models.Order{ID: models.NewID(), AccountID: f.them, API: models.APIExternal, JobType: jobtype.PhotoShoot,
@@ -197,9 +197,9 @@ func TestAccountRecordRefusals(t *testing.T) {
 		AIModel: "p/shoot", AspectRatio: "1:1", CreditCost: 1, Run: 1, Status: status.JobPending, Voting: models.VotingPending,
 		CreatedAt: now, UpdatedAt: now}
 	require.NoError(t, f.db.Create(&job).Error)
-	err = f.eng.ReviewAccountShoot(ctx, f.mine, job.ID, models.VotingAccepted, now)
+	err = f.eng.Records.ReviewAccountShoot(ctx, f.mine, job.ID, models.VotingAccepted, now)
 	refusal(t, err, engine.KindNotFound, "", "Image not found.")
-	err = f.eng.ReviewAccountShoot(ctx, f.them, job.ID, models.VotingAccepted, now)
+	err = f.eng.Records.ReviewAccountShoot(ctx, f.them, job.ID, models.VotingAccepted, now)
 	refusal(t, err, engine.KindConflict, "", "The image is not DONE; only a generated image can be reviewed.")
 	e, _ := engine.As(err)
 	assert.Equal(t, engine.ReasonJobNotCompleted, e.Reason)

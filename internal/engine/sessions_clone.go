@@ -33,8 +33,8 @@ type sourceSubject struct {
 // empty, else subjects completed from the source. It answers KindNotFound for an order of another
 // installation and KindInvalid naming subjects[i].ai_model when a new product has none. The caller
 // sets the rest of the request (account, API, JobTypes, ...) and commits it like any session.
-func (e *Engine) CloneSession(ctx context.Context, installationID, sourceID string, subjects []CloneSubject) (*SessionRequest, error) {
-	db := e.DB.WithContext(ctx)
+func (e *Sessions) CloneSession(ctx context.Context, installationID, sourceID string, subjects []CloneSubject) (*SessionRequest, error) {
+	db := e.cfg.DB.WithContext(ctx)
 	source, err := installationOrder(db, installationID, sourceID)
 	if err != nil {
 		return nil, err

@@ -66,8 +66,8 @@ type CancelOutcome struct {
 // refusal thus always concerns a job whose first attempt has begun or that ended otherwise. The
 // wait for the Updates is bounded by one decision horizon, not by ctx's
 // cancellation, so a caller's own timeout can never turn an accepted cancel into a refusal.
-func (e *Engine) CancelJob(ctx context.Context, req CancelRequest) (CancelOutcome, error) {
-	db := e.DB.WithContext(ctx)
+func (e *Jobs) CancelJob(ctx context.Context, req CancelRequest) (CancelOutcome, error) {
+	db := e.cfg.DB.WithContext(ctx)
 	j, err := e.FindJob(ctx, req.InstallationID, req.JobID)
 	if err != nil {
 		return CancelOutcome{}, err
@@ -141,7 +141,7 @@ type acceptedCancel struct {
 // decideCancel asks whoever holds the job to cancel it and returns the accepted cancel, or the
 // refusal. A first run is held by its order until the order launches it; then, and for an
 // operator's re-run (started on its own), the job's workflow decides.
-func (e *Engine) decideCancel(ctx, tctx context.Context, dl cancelDeadline, j *models.Job, requestID string) (acceptedCancel, error) {
+func (e *Jobs) decideCancel(ctx, tctx context.Context, dl cancelDeadline, j *models.Job, requestID string) (acceptedCancel, error) {
 	if j.Run <= 1 {
 		accepted, err := e.cancelInOrder(ctx, tctx, dl, j, requestID)
 		if !isRefusal(err, workflows.ErrTypeJobLaunched) {
@@ -154,8 +154,8 @@ func (e *Engine) decideCancel(ctx, tctx context.Context, dl cancelDeadline, j *m
 // cancelInOrder asks the job's order workflow, starting the order first if its start is still
 // pending in the outbox. A launched job's refusal (workflows.ErrTypeJobLaunched) is returned as it
 // is, for the caller to ask the job's workflow.
-func (e *Engine) cancelInOrder(ctx, tctx context.Context, dl cancelDeadline, j *models.Job, requestID string) (acceptedCancel, error) {
-	db := e.DB.WithContext(ctx)
+func (e *Jobs) cancelInOrder(ctx, tctx context.Context, dl cancelDeadline, j *models.Job, requestID string) (acceptedCancel, error) {
+	db := e.cfg.DB.WithContext(ctx)
 	var order models.Order
 	if err := db.Take(&order, "id = ?", j.OrderID).Error; err != nil {
 		return acceptedCancel{}, err
@@ -166,7 +166,7 @@ func (e *Engine) cancelInOrder(ctx, tctx context.Context, dl cancelDeadline, j *
 		if err != nil {
 			return acceptedCancel{}, err
 		}
-		if err := e.Start(ctx, &order, jobs); err != nil {
+		if err := e.app.Orders.Start(ctx, &order, jobs); err != nil {
 			return acceptedCancel{}, unavailable("The job was not cancelled: the workflow engine cannot be reached. The job stays as it is; try again shortly.", retryCancelAfter, err)
 		}
 	}
@@ -186,8 +186,8 @@ func (e *Engine) cancelInOrder(ctx, tctx context.Context, dl cancelDeadline, j *
 // cancelInJob asks the job run's own workflow. That workflow may not exist yet (its order is
 // starting it) or may have closed: then the stored job says whether it has started, and otherwise
 // the request is sent again until the decision horizon.
-func (e *Engine) cancelInJob(ctx, tctx context.Context, dl cancelDeadline, j *models.Job, requestID string) (acceptedCancel, error) {
-	db := e.DB.WithContext(ctx)
+func (e *Jobs) cancelInJob(ctx, tctx context.Context, dl cancelDeadline, j *models.Job, requestID string) (acceptedCancel, error) {
+	db := e.cfg.DB.WithContext(ctx)
 	for {
 		accepted, err := e.askToCancel(tctx, dl, workflows.JobWorkflowID(j.ID, j.Run), j.ID, requestID)
 		var notFound *serviceerror.NotFound
@@ -215,7 +215,7 @@ func (e *Engine) cancelInJob(ctx, tctx context.Context, dl cancelDeadline, j *mo
 // completed with that failure, and a handler that finds nothing to cancel (on replay) completes
 // the same way. Otherwise the cancel is accepted, and is recorded if its result arrives within
 // cancelCompleteWait. Other errors are the Update not accepted by the decision horizon.
-func (e *Engine) askToCancel(ctx context.Context, dl cancelDeadline, workflowID, jobID, requestID string) (acceptedCancel, error) {
+func (e *Jobs) askToCancel(ctx context.Context, dl cancelDeadline, workflowID, jobID, requestID string) (acceptedCancel, error) {
 	handle, err := e.sendCancel(ctx, dl, workflowID, jobID, requestID)
 	if err != nil {
 		return acceptedCancel{}, err
@@ -264,7 +264,7 @@ func awaitStartShown(ctx context.Context, db *gorm.DB, jobID string) {
 // it (a refusal is the outcome the handle holds, not an error here), or until the decision horizon has passed without acceptance: then it returns an error, and
 // the workflow will refuse the request whenever it sees it. Lost calls are sent again under the
 // same update ID, which Temporal deduplicates.
-func (e *Engine) sendCancel(ctx context.Context, dl cancelDeadline, workflowID, jobID, requestID string) (client.WorkflowUpdateHandle, error) {
+func (e *Jobs) sendCancel(ctx context.Context, dl cancelDeadline, workflowID, jobID, requestID string) (client.WorkflowUpdateHandle, error) {
 	opts := client.UpdateWorkflowOptions{
 		UpdateID:     "cancel/" + jobID + "/" + requestID + "/" + models.NewID(),
 		WorkflowID:   workflowID,
@@ -274,7 +274,7 @@ func (e *Engine) sendCancel(ctx context.Context, dl cancelDeadline, workflowID, 
 	}
 	for {
 		hctx, cancel := context.WithDeadline(ctx, dl.horizon)
-		handle, err := e.Temporal.UpdateWorkflow(hctx, opts)
+		handle, err := e.cfg.Temporal.UpdateWorkflow(hctx, opts)
 		cancel()
 		var appErr *temporal.ApplicationError
 		var notFound *serviceerror.NotFound

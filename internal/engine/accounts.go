@@ -1,0 +1,74 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/shotflow/shotflow/models"
+)
+
+// Accounts: who calls. A plugin key authenticates its installation, an external key its account.
+
+// PluginCaller is the installation a plugin API key authenticates, and the key.
+type PluginCaller struct {
+	Key          *models.APIKey
+	Installation *models.Installation
+}
+
+// AuthenticatePluginKey resolves the full text of a plugin API key to its live key and the key's
+// active installation at now, both read by one query. KindUnauthenticated when the key is unknown,
+// expired or revoked, is bound to no installation, or its installation is not active.
+func (e *Accounts) AuthenticatePluginKey(ctx context.Context, raw string, now time.Time) (PluginCaller, error) {
+	key, inst, err := models.AuthenticateKeyWithInstallation(e.cfg.DB.WithContext(ctx), models.KeyKindPlugin, raw, now)
+	if errors.Is(err, models.ErrInvalidKey) {
+		return PluginCaller{}, refuse(KindUnauthenticated, "", "", "The API key is invalid, expired or revoked.")
+	}
+	if err != nil {
+		return PluginCaller{}, err
+	}
+	if key.InstallationID == nil {
+		return PluginCaller{}, refuse(KindUnauthenticated, "", "", "The API key is not bound to an installation.")
+	}
+	if inst == nil || inst.Status != "active" {
+		return PluginCaller{}, refuse(KindUnauthenticated, "", "", "The installation of this key is not active.")
+	}
+	return PluginCaller{Key: key, Installation: inst}, nil
+}
+
+// RotatedSecret is a new webhook signing secret, shown once, and the end of the previous one's
+// validity.
+type RotatedSecret struct {
+	Secret                   string
+	PreviousSecretValidUntil time.Time
+}
+
+// KeyUseRecordedEvery is how stale an external key's last_used_at may get: it is written at most
+// this often, not on every request.
+const KeyUseRecordedEvery = time.Minute
+
+// AuthenticateAccountKey returns the live external key (mk_live_…) that raw names, or
+// models.ErrInvalidKey when it is malformed, unknown, expired or revoked. The key is read from the
+// database on every call, so a revocation holds at once in every process. It records the key's
+// use at now when last_used_at is older than KeyUseRecordedEvery; a failure to record it is
+// logged, never a refusal.
+func (e *Accounts) AuthenticateAccountKey(ctx context.Context, raw string, now time.Time) (*models.APIKey, error) {
+	k, err := models.AuthenticateKey(e.cfg.DB.WithContext(ctx), models.KeyKindExternal, raw, now)
+	if err != nil {
+		return nil, err
+	}
+	if k.LastUsedAt == nil || now.Sub(*k.LastUsedAt) >= KeyUseRecordedEvery {
+		e.recordKeyUse(ctx, k.ID, now)
+	}
+	return k, nil
+}
+
+// recordKeyUse sets the key's last_used_at to now, logging a failure.
+func (e *Accounts) recordKeyUse(ctx context.Context, keyID string, now time.Time) {
+	err := e.cfg.DB.WithContext(ctx).Model(&models.APIKey{}).Where("id = ?", keyID).Update("last_used_at", now.UTC()).Error
+	if err != nil && e.cfg.Log != nil {
+		e.cfg.Log.Warn("record key use", zap.String("key_id", keyID), zap.Error(err))
+	}
+}

@@ -1,0 +1,149 @@
+// Intake: the engine accepts orders for both APIs: it creates the order and its jobs and reserves their
+// credits in one database transaction, then starts the order's workflow.
+//
+// The pattern is a transactional outbox. An order row whose workflow_started_at is NULL is an
+// order that still has to be started. The API starts the workflow right after the commit (the
+// fast path) and records the start; if the process dies in between, or Temporal is unreachable,
+// the Sweeper running in every worker starts it later. Workflow IDs are the order IDs and reuse
+// is rejected, so a double start is harmless and never charges twice. Credits are therefore never
+// reserved for an order that nothing will run, and no workflow exists for an order that was not
+// committed.
+//
+// A job that support staff run again (internal/support) follows the same pattern: the new run and
+// its reservation are committed with run_started_at NULL, StartJobRun starts its workflow, and the
+// Sweeper starts any run whose start was lost.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
+	"gorm.io/gorm"
+
+	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
+	"github.com/shotflow/shotflow/workflows"
+)
+
+// Submit creates the order and its jobs, reserves their credits, and starts the workflow. It
+// returns models.ErrInsufficientCredits (and creates nothing) when the balance is short. A failed
+// workflow start is not an error for the caller: the order is committed and the Sweeper starts it.
+func (e *Orders) Submit(ctx context.Context, order *models.Order, jobs []models.Job) error {
+	return e.SubmitWith(ctx, order, jobs, nil)
+}
+
+// SubmitWith is Submit that also runs inTx, when not nil, inside the order's transaction after the
+// reservation (order.CreditsReserved is set): an error from it rolls the order, its jobs and the
+// reservation back and is returned, and nothing is started. The API records an Idempotency-Key's
+// answer this way, atomically with the order it names.
+func (e *Orders) SubmitWith(ctx context.Context, order *models.Order, jobs []models.Job, inTx func(tx *gorm.DB) error) error {
+	if err := e.Commit(ctx, order, jobs, inTx); err != nil {
+		return err
+	}
+	e.StartCommitted(ctx, order, jobs)
+	return nil
+}
+
+// Commit is the transaction of SubmitWith alone (models.PlaceOrder: one statement in autocommit
+// when there is no inTx and the database allows it): the order, its jobs and their reservation
+// (and inTx) are committed but the workflow is not started. Call StartCommitted next; should the caller
+// die first, the Sweeper starts it. POST /jobs/batch commits all its sessions this way before
+// starting their workflows together.
+func (e *Orders) Commit(ctx context.Context, order *models.Order, jobs []models.Job, inTx func(tx *gorm.DB) error) error {
+	now := time.Now().UTC()
+	order.CreatedAt, order.UpdatedAt = now, now
+	order.Status = status.OrderInProgress
+	order.JobsTotal = len(jobs)
+	for i := range jobs {
+		jobs[i].OrderID = order.ID
+		jobs[i].CreatedAt, jobs[i].UpdatedAt = now, now
+		if jobs[i].Run == 0 {
+			jobs[i].Run = 1
+		}
+	}
+	if err := models.PlaceOrder(e.cfg.DB.WithContext(ctx), order, jobs, inTx); err != nil {
+		order.CreditsReserved = 0 // nothing was reserved
+		return err
+	}
+	e.cfg.Metrics.OrderAccepted(order.API, order.JobType, len(jobs), order.CreditsReserved)
+	return nil
+}
+
+// StartCommitted starts the workflow of an order that Commit committed. A failure is logged, not
+// returned: the order is committed, so it only delays the start until the Sweeper makes it.
+func (e *Orders) StartCommitted(ctx context.Context, order *models.Order, jobs []models.Job) {
+	if e.cfg.AfterCommit != nil {
+		e.cfg.AfterCommit()
+	}
+	// The order is committed: from here on a failure only delays the start. A client that hangs up
+	// must not cancel the start either.
+	startCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := e.startWorkflow(startCtx, order, jobs); err != nil {
+		e.cfg.Log.Warn("order workflow not started yet; the sweeper will start it",
+			zap.String("order_id", order.ID), zap.Error(err))
+		return
+	}
+	e.app.Outbox.markStarted(order.ID)
+}
+
+// Start starts the order's workflow (tolerating one that already exists) and records the start.
+func (e *Orders) Start(ctx context.Context, order *models.Order, jobs []models.Job) error {
+	if err := e.startWorkflow(ctx, order, jobs); err != nil {
+		return err
+	}
+	return models.MarkOrdersStarted(e.cfg.DB.WithContext(ctx), time.Now(), order.ID)
+}
+
+// startWorkflow starts the order's workflow, tolerating one that already exists.
+func (e *Orders) startWorkflow(ctx context.Context, order *models.Order, jobs []models.Job) error {
+	in := workflows.OrderInput{
+		OrderID: order.ID, AccountID: order.AccountID, JobType: order.JobType,
+		MaxConcurrentJobs: e.cfg.MaxConcurrentJobs, JobOptions: e.cfg.JobOptions, ContinueAsNewAfter: e.cfg.ContinueAsNewAfter,
+		Version: workflows.OrderVersion,
+	}
+	if order.InstallationID != nil {
+		in.InstallationID = *order.InstallationID
+	}
+	for _, j := range jobs {
+		if status.IsTerminalJob(j.Status) {
+			continue
+		}
+		ref := workflows.JobRef{JobID: j.ID, Run: j.Run, ProductRef: j.ProductRef, ProductLabel: j.ProductLabel, Provider: j.Provider()}
+		if e.cfg.JobStartDeadline > 0 {
+			ref.ExpiresAt = j.CreatedAt.Add(e.cfg.JobStartDeadline)
+		}
+		in.Jobs = append(in.Jobs, ref)
+	}
+	_, err := e.cfg.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:        workflows.OrderWorkflowID(order.ID),
+		TaskQueue: e.cfg.TaskQueue,
+		// An order runs once. Rejecting reuse makes a second start (the sweeper racing the API, or
+		// a retried start) fail instead of running the order twice.
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		TypedSearchAttributes:    workflows.OrderSearchAttributes(in),
+		Memo:                     orderMemo(order, len(jobs)),
+	}, workflows.OrderWorkflow, in)
+	var already *serviceerror.WorkflowExecutionAlreadyStarted
+	if err != nil && !errors.As(err, &already) {
+		return fmt.Errorf("start order workflow: %w", err)
+	}
+	return nil
+}
+
+// orderMemo is the memo of an order's workflow: the API that accepted it, its job count and the
+// correlation ID of the request, which the API's log lines carry too.
+func orderMemo(order *models.Order, jobs int) map[string]any {
+	memo := map[string]any{"api": order.API, "jobs_total": jobs}
+	if order.CorrelationID != "" {
+		memo["correlation_id"] = order.CorrelationID
+	}
+	return memo
+}

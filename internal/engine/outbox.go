@@ -1,0 +1,127 @@
+// The outbox: an order, a job re-run or an upload preparation is committed before its workflow
+// starts (orders_intake.go). When the start after the commit is lost, the Sweeper running in every
+// worker starts it later.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.uber.org/zap"
+
+	"github.com/shotflow/shotflow/internal/platform/metrics"
+	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
+	"github.com/shotflow/shotflow/workflows"
+)
+
+// StartPending starts the workflows of orders committed more than olderThan ago whose start was
+// never recorded, and returns how many it started.
+func (e *Outbox) StartPending(ctx context.Context, olderThan time.Duration, limit int) (int, error) {
+	var orders []models.Order
+	cutoff := time.Now().UTC().Add(-olderThan)
+	if err := e.cfg.DB.WithContext(ctx).Where("workflow_started_at IS NULL AND created_at <= ?", cutoff).
+		Order("created_at").Limit(limit).Find(&orders).Error; err != nil {
+		return 0, err
+	}
+	started := 0
+	for i := range orders {
+		jobs, err := models.OrderJobs(e.cfg.DB.WithContext(ctx), orders[i].ID)
+		if err != nil {
+			return started, err
+		}
+		if err := e.app.Orders.Start(ctx, &orders[i], jobs); err != nil {
+			return started, err
+		}
+		e.cfg.Log.Info("started order workflow left pending", zap.String("order_id", orders[i].ID))
+		started++
+	}
+	return started, nil
+}
+
+// StartJobRun starts the JobWorkflow of a job's current run when that run is not the first (an
+// operator re-ran the job, see internal/support), tolerating one that already exists, and records
+// the start in run_started_at. The run's workflow ID carries the run number and reuse is
+// rejected, so a run executes once however often it is started.
+func (e *Outbox) StartJobRun(ctx context.Context, j *models.Job) error {
+	attrs := []temporal.SearchAttributeUpdate{
+		workflows.SAAccountID.ValueSet(j.AccountID), workflows.SAOrderID.ValueSet(j.OrderID),
+		workflows.SAJobType.ValueSet(j.JobType), workflows.SAJobStatus.ValueSet(status.JobPending),
+	}
+	if j.InstallationID != nil {
+		attrs = append(attrs, workflows.SAInstallationID.ValueSet(*j.InstallationID))
+	}
+	_, err := e.cfg.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       workflows.JobWorkflowID(j.ID, j.Run),
+		TaskQueue:                e.cfg.TaskQueue,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		TypedSearchAttributes:    temporal.NewSearchAttributes(attrs...),
+		Memo:                     map[string]any{"product_ref": j.ProductRef, "product_label": j.ProductLabel},
+	}, workflows.JobWorkflow, workflows.JobInput{
+		JobID: j.ID, Run: j.Run, OrderID: j.OrderID, Options: e.cfg.JobOptions, Provider: j.Provider(),
+		// A re-run reports to no one: its order has counted the job already (see JobShapeQuiet).
+		Shape: workflows.JobShapeQuiet,
+	})
+	var already *serviceerror.WorkflowExecutionAlreadyStarted
+	if err != nil && !errors.As(err, &already) {
+		return fmt.Errorf("start job workflow: %w", err)
+	}
+	return e.cfg.DB.WithContext(ctx).Model(&models.Job{}).
+		Where("id = ? AND run = ? AND run_started_at IS NULL", j.ID, j.Run).
+		Update("run_started_at", time.Now().UTC()).Error
+}
+
+// StartPendingRuns starts the workflows of job re-runs (run > 1, still pending) committed more than
+// olderThan ago whose start was never recorded, and returns how many it started.
+func (e *Outbox) StartPendingRuns(ctx context.Context, olderThan time.Duration, limit int) (int, error) {
+	var jobs []models.Job
+	cutoff := time.Now().UTC().Add(-olderThan)
+	if err := e.cfg.DB.WithContext(ctx).
+		Where("run > 1 AND run_started_at IS NULL AND status = ? AND updated_at <= ?", status.JobPending, cutoff).
+		Order("updated_at").Limit(limit).Find(&jobs).Error; err != nil {
+		return 0, err
+	}
+	for i := range jobs {
+		if err := e.StartJobRun(ctx, &jobs[i]); err != nil {
+			return i, err
+		}
+		e.cfg.Log.Info("started job run left pending", zap.String("job_id", jobs[i].ID), zap.Int("run", jobs[i].Run))
+	}
+	return len(jobs), nil
+}
+
+// Sweep calls StartPending, StartPendingRuns and StartPendingPreparations every interval until ctx
+// ends, and counts what they started in Metrics.
+func (e *Outbox) Sweep(ctx context.Context, interval, olderThan time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		n, err := e.StartPending(ctx, olderThan, 100)
+		e.cfg.Metrics.OutboxSwept(metrics.OutboxOrder, n)
+		if err != nil && ctx.Err() == nil {
+			e.cfg.Log.Warn("order sweep", zap.Error(err))
+		}
+		n, err = e.StartPendingRuns(ctx, olderThan, 100)
+		e.cfg.Metrics.OutboxSwept(metrics.OutboxJobRun, n)
+		if err != nil && ctx.Err() == nil {
+			e.cfg.Log.Warn("job run sweep", zap.Error(err))
+		}
+		n, err = e.app.Uploads.StartPendingPreparations(ctx, olderThan, 100)
+		e.cfg.Metrics.OutboxSwept(metrics.OutboxPreparation, n)
+		if err != nil && ctx.Err() == nil {
+			e.cfg.Log.Warn("input preparation sweep", zap.Error(err))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
