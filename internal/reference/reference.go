@@ -21,8 +21,8 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/shotflow/shotflow/internal/media/render"
 	"github.com/shotflow/shotflow/internal/platform/blobstore"
-	"github.com/shotflow/shotflow/internal/providers/local"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -64,7 +64,7 @@ func Recipes(seed *models.ReferenceSeed) map[string]Recipe {
 	out := map[string]Recipe{}
 	for _, sc := range seed.Sceneries {
 		out[models.ReferenceBlobKey("sceneries", sc.ID)] = func() (image.Image, error) {
-			return local.Backdrop(local.PhotoShootOptions{AspectRatio: "4:3", LongEdge: sceneryLongEdge, Seed: sc.Seed, Style: sc.Preferences})
+			return render.Backdrop(render.PhotoShootOptions{AspectRatio: "4:3", LongEdge: sceneryLongEdge, Seed: sc.Seed, Style: sc.Preferences})
 		}
 	}
 	for _, m := range seed.FashionModels {
@@ -89,7 +89,7 @@ func Recipes(seed *models.ReferenceSeed) map[string]Recipe {
 
 // drawFashionModel draws the model's figure, standing, in front of its studio backdrop.
 func drawFashionModel(m models.SeedFashionModel) (image.Image, error) {
-	bg, err := local.Backdrop(local.PhotoShootOptions{AspectRatio: "4:5", LongEdge: modelLongEdge, Seed: m.Seed, Style: m.Backdrop})
+	bg, err := render.Backdrop(render.PhotoShootOptions{AspectRatio: "4:5", LongEdge: modelLongEdge, Seed: m.Seed, Style: m.Backdrop})
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +111,7 @@ func drawPresetImage(img models.SeedPresetImage, aspect string) (image.Image, er
 	}
 	scale := 0.8 * h
 	draw(shot, shot.Rect, product(img.Product), w/2, 0.1*h, scale)
-	return local.PhotoShoot(shot, local.PhotoShootOptions{AspectRatio: aspect, LongEdge: presetLongEdge, Seed: img.Seed, Style: img.Style})
+	return render.PhotoShoot(shot, render.PhotoShootOptions{AspectRatio: aspect, LongEdge: presetLongEdge, Seed: img.Seed, Style: img.Style})
 }
 
 // Render draws the seeded image stored under key and encodes it as JPEG; ok is false when key is
