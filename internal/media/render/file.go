@@ -23,10 +23,11 @@ func (e *DecodeError) Error() string { return e.Err.Error() }
 func (e *DecodeError) Unwrap() error { return e.Err }
 
 // PhotoShootFile is PhotoShoot of the packshot in the image file packshot (PNG, JPEG or WebP). The
-// matted packshot comes from the package's cache (see matteCache): the photo shoots of one product
-// start from the same packshot, so only the first decodes and mattes it, and a hit costs a SHA-256
-// of the file. A file that does not decode is a *DecodeError; failures are not cached. Same file
-// and options, same pixels as PhotoShoot of the decoded image.
+// matted packshot comes from the package's cache of matted inputs (at most MatteCacheBytes, least
+// recently used out first), keyed by the file's SHA-256, the canvas and the kind of render: the
+// photo shoots of one product start from the same packshot, so only the first decodes and mattes
+// it, and a hit costs a SHA-256 of the file. A file that does not decode is a *DecodeError;
+// failures are not cached. Same file and options, same pixels as PhotoShoot of the decoded image.
 func PhotoShootFile(packshot []byte, opts PhotoShootOptions) (*image.NRGBA, error) {
 	in, err := matteFile(packshot, photoShootMatte, opts.AspectRatio, opts.LongEdge)
 	if err != nil {
