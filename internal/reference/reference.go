@@ -1,9 +1,9 @@
 // Package reference seeds the shared reference data, the marketplace's fashion models and
 // sceneries and the system presets (models/seed/reference.json), and renders their images.
 //
-// The images are drawn in Go, offline and deterministically: a scenery is the local generator's
-// procedural backdrop of its preferences, a fashion model a drawn figure in front of a studio
-// backdrop, a preset image a drawn product photographed by the local generator in the image's
+// The images are drawn in Go, offline and deterministically, by internal/media/drawing: a scenery
+// is the renderer's procedural backdrop of its preferences, a fashion model a drawn figure in front
+// of a studio backdrop, a preset image a drawn product photographed by the renderer in the image's
 // style. They are stored as JPEG files under models.ReferenceBlobKey. Seed renders every missing
 // file; Image renders a missing one on first use, so a blob store that lost them, or a process
 // that only seeded the rows, still serves every thumbnail.
@@ -21,21 +21,16 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/shotflow/shotflow/internal/media/drawing"
 	"github.com/shotflow/shotflow/internal/platform/blobstore"
-	"github.com/shotflow/shotflow/internal/providers/local"
 	"github.com/shotflow/shotflow/models"
 )
 
 // ContentType is the media type of every rendered reference image.
 const ContentType = "image/jpeg"
 
-// Image sizes (long edge in pixels) and JPEG quality.
-const (
-	sceneryLongEdge = 1024
-	modelLongEdge   = 640
-	presetLongEdge  = 640
-	jpegQuality     = 85
-)
+// jpegQuality is the JPEG quality of the stored images.
+const jpegQuality = 85
 
 // Recipe draws one seeded image.
 type Recipe func() (image.Image, error)
@@ -64,11 +59,13 @@ func Recipes(seed *models.ReferenceSeed) map[string]Recipe {
 	out := map[string]Recipe{}
 	for _, sc := range seed.Sceneries {
 		out[models.ReferenceBlobKey("sceneries", sc.ID)] = func() (image.Image, error) {
-			return local.Backdrop(local.PhotoShootOptions{AspectRatio: "4:3", LongEdge: sceneryLongEdge, Seed: sc.Seed, Style: sc.Preferences})
+			return drawing.Scenery(sc.Preferences, sc.Seed)
 		}
 	}
 	for _, m := range seed.FashionModels {
-		out[models.ReferenceBlobKey("models", m.ID)] = func() (image.Image, error) { return drawFashionModel(m) }
+		out[models.ReferenceBlobKey("models", m.ID)] = func() (image.Image, error) {
+			return drawing.FashionModel(drawing.Look(m.Look), m.Backdrop, m.Seed)
+		}
 	}
 	for _, p := range seed.Presets {
 		images := p.Gallery
@@ -81,37 +78,12 @@ func Recipes(seed *models.ReferenceSeed) map[string]Recipe {
 			ratios = append([]string{"1:1"}, ratios...)
 		}
 		for i, img := range images {
-			out[models.ReferenceBlobKey("presets", img.ID)] = func() (image.Image, error) { return drawPresetImage(img, ratios[i]) }
+			out[models.ReferenceBlobKey("presets", img.ID)] = func() (image.Image, error) {
+				return drawing.PresetImage(drawing.Product(img.Product), img.Style, img.Seed, ratios[i])
+			}
 		}
 	}
 	return out
-}
-
-// drawFashionModel draws the model's figure, standing, in front of its studio backdrop.
-func drawFashionModel(m models.SeedFashionModel) (image.Image, error) {
-	bg, err := local.Backdrop(local.PhotoShootOptions{AspectRatio: "4:5", LongEdge: modelLongEdge, Seed: m.Seed, Style: m.Backdrop})
-	if err != nil {
-		return nil, err
-	}
-	W, H := float64(bg.Rect.Dx()), float64(bg.Rect.Dy())
-	scale, top := 0.84*H, 0.085*H
-	cx := W / 2
-	floorShadow(bg, cx, top+0.962*scale, 0.16*scale*m.Look.Build, 0.022*scale, 0.45)
-	half := 0.25 * scale
-	draw(bg, image.Rect(int(cx-half), int(top-2), int(cx+half)+1, int(top+scale)+2), figure(m.Look), cx, top, scale)
-	return bg, nil
-}
-
-// drawPresetImage photographs the image's drawn product with the local generator in its style.
-func drawPresetImage(img models.SeedPresetImage, aspect string) (image.Image, error) {
-	const w, h = 400, 500
-	shot := image.NewNRGBA(image.Rect(0, 0, w, h))
-	for i := range shot.Pix {
-		shot.Pix[i] = 255
-	}
-	scale := 0.8 * h
-	draw(shot, shot.Rect, product(img.Product), w/2, 0.1*h, scale)
-	return local.PhotoShoot(shot, local.PhotoShootOptions{AspectRatio: aspect, LongEdge: presetLongEdge, Seed: img.Seed, Style: img.Style})
 }
 
 // Render draws the seeded image stored under key and encodes it as JPEG; ok is false when key is

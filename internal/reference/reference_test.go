@@ -8,8 +8,8 @@ import (
 	"image/jpeg"
 	"testing"
 
+	"github.com/shotflow/shotflow/internal/media/render"
 	"github.com/shotflow/shotflow/internal/platform/blobstore"
-	"github.com/shotflow/shotflow/internal/providers/local"
 	"github.com/shotflow/shotflow/internal/reference"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models"
@@ -112,7 +112,7 @@ func TestRenderedImagesAreDeterministicSizedAndDistinct(t *testing.T) {
 	}
 	// The model is drawn: the picture differs from its bare backdrop around the figure.
 	m := s.FashionModels[0]
-	bare, err := local.Backdrop(local.PhotoShootOptions{AspectRatio: "4:5", LongEdge: 640, Seed: m.Seed, Style: m.Backdrop})
+	bare, err := render.Backdrop(render.PhotoShootOptions{AspectRatio: "4:5", LongEdge: 640, Seed: m.Seed, Style: m.Backdrop})
 	if err != nil {
 		t.Fatal(err)
 	}

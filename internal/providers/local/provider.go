@@ -1,15 +1,19 @@
+// Package local is the built-in offline provider: the adapter that serves the "local" models by
+// rendering jobs with internal/media/render (images) and internal/media/video (videos and reels),
+// mapping their failures to error categories.
 package local
 
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
+	"errors"
 	"image"
 	_ "image/jpeg" // decodes JPEG inputs
 	_ "image/png"  // decodes PNG inputs
 
 	_ "golang.org/x/image/webp" // decodes WebP inputs
 
+	"github.com/shotflow/shotflow/internal/media/render"
 	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/models/jobtype"
@@ -60,23 +64,22 @@ func (p Provider) Generate(ctx context.Context, req providers.Request) ([]provid
 	case jobtype.Packshot:
 		return renderPackshot(req)
 	case jobtype.ModelIdea:
-		return renderIdea(IdeaModel, req)
+		return renderIdea(render.IdeaModel, req)
 	case jobtype.SceneryIdea:
-		return renderIdea(IdeaScenery, req)
+		return renderIdea(render.IdeaScenery, req)
 	case jobtype.Video, jobtype.Reel:
 		return renderVideo(ctx, req, p.VideoEncoder)
 	}
 	return nil, providers.Errorf(errorcat.InternalBug, "local provider cannot render job type %q", req.JobType)
 }
 
-// renderPhotoShoot composes the packshot of req into a scene. The matted packshot comes from
-// inputCache: the jobs of one product share it, so only the first decodes and mattes it.
+// renderPhotoShoot composes the packshot of req into a scene. The renderer keeps the matted
+// packshot: the jobs of one product share it, so only the first decodes and mattes it.
 func renderPhotoShoot(req providers.Request) ([]providers.Output, error) {
-	in, err := matteRequestInput(req, "photo shoot", "packshot", photoShootMatte)
-	if err != nil {
-		return nil, err
+	if len(req.Inputs) == 0 {
+		return nil, providers.Errorf(errorcat.InputMissing, "photo shoot needs a packshot input")
 	}
-	opts := PhotoShootOptions{
+	opts := render.PhotoShootOptions{
 		AspectRatio: req.AspectRatio, LongEdge: req.LongEdge, Seed: req.Seed,
 		Style: req.Session.Style, Suggestions: req.Session.Suggestions,
 	}
@@ -85,81 +88,50 @@ func renderPhotoShoot(req providers.Request) ([]providers.Output, error) {
 			opts.Scenery = scene
 		}
 	}
-	img, _, err := composePhotoShoot(in, opts)
+	img, err := render.PhotoShootFile(req.Inputs[0].Data, opts)
 	if err != nil {
-		return nil, providers.Errorf(errorcat.InputMissing, "render: %v", err)
+		return nil, inputFailure(err, "packshot")
 	}
 	return pngOutput(img)
 }
 
-// renderPackshot cuts the product out of the photo. A photo Packshot cannot use (one without a
-// visible pixel) is an input problem, like an undecodable one. The matted photo comes from
-// inputCache, like a photo shoot's packshot.
+// renderPackshot cuts the product out of the photo. A photo the renderer cannot use (one without a
+// visible pixel) is an input problem, like an undecodable one. The renderer keeps the matted photo,
+// like a photo shoot's packshot.
 func renderPackshot(req providers.Request) ([]providers.Output, error) {
-	in, err := matteRequestInput(req, "packshot", "product photo", packshotMatte)
-	if err != nil {
-		return nil, err
+	if len(req.Inputs) == 0 {
+		return nil, providers.Errorf(errorcat.InputMissing, "packshot needs a product photo input")
 	}
-	img, _ := composePackshot(in, PackshotOptions{AspectRatio: req.AspectRatio, LongEdge: req.LongEdge, Seed: req.Seed})
+	img, err := render.PackshotFile(req.Inputs[0].Data, render.PackshotOptions{AspectRatio: req.AspectRatio, LongEdge: req.LongEdge, Seed: req.Seed})
+	if err != nil {
+		return nil, inputFailure(err, "product photo")
+	}
 	return pngOutput(img)
+}
+
+// inputFailure is the INPUT_MISSING failure of a render from the job's input file, the what of the
+// job: a file that is not a decodable image, or one the renderer refuses (no visible pixel, no
+// canvas of the request's aspect ratio and long edge), in the renderer's words.
+func inputFailure(err error, what string) error {
+	if de, ok := errors.AsType[*render.DecodeError](err); ok {
+		return providers.Errorf(errorcat.InputMissing, "%s is not a decodable image: %v", what, de.Err)
+	}
+	return providers.Errorf(errorcat.InputMissing, "%v", err)
 }
 
 // renderIdea draws an idea from the preferences text in req.Prompt. Ideas have no inputs, so a
 // failure (an aspect ratio or size the catalog should not have let through) is a bug.
-func renderIdea(kind IdeaKind, req providers.Request) ([]providers.Output, error) {
-	img, err := Idea(kind, req.Prompt, IdeaOptions{AspectRatio: req.AspectRatio, LongEdge: req.LongEdge, Seed: req.Seed})
+func renderIdea(kind render.IdeaKind, req providers.Request) ([]providers.Output, error) {
+	img, err := render.Idea(kind, req.Prompt, render.IdeaOptions{AspectRatio: req.AspectRatio, LongEdge: req.LongEdge, Seed: req.Seed})
 	if err != nil {
 		return nil, providers.Errorf(errorcat.InternalBug, "render %s idea: %v", kind, err)
 	}
 	return pngOutput(img)
 }
 
-// matteRequestInput returns the first input of req, the image a job of kind needs, matted with
-// spec for req's canvas. It looks the input up in inputCache before decoding it, so a hit costs a
-// SHA-256 of the input file and no decode. A missing or undecodable input is INPUT_MISSING, and so
-// is one matteInput refuses ("render: …"), exactly as without the cache; failures are not cached.
-func matteRequestInput(req providers.Request, kind, what string, spec matteSpec) (mattedInput, error) {
-	if len(req.Inputs) == 0 {
-		return mattedInput{}, providers.Errorf(errorcat.InputMissing, "%s needs a %s input", kind, what)
-	}
-	compute := func() (mattedInput, error) {
-		img, err := decodeInput(req, what)
-		if err != nil {
-			return mattedInput{}, err
-		}
-		in, err := matteInput(img, spec, req.AspectRatio, req.LongEdge)
-		if err != nil {
-			return mattedInput{}, providers.Errorf(errorcat.InputMissing, "render: %v", err)
-		}
-		return in, nil
-	}
-	w, h, err := CanvasSize(req.AspectRatio, req.LongEdge)
-	if err != nil {
-		return compute() // no canvas to key on: fail as an uncached render does
-	}
-	key := matteKey{sum: sha256.Sum256(req.Inputs[0].Data), w: w, h: h, spec: spec}
-	return inputCache.get(key, compute)
-}
-
-// decodeImage decodes an image file; a variable so that tests can count decodes.
-var decodeImage = func(data []byte) (image.Image, error) {
-	img, _, err := image.Decode(bytes.NewReader(data))
-	return img, err
-}
-
-// decodeInput decodes the first input of req (there is one), the what of the job; an undecodable
-// one is INPUT_MISSING.
-func decodeInput(req providers.Request, what string) (image.Image, error) {
-	img, err := decodeImage(req.Inputs[0].Data)
-	if err != nil {
-		return nil, providers.Errorf(errorcat.InputMissing, "%s is not a decodable image: %v", what, err)
-	}
-	return img, nil
-}
-
 // pngOutput encodes img as the attempt's single PNG output.
 func pngOutput(img *image.NRGBA) ([]providers.Output, error) {
-	data, err := EncodePNG(img)
+	data, err := render.EncodePNG(img)
 	if err != nil {
 		return nil, providers.Errorf(errorcat.InternalBug, "encode: %v", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"image"
 
+	"github.com/shotflow/shotflow/internal/media/render"
 	"github.com/shotflow/shotflow/internal/media/video"
 	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
@@ -35,7 +36,7 @@ func renderVideo(ctx context.Context, req providers.Request, encoder string) ([]
 		}
 		frames[i] = img
 	}
-	w, h, err := CanvasSize(req.AspectRatio, VideoLongEdge)
+	w, h, err := render.CanvasSize(req.AspectRatio, VideoLongEdge)
 	if err != nil {
 		return nil, providers.Errorf(errorcat.InternalBug, "video size: %v", err)
 	}

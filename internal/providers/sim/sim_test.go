@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/shotflow/shotflow/internal/media/render"
 	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/internal/providers/local"
@@ -162,14 +163,14 @@ func TestOutputIsPNGOfAspectRatio(t *testing.T) {
 		if err != nil || format != "png" {
 			t.Fatalf("%s: output does not decode as PNG: %q %v", ar, format, err)
 		}
-		w, h, err := local.CanvasSize(ar, 160)
+		w, h, err := render.CanvasSize(ar, 160)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if cfg.Width != w || cfg.Height != h || out.Width != w || out.Height != h {
 			t.Errorf("%s: decoded %dx%d, reported %dx%d, want %dx%d", ar, cfg.Width, cfg.Height, out.Width, out.Height, w, h)
 		}
-		if aw, ah, _ := local.ParseAspectRatio(ar); cfg.Width*ah != cfg.Height*aw && abs(cfg.Width*ah-cfg.Height*aw) > max(aw, ah)*2 {
+		if aw, ah, _ := render.ParseAspectRatio(ar); cfg.Width*ah != cfg.Height*aw && abs(cfg.Width*ah-cfg.Height*aw) > max(aw, ah)*2 {
 			t.Errorf("%s: %dx%d is not that aspect ratio", ar, cfg.Width, cfg.Height)
 		}
 		// Same request, same pixels: the success path is as deterministic as the local provider.

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -12,22 +13,33 @@ import (
 const module = "github.com/shotflow/shotflow/"
 
 // rule forbids packages under from (a path relative to the module, "" for all) to import any
-// package that starts with one of the prefixes (module-relative, or a full path for others).
+// package that starts with one of the prefixes in forbid (module-relative, or a full path for
+// others) and, when allowOnly is set, any package of the module outside its prefixes
+// (module-relative).
 type rule struct {
-	from   string
-	forbid []string
-	why    string
+	from      string
+	forbid    []string
+	why       string
+	allowOnly []string
 }
 
 var rules = []rule{
 	{"api", []string{"gorm.io/gorm", "go.temporal.io/sdk/client", "workflows", "activities", "worker", "internal/support", "internal/providers"},
-		"façades parse, call the engine and map its answers; the store, Temporal and the use cases are the engine's"},
-	{"internal/engine", []string{"github.com/gin-gonic/gin", "api"}, "the engine knows no HTTP"},
+		"façades parse, call the engine and map its answers; the store, Temporal and the use cases are the engine's", nil},
+	{"internal/engine", []string{"github.com/gin-gonic/gin", "api"}, "the engine knows no HTTP", nil},
 	{"workflows", []string{"api", "internal/engine", "worker", "github.com/gin-gonic/gin", "gorm.io/gorm", "go.temporal.io/sdk/client"},
-		"workflow code is deterministic and below the engine: no I/O, no callers' packages"},
-	{"activities", []string{"api", "internal/engine", "workflows", "worker", "github.com/gin-gonic/gin"}, "activities are below the workflows that call them"},
-	{"models", []string{"api", "internal/engine", "workflows", "activities", "worker", "github.com/gin-gonic/gin", "go.temporal.io/"}, "the store is the bottom layer"},
-	{"worker", []string{"api", "internal/engine"}, "the worker registers workflows and activities only"},
+		"workflow code is deterministic and below the engine: no I/O, no callers' packages", nil},
+	{"activities", []string{"api", "internal/engine", "workflows", "worker", "github.com/gin-gonic/gin"}, "activities are below the workflows that call them", nil},
+	{"models", []string{"api", "internal/engine", "workflows", "activities", "worker", "github.com/gin-gonic/gin", "go.temporal.io/"}, "the store is the bottom layer", nil},
+	{"worker", []string{"api", "internal/engine"}, "the worker registers workflows and activities only", nil},
+	{"internal/media", nil, "the media tier (renderer, drawings, video, image preparation) imports nothing of shotflow outside it",
+		[]string{"internal/media"}},
+}
+
+// under reports whether the module-relative path rel is prefix or a package below it.
+func under(rel, prefix string) bool {
+	prefix = strings.TrimSuffix(prefix, "/")
+	return rel == prefix || strings.HasPrefix(rel, prefix+"/")
 }
 
 type pkg struct {
@@ -52,16 +64,18 @@ func TestImportsPointOneWay(t *testing.T) {
 		}
 		from := strings.TrimPrefix(p.ImportPath, module)
 		for _, r := range rules {
-			if from != r.from && !strings.HasPrefix(from, r.from+"/") {
+			if !under(from, r.from) {
 				continue
 			}
 			for _, imp := range p.Imports {
 				rel := strings.TrimPrefix(imp, module)
 				for _, f := range r.forbid {
-					f = strings.TrimSuffix(f, "/")
-					if rel != f && !strings.HasPrefix(rel, f+"/") {
-						continue
+					if under(rel, f) {
+						t.Errorf("%s imports %s: %s", from, rel, r.why)
 					}
+				}
+				if r.allowOnly != nil && strings.HasPrefix(imp, module) &&
+					!slices.ContainsFunc(r.allowOnly, func(a string) bool { return under(rel, a) }) {
 					t.Errorf("%s imports %s: %s", from, rel, r.why)
 				}
 			}

@@ -1,8 +1,7 @@
-package local
+package render
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -10,10 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-
-	"github.com/shotflow/shotflow/internal/providers"
-	"github.com/shotflow/shotflow/internal/providers/errorcat"
-	"github.com/shotflow/shotflow/models/jobtype"
 )
 
 // countDecodes makes decodeImage count its calls into the returned counter until the test ends,
@@ -35,13 +30,13 @@ func countDecodes(t *testing.T) *atomic.Int64 {
 }
 
 // inputPNG encodes img as an input file.
-func inputPNG(t testing.TB, img *image.NRGBA) providers.Input {
+func inputPNG(t testing.TB, img *image.NRGBA) []byte {
 	t.Helper()
 	data, err := EncodePNG(img)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return providers.Input{Data: data, ContentType: "image/png"}
+	return data
 }
 
 // gradient is a w×h opaque test image.
@@ -56,85 +51,119 @@ func gradient(w, h int) *image.NRGBA {
 	return img
 }
 
-// generate renders req with the local provider and returns its single output's bytes.
-func generate(t testing.TB, req providers.Request) []byte {
-	t.Helper()
-	outs, err := Provider{}.Generate(context.Background(), req)
-	if err != nil {
-		t.Fatalf("%s %s %d seed %d: %v", req.JobType, req.AspectRatio, req.LongEdge, req.Seed, err)
-	}
-	if len(outs) != 1 {
-		t.Fatalf("%s: %d outputs", req.JobType, len(outs))
-	}
-	return outs[0].Data
+// fileJob is one render from an input file, as the local provider does for a photo-shoot or
+// packshot job: PhotoShootFile (or PackshotFile), then EncodePNG.
+type fileJob struct {
+	packshot bool // PackshotFile, else PhotoShootFile
+	file     []byte
+	aspect   string
+	longEdge int
+	seed     int64
+	style    string
+	scenery  image.Image // photo shoots only
 }
 
-// cachedRequests are the requests of the job types that go through inputCache, over canvases,
-// seeds, styles and a scenery image, all from the PNG input.
-func cachedRequests(t testing.TB, input providers.Input) []providers.Request {
-	scenery := inputPNG(t, gradient(200, 150))
-	var reqs []providers.Request
-	for _, jt := range []string{jobtype.PhotoShoot, jobtype.Packshot} {
+func (j fileJob) String() string {
+	kind := "photo shoot"
+	if j.packshot {
+		kind = "packshot"
+	}
+	return fmt.Sprintf("%s %q %d seed %d scenery %t", kind, j.aspect, j.longEdge, j.seed, j.scenery != nil)
+}
+
+// photoShootOptions are the options of a photo-shoot job.
+func (j fileJob) photoShootOptions() PhotoShootOptions {
+	return PhotoShootOptions{AspectRatio: j.aspect, LongEdge: j.longEdge, Seed: j.seed, Style: j.style, Scenery: j.scenery}
+}
+
+// packshotOptions are the options of a packshot job.
+func (j fileJob) packshotOptions() PackshotOptions {
+	return PackshotOptions{AspectRatio: j.aspect, LongEdge: j.longEdge, Seed: j.seed}
+}
+
+// render renders j through inputCache and encodes the result as PNG.
+func (j fileJob) render() ([]byte, error) {
+	var img *image.NRGBA
+	var err error
+	if j.packshot {
+		img, err = PackshotFile(j.file, j.packshotOptions())
+	} else {
+		img, err = PhotoShootFile(j.file, j.photoShootOptions())
+	}
+	if err != nil {
+		return nil, err
+	}
+	return EncodePNG(img)
+}
+
+// generate renders j through inputCache and returns the PNG bytes.
+func generate(t testing.TB, j fileJob) []byte {
+	t.Helper()
+	data, err := j.render()
+	if err != nil {
+		t.Fatalf("%s: %v", j, err)
+	}
+	return data
+}
+
+// cachedJobs are photo shoots and packshots over canvases, seeds, styles and a scenery image, all
+// from the file input.
+func cachedJobs(input []byte) []fileJob {
+	scenery := gradient(200, 150)
+	var jobs []fileJob
+	for _, packshot := range []bool{false, true} {
 		for _, c := range []struct {
 			aspect   string
 			longEdge int
 		}{{"", 64}, {"4:5", 64}, {"16:9", 200}, {"3:2", 320}} {
 			for seed := range int64(2) {
-				req := providers.Request{JobType: jt, Model: StudioModel, AspectRatio: c.aspect, LongEdge: c.longEdge,
-					Seed: seed, Inputs: []providers.Input{input}, Session: providers.SessionConfig{Style: "dark studio"}}
-				reqs = append(reqs, req)
-				if jt == jobtype.PhotoShoot && seed == 1 {
-					req.Scenery = &scenery
-					reqs = append(reqs, req)
+				j := fileJob{packshot: packshot, file: input, aspect: c.aspect, longEdge: c.longEdge, seed: seed, style: "dark studio"}
+				jobs = append(jobs, j)
+				if !packshot && seed == 1 {
+					j.scenery = scenery
+					jobs = append(jobs, j)
 				}
 			}
 		}
 	}
-	return reqs
+	return jobs
 }
 
-// TestCachedRendersAreByteIdentical renders every request with a cold cache, again with a warm one,
-// and through the uncached PhotoShoot and Packshot, and wants the same PNG bytes all three times.
+// TestCachedRendersAreByteIdentical renders every job with a cold cache, again with a warm one, and
+// through the uncached PhotoShoot and Packshot, and wants the same PNG bytes all three times.
 func TestCachedRendersAreByteIdentical(t *testing.T) {
 	decodes := countDecodes(t)
 	input := inputPNG(t, makePackshot(640, 720))
-	for _, req := range cachedRequests(t, input) {
-		name := fmt.Sprintf("%s %q %d seed %d scenery %t", req.JobType, req.AspectRatio, req.LongEdge, req.Seed, req.Scenery != nil)
+	for _, j := range cachedJobs(input) {
 		inputCache.reset()
 		before := decodes.Load()
-		cold := generate(t, req)
-		warm := generate(t, req)
+		cold := generate(t, j)
+		warm := generate(t, j)
 		if got := decodes.Load() - before; got != 1 {
-			t.Errorf("%s: %d decodes for a cold and a warm render, want 1", name, got)
+			t.Errorf("%s: %d decodes for a cold and a warm render, want 1", j, got)
 		}
 		if !bytes.Equal(cold, warm) {
-			t.Errorf("%s: warm render differs from the cold one", name)
+			t.Errorf("%s: warm render differs from the cold one", j)
 		}
-		if uncached := renderUncached(t, req); !bytes.Equal(cold, uncached) {
-			t.Errorf("%s: cached render differs from PhotoShoot/Packshot", name)
+		if uncached := renderUncached(t, j); !bytes.Equal(cold, uncached) {
+			t.Errorf("%s: cached render differs from PhotoShoot/Packshot", j)
 		}
 	}
 }
 
-// renderUncached renders req the way the provider did before inputCache: decode, then PhotoShoot
-// or Packshot, then EncodePNG.
-func renderUncached(t *testing.T, req providers.Request) []byte {
+// renderUncached renders j the way the local provider did before inputCache: decode, then
+// PhotoShoot or Packshot, then EncodePNG.
+func renderUncached(t *testing.T, j fileJob) []byte {
 	t.Helper()
-	img, err := decodeImage(req.Inputs[0].Data)
+	img, err := decodeImage(j.file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out *image.NRGBA
-	if req.JobType == jobtype.Packshot {
-		out, err = Packshot(img, PackshotOptions{AspectRatio: req.AspectRatio, LongEdge: req.LongEdge, Seed: req.Seed})
+	if j.packshot {
+		out, err = Packshot(img, j.packshotOptions())
 	} else {
-		opts := PhotoShootOptions{AspectRatio: req.AspectRatio, LongEdge: req.LongEdge, Seed: req.Seed, Style: req.Session.Style}
-		if req.Scenery != nil {
-			if opts.Scenery, err = decodeImage(req.Scenery.Data); err != nil {
-				t.Fatal(err)
-			}
-		}
-		out, err = PhotoShoot(img, opts)
+		out, err = PhotoShoot(img, j.photoShootOptions())
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -150,25 +179,24 @@ func renderUncached(t *testing.T, req providers.Request) []byte {
 // canvas or another job type mattes it again.
 func TestCacheHitSkipsDecode(t *testing.T) {
 	decodes := countDecodes(t)
-	input := inputPNG(t, makeMug())
-	req := providers.Request{JobType: jobtype.PhotoShoot, AspectRatio: "4:5", LongEdge: 64, Inputs: []providers.Input{input}}
+	j := fileJob{file: inputPNG(t, makeMug()), aspect: "4:5", longEdge: 64}
 	for seed := range int64(5) {
-		req.Seed = seed
-		generate(t, req)
+		j.seed = seed
+		generate(t, j)
 	}
 	if n := decodes.Load(); n != 1 {
 		t.Errorf("5 photo shoots of one packshot decoded it %d times, want 1", n)
 	}
 	// The same canvas spelled differently is the same entry.
-	req.AspectRatio, req.LongEdge = "8:10", 65
-	generate(t, req)
+	j.aspect, j.longEdge = "8:10", 65
+	generate(t, j)
 	if n := decodes.Load(); n != 1 {
 		t.Errorf("4:5 at 64 and 8:10 at 65 (the same canvas) decoded %d times, want 1", n)
 	}
-	req.LongEdge = 128
-	generate(t, req)
-	req.JobType = jobtype.Packshot
-	generate(t, req)
+	j.longEdge = 128
+	generate(t, j)
+	j.packshot = true
+	generate(t, j)
 	if n := decodes.Load(); n != 3 {
 		t.Errorf("after another canvas and a packshot: %d decodes, want 3", n)
 	}
@@ -177,42 +205,39 @@ func TestCacheHitSkipsDecode(t *testing.T) {
 	}
 }
 
-// TestCacheKeepsNoFailures: undecodable and invisible inputs fail as before, with the same
-// categories and messages, every time, and leave nothing in the cache.
+// TestCacheKeepsNoFailures: undecodable and invisible inputs fail as PhotoShoot and Packshot of the
+// decoded image do (an undecodable file with a *DecodeError), every time, decoding the file on
+// every attempt, and leave nothing in the cache.
 func TestCacheKeepsNoFailures(t *testing.T) {
 	decodes := countDecodes(t)
+	garbage := []byte("not an image")
 	invisible := inputPNG(t, image.NewNRGBA(image.Rect(0, 0, 32, 32)))
 	cases := []struct {
-		req  providers.Request
-		want string
+		job      fileJob
+		want     string
+		decoding bool  // the error is a *DecodeError
+		is       error // the error wraps it, if not nil
 	}{
-		{providers.Request{JobType: jobtype.PhotoShoot}, "INPUT_MISSING: photo shoot needs a packshot input"},
-		{providers.Request{JobType: jobtype.Packshot}, "INPUT_MISSING: packshot needs a product photo input"},
-		{providers.Request{JobType: jobtype.PhotoShoot, Inputs: []providers.Input{{Data: []byte("not an image")}}},
-			"INPUT_MISSING: packshot is not a decodable image: image: unknown format"},
-		{providers.Request{JobType: jobtype.Packshot, Inputs: []providers.Input{{Data: []byte("not an image")}}},
-			"INPUT_MISSING: product photo is not a decodable image: image: unknown format"},
-		{providers.Request{JobType: jobtype.PhotoShoot, AspectRatio: "9:1", Inputs: []providers.Input{{Data: []byte("not an image")}}},
-			"INPUT_MISSING: packshot is not a decodable image: image: unknown format"},
-		{providers.Request{JobType: jobtype.PhotoShoot, AspectRatio: "9:1", Inputs: []providers.Input{invisible}},
-			`INPUT_MISSING: render: local: invalid aspect ratio "9:1": more extreme than 4:1`},
-		{providers.Request{JobType: jobtype.PhotoShoot, LongEdge: 64, Inputs: []providers.Input{invisible}},
-			"INPUT_MISSING: render: local: packshot has no visible pixels"},
-		{providers.Request{JobType: jobtype.Packshot, LongEdge: 64, Inputs: []providers.Input{invisible}},
-			"INPUT_MISSING: render: local: packshot has no visible pixels"},
+		{fileJob{}, "image: unknown format", true, nil},
+		{fileJob{packshot: true}, "image: unknown format", true, nil},
+		{fileJob{file: garbage}, "image: unknown format", true, nil},
+		{fileJob{packshot: true, file: garbage}, "image: unknown format", true, nil},
+		{fileJob{file: garbage, aspect: "9:1"}, "image: unknown format", true, nil}, // decoded before the canvas is checked
+		{fileJob{file: invisible, aspect: "9:1"}, `render: invalid aspect ratio "9:1": more extreme than 4:1`, false, ErrInvalidAspectRatio},
+		{fileJob{file: invisible, longEdge: 64}, "render: packshot has no visible pixels", false, errInvisible},
+		{fileJob{packshot: true, file: invisible, longEdge: 64}, "render: packshot has no visible pixels", false, errInvisible},
 	}
 	for _, c := range cases {
 		before := decodes.Load()
 		for range 2 {
-			_, err := Provider{}.Generate(context.Background(), c.req)
-			var pe *providers.Error
-			if !errors.As(err, &pe) || pe.Category != errorcat.InputMissing || err.Error() != c.want {
-				t.Errorf("%s %+v: error %v, want %s", c.req.JobType, c.req.AspectRatio, err, c.want)
+			_, err := c.job.render()
+			_, decoding := errors.AsType[*DecodeError](err)
+			if err == nil || err.Error() != c.want || decoding != c.decoding || c.is != nil && !errors.Is(err, c.is) {
+				t.Errorf("%s: error %v (decode error %t), want %s", c.job, err, decoding, c.want)
 			}
 		}
-		want := int64(2 * len(c.req.Inputs)) // failures are not cached: each attempt decodes
-		if n := decodes.Load() - before; n != want {
-			t.Errorf("%q: %d decodes for two attempts, want %d", c.want, n, want)
+		if n := decodes.Load() - before; n != 2 { // failures are not cached: each attempt decodes
+			t.Errorf("%q: %d decodes for two attempts, want 2", c.want, n)
 		}
 	}
 	if entries, n := inputCache.stats(); entries != 0 || n != 0 {
@@ -297,16 +322,15 @@ func TestMatteCacheBytesBoundsLargeRenders(t *testing.T) {
 func TestConcurrentRendersShareCache(t *testing.T) {
 	decodes := countDecodes(t)
 	input := inputPNG(t, makeMug())
-	var reqs []providers.Request
-	for _, jt := range []string{jobtype.PhotoShoot, jobtype.Packshot} {
+	var jobs []fileJob
+	for _, packshot := range []bool{false, true} {
 		for seed := range int64(4) {
-			reqs = append(reqs, providers.Request{JobType: jt, AspectRatio: "4:5", LongEdge: 96, Seed: seed,
-				Inputs: []providers.Input{input}, Session: providers.SessionConfig{Style: "warm wood"}})
+			jobs = append(jobs, fileJob{packshot: packshot, file: input, aspect: "4:5", longEdge: 96, seed: seed, style: "warm wood"})
 		}
 	}
-	want := make([][]byte, len(reqs))
-	for i, req := range reqs {
-		want[i] = renderUncached(t, req)
+	want := make([][]byte, len(jobs))
+	for i, j := range jobs {
+		want[i] = renderUncached(t, j)
 	}
 	decodes.Store(0)
 	sums := layerSums()
@@ -319,22 +343,21 @@ func TestConcurrentRendersShareCache(t *testing.T) {
 	got := make([][][]byte, workers)
 	for w := range workers {
 		wg.Go(func() {
-			for i := range reqs {
-				req := reqs[(i+w)%len(reqs)]
-				outs, err := Provider{}.Generate(context.Background(), req)
+			for i := range jobs {
+				data, err := jobs[(i+w)%len(jobs)].render()
 				if err != nil {
 					t.Error(err)
 					return
 				}
-				got[w] = append(got[w], outs[0].Data)
+				got[w] = append(got[w], data)
 			}
 		})
 	}
 	wg.Wait()
 	for w, outs := range got {
 		for i, data := range outs {
-			if j := (i + w) % len(reqs); !bytes.Equal(data, want[j]) {
-				t.Errorf("worker %d: %s seed %d differs from a sequential render", w, reqs[j].JobType, reqs[j].Seed)
+			if j := (i + w) % len(jobs); !bytes.Equal(data, want[j]) {
+				t.Errorf("worker %d: %s differs from a sequential render", w, jobs[j])
 			}
 		}
 	}
@@ -344,8 +367,8 @@ func TestConcurrentRendersShareCache(t *testing.T) {
 
 	// Render again, sequentially, and check the cached layers kept their pixels.
 	sums = layerSums()
-	for _, req := range reqs {
-		generate(t, req)
+	for _, j := range jobs {
+		generate(t, j)
 	}
 	after := layerSums()
 	if len(sums) != 2 || len(after) != 2 {

@@ -1,4 +1,4 @@
-package local
+package render
 
 import (
 	"fmt"
@@ -68,11 +68,11 @@ func matteInput(img image.Image, spec matteSpec, aspect string, longEdge int) (m
 		return in, err
 	}
 	if img == nil {
-		return in, fmt.Errorf("local: %s: nil %s", spec.fn, spec.noun)
+		return in, fmt.Errorf("render: %s: nil %s", spec.fn, spec.noun)
 	}
 	b := img.Bounds()
 	if b.Empty() {
-		return in, fmt.Errorf("local: %s: empty %s", spec.fn, spec.noun)
+		return in, fmt.Errorf("render: %s: empty %s", spec.fn, spec.noun)
 	}
 	src := toRaster(img, b)
 	shrink := 1
@@ -198,7 +198,7 @@ func splitmix(x uint64) uint64 {
 func drawScenery(dst *image.NRGBA, img image.Image, sc *scene, cx, baseY float64) error {
 	b := img.Bounds()
 	if b.Empty() {
-		return fmt.Errorf("local: PhotoShoot: empty scenery")
+		return fmt.Errorf("render: PhotoShoot: empty scenery")
 	}
 	W, H := dst.Rect.Dx(), dst.Rect.Dy()
 	sw, sh := b.Dx(), b.Dy()

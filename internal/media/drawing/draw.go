@@ -1,12 +1,10 @@
-package reference
+package drawing
 
 import (
 	"fmt"
 	"image"
 	"math"
 	"strconv"
-
-	"github.com/shotflow/shotflow/models"
 )
 
 // A tiny anti-aliased vector renderer: shapes are signed distance functions in figure units
@@ -15,12 +13,20 @@ import (
 
 type rgb struct{ r, g, b float64 } // 0..255
 
-func parseColour(s string) rgb {
-	v, err := strconv.ParseUint(s[1:], 16, 32)
-	if len(s) != 7 || s[0] != '#' || err != nil {
-		panic(fmt.Sprintf("reference: bad colour %q", s)) // the seed is validated on load
+// parseColours parses colours written #rrggbb.
+func parseColours(ss ...string) ([]rgb, error) {
+	out := make([]rgb, len(ss))
+	for i, s := range ss {
+		if len(s) != 7 || s[0] != '#' {
+			return nil, fmt.Errorf("drawing: bad colour %q: want #rrggbb", s)
+		}
+		v, err := strconv.ParseUint(s[1:], 16, 32)
+		if err != nil {
+			return nil, fmt.Errorf("drawing: bad colour %q: want #rrggbb", s)
+		}
+		out[i] = rgb{float64(v >> 16 & 0xff), float64(v >> 8 & 0xff), float64(v & 0xff)}
 	}
-	return rgb{float64(v >> 16 & 0xff), float64(v >> 8 & 0xff), float64(v & 0xff)}
+	return out, nil
 }
 
 type shape struct {
@@ -159,9 +165,13 @@ func (s shape) colourAt(x, d float64) rgb {
 
 // figure lists the shapes of a standing person of height 1: y runs from 0 (top of the head) to 1
 // (soles), x is centred on 0.
-func figure(l models.SeedLook) []shape {
+func figure(l Look) ([]shape, error) {
 	b := l.Build
-	skin, hair, top, bottom := parseColour(l.Skin), parseColour(l.Hair), parseColour(l.Top), parseColour(l.Bottom)
+	cs, err := parseColours(l.Skin, l.Hair, l.Top, l.Bottom)
+	if err != nil {
+		return nil, err
+	}
+	skin, hair, top, bottom := cs[0], cs[1], cs[2], cs[3]
 	shoes := rgb{38, 36, 36}
 	legs := bottom
 	if l.Dress {
@@ -195,7 +205,7 @@ func figure(l models.SeedLook) []shape {
 		shape{sdCapsule(0, 0.12, 0, 0.19, 0.022), skin, 0.015},
 		shape{sdEllipse(0, 0.08, 0.05, 0.064), skin, 0.035},
 	)
-	return s
+	return s, nil
 }
 
 // floorShadow darkens an elliptical contact shadow centred on (cx, cy) pixels.
@@ -214,8 +224,12 @@ func floorShadow(dst *image.NRGBA, cx, cy, rx, ry, strength float64) {
 }
 
 // product lists the shapes of a product 1 unit high (y 0 to 1) centred on x = 0.
-func product(p models.SeedProduct) []shape {
-	c, a := parseColour(p.Color), parseColour(p.Accent)
+func product(p Product) ([]shape, error) {
+	cs, err := parseColours(p.Color, p.Accent)
+	if err != nil {
+		return nil, err
+	}
+	c, a := cs[0], cs[1]
 	switch p.Shape {
 	case "bottle":
 		body := sdRoundBox(0, 0.62, 0.15, 0.3, 0.05)
@@ -225,14 +239,14 @@ func product(p models.SeedProduct) []shape {
 			{body, c, 0.08},
 			{intersect(body, sdRoundBox(0, 0.64, 1, 0.11, 0)), a, 0.08},
 			{sdRoundBox(0, 0.105, 0.056, 0.04, 0.012), a, 0.02},
-		}
+		}, nil
 	case "jar":
 		body := sdRoundBox(0, 0.64, 0.22, 0.28, 0.06)
 		return []shape{
 			{body, c, 0.1},
 			{intersect(body, sdRoundBox(0, 0.66, 1, 0.09, 0)), a, 0.1},
 			{sdRoundBox(0, 0.34, 0.23, 0.06, 0.02), a, 0.03},
-		}
+		}, nil
 	case "mug":
 		return []shape{
 			{func(x, y float64) float64 {
@@ -240,7 +254,7 @@ func product(p models.SeedProduct) []shape {
 			}, c, 0.02},
 			{sdRoundBox(-0.03, 0.62, 0.19, 0.26, 0.03), c, 0.09},
 			{sdRoundBox(-0.03, 0.62, 0.06, 0.06, 0.03), a, 0},
-		}
+		}, nil
 	default: // box
 		body := sdRoundBox(0, 0.58, 0.26, 0.34, 0.012)
 		return []shape{
@@ -249,6 +263,6 @@ func product(p models.SeedProduct) []shape {
 			{intersect(body, sdRoundBox(0, 0.5, 1, 0.035, 0)), a, 0.05},
 			{sdEllipse(-0.06, 0.22, 0.07, 0.035), a, 0.02},
 			{sdEllipse(0.06, 0.22, 0.07, 0.035), a, 0.02},
-		}
+		}, nil
 	}
 }

@@ -1,18 +1,12 @@
-package local
+package render
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"image"
-	"image/png"
 	"math/rand/v2"
 	"slices"
 	"testing"
-
-	"github.com/shotflow/shotflow/internal/providers"
-	"github.com/shotflow/shotflow/internal/providers/errorcat"
-	"github.com/shotflow/shotflow/models/jobtype"
 )
 
 func TestIdeaSizes(t *testing.T) {
@@ -289,70 +283,6 @@ func TestResolveLook(t *testing.T) {
 		}
 		if l := resolve("red", seed); l.top.r < l.top.b+0.3 && l.outer.r < l.outer.b+0.3 {
 			t.Errorf("seed %d: red gives top %+v, outer %+v", seed, l.top, l.outer)
-		}
-	}
-}
-
-func TestProviderGenerate(t *testing.T) {
-	shot, err := EncodePNG(makeMug())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, jt := range []string{jobtype.PhotoShoot, jobtype.Packshot, jobtype.ModelIdea, jobtype.SceneryIdea} {
-		req := providers.Request{JobType: jt, Model: StudioModel, AspectRatio: "4:5", LongEdge: 320, Seed: 5, Prompt: "tall woman, beach"}
-		if jt == jobtype.PhotoShoot || jt == jobtype.Packshot {
-			req.Inputs = []providers.Input{{Data: shot, ContentType: "image/png"}}
-		}
-		outs, err := Provider{}.Generate(context.Background(), req)
-		if err != nil {
-			t.Fatalf("%s: %v", jt, err)
-		}
-		if len(outs) != 1 || outs[0].ContentType != "image/png" || outs[0].Ext != ".png" || outs[0].Width != 256 || outs[0].Height != 320 {
-			t.Fatalf("%s: outputs %+v", jt, outs)
-		}
-		img, err := png.Decode(bytes.NewReader(outs[0].Data))
-		if err != nil {
-			t.Fatalf("%s: %v", jt, err)
-		}
-		if img.Bounds() != image.Rect(0, 0, 256, 320) {
-			t.Errorf("%s: decoded bounds %v", jt, img.Bounds())
-		}
-	}
-
-	fails := []struct {
-		req  providers.Request
-		want errorcat.Category
-	}{
-		{providers.Request{JobType: jobtype.Packshot}, errorcat.InputMissing},
-		{providers.Request{JobType: jobtype.Packshot, Inputs: []providers.Input{{Data: []byte("not an image")}}}, errorcat.InputMissing},
-		{providers.Request{JobType: jobtype.PhotoShoot, Inputs: []providers.Input{{Data: []byte{0x89, 'P', 'N', 'G'}}}}, errorcat.InputMissing},
-		{providers.Request{JobType: jobtype.ModelIdea, AspectRatio: "7:1"}, errorcat.InternalBug},
-		{providers.Request{JobType: "banner", Inputs: []providers.Input{{Data: shot}}}, errorcat.InternalBug},
-	}
-	for _, f := range fails {
-		_, err := Provider{}.Generate(context.Background(), f.req)
-		if err == nil || providers.Classify(err).Category != f.want {
-			t.Errorf("%s %+v: error %v, want %s", f.req.JobType, f.req.AspectRatio, err, f.want)
-		}
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := (Provider{}).Generate(ctx, providers.Request{JobType: jobtype.SceneryIdea}); providers.Classify(err).Category != errorcat.TransientInfra {
-		t.Errorf("cancelled: %v, want TRANSIENT_INFRA", err)
-	}
-}
-
-func TestProviderServes(t *testing.T) {
-	var _ providers.Provider = Provider{}
-	want := map[string][]string{
-		StudioModel: {jobtype.PhotoShoot, jobtype.Packshot, jobtype.ModelIdea, jobtype.SceneryIdea},
-		MotionModel: {jobtype.Video, jobtype.Reel},
-	}
-	for _, model := range []string{StudioModel, MotionModel, "studio-v2", "", "ok"} {
-		for _, jt := range append(slices.Clone(jobtype.All), "", "banner") {
-			if got := (Provider{}).Serves(model, jt); got != slices.Contains(want[model], jt) {
-				t.Errorf("Serves(%q, %q) = %v", model, jt, got)
-			}
 		}
 	}
 }

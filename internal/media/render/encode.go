@@ -1,4 +1,4 @@
-package local
+package render
 
 import (
 	"bytes"
@@ -26,7 +26,7 @@ var pngEncoder = &png.Encoder{CompressionLevel: png.BestSpeed, BufferPool: &enco
 // EncodePNG encodes img as a PNG using the fastest compression level.
 func EncodePNG(img image.Image) ([]byte, error) {
 	if img == nil {
-		return nil, errors.New("local: EncodePNG: nil image")
+		return nil, errors.New("render: EncodePNG: nil image")
 	}
 	b := img.Bounds()
 	var buf bytes.Buffer

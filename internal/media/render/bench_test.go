@@ -1,18 +1,14 @@
-package local
+package render
 
 import (
-	"context"
 	"runtime"
 	"runtime/metrics"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/shotflow/shotflow/internal/providers"
-	"github.com/shotflow/shotflow/models/jobtype"
 )
 
-// BenchmarkPhotoShoot1024 and BenchmarkPhotoShoot1024Concurrent8 live in local_test.go.
+// BenchmarkPhotoShoot1024 and BenchmarkPhotoShoot1024Concurrent8 live in render_test.go.
 
 func BenchmarkPackshot1024(b *testing.B) {
 	photo := benchShot()
@@ -46,10 +42,11 @@ func BenchmarkIdea1024(b *testing.B) {
 }
 
 // BenchmarkPhotoShootJobs renders the 5 photo-shoot jobs of a product (seeds 0 to 4) from its
-// 1024×1024 PNG packshot at long edge 64 through Provider.Generate, as a worker with
-// RENDER_LONG_EDGE=64 does; one op is one job. "cold" empties inputCache before every job (each job
-// decodes and mattes the packshot, as before the cache), "warm" only before each product (the first
-// of its 5 jobs does), "hit" never after the first job (every other job is a cache hit).
+// 1024×1024 PNG packshot at long edge 64 as the local provider's Generate does (PhotoShootFile,
+// then EncodePNG), as a worker with RENDER_LONG_EDGE=64 does; one op is one job. "cold" empties
+// inputCache before every job (each job decodes and mattes the packshot, as before the cache),
+// "warm" only before each product (the first of its 5 jobs does), "hit" never after the first job
+// (every other job is a cache hit).
 func BenchmarkPhotoShootJobs(b *testing.B) {
 	data, err := EncodePNG(benchShot())
 	if err != nil {
@@ -67,9 +64,11 @@ func BenchmarkPhotoShootJobs(b *testing.B) {
 				if i == 0 || bc.every > 0 && i%bc.every == 0 {
 					inputCache.reset()
 				}
-				req := providers.Request{JobType: jobtype.PhotoShoot, Model: StudioModel, LongEdge: 64,
-					Seed: int64(i % jobsPerProduct), Inputs: []providers.Input{{Data: data, ContentType: "image/png"}}}
-				if _, err := (Provider{}).Generate(context.Background(), req); err != nil {
+				img, err := PhotoShootFile(data, PhotoShootOptions{LongEdge: 64, Seed: int64(i % jobsPerProduct)})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := EncodePNG(img); err != nil {
 					b.Fatal(err)
 				}
 			}

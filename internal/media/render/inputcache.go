@@ -1,4 +1,4 @@
-package local
+package render
 
 import (
 	"container/list"
@@ -9,7 +9,7 @@ import (
 	"golang.org/x/sync/singleflight"
 )
 
-// MatteCacheBytes bounds the pixel bytes of the matted inputs the provider keeps (see matteCache):
+// MatteCacheBytes bounds the pixel bytes of the matted inputs the package keeps (see matteCache):
 // 64 MiB holds over a thousand packshots matted for 64-pixel canvases (at most 96×96 pixels each),
 // and at RENDER_LONG_EDGE=4096 still a few large ones, while the heap of a worker stays bounded.
 // A matted input larger than the bound is not kept at all.
@@ -20,7 +20,7 @@ const MatteCacheBytes = 64 << 20
 const matteEntryOverhead = 256
 
 // matteKey identifies a matted input: matteInput's result depends on the input image (its file's
-// SHA-256), the canvas (the size CanvasSize gives the request's aspect ratio and long edge) and
+// SHA-256), the canvas (the size CanvasSize gives the render's aspect ratio and long edge) and
 // the spec, nothing else.
 type matteKey struct {
 	sum  [sha256.Size]byte // SHA-256 of the input file
@@ -54,7 +54,8 @@ type matteCache struct {
 	byKey map[matteKey]*list.Element // the elements of lru
 }
 
-// inputCache is the provider's cache of matted inputs, shared by every Provider value.
+// inputCache is the package's cache of matted inputs, shared by every PhotoShootFile and
+// PackshotFile call in the process.
 var inputCache = newMatteCache(MatteCacheBytes)
 
 // newMatteCache returns an empty cache that keeps at most limit bytes.

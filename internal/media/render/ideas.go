@@ -1,4 +1,4 @@
-package local
+package render
 
 import (
 	"fmt"
@@ -53,7 +53,7 @@ func Idea(kind IdeaKind, preferences string, opts IdeaOptions) (*image.NRGBA, er
 		img, _, err := modelIdea(preferences, opts)
 		return img, err
 	}
-	return nil, fmt.Errorf("local: Idea: unknown kind %q", kind)
+	return nil, fmt.Errorf("render: Idea: unknown kind %q", kind)
 }
 
 // modelIdea renders a model idea and also reports the figure's rectangle on

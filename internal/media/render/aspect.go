@@ -1,7 +1,4 @@
-// Package local is the offline "local" generator: it renders real product
-// photographs in pure Go by matting a packshot and compositing it into a
-// procedural (or supplied) scene, deterministically from its inputs.
-package local
+package render
 
 import (
 	"errors"
@@ -23,7 +20,7 @@ const MaxLongEdge = 8192
 const MaxAspectSpan = 4
 
 // ErrInvalidAspectRatio is wrapped by every aspect-ratio parsing error.
-var ErrInvalidAspectRatio = errors.New("local: invalid aspect ratio")
+var ErrInvalidAspectRatio = errors.New("render: invalid aspect ratio")
 
 // ParseAspectRatio parses a "W:H" aspect ratio such as "16:9" into its two
 // positive terms (as written, not reduced), rejecting zero, garbage and
@@ -81,7 +78,7 @@ func CanvasSize(aspect string, longEdge int) (width, height int, err error) {
 		longEdge = DefaultLongEdge
 	}
 	if longEdge < MinLongEdge || longEdge > MaxLongEdge {
-		return 0, 0, fmt.Errorf("local: long edge %d out of range [%d, %d]", longEdge, MinLongEdge, MaxLongEdge)
+		return 0, 0, fmt.Errorf("render: long edge %d out of range [%d, %d]", longEdge, MinLongEdge, MaxLongEdge)
 	}
 	long := longEdge &^ 1
 	l, s := aw, ah

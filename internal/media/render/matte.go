@@ -1,4 +1,4 @@
-package local
+package render
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 )
 
 // errInvisible reports a packshot without a single visible pixel.
-var errInvisible = errors.New("local: packshot has no visible pixels")
+var errInvisible = errors.New("render: packshot has no visible pixels")
 
 // Per-pixel flags used while matting.
 const (
@@ -456,9 +456,9 @@ func roundedCard(src raster) matteResult {
 const studioWhite = 245
 
 // floodShadow extends the background over the soft contact shadow of a packshot on white (such as
-// the local packshot renderer draws): from background pixels into neutral grey neighbours whose
-// brightness changes gently, so the shadow is not kept as part of the product. Product edges are
-// coloured or change sharply, which stops it; very dark pixels are never taken.
+// Packshot draws): from background pixels into neutral grey neighbours whose brightness changes
+// gently, so the shadow is not kept as part of the product. Product edges are coloured or change
+// sharply, which stops it; very dark pixels are never taken.
 func floodShadow(src raster, flags []uint8, stack []int32) []int32 {
 	const (
 		maxChroma = 12 // max-min channel spread of a neutral grey
