@@ -212,7 +212,7 @@ func TestEveryRouteChecksItsPermission(t *testing.T) {
 		norm := r.Method + " " + paramSegment.ReplaceAllString(rel, "/:")
 		perms, inSpec := specRoutes[norm]
 		if !inSpec {
-			t.Errorf("route %s %s is not in plugin-api-v1.md", r.Method, r.Path)
+			t.Errorf("route %s %s is not in specRoutes (api/openapi.yaml)", r.Method, r.Path)
 			continue
 		}
 		if norm == "PUT /uploads/:" || norm == "GET /openapi.yaml" {
