@@ -13,8 +13,8 @@ import (
 	"github.com/shotflow/shotflow/models/status"
 )
 
-// The record lists and reviews of the external content API (external-content-api.md, Listed
-// records): an account's own fashion models and sceneries, its packshots (with the packshot jobs
+// The record lists and reviews of the external content API (api/external/openapi.yaml,
+// RecordItem, ImageItem, VideoItem): an account's own fashion models and sceneries, its packshots (with the packshot jobs
 // still generating theirs), its photo-shoot images and its videos and reels. Every list is newest
 // first by (created_at, id) and reads a handful of indexed queries whatever its length.
 

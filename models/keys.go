@@ -19,7 +19,7 @@ const (
 	ExternalKeyPrefix = "mk_live_"
 )
 
-// PluginScopes are the scopes a new plugin installation key gets by default (plugin-api-v1.md).
+// PluginScopes are the scopes a new plugin installation key gets by default: every scope api/openapi.yaml names.
 var PluginScopes = []string{
 	"plugin.jobs:write", "plugin.jobs:read", "plugin.assets:write", "plugin.installations.manage",
 	"plugin.webhooks:manage", "plugin.presets:read", "plugin.catalog:read", "plugin.catalog:write",

@@ -22,7 +22,7 @@ const (
 	WebhookFailed = "failed"
 )
 
-// PreviousSecretGrace is how long a rotated-out webhook secret keeps signing (plugin-api-v1.md).
+// PreviousSecretGrace is how long a rotated-out webhook secret keeps signing (api/openapi.yaml, rotateWebhookSecret).
 const PreviousSecretGrace = 48 * time.Hour
 
 // WebhookDelivery is one notification of a terminal job run to its installation's callback URL.

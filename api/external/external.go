@@ -1,4 +1,4 @@
-// Package external serves the external content API (external-content-api.md) under
+// Package external serves the external content API (api/external/openapi.yaml) under
 // /api/external: team accounts' keys (mk_live_…), scopes, rate limits and the {error} envelope,
 // over the same order engine and read model as the plugin API.
 package external
@@ -24,7 +24,7 @@ import (
 // Base is the path prefix of every external route.
 const Base = "/api/external"
 
-// Scopes the routes require (external-content-api.md, Authentication); models.ExternalScopeNames
+// Scopes the routes require (api/external/openapi.yaml, Authentication and scopes); models.ExternalScopeNames
 // lists every scope a key may carry, including the reserved queue.nudge.
 const (
 	ScopeRegister = "content.register" // POST routes: create orders, trigger generation

@@ -21,7 +21,7 @@ import (
 	"github.com/shotflow/shotflow/models/jobtype"
 )
 
-// Limits of the register-* routes (external-content-api.md, Limits).
+// Limits of the register-* routes (api/external/openapi.yaml, their request schemas).
 const (
 	DefaultIdeaCount = 10 // models, sceneries, photo-shoot images and packshots per request by default
 	MaxIdeaCount     = 20 // models, sceneries and photo-shoot images per request
@@ -352,7 +352,7 @@ func (h *Handler) registerPackshots(c *gin.Context) {
 }
 
 // registerPhotoShoot creates count photo-shoot images of a product photo from that photo's own
-// accepted packshot (rules 1–4 of external-content-api.md; engine.PlanPhotoShoot).
+// accepted packshot (rules 1–4 of registerPhotoShoot in api/external/openapi.yaml; engine.PlanPhotoShoot).
 func (h *Handler) registerPhotoShoot(c *gin.Context) {
 	in, err := readConfigRequest(c, MaxIdeaCount)
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 	"github.com/shotflow/shotflow/models/status"
 )
 
-// Orders page limits (external-content-api.md, Limits).
+// Orders page limits (api/external/openapi.yaml, listOrders: limit).
 const (
 	DefaultOrdersLimit = 20
 	MaxOrdersLimit     = 50

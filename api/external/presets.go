@@ -20,7 +20,7 @@ import (
 	"github.com/shotflow/shotflow/models"
 )
 
-// Presets (external-content-api.md, Preset item): GET lists the system presets and the account's
+// Presets (api/external/openapi.yaml, PresetItem): GET lists the system presets and the account's
 // own, POST creates an account's preset from a multipart form, PUT changes one.
 
 // Limits of GET /presets and of the preset forms.

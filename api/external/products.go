@@ -18,7 +18,7 @@ import (
 	"github.com/shotflow/shotflow/models/status"
 )
 
-// Statuses of a product photo (external-content-api.md, Listed records).
+// Statuses of a product photo (api/external/openapi.yaml, ProductStatus).
 const (
 	ProductUploaded   = "UPLOADED"   // stored and prepared: usable for generation
 	ProductInProgress = "INPROGRESS" // awaiting its bytes or being prepared

@@ -17,7 +17,7 @@ import (
 	"github.com/shotflow/shotflow/models"
 )
 
-// Record lists (external-content-api.md, Listed records) and the reviews of packshots and
+// Record lists (api/external/openapi.yaml, RecordItem, ImageItem, VideoItem) and the reviews of packshots and
 // photo-shoot images.
 
 // statusFilter values of the record lists; "" is StatusFilterAll.

@@ -14,7 +14,7 @@ import (
 	"github.com/shotflow/shotflow/models"
 )
 
-// Permissions named per route in plugin-api-v1.md.
+// Permissions named per route in api/openapi.yaml (x-permissions).
 const (
 	PermJobsCreate          = "plugin.jobs:create"
 	PermJobsRead            = "plugin.jobs:read"

@@ -141,14 +141,14 @@ func TestPermissionsMapping(t *testing.T) {
 			assert.Equal(t, c.want, got, "Permissions(%q)", c.scopes)
 		}
 	}
-	// The README's table: every scope named by the spec is mapped.
+	// The scope table of api/openapi.yaml: every scope it names is mapped.
 	for _, s := range []string{"plugin.jobs:write", "plugin.jobs:read", "plugin.assets:write", "plugin.installations.manage",
 		"plugin.webhooks:manage", "plugin.presets:read", "plugin.catalog:read", "plugin.catalog:write"} {
 		assert.NotEmpty(t, plugin.ScopePermissions[s], "scope %s grants nothing", s)
 	}
 }
 
-// specRoutes is the endpoint table of plugin-api-v1.md: method and path (parameters written ":")
+// specRoutes is the plugin API's endpoint table (api/openapi.yaml): method and path (parameters written ":")
 // to the permissions of which any one is enough; an empty list means any valid key.
 var specRoutes = map[string][]string{
 	"GET /me":                           {},
@@ -212,7 +212,7 @@ func TestEveryRouteChecksItsPermission(t *testing.T) {
 		norm := r.Method + " " + paramSegment.ReplaceAllString(rel, "/:")
 		perms, inSpec := specRoutes[norm]
 		if !inSpec {
-			t.Errorf("route %s %s is not in plugin-api-v1.md", r.Method, r.Path)
+			t.Errorf("route %s %s is not in specRoutes (api/openapi.yaml)", r.Method, r.Path)
 			continue
 		}
 		if norm == "PUT /uploads/:" || norm == "GET /openapi.yaml" {

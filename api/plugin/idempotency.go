@@ -45,7 +45,7 @@ import (
 //     deletes the claim, so a corrected retry may use the same key at once.
 //   - The same key with the same payload within 24 hours of the answer replays that answer: the
 //     same status, headers and body, byte for byte, plus Idempotent-Replayed: true. Sessions
-//     (POST /jobs, clone) replay their 201 as 200, as plugin-api-v1.md says.
+//     (POST /jobs, clone) replay their 201 as 200, as api/openapi.yaml says (Idempotency).
 //   - The same key with a different payload answers 409 idempotency_conflict.
 //   - A request that arrives while the first one with its key and payload is still running waits
 //     for it (up to idempotencyWait, 10 s) and then replays its answer; should the first still run

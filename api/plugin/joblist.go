@@ -18,7 +18,7 @@ import (
 	"github.com/shotflow/shotflow/models/status"
 )
 
-// GET /jobs page size bounds (plugin-api-v1.md, Limits).
+// GET /jobs page size bounds (api/openapi.yaml, listJobs: limit).
 const (
 	DefaultJobsLimit = 50
 	MaxJobsLimit     = 200

@@ -1,4 +1,4 @@
-// Package plugin serves the plugin integration API (plugin-api-v1.md) under /api/v1/plugin.
+// Package plugin serves the plugin integration API (api/openapi.yaml) under /api/v1/plugin.
 package plugin
 
 import (

@@ -17,7 +17,7 @@ import (
 	"github.com/shotflow/shotflow/models"
 )
 
-// Session bounds (plugin-api-v1.md leaves them to the service; api/openapi.yaml documents them).
+// Session bounds (the service chooses them; api/openapi.yaml documents them).
 const (
 	MaxSubjectsPerSession = 100
 	MaxImagesPerSubject   = 20

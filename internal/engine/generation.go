@@ -357,7 +357,7 @@ func (e *Generation) ApprovedPackshot(ctx context.Context, accountID, photoID st
 }
 
 // PlanPhotoShoot plans Count photo-shoot images of a product photo from that photo's own approved
-// packshot (rules 1–4 of external-content-api.md). A preset that requires a scenery needs one in
+// packshot (rules 1–4 of registerPhotoShoot in api/external/openapi.yaml). A preset that requires a scenery needs one in
 // the request (KindInvalid); one that recommends a scenery gets DefaultSceneryID when the request
 // names none and the account may use it.
 func (e *Generation) PlanPhotoShoot(ctx context.Context, r Requester, in ConfigInput) (*Plan, error) {

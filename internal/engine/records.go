@@ -8,8 +8,8 @@ import (
 	"github.com/shotflow/shotflow/models"
 )
 
-// The account's records as the external API lists and reviews them (external-content-api.md,
-// Listed records): fashion models, sceneries, packshots, photo-shoot images and videos. Every
+// The account's records as the external API lists and reviews them (api/external/openapi.yaml,
+// RecordItem, ImageItem, VideoItem): fashion models, sceneries, packshots, photo-shoot images and videos. Every
 // use case here is scoped to the account; another account's record is KindNotFound.
 
 // ListAccountReferenceItems lists the account's own fashion models or sceneries (kind), not

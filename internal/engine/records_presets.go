@@ -8,7 +8,7 @@ import (
 	"github.com/shotflow/shotflow/models"
 )
 
-// Presets an account sees and owns (external-content-api.md, Preset item): the system presets and
+// Presets an account sees and owns (api/external/openapi.yaml, PresetItem): the system presets and
 // its own, which it creates and changes.
 
 // ListAccountPresets lists the published presets the account sees, the first limit of them

@@ -19,7 +19,7 @@ import (
 	"github.com/shotflow/shotflow/models/status"
 )
 
-// Sessions: a session (plugin-api-v1.md) is an order of jobs for several products, each product a
+// Sessions: a session (api/openapi.yaml, createSession) is an order of jobs for several products, each product a
 // subject with its images_count and AI model. The engine plans it (the catalog, pricing and
 // packshot approval rules), commits it idempotently with the caller's record, and starts it.
 
@@ -60,8 +60,8 @@ type SessionRequest struct {
 }
 
 // PlanSession validates a session against the catalog and resolves each subject's input: the
-// approved packshot of a photo-shoot subject, the uploaded photo of a packshot subject (rules 1–3
-// of plugin-api-v1.md), and the config's scenery_id and model_id (which must be ones the account
+// approved packshot of a photo-shoot subject, the uploaded photo of a packshot subject (the rules
+// of createSession in api/openapi.yaml), and the config's scenery_id and model_id (which must be ones the account
 // may use). It returns the order and jobs to commit, or a refusal: KindInvalid naming the field, or KindPrerequisite (ReasonPackshotNotApproved) listing the products without an
 // approved packshot. Nothing is written.
 func (e *Sessions) PlanSession(ctx context.Context, req SessionRequest) (*models.Order, []models.Job, error) {

@@ -11,8 +11,8 @@ import (
 	"github.com/shotflow/shotflow/models/status"
 )
 
-// Event types (plugin-api-v1.md, Events). An expired job is reported as job.failed, with
-// status "expired": the spec names three kinds and expiry is a failure to run.
+// Event types (api/openapi.yaml, webhooks). An expired job is reported as job.failed, with
+// status "expired": the API names three kinds and expiry is a failure to run.
 const (
 	EventJobCompleted = "job.completed"
 	EventJobFailed    = "job.failed"

@@ -107,7 +107,7 @@ func TestBuildJobPayload(t *testing.T) {
 	}
 	for _, k := range []string{"packshot_asset_id", "product_label", "product_ref", "voting", "voting_at"} {
 		if _, ok := raw[k]; !ok {
-			t.Errorf("the payload lacks %q at its top level (plugin-api-v1.md, Webhook payload)", k)
+			t.Errorf("the payload lacks %q at its top level (api/openapi.yaml, WebhookEvent)", k)
 		}
 	}
 }

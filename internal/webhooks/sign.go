@@ -18,7 +18,7 @@ import (
 )
 
 // Headers of every webhook request. X-Service-Signature carries the same value as
-// webhook-signature (plugin-api-v1.md names it; Standard Webhooks libraries read the other).
+// webhook-signature (api/openapi.yaml names it; Standard Webhooks libraries read the other).
 const (
 	HeaderID               = "webhook-id"
 	HeaderTimestamp        = "webhook-timestamp"

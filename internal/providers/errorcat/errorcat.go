@@ -1,5 +1,5 @@
-// Package errorcat names the failure categories of a generation attempt (external-content-api.md,
-// Errors) and says which of them the job workflow retries.
+// Package errorcat names the failure categories of a generation attempt (api/external/openapi.yaml,
+// ErrorCategory) and says which of them the job workflow retries.
 package errorcat
 
 // Category is the errorCategory of a failed or retried job.

@@ -85,7 +85,7 @@ func TestSupportRetriesAFailedJobAsANewRun(t *testing.T) {
 	jobID, orderID := failedJob(t, env, api, "teapot")
 	expectNotified(t, env, receiver, secret, jobID, webhooks.EventJobFailed, status.JobFailed)
 
-	// Support finds it the way the README shows.
+	// Support finds it the way docs/operations.md shows.
 	list, err := support.ListJobs(ctx, env.DB, ui, support.JobFilter{Status: status.JobFailed, Category: "CONTENT_POLICY", InstallationID: tenant.InstallationID})
 	if err != nil || list.Count != 1 || list.Jobs[0].JobID != jobID || list.Jobs[0].OrderID != orderID {
 		t.Fatalf("list = %+v, %v", list, err)
