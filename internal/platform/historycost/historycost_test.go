@@ -16,7 +16,7 @@ import (
 // The fixtures are the workflows' recorded histories of a two-job order (recorded by
 // TestPluginPhotoSessionEndToEnd), whose events and actions docs/benchmarks.md lists one by one.
 func loadHistory(t *testing.T, name string) []*historypb.HistoryEvent {
-	f, err := os.Open("../../workflows/testdata/" + name)
+	f, err := os.Open("../../../workflows/testdata/" + name)
 	require.NoError(t, err)
 	defer f.Close()
 	h, err := client.HistoryFromJSON(f, client.HistoryJSONOptions{})
