@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/shotflow/shotflow/activities"
+	"github.com/shotflow/shotflow/activities/contract"
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/models/status"
 )
@@ -147,7 +148,7 @@ func JobWorkflow(ctx workflow.Context, in JobInput) (JobResult, error) {
 // the first two in one FinishJob local activity; JobShapeOriginal (only on replay of runs started
 // before issue 15) settles with CompleteJob or EndJob and records the webhook after the status
 // upsert with NotifyJobEnded.
-func finishJob(ctx workflow.Context, in JobInput, fin activities.FinishJobInput, res JobResult) (JobResult, error) {
+func finishJob(ctx workflow.Context, in JobInput, fin contract.FinishJobInput, res JobResult) (JobResult, error) {
 	var a *activities.Activities
 	if in.Shape < JobShapeLean {
 		var err error
@@ -163,7 +164,7 @@ func finishJob(ctx workflow.Context, in JobInput, fin activities.FinishJobInput,
 		webhookNotStarted(ctx, in.JobID, NotifyJobEnded(ctx, in.JobID, in.Run))
 		return res, nil
 	}
-	var rec activities.RecordWebhookResult
+	var rec contract.RecordWebhookResult
 	if err := project(ctx, a.FinishJob, &rec, fin); err != nil {
 		return JobResult{}, err
 	}
@@ -208,8 +209,8 @@ func runJob(ctx workflow.Context, in JobInput, gate *startGate) (JobResult, erro
 		return gate.awaitCancelled(ctx)
 	}
 	for attempt := 1; ; attempt++ {
-		err := project(ctx, a.BeginAttempt, nil, activities.AttemptInput{JobID: in.JobID, Run: in.Run, Attempt: attempt})
-		if isType(err, activities.ErrTypeJobNotRunnable) {
+		err := project(ctx, a.BeginAttempt, nil, contract.AttemptInput{JobID: in.JobID, Run: in.Run, Attempt: attempt})
+		if isType(err, contract.ErrTypeJobNotRunnable) {
 			return JobResult{Status: statusNotRunnable, Attempts: attempt - 1}, nil
 		}
 		if err != nil {
@@ -218,11 +219,11 @@ func runJob(ctx workflow.Context, in JobInput, gate *startGate) (JobResult, erro
 		if attempt == 1 && in.Shape < JobShapeLean {
 			setStatus(ctx, status.JobInProgress, "")
 		}
-		var gen activities.GenerateResult
+		var gen contract.GenerateResult
 		// An outage of the database or the blob store is waited out here and is no attempt.
-		err = runActivity(ctx, actx, a.Generate, &gen, activities.AttemptInput{JobID: in.JobID, Run: in.Run, Attempt: attempt})
+		err = runActivity(ctx, actx, a.Generate, &gen, contract.AttemptInput{JobID: in.JobID, Run: in.Run, Attempt: attempt})
 		if err == nil {
-			return finishJob(ctx, in, activities.FinishJobInput{Complete: &activities.CompleteInput{
+			return finishJob(ctx, in, contract.FinishJobInput{Complete: &contract.CompleteInput{
 				JobID: in.JobID, Run: in.Run, Outputs: gen.Outputs,
 			}}, JobResult{Status: status.JobCompleted, Attempts: attempt})
 		}
@@ -269,7 +270,7 @@ func runJob(ctx workflow.Context, in JobInput, gate *startGate) (JobResult, erro
 
 func markRetryPending(ctx workflow.Context, in JobInput, category errorcat.Category, detail string) error {
 	var a *activities.Activities
-	err := project(ctx, a.MarkRetryPending, nil, activities.RetryPendingInput{
+	err := project(ctx, a.MarkRetryPending, nil, contract.RetryPendingInput{
 		JobID: in.JobID, Run: in.Run, Category: category, Detail: detail,
 	})
 	if err == nil {
@@ -279,8 +280,8 @@ func markRetryPending(ctx workflow.Context, in JobInput, category errorcat.Categ
 }
 
 func endJob(ctx workflow.Context, in JobInput, attempt int, category errorcat.Category, detail string) (JobResult, error) {
-	end := activities.EndInput{JobID: in.JobID, Run: in.Run, Status: status.JobFailed, Category: category, Detail: detail}
-	return finishJob(ctx, in, activities.FinishJobInput{End: &end},
+	end := contract.EndInput{JobID: in.JobID, Run: in.Run, Status: status.JobFailed, Category: category, Detail: detail}
+	return finishJob(ctx, in, contract.FinishJobInput{End: &end},
 		JobResult{Status: status.JobFailed, Attempts: attempt, Category: category})
 }
 

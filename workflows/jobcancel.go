@@ -5,6 +5,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/shotflow/shotflow/activities"
+	"github.com/shotflow/shotflow/activities/contract"
 	"github.com/shotflow/shotflow/models/status"
 )
 
@@ -23,7 +24,7 @@ type startGate struct {
 	// recorded: the accepted cancel is stored (the job is cancelled, its reservation released).
 	recorded bool
 	// delivery is the webhook FinishJob recorded with the cancel (JobShapeQuiet).
-	delivery *activities.RecordWebhookResult
+	delivery *contract.RecordWebhookResult
 }
 
 // register installs the job's cancel-job Update handler. It must run before the first attempt is
@@ -70,12 +71,12 @@ func (g *startGate) cancel(ctx workflow.Context, jobID string, _ CancelOptions) 
 // JobShapeQuiet, with EndJob alone (the webhook follows in JobWorkflow) in older shapes.
 func (g *startGate) record(ctx workflow.Context) error {
 	var a *activities.Activities
-	end := activities.EndInput{JobID: g.in.JobID, Run: g.in.Run, Status: status.JobCancelled}
+	end := contract.EndInput{JobID: g.in.JobID, Run: g.in.Run, Status: status.JobCancelled}
 	if g.in.Shape < JobShapeQuiet {
 		return project(ctx, a.EndJob, nil, end)
 	}
-	var rec activities.RecordWebhookResult
-	if err := project(ctx, a.FinishJob, &rec, activities.FinishJobInput{End: &end}); err != nil {
+	var rec contract.RecordWebhookResult
+	if err := project(ctx, a.FinishJob, &rec, contract.FinishJobInput{End: &end}); err != nil {
 		return err
 	}
 	g.delivery = &rec

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/shotflow/shotflow/activities"
+	"github.com/shotflow/shotflow/activities/contract"
 )
 
 // WebhookWorkflowID returns the workflow ID for a webhook delivery. Every run of the delivery
@@ -72,7 +73,7 @@ func WebhookDeliveryWorkflow(ctx workflow.Context, in WebhookDeliveryInput) (Web
 			BackoffCoefficient:     2,
 			MaximumInterval:        30 * time.Second,
 			MaximumAttempts:        5,
-			NonRetryableErrorTypes: []string{activities.ErrTypeWebhookDeliveryNotFound},
+			NonRetryableErrorTypes: []string{contract.ErrTypeWebhookDeliveryNotFound},
 		},
 	})
 	var res WebhookDeliveryResult
@@ -84,14 +85,14 @@ func WebhookDeliveryWorkflow(ctx workflow.Context, in WebhookDeliveryInput) (Web
 			}
 		}
 		res.Attempts = attempt
-		var out activities.DeliverResult
+		var out contract.DeliverResult
 		// A database outage is waited out: the attempt is made once the delivery can be read and recorded.
-		err := runActivity(ctx, actx, a.DeliverWebhook, &out, activities.DeliverInput{
+		err := runActivity(ctx, actx, a.DeliverWebhook, &out, contract.DeliverInput{
 			DeliveryID: in.DeliveryID, Attempt: attempt, Replay: in.Replay,
 			NextDelay: WebhookDelay(in.DeliveryID, attempt+1),
 		})
 		var appErr *temporal.ApplicationError
-		if errors.As(err, &appErr) && appErr.Type() == activities.ErrTypeWebhookDeliveryNotFound {
+		if errors.As(err, &appErr) && appErr.Type() == contract.ErrTypeWebhookDeliveryNotFound {
 			return res, err
 		}
 		if temporal.IsCanceledError(err) {
@@ -128,8 +129,8 @@ func WebhookSearchAttributes(accountID, installationID, orderID string) temporal
 // no webhook will be sent for this run; callers log it rather than fail the job.
 func NotifyJobEnded(ctx workflow.Context, jobID string, run int) error {
 	var a *activities.Activities
-	var rec activities.RecordWebhookResult
-	if err := project(ctx, a.RecordJobWebhook, &rec, activities.RecordWebhookInput{JobID: jobID, Run: run}); err != nil {
+	var rec contract.RecordWebhookResult
+	if err := project(ctx, a.RecordJobWebhook, &rec, contract.RecordWebhookInput{JobID: jobID, Run: run}); err != nil {
 		return err
 	}
 	return startDelivery(ctx, rec)
@@ -137,7 +138,7 @@ func NotifyJobEnded(ctx workflow.Context, jobID string, run int) error {
 
 // startDelivery starts the WebhookDeliveryWorkflow of a recorded job webhook, as an abandoned
 // child, when it has a receiver; a delivery already started counts as started.
-func startDelivery(ctx workflow.Context, rec activities.RecordWebhookResult) error {
+func startDelivery(ctx workflow.Context, rec contract.RecordWebhookResult) error {
 	if !rec.Deliver {
 		return nil
 	}
