@@ -7,7 +7,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/shotflow/shotflow/activities"
 	"github.com/shotflow/shotflow/activities/contract"
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/models/status"
@@ -149,13 +148,12 @@ func JobWorkflow(ctx workflow.Context, in JobInput) (JobResult, error) {
 // before issue 15) settles with CompleteJob or EndJob and records the webhook after the status
 // upsert with NotifyJobEnded.
 func finishJob(ctx workflow.Context, in JobInput, fin contract.FinishJobInput, res JobResult) (JobResult, error) {
-	var a *activities.Activities
 	if in.Shape < JobShapeLean {
 		var err error
 		if fin.Complete != nil {
-			err = project(ctx, a.CompleteJob, nil, *fin.Complete)
+			err = project(ctx, contract.CompleteJob, nil, *fin.Complete)
 		} else {
-			err = project(ctx, a.EndJob, nil, *fin.End)
+			err = project(ctx, contract.EndJob, nil, *fin.End)
 		}
 		if err != nil {
 			return JobResult{}, err
@@ -165,7 +163,7 @@ func finishJob(ctx workflow.Context, in JobInput, fin contract.FinishJobInput, r
 		return res, nil
 	}
 	var rec contract.RecordWebhookResult
-	if err := project(ctx, a.FinishJob, &rec, fin); err != nil {
+	if err := project(ctx, contract.FinishJob, &rec, fin); err != nil {
 		return JobResult{}, err
 	}
 	setStatus(ctx, res.Status, res.Category)
@@ -185,7 +183,6 @@ func webhookNotStarted(ctx workflow.Context, jobID string, err error) {
 const statusNotRunnable = "not_runnable"
 
 func runJob(ctx workflow.Context, in JobInput, gate *startGate) (JobResult, error) {
-	var a *activities.Activities
 	opts := in.Options.withDefaults()
 	generateQueue := ""
 	if in.Provider != "" {
@@ -209,7 +206,7 @@ func runJob(ctx workflow.Context, in JobInput, gate *startGate) (JobResult, erro
 		return gate.awaitCancelled(ctx)
 	}
 	for attempt := 1; ; attempt++ {
-		err := project(ctx, a.BeginAttempt, nil, contract.AttemptInput{JobID: in.JobID, Run: in.Run, Attempt: attempt})
+		err := project(ctx, contract.BeginAttempt, nil, contract.AttemptInput{JobID: in.JobID, Run: in.Run, Attempt: attempt})
 		if isType(err, contract.ErrTypeJobNotRunnable) {
 			return JobResult{Status: statusNotRunnable, Attempts: attempt - 1}, nil
 		}
@@ -221,7 +218,7 @@ func runJob(ctx workflow.Context, in JobInput, gate *startGate) (JobResult, erro
 		}
 		var gen contract.GenerateResult
 		// An outage of the database or the blob store is waited out here and is no attempt.
-		err = runActivity(ctx, actx, a.Generate, &gen, contract.AttemptInput{JobID: in.JobID, Run: in.Run, Attempt: attempt})
+		err = runActivity(ctx, actx, contract.Generate, &gen, contract.AttemptInput{JobID: in.JobID, Run: in.Run, Attempt: attempt})
 		if err == nil {
 			return finishJob(ctx, in, contract.FinishJobInput{Complete: &contract.CompleteInput{
 				JobID: in.JobID, Run: in.Run, Outputs: gen.Outputs,
@@ -269,8 +266,7 @@ func runJob(ctx workflow.Context, in JobInput, gate *startGate) (JobResult, erro
 }
 
 func markRetryPending(ctx workflow.Context, in JobInput, category errorcat.Category, detail string) error {
-	var a *activities.Activities
-	err := project(ctx, a.MarkRetryPending, nil, contract.RetryPendingInput{
+	err := project(ctx, contract.MarkRetryPending, nil, contract.RetryPendingInput{
 		JobID: in.JobID, Run: in.Run, Category: category, Detail: detail,
 	})
 	if err == nil {

@@ -6,7 +6,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/shotflow/shotflow/activities"
 	"github.com/shotflow/shotflow/activities/contract"
 )
 
@@ -32,13 +31,12 @@ var prepareRetry = &temporal.RetryPolicy{
 // signalled, so a job waiting with INPUT_NOT_READY runs again at once: it generates from the
 // prepared image, or fails with INPUT_MISSING when the upload was unusable.
 func PrepareInputWorkflow(ctx workflow.Context, in PrepareInput) (contract.PrepareResult, error) {
-	var a *activities.Activities
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 2 * time.Minute,
 		RetryPolicy:         prepareRetry,
 	})
 	var res contract.PrepareResult
-	err := runActivity(ctx, actx, a.PrepareAsset, &res, in.AssetID)
+	err := runActivity(ctx, actx, contract.PrepareAsset, &res, in.AssetID)
 	if isType(err, contract.ErrTypeAssetGone) {
 		return res, nil
 	}
@@ -47,12 +45,12 @@ func PrepareInputWorkflow(ctx workflow.Context, in PrepareInput) (contract.Prepa
 			return res, err
 		}
 		workflow.GetLogger(ctx).Error("upload could not be prepared", "asset_id", in.AssetID, "error", err)
-		if err := project(ctx, a.InvalidateAsset, &res, in.AssetID, "the file could not be processed; upload it again"); err != nil {
+		if err := project(ctx, contract.InvalidateAsset, &res, in.AssetID, "the file could not be processed; upload it again"); err != nil {
 			return res, err
 		}
 	}
 	var waiting []contract.JobRunRef
-	if err := project(ctx, a.JobsWaitingFor, &waiting, in.AssetID); err != nil {
+	if err := project(ctx, contract.JobsWaitingFor, &waiting, in.AssetID); err != nil {
 		return res, err
 	}
 	signals := make([]workflow.Future, 0, len(waiting))

@@ -19,6 +19,7 @@ func newPrepareEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 	env := s.NewTestWorkflowEnvironment()
+	checkActivityCalls(t, env)
 	env.RegisterWorkflow(workflows.PrepareInputWorkflow)
 	env.RegisterActivity(wa)
 	t.Cleanup(func() { env.AssertExpectations(t) })

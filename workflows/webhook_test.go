@@ -25,6 +25,7 @@ func newWebhookEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 	env := s.NewTestWorkflowEnvironment()
+	checkActivityCalls(t, env)
 	env.RegisterWorkflow(workflows.WebhookDeliveryWorkflow)
 	env.RegisterActivity(wa)
 	t.Cleanup(func() { env.AssertExpectations(t) })

@@ -30,6 +30,7 @@ func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 	env := s.NewTestWorkflowEnvironment()
+	checkActivityCalls(t, env)
 	env.RegisterWorkflow(workflows.JobWorkflow)
 	env.RegisterWorkflow(workflows.OrderWorkflow)
 	env.RegisterActivity(a)
