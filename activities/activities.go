@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
+	"github.com/shotflow/shotflow/activities/contract"
 	"github.com/shotflow/shotflow/internal/media/imageprep"
 	"github.com/shotflow/shotflow/internal/platform/blobstore"
 	"github.com/shotflow/shotflow/internal/platform/metrics"
@@ -27,10 +28,6 @@ import (
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/models/status"
 )
-
-// ErrTypeJobNotRunnable is the ApplicationError type BeginAttempt returns for a job that is
-// already terminal (for example cancelled before it started).
-const ErrTypeJobNotRunnable = "JOB_NOT_RUNNABLE"
 
 // Activities holds the dependencies of every activity.
 type Activities struct {
@@ -51,36 +48,13 @@ type Activities struct {
 	Metrics *metrics.Metrics
 }
 
-// AttemptInput names one attempt of one job run.
-type AttemptInput struct {
-	JobID   string
-	Run     int
-	Attempt int
-}
-
 // BeginAttempt moves the job to in_progress and records the attempt number (a local activity).
-func (a *Activities) BeginAttempt(ctx context.Context, in AttemptInput) error {
+func (a *Activities) BeginAttempt(ctx context.Context, in contract.AttemptInput) error {
 	err := models.BeginAttempt(a.DB.WithContext(ctx), in.JobID, in.Run, in.Attempt)
 	if errors.Is(err, models.ErrJobNotRunnable) {
-		return temporal.NewNonRetryableApplicationError("job is already terminal", ErrTypeJobNotRunnable, err)
+		return temporal.NewNonRetryableApplicationError("job is already terminal", contract.ErrTypeJobNotRunnable, err)
 	}
 	return err
-}
-
-// OutputFile describes one stored output of a generate attempt.
-type OutputFile struct {
-	AssetID     string
-	BlobKey     string
-	ContentType string
-	SizeBytes   int64
-	Width       int
-	Height      int
-	SHA256      string
-}
-
-// GenerateResult lists the files one successful attempt stored.
-type GenerateResult struct {
-	Outputs []OutputFile
 }
 
 // Generate runs one generation attempt: it loads the job's inputs, calls the provider of the job's
@@ -88,11 +62,11 @@ type GenerateResult struct {
 // are never retried here: JobWorkflow decides, so every attempt is visible in attempt_count. When
 // the database or the blob store cannot be reached the failure is ErrTypeDependencyUnavailable
 // instead: that is no attempt, and JobWorkflow runs it again once the outage is over.
-func (a *Activities) Generate(ctx context.Context, in AttemptInput) (GenerateResult, error) {
+func (a *Activities) Generate(ctx context.Context, in contract.AttemptInput) (contract.GenerateResult, error) {
 	defer keepAlive(ctx, 5*time.Second)()
 	job, order, session, err := a.loadAttempt(ctx, in.JobID)
 	if err != nil {
-		return GenerateResult{}, err
+		return contract.GenerateResult{}, err
 	}
 	req := providers.Request{
 		JobID: job.ID, JobType: job.JobType, AspectRatio: job.AspectRatio, LongEdge: a.LongEdge,
@@ -102,12 +76,12 @@ func (a *Activities) Generate(ctx context.Context, in AttemptInput) (GenerateRes
 	for _, id := range job.Inputs() {
 		input, err := a.loadInput(ctx, id)
 		if err != nil {
-			return GenerateResult{}, err
+			return contract.GenerateResult{}, err
 		}
 		req.Inputs = append(req.Inputs, *input)
 	}
 	if req.Scenery, err = a.loadScenery(ctx, job, session.SceneryID); err != nil {
-		return GenerateResult{}, err
+		return contract.GenerateResult{}, err
 	}
 	began := time.Now()
 	outputs, err := a.Generator.Generate(ctx, job.AIModel, req)
@@ -118,20 +92,20 @@ func (a *Activities) Generate(ctx context.Context, in AttemptInput) (GenerateRes
 		a.Log.Warn("generation attempt failed", zap.String("job_id", job.ID), zap.String("order_id", order.ID),
 			zap.String("correlation_id", order.CorrelationID), zap.Int("attempt", in.Attempt),
 			zap.String("error_category", string(ge.Category)), zap.String("detail", ge.Message))
-		return GenerateResult{}, categorized(ge.Category, errors.New(ge.Message), ge.RetryAfter)
+		return contract.GenerateResult{}, categorized(ge.Category, errors.New(ge.Message), ge.RetryAfter)
 	}
 	if len(outputs) == 0 {
 		a.Metrics.GenerateAttempt(job.Provider(), string(errorcat.InternalBug), took)
-		return GenerateResult{}, categorized(errorcat.InternalBug, errors.New("provider returned no output"), 0)
+		return contract.GenerateResult{}, categorized(errorcat.InternalBug, errors.New("provider returned no output"), 0)
 	}
 	a.Metrics.GenerateAttempt(job.Provider(), metrics.OutcomeOK, took)
-	var res GenerateResult
+	var res contract.GenerateResult
 	for pos, out := range outputs {
 		key := models.OutputBlobKey(job, pos, out.Ext)
 		if err := a.putBlob(ctx, key, out.Data, out.ContentType); err != nil {
-			return GenerateResult{}, unavailable(DependencyBlobStore, fmt.Errorf("store output: %w", err))
+			return contract.GenerateResult{}, unavailable(contract.DependencyBlobStore, fmt.Errorf("store output: %w", err))
 		}
-		res.Outputs = append(res.Outputs, OutputFile{
+		res.Outputs = append(res.Outputs, contract.OutputFile{
 			AssetID: models.OutputAssetID(job.ID, job.Run, pos), BlobKey: key, ContentType: out.ContentType,
 			SizeBytes: int64(len(out.Data)), Width: out.Width, Height: out.Height, SHA256: sha256Hex(out.Data),
 		})
@@ -151,7 +125,7 @@ func (a *Activities) loadAttempt(ctx context.Context, jobID string) (*models.Job
 		return nil, nil, session, categorized(errorcat.InternalBug, fmt.Errorf("job %s does not exist", jobID), 0)
 	}
 	if err != nil {
-		return nil, nil, session, unavailable(DependencyDatabase, fmt.Errorf("load job: %w", err))
+		return nil, nil, session, unavailable(contract.DependencyDatabase, fmt.Errorf("load job: %w", err))
 	}
 	var order models.Order
 	err = db.Take(&order, "id = ?", job.OrderID).Error
@@ -159,7 +133,7 @@ func (a *Activities) loadAttempt(ctx context.Context, jobID string) (*models.Job
 		return nil, nil, session, categorized(errorcat.InternalBug, fmt.Errorf("order %s of job %s does not exist", job.OrderID, jobID), 0)
 	}
 	if err != nil {
-		return nil, nil, session, unavailable(DependencyDatabase, fmt.Errorf("load order: %w", err))
+		return nil, nil, session, unavailable(contract.DependencyDatabase, fmt.Errorf("load order: %w", err))
 	}
 	if len(order.SessionConfig) > 0 {
 		if err := json.Unmarshal(order.SessionConfig, &session); err != nil {
@@ -192,7 +166,7 @@ func (a *Activities) loadInput(ctx context.Context, assetID string) (*providers.
 	case errors.Is(err, gorm.ErrRecordNotFound):
 		return nil, categorized(errorcat.InputMissing, fmt.Errorf("input asset %s does not exist", assetID), 0)
 	case err != nil:
-		return nil, unavailable(DependencyDatabase, fmt.Errorf("load input asset: %w", err))
+		return nil, unavailable(contract.DependencyDatabase, fmt.Errorf("load input asset: %w", err))
 	case asset.Status == status.AssetAwaitingUpload || asset.Status == status.AssetUploading:
 		return nil, categorized(errorcat.InputNotReady, fmt.Errorf("input asset %s is still being uploaded", assetID), 0)
 	case asset.Status == status.AssetProcessing:
@@ -207,7 +181,7 @@ func (a *Activities) loadInput(ctx context.Context, assetID string) (*providers.
 		return nil, categorized(errorcat.InputMissing, fmt.Errorf("input file of asset %s is gone", assetID), 0)
 	}
 	if err != nil {
-		return nil, unavailable(DependencyBlobStore, fmt.Errorf("read input: %w", err))
+		return nil, unavailable(contract.DependencyBlobStore, fmt.Errorf("read input: %w", err))
 	}
 	contentType := asset.ContentType
 	if asset.PreparedBlobKey != "" {
@@ -216,18 +190,11 @@ func (a *Activities) loadInput(ctx context.Context, assetID string) (*providers.
 	return &providers.Input{Data: data, ContentType: contentType}, nil
 }
 
-// CompleteInput records a successful job run.
-type CompleteInput struct {
-	JobID   string
-	Run     int
-	Outputs []OutputFile
-}
-
 // CompleteJob marks the job completed with its outputs and consumes its credits (a local activity).
 // Only the call that completed the job counts it as finished, so retries count nothing twice.
 // Kept for runs started in an older shape: only JobShapeOriginal runs call it; newer shapes end
 // with FinishJob.
-func (a *Activities) CompleteJob(ctx context.Context, in CompleteInput) error {
+func (a *Activities) CompleteJob(ctx context.Context, in contract.CompleteInput) error {
 	completed, err := completeJob(a.DB.WithContext(ctx), in)
 	if completed {
 		a.Metrics.JobFinished(status.JobCompleted, "")
@@ -237,7 +204,7 @@ func (a *Activities) CompleteJob(ctx context.Context, in CompleteInput) error {
 
 // completeJob stores a successful job run in db (its own transaction, or a savepoint of the
 // caller's); completed is false when the run was already terminal.
-func completeJob(db *gorm.DB, in CompleteInput) (completed bool, err error) {
+func completeJob(db *gorm.DB, in contract.CompleteInput) (completed bool, err error) {
 	job, err := models.GetJob(db, in.JobID)
 	if err != nil {
 		return false, err
@@ -254,20 +221,11 @@ func completeJob(db *gorm.DB, in CompleteInput) (completed bool, err error) {
 	return models.CompleteJob(db, in.JobID, in.Run, assets)
 }
 
-// EndInput records a job run ending without output.
-type EndInput struct {
-	JobID    string
-	Run      int
-	Status   string // failed, cancelled or expired
-	Category errorcat.Category
-	Detail   string // raw failure detail, kept internal
-}
-
 // EndJob moves the job to a terminal failure status and releases its credits (a local activity).
 // Only the call that ended the job counts it as finished, so retries count nothing twice.
 // Kept for runs started in an older shape: only shapes before JobShapeQuiet (and their orders)
 // call it, with RecordJobWebhook after it; JobShapeQuiet runs end with FinishJob.
-func (a *Activities) EndJob(ctx context.Context, in EndInput) error {
+func (a *Activities) EndJob(ctx context.Context, in contract.EndInput) error {
 	ended, err := endJob(a.DB.WithContext(ctx), in)
 	if ended && err == nil {
 		a.Metrics.JobFinished(in.Status, string(in.Category))
@@ -277,7 +235,7 @@ func (a *Activities) EndJob(ctx context.Context, in EndInput) error {
 
 // endJob stores a job run's end without output in db (its own transaction, or a savepoint of the
 // caller's); ended is false when the run was already terminal.
-func endJob(db *gorm.DB, in EndInput) (bool, error) {
+func endJob(db *gorm.DB, in contract.EndInput) (bool, error) {
 	hint := ""
 	if in.Category != "" {
 		hint = in.Category.Hint()
@@ -285,16 +243,8 @@ func endJob(db *gorm.DB, in EndInput) (bool, error) {
 	return models.EndJob(db, in.JobID, in.Run, in.Status, string(in.Category), hint, in.Detail)
 }
 
-// RetryPendingInput records a failed attempt that will be retried.
-type RetryPendingInput struct {
-	JobID    string
-	Run      int
-	Category errorcat.Category
-	Detail   string
-}
-
 // MarkRetryPending shows the job as retry_pending with the category of its last attempt (a local activity).
-func (a *Activities) MarkRetryPending(ctx context.Context, in RetryPendingInput) error {
+func (a *Activities) MarkRetryPending(ctx context.Context, in contract.RetryPendingInput) error {
 	return models.MarkRetryPending(a.DB.WithContext(ctx), in.JobID, in.Run, string(in.Category), in.Category.Hint(), in.Detail)
 }
 

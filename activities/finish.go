@@ -8,14 +8,9 @@ import (
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
+	"github.com/shotflow/shotflow/activities/contract"
 	"github.com/shotflow/shotflow/models/status"
 )
-
-// FinishJobInput ends a job run: exactly one of Complete and End is set.
-type FinishJobInput struct {
-	Complete *CompleteInput `json:",omitempty"`
-	End      *EndInput      `json:",omitempty"`
-}
 
 // FinishJob ends a job run and records its webhook delivery in one database transaction (a local
 // activity): CompleteJob or EndJob, then RecordJobWebhook, so a job's end costs one transaction
@@ -25,21 +20,21 @@ type FinishJobInput struct {
 // The end is never lost for its webhook's sake: a webhook that cannot be recorded for a reason
 // that retrying would not change (the run is no longer the job's current one) is logged and left
 // out, and the job's end is committed with no delivery. A database failure rolls back both.
-func (a *Activities) FinishJob(ctx context.Context, in FinishJobInput) (RecordWebhookResult, error) {
+func (a *Activities) FinishJob(ctx context.Context, in contract.FinishJobInput) (contract.RecordWebhookResult, error) {
 	var endStatus, category string
 	var finish func(tx *gorm.DB) (bool, error)
-	var ref RecordWebhookInput
+	var ref contract.RecordWebhookInput
 	switch {
 	case in.Complete != nil && in.End == nil:
-		endStatus, ref = status.JobCompleted, RecordWebhookInput{JobID: in.Complete.JobID, Run: in.Complete.Run}
+		endStatus, ref = status.JobCompleted, contract.RecordWebhookInput{JobID: in.Complete.JobID, Run: in.Complete.Run}
 		finish = func(tx *gorm.DB) (bool, error) { return completeJob(tx, *in.Complete) }
 	case in.End != nil && in.Complete == nil:
-		endStatus, category, ref = in.End.Status, string(in.End.Category), RecordWebhookInput{JobID: in.End.JobID, Run: in.End.Run}
+		endStatus, category, ref = in.End.Status, string(in.End.Category), contract.RecordWebhookInput{JobID: in.End.JobID, Run: in.End.Run}
 		finish = func(tx *gorm.DB) (bool, error) { return endJob(tx, *in.End) }
 	default:
-		return RecordWebhookResult{}, temporal.NewNonRetryableApplicationError("FinishJob needs exactly one of Complete and End", "BAD_INPUT", nil)
+		return contract.RecordWebhookResult{}, temporal.NewNonRetryableApplicationError("FinishJob needs exactly one of Complete and End", "BAD_INPUT", nil)
 	}
-	var rec RecordWebhookResult
+	var rec contract.RecordWebhookResult
 	finished := false
 	err := a.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var err error
@@ -50,7 +45,7 @@ func (a *Activities) FinishJob(ctx context.Context, in FinishJobInput) (RecordWe
 		return err
 	})
 	if err != nil {
-		return RecordWebhookResult{}, err
+		return contract.RecordWebhookResult{}, err
 	}
 	if finished {
 		a.Metrics.JobFinished(endStatus, category)
@@ -60,8 +55,8 @@ func (a *Activities) FinishJob(ctx context.Context, in FinishJobInput) (RecordWe
 
 // recordWebhookInTx records the run's webhook in a savepoint of tx. A non-retryable refusal is
 // logged and answered with no delivery; any other error fails the whole transaction.
-func (a *Activities) recordWebhookInTx(tx *gorm.DB, ref RecordWebhookInput) (RecordWebhookResult, error) {
-	var rec RecordWebhookResult
+func (a *Activities) recordWebhookInTx(tx *gorm.DB, ref contract.RecordWebhookInput) (contract.RecordWebhookResult, error) {
+	var rec contract.RecordWebhookResult
 	err := tx.Transaction(func(sp *gorm.DB) error {
 		var err error
 		rec, err = a.recordJobWebhook(sp, ref)
@@ -70,7 +65,7 @@ func (a *Activities) recordWebhookInTx(tx *gorm.DB, ref RecordWebhookInput) (Rec
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) && appErr.NonRetryable() {
 		a.Log.Error("job webhook not recorded", zap.String("job_id", ref.JobID), zap.Int("run", ref.Run), zap.Error(err))
-		return RecordWebhookResult{}, nil
+		return contract.RecordWebhookResult{}, nil
 	}
 	return rec, err
 }

@@ -6,7 +6,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/shotflow/shotflow/activities"
+	"github.com/shotflow/shotflow/activities/contract"
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models"
@@ -24,7 +24,7 @@ func (f *fixture) runningJob(t *testing.T) models.Job {
 	return job
 }
 
-func (f *fixture) finish(t *testing.T, in activities.FinishJobInput) activities.RecordWebhookResult {
+func (f *fixture) finish(t *testing.T, in contract.FinishJobInput) contract.RecordWebhookResult {
 	t.Helper()
 	rec, err := f.acts.FinishJob(context.Background(), in)
 	if err != nil {
@@ -46,10 +46,10 @@ func TestFinishJobCompletesAndRecordsTheWebhookOnce(t *testing.T) {
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		f := newFixture(t, db, "https://shop.example/hook")
 		job := f.runningJob(t)
-		in := activities.FinishJobInput{Complete: &activities.CompleteInput{JobID: job.ID, Run: 1, Outputs: []activities.OutputFile{{
+		in := contract.FinishJobInput{Complete: &contract.CompleteInput{JobID: job.ID, Run: 1, Outputs: []contract.OutputFile{{
 			AssetID: models.OutputAssetID(job.ID, 1, 0), BlobKey: "out", ContentType: "image/png", SizeBytes: 3, Width: 2, Height: 2,
 		}}}}
-		want := activities.RecordWebhookResult{
+		want := contract.RecordWebhookResult{
 			DeliveryID: models.WebhookDeliveryID(job.ID, 1, "job.completed"), Deliver: true,
 			AccountID: f.inst.AccountID, InstallationID: f.inst.ID, OrderID: job.OrderID,
 		}
@@ -82,7 +82,7 @@ func TestFinishJobCompletesAndRecordsTheWebhookOnce(t *testing.T) {
 func TestFinishJobEndsAFailedRunWithItsWebhook(t *testing.T) {
 	f := newFixture(t, testdb.Open(t, testdb.SQLiteURL(t)), "https://shop.example/hook")
 	job := f.runningJob(t)
-	rec := f.finish(t, activities.FinishJobInput{End: &activities.EndInput{
+	rec := f.finish(t, contract.FinishJobInput{End: &contract.EndInput{
 		JobID: job.ID, Run: 1, Status: status.JobFailed, Category: errorcat.ContentPolicy, Detail: "no",
 	}})
 	if !rec.Deliver || rec.DeliveryID != models.WebhookDeliveryID(job.ID, 1, "job.failed") {
@@ -101,7 +101,7 @@ func TestFinishJobKeepsTheEndWhenTheWebhookCannotBeRecorded(t *testing.T) {
 	f := newFixture(t, testdb.Open(t, testdb.SQLiteURL(t)), "https://shop.example/hook")
 	job := f.runningJob(t)
 	// Run 2 is not the job's run: nothing ends, the webhook is refused, and that is no error.
-	rec := f.finish(t, activities.FinishJobInput{Complete: &activities.CompleteInput{JobID: job.ID, Run: 2}})
+	rec := f.finish(t, contract.FinishJobInput{Complete: &contract.CompleteInput{JobID: job.ID, Run: 2}})
 	if rec.Deliver || rec.DeliveryID != "" {
 		t.Fatalf("result = %+v", rec)
 	}
@@ -111,7 +111,7 @@ func TestFinishJobKeepsTheEndWhenTheWebhookCannotBeRecorded(t *testing.T) {
 	if n := f.count(t, &models.WebhookDelivery{}, "job_id = ?", job.ID); n != 0 {
 		t.Fatalf("%d deliveries, want 0", n)
 	}
-	if _, err := f.acts.FinishJob(context.Background(), activities.FinishJobInput{}); err == nil {
+	if _, err := f.acts.FinishJob(context.Background(), contract.FinishJobInput{}); err == nil {
 		t.Fatal("FinishJob without Complete or End did not fail")
 	}
 }
@@ -125,8 +125,8 @@ func TestFinishJobRollsBackTheEndWhenTheWebhookRecordFails(t *testing.T) {
 	if err := f.db.Migrator().DropTable(&models.WebhookDelivery{}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := f.acts.FinishJob(context.Background(), activities.FinishJobInput{Complete: &activities.CompleteInput{
-		JobID: job.ID, Run: 1, Outputs: []activities.OutputFile{{AssetID: models.OutputAssetID(job.ID, 1, 0), BlobKey: "out", ContentType: "image/png"}},
+	_, err := f.acts.FinishJob(context.Background(), contract.FinishJobInput{Complete: &contract.CompleteInput{
+		JobID: job.ID, Run: 1, Outputs: []contract.OutputFile{{AssetID: models.OutputAssetID(job.ID, 1, 0), BlobKey: "out", ContentType: "image/png"}},
 	}})
 	if err == nil {
 		t.Fatal("FinishJob succeeded without its webhook table")

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"gorm.io/gorm"
 
+	"github.com/shotflow/shotflow/activities/contract"
 	"github.com/shotflow/shotflow/internal/media/imageprep"
 	"github.com/shotflow/shotflow/internal/platform/blobstore"
 	"github.com/shotflow/shotflow/models"
@@ -17,49 +18,38 @@ import (
 	"github.com/shotflow/shotflow/models/status"
 )
 
-// ErrTypeAssetGone is the ApplicationError type PrepareAsset returns for an asset that no longer
-// exists: there is nothing to prepare, and retrying will not change that.
-const ErrTypeAssetGone = "ASSET_GONE"
-
-// PrepareResult is how the preparation of an upload ended.
-type PrepareResult struct {
-	Status        string // ready or invalid
-	Problem       string // why an invalid upload cannot be used
-	Width, Height int    // of the prepared image
-}
-
 // PrepareAsset checks and prepares an upload in status processing (internal/media/imageprep): an image
 // of its declared type, upright, upscaled when small, with a thumbnail. The asset becomes ready,
 // or invalid with the reason when the file cannot be used. An asset no longer in processing is
 // left as it is, so a repeated execution changes nothing. A database or blob store that cannot be
 // reached is ErrTypeDependencyUnavailable: the workflow waits for it rather than give up on the file.
-func (a *Activities) PrepareAsset(ctx context.Context, assetID string) (PrepareResult, error) {
+func (a *Activities) PrepareAsset(ctx context.Context, assetID string) (contract.PrepareResult, error) {
 	var asset models.Asset
 	dctx, cancel := bounded(ctx)
 	err := a.DB.WithContext(dctx).Take(&asset, "id = ?", assetID).Error
 	cancel()
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return PrepareResult{}, temporal.NewNonRetryableApplicationError("asset "+assetID+" does not exist", ErrTypeAssetGone, err)
+		return contract.PrepareResult{}, temporal.NewNonRetryableApplicationError("asset "+assetID+" does not exist", contract.ErrTypeAssetGone, err)
 	}
 	if err != nil {
-		return PrepareResult{}, unavailable(DependencyDatabase, fmt.Errorf("load asset: %w", err))
+		return contract.PrepareResult{}, unavailable(contract.DependencyDatabase, fmt.Errorf("load asset: %w", err))
 	}
 	if asset.Status != status.AssetProcessing {
-		return PrepareResult{Status: asset.Status, Problem: asset.Problem, Width: asset.Width, Height: asset.Height}, nil
+		return contract.PrepareResult{Status: asset.Status, Problem: asset.Problem, Width: asset.Width, Height: asset.Height}, nil
 	}
 	data, err := a.getBlob(ctx, asset.BlobKey)
 	if err != nil && !errors.Is(err, blobstore.ErrNotFound) {
-		return PrepareResult{}, unavailable(DependencyBlobStore, fmt.Errorf("read upload: %w", err))
+		return contract.PrepareResult{}, unavailable(contract.DependencyBlobStore, fmt.Errorf("read upload: %w", err))
 	}
 	if err != nil {
-		return PrepareResult{}, fmt.Errorf("read upload: %w", err)
+		return contract.PrepareResult{}, fmt.Errorf("read upload: %w", err)
 	}
 	prepared, err := imageprep.Prepare(data, asset.ContentType, a.Prepare)
 	if errors.Is(err, imageprep.ErrUnusable) {
 		return a.invalidate(ctx, assetID, err.Error())
 	}
 	if err != nil {
-		return PrepareResult{}, err
+		return contract.PrepareResult{}, err
 	}
 	updates := map[string]any{
 		"status": status.AssetReady, "width": prepared.Width, "height": prepared.Height,
@@ -68,48 +58,42 @@ func (a *Activities) PrepareAsset(ctx context.Context, assetID string) (PrepareR
 	if prepared.Prepared != nil {
 		key := asset.BlobKey + ".prepared.png"
 		if err := a.putBlob(ctx, key, prepared.Prepared, "image/png"); err != nil {
-			return PrepareResult{}, unavailable(DependencyBlobStore, fmt.Errorf("store prepared image: %w", err))
+			return contract.PrepareResult{}, unavailable(contract.DependencyBlobStore, fmt.Errorf("store prepared image: %w", err))
 		}
 		updates["prepared_blob_key"] = key
 	}
 	if err := a.putBlob(ctx, asset.BlobKey+".thumb.jpg", prepared.Thumbnail, "image/jpeg"); err != nil {
-		return PrepareResult{}, unavailable(DependencyBlobStore, fmt.Errorf("store thumbnail: %w", err))
+		return contract.PrepareResult{}, unavailable(contract.DependencyBlobStore, fmt.Errorf("store thumbnail: %w", err))
 	}
 	dctx, cancel = bounded(ctx)
 	defer cancel()
 	if err := a.DB.WithContext(dctx).Model(&models.Asset{}).Where("id = ? AND status = ?", assetID, status.AssetProcessing).Updates(updates).Error; err != nil {
-		return PrepareResult{}, unavailable(DependencyDatabase, fmt.Errorf("mark asset ready: %w", err))
+		return contract.PrepareResult{}, unavailable(contract.DependencyDatabase, fmt.Errorf("mark asset ready: %w", err))
 	}
-	return PrepareResult{Status: status.AssetReady, Width: prepared.Width, Height: prepared.Height}, nil
+	return contract.PrepareResult{Status: status.AssetReady, Width: prepared.Width, Height: prepared.Height}, nil
 }
 
 // InvalidateAsset marks an upload in processing invalid with the problem (a local activity):
 // PrepareInputWorkflow's last word when preparation kept failing for reasons of its own.
-func (a *Activities) InvalidateAsset(ctx context.Context, assetID, problem string) (PrepareResult, error) {
+func (a *Activities) InvalidateAsset(ctx context.Context, assetID, problem string) (contract.PrepareResult, error) {
 	return a.invalidate(ctx, assetID, problem)
 }
 
-func (a *Activities) invalidate(ctx context.Context, assetID, problem string) (PrepareResult, error) {
+func (a *Activities) invalidate(ctx context.Context, assetID, problem string) (contract.PrepareResult, error) {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
 	err := a.DB.WithContext(ctx).Model(&models.Asset{}).
 		Where("id = ? AND status = ?", assetID, status.AssetProcessing).
 		Updates(map[string]any{"status": status.AssetInvalid, "problem": problem, "updated_at": time.Now().UTC()}).Error
 	if err != nil {
-		return PrepareResult{}, fmt.Errorf("mark asset invalid: %w", err)
+		return contract.PrepareResult{}, fmt.Errorf("mark asset invalid: %w", err)
 	}
-	return PrepareResult{Status: status.AssetInvalid, Problem: problem}, nil
-}
-
-// JobRunRef names one run of a job.
-type JobRunRef struct {
-	JobID string
-	Run   int
+	return contract.PrepareResult{Status: status.AssetInvalid, Problem: problem}, nil
 }
 
 // JobsWaitingFor lists the unfinished jobs that read the asset (a local activity): those
 // PrepareInputWorkflow wakes when the asset is ready or invalid.
-func (a *Activities) JobsWaitingFor(ctx context.Context, assetID string) ([]JobRunRef, error) {
+func (a *Activities) JobsWaitingFor(ctx context.Context, assetID string) ([]contract.JobRunRef, error) {
 	db := a.DB.WithContext(ctx)
 	var asset models.Asset
 	if err := db.Select("id", "account_id").Take(&asset, "id = ?", assetID).Error; err != nil {
@@ -124,10 +108,10 @@ func (a *Activities) JobsWaitingFor(ctx context.Context, assetID string) ([]JobR
 	if err != nil {
 		return nil, err
 	}
-	var out []JobRunRef
+	var out []contract.JobRunRef
 	for _, j := range jobs {
 		if slices.Contains(j.Inputs(), assetID) {
-			out = append(out, JobRunRef{JobID: j.ID, Run: j.Run})
+			out = append(out, contract.JobRunRef{JobID: j.ID, Run: j.Run})
 		}
 	}
 	return out, nil

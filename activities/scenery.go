@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/shotflow/shotflow/activities/contract"
 	"github.com/shotflow/shotflow/internal/platform/blobstore"
 	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/reference"
@@ -31,14 +32,14 @@ func (a *Activities) loadScenery(ctx context.Context, job *models.Job, sceneryID
 		return nil, nil
 	}
 	if err != nil {
-		return nil, unavailable(DependencyDatabase, fmt.Errorf("load scenery: %w", err))
+		return nil, unavailable(contract.DependencyDatabase, fmt.Errorf("load scenery: %w", err))
 	}
 	var data []byte
 	switch {
 	case item.ThumbnailAssetID != nil:
 		var asset models.Asset
 		if err := a.DB.WithContext(dctx).Take(&asset, "id = ?", *item.ThumbnailAssetID).Error; err != nil {
-			return nil, unavailable(DependencyDatabase, fmt.Errorf("load scenery image: %w", err))
+			return nil, unavailable(contract.DependencyDatabase, fmt.Errorf("load scenery image: %w", err))
 		}
 		if asset.PurgedAt != nil {
 			return nil, nil
@@ -54,7 +55,7 @@ func (a *Activities) loadScenery(ctx context.Context, job *models.Job, sceneryID
 		return nil, nil
 	}
 	if err != nil {
-		return nil, unavailable(DependencyBlobStore, fmt.Errorf("read scenery image: %w", err))
+		return nil, unavailable(contract.DependencyBlobStore, fmt.Errorf("read scenery image: %w", err))
 	}
 	return &providers.Input{Data: data, ContentType: http.DetectContentType(data)}, nil
 }

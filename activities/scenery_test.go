@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/shotflow/shotflow/activities"
+	"github.com/shotflow/shotflow/activities/contract"
 	"github.com/shotflow/shotflow/internal/platform/blobstore"
 	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
@@ -114,7 +115,7 @@ func TestPhotoShootGetsItsSceneryImage(t *testing.T) {
 		}
 		env := ts.NewTestActivityEnvironment()
 		env.RegisterActivity(acts.Generate)
-		if _, err := env.ExecuteActivity(acts.Generate, activities.AttemptInput{JobID: j.ID, Run: 1, Attempt: 1}); err != nil {
+		if _, err := env.ExecuteActivity(acts.Generate, contract.AttemptInput{JobID: j.ID, Run: 1, Attempt: 1}); err != nil {
 			t.Fatalf("scenery %q: %v", tc.scenery, err)
 		}
 		req := provider.reqs[len(provider.reqs)-1]

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/shotflow/shotflow/activities"
+	"github.com/shotflow/shotflow/activities/contract"
 	"github.com/shotflow/shotflow/internal/platform/blobstore"
 	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
@@ -64,7 +65,7 @@ func TestSuccessfulJobCostsTheWorkerTwoTransactions(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	attempt := activities.AttemptInput{JobID: job.ID, Run: 1, Attempt: 1}
+	attempt := contract.AttemptInput{JobID: job.ID, Run: 1, Attempt: 1}
 	var ts testsuite.WorkflowTestSuite
 	env := ts.NewTestActivityEnvironment()
 	env.RegisterActivity(acts.Generate)
@@ -78,12 +79,12 @@ func TestSuccessfulJobCostsTheWorkerTwoTransactions(t *testing.T) {
 		stop()
 		t.Fatal(err)
 	}
-	var result activities.GenerateResult
+	var result contract.GenerateResult
 	if err := generated.Get(&result); err != nil {
 		stop()
 		t.Fatal(err)
 	}
-	_, err = acts.FinishJob(ctx, activities.FinishJobInput{Complete: &activities.CompleteInput{JobID: job.ID, Run: 1, Outputs: result.Outputs}})
+	_, err = acts.FinishJob(ctx, contract.FinishJobInput{Complete: &contract.CompleteInput{JobID: job.ID, Run: 1, Outputs: result.Outputs}})
 	statements := stop()
 	if err != nil {
 		t.Fatal(err)

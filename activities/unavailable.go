@@ -6,20 +6,8 @@ import (
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
-)
 
-// ErrTypeDependencyUnavailable is the ApplicationError type of an activity that could not do its
-// work because the database or the blob store could not be reached. Its detail names the
-// dependency (DependencyDatabase, DependencyBlobStore). It is not an attempt and not a result: the
-// workflow waits with a capped backoff and runs the same step again, for as long as the outage
-// lasts (workflows/outage.go).
-const ErrTypeDependencyUnavailable = "DEPENDENCY_UNAVAILABLE"
-
-// The dependencies an activity can wait for, as ErrTypeDependencyUnavailable details and as the
-// value of the ShotflowWaitingOn search attribute.
-const (
-	DependencyDatabase  = "database"
-	DependencyBlobStore = "blob store"
+	"github.com/shotflow/shotflow/activities/contract"
 )
 
 // dependencyCallTimeout bounds one database or blob store call of an activity, so a network
@@ -30,7 +18,7 @@ const dependencyCallTimeout = 10 * time.Second
 
 // unavailable wraps the failure of a call to dependency as ErrTypeDependencyUnavailable.
 func unavailable(dependency string, err error) error {
-	return temporal.NewNonRetryableApplicationError(dependency+" unavailable: "+err.Error(), ErrTypeDependencyUnavailable, err, dependency)
+	return temporal.NewNonRetryableApplicationError(dependency+" unavailable: "+err.Error(), contract.ErrTypeDependencyUnavailable, err, dependency)
 }
 
 // bounded is ctx limited to dependencyCallTimeout, for one call to the database or blob store.

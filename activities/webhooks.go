@@ -11,40 +11,15 @@ import (
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
+	"github.com/shotflow/shotflow/activities/contract"
 	"github.com/shotflow/shotflow/internal/platform/metrics"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/models/status"
 )
 
-// ApplicationError types of the webhook activities; both are non-retryable.
-const (
-	// ErrTypeWebhookJobNotTerminal: RecordJobWebhook was asked about a job run that has not
-	// ended (or has been superseded by a newer run).
-	ErrTypeWebhookJobNotTerminal = "WEBHOOK_JOB_NOT_TERMINAL"
-	// ErrTypeWebhookDeliveryNotFound: DeliverWebhook was given an unknown delivery ID.
-	ErrTypeWebhookDeliveryNotFound = "WEBHOOK_DELIVERY_NOT_FOUND"
-)
-
 // maxErrorText bounds the error text stored with an attempt, in bytes.
 const maxErrorText = 500
-
-// RecordWebhookInput names a job run that reached a terminal status.
-type RecordWebhookInput struct {
-	JobID string
-	Run   int
-}
-
-// RecordWebhookResult is the delivery of a job run's event. Deliver is false when there is
-// nothing to send: the job belongs to no plugin installation (external API) or the installation
-// has no callback URL. The IDs feed the delivery workflow's search attributes.
-type RecordWebhookResult struct {
-	DeliveryID     string
-	Deliver        bool
-	AccountID      string
-	InstallationID string
-	OrderID        string
-}
 
 // RecordJobWebhook creates the delivery row of a terminal job run, with the payload fixed at
 // this moment (a local activity). Its ID is derived from the job, run and event and the insert
@@ -52,30 +27,30 @@ type RecordWebhookResult struct {
 // Workflows call it only in runs started in the shapes before JobShapeQuiet, after EndJob or
 // CompleteJob; FinishJob records in the same transaction as the job's end. internal/support's
 // straggler sweep still calls it directly.
-func (a *Activities) RecordJobWebhook(ctx context.Context, in RecordWebhookInput) (RecordWebhookResult, error) {
+func (a *Activities) RecordJobWebhook(ctx context.Context, in contract.RecordWebhookInput) (contract.RecordWebhookResult, error) {
 	return a.recordJobWebhook(a.DB.WithContext(ctx), in)
 }
 
 // recordJobWebhook is RecordJobWebhook in db (a transaction of the caller's, or none).
-func (a *Activities) recordJobWebhook(db *gorm.DB, in RecordWebhookInput) (RecordWebhookResult, error) {
+func (a *Activities) recordJobWebhook(db *gorm.DB, in contract.RecordWebhookInput) (contract.RecordWebhookResult, error) {
 	job, err := models.GetJob(db, in.JobID)
 	if err != nil {
-		return RecordWebhookResult{}, fmt.Errorf("load job %s: %w", in.JobID, err)
+		return contract.RecordWebhookResult{}, fmt.Errorf("load job %s: %w", in.JobID, err)
 	}
 	event, terminal := webhooks.EventForStatus(job.Status)
 	if !terminal || job.Run != in.Run {
-		return RecordWebhookResult{}, temporal.NewNonRetryableApplicationError(
+		return contract.RecordWebhookResult{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("job %s run %d is not a terminal run (status %s, current run %d)", job.ID, in.Run, job.Status, job.Run),
-			ErrTypeWebhookJobNotTerminal, nil)
+			contract.ErrTypeWebhookJobNotTerminal, nil)
 	}
 	if job.InstallationID == nil {
-		return RecordWebhookResult{}, nil
+		return contract.RecordWebhookResult{}, nil
 	}
 	inst, err := models.GetInstallation(db, *job.InstallationID)
 	if err != nil {
-		return RecordWebhookResult{}, fmt.Errorf("load installation: %w", err)
+		return contract.RecordWebhookResult{}, fmt.Errorf("load installation: %w", err)
 	}
-	res := RecordWebhookResult{AccountID: job.AccountID, InstallationID: inst.ID, OrderID: job.OrderID}
+	res := contract.RecordWebhookResult{AccountID: job.AccountID, InstallationID: inst.ID, OrderID: job.OrderID}
 	if inst.CallbackURL == "" {
 		return res, nil
 	}
@@ -83,13 +58,13 @@ func (a *Activities) recordJobWebhook(db *gorm.DB, in RecordWebhookInput) (Recor
 	if _, err := models.GetWebhookDelivery(db, res.DeliveryID); err == nil {
 		return res, nil // recorded by an earlier execution
 	} else if !errors.Is(err, models.ErrNotFound) {
-		return RecordWebhookResult{}, err
+		return contract.RecordWebhookResult{}, err
 	}
 	var outputs []models.Asset
 	if job.Status == status.JobCompleted {
 		byJob, err := models.JobOutputs(db, job.ID)
 		if err != nil {
-			return RecordWebhookResult{}, fmt.Errorf("load outputs: %w", err)
+			return contract.RecordWebhookResult{}, fmt.Errorf("load outputs: %w", err)
 		}
 		outputs = byJob[job.ID]
 	}
@@ -101,7 +76,7 @@ func (a *Activities) recordJobWebhook(db *gorm.DB, in RecordWebhookInput) (Recor
 		Signer: a.Signer, DownloadTTL: a.DownloadTTL,
 	})
 	if err != nil {
-		return RecordWebhookResult{}, err
+		return contract.RecordWebhookResult{}, err
 	}
 	_, err = models.CreateWebhookDelivery(db, &models.WebhookDelivery{
 		ID: res.DeliveryID, AccountID: job.AccountID, InstallationID: inst.ID, OrderID: job.OrderID, JobID: job.ID,
@@ -110,46 +85,26 @@ func (a *Activities) recordJobWebhook(db *gorm.DB, in RecordWebhookInput) (Recor
 	return res, err
 }
 
-// DeliverInput is one attempt of a delivery.
-type DeliverInput struct {
-	DeliveryID string
-	// Attempt is the number of this attempt within its workflow run (1 is the first).
-	Attempt int
-	// Replay is set for attempts of a run started by POST /webhooks/{id}/replay.
-	Replay bool
-	// NextDelay is the scheduled wait before the next attempt should this one fail (at least
-	// the receiver's Retry-After is waited); 0 means this is the run's last attempt.
-	NextDelay time.Duration
-}
-
-// DeliverResult is how an attempt went. An attempt that got no 2xx is a result, not an error:
-// the workflow decides what happens next.
-type DeliverResult struct {
-	Delivered  bool
-	StatusCode int           // 0 when no HTTP answer arrived
-	RetryAfter time.Duration // the receiver's Retry-After, if any
-}
-
 // DeliverWebhook makes one attempt: it POSTs the delivery's payload, in its current shape (a
 // payload recorded in the earlier shape is rewritten, webhooks.CurrentPayload), signed with every
 // secret of the installation that is valid now, to the installation's callback URL, and records
 // the attempt. A database that cannot be reached is ErrTypeDependencyUnavailable (the workflow waits
 // for it and makes the same attempt again); other errors (secrets) are worth a few retries; an
 // unknown delivery is a non-retryable error.
-func (a *Activities) DeliverWebhook(ctx context.Context, in DeliverInput) (DeliverResult, error) {
+func (a *Activities) DeliverWebhook(ctx context.Context, in contract.DeliverInput) (contract.DeliverResult, error) {
 	dctx, cancel := bounded(ctx)
 	defer cancel()
 	db := a.DB.WithContext(dctx)
 	d, err := models.GetWebhookDelivery(db, in.DeliveryID)
 	if errors.Is(err, models.ErrNotFound) {
-		return DeliverResult{}, temporal.NewNonRetryableApplicationError("no webhook delivery "+in.DeliveryID, ErrTypeWebhookDeliveryNotFound, err)
+		return contract.DeliverResult{}, temporal.NewNonRetryableApplicationError("no webhook delivery "+in.DeliveryID, contract.ErrTypeWebhookDeliveryNotFound, err)
 	}
 	if err != nil {
-		return DeliverResult{}, unavailable(DependencyDatabase, err)
+		return contract.DeliverResult{}, unavailable(contract.DependencyDatabase, err)
 	}
 	if d.Status == models.WebhookDelivered && !in.Replay {
 		// A retry of an attempt whose success was recorded but not reported: do not send again.
-		res := DeliverResult{Delivered: true}
+		res := contract.DeliverResult{Delivered: true}
 		if d.LastStatusCode != nil {
 			res.StatusCode = *d.LastStatusCode
 		}
@@ -157,20 +112,20 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in DeliverInput) (Deliv
 	}
 	inst, err := models.GetInstallation(db, d.InstallationID)
 	if errors.Is(err, models.ErrNotFound) {
-		return DeliverResult{}, fmt.Errorf("installation %s of delivery %s: %w", d.InstallationID, d.ID, err)
+		return contract.DeliverResult{}, fmt.Errorf("installation %s of delivery %s: %w", d.InstallationID, d.ID, err)
 	}
 	if err != nil {
-		return DeliverResult{}, unavailable(DependencyDatabase, fmt.Errorf("load installation: %w", err))
+		return contract.DeliverResult{}, unavailable(contract.DependencyDatabase, fmt.Errorf("load installation: %w", err))
 	}
 	// A delivery recorded before the payload's current shape is sent in it (docs/webhooks.md).
 	body, err := webhooks.CurrentPayload(d.Payload)
 	if err != nil {
-		return DeliverResult{}, fmt.Errorf("payload of delivery %s: %w", d.ID, err)
+		return contract.DeliverResult{}, fmt.Errorf("payload of delivery %s: %w", d.ID, err)
 	}
 	started := time.Now()
 	secrets, err := models.WebhookSecrets(a.Secrets, inst, started)
 	if err != nil {
-		return DeliverResult{}, err
+		return contract.DeliverResult{}, err
 	}
 	// The installation's current URL: a merchant who fixed a broken endpoint expects retries
 	// and replays to go there.
@@ -205,13 +160,13 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in DeliverInput) (Deliv
 	rctx, cancelRecord := bounded(ctx)
 	defer cancelRecord()
 	if err := models.RecordWebhookAttempt(a.DB.WithContext(rctx), d.ID, rec); err != nil {
-		return DeliverResult{}, unavailable(DependencyDatabase, fmt.Errorf("record attempt: %w", err))
+		return contract.DeliverResult{}, unavailable(contract.DependencyDatabase, fmt.Errorf("record attempt: %w", err))
 	}
 	if !rec.Delivered {
 		a.Log.Info("webhook attempt failed", zap.String("delivery_id", d.ID), zap.Int("attempt", in.Attempt),
 			zap.Bool("replay", in.Replay), zap.Int("status_code", out.StatusCode), zap.String("error", rec.Error))
 	}
-	return DeliverResult{Delivered: rec.Delivered, StatusCode: out.StatusCode, RetryAfter: out.RetryAfter}, nil
+	return contract.DeliverResult{Delivered: rec.Delivered, StatusCode: out.StatusCode, RetryAfter: out.RetryAfter}, nil
 }
 
 // MarkWebhookFailed records that a delivery's run gave up after its last attempt (a local activity).

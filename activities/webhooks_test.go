@@ -20,6 +20,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/activities"
+	"github.com/shotflow/shotflow/activities/contract"
 	"github.com/shotflow/shotflow/internal/platform/metrics"
 	"github.com/shotflow/shotflow/internal/platform/metrics/metricstest"
 	"github.com/shotflow/shotflow/internal/platform/secrets"
@@ -134,9 +135,9 @@ func (f *fixture) newJob(t *testing.T, installationID *string, st string) models
 	return job
 }
 
-func (f *fixture) record(t *testing.T, jobID string) activities.RecordWebhookResult {
+func (f *fixture) record(t *testing.T, jobID string) contract.RecordWebhookResult {
 	t.Helper()
-	res, err := f.acts.RecordJobWebhook(context.Background(), activities.RecordWebhookInput{JobID: jobID, Run: 1})
+	res, err := f.acts.RecordJobWebhook(context.Background(), contract.RecordWebhookInput{JobID: jobID, Run: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +166,7 @@ func TestRecordJobWebhook(t *testing.T) {
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		f := newFixture(t, db, "https://shop.example/hook")
 		res := f.record(t, f.job.ID)
-		want := activities.RecordWebhookResult{
+		want := contract.RecordWebhookResult{
 			DeliveryID: models.WebhookDeliveryID(f.job.ID, 1, "job.completed"), Deliver: true,
 			AccountID: f.inst.AccountID, InstallationID: f.inst.ID, OrderID: f.job.OrderID,
 		}
@@ -210,10 +211,10 @@ func TestRecordJobWebhook(t *testing.T) {
 
 		// A job that has not ended, or a superseded run, is an error that is not retried.
 		running := f.newJob(t, &f.inst.ID, status.JobInProgress)
-		if _, err := f.acts.RecordJobWebhook(context.Background(), activities.RecordWebhookInput{JobID: running.ID, Run: 1}); errorType(err) != activities.ErrTypeWebhookJobNotTerminal {
+		if _, err := f.acts.RecordJobWebhook(context.Background(), contract.RecordWebhookInput{JobID: running.ID, Run: 1}); errorType(err) != contract.ErrTypeWebhookJobNotTerminal {
 			t.Fatalf("running job: %v", err)
 		}
-		if _, err := f.acts.RecordJobWebhook(context.Background(), activities.RecordWebhookInput{JobID: f.job.ID, Run: 2}); errorType(err) != activities.ErrTypeWebhookJobNotTerminal {
+		if _, err := f.acts.RecordJobWebhook(context.Background(), contract.RecordWebhookInput{JobID: f.job.ID, Run: 2}); errorType(err) != contract.ErrTypeWebhookJobNotTerminal {
 			t.Fatalf("other run: %v", err)
 		}
 
@@ -230,7 +231,7 @@ func TestRecordJobWebhook(t *testing.T) {
 	})
 }
 
-func (f *fixture) deliver(t *testing.T, in activities.DeliverInput) activities.DeliverResult {
+func (f *fixture) deliver(t *testing.T, in contract.DeliverInput) contract.DeliverResult {
 	t.Helper()
 	res, err := f.acts.DeliverWebhook(context.Background(), in)
 	if err != nil {
@@ -252,7 +253,7 @@ func TestDeliverWebhookSuccessSignsWithEveryValidSecret(t *testing.T) {
 
 	id := f.record(t, f.job.ID).DeliveryID
 	before := time.Now().Unix()
-	res := f.deliver(t, activities.DeliverInput{DeliveryID: id, Attempt: 1, NextDelay: 5 * time.Second})
+	res := f.deliver(t, contract.DeliverInput{DeliveryID: id, Attempt: 1, NextDelay: 5 * time.Second})
 	if !res.Delivered || res.StatusCode != 204 || res.RetryAfter != 0 {
 		t.Fatalf("result = %+v", res)
 	}
@@ -286,12 +287,12 @@ func TestDeliverWebhookSuccessSignsWithEveryValidSecret(t *testing.T) {
 	}
 
 	// A retried activity after a recorded success does not send again…
-	if res := f.deliver(t, activities.DeliverInput{DeliveryID: id, Attempt: 1}); !res.Delivered || len(rc.got()) != 1 {
+	if res := f.deliver(t, contract.DeliverInput{DeliveryID: id, Attempt: 1}); !res.Delivered || len(rc.got()) != 1 {
 		t.Fatalf("retry after success: %+v, %d requests", res, len(rc.got()))
 	}
 	// …but a replay does: same webhook-id and body, a new timestamp.
 	time.Sleep(1100 * time.Millisecond)
-	if res := f.deliver(t, activities.DeliverInput{DeliveryID: id, Attempt: 1, Replay: true}); !res.Delivered {
+	if res := f.deliver(t, contract.DeliverInput{DeliveryID: id, Attempt: 1, Replay: true}); !res.Delivered {
 		t.Fatalf("replay: %+v", res)
 	}
 	reqs = rc.got()
@@ -332,7 +333,7 @@ func TestDeliverWebhookSendsALegacyPayloadInTheCurrentShape(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		if res := f.deliver(t, activities.DeliverInput{DeliveryID: id, Attempt: 1, Replay: true}); !res.Delivered {
+		if res := f.deliver(t, contract.DeliverInput{DeliveryID: id, Attempt: 1, Replay: true}); !res.Delivered {
 			t.Fatalf("replay: %+v", res)
 		}
 		reqs := rc.got()
@@ -388,7 +389,7 @@ func TestDeliverWebhookFailures(t *testing.T) {
 			f := newFixture(t, db, rc.URL)
 			id := f.record(t, f.job.ID).DeliveryID
 			start := time.Now()
-			res := f.deliver(t, activities.DeliverInput{DeliveryID: id, Attempt: 3, NextDelay: 5 * time.Second})
+			res := f.deliver(t, contract.DeliverInput{DeliveryID: id, Attempt: 3, NextDelay: 5 * time.Second})
 			if res.Delivered || res.StatusCode != tc.code || res.RetryAfter != tc.retryAfter {
 				t.Fatalf("result = %+v", res)
 			}
@@ -407,7 +408,7 @@ func TestDeliverWebhookFailures(t *testing.T) {
 				t.Errorf("latency %d ms, want about the 300 ms timeout", attempts[0].LatencyMS)
 			}
 			// The last attempt of a run schedules nothing.
-			f.deliver(t, activities.DeliverInput{DeliveryID: id, Attempt: 8})
+			f.deliver(t, contract.DeliverInput{DeliveryID: id, Attempt: 8})
 			if d := f.delivery(t, id); d.NextAttemptAt != nil || d.Attempts != 2 {
 				t.Fatalf("after the last attempt: %+v", d)
 			}
@@ -427,7 +428,7 @@ func TestDeliverWebhookRefusesPrivateCallbacksUnlessAllowed(t *testing.T) {
 	f := newFixture(t, testdb.Open(t, testdb.SQLiteURL(t)), rc.URL) // 127.0.0.1
 	f.acts.Webhooks = webhooks.NewClient(webhooks.ClientOptions{})
 	id := f.record(t, f.job.ID).DeliveryID
-	res := f.deliver(t, activities.DeliverInput{DeliveryID: id, Attempt: 1, NextDelay: time.Second})
+	res := f.deliver(t, contract.DeliverInput{DeliveryID: id, Attempt: 1, NextDelay: time.Second})
 	if res.Delivered || len(rc.got()) != 0 {
 		t.Fatalf("a loopback callback was called: %+v", res)
 	}
@@ -439,14 +440,14 @@ func TestDeliverWebhookRefusesPrivateCallbacksUnlessAllowed(t *testing.T) {
 func TestDeliverWebhookErrors(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, testdb.Open(t, testdb.SQLiteURL(t)), "https://shop.example/hook")
-	_, err := f.acts.DeliverWebhook(context.Background(), activities.DeliverInput{DeliveryID: models.NewID(), Attempt: 1})
-	if errorType(err) != activities.ErrTypeWebhookDeliveryNotFound {
+	_, err := f.acts.DeliverWebhook(context.Background(), contract.DeliverInput{DeliveryID: models.NewID(), Attempt: 1})
+	if errorType(err) != contract.ErrTypeWebhookDeliveryNotFound {
 		t.Fatalf("unknown delivery: %v", err)
 	}
 	// The installation dropped its callback URL: the attempt fails without a request.
 	id := f.record(t, f.job.ID).DeliveryID
 	f.db.Model(&models.Installation{}).Where("id = ?", f.inst.ID).Update("callback_url", "")
-	if res := f.deliver(t, activities.DeliverInput{DeliveryID: id, Attempt: 1}); res.Delivered {
+	if res := f.deliver(t, contract.DeliverInput{DeliveryID: id, Attempt: 1}); res.Delivered {
 		t.Fatal("delivered without a callback URL")
 	}
 	if d := f.delivery(t, id); d.Attempts != 1 || !strings.Contains(d.LastError, "no longer has a callback URL") || d.CallbackURL != "https://shop.example/hook" {

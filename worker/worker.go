@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/shotflow/shotflow/activities"
+	"github.com/shotflow/shotflow/activities/contract"
 	"github.com/shotflow/shotflow/workflows"
 )
 
@@ -60,14 +61,11 @@ func New(c client.Client, acts *activities.Activities, opts Options) *Group {
 		po := ProviderWorkerOptions(p, opts.StopTimeout)
 		po.OnFatalError = opts.OnFatalError
 		w := worker.New(c, workflows.GenerateTaskQueue(opts.TaskQueue, p.Provider), po)
-		w.RegisterActivityWithOptions(acts.Generate, activity.RegisterOptions{Name: GenerateActivityName})
+		registerGenerate(w, acts)
 		g.workers = append(g.workers, w)
 	}
 	return g
 }
-
-// GenerateActivityName is the registered name of Activities.Generate on every queue.
-const GenerateActivityName = "Generate"
 
 // ProviderWorkerOptions are the worker options of a provider's queue: no workflows, the
 // provider's concurrency, and its rate limit enforced by the server.
@@ -107,4 +105,10 @@ func Register(r worker.Registry, acts *activities.Activities) {
 	r.RegisterWorkflow(workflows.WebhookDeliveryWorkflow)
 	r.RegisterWorkflow(workflows.PrepareInputWorkflow)
 	r.RegisterActivity(acts)
+}
+
+// registerGenerate adds the Generate activity alone to a provider's worker, under the name it has
+// on the main worker and in the workflows' calls (contract.Generate).
+func registerGenerate(r worker.ActivityRegistry, acts *activities.Activities) {
+	r.RegisterActivityWithOptions(acts.Generate, activity.RegisterOptions{Name: contract.Generate})
 }

@@ -7,7 +7,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/shotflow/shotflow/activities"
+	"github.com/shotflow/shotflow/activities/contract"
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/models/status"
 )
@@ -147,14 +147,13 @@ func JobWorkflow(ctx workflow.Context, in JobInput) (JobResult, error) {
 // the first two in one FinishJob local activity; JobShapeOriginal (only on replay of runs started
 // before issue 15) settles with CompleteJob or EndJob and records the webhook after the status
 // upsert with NotifyJobEnded.
-func finishJob(ctx workflow.Context, in JobInput, fin activities.FinishJobInput, res JobResult) (JobResult, error) {
-	var a *activities.Activities
+func finishJob(ctx workflow.Context, in JobInput, fin contract.FinishJobInput, res JobResult) (JobResult, error) {
 	if in.Shape < JobShapeLean {
 		var err error
 		if fin.Complete != nil {
-			err = project(ctx, a.CompleteJob, nil, *fin.Complete)
+			err = project(ctx, contract.CompleteJob, nil, *fin.Complete)
 		} else {
-			err = project(ctx, a.EndJob, nil, *fin.End)
+			err = project(ctx, contract.EndJob, nil, *fin.End)
 		}
 		if err != nil {
 			return JobResult{}, err
@@ -163,8 +162,8 @@ func finishJob(ctx workflow.Context, in JobInput, fin activities.FinishJobInput,
 		webhookNotStarted(ctx, in.JobID, NotifyJobEnded(ctx, in.JobID, in.Run))
 		return res, nil
 	}
-	var rec activities.RecordWebhookResult
-	if err := project(ctx, a.FinishJob, &rec, fin); err != nil {
+	var rec contract.RecordWebhookResult
+	if err := project(ctx, contract.FinishJob, &rec, fin); err != nil {
 		return JobResult{}, err
 	}
 	setStatus(ctx, res.Status, res.Category)
@@ -184,7 +183,6 @@ func webhookNotStarted(ctx workflow.Context, jobID string, err error) {
 const statusNotRunnable = "not_runnable"
 
 func runJob(ctx workflow.Context, in JobInput, gate *startGate) (JobResult, error) {
-	var a *activities.Activities
 	opts := in.Options.withDefaults()
 	generateQueue := ""
 	if in.Provider != "" {
@@ -208,8 +206,8 @@ func runJob(ctx workflow.Context, in JobInput, gate *startGate) (JobResult, erro
 		return gate.awaitCancelled(ctx)
 	}
 	for attempt := 1; ; attempt++ {
-		err := project(ctx, a.BeginAttempt, nil, activities.AttemptInput{JobID: in.JobID, Run: in.Run, Attempt: attempt})
-		if isType(err, activities.ErrTypeJobNotRunnable) {
+		err := project(ctx, contract.BeginAttempt, nil, contract.AttemptInput{JobID: in.JobID, Run: in.Run, Attempt: attempt})
+		if isType(err, contract.ErrTypeJobNotRunnable) {
 			return JobResult{Status: statusNotRunnable, Attempts: attempt - 1}, nil
 		}
 		if err != nil {
@@ -218,11 +216,11 @@ func runJob(ctx workflow.Context, in JobInput, gate *startGate) (JobResult, erro
 		if attempt == 1 && in.Shape < JobShapeLean {
 			setStatus(ctx, status.JobInProgress, "")
 		}
-		var gen activities.GenerateResult
+		var gen contract.GenerateResult
 		// An outage of the database or the blob store is waited out here and is no attempt.
-		err = runActivity(ctx, actx, a.Generate, &gen, activities.AttemptInput{JobID: in.JobID, Run: in.Run, Attempt: attempt})
+		err = runActivity(ctx, actx, contract.Generate, &gen, contract.AttemptInput{JobID: in.JobID, Run: in.Run, Attempt: attempt})
 		if err == nil {
-			return finishJob(ctx, in, activities.FinishJobInput{Complete: &activities.CompleteInput{
+			return finishJob(ctx, in, contract.FinishJobInput{Complete: &contract.CompleteInput{
 				JobID: in.JobID, Run: in.Run, Outputs: gen.Outputs,
 			}}, JobResult{Status: status.JobCompleted, Attempts: attempt})
 		}
@@ -268,8 +266,7 @@ func runJob(ctx workflow.Context, in JobInput, gate *startGate) (JobResult, erro
 }
 
 func markRetryPending(ctx workflow.Context, in JobInput, category errorcat.Category, detail string) error {
-	var a *activities.Activities
-	err := project(ctx, a.MarkRetryPending, nil, activities.RetryPendingInput{
+	err := project(ctx, contract.MarkRetryPending, nil, contract.RetryPendingInput{
 		JobID: in.JobID, Run: in.Run, Category: category, Detail: detail,
 	})
 	if err == nil {
@@ -279,8 +276,8 @@ func markRetryPending(ctx workflow.Context, in JobInput, category errorcat.Categ
 }
 
 func endJob(ctx workflow.Context, in JobInput, attempt int, category errorcat.Category, detail string) (JobResult, error) {
-	end := activities.EndInput{JobID: in.JobID, Run: in.Run, Status: status.JobFailed, Category: category, Detail: detail}
-	return finishJob(ctx, in, activities.FinishJobInput{End: &end},
+	end := contract.EndInput{JobID: in.JobID, Run: in.Run, Status: status.JobFailed, Category: category, Detail: detail}
+	return finishJob(ctx, in, contract.FinishJobInput{End: &end},
 		JobResult{Status: status.JobFailed, Attempts: attempt, Category: category})
 }
 

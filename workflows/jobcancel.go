@@ -4,7 +4,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/shotflow/shotflow/activities"
+	"github.com/shotflow/shotflow/activities/contract"
 	"github.com/shotflow/shotflow/models/status"
 )
 
@@ -23,7 +23,7 @@ type startGate struct {
 	// recorded: the accepted cancel is stored (the job is cancelled, its reservation released).
 	recorded bool
 	// delivery is the webhook FinishJob recorded with the cancel (JobShapeQuiet).
-	delivery *activities.RecordWebhookResult
+	delivery *contract.RecordWebhookResult
 }
 
 // register installs the job's cancel-job Update handler. It must run before the first attempt is
@@ -69,13 +69,12 @@ func (g *startGate) cancel(ctx workflow.Context, jobID string, _ CancelOptions) 
 // record stores the accepted cancel: with its webhook in one FinishJob transaction in
 // JobShapeQuiet, with EndJob alone (the webhook follows in JobWorkflow) in older shapes.
 func (g *startGate) record(ctx workflow.Context) error {
-	var a *activities.Activities
-	end := activities.EndInput{JobID: g.in.JobID, Run: g.in.Run, Status: status.JobCancelled}
+	end := contract.EndInput{JobID: g.in.JobID, Run: g.in.Run, Status: status.JobCancelled}
 	if g.in.Shape < JobShapeQuiet {
-		return project(ctx, a.EndJob, nil, end)
+		return project(ctx, contract.EndJob, nil, end)
 	}
-	var rec activities.RecordWebhookResult
-	if err := project(ctx, a.FinishJob, &rec, activities.FinishJobInput{End: &end}); err != nil {
+	var rec contract.RecordWebhookResult
+	if err := project(ctx, contract.FinishJob, &rec, contract.FinishJobInput{End: &end}); err != nil {
 		return err
 	}
 	g.delivery = &rec

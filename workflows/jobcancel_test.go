@@ -10,7 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/shotflow/shotflow/activities"
+	"github.com/shotflow/shotflow/activities/contract"
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/workflows"
@@ -62,22 +62,22 @@ type jobCalls struct {
 // onBegin, if set, runs inside BeginAttempt (the first attempt being recorded).
 func mockJobSteps(t *testing.T, env *testsuite.TestWorkflowEnvironment, onBegin func()) *jobCalls {
 	c := &jobCalls{}
-	env.OnActivity(a.BeginAttempt, mock.Anything, mock.Anything).Return(func(context.Context, activities.AttemptInput) error {
+	env.OnActivity(a.BeginAttempt, mock.Anything, mock.Anything).Return(func(context.Context, contract.AttemptInput) error {
 		c.begun++
 		if onBegin != nil {
 			onBegin()
 		}
 		return nil
 	}).Maybe()
-	env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(func(context.Context, activities.AttemptInput) (activities.GenerateResult, error) {
+	env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(func(context.Context, contract.AttemptInput) (contract.GenerateResult, error) {
 		c.generated++
 		return okResult, nil
 	}).Maybe()
-	env.OnActivity(a.CompleteJob, mock.Anything, mock.Anything).Return(func(context.Context, activities.CompleteInput) error {
+	env.OnActivity(a.CompleteJob, mock.Anything, mock.Anything).Return(func(context.Context, contract.CompleteInput) error {
 		c.completed++
 		return nil
 	}).Maybe()
-	env.OnActivity(a.EndJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.EndInput) error {
+	env.OnActivity(a.EndJob, mock.Anything, mock.Anything).Return(func(_ context.Context, in contract.EndInput) error {
 		if in.Status != status.JobCancelled || in.JobID != "j1" || in.Run != 1 {
 			t.Errorf("EndJob(%+v): only a cancel of j1 may end it", in)
 		}
@@ -139,8 +139,8 @@ func TestJobWorkflowRefusesCancelsOnceItsFirstAttemptHasBegun(t *testing.T) {
 	var duringBegin, duringRetry *cancelOutcome
 	var begunWhenRefused int
 	// The first attempt fails RATE_LIMIT: the job then sleeps a minute before its second one.
-	env.OnActivity(a.Generate, mock.Anything, activities.AttemptInput{JobID: "j1", Run: 1, Attempt: 1}).
-		Return(activities.GenerateResult{}, categoryError(errorcat.RateLimit, time.Minute)).Once()
+	env.OnActivity(a.Generate, mock.Anything, contract.AttemptInput{JobID: "j1", Run: 1, Attempt: 1}).
+		Return(contract.GenerateResult{}, categoryError(errorcat.RateLimit, time.Minute)).Once()
 	env.OnActivity(a.MarkRetryPending, mock.Anything, mock.Anything).Return(nil).Once()
 	calls := mockJobSteps(t, env, func() {
 		if duringBegin == nil {

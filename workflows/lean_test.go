@@ -13,7 +13,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/shotflow/shotflow/activities"
+	"github.com/shotflow/shotflow/activities/contract"
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/workflows"
@@ -50,11 +50,11 @@ func TestLeanJobCompletesWithOneFinishingLocalActivity(t *testing.T) {
 	env := newJobEnv(t)
 	names := localActivities(env)
 	onlyStatusUpserts(env, status.JobCompleted)
-	rec := activities.RecordWebhookResult{DeliveryID: "d1", Deliver: true, AccountID: "acc", InstallationID: "inst", OrderID: "o1"}
-	env.OnActivity(a.BeginAttempt, mock.Anything, activities.AttemptInput{JobID: "j1", Run: 1, Attempt: 1}).Return(nil).Once()
+	rec := contract.RecordWebhookResult{DeliveryID: "d1", Deliver: true, AccountID: "acc", InstallationID: "inst", OrderID: "o1"}
+	env.OnActivity(a.BeginAttempt, mock.Anything, contract.AttemptInput{JobID: "j1", Run: 1, Attempt: 1}).Return(nil).Once()
 	env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(okResult, nil).Once()
-	env.OnActivity(a.FinishJob, mock.Anything, activities.FinishJobInput{
-		Complete: &activities.CompleteInput{JobID: "j1", Run: 1, Outputs: okResult.Outputs},
+	env.OnActivity(a.FinishJob, mock.Anything, contract.FinishJobInput{
+		Complete: &contract.CompleteInput{JobID: "j1", Run: 1, Outputs: okResult.Outputs},
 	}).Return(rec, nil).Once()
 	var delivered []string
 	env.OnWorkflow(workflows.WebhookDeliveryWorkflow, mock.Anything, mock.Anything).Return(
@@ -84,10 +84,10 @@ func TestLeanJobFailsWithOneFinishingLocalActivity(t *testing.T) {
 	names := localActivities(env)
 	onlyStatusUpserts(env, status.JobFailed)
 	env.OnActivity(a.BeginAttempt, mock.Anything, mock.Anything).Return(nil).Once()
-	env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(activities.GenerateResult{}, categoryError(errorcat.ContentPolicy, 0)).Once()
-	env.OnActivity(a.FinishJob, mock.Anything, mock.MatchedBy(func(in activities.FinishJobInput) bool {
+	env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(contract.GenerateResult{}, categoryError(errorcat.ContentPolicy, 0)).Once()
+	env.OnActivity(a.FinishJob, mock.Anything, mock.MatchedBy(func(in contract.FinishJobInput) bool {
 		return in.Complete == nil && in.End != nil && in.End.Status == status.JobFailed && in.End.Category == errorcat.ContentPolicy
-	})).Return(activities.RecordWebhookResult{}, nil).Once()
+	})).Return(contract.RecordWebhookResult{}, nil).Once()
 
 	env.ExecuteWorkflow(workflows.JobWorkflow, workflows.JobInput{JobID: "j1", Run: 1, OrderID: "o1", Shape: workflows.JobShapeLean})
 	var res workflows.JobResult
@@ -106,10 +106,10 @@ func TestLeanJobStillShowsRetryPending(t *testing.T) {
 	env := newJobEnv(t)
 	onlyStatusUpserts(env, status.JobRetryPending, status.JobCompleted)
 	env.OnActivity(a.BeginAttempt, mock.Anything, mock.Anything).Return(nil).Twice()
-	env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(activities.GenerateResult{}, categoryError(errorcat.RateLimit, 0)).Once()
+	env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(contract.GenerateResult{}, categoryError(errorcat.RateLimit, 0)).Once()
 	env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(okResult, nil).Once()
 	env.OnActivity(a.MarkRetryPending, mock.Anything, mock.Anything).Return(nil).Once()
-	env.OnActivity(a.FinishJob, mock.Anything, mock.Anything).Return(activities.RecordWebhookResult{}, nil).Once()
+	env.OnActivity(a.FinishJob, mock.Anything, mock.Anything).Return(contract.RecordWebhookResult{}, nil).Once()
 
 	env.ExecuteWorkflow(workflows.JobWorkflow, workflows.JobInput{JobID: "j1", Run: 1, OrderID: "o1", Shape: workflows.JobShapeLean})
 	var res workflows.JobResult
@@ -174,7 +174,7 @@ func TestQuietJobCompletesWithoutSignallingItsOrder(t *testing.T) {
 		onlyStatusUpserts(env, status.JobCompleted)
 		env.OnActivity(a.BeginAttempt, mock.Anything, mock.Anything).Return(nil).Once()
 		env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(okResult, nil).Once()
-		env.OnActivity(a.FinishJob, mock.Anything, mock.Anything).Return(activities.RecordWebhookResult{}, nil).Once()
+		env.OnActivity(a.FinishJob, mock.Anything, mock.Anything).Return(contract.RecordWebhookResult{}, nil).Once()
 		env.ExecuteWorkflow(workflows.JobWorkflow, workflows.JobInput{JobID: "j1", Run: 1, OrderID: "o1", Shape: tc.shape})
 		var res workflows.JobResult
 		if err := env.GetWorkflowResult(&res); err != nil {
@@ -194,9 +194,9 @@ func TestQuietJobRecordsItsCancelWithItsWebhook(t *testing.T) {
 	signals := signalsToOrder(env)
 	names := localActivities(env)
 	calls := mockJobSteps(t, env, nil)
-	rec := activities.RecordWebhookResult{DeliveryID: "d1", Deliver: true, AccountID: "acc", InstallationID: "inst", OrderID: "o1"}
-	env.OnActivity(a.FinishJob, mock.Anything, activities.FinishJobInput{
-		End: &activities.EndInput{JobID: "j1", Run: 1, Status: status.JobCancelled},
+	rec := contract.RecordWebhookResult{DeliveryID: "d1", Deliver: true, AccountID: "acc", InstallationID: "inst", OrderID: "o1"}
+	env.OnActivity(a.FinishJob, mock.Anything, contract.FinishJobInput{
+		End: &contract.EndInput{JobID: "j1", Run: 1, Status: status.JobCancelled},
 	}).Return(rec, nil).Once()
 	var delivered []string
 	env.OnWorkflow(workflows.WebhookDeliveryWorkflow, mock.Anything, mock.Anything).Return(

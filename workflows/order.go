@@ -9,7 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/shotflow/shotflow/activities"
+	"github.com/shotflow/shotflow/activities/contract"
 	"github.com/shotflow/shotflow/models/status"
 )
 
@@ -396,17 +396,16 @@ func expired(ctx workflow.Context, ref JobRef) bool {
 // one FinishJob transaction when quiet, else with EndJob and then NotifyJobEnded (order runs
 // started before the quiet shape, on replay).
 func endQueued(ctx workflow.Context, ref JobRef, status string, quiet bool) error {
-	var a *activities.Activities
-	end := activities.EndInput{JobID: ref.JobID, Run: ref.Run, Status: status}
+	end := contract.EndInput{JobID: ref.JobID, Run: ref.Run, Status: status}
 	if !quiet {
-		if err := project(ctx, a.EndJob, nil, end); err != nil {
+		if err := project(ctx, contract.EndJob, nil, end); err != nil {
 			return err
 		}
 		webhookNotStarted(ctx, ref.JobID, NotifyJobEnded(ctx, ref.JobID, ref.Run))
 		return nil
 	}
-	var rec activities.RecordWebhookResult
-	if err := project(ctx, a.FinishJob, &rec, activities.FinishJobInput{End: &end}); err != nil {
+	var rec contract.RecordWebhookResult
+	if err := project(ctx, contract.FinishJob, &rec, contract.FinishJobInput{End: &end}); err != nil {
 		return err
 	}
 	webhookNotStarted(ctx, ref.JobID, startDelivery(ctx, rec))

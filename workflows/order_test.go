@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/shotflow/shotflow/activities"
+	"github.com/shotflow/shotflow/activities/contract"
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/models/jobtype"
 	"github.com/shotflow/shotflow/models/status"
@@ -126,8 +127,8 @@ func TestOrderWorkflowCancelsOnlyJobsThatHaveNotBeenLaunched(t *testing.T) {
 	env := newEnv(t)
 	l := mockJobs(env)
 	// A queued job's cancel is recorded with its webhook in one transaction.
-	env.OnActivity(a.FinishJob, mock.Anything, activities.FinishJobInput{End: &activities.EndInput{JobID: "c", Run: 1, Status: status.JobCancelled}}).
-		Return(activities.RecordWebhookResult{}, nil).Once()
+	env.OnActivity(a.FinishJob, mock.Anything, contract.FinishJobInput{End: &contract.EndInput{JobID: "c", Run: 1, Status: status.JobCancelled}}).
+		Return(contract.RecordWebhookResult{}, nil).Once()
 	// What a client sees is the update's outcome: the validator may accept two concurrent cancels
 	// of one job, but only the first handler cancels it; the other ends not cancelable.
 	var cancelled, refused, launched []string
@@ -185,10 +186,10 @@ func TestOrderWorkflowExpiresJobsThatNeverStarted(t *testing.T) {
 	l := mockJobs(env)
 	start := env.Now()
 	var expiredAt time.Time
-	env.OnActivity(a.FinishJob, mock.Anything, activities.FinishJobInput{End: &activities.EndInput{JobID: "b", Run: 1, Status: status.JobExpired}}).
-		Return(func(context.Context, activities.FinishJobInput) (activities.RecordWebhookResult, error) {
+	env.OnActivity(a.FinishJob, mock.Anything, contract.FinishJobInput{End: &contract.EndInput{JobID: "b", Run: 1, Status: status.JobExpired}}).
+		Return(func(context.Context, contract.FinishJobInput) (contract.RecordWebhookResult, error) {
 			expiredAt = env.Now()
-			return activities.RecordWebhookResult{}, nil
+			return contract.RecordWebhookResult{}, nil
 		}).Once()
 	jobs := refs("a", "b")
 	for i := range jobs {
@@ -251,9 +252,9 @@ func TestJobWorkflowWaitsForItsInput(t *testing.T) {
 	t.Run("woken by the input-ready signal", func(t *testing.T) {
 		env := newJobEnv(t)
 		env.OnActivity(a.BeginAttempt, mock.Anything, mock.Anything).Return(nil).Twice()
-		env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(activities.GenerateResult{}, categoryError(errorcat.InputNotReady, 0)).Once()
+		env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(contract.GenerateResult{}, categoryError(errorcat.InputNotReady, 0)).Once()
 		env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(okResult, nil).Once()
-		env.OnActivity(a.MarkRetryPending, mock.Anything, mock.MatchedBy(func(in activities.RetryPendingInput) bool {
+		env.OnActivity(a.MarkRetryPending, mock.Anything, mock.MatchedBy(func(in contract.RetryPendingInput) bool {
 			return in.Category == errorcat.InputNotReady
 		})).Return(nil).Once()
 		env.OnActivity(a.CompleteJob, mock.Anything, mock.Anything).Return(nil).Once()
@@ -271,9 +272,9 @@ func TestJobWorkflowWaitsForItsInput(t *testing.T) {
 	t.Run("fails at the deadline", func(t *testing.T) {
 		env := newJobEnv(t)
 		env.OnActivity(a.BeginAttempt, mock.Anything, mock.Anything).Return(nil).Once()
-		env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(activities.GenerateResult{}, categoryError(errorcat.InputNotReady, 0)).Once()
+		env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(contract.GenerateResult{}, categoryError(errorcat.InputNotReady, 0)).Once()
 		env.OnActivity(a.MarkRetryPending, mock.Anything, mock.Anything).Return(nil).Once()
-		env.OnActivity(a.EndJob, mock.Anything, mock.MatchedBy(func(in activities.EndInput) bool {
+		env.OnActivity(a.EndJob, mock.Anything, mock.MatchedBy(func(in contract.EndInput) bool {
 			return in.Status == status.JobFailed && in.Category == errorcat.InputNotReady
 		})).Return(nil).Once()
 		start := env.Now()
@@ -319,7 +320,7 @@ func launchOrder(t *testing.T, env *testsuite.TestWorkflowEnvironment, version i
 	t.Helper()
 	var during *cancelOutcome
 	// A cancel the order takes is recorded with FinishJob.
-	env.OnActivity((*activities.Activities).FinishJob, mock.Anything, mock.Anything).Return(activities.RecordWebhookResult{}, nil).Maybe()
+	env.OnActivity((*activities.Activities).FinishJob, mock.Anything, mock.Anything).Return(contract.RecordWebhookResult{}, nil).Maybe()
 	env.OnWorkflow(workflows.JobWorkflow, mock.Anything, mock.Anything).Return(
 		func(_ workflow.Context, in workflows.JobInput) (workflows.JobResult, error) {
 			if in.JobID == "a" {

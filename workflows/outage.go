@@ -7,11 +7,11 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/shotflow/shotflow/activities"
+	"github.com/shotflow/shotflow/activities/contract"
 )
 
 // SAWaitingOn names the dependency a workflow is waiting for while it cannot reach it
-// (activities.DependencyDatabase or activities.DependencyBlobStore); it is unset again once the
+// (contract.DependencyDatabase or contract.DependencyBlobStore); it is unset again once the
 // dependency answers. Operators find every stalled workflow with ShotflowWaitingOn IS NOT NULL.
 var SAWaitingOn = temporal.NewSearchAttributeKeyKeyword("ShotflowWaitingOn")
 
@@ -88,39 +88,39 @@ func untilAvailable(ctx workflow.Context, step func() (string, error)) error {
 	}
 }
 
-// runActivity executes an activity with actx's options, storing its result in out (nil for none),
-// and waits out every outage it reports as activities.ErrTypeDependencyUnavailable, running it
-// again after each; other errors are returned.
-func runActivity(ctx, actx workflow.Context, activity, out any, args ...any) error {
+// runActivity executes the activity named activity (a contract name) with actx's options, storing
+// its result in out (nil for none), and waits out every outage it reports as
+// contract.ErrTypeDependencyUnavailable, running it again after each; other errors are returned.
+func runActivity(ctx, actx workflow.Context, activity string, out any, args ...any) error {
 	return untilAvailable(ctx, func() (string, error) {
 		err := workflow.ExecuteActivity(actx, activity, args...).Get(ctx, out)
 		return unavailableDependency(err), err
 	})
 }
 
-// project runs a database projection as a local activity until it succeeds, storing its result in
-// out (nil for none). Only a non-retryable ApplicationError (a result such as
-// activities.ErrTypeJobNotRunnable) or the workflow's cancellation ends it otherwise: any other
-// failure is the database being away, and the workflow waits for it rather than fail.
-func project(ctx workflow.Context, activity, out any, args ...any) error {
+// project runs a database projection, the local activity named activity (a contract name), until
+// it succeeds, storing its result in out (nil for none). Only a non-retryable ApplicationError (a
+// result such as contract.ErrTypeJobNotRunnable) or the workflow's cancellation ends it otherwise:
+// any other failure is the database being away, and the workflow waits for it rather than fail.
+func project(ctx workflow.Context, activity string, out any, args ...any) error {
 	lctx := workflow.WithLocalActivityOptions(ctx, projectionOptions)
 	return untilAvailable(ctx, func() (string, error) {
 		err := workflow.ExecuteLocalActivity(lctx, activity, args...).Get(ctx, out)
 		if err == nil || isFinal(err) {
 			return "", err
 		}
-		return activities.DependencyDatabase, err
+		return contract.DependencyDatabase, err
 	})
 }
 
-// unavailableDependency is the dependency an activities.ErrTypeDependencyUnavailable failure
+// unavailableDependency is the dependency a contract.ErrTypeDependencyUnavailable failure
 // names, or "" for any other outcome.
 func unavailableDependency(err error) string {
 	var appErr *temporal.ApplicationError
-	if !errors.As(err, &appErr) || appErr.Type() != activities.ErrTypeDependencyUnavailable {
+	if !errors.As(err, &appErr) || appErr.Type() != contract.ErrTypeDependencyUnavailable {
 		return ""
 	}
-	dependency := activities.DependencyDatabase
+	dependency := contract.DependencyDatabase
 	if appErr.HasDetails() {
 		_ = appErr.Details(&dependency)
 	}

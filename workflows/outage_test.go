@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/shotflow/shotflow/activities"
+	"github.com/shotflow/shotflow/activities/contract"
 	"github.com/shotflow/shotflow/models/jobtype"
 	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/workflows"
@@ -28,7 +28,7 @@ func downUntil(now func() time.Time, until time.Time) func() error {
 }
 
 func unavailable(dependency string) error {
-	return temporal.NewNonRetryableApplicationError(dependency+" unavailable", activities.ErrTypeDependencyUnavailable, nil, dependency)
+	return temporal.NewNonRetryableApplicationError(dependency+" unavailable", contract.ErrTypeDependencyUnavailable, nil, dependency)
 }
 
 // waitingOn records the values the workflow gives ShotflowWaitingOn, "" for an unset. (The SDK
@@ -56,24 +56,24 @@ func TestJobWorkflowWaitsOutADatabaseOutage(t *testing.T) {
 	start := env.Now()
 	// BeginAttempt: the database is away for 25 minutes from the start.
 	beginDown := downUntil(env.Now, start.Add(25*time.Minute))
-	env.OnActivity(a.BeginAttempt, mock.Anything, activities.AttemptInput{JobID: "j1", Run: 1, Attempt: 1}).
-		Return(func(context.Context, activities.AttemptInput) error { return beginDown() })
+	env.OnActivity(a.BeginAttempt, mock.Anything, contract.AttemptInput{JobID: "j1", Run: 1, Attempt: 1}).
+		Return(func(context.Context, contract.AttemptInput) error { return beginDown() })
 	// Generate: the blob store then the database are away for a while; neither is an attempt.
 	calls := 0
-	env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(func(context.Context, activities.AttemptInput) (activities.GenerateResult, error) {
+	env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(func(context.Context, contract.AttemptInput) (contract.GenerateResult, error) {
 		calls++
 		switch {
 		case calls <= 3:
-			return activities.GenerateResult{}, unavailable(activities.DependencyBlobStore)
+			return contract.GenerateResult{}, unavailable(contract.DependencyBlobStore)
 		case env.Now().Before(start.Add(50 * time.Minute)):
-			return activities.GenerateResult{}, unavailable(activities.DependencyDatabase)
+			return contract.GenerateResult{}, unavailable(contract.DependencyDatabase)
 		}
 		return okResult, nil
 	})
 	// CompleteJob: away again for an hour.
 	completeDown := downUntil(env.Now, start.Add(110*time.Minute))
 	completed := 0
-	env.OnActivity(a.CompleteJob, mock.Anything, mock.Anything).Return(func(context.Context, activities.CompleteInput) error {
+	env.OnActivity(a.CompleteJob, mock.Anything, mock.Anything).Return(func(context.Context, contract.CompleteInput) error {
 		if err := completeDown(); err != nil {
 			return err
 		}
@@ -109,9 +109,9 @@ func TestJobWorkflowSettlesAFailureAfterAnOutage(t *testing.T) {
 	env := newJobEnv(t)
 	start := env.Now()
 	env.OnActivity(a.BeginAttempt, mock.Anything, mock.Anything).Return(nil).Once()
-	env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(activities.GenerateResult{}, categoryError("CONTENT_POLICY", 0)).Once()
+	env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(contract.GenerateResult{}, categoryError("CONTENT_POLICY", 0)).Once()
 	endDown := downUntil(env.Now, start.Add(40*time.Minute))
-	env.OnActivity(a.EndJob, mock.Anything, mock.Anything).Return(func(context.Context, activities.EndInput) error { return endDown() })
+	env.OnActivity(a.EndJob, mock.Anything, mock.Anything).Return(func(context.Context, contract.EndInput) error { return endDown() })
 	env.ExecuteWorkflow(workflows.JobWorkflow, workflows.JobInput{JobID: "j1", Run: 1, OrderID: "o1"})
 	var res workflows.JobResult
 	if err := env.GetWorkflowResult(&res); err != nil {
@@ -132,12 +132,12 @@ func TestQuietJobSettlesAfterAnOutage(t *testing.T) {
 	env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(okResult, nil).Once()
 	finishDown := downUntil(env.Now, start.Add(time.Hour))
 	finished := 0
-	env.OnActivity(a.FinishJob, mock.Anything, mock.Anything).Return(func(context.Context, activities.FinishJobInput) (activities.RecordWebhookResult, error) {
+	env.OnActivity(a.FinishJob, mock.Anything, mock.Anything).Return(func(context.Context, contract.FinishJobInput) (contract.RecordWebhookResult, error) {
 		if err := finishDown(); err != nil {
-			return activities.RecordWebhookResult{}, err
+			return contract.RecordWebhookResult{}, err
 		}
 		finished++
-		return activities.RecordWebhookResult{}, nil
+		return contract.RecordWebhookResult{}, nil
 	})
 	env.ExecuteWorkflow(workflows.JobWorkflow, workflows.JobInput{JobID: "j1", Run: 1, OrderID: "o1", Shape: workflows.JobShapeQuiet})
 	var res workflows.JobResult
@@ -156,12 +156,12 @@ func TestWebhookDeliveryWaitsOutADatabaseOutage(t *testing.T) {
 	env := newEnv(t)
 	start := env.Now()
 	var attempts []int
-	env.OnActivity(a.DeliverWebhook, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.DeliverInput) (activities.DeliverResult, error) {
+	env.OnActivity(a.DeliverWebhook, mock.Anything, mock.Anything).Return(func(_ context.Context, in contract.DeliverInput) (contract.DeliverResult, error) {
 		if env.Now().Before(start.Add(3 * time.Hour)) {
-			return activities.DeliverResult{}, unavailable(activities.DependencyDatabase)
+			return contract.DeliverResult{}, unavailable(contract.DependencyDatabase)
 		}
 		attempts = append(attempts, in.Attempt)
-		return activities.DeliverResult{Delivered: true, StatusCode: 200}, nil
+		return contract.DeliverResult{Delivered: true, StatusCode: 200}, nil
 	})
 	env.ExecuteWorkflow(workflows.WebhookDeliveryWorkflow, workflows.WebhookDeliveryInput{DeliveryID: "d1"})
 	var res workflows.WebhookDeliveryResult
@@ -184,13 +184,13 @@ func TestOrderCancelAcceptedDuringAnOutageCompletesWhenTheDatabaseReturns(t *tes
 	start := env.Now()
 	endDown := downUntil(env.Now, start.Add(30*time.Minute))
 	ended := 0
-	env.OnActivity(a.FinishJob, mock.Anything, activities.FinishJobInput{End: &activities.EndInput{JobID: "b", Run: 1, Status: status.JobCancelled}}).
-		Return(func(context.Context, activities.FinishJobInput) (activities.RecordWebhookResult, error) {
+	env.OnActivity(a.FinishJob, mock.Anything, contract.FinishJobInput{End: &contract.EndInput{JobID: "b", Run: 1, Status: status.JobCancelled}}).
+		Return(func(context.Context, contract.FinishJobInput) (contract.RecordWebhookResult, error) {
 			if err := endDown(); err != nil {
-				return activities.RecordWebhookResult{}, err
+				return contract.RecordWebhookResult{}, err
 			}
 			ended++
-			return activities.RecordWebhookResult{}, nil
+			return contract.RecordWebhookResult{}, nil
 		})
 	type outcome struct {
 		accepted  bool
@@ -250,9 +250,9 @@ func TestOrderStaysOpenUntilACancelDuringAnOutageIsRecorded(t *testing.T) {
 	l := mockJobs(env)
 	start := env.Now()
 	endDown := downUntil(env.Now, start.Add(30*time.Minute))
-	env.OnActivity(a.FinishJob, mock.Anything, activities.FinishJobInput{End: &activities.EndInput{JobID: "b", Run: 1, Status: status.JobCancelled}}).
-		Return(func(context.Context, activities.FinishJobInput) (activities.RecordWebhookResult, error) {
-			return activities.RecordWebhookResult{}, endDown()
+	env.OnActivity(a.FinishJob, mock.Anything, contract.FinishJobInput{End: &contract.EndInput{JobID: "b", Run: 1, Status: status.JobCancelled}}).
+		Return(func(context.Context, contract.FinishJobInput) (contract.RecordWebhookResult, error) {
+			return contract.RecordWebhookResult{}, endDown()
 		})
 	var cancel *cancelOutcome
 	env.RegisterDelayedCallback(func() { cancel = sendCancel(env, "b", workflows.CancelOptions{}) }, 10*time.Second)

@@ -6,7 +6,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/shotflow/shotflow/activities"
+	"github.com/shotflow/shotflow/activities/contract"
 )
 
 // PrepareInputWorkflowID is the workflow ID of the preparation of an upload.
@@ -22,7 +22,7 @@ type PrepareInput struct {
 // database unreachable); an unusable file is not a failure but an invalid asset.
 var prepareRetry = &temporal.RetryPolicy{
 	InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 8,
-	NonRetryableErrorTypes: []string{activities.ErrTypeAssetGone},
+	NonRetryableErrorTypes: []string{contract.ErrTypeAssetGone},
 }
 
 // PrepareInputWorkflow prepares an upload once its bytes are stored: PrepareAsset checks it,
@@ -30,15 +30,14 @@ var prepareRetry = &temporal.RetryPolicy{
 // ready, or invalid when the file cannot be used. Every unfinished job that reads the asset is then
 // signalled, so a job waiting with INPUT_NOT_READY runs again at once: it generates from the
 // prepared image, or fails with INPUT_MISSING when the upload was unusable.
-func PrepareInputWorkflow(ctx workflow.Context, in PrepareInput) (activities.PrepareResult, error) {
-	var a *activities.Activities
+func PrepareInputWorkflow(ctx workflow.Context, in PrepareInput) (contract.PrepareResult, error) {
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 2 * time.Minute,
 		RetryPolicy:         prepareRetry,
 	})
-	var res activities.PrepareResult
-	err := runActivity(ctx, actx, a.PrepareAsset, &res, in.AssetID)
-	if isType(err, activities.ErrTypeAssetGone) {
+	var res contract.PrepareResult
+	err := runActivity(ctx, actx, contract.PrepareAsset, &res, in.AssetID)
+	if isType(err, contract.ErrTypeAssetGone) {
 		return res, nil
 	}
 	if err != nil {
@@ -46,12 +45,12 @@ func PrepareInputWorkflow(ctx workflow.Context, in PrepareInput) (activities.Pre
 			return res, err
 		}
 		workflow.GetLogger(ctx).Error("upload could not be prepared", "asset_id", in.AssetID, "error", err)
-		if err := project(ctx, a.InvalidateAsset, &res, in.AssetID, "the file could not be processed; upload it again"); err != nil {
+		if err := project(ctx, contract.InvalidateAsset, &res, in.AssetID, "the file could not be processed; upload it again"); err != nil {
 			return res, err
 		}
 	}
-	var waiting []activities.JobRunRef
-	if err := project(ctx, a.JobsWaitingFor, &waiting, in.AssetID); err != nil {
+	var waiting []contract.JobRunRef
+	if err := project(ctx, contract.JobsWaitingFor, &waiting, in.AssetID); err != nil {
 		return res, err
 	}
 	signals := make([]workflow.Future, 0, len(waiting))

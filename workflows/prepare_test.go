@@ -10,7 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/shotflow/shotflow/activities"
+	"github.com/shotflow/shotflow/activities/contract"
 	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/workflows"
 )
@@ -19,6 +19,7 @@ func newPrepareEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 	env := s.NewTestWorkflowEnvironment()
+	checkActivityCalls(t, env)
 	env.RegisterWorkflow(workflows.PrepareInputWorkflow)
 	env.RegisterActivity(wa)
 	t.Cleanup(func() { env.AssertExpectations(t) })
@@ -29,8 +30,8 @@ func newPrepareEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 func TestPreparationWakesTheWaitingJobs(t *testing.T) {
 	t.Parallel()
 	env := newPrepareEnv(t)
-	env.OnActivity(wa.PrepareAsset, mock.Anything, "a1").Return(activities.PrepareResult{Status: status.AssetReady, Width: 768, Height: 1024}, nil).Once()
-	env.OnActivity(wa.JobsWaitingFor, mock.Anything, "a1").Return([]activities.JobRunRef{{JobID: "j1", Run: 1}, {JobID: "j2", Run: 2}}, nil).Once()
+	env.OnActivity(wa.PrepareAsset, mock.Anything, "a1").Return(contract.PrepareResult{Status: status.AssetReady, Width: 768, Height: 1024}, nil).Once()
+	env.OnActivity(wa.JobsWaitingFor, mock.Anything, "a1").Return([]contract.JobRunRef{{JobID: "j1", Run: 1}, {JobID: "j2", Run: 2}}, nil).Once()
 	var signalled []string
 	env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, "", workflows.SignalInputReady, nil).
 		Run(func(args mock.Arguments) { signalled = append(signalled, args.String(1)) }).Return(nil).Times(2)
@@ -38,7 +39,7 @@ func TestPreparationWakesTheWaitingJobs(t *testing.T) {
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
-	var res activities.PrepareResult
+	var res contract.PrepareResult
 	if err := env.GetWorkflowResult(&res); err != nil || res.Status != status.AssetReady {
 		t.Fatalf("result = %+v, %v", res, err)
 	}
@@ -52,13 +53,13 @@ func TestPreparationWakesTheWaitingJobs(t *testing.T) {
 func TestPreparationThatKeepsFailingInvalidatesTheUpload(t *testing.T) {
 	t.Parallel()
 	env := newPrepareEnv(t)
-	env.OnActivity(wa.PrepareAsset, mock.Anything, "a1").Return(activities.PrepareResult{}, errors.New("blob store unreachable"))
+	env.OnActivity(wa.PrepareAsset, mock.Anything, "a1").Return(contract.PrepareResult{}, errors.New("blob store unreachable"))
 	env.OnActivity(wa.InvalidateAsset, mock.Anything, "a1", mock.Anything).
-		Return(activities.PrepareResult{Status: status.AssetInvalid, Problem: "the file could not be processed; upload it again"}, nil).Once()
-	env.OnActivity(wa.JobsWaitingFor, mock.Anything, "a1").Return([]activities.JobRunRef{{JobID: "j1", Run: 1}}, nil).Once()
+		Return(contract.PrepareResult{Status: status.AssetInvalid, Problem: "the file could not be processed; upload it again"}, nil).Once()
+	env.OnActivity(wa.JobsWaitingFor, mock.Anything, "a1").Return([]contract.JobRunRef{{JobID: "j1", Run: 1}}, nil).Once()
 	env.OnSignalExternalWorkflow(mock.Anything, workflows.JobWorkflowID("j1", 1), "", workflows.SignalInputReady, nil).Return(nil).Once()
 	env.ExecuteWorkflow(workflows.PrepareInputWorkflow, workflows.PrepareInput{AssetID: "a1"})
-	var res activities.PrepareResult
+	var res contract.PrepareResult
 	if err := env.GetWorkflowResult(&res); err != nil || res.Status != status.AssetInvalid {
 		t.Fatalf("result = %+v, %v", res, err)
 	}
@@ -69,7 +70,7 @@ func TestPreparationOfAGoneAssetEnds(t *testing.T) {
 	t.Parallel()
 	env := newPrepareEnv(t)
 	env.OnActivity(wa.PrepareAsset, mock.Anything, "a1").
-		Return(activities.PrepareResult{}, temporal.NewNonRetryableApplicationError("gone", activities.ErrTypeAssetGone, nil)).Once()
+		Return(contract.PrepareResult{}, temporal.NewNonRetryableApplicationError("gone", contract.ErrTypeAssetGone, nil)).Once()
 	env.ExecuteWorkflow(workflows.PrepareInputWorkflow, workflows.PrepareInput{AssetID: "a1"})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)

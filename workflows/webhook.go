@@ -10,7 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/shotflow/shotflow/activities"
+	"github.com/shotflow/shotflow/activities/contract"
 )
 
 // WebhookWorkflowID returns the workflow ID for a webhook delivery. Every run of the delivery
@@ -61,7 +61,6 @@ type WebhookDeliveryResult struct {
 // Retry-After apart). After the last failed attempt it marks the delivery failed. Every attempt
 // is recorded by the DeliverWebhook activity.
 func WebhookDeliveryWorkflow(ctx workflow.Context, in WebhookDeliveryInput) (WebhookDeliveryResult, error) {
-	var a *activities.Activities
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		// The HTTP request is bounded by the client's 15 s; the rest is database work.
 		StartToCloseTimeout: 30 * time.Second,
@@ -72,7 +71,7 @@ func WebhookDeliveryWorkflow(ctx workflow.Context, in WebhookDeliveryInput) (Web
 			BackoffCoefficient:     2,
 			MaximumInterval:        30 * time.Second,
 			MaximumAttempts:        5,
-			NonRetryableErrorTypes: []string{activities.ErrTypeWebhookDeliveryNotFound},
+			NonRetryableErrorTypes: []string{contract.ErrTypeWebhookDeliveryNotFound},
 		},
 	})
 	var res WebhookDeliveryResult
@@ -84,14 +83,14 @@ func WebhookDeliveryWorkflow(ctx workflow.Context, in WebhookDeliveryInput) (Web
 			}
 		}
 		res.Attempts = attempt
-		var out activities.DeliverResult
+		var out contract.DeliverResult
 		// A database outage is waited out: the attempt is made once the delivery can be read and recorded.
-		err := runActivity(ctx, actx, a.DeliverWebhook, &out, activities.DeliverInput{
+		err := runActivity(ctx, actx, contract.DeliverWebhook, &out, contract.DeliverInput{
 			DeliveryID: in.DeliveryID, Attempt: attempt, Replay: in.Replay,
 			NextDelay: WebhookDelay(in.DeliveryID, attempt+1),
 		})
 		var appErr *temporal.ApplicationError
-		if errors.As(err, &appErr) && appErr.Type() == activities.ErrTypeWebhookDeliveryNotFound {
+		if errors.As(err, &appErr) && appErr.Type() == contract.ErrTypeWebhookDeliveryNotFound {
 			return res, err
 		}
 		if temporal.IsCanceledError(err) {
@@ -110,7 +109,7 @@ func WebhookDeliveryWorkflow(ctx workflow.Context, in WebhookDeliveryInput) (Web
 		}
 		retryAfter = out.RetryAfter
 	}
-	return res, project(ctx, a.MarkWebhookFailed, nil, in.DeliveryID)
+	return res, project(ctx, contract.MarkWebhookFailed, nil, in.DeliveryID)
 }
 
 // WebhookSearchAttributes are the search attributes of a delivery's workflow.
@@ -127,9 +126,8 @@ func WebhookSearchAttributes(accountID, installationID, orderID string) temporal
 // again for the same run (for example on a replayed history) starts nothing new. An error means
 // no webhook will be sent for this run; callers log it rather than fail the job.
 func NotifyJobEnded(ctx workflow.Context, jobID string, run int) error {
-	var a *activities.Activities
-	var rec activities.RecordWebhookResult
-	if err := project(ctx, a.RecordJobWebhook, &rec, activities.RecordWebhookInput{JobID: jobID, Run: run}); err != nil {
+	var rec contract.RecordWebhookResult
+	if err := project(ctx, contract.RecordJobWebhook, &rec, contract.RecordWebhookInput{JobID: jobID, Run: run}); err != nil {
 		return err
 	}
 	return startDelivery(ctx, rec)
@@ -137,7 +135,7 @@ func NotifyJobEnded(ctx workflow.Context, jobID string, run int) error {
 
 // startDelivery starts the WebhookDeliveryWorkflow of a recorded job webhook, as an abandoned
 // child, when it has a receiver; a delivery already started counts as started.
-func startDelivery(ctx workflow.Context, rec activities.RecordWebhookResult) error {
+func startDelivery(ctx workflow.Context, rec contract.RecordWebhookResult) error {
 	if !rec.Deliver {
 		return nil
 	}

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/shotflow/shotflow/activities"
+	"github.com/shotflow/shotflow/activities/contract"
 	"github.com/shotflow/shotflow/workflows"
 )
 
@@ -24,6 +25,7 @@ func newWebhookEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 	env := s.NewTestWorkflowEnvironment()
+	checkActivityCalls(t, env)
 	env.RegisterWorkflow(workflows.WebhookDeliveryWorkflow)
 	env.RegisterActivity(wa)
 	t.Cleanup(func() { env.AssertExpectations(t) })
@@ -72,10 +74,10 @@ type attemptLog struct {
 	env    *testsuite.TestWorkflowEnvironment
 	start  time.Time
 	at     []time.Duration // since the workflow started
-	inputs []activities.DeliverInput
+	inputs []contract.DeliverInput
 }
 
-func (l *attemptLog) record(in activities.DeliverInput) {
+func (l *attemptLog) record(in contract.DeliverInput) {
 	l.at = append(l.at, l.env.Now().Sub(l.start))
 	l.inputs = append(l.inputs, in)
 }
@@ -85,9 +87,9 @@ func TestWebhookDeliveryWorkflowFollowsTheScheduleThenGivesUp(t *testing.T) {
 	env := newWebhookEnv(t)
 	const id = "7d3c1a52-0000-4000-8000-000000000001"
 	l := &attemptLog{env: env, start: env.Now()}
-	env.OnActivity(wa.DeliverWebhook, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.DeliverInput) (activities.DeliverResult, error) {
+	env.OnActivity(wa.DeliverWebhook, mock.Anything, mock.Anything).Return(func(_ context.Context, in contract.DeliverInput) (contract.DeliverResult, error) {
 		l.record(in)
-		return activities.DeliverResult{StatusCode: 500}, nil
+		return contract.DeliverResult{StatusCode: 500}, nil
 	}).Times(8)
 	env.OnActivity(wa.MarkWebhookFailed, mock.Anything, id).Return(nil).Once()
 
@@ -128,12 +130,12 @@ func TestWebhookDeliveryWorkflowHonoursRetryAfter(t *testing.T) {
 	env := newWebhookEnv(t)
 	const id = "7d3c1a52-0000-4000-8000-000000000002"
 	l := &attemptLog{env: env, start: env.Now()}
-	results := []activities.DeliverResult{
+	results := []contract.DeliverResult{
 		{StatusCode: 429, RetryAfter: 10 * time.Minute}, // longer than the 5 s step: it wins
 		{StatusCode: 503, RetryAfter: time.Second},      // shorter than the 5 min step: the schedule wins
 		{Delivered: true, StatusCode: 200},
 	}
-	env.OnActivity(wa.DeliverWebhook, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.DeliverInput) (activities.DeliverResult, error) {
+	env.OnActivity(wa.DeliverWebhook, mock.Anything, mock.Anything).Return(func(_ context.Context, in contract.DeliverInput) (contract.DeliverResult, error) {
 		l.record(in)
 		return results[len(l.at)-1], nil
 	}).Times(3)
@@ -163,10 +165,10 @@ func TestWebhookDeliveryWorkflowStopsForAnUnknownDelivery(t *testing.T) {
 	t.Parallel()
 	env := newWebhookEnv(t)
 	env.OnActivity(wa.DeliverWebhook, mock.Anything, mock.Anything).
-		Return(activities.DeliverResult{}, temporal.NewNonRetryableApplicationError("gone", activities.ErrTypeWebhookDeliveryNotFound, nil)).Once()
+		Return(contract.DeliverResult{}, temporal.NewNonRetryableApplicationError("gone", contract.ErrTypeWebhookDeliveryNotFound, nil)).Once()
 	env.ExecuteWorkflow(workflows.WebhookDeliveryWorkflow, workflows.WebhookDeliveryInput{DeliveryID: "nope"})
 	var appErr *temporal.ApplicationError
-	if err := env.GetWorkflowError(); !errors.As(err, &appErr) || appErr.Type() != activities.ErrTypeWebhookDeliveryNotFound {
+	if err := env.GetWorkflowError(); !errors.As(err, &appErr) || appErr.Type() != contract.ErrTypeWebhookDeliveryNotFound {
 		t.Fatalf("workflow error = %v", err)
 	}
 }
@@ -176,12 +178,12 @@ func TestWebhookDeliveryWorkflowCountsAFailedActivityAsAFailedAttempt(t *testing
 	env := newWebhookEnv(t)
 	const id = "7d3c1a52-0000-4000-8000-000000000003"
 	calls := 0
-	env.OnActivity(wa.DeliverWebhook, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.DeliverInput) (activities.DeliverResult, error) {
+	env.OnActivity(wa.DeliverWebhook, mock.Anything, mock.Anything).Return(func(_ context.Context, in contract.DeliverInput) (contract.DeliverResult, error) {
 		calls++
 		if in.Attempt == 1 {
-			return activities.DeliverResult{}, errors.New("database is down")
+			return contract.DeliverResult{}, errors.New("database is down")
 		}
-		return activities.DeliverResult{Delivered: true, StatusCode: 200}, nil
+		return contract.DeliverResult{Delivered: true, StatusCode: 200}, nil
 	})
 	env.ExecuteWorkflow(workflows.WebhookDeliveryWorkflow, workflows.WebhookDeliveryInput{DeliveryID: id})
 	var res workflows.WebhookDeliveryResult
@@ -218,12 +220,12 @@ func TestNotifyJobEndedStartsOneAbandonedDeliveryWorkflow(t *testing.T) {
 		t.Run(gap.String(), func(t *testing.T) {
 			env := newWebhookEnv(t)
 			env.RegisterWorkflow(notifyTwice)
-			rec := activities.RecordWebhookResult{DeliveryID: "d-42", Deliver: true, AccountID: "acc", InstallationID: "inst", OrderID: "ord"}
-			env.OnActivity(wa.RecordJobWebhook, mock.Anything, activities.RecordWebhookInput{JobID: "j1", Run: 1}).Return(rec, nil).Twice()
+			rec := contract.RecordWebhookResult{DeliveryID: "d-42", Deliver: true, AccountID: "acc", InstallationID: "inst", OrderID: "ord"}
+			env.OnActivity(wa.RecordJobWebhook, mock.Anything, contract.RecordWebhookInput{JobID: "j1", Run: 1}).Return(rec, nil).Twice()
 			// The receiver takes an hour to answer; the job must not wait for it.
-			env.OnActivity(wa.DeliverWebhook, mock.Anything, mock.MatchedBy(func(in activities.DeliverInput) bool {
+			env.OnActivity(wa.DeliverWebhook, mock.Anything, mock.MatchedBy(func(in contract.DeliverInput) bool {
 				return in.DeliveryID == "d-42" && !in.Replay
-			})).After(time.Hour).Return(activities.DeliverResult{Delivered: true, StatusCode: 200}, nil).Once()
+			})).After(time.Hour).Return(contract.DeliverResult{Delivered: true, StatusCode: 200}, nil).Once()
 			var started []string
 			env.SetOnChildWorkflowStartedListener(func(info *workflow.Info, ctx workflow.Context, _ converter.EncodedValues) {
 				started = append(started, info.WorkflowExecution.ID)
@@ -269,7 +271,7 @@ func TestNotifyJobEndedWithoutCallbackStartsNothing(t *testing.T) {
 	t.Parallel()
 	env := newWebhookEnv(t)
 	env.RegisterWorkflow(notifyTwice)
-	env.OnActivity(wa.RecordJobWebhook, mock.Anything, mock.Anything).Return(activities.RecordWebhookResult{}, nil).Twice()
+	env.OnActivity(wa.RecordJobWebhook, mock.Anything, mock.Anything).Return(contract.RecordWebhookResult{}, nil).Twice()
 	env.SetOnChildWorkflowStartedListener(func(*workflow.Info, workflow.Context, converter.EncodedValues) {
 		t.Error("a delivery workflow was started for a job without a callback URL")
 	})
@@ -284,10 +286,10 @@ func TestNotifyJobEndedReportsAJobThatHasNotEnded(t *testing.T) {
 	env := newWebhookEnv(t)
 	env.RegisterWorkflow(notifyTwice)
 	env.OnActivity(wa.RecordJobWebhook, mock.Anything, mock.Anything).
-		Return(activities.RecordWebhookResult{}, temporal.NewNonRetryableApplicationError("not terminal", activities.ErrTypeWebhookJobNotTerminal, nil)).Once()
+		Return(contract.RecordWebhookResult{}, temporal.NewNonRetryableApplicationError("not terminal", contract.ErrTypeWebhookJobNotTerminal, nil)).Once()
 	env.ExecuteWorkflow(notifyTwice, "j1", time.Duration(0))
 	var appErr *temporal.ApplicationError
-	if err := env.GetWorkflowError(); !errors.As(err, &appErr) || appErr.Type() != activities.ErrTypeWebhookJobNotTerminal {
+	if err := env.GetWorkflowError(); !errors.As(err, &appErr) || appErr.Type() != contract.ErrTypeWebhookJobNotTerminal {
 		t.Fatalf("error = %v", err)
 	}
 }

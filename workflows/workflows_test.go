@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/shotflow/shotflow/activities"
+	"github.com/shotflow/shotflow/activities/contract"
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/workflows"
@@ -29,12 +30,13 @@ func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 	env := s.NewTestWorkflowEnvironment()
+	checkActivityCalls(t, env)
 	env.RegisterWorkflow(workflows.JobWorkflow)
 	env.RegisterWorkflow(workflows.OrderWorkflow)
 	env.RegisterActivity(a)
 	env.RegisterWorkflow(workflows.WebhookDeliveryWorkflow)
 	// Jobs of these tests belong to no installation with a callback URL: nothing to deliver.
-	env.OnActivity(a.RecordJobWebhook, mock.Anything, mock.Anything).Return(activities.RecordWebhookResult{}, nil).Maybe()
+	env.OnActivity(a.RecordJobWebhook, mock.Anything, mock.Anything).Return(contract.RecordWebhookResult{}, nil).Maybe()
 	t.Cleanup(func() { env.AssertExpectations(t) })
 	return env
 }
@@ -46,14 +48,14 @@ func newJobEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	return env
 }
 
-var okResult = activities.GenerateResult{Outputs: []activities.OutputFile{{AssetID: "out-1", BlobKey: "k", ContentType: "image/png"}}}
+var okResult = contract.GenerateResult{Outputs: []contract.OutputFile{{AssetID: "out-1", BlobKey: "k", ContentType: "image/png"}}}
 
 func TestJobWorkflowCompletes(t *testing.T) {
 	t.Parallel()
 	env := newJobEnv(t)
-	env.OnActivity(a.BeginAttempt, mock.Anything, activities.AttemptInput{JobID: "j1", Run: 1, Attempt: 1}).Return(nil).Once()
+	env.OnActivity(a.BeginAttempt, mock.Anything, contract.AttemptInput{JobID: "j1", Run: 1, Attempt: 1}).Return(nil).Once()
 	env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(okResult, nil).Once()
-	env.OnActivity(a.CompleteJob, mock.Anything, activities.CompleteInput{JobID: "j1", Run: 1, Outputs: okResult.Outputs}).Return(nil).Once()
+	env.OnActivity(a.CompleteJob, mock.Anything, contract.CompleteInput{JobID: "j1", Run: 1, Outputs: okResult.Outputs}).Return(nil).Once()
 
 	env.ExecuteWorkflow(workflows.JobWorkflow, workflows.JobInput{JobID: "j1", Run: 1, OrderID: "o1"})
 	var res workflows.JobResult
@@ -69,13 +71,13 @@ func TestJobWorkflowRetriesRateLimitHonouringRetryAfter(t *testing.T) {
 	t.Parallel()
 	env := newJobEnv(t)
 	var starts []time.Time
-	env.OnActivity(a.BeginAttempt, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.AttemptInput) error {
+	env.OnActivity(a.BeginAttempt, mock.Anything, mock.Anything).Return(func(_ context.Context, in contract.AttemptInput) error {
 		starts = append(starts, env.Now())
 		return nil
 	}).Times(3)
-	env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(activities.GenerateResult{}, categoryError(errorcat.RateLimit, 90*time.Second)).Twice()
+	env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(contract.GenerateResult{}, categoryError(errorcat.RateLimit, 90*time.Second)).Twice()
 	env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(okResult, nil).Once()
-	env.OnActivity(a.MarkRetryPending, mock.Anything, mock.MatchedBy(func(in activities.RetryPendingInput) bool {
+	env.OnActivity(a.MarkRetryPending, mock.Anything, mock.MatchedBy(func(in contract.RetryPendingInput) bool {
 		return in.Category == errorcat.RateLimit
 	})).Return(nil).Twice()
 	env.OnActivity(a.CompleteJob, mock.Anything, mock.Anything).Return(nil).Once()
@@ -101,8 +103,8 @@ func TestJobWorkflowFailsAtOnceOnNonRetryableCategories(t *testing.T) {
 		t.Run(string(c), func(t *testing.T) {
 			env := newJobEnv(t)
 			env.OnActivity(a.BeginAttempt, mock.Anything, mock.Anything).Return(nil).Once()
-			env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(activities.GenerateResult{}, categoryError(c, 0)).Once()
-			env.OnActivity(a.EndJob, mock.Anything, mock.MatchedBy(func(in activities.EndInput) bool {
+			env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(contract.GenerateResult{}, categoryError(c, 0)).Once()
+			env.OnActivity(a.EndJob, mock.Anything, mock.MatchedBy(func(in contract.EndInput) bool {
 				return in.Status == status.JobFailed && in.Category == c
 			})).Return(nil).Once()
 			env.ExecuteWorkflow(workflows.JobWorkflow, workflows.JobInput{JobID: "j1", Run: 1})
@@ -122,9 +124,9 @@ func TestJobWorkflowGivesUpAfterMaxAttempts(t *testing.T) {
 	env := newJobEnv(t)
 	schedule := workflows.RetrySchedule{Delays: []time.Duration{time.Second}, MaxAttempts: 3, MaxTotal: time.Hour}
 	env.OnActivity(a.BeginAttempt, mock.Anything, mock.Anything).Return(nil).Times(3)
-	env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(activities.GenerateResult{}, categoryError(errorcat.TransientInfra, 0)).Times(3)
+	env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(contract.GenerateResult{}, categoryError(errorcat.TransientInfra, 0)).Times(3)
 	env.OnActivity(a.MarkRetryPending, mock.Anything, mock.Anything).Return(nil).Twice()
-	env.OnActivity(a.EndJob, mock.Anything, mock.MatchedBy(func(in activities.EndInput) bool {
+	env.OnActivity(a.EndJob, mock.Anything, mock.MatchedBy(func(in contract.EndInput) bool {
 		return in.Category == errorcat.TransientInfra
 	})).Return(nil).Once()
 	env.ExecuteWorkflow(workflows.JobWorkflow, workflows.JobInput{JobID: "j1", Run: 1, Options: workflows.JobOptions{Retry: schedule}})
@@ -141,7 +143,7 @@ func TestJobWorkflowStopsForATerminalJob(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t)
 	env.OnActivity(a.BeginAttempt, mock.Anything, mock.Anything).
-		Return(temporal.NewNonRetryableApplicationError("terminal", activities.ErrTypeJobNotRunnable, errors.New("x"))).Once()
+		Return(temporal.NewNonRetryableApplicationError("terminal", contract.ErrTypeJobNotRunnable, errors.New("x"))).Once()
 	env.ExecuteWorkflow(workflows.JobWorkflow, workflows.JobInput{JobID: "j1", Run: 1})
 	var res workflows.JobResult
 	if err := env.GetWorkflowResult(&res); err != nil {

@@ -20,6 +20,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/activities"
+	actcontract "github.com/shotflow/shotflow/activities/contract"
 	"github.com/shotflow/shotflow/api"
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/engine"
@@ -150,7 +151,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 
 // prepare runs the preparation of an upload as PrepareInputWorkflow would, with limits that let the
 // tests' tiny images through.
-func (e *env) prepare(assetID string) activities.PrepareResult {
+func (e *env) prepare(assetID string) actcontract.PrepareResult {
 	e.t.Helper()
 	acts := &activities.Activities{DB: e.db, Blobs: e.blobs, Prepare: imageprep.Options{MinEdge: 1, MinLongEdge: 1}}
 	res, err := acts.PrepareAsset(context.Background(), assetID)

@@ -14,6 +14,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/activities"
+	"github.com/shotflow/shotflow/activities/contract"
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/models"
@@ -264,7 +265,7 @@ func signalOrder(ctx context.Context, tc client.Client, j *models.Job) error {
 func sendJobWebhook(ctx context.Context, s *engine.Engine, acts *activities.Activities, jobID string, run int) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	rec, err := acts.RecordJobWebhook(ctx, activities.RecordWebhookInput{JobID: jobID, Run: run})
+	rec, err := acts.RecordJobWebhook(ctx, contract.RecordWebhookInput{JobID: jobID, Run: run})
 	if err != nil {
 		return "", fmt.Errorf("record webhook: %w", err)
 	}

@@ -12,34 +12,117 @@ import (
 
 const module = "github.com/shotflow/shotflow/"
 
-// rule forbids packages under from (a path relative to the module, "" for all) to import any
-// package that starts with one of the prefixes in forbid (module-relative, or a full path for
-// others) and, when allowOnly is set, any package of the module outside its prefixes
-// (module-relative).
-type rule struct {
-	from      string
+// A tier is a set of packages, named by module-relative path prefixes, and what its packages may
+// import: the module's packages under mayImport (its own prefixes always), and no third-party
+// package under forbid. Every package of the module belongs to exactly one tier, so a package added
+// later states where it belongs or this test fails.
+type tier struct {
+	name      string
+	packages  []string
+	mayImport []string
 	forbid    []string
 	why       string
-	allowOnly []string
 }
 
-var rules = []rule{
-	{"api", []string{"gorm.io/gorm", "go.temporal.io/sdk/client", "workflows", "activities", "worker", "internal/support", "internal/providers"},
-		"façades parse, call the engine and map its answers; the store, Temporal and the use cases are the engine's", nil},
-	{"internal/engine", []string{"github.com/gin-gonic/gin", "api"}, "the engine knows no HTTP", nil},
-	{"workflows", []string{"api", "internal/engine", "worker", "github.com/gin-gonic/gin", "gorm.io/gorm", "go.temporal.io/sdk/client"},
-		"workflow code is deterministic and below the engine: no I/O, no callers' packages", nil},
-	{"activities", []string{"api", "internal/engine", "workflows", "worker", "github.com/gin-gonic/gin"}, "activities are below the workflows that call them", nil},
-	{"models", []string{"api", "internal/engine", "workflows", "activities", "worker", "github.com/gin-gonic/gin", "go.temporal.io/"}, "the store is the bottom layer", nil},
-	{"worker", []string{"api", "internal/engine"}, "the worker registers workflows and activities only", nil},
-	{"internal/media", nil, "the media tier (renderer, drawings, video, image preparation) imports nothing of shotflow outside it",
-		[]string{"internal/media"}},
+// Third-party packages that mark a layer: the store's ORM and drivers, HTTP, Temporal's client.
+const (
+	gorm     = "gorm.io/gorm"
+	gin      = "github.com/gin-gonic/gin"
+	temporal = "go.temporal.io/sdk/client"
+	pgx      = "github.com/jackc/pgx"
+	pgDriver = "gorm.io/driver/postgres"
+	sqlite   = "github.com/glebarez/sqlite"
+)
+
+// storeLeaves are the store's leaf packages: names and states anyone may use without linking it.
+var storeLeaves = []string{"models/status", "models/jobtype"}
+
+// shared are the pieces below both the engine and the worker: the client representation of a
+// job, webhook signing, payloads and delivery, and the seeded reference images.
+var shared = []string{"internal/jobview", "internal/webhooks", "internal/reference"}
+
+var tiers = []tier{
+	{name: "media", packages: []string{"internal/media"},
+		forbid: []string{gorm, gin, temporal},
+		why:    "the renderer, drawings, video and image preparation know nothing of shotflow"},
+	{name: "platform", packages: []string{"internal/platform"},
+		forbid: []string{gorm, gin},
+		why:    "infrastructure (config, logging, metrics, secrets, Temporal connection, blobs, URL signing, rate limits) imports nothing of shotflow above it"},
+	{name: "store leaves", packages: storeLeaves,
+		forbid: []string{gorm, gin, temporal, pgx, pgDriver, sqlite},
+		why:    "leaves import nothing: workflows and façades use them without linking the store"},
+	{name: "store", packages: []string{"models"},
+		mayImport: storeLeaves, forbid: []string{gin, temporal},
+		why: "the store is the bottom layer: rows, stores, migrations, seed data"},
+	{name: "providers", packages: []string{"internal/providers"},
+		mayImport: append([]string{"internal/media", "internal/platform", "models"}, storeLeaves...),
+		forbid:    []string{gorm, gin, temporal},
+		why:       "the provider port, registry and adapters sit on media and platform"},
+	{name: "activity contract", packages: []string{"activities/contract"},
+		mayImport: []string{"internal/providers/errorcat"}, forbid: []string{gorm, gin, temporal},
+		why: "the names and types workflows and activities share are a leaf"},
+	{name: "workflows", packages: []string{"workflows"},
+		mayImport: append([]string{"activities/contract", "internal/providers/errorcat"}, storeLeaves...),
+		forbid:    []string{gorm, gin, temporal, pgx, pgDriver, sqlite},
+		why:       "workflow code is deterministic: it links no store, no driver, no engine, no HTTP"},
+	{name: "shared", packages: shared,
+		mayImport: append([]string{"models", "internal/platform", "internal/media"}, append(storeLeaves, shared...)...),
+		forbid:    []string{gin, temporal},
+		why:       "the pieces the engine and the activities share sit on the store and platform only"},
+	{name: "activities", packages: []string{"activities"},
+		mayImport: append([]string{"models", "internal/providers", "internal/media", "internal/platform"}, append(storeLeaves, shared...)...),
+		forbid:    []string{gin, temporal},
+		why:       "activities do the side effects the workflows ask for; they know no engine and no HTTP"},
+	{name: "engine", packages: []string{"internal/engine"},
+		mayImport: append([]string{"models", "workflows", "activities/contract", "internal/providers", "internal/platform"}, append(storeLeaves, shared...)...),
+		forbid:    []string{gin},
+		why:       "the use cases know the store and Temporal, never HTTP"},
+	{name: "retention", packages: []string{"internal/retention"},
+		mayImport: []string{"models", "internal/platform"},
+		forbid:    []string{gin, temporal},
+		why:       "the retention sweep deletes expired files through the store and the blob store"},
+	{name: "support", packages: []string{"internal/support"},
+		mayImport: append([]string{"internal/engine", "models", "workflows", "activities", "internal/providers/errorcat"}, storeLeaves...),
+		forbid:    []string{gin},
+		why:       "support staff's use cases run over the engine"},
+	{name: "worker", packages: []string{"worker"},
+		mayImport: []string{"workflows", "activities", "internal/platform"},
+		forbid:    []string{gorm, gin},
+		why:       "the worker registers workflows and activities only"},
+	{name: "api", packages: []string{"api"},
+		mayImport: append([]string{"internal/engine", "internal/platform", "internal/jobview", "internal/reference", "internal/media/imageprep", "models"}, storeLeaves...),
+		forbid:    []string{gorm, temporal, pgx, pgDriver, sqlite},
+		why:       "façades parse, call the engine and map its answers; the store and Temporal are the engine's"},
+	{name: "composition root", packages: []string{"internal/app"},
+		mayImport: []string{""},
+		why:       "the composition root wires everything for each subcommand"},
+	{name: "commands", packages: []string{"cmd"},
+		mayImport: []string{"internal/app", "internal/engine", "internal/platform", "internal/support", "internal/reference", "internal/webhooks", "activities", "workflows", "models"},
+		forbid:    []string{gin},
+		why:       "the binaries call the composition root and the use cases"},
+	{name: "test support", packages: []string{"internal/testsupport"},
+		mayImport: []string{""},
+		why:       "test environments, test databases and the contract checker may use everything (tests only)"},
 }
 
-// under reports whether the module-relative path rel is prefix or a package below it.
+// under reports whether the module-relative path rel is prefix or a package below it ("" is every
+// path).
 func under(rel, prefix string) bool {
-	prefix = strings.TrimSuffix(prefix, "/")
-	return rel == prefix || strings.HasPrefix(rel, prefix+"/")
+	return prefix == "" || rel == prefix || strings.HasPrefix(rel, prefix+"/")
+}
+
+// tierOf returns the tier whose longest prefix holds rel.
+func tierOf(rel string) (*tier, bool) {
+	var best *tier
+	longest := -1
+	for i := range tiers {
+		for _, p := range tiers[i].packages {
+			if under(rel, p) && len(p) > longest {
+				best, longest = &tiers[i], len(p)
+			}
+		}
+	}
+	return best, best != nil
 }
 
 type pkg struct {
@@ -47,7 +130,8 @@ type pkg struct {
 	Imports    []string
 }
 
-func TestImportsPointOneWay(t *testing.T) {
+func listPackages(t *testing.T) []pkg {
+	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..", "..", "..")
 	cmd := exec.Command("go", "list", "-json=ImportPath,Imports", "./...")
@@ -56,29 +140,66 @@ func TestImportsPointOneWay(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
+	var pkgs []pkg
 	dec := json.NewDecoder(strings.NewReader(string(out)))
 	for dec.More() {
 		var p pkg
 		if err := dec.Decode(&p); err != nil {
 			t.Fatal(err)
 		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+// TestImportsFollowTheTiers holds every package of the module to its tier's allow-list.
+func TestImportsFollowTheTiers(t *testing.T) {
+	for _, p := range listPackages(t) {
 		from := strings.TrimPrefix(p.ImportPath, module)
-		for _, r := range rules {
-			if !under(from, r.from) {
+		tr, ok := tierOf(from)
+		if !ok {
+			t.Errorf("%s belongs to no tier: add it to a tier here and to docs/architecture.md", from)
+			continue
+		}
+		for _, imp := range p.Imports {
+			if rel, ours := strings.CutPrefix(imp, module); ours {
+				allowed := slices.ContainsFunc(append(tr.mayImport, tr.packages...), func(a string) bool { return under(rel, a) })
+				if !allowed {
+					t.Errorf("%s (%s) imports %s: %s", from, tr.name, rel, tr.why)
+				}
 				continue
 			}
-			for _, imp := range p.Imports {
-				rel := strings.TrimPrefix(imp, module)
-				for _, f := range r.forbid {
-					if under(rel, f) {
-						t.Errorf("%s imports %s: %s", from, rel, r.why)
-					}
-				}
-				if r.allowOnly != nil && strings.HasPrefix(imp, module) &&
-					!slices.ContainsFunc(r.allowOnly, func(a string) bool { return under(rel, a) }) {
-					t.Errorf("%s imports %s: %s", from, rel, r.why)
+			for _, f := range tr.forbid {
+				if imp == f || strings.HasPrefix(imp, f+"/") {
+					t.Errorf("%s (%s) imports %s: %s", from, tr.name, imp, tr.why)
 				}
 			}
+		}
+	}
+}
+
+// TestTheAllowListRefuses shows the allow-list at work on imports the tree does not have.
+func TestTheAllowListRefuses(t *testing.T) {
+	cases := []struct {
+		from, imp string
+		ok        bool
+	}{
+		{"workflows", "models", false},
+		{"workflows", "activities", false},
+		{"workflows", "activities/contract", true},
+		{"internal/media/render", "internal/platform/config", false},
+		{"internal/platform/config", "internal/engine", false},
+		{"api/plugin", "workflows", false},
+		{"api/plugin", "internal/engine", true},
+		{"internal/engine", "api/plugin", false},
+		{"models", "internal/engine", false},
+		{"internal/newthing", "models", false},
+	}
+	for _, c := range cases {
+		tr, ok := tierOf(c.from)
+		got := ok && slices.ContainsFunc(append(tr.mayImport, tr.packages...), func(a string) bool { return under(c.imp, a) })
+		if got != c.ok {
+			t.Errorf("%s importing %s: allowed %v, want %v", c.from, c.imp, got, c.ok)
 		}
 	}
 }

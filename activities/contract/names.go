@@ -1,0 +1,33 @@
+package contract
+
+// The activity names. The worker registers *activities.Activities, so each name is that of the
+// method that runs the activity; the workflows execute activities and local activities by these
+// names, and the histories they record hold them. This file holds nothing else: the worker's
+// TestContractNamesAreRegistered checks every constant here against what the worker registers.
+// Each comment gives the arguments after the context and the result.
+const (
+	// BeginAttempt moves a job to in_progress for an attempt (local; AttemptInput).
+	BeginAttempt = "BeginAttempt"
+	// Generate runs one generation attempt (AttemptInput → GenerateResult).
+	Generate = "Generate"
+	// CompleteJob settles a successful run of the original shape (local; CompleteInput).
+	CompleteJob = "CompleteJob"
+	// EndJob settles a run that ended without output, in the older shapes (local; EndInput).
+	EndJob = "EndJob"
+	// MarkRetryPending shows a job as retry_pending (local; RetryPendingInput).
+	MarkRetryPending = "MarkRetryPending"
+	// FinishJob settles a run and records its webhook in one transaction (local; FinishJobInput → RecordWebhookResult).
+	FinishJob = "FinishJob"
+	// RecordJobWebhook records the webhook of a terminal run (local; RecordWebhookInput → RecordWebhookResult).
+	RecordJobWebhook = "RecordJobWebhook"
+	// DeliverWebhook makes one attempt of a webhook delivery (DeliverInput → DeliverResult).
+	DeliverWebhook = "DeliverWebhook"
+	// MarkWebhookFailed records that a delivery run gave up (local; delivery ID string).
+	MarkWebhookFailed = "MarkWebhookFailed"
+	// PrepareAsset checks and prepares an upload (asset ID string → PrepareResult).
+	PrepareAsset = "PrepareAsset"
+	// InvalidateAsset marks an upload in processing invalid (local; asset ID, problem string → PrepareResult).
+	InvalidateAsset = "InvalidateAsset"
+	// JobsWaitingFor lists the unfinished jobs that read an asset (local; asset ID string → []JobRunRef).
+	JobsWaitingFor = "JobsWaitingFor"
+)
