@@ -11,7 +11,6 @@ import (
 	"net"
 	"strings"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"go.temporal.io/api/serviceerror"
 )
 
@@ -40,9 +39,10 @@ func InRequest(ctx context.Context, err error) bool {
 
 // Is reports whether err means a dependency was unreachable or too slow: a context deadline or
 // cancellation, a network error, a connection closed under a call (io.EOF or
-// io.ErrUnexpectedEOF: the database server or a proxy went away mid-answer), a PostgreSQL
-// connection failure or timeout, a connection the driver gave up on, or a Temporal frontend that
-// is unavailable or timed out.
+// io.ErrUnexpectedEOF: the database server or a proxy went away mid-answer), a PostgreSQL server
+// error whose SQLSTATE says it cannot serve now, a connection the driver gave up on, or a Temporal
+// frontend that is unavailable or timed out. A connect the server refuses for a reason of its own
+// (a wrong password, a database that does not exist) is a misconfiguration, not an outage.
 func Is(err error) bool {
 	if err == nil {
 		return false
@@ -52,14 +52,17 @@ func Is(err error) bool {
 			return true
 		}
 	}
-	var connect *pgconn.ConnectError
+	// A failed database connect unwraps to the network error of each address it tried, a
+	// driver's timeout to the context's error or to a network timeout: both are caught here.
 	var netErr net.Error
-	if errors.As(err, &connect) || errors.As(err, &netErr) || pgconn.Timeout(err) {
+	if errors.As(err, &netErr) {
 		return true
 	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		return unavailableSQLState(pgErr.Code)
+	// The server's own errors carry their SQLSTATE; the interface keeps this package free of the
+	// PostgreSQL driver, which only the store links.
+	var server interface{ SQLState() string }
+	if errors.As(err, &server) {
+		return unavailableSQLState(server.SQLState())
 	}
 	return temporalUnavailable(err)
 }

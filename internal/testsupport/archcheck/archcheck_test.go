@@ -34,6 +34,9 @@ const (
 	sqlite   = "github.com/glebarez/sqlite"
 )
 
+// drivers are the database drivers: imported only where a database is opened, in the store.
+var drivers = []string{pgx, pgDriver, sqlite}
+
 // storeLeaves are the store's leaf packages: names and states anyone may use without linking it.
 var storeLeaves = []string{"models/status", "models/jobtype"}
 
@@ -43,10 +46,10 @@ var shared = []string{"internal/jobview", "internal/webhooks", "internal/referen
 
 var tiers = []tier{
 	{name: "media", packages: []string{"internal/media"},
-		forbid: []string{gorm, gin, temporal},
+		forbid: append([]string{gorm, gin, temporal}, drivers...),
 		why:    "the renderer, drawings, video and image preparation know nothing of shotflow"},
 	{name: "platform", packages: []string{"internal/platform"},
-		forbid: []string{gorm, gin},
+		forbid: append([]string{gorm, gin}, drivers...),
 		why:    "infrastructure (config, logging, metrics, secrets, Temporal connection, blobs, URL signing, rate limits) imports nothing of shotflow above it"},
 	{name: "store leaves", packages: storeLeaves,
 		forbid: []string{gorm, gin, temporal, pgx, pgDriver, sqlite},
@@ -56,10 +59,10 @@ var tiers = []tier{
 		why: "the store is the bottom layer: rows, stores, migrations, seed data"},
 	{name: "providers", packages: []string{"internal/providers"},
 		mayImport: append([]string{"internal/media", "internal/platform", "models"}, storeLeaves...),
-		forbid:    []string{gorm, gin, temporal},
+		forbid:    append([]string{gorm, gin, temporal}, drivers...),
 		why:       "the provider port, registry and adapters sit on media and platform"},
 	{name: "activity contract", packages: []string{"activities/contract"},
-		mayImport: []string{"internal/providers/errorcat"}, forbid: []string{gorm, gin, temporal},
+		mayImport: []string{"internal/providers/errorcat"}, forbid: append([]string{gorm, gin, temporal}, drivers...),
 		why: "the names and types workflows and activities share are a leaf"},
 	{name: "workflows", packages: []string{"workflows"},
 		mayImport: append([]string{"activities/contract", "internal/providers/errorcat"}, storeLeaves...),
@@ -67,27 +70,27 @@ var tiers = []tier{
 		why:       "workflow code is deterministic: it links no store, no driver, no engine, no HTTP"},
 	{name: "shared", packages: shared,
 		mayImport: append([]string{"models", "internal/platform", "internal/media"}, append(storeLeaves, shared...)...),
-		forbid:    []string{gin, temporal},
+		forbid:    append([]string{gin, temporal}, drivers...),
 		why:       "the pieces the engine and the activities share sit on the store and platform only"},
 	{name: "activities", packages: []string{"activities"},
 		mayImport: append([]string{"models", "internal/providers", "internal/media", "internal/platform"}, append(storeLeaves, shared...)...),
-		forbid:    []string{gin, temporal},
+		forbid:    append([]string{gin, temporal}, drivers...),
 		why:       "activities do the side effects the workflows ask for; they know no engine and no HTTP"},
 	{name: "engine", packages: []string{"internal/engine"},
 		mayImport: append([]string{"models", "workflows", "activities/contract", "internal/providers", "internal/platform"}, append(storeLeaves, shared...)...),
-		forbid:    []string{gin},
+		forbid:    append([]string{gin}, drivers...),
 		why:       "the use cases know the store and Temporal, never HTTP"},
 	{name: "retention", packages: []string{"internal/retention"},
 		mayImport: []string{"models", "internal/platform"},
-		forbid:    []string{gin, temporal},
+		forbid:    append([]string{gin, temporal}, drivers...),
 		why:       "the retention sweep deletes expired files through the store and the blob store"},
 	{name: "support", packages: []string{"internal/support"},
 		mayImport: append([]string{"internal/engine", "models", "workflows", "activities", "internal/providers/errorcat"}, storeLeaves...),
-		forbid:    []string{gin},
+		forbid:    append([]string{gin}, drivers...),
 		why:       "support staff's use cases run over the engine"},
 	{name: "worker", packages: []string{"worker"},
 		mayImport: []string{"workflows", "activities", "internal/platform"},
-		forbid:    []string{gorm, gin},
+		forbid:    append([]string{gorm, gin}, drivers...),
 		why:       "the worker registers workflows and activities only"},
 	{name: "api", packages: []string{"api"},
 		mayImport: append([]string{"internal/engine", "internal/platform", "internal/jobview", "internal/reference", "internal/media/imageprep", "models"}, storeLeaves...),
@@ -98,7 +101,7 @@ var tiers = []tier{
 		why:       "the composition root wires everything for each subcommand"},
 	{name: "commands", packages: []string{"cmd"},
 		mayImport: []string{"internal/app", "internal/engine", "internal/platform", "internal/support", "internal/reference", "internal/webhooks", "activities", "workflows", "models"},
-		forbid:    []string{gin},
+		forbid:    append([]string{gin}, drivers...),
 		why:       "the binaries call the composition root and the use cases"},
 	{name: "test support", packages: []string{"internal/testsupport"},
 		mayImport: []string{""},
