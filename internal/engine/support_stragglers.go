@@ -1,0 +1,306 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.uber.org/zap"
+	"gorm.io/gorm"
+
+	"github.com/shotflow/shotflow/internal/providers/errorcat"
+	"github.com/shotflow/shotflow/internal/webhooks"
+	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
+	"github.com/shotflow/shotflow/workflows"
+)
+
+// ErrNotStraggler: the job is terminal, or a workflow still runs it (or is about to start it).
+var ErrNotStraggler = errors.New("job is not stranded")
+
+// Redrive actions.
+const (
+	// RedriveSettle ends the stranded run failed (INTERNAL_BUG), releases its credits, tells its
+	// order and sends its webhook.
+	RedriveSettle = "settle"
+	// RedriveRerun settles the stranded run without a webhook and runs the job again as run n+1,
+	// like Support.RetryJob.
+	RedriveRerun = "rerun"
+)
+
+// Straggler is a job whose row is not terminal while no workflow will ever move it: its run's
+// workflow has closed (or is gone), or it was never launched and its order's workflow has closed.
+type Straggler struct {
+	JobID          string    `json:"job_id"`
+	OrderID        string    `json:"order_id"`
+	AccountID      string    `json:"account_id"`
+	InstallationID *string   `json:"installation_id"`
+	Status         string    `json:"status"`
+	Run            int       `json:"run"`
+	UpdatedAt      time.Time `json:"updated_at"`
+	// Why says which workflow is closed, e.g. "job workflow job/… is Failed".
+	Why           string `json:"why"`
+	WorkflowID    string `json:"workflow_id"`
+	TemporalUIURL string `json:"temporal_ui_url"`
+}
+
+// StragglerList is the answer of Support.FindStragglers.
+type StragglerList struct {
+	Jobs    []Straggler `json:"jobs"`
+	Count   int         `json:"count"`
+	Checked int         `json:"checked"` // non-terminal jobs looked at
+	Limit   int         `json:"limit"`   // Checked == Limit means there may be more: run it again after re-driving these
+}
+
+// FindStragglers looks at up to limit non-terminal jobs not updated for olderThan, oldest first,
+// and returns those no workflow will move any more. Jobs whose order or re-run start is still owed
+// to the outbox are skipped: the worker's sweeper starts them.
+func (e *Support) FindStragglers(ctx context.Context, olderThan time.Duration, limit int) (StragglerList, error) {
+	if limit <= 0 {
+		limit = DefaultSupportListLimit
+	}
+	if limit > MaxSupportListLimit {
+		return StragglerList{}, fmt.Errorf("%w: limit %d is not between 1 and %d", ErrInvalidFilter, limit, MaxSupportListLimit)
+	}
+	var jobs []models.Job
+	cutoff := time.Now().UTC().Add(-olderThan)
+	if err := e.cfg.DB.WithContext(ctx).Where("status IN ? AND updated_at <= ?", openStatuses, cutoff).
+		Order("updated_at, id").Limit(limit).Find(&jobs).Error; err != nil {
+		return StragglerList{}, err
+	}
+	out := StragglerList{Jobs: []Straggler{}, Checked: len(jobs), Limit: limit}
+	for i := range jobs {
+		why, err := e.strandedBecause(ctx, &jobs[i])
+		if err != nil {
+			return out, err
+		}
+		if why == "" {
+			continue
+		}
+		j := &jobs[i]
+		wf := workflows.JobWorkflowID(j.ID, j.Run)
+		out.Jobs = append(out.Jobs, Straggler{
+			JobID: j.ID, OrderID: j.OrderID, AccountID: j.AccountID, InstallationID: j.InstallationID, Status: j.Status,
+			Run: j.Run, UpdatedAt: j.UpdatedAt.UTC(), Why: why, WorkflowID: wf, TemporalUIURL: e.workflowURL(wf),
+		})
+	}
+	out.Count = len(out.Jobs)
+	return out, nil
+}
+
+// openStatuses are the statuses of a job that has not ended.
+var openStatuses = []string{status.JobPending, status.JobInProgress, status.JobRetryPending}
+
+// strandedBecause says why no workflow will move the non-terminal job j, or "" when one will.
+func (e *Support) strandedBecause(ctx context.Context, j *models.Job) (string, error) {
+	if j.Run > 1 && j.RunStartedAt == nil {
+		return "", nil // the re-run's start is owed to the outbox
+	}
+	jobWF := workflows.JobWorkflowID(j.ID, j.Run)
+	wfStatus, found, err := e.workflowStatus(ctx, jobWF)
+	if err != nil || (found && wfStatus == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING) {
+		return "", err
+	}
+	if found {
+		return fmt.Sprintf("job workflow %s is %s", jobWF, wfStatus), nil
+	}
+	if j.Run > 1 {
+		return fmt.Sprintf("job workflow %s does not exist", jobWF), nil
+	}
+	// Never launched: fine while its order runs it, or while the order's start is owed.
+	var order models.Order
+	if err := e.cfg.DB.WithContext(ctx).Select("id", "workflow_started_at").Take(&order, "id = ?", j.OrderID).Error; err != nil {
+		return "", err
+	}
+	if order.WorkflowStartedAt == nil {
+		return "", nil
+	}
+	orderWF := workflows.OrderWorkflowID(j.OrderID)
+	wfStatus, found, err = e.workflowStatus(ctx, orderWF)
+	switch {
+	case err != nil || (found && wfStatus == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING):
+		return "", err
+	case found:
+		return fmt.Sprintf("never launched, and order workflow %s is %s", orderWF, wfStatus), nil
+	}
+	return fmt.Sprintf("never launched, and order workflow %s does not exist", orderWF), nil
+}
+
+// workflowStatus is the status of the latest run of a workflow; found is false when Temporal has no
+// such workflow (never started, or removed after the namespace's retention).
+func (e *Support) workflowStatus(ctx context.Context, workflowID string) (enumspb.WorkflowExecutionStatus, bool, error) {
+	resp, err := e.cfg.Temporal.DescribeWorkflowExecution(ctx, workflowID, "")
+	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("describe workflow %s: %w", workflowID, err)
+	}
+	return resp.GetWorkflowExecutionInfo().GetStatus(), true, nil
+}
+
+// RedriveRequest asks to re-drive a stranded job.
+type RedriveRequest struct {
+	JobID  string
+	Action string // RedriveSettle or RedriveRerun
+	Actor  string // who asked; recorded in the audit row
+	Reason string // why; recorded in the audit row
+}
+
+// RedriveResult is what Support.RedriveJob did.
+type RedriveResult struct {
+	JobID   string `json:"job_id"`
+	OrderID string `json:"order_id"`
+	Action  string `json:"action"`
+	// Why is why the job was stranded.
+	Why string `json:"why"`
+	// SettledRun is the run that was ended failed, with its credits released.
+	SettledRun int    `json:"settled_run"`
+	AuditID    string `json:"audit_id"`
+	// WebhookDeliveryID is the settled run's job.failed delivery (settle, when the installation
+	// has a callback URL); NotifyError says what went wrong telling the order or the receiver.
+	WebhookDeliveryID string `json:"webhook_delivery_id,omitempty"`
+	NotifyError       string `json:"notify_error,omitempty"`
+	// Rerun is the new run (rerun).
+	Rerun *RetryResult `json:"rerun,omitempty"`
+}
+
+// RedriveJob re-drives a stranded job (see FindStragglers), refusing any other with
+// ErrNotStraggler and an unknown one as KindNotFound. Both actions first end the stranded run
+// failed with INTERNAL_BUG in one transaction with its audit row (action settle): its reservation
+// is released and its order's counters move. Settle then tells the order's workflow, if it still
+// waits, and sends the job.failed webhook, recorded as a job's workflow records it
+// (webhooks.RecordJobDelivery). Rerun instead runs the job again with RetryJob, which adds its own
+// audit row (action retry) and reserves the credits of the new run.
+func (e *Support) RedriveJob(ctx context.Context, req RedriveRequest) (RedriveResult, error) {
+	actor := strings.TrimSpace(req.Actor)
+	if actor == "" {
+		return RedriveResult{}, errors.New("redrive: an actor is required for the audit trail")
+	}
+	if req.Action != RedriveSettle && req.Action != RedriveRerun {
+		return RedriveResult{}, fmt.Errorf("redrive: action %q is not %s or %s", req.Action, RedriveSettle, RedriveRerun)
+	}
+	j, err := models.GetJob(e.cfg.DB.WithContext(ctx), req.JobID)
+	if errors.Is(err, models.ErrNotFound) {
+		return RedriveResult{}, missing("job", req.JobID)
+	}
+	if err != nil {
+		return RedriveResult{}, err
+	}
+	if status.IsTerminalJob(j.Status) {
+		return RedriveResult{}, fmt.Errorf("%w: job %s is %s", ErrNotStraggler, j.ID, j.Status)
+	}
+	why, err := e.strandedBecause(ctx, j)
+	if err != nil {
+		return RedriveResult{}, err
+	}
+	if why == "" {
+		return RedriveResult{}, fmt.Errorf("%w: a workflow still runs job %s (%s); it needs no re-drive", ErrNotStraggler, j.ID, j.Status)
+	}
+	res := RedriveResult{JobID: j.ID, OrderID: j.OrderID, Action: req.Action, Why: why, SettledRun: j.Run}
+	audit := models.JobRetry{
+		ID: models.NewID(), JobID: j.ID, OrderID: j.OrderID, AccountID: j.AccountID, FromRun: j.Run, ToRun: j.Run,
+		Action: models.JobRetryActionSettle, Actor: actor, Reason: strings.TrimSpace(req.Reason), CreatedAt: time.Now().UTC(),
+	}
+	c := errorcat.InternalBug
+	detail := fmt.Sprintf("settled by %s (shotflow admin jobs redrive --action %s): %s", actor, req.Action, why)
+	err = e.cfg.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		ended, err := models.EndJob(tx, j.ID, j.Run, status.JobFailed, string(c), c.Hint(), detail)
+		if err != nil {
+			return err
+		}
+		if !ended {
+			return fmt.Errorf("%w: job %s changed while it was being re-driven; look at it again", ErrNotStraggler, j.ID)
+		}
+		return tx.Create(&audit).Error
+	})
+	if err != nil {
+		return RedriveResult{}, err
+	}
+	res.AuditID = audit.ID
+	// The settlement is committed: from here on the caller going away must not stop the rest.
+	ctx = context.WithoutCancel(ctx)
+	if req.Action == RedriveRerun {
+		rerun, err := e.RetryJob(ctx, RetryRequest{JobID: j.ID, Actor: actor, Reason: strings.TrimSpace(req.Reason + " (re-drive)")})
+		if err != nil {
+			return res, fmt.Errorf("run %d of job %s is settled failed, but the new run was not created: %w (shotflow admin jobs retry runs it again)", j.Run, j.ID, err)
+		}
+		res.Rerun = &rerun
+		return res, nil
+	}
+	var problems []string
+	if err := e.signalOrder(ctx, j); err != nil {
+		problems = append(problems, err.Error())
+	}
+	deliveryID, err := e.sendJobWebhook(ctx, j.ID, j.Run)
+	if err != nil {
+		problems = append(problems, err.Error())
+	}
+	res.WebhookDeliveryID, res.NotifyError = deliveryID, strings.Join(problems, "; ")
+	return res, nil
+}
+
+// signalOrder tells the job's order workflow, if it still runs, that the job has ended failed.
+func (e *Support) signalOrder(ctx context.Context, j *models.Job) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	err := e.cfg.Temporal.SignalWorkflow(ctx, workflows.OrderWorkflowID(j.OrderID), "", workflows.SignalJobFinished,
+		workflows.JobFinished{JobID: j.ID, Run: j.Run, Status: status.JobFailed})
+	var notFound *serviceerror.NotFound
+	if err != nil && !errors.As(err, &notFound) {
+		return fmt.Errorf("signal order workflow: %w", err)
+	}
+	return nil
+}
+
+// sendJobWebhook records the webhook of a job run that ended outside its workflow and starts its
+// delivery, as JobWorkflow does (workflows.NotifyJobEnded); it returns the delivery ID, or "" when
+// the job's installation has no callback URL.
+func (e *Support) sendJobWebhook(ctx context.Context, jobID string, run int) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	rec, err := webhooks.RecordJobDelivery(e.cfg.DB.WithContext(ctx), e.cfg.Signer, e.cfg.DownloadTTL, jobID, run)
+	if err != nil {
+		return "", fmt.Errorf("record webhook: %w", err)
+	}
+	if !rec.Deliver {
+		return "", nil
+	}
+	// The record names everything the delivery's start needs; no need to read the row back.
+	d := &models.WebhookDelivery{ID: rec.DeliveryID, AccountID: rec.AccountID, InstallationID: rec.InstallationID, OrderID: rec.OrderID}
+	if err := e.app.Webhooks.StartWebhookDelivery(ctx, d); err != nil {
+		return rec.DeliveryID, fmt.Errorf("start webhook delivery (the sweeper does not retry it: shotflow admin webhooks replay %s sends it): %w", d.ID, err)
+	}
+	return rec.DeliveryID, nil
+}
+
+// ReportStragglers logs a warning for every stranded job FindStragglers finds, every interval until
+// ctx ends: workers run it so that operators learn of jobs that need `shotflow admin jobs redrive`.
+func (e *Support) ReportStragglers(ctx context.Context, interval, olderThan time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		list, err := e.FindStragglers(ctx, olderThan, MaxSupportListLimit)
+		if err != nil {
+			if ctx.Err() == nil {
+				e.cfg.Log.Warn("straggler sweep", zap.Error(err))
+			}
+			continue
+		}
+		for _, s := range list.Jobs {
+			e.cfg.Log.Warn("stranded job: its workflow will not move it; re-drive it with `shotflow admin jobs redrive JOB_ID --action settle|rerun`",
+				zap.String("job_id", s.JobID), zap.String("order_id", s.OrderID), zap.String("status", s.Status),
+				zap.Int("run", s.Run), zap.String("why", s.Why), zap.String("temporal_ui_url", s.TemporalUIURL))
+		}
+	}
+}
