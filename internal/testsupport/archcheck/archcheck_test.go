@@ -34,6 +34,8 @@ var rules = []rule{
 	{"worker", []string{"api", "internal/engine"}, "the worker registers workflows and activities only", nil},
 	{"internal/media", nil, "the media tier (renderer, drawings, video, image preparation) imports nothing of shotflow outside it",
 		[]string{"internal/media"}},
+	{from: "cmd", forbid: []string{"gorm.io/gorm", "activities"},
+		why: "commands parse flags, call the engine's use cases and print their answers; the store and the activities are the engine's and the worker's"},
 }
 
 // under reports whether the module-relative path rel is prefix or a package below it.
