@@ -15,7 +15,6 @@ import (
 	"github.com/shotflow/shotflow/internal/platform/metrics"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
-	"github.com/shotflow/shotflow/models/status"
 )
 
 // maxErrorText bounds the error text stored with an attempt, in bytes.
@@ -25,64 +24,24 @@ const maxErrorText = 500
 // this moment (a local activity). Its ID is derived from the job, run and event and the insert
 // ignores conflicts, so a retried or replayed call returns the same delivery and creates nothing.
 // Workflows call it only in runs started in the shapes before JobShapeQuiet, after EndJob or
-// CompleteJob; FinishJob records in the same transaction as the job's end. internal/support's
-// straggler sweep still calls it directly.
+// CompleteJob; FinishJob records in the same transaction as the job's end. The recording itself is
+// webhooks.RecordJobDelivery, which support's re-drive of a stranded job calls too.
 func (a *Activities) RecordJobWebhook(ctx context.Context, in contract.RecordWebhookInput) (contract.RecordWebhookResult, error) {
 	return a.recordJobWebhook(a.DB.WithContext(ctx), in)
 }
 
-// recordJobWebhook is RecordJobWebhook in db (a transaction of the caller's, or none).
+// recordJobWebhook is RecordJobWebhook in db (a transaction of the caller's, or none). A run
+// that is not terminal is a non-retryable contract.ErrTypeWebhookJobNotTerminal.
 func (a *Activities) recordJobWebhook(db *gorm.DB, in contract.RecordWebhookInput) (contract.RecordWebhookResult, error) {
-	job, err := models.GetJob(db, in.JobID)
-	if err != nil {
-		return contract.RecordWebhookResult{}, fmt.Errorf("load job %s: %w", in.JobID, err)
+	rec, err := webhooks.RecordJobDelivery(db, a.Signer, a.DownloadTTL, in.JobID, in.Run)
+	if errors.Is(err, webhooks.ErrJobNotTerminal) {
+		return contract.RecordWebhookResult{}, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeWebhookJobNotTerminal, nil)
 	}
-	event, terminal := webhooks.EventForStatus(job.Status)
-	if !terminal || job.Run != in.Run {
-		return contract.RecordWebhookResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("job %s run %d is not a terminal run (status %s, current run %d)", job.ID, in.Run, job.Status, job.Run),
-			contract.ErrTypeWebhookJobNotTerminal, nil)
-	}
-	if job.InstallationID == nil {
-		return contract.RecordWebhookResult{}, nil
-	}
-	inst, err := models.GetInstallation(db, *job.InstallationID)
-	if err != nil {
-		return contract.RecordWebhookResult{}, fmt.Errorf("load installation: %w", err)
-	}
-	res := contract.RecordWebhookResult{AccountID: job.AccountID, InstallationID: inst.ID, OrderID: job.OrderID}
-	if inst.CallbackURL == "" {
-		return res, nil
-	}
-	res.DeliveryID, res.Deliver = models.WebhookDeliveryID(job.ID, job.Run, event), true
-	if _, err := models.GetWebhookDelivery(db, res.DeliveryID); err == nil {
-		return res, nil // recorded by an earlier execution
-	} else if !errors.Is(err, models.ErrNotFound) {
-		return contract.RecordWebhookResult{}, err
-	}
-	var outputs []models.Asset
-	if job.Status == status.JobCompleted {
-		byJob, err := models.JobOutputs(db, job.ID)
-		if err != nil {
-			return contract.RecordWebhookResult{}, fmt.Errorf("load outputs: %w", err)
-		}
-		outputs = byJob[job.ID]
-	}
-	// Microseconds, as PostgreSQL stores the row's created_at: the payload's delivery_created_at
-	// is the recorded delivery's creation time exactly.
-	now := time.Now().UTC().Truncate(time.Microsecond)
-	payload, err := webhooks.BuildJobPayload(webhooks.JobPayload{
-		DeliveryID: res.DeliveryID, Event: event, CreatedAt: now, Job: job, Outputs: outputs,
-		Signer: a.Signer, DownloadTTL: a.DownloadTTL,
-	})
 	if err != nil {
 		return contract.RecordWebhookResult{}, err
 	}
-	_, err = models.CreateWebhookDelivery(db, &models.WebhookDelivery{
-		ID: res.DeliveryID, AccountID: job.AccountID, InstallationID: inst.ID, OrderID: job.OrderID, JobID: job.ID,
-		Run: job.Run, Event: event, Payload: models.JSON(payload), CallbackURL: inst.CallbackURL, CreatedAt: now,
-	})
-	return res, err
+	return contract.RecordWebhookResult{DeliveryID: rec.DeliveryID, Deliver: rec.Deliver, AccountID: rec.AccountID,
+		InstallationID: rec.InstallationID, OrderID: rec.OrderID}, nil
 }
 
 // DeliverWebhook makes one attempt: it POSTs the delivery's payload, in its current shape (a

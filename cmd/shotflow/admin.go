@@ -15,20 +15,15 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
-	"go.uber.org/zap"
-	"gorm.io/gorm"
 
-	"github.com/shotflow/shotflow/activities"
 	"github.com/shotflow/shotflow/internal/app"
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/platform/config"
 	"github.com/shotflow/shotflow/internal/platform/logging"
 	"github.com/shotflow/shotflow/internal/platform/secrets"
 	"github.com/shotflow/shotflow/internal/platform/temporalconn"
-	"github.com/shotflow/shotflow/internal/support"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
-	"github.com/shotflow/shotflow/workflows"
 )
 
 const adminUsage = `Usage:
@@ -54,12 +49,12 @@ TEMPORAL_TASK_QUEUE, and the API key, TLS and profile settings like the worker),
 at TEMPORAL_UI_URL.
 `
 
-// adminEnv is what admin commands operate on.
+// adminEnv is what admin commands operate on: each builds the engine and calls its use cases.
 type adminEnv struct {
 	ctx      context.Context
 	cfg      config.Config // with the effective Temporal address and namespace
 	temporal temporalconn.Connection
-	db       *gorm.DB
+	tools    *app.Tools
 	closers  []func() // run when the command is done
 }
 
@@ -127,20 +122,19 @@ func runAdmin(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	db, err := models.Open(cfg.DatabaseURL, models.OpenOptions{})
-	if err != nil {
-		return err
-	}
-	defer closeDB(db)
-	if err := models.CheckSchema(db); err != nil {
-		return err
-	}
+	// Resolved before the engine is built, whose Temporal UI links name the effective namespace; a
+	// command dials Temporal only when its use case reaches it.
 	temporal, err := temporalconn.Resolve(cfg)
 	if err != nil {
 		return err
 	}
 	cfg.TemporalAddress, cfg.TemporalNamespace = temporal.Options.HostPort, temporal.Options.Namespace
-	env := &adminEnv{ctx: ctx, cfg: cfg, temporal: temporal, db: db}
+	tools, err := app.OpenTools(cfg)
+	if err != nil {
+		return err
+	}
+	defer tools.Close()
+	env := &adminEnv{ctx: ctx, cfg: cfg, temporal: temporal, tools: tools}
 	defer func() {
 		for _, c := range env.closers {
 			c()
@@ -168,15 +162,6 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-// AccountCreated is the output of `admin account create`.
-type AccountCreated struct {
-	AccountID      string `json:"account_id"`
-	Name           string `json:"name"`
-	Credits        int64  `json:"credits"`
-	ExternalKeyID  string `json:"external_key_id"`
-	ExternalAPIKey string `json:"external_api_key"`
-}
-
 func (e *adminEnv) accountCreate(args []string) (any, error) {
 	fs := newFlags("account create")
 	name := fs.String("name", "", "account name")
@@ -190,33 +175,7 @@ func (e *adminEnv) accountCreate(args []string) (any, error) {
 	if *credits < 0 {
 		return nil, fmt.Errorf("%w: --credits must not be negative", errUsage)
 	}
-	var out AccountCreated
-	err := e.db.Transaction(func(tx *gorm.DB) error {
-		acc, err := models.CreateAccount(tx, strings.TrimSpace(*name), *credits)
-		if err != nil {
-			return err
-		}
-		key, err := models.IssueKey(tx, models.KeyKindExternal, acc.ID, nil, "default", models.ExternalScopes, nil)
-		if err != nil {
-			return err
-		}
-		out = AccountCreated{AccountID: acc.ID, Name: acc.Name, Credits: *credits, ExternalKeyID: key.Key.ID, ExternalAPIKey: key.Secret}
-		return nil
-	})
-	return out, err
-}
-
-// InstallationCreated is the output of `admin installation create`.
-type InstallationCreated struct {
-	InstallationID string   `json:"installation_id"`
-	AccountID      string   `json:"account_id"`
-	Name           string   `json:"name"`
-	CallbackURL    string   `json:"callback_url"`
-	KeyID          string   `json:"key_id"`
-	APIKey         string   `json:"api_key"`
-	WebhookSecret  string   `json:"webhook_secret"`
-	Scopes         []string `json:"scopes"`
-	RateLimit      int      `json:"rate_limit_per_min"`
+	return e.storeEngine().Accounts.CreateAccount(e.ctx, *name, *credits)
 }
 
 func (e *adminEnv) installationCreate(args []string) (any, error) {
@@ -240,34 +199,21 @@ func (e *adminEnv) installationCreate(args []string) (any, error) {
 	if *rate < 1 {
 		return nil, fmt.Errorf("%w: --rate-limit must be at least 1", errUsage)
 	}
-	var scopeList []string
+	var scopeList []string // nil: every plugin scope
 	if *scopes != "" {
 		for _, s := range strings.Split(*scopes, ",") {
 			if s = strings.TrimSpace(s); s != "" {
 				scopeList = append(scopeList, s)
 			}
 		}
-	} else {
-		scopeList = models.PluginScopes
 	}
 	box, err := e.box()
 	if err != nil {
 		return nil, err
 	}
-	created, err := models.CreateInstallation(e.db, box, models.NewInstallation{
-		AccountID: *account, Name: strings.TrimSpace(*name), CallbackURL: *callback, Scopes: scopeList, RateLimitPerMin: *rate,
-	}, webhooks.NewSecret())
-	if errors.Is(err, models.ErrNotFound) {
-		return nil, fmt.Errorf("account %s does not exist", *account)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return InstallationCreated{
-		InstallationID: created.Installation.ID, AccountID: *account, Name: created.Installation.Name,
-		CallbackURL: *callback, KeyID: created.APIKey.Key.ID, APIKey: created.APIKey.Secret,
-		WebhookSecret: created.WebhookSecret, Scopes: scopeList, RateLimit: *rate,
-	}, nil
+	return e.storeEngine().Accounts.CreateInstallation(e.ctx, box, engine.InstallationRequest{
+		AccountID: *account, Name: *name, CallbackURL: *callback, Scopes: scopeList, RateLimitPerMin: *rate,
+	})
 }
 
 func (e *adminEnv) creditsGrant(args []string) (any, error) {
@@ -280,37 +226,7 @@ func (e *adminEnv) creditsGrant(args []string) (any, error) {
 	if *account == "" || *amount <= 0 {
 		return nil, fmt.Errorf("%w: --account and a positive --amount are required", errUsage)
 	}
-	if err := models.GrantCredits(e.db, *account, *amount, "granted by operator"); err != nil {
-		if errors.Is(err, models.ErrNotFound) {
-			return nil, fmt.Errorf("account %s does not exist", *account)
-		}
-		return nil, err
-	}
-	acc, err := models.GetAccount(e.db, *account)
-	if err != nil {
-		return nil, err
-	}
-	return map[string]any{"account_id": acc.ID, "granted": *amount, "credit_balance": acc.CreditBalance, "credits_reserved": acc.CreditsReserved}, nil
-}
-
-// KeyIssued is the output of `admin keys issue`: the secret is shown this once.
-type KeyIssued struct {
-	KeyID     string     `json:"key_id"`
-	AccountID string     `json:"account_id"`
-	APIKey    string     `json:"api_key"`
-	Scopes    []string   `json:"scopes"`
-	ExpiresAt *time.Time `json:"expires_at"`
-}
-
-// KeyListed is one key of `admin keys list` (never its secret).
-type KeyListed struct {
-	KeyID      string     `json:"key_id"`
-	Name       string     `json:"name"`
-	Scopes     []string   `json:"scopes"`
-	CreatedAt  time.Time  `json:"created_at"`
-	ExpiresAt  *time.Time `json:"expires_at"`
-	RevokedAt  *time.Time `json:"revoked_at"`
-	LastUsedAt *time.Time `json:"last_used_at"`
+	return e.storeEngine().Accounts.GrantCredits(e.ctx, *account, *amount)
 }
 
 // keysIssue issues an external content API key of an account with the chosen scopes and expiry.
@@ -347,16 +263,9 @@ func (e *adminEnv) keysIssue(args []string) (any, error) {
 		t = t.UTC()
 		expiresAt = &t
 	}
-	if _, err := models.GetAccount(e.db, *account); errors.Is(err, models.ErrNotFound) {
-		return nil, fmt.Errorf("account %s does not exist", *account)
-	} else if err != nil {
-		return nil, err
-	}
-	k, err := models.IssueKey(e.db, models.KeyKindExternal, *account, nil, *name, list, expiresAt)
-	if err != nil {
-		return nil, err
-	}
-	return KeyIssued{KeyID: k.Key.ID, AccountID: *account, APIKey: k.Secret, Scopes: list, ExpiresAt: expiresAt}, nil
+	return e.storeEngine().Accounts.IssueAccountKey(e.ctx, engine.AccountKeyRequest{
+		AccountID: *account, Name: *name, Scopes: list, ExpiresAt: expiresAt,
+	})
 }
 
 // keysList lists an account's external keys, newest first, without their secrets.
@@ -369,34 +278,14 @@ func (e *adminEnv) keysList(args []string) (any, error) {
 	if *account == "" {
 		return nil, fmt.Errorf("%w: --account is required", errUsage)
 	}
-	var keys []models.APIKey
-	if err := e.db.Where("account_id = ? AND kind = ?", *account, models.KeyKindExternal).
-		Order("created_at DESC").Find(&keys).Error; err != nil {
-		return nil, err
-	}
-	out := make([]KeyListed, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, KeyListed{KeyID: k.ID, Name: k.Name, Scopes: k.ScopeList(), CreatedAt: k.CreatedAt,
-			ExpiresAt: k.ExpiresAt, RevokedAt: k.RevokedAt, LastUsedAt: k.LastUsedAt})
-	}
-	return map[string]any{"account_id": *account, "keys": out}, nil
+	return e.storeEngine().Accounts.ListAccountKeys(e.ctx, *account)
 }
 
 func (e *adminEnv) keysRevoke(args []string) (any, error) {
 	if len(args) != 1 {
 		return nil, fmt.Errorf("%w: keys revoke takes one KEY_ID", errUsage)
 	}
-	id := args[0]
-	if _, keyID, _, ok := models.ParseKey(id); ok {
-		id = keyID // a full key was pasted
-	}
-	if err := models.RevokeKey(e.db, id); err != nil {
-		if errors.Is(err, models.ErrNotFound) {
-			return nil, fmt.Errorf("key %s does not exist", id)
-		}
-		return nil, err
-	}
-	return map[string]any{"key_id": id, "revoked": true}, nil
+	return e.storeEngine().Accounts.RevokeKey(e.ctx, args[0]) // an ID, or a pasted full key
 }
 
 // parseInterleaved parses flags that may come before or after the positional arguments
@@ -427,11 +316,6 @@ func oneID(fs *flag.FlagSet, args []string, what string) (string, error) {
 	return strings.TrimSpace(ids[0]), nil
 }
 
-// ui is where the commands' Temporal UI links point.
-func (e *adminEnv) ui() support.UI {
-	return support.UI{BaseURL: e.cfg.TemporalUIURL, Namespace: e.cfg.TemporalNamespace}
-}
-
 // dialTemporal connects to Temporal with a logger that only reports errors; the client is closed
 // when the command is done.
 func (e *adminEnv) dialTemporal() (client.Client, error) {
@@ -455,7 +339,7 @@ func (e *adminEnv) jobsList(args []string) (any, error) {
 	category := fs.String("category", "", "errorCategory, e.g. CONTENT_POLICY")
 	installation := fs.String("installation", "", "installation ID")
 	since := fs.String("since", "", "only jobs updated at or after this RFC 3339 time")
-	limit := fs.Int("limit", support.DefaultListLimit, "at most this many jobs")
+	limit := fs.Int("limit", engine.DefaultSupportListLimit, "at most this many jobs")
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
 	}
@@ -463,11 +347,11 @@ func (e *adminEnv) jobsList(args []string) (any, error) {
 		return nil, fmt.Errorf("%w: jobs list takes no arguments, got %q", errUsage, fs.Args())
 	}
 	if *status == "" {
-		return nil, fmt.Errorf("%w: --status is required (one of %s)", errUsage, strings.Join(support.JobStatuses, ", "))
+		return nil, fmt.Errorf("%w: --status is required (one of %s)", errUsage, strings.Join(engine.JobStatuses, ", "))
 	}
-	f := support.JobFilter{Status: *status, Category: strings.ToUpper(*category), InstallationID: *installation, Limit: *limit}
+	f := engine.SupportJobFilter{Status: *status, Category: strings.ToUpper(*category), InstallationID: *installation, Limit: *limit}
 	if *limit < 1 {
-		return nil, fmt.Errorf("%w: --limit must be between 1 and %d", errUsage, support.MaxListLimit)
+		return nil, fmt.Errorf("%w: --limit must be between 1 and %d", errUsage, engine.MaxSupportListLimit)
 	}
 	if *since != "" {
 		t, err := time.Parse(time.RFC3339, *since)
@@ -476,8 +360,8 @@ func (e *adminEnv) jobsList(args []string) (any, error) {
 		}
 		f.Since = t
 	}
-	out, err := support.ListJobs(e.ctx, e.db, e.ui(), f)
-	if errors.Is(err, support.ErrInvalidFilter) {
+	out, err := e.storeEngine().Support.ListJobs(e.ctx, f)
+	if errors.Is(err, engine.ErrInvalidFilter) {
 		return nil, fmt.Errorf("%w: %v", errUsage, err)
 	}
 	return out, err
@@ -494,46 +378,47 @@ func (e *adminEnv) jobsRetry(args []string) (any, error) {
 	if strings.TrimSpace(*actor) == "" {
 		return nil, fmt.Errorf("%w: --actor must not be empty", errUsage)
 	}
-	starter, err := e.starter()
+	eng, err := e.temporalEngine(nil)
 	if err != nil {
 		return nil, err
 	}
-	return support.RetryJob(e.ctx, starter, e.ui(), support.RetryRequest{JobID: id, Actor: *actor, Reason: *reason})
+	return eng.Support.RetryJob(e.ctx, engine.RetryRequest{JobID: id, Actor: *actor, Reason: *reason})
 }
 
-// starter starts job runs the way the API's starter does (internal/app).
-func (e *adminEnv) starter() (*engine.Engine, error) {
+// storeEngine builds the engine over the database alone, for the use cases that reach no Temporal.
+func (e *adminEnv) storeEngine() *engine.Engine { return e.tools.Engine(nil, nil) }
+
+// temporalEngine dials Temporal and builds the engine over it, for the use cases that start,
+// signal or describe workflows; master, when not nil, signs the webhooks the engine records.
+func (e *adminEnv) temporalEngine(master []byte) (*engine.Engine, error) {
 	tc, err := e.dialTemporal()
 	if err != nil {
 		return nil, err
 	}
-	return engine.New(engine.Config{
-		DB: e.db, Temporal: tc, TaskQueue: e.cfg.TemporalTaskQueue, Log: zap.NewNop(),
-		JobOptions: workflows.JobOptions{InputWait: e.cfg.InputWaitTimeout},
-	}), nil
+	return e.tools.Engine(tc, master), nil
 }
 
 func (e *adminEnv) jobsStragglers(args []string) (any, error) {
 	fs := newFlags("jobs stragglers")
 	olderThan := fs.Duration("older-than", 5*time.Minute, "only jobs not updated for this long")
-	limit := fs.Int("limit", support.DefaultListLimit, "look at most at this many non-terminal jobs, oldest first")
+	limit := fs.Int("limit", engine.DefaultSupportListLimit, "look at most at this many non-terminal jobs, oldest first")
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("%w: jobs stragglers takes no arguments, got %q", errUsage, fs.Args())
 	}
-	if *limit < 1 || *limit > support.MaxListLimit {
-		return nil, fmt.Errorf("%w: --limit must be between 1 and %d", errUsage, support.MaxListLimit)
+	if *limit < 1 || *limit > engine.MaxSupportListLimit {
+		return nil, fmt.Errorf("%w: --limit must be between 1 and %d", errUsage, engine.MaxSupportListLimit)
 	}
 	if *olderThan < 0 {
 		return nil, fmt.Errorf("%w: --older-than must not be negative", errUsage)
 	}
-	tc, err := e.dialTemporal()
+	eng, err := e.temporalEngine(nil)
 	if err != nil {
 		return nil, err
 	}
-	return support.FindStragglers(e.ctx, e.db, tc, e.ui(), *olderThan, *limit)
+	return eng.Support.FindStragglers(e.ctx, *olderThan, *limit)
 }
 
 func (e *adminEnv) jobsRedrive(args []string) (any, error) {
@@ -545,27 +430,22 @@ func (e *adminEnv) jobsRedrive(args []string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if *action != support.RedriveSettle && *action != support.RedriveRerun {
-		return nil, fmt.Errorf("%w: --action must be %s or %s", errUsage, support.RedriveSettle, support.RedriveRerun)
+	if *action != engine.RedriveSettle && *action != engine.RedriveRerun {
+		return nil, fmt.Errorf("%w: --action must be %s or %s", errUsage, engine.RedriveSettle, engine.RedriveRerun)
 	}
 	if strings.TrimSpace(*actor) == "" {
 		return nil, fmt.Errorf("%w: --actor must not be empty", errUsage)
 	}
-	starter, err := e.starter()
-	if err != nil {
-		return nil, err
-	}
+	// The master key signs the output URLs of the settled run's webhook.
 	master, err := masterKey(e.cfg, false)
 	if err != nil {
 		return nil, err
 	}
-	tc, err := e.dialTemporal()
+	eng, err := e.temporalEngine(master)
 	if err != nil {
 		return nil, err
 	}
-	// The settled run's webhook is recorded as a job's workflow records it.
-	acts := &activities.Activities{DB: e.db, Log: zap.NewNop(), Signer: app.NewSigner(e.cfg, master), DownloadTTL: e.cfg.DownloadURLTTL}
-	return support.RedriveJob(e.ctx, starter, e.db, tc, acts, e.ui(), support.RedriveRequest{JobID: id, Action: *action, Actor: *actor, Reason: *reason})
+	return eng.Support.RedriveJob(e.ctx, engine.RedriveRequest{JobID: id, Action: *action, Actor: *actor, Reason: *reason})
 }
 
 // defaultActor is the operator's login name.
@@ -581,11 +461,11 @@ func (e *adminEnv) webhooksReplay(args []string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	eng, err := e.starter()
+	eng, err := e.temporalEngine(nil)
 	if err != nil {
 		return nil, err
 	}
-	return support.ReplayWebhook(e.ctx, eng, e.db, e.ui(), id)
+	return eng.Support.ReplayWebhook(e.ctx, id)
 }
 
 func (e *adminEnv) ordersShow(args []string) (any, error) {
@@ -593,5 +473,5 @@ func (e *adminEnv) ordersShow(args []string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return support.ShowOrder(e.ctx, e.db, e.ui(), id)
+	return e.storeEngine().Support.ShowOrder(e.ctx, id)
 }

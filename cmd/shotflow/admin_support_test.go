@@ -9,6 +9,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/models/jobtype"
@@ -28,9 +29,9 @@ func newSupportFixture(t *testing.T) *supportFixture {
 	f := &supportFixture{adminFixture: newAdminFixture(t)}
 	t.Setenv("TEMPORAL_UI_URL", "http://ui.example:8233")
 	t.Setenv("TEMPORAL_NAMESPACE", "shop-prod")
-	var acc AccountCreated
+	var acc engine.AccountCreated
 	adminJSON(t, &acc, "account", "create", "--name", "Acme", "--credits", "10")
-	var inst InstallationCreated
+	var inst engine.InstallationCreated
 	adminJSON(t, &inst, "installation", "create", "--account", acc.AccountID, "--name", "Shop")
 	f.accountID, f.installationID = acc.AccountID, inst.InstallationID
 

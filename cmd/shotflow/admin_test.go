@@ -20,6 +20,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/platform/config"
 	"github.com/shotflow/shotflow/internal/platform/secrets"
 	"github.com/shotflow/shotflow/models"
@@ -280,7 +281,7 @@ func TestAdminWorkflow(t *testing.T) {
 	adminJSON(t, &rev, "keys", "revoke", inst.KeyID)
 
 	// keys issue with chosen scopes and expiry, then keys list (no secrets).
-	var issued KeyIssued
+	var issued engine.AccountKeyIssued
 	adminJSON(t, &issued, "keys", "issue", "--account", accountID, "--name", "reader", "--scopes", "content.read", "--expires", "2h")
 	if !slices.Equal(issued.Scopes, []string{"content.read"}) || issued.ExpiresAt == nil ||
 		issued.ExpiresAt.Before(time.Now().Add(119*time.Minute)) || !strings.HasPrefix(issued.APIKey, models.ExternalKeyPrefix) {
@@ -294,7 +295,7 @@ func TestAdminWorkflow(t *testing.T) {
 		t.Errorf("issued key after its expiry: %v", err)
 	}
 	var listed struct {
-		Keys []KeyListed `json:"keys"`
+		Keys []engine.AccountKeyListed `json:"keys"`
 	}
 	adminJSON(t, &listed, "keys", "list", "--account", accountID)
 	if len(listed.Keys) != 2 || listed.Keys[0].KeyID != issued.KeyID || listed.Keys[1].KeyID != extKeyID || listed.Keys[1].RevokedAt == nil {
@@ -302,7 +303,7 @@ func TestAdminWorkflow(t *testing.T) {
 	}
 
 	// An installation without --scopes or --callback-url gets every plugin scope.
-	var inst2 InstallationCreated
+	var inst2 engine.InstallationCreated
 	adminJSON(t, &inst2, "installation", "create", "--account", accountID, "--name", "  Second shop  ", "--rate-limit", "5")
 	if !slices.Equal(inst2.Scopes, models.PluginScopes) || inst2.CallbackURL != "" || inst2.Name != "Second shop" || inst2.RateLimit != 5 {
 		t.Errorf("default installation = %+v", inst2)
@@ -311,7 +312,7 @@ func TestAdminWorkflow(t *testing.T) {
 
 func TestAdminErrors(t *testing.T) {
 	newAdminFixture(t)
-	var acc AccountCreated
+	var acc engine.AccountCreated
 	adminJSON(t, &acc, "account", "create", "--name", "Acme")
 	if acc.Credits != 0 {
 		t.Errorf("account without --credits has %d credits", acc.Credits)
@@ -419,7 +420,7 @@ func TestAdminBadConfig(t *testing.T) {
 func TestAdminSecretKeyFallback(t *testing.T) {
 	f := newAdminFixture(t)
 	t.Setenv("SECRET_KEY", "")
-	var acc AccountCreated
+	var acc engine.AccountCreated
 	adminJSON(t, &acc, "account", "create", "--name", "Acme") // needs no master key
 	code, _, errOut := runCLI(t, "admin", "installation", "create", "--account", acc.AccountID, "--name", "Shop")
 	if code != 1 || !strings.Contains(errOut, "SECRET_KEY") {
@@ -429,7 +430,7 @@ func TestAdminSecretKeyFallback(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(f.dir, "secret.key"), []byte(master+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var inst InstallationCreated
+	var inst engine.InstallationCreated
 	adminJSON(t, &inst, "installation", "create", "--account", acc.AccountID, "--name", "Shop")
 	raw, _ := base64.StdEncoding.DecodeString(master)
 	box, err := secrets.NewBox(raw)

@@ -4,13 +4,15 @@ import (
 	"encoding/base64"
 	"strings"
 	"testing"
+
+	"github.com/shotflow/shotflow/internal/engine"
 )
 
 // TestAdminRefusesPrivateCallbackURLs: `installation create --callback-url` refuses loopback,
 // private and link-local targets unless WEBHOOK_ALLOW_PRIVATE_NETWORKS is true.
 func TestAdminRefusesPrivateCallbackURLs(t *testing.T) {
 	newAdminFixture(t)
-	var acc AccountCreated
+	var acc engine.AccountCreated
 	adminJSON(t, &acc, "account", "create", "--name", "Acme")
 	private := []string{
 		"http://127.0.0.1:9000/hook", "http://localhost:9000/hook", "http://[::1]:9000/hook",
@@ -25,7 +27,7 @@ func TestAdminRefusesPrivateCallbackURLs(t *testing.T) {
 
 	t.Setenv("WEBHOOK_ALLOW_PRIVATE_NETWORKS", "true")
 	for _, u := range private[:3] {
-		var inst InstallationCreated
+		var inst engine.InstallationCreated
 		adminJSON(t, &inst, "installation", "create", "--account", acc.AccountID, "--name", "Dev shop", "--callback-url", u)
 		if inst.CallbackURL != u {
 			t.Errorf("callback_url = %q, want %q", inst.CallbackURL, u)

@@ -10,21 +10,20 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"go.uber.org/zap"
-	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/internal/app"
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/platform/config"
 	"github.com/shotflow/shotflow/internal/platform/devserver"
 	"github.com/shotflow/shotflow/internal/platform/logging"
+	"github.com/shotflow/shotflow/internal/platform/secrets"
 	"github.com/shotflow/shotflow/internal/platform/temporalconn"
 	"github.com/shotflow/shotflow/internal/reference"
-	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/workflows"
 )
 
@@ -117,11 +116,7 @@ func dev(ctx context.Context, stdout io.Writer) error {
 	}
 
 	// Database first: a broken schema should stop us before anything is started.
-	db, err := models.Open(cfg.DatabaseURL, models.OpenOptions{})
-	if err != nil {
-		return err
-	}
-	applied, err := models.Migrate(ctx, db)
+	applied, err := app.Migrate(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -129,8 +124,7 @@ func dev(ctx context.Context, stdout io.Writer) error {
 		log.Info("applied migrations", zap.Ints("versions", applied))
 	}
 	credsPath := filepath.Join(cfg.DataDir, "dev-credentials.json")
-	creds, err := ensureDemo(db, cfg, credsPath)
-	closeDB(db)
+	creds, err := ensureDemo(ctx, cfg, credsPath)
 	if err != nil {
 		return fmt.Errorf("seed demo data: %w", err)
 	}
@@ -196,12 +190,6 @@ func dev(ctx context.Context, stdout io.Writer) error {
 	return firstErr
 }
 
-func closeDB(db *gorm.DB) {
-	if sqlDB, err := db.DB(); err == nil {
-		sqlDB.Close()
-	}
-}
-
 func checkPortFree(addr, variable string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -210,42 +198,40 @@ func checkPortFree(addr, variable string) error {
 	return ln.Close()
 }
 
-// ensureDemo returns the demo credentials, creating the demo account, installation and keys on
-// the first run and reusing them (from the credentials file) afterwards.
-func ensureDemo(db *gorm.DB, cfg config.Config, path string) (DevCredentials, error) {
+// ensureDemo returns the demo credentials: the demo tenant saved in the credentials file while its
+// keys still authenticate, or a new one created on the first run (engine.Accounts.EnsureDemoTenant).
+func ensureDemo(ctx context.Context, cfg config.Config, path string) (DevCredentials, error) {
 	creds := DevCredentials{BaseURL: cfg.PublicBaseURL, TemporalUIURL: cfg.TemporalUIURL}
+	var known engine.DemoTenant
 	if data, err := os.ReadFile(path); err == nil {
 		var saved DevCredentials
-		if json.Unmarshal(data, &saved) == nil && demoStillValid(db, saved) {
-			saved.BaseURL, saved.TemporalUIURL = creds.BaseURL, creds.TemporalUIURL
-			return saved, writeCredentials(path, saved)
+		if json.Unmarshal(data, &saved) == nil {
+			known = engine.DemoTenant{AccountID: saved.AccountID, ExternalAPIKey: saved.ExternalAPIKey, InstallationID: saved.InstallationID,
+				PluginAPIKey: saved.PluginAPIKey, WebhookSecret: saved.WebhookSecret}
 		}
 	}
-	env := &adminEnv{cfg: cfg, db: db}
-	acc, err := env.accountCreate([]string{"--name", "Demo account", "--credits", strconv.FormatInt(cfg.DevSeedCredits, 10)})
+	master, err := masterKey(cfg, false)
 	if err != nil {
 		return creds, err
 	}
-	created := acc.(AccountCreated)
-	inst, err := env.installationCreate([]string{"--account", created.AccountID, "--name", "Demo shop"})
+	box, err := secrets.NewBox(master)
 	if err != nil {
 		return creds, err
 	}
-	ic := inst.(InstallationCreated)
-	creds.PluginAPIKey, creds.InstallationID = ic.APIKey, ic.InstallationID
-	creds.ExternalAPIKey, creds.AccountID = created.ExternalAPIKey, created.AccountID
-	creds.WebhookSecret = ic.WebhookSecret
+	tools, err := app.OpenTools(cfg)
+	if err != nil {
+		return creds, err
+	}
+	defer tools.Close()
+	t, err := tools.Engine(nil, nil).Accounts.EnsureDemoTenant(ctx, box, engine.DemoTenantRequest{
+		Known: known, Credits: cfg.DevSeedCredits, RateLimitPerMin: cfg.RateLimitPerMinute,
+	})
+	if err != nil {
+		return creds, err
+	}
+	creds.AccountID, creds.ExternalAPIKey, creds.InstallationID = t.AccountID, t.ExternalAPIKey, t.InstallationID
+	creds.PluginAPIKey, creds.WebhookSecret = t.PluginAPIKey, t.WebhookSecret
 	return creds, writeCredentials(path, creds)
-}
-
-func demoStillValid(db *gorm.DB, c DevCredentials) bool {
-	now := time.Now()
-	k, err := models.AuthenticateKey(db, models.KeyKindPlugin, c.PluginAPIKey, now)
-	if err != nil || k.InstallationID == nil || *k.InstallationID != c.InstallationID {
-		return false
-	}
-	_, err = models.AuthenticateKey(db, models.KeyKindExternal, c.ExternalAPIKey, now)
-	return err == nil
 }
 
 func writeCredentials(path string, c DevCredentials) error {

@@ -86,12 +86,7 @@ func runMigrate(ctx context.Context, args []string, stdout interface{ Write([]by
 	if err != nil {
 		return err
 	}
-	db, err := models.Open(cfg.DatabaseURL, models.OpenOptions{})
-	if err != nil {
-		return err
-	}
-	defer closeDB(db)
-	applied, err := models.Migrate(ctx, db)
+	applied, err := app.Migrate(ctx, cfg)
 	if err != nil {
 		return err
 	}

@@ -38,7 +38,6 @@ import (
 	"github.com/shotflow/shotflow/internal/providers/sim"
 	"github.com/shotflow/shotflow/internal/reference"
 	"github.com/shotflow/shotflow/internal/retention"
-	"github.com/shotflow/shotflow/internal/support"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/worker"
@@ -143,11 +142,8 @@ func Open(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Optio
 		return nil, err
 	}
 	a.closers = append(a.closers, func() error { a.Temporal.Close(); return nil })
-	a.EngineConfig = engine.Config{
-		DB: db, Temporal: a.Temporal, TaskQueue: cfg.TemporalTaskQueue, Log: log, Models: a.Generator,
-		JobStartDeadline: cfg.JobStartDeadline, MaxConcurrentJobs: cfg.OrderMaxConcurrentJobs,
-		JobOptions: workflows.JobOptions{InputWait: cfg.InputWaitTimeout}, Metrics: a.Metrics,
-	}
+	a.EngineConfig = engineConfig(cfg, db, a.Temporal, log, a.Signer)
+	a.EngineConfig.Models, a.EngineConfig.Metrics = a.Generator, a.Metrics
 	for _, opt := range opts {
 		if opt.Engine != nil {
 			opt.Engine(&a.EngineConfig)
@@ -416,8 +412,7 @@ func (a *App) RunWorker(ctx context.Context) error {
 	reported := make(chan struct{})
 	go func() {
 		defer close(reported)
-		ui := support.UI{BaseURL: a.Config.TemporalUIURL, Namespace: a.Config.TemporalNamespace}
-		support.ReportStragglers(sweepCtx, a.DB, a.Temporal, ui, a.Log, a.Config.StragglerSweepInterval, a.Config.StragglerAge)
+		a.Engine.Support.ReportStragglers(sweepCtx, a.Config.StragglerSweepInterval, a.Config.StragglerAge)
 	}()
 	var stopped error
 	select {

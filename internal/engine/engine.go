@@ -17,6 +17,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/internal/platform/metrics"
+	"github.com/shotflow/shotflow/internal/platform/urlsign"
 	"github.com/shotflow/shotflow/workflows"
 )
 
@@ -44,6 +45,14 @@ type Config struct {
 	AfterCommit func()
 	// Metrics counts accepted orders and the workflows the Sweeper starts; nil counts nothing.
 	Metrics *metrics.Metrics
+	// TemporalUI is where the support use cases link workflows in the Temporal Web UI; its zero
+	// value links none.
+	TemporalUI TemporalUI
+	// Signer signs the output URLs in the payloads of the webhooks the engine records itself (a
+	// stranded job's, settled by support), valid DownloadTTL after their last automatic attempt;
+	// an engine that records none may leave both unset.
+	Signer      *urlsign.Signer
+	DownloadTTL time.Duration
 }
 
 // Engine is the application: one service per area over one shared set of dependencies.

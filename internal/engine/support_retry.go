@@ -30,19 +30,20 @@ type RetryRequest struct {
 	Reason string // why; recorded in the audit row
 }
 
-// RetryResult is the new run of a retried job.
+// RetryResult is the new run of a retried job, as `shotflow admin jobs retry` prints it.
 type RetryResult struct {
-	JobID           string
-	OrderID         string
-	PreviousStatus  string
-	Run             int
-	WorkflowID      string
-	CreditsReserved int64
-	AuditID         string
+	JobID           string `json:"job_id"`
+	OrderID         string `json:"order_id"`
+	PreviousStatus  string `json:"previous_status"`
+	Run             int    `json:"run"`
+	WorkflowID      string `json:"workflow_id"`
+	TemporalUIURL   string `json:"temporal_ui_url"`
+	CreditsReserved int64  `json:"credits_reserved"`
+	AuditID         string `json:"audit_id"`
 	// WorkflowStarted is false when the run was committed but its workflow could not be started
 	// now; a worker's sweeper starts it (OUTBOX_START_AFTER after the retry).
-	WorkflowStarted bool
-	StartError      string
+	WorkflowStarted bool   `json:"workflow_started"`
+	StartError      string `json:"start_error,omitempty"`
 }
 
 // RetryJob runs a failed or expired job again inside its order, as a new run. One database
@@ -50,7 +51,8 @@ type RetryResult struct {
 // anew (only if the ledger shows run n's reservation released), adds them to the order's
 // credits_reserved, takes the job out of the order's failed or expired count, puts the order back
 // in progress and writes the audit row. Then the run's JobWorkflow is started, which settles the
-// credits, updates the order and sends a new webhook when it ends, like any job.
+// credits, updates the order and sends a new webhook when it ends, like any job. The result links
+// the run's workflow in the Temporal UI.
 //
 // A job in any other status is refused with ErrNotRetryable, a short balance with
 // models.ErrInsufficientCredits; in both cases nothing changes. A failed workflow start is not an
@@ -69,7 +71,7 @@ func (e *Support) RetryJob(ctx context.Context, req RetryRequest) (RetryResult, 
 	err := e.cfg.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		j, err := models.GetJob(tx, req.JobID)
 		if errors.Is(err, models.ErrNotFound) {
-			return &Error{Kind: KindNotFound, Message: fmt.Sprintf("job %s does not exist", req.JobID), Cause: models.ErrNotFound}
+			return missing("job", req.JobID)
 		}
 		if err != nil {
 			return err
@@ -137,6 +139,7 @@ func (e *Support) RetryJob(ctx context.Context, req RetryRequest) (RetryResult, 
 	}
 	res.JobID, res.OrderID, res.Run, res.AuditID = job.ID, job.OrderID, job.Run, audit.ID
 	res.WorkflowID = workflows.JobWorkflowID(job.ID, job.Run)
+	res.TemporalUIURL = e.workflowURL(res.WorkflowID)
 
 	// The run is committed: from here on a failure only delays it, and the caller going away must
 	// not cancel the start.

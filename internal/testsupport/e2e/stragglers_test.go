@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/shotflow/shotflow/api/plugin"
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/platform/config"
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
-	"github.com/shotflow/shotflow/internal/support"
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
@@ -68,7 +68,7 @@ func TestSupportFindsAndRedrivesStrandedJobs(t *testing.T) {
 		}
 	}
 
-	var list support.StragglerList
+	var list engine.StragglerList
 	if out, err := admin(t, env, &list, "jobs", "stragglers", "--older-than", "0s"); err != nil {
 		t.Fatalf("jobs stragglers: %v\n%s", err, out)
 	}
@@ -90,7 +90,7 @@ func TestSupportFindsAndRedrivesStrandedJobs(t *testing.T) {
 		t.Fatalf("redrive of a running job: %v\n%s", err, out)
 	}
 
-	var res support.RedriveResult
+	var res engine.RedriveResult
 	for _, id := range []string{settled, queued} {
 		if out, err := admin(t, env, &res, "jobs", "redrive", id, "--action", "settle", "--reason", "outage"); err != nil {
 			t.Fatalf("redrive settle %s: %v\n%s", id, err, out)

@@ -15,9 +15,9 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/shotflow/shotflow/api/plugin"
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/platform/config"
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
-	"github.com/shotflow/shotflow/internal/support"
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
@@ -78,7 +78,7 @@ func TestSupportRetriesAFailedJobAsANewRun(t *testing.T) {
 	tenant := env.NewTenant(t, 5)
 	api := &client{t: t, base: env.BaseURL + plugin.Base, key: tenant.PluginKey}
 	receiver, secret := useReceiver(t, env, tenant)
-	ui := support.UI{BaseURL: env.Config.TemporalUIURL, Namespace: env.Config.TemporalNamespace}
+	support := env.App.Engine.Support
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
@@ -86,17 +86,18 @@ func TestSupportRetriesAFailedJobAsANewRun(t *testing.T) {
 	expectNotified(t, env, receiver, secret, jobID, webhooks.EventJobFailed, status.JobFailed)
 
 	// Support finds it the way docs/operations.md shows.
-	list, err := support.ListJobs(ctx, env.DB, ui, support.JobFilter{Status: status.JobFailed, Category: "CONTENT_POLICY", InstallationID: tenant.InstallationID})
+	list, err := support.ListJobs(ctx, engine.SupportJobFilter{Status: status.JobFailed, Category: "CONTENT_POLICY", InstallationID: tenant.InstallationID})
 	if err != nil || list.Count != 1 || list.Jobs[0].JobID != jobID || list.Jobs[0].OrderID != orderID {
 		t.Fatalf("list = %+v, %v", list, err)
 	}
 
 	fixCause(t, env, jobID)
-	res, err := support.RetryJob(ctx, env.App.Engine, ui, support.RetryRequest{JobID: jobID, Actor: "e2e-support", Reason: "policy rule fixed"})
+	res, err := support.RetryJob(ctx, engine.RetryRequest{JobID: jobID, Actor: "e2e-support", Reason: "policy rule fixed"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Run != 2 || !res.WorkflowStarted || res.WorkflowID != workflows.JobWorkflowID(jobID, 2) || res.CreditsReserved != 1 || res.AuditID == "" {
+	if res.Run != 2 || !res.WorkflowStarted || res.WorkflowID != workflows.JobWorkflowID(jobID, 2) || res.CreditsReserved != 1 || res.AuditID == "" ||
+		res.TemporalUIURL != env.Config.TemporalUIURL+"/namespaces/default/workflows/"+strings.ReplaceAll(res.WorkflowID, "/", "%2F") {
 		t.Fatalf("retry = %+v", res)
 	}
 
@@ -152,7 +153,7 @@ func TestSupportRetriesAFailedJobAsANewRun(t *testing.T) {
 	})
 
 	// The order as support sees it: both runs, both deliveries, the audit row and every link.
-	v, err := support.ShowOrder(ctx, env.DB, ui, orderID)
+	v, err := support.ShowOrder(ctx, orderID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,12 +184,12 @@ func TestSupportRetriesAFailedJobAsANewRun(t *testing.T) {
 	}
 
 	// A completed job is not run again.
-	if _, err := support.RetryJob(ctx, env.App.Engine, ui, support.RetryRequest{JobID: jobID, Actor: "e2e-support"}); !errors.Is(err, support.ErrNotRetryable) {
+	if _, err := support.RetryJob(ctx, engine.RetryRequest{JobID: jobID, Actor: "e2e-support"}); !errors.Is(err, engine.ErrNotRetryable) {
 		t.Fatalf("retry of a completed job = %v", err)
 	}
 
 	// Support can also send the run 2 webhook again: same webhook-id, recorded as a replay.
-	replay, err := support.ReplayWebhook(ctx, env.App.Engine, env.DB, ui, second)
+	replay, err := support.ReplayWebhook(ctx, second)
 	if err != nil || replay.Status != "queued" || replay.WorkflowID != "webhook/"+second {
 		t.Fatalf("replay = %+v, %v", replay, err)
 	}
@@ -211,14 +212,13 @@ func TestSweeperStartsAReRunWhoseStartWasLost(t *testing.T) {
 	env := testenv.New(t, temporalServer, testenv.Options{Configure: func(c *config.Config) { c.SimProvider = true }})
 	tenant := env.NewTenant(t, 3)
 	api := &client{t: t, base: env.BaseURL + plugin.Base, key: tenant.PluginKey}
-	ui := support.UI{BaseURL: env.Config.TemporalUIURL, Namespace: env.Config.TemporalNamespace}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
 	jobID, orderID := failedJob(t, env, api, "kettle")
 	fixCause(t, env, jobID)
 	crashing := lostStartsEngine(env)
-	res, err := support.RetryJob(ctx, crashing, ui, support.RetryRequest{JobID: jobID, Actor: "e2e-support"})
+	res, err := crashing.Support.RetryJob(ctx, engine.RetryRequest{JobID: jobID, Actor: "e2e-support"})
 	if err != nil || res.WorkflowStarted || res.StartError == "" || res.Run != 2 {
 		t.Fatalf("retry with a lost start = %+v, %v", res, err)
 	}

@@ -1,4 +1,4 @@
-package support_test
+package engine_test
 
 import (
 	"context"
@@ -20,33 +20,33 @@ import (
 	"github.com/shotflow/shotflow/workflows"
 )
 
-// start is one workflow start a fakeTemporal received.
-type start struct {
+// workflowStart is one workflow start a recordingTemporal received.
+type workflowStart struct {
 	opts     client.StartWorkflowOptions
 	workflow any
 	args     []any
 }
 
-// fakeTemporal records workflow starts and answers them with err (nil: started).
-type fakeTemporal struct {
+// recordingTemporal records workflow starts and answers them with err (nil: started).
+type recordingTemporal struct {
 	client.Client // nil: any other call panics, so the tests notice it
 	mu            sync.Mutex
-	starts        []start
+	starts        []workflowStart
 	err           error
 }
 
-func (f *fakeTemporal) ExecuteWorkflow(_ context.Context, opts client.StartWorkflowOptions, wf any, args ...any) (client.WorkflowRun, error) {
+func (f *recordingTemporal) ExecuteWorkflow(_ context.Context, opts client.StartWorkflowOptions, wf any, args ...any) (client.WorkflowRun, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.starts = append(f.starts, start{opts: opts, workflow: wf, args: args})
+	f.starts = append(f.starts, workflowStart{opts: opts, workflow: wf, args: args})
 	return nil, f.err
 }
 
 // startsOf returns the recorded starts of the workflow ID.
-func (f *fakeTemporal) startsOf(id string) []start {
+func (f *recordingTemporal) startsOf(id string) []workflowStart {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []start
+	var out []workflowStart
 	for _, s := range f.starts {
 		if s.opts.ID == id {
 			out = append(out, s)
@@ -55,25 +55,30 @@ func (f *fakeTemporal) startsOf(id string) []start {
 	return out
 }
 
-func (f *fakeTemporal) count() int {
+func (f *recordingTemporal) count() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.starts)
 }
 
-var jobOptions = workflows.JobOptions{InputWait: 7 * time.Minute}
+var supportJobOptions = workflows.JobOptions{InputWait: 7 * time.Minute}
 
-func newStarter(db *gorm.DB, tc client.Client) *engine.Engine {
-	return engine.New(engine.Config{DB: db, Temporal: tc, TaskQueue: "support-test", Log: zap.NewNop(), JobOptions: jobOptions})
+// supportUI is where the support engines of the tests link workflows.
+var supportUI = engine.TemporalUI{BaseURL: "http://localhost:8233/", Namespace: "default"}
+
+// newSupportEngine is an engine over db and tc that links workflows in supportUI.
+func newSupportEngine(db *gorm.DB, tc client.Client) *engine.Engine {
+	return engine.New(engine.Config{DB: db, Temporal: tc, TaskQueue: "support-test", Log: zap.NewNop(), JobOptions: supportJobOptions,
+		TemporalUI: supportUI})
 }
 
-// tenant is an account with one installation.
-type tenant struct {
+// supportTenant is an account with one installation.
+type supportTenant struct {
 	accountID      string
 	installationID string
 }
 
-func newTenant(t *testing.T, db *gorm.DB, credits int64) tenant {
+func newSupportTenant(t *testing.T, db *gorm.DB, credits int64) supportTenant {
 	t.Helper()
 	acc, err := models.CreateAccount(db, "support test", credits)
 	if err != nil {
@@ -85,12 +90,12 @@ func newTenant(t *testing.T, db *gorm.DB, credits int64) tenant {
 	if err := db.Create(&inst).Error; err != nil {
 		t.Fatal(err)
 	}
-	return tenant{accountID: acc.ID, installationID: inst.ID}
+	return supportTenant{accountID: acc.ID, installationID: inst.ID}
 }
 
-// submit accepts an order of one job per product reference, each costing cost, through intake
+// submitOrder accepts an order of one job per product reference, each costing cost, through intake
 // like the API does (the order's workflow start goes to the fake, and its mark is written).
-func submit(t *testing.T, s *engine.Engine, tn tenant, cost int64, refs ...string) (models.Order, []models.Job) {
+func submitOrder(t *testing.T, s *engine.Engine, tn supportTenant, cost int64, refs ...string) (models.Order, []models.Job) {
 	t.Helper()
 	order := models.Order{ID: models.NewID(), AccountID: tn.accountID, InstallationID: &tn.installationID, API: models.APIPlugin,
 		JobType: jobtype.PhotoShoot, SessionConfig: models.JSON(`{}`)}
@@ -108,8 +113,8 @@ func submit(t *testing.T, s *engine.Engine, tn tenant, cost int64, refs ...strin
 	return order, jobs
 }
 
-// fail ends a job run failed with category after one attempt, as JobWorkflow does.
-func fail(t *testing.T, db *gorm.DB, jobID string, run int, c errorcat.Category) {
+// failRun ends a job run failed with category after one attempt, as JobWorkflow does.
+func failRun(t *testing.T, db *gorm.DB, jobID string, run int, c errorcat.Category) {
 	t.Helper()
 	if err := models.BeginAttempt(db, jobID, run, 1); err != nil {
 		t.Fatalf("BeginAttempt %s run %d: %v", jobID, run, err)
@@ -119,21 +124,21 @@ func fail(t *testing.T, db *gorm.DB, jobID string, run int, c errorcat.Category)
 	}
 }
 
-func expire(t *testing.T, db *gorm.DB, jobID string) {
+func expireRun(t *testing.T, db *gorm.DB, jobID string) {
 	t.Helper()
 	if ok, err := models.EndJob(db, jobID, 1, status.JobExpired, "", "", ""); err != nil || !ok {
 		t.Fatalf("expire %s: %v, %v", jobID, ok, err)
 	}
 }
 
-func complete(t *testing.T, db *gorm.DB, jobID string, run int) {
+func completeRun(t *testing.T, db *gorm.DB, jobID string, run int) {
 	t.Helper()
 	if _, err := models.CompleteJob(db, jobID, run, nil); err != nil {
 		t.Fatalf("CompleteJob %s run %d: %v", jobID, run, err)
 	}
 }
 
-func job(t *testing.T, db *gorm.DB, id string) *models.Job {
+func loadJob(t *testing.T, db *gorm.DB, id string) *models.Job {
 	t.Helper()
 	j, err := models.GetJob(db, id)
 	if err != nil {
@@ -142,7 +147,7 @@ func job(t *testing.T, db *gorm.DB, id string) *models.Job {
 	return j
 }
 
-func order(t *testing.T, db *gorm.DB, id string) models.Order {
+func loadOrder(t *testing.T, db *gorm.DB, id string) models.Order {
 	t.Helper()
 	var o models.Order
 	if err := db.Take(&o, "id = ?", id).Error; err != nil {
@@ -151,9 +156,9 @@ func order(t *testing.T, db *gorm.DB, id string) models.Order {
 	return o
 }
 
-// assertCredits checks that the account's balance and reserved amount are the given ones and
+// assertAccountCredits checks that the account's balance and reserved amount are the given ones and
 // equal the sums of its ledger.
-func assertCredits(t *testing.T, db *gorm.DB, accountID string, balance, reserved int64) {
+func assertAccountCredits(t *testing.T, db *gorm.DB, accountID string, balance, reserved int64) {
 	t.Helper()
 	acc, err := models.GetAccount(db, accountID)
 	if err != nil {
@@ -168,8 +173,8 @@ func assertCredits(t *testing.T, db *gorm.DB, accountID string, balance, reserve
 	}
 }
 
-// ledgerOf lists a job's ledger movements as "kind/run/balance_delta/reserved_delta", oldest first.
-func ledgerOf(t *testing.T, db *gorm.DB, jobID string) []string {
+// jobLedger lists a job's ledger movements as "kind/run/balance_delta/reserved_delta", oldest first.
+func jobLedger(t *testing.T, db *gorm.DB, jobID string) []string {
 	t.Helper()
 	var rows []models.LedgerEntry
 	if err := db.Where("job_id = ?", jobID).Order("run, created_at, kind DESC").Find(&rows).Error; err != nil {
@@ -182,8 +187,8 @@ func ledgerOf(t *testing.T, db *gorm.DB, jobID string) []string {
 	return out
 }
 
-// snapshot is every row a retry could touch, to show that a refused retry changed nothing.
-func snapshot(t *testing.T, db *gorm.DB, accountID string) string {
+// accountSnapshot is every row a retry could touch, to show that a refused retry changed nothing.
+func accountSnapshot(t *testing.T, db *gorm.DB, accountID string) string {
 	t.Helper()
 	var (
 		acc     models.Account

@@ -1,4 +1,4 @@
-package support_test
+package engine_test
 
 import (
 	"context"
@@ -14,8 +14,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"gorm.io/gorm"
 
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
-	"github.com/shotflow/shotflow/internal/support"
 	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
@@ -24,20 +24,18 @@ import (
 	"github.com/shotflow/shotflow/workflows"
 )
 
-var ui = support.UI{BaseURL: "http://localhost:8233/", Namespace: "default"}
-
-func TestWorkflowURL(t *testing.T) {
+func TestTemporalUIWorkflowURL(t *testing.T) {
 	t.Parallel()
 	cases := map[string]struct {
-		ui   support.UI
+		ui   engine.TemporalUI
 		id   string
 		want string
 	}{
-		"job run":     {ui, "job/abc/run-2", "http://localhost:8233/namespaces/default/workflows/job%2Fabc%2Frun-2"},
-		"namespace":   {support.UI{BaseURL: "https://ui.example", Namespace: "prod eu"}, "order/x", "https://ui.example/namespaces/prod%20eu/workflows/order%2Fx"},
-		"no UI":       {support.UI{}, "order/x", ""},
-		"default ns":  {support.UI{BaseURL: "http://ui"}, "webhook/d", "http://ui/namespaces/default/workflows/webhook%2Fd"},
-		"escaped ids": {ui, "job/a b?c", "http://localhost:8233/namespaces/default/workflows/job%2Fa%20b%3Fc"},
+		"job run":     {supportUI, "job/abc/run-2", "http://localhost:8233/namespaces/default/workflows/job%2Fabc%2Frun-2"},
+		"namespace":   {engine.TemporalUI{BaseURL: "https://ui.example", Namespace: "prod eu"}, "order/x", "https://ui.example/namespaces/prod%20eu/workflows/order%2Fx"},
+		"no UI":       {engine.TemporalUI{}, "order/x", ""},
+		"default ns":  {engine.TemporalUI{BaseURL: "http://ui"}, "webhook/d", "http://ui/namespaces/default/workflows/webhook%2Fd"},
+		"escaped ids": {supportUI, "job/a b?c", "http://localhost:8233/namespaces/default/workflows/job%2Fa%20b%3Fc"},
 	}
 	for name, c := range cases {
 		if got := c.ui.WorkflowURL(c.id); got != c.want {
@@ -46,24 +44,24 @@ func TestWorkflowURL(t *testing.T) {
 	}
 }
 
-func TestListJobsFilters(t *testing.T) {
+func TestSupportListJobsFilters(t *testing.T) {
 	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
-		s := newStarter(db, &fakeTemporal{})
-		a, b := newTenant(t, db, 100), newTenant(t, db, 100)
-		_, jobsA := submit(t, s, a, 1, "a-policy", "a-rate", "a-ok")
-		_, jobsB := submit(t, s, b, 1, "b-policy", "b-waiting")
-		fail(t, db, jobsA[0].ID, 1, errorcat.ContentPolicy)
-		fail(t, db, jobsA[1].ID, 1, errorcat.RateLimit)
-		complete(t, db, jobsA[2].ID, 1)
-		fail(t, db, jobsB[0].ID, 1, errorcat.ContentPolicy)
+		s := newSupportEngine(db, &recordingTemporal{})
+		a, b := newSupportTenant(t, db, 100), newSupportTenant(t, db, 100)
+		_, jobsA := submitOrder(t, s, a, 1, "a-policy", "a-rate", "a-ok")
+		_, jobsB := submitOrder(t, s, b, 1, "b-policy", "b-waiting")
+		failRun(t, db, jobsA[0].ID, 1, errorcat.ContentPolicy)
+		failRun(t, db, jobsA[1].ID, 1, errorcat.RateLimit)
+		completeRun(t, db, jobsA[2].ID, 1)
+		failRun(t, db, jobsB[0].ID, 1, errorcat.ContentPolicy)
 		// Distinct update times, oldest first: a-policy, a-rate, a-ok, b-policy, b-waiting.
 		base := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 		for i, id := range []string{jobsA[0].ID, jobsA[1].ID, jobsA[2].ID, jobsB[0].ID, jobsB[1].ID} {
 			testdb.MustExec(t, db, "UPDATE jobs SET updated_at = ? WHERE id = ?", base.Add(time.Duration(i)*time.Minute), id)
 		}
-		refs := func(l support.JobList) []string {
+		refs := func(l engine.SupportJobList) []string {
 			out := []string{}
 			for _, j := range l.Jobs {
 				out = append(out, j.ProductRef)
@@ -72,21 +70,21 @@ func TestListJobsFilters(t *testing.T) {
 		}
 		cases := []struct {
 			name string
-			f    support.JobFilter
+			f    engine.SupportJobFilter
 			want []string
 		}{
-			{"failed, newest first", support.JobFilter{Status: "failed"}, []string{"b-policy", "a-rate", "a-policy"}},
-			{"by category", support.JobFilter{Status: "failed", Category: "CONTENT_POLICY"}, []string{"b-policy", "a-policy"}},
-			{"by installation", support.JobFilter{Status: "failed", InstallationID: a.installationID}, []string{"a-rate", "a-policy"}},
-			{"category and installation", support.JobFilter{Status: "failed", Category: "RATE_LIMIT", InstallationID: b.installationID}, []string{}},
-			{"since", support.JobFilter{Status: "failed", Since: base.Add(time.Minute)}, []string{"b-policy", "a-rate"}},
-			{"since in another zone", support.JobFilter{Status: "failed", Since: base.Add(3 * time.Minute).In(time.FixedZone("CEST", 2*3600))}, []string{"b-policy"}},
-			{"limit", support.JobFilter{Status: "failed", Limit: 2}, []string{"b-policy", "a-rate"}},
-			{"other status", support.JobFilter{Status: "pending"}, []string{"b-waiting"}},
-			{"completed", support.JobFilter{Status: "completed"}, []string{"a-ok"}},
+			{"failed, newest first", engine.SupportJobFilter{Status: "failed"}, []string{"b-policy", "a-rate", "a-policy"}},
+			{"by category", engine.SupportJobFilter{Status: "failed", Category: "CONTENT_POLICY"}, []string{"b-policy", "a-policy"}},
+			{"by installation", engine.SupportJobFilter{Status: "failed", InstallationID: a.installationID}, []string{"a-rate", "a-policy"}},
+			{"category and installation", engine.SupportJobFilter{Status: "failed", Category: "RATE_LIMIT", InstallationID: b.installationID}, []string{}},
+			{"since", engine.SupportJobFilter{Status: "failed", Since: base.Add(time.Minute)}, []string{"b-policy", "a-rate"}},
+			{"since in another zone", engine.SupportJobFilter{Status: "failed", Since: base.Add(3 * time.Minute).In(time.FixedZone("CEST", 2*3600))}, []string{"b-policy"}},
+			{"limit", engine.SupportJobFilter{Status: "failed", Limit: 2}, []string{"b-policy", "a-rate"}},
+			{"other status", engine.SupportJobFilter{Status: "pending"}, []string{"b-waiting"}},
+			{"completed", engine.SupportJobFilter{Status: "completed"}, []string{"a-ok"}},
 		}
 		for _, c := range cases {
-			got, err := support.ListJobs(ctx, db, ui, c.f)
+			got, err := s.Support.ListJobs(ctx, c.f)
 			if err != nil {
 				t.Fatalf("%s: %v", c.name, err)
 			}
@@ -96,12 +94,12 @@ func TestListJobsFilters(t *testing.T) {
 		}
 
 		// Every field of an item, and the limit that applied.
-		got, err := support.ListJobs(ctx, db, ui, support.JobFilter{Status: "failed", Category: "RATE_LIMIT"})
-		if err != nil || len(got.Jobs) != 1 || got.Limit != support.DefaultListLimit {
+		got, err := s.Support.ListJobs(ctx, engine.SupportJobFilter{Status: "failed", Category: "RATE_LIMIT"})
+		if err != nil || len(got.Jobs) != 1 || got.Limit != engine.DefaultSupportListLimit {
 			t.Fatalf("list = %+v, %v", got, err)
 		}
 		it := got.Jobs[0]
-		want := support.JobItem{
+		want := engine.SupportJobItem{
 			JobID: jobsA[1].ID, OrderID: jobsA[1].OrderID, AccountID: a.accountID, InstallationID: &a.installationID,
 			Status: "failed", Run: 1, AttemptCount: 1, ProductRef: "a-rate", AIModel: "sim/content-policy",
 			UpdatedAt: base.Add(time.Minute), WorkflowID: "job/" + jobsA[1].ID,
@@ -119,11 +117,11 @@ func TestListJobsFilters(t *testing.T) {
 			t.Fatalf("item = %+v\nwant %+v", it, want)
 		}
 
-		for _, bad := range []support.JobFilter{
+		for _, bad := range []engine.SupportJobFilter{
 			{Status: ""}, {Status: "broken"}, {Status: "failed", Category: "NOT_A_CATEGORY"},
-			{Status: "failed", Limit: support.MaxListLimit + 1}, {Status: "failed", Limit: -1},
+			{Status: "failed", Limit: engine.MaxSupportListLimit + 1}, {Status: "failed", Limit: -1},
 		} {
-			if _, err := support.ListJobs(ctx, db, ui, bad); !errors.Is(err, support.ErrInvalidFilter) {
+			if _, err := s.Support.ListJobs(ctx, bad); !errors.Is(err, engine.ErrInvalidFilter) {
 				t.Errorf("filter %+v: %v, want ErrInvalidFilter", bad, err)
 			}
 		}
@@ -134,25 +132,25 @@ func TestRetryJobRunsItAgainInsideItsOrder(t *testing.T) {
 	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
-		tc := &fakeTemporal{}
-		s := newStarter(db, tc)
-		tn := newTenant(t, db, 10)
-		o, jobs := submit(t, s, tn, 2, "policy", "late", "fine")
+		tc := &recordingTemporal{}
+		s := newSupportEngine(db, tc)
+		tn := newSupportTenant(t, db, 10)
+		o, jobs := submitOrder(t, s, tn, 2, "policy", "late", "fine")
 		a, b, c := jobs[0].ID, jobs[1].ID, jobs[2].ID
-		fail(t, db, a, 1, errorcat.ContentPolicy)
-		expire(t, db, b)
-		complete(t, db, c, 1)
-		if got := order(t, db, o.ID); got.Status != status.OrderCompleted || got.JobsFailed != 1 || got.JobsExpired != 1 || got.CompletedAt == nil {
+		failRun(t, db, a, 1, errorcat.ContentPolicy)
+		expireRun(t, db, b)
+		completeRun(t, db, c, 1)
+		if got := loadOrder(t, db, o.ID); got.Status != status.OrderCompleted || got.JobsFailed != 1 || got.JobsExpired != 1 || got.CompletedAt == nil {
 			t.Fatalf("order before the retry = %+v", got)
 		}
-		assertCredits(t, db, tn.accountID, 8, 0)
+		assertAccountCredits(t, db, tn.accountID, 8, 0)
 
 		// Retry the failed job: run 2, a new reservation, the order back in progress, an audit row.
-		res, err := support.RetryJob(ctx, s, ui, support.RetryRequest{JobID: a, Actor: " alice ", Reason: "prompt fixed"})
+		res, err := s.Support.RetryJob(ctx, engine.RetryRequest{JobID: a, Actor: " alice ", Reason: "prompt fixed"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := support.RetryResult{
+		want := engine.RetryResult{
 			JobID: a, OrderID: o.ID, PreviousStatus: status.JobFailed, Run: 2, WorkflowID: "job/" + a + "/run-2",
 			TemporalUIURL:   "http://localhost:8233/namespaces/default/workflows/job%2F" + a + "%2Frun-2",
 			CreditsReserved: 2, AuditID: res.AuditID, WorkflowStarted: true,
@@ -160,16 +158,16 @@ func TestRetryJobRunsItAgainInsideItsOrder(t *testing.T) {
 		if res != want || res.AuditID == "" {
 			t.Fatalf("result = %+v\nwant %+v", res, want)
 		}
-		j := job(t, db, a)
+		j := loadJob(t, db, a)
 		if j.Run != 2 || j.Status != status.JobPending || j.AttemptCount != 0 || j.ErrorCategory != nil || j.ErrorHint != nil ||
 			j.ErrorDetail != "" || j.StartedAt != nil || j.CompletedAt != nil || j.RunStartedAt == nil {
 			t.Fatalf("job after the retry = %+v", j)
 		}
-		if got := ledgerOf(t, db, a); !slices.Equal(got, []string{"reserve/1/-2/2", "release/1/2/-2", "reserve/2/-2/2"}) {
+		if got := jobLedger(t, db, a); !slices.Equal(got, []string{"reserve/1/-2/2", "release/1/2/-2", "reserve/2/-2/2"}) {
 			t.Fatalf("ledger of the job = %v", got)
 		}
-		assertCredits(t, db, tn.accountID, 6, 2)
-		got := order(t, db, o.ID)
+		assertAccountCredits(t, db, tn.accountID, 6, 2)
+		got := loadOrder(t, db, o.ID)
 		if got.Status != status.OrderInProgress || got.CompletedAt != nil || got.JobsFailed != 0 || got.JobsExpired != 1 ||
 			got.JobsCompleted != 1 || got.CreditsReserved != 8 || got.CreditsConsumed != 2 || got.CreditsReleased != 4 {
 			t.Fatalf("order after the retry = %+v", got)
@@ -191,7 +189,7 @@ func TestRetryJobRunsItAgainInsideItsOrder(t *testing.T) {
 			reflect.ValueOf(st.workflow).Pointer() != reflect.ValueOf(workflows.JobWorkflow).Pointer() {
 			t.Fatalf("start options = %+v", st.opts)
 		}
-		if len(st.args) != 1 || !reflect.DeepEqual(st.args[0], workflows.JobInput{JobID: a, Run: 2, OrderID: o.ID, Options: jobOptions, Provider: "sim", Shape: workflows.JobShapeQuiet}) {
+		if len(st.args) != 1 || !reflect.DeepEqual(st.args[0], workflows.JobInput{JobID: a, Run: 2, OrderID: o.ID, Options: supportJobOptions, Provider: "sim", Shape: workflows.JobShapeQuiet}) {
 			t.Fatalf("start input = %+v", st.args)
 		}
 		sa := st.opts.TypedSearchAttributes
@@ -212,52 +210,52 @@ func TestRetryJobRunsItAgainInsideItsOrder(t *testing.T) {
 
 		// The job cannot be retried again while its run is under way, and a late settlement of the
 		// old run changes nothing.
-		if _, err := support.RetryJob(ctx, s, ui, support.RetryRequest{JobID: a, Actor: "bob"}); !errors.Is(err, support.ErrNotRetryable) {
+		if _, err := s.Support.RetryJob(ctx, engine.RetryRequest{JobID: a, Actor: "bob"}); !errors.Is(err, engine.ErrNotRetryable) {
 			t.Fatalf("retry of a pending run = %v", err)
 		}
 		if ended, err := models.EndJob(db, a, 1, status.JobFailed, "CONTENT_POLICY", "", ""); err != nil || ended {
 			t.Fatalf("settling run 1 again: %v, %v", ended, err)
 		}
-		complete(t, db, a, 1)
-		if j := job(t, db, a); j.Status != status.JobPending || j.Run != 2 {
+		completeRun(t, db, a, 1)
+		if j := loadJob(t, db, a); j.Status != status.JobPending || j.Run != 2 {
 			t.Fatalf("a late settlement of run 1 moved the job: %+v", j)
 		}
 
 		// An expired job runs again too.
-		res, err = support.RetryJob(ctx, s, ui, support.RetryRequest{JobID: b, Actor: "alice"})
+		res, err = s.Support.RetryJob(ctx, engine.RetryRequest{JobID: b, Actor: "alice"})
 		if err != nil || res.PreviousStatus != status.JobExpired || res.Run != 2 {
 			t.Fatalf("retry of the expired job = %+v, %v", res, err)
 		}
-		if got := order(t, db, o.ID); got.JobsExpired != 0 || got.CreditsReserved != 10 || got.Status != status.OrderInProgress {
+		if got := loadOrder(t, db, o.ID); got.JobsExpired != 0 || got.CreditsReserved != 10 || got.Status != status.OrderInProgress {
 			t.Fatalf("order = %+v", got)
 		}
-		assertCredits(t, db, tn.accountID, 4, 4)
+		assertAccountCredits(t, db, tn.accountID, 4, 4)
 
 		// The runs end as JobWorkflow ends them: the order is complete again and balances.
-		complete(t, db, a, 2)
-		fail(t, db, b, 2, errorcat.InternalBug)
-		got = order(t, db, o.ID)
+		completeRun(t, db, a, 2)
+		failRun(t, db, b, 2, errorcat.InternalBug)
+		got = loadOrder(t, db, o.ID)
 		if got.Status != status.OrderCompleted || got.CompletedAt == nil || got.JobsCompleted != 2 || got.JobsFailed != 1 ||
 			got.CreditsReserved != 10 || got.CreditsConsumed+got.CreditsReleased != 10 {
 			t.Fatalf("order after the runs = %+v", got)
 		}
-		assertCredits(t, db, tn.accountID, 6, 0)
-		if got := ledgerOf(t, db, a); !slices.Equal(got, []string{"reserve/1/-2/2", "release/1/2/-2", "reserve/2/-2/2", "consume/2/0/-2"}) {
+		assertAccountCredits(t, db, tn.accountID, 6, 0)
+		if got := jobLedger(t, db, a); !slices.Equal(got, []string{"reserve/1/-2/2", "release/1/2/-2", "reserve/2/-2/2", "consume/2/0/-2"}) {
 			t.Fatalf("ledger of the job = %v", got)
 		}
 
 		// A job whose second run failed can run a third time.
-		res, err = support.RetryJob(ctx, s, ui, support.RetryRequest{JobID: b, Actor: "carol"})
+		res, err = s.Support.RetryJob(ctx, engine.RetryRequest{JobID: b, Actor: "carol"})
 		if err != nil || res.Run != 3 || res.WorkflowID != "job/"+b+"/run-3" {
 			t.Fatalf("third run = %+v, %v", res, err)
 		}
-		complete(t, db, b, 3)
-		got = order(t, db, o.ID)
+		completeRun(t, db, b, 3)
+		got = loadOrder(t, db, o.ID)
 		if got.Status != status.OrderCompleted || got.JobsCompleted != 3 || got.JobsFailed != 0 || got.JobsExpired != 0 ||
 			got.CreditsReserved != 12 || got.CreditsConsumed != 6 || got.CreditsReleased != 6 {
 			t.Fatalf("order after the third run = %+v", got)
 		}
-		assertCredits(t, db, tn.accountID, 4, 0)
+		assertAccountCredits(t, db, tn.accountID, 4, 0)
 		var audits int64
 		db.Model(&models.JobRetry{}).Where("order_id = ?", o.ID).Count(&audits)
 		if audits != 3 {
@@ -270,50 +268,50 @@ func TestRetryJobRefusalsChangeNothing(t *testing.T) {
 	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
-		tc := &fakeTemporal{}
-		s := newStarter(db, tc)
-		tn := newTenant(t, db, 4)
-		_, jobs := submit(t, s, tn, 2, "done", "broken")
+		tc := &recordingTemporal{}
+		s := newSupportEngine(db, tc)
+		tn := newSupportTenant(t, db, 4)
+		_, jobs := submitOrder(t, s, tn, 2, "done", "broken")
 		done, broken := jobs[0].ID, jobs[1].ID
-		complete(t, db, done, 1)
-		fail(t, db, broken, 1, errorcat.ContentPolicy)
+		completeRun(t, db, done, 1)
+		failRun(t, db, broken, 1, errorcat.ContentPolicy)
 		// Another order holds the rest of the balance: nothing is left for a new run.
-		_, others := submit(t, s, tn, 2, "waiting")
-		assertCredits(t, db, tn.accountID, 0, 2)
+		_, others := submitOrder(t, s, tn, 2, "waiting")
+		assertAccountCredits(t, db, tn.accountID, 0, 2)
 		// A failed job whose reservation was never released (as if settlement had been skipped).
-		_, stuck := submit(t, s, newTenant(t, db, 1), 1, "stuck")
+		_, stuck := submitOrder(t, s, newSupportTenant(t, db, 1), 1, "stuck")
 		testdb.MustExec(t, db, "UPDATE jobs SET status = ? WHERE id = ?", status.JobFailed, stuck[0].ID)
 		testdb.MustExec(t, db, "UPDATE orders SET jobs_failed = 1 WHERE id = ?", stuck[0].OrderID)
 		starts := tc.count()
 
 		cases := []struct {
 			name    string
-			req     support.RetryRequest
+			req     engine.RetryRequest
 			account string
 			want    error
 		}{
-			{"completed job", support.RetryRequest{JobID: done, Actor: "a"}, tn.accountID, support.ErrNotRetryable},
-			{"pending job", support.RetryRequest{JobID: others[0].ID, Actor: "a"}, tn.accountID, support.ErrNotRetryable},
-			{"short balance", support.RetryRequest{JobID: broken, Actor: "a"}, tn.accountID, models.ErrInsufficientCredits},
-			{"unknown job", support.RetryRequest{JobID: models.NewID(), Actor: "a"}, tn.accountID, models.ErrNotFound},
-			{"reservation not released", support.RetryRequest{JobID: stuck[0].ID, Actor: "a"}, stuck[0].AccountID, support.ErrReservationNotReleased},
-			{"no actor", support.RetryRequest{JobID: broken, Actor: " "}, tn.accountID, nil},
+			{"completed job", engine.RetryRequest{JobID: done, Actor: "a"}, tn.accountID, engine.ErrNotRetryable},
+			{"pending job", engine.RetryRequest{JobID: others[0].ID, Actor: "a"}, tn.accountID, engine.ErrNotRetryable},
+			{"short balance", engine.RetryRequest{JobID: broken, Actor: "a"}, tn.accountID, models.ErrInsufficientCredits},
+			{"unknown job", engine.RetryRequest{JobID: models.NewID(), Actor: "a"}, tn.accountID, models.ErrNotFound},
+			{"reservation not released", engine.RetryRequest{JobID: stuck[0].ID, Actor: "a"}, stuck[0].AccountID, engine.ErrReservationNotReleased},
+			{"no actor", engine.RetryRequest{JobID: broken, Actor: " "}, tn.accountID, nil},
 		}
 		for _, c := range cases {
-			before := snapshot(t, db, c.account)
-			_, err := support.RetryJob(ctx, s, ui, c.req)
+			before := accountSnapshot(t, db, c.account)
+			_, err := s.Support.RetryJob(ctx, c.req)
 			if err == nil || c.want != nil && !errors.Is(err, c.want) {
 				t.Errorf("%s: %v, want %v", c.name, err, c.want)
 			}
-			if after := snapshot(t, db, c.account); after != before {
+			if after := accountSnapshot(t, db, c.account); after != before {
 				t.Errorf("%s changed the database:\nbefore %s\nafter  %s", c.name, before, after)
 			}
 		}
-		if _, err := support.RetryJob(ctx, s, ui, support.RetryRequest{JobID: broken, Actor: "a"}); err == nil ||
+		if _, err := s.Support.RetryJob(ctx, engine.RetryRequest{JobID: broken, Actor: "a"}); err == nil ||
 			!strings.Contains(err.Error(), "0 credits available and the run needs 2") {
 			t.Errorf("short balance message: %v", err)
 		}
-		if _, err := support.RetryJob(ctx, s, ui, support.RetryRequest{JobID: done, Actor: "a"}); err == nil ||
+		if _, err := s.Support.RetryJob(ctx, engine.RetryRequest{JobID: done, Actor: "a"}); err == nil ||
 			!strings.Contains(err.Error(), "is completed") {
 			t.Errorf("completed job message: %v", err)
 		}
@@ -325,10 +323,10 @@ func TestRetryJobRefusalsChangeNothing(t *testing.T) {
 		if err := models.GrantCredits(db, tn.accountID, 2, "test"); err != nil {
 			t.Fatal(err)
 		}
-		if res, err := support.RetryJob(ctx, s, ui, support.RetryRequest{JobID: broken, Actor: "a"}); err != nil || res.Run != 2 {
+		if res, err := s.Support.RetryJob(ctx, engine.RetryRequest{JobID: broken, Actor: "a"}); err != nil || res.Run != 2 {
 			t.Fatalf("retry after a grant = %+v, %v", res, err)
 		}
-		assertCredits(t, db, tn.accountID, 0, 4)
+		assertAccountCredits(t, db, tn.accountID, 0, 4)
 	})
 }
 
@@ -338,24 +336,24 @@ func TestRetryWhoseStartIsLostIsStartedBySweeper(t *testing.T) {
 	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
-		lost := &fakeTemporal{err: errors.New("connection to Temporal lost")}
-		tn := newTenant(t, db, 5)
-		_, jobs := submit(t, newStarter(db, &fakeTemporal{}), tn, 1, "x", "y")
+		lost := &recordingTemporal{err: errors.New("connection to Temporal lost")}
+		tn := newSupportTenant(t, db, 5)
+		_, jobs := submitOrder(t, newSupportEngine(db, &recordingTemporal{}), tn, 1, "x", "y")
 		x, y := jobs[0].ID, jobs[1].ID
-		fail(t, db, x, 1, errorcat.ProviderAccount)
-		fail(t, db, y, 1, errorcat.ProviderAccount)
+		failRun(t, db, x, 1, errorcat.ProviderAccount)
+		failRun(t, db, y, 1, errorcat.ProviderAccount)
 
-		res, err := support.RetryJob(ctx, newStarter(db, lost), ui, support.RetryRequest{JobID: x, Actor: "a"})
+		res, err := newSupportEngine(db, lost).Support.RetryJob(ctx, engine.RetryRequest{JobID: x, Actor: "a"})
 		if err != nil || res.WorkflowStarted || !strings.Contains(res.StartError, "connection to Temporal lost") || res.Run != 2 || res.AuditID == "" {
 			t.Fatalf("retry with a lost start = %+v, %v", res, err)
 		}
-		if j := job(t, db, x); j.Run != 2 || j.Status != status.JobPending || j.RunStartedAt != nil {
+		if j := loadJob(t, db, x); j.Run != 2 || j.Status != status.JobPending || j.RunStartedAt != nil {
 			t.Fatalf("job = %+v", j)
 		}
-		assertCredits(t, db, tn.accountID, 4, 1)
+		assertAccountCredits(t, db, tn.accountID, 4, 1)
 
-		tc := &fakeTemporal{}
-		sweeper := newStarter(db, tc)
+		tc := &recordingTemporal{}
+		sweeper := newSupportEngine(db, tc)
 		if n, err := sweeper.Outbox.StartPendingRuns(ctx, time.Hour, 10); err != nil || n != 0 {
 			t.Fatalf("sweep before the threshold started %d, %v", n, err)
 		}
@@ -363,11 +361,11 @@ func TestRetryWhoseStartIsLostIsStartedBySweeper(t *testing.T) {
 			t.Fatalf("sweep started %d, %v; want 1", n, err)
 		}
 		starts := tc.startsOf("job/" + x + "/run-2")
-		if len(starts) != 1 || !reflect.DeepEqual(starts[0].args[0], workflows.JobInput{JobID: x, Run: 2, OrderID: jobs[0].OrderID, Options: jobOptions, Provider: "sim", Shape: workflows.JobShapeQuiet}) ||
+		if len(starts) != 1 || !reflect.DeepEqual(starts[0].args[0], workflows.JobInput{JobID: x, Run: 2, OrderID: jobs[0].OrderID, Options: supportJobOptions, Provider: "sim", Shape: workflows.JobShapeQuiet}) ||
 			starts[0].opts.WorkflowIDReusePolicy != enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE {
 			t.Fatalf("sweeper starts = %+v", tc.starts)
 		}
-		if j := job(t, db, x); j.RunStartedAt == nil {
+		if j := loadJob(t, db, x); j.RunStartedAt == nil {
 			t.Fatal("the sweeper did not record the start")
 		}
 		if n, err := sweeper.Outbox.StartPendingRuns(ctx, 0, 10); err != nil || n != 0 {
@@ -379,27 +377,27 @@ func TestRetryWhoseStartIsLostIsStartedBySweeper(t *testing.T) {
 		}
 
 		// A start that finds the run's workflow already there (the sweeper racing the command) is a start.
-		already := &fakeTemporal{err: serviceerror.NewWorkflowExecutionAlreadyStarted("already started", "", "")}
-		res, err = support.RetryJob(ctx, newStarter(db, already), ui, support.RetryRequest{JobID: y, Actor: "a"})
+		already := &recordingTemporal{err: serviceerror.NewWorkflowExecutionAlreadyStarted("already started", "", "")}
+		res, err = newSupportEngine(db, already).Support.RetryJob(ctx, engine.RetryRequest{JobID: y, Actor: "a"})
 		if err != nil || !res.WorkflowStarted || res.StartError != "" {
 			t.Fatalf("retry racing the sweeper = %+v, %v", res, err)
 		}
-		if j := job(t, db, y); j.RunStartedAt == nil {
+		if j := loadJob(t, db, y); j.RunStartedAt == nil {
 			t.Fatal("run_started_at not set")
 		}
 	})
 }
 
-func TestShowOrder(t *testing.T) {
+func TestSupportShowOrder(t *testing.T) {
 	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
-		s := newStarter(db, &fakeTemporal{})
-		tn := newTenant(t, db, 10)
-		o, jobs := submit(t, s, tn, 1, "mug", "vase")
+		s := newSupportEngine(db, &recordingTemporal{})
+		tn := newSupportTenant(t, db, 10)
+		o, jobs := submitOrder(t, s, tn, 1, "mug", "vase")
 		mug, vase := jobs[0].ID, jobs[1].ID
-		fail(t, db, mug, 1, errorcat.ContentPolicy)
-		fail(t, db, vase, 1, errorcat.InputMissing)
+		failRun(t, db, mug, 1, errorcat.ContentPolicy)
+		failRun(t, db, vase, 1, errorcat.InputMissing)
 		deliver := func(jobID string, run int, event string, codes ...int) string {
 			id := models.WebhookDeliveryID(jobID, run, event)
 			if _, err := models.CreateWebhookDelivery(db, &models.WebhookDelivery{ID: id, AccountID: tn.accountID,
@@ -420,14 +418,14 @@ func TestShowOrder(t *testing.T) {
 			return id
 		}
 		first := deliver(mug, 1, webhooks.EventJobFailed, 503, 204)
-		res, err := support.RetryJob(ctx, s, ui, support.RetryRequest{JobID: mug, Actor: "alice", Reason: "policy misfire"})
+		res, err := s.Support.RetryJob(ctx, engine.RetryRequest{JobID: mug, Actor: "alice", Reason: "policy misfire"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		complete(t, db, mug, 2)
+		completeRun(t, db, mug, 2)
 		second := deliver(mug, 2, webhooks.EventJobCompleted, 204)
 
-		v, err := support.ShowOrder(ctx, db, ui, o.ID)
+		v, err := s.Support.ShowOrder(ctx, o.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -436,7 +434,7 @@ func TestShowOrder(t *testing.T) {
 		}
 		sum := v.Order
 		if sum.OrderID != o.ID || sum.Status != status.OrderCompleted || sum.JobsTotal != 2 || sum.JobsCompleted != 1 || sum.JobsFailed != 1 ||
-			sum.Credits != (support.CreditsSummary{Reserved: 3, Consumed: 1, Released: 2, Held: 0}) ||
+			sum.Credits != (engine.SupportCredits{Reserved: 3, Consumed: 1, Released: 2, Held: 0}) ||
 			sum.WorkflowID != "order/"+o.ID || sum.TemporalUIURL != link("order/"+o.ID) || sum.CompletedAt == nil {
 			t.Fatalf("order = %+v", sum)
 		}
@@ -445,7 +443,7 @@ func TestShowOrder(t *testing.T) {
 		}
 		m, vs := v.Jobs[0], v.Jobs[1]
 		if m.Run != 2 || m.Status != status.JobCompleted || m.WorkflowID != "job/"+mug+"/run-2" || m.TemporalUIURL != link("job/"+mug+"/run-2") ||
-			len(m.EarlierRuns) != 1 || m.EarlierRuns[0] != (support.RunLink{Run: 1, WorkflowID: "job/" + mug, TemporalUIURL: link("job/" + mug)}) ||
+			len(m.EarlierRuns) != 1 || m.EarlierRuns[0] != (engine.SupportRunLink{Run: 1, WorkflowID: "job/" + mug, TemporalUIURL: link("job/" + mug)}) ||
 			m.RunStartedAt == nil || m.CompletedAt == nil || m.ErrorCategory != nil {
 			t.Fatalf("retried job = %+v", m)
 		}
@@ -475,33 +473,33 @@ func TestShowOrder(t *testing.T) {
 		if d2.Run != 2 || d2.Event != webhooks.EventJobCompleted || len(d2.AttemptLog) != 1 {
 			t.Fatalf("second delivery = %+v", d2)
 		}
-		if len(v.Retries) != 1 || v.Retries[0] != (support.RetryRow{ID: res.AuditID, JobID: mug, Action: models.JobRetryActionRetry, FromRun: 1, ToRun: 2, Actor: "alice",
+		if len(v.Retries) != 1 || v.Retries[0] != (engine.SupportRetryRow{ID: res.AuditID, JobID: mug, Action: models.JobRetryActionRetry, FromRun: 1, ToRun: 2, Actor: "alice",
 			Reason: "policy misfire", CreatedAt: v.Retries[0].CreatedAt}) {
 			t.Fatalf("retries = %+v", v.Retries)
 		}
 
-		if _, err := support.ShowOrder(ctx, db, ui, models.NewID()); !errors.Is(err, models.ErrNotFound) {
+		if _, err := s.Support.ShowOrder(ctx, models.NewID()); !errors.Is(err, models.ErrNotFound) {
 			t.Fatalf("unknown order: %v", err)
 		}
 	})
 }
 
-func TestReplayWebhook(t *testing.T) {
+func TestSupportReplayWebhook(t *testing.T) {
 	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
-		tc := &fakeTemporal{}
-		tn := newTenant(t, db, 1)
-		o, jobs := submit(t, newStarter(db, tc), tn, 1, "cup")
-		fail(t, db, jobs[0].ID, 1, errorcat.ContentPolicy)
+		tc := &recordingTemporal{}
+		tn := newSupportTenant(t, db, 1)
+		o, jobs := submitOrder(t, newSupportEngine(db, tc), tn, 1, "cup")
+		failRun(t, db, jobs[0].ID, 1, errorcat.ContentPolicy)
 		id := models.WebhookDeliveryID(jobs[0].ID, 1, webhooks.EventJobFailed)
 		if _, err := models.CreateWebhookDelivery(db, &models.WebhookDelivery{ID: id, AccountID: tn.accountID, InstallationID: tn.installationID,
 			OrderID: o.ID, JobID: jobs[0].ID, Run: 1, Event: webhooks.EventJobFailed, Payload: models.JSON(`{}`), CallbackURL: "https://x"}); err != nil {
 			t.Fatal(err)
 		}
 
-		res, err := support.ReplayWebhook(ctx, newStarter(db, tc), db, ui, id)
-		if err != nil || res != (support.ReplayResult{DeliveryID: id, WorkflowID: "webhook/" + id,
+		res, err := newSupportEngine(db, tc).Support.ReplayWebhook(ctx, id)
+		if err != nil || res != (engine.SupportReplayResult{DeliveryID: id, WorkflowID: "webhook/" + id,
 			TemporalUIURL: "http://localhost:8233/namespaces/default/workflows/webhook%2F" + id, Status: "queued"}) {
 			t.Fatalf("replay = %+v, %v", res, err)
 		}
@@ -518,11 +516,11 @@ func TestReplayWebhook(t *testing.T) {
 		}
 
 		n := tc.count()
-		if _, err := support.ReplayWebhook(ctx, newStarter(db, tc), db, ui, models.NewID()); !errors.Is(err, models.ErrNotFound) || tc.count() != n {
+		if _, err := newSupportEngine(db, tc).Support.ReplayWebhook(ctx, models.NewID()); !errors.Is(err, models.ErrNotFound) || tc.count() != n {
 			t.Fatalf("unknown delivery: %v", err)
 		}
-		down := &fakeTemporal{err: errors.New("unavailable")}
-		if _, err := support.ReplayWebhook(ctx, newStarter(db, down), db, ui, id); err == nil || !strings.Contains(err.Error(), "unavailable") {
+		down := &recordingTemporal{err: errors.New("unavailable")}
+		if _, err := newSupportEngine(db, down).Support.ReplayWebhook(ctx, id); err == nil || !strings.Contains(err.Error(), "unavailable") {
 			t.Fatalf("replay with Temporal down: %v", err)
 		}
 	})

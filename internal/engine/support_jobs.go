@@ -1,34 +1,47 @@
-package support
+package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
-
-	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/workflows"
 )
 
-// Limits of ListJobs.
+// ErrInvalidFilter: a support list's filter has a value that does not exist (a usage mistake).
+var ErrInvalidFilter = errors.New("invalid filter")
+
+// JobStatuses are the statuses of the job state machine (docs/job-states.md).
+var JobStatuses = []string{
+	status.JobPending, status.JobInProgress, status.JobRetryPending,
+	status.JobCompleted, status.JobFailed, status.JobCancelled, status.JobExpired,
+}
+
+// ValidJobStatus reports whether s is a job status.
+func ValidJobStatus(s string) bool { return slices.Contains(JobStatuses, s) }
+
+// Limits of the support lists (Support.ListJobs, Support.FindStragglers).
 const (
-	DefaultListLimit = 100
-	MaxListLimit     = 1000
+	DefaultSupportListLimit = 100
+	MaxSupportListLimit     = 1000
 )
 
-// JobFilter selects the jobs ListJobs returns.
-type JobFilter struct {
+// SupportJobFilter selects the jobs Support.ListJobs returns.
+type SupportJobFilter struct {
 	Status         string    // required: a job status (JobStatuses)
 	Category       string    // optional: an errorCategory (errorcat.All)
 	InstallationID string    // optional
 	Since          time.Time // optional: jobs updated at or after it
-	Limit          int       // 0 means DefaultListLimit
+	Limit          int       // 0 means DefaultSupportListLimit
 }
 
 // Validate checks the filter's values; errors wrap ErrInvalidFilter.
-func (f JobFilter) Validate() error {
+func (f SupportJobFilter) Validate() error {
 	if !ValidJobStatus(f.Status) {
 		return fmt.Errorf("%w: status %q is not one of %v", ErrInvalidFilter, f.Status, JobStatuses)
 	}
@@ -37,14 +50,14 @@ func (f JobFilter) Validate() error {
 			return fmt.Errorf("%w: category %q is not one of %v", ErrInvalidFilter, f.Category, errorcat.All)
 		}
 	}
-	if f.Limit < 0 || f.Limit > MaxListLimit {
-		return fmt.Errorf("%w: limit %d is not between 1 and %d", ErrInvalidFilter, f.Limit, MaxListLimit)
+	if f.Limit < 0 || f.Limit > MaxSupportListLimit {
+		return fmt.Errorf("%w: limit %d is not between 1 and %d", ErrInvalidFilter, f.Limit, MaxSupportListLimit)
 	}
 	return nil
 }
 
-// JobItem is one job of a list.
-type JobItem struct {
+// SupportJobItem is one job of a support list.
+type SupportJobItem struct {
 	JobID          string    `json:"job_id"`
 	OrderID        string    `json:"order_id"`
 	AccountID      string    `json:"account_id"`
@@ -61,23 +74,24 @@ type JobItem struct {
 	TemporalUIURL  string    `json:"temporal_ui_url"`
 }
 
-// JobList is the answer of ListJobs.
-type JobList struct {
-	Jobs  []JobItem `json:"jobs"`
-	Count int       `json:"count"`
-	Limit int       `json:"limit"` // Count == Limit means there may be more: narrow the filter
+// SupportJobList is the answer of Support.ListJobs.
+type SupportJobList struct {
+	Jobs  []SupportJobItem `json:"jobs"`
+	Count int              `json:"count"`
+	Limit int              `json:"limit"` // Count == Limit means there may be more: narrow the filter
 }
 
-// ListJobs returns the jobs matching the filter, most recently updated first.
-func ListJobs(ctx context.Context, db *gorm.DB, ui UI, f JobFilter) (JobList, error) {
+// ListJobs returns the jobs of every account matching the filter, most recently updated first;
+// a filter with a value that does not exist is refused with ErrInvalidFilter.
+func (e *Support) ListJobs(ctx context.Context, f SupportJobFilter) (SupportJobList, error) {
 	if err := f.Validate(); err != nil {
-		return JobList{}, err
+		return SupportJobList{}, err
 	}
 	limit := f.Limit
 	if limit == 0 {
-		limit = DefaultListLimit
+		limit = DefaultSupportListLimit
 	}
-	q := db.WithContext(ctx).Where("status = ?", f.Status)
+	q := e.cfg.DB.WithContext(ctx).Where("status = ?", f.Status)
 	if f.Category != "" {
 		q = q.Where("error_category = ?", f.Category)
 	}
@@ -89,16 +103,16 @@ func ListJobs(ctx context.Context, db *gorm.DB, ui UI, f JobFilter) (JobList, er
 	}
 	var jobs []models.Job
 	if err := q.Order("updated_at DESC, id DESC").Limit(limit).Find(&jobs).Error; err != nil {
-		return JobList{}, err
+		return SupportJobList{}, err
 	}
-	out := JobList{Jobs: make([]JobItem, 0, len(jobs)), Count: len(jobs), Limit: limit}
+	out := SupportJobList{Jobs: make([]SupportJobItem, 0, len(jobs)), Count: len(jobs), Limit: limit}
 	for _, j := range jobs {
 		id := workflows.JobWorkflowID(j.ID, j.Run)
-		out.Jobs = append(out.Jobs, JobItem{
+		out.Jobs = append(out.Jobs, SupportJobItem{
 			JobID: j.ID, OrderID: j.OrderID, AccountID: j.AccountID, InstallationID: j.InstallationID,
 			Status: j.Status, Run: j.Run, AttemptCount: j.AttemptCount, ErrorCategory: j.ErrorCategory,
 			ErrorHint: j.ErrorHint, ProductRef: j.ProductRef, AIModel: j.AIModel, UpdatedAt: j.UpdatedAt.UTC(),
-			WorkflowID: id, TemporalUIURL: ui.WorkflowURL(id),
+			WorkflowID: id, TemporalUIURL: e.workflowURL(id),
 		})
 	}
 	return out, nil

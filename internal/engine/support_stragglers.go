@@ -1,4 +1,4 @@
-package support
+package engine
 
 import (
 	"context"
@@ -9,14 +9,11 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
-	"github.com/shotflow/shotflow/activities"
-	"github.com/shotflow/shotflow/activities/contract"
-	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
+	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/workflows"
@@ -31,7 +28,7 @@ const (
 	// order and sends its webhook.
 	RedriveSettle = "settle"
 	// RedriveRerun settles the stranded run without a webhook and runs the job again as run n+1,
-	// like RetryJob.
+	// like Support.RetryJob.
 	RedriveRerun = "rerun"
 )
 
@@ -51,7 +48,7 @@ type Straggler struct {
 	TemporalUIURL string `json:"temporal_ui_url"`
 }
 
-// StragglerList is the answer of FindStragglers.
+// StragglerList is the answer of Support.FindStragglers.
 type StragglerList struct {
 	Jobs    []Straggler `json:"jobs"`
 	Count   int         `json:"count"`
@@ -62,22 +59,22 @@ type StragglerList struct {
 // FindStragglers looks at up to limit non-terminal jobs not updated for olderThan, oldest first,
 // and returns those no workflow will move any more. Jobs whose order or re-run start is still owed
 // to the outbox are skipped: the worker's sweeper starts them.
-func FindStragglers(ctx context.Context, db *gorm.DB, tc client.Client, ui UI, olderThan time.Duration, limit int) (StragglerList, error) {
+func (e *Support) FindStragglers(ctx context.Context, olderThan time.Duration, limit int) (StragglerList, error) {
 	if limit <= 0 {
-		limit = DefaultListLimit
+		limit = DefaultSupportListLimit
 	}
-	if limit > MaxListLimit {
-		return StragglerList{}, fmt.Errorf("%w: limit %d is not between 1 and %d", ErrInvalidFilter, limit, MaxListLimit)
+	if limit > MaxSupportListLimit {
+		return StragglerList{}, fmt.Errorf("%w: limit %d is not between 1 and %d", ErrInvalidFilter, limit, MaxSupportListLimit)
 	}
 	var jobs []models.Job
 	cutoff := time.Now().UTC().Add(-olderThan)
-	if err := db.WithContext(ctx).Where("status IN ? AND updated_at <= ?", openStatuses, cutoff).
+	if err := e.cfg.DB.WithContext(ctx).Where("status IN ? AND updated_at <= ?", openStatuses, cutoff).
 		Order("updated_at, id").Limit(limit).Find(&jobs).Error; err != nil {
 		return StragglerList{}, err
 	}
 	out := StragglerList{Jobs: []Straggler{}, Checked: len(jobs), Limit: limit}
 	for i := range jobs {
-		why, err := strandedBecause(ctx, db, tc, &jobs[i])
+		why, err := e.strandedBecause(ctx, &jobs[i])
 		if err != nil {
 			return out, err
 		}
@@ -88,54 +85,55 @@ func FindStragglers(ctx context.Context, db *gorm.DB, tc client.Client, ui UI, o
 		wf := workflows.JobWorkflowID(j.ID, j.Run)
 		out.Jobs = append(out.Jobs, Straggler{
 			JobID: j.ID, OrderID: j.OrderID, AccountID: j.AccountID, InstallationID: j.InstallationID, Status: j.Status,
-			Run: j.Run, UpdatedAt: j.UpdatedAt.UTC(), Why: why, WorkflowID: wf, TemporalUIURL: ui.WorkflowURL(wf),
+			Run: j.Run, UpdatedAt: j.UpdatedAt.UTC(), Why: why, WorkflowID: wf, TemporalUIURL: e.workflowURL(wf),
 		})
 	}
 	out.Count = len(out.Jobs)
 	return out, nil
 }
 
+// openStatuses are the statuses of a job that has not ended.
 var openStatuses = []string{status.JobPending, status.JobInProgress, status.JobRetryPending}
 
 // strandedBecause says why no workflow will move the non-terminal job j, or "" when one will.
-func strandedBecause(ctx context.Context, db *gorm.DB, tc client.Client, j *models.Job) (string, error) {
+func (e *Support) strandedBecause(ctx context.Context, j *models.Job) (string, error) {
 	if j.Run > 1 && j.RunStartedAt == nil {
 		return "", nil // the re-run's start is owed to the outbox
 	}
 	jobWF := workflows.JobWorkflowID(j.ID, j.Run)
-	status, found, err := workflowStatus(ctx, tc, jobWF)
-	if err != nil || (found && status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING) {
+	wfStatus, found, err := e.workflowStatus(ctx, jobWF)
+	if err != nil || (found && wfStatus == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING) {
 		return "", err
 	}
 	if found {
-		return fmt.Sprintf("job workflow %s is %s", jobWF, status), nil
+		return fmt.Sprintf("job workflow %s is %s", jobWF, wfStatus), nil
 	}
 	if j.Run > 1 {
 		return fmt.Sprintf("job workflow %s does not exist", jobWF), nil
 	}
 	// Never launched: fine while its order runs it, or while the order's start is owed.
 	var order models.Order
-	if err := db.WithContext(ctx).Select("id", "workflow_started_at").Take(&order, "id = ?", j.OrderID).Error; err != nil {
+	if err := e.cfg.DB.WithContext(ctx).Select("id", "workflow_started_at").Take(&order, "id = ?", j.OrderID).Error; err != nil {
 		return "", err
 	}
 	if order.WorkflowStartedAt == nil {
 		return "", nil
 	}
 	orderWF := workflows.OrderWorkflowID(j.OrderID)
-	status, found, err = workflowStatus(ctx, tc, orderWF)
+	wfStatus, found, err = e.workflowStatus(ctx, orderWF)
 	switch {
-	case err != nil || (found && status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING):
+	case err != nil || (found && wfStatus == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING):
 		return "", err
 	case found:
-		return fmt.Sprintf("never launched, and order workflow %s is %s", orderWF, status), nil
+		return fmt.Sprintf("never launched, and order workflow %s is %s", orderWF, wfStatus), nil
 	}
 	return fmt.Sprintf("never launched, and order workflow %s does not exist", orderWF), nil
 }
 
 // workflowStatus is the status of the latest run of a workflow; found is false when Temporal has no
 // such workflow (never started, or removed after the namespace's retention).
-func workflowStatus(ctx context.Context, tc client.Client, workflowID string) (enumspb.WorkflowExecutionStatus, bool, error) {
-	resp, err := tc.DescribeWorkflowExecution(ctx, workflowID, "")
+func (e *Support) workflowStatus(ctx context.Context, workflowID string) (enumspb.WorkflowExecutionStatus, bool, error) {
+	resp, err := e.cfg.Temporal.DescribeWorkflowExecution(ctx, workflowID, "")
 	var notFound *serviceerror.NotFound
 	if errors.As(err, &notFound) {
 		return 0, false, nil
@@ -154,7 +152,7 @@ type RedriveRequest struct {
 	Reason string // why; recorded in the audit row
 }
 
-// RedriveResult is what RedriveJob did.
+// RedriveResult is what Support.RedriveJob did.
 type RedriveResult struct {
 	JobID   string `json:"job_id"`
 	OrderID string `json:"order_id"`
@@ -173,12 +171,13 @@ type RedriveResult struct {
 }
 
 // RedriveJob re-drives a stranded job (see FindStragglers), refusing any other with
-// ErrNotStraggler. Both actions first end the stranded run failed with INTERNAL_BUG in one
-// transaction with its audit row (action settle): its reservation is released and its order's
-// counters move. Settle then tells the order's workflow, if it still waits, and sends the
-// job.failed webhook (acts records it). Rerun instead runs the job again with RetryJob, which adds
-// its own audit row (action retry) and reserves the credits of the new run.
-func RedriveJob(ctx context.Context, s *engine.Engine, db *gorm.DB, tc client.Client, acts *activities.Activities, ui UI, req RedriveRequest) (RedriveResult, error) {
+// ErrNotStraggler and an unknown one as KindNotFound. Both actions first end the stranded run
+// failed with INTERNAL_BUG in one transaction with its audit row (action settle): its reservation
+// is released and its order's counters move. Settle then tells the order's workflow, if it still
+// waits, and sends the job.failed webhook, recorded as a job's workflow records it
+// (webhooks.RecordJobDelivery). Rerun instead runs the job again with RetryJob, which adds its own
+// audit row (action retry) and reserves the credits of the new run.
+func (e *Support) RedriveJob(ctx context.Context, req RedriveRequest) (RedriveResult, error) {
 	actor := strings.TrimSpace(req.Actor)
 	if actor == "" {
 		return RedriveResult{}, errors.New("redrive: an actor is required for the audit trail")
@@ -186,9 +185,9 @@ func RedriveJob(ctx context.Context, s *engine.Engine, db *gorm.DB, tc client.Cl
 	if req.Action != RedriveSettle && req.Action != RedriveRerun {
 		return RedriveResult{}, fmt.Errorf("redrive: action %q is not %s or %s", req.Action, RedriveSettle, RedriveRerun)
 	}
-	j, err := models.GetJob(db.WithContext(ctx), req.JobID)
+	j, err := models.GetJob(e.cfg.DB.WithContext(ctx), req.JobID)
 	if errors.Is(err, models.ErrNotFound) {
-		return RedriveResult{}, notFound("job", req.JobID)
+		return RedriveResult{}, missing("job", req.JobID)
 	}
 	if err != nil {
 		return RedriveResult{}, err
@@ -196,7 +195,7 @@ func RedriveJob(ctx context.Context, s *engine.Engine, db *gorm.DB, tc client.Cl
 	if status.IsTerminalJob(j.Status) {
 		return RedriveResult{}, fmt.Errorf("%w: job %s is %s", ErrNotStraggler, j.ID, j.Status)
 	}
-	why, err := strandedBecause(ctx, db, tc, j)
+	why, err := e.strandedBecause(ctx, j)
 	if err != nil {
 		return RedriveResult{}, err
 	}
@@ -210,7 +209,7 @@ func RedriveJob(ctx context.Context, s *engine.Engine, db *gorm.DB, tc client.Cl
 	}
 	c := errorcat.InternalBug
 	detail := fmt.Sprintf("settled by %s (shotflow admin jobs redrive --action %s): %s", actor, req.Action, why)
-	err = db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err = e.cfg.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		ended, err := models.EndJob(tx, j.ID, j.Run, status.JobFailed, string(c), c.Hint(), detail)
 		if err != nil {
 			return err
@@ -227,7 +226,7 @@ func RedriveJob(ctx context.Context, s *engine.Engine, db *gorm.DB, tc client.Cl
 	// The settlement is committed: from here on the caller going away must not stop the rest.
 	ctx = context.WithoutCancel(ctx)
 	if req.Action == RedriveRerun {
-		rerun, err := RetryJob(ctx, s, ui, RetryRequest{JobID: j.ID, Actor: actor, Reason: strings.TrimSpace(req.Reason + " (re-drive)")})
+		rerun, err := e.RetryJob(ctx, RetryRequest{JobID: j.ID, Actor: actor, Reason: strings.TrimSpace(req.Reason + " (re-drive)")})
 		if err != nil {
 			return res, fmt.Errorf("run %d of job %s is settled failed, but the new run was not created: %w (shotflow admin jobs retry runs it again)", j.Run, j.ID, err)
 		}
@@ -235,10 +234,10 @@ func RedriveJob(ctx context.Context, s *engine.Engine, db *gorm.DB, tc client.Cl
 		return res, nil
 	}
 	var problems []string
-	if err := signalOrder(ctx, tc, j); err != nil {
+	if err := e.signalOrder(ctx, j); err != nil {
 		problems = append(problems, err.Error())
 	}
-	deliveryID, err := sendJobWebhook(ctx, s, acts, j.ID, j.Run)
+	deliveryID, err := e.sendJobWebhook(ctx, j.ID, j.Run)
 	if err != nil {
 		problems = append(problems, err.Error())
 	}
@@ -247,10 +246,10 @@ func RedriveJob(ctx context.Context, s *engine.Engine, db *gorm.DB, tc client.Cl
 }
 
 // signalOrder tells the job's order workflow, if it still runs, that the job has ended failed.
-func signalOrder(ctx context.Context, tc client.Client, j *models.Job) error {
+func (e *Support) signalOrder(ctx context.Context, j *models.Job) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	err := tc.SignalWorkflow(ctx, workflows.OrderWorkflowID(j.OrderID), "", workflows.SignalJobFinished,
+	err := e.cfg.Temporal.SignalWorkflow(ctx, workflows.OrderWorkflowID(j.OrderID), "", workflows.SignalJobFinished,
 		workflows.JobFinished{JobID: j.ID, Run: j.Run, Status: status.JobFailed})
 	var notFound *serviceerror.NotFound
 	if err != nil && !errors.As(err, &notFound) {
@@ -262,10 +261,10 @@ func signalOrder(ctx context.Context, tc client.Client, j *models.Job) error {
 // sendJobWebhook records the webhook of a job run that ended outside its workflow and starts its
 // delivery, as JobWorkflow does (workflows.NotifyJobEnded); it returns the delivery ID, or "" when
 // the job's installation has no callback URL.
-func sendJobWebhook(ctx context.Context, s *engine.Engine, acts *activities.Activities, jobID string, run int) (string, error) {
+func (e *Support) sendJobWebhook(ctx context.Context, jobID string, run int) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	rec, err := acts.RecordJobWebhook(ctx, contract.RecordWebhookInput{JobID: jobID, Run: run})
+	rec, err := webhooks.RecordJobDelivery(e.cfg.DB.WithContext(ctx), e.cfg.Signer, e.cfg.DownloadTTL, jobID, run)
 	if err != nil {
 		return "", fmt.Errorf("record webhook: %w", err)
 	}
@@ -274,7 +273,7 @@ func sendJobWebhook(ctx context.Context, s *engine.Engine, acts *activities.Acti
 	}
 	// The record names everything the delivery's start needs; no need to read the row back.
 	d := &models.WebhookDelivery{ID: rec.DeliveryID, AccountID: rec.AccountID, InstallationID: rec.InstallationID, OrderID: rec.OrderID}
-	if err := s.Webhooks.StartWebhookDelivery(ctx, d); err != nil {
+	if err := e.app.Webhooks.StartWebhookDelivery(ctx, d); err != nil {
 		return rec.DeliveryID, fmt.Errorf("start webhook delivery (the sweeper does not retry it: shotflow admin webhooks replay %s sends it): %w", d.ID, err)
 	}
 	return rec.DeliveryID, nil
@@ -282,7 +281,7 @@ func sendJobWebhook(ctx context.Context, s *engine.Engine, acts *activities.Acti
 
 // ReportStragglers logs a warning for every stranded job FindStragglers finds, every interval until
 // ctx ends: workers run it so that operators learn of jobs that need `shotflow admin jobs redrive`.
-func ReportStragglers(ctx context.Context, db *gorm.DB, tc client.Client, ui UI, log *zap.Logger, interval, olderThan time.Duration) {
+func (e *Support) ReportStragglers(ctx context.Context, interval, olderThan time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -291,15 +290,15 @@ func ReportStragglers(ctx context.Context, db *gorm.DB, tc client.Client, ui UI,
 			return
 		case <-t.C:
 		}
-		list, err := FindStragglers(ctx, db, tc, ui, olderThan, MaxListLimit)
+		list, err := e.FindStragglers(ctx, olderThan, MaxSupportListLimit)
 		if err != nil {
 			if ctx.Err() == nil {
-				log.Warn("straggler sweep", zap.Error(err))
+				e.cfg.Log.Warn("straggler sweep", zap.Error(err))
 			}
 			continue
 		}
 		for _, s := range list.Jobs {
-			log.Warn("stranded job: its workflow will not move it; re-drive it with `shotflow admin jobs redrive JOB_ID --action settle|rerun`",
+			e.cfg.Log.Warn("stranded job: its workflow will not move it; re-drive it with `shotflow admin jobs redrive JOB_ID --action settle|rerun`",
 				zap.String("job_id", s.JobID), zap.String("order_id", s.OrderID), zap.String("status", s.Status),
 				zap.Int("run", s.Run), zap.String("why", s.Why), zap.String("temporal_ui_url", s.TemporalUIURL))
 		}

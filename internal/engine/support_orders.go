@@ -1,4 +1,4 @@
-package support
+package engine
 
 import (
 	"context"
@@ -11,17 +11,17 @@ import (
 	"github.com/shotflow/shotflow/workflows"
 )
 
-// OrderView is everything support needs about one order.
-type OrderView struct {
-	Order      OrderSummary   `json:"order"`
-	Jobs       []JobView      `json:"jobs"`
-	Ledger     []LedgerRow    `json:"ledger"`
-	Deliveries []DeliveryView `json:"webhook_deliveries"`
-	Retries    []RetryRow     `json:"job_retries"`
+// SupportOrderView is everything support needs about one order.
+type SupportOrderView struct {
+	Order      SupportOrderSummary   `json:"order"`
+	Jobs       []SupportJobView      `json:"jobs"`
+	Ledger     []SupportLedgerRow    `json:"ledger"`
+	Deliveries []SupportDeliveryView `json:"webhook_deliveries"`
+	Retries    []SupportRetryRow     `json:"job_retries"`
 }
 
-// OrderSummary is the order row with its credit summary and workflow link.
-type OrderSummary struct {
+// SupportOrderSummary is the order row with its credit summary and workflow link.
+type SupportOrderSummary struct {
 	OrderID           string         `json:"order_id"`
 	AccountID         string         `json:"account_id"`
 	InstallationID    *string        `json:"installation_id"`
@@ -33,7 +33,7 @@ type OrderSummary struct {
 	JobsFailed        int            `json:"jobs_failed"`
 	JobsCancelled     int            `json:"jobs_cancelled"`
 	JobsExpired       int            `json:"jobs_expired"`
-	Credits           CreditsSummary `json:"credits"`
+	Credits           SupportCredits `json:"credits"`
 	CreatedAt         time.Time      `json:"created_at"`
 	UpdatedAt         time.Time      `json:"updated_at"`
 	CompletedAt       *time.Time     `json:"completed_at"`
@@ -42,47 +42,47 @@ type OrderSummary struct {
 	TemporalUIURL     string         `json:"temporal_ui_url"`
 }
 
-// CreditsSummary is the order's credits: Held = Reserved - Consumed - Released is what its
+// SupportCredits is the order's credits: Held = Reserved - Consumed - Released is what its
 // unfinished jobs still hold (0 once every job is terminal).
-type CreditsSummary struct {
+type SupportCredits struct {
 	Reserved int64 `json:"reserved"`
 	Consumed int64 `json:"consumed"`
 	Released int64 `json:"released"`
 	Held     int64 `json:"held"`
 }
 
-// JobView is one job of the order, with its current run's workflow and the earlier runs'.
-type JobView struct {
-	JobID         string     `json:"job_id"`
-	Position      int        `json:"position"`
-	ProductRef    string     `json:"product_ref"`
-	ProductLabel  string     `json:"product_label"`
-	AIModel       string     `json:"ai_model"`
-	CreditCost    int64      `json:"credit_cost"`
-	Run           int        `json:"run"`
-	Status        string     `json:"status"`
-	AttemptCount  int        `json:"attempt_count"`
-	ErrorCategory *string    `json:"error_category"`
-	ErrorHint     *string    `json:"error_hint"`
-	ErrorDetail   string     `json:"error_detail"` // the raw provider message: for operators only
-	StartedAt     *time.Time `json:"started_at"`
-	CompletedAt   *time.Time `json:"completed_at"`
-	RunStartedAt  *time.Time `json:"run_started_at"`
-	UpdatedAt     time.Time  `json:"updated_at"`
-	WorkflowID    string     `json:"workflow_id"`
-	TemporalUIURL string     `json:"temporal_ui_url"`
-	EarlierRuns   []RunLink  `json:"earlier_runs,omitempty"`
+// SupportJobView is one job of the order, with its current run's workflow and the earlier runs'.
+type SupportJobView struct {
+	JobID         string           `json:"job_id"`
+	Position      int              `json:"position"`
+	ProductRef    string           `json:"product_ref"`
+	ProductLabel  string           `json:"product_label"`
+	AIModel       string           `json:"ai_model"`
+	CreditCost    int64            `json:"credit_cost"`
+	Run           int              `json:"run"`
+	Status        string           `json:"status"`
+	AttemptCount  int              `json:"attempt_count"`
+	ErrorCategory *string          `json:"error_category"`
+	ErrorHint     *string          `json:"error_hint"`
+	ErrorDetail   string           `json:"error_detail"` // the raw provider message: for operators only
+	StartedAt     *time.Time       `json:"started_at"`
+	CompletedAt   *time.Time       `json:"completed_at"`
+	RunStartedAt  *time.Time       `json:"run_started_at"`
+	UpdatedAt     time.Time        `json:"updated_at"`
+	WorkflowID    string           `json:"workflow_id"`
+	TemporalUIURL string           `json:"temporal_ui_url"`
+	EarlierRuns   []SupportRunLink `json:"earlier_runs,omitempty"`
 }
 
-// RunLink is the workflow of one run of a job.
-type RunLink struct {
+// SupportRunLink is the workflow of one run of a job.
+type SupportRunLink struct {
 	Run           int    `json:"run"`
 	WorkflowID    string `json:"workflow_id"`
 	TemporalUIURL string `json:"temporal_ui_url"`
 }
 
-// LedgerRow is one credit movement of the order.
-type LedgerRow struct {
+// SupportLedgerRow is one credit movement of the order.
+type SupportLedgerRow struct {
 	ID            string    `json:"id"`
 	JobID         *string   `json:"job_id"`
 	Run           int       `json:"run"`
@@ -93,27 +93,27 @@ type LedgerRow struct {
 	CreatedAt     time.Time `json:"created_at"`
 }
 
-// DeliveryView is one webhook delivery with every attempt.
-type DeliveryView struct {
-	DeliveryID     string        `json:"delivery_id"`
-	JobID          string        `json:"job_id"`
-	Run            int           `json:"run"`
-	Event          string        `json:"event"`
-	Status         string        `json:"status"`
-	CallbackURL    string        `json:"callback_url"`
-	Attempts       int           `json:"attempts"`
-	LastStatusCode *int          `json:"last_status_code"`
-	LastError      string        `json:"last_error"`
-	NextAttemptAt  *time.Time    `json:"next_attempt_at"`
-	CreatedAt      time.Time     `json:"created_at"`
-	DeliveredAt    *time.Time    `json:"delivered_at"`
-	WorkflowID     string        `json:"workflow_id"`
-	TemporalUIURL  string        `json:"temporal_ui_url"`
-	AttemptLog     []AttemptView `json:"attempt_log"`
+// SupportDeliveryView is one webhook delivery with every attempt.
+type SupportDeliveryView struct {
+	DeliveryID     string               `json:"delivery_id"`
+	JobID          string               `json:"job_id"`
+	Run            int                  `json:"run"`
+	Event          string               `json:"event"`
+	Status         string               `json:"status"`
+	CallbackURL    string               `json:"callback_url"`
+	Attempts       int                  `json:"attempts"`
+	LastStatusCode *int                 `json:"last_status_code"`
+	LastError      string               `json:"last_error"`
+	NextAttemptAt  *time.Time           `json:"next_attempt_at"`
+	CreatedAt      time.Time            `json:"created_at"`
+	DeliveredAt    *time.Time           `json:"delivered_at"`
+	WorkflowID     string               `json:"workflow_id"`
+	TemporalUIURL  string               `json:"temporal_ui_url"`
+	AttemptLog     []SupportAttemptView `json:"attempt_log"`
 }
 
-// AttemptView is one HTTP request of a delivery.
-type AttemptView struct {
+// SupportAttemptView is one HTTP request of a delivery.
+type SupportAttemptView struct {
 	Attempt    int       `json:"attempt"` // within its workflow run
 	Replay     bool      `json:"replay"`
 	At         time.Time `json:"at"`
@@ -122,8 +122,8 @@ type AttemptView struct {
 	Error      string    `json:"error"`
 }
 
-// RetryRow is one audit row of a job run again by support.
-type RetryRow struct {
+// SupportRetryRow is one audit row of a job run again by support.
+type SupportRetryRow struct {
 	ID        string    `json:"id"`
 	JobID     string    `json:"job_id"`
 	Action    string    `json:"action"` // retry or settle
@@ -134,67 +134,67 @@ type RetryRow struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
-// ShowOrder loads an order with its jobs, ledger rows, webhook deliveries and their attempts,
-// and the retry audit rows.
-func ShowOrder(ctx context.Context, db *gorm.DB, ui UI, orderID string) (OrderView, error) {
-	db = db.WithContext(ctx)
+// ShowOrder loads an order of any account with its jobs, ledger rows, webhook deliveries and their
+// attempts, and the retry audit rows; an unknown order is KindNotFound.
+func (e *Support) ShowOrder(ctx context.Context, orderID string) (SupportOrderView, error) {
+	db := e.cfg.DB.WithContext(ctx)
 	var o models.Order
 	if err := db.Take(&o, "id = ?", orderID).Error; err != nil {
 		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return OrderView{}, notFound("order", orderID)
+			return SupportOrderView{}, missing("order", orderID)
 		}
-		return OrderView{}, err
+		return SupportOrderView{}, err
 	}
 	orderWF := workflows.OrderWorkflowID(o.ID)
-	v := OrderView{
-		Order: OrderSummary{
+	v := SupportOrderView{
+		Order: SupportOrderSummary{
 			OrderID: o.ID, AccountID: o.AccountID, InstallationID: o.InstallationID, API: o.API, JobType: o.JobType,
 			Status: o.Status, JobsTotal: o.JobsTotal, JobsCompleted: o.JobsCompleted, JobsFailed: o.JobsFailed,
 			JobsCancelled: o.JobsCancelled, JobsExpired: o.JobsExpired,
-			Credits: CreditsSummary{Reserved: o.CreditsReserved, Consumed: o.CreditsConsumed, Released: o.CreditsReleased,
+			Credits: SupportCredits{Reserved: o.CreditsReserved, Consumed: o.CreditsConsumed, Released: o.CreditsReleased,
 				Held: o.CreditsReserved - o.CreditsConsumed - o.CreditsReleased},
 			CreatedAt: o.CreatedAt.UTC(), UpdatedAt: o.UpdatedAt.UTC(), CompletedAt: utc(o.CompletedAt),
-			WorkflowStartedAt: utc(o.WorkflowStartedAt), WorkflowID: orderWF, TemporalUIURL: ui.WorkflowURL(orderWF),
+			WorkflowStartedAt: utc(o.WorkflowStartedAt), WorkflowID: orderWF, TemporalUIURL: e.workflowURL(orderWF),
 		},
-		Jobs: []JobView{}, Ledger: []LedgerRow{}, Deliveries: []DeliveryView{}, Retries: []RetryRow{},
+		Jobs: []SupportJobView{}, Ledger: []SupportLedgerRow{}, Deliveries: []SupportDeliveryView{}, Retries: []SupportRetryRow{},
 	}
 
 	var jobs []models.Job
 	if err := db.Where("order_id = ?", o.ID).Order("position, id").Find(&jobs).Error; err != nil {
-		return OrderView{}, err
+		return SupportOrderView{}, err
 	}
 	for _, j := range jobs {
 		wf := workflows.JobWorkflowID(j.ID, j.Run)
-		jv := JobView{
+		jv := SupportJobView{
 			JobID: j.ID, Position: j.Position, ProductRef: j.ProductRef, ProductLabel: j.ProductLabel, AIModel: j.AIModel,
 			CreditCost: j.CreditCost, Run: j.Run, Status: j.Status, AttemptCount: j.AttemptCount,
 			ErrorCategory: j.ErrorCategory, ErrorHint: j.ErrorHint, ErrorDetail: j.ErrorDetail,
 			StartedAt: utc(j.StartedAt), CompletedAt: utc(j.CompletedAt), RunStartedAt: utc(j.RunStartedAt),
-			UpdatedAt: j.UpdatedAt.UTC(), WorkflowID: wf, TemporalUIURL: ui.WorkflowURL(wf),
+			UpdatedAt: j.UpdatedAt.UTC(), WorkflowID: wf, TemporalUIURL: e.workflowURL(wf),
 		}
 		for r := 1; r < j.Run; r++ {
 			id := workflows.JobWorkflowID(j.ID, r)
-			jv.EarlierRuns = append(jv.EarlierRuns, RunLink{Run: r, WorkflowID: id, TemporalUIURL: ui.WorkflowURL(id)})
+			jv.EarlierRuns = append(jv.EarlierRuns, SupportRunLink{Run: r, WorkflowID: id, TemporalUIURL: e.workflowURL(id)})
 		}
 		v.Jobs = append(v.Jobs, jv)
 	}
 
 	var ledger []models.LedgerEntry
 	if err := db.Where("order_id = ?", o.ID).Order("created_at, job_id, run, kind").Find(&ledger).Error; err != nil {
-		return OrderView{}, err
+		return SupportOrderView{}, err
 	}
-	for _, e := range ledger {
-		v.Ledger = append(v.Ledger, LedgerRow{
-			ID: e.ID, JobID: e.JobID, Run: e.Run, Kind: e.Kind, BalanceDelta: e.BalanceDelta,
-			ReservedDelta: e.ReservedDelta, Note: e.Note, CreatedAt: e.CreatedAt.UTC(),
+	for _, l := range ledger {
+		v.Ledger = append(v.Ledger, SupportLedgerRow{
+			ID: l.ID, JobID: l.JobID, Run: l.Run, Kind: l.Kind, BalanceDelta: l.BalanceDelta,
+			ReservedDelta: l.ReservedDelta, Note: l.Note, CreatedAt: l.CreatedAt.UTC(),
 		})
 	}
 
 	var deliveries []models.WebhookDelivery
 	if err := db.Where("order_id = ?", o.ID).Order("created_at, id").Find(&deliveries).Error; err != nil {
-		return OrderView{}, err
+		return SupportOrderView{}, err
 	}
-	attempts := map[string][]AttemptView{}
+	attempts := map[string][]SupportAttemptView{}
 	if len(deliveries) > 0 {
 		ids := make([]string, len(deliveries))
 		for i, d := range deliveries {
@@ -202,10 +202,10 @@ func ShowOrder(ctx context.Context, db *gorm.DB, ui UI, orderID string) (OrderVi
 		}
 		var rows []models.WebhookAttempt
 		if err := db.Where("delivery_id IN ?", ids).Order("started_at, created_at").Find(&rows).Error; err != nil {
-			return OrderView{}, err
+			return SupportOrderView{}, err
 		}
 		for _, a := range rows {
-			attempts[a.DeliveryID] = append(attempts[a.DeliveryID], AttemptView{
+			attempts[a.DeliveryID] = append(attempts[a.DeliveryID], SupportAttemptView{
 				Attempt: a.Attempt, Replay: a.Replay, At: a.StartedAt.UTC(), StatusCode: a.StatusCode,
 				LatencyMS: a.LatencyMS, Error: a.Error,
 			})
@@ -215,32 +215,24 @@ func ShowOrder(ctx context.Context, db *gorm.DB, ui UI, orderID string) (OrderVi
 		wf := workflows.WebhookWorkflowID(d.ID)
 		log := attempts[d.ID]
 		if log == nil {
-			log = []AttemptView{}
+			log = []SupportAttemptView{}
 		}
-		v.Deliveries = append(v.Deliveries, DeliveryView{
+		v.Deliveries = append(v.Deliveries, SupportDeliveryView{
 			DeliveryID: d.ID, JobID: d.JobID, Run: d.Run, Event: d.Event, Status: d.Status, CallbackURL: d.CallbackURL,
 			Attempts: d.Attempts, LastStatusCode: d.LastStatusCode, LastError: d.LastError, NextAttemptAt: utc(d.NextAttemptAt),
-			CreatedAt: d.CreatedAt.UTC(), DeliveredAt: utc(d.DeliveredAt), WorkflowID: wf, TemporalUIURL: ui.WorkflowURL(wf),
+			CreatedAt: d.CreatedAt.UTC(), DeliveredAt: utc(d.DeliveredAt), WorkflowID: wf, TemporalUIURL: e.workflowURL(wf),
 			AttemptLog: log,
 		})
 	}
 
 	var retries []models.JobRetry
 	if err := db.Where("order_id = ?", o.ID).Order("created_at, job_id, to_run").Find(&retries).Error; err != nil {
-		return OrderView{}, err
+		return SupportOrderView{}, err
 	}
 	for _, r := range retries {
-		v.Retries = append(v.Retries, RetryRow{
+		v.Retries = append(v.Retries, SupportRetryRow{
 			ID: r.ID, JobID: r.JobID, Action: r.Action, FromRun: r.FromRun, ToRun: r.ToRun, Actor: r.Actor, Reason: r.Reason, CreatedAt: r.CreatedAt.UTC(),
 		})
 	}
 	return v, nil
-}
-
-func utc(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
 }

@@ -1,0 +1,281 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/shotflow/shotflow/internal/webhooks"
+	"github.com/shotflow/shotflow/models"
+)
+
+// The operators' use cases of Accounts (`shotflow admin`, and `shotflow dev`'s demo tenant):
+// accounts, installations, external keys and credits. Their results carry the JSON names the
+// admin commands print; secrets in them are shown this once and stored only as hashes (keys) or
+// sealed (webhook secrets).
+
+// AccountCreated is a new account with its first external API key.
+type AccountCreated struct {
+	AccountID      string `json:"account_id"`
+	Name           string `json:"name"`
+	Credits        int64  `json:"credits"`
+	ExternalKeyID  string `json:"external_key_id"`
+	ExternalAPIKey string `json:"external_api_key"`
+}
+
+// CreateAccount creates an account named name (trimmed) with credits granted through the ledger,
+// and its first external API key (every default external scope, no expiry), in one transaction.
+func (e *Accounts) CreateAccount(ctx context.Context, name string, credits int64) (AccountCreated, error) {
+	var out AccountCreated
+	err := e.cfg.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		acc, err := models.CreateAccount(tx, strings.TrimSpace(name), credits)
+		if err != nil {
+			return err
+		}
+		key, err := models.IssueKey(tx, models.KeyKindExternal, acc.ID, nil, "default", models.ExternalScopes, nil)
+		if err != nil {
+			return err
+		}
+		out = AccountCreated{AccountID: acc.ID, Name: acc.Name, Credits: credits, ExternalKeyID: key.Key.ID, ExternalAPIKey: key.Secret}
+		return nil
+	})
+	return out, err
+}
+
+// InstallationRequest asks for a plugin installation of an account.
+type InstallationRequest struct {
+	AccountID       string
+	Name            string   // trimmed
+	CallbackURL     string   // where its webhooks go; empty sends none
+	Scopes          []string // of its plugin key; nil is every plugin scope (models.PluginScopes)
+	RateLimitPerMin int      // of its plugin key
+}
+
+// InstallationCreated is a new installation with its plugin API key and webhook signing secret.
+type InstallationCreated struct {
+	InstallationID string   `json:"installation_id"`
+	AccountID      string   `json:"account_id"`
+	Name           string   `json:"name"`
+	CallbackURL    string   `json:"callback_url"`
+	KeyID          string   `json:"key_id"`
+	APIKey         string   `json:"api_key"`
+	WebhookSecret  string   `json:"webhook_secret"`
+	Scopes         []string `json:"scopes"`
+	RateLimit      int      `json:"rate_limit_per_min"`
+}
+
+// CreateInstallation creates an installation of an existing account (KindNotFound otherwise), its
+// plugin API key and a new webhook signing secret, which box seals.
+func (e *Accounts) CreateInstallation(ctx context.Context, box models.Sealer, req InstallationRequest) (InstallationCreated, error) {
+	scopes := req.Scopes
+	if scopes == nil {
+		scopes = models.PluginScopes
+	}
+	created, err := models.CreateInstallation(e.cfg.DB.WithContext(ctx), box, models.NewInstallation{
+		AccountID: req.AccountID, Name: strings.TrimSpace(req.Name), CallbackURL: req.CallbackURL, Scopes: scopes,
+		RateLimitPerMin: req.RateLimitPerMin,
+	}, webhooks.NewSecret())
+	if errors.Is(err, models.ErrNotFound) {
+		return InstallationCreated{}, missing("account", req.AccountID)
+	}
+	if err != nil {
+		return InstallationCreated{}, err
+	}
+	return InstallationCreated{
+		InstallationID: created.Installation.ID, AccountID: req.AccountID, Name: created.Installation.Name,
+		CallbackURL: req.CallbackURL, KeyID: created.APIKey.Key.ID, APIKey: created.APIKey.Secret,
+		WebhookSecret: created.WebhookSecret, Scopes: scopes, RateLimit: req.RateLimitPerMin,
+	}, nil
+}
+
+// CreditsGranted is an account's balance after a grant.
+type CreditsGranted struct {
+	AccountID       string `json:"account_id"`
+	CreditBalance   int64  `json:"credit_balance"`
+	CreditsReserved int64  `json:"credits_reserved"`
+	Granted         int64  `json:"granted"`
+}
+
+// GrantCredits adds amount (positive) credits to an account's balance with a grant ledger entry
+// noted as granted by an operator; an unknown account is KindNotFound.
+func (e *Accounts) GrantCredits(ctx context.Context, accountID string, amount int64) (CreditsGranted, error) {
+	var out CreditsGranted
+	err := e.cfg.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := models.GrantCredits(tx, accountID, amount, "granted by operator"); err != nil {
+			return err
+		}
+		acc, err := models.GetAccount(tx, accountID)
+		if err != nil {
+			return err
+		}
+		out = CreditsGranted{AccountID: acc.ID, CreditBalance: acc.CreditBalance, CreditsReserved: acc.CreditsReserved, Granted: amount}
+		return nil
+	})
+	if errors.Is(err, models.ErrNotFound) {
+		return CreditsGranted{}, missing("account", accountID)
+	}
+	return out, err
+}
+
+// AccountKeyRequest asks for an external content API key of an account.
+type AccountKeyRequest struct {
+	AccountID string
+	Name      string     // a label for the key
+	Scopes    []string   // models.ExternalScopeNames
+	ExpiresAt *time.Time // nil never expires
+}
+
+// AccountKeyIssued is a new external key.
+type AccountKeyIssued struct {
+	KeyID     string     `json:"key_id"`
+	AccountID string     `json:"account_id"`
+	APIKey    string     `json:"api_key"`
+	Scopes    []string   `json:"scopes"`
+	ExpiresAt *time.Time `json:"expires_at"`
+}
+
+// IssueAccountKey issues an external content API key of an existing account (KindNotFound
+// otherwise) with the requested scopes and expiry.
+func (e *Accounts) IssueAccountKey(ctx context.Context, req AccountKeyRequest) (AccountKeyIssued, error) {
+	var out AccountKeyIssued
+	err := e.cfg.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if _, err := models.GetAccount(tx, req.AccountID); err != nil {
+			return err
+		}
+		k, err := models.IssueKey(tx, models.KeyKindExternal, req.AccountID, nil, req.Name, req.Scopes, req.ExpiresAt)
+		if err != nil {
+			return err
+		}
+		out = AccountKeyIssued{KeyID: k.Key.ID, AccountID: req.AccountID, APIKey: k.Secret, Scopes: req.Scopes, ExpiresAt: req.ExpiresAt}
+		return nil
+	})
+	if errors.Is(err, models.ErrNotFound) {
+		return AccountKeyIssued{}, missing("account", req.AccountID)
+	}
+	return out, err
+}
+
+// AccountKeyListed is one external key of an account, never its secret.
+type AccountKeyListed struct {
+	KeyID      string     `json:"key_id"`
+	Name       string     `json:"name"`
+	Scopes     []string   `json:"scopes"`
+	CreatedAt  time.Time  `json:"created_at"`
+	ExpiresAt  *time.Time `json:"expires_at"`
+	RevokedAt  *time.Time `json:"revoked_at"`
+	LastUsedAt *time.Time `json:"last_used_at"`
+}
+
+// AccountKeys are the external keys of an account, newest first.
+type AccountKeys struct {
+	AccountID string             `json:"account_id"`
+	Keys      []AccountKeyListed `json:"keys"`
+}
+
+// ListAccountKeys lists an account's external keys, revoked and expired ones included, newest
+// first; an account without any (or an unknown one) has an empty list.
+func (e *Accounts) ListAccountKeys(ctx context.Context, accountID string) (AccountKeys, error) {
+	var keys []models.APIKey
+	if err := e.cfg.DB.WithContext(ctx).Where("account_id = ? AND kind = ?", accountID, models.KeyKindExternal).
+		Order("created_at DESC").Find(&keys).Error; err != nil {
+		return AccountKeys{}, err
+	}
+	out := AccountKeys{AccountID: accountID, Keys: make([]AccountKeyListed, 0, len(keys))}
+	for _, k := range keys {
+		out.Keys = append(out.Keys, AccountKeyListed{KeyID: k.ID, Name: k.Name, Scopes: k.ScopeList(), CreatedAt: k.CreatedAt,
+			ExpiresAt: k.ExpiresAt, RevokedAt: k.RevokedAt, LastUsedAt: k.LastUsedAt})
+	}
+	return out, nil
+}
+
+// KeyRevoked names a revoked key.
+type KeyRevoked struct {
+	KeyID   string `json:"key_id"`
+	Revoked bool   `json:"revoked"`
+}
+
+// RevokeKey revokes a key of either kind at once in every process, named by its ID or by the full
+// key; revoking a revoked key again is no error, an unknown one is KindNotFound.
+func (e *Accounts) RevokeKey(ctx context.Context, idOrKey string) (KeyRevoked, error) {
+	id := idOrKey
+	if _, keyID, _, ok := models.ParseKey(idOrKey); ok {
+		id = keyID
+	}
+	err := models.RevokeKey(e.cfg.DB.WithContext(ctx), id)
+	if errors.Is(err, models.ErrNotFound) {
+		return KeyRevoked{}, missing("key", id)
+	}
+	if err != nil {
+		return KeyRevoked{}, err
+	}
+	return KeyRevoked{KeyID: id, Revoked: true}, nil
+}
+
+// DemoTenant is the tenant `shotflow dev` seeds: an account with an external API key, and one
+// installation of it with a plugin API key and a webhook signing secret.
+type DemoTenant struct {
+	AccountID      string
+	ExternalAPIKey string
+	InstallationID string
+	PluginAPIKey   string
+	WebhookSecret  string
+}
+
+// DemoTenantRequest asks for the demo tenant.
+type DemoTenantRequest struct {
+	// Known is the tenant seeded before, if any: it is kept while its keys still authenticate.
+	Known DemoTenant
+	// Credits are a new tenant's opening balance.
+	Credits int64
+	// RateLimitPerMin is a new tenant's plugin key's rate limit.
+	RateLimitPerMin int
+}
+
+// EnsureDemoTenant returns the known tenant when its plugin key still authenticates for its
+// installation and its external key for its account, and otherwise creates a new one: the account
+// "Demo account" with the requested credits, and its installation "Demo shop" with every plugin
+// scope and no callback URL, whose webhook secret box seals.
+func (e *Accounts) EnsureDemoTenant(ctx context.Context, box models.Sealer, req DemoTenantRequest) (DemoTenant, error) {
+	if ok, err := e.demoTenantValid(ctx, req.Known); ok || err != nil {
+		return req.Known, err
+	}
+	acc, err := e.CreateAccount(ctx, "Demo account", req.Credits)
+	if err != nil {
+		return DemoTenant{}, err
+	}
+	inst, err := e.CreateInstallation(ctx, box, InstallationRequest{AccountID: acc.AccountID, Name: "Demo shop", RateLimitPerMin: req.RateLimitPerMin})
+	if err != nil {
+		return DemoTenant{}, err
+	}
+	return DemoTenant{AccountID: acc.AccountID, ExternalAPIKey: acc.ExternalAPIKey, InstallationID: inst.InstallationID,
+		PluginAPIKey: inst.APIKey, WebhookSecret: inst.WebhookSecret}, nil
+}
+
+// demoTenantValid reports whether t's plugin key still authenticates for t's installation and its
+// external key for t's account.
+func (e *Accounts) demoTenantValid(ctx context.Context, t DemoTenant) (bool, error) {
+	db, now := e.cfg.DB.WithContext(ctx), time.Now()
+	plugin, err := models.AuthenticateKey(db, models.KeyKindPlugin, t.PluginAPIKey, now)
+	if err != nil {
+		return false, ignoreInvalidKey(err)
+	}
+	if plugin.InstallationID == nil || *plugin.InstallationID != t.InstallationID {
+		return false, nil
+	}
+	external, err := models.AuthenticateKey(db, models.KeyKindExternal, t.ExternalAPIKey, now)
+	if err != nil {
+		return false, ignoreInvalidKey(err)
+	}
+	return external.AccountID == t.AccountID, nil
+}
+
+// ignoreInvalidKey is err, or nil when it only says that the key does not authenticate.
+func ignoreInvalidKey(err error) error {
+	if errors.Is(err, models.ErrInvalidKey) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,194 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.uber.org/zap"
+	"gorm.io/gorm"
+
+	"github.com/shotflow/shotflow/internal/engine"
+	"github.com/shotflow/shotflow/internal/platform/urlsign"
+	"github.com/shotflow/shotflow/internal/providers/errorcat"
+	"github.com/shotflow/shotflow/internal/testsupport/testdb"
+	"github.com/shotflow/shotflow/internal/webhooks"
+	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
+	"github.com/shotflow/shotflow/workflows"
+)
+
+// signal is one signal a describingTemporal received.
+type signal struct {
+	workflowID, name string
+	arg              any
+}
+
+// describingTemporal is a recordingTemporal that also describes workflows, with the statuses of
+// closed (or running) workflows it was given (any other is not found), and records signals.
+type describingTemporal struct {
+	*recordingTemporal
+	statuses map[string]enumspb.WorkflowExecutionStatus
+	mu       sync.Mutex
+	signals  []signal
+}
+
+func (f *describingTemporal) DescribeWorkflowExecution(_ context.Context, workflowID, _ string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
+	st, ok := f.statuses[workflowID]
+	if !ok {
+		return nil, serviceerror.NewNotFound("workflow not found")
+	}
+	return &workflowservice.DescribeWorkflowExecutionResponse{WorkflowExecutionInfo: &workflowpb.WorkflowExecutionInfo{Status: st}}, nil
+}
+
+func (f *describingTemporal) SignalWorkflow(_ context.Context, workflowID, _, name string, arg any) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.signals = append(f.signals, signal{workflowID: workflowID, name: name, arg: arg})
+	return nil
+}
+
+// TestSupportFindsAndRedrivesStrandedJobs: of three running jobs, one whose workflow closed and one
+// never launched by an order workflow that closed are stragglers, while one whose workflow runs is
+// not. A settle ends the run failed, tells the order, records the job.failed webhook (as a job's
+// workflow records it) and starts its delivery; a rerun settles the run and runs the job again.
+func TestSupportFindsAndRedrivesStrandedJobs(t *testing.T) {
+	t.Parallel()
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		tn := newSupportTenant(t, db, 10)
+		tc := &describingTemporal{recordingTemporal: &recordingTemporal{}}
+		s := engine.New(engine.Config{DB: db, Temporal: tc, TaskQueue: "support-test", Log: zap.NewNop(), JobOptions: supportJobOptions,
+			TemporalUI: supportUI, Signer: urlsign.New([]byte("0123456789abcdef0123456789abcdef"), "http://api.example"), DownloadTTL: time.Hour})
+		o, jobs := submitOrder(t, s, tn, 2, "closed", "running", "queued")
+		closed, running, queued := jobs[0].ID, jobs[1].ID, jobs[2].ID
+		for _, id := range []string{closed, running} {
+			if err := models.BeginAttempt(db, id, 1, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tc.statuses = map[string]enumspb.WorkflowExecutionStatus{
+			workflows.JobWorkflowID(closed, 1):  enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED,
+			workflows.JobWorkflowID(running, 1): enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING,
+			workflows.OrderWorkflowID(o.ID):     enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED,
+		}
+
+		list, err := s.Support.FindStragglers(ctx, 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		why := map[string]string{}
+		for _, j := range list.Jobs {
+			why[j.JobID] = j.Why
+		}
+		if list.Count != 2 || list.Checked != 3 || list.Limit != 10 || len(why) != 2 ||
+			why[closed] != "job workflow job/"+closed+" is Terminated" ||
+			why[queued] != "never launched, and order workflow order/"+o.ID+" is Terminated" {
+			t.Fatalf("stragglers = %+v", list)
+		}
+		if j := list.Jobs[0]; j.TemporalUIURL != supportUI.WorkflowURL(j.WorkflowID) || j.WorkflowID != workflows.JobWorkflowID(j.JobID, 1) {
+			t.Fatalf("straggler link = %+v", j)
+		}
+		if _, err := s.Support.FindStragglers(ctx, 0, engine.MaxSupportListLimit+1); !errors.Is(err, engine.ErrInvalidFilter) {
+			t.Fatalf("limit over the maximum: %v", err)
+		}
+
+		// Refusals change nothing.
+		for name, c := range map[string]struct {
+			req  engine.RedriveRequest
+			want error
+		}{
+			"running job": {engine.RedriveRequest{JobID: running, Action: engine.RedriveSettle, Actor: "a"}, engine.ErrNotStraggler},
+			"unknown job": {engine.RedriveRequest{JobID: models.NewID(), Action: engine.RedriveSettle, Actor: "a"}, models.ErrNotFound},
+			"no actor":    {engine.RedriveRequest{JobID: closed, Action: engine.RedriveSettle, Actor: " "}, nil},
+			"bad action":  {engine.RedriveRequest{JobID: closed, Action: "retry", Actor: "a"}, nil},
+		} {
+			before := accountSnapshot(t, db, tn.accountID)
+			if _, err := s.Support.RedriveJob(ctx, c.req); err == nil || c.want != nil && !errors.Is(err, c.want) {
+				t.Errorf("%s: %v, want %v", name, err, c.want)
+			}
+			if after := accountSnapshot(t, db, tn.accountID); after != before {
+				t.Errorf("%s changed the database", name)
+			}
+		}
+
+		// Settle: the run ends failed, the order hears of it, the webhook is recorded and sent.
+		res, err := s.Support.RedriveJob(ctx, engine.RedriveRequest{JobID: closed, Action: engine.RedriveSettle, Actor: "alice", Reason: "outage"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		deliveryID := models.WebhookDeliveryID(closed, 1, webhooks.EventJobFailed)
+		if res.SettledRun != 1 || res.AuditID == "" || res.WebhookDeliveryID != deliveryID || res.NotifyError != "" || res.Rerun != nil ||
+			res.Why != why[closed] {
+			t.Fatalf("settle = %+v", res)
+		}
+		j := loadJob(t, db, closed)
+		if j.Status != status.JobFailed || j.ErrorCategory == nil || *j.ErrorCategory != string(errorcat.InternalBug) ||
+			!strings.Contains(j.ErrorDetail, "settled by alice") {
+			t.Fatalf("settled job = %+v", j)
+		}
+		if len(tc.signals) != 1 || tc.signals[0].workflowID != workflows.OrderWorkflowID(o.ID) || tc.signals[0].name != workflows.SignalJobFinished ||
+			tc.signals[0].arg != (workflows.JobFinished{JobID: closed, Run: 1, Status: status.JobFailed}) {
+			t.Fatalf("signals = %+v", tc.signals)
+		}
+		d, err := models.GetWebhookDelivery(db, deliveryID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p webhooks.Payload
+		if err := json.Unmarshal(d.Payload, &p); err != nil {
+			t.Fatal(err)
+		}
+		if d.Event != webhooks.EventJobFailed || d.CallbackURL != "https://shop.example/hooks" || p.ID != closed || p.Status != status.JobFailed ||
+			p.DeliveryID != deliveryID {
+			t.Fatalf("delivery = %+v, payload %s", d, d.Payload)
+		}
+		if starts := tc.startsOf(workflows.WebhookWorkflowID(deliveryID)); len(starts) != 1 ||
+			starts[0].args[0] != (workflows.WebhookDeliveryInput{DeliveryID: deliveryID}) {
+			t.Fatalf("delivery starts = %+v", starts)
+		}
+		// Settled, it is no straggler any more.
+		if _, err := s.Support.RedriveJob(ctx, engine.RedriveRequest{JobID: closed, Action: engine.RedriveSettle, Actor: "alice"}); !errors.Is(err, engine.ErrNotStraggler) {
+			t.Fatalf("second settle: %v", err)
+		}
+
+		// Rerun: the never launched job is settled and runs again as run 2, with no webhook.
+		res, err = s.Support.RedriveJob(ctx, engine.RedriveRequest{JobID: queued, Action: engine.RedriveRerun, Actor: "bob", Reason: "outage"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Rerun == nil || res.Rerun.Run != 2 || !res.Rerun.WorkflowStarted || res.WebhookDeliveryID != "" ||
+			res.Rerun.TemporalUIURL != supportUI.WorkflowURL(workflows.JobWorkflowID(queued, 2)) {
+			t.Fatalf("rerun = %+v", res)
+		}
+		if j := loadJob(t, db, queued); j.Run != 2 || j.Status != status.JobPending {
+			t.Fatalf("re-run job = %+v", j)
+		}
+		var audit []models.JobRetry
+		if err := db.Where("order_id = ?", o.ID).Order("created_at, action DESC").Find(&audit).Error; err != nil {
+			t.Fatal(err)
+		}
+		var actions []string
+		for _, a := range audit {
+			actions = append(actions, map[string]string{closed: "closed", queued: "queued"}[a.JobID]+"/"+a.Action+"/"+a.Actor)
+		}
+		if strings.Join(actions, ",") != "closed/settle/alice,queued/settle/bob,queued/retry/bob" {
+			t.Fatalf("audit trail = %v", actions)
+		}
+		// Both settled runs released their credits; run 2 reserved its own.
+		assertAccountCredits(t, db, tn.accountID, 6, 4)
+		var deliveries int64
+		db.Model(&models.WebhookDelivery{}).Where("order_id = ?", o.ID).Count(&deliveries)
+		if deliveries != 1 {
+			t.Fatalf("%d deliveries, want the settled run's only", deliveries)
+		}
+	})
+}
