@@ -64,11 +64,11 @@ type Engine struct {
 	Catalog     *Catalog     // an installation's products, packshots and images; the generation models
 	Records     *Records     // an account's presets, fashion models, sceneries, photos and results
 	Uploads     *Uploads     // declared uploads: claim, store, prepare; files behind signed URLs
-	Accounts    *Accounts    // API keys
+	Accounts    *Accounts    // API keys, accounts, installations and credits
 	Webhooks    *Webhooks    // webhook secrets, deliveries and replays
 	Idempotency *Idempotency // Idempotency-Key runs of the plugin API
 	Outbox      *Outbox      // starts of committed orders, job re-runs and preparations that were lost
-	Support     *Support     // what support staff do: re-run a job
+	Support     *Support     // what support staff do: list, show, retry, re-drive, replay
 }
 
 // core is the dependencies every service shares, and the engine itself for a service that uses
@@ -116,7 +116,8 @@ type Records struct{ *core }
 // Uploads declares, claims, stores and prepares uploaded files, and finds files for download.
 type Uploads struct{ *core }
 
-// Accounts authenticates API keys.
+// Accounts authenticates API keys and runs the operators' account commands: accounts,
+// installations, keys and credit grants.
 type Accounts struct{ *core }
 
 // Webhooks rotates webhook secrets and starts and replays deliveries.

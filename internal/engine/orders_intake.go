@@ -9,7 +9,7 @@
 // reserved for an order that nothing will run, and no workflow exists for an order that was not
 // committed.
 //
-// A job that support staff run again (internal/support) follows the same pattern: the new run and
+// A job that support staff run again (Support.RetryJob) follows the same pattern: the new run and
 // its reservation are committed with run_started_at NULL, StartJobRun starts its workflow, and the
 // Sweeper starts any run whose start was lost.
 package engine

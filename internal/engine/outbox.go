@@ -46,7 +46,7 @@ func (e *Outbox) StartPending(ctx context.Context, olderThan time.Duration, limi
 }
 
 // StartJobRun starts the JobWorkflow of a job's current run when that run is not the first (an
-// operator re-ran the job, see internal/support), tolerating one that already exists, and records
+// operator re-ran the job, see Support.RetryJob), tolerating one that already exists, and records
 // the start in run_started_at. The run's workflow ID carries the run number and reuse is
 // rejected, so a run executes once however often it is started.
 func (e *Outbox) StartJobRun(ctx context.Context, j *models.Job) error {
