@@ -9,7 +9,6 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
-	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/activities/contract"
 	"github.com/shotflow/shotflow/internal/platform/metrics"
@@ -28,12 +27,12 @@ const maxErrorText = 500
 // CompleteJob; FinishJob records in the same transaction as the job's end. internal/support's
 // straggler sweep still calls it directly.
 func (a *Activities) RecordJobWebhook(ctx context.Context, in contract.RecordWebhookInput) (contract.RecordWebhookResult, error) {
-	return a.recordJobWebhook(a.DB.WithContext(ctx), in)
+	return a.recordJobWebhook(ctx, a.Store, in)
 }
 
-// recordJobWebhook is RecordJobWebhook in db (a transaction of the caller's, or none).
-func (a *Activities) recordJobWebhook(db *gorm.DB, in contract.RecordWebhookInput) (contract.RecordWebhookResult, error) {
-	job, err := models.GetJob(db, in.JobID)
+// recordJobWebhook is RecordJobWebhook through st (a transaction of the caller's, or none).
+func (a *Activities) recordJobWebhook(ctx context.Context, st *models.Store, in contract.RecordWebhookInput) (contract.RecordWebhookResult, error) {
+	job, err := st.GetJob(ctx, in.JobID)
 	if err != nil {
 		return contract.RecordWebhookResult{}, fmt.Errorf("load job %s: %w", in.JobID, err)
 	}
@@ -46,7 +45,7 @@ func (a *Activities) recordJobWebhook(db *gorm.DB, in contract.RecordWebhookInpu
 	if job.InstallationID == nil {
 		return contract.RecordWebhookResult{}, nil
 	}
-	inst, err := models.GetInstallation(db, *job.InstallationID)
+	inst, err := st.GetInstallation(ctx, *job.InstallationID)
 	if err != nil {
 		return contract.RecordWebhookResult{}, fmt.Errorf("load installation: %w", err)
 	}
@@ -55,14 +54,14 @@ func (a *Activities) recordJobWebhook(db *gorm.DB, in contract.RecordWebhookInpu
 		return res, nil
 	}
 	res.DeliveryID, res.Deliver = models.WebhookDeliveryID(job.ID, job.Run, event), true
-	if _, err := models.GetWebhookDelivery(db, res.DeliveryID); err == nil {
+	if _, err := st.GetWebhookDelivery(ctx, res.DeliveryID); err == nil {
 		return res, nil // recorded by an earlier execution
 	} else if !errors.Is(err, models.ErrNotFound) {
 		return contract.RecordWebhookResult{}, err
 	}
 	var outputs []models.Asset
 	if job.Status == status.JobCompleted {
-		byJob, err := models.JobOutputs(db, job.ID)
+		byJob, err := st.JobOutputs(ctx, job.ID)
 		if err != nil {
 			return contract.RecordWebhookResult{}, fmt.Errorf("load outputs: %w", err)
 		}
@@ -78,7 +77,7 @@ func (a *Activities) recordJobWebhook(db *gorm.DB, in contract.RecordWebhookInpu
 	if err != nil {
 		return contract.RecordWebhookResult{}, err
 	}
-	_, err = models.CreateWebhookDelivery(db, &models.WebhookDelivery{
+	_, err = st.CreateWebhookDelivery(ctx, &models.WebhookDelivery{
 		ID: res.DeliveryID, AccountID: job.AccountID, InstallationID: inst.ID, OrderID: job.OrderID, JobID: job.ID,
 		Run: job.Run, Event: event, Payload: models.JSON(payload), CallbackURL: inst.CallbackURL, CreatedAt: now,
 	})
@@ -94,8 +93,7 @@ func (a *Activities) recordJobWebhook(db *gorm.DB, in contract.RecordWebhookInpu
 func (a *Activities) DeliverWebhook(ctx context.Context, in contract.DeliverInput) (contract.DeliverResult, error) {
 	dctx, cancel := bounded(ctx)
 	defer cancel()
-	db := a.DB.WithContext(dctx)
-	d, err := models.GetWebhookDelivery(db, in.DeliveryID)
+	d, err := a.Store.GetWebhookDelivery(dctx, in.DeliveryID)
 	if errors.Is(err, models.ErrNotFound) {
 		return contract.DeliverResult{}, temporal.NewNonRetryableApplicationError("no webhook delivery "+in.DeliveryID, contract.ErrTypeWebhookDeliveryNotFound, err)
 	}
@@ -110,7 +108,7 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in contract.DeliverInpu
 		}
 		return res, nil
 	}
-	inst, err := models.GetInstallation(db, d.InstallationID)
+	inst, err := a.Store.GetInstallation(dctx, d.InstallationID)
 	if errors.Is(err, models.ErrNotFound) {
 		return contract.DeliverResult{}, fmt.Errorf("installation %s of delivery %s: %w", d.InstallationID, d.ID, err)
 	}
@@ -159,7 +157,7 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in contract.DeliverInpu
 	}
 	rctx, cancelRecord := bounded(ctx)
 	defer cancelRecord()
-	if err := models.RecordWebhookAttempt(a.DB.WithContext(rctx), d.ID, rec); err != nil {
+	if err := a.Store.RecordWebhookAttempt(rctx, d.ID, rec); err != nil {
 		return contract.DeliverResult{}, unavailable(contract.DependencyDatabase, fmt.Errorf("record attempt: %w", err))
 	}
 	if !rec.Delivered {
@@ -171,7 +169,7 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in contract.DeliverInpu
 
 // MarkWebhookFailed records that a delivery's run gave up after its last attempt (a local activity).
 func (a *Activities) MarkWebhookFailed(ctx context.Context, deliveryID string) error {
-	return models.MarkWebhookFailed(a.DB.WithContext(ctx), deliveryID)
+	return a.Store.MarkWebhookFailed(ctx, deliveryID)
 }
 
 // webhookErrorText bounds the error text stored with an attempt.

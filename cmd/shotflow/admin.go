@@ -564,7 +564,7 @@ func (e *adminEnv) jobsRedrive(args []string) (any, error) {
 		return nil, err
 	}
 	// The settled run's webhook is recorded as a job's workflow records it.
-	acts := &activities.Activities{DB: e.db, Log: zap.NewNop(), Signer: app.NewSigner(e.cfg, master), DownloadTTL: e.cfg.DownloadURLTTL}
+	acts := &activities.Activities{Store: models.NewStore(e.db), Log: zap.NewNop(), Signer: app.NewSigner(e.cfg, master), DownloadTTL: e.cfg.DownloadURLTTL}
 	return support.RedriveJob(e.ctx, starter, e.db, tc, acts, e.ui(), support.RedriveRequest{JobID: id, Action: *action, Actor: *actor, Reason: *reason})
 }
 

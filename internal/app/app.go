@@ -307,7 +307,7 @@ func (a *App) ServeHTTP(ctx context.Context, ready func(addr net.Addr)) error {
 
 // Activities returns the activity implementations bound to this process's dependencies.
 func (a *App) Activities() *activities.Activities {
-	return &activities.Activities{DB: a.DB, Blobs: a.Blobs, Generator: a.Generator, Log: a.Log, LongEdge: a.Config.RenderLongEdge,
+	return &activities.Activities{Store: models.NewStore(a.DB), Blobs: a.Blobs, Generator: a.Generator, Log: a.Log, LongEdge: a.Config.RenderLongEdge,
 		Prepare: imageprep.Options{MinLongEdge: a.Config.InputMinLongEdge},
 		Secrets: a.Box, Signer: a.Signer, DownloadTTL: a.Config.DownloadURLTTL,
 		Webhooks: webhooks.NewClient(webhooks.ClientOptions{AllowPrivate: a.Config.WebhookAllowPrivateNetworks}),
