@@ -316,7 +316,7 @@ func (a *App) Activities() *activities.Activities {
 
 // Purger returns the output retention sweep of this process's database and blob store.
 func (a *App) Purger() *retention.Purger {
-	return &retention.Purger{DB: a.DB, Blobs: a.Blobs, Log: a.Log, Retention: a.Config.OutputRetention, Metrics: a.Metrics}
+	return &retention.Purger{Store: models.NewStore(a.DB), Blobs: a.Blobs, Log: a.Log, Retention: a.Config.OutputRetention, Metrics: a.Metrics}
 }
 
 // StartWorkerMetrics listens on WORKER_METRICS_ADDR and serves the worker's GET /metrics
