@@ -7,3 +7,9 @@ import "context"
 func (s *Store) FindUsableReferenceItem(ctx context.Context, kind ReferenceKind, accountID, id string) (*ReferenceItem, error) {
 	return FindUsableReferenceItem(s.conn(ctx), kind, accountID, id)
 }
+
+// SeedReference writes the embedded seed's marketplace fashion models and sceneries and its system
+// presets, idempotently (SeedReference).
+func (s *Store) SeedReference(ctx context.Context) error {
+	return SeedReference(s.conn(ctx))
+}

@@ -119,7 +119,7 @@ func Open(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Optio
 	a.closers = append(a.closers, a.Blobs.Close)
 	// The shared marketplace and the system presets: idempotent, safe from many processes at once.
 	// Their images are drawn when first downloaded (`shotflow dev` draws them all at start).
-	if err := reference.Seed(ctx, db, a.Blobs, false); err != nil {
+	if err := reference.Seed(ctx, models.NewStore(db), a.Blobs, false); err != nil {
 		return nil, err
 	}
 
