@@ -15,7 +15,6 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
-	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/activities/contract"
 	"github.com/shotflow/shotflow/internal/media/imageprep"
@@ -31,7 +30,7 @@ import (
 
 // Activities holds the dependencies of every activity.
 type Activities struct {
-	DB        *gorm.DB
+	Store     *models.Store
 	Blobs     *blobstore.Store
 	Generator *providers.Registry
 	Log       *zap.Logger
@@ -50,7 +49,7 @@ type Activities struct {
 
 // BeginAttempt moves the job to in_progress and records the attempt number (a local activity).
 func (a *Activities) BeginAttempt(ctx context.Context, in contract.AttemptInput) error {
-	err := models.BeginAttempt(a.DB.WithContext(ctx), in.JobID, in.Run, in.Attempt)
+	err := a.Store.BeginAttempt(ctx, in.JobID, in.Run, in.Attempt)
 	if errors.Is(err, models.ErrJobNotRunnable) {
 		return temporal.NewNonRetryableApplicationError("job is already terminal", contract.ErrTypeJobNotRunnable, err)
 	}
@@ -119,17 +118,15 @@ func (a *Activities) loadAttempt(ctx context.Context, jobID string) (*models.Job
 	var session providers.SessionConfig
 	dctx, cancel := bounded(ctx)
 	defer cancel()
-	db := a.DB.WithContext(dctx)
-	job, err := models.GetJob(db, jobID)
+	job, err := a.Store.GetJob(dctx, jobID)
 	if errors.Is(err, models.ErrNotFound) {
 		return nil, nil, session, categorized(errorcat.InternalBug, fmt.Errorf("job %s does not exist", jobID), 0)
 	}
 	if err != nil {
 		return nil, nil, session, unavailable(contract.DependencyDatabase, fmt.Errorf("load job: %w", err))
 	}
-	var order models.Order
-	err = db.Take(&order, "id = ?", job.OrderID).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
+	order, err := a.Store.GetOrder(dctx, job.OrderID)
+	if errors.Is(err, models.ErrNotFound) {
 		return nil, nil, session, categorized(errorcat.InternalBug, fmt.Errorf("order %s of job %s does not exist", job.OrderID, jobID), 0)
 	}
 	if err != nil {
@@ -140,7 +137,7 @@ func (a *Activities) loadAttempt(ctx context.Context, jobID string) (*models.Job
 			return nil, nil, session, categorized(errorcat.InternalBug, fmt.Errorf("session_config: %w", err), 0)
 		}
 	}
-	return job, &order, session, nil
+	return job, order, session, nil
 }
 
 // getBlob reads a stored file within dependencyCallTimeout.
@@ -158,12 +155,11 @@ func (a *Activities) putBlob(ctx context.Context, key string, data []byte, conte
 }
 
 func (a *Activities) loadInput(ctx context.Context, assetID string) (*providers.Input, error) {
-	var asset models.Asset
 	dctx, cancel := bounded(ctx)
-	err := a.DB.WithContext(dctx).Take(&asset, "id = ?", assetID).Error
+	asset, err := a.Store.GetAsset(dctx, assetID)
 	cancel()
 	switch {
-	case errors.Is(err, gorm.ErrRecordNotFound):
+	case errors.Is(err, models.ErrNotFound):
 		return nil, categorized(errorcat.InputMissing, fmt.Errorf("input asset %s does not exist", assetID), 0)
 	case err != nil:
 		return nil, unavailable(contract.DependencyDatabase, fmt.Errorf("load input asset: %w", err))
@@ -195,17 +191,17 @@ func (a *Activities) loadInput(ctx context.Context, assetID string) (*providers.
 // Kept for runs started in an older shape: only JobShapeOriginal runs call it; newer shapes end
 // with FinishJob.
 func (a *Activities) CompleteJob(ctx context.Context, in contract.CompleteInput) error {
-	completed, err := completeJob(a.DB.WithContext(ctx), in)
+	completed, err := completeJob(ctx, a.Store, in)
 	if completed {
 		a.Metrics.JobFinished(status.JobCompleted, "")
 	}
 	return err
 }
 
-// completeJob stores a successful job run in db (its own transaction, or a savepoint of the
+// completeJob stores a successful job run through st (its own transaction, or a savepoint of the
 // caller's); completed is false when the run was already terminal.
-func completeJob(db *gorm.DB, in contract.CompleteInput) (completed bool, err error) {
-	job, err := models.GetJob(db, in.JobID)
+func completeJob(ctx context.Context, st *models.Store, in contract.CompleteInput) (completed bool, err error) {
+	job, err := st.GetJob(ctx, in.JobID)
 	if err != nil {
 		return false, err
 	}
@@ -218,7 +214,7 @@ func completeJob(db *gorm.DB, in contract.CompleteInput) (completed bool, err er
 			Width: o.Width, Height: o.Height, SHA256: o.SHA256, JobID: &job.ID, Position: pos, CreatedAt: now, UpdatedAt: now,
 		})
 	}
-	return models.CompleteJob(db, in.JobID, in.Run, assets)
+	return st.CompleteJob(ctx, in.JobID, in.Run, assets)
 }
 
 // EndJob moves the job to a terminal failure status and releases its credits (a local activity).
@@ -226,26 +222,26 @@ func completeJob(db *gorm.DB, in contract.CompleteInput) (completed bool, err er
 // Kept for runs started in an older shape: only shapes before JobShapeQuiet (and their orders)
 // call it, with RecordJobWebhook after it; JobShapeQuiet runs end with FinishJob.
 func (a *Activities) EndJob(ctx context.Context, in contract.EndInput) error {
-	ended, err := endJob(a.DB.WithContext(ctx), in)
+	ended, err := endJob(ctx, a.Store, in)
 	if ended && err == nil {
 		a.Metrics.JobFinished(in.Status, string(in.Category))
 	}
 	return err
 }
 
-// endJob stores a job run's end without output in db (its own transaction, or a savepoint of the
-// caller's); ended is false when the run was already terminal.
-func endJob(db *gorm.DB, in contract.EndInput) (bool, error) {
+// endJob stores a job run's end without output through st (its own transaction, or a savepoint of
+// the caller's); ended is false when the run was already terminal.
+func endJob(ctx context.Context, st *models.Store, in contract.EndInput) (bool, error) {
 	hint := ""
 	if in.Category != "" {
 		hint = in.Category.Hint()
 	}
-	return models.EndJob(db, in.JobID, in.Run, in.Status, string(in.Category), hint, in.Detail)
+	return st.EndJob(ctx, in.JobID, in.Run, in.Status, string(in.Category), hint, in.Detail)
 }
 
 // MarkRetryPending shows the job as retry_pending with the category of its last attempt (a local activity).
 func (a *Activities) MarkRetryPending(ctx context.Context, in contract.RetryPendingInput) error {
-	return models.MarkRetryPending(a.DB.WithContext(ctx), in.JobID, in.Run, string(in.Category), in.Category.Hint(), in.Detail)
+	return a.Store.MarkRetryPending(ctx, in.JobID, in.Run, string(in.Category), in.Category.Hint(), in.Detail)
 }
 
 // categorized wraps err as a non-retryable ApplicationError typed with the category, carrying the

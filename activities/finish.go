@@ -6,9 +6,9 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
-	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/activities/contract"
+	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/models/status"
 )
 
@@ -22,26 +22,26 @@ import (
 // out, and the job's end is committed with no delivery. A database failure rolls back both.
 func (a *Activities) FinishJob(ctx context.Context, in contract.FinishJobInput) (contract.RecordWebhookResult, error) {
 	var endStatus, category string
-	var finish func(tx *gorm.DB) (bool, error)
+	var finish func(tx *models.Store) (bool, error)
 	var ref contract.RecordWebhookInput
 	switch {
 	case in.Complete != nil && in.End == nil:
 		endStatus, ref = status.JobCompleted, contract.RecordWebhookInput{JobID: in.Complete.JobID, Run: in.Complete.Run}
-		finish = func(tx *gorm.DB) (bool, error) { return completeJob(tx, *in.Complete) }
+		finish = func(tx *models.Store) (bool, error) { return completeJob(ctx, tx, *in.Complete) }
 	case in.End != nil && in.Complete == nil:
 		endStatus, category, ref = in.End.Status, string(in.End.Category), contract.RecordWebhookInput{JobID: in.End.JobID, Run: in.End.Run}
-		finish = func(tx *gorm.DB) (bool, error) { return endJob(tx, *in.End) }
+		finish = func(tx *models.Store) (bool, error) { return endJob(ctx, tx, *in.End) }
 	default:
 		return contract.RecordWebhookResult{}, temporal.NewNonRetryableApplicationError("FinishJob needs exactly one of Complete and End", "BAD_INPUT", nil)
 	}
 	var rec contract.RecordWebhookResult
 	finished := false
-	err := a.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := a.Store.Tx(ctx, func(tx *models.Store) error {
 		var err error
 		if finished, err = finish(tx); err != nil {
 			return err
 		}
-		rec, err = a.recordWebhookInTx(tx, ref)
+		rec, err = a.recordWebhookInTx(ctx, tx, ref)
 		return err
 	})
 	if err != nil {
@@ -55,11 +55,11 @@ func (a *Activities) FinishJob(ctx context.Context, in contract.FinishJobInput) 
 
 // recordWebhookInTx records the run's webhook in a savepoint of tx. A non-retryable refusal is
 // logged and answered with no delivery; any other error fails the whole transaction.
-func (a *Activities) recordWebhookInTx(tx *gorm.DB, ref contract.RecordWebhookInput) (contract.RecordWebhookResult, error) {
+func (a *Activities) recordWebhookInTx(ctx context.Context, tx *models.Store, ref contract.RecordWebhookInput) (contract.RecordWebhookResult, error) {
 	var rec contract.RecordWebhookResult
-	err := tx.Transaction(func(sp *gorm.DB) error {
+	err := tx.Tx(ctx, func(sp *models.Store) error {
 		var err error
-		rec, err = a.recordJobWebhook(sp, ref)
+		rec, err = a.recordJobWebhook(ctx, sp, ref)
 		return err
 	})
 	var appErr *temporal.ApplicationError

@@ -4,17 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"time"
 
 	"go.temporal.io/sdk/temporal"
-	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/activities/contract"
 	"github.com/shotflow/shotflow/internal/media/imageprep"
 	"github.com/shotflow/shotflow/internal/platform/blobstore"
 	"github.com/shotflow/shotflow/models"
-	"github.com/shotflow/shotflow/models/jobtype"
 	"github.com/shotflow/shotflow/models/status"
 )
 
@@ -24,11 +20,10 @@ import (
 // left as it is, so a repeated execution changes nothing. A database or blob store that cannot be
 // reached is ErrTypeDependencyUnavailable: the workflow waits for it rather than give up on the file.
 func (a *Activities) PrepareAsset(ctx context.Context, assetID string) (contract.PrepareResult, error) {
-	var asset models.Asset
 	dctx, cancel := bounded(ctx)
-	err := a.DB.WithContext(dctx).Take(&asset, "id = ?", assetID).Error
+	asset, err := a.Store.GetAsset(dctx, assetID)
 	cancel()
-	if errors.Is(err, gorm.ErrRecordNotFound) {
+	if errors.Is(err, models.ErrNotFound) {
 		return contract.PrepareResult{}, temporal.NewNonRetryableApplicationError("asset "+assetID+" does not exist", contract.ErrTypeAssetGone, err)
 	}
 	if err != nil {
@@ -51,23 +46,20 @@ func (a *Activities) PrepareAsset(ctx context.Context, assetID string) (contract
 	if err != nil {
 		return contract.PrepareResult{}, err
 	}
-	updates := map[string]any{
-		"status": status.AssetReady, "width": prepared.Width, "height": prepared.Height,
-		"thumbnail_blob_key": asset.BlobKey + ".thumb.jpg", "updated_at": time.Now().UTC(),
-	}
+	ready := models.PreparedAsset{Width: prepared.Width, Height: prepared.Height, ThumbnailBlobKey: asset.BlobKey + ".thumb.jpg"}
 	if prepared.Prepared != nil {
 		key := asset.BlobKey + ".prepared.png"
 		if err := a.putBlob(ctx, key, prepared.Prepared, "image/png"); err != nil {
 			return contract.PrepareResult{}, unavailable(contract.DependencyBlobStore, fmt.Errorf("store prepared image: %w", err))
 		}
-		updates["prepared_blob_key"] = key
+		ready.PreparedBlobKey = key
 	}
-	if err := a.putBlob(ctx, asset.BlobKey+".thumb.jpg", prepared.Thumbnail, "image/jpeg"); err != nil {
+	if err := a.putBlob(ctx, ready.ThumbnailBlobKey, prepared.Thumbnail, "image/jpeg"); err != nil {
 		return contract.PrepareResult{}, unavailable(contract.DependencyBlobStore, fmt.Errorf("store thumbnail: %w", err))
 	}
 	dctx, cancel = bounded(ctx)
 	defer cancel()
-	if err := a.DB.WithContext(dctx).Model(&models.Asset{}).Where("id = ? AND status = ?", assetID, status.AssetProcessing).Updates(updates).Error; err != nil {
+	if err := a.Store.MarkAssetReady(dctx, assetID, ready); err != nil {
 		return contract.PrepareResult{}, unavailable(contract.DependencyDatabase, fmt.Errorf("mark asset ready: %w", err))
 	}
 	return contract.PrepareResult{Status: status.AssetReady, Width: prepared.Width, Height: prepared.Height}, nil
@@ -82,10 +74,7 @@ func (a *Activities) InvalidateAsset(ctx context.Context, assetID, problem strin
 func (a *Activities) invalidate(ctx context.Context, assetID, problem string) (contract.PrepareResult, error) {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
-	err := a.DB.WithContext(ctx).Model(&models.Asset{}).
-		Where("id = ? AND status = ?", assetID, status.AssetProcessing).
-		Updates(map[string]any{"status": status.AssetInvalid, "problem": problem, "updated_at": time.Now().UTC()}).Error
-	if err != nil {
+	if err := a.Store.MarkAssetInvalid(ctx, assetID, problem); err != nil {
 		return contract.PrepareResult{}, fmt.Errorf("mark asset invalid: %w", err)
 	}
 	return contract.PrepareResult{Status: status.AssetInvalid, Problem: problem}, nil
@@ -94,25 +83,13 @@ func (a *Activities) invalidate(ctx context.Context, assetID, problem string) (c
 // JobsWaitingFor lists the unfinished jobs that read the asset (a local activity): those
 // PrepareInputWorkflow wakes when the asset is ready or invalid.
 func (a *Activities) JobsWaitingFor(ctx context.Context, assetID string) ([]contract.JobRunRef, error) {
-	db := a.DB.WithContext(ctx)
-	var asset models.Asset
-	if err := db.Select("id", "account_id").Take(&asset, "id = ?", assetID).Error; err != nil {
-		return nil, err
-	}
-	open := []string{status.JobPending, status.JobInProgress, status.JobRetryPending}
-	var jobs []models.Job
-	// Single-input jobs by the input_asset_id index; reels by their list of inputs.
-	err := db.Select("id", "run", "input_asset_id", "input_asset_ids").
-		Where("account_id = ? AND status IN ? AND (input_asset_id = ? OR job_type = ?)", asset.AccountID, open, assetID, jobtype.Reel).
-		Find(&jobs).Error
+	jobs, err := a.Store.OpenJobsReading(ctx, assetID)
 	if err != nil {
 		return nil, err
 	}
 	var out []contract.JobRunRef
 	for _, j := range jobs {
-		if slices.Contains(j.Inputs(), assetID) {
-			out = append(out, contract.JobRunRef{JobID: j.ID, Run: j.Run})
-		}
+		out = append(out, contract.JobRunRef{JobID: j.ID, Run: j.Run})
 	}
 	return out, nil
 }

@@ -26,7 +26,7 @@ func (a *Activities) loadScenery(ctx context.Context, job *models.Job, sceneryID
 	}
 	dctx, cancel := bounded(ctx)
 	defer cancel()
-	item, err := models.FindUsableReferenceItem(a.DB.WithContext(dctx), models.KindScenery, job.AccountID, sceneryID)
+	item, err := a.Store.FindUsableReferenceItem(dctx, models.KindScenery, job.AccountID, sceneryID)
 	if errors.Is(err, models.ErrNotFound) {
 		a.Log.Warn("photo shoot without its scenery: not usable any more", zap.String("job_id", job.ID), zap.String("scenery_id", sceneryID))
 		return nil, nil
@@ -37,8 +37,8 @@ func (a *Activities) loadScenery(ctx context.Context, job *models.Job, sceneryID
 	var data []byte
 	switch {
 	case item.ThumbnailAssetID != nil:
-		var asset models.Asset
-		if err := a.DB.WithContext(dctx).Take(&asset, "id = ?", *item.ThumbnailAssetID).Error; err != nil {
+		var asset *models.Asset
+		if asset, err = a.Store.GetAsset(dctx, *item.ThumbnailAssetID); err != nil {
 			return nil, unavailable(contract.DependencyDatabase, fmt.Errorf("load scenery image: %w", err))
 		}
 		if asset.PurgedAt != nil {

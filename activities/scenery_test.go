@@ -58,7 +58,7 @@ func TestPhotoShootGetsItsSceneryImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	provider := &capture{}
-	acts := &activities.Activities{DB: db, Blobs: blobs, Log: zap.NewNop(), LongEdge: 64,
+	acts := &activities.Activities{Store: models.NewStore(db), Blobs: blobs, Log: zap.NewNop(), LongEdge: 64,
 		Generator: providers.MustNewRegistry(catalog, map[string]providers.Provider{"local": provider})}
 	acc, err := models.CreateAccount(db, "Team", 100)
 	if err != nil {

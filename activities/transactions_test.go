@@ -41,7 +41,7 @@ func TestSuccessfulJobCostsTheWorkerTwoTransactions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acts := &activities.Activities{DB: db, Blobs: blobs, Log: zap.NewNop(), LongEdge: 64,
+	acts := &activities.Activities{Store: models.NewStore(db), Blobs: blobs, Log: zap.NewNop(), LongEdge: 64,
 		Generator: providers.MustNewRegistry(catalog, map[string]providers.Provider{"local": &capture{}})}
 	acc, err := models.CreateAccount(db, "Team", 10)
 	if err != nil {

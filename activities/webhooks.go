@@ -9,7 +9,6 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
-	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/activities/contract"
 	"github.com/shotflow/shotflow/internal/platform/metrics"
@@ -27,13 +26,13 @@ const maxErrorText = 500
 // CompleteJob; FinishJob records in the same transaction as the job's end. The recording itself is
 // webhooks.RecordJobDelivery, which support's re-drive of a stranded job calls too.
 func (a *Activities) RecordJobWebhook(ctx context.Context, in contract.RecordWebhookInput) (contract.RecordWebhookResult, error) {
-	return a.recordJobWebhook(a.DB.WithContext(ctx), in)
+	return a.recordJobWebhook(ctx, a.Store, in)
 }
 
-// recordJobWebhook is RecordJobWebhook in db (a transaction of the caller's, or none). A run
+// recordJobWebhook is RecordJobWebhook through st (a transaction of the caller's, or none). A run
 // that is not terminal is a non-retryable contract.ErrTypeWebhookJobNotTerminal.
-func (a *Activities) recordJobWebhook(db *gorm.DB, in contract.RecordWebhookInput) (contract.RecordWebhookResult, error) {
-	rec, err := webhooks.RecordJobDelivery(db, a.Signer, a.DownloadTTL, in.JobID, in.Run)
+func (a *Activities) recordJobWebhook(ctx context.Context, st *models.Store, in contract.RecordWebhookInput) (contract.RecordWebhookResult, error) {
+	rec, err := webhooks.RecordJobDelivery(ctx, st, a.Signer, a.DownloadTTL, in.JobID, in.Run)
 	if errors.Is(err, webhooks.ErrJobNotTerminal) {
 		return contract.RecordWebhookResult{}, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeWebhookJobNotTerminal, nil)
 	}
@@ -53,8 +52,7 @@ func (a *Activities) recordJobWebhook(db *gorm.DB, in contract.RecordWebhookInpu
 func (a *Activities) DeliverWebhook(ctx context.Context, in contract.DeliverInput) (contract.DeliverResult, error) {
 	dctx, cancel := bounded(ctx)
 	defer cancel()
-	db := a.DB.WithContext(dctx)
-	d, err := models.GetWebhookDelivery(db, in.DeliveryID)
+	d, err := a.Store.GetWebhookDelivery(dctx, in.DeliveryID)
 	if errors.Is(err, models.ErrNotFound) {
 		return contract.DeliverResult{}, temporal.NewNonRetryableApplicationError("no webhook delivery "+in.DeliveryID, contract.ErrTypeWebhookDeliveryNotFound, err)
 	}
@@ -69,7 +67,7 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in contract.DeliverInpu
 		}
 		return res, nil
 	}
-	inst, err := models.GetInstallation(db, d.InstallationID)
+	inst, err := a.Store.GetInstallation(dctx, d.InstallationID)
 	if errors.Is(err, models.ErrNotFound) {
 		return contract.DeliverResult{}, fmt.Errorf("installation %s of delivery %s: %w", d.InstallationID, d.ID, err)
 	}
@@ -118,7 +116,7 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in contract.DeliverInpu
 	}
 	rctx, cancelRecord := bounded(ctx)
 	defer cancelRecord()
-	if err := models.RecordWebhookAttempt(a.DB.WithContext(rctx), d.ID, rec); err != nil {
+	if err := a.Store.RecordWebhookAttempt(rctx, d.ID, rec); err != nil {
 		return contract.DeliverResult{}, unavailable(contract.DependencyDatabase, fmt.Errorf("record attempt: %w", err))
 	}
 	if !rec.Delivered {
@@ -130,7 +128,7 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in contract.DeliverInpu
 
 // MarkWebhookFailed records that a delivery's run gave up after its last attempt (a local activity).
 func (a *Activities) MarkWebhookFailed(ctx context.Context, deliveryID string) error {
-	return models.MarkWebhookFailed(a.DB.WithContext(ctx), deliveryID)
+	return a.Store.MarkWebhookFailed(ctx, deliveryID)
 }
 
 // webhookErrorText bounds the error text stored with an attempt.

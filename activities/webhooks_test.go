@@ -89,7 +89,7 @@ func newFixture(t *testing.T, db *gorm.DB, callbackURL string) *fixture {
 	}
 	f := &fixture{db: db, box: box, secret: webhooks.NewSecret()}
 	f.acts = &activities.Activities{
-		DB: db, Log: zap.NewNop(), Secrets: box, DownloadTTL: 168 * time.Hour,
+		Store: models.NewStore(db), Log: zap.NewNop(), Secrets: box, DownloadTTL: 168 * time.Hour,
 		Signer:   urlsign.New([]byte("0123456789abcdef0123456789abcdef"), "http://api.example"),
 		Webhooks: webhooks.NewClient(webhooks.ClientOptions{AllowPrivate: true, Timeout: 300 * time.Millisecond}),
 		Metrics:  metrics.New(),

@@ -190,14 +190,3 @@ func ReleaseIdempotencyKey(db *gorm.DB, claim *IdempotencyKey) error {
 	return db.Where("id = ? AND claim_token = ? AND status = ?", claim.ID, claim.ClaimToken, IdempotencyInProgress).
 		Delete(&IdempotencyKey{}).Error
 }
-
-// PurgeExpiredIdempotencyKeys deletes the records that expired before now, of one installation
-// (installationID not empty) or of all, and returns how many it deleted.
-func PurgeExpiredIdempotencyKeys(db *gorm.DB, installationID string, now time.Time) (int64, error) {
-	q := db.Where("expires_at < ?", now.UTC())
-	if installationID != "" {
-		q = q.Where("installation_id = ?", installationID)
-	}
-	res := q.Delete(&IdempotencyKey{})
-	return res.RowsAffected, res.Error
-}

@@ -225,14 +225,14 @@ func TestIdempotencyKeyExpiry(t *testing.T) {
 			t.Fatal(err)
 		}
 		testdb.MustExec(t, db, "UPDATE idempotency_keys SET expires_at = ? WHERE installation_id = ?", time.Now().UTC().Add(-time.Hour), otherInst)
-		n, err := models.PurgeExpiredIdempotencyKeys(db, inst, time.Now())
+		n, err := models.NewStore(db).PurgeExpiredIdempotencyKeys(t.Context(), inst, time.Now())
 		if err != nil || n != 1 {
 			t.Fatalf("purge of one installation = %d, %v; want 1", n, err)
 		}
 		if countKeys(t, db, "installation_id = ?", inst) != 1 || countKeys(t, db, "installation_id = ?", otherInst) != 1 {
 			t.Fatal("purge deleted the wrong records")
 		}
-		if n, err := models.PurgeExpiredIdempotencyKeys(db, "", time.Now()); err != nil || n != 1 {
+		if n, err := models.NewStore(db).PurgeExpiredIdempotencyKeys(t.Context(), "", time.Now()); err != nil || n != 1 {
 			t.Fatalf("purge of all = %d, %v; want 1", n, err)
 		}
 	})

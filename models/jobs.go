@@ -84,19 +84,6 @@ func BeginAttempt(db *gorm.DB, jobID string, run, attempt int) error {
 	return nil
 }
 
-// MarkRetryPending records a failed attempt that will be retried.
-func MarkRetryPending(db *gorm.DB, jobID string, run int, category, hint, detail string) error {
-	return db.Model(&Job{}).
-		Where("id = ? AND run = ? AND status IN ?", jobID, run, []string{status.JobPending, status.JobInProgress, status.JobRetryPending}).
-		Updates(map[string]any{
-			"status":         status.JobRetryPending,
-			"error_category": category,
-			"error_hint":     hint,
-			"error_detail":   detail,
-			"updated_at":     time.Now().UTC(),
-		}).Error
-}
-
 // CompleteJob marks a job run completed with its outputs, consumes its reservation and updates
 // the order's counters, all in one transaction; a packshot job also adds its packshot candidate to
 // the product's catalog (EnsurePackshotCandidate). It returns false when the job was already

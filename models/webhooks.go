@@ -163,15 +163,6 @@ func RecordWebhookAttempt(db *gorm.DB, deliveryID string, r AttemptRecord) error
 	})
 }
 
-// MarkWebhookFailed records that the latest run of a delivery gave up; a delivery that was
-// delivered in the meantime stays delivered.
-func MarkWebhookFailed(db *gorm.DB, deliveryID string) error {
-	now := time.Now().UTC()
-	return db.Model(&WebhookDelivery{}).
-		Where("id = ? AND status <> ?", deliveryID, WebhookDelivered).
-		Updates(map[string]any{"status": WebhookFailed, "next_attempt_at": nil, "updated_at": now}).Error
-}
-
 // RotateWebhookSecret makes newSecret the installation's signing secret and keeps the current
 // one as the previous secret, valid until now+PreviousSecretGrace. A secret that was already
 // previous is dropped. The swap is one UPDATE, so concurrent rotations cannot lose a secret that

@@ -159,7 +159,7 @@ func TestRecordWebhookAttempts(t *testing.T) {
 			t.Fatalf("replay attempt = %+v", a)
 		}
 		// A run that gives up does not undo a delivery made in the meantime.
-		if err := models.MarkWebhookFailed(db, id); err != nil {
+		if err := models.NewStore(db).MarkWebhookFailed(t.Context(), id); err != nil {
 			t.Fatal(err)
 		}
 		if d, _ = models.GetWebhookDelivery(db, id); d.Status != models.WebhookDelivered {
@@ -183,7 +183,7 @@ func TestMarkWebhookFailed(t *testing.T) {
 		if err := models.RecordWebhookAttempt(db, id, models.AttemptRecord{Attempt: 8, StartedAt: time.Now(), StatusCode: 500, NextAttemptAt: &next}); err != nil {
 			t.Fatal(err)
 		}
-		if err := models.MarkWebhookFailed(db, id); err != nil {
+		if err := models.NewStore(db).MarkWebhookFailed(t.Context(), id); err != nil {
 			t.Fatal(err)
 		}
 		d, _ := models.GetWebhookDelivery(db, id)

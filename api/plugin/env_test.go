@@ -153,7 +153,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 // tests' tiny images through.
 func (e *env) prepare(assetID string) actcontract.PrepareResult {
 	e.t.Helper()
-	acts := &activities.Activities{DB: e.db, Blobs: e.blobs, Prepare: imageprep.Options{MinEdge: 1, MinLongEdge: 1}}
+	acts := &activities.Activities{Store: models.NewStore(e.db), Blobs: e.blobs, Prepare: imageprep.Options{MinEdge: 1, MinLongEdge: 1}}
 	res, err := acts.PrepareAsset(context.Background(), assetID)
 	require.NoError(e.t, err)
 	return res

@@ -113,7 +113,7 @@ func TestRefreshURLAnswers410OnceRetentionPurgedTheFiles(t *testing.T) {
 	// The real sweep, with the file made older than the retention period.
 	old := time.Now().UTC().Add(-91 * 24 * time.Hour)
 	require.NoError(t, e.db.Model(&models.Asset{}).Where("id = ?", a.ID).Update("created_at", old).Error)
-	n, err := (&retention.Purger{DB: e.db, Blobs: e.blobs, Log: zap.NewNop(), Retention: 90 * 24 * time.Hour}).Purge(context.Background())
+	n, err := (&retention.Purger{Store: models.NewStore(e.db), Blobs: e.blobs, Log: zap.NewNop(), Retention: 90 * 24 * time.Hour}).Purge(context.Background())
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 
@@ -378,7 +378,7 @@ func TestAcceptingAPurgedPackshotIs410(t *testing.T) {
 	// Rejected candidates are purged like any output once past retention.
 	old := time.Now().UTC().Add(-100 * 24 * time.Hour)
 	require.NoError(t, e.db.Model(&models.Asset{}).Where("id = ?", out.ID).Update("created_at", old).Error)
-	n, err := (&retention.Purger{DB: e.db, Blobs: e.blobs, Log: zap.NewNop(), Retention: 90 * 24 * time.Hour}).Purge(context.Background())
+	n, err := (&retention.Purger{Store: models.NewStore(e.db), Blobs: e.blobs, Log: zap.NewNop(), Retention: 90 * 24 * time.Hour}).Purge(context.Background())
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 
@@ -399,7 +399,7 @@ func TestRetentionKeepsTheFileOfAnAcceptedPackshot(t *testing.T) {
 	require.Equal(t, http.StatusNoContent, e.post(e.key, "/jobs/"+j.ID+"/accept").Code)
 	old := time.Now().UTC().Add(-100 * 24 * time.Hour)
 	require.NoError(t, e.db.Model(&models.Asset{}).Where("id = ?", out.ID).Update("created_at", old).Error)
-	n, err := (&retention.Purger{DB: e.db, Blobs: e.blobs, Log: zap.NewNop(), Retention: 90 * 24 * time.Hour}).Purge(context.Background())
+	n, err := (&retention.Purger{Store: models.NewStore(e.db), Blobs: e.blobs, Log: zap.NewNop(), Retention: 90 * 24 * time.Hour}).Purge(context.Background())
 	require.NoError(t, err)
 	assert.Zero(t, n)
 	rec := e.post(e.key, "/jobs/"+j.ID+"/refresh-url")

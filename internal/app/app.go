@@ -118,7 +118,7 @@ func Open(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Optio
 	a.closers = append(a.closers, a.Blobs.Close)
 	// The shared marketplace and the system presets: idempotent, safe from many processes at once.
 	// Their images are drawn when first downloaded (`shotflow dev` draws them all at start).
-	if err := reference.Seed(ctx, db, a.Blobs, false); err != nil {
+	if err := reference.Seed(ctx, models.NewStore(db), a.Blobs, false); err != nil {
 		return nil, err
 	}
 
@@ -303,7 +303,7 @@ func (a *App) ServeHTTP(ctx context.Context, ready func(addr net.Addr)) error {
 
 // Activities returns the activity implementations bound to this process's dependencies.
 func (a *App) Activities() *activities.Activities {
-	return &activities.Activities{DB: a.DB, Blobs: a.Blobs, Generator: a.Generator, Log: a.Log, LongEdge: a.Config.RenderLongEdge,
+	return &activities.Activities{Store: models.NewStore(a.DB), Blobs: a.Blobs, Generator: a.Generator, Log: a.Log, LongEdge: a.Config.RenderLongEdge,
 		Prepare: imageprep.Options{MinLongEdge: a.Config.InputMinLongEdge},
 		Secrets: a.Box, Signer: a.Signer, DownloadTTL: a.Config.DownloadURLTTL,
 		Webhooks: webhooks.NewClient(webhooks.ClientOptions{AllowPrivate: a.Config.WebhookAllowPrivateNetworks}),
@@ -312,7 +312,7 @@ func (a *App) Activities() *activities.Activities {
 
 // Purger returns the output retention sweep of this process's database and blob store.
 func (a *App) Purger() *retention.Purger {
-	return &retention.Purger{DB: a.DB, Blobs: a.Blobs, Log: a.Log, Retention: a.Config.OutputRetention, Metrics: a.Metrics}
+	return &retention.Purger{Store: models.NewStore(a.DB), Blobs: a.Blobs, Log: a.Log, Retention: a.Config.OutputRetention, Metrics: a.Metrics}
 }
 
 // StartWorkerMetrics listens on WORKER_METRICS_ADDR and serves the worker's GET /metrics

@@ -18,6 +18,7 @@ import (
 
 	"github.com/shotflow/shotflow/internal/platform/metrics"
 	"github.com/shotflow/shotflow/internal/platform/urlsign"
+	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/workflows"
 )
 
@@ -75,6 +76,7 @@ type Engine struct {
 // another area's use case.
 type core struct {
 	cfg   Config
+	store *models.Store // the database behind cfg.DB
 	app   *Engine
 	live  liveness   // providers recently seen with an active generator
 	marks startMarks // workflow starts of accepted orders, recorded in batches
@@ -82,7 +84,7 @@ type core struct {
 
 // New builds the engine from its configuration.
 func New(cfg Config) *Engine {
-	c := &core{cfg: cfg}
+	c := &core{cfg: cfg, store: models.NewStore(cfg.DB)}
 	e := &Engine{
 		Sessions: &Sessions{c}, Generation: &Generation{c}, Orders: &Orders{c}, Jobs: &Jobs{c},
 		Catalog: &Catalog{c}, Records: &Records{c}, Uploads: &Uploads{c}, Accounts: &Accounts{c},

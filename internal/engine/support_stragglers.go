@@ -264,7 +264,7 @@ func (e *Support) signalOrder(ctx context.Context, j *models.Job) error {
 func (e *Support) sendJobWebhook(ctx context.Context, jobID string, run int) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	rec, err := webhooks.RecordJobDelivery(e.cfg.DB.WithContext(ctx), e.cfg.Signer, e.cfg.DownloadTTL, jobID, run)
+	rec, err := webhooks.RecordJobDelivery(ctx, e.store, e.cfg.Signer, e.cfg.DownloadTTL, jobID, run)
 	if err != nil {
 		return "", fmt.Errorf("record webhook: %w", err)
 	}

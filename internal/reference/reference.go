@@ -19,8 +19,6 @@ import (
 	"runtime"
 	"sync"
 
-	"gorm.io/gorm"
-
 	"github.com/shotflow/shotflow/internal/media/drawing"
 	"github.com/shotflow/shotflow/internal/platform/blobstore"
 	"github.com/shotflow/shotflow/models"
@@ -215,8 +213,8 @@ func RenderMissing(ctx context.Context, blobs *blobstore.Store) (int, error) {
 // Seed writes the reference rows (models.SeedReference) and, when render is true, renders every
 // missing image into the blob store. Both steps are idempotent; without render, images are drawn
 // when first downloaded.
-func Seed(ctx context.Context, db *gorm.DB, blobs *blobstore.Store, render bool) error {
-	if err := models.SeedReference(db.WithContext(ctx)); err != nil {
+func Seed(ctx context.Context, st *models.Store, blobs *blobstore.Store, render bool) error {
+	if err := st.SeedReference(ctx); err != nil {
 		return fmt.Errorf("seed reference data: %w", err)
 	}
 	if !render {

@@ -190,7 +190,7 @@ func TestSeedWritesTheRows(t *testing.T) {
 	db := testdb.Open(t, testdb.SQLiteURL(t))
 	b := blobs(t)
 	for range 2 {
-		if err := reference.Seed(context.Background(), db, b, false); err != nil {
+		if err := reference.Seed(context.Background(), models.NewStore(db), b, false); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -17,8 +17,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/shotflow/shotflow/internal/platform/blobstore"
 	"github.com/shotflow/shotflow/internal/platform/metrics"
@@ -28,15 +26,9 @@ import (
 // DefaultBatchSize is how many files one batch of a sweep looks at.
 const DefaultBatchSize = 100
 
-// kept is true for an asset a live, not archived, not rejected packshot points at (the argument is
-// models.VotingRejected), or that is the image of a DONE fashion model or scenery.
-const kept = `(EXISTS (SELECT 1 FROM packshots p WHERE p.asset_id = assets.id AND p.deleted_at IS NULL AND p.archived_at IS NULL AND p.voting <> ?)
-	OR EXISTS (SELECT 1 FROM fashion_models r WHERE r.thumbnail_asset_id = assets.id AND r.status = 'DONE')
-	OR EXISTS (SELECT 1 FROM sceneries r WHERE r.thumbnail_asset_id = assets.id AND r.status = 'DONE'))`
-
 // Purger purges output files older than Retention.
 type Purger struct {
-	DB        *gorm.DB
+	Store     *models.Store
 	Blobs     *blobstore.Store
 	Log       *zap.Logger
 	Retention time.Duration
@@ -65,21 +57,14 @@ func (p *Purger) Purge(ctx context.Context) (int, error) {
 		batch = DefaultBatchSize
 	}
 	cutoff := p.now().Add(-p.Retention)
-	db := p.DB.WithContext(ctx)
 	purged := 0
 	var failures []error
 	// Keyset pagination over (created_at, id): every pass moves forward, so files that are kept or
 	// taken by another worker are looked at once per sweep.
 	var after *models.Asset
 	for {
-		q := db.Model(&models.Asset{}).Select("id", "created_at").
-			Where("kind = ? AND purged_at IS NULL AND created_at < ?", models.AssetKindOutput, cutoff).
-			Where("NOT "+kept, models.VotingRejected)
-		if after != nil {
-			q = q.Where("(created_at > ? OR (created_at = ? AND id > ?))", after.CreatedAt, after.CreatedAt, after.ID)
-		}
-		var page []models.Asset
-		if err := q.Order("created_at, id").Limit(batch).Find(&page).Error; err != nil {
+		page, err := p.Store.PurgeableOutputs(ctx, cutoff, after, batch)
+		if err != nil {
 			return purged, errors.Join(append(failures, fmt.Errorf("retention: list outputs: %w", err))...)
 		}
 		for i := range page {
@@ -108,42 +93,28 @@ func (p *Purger) Purge(ctx context.Context) (int, error) {
 	}
 }
 
-// purgeOne deletes the blob of one output and marks it purged, unless it was purged meanwhile or
-// a live packshot now points at it. The blob is deleted while the row is locked and before the
-// row is marked, so a crash in between leaves a row that the next sweep purges again (deleting a
 // PurgeIdempotencyKeys deletes the Idempotency-Key records of every installation that expired
 // before now, and returns how many it deleted. A request with an expired key claims it afresh
 // anyway; the sweep only keeps the table from growing.
 func (p *Purger) PurgeIdempotencyKeys(ctx context.Context) (int64, error) {
-	return models.PurgeExpiredIdempotencyKeys(p.DB.WithContext(ctx), "", p.now())
+	return p.Store.PurgeExpiredIdempotencyKeys(ctx, "", p.now())
 }
 
+// purgeOne deletes the blob of one output and marks it purged, unless it was purged meanwhile or
+// a live packshot now points at it. The blob is deleted while the row is locked and before the
+// row is marked, so a crash in between leaves a row that the next sweep purges again (deleting a
 // missing blob is not an error), never a stored file marked purged.
 func (p *Purger) purgeOne(ctx context.Context, id string) (bool, error) {
 	purged := false
-	err := p.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var a models.Asset
-		err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).
-			Where("id = ? AND kind = ? AND purged_at IS NULL", id, models.AssetKindOutput).Take(&a).Error
-		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return nil // another worker purged it
-		}
-		if err != nil {
-			return err
-		}
-		var keep int64
-		if err := tx.Model(&models.Asset{}).Where("id = ? AND "+kept, id, models.VotingRejected).Count(&keep).Error; err != nil {
-			return err
-		}
-		if keep > 0 {
-			return nil
+	err := p.Store.Tx(ctx, func(tx *models.Store) error {
+		a, ok, err := tx.LockOutputForPurge(ctx, id)
+		if err != nil || !ok {
+			return err // nil: another worker purged it, or it is kept
 		}
 		if err := p.Blobs.Delete(ctx, a.BlobKey); err != nil {
 			return fmt.Errorf("delete blob %s: %w", a.BlobKey, err)
 		}
-		now := p.now()
-		if err := tx.Model(&models.Asset{}).Where("id = ?", id).
-			Updates(map[string]any{"purged_at": now, "updated_at": now}).Error; err != nil {
+		if err := tx.MarkOutputPurged(ctx, id, p.now()); err != nil {
 			return err
 		}
 		purged = true

@@ -53,7 +53,7 @@ func newFixture(t *testing.T, db *gorm.DB) *fixture {
 }
 
 func (f *fixture) purger() *retention.Purger {
-	return &retention.Purger{DB: f.db, Blobs: f.blobs, Log: zap.NewNop(), Retention: period}
+	return &retention.Purger{Store: models.NewStore(f.db), Blobs: f.blobs, Log: zap.NewNop(), Retention: period}
 }
 
 // file stores an asset of the kind created age ago, with its blob.

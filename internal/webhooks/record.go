@@ -1,11 +1,10 @@
 package webhooks
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
-
-	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/internal/platform/urlsign"
 	"github.com/shotflow/shotflow/models"
@@ -27,7 +26,7 @@ type RecordedDelivery struct {
 	OrderID        string
 }
 
-// RecordJobDelivery creates in db (a transaction of the caller's, or none) the delivery row of
+// RecordJobDelivery creates through st (a transaction of the caller's, or none) the delivery row of
 // the terminal run of a job, with its payload fixed at this moment: the job, its outputs when it
 // completed (their URLs signed by signer, valid downloadTTL after the last automatic attempt), and
 // the installation's callback URL. The delivery's ID is derived from the job, run
@@ -36,8 +35,8 @@ type RecordedDelivery struct {
 //
 // A job's workflow records its webhook through the activities (RecordJobWebhook, FinishJob);
 // support's re-drive of a stranded job records it here too, outside any workflow.
-func RecordJobDelivery(db *gorm.DB, signer *urlsign.Signer, downloadTTL time.Duration, jobID string, run int) (RecordedDelivery, error) {
-	job, err := models.GetJob(db, jobID)
+func RecordJobDelivery(ctx context.Context, st *models.Store, signer *urlsign.Signer, downloadTTL time.Duration, jobID string, run int) (RecordedDelivery, error) {
+	job, err := st.GetJob(ctx, jobID)
 	if err != nil {
 		return RecordedDelivery{}, fmt.Errorf("load job %s: %w", jobID, err)
 	}
@@ -48,7 +47,7 @@ func RecordJobDelivery(db *gorm.DB, signer *urlsign.Signer, downloadTTL time.Dur
 	if job.InstallationID == nil {
 		return RecordedDelivery{}, nil
 	}
-	inst, err := models.GetInstallation(db, *job.InstallationID)
+	inst, err := st.GetInstallation(ctx, *job.InstallationID)
 	if err != nil {
 		return RecordedDelivery{}, fmt.Errorf("load installation: %w", err)
 	}
@@ -57,14 +56,14 @@ func RecordJobDelivery(db *gorm.DB, signer *urlsign.Signer, downloadTTL time.Dur
 		return res, nil
 	}
 	res.DeliveryID, res.Deliver = models.WebhookDeliveryID(job.ID, job.Run, event), true
-	if _, err := models.GetWebhookDelivery(db, res.DeliveryID); err == nil {
+	if _, err := st.GetWebhookDelivery(ctx, res.DeliveryID); err == nil {
 		return res, nil // recorded by an earlier call
 	} else if !errors.Is(err, models.ErrNotFound) {
 		return RecordedDelivery{}, err
 	}
 	var outputs []models.Asset
 	if job.Status == status.JobCompleted {
-		byJob, err := models.JobOutputs(db, job.ID)
+		byJob, err := st.JobOutputs(ctx, job.ID)
 		if err != nil {
 			return RecordedDelivery{}, fmt.Errorf("load outputs: %w", err)
 		}
@@ -80,7 +79,7 @@ func RecordJobDelivery(db *gorm.DB, signer *urlsign.Signer, downloadTTL time.Dur
 	if err != nil {
 		return RecordedDelivery{}, err
 	}
-	_, err = models.CreateWebhookDelivery(db, &models.WebhookDelivery{
+	_, err = st.CreateWebhookDelivery(ctx, &models.WebhookDelivery{
 		ID: res.DeliveryID, AccountID: job.AccountID, InstallationID: inst.ID, OrderID: job.OrderID, JobID: job.ID,
 		Run: job.Run, Event: event, Payload: models.JSON(payload), CallbackURL: inst.CallbackURL, CreatedAt: now,
 	})

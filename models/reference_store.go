@@ -1,0 +1,15 @@
+package models
+
+import "context"
+
+// FindUsableReferenceItem returns one item of the kind the account may use, its own or the
+// marketplace's, done and not rejected; ErrNotFound for a missing, unusable or other account's item.
+func (s *Store) FindUsableReferenceItem(ctx context.Context, kind ReferenceKind, accountID, id string) (*ReferenceItem, error) {
+	return FindUsableReferenceItem(s.conn(ctx), kind, accountID, id)
+}
+
+// SeedReference writes the embedded seed's marketplace fashion models and sceneries and its system
+// presets, idempotently (SeedReference).
+func (s *Store) SeedReference(ctx context.Context) error {
+	return SeedReference(s.conn(ctx))
+}

@@ -1,0 +1,30 @@
+package models
+
+import (
+	"context"
+
+	"gorm.io/gorm"
+)
+
+// Store is the database boundary: the queries and writes of shotflow's use cases are its methods,
+// so that SQL and gorm stay in this package. A method that writes several rows that must change
+// together does so in a transaction of its own (a savepoint when the store is already in one); a
+// use case whose writes through several methods must be atomic runs them in Tx.
+//
+// A Store wraps the *gorm.DB of Open, which runs each write outside a transaction on its own
+// (SkipDefaultTransaction): a method that is one statement costs one round trip.
+type Store struct{ db *gorm.DB }
+
+// NewStore returns the store of db. It keeps db itself, not a session of it, so that what is
+// configured on db later (callbacks, a test's statement recorder) applies to the store too.
+func NewStore(db *gorm.DB) *Store { return &Store{db: db} }
+
+// Tx runs fn in one transaction: the methods of the store fn gets run in it, an error fn returns
+// (or a panic) rolls everything back, and nil commits. Called on the store of a transaction, Tx
+// runs fn in a savepoint of it, which an error rolls back without ending the outer transaction.
+func (s *Store) Tx(ctx context.Context, fn func(tx *Store) error) error {
+	return s.conn(ctx).Transaction(func(tx *gorm.DB) error { return fn(&Store{db: tx}) })
+}
+
+// conn is the store's database, or its transaction, bound to ctx.
+func (s *Store) conn(ctx context.Context) *gorm.DB { return s.db.WithContext(ctx) }
