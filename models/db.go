@@ -34,8 +34,9 @@ type OpenOptions struct {
 // so that even a command that is not an api or worker process never hangs on an unreachable server.
 const DefaultConnectTimeout = 5 * time.Second
 
-// Open connects to postgres://… or sqlite://path. SQLite gets WAL, a busy timeout, foreign keys and a
-// single connection, so writers never fail with "database is locked" under concurrent use.
+// Open connects to postgres://… or sqlite://path. SQLite gets WAL, a busy timeout, foreign keys,
+// transactions that begin immediate and a single connection, so writers never fail with "database
+// is locked" under concurrent use, from one process or several.
 func Open(databaseURL string, opts OpenOptions) (*gorm.DB, error) {
 	cfg := &gorm.Config{
 		Logger:                                   opts.Logger,
@@ -60,7 +61,11 @@ func Open(databaseURL string, opts OpenOptions) (*gorm.DB, error) {
 				return nil, fmt.Errorf("create database directory: %w", err)
 			}
 		}
-		dsn := path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"
+		// Transactions begin IMMEDIATE: a deferred one that reads first and then writes fails at
+		// its first write with SQLITE_BUSY (or BUSY_SNAPSHOT, 517) when another process (shotflow
+		// admin beside the service) wrote in between, and the busy timeout cannot cure that. An
+		// immediate one waits, within the busy timeout, for the write lock at its start.
+		dsn := path + "?_txlock=immediate&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"
 		dialector = sqlite.Open(dsn)
 	} else {
 		dsn, err := PostgresDSN(databaseURL, opts)
