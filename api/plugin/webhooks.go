@@ -24,12 +24,12 @@ type RotateResponse struct {
 // stored payload now, with the same webhook-id and a new timestamp, and retries on the usual
 // schedule if needed.
 func (h *Handler) replayWebhook(c *gin.Context) {
-	d, err := h.Engine.Webhooks.ReplayWebhook(c.Request.Context(), caller(c).Installation.ID, c.Param("delivery_id"))
+	id, err := h.Engine.Webhooks.ReplayWebhook(c.Request.Context(), caller(c).Installation.ID, c.Param("delivery_id"))
 	if err != nil {
 		h.fail(c, err)
 		return
 	}
-	c.PureJSON(http.StatusAccepted, ReplayResponse{DeliveryID: d.ID, Status: "queued"})
+	c.PureJSON(http.StatusAccepted, ReplayResponse{DeliveryID: id, Status: "queued"})
 }
 
 // rotateHMAC replaces the caller's installation's webhook signing secret

@@ -144,7 +144,7 @@ func Open(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Optio
 	}
 	a.closers = append(a.closers, func() error { a.Temporal.Close(); return nil })
 	a.EngineConfig = engine.Config{
-		DB: db, Temporal: a.Temporal, TaskQueue: cfg.TemporalTaskQueue, Log: log, Models: a.Generator,
+		DB: db, Temporal: a.Temporal, Blobs: a.Blobs, TaskQueue: cfg.TemporalTaskQueue, Log: log, Models: a.Generator,
 		JobStartDeadline: cfg.JobStartDeadline, MaxConcurrentJobs: cfg.OrderMaxConcurrentJobs,
 		JobOptions: workflows.JobOptions{InputWait: cfg.InputWaitTimeout}, Metrics: a.Metrics,
 	}
@@ -229,7 +229,7 @@ func (a *App) Close() {
 // Handler returns the HTTP handler of the API.
 func (a *App) Handler() http.Handler {
 	p := &plugin.Handler{
-		Engine: a.Engine, Blobs: a.Blobs, Signer: a.Signer, Limiter: a.Limiter,
+		Engine: a.Engine, Signer: a.Signer, Limiter: a.Limiter,
 		Log: a.Log, DocsURL: a.Config.EffectiveDocsURL(), DefaultRateLimit: a.Config.RateLimitPerMinute,
 		DownloadTTL: a.Config.DownloadURLTTL, UploadTTL: a.Config.UploadURLTTL, SubProcessors: a.subProcessors(),
 		Secrets: a.Box,

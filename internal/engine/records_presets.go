@@ -4,12 +4,66 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"time"
 
 	"github.com/shotflow/shotflow/models"
 )
 
 // Presets an account sees and owns (api/external/openapi.yaml, PresetItem): the system presets and
 // its own, which it creates and changes.
+
+// Preset is a generation recipe with guidance for its input photos, as the APIs list it. Text
+// fields are "" when unset; SceneryRequirement is models/presetspec.SceneryRequired,
+// SceneryRecommended or nil (not reviewed).
+type Preset struct {
+	ID                 string
+	Slug               string
+	Name               string
+	QuantityGuidelines string
+	QualityGuidelines  string
+	BestFor            string
+	DoTips             string
+	DontTips           string
+	InputRequirements  string
+	HeroIntro          string
+	Categories         []string
+	Tags               []string
+	IsFree             bool  // true exactly when CreditCost is 0
+	CreditCost         int64 // surcharge per generated image, on top of the AI model's price
+	SceneryRequirement *string
+	System             bool // a preset of the service rather than of an account
+	CreatedAt          time.Time
+	Cover              *PresetImage  // nil: none
+	Gallery            []PresetImage // in order
+}
+
+// PresetImage is a preset's cover or one of its gallery images.
+type PresetImage struct {
+	ID   string // what a change names to keep a gallery image
+	File StoredFile
+}
+
+// presetOf is the view of a stored preset with its images, cover first, gallery in order.
+func presetOf(p *models.Preset, images []models.PresetImage) Preset {
+	v := Preset{
+		ID: p.ID, Slug: p.Slug, Name: p.Name, QuantityGuidelines: p.QuantityGuidelines, QualityGuidelines: p.QualityGuidelines,
+		BestFor: p.BestFor, DoTips: p.DoTips, DontTips: p.DontTips, InputRequirements: p.InputRequirements,
+		HeroIntro: p.HeroIntro, Categories: p.Categories, Tags: p.Tags, IsFree: p.IsFree, CreditCost: p.CreditCost,
+		SceneryRequirement: p.SceneryRequirement, System: p.Type == models.PresetTypeSystem, CreatedAt: p.CreatedAt,
+	}
+	for _, img := range images {
+		pi := PresetImage{ID: img.ID, File: StoredFile{BlobKey: img.BlobKey}}
+		if img.AssetID != nil {
+			pi.File.AssetID = *img.AssetID
+		}
+		if img.Role == models.PresetImageCover {
+			v.Cover = &pi
+		} else {
+			v.Gallery = append(v.Gallery, pi)
+		}
+	}
+	return v
+}
 
 // ListAccountPresets lists the published presets the account sees, the first limit of them
 // (limit <= 0: all): system presets in their order, then the account's own newest first. images

@@ -57,7 +57,7 @@ func refusal(t *testing.T, err error, kind engine.Kind, field, message string) {
 }
 
 // An external key authenticates while live and is recorded as used at most once a minute; a
-// malformed, unknown, revoked or expired key is models.ErrInvalidKey.
+// malformed, unknown, revoked or expired key is refused as unauthenticated.
 func TestAuthenticateAccountKey(t *testing.T) {
 	f := newAccountFixture(t)
 	ctx := context.Background()
@@ -89,14 +89,15 @@ func TestAuthenticateAccountKey(t *testing.T) {
 	expiring, err := models.IssueKey(f.db, models.KeyKindExternal, f.mine, nil, "e", models.ExternalScopes, &expiry)
 	require.NoError(t, err)
 	_, err = f.eng.Accounts.AuthenticateAccountKey(ctx, expiring.Secret, expiry)
-	assert.ErrorIs(t, err, models.ErrInvalidKey, "expired")
+	wantKind(t, err, engine.KindUnauthenticated, "expired")
 	for name, raw := range map[string]string{"malformed": "nope", "unknown secret": issued.Secret + "x"} {
 		_, err := f.eng.Accounts.AuthenticateAccountKey(ctx, raw, later)
-		assert.ErrorIs(t, err, models.ErrInvalidKey, name)
+		wantKind(t, err, engine.KindUnauthenticated, name)
 	}
 	require.NoError(t, models.RevokeKey(f.db, issued.Key.ID))
 	_, err = f.eng.Accounts.AuthenticateAccountKey(ctx, issued.Secret, later)
-	assert.ErrorIs(t, err, models.ErrInvalidKey, "revoked")
+	e := wantKind(t, err, engine.KindUnauthenticated, "revoked")
+	assert.Equal(t, "The API key is invalid, expired or revoked.", e.Message)
 }
 
 // A /files asset is found by ID; an unknown one is a not_found refusal that api/files still
