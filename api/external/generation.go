@@ -224,13 +224,9 @@ func (h *Handler) requester(c *gin.Context) engine.Requester {
 		AspectRatio: h.Engine.Catalog.DefaultAspectRatio()}
 }
 
-// submit submits the planned order (engine.SubmitPlan) and answers the generation response, or
-// the refusal of planning (err) or submission.
-func (h *Handler) submit(c *gin.Context, p *engine.Plan, err error) {
-	var s engine.Submitted
-	if err == nil {
-		s, err = h.Engine.Generation.SubmitPlan(c.Request.Context(), p)
-	}
+// submitted answers the generation response of a submitted request, or the refusal of its
+// planning or submission.
+func (h *Handler) submitted(c *gin.Context, s engine.Submitted, err error) {
 	if err != nil {
 		h.answer(c, err)
 		return
@@ -271,9 +267,9 @@ func (h *Handler) registerIdeas(jobType string, kind engine.ReferenceKind) gin.H
 			h.answer(c, err)
 			return
 		}
-		p, err := h.Engine.Generation.PlanIdeas(c.Request.Context(), h.requester(c),
+		s, err := h.Engine.Generation.RegisterIdeas(c.Request.Context(), h.requester(c),
 			engine.IdeasInput{JobType: jobType, Kind: kind, Preferences: prefs, Count: n})
-		h.submit(c, p, err)
+		h.submitted(c, s, err)
 	}
 }
 
@@ -348,20 +344,20 @@ func (h *Handler) registerPackshots(c *gin.Context) {
 		h.answer(c, err)
 		return
 	}
-	p, err := h.Engine.Generation.PlanPackshots(c.Request.Context(), h.requester(c), in)
-	h.submit(c, p, err)
+	s, err := h.Engine.Generation.RegisterPackshots(c.Request.Context(), h.requester(c), in)
+	h.submitted(c, s, err)
 }
 
 // registerPhotoShoot creates count photo-shoot images of a product photo from that photo's own
-// accepted packshot (rules 1–4 of registerPhotoShoot in api/external/openapi.yaml; engine.PlanPhotoShoot).
+// accepted packshot (rules 1–4 of registerPhotoShoot in api/external/openapi.yaml; engine.RegisterPhotoShoot).
 func (h *Handler) registerPhotoShoot(c *gin.Context) {
 	in, err := readConfigRequest(c, MaxIdeaCount)
 	if err != nil {
 		h.answer(c, err)
 		return
 	}
-	p, err := h.Engine.Generation.PlanPhotoShoot(c.Request.Context(), h.requester(c), in)
-	h.submit(c, p, err)
+	s, err := h.Engine.Generation.RegisterPhotoShoot(c.Request.Context(), h.requester(c), in)
+	h.submitted(c, s, err)
 }
 
 // ---- video-picker/register-videos, reel/register-reel ------------------------------------------
@@ -415,9 +411,9 @@ func (h *Handler) registerVideo(c *gin.Context) {
 		return
 	}
 	provider := strings.TrimSpace(value(req.Provider))
-	p, err := h.Engine.Generation.PlanVideo(c.Request.Context(), h.requester(c), engine.VideoInput{
+	s, err := h.Engine.Generation.RegisterVideo(c.Request.Context(), h.requester(c), engine.VideoInput{
 		Field: field, ImageID: imageID, Generated: hasGenerated, Suggestion: suggestion, Provider: provider})
-	h.submit(c, p, err)
+	h.submitted(c, s, err)
 }
 
 // registerReel creates one reel of 1 to 10 product photos or photo-shoot images, in order.
@@ -438,7 +434,7 @@ func (h *Handler) registerReel(c *gin.Context) {
 		}
 		req.ImagesIDs[i] = ids.Canonical(v)
 	}
-	p, err := h.Engine.Generation.PlanReel(c.Request.Context(), h.requester(c), req.ImagesIDs,
+	s, err := h.Engine.Generation.RegisterReel(c.Request.Context(), h.requester(c), req.ImagesIDs,
 		func(i int) string { return fmt.Sprintf("imagesIds[%d]", i) })
-	h.submit(c, p, err)
+	h.submitted(c, s, err)
 }

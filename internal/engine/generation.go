@@ -155,6 +155,45 @@ func (e *Generation) SubmitPlan(ctx context.Context, p *Plan) (Submitted, error)
 		RecordIDs: p.RecordIDs, AccountID: o.AccountID, JobType: o.JobType, Jobs: len(p.Jobs), CorrelationID: o.CorrelationID}, nil
 }
 
+// submitted submits a plan that planning produced, or returns planning's refusal.
+func (e *Generation) submitted(ctx context.Context, p *Plan, err error) (Submitted, error) {
+	if err != nil {
+		return Submitted{}, err
+	}
+	return e.SubmitPlan(ctx, p)
+}
+
+// RegisterIdeas plans (PlanIdeas) and submits (SubmitPlan) fashion models or sceneries.
+func (e *Generation) RegisterIdeas(ctx context.Context, r Requester, in IdeasInput) (Submitted, error) {
+	p, err := e.PlanIdeas(ctx, r, in)
+	return e.submitted(ctx, p, err)
+}
+
+// RegisterPackshots plans (PlanPackshots) and submits (SubmitPlan) packshots of a product photo.
+func (e *Generation) RegisterPackshots(ctx context.Context, r Requester, in ConfigInput) (Submitted, error) {
+	p, err := e.PlanPackshots(ctx, r, in)
+	return e.submitted(ctx, p, err)
+}
+
+// RegisterPhotoShoot plans (PlanPhotoShoot) and submits (SubmitPlan) photo-shoot images of a
+// product photo.
+func (e *Generation) RegisterPhotoShoot(ctx context.Context, r Requester, in ConfigInput) (Submitted, error) {
+	p, err := e.PlanPhotoShoot(ctx, r, in)
+	return e.submitted(ctx, p, err)
+}
+
+// RegisterVideo plans (PlanVideo) and submits (SubmitPlan) one video.
+func (e *Generation) RegisterVideo(ctx context.Context, r Requester, in VideoInput) (Submitted, error) {
+	p, err := e.PlanVideo(ctx, r, in)
+	return e.submitted(ctx, p, err)
+}
+
+// RegisterReel plans (PlanReel) and submits (SubmitPlan) one reel of the images.
+func (e *Generation) RegisterReel(ctx context.Context, r Requester, imageIDs []string, field func(i int) string) (Submitted, error) {
+	p, err := e.PlanReel(ctx, r, imageIDs, field)
+	return e.submitted(ctx, p, err)
+}
+
 // ---- ideas: fashion models and sceneries ------------------------------------------------------
 
 // IdeasInput asks for Count fashion models or sceneries (Kind, made by JobType jobs) from the
