@@ -78,8 +78,8 @@ func (h *Handler) createBatch(c *gin.Context) {
 	c.PureJSON(http.StatusMultiStatus, resp)
 }
 
-// batchStartTimeout bounds the workflow starts of one batch as a whole (engine.StartAll), so that
-// an unreachable Temporal delays the answer by seconds, not by a timeout per session.
+// batchStartTimeout bounds the workflow starts of one batch as a whole (engine.Sessions.StartAll),
+// so that an unreachable Temporal delays the answer by seconds, not by a timeout per session.
 var batchStartTimeout = 10 * time.Second
 
 // parseBatch checks the envelope of a batch, {"batches": [...]} and nothing else, and returns its

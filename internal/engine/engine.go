@@ -24,7 +24,8 @@ import (
 type Config struct {
 	DB       *gorm.DB
 	Temporal client.Client
-	// Blobs stores the files of uploads, product photos and preset images.
+	// Blobs stores the files of uploads, product photos and preset images (*blobstore.Store). It
+	// may be nil only in an engine that stores no files (the admin tools' job runs).
 	Blobs     Blobs
 	TaskQueue string
 	Log       *zap.Logger
