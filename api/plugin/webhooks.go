@@ -34,7 +34,7 @@ func (h *Handler) replayWebhook(c *gin.Context) {
 
 // rotateHMAC replaces the caller's installation's webhook signing secret
 // (engine.RotateWebhookSecret). The previous secret keeps signing, next to the new one, for
-// models.PreviousSecretGrace.
+// 48 hours (the store's grace period).
 func (h *Handler) rotateHMAC(c *gin.Context) {
 	inst := caller(c).Installation
 	rotated, err := h.Engine.Webhooks.RotateWebhookSecret(c.Request.Context(), h.Secrets, inst.ID, c.Param("id"))
