@@ -53,7 +53,7 @@ func NewRouter(d Deps, p *plugin.Handler) *gin.Engine {
 	r.HandleMethodNotAllowed = true
 	// Routes match the path as sent, and parameters are decoded after matching, so that a
 	// percent-encoded "/" (%2F) in a merchant reference stays inside {id_or_ref} instead of
-	// splitting the path (models.RefProblem says which references exist).
+	// splitting the path (merchantref.Problem says which references exist).
 	r.UseRawPath = true
 	r.UnescapePathValues = true
 	// Unknown paths get the JSON envelope, never an HTML redirect.

@@ -63,7 +63,7 @@ func newServer(t *testing.T) *server {
 	d := apitest.NewDeps(t, db, apitest.Options{Log: log})
 	s := &server{t: t, db: db, blobs: d.Blobs, signer: d.Signer, logs: logs}
 	h := &plugin.Handler{
-		Blobs: d.Blobs, Signer: d.Signer, Engine: d.Engine,
+		Signer: d.Signer, Engine: d.Engine,
 		Limiter:          d.Limiter,
 		Log:              log,
 		DocsURL:          docsURL,

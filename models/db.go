@@ -11,10 +11,11 @@ import (
 	"time"
 
 	"github.com/glebarez/sqlite"
-	"github.com/google/uuid"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
+
+	"github.com/shotflow/shotflow/models/ids"
 )
 
 // ErrNotFound is returned by stores for a record that does not exist or belongs to another tenant.
@@ -123,21 +124,12 @@ func PostgresDSN(databaseURL string, opts OpenOptions) (string, error) {
 	return u.String(), nil
 }
 
-// NewID returns a new random UUID string for a primary key.
-func NewID() string { return uuid.NewString() }
+// NewID returns a new random UUID string for a primary key (ids.New).
+func NewID() string { return ids.New() }
 
-// IsUUID reports whether s is a UUID in the 8-4-4-4-12 form, in either case.
-func IsUUID(s string) bool {
-	_, err := uuid.Parse(s)
-	return err == nil && len(s) == 36
-}
+// IsUUID reports whether s is a UUID in the 8-4-4-4-12 form, in either case (ids.IsUUID).
+func IsUUID(s string) bool { return ids.IsUUID(s) }
 
-// CanonicalID is the form the store keeps IDs in: a UUID (IsUUID) in lower case. Anything else is
-// returned as it is, so that a lookup by it finds nothing rather than something else. Clients may
-// send IDs in either case; the APIs pass what they receive through CanonicalID before looking it up.
-func CanonicalID(s string) string {
-	if IsUUID(s) {
-		return strings.ToLower(s)
-	}
-	return s
-}
+// CanonicalID is the form the store keeps IDs in (ids.Canonical): a UUID in lower case, anything
+// else as it is.
+func CanonicalID(s string) string { return ids.Canonical(s) }

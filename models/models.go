@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/shotflow/shotflow/models/voting"
 )
 
 // JSON is a JSON document column (JSONB on Postgres, TEXT on SQLite).
@@ -147,9 +149,9 @@ func (a *Asset) InputBlobKey() string {
 
 // Voting values of packshots and jobs.
 const (
-	VotingPending  = "pending"
-	VotingAccepted = "accepted"
-	VotingRejected = "rejected"
+	VotingPending  = voting.Pending
+	VotingAccepted = voting.Accepted
+	VotingRejected = voting.Rejected
 )
 
 // Packshot is a product image on a plain background; approved ones feed photo sessions.

@@ -14,6 +14,10 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/shotflow/shotflow/models/presetspec"
+	"github.com/shotflow/shotflow/models/refblob"
+	"github.com/shotflow/shotflow/models/voting"
 )
 
 // ---- Pricing -------------------------------------------------------------------------------
@@ -149,8 +153,8 @@ const (
 	RefStatusFailed     = "FAILED"
 	RefStatusArchived   = "ARCHIVED"
 
-	RefVotingApproved = "APPROVED"
-	RefVotingRejected = "REJECTED"
+	RefVotingApproved = voting.RecordApproved
+	RefVotingRejected = voting.RecordRejected
 )
 
 // ReferenceItem is a row of fashion_models or sceneries. AccountID nil: the shared marketplace.
@@ -253,14 +257,14 @@ const (
 	PresetPublic  = "public"
 	PresetPrivate = "private"
 
-	SceneryRequired    = "required"
-	SceneryRecommended = "recommended"
+	SceneryRequired    = presetspec.SceneryRequired
+	SceneryRecommended = presetspec.SceneryRecommended
 
 	PresetImageCover   = "cover"
 	PresetImageGallery = "gallery"
 
 	// MaxPresetGallery is the most gallery images a preset has.
-	MaxPresetGallery = 6
+	MaxPresetGallery = presetspec.MaxGallery
 )
 
 // StringList is a list of strings stored as a JSON array; nil is stored as [].
@@ -467,7 +471,7 @@ type SeedPreset struct {
 // Thumbnail key prefixes. The render version is part of the key, so changing how seeded images
 // are drawn only needs a new version: rows then point at new files, rendered when first needed.
 const (
-	ReferenceBlobPrefix  = "reference/"
+	ReferenceBlobPrefix  = refblob.Prefix
 	referenceRenderVer   = "v1"
 	referenceImageSuffix = ".jpg"
 )

@@ -1,7 +1,6 @@
 package external
 
 import (
-	"errors"
 	"net/http"
 	"slices"
 	"strconv"
@@ -11,14 +10,14 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/shotflow/shotflow/api/reqctx"
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/platform/ratelimit"
-	"github.com/shotflow/shotflow/models"
 )
 
 const keyCtx = "shotflow.external.key"
 
 // key returns the request's authenticated key.
-func key(c *gin.Context) *models.APIKey { return c.MustGet(keyCtx).(*models.APIKey) }
+func key(c *gin.Context) engine.APIKey { return c.MustGet(keyCtx).(engine.APIKey) }
 
 // rawKey reads the key from X-Api-Key, else from Authorization: Bearer; X-Api-Key wins.
 func rawKey(c *gin.Context) string {
@@ -42,12 +41,8 @@ func (h *Handler) Authenticate(c *gin.Context) {
 		return
 	}
 	k, err := h.Engine.Accounts.AuthenticateAccountKey(c.Request.Context(), raw, h.now())
-	if errors.Is(err, models.ErrInvalidKey) {
-		h.fail(c, http.StatusUnauthorized, "The API key is invalid, expired or revoked.")
-		return
-	}
 	if err != nil {
-		h.internal(c, err)
+		h.answer(c, err) // 401 for a key that is invalid, expired or revoked
 		return
 	}
 	c.Set(keyCtx, k)
@@ -72,7 +67,7 @@ func (h *Handler) rateLimit(c *gin.Context, keyID string) {
 // Require answers 403 unless the key carries the scope.
 func (h *Handler) Require(scope string) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		if !slices.Contains(key(c).ScopeList(), scope) {
+		if !slices.Contains(key(c).Scopes, scope) {
 			h.fail(c, http.StatusForbidden, "This API key lacks the scope "+scope+".")
 		}
 	}

@@ -14,18 +14,17 @@ import (
 
 	"github.com/shotflow/shotflow/api/inputcheck"
 	"github.com/shotflow/shotflow/internal/engine"
-	"github.com/shotflow/shotflow/internal/platform/blobstore"
 	"github.com/shotflow/shotflow/internal/platform/ratelimit"
 	"github.com/shotflow/shotflow/internal/platform/unavailable"
 	"github.com/shotflow/shotflow/internal/platform/urlsign"
-	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/presetspec"
 )
 
 // Base is the path prefix of every external route.
 const Base = "/api/external"
 
-// Scopes the routes require (api/external/openapi.yaml, Authentication and scopes); models.ExternalScopeNames
-// lists every scope a key may carry, including the reserved queue.nudge.
+// Scopes the routes require (api/external/openapi.yaml, Authentication and scopes); a key may also
+// carry the reserved queue.nudge.
 const (
 	ScopeRegister = "content.register" // POST routes: create orders, trigger generation
 	ScopeRead     = "content.read"     // GET routes; required by /orders
@@ -36,7 +35,6 @@ const DefaultRateLimit = 60
 
 // Handler serves the external API.
 type Handler struct {
-	Blobs       *blobstore.Store // uploaded product photos and preset images
 	Limiter     ratelimit.Limiter
 	Signer      *urlsign.Signer
 	Log         *zap.Logger
@@ -50,9 +48,9 @@ type Handler struct {
 // Body limits of the external routes (413 beyond them); a route that takes no body accepts
 // inputcheck.NoBodyLimit bytes and ignores them.
 const (
-	maxJSONBody        = 64 << 10                                          // register-* and review routes: one short object
-	maxProductFormBody = MaxImageBytes + 1<<20                             // POST /products: one image and two short fields
-	maxPresetFormBody  = (1+models.MaxPresetGallery)*MaxImageBytes + 1<<20 // POST and PUT /presets: a cover, a gallery and text fields
+	maxJSONBody        = 64 << 10                                        // register-* and review routes: one short object
+	maxProductFormBody = MaxImageBytes + 1<<20                           // POST /products: one image and two short fields
+	maxPresetFormBody  = (1+presetspec.MaxGallery)*MaxImageBytes + 1<<20 // POST and PUT /presets: a cover, a gallery and text fields
 )
 
 // route mounts one route under Base that needs scope: its input check (Input, with the body it

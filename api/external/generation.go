@@ -17,7 +17,7 @@ import (
 	"github.com/shotflow/shotflow/api/jsonbody"
 	"github.com/shotflow/shotflow/api/reqctx"
 	"github.com/shotflow/shotflow/internal/engine"
-	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/ids"
 	"github.com/shotflow/shotflow/models/jobtype"
 )
 
@@ -47,8 +47,8 @@ type GenerationResponse struct {
 // registerGeneration mounts the register-* routes.
 func (h *Handler) registerGeneration(add route) {
 	post, body := http.MethodPost, inputcheck.JSONBody(maxJSONBody)
-	add(post, "/models/register-ideas", body, ScopeRegister, h.registerIdeas(jobtype.ModelIdea, models.KindFashionModel))
-	add(post, "/sceneries/register-ideas", body, ScopeRegister, h.registerIdeas(jobtype.SceneryIdea, models.KindScenery))
+	add(post, "/models/register-ideas", body, ScopeRegister, h.registerIdeas(jobtype.ModelIdea, engine.FashionModels))
+	add(post, "/sceneries/register-ideas", body, ScopeRegister, h.registerIdeas(jobtype.SceneryIdea, engine.Sceneries))
 	add(post, "/packshots/register-ideas", body, ScopeRegister, h.registerPackshots)
 	add(post, "/image-picker/register-ideas", body, ScopeRegister, h.registerPhotoShoot)
 	add(post, "/video-picker/register-videos", body, ScopeRegister, h.registerVideo)
@@ -171,7 +171,7 @@ func text(field string, v *string, required bool) (string, error) {
 }
 
 // id checks a record ID field: present (when required) and a UUID, in either case; it returns the
-// ID as the store keeps it (models.CanonicalID).
+// ID as the store keeps it (ids.Canonical).
 func id(field string, v *string, required bool) (string, error) {
 	if v == nil || *v == "" {
 		if required {
@@ -179,10 +179,10 @@ func id(field string, v *string, required bool) (string, error) {
 		}
 		return "", nil
 	}
-	if !models.IsUUID(*v) {
+	if !ids.IsUUID(*v) {
 		return "", refuse(http.StatusBadRequest, "%s %q is not a valid id.", field, *v)
 	}
-	return models.CanonicalID(*v), nil
+	return ids.Canonical(*v), nil
 }
 
 // optional is an optional field's value: "" when the body left it out (or sent null), a 400 when
@@ -220,26 +220,23 @@ func (r *ref) id() *string {
 // requester is who asks: the key's account through the external API, at the catalog's default
 // aspect ratio.
 func (h *Handler) requester(c *gin.Context) engine.Requester {
-	return engine.Requester{AccountID: key(c).AccountID, API: models.APIExternal, CorrelationID: reqctx.CorrelationID(c),
+	return engine.Requester{AccountID: key(c).AccountID, API: engine.APIExternal, CorrelationID: reqctx.CorrelationID(c),
 		AspectRatio: h.Engine.Catalog.DefaultAspectRatio()}
 }
 
-// submit submits the planned order (engine.SubmitPlan) and answers the generation response, or
-// the refusal of planning (err) or submission.
-func (h *Handler) submit(c *gin.Context, p *engine.Plan, err error) {
-	if err == nil {
-		err = h.Engine.Generation.SubmitPlan(c.Request.Context(), p)
-	}
+// submitted answers the generation response of a submitted request, or the refusal of its
+// planning or submission.
+func (h *Handler) submitted(c *gin.Context, s engine.Submitted, err error) {
 	if err != nil {
 		h.answer(c, err)
 		return
 	}
-	h.Log.Info("generation accepted", zap.String("correlation_id", p.Order.CorrelationID),
-		zap.String("order_id", p.Order.ID), zap.String("account_id", p.Order.AccountID),
-		zap.String("job_type", p.Order.JobType), zap.Int("jobs", len(p.Jobs)), zap.Int64("credits_reserved", p.Order.CreditsReserved))
+	h.Log.Info("generation accepted", zap.String("correlation_id", s.CorrelationID),
+		zap.String("order_id", s.OrderID), zap.String("account_id", s.AccountID),
+		zap.String("job_type", s.JobType), zap.Int("jobs", s.Jobs), zap.Int64("credits_reserved", s.CreditsReserved))
 	c.PureJSON(http.StatusOK, GenerationResponse{
-		CreatedRecordIDs: p.RecordIDs, BatchID: p.Order.ID, OrderID: p.Order.ID,
-		ReservationID: models.ReservationID(p.Order.ID), CreditsReserved: p.Order.CreditsReserved,
+		CreatedRecordIDs: s.RecordIDs, BatchID: s.OrderID, OrderID: s.OrderID,
+		ReservationID: s.ReservationID, CreditsReserved: s.CreditsReserved,
 	})
 }
 
@@ -253,7 +250,7 @@ type IdeasRequest struct {
 
 // registerIdeas creates count fashion models or sceneries (INPROGRESS until their job is DONE)
 // from the preferences text.
-func (h *Handler) registerIdeas(jobType string, kind models.ReferenceKind) gin.HandlerFunc {
+func (h *Handler) registerIdeas(jobType string, kind engine.ReferenceKind) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		var req IdeasRequest
 		if err := decode(c, &req); err != nil {
@@ -270,9 +267,9 @@ func (h *Handler) registerIdeas(jobType string, kind models.ReferenceKind) gin.H
 			h.answer(c, err)
 			return
 		}
-		p, err := h.Engine.Generation.PlanIdeas(c.Request.Context(), h.requester(c),
+		s, err := h.Engine.Generation.RegisterIdeas(c.Request.Context(), h.requester(c),
 			engine.IdeasInput{JobType: jobType, Kind: kind, Preferences: prefs, Count: n})
-		h.submit(c, p, err)
+		h.submitted(c, s, err)
 	}
 }
 
@@ -347,20 +344,20 @@ func (h *Handler) registerPackshots(c *gin.Context) {
 		h.answer(c, err)
 		return
 	}
-	p, err := h.Engine.Generation.PlanPackshots(c.Request.Context(), h.requester(c), in)
-	h.submit(c, p, err)
+	s, err := h.Engine.Generation.RegisterPackshots(c.Request.Context(), h.requester(c), in)
+	h.submitted(c, s, err)
 }
 
 // registerPhotoShoot creates count photo-shoot images of a product photo from that photo's own
-// accepted packshot (rules 1–4 of registerPhotoShoot in api/external/openapi.yaml; engine.PlanPhotoShoot).
+// accepted packshot (rules 1–4 of registerPhotoShoot in api/external/openapi.yaml; engine.RegisterPhotoShoot).
 func (h *Handler) registerPhotoShoot(c *gin.Context) {
 	in, err := readConfigRequest(c, MaxIdeaCount)
 	if err != nil {
 		h.answer(c, err)
 		return
 	}
-	p, err := h.Engine.Generation.PlanPhotoShoot(c.Request.Context(), h.requester(c), in)
-	h.submit(c, p, err)
+	s, err := h.Engine.Generation.RegisterPhotoShoot(c.Request.Context(), h.requester(c), in)
+	h.submitted(c, s, err)
 }
 
 // ---- video-picker/register-videos, reel/register-reel ------------------------------------------
@@ -414,9 +411,9 @@ func (h *Handler) registerVideo(c *gin.Context) {
 		return
 	}
 	provider := strings.TrimSpace(value(req.Provider))
-	p, err := h.Engine.Generation.PlanVideo(c.Request.Context(), h.requester(c), engine.VideoInput{
+	s, err := h.Engine.Generation.RegisterVideo(c.Request.Context(), h.requester(c), engine.VideoInput{
 		Field: field, ImageID: imageID, Generated: hasGenerated, Suggestion: suggestion, Provider: provider})
-	h.submit(c, p, err)
+	h.submitted(c, s, err)
 }
 
 // registerReel creates one reel of 1 to 10 product photos or photo-shoot images, in order.
@@ -431,13 +428,13 @@ func (h *Handler) registerReel(c *gin.Context) {
 		return
 	}
 	for i, v := range req.ImagesIDs {
-		if !models.IsUUID(v) {
+		if !ids.IsUUID(v) {
 			h.answer(c, refuse(http.StatusBadRequest, "imagesIds[%d] %q is not a valid id.", i, v))
 			return
 		}
-		req.ImagesIDs[i] = models.CanonicalID(v)
+		req.ImagesIDs[i] = ids.Canonical(v)
 	}
-	p, err := h.Engine.Generation.PlanReel(c.Request.Context(), h.requester(c), req.ImagesIDs,
+	s, err := h.Engine.Generation.RegisterReel(c.Request.Context(), h.requester(c), req.ImagesIDs,
 		func(i int) string { return fmt.Sprintf("imagesIds[%d]", i) })
-	h.submit(c, p, err)
+	h.submitted(c, s, err)
 }

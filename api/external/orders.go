@@ -12,7 +12,6 @@ import (
 
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/jobview"
-	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/models/status"
 )
 
@@ -99,8 +98,8 @@ func (h *Handler) listOrders(c *gin.Context) {
 		return
 	}
 	page := OrdersPage{Orders: make([]OrderSummary, 0, len(orders)), Limit: f.Limit, Returned: len(orders)}
-	for i := range orders {
-		page.Orders = append(page.Orders, summary(&orders[i], generators[orders[i].ID]))
+	for _, o := range orders {
+		page.Orders = append(page.Orders, summary(o, generators[o.ID]))
 	}
 	c.PureJSON(http.StatusOK, page)
 }
@@ -119,8 +118,7 @@ func (h *Handler) getOrder(c *gin.Context) {
 	expires := h.now().Add(h.DownloadTTL)
 	detail := OrderDetail{Jobs: make([]OrderJob, 0, len(o.Jobs))}
 	var generators []string
-	for i := range o.Jobs {
-		j := &o.Jobs[i]
+	for _, j := range o.Jobs {
 		generators = append(generators, j.AIModel)
 		provider, model, _ := strings.Cut(j.AIModel, "/")
 		oj := OrderJob{JobID: j.ID, Provider: provider, Model: model, Status: j.Status, AttemptCount: j.AttemptCount,
@@ -128,8 +126,8 @@ func (h *Handler) getOrder(c *gin.Context) {
 		if j.Status == status.JobFailed {
 			oj.ErrorCategory, oj.ErrorHint = j.ErrorCategory, j.ErrorHint
 		}
-		if a, ok := o.Outputs[j.ID]; ok && j.Status == status.JobCompleted {
-			u := h.Signer.URL(http.MethodGet, jobview.FilePath(a.ID), expires)
+		if len(j.Outputs) > 0 && j.Status == status.JobCompleted {
+			u := h.Signer.URL(http.MethodGet, jobview.FilePath(j.Outputs[0].AssetID), expires)
 			oj.OutputURL = &u
 		}
 		detail.Jobs = append(detail.Jobs, oj)
@@ -139,7 +137,7 @@ func (h *Handler) getOrder(c *gin.Context) {
 }
 
 // summary renders an order; provider and model are Mixed when its jobs use different ones.
-func summary(o *models.Order, generators []string) OrderSummary {
+func summary(o engine.Order, generators []string) OrderSummary {
 	s := OrderSummary{OrderID: o.ID, Status: o.Status, JobType: o.JobType, JobsTotal: o.JobsTotal,
 		JobsCompleted: o.JobsCompleted, JobsFailed: o.JobsFailed, CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt}
 	if len(generators) == 0 {

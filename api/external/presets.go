@@ -1,7 +1,6 @@
 package external
 
 import (
-	"context"
 	"encoding/json"
 	"mime/multipart"
 	"net/http"
@@ -12,12 +11,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
-	"go.uber.org/zap"
 
 	"github.com/shotflow/shotflow/api/files"
 	"github.com/shotflow/shotflow/api/inputcheck"
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/jobview"
-	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/ids"
+	"github.com/shotflow/shotflow/models/presetspec"
 )
 
 // Presets (api/external/openapi.yaml, PresetItem): GET lists the system presets and the account's
@@ -84,18 +84,18 @@ type presetText struct {
 	field    string
 	max      int
 	required bool // required by POST; when sent, never empty
-	of       func(p *models.Preset) *string
+	of       func(f *engine.PresetFields) **string
 }
 
 var presetTexts = []presetText{
-	{"name", MaxPresetNameLength, true, func(p *models.Preset) *string { return &p.Name }},
-	{"quantityGuidelines", MaxPresetTextLength, true, func(p *models.Preset) *string { return &p.QuantityGuidelines }},
-	{"qualityGuidelines", MaxPresetTextLength, true, func(p *models.Preset) *string { return &p.QualityGuidelines }},
-	{"bestFor", MaxPresetTextLength, false, func(p *models.Preset) *string { return &p.BestFor }},
-	{"do", MaxPresetTextLength, false, func(p *models.Preset) *string { return &p.DoTips }},
-	{"dont", MaxPresetTextLength, false, func(p *models.Preset) *string { return &p.DontTips }},
-	{"inputRequirements", MaxPresetTextLength, false, func(p *models.Preset) *string { return &p.InputRequirements }},
-	{"heroIntro", MaxPresetTextLength, false, func(p *models.Preset) *string { return &p.HeroIntro }},
+	{"name", MaxPresetNameLength, true, func(f *engine.PresetFields) **string { return &f.Name }},
+	{"quantityGuidelines", MaxPresetTextLength, true, func(f *engine.PresetFields) **string { return &f.QuantityGuidelines }},
+	{"qualityGuidelines", MaxPresetTextLength, true, func(f *engine.PresetFields) **string { return &f.QualityGuidelines }},
+	{"bestFor", MaxPresetTextLength, false, func(f *engine.PresetFields) **string { return &f.BestFor }},
+	{"do", MaxPresetTextLength, false, func(f *engine.PresetFields) **string { return &f.DoTips }},
+	{"dont", MaxPresetTextLength, false, func(f *engine.PresetFields) **string { return &f.DontTips }},
+	{"inputRequirements", MaxPresetTextLength, false, func(f *engine.PresetFields) **string { return &f.InputRequirements }},
+	{"heroIntro", MaxPresetTextLength, false, func(f *engine.PresetFields) **string { return &f.HeroIntro }},
 }
 
 // registerPresets mounts GET, POST and PUT /presets.
@@ -114,15 +114,15 @@ func (h *Handler) listPresets(c *gin.Context) {
 		h.fail(c, http.StatusBadRequest, "maxRecords must be a positive integer (default 20, capped at 1000).")
 		return
 	}
-	presets, images, err := h.Engine.Records.ListAccountPresets(c.Request.Context(), key(c).AccountID, limit)
+	presets, err := h.Engine.Records.ListAccountPresets(c.Request.Context(), key(c).AccountID, limit)
 	if err != nil {
 		h.answer(c, err)
 		return
 	}
 	expires := h.now().Add(h.DownloadTTL)
 	page := PresetsPage{Presets: make([]PresetItem, 0, len(presets)), Count: len(presets)}
-	for i := range presets {
-		page.Presets = append(page.Presets, h.presetItem(&presets[i], images[presets[i].ID], expires))
+	for _, p := range presets {
+		page.Presets = append(page.Presets, h.presetItem(p, expires))
 	}
 	c.PureJSON(http.StatusOK, page)
 }
@@ -146,8 +146,8 @@ func parseMaxRecords(raw string) (int, bool) {
 	return min(n, MaxPresetsLimit), true
 }
 
-// presetItem renders a preset with its images (cover first, gallery in order).
-func (h *Handler) presetItem(p *models.Preset, images []models.PresetImage, expires time.Time) PresetItem {
+// presetItem renders a preset with its images (cover, gallery in order).
+func (h *Handler) presetItem(p engine.Preset, expires time.Time) PresetItem {
 	it := PresetItem{
 		ID: p.ID, Name: p.Name, QuantityGuidelines: p.QuantityGuidelines, QualityGuidelines: p.QualityGuidelines,
 		CreatedAt: p.CreatedAt.UTC(), BestFor: p.BestFor, Do: p.DoTips, Dont: p.DontTips,
@@ -155,31 +155,29 @@ func (h *Handler) presetItem(p *models.Preset, images []models.PresetImage, expi
 		Categories: presetStrings(p.Categories), Tags: presetStrings(p.Tags), IsFree: p.IsFree, Scenery: p.SceneryRequirement,
 		Gallery: []PresetImageRef{},
 	}
-	for _, img := range images {
-		ref := PresetImageRef{ID: img.ID, URL: h.presetImageURL(img, expires)}
-		if img.Role == models.PresetImageCover {
-			it.Cover = &ref
-		} else {
-			it.Gallery = append(it.Gallery, ref)
-		}
+	if p.Cover != nil {
+		it.Cover = &PresetImageRef{ID: p.Cover.ID, URL: h.presetImageURL(p.Cover.File, expires)}
+	}
+	for _, img := range p.Gallery {
+		it.Gallery = append(it.Gallery, PresetImageRef{ID: img.ID, URL: h.presetImageURL(img.File, expires)})
 	}
 	return it
 }
 
 // presetImageURL signs the download URL of a preset image: an uploaded asset is served by
-// /files/{id}; a seeded image (a blob-store file under models.ReferenceBlobPrefix, rendered by
+// /files/{id}; a seeded image (a blob-store file under refblob.Prefix, rendered by
 // internal/reference) by the key-less signed route /files/ref/… that the plugin handler mounts at
 // the root of the same router (api.NewRouter), which serves both APIs.
-func (h *Handler) presetImageURL(img models.PresetImage, expires time.Time) string {
-	if img.AssetID != nil && *img.AssetID != "" {
-		return h.Signer.URL(http.MethodGet, jobview.FilePath(*img.AssetID), expires)
+func (h *Handler) presetImageURL(f engine.StoredFile, expires time.Time) string {
+	if f.AssetID != "" {
+		return h.Signer.URL(http.MethodGet, jobview.FilePath(f.AssetID), expires)
 	}
-	return h.Signer.URL(http.MethodGet, files.RefPath(img.BlobKey), expires)
+	return h.Signer.URL(http.MethodGet, files.RefPath(f.BlobKey), expires)
 }
 
 // presetForm is a parsed POST or PUT /presets form.
 type presetForm struct {
-	edits       []func(p *models.Preset) // the fields sent
+	fields      engine.PresetFields // the fields sent
 	cover       *multipart.FileHeader
 	gallery     []*multipart.FileHeader
 	presetID    string   // PUT
@@ -187,11 +185,25 @@ type presetForm struct {
 	removeCover bool     // PUT
 }
 
+// files are the form's cover (nil: none) and gallery, for the engine to check and store.
+func (f *presetForm) files() (*engine.ImageFile, []engine.ImageFile) {
+	var cover *engine.ImageFile
+	if f.cover != nil {
+		c := imageFile(presetFieldCover, f.cover)
+		cover = &c
+	}
+	gallery := make([]engine.ImageFile, len(f.gallery))
+	for i, fh := range f.gallery {
+		gallery[i] = imageFile(presetFieldGallery, fh)
+	}
+	return cover, gallery
+}
+
 // readPresetForm parses and checks a preset form: the text fields of presetTexts, categories and
 // tags (each a JSON array of strings), scenery, the cover and gallery files and, for PUT (update),
 // presetId, existingGalleryIds and removeCover. POST requires the required texts; PUT requires
 // presetId. Any other field, a field sent twice or a file in a text field is refused. The error
-// is a badRequest naming the field.
+// is a badField refusal naming the field.
 func readPresetForm(form *multipart.Form, update bool) (*presetForm, error) {
 	known := []string{presetFieldCategories, presetFieldTags, presetFieldScenery}
 	for _, t := range presetTexts {
@@ -232,10 +244,10 @@ func readPresetForm(form *multipart.Form, update bool) (*presetForm, error) {
 		if !ok || strings.TrimSpace(id) == "" {
 			return nil, badField("presetId is required.")
 		}
-		if !models.IsUUID(id) {
+		if !ids.IsUUID(id) {
 			return nil, badField("presetId must be a UUID.")
 		}
-		f.presetID = models.CanonicalID(id)
+		f.presetID = ids.Canonical(id)
 	}
 	for _, t := range presetTexts {
 		raw, ok := values[t.field]
@@ -252,8 +264,7 @@ func readPresetForm(form *multipart.Form, update bool) (*presetForm, error) {
 		if t.required && v == "" {
 			return nil, badField("%s must not be empty.", t.field)
 		}
-		of := t.of
-		f.edits = append(f.edits, func(p *models.Preset) { *of(p) = v })
+		*t.of(&f.fields) = &v
 	}
 	for _, field := range []string{presetFieldCategories, presetFieldTags} {
 		raw, ok := values[field]
@@ -265,29 +276,26 @@ func readPresetForm(form *multipart.Form, update bool) (*presetForm, error) {
 			return nil, err
 		}
 		if field == presetFieldCategories {
-			f.edits = append(f.edits, func(p *models.Preset) { p.Categories = labels })
+			f.fields.Categories = labels
 		} else {
-			f.edits = append(f.edits, func(p *models.Preset) { p.Tags = labels })
+			f.fields.Tags = labels
 		}
 	}
 	if raw, ok := values[presetFieldScenery]; ok {
-		var scenery *string
-		switch v := raw; v {
-		case "":
-		case models.SceneryRequired, models.SceneryRecommended:
-			scenery = &v
+		switch raw {
+		case "", presetspec.SceneryRequired, presetspec.SceneryRecommended: // "": not reviewed
 		default:
 			return nil, badField("scenery must be required or recommended (or empty: not reviewed).")
 		}
-		f.edits = append(f.edits, func(p *models.Preset) { p.SceneryRequirement = scenery })
+		f.fields.SceneryRequirement = &raw
 	}
 	if covers := form.File[presetFieldCover]; len(covers) > 1 {
 		return nil, badField("cover: send at most one file; got %d.", len(covers))
 	} else if len(covers) == 1 {
 		f.cover = covers[0]
 	}
-	if len(f.gallery) > models.MaxPresetGallery {
-		return nil, badField("gallery: at most %d images; got %d.", models.MaxPresetGallery, len(f.gallery))
+	if len(f.gallery) > presetspec.MaxGallery {
+		return nil, badField("gallery: at most %d images; got %d.", presetspec.MaxGallery, len(f.gallery))
 	}
 	if !update {
 		return f, nil
@@ -298,7 +306,7 @@ func readPresetForm(form *multipart.Form, update bool) (*presetForm, error) {
 			return nil, badField(`existingGalleryIds must be a JSON array of gallery image ids, such as ["<id>"] ([] removes them all).`)
 		}
 		for i, id := range keep {
-			id = models.CanonicalID(id)
+			id = ids.Canonical(id)
 			keep[i] = id
 			if slices.Contains(keep[:i], id) {
 				return nil, badField("existingGalleryIds lists %q twice.", id)
@@ -359,53 +367,9 @@ func parseLabels(field, raw string) ([]string, error) {
 	return out, nil
 }
 
-// storePresetImages stores the form's cover and gallery files and returns their assets, not yet
-// inserted. On error it deletes what it stored.
-func (h *Handler) storePresetImages(c *gin.Context, accountID string, f *presetForm) (cover *models.Asset, gallery []*models.Asset, err error) {
-	defer func() {
-		if err != nil {
-			h.deleteBlobs(c, append([]*models.Asset{cover}, gallery...))
-			cover, gallery = nil, nil
-		}
-	}()
-	if f.cover != nil {
-		if cover, err = h.storeImage(c, accountID, presetFieldCover, f.cover, false); err != nil {
-			return
-		}
-	}
-	for _, fh := range f.gallery {
-		var a *models.Asset
-		if a, err = h.storeImage(c, accountID, presetFieldGallery, fh, false); err != nil {
-			return
-		}
-		gallery = append(gallery, a)
-	}
-	return
-}
-
-// deleteBlobs deletes the files of assets (nil entries are skipped), best effort: a failure is
-// logged and leaves an orphan file behind. It runs also when the request has run out of time, for
-// at most cleanupTimeout.
-func (h *Handler) deleteBlobs(c *gin.Context, assets []*models.Asset) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request.Context()), cleanupTimeout)
-	defer cancel()
-	for _, a := range assets {
-		if a == nil {
-			continue
-		}
-		for _, k := range []string{a.BlobKey, a.PreparedBlobKey, a.ThumbnailBlobKey} {
-			if k == "" {
-				continue
-			}
-			if err := h.Blobs.Delete(ctx, k); err != nil && h.Log != nil {
-				h.Log.Warn("delete preset image file", zap.String("asset_id", a.ID), zap.String("blob_key", k), zap.Error(err))
-			}
-		}
-	}
-}
-
 // createPreset answers POST /presets: a USER preset of the key's account, published, private and
-// free, with its cover and gallery; nothing is created when anything is wrong.
+// free, with its cover and gallery (engine.CreateAccountPreset); nothing is created when anything
+// is wrong.
 func (h *Handler) createPreset(c *gin.Context) {
 	form, err := parseForm(c)
 	if err != nil {
@@ -417,27 +381,18 @@ func (h *Handler) createPreset(c *gin.Context) {
 		h.failUpload(c, err)
 		return
 	}
-	accountID := key(c).AccountID
-	cover, gallery, err := h.storePresetImages(c, accountID, f)
+	cover, gallery := f.files()
+	p, err := h.Engine.Records.CreateAccountPreset(c.Request.Context(), key(c).AccountID,
+		engine.NewPreset{Fields: f.fields, Cover: cover, Gallery: gallery})
 	if err != nil {
 		h.failUpload(c, err)
 		return
 	}
-	p := &models.Preset{}
-	for _, edit := range f.edits {
-		edit(p)
-	}
-	images, err := h.Engine.Records.CreateAccountPreset(c.Request.Context(), accountID, p, cover, gallery)
-	if err != nil {
-		h.deleteBlobs(c, append([]*models.Asset{cover}, gallery...))
-		h.answer(c, err)
-		return
-	}
-	item := h.presetItem(p, images, h.now().Add(h.DownloadTTL))
-	c.PureJSON(http.StatusOK, gin.H{"success": true, "presetId": p.ID, "preset": item})
+	c.PureJSON(http.StatusOK, gin.H{"success": true, "presetId": p.ID, "preset": h.presetItem(p, h.now().Add(h.DownloadTTL))})
 }
 
-// updatePreset answers PUT /presets: changes a preset the key's account owns.
+// updatePreset answers PUT /presets: changes a preset the key's account owns
+// (engine.UpdateAccountPreset, which checks the change before it stores any file).
 func (h *Handler) updatePreset(c *gin.Context) {
 	form, err := parseForm(c)
 	if err != nil {
@@ -449,36 +404,14 @@ func (h *Handler) updatePreset(c *gin.Context) {
 		h.failUpload(c, err)
 		return
 	}
-	accountID := key(c).AccountID
-	ctx := c.Request.Context()
-	// Check before storing any file; UpdateAccountPreset checks again in its transaction.
-	if err := h.Engine.Records.CheckAccountPresetUpdate(ctx, accountID, f.presetID, f.keep, len(f.gallery)); err != nil {
-		h.answer(c, err)
-		return
-	}
-	cover, gallery, err := h.storePresetImages(c, accountID, f)
+	cover, gallery := f.files()
+	p, err := h.Engine.Records.UpdateAccountPreset(c.Request.Context(), key(c).AccountID, f.presetID, engine.PresetChange{
+		Fields: f.fields, Cover: cover, RemoveCover: f.removeCover, KeepGallery: f.keep, AddGallery: gallery})
 	if err != nil {
 		h.failUpload(c, err)
 		return
 	}
-	u := &models.PresetUpdate{Cover: cover, RemoveCover: f.removeCover, KeepGallery: f.keep, AddGallery: gallery,
-		Edit: func(p *models.Preset) {
-			for _, edit := range f.edits {
-				edit(p)
-			}
-		}}
-	p, images, removed, err := h.Engine.Records.UpdateAccountPreset(ctx, accountID, f.presetID, u)
-	if err != nil {
-		h.deleteBlobs(c, append([]*models.Asset{cover}, gallery...))
-		h.answer(c, err)
-		return
-	}
-	gone := make([]*models.Asset, len(removed))
-	for i := range removed {
-		gone[i] = &removed[i]
-	}
-	h.deleteBlobs(c, gone)
-	c.PureJSON(http.StatusOK, gin.H{"success": true, "preset": h.presetItem(p, images, h.now().Add(h.DownloadTTL))})
+	c.PureJSON(http.StatusOK, gin.H{"success": true, "preset": h.presetItem(p, h.now().Add(h.DownloadTTL))})
 }
 
 func sortedFormKeys[V any](m map[string]V) []string {

@@ -654,7 +654,7 @@ func TestPresetImageURLsResolve(t *testing.T) {
 	if err := models.SeedReference(db); err != nil {
 		t.Fatal(err)
 	}
-	p := &plugin.Handler{Engine: e.handler.Engine, Blobs: e.blobs, Signer: e.handler.Signer,
+	p := &plugin.Handler{Engine: e.handler.Engine, Signer: e.handler.Signer,
 		Limiter: e.handler.Limiter, Log: zap.NewNop()}
 	router := api.NewRouter(api.Deps{Engine: e.handler.Engine, Blobs: e.blobs, Signer: e.handler.Signer, Log: zap.NewNop(), External: e.handler}, p)
 	download := func(raw string) (int, string, []byte) {

@@ -1,7 +1,6 @@
 package external
 
 import (
-	"context"
 	"net/http"
 	"slices"
 	"strconv"
@@ -10,11 +9,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
-	"go.uber.org/zap"
 
 	"github.com/shotflow/shotflow/api/inputcheck"
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/jobview"
-	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/models/status"
 )
 
@@ -72,22 +70,22 @@ func (h *Handler) listProducts(c *gin.Context) {
 	}
 	expires := h.now().Add(h.DownloadTTL)
 	page := ProductsPage{Products: make([]ProductItem, 0, len(rows)), Count: len(rows)}
-	for i := range rows {
-		page.Products = append(page.Products, h.productItem(&rows[i], expires))
+	for _, r := range rows {
+		page.Products = append(page.Products, h.productItem(r, expires))
 	}
 	c.PureJSON(http.StatusOK, page)
 }
 
 // productStatus is the client-facing state of a photo: FAILED also for a plugin upload whose
 // bytes never came before its upload URL expired (nothing will make it usable).
-func productStatus(r *models.AccountPhotoRow, now time.Time) string {
+func productStatus(r engine.AccountPhoto, now time.Time) string {
 	switch r.AssetStatus {
 	case status.AssetReady:
 		return ProductUploaded
 	case status.AssetInvalid:
 		return ProductFailed
 	case status.AssetAwaitingUpload:
-		if r.UploadExpiresAt != nil && !now.Before(*r.UploadExpiresAt) {
+		if r.UploadsBy != nil && !now.Before(*r.UploadsBy) {
 			return ProductFailed
 		}
 	}
@@ -95,14 +93,14 @@ func productStatus(r *models.AccountPhotoRow, now time.Time) string {
 }
 
 // productItem renders a photo; its thumbnail is signed only once the photo is usable.
-func (h *Handler) productItem(r *models.AccountPhotoRow, expires time.Time) ProductItem {
+func (h *Handler) productItem(r engine.AccountPhoto, expires time.Time) ProductItem {
 	item := ProductItem{ID: r.ID, Name: r.ProductName, Status: productStatus(r, h.now()), CreatedAt: r.CreatedAt}
 	if item.Name == "" {
 		item.Name = r.ProductRef
 	}
 	if item.Status == ProductUploaded {
 		p := jobview.FilePath(r.AssetID)
-		if r.ThumbnailBlobKey != "" {
+		if r.Thumbnail {
 			p = jobview.ThumbnailPath(r.AssetID)
 		}
 		item.Thumbnail = h.Signer.URL(http.MethodGet, p, expires)
@@ -111,7 +109,8 @@ func (h *Handler) productItem(r *models.AccountPhotoRow, expires time.Time) Prod
 }
 
 // uploadProduct creates a product of the account's own from a multipart form (name, optional
-// sku, one image file) with the file as its one photo, and starts preparing the photo.
+// sku, one image file) with the file as its one photo, and starts preparing the photo
+// (engine.UploadAccountPhoto).
 func (h *Handler) uploadProduct(c *gin.Context) {
 	form, err := parseForm(c)
 	if err != nil {
@@ -152,32 +151,13 @@ func (h *Handler) uploadProduct(c *gin.Context) {
 		h.fail(c, http.StatusBadRequest, "file must be one image; this form has several.")
 		return
 	}
-	accountID := key(c).AccountID
-	asset, err := h.storeImage(c, accountID, "file", files[0], true)
+	photo, err := h.Engine.Records.UploadAccountPhoto(c.Request.Context(), key(c).AccountID,
+		engine.NewPhoto{Name: name, SKU: sku, File: imageFile("file", files[0])})
 	if err != nil {
 		h.failUpload(c, err)
 		return
 	}
-	ctx := c.Request.Context()
-	img, err := h.Engine.Records.CreateAccountPhoto(ctx, asset, name, sku)
-	if err != nil {
-		// Nothing was stored but the bytes: remove them too, also when the request ran out of time.
-		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-		defer cancel()
-		if derr := h.Blobs.Delete(cleanup, asset.BlobKey); derr != nil {
-			h.Log.Warn("remove the file of a product upload that was not stored", zap.String("blob_key", asset.BlobKey), zap.Error(derr))
-		}
-		h.internal(c, err)
-		return
-	}
-	// The worker's sweep starts preparations that were never started, so a failure here only
-	// delays the photo.
-	if err := h.Engine.Uploads.StartPrepare(ctx, asset); err != nil {
-		h.Log.Warn("start preparing an uploaded product photo", zap.String("asset_id", asset.ID), zap.Error(err))
-	}
-	row := models.AccountPhotoRow{ID: img.ID, AssetID: asset.ID, ProductRef: img.ProductID, ProductName: name,
-		AssetStatus: asset.Status, CreatedAt: img.CreatedAt}
-	c.PureJSON(http.StatusOK, ProductCreated{Success: true, Product: h.productItem(&row, h.now().Add(h.DownloadTTL))})
+	c.PureJSON(http.StatusOK, ProductCreated{Success: true, Product: h.productItem(photo, h.now().Add(h.DownloadTTL))})
 }
 
 // productText reads the text field sent at most once, trimmed, of 1 to maxLen characters; an

@@ -13,8 +13,11 @@ import (
 	"github.com/shotflow/shotflow/api/files"
 	"github.com/shotflow/shotflow/api/inputcheck"
 	"github.com/shotflow/shotflow/api/jsonbody"
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/jobview"
-	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/ids"
+	"github.com/shotflow/shotflow/models/refblob"
+	"github.com/shotflow/shotflow/models/voting"
 )
 
 // Record lists (api/external/openapi.yaml, RecordItem, ImageItem, VideoItem) and the reviews of packshots and
@@ -64,14 +67,14 @@ func (h *Handler) registerRecords(add route) {
 	add(post, "/image-picker/review", body, ScopeRegister, h.reviewImage)
 }
 
-func (h *Handler) listModels(c *gin.Context) { h.listReference(c, models.KindFashionModel, "models") }
+func (h *Handler) listModels(c *gin.Context) { h.listReference(c, engine.FashionModels, "models") }
 
 func (h *Handler) listSceneries(c *gin.Context) {
-	h.listReference(c, models.KindScenery, "sceneries")
+	h.listReference(c, engine.Sceneries, "sceneries")
 }
 
 // listReference answers GET /models or /sceneries: the account's own items, not archived.
-func (h *Handler) listReference(c *gin.Context, kind models.ReferenceKind, listKey string) {
+func (h *Handler) listReference(c *gin.Context, kind engine.ReferenceKind, listKey string) {
 	approved, ok := h.statusFilter(c)
 	if !ok {
 		return
@@ -98,11 +101,11 @@ func (h *Handler) listImages(c *gin.Context) {
 		return
 	}
 	photo := c.Query("productId")
-	if photo != "" && !models.IsUUID(photo) {
+	if photo != "" && !ids.IsUUID(photo) {
 		h.fail(c, http.StatusBadRequest, "productId must be the id of a product photo (a UUID, as GET /products lists).")
 		return
 	}
-	recs, err := h.Engine.Records.ListAccountShoots(c.Request.Context(), key(c).AccountID, approved, models.CanonicalID(photo))
+	recs, err := h.Engine.Records.ListAccountShoots(c.Request.Context(), key(c).AccountID, approved, ids.Canonical(photo))
 	h.answerRecords(c, "images", recs, err)
 }
 
@@ -136,7 +139,7 @@ func (h *Handler) statusFilter(c *gin.Context) (approved, ok bool) {
 }
 
 // answerRecords answers {<listKey>: [...], count} with signed thumbnails, or the engine's error.
-func (h *Handler) answerRecords(c *gin.Context, listKey string, recs []models.Record, err error) {
+func (h *Handler) answerRecords(c *gin.Context, listKey string, recs []engine.Record, err error) {
 	if err != nil {
 		h.answer(c, err)
 		return
@@ -151,13 +154,13 @@ func (h *Handler) answerRecords(c *gin.Context, listKey string, recs []models.Re
 }
 
 // recordFileURL signs the download URL of a record's file; "" when there is none.
-func (h *Handler) recordFileURL(f models.RecordFile, expires time.Time) string {
+func (h *Handler) recordFileURL(f engine.StoredFile, expires time.Time) string {
 	switch {
 	case f.AssetID != "" && f.Preview:
 		return h.Signer.URL(http.MethodGet, jobview.ThumbnailPath(f.AssetID), expires)
 	case f.AssetID != "":
 		return h.Signer.URL(http.MethodGet, jobview.FilePath(f.AssetID), expires)
-	case strings.HasPrefix(f.BlobKey, models.ReferenceBlobPrefix):
+	case strings.HasPrefix(f.BlobKey, refblob.Prefix):
 		return h.Signer.URL(http.MethodGet, files.RefPath(f.BlobKey), expires)
 	}
 	return ""
@@ -173,12 +176,12 @@ func (h *Handler) updatePackshot(c *gin.Context) {
 	if !ok {
 		return
 	}
-	var review models.PackshotReview
+	var review engine.PackshotReview
 	if raw, sent := body["Voting"]; sent {
 		if !h.stringMember(c, "Voting", raw, &review.Voting) {
 			return
 		}
-		if review.Voting != models.RefVotingApproved && review.Voting != models.RefVotingRejected {
+		if review.Voting != voting.RecordApproved && review.Voting != voting.RecordRejected {
 			h.fail(c, http.StatusBadRequest, "Voting must be APPROVED or REJECTED.")
 			return
 		}
@@ -206,7 +209,7 @@ func (h *Handler) updatePackshot(c *gin.Context) {
 }
 
 // Verdicts of POST /image-picker/review.
-var imageVerdicts = []string{models.VotingAccepted, models.VotingRejected, models.VotingPending}
+var imageVerdicts = []string{voting.Accepted, voting.Rejected, voting.Pending}
 
 // reviewImage answers POST /image-picker/review: {recordId, verdict}; verdict pending clears an
 // earlier verdict (voting null again).
@@ -296,9 +299,9 @@ func (h *Handler) reviewRecordID(c *gin.Context, body map[string]jsontext.Value)
 		h.fail(c, http.StatusBadRequest, "recordId is required (a string).")
 		return "", false
 	}
-	if !models.IsUUID(id) {
+	if !ids.IsUUID(id) {
 		h.fail(c, http.StatusBadRequest, "recordId must be a UUID.")
 		return "", false
 	}
-	return models.CanonicalID(id), true
+	return ids.Canonical(id), true
 }

@@ -17,11 +17,12 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/jobview"
 	"github.com/shotflow/shotflow/internal/platform/blobstore"
 	"github.com/shotflow/shotflow/internal/platform/urlsign"
 	"github.com/shotflow/shotflow/internal/reference"
-	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/refblob"
 	"github.com/shotflow/shotflow/models/status"
 )
 
@@ -32,7 +33,7 @@ const RefPrefix = "/files/ref/"
 
 // RefPath is the download path of the reference image stored under a blob key.
 func RefPath(key string) string {
-	return RefPrefix + strings.TrimPrefix(key, models.ReferenceBlobPrefix)
+	return RefPrefix + strings.TrimPrefix(key, refblob.Prefix)
 }
 
 // Path is the download path of an asset.
@@ -68,8 +69,8 @@ type Responder interface {
 type Handler struct {
 	Signer *urlsign.Signer
 	Blobs  *blobstore.Store
-	// Asset loads an asset by ID; models.ErrNotFound when there is none.
-	Asset func(ctx context.Context, id string) (*models.Asset, error)
+	// Asset loads an asset by ID; an engine refusal of KindNotFound when there is none.
+	Asset func(ctx context.Context, id string) (engine.FileAsset, error)
 	// Errors answers refusals.
 	Errors Responder
 }
@@ -108,7 +109,7 @@ func (h *Handler) download(thumbnail bool) gin.HandlerFunc {
 			return
 		}
 		asset, err := h.Asset(c.Request.Context(), id)
-		if err != nil && !errors.Is(err, models.ErrNotFound) {
+		if r, refused := engine.As(err); err != nil && (!refused || r.Kind != engine.KindNotFound) {
 			h.Errors.Unexpected(c, err)
 			return
 		}
@@ -116,7 +117,7 @@ func (h *Handler) download(thumbnail bool) gin.HandlerFunc {
 			h.Errors.FileNotFound(c, "No such file.")
 			return
 		}
-		if asset.PurgedAt != nil {
+		if asset.Purged {
 			h.Errors.FilePurged(c, "This file was removed by the retention policy.")
 			return
 		}
@@ -160,7 +161,7 @@ func (h *Handler) reference(c *gin.Context) {
 		h.Errors.FileNotFound(c, "No such file.")
 		return
 	}
-	key := models.ReferenceBlobPrefix + c.Param("version") + "/" + c.Param("group") + "/" + c.Param("file")
+	key := refblob.Prefix + c.Param("version") + "/" + c.Param("group") + "/" + c.Param("file")
 	if !h.verify(c, RefPath(key), "This download URL has expired; list the items again for a fresh one.") {
 		return
 	}

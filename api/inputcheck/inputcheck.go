@@ -5,7 +5,7 @@
 // records up with or stores, JSON bodies (keys and values) and multipart text fields and file
 // names. Each API turns a Refusal into its own error body. It is also where path IDs are read
 // first: the UUID of an ID parameter (":id", ":<name>_id") sent in upper or mixed case is put in
-// the lower case the store keeps IDs in (models.CanonicalID), so every route matches IDs
+// the lower case the store keeps IDs in (ids.Canonical), so every route matches IDs
 // case-insensitively.
 package inputcheck
 
@@ -26,7 +26,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/ids"
 )
 
 // Kind is how a route reads its request body.
@@ -122,7 +122,7 @@ func checkHead(c *gin.Context, body Body) *Refusal {
 			return r
 		}
 		if isIDParam(p.Key) {
-			c.Params[i].Value = models.CanonicalID(p.Value)
+			c.Params[i].Value = ids.Canonical(p.Value)
 		}
 	}
 	query, _ := url.ParseQuery(req.URL.RawQuery) // gin ignores the malformed pairs too

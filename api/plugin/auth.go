@@ -10,8 +10,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/shotflow/shotflow/api/reqctx"
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/platform/ratelimit"
-	"github.com/shotflow/shotflow/models"
 )
 
 // Permissions named per route in api/openapi.yaml (x-permissions).
@@ -61,8 +61,8 @@ func Permissions(scopes []string) []string {
 
 // Caller is the authenticated installation of a request.
 type Caller struct {
-	Key          *models.APIKey
-	Installation *models.Installation
+	Key          engine.APIKey
+	Installation engine.Installation
 	Permissions  []string
 }
 
@@ -85,7 +85,7 @@ func (h *Handler) Authenticate(c *gin.Context) {
 		return
 	}
 	key, inst := who.Key, who.Installation
-	c.Set(callerKey, &Caller{Key: key, Installation: inst, Permissions: Permissions(key.ScopeList())})
+	c.Set(callerKey, &Caller{Key: key, Installation: inst, Permissions: Permissions(key.Scopes)})
 	reqctx.SetTenant(c, reqctx.Tenant{AccountID: inst.AccountID, InstallationID: inst.ID})
 	h.rateLimit(c, key.ID, inst.RateLimitPerMin)
 }

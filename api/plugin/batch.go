@@ -11,7 +11,6 @@ import (
 
 	"github.com/shotflow/shotflow/api/jsonbody"
 	"github.com/shotflow/shotflow/internal/engine"
-	"github.com/shotflow/shotflow/models"
 )
 
 // Limits of POST /jobs/batch.
@@ -55,19 +54,17 @@ func (h *Handler) createBatch(c *gin.Context) {
 		h.refuse(c, f)
 		return
 	}
-	inst := caller(c).Installation
 	resp := BatchResponse{Results: make([]BatchResult, 0, len(entries))}
-	var committed []engine.Committed
+	var committed []engine.Session
 	for i, entry := range entries {
 		var out sessionOutcome
 		if req, f := parseBatchEntry(i, entry); f != nil {
 			out.fail = f
 		} else {
-			var order *models.Order
-			var jobs []models.Job
-			out, order, jobs = h.commitSession(c, h.sessionRequest(c, inst, req), nil)
-			if order != nil {
-				committed = append(committed, engine.Committed{Order: order, Jobs: jobs})
+			var session *engine.Session
+			out, session = h.commitSession(c, h.sessionRequest(c, req), nil)
+			if session != nil {
+				committed = append(committed, *session)
 			}
 		}
 		r := BatchResult{Index: i, Status: http.StatusCreated, Session: out.session}
@@ -77,12 +74,12 @@ func (h *Handler) createBatch(c *gin.Context) {
 		}
 		resp.Results = append(resp.Results, r)
 	}
-	h.Engine.Orders.StartAll(c.Request.Context(), committed, batchStartTimeout)
+	h.Engine.Sessions.StartAll(c.Request.Context(), committed, batchStartTimeout)
 	c.PureJSON(http.StatusMultiStatus, resp)
 }
 
-// batchStartTimeout bounds the workflow starts of one batch as a whole (engine.StartAll), so that
-// an unreachable Temporal delays the answer by seconds, not by a timeout per session.
+// batchStartTimeout bounds the workflow starts of one batch as a whole (engine.Sessions.StartAll),
+// so that an unreachable Temporal delays the answer by seconds, not by a timeout per session.
 var batchStartTimeout = 10 * time.Second
 
 // parseBatch checks the envelope of a batch, {"batches": [...]} and nothing else, and returns its

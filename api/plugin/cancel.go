@@ -27,5 +27,5 @@ func (h *Handler) cancelJob(c *gin.Context) {
 		status = http.StatusAccepted
 	}
 	// A pending or cancelled job has no outputs.
-	c.PureJSON(status, h.jobResponse(out.Job, nil))
+	c.PureJSON(status, h.jobResponse(out.Job))
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/shotflow/shotflow/internal/engine"
-	"github.com/shotflow/shotflow/models"
 )
 
 // Catalog listing bounds.
@@ -92,7 +91,7 @@ func (h *Handler) catalogPageParams(c *gin.Context, kind string) (engine.Catalog
 		h.Fail(c, http.StatusBadRequest, CodeInvalidInput, "cursor is not a next_cursor of GET /"+kind+"; pass it back unchanged or omit it to start again.")
 		return page, false
 	}
-	page.After = &models.CatalogCursor{CreatedAt: tok.CreatedAt, ID: tok.ID}
+	page.After = &engine.CatalogCursor{CreatedAt: tok.CreatedAt, ID: tok.ID}
 	return page, true
 }
 
@@ -122,8 +121,8 @@ func (h *Handler) listProducts(c *gin.Context) {
 		last := rows[len(rows)-1]
 		page.NextCursor = encodeCatalogCursor("products", last.CreatedAt, last.ID)
 	}
-	for i := range rows {
-		page.Products = append(page.Products, productItem(&rows[i]))
+	for _, p := range rows {
+		page.Products = append(page.Products, productItem(p))
 	}
 	c.PureJSON(http.StatusOK, page)
 }
@@ -138,11 +137,11 @@ func (h *Handler) getProduct(c *gin.Context) {
 	out := ProductDetail{ProductItem: productItem(p.Product),
 		Images: make([]ImageItem, 0, len(p.Images)), ImagesTruncated: p.ImagesTruncated,
 		Packshots: make([]PackshotItem, 0, len(p.Packshots)), PackshotsTruncated: p.PackshotsTruncated}
-	for i := range p.Images {
-		out.Images = append(out.Images, *h.imageItem(&p.Images[i]))
+	for _, img := range p.Images {
+		out.Images = append(out.Images, *h.imageItem(img))
 	}
-	for i := range p.Packshots {
-		out.Packshots = append(out.Packshots, *packshotItem(&p.Packshots[i]))
+	for _, ps := range p.Packshots {
+		out.Packshots = append(out.Packshots, *packshotItem(ps))
 	}
 	c.PureJSON(http.StatusOK, out)
 }
@@ -174,8 +173,8 @@ func (h *Handler) listPackshots(c *gin.Context) {
 		last := rows[len(rows)-1]
 		page.NextCursor = encodeCatalogCursor("packshots", last.CreatedAt, last.ID)
 	}
-	for i := range rows {
-		page.Packshots = append(page.Packshots, *packshotItem(&rows[i]))
+	for _, ps := range rows {
+		page.Packshots = append(page.Packshots, *packshotItem(ps))
 	}
 	c.PureJSON(http.StatusOK, page)
 }
@@ -190,7 +189,7 @@ func (h *Handler) deletePackshot(c *gin.Context) {
 	c.Status(http.StatusNoContent)
 }
 
-func productItem(p *models.ProductSummary) ProductItem {
+func productItem(p engine.Product) ProductItem {
 	return ProductItem{ID: p.ID, ExternalRef: p.ExternalRef, DisplayName: p.DisplayName, SKU: p.SKU,
 		ImageCount: p.ImageCount, PackshotCount: p.PackshotCount, CreatedAt: p.CreatedAt, DeletedAt: p.DeletedAt}
 }

@@ -50,19 +50,18 @@ func (h *Handler) cloneOrder(c *gin.Context) {
 		h.refuse(c, f)
 		return
 	}
-	inst := caller(c).Installation
 	subjects := make([]engine.CloneSubject, len(creq.Subjects))
 	for i, s := range creq.Subjects {
 		subjects[i] = engine.CloneSubject{ProductRef: s.ProductRef, ProductLabel: value(s.ProductLabel),
 			PackshotAssetID: value(s.PackshotAssetID), ImagesCount: s.ImagesCount, AIModel: value(s.AIModel),
 			AutoRegisterPackshot: s.AutoRegisterPackshot}
 	}
-	req, err := h.Engine.Sessions.CloneSession(c.Request.Context(), inst.ID, c.Param("id"), subjects)
+	req, err := h.Engine.Sessions.CloneSession(c.Request.Context(), caller(c).Installation.ID, c.Param("id"), subjects)
 	if err != nil {
 		h.fail(c, err)
 		return
 	}
-	h.writeSession(c, h.acceptSession(c, h.pluginSession(c, inst, *req), sessionRecord(c)))
+	h.writeSession(c, h.acceptSession(c, h.pluginSession(c, *req), sessionRecord(c)))
 }
 
 // parseClone decodes the optional body of a clone: nothing, {} or {"subjects": [...]}.

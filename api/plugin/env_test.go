@@ -125,7 +125,6 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 		}}})
 	h := &plugin.Handler{
 		Engine:           d.Engine,
-		Blobs:            d.Blobs,
 		Signer:           d.Signer,
 		Limiter:          d.Limiter,
 		Log:              zap.NewNop(),

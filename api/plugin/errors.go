@@ -15,7 +15,7 @@ import (
 	"github.com/shotflow/shotflow/api/jsonbody"
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/platform/unavailable"
-	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/merchantref"
 )
 
 // Error codes of the plugin API envelope (docs at {docs_url}/plugin-api/errors/<code>).
@@ -143,6 +143,7 @@ var engineCodes = map[string]struct {
 	engine.ReasonOutputsPurged:             {http.StatusGone, CodeOutputsPurged, nil},
 	engine.ReasonPackshotNotApproved:       {http.StatusUnprocessableEntity, CodePackshotNotApproved, productRefs},
 	engine.ReasonUploadNotAccepted:         {http.StatusConflict, CodeUploadConflict, nil},
+	engine.ReasonTooLarge:                  {http.StatusRequestEntityTooLarge, CodePayloadTooLarge, nil},
 }
 
 // creditsRequired is the details of insufficient_credits: {"credits_required": n}, when the engine
@@ -246,8 +247,8 @@ func newRequestValidator() *validator.Validate {
 	if err := v.RegisterValidation("nonempty", func(fl validator.FieldLevel) bool { return fl.Field().String() != "" }); err != nil {
 		panic(err) // only for a malformed tag name
 	}
-	// ref: a merchant reference that can be addressed in a path (models.RefProblem).
-	if err := v.RegisterValidation("ref", func(fl validator.FieldLevel) bool { return models.RefProblem(fl.Field().String()) == "" }); err != nil {
+	// ref: a merchant reference that can be addressed in a path (merchantref.Problem).
+	if err := v.RegisterValidation("ref", func(fl validator.FieldLevel) bool { return merchantref.Problem(fl.Field().String()) == "" }); err != nil {
 		panic(err)
 	}
 	v.RegisterTagNameFunc(func(f reflect.StructField) string {
@@ -313,7 +314,7 @@ func describeField(fe validator.FieldError) string {
 		return fmt.Sprintf("%s must be a UUID", ns)
 	case "ref":
 		v, _ := fe.Value().(string)
-		return fmt.Sprintf("%s %s", ns, models.RefProblem(v))
+		return fmt.Sprintf("%s %s", ns, merchantref.Problem(v))
 	case "nonempty":
 		return fmt.Sprintf("%s must not be empty; omit it to use the default", ns)
 	}

@@ -19,7 +19,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/shotflow/shotflow/internal/engine"
-	"github.com/shotflow/shotflow/models"
 )
 
 // Idempotency-Key on every mutating route (plugin.go mounts them with h.mutation): POST /jobs,
@@ -37,7 +36,7 @@ import (
 //     matter but any value does. A route that takes no body ignores one, and so does the hash.
 //     Headers other than the key are not part of it: the API key's installation scopes the key,
 //     and its permission is checked before the key is looked at.
-//   - The first request claims the key by inserting a row (models.ClaimIdempotencyKey); the unique
+//   - The first request claims the key by inserting a row (engine.Idempotency.RunOnce); the unique
 //     index on (installation_id, idempotency_key) decides which of concurrent requests wins. The
 //     winner runs the route with its answer held back (answerWriter).
 //   - Only successes are remembered: a 2xx answer is recorded (status, the headers the route set,
@@ -292,7 +291,7 @@ func (h *Handler) complete(c *gin.Context, claim *engine.KeyClaim, rule keyRule,
 }
 
 // replay writes a recorded answer with Idempotent-Replayed: true.
-func (h *Handler) replay(c *gin.Context, rule keyRule, answer models.IdempotencyAnswer) {
+func (h *Handler) replay(c *gin.Context, rule keyRule, answer engine.Answer) {
 	if rule.sealed {
 		body, err := h.Secrets.Open(string(answer.Body))
 		if err != nil {
@@ -329,9 +328,9 @@ func sessionRecord(c *gin.Context) recorder {
 	if claim == nil {
 		return nil
 	}
-	return claim.SessionRecord(func(order *models.Order, jobs []models.Job) (models.IdempotencyAnswer, error) {
-		body, err := encodeJSON(sessionResponse(order, jobs))
-		return models.IdempotencyAnswer{Status: http.StatusCreated,
+	return claim.SessionRecord(func(s engine.Session) (engine.Answer, error) {
+		body, err := encodeJSON(sessionResponse(s))
+		return engine.Answer{Status: http.StatusCreated,
 			Headers: map[string][]string{"Content-Type": {jsonContentType}}, Body: body}, err
 	})
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/internal/engine"
 )
 
 // answerWriter holds back the answer of a route run under an Idempotency-Key until it is known
@@ -67,8 +67,8 @@ func (w *answerWriter) Written() bool { return w.written }
 func (w *answerWriter) Flush() {}
 
 // recorded is the answer as a key remembers it.
-func (w *answerWriter) recorded() models.IdempotencyAnswer {
-	return models.IdempotencyAnswer{Status: w.status, Headers: w.header.Clone(), Body: bytes.Clone(w.body.Bytes())}
+func (w *answerWriter) recorded() engine.Answer {
+	return engine.Answer{Status: w.status, Headers: w.header.Clone(), Body: bytes.Clone(w.body.Bytes())}
 }
 
 // writeTo sends the held-back answer to the client.
@@ -77,7 +77,7 @@ func (w *answerWriter) writeTo(client gin.ResponseWriter) {
 }
 
 // writeAnswer writes an answer's headers, status and body.
-func writeAnswer(client gin.ResponseWriter, answer models.IdempotencyAnswer) {
+func writeAnswer(client gin.ResponseWriter, answer engine.Answer) {
 	for name, values := range answer.Headers {
 		client.Header()[name] = append([]string(nil), values...)
 	}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/jobview"
-	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/models/status"
 )
 
@@ -97,10 +96,10 @@ func imageStatus(assetStatus string) string {
 	return ImageAwaitingUpload
 }
 
-func (h *Handler) imageItem(r *models.ProductImageRow) *ImageItem {
+func (h *Handler) imageItem(r engine.Image) *ImageItem {
 	item := &ImageItem{ID: r.ID, ExternalRef: r.ExternalRef, ProductID: r.ProductID, ProductRef: r.ProductRef,
 		AssetID: r.AssetID, Status: imageStatus(r.AssetStatus), Width: r.Width, Height: r.Height, CreatedAt: r.CreatedAt}
-	if r.AssetStatus == status.AssetReady && r.ThumbnailBlobKey != "" {
+	if r.AssetStatus == status.AssetReady && r.Thumbnail {
 		item.ThumbnailURL = h.Signer.URL(http.MethodGet, jobview.ThumbnailPath(r.AssetID), time.Now().Add(h.DownloadTTL))
 	}
 	return item

@@ -14,7 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/shotflow/shotflow/internal/engine"
-	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/ids"
 	"github.com/shotflow/shotflow/models/status"
 )
 
@@ -54,8 +54,8 @@ func (h *Handler) listJobs(c *gin.Context) {
 		next := h.encodeJobCursor(inst.ID, engine.JobCursor{CreatedAt: last.CreatedAt, ID: last.ID})
 		page.NextCursor = &next
 	}
-	for i := range jobs.Jobs {
-		page.Jobs = append(page.Jobs, h.jobResponse(&jobs.Jobs[i], jobs.Outputs[jobs.Jobs[i].ID]))
+	for _, j := range jobs.Jobs {
+		page.Jobs = append(page.Jobs, h.jobResponse(j))
 	}
 	c.PureJSON(http.StatusOK, page)
 }
@@ -156,7 +156,7 @@ func (h *Handler) decodeJobCursor(installationID, raw string) (engine.JobCursor,
 		return engine.JobCursor{}, false
 	}
 	at, err := time.Parse(time.RFC3339Nano, tok.CreatedAt)
-	if err != nil || !models.IsUUID(tok.ID) {
+	if err != nil || !ids.IsUUID(tok.ID) {
 		return engine.JobCursor{}, false
 	}
 	return engine.JobCursor{CreatedAt: at.UTC(), ID: tok.ID}, true

@@ -1,13 +1,14 @@
 package plugin
 
 import (
+	"encoding/json"
 	"net/http"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/jobview"
-	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/models/status"
 )
 
@@ -23,41 +24,41 @@ func (h *Handler) downloadExpiry() time.Time {
 	return time.Now().UTC().Add(h.DownloadTTL + time.Hour).Truncate(time.Hour)
 }
 
-func (h *Handler) jobResponse(j *models.Job, outputs []models.Asset) JobResponse {
-	return jobview.New(j, outputs, h.Signer, h.downloadExpiry())
+func (h *Handler) jobResponse(j engine.Job) JobResponse {
+	return jobview.Render(j.Record, j.Outputs, h.Signer, h.downloadExpiry())
 }
 
-func (h *Handler) outputs(assets []models.Asset) []Output {
-	return jobview.Outputs(assets, h.Signer, h.downloadExpiry())
+func (h *Handler) outputs(files []jobview.File) []Output {
+	return jobview.Outputs(files, h.Signer, h.downloadExpiry())
 }
 
 func (h *Handler) getJob(c *gin.Context) {
-	j, outs, err := h.Engine.Jobs.JobWithOutputs(c.Request.Context(), caller(c).Installation.ID, c.Param("id"))
+	j, err := h.Engine.Jobs.JobWithOutputs(c.Request.Context(), caller(c).Installation.ID, c.Param("id"))
 	if err != nil {
 		h.fail(c, err)
 		return
 	}
-	c.PureJSON(http.StatusOK, h.jobResponse(j, outs))
+	c.PureJSON(http.StatusOK, h.jobResponse(j))
 }
 
 // OrderResponse is GET /orders/{id}.
 type OrderResponse struct {
-	ID            string         `json:"id"`
-	Status        string         `json:"status"`
-	JobType       string         `json:"job_type"`
-	SessionConfig models.JSON    `json:"session_config"`
-	JobsTotal     int            `json:"jobs_total"`
-	JobsCompleted int            `json:"jobs_completed"`
-	JobsFailed    int            `json:"jobs_failed"`
-	JobsCancelled int            `json:"jobs_cancelled"`
-	JobsExpired   int            `json:"jobs_expired"`
-	Products      []OrderProduct `json:"products"`
-	Images        []OrderImage   `json:"images"`
-	Summary       CreditSummary  `json:"summary"`
-	SourceOrderID *string        `json:"source_order_id"`
-	CreatedAt     time.Time      `json:"created_at"`
-	UpdatedAt     time.Time      `json:"updated_at"`
-	CompletedAt   *time.Time     `json:"completed_at"`
+	ID            string          `json:"id"`
+	Status        string          `json:"status"`
+	JobType       string          `json:"job_type"`
+	SessionConfig json.RawMessage `json:"session_config"`
+	JobsTotal     int             `json:"jobs_total"`
+	JobsCompleted int             `json:"jobs_completed"`
+	JobsFailed    int             `json:"jobs_failed"`
+	JobsCancelled int             `json:"jobs_cancelled"`
+	JobsExpired   int             `json:"jobs_expired"`
+	Products      []OrderProduct  `json:"products"`
+	Images        []OrderImage    `json:"images"`
+	Summary       CreditSummary   `json:"summary"`
+	SourceOrderID *string         `json:"source_order_id"`
+	CreatedAt     time.Time       `json:"created_at"`
+	UpdatedAt     time.Time       `json:"updated_at"`
+	CompletedAt   *time.Time      `json:"completed_at"`
 }
 
 // OrderProduct holds the per-product counters of an order.
@@ -92,7 +93,7 @@ func (h *Handler) getOrder(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
-	o, jobs, outs := d.Order, d.Jobs, d.Outputs
+	o := d.Order
 	resp := OrderResponse{
 		ID: o.ID, Status: o.Status, JobType: o.JobType, SessionConfig: o.SessionConfig, JobsTotal: o.JobsTotal,
 		JobsCompleted: o.JobsCompleted, JobsFailed: o.JobsFailed, JobsCancelled: o.JobsCancelled, JobsExpired: o.JobsExpired,
@@ -102,7 +103,7 @@ func (h *Handler) getOrder(c *gin.Context) {
 		CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt, CompletedAt: o.CompletedAt,
 	}
 	index := map[string]int{}
-	for _, j := range jobs {
+	for _, j := range d.Jobs {
 		i, ok := index[j.ProductRef]
 		if !ok {
 			i = len(resp.Products)
@@ -115,7 +116,7 @@ func (h *Handler) getOrder(c *gin.Context) {
 		switch j.Status {
 		case status.JobCompleted:
 			p.JobsCompleted++
-			for _, out := range h.outputs(outs[j.ID]) {
+			for _, out := range h.outputs(j.Outputs) {
 				resp.Images = append(resp.Images, OrderImage{JobID: j.ID, ProductRef: j.ProductRef, Voting: j.Voting, Output: out})
 			}
 		case status.JobFailed:

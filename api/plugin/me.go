@@ -55,19 +55,52 @@ func (h *Handler) me(c *gin.Context) {
 	c.PureJSON(http.StatusOK, MeResponse{
 		InstallationID: who.Installation.ID, InstallationName: who.Installation.Name, AccountID: acc.ID,
 		Plan: acc.Plan, Credits: CreditBalance{Available: acc.CreditBalance, Reserved: acc.CreditsReserved},
-		RequestLimit: RequestLimit{PerMinute: limit}, Scopes: who.Key.ScopeList(), Permissions: who.Permissions,
+		RequestLimit: RequestLimit{PerMinute: limit}, Scopes: who.Key.Scopes, Permissions: who.Permissions,
 		SubProcessors: subs,
 	})
 }
 
+// AIModelItem is an entry of GET /ai-models: a generation model, addressed as provider/model.
+type AIModelItem struct {
+	ID                    string   `json:"id"`
+	Provider              string   `json:"provider"`
+	Name                  string   `json:"name"`
+	OutputType            string   `json:"output_type"`
+	JobTypes              []string `json:"job_types"`
+	SupportedAspectRatios []string `json:"supported_aspect_ratios"`
+	BaseCreditCost        int64    `json:"base_credit_cost"`
+}
+
+// AspectRatioItem is an entry of GET /aspect-ratios: an output shape.
+type AspectRatioItem struct {
+	ID      string `json:"id"`
+	Label   string `json:"label"`
+	Width   int    `json:"width"`
+	Height  int    `json:"height"`
+	Default bool   `json:"default"`
+}
+
 func (h *Handler) aiModels(c *gin.Context) {
-	items := h.Engine.Catalog.AIModels(JobTypes...)
+	offered := h.Engine.Catalog.AIModels(JobTypes...)
+	items := make([]AIModelItem, len(offered))
+	for i, m := range offered {
+		items[i] = AIModelItem{ID: m.ID, Provider: m.Provider, Name: m.Name, OutputType: m.OutputType, JobTypes: m.JobTypes,
+			SupportedAspectRatios: m.SupportedAspectRatios, BaseCreditCost: m.BaseCreditCost}
+	}
 	c.Header("Cache-Control", "private, max-age=300")
 	c.Header("Vary", "X-Api-Key")
 	c.PureJSON(http.StatusOK, gin.H{"ai_models": items})
 }
 
 func (h *Handler) aspectRatios(c *gin.Context) {
+	ratios := h.Engine.Catalog.AspectRatios()
+	var items []AspectRatioItem
+	if ratios != nil {
+		items = make([]AspectRatioItem, len(ratios))
+	}
+	for i, a := range ratios {
+		items[i] = AspectRatioItem{ID: a.ID, Label: a.Label, Width: a.Width, Height: a.Height, Default: a.Default}
+	}
 	c.Header("Cache-Control", "public, max-age=3600")
-	c.PureJSON(http.StatusOK, gin.H{"aspect_ratios": h.Engine.Catalog.AspectRatios()})
+	c.PureJSON(http.StatusOK, gin.H{"aspect_ratios": items})
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/shotflow/shotflow/internal/engine"
-	"github.com/shotflow/shotflow/models"
 )
 
 // MaxBulkItems is the most items a bulk catalog call accepts.
@@ -110,7 +109,7 @@ func productMetadata(m *ProductMetadata) *engine.ProductMetadata {
 	return &engine.ProductMetadata{DisplayName: m.DisplayName, SKU: m.SKU}
 }
 
-func packshotItem(p *models.PackshotRow) *PackshotItem {
+func packshotItem(p engine.Packshot) *PackshotItem {
 	return &PackshotItem{ID: p.ID, AssetID: p.AssetID, ProductID: p.ProductID, ProductRef: p.ProductRef,
 		ExternalRef: p.ExternalRef, SourceImageRef: p.SourceImageRef, Voting: p.Voting, VotingAt: p.VotingAt, CreatedAt: p.CreatedAt}
 }

@@ -10,10 +10,8 @@ import (
 
 	"github.com/shotflow/shotflow/api/inputcheck"
 	"github.com/shotflow/shotflow/internal/engine"
-	"github.com/shotflow/shotflow/internal/platform/blobstore"
 	"github.com/shotflow/shotflow/internal/platform/ratelimit"
 	"github.com/shotflow/shotflow/internal/platform/urlsign"
-	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/models/jobtype"
 )
 
@@ -21,7 +19,6 @@ import (
 type Handler struct {
 	// Engine runs the use cases both APIs share, and holds the model catalog; one per process.
 	Engine           *engine.Engine
-	Blobs            *blobstore.Store
 	Signer           *urlsign.Signer
 	Limiter          ratelimit.Limiter
 	Log              *zap.Logger
@@ -30,7 +27,7 @@ type Handler struct {
 	DownloadTTL      time.Duration
 	UploadTTL        time.Duration
 	SubProcessors    []SubProcessor
-	Secrets          models.Sealer // seals webhook secrets at rest (rotate-hmac)
+	Secrets          engine.Sealer // seals webhook secrets at rest (rotate-hmac)
 }
 
 // Base is the path prefix of the plugin API.

@@ -5,7 +5,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/voting"
 )
 
 // RefreshURLResponse is the answer of POST /jobs/{id}/refresh-url: the job's outputs with freshly
@@ -19,16 +19,16 @@ type RefreshURLResponse struct {
 // DOWNLOAD_URL_TTL from now (engine.RefreshOutputs); 409 job_not_completed before the job completed,
 // 410 outputs_purged once retention removed its files.
 func (h *Handler) refreshURL(c *gin.Context) {
-	j, assets, err := h.Engine.Jobs.RefreshOutputs(c.Request.Context(), caller(c).Installation.ID, c.Param("id"))
+	j, err := h.Engine.Jobs.RefreshOutputs(c.Request.Context(), caller(c).Installation.ID, c.Param("id"))
 	if err != nil {
 		h.fail(c, err)
 		return
 	}
-	c.PureJSON(http.StatusOK, RefreshURLResponse{JobID: j.ID, Outputs: h.outputs(assets)})
+	c.PureJSON(http.StatusOK, RefreshURLResponse{JobID: j.ID, Outputs: h.outputs(j.Outputs)})
 }
 
-func (h *Handler) acceptJob(c *gin.Context) { h.rateJob(c, models.VotingAccepted) }
-func (h *Handler) rejectJob(c *gin.Context) { h.rateJob(c, models.VotingRejected) }
+func (h *Handler) acceptJob(c *gin.Context) { h.rateJob(c, voting.Accepted) }
+func (h *Handler) rejectJob(c *gin.Context) { h.rateJob(c, voting.Rejected) }
 
 // rateJob answers POST /jobs/{id}/accept and /reject with 204 (engine.RateJob); 409
 // job_not_completed before the job completed, 410 outputs_purged for a packshot whose file is gone.

@@ -8,7 +8,9 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/shotflow/shotflow/api/files"
-	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/internal/engine"
+	"github.com/shotflow/shotflow/models/presetspec"
+	"github.com/shotflow/shotflow/models/refblob"
 )
 
 // Reference data: GET /models, /sceneries, /presets and /pricing (GET /ai-models and
@@ -68,29 +70,37 @@ type InputGuidance struct {
 
 // PricingResponse is GET /pricing.
 type PricingResponse struct {
-	Prices []models.Price `json:"prices"`
+	Prices []PriceItem `json:"prices"`
+}
+
+// PriceItem is one entry of GET /pricing: the credit cost of one generated image of job_type by
+// provider/model, or by any model of the provider when model is "*".
+type PriceItem struct {
+	JobType    string `json:"job_type"`
+	Provider   string `json:"provider"`
+	Model      string `json:"model"`
+	CreditCost int64  `json:"credit_cost"`
 }
 
 // imageURL signs the download URL of a reference image: an asset, else a seeded file of the blob
-// store (a key under models.ReferenceBlobPrefix); "" when there is neither (an item still being
-// generated).
-func (h *Handler) imageURL(blobKey string, assetID *string, expires time.Time) string {
+// store (a key under refblob.Prefix); "" when there is neither (an item still being generated).
+func (h *Handler) imageURL(f engine.StoredFile, expires time.Time) string {
 	switch {
-	case assetID != nil && *assetID != "":
-		return h.Signer.URL(http.MethodGet, files.Path(*assetID), expires)
-	case strings.HasPrefix(blobKey, models.ReferenceBlobPrefix):
-		return h.Signer.URL(http.MethodGet, files.RefPath(blobKey), expires)
+	case f.AssetID != "":
+		return h.Signer.URL(http.MethodGet, files.Path(f.AssetID), expires)
+	case strings.HasPrefix(f.BlobKey, refblob.Prefix):
+		return h.Signer.URL(http.MethodGet, files.RefPath(f.BlobKey), expires)
 	}
 	return ""
 }
 
-func (h *Handler) listModels(c *gin.Context) { h.listReference(c, models.KindFashionModel, "models") }
+func (h *Handler) listModels(c *gin.Context) { h.listReference(c, engine.FashionModels, "models") }
 
-func (h *Handler) listSceneries(c *gin.Context) { h.listReference(c, models.KindScenery, "sceneries") }
+func (h *Handler) listSceneries(c *gin.Context) { h.listReference(c, engine.Sceneries, "sceneries") }
 
 // listReference answers GET /models or /sceneries: the account's own usable items, then the
 // marketplace's.
-func (h *Handler) listReference(c *gin.Context, kind models.ReferenceKind, field string) {
+func (h *Handler) listReference(c *gin.Context, kind engine.ReferenceKind, field string) {
 	items, err := h.Engine.Records.UsableReferenceItems(c.Request.Context(), caller(c).Installation.AccountID, kind)
 	if err != nil {
 		h.fail(c, err)
@@ -100,10 +110,10 @@ func (h *Handler) listReference(c *gin.Context, kind models.ReferenceKind, field
 	out := make([]ReferenceEntry, 0, len(items))
 	for _, it := range items {
 		source := SourceAccount
-		if it.Marketplace() {
+		if it.Marketplace {
 			source = SourceMarketplace
 		}
-		out = append(out, ReferenceEntry{ID: it.ID, Name: it.Name, Thumbnail: h.imageURL(it.ThumbnailKey, it.ThumbnailAssetID, expires), Source: source})
+		out = append(out, ReferenceEntry{ID: it.ID, Name: it.Name, Thumbnail: h.imageURL(it.Thumbnail, expires), Source: source})
 	}
 	c.Header("Cache-Control", cacheAccountLists)
 	c.Header("Vary", "X-Api-Key")
@@ -112,7 +122,7 @@ func (h *Handler) listReference(c *gin.Context, kind models.ReferenceKind, field
 
 // listPresets answers GET /presets: the published system presets, then the account's own.
 func (h *Handler) listPresets(c *gin.Context) {
-	presets, images, err := h.Engine.Records.VisiblePresets(c.Request.Context(), caller(c).Installation.AccountID)
+	presets, err := h.Engine.Records.VisiblePresets(c.Request.Context(), caller(c).Installation.AccountID)
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -127,15 +137,15 @@ func (h *Handler) listPresets(c *gin.Context) {
 			InputGuidance: InputGuidance{Requirements: p.InputRequirements, Quantity: p.QuantityGuidelines,
 				Quality: p.QualityGuidelines, Do: p.DoTips, Dont: p.DontTips},
 		}
-		if p.Type != models.PresetTypeSystem {
+		if !p.System {
 			e.Source = SourceAccount
 		}
-		for _, img := range images[p.ID] {
-			u := h.imageURL(img.BlobKey, img.AssetID, expires)
-			if img.Role == models.PresetImageCover {
-				e.Thumbnail = u
-			} else if len(e.ExampleGallery) < models.MaxPresetGallery {
-				e.ExampleGallery = append(e.ExampleGallery, u)
+		if p.Cover != nil {
+			e.Thumbnail = h.imageURL(p.Cover.File, expires)
+		}
+		for _, img := range p.Gallery {
+			if len(e.ExampleGallery) < presetspec.MaxGallery {
+				e.ExampleGallery = append(e.ExampleGallery, h.imageURL(img.File, expires))
 			}
 		}
 		if e.Thumbnail == "" && len(e.ExampleGallery) > 0 {
@@ -152,7 +162,15 @@ func (h *Handler) listPresets(c *gin.Context) {
 // base_credit_cost.
 func (h *Handler) pricing(c *gin.Context) {
 	c.Header("Cache-Control", cachePricing)
-	c.PureJSON(http.StatusOK, PricingResponse{Prices: h.Engine.Catalog.Prices(JobTypes...)})
+	prices := h.Engine.Catalog.Prices(JobTypes...)
+	resp := PricingResponse{}
+	if prices != nil {
+		resp.Prices = make([]PriceItem, len(prices))
+	}
+	for i, p := range prices {
+		resp.Prices[i] = PriceItem{JobType: p.JobType, Provider: p.Provider, Model: p.Model, CreditCost: p.CreditCost}
+	}
+	c.PureJSON(http.StatusOK, resp)
 }
 
 func nonNilStrings(s []string) []string {

@@ -14,7 +14,6 @@ import (
 	"github.com/shotflow/shotflow/api/jsonbody"
 	"github.com/shotflow/shotflow/api/reqctx"
 	"github.com/shotflow/shotflow/internal/engine"
-	"github.com/shotflow/shotflow/models"
 )
 
 // Session bounds (the service chooses them; api/openapi.yaml documents them).
@@ -87,7 +86,7 @@ func (h *Handler) createSession(c *gin.Context) {
 		h.refuse(c, f)
 		return
 	}
-	h.writeSession(c, h.acceptSession(c, h.sessionRequest(c, caller(c).Installation, req), sessionRecord(c)))
+	h.writeSession(c, h.acceptSession(c, h.sessionRequest(c, req), sessionRecord(c)))
 }
 
 // readBody reads the request body, which Input has already held to the route's limit.
@@ -137,30 +136,35 @@ type sessionOutcome struct {
 // acceptSession plans the session, then creates the order, its jobs and their reservation in one
 // transaction (in which record, when not nil, also runs) and starts the order.
 func (h *Handler) acceptSession(c *gin.Context, req engine.SessionRequest, record recorder) sessionOutcome {
-	order, jobs, err := h.Engine.Sessions.SubmitSession(c.Request.Context(), req, record)
-	return sessionOutcomeOf(c, order, jobs, err)
+	s, err := h.Engine.Sessions.SubmitSession(c.Request.Context(), req, record)
+	return sessionOutcomeOf(c, s, err)
 }
 
-// commitSession is acceptSession without the start: on success the order is committed and its
-// workflow still has to be started (h.Engine.StartAll; the sweeper does it otherwise).
-func (h *Handler) commitSession(c *gin.Context, req engine.SessionRequest, record recorder) (sessionOutcome, *models.Order, []models.Job) {
-	order, jobs, err := h.Engine.Sessions.CommitSession(c.Request.Context(), req, record)
-	return sessionOutcomeOf(c, order, jobs, err), order, jobs
+// commitSession is acceptSession without the start: on success the session is committed, and
+// returned, and its workflow still has to be started (engine.Sessions.StartAll; the sweeper does
+// it otherwise).
+func (h *Handler) commitSession(c *gin.Context, req engine.SessionRequest, record recorder) (sessionOutcome, *engine.Session) {
+	s, err := h.Engine.Sessions.CommitSession(c.Request.Context(), req, record)
+	out := sessionOutcomeOf(c, s, err)
+	if err != nil {
+		return out, nil
+	}
+	return out, &s
 }
 
 // sessionOutcomeOf maps the engine's answer to a session: created, refused, or its key's claim lost.
-func sessionOutcomeOf(c *gin.Context, order *models.Order, jobs []models.Job, err error) sessionOutcome {
+func sessionOutcomeOf(c *gin.Context, s engine.Session, err error) sessionOutcome {
 	switch {
-	case errors.Is(err, models.ErrIdempotencyClaimLost):
+	case errors.Is(err, engine.ErrClaimLost):
 		return sessionOutcome{claimLost: true}
 	case err != nil:
 		return sessionOutcome{fail: engineFailure(c, err)}
 	}
-	return sessionOutcome{session: sessionResponse(order, jobs)}
+	return sessionOutcome{session: sessionResponse(s)}
 }
 
 // sessionRequest is the engine's request for a parsed session of the caller's installation.
-func (h *Handler) sessionRequest(c *gin.Context, inst *models.Installation, req *SessionRequest) engine.SessionRequest {
+func (h *Handler) sessionRequest(c *gin.Context, req *SessionRequest) engine.SessionRequest {
 	subjects := make([]engine.SessionSubject, len(req.Subjects))
 	for i, s := range req.Subjects {
 		subjects[i] = engine.SessionSubject{ProductRef: s.ProductRef, ProductLabel: value(s.ProductLabel),
@@ -168,7 +172,7 @@ func (h *Handler) sessionRequest(c *gin.Context, inst *models.Installation, req 
 			AutoRegisterPackshot: s.AutoRegisterPackshot}
 	}
 	cfg := req.SessionConfig
-	return h.pluginSession(c, inst, engine.SessionRequest{JobType: value(req.JobType), Subjects: subjects,
+	return h.pluginSession(c, engine.SessionRequest{JobType: value(req.JobType), Subjects: subjects,
 		Config: engine.SessionConfig{AspectRatio: value(cfg.AspectRatio), Style: cfg.Style, Suggestions: cfg.Suggestions,
 			SceneryID: value(cfg.SceneryID), ModelID: value(cfg.ModelID)}})
 }
@@ -184,19 +188,20 @@ func value(v *string) string {
 
 // pluginSession completes a session request with what the plugin API sets on every session: the
 // caller's account and installation, the request's correlation ID and its job types.
-func (h *Handler) pluginSession(c *gin.Context, inst *models.Installation, req engine.SessionRequest) engine.SessionRequest {
-	req.AccountID, req.InstallationID, req.API = inst.AccountID, inst.ID, models.APIPlugin
+func (h *Handler) pluginSession(c *gin.Context, req engine.SessionRequest) engine.SessionRequest {
+	inst := caller(c).Installation
+	req.AccountID, req.InstallationID, req.API = inst.AccountID, inst.ID, engine.APIPlugin
 	req.CorrelationID = reqctx.CorrelationID(c)
 	req.JobTypes = JobTypes
 	return req
 }
 
-// sessionResponse lists the jobs of a created order per subject, in input order.
-func sessionResponse(order *models.Order, jobs []models.Job) *SessionResponse {
-	resp := &SessionResponse{OrderID: order.ID, Status: order.Status, CreditsReserved: order.CreditsReserved,
+// sessionResponse lists the jobs of a created session per subject, in input order.
+func sessionResponse(s engine.Session) *SessionResponse {
+	resp := &SessionResponse{OrderID: s.OrderID, Status: s.Status, CreditsReserved: s.CreditsReserved,
 		Subjects: []SubjectResponse{}}
 	index := map[string]int{}
-	for _, j := range jobs {
+	for _, j := range s.Jobs {
 		i, ok := index[j.ProductRef]
 		if !ok {
 			i = len(resp.Subjects)

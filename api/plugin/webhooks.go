@@ -24,17 +24,17 @@ type RotateResponse struct {
 // stored payload now, with the same webhook-id and a new timestamp, and retries on the usual
 // schedule if needed.
 func (h *Handler) replayWebhook(c *gin.Context) {
-	d, err := h.Engine.Webhooks.ReplayWebhook(c.Request.Context(), caller(c).Installation.ID, c.Param("delivery_id"))
+	id, err := h.Engine.Webhooks.ReplayWebhook(c.Request.Context(), caller(c).Installation.ID, c.Param("delivery_id"))
 	if err != nil {
 		h.fail(c, err)
 		return
 	}
-	c.PureJSON(http.StatusAccepted, ReplayResponse{DeliveryID: d.ID, Status: "queued"})
+	c.PureJSON(http.StatusAccepted, ReplayResponse{DeliveryID: id, Status: "queued"})
 }
 
 // rotateHMAC replaces the caller's installation's webhook signing secret
 // (engine.RotateWebhookSecret). The previous secret keeps signing, next to the new one, for
-// models.PreviousSecretGrace.
+// 48 hours (the store's grace period).
 func (h *Handler) rotateHMAC(c *gin.Context) {
 	inst := caller(c).Installation
 	rotated, err := h.Engine.Webhooks.RotateWebhookSecret(c.Request.Context(), h.Secrets, inst.ID, c.Param("id"))

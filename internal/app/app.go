@@ -143,7 +143,7 @@ func Open(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Optio
 	}
 	a.closers = append(a.closers, func() error { a.Temporal.Close(); return nil })
 	a.EngineConfig = engineConfig(cfg, db, a.Temporal, log, a.Signer)
-	a.EngineConfig.Models, a.EngineConfig.Metrics = a.Generator, a.Metrics
+	a.EngineConfig.Models, a.EngineConfig.Metrics, a.EngineConfig.Blobs = a.Generator, a.Metrics, a.Blobs
 	for _, opt := range opts {
 		if opt.Engine != nil {
 			opt.Engine(&a.EngineConfig)
@@ -225,12 +225,12 @@ func (a *App) Close() {
 // Handler returns the HTTP handler of the API.
 func (a *App) Handler() http.Handler {
 	p := &plugin.Handler{
-		Engine: a.Engine, Blobs: a.Blobs, Signer: a.Signer, Limiter: a.Limiter,
+		Engine: a.Engine, Signer: a.Signer, Limiter: a.Limiter,
 		Log: a.Log, DocsURL: a.Config.EffectiveDocsURL(), DefaultRateLimit: a.Config.RateLimitPerMinute,
 		DownloadTTL: a.Config.DownloadURLTTL, UploadTTL: a.Config.UploadURLTTL, SubProcessors: a.subProcessors(),
 		Secrets: a.Box,
 	}
-	x := &external.Handler{Engine: a.Engine, Blobs: a.Blobs, Limiter: a.Limiter, Signer: a.Signer, Log: a.Log, DownloadTTL: a.Config.DownloadURLTTL}
+	x := &external.Handler{Engine: a.Engine, Limiter: a.Limiter, Signer: a.Signer, Log: a.Log, DownloadTTL: a.Config.DownloadURLTTL}
 	return api.NewRouter(api.Deps{Engine: a.Engine, Blobs: a.Blobs, Signer: a.Signer, Log: a.Log, Ready: a.Ready, External: x,
 		RequestTimeout: a.Config.RequestTimeout, UploadTimeout: a.Config.UploadTimeout, Metrics: a.Metrics}, p)
 }

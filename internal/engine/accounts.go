@@ -14,8 +14,19 @@ import (
 
 // PluginCaller is the installation a plugin API key authenticates, and the key.
 type PluginCaller struct {
-	Key          *models.APIKey
-	Installation *models.Installation
+	Key          APIKey
+	Installation Installation
+}
+
+// APIKey is an authenticated API key: what it may do and whose it is.
+type APIKey struct {
+	ID        string
+	AccountID string
+	Scopes    []string
+}
+
+func apiKeyOf(k *models.APIKey) APIKey {
+	return APIKey{ID: k.ID, AccountID: k.AccountID, Scopes: k.ScopeList()}
 }
 
 // AuthenticatePluginKey resolves the full text of a plugin API key to its live key and the key's
@@ -35,7 +46,8 @@ func (e *Accounts) AuthenticatePluginKey(ctx context.Context, raw string, now ti
 	if inst == nil || inst.Status != "active" {
 		return PluginCaller{}, refuse(KindUnauthenticated, "", "", "The installation of this key is not active.")
 	}
-	return PluginCaller{Key: key, Installation: inst}, nil
+	return PluginCaller{Key: apiKeyOf(key), Installation: Installation{ID: inst.ID, AccountID: inst.AccountID,
+		Name: inst.Name, RateLimitPerMin: inst.RateLimitPerMin}}, nil
 }
 
 // RotatedSecret is a new webhook signing secret, shown once, and the end of the previous one's
@@ -49,20 +61,23 @@ type RotatedSecret struct {
 // this often, not on every request.
 const KeyUseRecordedEvery = time.Minute
 
-// AuthenticateAccountKey returns the live external key (mk_live_…) that raw names, or
-// models.ErrInvalidKey when it is malformed, unknown, expired or revoked. The key is read from the
+// AuthenticateAccountKey returns the live external key (mk_live_…) that raw names:
+// KindUnauthenticated when it is malformed, unknown, expired or revoked. The key is read from the
 // database on every call, so a revocation holds at once in every process. It records the key's
 // use at now when last_used_at is older than KeyUseRecordedEvery; a failure to record it is
 // logged, never a refusal.
-func (e *Accounts) AuthenticateAccountKey(ctx context.Context, raw string, now time.Time) (*models.APIKey, error) {
+func (e *Accounts) AuthenticateAccountKey(ctx context.Context, raw string, now time.Time) (APIKey, error) {
 	k, err := models.AuthenticateKey(e.cfg.DB.WithContext(ctx), models.KeyKindExternal, raw, now)
+	if errors.Is(err, models.ErrInvalidKey) {
+		return APIKey{}, refuse(KindUnauthenticated, "", "", "The API key is invalid, expired or revoked.")
+	}
 	if err != nil {
-		return nil, err
+		return APIKey{}, err
 	}
 	if k.LastUsedAt == nil || now.Sub(*k.LastUsedAt) >= KeyUseRecordedEvery {
 		e.recordKeyUse(ctx, k.ID, now)
 	}
-	return k, nil
+	return apiKeyOf(k), nil
 }
 
 // recordKeyUse sets the key's last_used_at to now, logging a failure.

@@ -16,33 +16,125 @@ import (
 // Catalog: an installation's products, their source images and their packshots. Every call is
 // scoped to the installation: another installation's record is KindNotFound.
 
+// CatalogCursor is a position in a catalog listing: the (created_at, id) of the last row of a
+// page. Listings run in ascending (created_at, id) order, so a row inserted while a client pages
+// through lands after every row it has already seen and is never skipped nor repeated.
+type CatalogCursor struct {
+	CreatedAt time.Time
+	ID        string
+}
+
 // CatalogPage asks for up to Limit rows behind After (nil: from the start).
 type CatalogPage struct {
-	After *models.CatalogCursor
+	After *CatalogCursor
 	Limit int
+}
+
+// after is the store's cursor of the page.
+func (p CatalogPage) after() *models.CatalogCursor {
+	if p.After == nil {
+		return nil
+	}
+	return &models.CatalogCursor{CreatedAt: p.After.CreatedAt, ID: p.After.ID}
+}
+
+// Installation is an installation as the façades see it: who calls the plugin API, and the
+// installation catalog use cases register records for.
+type Installation struct {
+	ID        string
+	AccountID string
+	Name      string
+	// RateLimitPerMin is the installation's request budget per key and minute; 0: the API's default.
+	RateLimitPerMin int
+}
+
+// Product is a catalog product with the number of its live images and live packshots.
+type Product struct {
+	ID            string
+	ExternalRef   string
+	DisplayName   string
+	SKU           string
+	ImageCount    int64
+	PackshotCount int64
+	CreatedAt     time.Time
+	DeletedAt     *time.Time // set only on a deleted product
+}
+
+func productOf(p *models.ProductSummary) Product {
+	return Product{ID: p.ID, ExternalRef: p.ExternalRef, DisplayName: p.DisplayName, SKU: p.SKU,
+		ImageCount: p.ImageCount, PackshotCount: p.PackshotCount, CreatedAt: p.CreatedAt, DeletedAt: p.DeletedAt}
+}
+
+// Image is a source image of a product with the state of its upload.
+type Image struct {
+	ID          string
+	ExternalRef string
+	ProductID   string
+	ProductRef  string
+	AssetID     string
+	AssetStatus string // models/status.Asset*
+	Width       int
+	Height      int
+	// Thumbnail reports whether the upload has a prepared thumbnail (the files route serves it).
+	Thumbnail bool
+	CreatedAt time.Time
+}
+
+func imageOf(r *models.ProductImageRow) Image {
+	return Image{ID: r.ID, ExternalRef: r.ExternalRef, ProductID: r.ProductID, ProductRef: r.ProductRef,
+		AssetID: r.AssetID, AssetStatus: r.AssetStatus, Width: r.Width, Height: r.Height,
+		Thumbnail: r.ThumbnailBlobKey != "", CreatedAt: r.CreatedAt}
+}
+
+// Packshot is a catalog packshot with its product's reference.
+type Packshot struct {
+	ID             string
+	AssetID        string
+	ProductID      string
+	ProductRef     string
+	ExternalRef    string
+	SourceImageRef string
+	Voting         string // models/voting.*
+	VotingAt       *time.Time
+	CreatedAt      time.Time
+}
+
+func packshotOf(p *models.PackshotRow) Packshot {
+	return Packshot{ID: p.ID, AssetID: p.AssetID, ProductID: p.ProductID, ProductRef: p.ProductRef,
+		ExternalRef: p.ExternalRef, SourceImageRef: p.SourceImageRef, Voting: p.Voting, VotingAt: p.VotingAt,
+		CreatedAt: p.CreatedAt}
+}
+
+// viewsOf maps rows to their views.
+func viewsOf[R, V any](rows []R, view func(*R) V) []V {
+	out := make([]V, len(rows))
+	for i := range rows {
+		out[i] = view(&rows[i])
+	}
+	return out
 }
 
 // ListProducts returns a page of the installation's products in ascending (created_at, id) order,
 // deleted ones only when includeDeleted is set, and whether more follow.
-func (e *Catalog) ListProducts(ctx context.Context, installationID string, page CatalogPage, includeDeleted bool) ([]models.ProductSummary, bool, error) {
-	rows, err := models.ListProducts(e.cfg.DB.WithContext(ctx), installationID, page.After, page.Limit+1, includeDeleted)
+func (e *Catalog) ListProducts(ctx context.Context, installationID string, page CatalogPage, includeDeleted bool) ([]Product, bool, error) {
+	rows, err := models.ListProducts(e.cfg.DB.WithContext(ctx), installationID, page.after(), page.Limit+1, includeDeleted)
 	if err != nil {
 		return nil, false, err
 	}
 	rows, more := trimPage(rows, page.Limit)
-	return rows, more, nil
+	return viewsOf(rows, productOf), more, nil
 }
 
 // ListPackshots returns a page of the installation's live packshots of live products in ascending
 // (created_at, id) order, of the product productRef only when it is not "", and whether more
 // follow.
-func (e *Catalog) ListPackshots(ctx context.Context, installationID, productRef string, page CatalogPage) ([]models.PackshotRow, bool, error) {
-	rows, err := models.ListPackshots(e.cfg.DB.WithContext(ctx), installationID, productRef, page.After, page.Limit+1)
+func (e *Catalog) ListPackshots(ctx context.Context, installationID, productRef string, page CatalogPage) ([]Packshot, bool, error) {
+	rows, err := models.ListPackshots(e.cfg.DB.WithContext(ctx), installationID, productRef, page.after(), page.Limit+1)
 	if err != nil {
 		return nil, false, err
 	}
 	rows, more := trimPage(rows, page.Limit)
-	return rows, more, nil
+	return viewsOf(rows, packshotOf), more, nil
 }
 
 // trimPage cuts rows, fetched one beyond limit, to limit and reports whether there were more.
@@ -56,10 +148,10 @@ func trimPage[T any](rows []T, limit int) ([]T, bool) {
 // ProductDetail is a live product with its newest images and packshots, at most the number asked
 // for of each; a Truncated flag says that it has more.
 type ProductDetail struct {
-	Product            *models.ProductSummary
-	Images             []models.ProductImageRow
+	Product            Product
+	Images             []Image
 	ImagesTruncated    bool
-	Packshots          []models.PackshotRow
+	Packshots          []Packshot
 	PackshotsTruncated bool
 }
 
@@ -82,9 +174,10 @@ func (e *Catalog) FindProduct(ctx context.Context, installationID, idOrRef strin
 	if err != nil {
 		return ProductDetail{}, err
 	}
-	out := ProductDetail{Product: p}
-	out.Images, out.ImagesTruncated = trimPage(images, embed)
-	out.Packshots, out.PackshotsTruncated = trimPage(packshots, embed)
+	out := ProductDetail{Product: productOf(p)}
+	images, out.ImagesTruncated = trimPage(images, embed)
+	packshots, out.PackshotsTruncated = trimPage(packshots, embed)
+	out.Images, out.Packshots = viewsOf(images, imageOf), viewsOf(packshots, packshotOf)
 	return out, nil
 }
 
@@ -135,7 +228,7 @@ type ImageRegistration struct {
 // Refusals: KindNotFound for an unknown asset or product, KindInvalid for an asset that cannot be a
 // source image. A concurrent registration of the same reference (the unique index
 // product_images_live_ref refuses the loser) is answered with the winner's image.
-func (e *Catalog) RegisterImage(ctx context.Context, inst *models.Installation, item ImageRegistration) (*models.ProductImageRow, bool, error) {
+func (e *Catalog) RegisterImage(ctx context.Context, inst Installation, item ImageRegistration) (Image, bool, error) {
 	var (
 		img      *models.ProductImageRow
 		existing bool
@@ -150,10 +243,13 @@ func (e *Catalog) RegisterImage(ctx context.Context, inst *models.Installation, 
 			break
 		}
 	}
-	return img, existing, err
+	if err != nil {
+		return Image{}, false, err
+	}
+	return imageOf(img), existing, nil
 }
 
-func registerImage(tx *gorm.DB, inst *models.Installation, item ImageRegistration) (*models.ProductImageRow, bool, error) {
+func registerImage(tx *gorm.DB, inst Installation, item ImageRegistration) (*models.ProductImageRow, bool, error) {
 	now := time.Now().UTC()
 	prev, err := models.LiveImageByRef(tx, inst.ID, item.ExternalRef)
 	switch {
@@ -231,7 +327,7 @@ type PackshotRegistration struct {
 // it is approved (voting accepted) at once. It reports existing, and changes nothing, when
 // ExternalRef is already a live packshot. Refusals: KindNotFound for an unknown asset or product,
 // KindInvalid for an asset that is not a usable image.
-func (e *Catalog) RegisterPackshot(ctx context.Context, inst *models.Installation, item PackshotRegistration) (*models.PackshotRow, bool, error) {
+func (e *Catalog) RegisterPackshot(ctx context.Context, inst Installation, item PackshotRegistration) (Packshot, bool, error) {
 	var (
 		row      *models.PackshotRow
 		existing bool
@@ -242,12 +338,12 @@ func (e *Catalog) RegisterPackshot(ctx context.Context, inst *models.Installatio
 		return err
 	})
 	if err != nil {
-		return nil, false, err
+		return Packshot{}, false, err
 	}
-	return row, existing, nil
+	return packshotOf(row), existing, nil
 }
 
-func registerPackshot(tx *gorm.DB, inst *models.Installation, item PackshotRegistration) (*models.PackshotRow, bool, error) {
+func registerPackshot(tx *gorm.DB, inst Installation, item PackshotRegistration) (*models.PackshotRow, bool, error) {
 	if item.ExternalRef != "" {
 		row, err := livePackshotByRef(tx, inst.ID, item.ExternalRef)
 		if row != nil || err != nil {
@@ -323,7 +419,7 @@ func packshotAssetProblem(a *models.Asset, assetID string) error {
 // findOrCreateProduct returns the live product with the reference, creating it when metadata names
 // it (KindNotFound when it does not exist and is not named). Concurrent requests for the same new
 // reference get the one product (see models.FindOrCreateProduct).
-func findOrCreateProduct(tx *gorm.DB, inst *models.Installation, ref string, meta *ProductMetadata) (*models.Product, error) {
+func findOrCreateProduct(tx *gorm.DB, inst Installation, ref string, meta *ProductMetadata) (*models.Product, error) {
 	if meta == nil || strings.TrimSpace(meta.DisplayName) == "" {
 		product, err := models.LiveProductByRef(tx, inst.ID, ref)
 		if errors.Is(err, models.ErrNotFound) {

@@ -49,7 +49,7 @@ func catalogEngine() *engine.Engine {
 
 func TestCatalogReadsShowTheConfiguredModelsOfTheJobTypes(t *testing.T) {
 	e := catalogEngine()
-	offered := func(ms []models.AIModel) []string {
+	offered := func(ms []engine.AIModel) []string {
 		out := []string{}
 		for _, m := range ms {
 			out = append(out, m.ID+":"+strings.Join(m.JobTypes, ","))
@@ -59,9 +59,9 @@ func TestCatalogReadsShowTheConfiguredModelsOfTheJobTypes(t *testing.T) {
 	// p/both shows only the photo_shoot job type; off/packshot's provider is not configured.
 	assert.Equal(t, []string{"p/shoot:photo_shoot", "p/both:photo_shoot"},
 		offered(e.Catalog.AIModels(jobtype.PhotoShoot, jobtype.Packshot)))
-	assert.Equal(t, []models.AIModel{}, e.Catalog.AIModels(jobtype.Packshot), "no model: an empty list, not nil")
+	assert.Equal(t, []engine.AIModel{}, e.Catalog.AIModels(jobtype.Packshot), "no model: an empty list, not nil")
 
-	assert.Equal(t, []models.Price{
+	assert.Equal(t, []engine.Price{
 		{JobType: jobtype.PhotoShoot, Provider: "p", Model: "both", CreditCost: 5},
 		{JobType: jobtype.PhotoShoot, Provider: "p", Model: "shoot", CreditCost: 3},
 	}, e.Catalog.Prices(jobtype.PhotoShoot, jobtype.Packshot), "the offered models' job types at their base cost")

@@ -24,8 +24,11 @@ import (
 
 // Config is what the engine is built from: its store, its Temporal client and its options.
 type Config struct {
-	DB        *gorm.DB
-	Temporal  client.Client
+	DB       *gorm.DB
+	Temporal client.Client
+	// Blobs stores the files of uploads, product photos and preset images (*blobstore.Store). It
+	// may be nil only in an engine that stores no files (the admin tools' job runs).
+	Blobs     Blobs
 	TaskQueue string
 	Log       *zap.Logger
 	// Models are the configured generation models: what sessions and generations are planned

@@ -44,7 +44,7 @@ const generatorRetryAfter = 30 * time.Second
 // correlation ID and the jobs' aspect ratio.
 type Requester struct {
 	AccountID     string
-	API           string // models.APIExternal, …
+	API           string // APIExternal, …
 	CorrelationID string
 	AspectRatio   string
 }
@@ -114,30 +114,84 @@ func (e *Generation) ResolveModel(ctx context.Context, jobType, provider string)
 	return m, nil
 }
 
+// Submitted is an accepted generation request: its order, the credit reservation the order holds,
+// the records it creates, and what the façade logs of it.
+type Submitted struct {
+	OrderID         string
+	ReservationID   string
+	CreditsReserved int64
+	RecordIDs       []string
+	AccountID       string
+	JobType         string
+	Jobs            int // how many jobs the order has
+	CorrelationID   string
+}
+
 // SubmitPlan creates the plan's order, jobs and records and reserves their credits in one
 // transaction (SubmitWith), then starts the order. KindInsufficientCredits (CreditsRequired set),
 // with nothing created, when the balance is short.
-func (e *Generation) SubmitPlan(ctx context.Context, p *Plan) error {
+func (e *Generation) SubmitPlan(ctx context.Context, p *Plan) (Submitted, error) {
 	err := e.app.Orders.SubmitWith(ctx, p.Order, p.Jobs, p.Records)
 	if errors.Is(err, models.ErrInsufficientCredits) {
 		need := models.ReservationTotal(p.Jobs)
 		acc, aerr := models.GetAccount(e.cfg.DB.WithContext(ctx), p.Order.AccountID)
 		if aerr != nil {
-			return aerr
+			return Submitted{}, aerr
 		}
 		r := refuse(KindInsufficientCredits, "", "", "Insufficient credits: this request needs %d and %d are available; nothing was created.", need, acc.CreditBalance)
 		r.CreditsRequired, r.Cause = need, err
-		return r
+		return Submitted{}, r
 	}
 	if err != nil {
-		return err
+		return Submitted{}, err
 	}
 	if p.RecordIDs == nil {
 		for _, j := range p.Jobs {
 			p.RecordIDs = append(p.RecordIDs, j.ID)
 		}
 	}
-	return nil
+	o := p.Order
+	return Submitted{OrderID: o.ID, ReservationID: models.ReservationID(o.ID), CreditsReserved: o.CreditsReserved,
+		RecordIDs: p.RecordIDs, AccountID: o.AccountID, JobType: o.JobType, Jobs: len(p.Jobs), CorrelationID: o.CorrelationID}, nil
+}
+
+// submitted submits a plan that planning produced, or returns planning's refusal.
+func (e *Generation) submitted(ctx context.Context, p *Plan, err error) (Submitted, error) {
+	if err != nil {
+		return Submitted{}, err
+	}
+	return e.SubmitPlan(ctx, p)
+}
+
+// RegisterIdeas plans (PlanIdeas) and submits (SubmitPlan) fashion models or sceneries.
+func (e *Generation) RegisterIdeas(ctx context.Context, r Requester, in IdeasInput) (Submitted, error) {
+	p, err := e.PlanIdeas(ctx, r, in)
+	return e.submitted(ctx, p, err)
+}
+
+// RegisterPackshots plans (PlanPackshots) and submits (SubmitPlan) packshots of a product photo.
+func (e *Generation) RegisterPackshots(ctx context.Context, r Requester, in ConfigInput) (Submitted, error) {
+	p, err := e.PlanPackshots(ctx, r, in)
+	return e.submitted(ctx, p, err)
+}
+
+// RegisterPhotoShoot plans (PlanPhotoShoot) and submits (SubmitPlan) photo-shoot images of a
+// product photo.
+func (e *Generation) RegisterPhotoShoot(ctx context.Context, r Requester, in ConfigInput) (Submitted, error) {
+	p, err := e.PlanPhotoShoot(ctx, r, in)
+	return e.submitted(ctx, p, err)
+}
+
+// RegisterVideo plans (PlanVideo) and submits (SubmitPlan) one video.
+func (e *Generation) RegisterVideo(ctx context.Context, r Requester, in VideoInput) (Submitted, error) {
+	p, err := e.PlanVideo(ctx, r, in)
+	return e.submitted(ctx, p, err)
+}
+
+// RegisterReel plans (PlanReel) and submits (SubmitPlan) one reel of the images.
+func (e *Generation) RegisterReel(ctx context.Context, r Requester, imageIDs []string, field func(i int) string) (Submitted, error) {
+	p, err := e.PlanReel(ctx, r, imageIDs, field)
+	return e.submitted(ctx, p, err)
 }
 
 // ---- ideas: fashion models and sceneries ------------------------------------------------------
@@ -146,7 +200,7 @@ func (e *Generation) SubmitPlan(ctx context.Context, p *Plan) error {
 // Preferences text.
 type IdeasInput struct {
 	JobType     string
-	Kind        models.ReferenceKind
+	Kind        ReferenceKind
 	Preferences string
 	Count       int
 }
@@ -169,7 +223,7 @@ func (e *Generation) PlanIdeas(ctx context.Context, r Requester, in IdeasInput) 
 	})
 	p.Records = func(tx *gorm.DB) error {
 		for i := range items {
-			if err := models.CreateReferenceItem(tx, in.Kind, &items[i]); err != nil {
+			if err := models.CreateReferenceItem(tx, models.ReferenceKind(in.Kind), &items[i]); err != nil {
 				return err
 			}
 		}

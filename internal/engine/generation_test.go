@@ -294,11 +294,11 @@ func TestSubmitPlanInsufficientCredits(t *testing.T) {
 	f := newGenFixture(t, 3)
 	ctx := t.Context()
 	p, err := f.engine.Generation.PlanIdeas(ctx, f.requester(), engine.IdeasInput{JobType: jobtype.SceneryIdea,
-		Kind: models.KindScenery, Preferences: "dunes", Count: 2})
+		Kind: engine.Sceneries, Preferences: "dunes", Count: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = f.engine.Generation.SubmitPlan(ctx, p)
+	_, err = f.engine.Generation.SubmitPlan(ctx, p)
 	e := wantGenRefusal(t, "short balance", err, engine.KindInsufficientCredits, "")
 	if e.Message != "Insufficient credits: this request needs 4 and 3 are available; nothing was created." || e.CreditsRequired != 4 ||
 		!errors.Is(err, models.ErrInsufficientCredits) {
@@ -313,12 +313,13 @@ func TestSubmitPlanInsufficientCredits(t *testing.T) {
 
 	g := newGenFixture(t, 100)
 	p, err = g.engine.Generation.PlanIdeas(ctx, g.requester(), engine.IdeasInput{JobType: jobtype.SceneryIdea,
-		Kind: models.KindScenery, Preferences: "dunes", Count: 2})
+		Kind: engine.Sceneries, Preferences: "dunes", Count: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := g.engine.Generation.SubmitPlan(ctx, p); err != nil || p.Order.CreditsReserved != 4 || len(p.RecordIDs) != 2 {
-		t.Fatalf("submit: %v, reserved %d, records %v", err, p.Order.CreditsReserved, p.RecordIDs)
+	s, err := g.engine.Generation.SubmitPlan(ctx, p)
+	if err != nil || s.CreditsReserved != 4 || len(s.RecordIDs) != 2 || s.OrderID != p.Order.ID || s.Jobs != 2 {
+		t.Fatalf("submit: %v, %+v", err, s)
 	}
 	g.db.Table(models.KindScenery.Table()).Where("account_id = ? AND status = ?", g.account, models.RefStatusInProgress).Count(&items)
 	if items != 2 {

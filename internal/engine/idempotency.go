@@ -41,8 +41,20 @@ const (
 // KeyResult is RunOnce's outcome, with the recorded answer of a replay.
 type KeyResult struct {
 	Outcome KeyOutcome
-	Answer  models.IdempotencyAnswer
+	Answer  Answer
 }
+
+// Answer is an answer recorded under a key and replayed for it: the status, the headers the route
+// set (Content-Type, Cache-Control, ...) and the body, byte for byte.
+type Answer struct {
+	Status  int
+	Headers map[string][]string
+	Body    []byte
+}
+
+// ErrClaimLost is what recording an answer returns, and what rolls its transaction back, when
+// another request has taken the key's claim over (after its lease): nothing was committed under it.
+var ErrClaimLost = errors.New("idempotency key: the claim was taken over by another request")
 
 // KeyClaim is a key its request holds while it runs: the request records its answer with it.
 // It belongs to one request (one goroutine).
@@ -55,39 +67,41 @@ type KeyClaim struct {
 
 // Record records answer under the claim with tx, which should be the transaction that commits
 // the request's effect (orderID names the order it creates, "" for none), so that the effect and
-// its answer commit together. It returns models.ErrIdempotencyClaimLost, and tx must roll back,
-// when another request has taken the claim over.
-func (k *KeyClaim) Record(tx *gorm.DB, orderID string, answer models.IdempotencyAnswer) error {
-	err := models.RecordIdempotencyAnswer(tx, k.row, orderID, answer)
+// its answer commit together. It returns ErrClaimLost, and tx must roll back, when another request
+// has taken the claim over.
+func (k *KeyClaim) Record(tx *gorm.DB, orderID string, answer Answer) error {
+	err := models.RecordIdempotencyAnswer(tx, k.row, orderID,
+		models.IdempotencyAnswer{Status: answer.Status, Headers: answer.Headers, Body: answer.Body})
 	switch {
 	case errors.Is(err, models.ErrIdempotencyClaimLost):
 		k.lost = true
+		return ErrClaimLost
 	case err == nil:
 		k.recorded = true
 	}
 	return err
 }
 
-// SessionAnswer is the answer a keyed session records: what the façade would send for the order
-// and jobs it commits.
-type SessionAnswer func(order *models.Order, jobs []models.Job) (models.IdempotencyAnswer, error)
+// SessionAnswer is the answer a keyed session records: what the façade would send for the session
+// it commits.
+type SessionAnswer func(s Session) (Answer, error)
 
 // SessionRecord is what a keyed session commits with: it records answer's result under the claim
 // in the transaction that creates the order, so the order exists exactly when the key names it.
 func (k *KeyClaim) SessionRecord(answer SessionAnswer) SessionRecord {
-	return func(tx *gorm.DB, order *models.Order, jobs []models.Job) error {
-		a, err := answer(order, jobs)
+	return func(tx *gorm.DB, s Session) error {
+		a, err := answer(s)
 		if err != nil {
 			return err
 		}
-		return k.Record(tx, order.ID, a)
+		return k.Record(tx, s.OrderID, a)
 	}
 }
 
 // Complete records answer on its own, for a request whose effect has already committed: a crash
 // between the two leaves the claim unfinished, and it is taken over after the lease. It records
 // also when ctx has ended (the client hung up after the effect).
-func (k *KeyClaim) Complete(ctx context.Context, answer models.IdempotencyAnswer) error {
+func (k *KeyClaim) Complete(ctx context.Context, answer Answer) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	return k.Record(k.e.cfg.DB.WithContext(ctx), "", answer)
@@ -130,7 +144,7 @@ func (e *Idempotency) RunOnce(ctx context.Context, installationID, key, hash str
 			return KeyResult{}, err
 		}
 		if done {
-			return KeyResult{Outcome: KeyReplayed, Answer: answer}, nil
+			return KeyResult{Outcome: KeyReplayed, Answer: Answer{Status: answer.Status, Headers: answer.Headers, Body: answer.Body}}, nil
 		}
 		if !time.Now().Before(deadline) || ctx.Err() != nil {
 			return KeyResult{Outcome: KeyBusy}, nil

@@ -23,10 +23,10 @@ func TestRunOnce(t *testing.T) {
 				if !commit {
 					return false // refused: nothing committed
 				}
-				record := func(tx *gorm.DB, order *models.Order, _ []models.Job) error {
-					return claim.Record(tx, order.ID, models.IdempotencyAnswer{Status: 201, Body: []byte(`{"order_id":"` + order.ID + `"}`)})
+				record := func(tx *gorm.DB, s engine.Session) error {
+					return claim.Record(tx, s.OrderID, engine.Answer{Status: 201, Body: []byte(`{"order_id":"` + s.OrderID + `"}`)})
 				}
-				_, _, err := f.eng.Sessions.CommitSession(t.Context(), f.request("", shoot("ok", 1)), record)
+				_, err := f.eng.Sessions.CommitSession(t.Context(), f.request("", shoot("ok", 1)), record)
 				require.NoError(t, err)
 				assert.True(t, claim.Recorded())
 				return true
@@ -53,7 +53,7 @@ func TestRunOnce(t *testing.T) {
 func TestRunOnceCompleteAndLostClaim(t *testing.T) {
 	f := newSessionFixture(t, 1000)
 	timing := engine.KeyTiming{Wait: time.Second, Poll: 10 * time.Millisecond, Lease: time.Minute}
-	answer := models.IdempotencyAnswer{Status: 204, Headers: map[string][]string{"X-Thing": {"a"}}, Body: []byte{}}
+	answer := engine.Answer{Status: 204, Headers: map[string][]string{"X-Thing": {"a"}}, Body: []byte{}}
 	effects := 0
 	once := func() engine.KeyResult {
 		res, err := f.eng.Idempotency.RunOnce(t.Context(), f.inst.ID, "del", "h", timing, func(claim *engine.KeyClaim) bool {
@@ -80,9 +80,9 @@ func TestRunOnceCompleteAndLostClaim(t *testing.T) {
 		row.ClaimToken = "someone-else"
 		require.NoError(t, models.RecordIdempotencyAnswer(f.db, row, "", models.IdempotencyAnswer{Status: 200, Body: []byte("theirs")}))
 		err = f.db.Transaction(func(tx *gorm.DB) error {
-			return claim.Record(tx, "", models.IdempotencyAnswer{Status: 200, Body: []byte("mine")})
+			return claim.Record(tx, "", engine.Answer{Status: 200, Body: []byte("mine")})
 		})
-		assert.ErrorIs(t, err, models.ErrIdempotencyClaimLost)
+		assert.ErrorIs(t, err, engine.ErrClaimLost)
 		assert.True(t, claim.Lost())
 		assert.False(t, claim.Recorded())
 		return false

@@ -8,6 +8,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/shotflow/shotflow/internal/jobview"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/models/jobtype"
 	"github.com/shotflow/shotflow/models/status"
@@ -33,27 +34,39 @@ func (e *Jobs) FindJob(ctx context.Context, installationID, jobID string) (*mode
 	return &j, nil
 }
 
+// Job is a job as the façades show it: the stored state jobview renders and the job's output
+// files in order (purged ones included; jobview leaves them out).
+type Job struct {
+	jobview.Record
+	Outputs []jobview.File
+}
+
+// jobOf is the view of a stored job with its output assets.
+func jobOf(j *models.Job, outputs []models.Asset) Job {
+	return Job{Record: jobview.RecordOf(j), Outputs: jobview.FilesOf(outputs)}
+}
+
 // RefreshOutputs returns a completed job of the installation with its output files, for fresh
 // download URLs: KindConflict (ReasonJobNotCompleted) before the job completed, and
 // ReasonOutputsPurged once retention removed its files (a job's files are purged together, so one
 // purged file is enough: the answer never silently lists fewer files than the job made).
-func (e *Jobs) RefreshOutputs(ctx context.Context, installationID, jobID string) (*models.Job, []models.Asset, error) {
+func (e *Jobs) RefreshOutputs(ctx context.Context, installationID, jobID string) (Job, error) {
 	j, err := e.FindJob(ctx, installationID, jobID)
 	if err != nil {
-		return nil, nil, err
+		return Job{}, err
 	}
 	if j.Status != status.JobCompleted {
-		return nil, nil, refuse(KindConflict, ReasonJobNotCompleted, "", "The job is %s; download URLs exist only for a completed job.", j.Status)
+		return Job{}, refuse(KindConflict, ReasonJobNotCompleted, "", "The job is %s; download URLs exist only for a completed job.", j.Status)
 	}
 	outs, err := models.JobOutputs(e.cfg.DB.WithContext(ctx), j.ID)
 	if err != nil {
-		return nil, nil, err
+		return Job{}, err
 	}
 	assets := outs[j.ID]
 	if len(assets) == 0 || anyPurged(assets) {
-		return nil, nil, refuse(KindConflict, ReasonOutputsPurged, "", "The job's files were removed by the retention policy; they can no longer be downloaded.")
+		return Job{}, refuse(KindConflict, ReasonOutputsPurged, "", "The job's files were removed by the retention policy; they can no longer be downloaded.")
 	}
-	return j, assets, nil
+	return jobOf(j, assets), nil
 }
 
 func anyPurged(assets []models.Asset) bool {
@@ -68,7 +81,7 @@ func anyPurged(assets []models.Asset) bool {
 // errCandidatePurged refuses to approve a packshot whose file retention has removed.
 var errCandidatePurged = errors.New("packshot candidate file purged")
 
-// RateJob records a rating (models.VotingAccepted or models.VotingRejected) of a completed job of
+// RateJob records a rating (voting.Accepted or voting.Rejected) of a completed job of
 // the installation (voting, voting_at; a later rating overwrites an earlier one). For a packshot job
 // the same transaction decides the job's packshot candidate: accepted, it is the product's newest
 // approved packshot and the one photo sessions use; rejected, photo sessions never use it. A
@@ -128,23 +141,57 @@ func applyRating(tx *gorm.DB, j *models.Job, voting string, now time.Time) error
 
 // JobWithOutputs returns a job of the installation with its output files; KindNotFound for
 // another installation's.
-func (e *Jobs) JobWithOutputs(ctx context.Context, installationID, jobID string) (*models.Job, []models.Asset, error) {
+func (e *Jobs) JobWithOutputs(ctx context.Context, installationID, jobID string) (Job, error) {
 	j, err := e.FindJob(ctx, installationID, jobID)
 	if err != nil {
-		return nil, nil, err
+		return Job{}, err
 	}
 	outs, err := models.JobOutputs(e.cfg.DB.WithContext(ctx), j.ID)
 	if err != nil {
-		return nil, nil, err
+		return Job{}, err
 	}
-	return j, outs[j.ID], nil
+	return jobOf(j, outs[j.ID]), nil
 }
 
-// OrderDetail is an order with its jobs in order of position and their output files by job ID.
+// Order is an order as the façades show it.
+type Order struct {
+	ID            string
+	Status        string
+	JobType       string
+	SessionConfig []byte // the session's configuration, a JSON document; nil when it has none
+	JobsTotal     int
+	JobsCompleted int
+	JobsFailed    int
+	JobsCancelled int
+	JobsExpired   int
+	// The credits the order reserved, then consumed or released as its jobs ended.
+	CreditsReserved int64
+	CreditsConsumed int64
+	CreditsReleased int64
+	SourceOrderID   *string // the order a clone was made from
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+	CompletedAt     *time.Time
+}
+
+// orderOf is the view of a stored order.
+func orderOf(o *models.Order) Order {
+	var cfg []byte
+	if len(o.SessionConfig) > 0 {
+		cfg = []byte(o.SessionConfig)
+	}
+	return Order{
+		ID: o.ID, Status: o.Status, JobType: o.JobType, SessionConfig: cfg, JobsTotal: o.JobsTotal,
+		JobsCompleted: o.JobsCompleted, JobsFailed: o.JobsFailed, JobsCancelled: o.JobsCancelled, JobsExpired: o.JobsExpired,
+		CreditsReserved: o.CreditsReserved, CreditsConsumed: o.CreditsConsumed, CreditsReleased: o.CreditsReleased,
+		SourceOrderID: o.SourceOrderID, CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt, CompletedAt: o.CompletedAt,
+	}
+}
+
+// OrderDetail is an order with its jobs in order of position, each with its output files.
 type OrderDetail struct {
-	Order   *models.Order
-	Jobs    []models.Job
-	Outputs map[string][]models.Asset
+	Order Order
+	Jobs  []Job
 }
 
 // FindOrder returns an order of the installation with its jobs and their outputs; KindNotFound when
@@ -167,7 +214,11 @@ func (e *Jobs) FindOrder(ctx context.Context, installationID, orderID string) (O
 	if err != nil {
 		return OrderDetail{}, err
 	}
-	return OrderDetail{Order: o, Jobs: jobs, Outputs: outs}, nil
+	d := OrderDetail{Order: orderOf(o), Jobs: make([]Job, len(jobs))}
+	for i := range jobs {
+		d.Jobs[i] = jobOf(&jobs[i], outs[jobs[i].ID])
+	}
+	return d, nil
 }
 
 // installationOrder returns an order of the installation; KindNotFound when it does not exist or

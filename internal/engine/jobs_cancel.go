@@ -47,7 +47,7 @@ type CancelRequest struct {
 // worker has not recorded it yet, for example while it cannot reach the database; Job is the job as
 // stored, pending, and becomes cancelled once it is recorded.
 type CancelOutcome struct {
-	Job      *models.Job
+	Job      Job // a pending or cancelled job has no outputs
 	Recorded bool
 }
 
@@ -89,14 +89,14 @@ func (e *Jobs) CancelJob(ctx context.Context, req CancelRequest) (CancelOutcome,
 	}
 	// Accepted: the job will never begin an attempt.
 	if !accepted.recorded {
-		return CancelOutcome{Job: j}, nil
+		return CancelOutcome{Job: jobOf(j, nil)}, nil
 	}
 	if fresh, err := models.GetJob(db, j.ID); err == nil {
-		return CancelOutcome{Job: fresh, Recorded: true}, nil
+		return CancelOutcome{Job: jobOf(fresh, nil), Recorded: true}, nil
 	}
 	// Recorded by the worker; this process cannot read it back right now.
 	j.Status = accepted.result.Status
-	return CancelOutcome{Job: j, Recorded: true}, nil
+	return CancelOutcome{Job: jobOf(j, nil), Recorded: true}, nil
 }
 
 // alreadyEnded answers a cancel of a job that is no longer pending: a job cancelled before its
@@ -104,7 +104,7 @@ func (e *Jobs) CancelJob(ctx context.Context, req CancelRequest) (CancelOutcome,
 // (DELETE is idempotent); any other job has started or ended, and the cancel is refused.
 func alreadyEnded(j *models.Job) (CancelOutcome, error) {
 	if j.Status == status.JobCancelled && j.StartedAt == nil && j.AttemptCount == 0 {
-		return CancelOutcome{Job: j, Recorded: true}, nil
+		return CancelOutcome{Job: jobOf(j, nil), Recorded: true}, nil
 	}
 	return CancelOutcome{}, notCancelable()
 }

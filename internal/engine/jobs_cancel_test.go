@@ -22,16 +22,17 @@ import (
 func TestCancelOfAnEndedJob(t *testing.T) {
 	t.Parallel()
 	f := newSessionFixture(t, 100)
-	order, jobs, err := f.eng.Sessions.CommitSession(t.Context(), f.request("", shoot("ok", 3)), nil)
+	session, err := f.eng.Sessions.CommitSession(t.Context(), f.request("", shoot("ok", 3)), nil)
 	require.NoError(t, err)
+	jobs := session.Jobs
 	now := time.Now().UTC()
-	set := func(j models.Job, updates map[string]any) {
+	set := func(j engine.SessionJob, updates map[string]any) {
 		require.NoError(t, f.db.Model(&models.Job{}).Where("id = ?", j.ID).Updates(updates).Error)
 	}
 	set(jobs[0], map[string]any{"status": status.JobCancelled})
 	set(jobs[1], map[string]any{"status": status.JobCancelled, "started_at": now, "attempt_count": 1})
 	set(jobs[2], map[string]any{"status": status.JobCompleted, "started_at": now, "attempt_count": 1})
-	cancel := func(j models.Job, installation string) (engine.CancelOutcome, error) {
+	cancel := func(j engine.SessionJob, installation string) (engine.CancelOutcome, error) {
 		return f.eng.Jobs.CancelJob(t.Context(), engine.CancelRequest{JobID: j.ID, InstallationID: installation, RequestID: "r"})
 	}
 
@@ -39,7 +40,7 @@ func TestCancelOfAnEndedJob(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, out.Recorded)
 	assert.Equal(t, status.JobCancelled, out.Job.Status)
-	assert.Equal(t, order.ID, out.Job.OrderID)
+	assert.Equal(t, session.OrderID, out.Job.OrderID)
 	for _, j := range jobs[1:] {
 		_, err := cancel(j, f.inst.ID)
 		e, ok := engine.As(err)
@@ -68,9 +69,10 @@ func TestCancelRefusedAfterAnotherCancelWon(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			f := newSessionFixture(t, 100)
-			order, jobs, err := f.eng.Sessions.CommitSession(t.Context(), f.request("", shoot("ok", 1)), nil)
+			session, err := f.eng.Sessions.CommitSession(t.Context(), f.request("", shoot("ok", 1)), nil)
 			require.NoError(t, err)
-			require.NoError(t, models.MarkOrdersStarted(f.db, time.Now(), order.ID))
+			jobs := session.Jobs
+			require.NoError(t, models.MarkOrdersStarted(f.db, time.Now(), session.OrderID))
 			refused := &mocks.WorkflowUpdateHandle{}
 			refused.On("Get", mock.Anything, mock.Anything).
 				Return(temporal.NewApplicationError("refused", workflows.ErrTypeJobNotCancelable))

@@ -48,12 +48,11 @@ func (e *Jobs) QueryJobs(ctx context.Context, installationID string, f JobFilter
 	return jobs, err
 }
 
-// JobsPage is a page of an installation's jobs, newest first, with their output files by job ID;
-// More says that jobs follow the last one.
+// JobsPage is a page of an installation's jobs, newest first, each with its output files; More
+// says that jobs follow the last one.
 type JobsPage struct {
-	Jobs    []models.Job
-	Outputs map[string][]models.Asset
-	More    bool
+	Jobs []Job
+	More bool
 }
 
 // ListJobs returns the page of the installation's jobs that f selects (QueryJobs) with their
@@ -65,14 +64,18 @@ func (e *Jobs) ListJobs(ctx context.Context, installationID string, f JobFilter)
 	if err != nil {
 		return JobsPage{}, err
 	}
-	page := JobsPage{}
-	page.Jobs, page.More = trimPage(jobs, limit)
-	ids := make([]string, len(page.Jobs))
-	for i := range page.Jobs {
-		ids[i] = page.Jobs[i].ID
+	jobs, more := trimPage(jobs, limit)
+	ids := make([]string, len(jobs))
+	for i := range jobs {
+		ids[i] = jobs[i].ID
 	}
-	if page.Outputs, err = models.JobOutputs(e.cfg.DB.WithContext(ctx), ids...); err != nil {
+	outs, err := models.JobOutputs(e.cfg.DB.WithContext(ctx), ids...)
+	if err != nil {
 		return JobsPage{}, err
+	}
+	page := JobsPage{Jobs: make([]Job, len(jobs)), More: more}
+	for i := range jobs {
+		page.Jobs[i] = jobOf(&jobs[i], outs[jobs[i].ID])
 	}
 	return page, nil
 }

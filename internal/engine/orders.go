@@ -21,7 +21,7 @@ type OrderFilter struct {
 
 // ListAccountOrders returns the account's orders matching f, newest first, with the distinct
 // provider/model IDs of each order's jobs by order ID.
-func (e *Orders) ListAccountOrders(ctx context.Context, f OrderFilter) ([]models.Order, map[string][]string, error) {
+func (e *Orders) ListAccountOrders(ctx context.Context, f OrderFilter) ([]Order, map[string][]string, error) {
 	db := e.cfg.DB.WithContext(ctx)
 	q := db.Where("account_id = ?", f.AccountID)
 	if f.Status != "" {
@@ -35,8 +35,9 @@ func (e *Orders) ListAccountOrders(ctx context.Context, f OrderFilter) ([]models
 		return nil, nil, err
 	}
 	generators := map[string][]string{}
+	views := viewsOf(orders, orderOf)
 	if len(orders) == 0 {
-		return orders, generators, nil
+		return views, generators, nil
 	}
 	ids := make([]string, len(orders))
 	for i, o := range orders {
@@ -52,15 +53,14 @@ func (e *Orders) ListAccountOrders(ctx context.Context, f OrderFilter) ([]models
 	for _, r := range rows {
 		generators[r.OrderID] = append(generators[r.OrderID], r.AIModel)
 	}
-	return orders, generators, nil
+	return views, generators, nil
 }
 
-// AccountOrder is an account's order with its jobs in order of position and, for each completed
-// job, its first output file still stored.
+// AccountOrder is an account's order with its jobs in order of position; a completed job's
+// Outputs hold its first output file while it is still stored, any other job's none.
 type AccountOrder struct {
-	Order   *models.Order
-	Jobs    []models.Job
-	Outputs map[string]models.Asset // by job ID
+	Order Order
+	Jobs  []Job
 }
 
 // FindAccountOrder returns an order of the account; KindNotFound when it does not exist or belongs
@@ -85,9 +85,13 @@ func (e *Orders) FindAccountOrder(ctx context.Context, accountID, orderID string
 		models.AssetKindOutput).Find(&outputs).Error; err != nil {
 		return AccountOrder{}, err
 	}
-	outputOf := map[string]models.Asset{}
+	outputOf := map[string][]models.Asset{}
 	for _, a := range outputs {
-		outputOf[*a.JobID] = a
+		outputOf[*a.JobID] = []models.Asset{a}
 	}
-	return AccountOrder{Order: &order, Jobs: jobs, Outputs: outputOf}, nil
+	o := AccountOrder{Order: orderOf(&order), Jobs: make([]Job, len(jobs))}
+	for i := range jobs {
+		o.Jobs[i] = jobOf(&jobs[i], outputOf[jobs[i].ID])
+	}
+	return o, nil
 }

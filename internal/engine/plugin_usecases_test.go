@@ -39,7 +39,9 @@ func TestAuthenticatePluginKey(t *testing.T) {
 	who, err := eng.Accounts.AuthenticatePluginKey(ctx, created.APIKey.Secret, now)
 	require.NoError(t, err)
 	assert.Equal(t, created.Installation.ID, who.Installation.ID)
-	assert.Equal(t, created.Installation.ID, *who.Key.InstallationID)
+	assert.Equal(t, created.APIKey.Key.ID, who.Key.ID, "the installation's own key")
+	assert.Equal(t, created.Installation.ID, *created.APIKey.Key.InstallationID)
+	assert.Equal(t, models.PluginScopes, who.Key.Scopes)
 
 	e := wantKind(t, mustFail(eng.Accounts.AuthenticatePluginKey(ctx, "pk_live_nope.nope", now)), engine.KindUnauthenticated, "unknown key")
 	assert.Equal(t, "The API key is invalid, expired or revoked.", e.Message)
@@ -85,24 +87,24 @@ func TestUploadClaimsOnce(t *testing.T) {
 	ctx := context.Background()
 	eng := engine.New(engine.Config{DB: db, Log: zap.NewNop()})
 	inst, _ := twoInstallations(t, db)
-	asset, err := eng.Uploads.DeclareUpload(ctx, engine.UploadDeclaration{AccountID: inst.AccountID, InstallationID: inst.ID,
+	id, err := eng.Uploads.DeclareUpload(ctx, engine.UploadDeclaration{AccountID: inst.AccountID, InstallationID: inst.ID,
 		Filename: "dir/p.png", ContentType: "image/png", SizeBytes: 10, ExpiresAt: time.Now().Add(time.Hour)})
 	require.NoError(t, err)
-	assert.Equal(t, "p.png", asset.Filename, "only the last element of the client's name")
 
-	found, err := eng.Uploads.FindUpload(ctx, asset.ID)
+	found, err := eng.Uploads.FindUpload(ctx, id)
 	require.NoError(t, err)
+	assert.Equal(t, "p.png", found.Filename, "only the last element of the client's name")
 	assert.Equal(t, status.AssetAwaitingUpload, found.Status)
 	wantKind(t, mustFail(eng.Uploads.FindUpload(ctx, models.NewID())), engine.KindNotFound, "unknown upload")
 
-	require.NoError(t, eng.Uploads.ClaimUpload(ctx, asset.ID))
-	e := wantKind(t, eng.Uploads.ClaimUpload(ctx, asset.ID), engine.KindConflict, "second claim")
+	require.NoError(t, eng.Uploads.ClaimUpload(ctx, id))
+	e := wantKind(t, eng.Uploads.ClaimUpload(ctx, id), engine.KindConflict, "second claim")
 	assert.Equal(t, engine.ReasonUploadNotAccepted, e.Reason)
 
 	ended, cancel := context.WithCancel(ctx)
 	cancel()
-	eng.Uploads.ReleaseUpload(ended, asset.ID) // runs although the request ended
-	require.NoError(t, eng.Uploads.ClaimUpload(ctx, asset.ID), "a released upload can be sent again")
+	eng.Uploads.ReleaseUpload(ended, id) // runs although the request ended
+	require.NoError(t, eng.Uploads.ClaimUpload(ctx, id), "a released upload can be sent again")
 }
 
 func TestCatalogRegistrationRefusals(t *testing.T) {
@@ -117,21 +119,22 @@ func TestCatalogRegistrationRefusals(t *testing.T) {
 		Filename: "p.png", ContentType: "image/png", SizeBytes: 10, ExpiresAt: time.Now().Add(time.Hour)})
 	require.NoError(t, err)
 	named := &engine.ProductMetadata{DisplayName: "Mug"}
+	caller := engine.Installation{ID: inst.ID, AccountID: inst.AccountID}
 
-	_, _, err = eng.Catalog.RegisterPackshot(ctx, inst, engine.PackshotRegistration{AssetID: theirs.ID, ProductRef: "mug", Product: named})
+	_, _, err = eng.Catalog.RegisterPackshot(ctx, caller, engine.PackshotRegistration{AssetID: theirs, ProductRef: "mug", Product: named})
 	e := wantKind(t, err, engine.KindNotFound, "another installation's asset")
-	assert.Equal(t, "asset_id "+theirs.ID+" does not exist.", e.Message)
-	_, _, err = eng.Catalog.RegisterPackshot(ctx, inst, engine.PackshotRegistration{AssetID: mine.ID, ProductRef: "mug", Product: named})
+	assert.Equal(t, "asset_id "+theirs+" does not exist.", e.Message)
+	_, _, err = eng.Catalog.RegisterPackshot(ctx, caller, engine.PackshotRegistration{AssetID: mine, ProductRef: "mug", Product: named})
 	e = wantKind(t, err, engine.KindInvalid, "an upload without its bytes")
 	assert.Contains(t, e.Message, "has not been uploaded yet")
-	_, _, err = eng.Catalog.RegisterImage(ctx, inst, engine.ImageRegistration{ExternalRef: "img", AssetID: mine.ID, ProductRef: "mug"})
+	_, _, err = eng.Catalog.RegisterImage(ctx, caller, engine.ImageRegistration{ExternalRef: "img", AssetID: mine, ProductRef: "mug"})
 	e = wantKind(t, err, engine.KindNotFound, "an unknown product without metadata")
 	assert.Equal(t, "product_ref mug does not exist; give product_metadata.display_name to create it.", e.Message)
 
-	img, existing, err := eng.Catalog.RegisterImage(ctx, inst, engine.ImageRegistration{ExternalRef: "img", AssetID: mine.ID, ProductRef: "mug", Product: named})
+	img, existing, err := eng.Catalog.RegisterImage(ctx, caller, engine.ImageRegistration{ExternalRef: "img", AssetID: mine, ProductRef: "mug", Product: named})
 	require.NoError(t, err)
 	assert.False(t, existing)
-	again, existing, err := eng.Catalog.RegisterImage(ctx, inst, engine.ImageRegistration{ExternalRef: "img", AssetID: mine.ID, ProductRef: "mug"})
+	again, existing, err := eng.Catalog.RegisterImage(ctx, caller, engine.ImageRegistration{ExternalRef: "img", AssetID: mine, ProductRef: "mug"})
 	require.NoError(t, err)
 	assert.True(t, existing, "the same external_ref answers the image registered first")
 	assert.Equal(t, img.ID, again.ID)

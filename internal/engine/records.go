@@ -12,22 +12,46 @@ import (
 // RecordItem, ImageItem, VideoItem): fashion models, sceneries, packshots, photo-shoot images and videos. Every
 // use case here is scoped to the account; another account's record is KindNotFound.
 
+// Record is one entry of the external API's record lists: a fashion model, scenery, packshot,
+// photo-shoot image or video. Thumbnail and Video are files that are still stored; both are none
+// unless Status is DONE.
+type Record struct {
+	ID        string
+	Name      string
+	Status    string  // DONE, INPROGRESS or FAILED
+	Voting    *string // in the list's vocabulary (models/voting); nil when not rated
+	CreatedAt time.Time
+	Thumbnail StoredFile
+	Video     StoredFile // videos and reels: the generated video
+}
+
+// records are the views of stored records.
+func records(rows []models.Record, err error) ([]Record, error) {
+	if err != nil {
+		return nil, err
+	}
+	return viewsOf(rows, func(r *models.Record) Record {
+		return Record{ID: r.ID, Name: r.Name, Status: r.Status, Voting: r.Voting, CreatedAt: r.CreatedAt,
+			Thumbnail: StoredFile(r.Thumbnail), Video: StoredFile(r.Video)}
+	}), nil
+}
+
 // ListAccountReferenceItems lists the account's own fashion models or sceneries (kind), not
 // archived, newest first; approvedOnly keeps the approved ones.
-func (e *Records) ListAccountReferenceItems(ctx context.Context, accountID string, kind models.ReferenceKind, approvedOnly bool) ([]models.Record, error) {
-	return models.ListAccountReferenceItems(e.cfg.DB.WithContext(ctx), kind, accountID, approvedOnly)
+func (e *Records) ListAccountReferenceItems(ctx context.Context, accountID string, kind ReferenceKind, approvedOnly bool) ([]Record, error) {
+	return records(models.ListAccountReferenceItems(e.cfg.DB.WithContext(ctx), models.ReferenceKind(kind), accountID, approvedOnly))
 }
 
 // ListAccountPackshots lists the account's live packshots and its packshot jobs that have none
 // yet; approvedOnly keeps the accepted packshots.
-func (e *Records) ListAccountPackshots(ctx context.Context, accountID string, approvedOnly bool) ([]models.Record, error) {
-	return models.ListAccountPackshots(e.cfg.DB.WithContext(ctx), accountID, approvedOnly)
+func (e *Records) ListAccountPackshots(ctx context.Context, accountID string, approvedOnly bool) ([]Record, error) {
+	return records(models.ListAccountPackshots(e.cfg.DB.WithContext(ctx), accountID, approvedOnly))
 }
 
 // ListAccountShoots lists the account's photo-shoot images, newest first; approvedOnly keeps the
 // accepted ones, and a photoID ("" for all) those of packshots cut from that product photo, which
 // must be the account's (KindNotFound otherwise).
-func (e *Records) ListAccountShoots(ctx context.Context, accountID string, approvedOnly bool, photoID string) ([]models.Record, error) {
+func (e *Records) ListAccountShoots(ctx context.Context, accountID string, approvedOnly bool, photoID string) ([]Record, error) {
 	db := e.cfg.DB.WithContext(ctx)
 	if photoID != "" {
 		found, err := models.AccountHasPhoto(db, accountID, photoID)
@@ -38,19 +62,27 @@ func (e *Records) ListAccountShoots(ctx context.Context, accountID string, appro
 			return nil, refuse(KindNotFound, "", "", "Product not found.")
 		}
 	}
-	return models.ListAccountShoots(db, accountID, approvedOnly, photoID)
+	return records(models.ListAccountShoots(db, accountID, approvedOnly, photoID))
 }
 
 // ListAccountVideos lists the account's videos and reels, newest first.
-func (e *Records) ListAccountVideos(ctx context.Context, accountID string) ([]models.Record, error) {
-	return models.ListAccountVideos(e.cfg.DB.WithContext(ctx), accountID)
+func (e *Records) ListAccountVideos(ctx context.Context, accountID string) ([]Record, error) {
+	return records(models.ListAccountVideos(e.cfg.DB.WithContext(ctx), accountID))
+}
+
+// PackshotReview is a review of a packshot through the external API: Voting
+// models/voting.RecordApproved accepts it, RecordRejected clears its vote (back to pending: listed,
+// not rated), "" leaves it; Archive archives it whatever its voting.
+type PackshotReview struct {
+	Voting  string
+	Archive bool
 }
 
 // ReviewAccountPackshot applies a review (a verdict, archiving, or both) to a live packshot of the
 // account at now; the packshot's job gets the same verdict. KindNotFound for any other ID;
 // KindConflict (ReasonOutputsPurged) when approving a packshot whose file retention removed.
-func (e *Records) ReviewAccountPackshot(ctx context.Context, accountID, packshotID string, review models.PackshotReview, now time.Time) error {
-	err := models.ReviewAccountPackshot(e.cfg.DB.WithContext(ctx), accountID, packshotID, review, now)
+func (e *Records) ReviewAccountPackshot(ctx context.Context, accountID, packshotID string, review PackshotReview, now time.Time) error {
+	err := models.ReviewAccountPackshot(e.cfg.DB.WithContext(ctx), accountID, packshotID, models.PackshotReview(review), now)
 	switch {
 	case errors.Is(err, models.ErrNotFound):
 		return refuse(KindNotFound, "", "", "Packshot not found.")
@@ -60,8 +92,7 @@ func (e *Records) ReviewAccountPackshot(ctx context.Context, accountID, packshot
 	return err
 }
 
-// ReviewAccountShoot records a verdict (models.VotingAccepted, VotingRejected, or VotingPending to
-// clear it) on a photo-shoot image of the account at now. KindNotFound for any other ID;
+// ReviewAccountShoot records a verdict (models/voting.Accepted, Rejected, or Pending to clear it) on a photo-shoot image of the account at now. KindNotFound for any other ID;
 // KindConflict (ReasonJobNotCompleted) before the image was generated.
 func (e *Records) ReviewAccountShoot(ctx context.Context, accountID, shootID, verdict string, now time.Time) error {
 	err := models.ReviewAccountShoot(e.cfg.DB.WithContext(ctx), accountID, shootID, verdict, now)

@@ -2,19 +2,72 @@ package engine
 
 import (
 	"context"
+	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/shotflow/shotflow/models"
 )
 
-// ListAccountPhotos returns the account's live product photos, from its installations' catalogs
-// and its own uploads, newest first.
-func (e *Records) ListAccountPhotos(ctx context.Context, accountID string) ([]models.AccountPhotoRow, error) {
-	return models.ListAccountPhotos(e.cfg.DB.WithContext(ctx), accountID)
+// AccountPhoto is a live product photo of an account (from an installation's catalog or its own
+// uploads) with its product's name and reference and the state of its upload.
+type AccountPhoto struct {
+	ID          string // what the register-ideas routes take as config.product.id
+	AssetID     string
+	ProductRef  string
+	ProductName string
+	AssetStatus string     // models/status.Asset*
+	UploadsBy   *time.Time // when an upload still awaited stops being accepted; nil for none
+	Thumbnail   bool       // the prepared upload has a thumbnail
+	CreatedAt   time.Time
 }
 
-// CreateAccountPhoto stores, in one transaction, a product of the asset's account of its own (no
-// installation) named name, with the uploaded asset (stored, not yet inserted) as its one photo,
-// and returns the photo. Start preparing the asset next (StartPrepare).
-func (e *Records) CreateAccountPhoto(ctx context.Context, asset *models.Asset, name, sku string) (*models.ProductImage, error) {
-	return models.CreateAccountPhoto(e.cfg.DB.WithContext(ctx), asset, name, sku)
+func accountPhotoOf(r *models.AccountPhotoRow) AccountPhoto {
+	return AccountPhoto{ID: r.ID, AssetID: r.AssetID, ProductRef: r.ProductRef, ProductName: r.ProductName,
+		AssetStatus: r.AssetStatus, UploadsBy: r.UploadExpiresAt, Thumbnail: r.ThumbnailBlobKey != "", CreatedAt: r.CreatedAt}
+}
+
+// ListAccountPhotos returns the account's live product photos, from its installations' catalogs
+// and its own uploads, newest first.
+func (e *Records) ListAccountPhotos(ctx context.Context, accountID string) ([]AccountPhoto, error) {
+	rows, err := models.ListAccountPhotos(e.cfg.DB.WithContext(ctx), accountID)
+	if err != nil {
+		return nil, err
+	}
+	return viewsOf(rows, accountPhotoOf), nil
+}
+
+// NewPhoto is a product of an account's own with its one photo: its name, its optional SKU and
+// the image file.
+type NewPhoto struct {
+	Name string
+	SKU  string
+	File ImageFile
+}
+
+// UploadAccountPhoto creates a product of the account's own (no installation) with the image
+// file as its one photo and starts preparing the photo. It checks and stores the file
+// (storeImage's refusals; ErrFileStore), then stores the product and its photo in one
+// transaction, removing the file again when that fails. A preparation that does not start is
+// logged: the worker's sweep starts it, so it only delays the photo.
+func (e *Records) UploadAccountPhoto(ctx context.Context, accountID string, in NewPhoto) (AccountPhoto, error) {
+	asset, err := e.storeImage(ctx, accountID, in.File, true)
+	if err != nil {
+		return AccountPhoto{}, err
+	}
+	img, err := models.CreateAccountPhoto(e.cfg.DB.WithContext(ctx), asset, in.Name, in.SKU)
+	if err != nil {
+		// Nothing was stored but the bytes: remove them too, also when the request ran out of time.
+		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), fileCleanupTimeout)
+		defer cancel()
+		if derr := e.cfg.Blobs.Delete(cleanup, asset.BlobKey); derr != nil {
+			e.logger().Warn("remove the file of a product upload that was not stored", zap.String("blob_key", asset.BlobKey), zap.Error(derr))
+		}
+		return AccountPhoto{}, err
+	}
+	if err := e.app.Uploads.StartPrepare(ctx, asset); err != nil {
+		e.logger().Warn("start preparing an uploaded product photo", zap.String("asset_id", asset.ID), zap.Error(err))
+	}
+	return AccountPhoto{ID: img.ID, AssetID: asset.ID, ProductRef: img.ProductID, ProductName: in.Name,
+		AssetStatus: asset.Status, CreatedAt: img.CreatedAt}, nil
 }

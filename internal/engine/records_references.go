@@ -15,6 +15,48 @@ import (
 // belongs to another account is refused alike with KindInvalid naming the request's field, so
 // another account's records cannot be told from missing ones.
 
+// ReferenceKind selects the fashion models or the sceneries of the catalog.
+type ReferenceKind string
+
+// The kinds of reference item.
+const (
+	FashionModels = ReferenceKind(models.KindFashionModel)
+	Sceneries     = ReferenceKind(models.KindScenery)
+)
+
+// StoredFile is where a file a view shows is stored: an asset (AssetID; Preview asks for its
+// thumbnail rather than the file), else a blob-store file (BlobKey, a seeded reference image under
+// models/refblob.Prefix). The zero value is no file.
+type StoredFile struct {
+	AssetID string
+	Preview bool
+	BlobKey string
+}
+
+// ReferenceItem is a fashion model or scenery an account may use.
+type ReferenceItem struct {
+	ID          string
+	Name        string
+	Marketplace bool // shared by every account, not the account's own
+	Thumbnail   StoredFile
+}
+
+func referenceItemOf(r *models.ReferenceItem) ReferenceItem {
+	it := ReferenceItem{ID: r.ID, Name: r.Name, Marketplace: r.Marketplace(), Thumbnail: StoredFile{BlobKey: r.ThumbnailKey}}
+	if r.ThumbnailAssetID != nil {
+		it.Thumbnail.AssetID = *r.ThumbnailAssetID
+	}
+	return it
+}
+
+// Account is an account's plan and credit position.
+type Account struct {
+	ID              string
+	Plan            string
+	CreditBalance   int64 // credits available for new reservations
+	CreditsReserved int64 // credits held by jobs that have not settled yet
+}
+
 // referenceKinds name each kind of reference item in refusals, with the route (in both APIs) that
 // lists the items a reference may name.
 var referenceKinds = map[models.ReferenceKind]struct{ name, list string }{
@@ -74,22 +116,37 @@ func notAReference(field, id, list string) *Error {
 
 // Account returns an account with its credit balance and reservations; KindNotFound when it does
 // not exist.
-func (e *Records) Account(ctx context.Context, accountID string) (*models.Account, error) {
+func (e *Records) Account(ctx context.Context, accountID string) (Account, error) {
 	acc, err := models.GetAccount(e.cfg.DB.WithContext(ctx), accountID)
 	if errors.Is(err, models.ErrNotFound) {
-		return nil, refuse(KindNotFound, "", "", "No account with this ID.")
+		return Account{}, refuse(KindNotFound, "", "", "No account with this ID.")
 	}
-	return acc, err
+	if err != nil {
+		return Account{}, err
+	}
+	return Account{ID: acc.ID, Plan: acc.Plan, CreditBalance: acc.CreditBalance, CreditsReserved: acc.CreditsReserved}, nil
 }
 
 // UsableReferenceItems lists the fashion models or sceneries (kind) the account may use: its own,
 // newest first, then the marketplace's by name (models.ListUsableReferenceItems).
-func (e *Records) UsableReferenceItems(ctx context.Context, accountID string, kind models.ReferenceKind) ([]models.ReferenceItem, error) {
-	return models.ListUsableReferenceItems(e.cfg.DB.WithContext(ctx), kind, accountID)
+func (e *Records) UsableReferenceItems(ctx context.Context, accountID string, kind ReferenceKind) ([]ReferenceItem, error) {
+	items, err := models.ListUsableReferenceItems(e.cfg.DB.WithContext(ctx), models.ReferenceKind(kind), accountID)
+	if err != nil {
+		return nil, err
+	}
+	return viewsOf(items, referenceItemOf), nil
 }
 
-// VisiblePresets lists the published presets the account sees, the system presets first, with
-// each preset's cover and gallery images by preset ID (models.ListVisiblePresets).
-func (e *Records) VisiblePresets(ctx context.Context, accountID string) ([]models.Preset, map[string][]models.PresetImage, error) {
-	return models.ListVisiblePresets(e.cfg.DB.WithContext(ctx), accountID, 0)
+// VisiblePresets lists the published presets the account sees, the system presets first, each
+// with its cover and gallery (models.ListVisiblePresets).
+func (e *Records) VisiblePresets(ctx context.Context, accountID string) ([]Preset, error) {
+	presets, images, err := models.ListVisiblePresets(e.cfg.DB.WithContext(ctx), accountID, 0)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Preset, len(presets))
+	for i := range presets {
+		out[i] = presetOf(&presets[i], images[presets[i].ID])
+	}
+	return out, nil
 }

@@ -23,6 +23,13 @@ import (
 // subject with its images_count and AI model. The engine plans it (the catalog, pricing and
 // packshot approval rules), commits it idempotently with the caller's record, and starts it.
 
+// The APIs an order is accepted through (SessionRequest.API, Requester.API): the engine stores
+// them on the order, and the metrics count orders by them.
+const (
+	APIPlugin   = models.APIPlugin
+	APIExternal = models.APIExternal
+)
+
 // SessionConfig is the configuration shared by every subject of a session; it is stored on the
 // order as JSON, under these names.
 type SessionConfig struct {
@@ -48,7 +55,7 @@ type SessionSubject struct {
 type SessionRequest struct {
 	AccountID      string
 	InstallationID string
-	API            string // models.APIPlugin, ...
+	API            string // APIPlugin, APIExternal
 	JobType        string // "" is a photo shoot
 	Config         SessionConfig
 	Subjects       []SessionSubject
@@ -227,24 +234,52 @@ func resolvePhotoInput(db *gorm.DB, installationID string, i int, s SessionSubje
 	return product, asset.ID, nil
 }
 
-// SessionRecord runs inside the transaction that commits a session, with its order (credits
-// reserved) and jobs; an error from it rolls the session back. The plugin API records an
-// Idempotency-Key's answer this way.
-type SessionRecord func(tx *gorm.DB, order *models.Order, jobs []models.Job) error
+// Session is a committed session as the façades show it: its order, the credits it reserved and
+// the jobs created for its subjects, in order of position.
+type Session struct {
+	OrderID         string
+	Status          string
+	CreditsReserved int64
+	Jobs            []SessionJob
+	// order and jobs are what was committed, for StartAll.
+	order *models.Order
+	jobs  []models.Job
+}
+
+// SessionJob is one job of a committed session and the product of its subject.
+type SessionJob struct {
+	ID         string
+	ProductRef string
+}
+
+// sessionOf is the view of a committed order and its jobs.
+func sessionOf(order *models.Order, jobs []models.Job) Session {
+	s := Session{OrderID: order.ID, Status: order.Status, CreditsReserved: order.CreditsReserved,
+		Jobs: make([]SessionJob, len(jobs)), order: order, jobs: jobs}
+	for i, j := range jobs {
+		s.Jobs[i] = SessionJob{ID: j.ID, ProductRef: j.ProductRef}
+	}
+	return s
+}
+
+// SessionRecord runs inside the transaction that commits a session, with the session (credits
+// reserved); an error from it rolls the session back. The plugin API records an Idempotency-Key's
+// answer this way (KeyClaim.SessionRecord).
+type SessionRecord func(tx *gorm.DB, s Session) error
 
 // CommitSession plans the session and commits its order, jobs and reservation in one transaction
-// (in which record, when not nil, also runs); the workflow is not started (StartCommitted, or
-// StartAll for several). Besides PlanSession's refusals it answers KindInsufficientCredits, with
-// CreditsRequired holding what the session costs, when the balance is short;
-// models.ErrIdempotencyClaimLost from record is returned as it is.
-func (e *Sessions) CommitSession(ctx context.Context, req SessionRequest, record SessionRecord) (*models.Order, []models.Job, error) {
+// (in which record, when not nil, also runs); the workflow is not started (StartAll). Besides
+// PlanSession's refusals it answers KindInsufficientCredits, with CreditsRequired holding what the
+// session costs, when the balance is short; ErrClaimLost when record found its Idempotency-Key
+// claim taken over, in which case nothing was committed.
+func (e *Sessions) CommitSession(ctx context.Context, req SessionRequest, record SessionRecord) (Session, error) {
 	order, jobs, err := e.PlanSession(ctx, req)
 	if err != nil {
-		return nil, nil, err
+		return Session{}, err
 	}
 	var inTx func(tx *gorm.DB) error
 	if record != nil {
-		inTx = func(tx *gorm.DB) error { return record(tx, order, jobs) }
+		inTx = func(tx *gorm.DB) error { return record(tx, sessionOf(order, jobs)) }
 	}
 	err = e.app.Orders.Commit(ctx, order, jobs, inTx)
 	if errors.Is(err, models.ErrInsufficientCredits) {
@@ -252,43 +287,37 @@ func (e *Sessions) CommitSession(ctx context.Context, req SessionRequest, record
 		refusal := refuse(KindInsufficientCredits, "", "",
 			"This session costs %d credits, more than the account has available.", need)
 		refusal.CreditsRequired = need
-		return nil, nil, refusal
+		return Session{}, refusal
 	}
 	if err != nil {
-		return nil, nil, err
+		return Session{}, err
 	}
-	return order, jobs, nil
+	return sessionOf(order, jobs), nil
 }
 
 // SubmitSession is CommitSession followed by the workflow's start (StartCommitted).
-func (e *Sessions) SubmitSession(ctx context.Context, req SessionRequest, record SessionRecord) (*models.Order, []models.Job, error) {
-	order, jobs, err := e.CommitSession(ctx, req, record)
+func (e *Sessions) SubmitSession(ctx context.Context, req SessionRequest, record SessionRecord) (Session, error) {
+	s, err := e.CommitSession(ctx, req, record)
 	if err != nil {
-		return nil, nil, err
+		return Session{}, err
 	}
-	e.app.Orders.StartCommitted(ctx, order, jobs)
-	return order, jobs, nil
+	e.app.Orders.StartCommitted(ctx, s.order, s.jobs)
+	return s, nil
 }
 
-// Committed is an order that Commit (or CommitSession) committed, with its jobs.
-type Committed struct {
-	Order *models.Order
-	Jobs  []models.Job
-}
-
-// StartAll starts the workflows of committed orders, several at a time, within timeout as a whole
-// (so that an unreachable Temporal delays the caller by seconds, not by a timeout per order). A
-// start that fails, panics or does not finish in time is logged and left to the Sweeper: the orders
-// are committed. POST /jobs/batch commits all its sessions, then starts them this way.
-func (e *Orders) StartAll(ctx context.Context, orders []Committed, timeout time.Duration) {
-	if len(orders) == 0 {
+// StartAll starts the workflows of committed sessions, several at a time, within timeout as a
+// whole (so that an unreachable Temporal delays the caller by seconds, not by a timeout per order).
+// A start that fails, panics or does not finish in time is logged and left to the Sweeper: the
+// orders are committed. POST /jobs/batch commits all its sessions, then starts them this way.
+func (e *Sessions) StartAll(ctx context.Context, sessions []Session, timeout time.Duration) {
+	if len(sessions) == 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
 	sem := make(chan struct{}, 16)
 	var wg sync.WaitGroup
-	for _, o := range orders {
+	for _, s := range sessions {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
@@ -297,12 +326,12 @@ func (e *Orders) StartAll(ctx context.Context, orders []Committed, timeout time.
 			defer func() {
 				if p := recover(); p != nil {
 					e.cfg.Log.Error("order workflow start panicked; the sweeper will start it",
-						zap.String("order_id", o.Order.ID), zap.Any("panic", p))
+						zap.String("order_id", s.OrderID), zap.Any("panic", p))
 				}
 			}()
-			if err := e.Start(ctx, o.Order, o.Jobs); err != nil {
+			if err := e.app.Orders.Start(ctx, s.order, s.jobs); err != nil {
 				e.cfg.Log.Warn("order workflow not started yet; the sweeper will start it",
-					zap.String("order_id", o.Order.ID), zap.Error(err))
+					zap.String("order_id", s.OrderID), zap.Error(err))
 			}
 		}()
 	}

@@ -170,7 +170,7 @@ func TestPlanSessionPlansJobs(t *testing.T) {
 
 func TestCommitSessionInsufficientCredits(t *testing.T) {
 	f := newSessionFixture(t, 5)
-	_, _, err := f.eng.Sessions.CommitSession(t.Context(), f.request("", shoot("ok", 2)), nil)
+	_, err := f.eng.Sessions.CommitSession(t.Context(), f.request("", shoot("ok", 2)), nil)
 	e, ok := engine.As(err)
 	require.True(t, ok, "want an engine refusal, got %v", err)
 	assert.Equal(t, engine.KindInsufficientCredits, e.Kind)
@@ -181,29 +181,29 @@ func TestCommitSessionInsufficientCredits(t *testing.T) {
 	require.NoError(t, f.db.Model(&models.Order{}).Count(&n).Error)
 	assert.Zero(t, n, "nothing is created")
 
-	order, jobs, err := f.eng.Sessions.CommitSession(t.Context(), f.request("", shoot("ok", 1)), nil)
+	session, err := f.eng.Sessions.CommitSession(t.Context(), f.request("", shoot("ok", 1)), nil)
 	require.NoError(t, err)
-	assert.Equal(t, int64(3), order.CreditsReserved)
-	assert.Len(t, jobs, 1)
+	assert.Equal(t, int64(3), session.CreditsReserved)
+	assert.Len(t, session.Jobs, 1)
 }
 
 func TestCloneSession(t *testing.T) {
 	f := newSessionFixture(t, 1000)
-	source, _, err := f.eng.Sessions.CommitSession(t.Context(), f.request("", shoot("ok", 2)), nil)
+	committed, err := f.eng.Sessions.CommitSession(t.Context(), f.request("", shoot("ok", 2)), nil)
 	require.NoError(t, err)
 
-	_, err = f.eng.Sessions.CloneSession(t.Context(), "another-installation", source.ID, nil)
+	_, err = f.eng.Sessions.CloneSession(t.Context(), "another-installation", committed.OrderID, nil)
 	e, ok := engine.As(err)
 	require.True(t, ok, "want an engine refusal, got %v", err)
 	assert.Equal(t, engine.KindNotFound, e.Kind)
 
-	req, err := f.eng.Sessions.CloneSession(t.Context(), f.inst.ID, source.ID, nil)
+	req, err := f.eng.Sessions.CloneSession(t.Context(), f.inst.ID, committed.OrderID, nil)
 	require.NoError(t, err)
-	assert.Equal(t, source.ID, *req.SourceOrderID)
+	assert.Equal(t, committed.OrderID, *req.SourceOrderID)
 	assert.Equal(t, "1:1", req.Config.AspectRatio)
 	assert.Equal(t, []engine.SessionSubject{{ProductRef: "ok", ProductLabel: "Product ok", ImagesCount: 2, AIModel: "p/shoot"}}, req.Subjects)
 
-	_, err = f.eng.Sessions.CloneSession(t.Context(), f.inst.ID, source.ID, []engine.CloneSubject{{ProductRef: "ok", ImagesCount: 1}, {ProductRef: "new", ImagesCount: 1}})
+	_, err = f.eng.Sessions.CloneSession(t.Context(), f.inst.ID, committed.OrderID, []engine.CloneSubject{{ProductRef: "ok", ImagesCount: 1}, {ProductRef: "new", ImagesCount: 1}})
 	e, ok = engine.As(err)
 	require.True(t, ok, "want an engine refusal, got %v", err)
 	assert.Equal(t, engine.KindInvalid, e.Kind)

@@ -1,9 +1,16 @@
 package engine
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"image"
+	_ "image/jpeg" // reads dimensions of JPEG uploads
+	_ "image/png"  // reads dimensions of PNG uploads
+	"io"
+	"net/http"
 	"path"
 	"time"
 
@@ -12,19 +19,27 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
+	_ "golang.org/x/image/webp" // reads dimensions of WebP uploads
 	"gorm.io/gorm"
 
+	"github.com/shotflow/shotflow/internal/platform/blobstore"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/workflows"
 )
 
 // Uploads: a client declares a file (POST /assets/upload), then sends its bytes once to a signed
-// URL before the URL expires. The engine keeps the upload's record; the façade checks and stores
-// the bytes between ClaimUpload and CompleteUpload.
+// URL before the URL expires. The engine keeps the upload's record, and checks and stores the
+// bytes (ReceiveUpload) between ClaimUpload and CompleteUpload.
 
 // ReasonUploadNotAccepted refines KindConflict: the upload URL was already used or has expired.
 const ReasonUploadNotAccepted = "upload_not_accepted"
+
+// ReasonTooLarge refines KindInvalid: the bytes are more than the upload declared.
+const ReasonTooLarge = "too_large"
+
+// sniffBytes is how much of an upload's head its type is sniffed and its dimensions read from.
+const sniffBytes = 64 << 10
 
 // releaseUploadTimeout bounds the release of a claimed upload, which runs also after the request
 // ended.
@@ -41,8 +56,8 @@ type UploadDeclaration struct {
 	ExpiresAt time.Time
 }
 
-// DeclareUpload records an upload awaiting its bytes and returns it; its ID names the upload URL.
-func (e *Uploads) DeclareUpload(ctx context.Context, d UploadDeclaration) (*models.Asset, error) {
+// DeclareUpload records an upload awaiting its bytes and returns its ID, which names the upload URL.
+func (e *Uploads) DeclareUpload(ctx context.Context, d UploadDeclaration) (string, error) {
 	now := time.Now().UTC()
 	expires := d.ExpiresAt.UTC()
 	id := models.NewID()
@@ -54,9 +69,92 @@ func (e *Uploads) DeclareUpload(ctx context.Context, d UploadDeclaration) (*mode
 		UploadExpiresAt: &expires, CreatedAt: now, UpdatedAt: now,
 	}
 	if err := e.cfg.DB.WithContext(ctx).Create(&asset).Error; err != nil {
-		return nil, err
+		return "", err
 	}
-	return &asset, nil
+	return asset.ID, nil
+}
+
+// UploadBytes are the bytes a client sends to the signed URL of a declared upload.
+type UploadBytes struct {
+	ID            string // the upload the URL names
+	ContentType   string // the request's Content-Type
+	ContentLength int64  // the request's Content-Length; -1 when unknown
+	Body          io.Reader
+}
+
+// ReceivedUpload is an upload whose bytes are stored and being prepared.
+type ReceivedUpload struct {
+	AssetID       string
+	Status        string // models/status.AssetProcessing
+	ContentType   string
+	SizeBytes     int64
+	Width, Height int // 0 when the header did not tell
+	SHA256        string
+}
+
+// ReceiveUpload checks and stores the bytes of a declared upload and starts their preparation
+// (CompleteUpload). The bytes must match the declared type and size and arrive before the URL
+// expires; otherwise nothing is stored and the upload can be sent again. In this order it answers:
+// KindNotFound for an unknown upload; KindInvalid for a Content-Type or Content-Length other than
+// declared (ReasonTooLarge when longer); KindConflict (ReasonUploadNotAccepted) for an upload
+// already used or expired; KindInvalid when the sniffed type is not the declared one, or fewer
+// bytes arrive than declared; KindInvalid (ReasonTooLarge) when more do. A failure of the file
+// store or the database is returned as it is.
+func (e *Uploads) ReceiveUpload(ctx context.Context, in UploadBytes) (ReceivedUpload, error) {
+	asset, err := e.FindUpload(ctx, in.ID)
+	if err != nil {
+		return ReceivedUpload{}, err
+	}
+	if in.ContentType != asset.ContentType {
+		return ReceivedUpload{}, refuse(KindInvalid, "", "", "Content-Type is %q but the upload was declared as %q.", in.ContentType, asset.ContentType)
+	}
+	if cl := in.ContentLength; cl >= 0 && cl != asset.SizeBytes {
+		reason := ""
+		if cl > asset.SizeBytes {
+			reason = ReasonTooLarge
+		}
+		return ReceivedUpload{}, refuse(KindInvalid, reason, "", "Content-Length is %d but the upload was declared as %d bytes.", cl, asset.SizeBytes)
+	}
+	// Claim the upload so two concurrent PUTs cannot both write it.
+	if err := e.ClaimUpload(ctx, in.ID); err != nil {
+		return ReceivedUpload{}, err
+	}
+	// Cleanup runs also when the request ran out of time or its client left: an upload left
+	// claimed could never be sent again.
+	cleanup, cancelCleanup := context.WithTimeout(context.WithoutCancel(ctx), releaseUploadTimeout)
+	defer cancelCleanup()
+	refused := func(err error) (ReceivedUpload, error) {
+		e.ReleaseUpload(ctx, in.ID)
+		return ReceivedUpload{}, err
+	}
+
+	body := bufio.NewReaderSize(in.Body, sniffBytes)
+	head, _ := body.Peek(sniffBytes)
+	if sniffed := http.DetectContentType(head); sniffed != asset.ContentType {
+		return refused(refuse(KindInvalid, "", "", "The bytes are %s, not the declared %s.", sniffed, asset.ContentType))
+	}
+	var width, height int
+	if cfg, _, err := image.DecodeConfig(bytes.NewReader(head)); err == nil {
+		width, height = cfg.Width, cfg.Height
+	}
+	n, sum, err := e.cfg.Blobs.PutReader(ctx, asset.BlobKey, body, asset.ContentType, asset.SizeBytes)
+	if err == nil && n != asset.SizeBytes {
+		_ = e.cfg.Blobs.Delete(cleanup, asset.BlobKey)
+		return refused(refuse(KindInvalid, "", "", "The upload is incomplete: received %d bytes but the upload was declared as %d.", n, asset.SizeBytes))
+	}
+	if errors.Is(err, blobstore.ErrTooLarge) {
+		return refused(refuse(KindInvalid, ReasonTooLarge, "", "The upload is larger than declared (%d bytes).", asset.SizeBytes))
+	}
+	if err != nil {
+		return refused(err)
+	}
+	// The bytes are stored: PrepareInputWorkflow checks and prepares them, then wakes the jobs
+	// waiting for them.
+	if err := e.CompleteUpload(ctx, asset, StoredUpload{SHA256: sum, Width: width, Height: height}); err != nil {
+		return refused(err)
+	}
+	return ReceivedUpload{AssetID: asset.ID, Status: status.AssetProcessing, ContentType: asset.ContentType,
+		SizeBytes: n, Width: width, Height: height, SHA256: sum}, nil
 }
 
 // FindUpload returns a declared upload by ID (the signed URL names it, so it needs no tenant);

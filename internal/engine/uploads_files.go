@@ -7,15 +7,26 @@ import (
 	"github.com/shotflow/shotflow/models"
 )
 
+// FileAsset is a stored file as the signed /files routes serve it.
+type FileAsset struct {
+	Status           string // models/status.Asset*: only a ready file is served
+	Purged           bool   // removed by the retention policy
+	BlobKey          string
+	ContentType      string
+	SHA256           string // hex; "" when unknown
+	ThumbnailBlobKey string // "" when the file has no thumbnail
+}
+
 // FileAsset returns the asset a signed /files URL names, whoever owns it: the signature is the
-// authorisation. KindNotFound when there is none; that refusal wraps models.ErrNotFound, which is
-// what api/files tells a missing file by.
-func (e *Uploads) FileAsset(ctx context.Context, id string) (*models.Asset, error) {
+// authorisation. KindNotFound when there is none.
+func (e *Uploads) FileAsset(ctx context.Context, id string) (FileAsset, error) {
 	a, err := models.GetAsset(e.cfg.DB.WithContext(ctx), id)
 	if errors.Is(err, models.ErrNotFound) {
-		r := refuse(KindNotFound, "", "", "No such file.")
-		r.Cause = err
-		return nil, r
+		return FileAsset{}, refuse(KindNotFound, "", "", "No such file.")
 	}
-	return a, err
+	if err != nil {
+		return FileAsset{}, err
+	}
+	return FileAsset{Status: a.Status, Purged: a.PurgedAt != nil, BlobKey: a.BlobKey, ContentType: a.ContentType,
+		SHA256: a.SHA256, ThumbnailBlobKey: a.ThumbnailBlobKey}, nil
 }

@@ -14,24 +14,31 @@ import (
 	"github.com/shotflow/shotflow/workflows"
 )
 
+// Sealer encrypts secrets at rest (secrets.Box): webhook secrets, and recorded answers that show
+// one.
+type Sealer interface {
+	Seal(plaintext string) string
+	Open(sealed string) (string, error)
+}
+
 // retryReplayAfter is the Retry-After of a replay that could not be queued.
 const retryReplayAfter = 5 * time.Second
 
 // ReplayWebhook re-sends a webhook delivery of the installation now (StartWebhookReplay) and
-// returns it: KindNotFound for a delivery of another installation, KindUnavailable when the replay
-// could not be queued.
-func (e *Webhooks) ReplayWebhook(ctx context.Context, installationID, deliveryID string) (*models.WebhookDelivery, error) {
+// returns its ID: KindNotFound for a delivery of another installation, KindUnavailable when the
+// replay could not be queued.
+func (e *Webhooks) ReplayWebhook(ctx context.Context, installationID, deliveryID string) (string, error) {
 	d, err := models.FindWebhookDelivery(e.cfg.DB.WithContext(ctx), installationID, deliveryID)
 	if errors.Is(err, models.ErrNotFound) {
-		return nil, refuse(KindNotFound, "", "", "No webhook delivery with this ID.")
+		return "", refuse(KindNotFound, "", "", "No webhook delivery with this ID.")
 	}
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	if err := e.StartWebhookReplay(ctx, d); err != nil {
-		return nil, unavailable("The replay could not be queued; retry later.", retryReplayAfter, err)
+		return "", unavailable("The replay could not be queued; retry later.", retryReplayAfter, err)
 	}
-	return d, nil
+	return d.ID, nil
 }
 
 // StartWebhookReplay starts a new run of the delivery's WebhookDeliveryWorkflow: it sends the
@@ -73,7 +80,7 @@ func (e *Webhooks) StartWebhookDelivery(ctx context.Context, d *models.WebhookDe
 // RotateWebhookSecret replaces the webhook signing secret of installationID, which must be the
 // caller's own installation (KindNotFound otherwise), with a new one sealed by box. The previous
 // secret keeps signing, next to the new one, for models.PreviousSecretGrace.
-func (e *Webhooks) RotateWebhookSecret(ctx context.Context, box models.Sealer, callerInstallationID, installationID string) (RotatedSecret, error) {
+func (e *Webhooks) RotateWebhookSecret(ctx context.Context, box Sealer, callerInstallationID, installationID string) (RotatedSecret, error) {
 	if installationID != callerInstallationID {
 		return RotatedSecret{}, refuse(KindNotFound, "", "", "No installation with this ID.")
 	}

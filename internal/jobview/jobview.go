@@ -52,30 +52,90 @@ func FilePath(assetID string) string { return "/files/" + assetID }
 // ThumbnailPath is the API's download path of the thumbnail of a prepared upload.
 func ThumbnailPath(assetID string) string { return "/files/" + assetID + "/thumbnail" }
 
-// Outputs signs download URLs, valid until expires, for the files that are still stored.
-func Outputs(assets []models.Asset, signer *urlsign.Signer, expires time.Time) []Output {
-	out := make([]Output, 0, len(assets))
-	for _, a := range assets {
-		if a.PurgedAt != nil {
-			continue
-		}
-		out = append(out, Output{AssetID: a.ID, URL: signer.URL(http.MethodGet, FilePath(a.ID), expires),
-			ContentType: a.ContentType, Width: a.Width, Height: a.Height, SizeBytes: a.SizeBytes, ExpiresAt: expires})
+// Record is the stored state of a job that its view shows, in plain values: what the engine hands
+// the plugin API and what New reads off a stored job for a webhook.
+type Record struct {
+	ID            string
+	OrderID       string
+	JobType       string
+	Status        string
+	ProductRef    string
+	ProductLabel  string
+	InputAssetID  *string // the packshot (photo shoot) or photo (packshot job) the job starts from
+	AIModel       string
+	AspectRatio   string
+	CreditCost    int64
+	AttemptCount  int
+	ErrorCategory *string
+	ErrorHint     *string
+	Voting        string
+	VotingAt      *time.Time
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	StartedAt     *time.Time
+	CompletedAt   *time.Time
+}
+
+// File is a generated file of a job, in plain values. Purged files are no longer stored.
+type File struct {
+	AssetID     string
+	ContentType string
+	Width       int
+	Height      int
+	SizeBytes   int64
+	Purged      bool
+}
+
+// RecordOf is the record of a stored job.
+func RecordOf(j *models.Job) Record {
+	return Record{
+		ID: j.ID, OrderID: j.OrderID, JobType: j.JobType, Status: j.Status, ProductRef: j.ProductRef,
+		ProductLabel: j.ProductLabel, InputAssetID: j.InputAssetID, AIModel: j.AIModel, AspectRatio: j.AspectRatio,
+		CreditCost: j.CreditCost, AttemptCount: j.AttemptCount, ErrorCategory: j.ErrorCategory, ErrorHint: j.ErrorHint,
+		Voting: j.Voting, VotingAt: j.VotingAt, CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt,
+		StartedAt: j.StartedAt, CompletedAt: j.CompletedAt,
+	}
+}
+
+// FilesOf are the files of stored output assets, in their order.
+func FilesOf(assets []models.Asset) []File {
+	out := make([]File, len(assets))
+	for i, a := range assets {
+		out[i] = File{AssetID: a.ID, ContentType: a.ContentType, Width: a.Width, Height: a.Height,
+			SizeBytes: a.SizeBytes, Purged: a.PurgedAt != nil}
 	}
 	return out
 }
 
-// New renders a job; its outputs (signed until expires) are shown only once it has completed.
-func New(j *models.Job, outputs []models.Asset, signer *urlsign.Signer, expires time.Time) Job {
-	v := Job{
-		ID: j.ID, OrderID: j.OrderID, JobType: j.JobType, Status: j.Status, ProductRef: j.ProductRef,
-		ProductLabel: j.ProductLabel, PackshotAssetID: j.InputAssetID, AIModel: j.AIModel, AspectRatio: j.AspectRatio,
-		CreditCost: j.CreditCost, AttemptCount: j.AttemptCount, ErrorCategory: j.ErrorCategory, ErrorHint: j.ErrorHint,
-		Voting: j.Voting, VotingAt: j.VotingAt, Outputs: []Output{}, CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt,
-		StartedAt: j.StartedAt, CompletedAt: j.CompletedAt,
+// Outputs signs download URLs, valid until expires, for the files that are still stored.
+func Outputs(files []File, signer *urlsign.Signer, expires time.Time) []Output {
+	out := make([]Output, 0, len(files))
+	for _, f := range files {
+		if f.Purged {
+			continue
+		}
+		out = append(out, Output{AssetID: f.AssetID, URL: signer.URL(http.MethodGet, FilePath(f.AssetID), expires),
+			ContentType: f.ContentType, Width: f.Width, Height: f.Height, SizeBytes: f.SizeBytes, ExpiresAt: expires})
 	}
-	if j.Status == status.JobCompleted {
+	return out
+}
+
+// Render shows a job; its outputs (signed until expires) are shown only once it has completed.
+func Render(r Record, outputs []File, signer *urlsign.Signer, expires time.Time) Job {
+	v := Job{
+		ID: r.ID, OrderID: r.OrderID, JobType: r.JobType, Status: r.Status, ProductRef: r.ProductRef,
+		ProductLabel: r.ProductLabel, PackshotAssetID: r.InputAssetID, AIModel: r.AIModel, AspectRatio: r.AspectRatio,
+		CreditCost: r.CreditCost, AttemptCount: r.AttemptCount, ErrorCategory: r.ErrorCategory, ErrorHint: r.ErrorHint,
+		Voting: r.Voting, VotingAt: r.VotingAt, Outputs: []Output{}, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		StartedAt: r.StartedAt, CompletedAt: r.CompletedAt,
+	}
+	if r.Status == status.JobCompleted {
 		v.Outputs = Outputs(outputs, signer, expires)
 	}
 	return v
+}
+
+// New renders a stored job (Render of its RecordOf and FilesOf), as a job webhook carries it.
+func New(j *models.Job, outputs []models.Asset, signer *urlsign.Signer, expires time.Time) Job {
+	return Render(RecordOf(j), FilesOf(outputs), signer, expires)
 }

@@ -51,7 +51,7 @@ type Options struct {
 	Temporal TemporalOptions
 }
 
-// Deps are the shared parts under an API handler. Engine uses DB, Models, Temporal and Log.
+// Deps are the shared parts under an API handler. Engine uses DB, Blobs, Models, Temporal and Log.
 type Deps struct {
 	DB       *gorm.DB
 	Blobs    *blobstore.Store
@@ -107,7 +107,7 @@ func NewDeps(t testing.TB, db *gorm.DB, opts Options) *Deps {
 	}
 	d.Limiter = ratelimit.NewMemory(now)
 	d.Temporal = NewTemporal(t, opts.Temporal)
-	d.EngineConfig = engine.Config{DB: db, Log: d.Log, Temporal: d.Temporal.Client, TaskQueue: opts.TaskQueue, Models: d.Models}
+	d.EngineConfig = engine.Config{DB: db, Blobs: d.Blobs, Log: d.Log, Temporal: d.Temporal.Client, TaskQueue: opts.TaskQueue, Models: d.Models}
 	d.Engine = engine.New(d.EngineConfig)
 	return d
 }

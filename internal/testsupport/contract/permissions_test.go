@@ -105,7 +105,7 @@ func newServer(t *testing.T, rateLimit int) *server {
 	db := testdb.Open(t, testdb.SQLiteURL(t))
 	d := apitest.NewDeps(t, db, apitest.Options{})
 	h := &plugin.Handler{
-		Engine: d.Engine, Blobs: d.Blobs, Signer: d.Signer,
+		Engine: d.Engine, Signer: d.Signer,
 		Limiter: d.Limiter, Log: zap.NewNop(), DocsURL: "https://docs.example.test",
 		DefaultRateLimit: rateLimit, DownloadTTL: 168 * time.Hour, UploadTTL: 2 * time.Hour, Secrets: d.Box,
 	}
