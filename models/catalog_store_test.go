@@ -10,9 +10,9 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/internal/platform/secrets"
-	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/models/status"
+	"github.com/shotflow/shotflow/models/testdb"
 )
 
 // catalogFixture is an account with two installations whose catalog rows a test writes directly.

@@ -10,8 +10,8 @@ import (
 
 	"github.com/shotflow/shotflow/internal/platform/unavailable"
 	"github.com/shotflow/shotflow/internal/testsupport/faultproxy"
-	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/testdb"
 )
 
 func TestPostgresDSNAddsTimeoutsTheURLLacks(t *testing.T) {

@@ -10,8 +10,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/internal/platform/secrets"
-	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/testdb"
 )
 
 // idemInstallation creates an account with one installation and returns both IDs.

@@ -8,8 +8,8 @@ import (
 	"github.com/pressly/goose/v3/database"
 	"gorm.io/gorm"
 
-	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/testdb"
 )
 
 // Several processes migrating one PostgreSQL database at once (each with its own connection pool,

@@ -8,10 +8,10 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/internal/platform/secrets"
-	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/models/jobtype"
 	"github.com/shotflow/shotflow/models/status"
+	"github.com/shotflow/shotflow/models/testdb"
 )
 
 // candidateFixture is an installation with a product and an order of one job per job type.

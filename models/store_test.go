@@ -10,10 +10,10 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/internal/platform/secrets"
-	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/models/jobtype"
 	"github.com/shotflow/shotflow/models/status"
+	"github.com/shotflow/shotflow/models/testdb"
 )
 
 func TestMigrationsAreVersionedAndIdempotent(t *testing.T) {

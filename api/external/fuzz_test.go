@@ -13,10 +13,10 @@ import (
 
 	"github.com/shotflow/shotflow/api/external"
 	"github.com/shotflow/shotflow/internal/testsupport/routefuzz"
-	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/models/status"
+	"github.com/shotflow/shotflow/models/testdb"
 )
 
 // fuzzBoundary is the boundary of the multipart seeds; the fuzz target sends every multipart

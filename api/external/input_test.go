@@ -9,9 +9,9 @@ import (
 
 	"github.com/shotflow/shotflow/api/external"
 	"github.com/shotflow/shotflow/internal/testsupport/apitest"
-	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/testdb"
 )
 
 // Text PostgreSQL cannot store is refused with a 400 that names the field, on PostgreSQL (where

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shotflow/shotflow/internal/testsupport/testdb"
+	"github.com/shotflow/shotflow/models/testdb"
 )
 
 // rateLimitAnswer is the status and rate-limit headers of one answer.

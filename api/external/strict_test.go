@@ -7,7 +7,7 @@ import (
 
 	"github.com/shotflow/shotflow/api/external"
 	"github.com/shotflow/shotflow/internal/testsupport/contract"
-	"github.com/shotflow/shotflow/internal/testsupport/testdb"
+	"github.com/shotflow/shotflow/models/testdb"
 )
 
 // strictEnv is an env on SQLite with an account that may register, whose balance is 100.

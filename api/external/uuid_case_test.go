@@ -7,8 +7,8 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models/status"
+	"github.com/shotflow/shotflow/models/testdb"
 )
 
 // UUIDs are matched case-insensitively: an upper-case order ID in the path finds the order (and

@@ -11,8 +11,8 @@ import (
 	"github.com/shotflow/shotflow/internal/media/render"
 	"github.com/shotflow/shotflow/internal/platform/blobstore"
 	"github.com/shotflow/shotflow/internal/reference"
-	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/testdb"
 )
 
 func seed(t *testing.T) *models.ReferenceSeed {

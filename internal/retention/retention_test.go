@@ -15,9 +15,9 @@ import (
 	"github.com/shotflow/shotflow/internal/platform/metrics/metricstest"
 	"github.com/shotflow/shotflow/internal/platform/secrets"
 	"github.com/shotflow/shotflow/internal/retention"
-	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/models/status"
+	"github.com/shotflow/shotflow/models/testdb"
 )
 
 const period = 90 * 24 * time.Hour

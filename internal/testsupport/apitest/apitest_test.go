@@ -12,8 +12,8 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/shotflow/shotflow/internal/testsupport/apitest"
-	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/models/jobtype"
+	"github.com/shotflow/shotflow/models/testdb"
 )
 
 func TestWithBadParamsReplacesEveryParamSegment(t *testing.T) {

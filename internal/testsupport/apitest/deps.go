@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/platform/blobstore"
@@ -22,6 +21,7 @@ import (
 	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/providers/local"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/testdb"
 )
 
 // SignerKey is the URL signer's key in tests.
@@ -53,7 +53,7 @@ type Options struct {
 
 // Deps are the shared parts under an API handler. Engine uses DB, Blobs, Models, Temporal and Log.
 type Deps struct {
-	DB       *gorm.DB
+	DB       *testdb.DB
 	Blobs    *blobstore.Store
 	Box      *secrets.Box
 	Catalog  *models.Catalog
@@ -71,7 +71,7 @@ type Deps struct {
 
 // NewDeps builds the Deps over db, a migrated test database. The blob store lives in t.TempDir()
 // and is closed when the test ends.
-func NewDeps(t testing.TB, db *gorm.DB, opts Options) *Deps {
+func NewDeps(t testing.TB, db *testdb.DB, opts Options) *Deps {
 	t.Helper()
 	d := &Deps{DB: db, Log: opts.Log, Clock: NewClock(ClockStart)}
 	if d.Log == nil {

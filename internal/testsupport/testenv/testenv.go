@@ -22,16 +22,15 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
 	"go.uber.org/zap/zaptest/observer"
-	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/internal/app"
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/platform/config"
 	"github.com/shotflow/shotflow/internal/platform/secrets"
 	"github.com/shotflow/shotflow/internal/testsupport/faultproxy"
-	"github.com/shotflow/shotflow/internal/testsupport/testdb"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/testdb"
 	"github.com/shotflow/shotflow/workflows"
 )
 
@@ -91,7 +90,7 @@ func StartTemporalAt(ctx context.Context, hostPort, dbFile string) (*testsuite.D
 // Env is one running shotflow: its own database, task queue, HTTP server and worker.
 type Env struct {
 	App     *app.App
-	DB      *gorm.DB // a direct connection to the database, for the test's own setup and checks
+	DB      *testdb.DB // a direct connection to the database, for the test's own setup and checks
 	BaseURL string
 	Config  config.Config
 	// DBProxy, with Options.ProxyDatabase, is the fault proxy between the app and its database.

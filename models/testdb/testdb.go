@@ -20,6 +20,10 @@ import (
 	"github.com/shotflow/shotflow/models"
 )
 
+// DB is a direct connection to a test database, for a test's own setup and checks: test kits
+// outside the store hand it to tests without linking gorm themselves.
+type DB = gorm.DB
+
 // AdminURL is the PostgreSQL server tests create their databases on (TEST_DATABASE_URL).
 func AdminURL() string {
 	if u := os.Getenv("TEST_DATABASE_URL"); u != "" {
