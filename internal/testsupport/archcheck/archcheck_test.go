@@ -55,7 +55,7 @@ var tiers = []tier{
 		forbid: []string{gorm, gin, temporal, pgx, pgDriver, sqlite},
 		why:    "leaves import nothing: workflows and façades use them without linking the store"},
 	{name: "store", packages: []string{"models"},
-		mayImport: storeLeaves, forbid: []string{gin, temporal},
+		mayImport: append([]string{"internal/platform"}, storeLeaves...), forbid: []string{gin, temporal},
 		why: "the store is the bottom layer: rows, stores, migrations, seed data"},
 	{name: "providers", packages: []string{"internal/providers"},
 		mayImport: append([]string{"internal/media", "internal/platform", "models"}, storeLeaves...),
