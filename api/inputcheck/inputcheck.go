@@ -3,7 +3,9 @@
 // PostgreSQL cannot store — the NUL character and invalid UTF-8 — is refused with 400 naming the
 // field, wherever the service would read it: path and query parameters, the headers it looks
 // records up with or stores, JSON bodies (keys and values) and multipart text fields and file
-// names. Each API turns a Refusal into its own error body. It is also where path IDs are read
+// names. JSON bodies and multipart text fields that nest deeper than MaxDepth are refused with 400
+// as their bytes arrive, before anything decodes them. Each API turns a Refusal into its own error
+// body. It is also where path IDs are read
 // first: the UUID of an ID parameter (":id", ":<name>_id") sent in upper or mixed case is put in
 // the lower case the store keeps IDs in (ids.Canonical), so every route matches IDs
 // case-insensitively.
@@ -164,7 +166,7 @@ func checkContent(c *gin.Context, body Body) *Refusal {
 	case Multipart:
 		return checkForm(c, body.Limit)
 	}
-	data, r := read(req, body.Limit)
+	data, r := read(req, body.Limit, body.Kind == JSON)
 	if r != nil {
 		return r
 	}
@@ -188,10 +190,12 @@ func checkJSON(data []byte) *Refusal {
 	return nil
 }
 
-// read reads the whole body, refusing it (413) as soon as it is longer than limit. Its buffer is
-// the body's length when Content-Length gives it, else it doubles from 64 KiB up to the limit, so
-// a body costs at most about twice the limit.
-func read(req *http.Request, limit int64) ([]byte, *Refusal) {
+// read reads the whole body, refusing it (413) as soon as it is longer than limit and, when
+// isJSON, (400) as soon as it nests deeper than MaxDepth. Its buffer is the body's length when
+// Content-Length gives it, else it doubles from 64 KiB up to the limit, so a body costs at most
+// about twice the limit.
+func read(req *http.Request, limit int64, isJSON bool) ([]byte, *Refusal) {
+	var depth nesting
 	size := min(limit, 64<<10)
 	if req.ContentLength >= 0 {
 		size = req.ContentLength // CheckHead refused a Content-Length over the limit
@@ -211,6 +215,9 @@ func read(req *http.Request, limit int64) ([]byte, *Refusal) {
 		n, err := req.Body.Read(window)
 		if len(buf) == int(limit) && n > 0 {
 			return nil, tooLarge(limit)
+		}
+		if isJSON && depth.feed(window[:n]) {
+			return nil, tooDeep("The body")
 		}
 		buf = buf[:len(buf)+n]
 		if err == io.EOF {
@@ -258,6 +265,9 @@ func checkForm(c *gin.Context, limit int64) *Refusal {
 		}
 		for _, v := range form.Value[name] {
 			if r := text("The form field "+name, v); r != nil {
+				return r
+			}
+			if r := textTooDeep(name, v); r != nil {
 				return r
 			}
 		}
