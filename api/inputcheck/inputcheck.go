@@ -343,13 +343,15 @@ func scanJSON(data []byte) *Refusal {
 			stack = stack[:len(stack)-1]
 		case string:
 			if n := len(stack); n > 0 && stack[n-1].wantKey {
-				if r := jsonText(raw, v, "The key "+strconv.Quote(v)+" of "+orBody(jsonPath(stack[:n-1]), "the body")); r != nil {
+				if r := jsonText(raw, v, func() string {
+					return "The key " + strconv.Quote(v) + " of " + orBody(jsonPath(stack[:n-1]), "the body")
+				}); r != nil {
 					return r
 				}
 				stack[n-1].key, stack[n-1].wantKey = v, false
 				continue
 			}
-			if r := jsonText(raw, v, orBody(jsonPath(stack), "The body")); r != nil {
+			if r := jsonText(raw, v, func() string { return orBody(jsonPath(stack), "The body") }); r != nil {
 				return r
 			}
 		}
@@ -364,12 +366,16 @@ func scanJSON(data []byte) *Refusal {
 	}
 }
 
-// jsonText refuses a JSON string whose raw bytes are not valid UTF-8 or whose value holds NUL.
-func jsonText(raw []byte, v, subject string) *Refusal {
+// jsonText refuses a JSON string whose raw bytes are not valid UTF-8 or whose value holds NUL;
+// subject names it, built only for a refusal.
+func jsonText(raw []byte, v string, subject func() string) *Refusal {
 	if !utf8.Valid(raw) {
-		return invalid("%s is not valid UTF-8.", subject)
+		return invalid("%s is not valid UTF-8.", subject())
 	}
-	return text(subject, v)
+	if text("", v) != nil {
+		return text(subject(), v)
+	}
+	return nil
 }
 
 // jsonPath names the current value of the innermost frame: session_config.scenery_id,
