@@ -1,7 +1,6 @@
 package external
 
 import (
-	"encoding/json"
 	"mime/multipart"
 	"net/http"
 	"slices"
@@ -9,6 +8,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/go-json-experiment/json"
 
 	"github.com/gin-gonic/gin"
 

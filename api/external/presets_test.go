@@ -414,6 +414,8 @@ func TestCreatePresetRefusals(t *testing.T) {
 		refuse("scenery", append(requiredFields("x"), "scenery", "optional"), "scenery")
 		refuse("categories not JSON", append(requiredFields("x"), "categories", "studio,food"), "categories")
 		refuse("tags empty entry", append(requiredFields("x"), "tags", `["a", " "]`), "tags")
+		// One rule for text on both APIs: half a surrogate pair is refused, never stored as U+FFFD.
+		refuse("tags lone surrogate", append(requiredFields("x"), "tags", `["\ud800"]`), "tags")
 		refuse("file in a text field", requiredFields("x"), "name", formFile{"name", "n.png", testimage.SolidPNG(t, 8, 6, color.NRGBA{1, 100, 200, 255})})
 		refuse("two covers", requiredFields("x"), "cover", cover, formFile{"cover", "c2.png", testimage.SolidPNG(t, 8, 6, color.NRGBA{2, 100, 200, 255})})
 		gallery := []formFile{cover}

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -133,10 +134,61 @@ func describeSyntax(e *jsontext.SyntacticError, prefix string) *Error {
 	case strings.Contains(reason, "unexpected EOF"):
 		return bodyError("The body is not valid JSON: it ends at byte %d, before the object is complete", e.ByteOffset)
 	}
+	reason = plainSyntax(reason)
 	if field := join(prefix, e.JSONPointer); field != "" {
 		return &Error{Field: field, Message: fmt.Sprintf("The body is not valid JSON at byte %d, in %s: %s", e.ByteOffset, field, reason)}
 	}
 	return bodyError("The body is not valid JSON at byte %d: %s", e.ByteOffset, reason)
+}
+
+// invalidText matches the decoder's reasons for text it cannot read: "invalid character 'o' in
+// literal null (expecting 'u')", "invalid escape sequence `\x` in string".
+var invalidText = regexp.MustCompile(`^invalid (character|escape sequence|surrogate pair) (.+?) (at start of value|after object name \(expecting ':'\)|after object value \(expecting ',' or '\}'\)|after array (?:element|value) \(expecting ',' or '\]'\)|in literal (\w+) \(expecting .+\)|at start of string \(expecting '"'\)|in string \(expecting non-control character\)|in number \(expecting digit\)|in string)$`)
+
+// loneSurrogate is the escape of half a surrogate pair in the decoder's quote of the text.
+var loneSurrogate = regexp.MustCompile(`\\u[0-9a-fA-F]{4}`)
+
+// plainSyntax says what is wrong with the text in the client's terms instead of the decoder's:
+// "found 'o' where the word null was being read; a value is a string in double quotes, a
+// number, true, false, null, an object or an array". A reason it does not know is kept as it is.
+func plainSyntax(reason string) string {
+	if strings.Contains(reason, "object member name must be a string") {
+		return "a field name in double quotes was expected"
+	}
+	m := invalidText.FindStringSubmatch(reason)
+	if m == nil {
+		return reason
+	}
+	label, what, where := m[1], m[2], m[3]
+	const values = "a value is a string in double quotes, a number, true, false, null, an object or an array"
+	switch {
+	case label == "surrogate pair":
+		if u := loneSurrogate.FindString(what); u != "" {
+			what = "`" + u + "`"
+		}
+		return "the string holds " + what + ", half of a UTF-16 surrogate pair without its other half; escape a character outside the Basic Multilingual Plane as both halves, or send it as UTF-8"
+	case label == "escape sequence":
+		return "the string holds the escape sequence " + what + ", which JSON does not have (it has \\\", \\\\, \\/, \\b, \\f, \\n, \\r, \\t and \\uXXXX)"
+	case where == "at start of value" && what == "','":
+		return "a comma must be followed by another field or element; a comma before } or ] is not allowed"
+	case where == "at start of value":
+		return "a value was expected, not " + what + "; " + values
+	case strings.HasPrefix(where, "after object name"):
+		return "a colon (:) was expected after the field name, not " + what
+	case strings.HasPrefix(where, "after object value"):
+		return "a comma (,) or the end of the object (}) was expected after the value, not " + what
+	case strings.HasPrefix(where, "after array"):
+		return "a comma (,) or the end of the array (]) was expected after the element, not " + what
+	case strings.HasPrefix(where, "in literal"):
+		return "found " + what + " where the word " + m[4] + " was being read; " + values
+	case strings.HasPrefix(where, "at start of string"):
+		return "a field name in double quotes was expected, not " + what + " (a comma after the last field of an object is not allowed)"
+	case strings.HasPrefix(where, "in string"):
+		return "the string holds the control character " + what + "; escape it (\\n, \\t, \\u0000 …)"
+	case strings.HasPrefix(where, "in number"):
+		return "the number is cut short: " + what + " is not a digit"
+	}
+	return reason
 }
 
 // describeSemantic explains a well-formed body whose content does not fit the request: an unknown

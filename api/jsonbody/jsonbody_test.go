@@ -69,10 +69,10 @@ func TestDecodeRefusesWithMessagesInTheClientsTerms(t *testing.T) {
 		{"string body", `"x"`, "", []string{"The body must be a JSON object, not a string"}},
 		{"two objects", `{"count":1}{"count":2}`, "", []string{"The body must be a single JSON object", "byte 11"}},
 		{"truncated", `{"count":`, "", []string{"The body is not valid JSON", "ends at byte 9"}},
-		{"trailing comma", `{"count":1,}`, "", []string{"The body is not valid JSON at byte 10", "invalid character ','"}},
+		{"trailing comma", `{"count":1,}`, "", []string{"The body is not valid JSON at byte 10", "a comma before } or ] is not allowed"}},
 		{"not JSON", `{count:1}`, "", []string{"The body is not valid JSON at byte 1"}},
-		{"lone surrogate", `{"imagesIds":["\ud800"]}`, "imagesIds[0]", []string{"The body is not valid JSON at byte 15, in imagesIds[0]: invalid surrogate pair"}},
-		{"bad literal", `{"count":tru}`, "count", []string{"not valid JSON at byte 12, in count: invalid character '}' in literal true"}},
+		{"lone surrogate", `{"imagesIds":["\ud800"]}`, "imagesIds[0]", []string{"The body is not valid JSON at byte 15, in imagesIds[0]: the string holds `\\ud800`, half of a UTF-16 surrogate pair"}},
+		{"bad literal", `{"count":tru}`, "count", []string{"not valid JSON at byte 12, in count: found '}' where the word true was being read"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,10 +1,11 @@
 package plugin
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/go-json-experiment/json"
 
 	"github.com/gin-gonic/gin"
 	"github.com/go-json-experiment/json/jsontext"
@@ -116,7 +117,8 @@ func parseBatch(body []byte) ([]jsontext.Value, *failure) {
 }
 
 // batchImages adds up the images_count of every subject of every session; values that are not
-// positive numbers are left to each session's own validation.
+// positive numbers, and names in another case (Images_Count), are left to each session's own
+// validation, which refuses them: a session refused for its key's case counts no image.
 func batchImages(entries []jsontext.Value) int {
 	total := 0
 	for _, e := range entries {

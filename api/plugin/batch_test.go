@@ -104,6 +104,28 @@ func TestBatchLimitsAreInclusive(t *testing.T) {
 	e.noOrders()
 }
 
+// The 5,000-image budget counts images_count as the sessions spell it: a session whose subject says
+// Images_Count is refused on its own (an unknown field), so its images do not count against the
+// batch.
+func TestBatchImagesCountOnlyTheExactName(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	sessions := make([]any, 0, 51)
+	for range 50 {
+		sessions = append(sessions, sessionOf("s", 5, 20)) // 5,000 images
+	}
+	sessions = append(sessions, map[string]any{"session_config": map[string]any{}, "subjects": []any{
+		map[string]any{"product_ref": "p", "Images_Count": 20, "ai_model": "local/studio-v1"}}})
+	rec := e.do(http.MethodPost, p("/jobs/batch"), e.key, map[string]any{"batches": sessions})
+	require.Equal(t, http.StatusMultiStatus, rec.Code, rec.Body.String())
+	results := decode(t, rec)["results"].([]any)
+	require.Len(t, results, 51)
+	last := results[50].(map[string]any)
+	assert.Equal(t, float64(http.StatusBadRequest), last["status"])
+	assert.Contains(t, fmt.Sprint(last), "Images_Count")
+	e.noOrders()
+}
+
 // Every session of a batch stands alone: the results come in input order, each a session (201) or
 // an error object, and only the sessions that succeed create orders and reserve credits.
 func TestBatchSessionsAreIndependent(t *testing.T) {
