@@ -25,6 +25,7 @@ import (
 	"github.com/shotflow/shotflow/internal/media/imageprep"
 	"github.com/shotflow/shotflow/internal/platform/blobstore"
 	"github.com/shotflow/shotflow/internal/platform/config"
+	"github.com/shotflow/shotflow/internal/platform/linger"
 	"github.com/shotflow/shotflow/internal/platform/metrics"
 	"github.com/shotflow/shotflow/internal/platform/ratelimit"
 	"github.com/shotflow/shotflow/internal/platform/secrets"
@@ -283,7 +284,9 @@ func (a *App) ServeHTTP(ctx context.Context, ready func(addr net.Addr)) error {
 		ready(ln.Addr())
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	// A connection the server closes before reading a whole request (a body refused with 413) lingers,
+	// so that a client still sending reads its answer instead of a connection reset.
+	go func() { errc <- srv.Serve(linger.New(ln)) }()
 	select {
 	case err := <-errc:
 		return err
