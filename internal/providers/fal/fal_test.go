@@ -599,6 +599,21 @@ func TestTransportFailures(t *testing.T) {
 	}
 }
 
+// An answer over the size fal's answers are read to is refused saying so, not cut and then
+// refused as JSON that does not decode.
+func TestOversizedAnswerSaysSo(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"request_id":"`+strings.Repeat("a", maxAnswerBytes)+`"}`)
+	}))
+	defer srv.Close()
+	p := New(Config{APIKey: testKey, QueueURL: srv.URL})
+	_, err := p.Generate(context.Background(), ideaRequest(jobtype.ModelIdea))
+	if ge := category(t, err); ge.Category != errorcat.InternalBug || !strings.Contains(ge.Message, "answer is larger than 16777216 bytes") {
+		t.Errorf("%s: %s, want INTERNAL_BUG saying the answer is too large", ge.Category, ge.Message)
+	}
+}
+
 // TestRejectedBeforeCalling: requests that cannot be served fail without reaching fal.
 func TestRejectedBeforeCalling(t *testing.T) {
 	noImage := photoRequest(t, jobtype.Packshot)

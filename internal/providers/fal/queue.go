@@ -236,9 +236,13 @@ func (p *Provider) call(ctx context.Context, method, rawURL string, body []byte,
 		return answer{}, providers.TransportError(Name+": "+op, err)
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
 	if err != nil {
 		return answer{}, providers.TransportError(Name+": "+op, err)
+	}
+	if len(data) > maxAnswerBytes {
+		// Cut, it would fail to decode with a message that hides why.
+		return answer{}, providers.Errorf(errorcat.InternalBug, "%s: %s: answer is larger than %d bytes (HTTP %d)", Name, op, maxAnswerBytes, resp.StatusCode)
 	}
 	return answer{status: resp.StatusCode, header: resp.Header, body: data}, nil
 }
