@@ -158,6 +158,9 @@ func dev(ctx context.Context, stdout io.Writer) error {
 		return err
 	}
 
+	// The API and the worker share this process: the metrics they share go on the worker's
+	// listener alone, so that scraping both listeners counts them once.
+	a.Metrics.OneProcess()
 	metricsAddr, stopMetrics, err := a.StartWorkerMetrics()
 	if err != nil {
 		return err

@@ -424,13 +424,20 @@ func checkMetrics(t *testing.T, baseURL string, metricsPort int) {
 		body, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(body)
 	}
-	if code, body := get(baseURL + "/metrics"); code != http.StatusOK || !strings.Contains(body, `shotflow_http_requests_total{method="GET",route="/api/v1/plugin/me",status="2xx"} 1`) {
+	code, body := get(baseURL + "/metrics")
+	if code != http.StatusOK || !strings.Contains(body, `shotflow_http_requests_total{method="GET",route="/api/v1/plugin/me",status="2xx"} 1`) {
 		t.Errorf("the API's /metrics = %d, without the GET /me request:\n%.2000s", code, body)
+	}
+	// One process: what the API and the worker share is on the worker's listener alone.
+	for _, shared := range []string{"temporal_", "go_goroutines", "process_"} {
+		if strings.Contains(body, "\n"+shared) {
+			t.Errorf("the API's /metrics of shotflow dev shows %s…, which the worker's listener shows too", shared)
+		}
 	}
 	// The API answers before the worker has started polling.
 	worker := "http://127.0.0.1:" + strconv.Itoa(metricsPort)
 	deadline := time.Now().Add(30 * time.Second)
-	code, body := get(worker + "/healthz")
+	code, body = get(worker + "/healthz")
 	for code != http.StatusOK && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
 		code, body = get(worker + "/healthz")

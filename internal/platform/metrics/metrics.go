@@ -98,6 +98,9 @@ type Metrics struct {
 	families            []Family
 	meters              *sdkmetric.MeterProvider
 	temporal            client.MetricsHandler
+	// oneProcess is set when the API and the worker share the process (shotflow dev): the
+	// process's and the Temporal SDK's metrics then appear on the worker's listener alone.
+	oneProcess bool
 
 	requests        *prometheus.CounterVec
 	requestDuration *prometheus.HistogramVec
@@ -185,11 +188,22 @@ func (m *Metrics) histogramVec(reg *prometheus.Registry, name, help string, buck
 // Families lists shotflow's own metric families, the API's and the worker's.
 func (m *Metrics) Families() []Family { return append([]Family(nil), m.families...) }
 
-// Temporal is the Temporal client's metrics handler: the SDK's metrics appear on both listeners.
+// Temporal is the Temporal client's metrics handler: the SDK's metrics appear with the process's
+// (on both listeners, unless OneProcess).
 func (m *Metrics) Temporal() client.MetricsHandler { return m.temporal }
 
-// APIHandler serves the API's metrics, with the process's and the Temporal client's.
+// OneProcess says the API and the worker run in this one process (shotflow dev), each with its
+// listener: the process's and the Temporal SDK's metrics, which they share, then appear on the
+// worker's listener alone, so that a Prometheus scraping both counts them once. Call it before
+// APIHandler.
+func (m *Metrics) OneProcess() { m.oneProcess = true }
+
+// APIHandler serves the API's metrics, with the process's and the Temporal client's unless
+// OneProcess.
 func (m *Metrics) APIHandler() http.Handler {
+	if m.oneProcess {
+		return promhttp.HandlerFor(m.api, promhttp.HandlerOpts{})
+	}
 	return promhttp.HandlerFor(prometheus.Gatherers{m.shared, m.api}, promhttp.HandlerOpts{})
 }
 

@@ -233,3 +233,27 @@ func BenchmarkWorkerScrape(b *testing.B) {
 		}
 	}
 }
+
+// In one process serving both listeners (shotflow dev), the families they share (the Go runtime's,
+// the process's, the Temporal SDK's) appear on the worker's alone: scraping both counts each once.
+func TestOneProcessShowsSharedFamiliesOnce(t *testing.T) {
+	m := metrics.New()
+	defer m.Close()
+	m.OneProcess()
+	m.Request("/api/v1/plugin/jobs/:id", http.MethodGet, http.StatusOK, time.Millisecond)
+	m.Temporal().Counter("temporal_request").Inc(1)
+	api, worker := metricstest.Serve(t, m.APIHandler()), metricstest.Serve(t, m.WorkerHandler())
+	for name := range worker {
+		if _, twice := api[name]; twice {
+			t.Errorf("%s is on both listeners", name)
+		}
+	}
+	for _, name := range []string{"go_goroutines", "temporal_request_total"} {
+		if _, ok := worker[name]; !ok {
+			t.Errorf("%s is not on the worker's listener", name)
+		}
+	}
+	if _, ok := api[metrics.HTTPRequests]; !ok {
+		t.Errorf("the API's own %s left its listener", metrics.HTTPRequests)
+	}
+}
