@@ -274,31 +274,43 @@ func (a *App) ServeHTTP(ctx context.Context, ready func(addr net.Addr)) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", a.Config.HTTPAddr, err)
 	}
-	srv := &http.Server{
-		Handler:           a.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          zap.NewStdLog(a.Log.Named("http")),
-	}
 	if ready != nil {
 		ready(ln.Addr())
 	}
+	err = serveHTTP(ctx, ln, a.Handler(), drainTimeout(a.Config), a.Log)
+	// The drained requests' workflow starts are marked before the process goes.
+	a.Engine.Outbox.FlushStartMarks()
+	return err
+}
+
+// drainTimeout is how long a stopping API waits for the requests under way: SHUTDOWN_TIMEOUT, but
+// never less than REQUEST_TIMEOUT and a second to answer, so that a drain cuts no request still
+// within its deadline (a request that waits that long answers 503 by then).
+func drainTimeout(cfg config.Config) time.Duration {
+	return max(cfg.ShutdownTimeout, cfg.RequestTimeout+time.Second)
+}
+
+// serveHTTP serves h on ln until ctx ends, then drains the requests under way for at most drain.
+// A connection closed before its request was read whole (a body refused with 413) lingers, so that
+// a client still sending reads its answer instead of a connection reset.
+func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler, drain time.Duration, log *zap.Logger) error {
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          zap.NewStdLog(log.Named("http")),
+	}
 	errc := make(chan error, 1)
-	// A connection the server closes before reading a whole request (a body refused with 413) lingers,
-	// so that a client still sending reads its answer instead of a connection reset.
 	go func() { errc <- srv.Serve(linger.New(ln)) }()
 	select {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
 	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), a.Config.ShutdownTimeout)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
-	a.Log.Info("draining HTTP requests")
-	err = srv.Shutdown(shutdownCtx)
-	// The drained requests' workflow starts are marked before the process goes.
-	a.Engine.Outbox.FlushStartMarks()
-	if err != nil {
+	log.Info("draining HTTP requests", zap.Duration("for_at_most", drain))
+	if err := srv.Shutdown(shutdownCtx); err != nil {
 		return fmt.Errorf("http shutdown: %w", err)
 	}
 	return nil

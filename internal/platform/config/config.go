@@ -145,7 +145,9 @@ type Config struct {
 	LogLevel string `env:"LOG_LEVEL" envDefault:"info" validate:"oneof=debug info warn error"`
 	// LogFormat is json (production) or console (readable, the dev default).
 	LogFormat string `env:"LOG_FORMAT" envDefault:"json" validate:"oneof=json console"`
-	// ShutdownTimeout bounds how long a process drains HTTP requests and running activities on SIGTERM.
+	// ShutdownTimeout bounds how long a process drains running activities and HTTP requests on
+	// SIGTERM; the API's drain lasts at least RequestTimeout and a second (internal/app), so that
+	// it cuts no request within its deadline.
 	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"15s" validate:"min=1s,max=10m"`
 
 	// DataDir is where `shotflow dev` keeps its SQLite files, blobs, secret key and credentials.
