@@ -29,6 +29,7 @@ import (
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 
+	"github.com/shotflow/shotflow/internal/testsupport/testenv"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/workflows"
 )
@@ -36,68 +37,23 @@ import (
 // The tests in this file run the real `shotflow dev` binary as a child process, with the real
 // Temporal CLI dev server from bin/temporal.
 //
-// Set SHOTFLOW_DEV_TEST_COVERDIR to an existing directory to build the binary with -cover and
-// collect its coverage there (go tool covdata percent -i=DIR).
-
-var (
-	shotflowBinOnce sync.Once
-	shotflowBin     string
-	shotflowBinErr  error
-	shotflowBinDir  string
-)
+// Set SHOTFLOW_TEST_COVERDIR (testenv.CoverDirEnv) to an existing directory to build the binary
+// with -cover and collect its coverage there (go tool covdata percent -i=DIR).
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if shotflowBinDir != "" {
-		os.RemoveAll(shotflowBinDir)
-	}
+	testenv.RemoveBinary()
 	os.Exit(code)
 }
 
-// buildShotflow builds this package's binary once per test run.
-func buildShotflow(t *testing.T) string {
-	t.Helper()
-	shotflowBinOnce.Do(func() {
-		shotflowBinDir, shotflowBinErr = os.MkdirTemp("", "shotflow-devtest-bin-")
-		if shotflowBinErr != nil {
-			return
-		}
-		bin := filepath.Join(shotflowBinDir, "shotflow")
-		args := []string{"build", "-o", bin}
-		if os.Getenv("SHOTFLOW_DEV_TEST_COVERDIR") != "" {
-			args = append(args, "-cover", "-coverpkg=github.com/shotflow/shotflow/...")
-		}
-		cmd := exec.Command("go", append(args, ".")...)
-		cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			shotflowBinErr = fmt.Errorf("go build: %v\n%s", err, out)
-			return
-		}
-		shotflowBin = bin
-	})
-	if shotflowBinErr != nil {
-		t.Fatal(shotflowBinErr)
-	}
-	return shotflowBin
-}
-
-// repoRoot is the directory holding go.mod, searched upwards from the working directory.
+// repoRoot is the directory holding go.mod.
 func repoRoot(t *testing.T) string {
 	t.Helper()
-	dir, err := os.Getwd()
+	root, err := testenv.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the working directory")
-		}
-		dir = parent
-	}
+	return root
 }
 
 // temporalCLI is the absolute path of bin/temporal; the test fails (never skips) without it.
@@ -157,7 +113,7 @@ func devEnv(t *testing.T, ports devPorts, extra ...string) []string {
 		"DEV_TEMPORAL_UI_PORT="+strconv.Itoa(ports.ui),
 		"WORKER_METRICS_ADDR=127.0.0.1:"+strconv.Itoa(ports.metrics),
 	)
-	if dir := os.Getenv("SHOTFLOW_DEV_TEST_COVERDIR"); dir != "" {
+	if dir := os.Getenv(testenv.CoverDirEnv); dir != "" {
 		env = append(env, "GOCOVERDIR="+dir)
 	}
 	return append(env, extra...)
@@ -194,7 +150,7 @@ type devProc struct {
 // group and any process left behind in dir.
 func startDev(t *testing.T, dir string, env []string) *devProc {
 	t.Helper()
-	bin := buildShotflow(t)
+	bin := testenv.Binary(t)
 	cmd := exec.Command(bin, "dev")
 	cmd.Dir = dir
 	cmd.Env = env

@@ -18,6 +18,11 @@ var (
 	buildErr  error
 )
 
+// CoverDirEnv names the environment variable that, set to an existing directory, makes Binary
+// build with -cover; a test then runs the binary with GOCOVERDIR set to it and reads the coverage
+// with `go tool covdata percent -i=DIR`.
+const CoverDirEnv = "SHOTFLOW_TEST_COVERDIR"
+
 // Binary builds cmd/shotflow once per test process and returns its path.
 func Binary(t *testing.T) string {
 	t.Helper()
@@ -33,7 +38,11 @@ func Binary(t *testing.T) string {
 			return
 		}
 		buildDir, buildPath = dir, filepath.Join(dir, "shotflow")
-		cmd := exec.Command("go", "build", "-o", buildPath, "./cmd/shotflow")
+		args := []string{"build", "-o", buildPath}
+		if os.Getenv(CoverDirEnv) != "" {
+			args = append(args, "-cover", "-coverpkg=github.com/shotflow/shotflow/...")
+		}
+		cmd := exec.Command("go", append(args, "./cmd/shotflow")...)
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local")
 		if out, err := cmd.CombinedOutput(); err != nil {
