@@ -55,14 +55,18 @@ func TestSupportFindsAndRedrivesStrandedJobs(t *testing.T) {
 	api := &client{t: t, base: env.BaseURL + plugin.Base, key: tenant.PluginKey}
 	receiver, secret := useReceiver(t, env, tenant)
 	registerPackshot(t, env, api, "lamp", packshotPNG(t))
-	session := startSlowSession(t, api, "lamp", 4, 6*time.Second)
+	// Each job generates for 12 s: the order must be stopped (below) before the first of them
+	// ends, or it launches the fourth job, which then is no straggler. 6 s was too short on a
+	// loaded machine.
+	session := startSlowSession(t, api, "lamp", 4, 12*time.Second)
 	ids := session.Subjects[0].JobIDs
 	settled, rerun, healthy, queued := ids[0], ids[1], ids[2], ids[3]
 	testenv.Eventually(t, 60*time.Second, "three jobs to be generating", func() bool {
 		return generating(t, env, ids[:3]) == 3
 	})
 	ctx := context.Background()
-	for _, id := range []string{workflows.JobWorkflowID(settled, 1), workflows.JobWorkflowID(rerun, 1), workflows.OrderWorkflowID(session.OrderID)} {
+	// The order first: from then on nothing launches the queued job.
+	for _, id := range []string{workflows.OrderWorkflowID(session.OrderID), workflows.JobWorkflowID(settled, 1), workflows.JobWorkflowID(rerun, 1)} {
 		if err := env.App.Temporal.TerminateWorkflow(ctx, id, "", "stranded by the test"); err != nil {
 			t.Fatal(err)
 		}
