@@ -54,8 +54,9 @@ type Requester struct {
 type Plan struct {
 	Order *models.Order
 	Jobs  []models.Job
-	// Records, when not nil, inserts the records that exist before their job ran.
-	Records func(tx *gorm.DB) error
+	// Records, when not nil, inserts the records that exist before their job ran, with the store
+	// of the order's transaction.
+	Records func(ctx context.Context, tx *models.Store) error
 	// RecordIDs are the IDs of the records the request creates; SubmitPlan sets them to the job
 	// IDs when the plan has none.
 	RecordIDs []string
@@ -131,7 +132,11 @@ type Submitted struct {
 // transaction (SubmitWith), then starts the order. KindInsufficientCredits (CreditsRequired set),
 // with nothing created, when the balance is short.
 func (e *Generation) SubmitPlan(ctx context.Context, p *Plan) (Submitted, error) {
-	err := e.app.Orders.SubmitWith(ctx, p.Order, p.Jobs, p.Records)
+	var records func(tx *models.Store) error
+	if p.Records != nil {
+		records = func(tx *models.Store) error { return p.Records(ctx, tx) }
+	}
+	err := e.app.Orders.SubmitWith(ctx, p.Order, p.Jobs, records)
 	if errors.Is(err, models.ErrInsufficientCredits) {
 		need := models.ReservationTotal(p.Jobs)
 		acc, aerr := models.GetAccount(e.cfg.DB.WithContext(ctx), p.Order.AccountID)
@@ -221,13 +226,8 @@ func (e *Generation) PlanIdeas(ctx context.Context, r Requester, in IdeasInput) 
 		j.Prompt, j.RecordID, j.ProductLabel = prefs, &items[i].ID, items[i].Name
 		p.RecordIDs = append(p.RecordIDs, items[i].ID)
 	})
-	p.Records = func(tx *gorm.DB) error {
-		for i := range items {
-			if err := models.CreateReferenceItem(tx, models.ReferenceKind(in.Kind), &items[i]); err != nil {
-				return err
-			}
-		}
-		return nil
+	p.Records = func(ctx context.Context, tx *models.Store) error {
+		return tx.CreateReferenceItems(ctx, models.ReferenceKind(in.Kind), items)
 	}
 	return p, nil
 }

@@ -202,7 +202,7 @@ func (e *Jobs) FindOrder(ctx context.Context, installationID, orderID string) (O
 	if err != nil {
 		return OrderDetail{}, err
 	}
-	jobs, err := models.OrderJobs(db, o.ID)
+	jobs, err := e.store.OrderJobs(ctx, o.ID)
 	if err != nil {
 		return OrderDetail{}, err
 	}

@@ -162,7 +162,7 @@ func (e *Jobs) cancelInOrder(ctx, tctx context.Context, dl cancelDeadline, j *mo
 	}
 	if order.WorkflowStartedAt == nil {
 		// The order's start is still pending in the outbox: start it now so it can take the update.
-		jobs, err := models.OrderJobs(db, order.ID)
+		jobs, err := e.store.OrderJobs(ctx, order.ID)
 		if err != nil {
 			return acceptedCancel{}, err
 		}

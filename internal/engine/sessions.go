@@ -262,10 +262,10 @@ func sessionOf(order *models.Order, jobs []models.Job) Session {
 	return s
 }
 
-// SessionRecord runs inside the transaction that commits a session, with the session (credits
-// reserved); an error from it rolls the session back. The plugin API records an Idempotency-Key's
-// answer this way (KeyClaim.SessionRecord).
-type SessionRecord func(tx *gorm.DB, s Session) error
+// SessionRecord runs inside the transaction that commits a session, with the store of that
+// transaction and the session (credits reserved); an error from it rolls the session back. The
+// plugin API records an Idempotency-Key's answer this way (KeyClaim.SessionRecord).
+type SessionRecord func(ctx context.Context, tx *models.Store, s Session) error
 
 // CommitSession plans the session and commits its order, jobs and reservation in one transaction
 // (in which record, when not nil, also runs); the workflow is not started (StartAll). Besides
@@ -277,9 +277,9 @@ func (e *Sessions) CommitSession(ctx context.Context, req SessionRequest, record
 	if err != nil {
 		return Session{}, err
 	}
-	var inTx func(tx *gorm.DB) error
+	var inTx func(tx *models.Store) error
 	if record != nil {
-		inTx = func(tx *gorm.DB) error { return record(tx, sessionOf(order, jobs)) }
+		inTx = func(tx *models.Store) error { return record(ctx, tx, sessionOf(order, jobs)) }
 	}
 	err = e.app.Orders.Commit(ctx, order, jobs, inTx)
 	if errors.Is(err, models.ErrInsufficientCredits) {

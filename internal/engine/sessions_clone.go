@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"strconv"
 
-	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/models/jobtype"
 )
 
@@ -45,7 +44,7 @@ func (e *Sessions) CloneSession(ctx context.Context, installationID, sourceID st
 			return nil, err
 		}
 	}
-	jobs, err := models.OrderJobs(db, source.ID)
+	jobs, err := e.store.OrderJobs(ctx, source.ID)
 	if err != nil {
 		return nil, err
 	}
