@@ -120,3 +120,27 @@ func (s *Store) CreateReferenceItems(ctx context.Context, kind ReferenceKind, it
 	}
 	return nil
 }
+
+// LiveProductsWithApprovedPackshots returns, in one query, the installation's live products of the
+// refs by ref, each with its approved packshots; see the package function of that name.
+func (s *Store) LiveProductsWithApprovedPackshots(ctx context.Context, installationID string, refs []string) (map[string]*ApprovedProduct, error) {
+	return LiveProductsWithApprovedPackshots(s.conn(ctx), installationID, refs)
+}
+
+// PackshotJobInput loads what a session's packshot job starts from: the installation's live
+// product of productRef and its upload uploadID (an asset of kind upload, in any status). It
+// returns ErrNotFound with a nil product when the product is not in the catalog, and ErrNotFound
+// with the product when the upload is not the installation's.
+func (s *Store) PackshotJobInput(ctx context.Context, installationID, productRef, uploadID string) (*Product, *Asset, error) {
+	db := s.conn(ctx)
+	product, err := LiveProductByRef(db, installationID, productRef)
+	if err != nil {
+		return nil, nil, err
+	}
+	var upload Asset
+	err = db.Where("id = ? AND installation_id = ? AND kind = ?", uploadID, installationID, AssetKindUpload).Take(&upload).Error
+	if err != nil {
+		return product, nil, orNotFound(err)
+	}
+	return product, &upload, nil
+}

@@ -197,8 +197,7 @@ type OrderDetail struct {
 // FindOrder returns an order of the installation with its jobs and their outputs; KindNotFound when
 // it does not exist or belongs to another installation.
 func (e *Jobs) FindOrder(ctx context.Context, installationID, orderID string) (OrderDetail, error) {
-	db := e.cfg.DB.WithContext(ctx)
-	o, err := installationOrder(db, installationID, orderID)
+	o, err := installationOrder(ctx, e.store, installationID, orderID)
 	if err != nil {
 		return OrderDetail{}, err
 	}
@@ -210,7 +209,7 @@ func (e *Jobs) FindOrder(ctx context.Context, installationID, orderID string) (O
 	for i, j := range jobs {
 		ids[i] = j.ID
 	}
-	outs, err := models.JobOutputs(db, ids...)
+	outs, err := e.store.JobOutputs(ctx, ids...)
 	if err != nil {
 		return OrderDetail{}, err
 	}
@@ -223,14 +222,10 @@ func (e *Jobs) FindOrder(ctx context.Context, installationID, orderID string) (O
 
 // installationOrder returns an order of the installation; KindNotFound when it does not exist or
 // belongs to another installation.
-func installationOrder(db *gorm.DB, installationID, orderID string) (*models.Order, error) {
-	var o models.Order
-	err := db.Where("id = ? AND installation_id = ?", orderID, installationID).Take(&o).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
+func installationOrder(ctx context.Context, store *models.Store, installationID, orderID string) (*models.Order, error) {
+	o, err := store.InstallationOrder(ctx, installationID, orderID)
+	if errors.Is(err, models.ErrNotFound) {
 		return nil, refuse(KindNotFound, "", "", "No order with this ID.")
 	}
-	if err != nil {
-		return nil, err
-	}
-	return &o, nil
+	return o, err
 }
