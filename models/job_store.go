@@ -92,3 +92,24 @@ func (s *Store) OpenJobsReading(ctx context.Context, assetID string) ([]Job, err
 	}
 	return slices.DeleteFunc(jobs, func(j Job) bool { return !slices.Contains(j.Inputs(), assetID) }), nil
 }
+
+// AccountJob loads a job of the account and the job type; ErrNotFound when there is none.
+func (s *Store) AccountJob(ctx context.Context, accountID, jobID, jobType string) (*Job, error) {
+	var j Job
+	if err := s.conn(ctx).Where("id = ? AND account_id = ? AND job_type = ?", jobID, accountID, jobType).Take(&j).Error; err != nil {
+		return nil, orNotFound(err)
+	}
+	return &j, nil
+}
+
+// JobProduct loads the product a job is for, deleted or not; ErrNotFound when the job has none.
+func (s *Store) JobProduct(ctx context.Context, j *Job) (*Product, error) {
+	if j.ProductID == nil {
+		return nil, ErrNotFound
+	}
+	var p Product
+	if err := s.conn(ctx).Where("id = ?", *j.ProductID).Take(&p).Error; err != nil {
+		return nil, orNotFound(err)
+	}
+	return &p, nil
+}

@@ -144,3 +144,47 @@ func (s *Store) PackshotJobInput(ctx context.Context, installationID, productRef
 	}
 	return product, &upload, nil
 }
+
+// CreditBalance returns the account's available credits (credit_balance); ErrNotFound when there
+// is no such account.
+func (s *Store) CreditBalance(ctx context.Context, accountID string) (int64, error) {
+	acc, err := GetAccount(s.conn(ctx), accountID)
+	if err != nil {
+		return 0, err
+	}
+	return acc.CreditBalance, nil
+}
+
+// AccountProductPhoto loads a product photo of the account with its product and its upload, in
+// three queries; ErrNotFound when the photo does not exist, belongs to another account, or it or
+// its product is deleted.
+func (s *Store) AccountProductPhoto(ctx context.Context, accountID, photoID string) (*ProductImage, *Product, *Asset, error) {
+	db := s.conn(ctx)
+	var (
+		image   ProductImage
+		product Product
+		upload  Asset
+	)
+	if err := db.Where("id = ? AND account_id = ? AND deleted_at IS NULL", photoID, accountID).Take(&image).Error; err != nil {
+		return nil, nil, nil, orNotFound(err)
+	}
+	if err := db.Where("id = ? AND deleted_at IS NULL", image.ProductID).Take(&product).Error; err != nil {
+		return nil, nil, nil, orNotFound(err)
+	}
+	if err := db.Where("id = ?", image.AssetID).Take(&upload).Error; err != nil {
+		return nil, nil, nil, err
+	}
+	return &image, &product, &upload, nil
+}
+
+// LatestApprovedPackshot returns the product photo's own latest accepted packshot that is neither
+// deleted nor archived (by voting_at, then created_at and id); ErrNotFound when it has none.
+func (s *Store) LatestApprovedPackshot(ctx context.Context, accountID, photoID string) (*Packshot, error) {
+	var packshot Packshot
+	err := s.conn(ctx).Where("account_id = ? AND source_image_id = ? AND voting = ? AND deleted_at IS NULL AND archived_at IS NULL",
+		accountID, photoID, VotingAccepted).Order("voting_at DESC, created_at DESC, id DESC").Take(&packshot).Error
+	if err != nil {
+		return nil, orNotFound(err)
+	}
+	return &packshot, nil
+}
