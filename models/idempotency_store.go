@@ -15,3 +15,24 @@ func (s *Store) PurgeExpiredIdempotencyKeys(ctx context.Context, installationID 
 	res := q.Delete(&IdempotencyKey{})
 	return res.RowsAffected, res.Error
 }
+
+// ClaimIdempotencyKey makes the caller the owner of (installationID, key) for a request whose
+// canonical hash is requestHash, or returns the row that already holds the key (claimed false);
+// see the package function ClaimIdempotencyKey.
+func (s *Store) ClaimIdempotencyKey(ctx context.Context, installationID, key, requestHash string, lease time.Duration) (row *IdempotencyKey, claimed bool, err error) {
+	return ClaimIdempotencyKey(s.conn(ctx), installationID, key, requestHash, lease)
+}
+
+// RecordIdempotencyAnswer marks the claim completed with its request's answer (orderID names the
+// order the request created, "" for none); run it in the transaction that commits the request's
+// effect. ErrIdempotencyClaimLost, and the transaction must roll back, when the claim is no longer
+// the caller's.
+func (s *Store) RecordIdempotencyAnswer(ctx context.Context, claim *IdempotencyKey, orderID string, answer IdempotencyAnswer) error {
+	return RecordIdempotencyAnswer(s.conn(ctx), claim, orderID, answer)
+}
+
+// ReleaseIdempotencyKey deletes a claim that is still in progress and still the caller's, so that
+// its key is free again; a completed record is never deleted.
+func (s *Store) ReleaseIdempotencyKey(ctx context.Context, claim *IdempotencyKey) error {
+	return ReleaseIdempotencyKey(s.conn(ctx), claim)
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/shotflow/shotflow/models/jobtype"
 	"github.com/shotflow/shotflow/models/status"
@@ -91,4 +92,113 @@ func (s *Store) OpenJobsReading(ctx context.Context, assetID string) ([]Job, err
 		return nil, err
 	}
 	return slices.DeleteFunc(jobs, func(j Job) bool { return !slices.Contains(j.Inputs(), assetID) }), nil
+}
+
+// AccountJob loads a job of the account and the job type; ErrNotFound when there is none.
+func (s *Store) AccountJob(ctx context.Context, accountID, jobID, jobType string) (*Job, error) {
+	var j Job
+	if err := s.conn(ctx).Where("id = ? AND account_id = ? AND job_type = ?", jobID, accountID, jobType).Take(&j).Error; err != nil {
+		return nil, orNotFound(err)
+	}
+	return &j, nil
+}
+
+// JobProduct loads the product a job is for, deleted or not; ErrNotFound when the job has none.
+func (s *Store) JobProduct(ctx context.Context, j *Job) (*Product, error) {
+	if j.ProductID == nil {
+		return nil, ErrNotFound
+	}
+	var p Product
+	if err := s.conn(ctx).Where("id = ?", *j.ProductID).Take(&p).Error; err != nil {
+		return nil, orNotFound(err)
+	}
+	return &p, nil
+}
+
+// InstallationJob loads a job of the installation; ErrNotFound when it does not exist or belongs to
+// another installation.
+func (s *Store) InstallationJob(ctx context.Context, installationID, jobID string) (*Job, error) {
+	var j Job
+	if err := s.conn(ctx).Where("id = ? AND installation_id = ?", jobID, installationID).Take(&j).Error; err != nil {
+		return nil, orNotFound(err)
+	}
+	return &j, nil
+}
+
+// JobCursor is a position in the (created_at DESC, id DESC) order of an installation's jobs.
+type JobCursor struct {
+	CreatedAt time.Time
+	ID        string
+}
+
+// InstallationJobFilter selects a page of an installation's jobs (InstallationJobs).
+type InstallationJobFilter struct {
+	Status        string     // "": any
+	CreatedAfter  *time.Time // inclusive
+	CreatedBefore *time.Time // exclusive
+	After         *JobCursor // start after this job
+	Limit         int
+}
+
+// InstallationJobs returns up to f.Limit jobs of the installation matching f, newest first by
+// (created_at, id), walking the index jobs_installation_created (installation_id, created_at, id).
+func (s *Store) InstallationJobs(ctx context.Context, installationID string, f InstallationJobFilter) ([]Job, error) {
+	q := s.conn(ctx).Where("installation_id = ?", installationID)
+	if f.Status != "" {
+		q = q.Where("status = ?", f.Status)
+	}
+	if f.CreatedAfter != nil {
+		q = q.Where("created_at >= ?", f.CreatedAfter.UTC())
+	}
+	if f.CreatedBefore != nil {
+		q = q.Where("created_at < ?", f.CreatedBefore.UTC())
+	}
+	if f.After != nil {
+		at := f.After.CreatedAt.UTC()
+		q = q.Where("(created_at < ? OR (created_at = ? AND id < ?))", at, at, f.After.ID)
+	}
+	var jobs []Job
+	err := q.Order("created_at DESC, id DESC").Limit(f.Limit).Find(&jobs).Error
+	return jobs, err
+}
+
+// ErrPackshotPurged refuses to accept a packshot candidate whose file retention has removed.
+var ErrPackshotPurged = errors.New("packshot candidate file purged")
+
+// RateJob records a rating (voting, voting_at) of a completed job in one transaction (a savepoint
+// when the store is in one); for a packshot job it applies the rating to the job's packshot
+// candidate, creating the candidate first if the job completed before candidates existed
+// (EnsurePackshotCandidate). A candidate deleted from the catalog stays deleted. Accepting a
+// candidate whose file was purged fails with ErrPackshotPurged: the candidate's asset row is locked
+// first, as the retention sweep does, so a file is never purged under a packshot being accepted.
+// ErrNotFound when the job is no longer completed.
+func (s *Store) RateJob(ctx context.Context, j *Job, voting string, now time.Time) error {
+	return s.conn(ctx).Transaction(func(tx *gorm.DB) error {
+		res := tx.Model(&Job{}).Where("id = ? AND status = ?", j.ID, status.JobCompleted).
+			Updates(map[string]any{"voting": voting, "voting_at": now, "updated_at": now})
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return ErrNotFound
+		}
+		if j.JobType != jobtype.Packshot {
+			return nil
+		}
+		candidate, err := EnsurePackshotCandidate(tx, j)
+		if err != nil || candidate == nil || candidate.DeletedAt != nil {
+			return err
+		}
+		if voting == VotingAccepted {
+			var file Asset
+			if err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Take(&file, "id = ?", candidate.AssetID).Error; err != nil {
+				return err
+			}
+			if file.PurgedAt != nil {
+				return ErrPackshotPurged
+			}
+		}
+		return tx.Model(&Packshot{}).Where("id = ? AND deleted_at IS NULL", candidate.ID).
+			Updates(map[string]any{"voting": voting, "voting_at": now}).Error
+	})
 }

@@ -41,13 +41,6 @@ func GetJob(db *gorm.DB, id string) (*Job, error) {
 	return &j, nil
 }
 
-// OrderJobs returns the jobs of an order in order of position.
-func OrderJobs(db *gorm.DB, orderID string) ([]Job, error) {
-	var jobs []Job
-	err := db.Where("order_id = ?", orderID).Order("position").Find(&jobs).Error
-	return jobs, err
-}
-
 // JobOutputs returns the generated files of a job's current run in position order.
 func JobOutputs(db *gorm.DB, jobIDs ...string) (map[string][]Asset, error) {
 	out := map[string][]Asset{}

@@ -10,7 +10,6 @@ import (
 	"unicode/utf8"
 
 	"go.uber.org/zap"
-	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/models/jobtype"
@@ -54,8 +53,9 @@ type Requester struct {
 type Plan struct {
 	Order *models.Order
 	Jobs  []models.Job
-	// Records, when not nil, inserts the records that exist before their job ran.
-	Records func(tx *gorm.DB) error
+	// Records, when not nil, inserts the records that exist before their job ran, with the store
+	// of the order's transaction.
+	Records func(ctx context.Context, tx *models.Store) error
 	// RecordIDs are the IDs of the records the request creates; SubmitPlan sets them to the job
 	// IDs when the plan has none.
 	RecordIDs []string
@@ -131,14 +131,18 @@ type Submitted struct {
 // transaction (SubmitWith), then starts the order. KindInsufficientCredits (CreditsRequired set),
 // with nothing created, when the balance is short.
 func (e *Generation) SubmitPlan(ctx context.Context, p *Plan) (Submitted, error) {
-	err := e.app.Orders.SubmitWith(ctx, p.Order, p.Jobs, p.Records)
+	var records func(tx *models.Store) error
+	if p.Records != nil {
+		records = func(tx *models.Store) error { return p.Records(ctx, tx) }
+	}
+	err := e.app.Orders.SubmitWith(ctx, p.Order, p.Jobs, records)
 	if errors.Is(err, models.ErrInsufficientCredits) {
 		need := models.ReservationTotal(p.Jobs)
-		acc, aerr := models.GetAccount(e.cfg.DB.WithContext(ctx), p.Order.AccountID)
+		balance, aerr := e.store.CreditBalance(ctx, p.Order.AccountID)
 		if aerr != nil {
 			return Submitted{}, aerr
 		}
-		r := refuse(KindInsufficientCredits, "", "", "Insufficient credits: this request needs %d and %d are available; nothing was created.", need, acc.CreditBalance)
+		r := refuse(KindInsufficientCredits, "", "", "Insufficient credits: this request needs %d and %d are available; nothing was created.", need, balance)
 		r.CreditsRequired, r.Cause = need, err
 		return Submitted{}, r
 	}
@@ -221,13 +225,8 @@ func (e *Generation) PlanIdeas(ctx context.Context, r Requester, in IdeasInput) 
 		j.Prompt, j.RecordID, j.ProductLabel = prefs, &items[i].ID, items[i].Name
 		p.RecordIDs = append(p.RecordIDs, items[i].ID)
 	})
-	p.Records = func(tx *gorm.DB) error {
-		for i := range items {
-			if err := models.CreateReferenceItem(tx, models.ReferenceKind(in.Kind), &items[i]); err != nil {
-				return err
-			}
-		}
-		return nil
+	p.Records = func(ctx context.Context, tx *models.Store) error {
+		return tx.CreateReferenceItems(ctx, models.ReferenceKind(in.Kind), items)
 	}
 	return p, nil
 }
@@ -275,23 +274,14 @@ type Photo struct {
 // FindPhoto loads a product photo of the account: KindNotFound when there is none (or its product
 // is deleted), KindInvalid when its upload is unusable. field names the request field.
 func (e *Generation) FindPhoto(ctx context.Context, accountID, field, photoID string) (*Photo, error) {
-	db := e.cfg.DB.WithContext(ctx)
-	var p Photo
-	err := db.Where("id = ? AND account_id = ? AND deleted_at IS NULL", photoID, accountID).Take(&p.Image).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
+	image, product, upload, err := e.store.AccountProductPhoto(ctx, accountID, photoID)
+	if errors.Is(err, models.ErrNotFound) {
 		return nil, refuse(KindNotFound, "", field, "product photo %s not found.", photoID)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if err := db.Where("id = ? AND deleted_at IS NULL", p.Image.ProductID).Take(&p.Product).Error; errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, refuse(KindNotFound, "", field, "product photo %s not found.", photoID)
-	} else if err != nil {
-		return nil, err
-	}
-	if err := db.Where("id = ?", p.Image.AssetID).Take(&p.Asset).Error; err != nil {
-		return nil, err
-	}
+	p := Photo{Image: *image, Product: *product, Asset: *upload}
 	switch p.Asset.Status {
 	case status.AssetReady, status.AssetProcessing: // a job waits for a photo still being prepared
 	case status.AssetInvalid:
@@ -396,10 +386,8 @@ func ProductName(p *models.Product) string {
 // of the same product: KindPrerequisite (ReasonPackshotNotApproved, Details [DetailPackshotNotApproved], Subjects [photoID]) when it has
 // none.
 func (e *Generation) ApprovedPackshot(ctx context.Context, accountID, photoID string) (*models.Packshot, error) {
-	var packshot models.Packshot
-	err := e.cfg.DB.WithContext(ctx).Where("account_id = ? AND source_image_id = ? AND voting = ? AND deleted_at IS NULL AND archived_at IS NULL",
-		accountID, photoID, models.VotingAccepted).Order("voting_at DESC, created_at DESC, id DESC").Take(&packshot).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
+	packshot, err := e.store.LatestApprovedPackshot(ctx, accountID, photoID)
+	if errors.Is(err, models.ErrNotFound) {
 		r := refuse(KindPrerequisite, ReasonPackshotNotApproved, "", "Product photo %s has no approved packshot: approve one of its packshots first (packshots/update-packshot with Voting APPROVED). Nothing was created and no credits were reserved.", photoID)
 		r.Details, r.Subjects = []string{DetailPackshotNotApproved}, []string{photoID}
 		return nil, r
@@ -407,7 +395,7 @@ func (e *Generation) ApprovedPackshot(ctx context.Context, accountID, photoID st
 	if err != nil {
 		return nil, err
 	}
-	return &packshot, nil
+	return packshot, nil
 }
 
 // PlanPhotoShoot plans Count photo-shoot images of a product photo from that photo's own approved
@@ -424,7 +412,7 @@ func (e *Generation) PlanPhotoShoot(ctx context.Context, r Requester, in ConfigI
 		case models.SceneryRequired:
 			return nil, refuse(KindInvalid, "", "", "%s is required: preset %q needs a scenery.", FieldScenery, x.Preset.Name)
 		case models.SceneryRecommended:
-			if _, err := models.FindUsableReferenceItem(e.cfg.DB.WithContext(ctx), models.KindScenery, r.AccountID, DefaultSceneryID); err == nil {
+			if _, err := e.store.FindUsableReferenceItem(ctx, models.KindScenery, r.AccountID, DefaultSceneryID); err == nil {
 				x.SceneryID = DefaultSceneryID
 			}
 		}
@@ -466,16 +454,14 @@ func (e *Generation) FindImage(ctx context.Context, accountID, field, imageID st
 		}
 		return &Source{AssetID: ph.Asset.ID, Product: &ph.Product}, nil
 	}
-	db := e.cfg.DB.WithContext(ctx)
-	var j models.Job
-	err := db.Where("id = ? AND account_id = ? AND job_type = ?", imageID, accountID, jobtype.PhotoShoot).Take(&j).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
+	j, err := e.store.AccountJob(ctx, accountID, imageID, jobtype.PhotoShoot)
+	if errors.Is(err, models.ErrNotFound) {
 		return nil, refuse(KindNotFound, "", field, "image %s not found.", imageID)
 	}
 	if err != nil {
 		return nil, err
 	}
-	outputs, err := models.JobOutputs(db, j.ID)
+	outputs, err := e.store.JobOutputs(ctx, j.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -483,11 +469,8 @@ func (e *Generation) FindImage(ctx context.Context, accountID, field, imageID st
 		return nil, refuse(KindInvalid, "", field, "image %s is not DONE yet.", imageID)
 	}
 	s := &Source{AssetID: outputs[j.ID][0].ID}
-	if j.ProductID != nil {
-		var p models.Product
-		if err := db.Where("id = ?", *j.ProductID).Take(&p).Error; err == nil {
-			s.Product = &p
-		}
+	if p, err := e.store.JobProduct(ctx, j); err == nil {
+		s.Product = p
 	}
 	return s, nil
 }

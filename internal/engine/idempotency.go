@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/models"
 )
@@ -65,12 +64,12 @@ type KeyClaim struct {
 	lost     bool
 }
 
-// Record records answer under the claim with tx, which should be the transaction that commits
-// the request's effect (orderID names the order it creates, "" for none), so that the effect and
-// its answer commit together. It returns ErrClaimLost, and tx must roll back, when another request
-// has taken the claim over.
-func (k *KeyClaim) Record(tx *gorm.DB, orderID string, answer Answer) error {
-	err := models.RecordIdempotencyAnswer(tx, k.row, orderID,
+// Record records answer under the claim with tx, which should be the store of the transaction
+// that commits the request's effect (orderID names the order it creates, "" for none), so that the
+// effect and its answer commit together. It returns ErrClaimLost, and tx must roll back, when
+// another request has taken the claim over.
+func (k *KeyClaim) Record(ctx context.Context, tx *models.Store, orderID string, answer Answer) error {
+	err := tx.RecordIdempotencyAnswer(ctx, k.row, orderID,
 		models.IdempotencyAnswer{Status: answer.Status, Headers: answer.Headers, Body: answer.Body})
 	switch {
 	case errors.Is(err, models.ErrIdempotencyClaimLost):
@@ -89,12 +88,12 @@ type SessionAnswer func(s Session) (Answer, error)
 // SessionRecord is what a keyed session commits with: it records answer's result under the claim
 // in the transaction that creates the order, so the order exists exactly when the key names it.
 func (k *KeyClaim) SessionRecord(answer SessionAnswer) SessionRecord {
-	return func(tx *gorm.DB, s Session) error {
+	return func(ctx context.Context, tx *models.Store, s Session) error {
 		a, err := answer(s)
 		if err != nil {
 			return err
 		}
-		return k.Record(tx, s.OrderID, a)
+		return k.Record(ctx, tx, s.OrderID, a)
 	}
 }
 
@@ -104,7 +103,7 @@ func (k *KeyClaim) SessionRecord(answer SessionAnswer) SessionRecord {
 func (k *KeyClaim) Complete(ctx context.Context, answer Answer) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	return k.Record(k.e.cfg.DB.WithContext(ctx), "", answer)
+	return k.Record(ctx, k.e.store, "", answer)
 }
 
 // Recorded reports whether an answer was recorded under the claim (by Record, in a transaction
@@ -123,10 +122,9 @@ func (k *KeyClaim) Lost() bool { return k.lost }
 // store's, from claiming the key or reading its answer.
 func (e *Idempotency) RunOnce(ctx context.Context, installationID, key, hash string, timing KeyTiming,
 	run func(claim *KeyClaim) (committed bool)) (KeyResult, error) {
-	db := e.cfg.DB.WithContext(ctx)
 	deadline := time.Now().Add(timing.Wait)
 	for {
-		row, claimed, err := models.ClaimIdempotencyKey(db, installationID, key, hash, timing.Lease)
+		row, claimed, err := e.store.ClaimIdempotencyKey(ctx, installationID, key, hash, timing.Lease)
 		if err != nil {
 			return KeyResult{}, err
 		}
@@ -167,7 +165,7 @@ func (e *Idempotency) runClaimed(ctx context.Context, claim *KeyClaim, run func(
 		// Also when the client hung up: the claim must not outlive the request.
 		relCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		if err := models.ReleaseIdempotencyKey(e.cfg.DB.WithContext(relCtx), claim.row); err != nil {
+		if err := e.store.ReleaseIdempotencyKey(relCtx, claim.row); err != nil {
 			e.cfg.Log.Warn("release idempotency key", zap.String("id", claim.row.ID), zap.Error(err))
 		}
 	}()

@@ -1,12 +1,12 @@
 package engine_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/models"
@@ -23,8 +23,8 @@ func TestRunOnce(t *testing.T) {
 				if !commit {
 					return false // refused: nothing committed
 				}
-				record := func(tx *gorm.DB, s engine.Session) error {
-					return claim.Record(tx, s.OrderID, engine.Answer{Status: 201, Body: []byte(`{"order_id":"` + s.OrderID + `"}`)})
+				record := func(ctx context.Context, tx *models.Store, s engine.Session) error {
+					return claim.Record(ctx, tx, s.OrderID, engine.Answer{Status: 201, Body: []byte(`{"order_id":"` + s.OrderID + `"}`)})
 				}
 				_, err := f.eng.Sessions.CommitSession(t.Context(), f.request("", shoot("ok", 1)), record)
 				require.NoError(t, err)
@@ -79,8 +79,8 @@ func TestRunOnceCompleteAndLostClaim(t *testing.T) {
 		require.NoError(t, f.db.Model(row).Update("claim_token", "someone-else").Error)
 		row.ClaimToken = "someone-else"
 		require.NoError(t, models.RecordIdempotencyAnswer(f.db, row, "", models.IdempotencyAnswer{Status: 200, Body: []byte("theirs")}))
-		err = f.db.Transaction(func(tx *gorm.DB) error {
-			return claim.Record(tx, "", engine.Answer{Status: 200, Body: []byte("mine")})
+		err = models.NewStore(f.db).Tx(t.Context(), func(tx *models.Store) error {
+			return claim.Record(t.Context(), tx, "", engine.Answer{Status: 200, Body: []byte("mine")})
 		})
 		assert.ErrorIs(t, err, engine.ErrClaimLost)
 		assert.True(t, claim.Lost())

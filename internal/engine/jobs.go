@@ -5,12 +5,8 @@ import (
 	"errors"
 	"time"
 
-	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
-
 	"github.com/shotflow/shotflow/internal/jobview"
 	"github.com/shotflow/shotflow/models"
-	"github.com/shotflow/shotflow/models/jobtype"
 	"github.com/shotflow/shotflow/models/status"
 )
 
@@ -23,15 +19,11 @@ const (
 // FindJob returns a job of the installation; KindNotFound when it does not exist or belongs to
 // another installation.
 func (e *Jobs) FindJob(ctx context.Context, installationID, jobID string) (*models.Job, error) {
-	var j models.Job
-	err := e.cfg.DB.WithContext(ctx).Where("id = ? AND installation_id = ?", jobID, installationID).Take(&j).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
+	j, err := e.store.InstallationJob(ctx, installationID, jobID)
+	if errors.Is(err, models.ErrNotFound) {
 		return nil, refuse(KindNotFound, "", "", "No job with this ID.")
 	}
-	if err != nil {
-		return nil, err
-	}
-	return &j, nil
+	return j, err
 }
 
 // Job is a job as the façades show it: the stored state jobview renders and the job's output
@@ -58,7 +50,7 @@ func (e *Jobs) RefreshOutputs(ctx context.Context, installationID, jobID string)
 	if j.Status != status.JobCompleted {
 		return Job{}, refuse(KindConflict, ReasonJobNotCompleted, "", "The job is %s; download URLs exist only for a completed job.", j.Status)
 	}
-	outs, err := models.JobOutputs(e.cfg.DB.WithContext(ctx), j.ID)
+	outs, err := e.store.JobOutputs(ctx, j.ID)
 	if err != nil {
 		return Job{}, err
 	}
@@ -78,9 +70,6 @@ func anyPurged(assets []models.Asset) bool {
 	return false
 }
 
-// errCandidatePurged refuses to approve a packshot whose file retention has removed.
-var errCandidatePurged = errors.New("packshot candidate file purged")
-
 // RateJob records a rating (voting.Accepted or voting.Rejected) of a completed job of
 // the installation (voting, voting_at; a later rating overwrites an earlier one). For a packshot job
 // the same transaction decides the job's packshot candidate: accepted, it is the product's newest
@@ -95,48 +84,11 @@ func (e *Jobs) RateJob(ctx context.Context, installationID, jobID, voting string
 	if j.Status != status.JobCompleted {
 		return refuse(KindConflict, ReasonJobNotCompleted, "", "The job is %s; only a completed job can be accepted or rejected.", j.Status)
 	}
-	err = e.cfg.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		return applyRating(tx, j, voting, time.Now().UTC())
-	})
-	if errors.Is(err, errCandidatePurged) {
+	err = e.store.RateJob(ctx, j, voting, time.Now().UTC())
+	if errors.Is(err, models.ErrPackshotPurged) {
 		return refuse(KindConflict, ReasonOutputsPurged, "", "The job's packshot file was removed by the retention policy, so it cannot become the product's approved packshot.")
 	}
 	return err
-}
-
-// applyRating records a rating of a completed job in tx, and for a packshot job applies it to the
-// job's packshot candidate, creating the candidate first if the job completed before candidates
-// existed. A candidate deleted from the catalog (DELETE /packshots) stays deleted. Accepting a
-// candidate whose file was purged fails with errCandidatePurged; the candidate's asset row is
-// locked first, as the retention sweep does, so a file is never purged under a packshot being
-// accepted.
-func applyRating(tx *gorm.DB, j *models.Job, voting string, now time.Time) error {
-	res := tx.Model(&models.Job{}).Where("id = ? AND status = ?", j.ID, status.JobCompleted).
-		Updates(map[string]any{"voting": voting, "voting_at": now, "updated_at": now})
-	if res.Error != nil {
-		return res.Error
-	}
-	if res.RowsAffected == 0 {
-		return gorm.ErrRecordNotFound
-	}
-	if j.JobType != jobtype.Packshot {
-		return nil
-	}
-	candidate, err := models.EnsurePackshotCandidate(tx, j)
-	if err != nil || candidate == nil || candidate.DeletedAt != nil {
-		return err
-	}
-	if voting == models.VotingAccepted {
-		var file models.Asset
-		if err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Take(&file, "id = ?", candidate.AssetID).Error; err != nil {
-			return err
-		}
-		if file.PurgedAt != nil {
-			return errCandidatePurged
-		}
-	}
-	return tx.Model(&models.Packshot{}).Where("id = ? AND deleted_at IS NULL", candidate.ID).
-		Updates(map[string]any{"voting": voting, "voting_at": now}).Error
 }
 
 // JobWithOutputs returns a job of the installation with its output files; KindNotFound for
@@ -146,7 +98,7 @@ func (e *Jobs) JobWithOutputs(ctx context.Context, installationID, jobID string)
 	if err != nil {
 		return Job{}, err
 	}
-	outs, err := models.JobOutputs(e.cfg.DB.WithContext(ctx), j.ID)
+	outs, err := e.store.JobOutputs(ctx, j.ID)
 	if err != nil {
 		return Job{}, err
 	}
@@ -197,12 +149,11 @@ type OrderDetail struct {
 // FindOrder returns an order of the installation with its jobs and their outputs; KindNotFound when
 // it does not exist or belongs to another installation.
 func (e *Jobs) FindOrder(ctx context.Context, installationID, orderID string) (OrderDetail, error) {
-	db := e.cfg.DB.WithContext(ctx)
-	o, err := installationOrder(db, installationID, orderID)
+	o, err := installationOrder(ctx, e.store, installationID, orderID)
 	if err != nil {
 		return OrderDetail{}, err
 	}
-	jobs, err := models.OrderJobs(db, o.ID)
+	jobs, err := e.store.OrderJobs(ctx, o.ID)
 	if err != nil {
 		return OrderDetail{}, err
 	}
@@ -210,7 +161,7 @@ func (e *Jobs) FindOrder(ctx context.Context, installationID, orderID string) (O
 	for i, j := range jobs {
 		ids[i] = j.ID
 	}
-	outs, err := models.JobOutputs(db, ids...)
+	outs, err := e.store.JobOutputs(ctx, ids...)
 	if err != nil {
 		return OrderDetail{}, err
 	}
@@ -223,14 +174,10 @@ func (e *Jobs) FindOrder(ctx context.Context, installationID, orderID string) (O
 
 // installationOrder returns an order of the installation; KindNotFound when it does not exist or
 // belongs to another installation.
-func installationOrder(db *gorm.DB, installationID, orderID string) (*models.Order, error) {
-	var o models.Order
-	err := db.Where("id = ? AND installation_id = ?", orderID, installationID).Take(&o).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
+func installationOrder(ctx context.Context, store *models.Store, installationID, orderID string) (*models.Order, error) {
+	o, err := store.InstallationOrder(ctx, installationID, orderID)
+	if errors.Is(err, models.ErrNotFound) {
 		return nil, refuse(KindNotFound, "", "", "No order with this ID.")
 	}
-	if err != nil {
-		return nil, err
-	}
-	return &o, nil
+	return o, err
 }

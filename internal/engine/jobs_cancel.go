@@ -9,7 +9,6 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
-	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/models/status"
@@ -67,7 +66,6 @@ type CancelOutcome struct {
 // wait for the Updates is bounded by one decision horizon, not by ctx's
 // cancellation, so a caller's own timeout can never turn an accepted cancel into a refusal.
 func (e *Jobs) CancelJob(ctx context.Context, req CancelRequest) (CancelOutcome, error) {
-	db := e.cfg.DB.WithContext(ctx)
 	j, err := e.FindJob(ctx, req.InstallationID, req.JobID)
 	if err != nil {
 		return CancelOutcome{}, err
@@ -80,7 +78,7 @@ func (e *Jobs) CancelJob(ctx context.Context, req CancelRequest) (CancelOutcome,
 	if refusal, ok := As(err); ok && refusal.Reason == ReasonJobNotCancelable {
 		// The refusal may have raced with a cancel that won (another request's, or this one's
 		// in a workflow task Temporal had to retry): what the stored job says then decides.
-		if fresh, rerr := models.GetJob(db, j.ID); rerr == nil {
+		if fresh, rerr := e.store.GetJob(ctx, j.ID); rerr == nil {
 			return alreadyEnded(fresh)
 		}
 	}
@@ -91,7 +89,7 @@ func (e *Jobs) CancelJob(ctx context.Context, req CancelRequest) (CancelOutcome,
 	if !accepted.recorded {
 		return CancelOutcome{Job: jobOf(j, nil)}, nil
 	}
-	if fresh, err := models.GetJob(db, j.ID); err == nil {
+	if fresh, err := e.store.GetJob(ctx, j.ID); err == nil {
 		return CancelOutcome{Job: jobOf(fresh, nil), Recorded: true}, nil
 	}
 	// Recorded by the worker; this process cannot read it back right now.
@@ -155,18 +153,17 @@ func (e *Jobs) decideCancel(ctx, tctx context.Context, dl cancelDeadline, j *mod
 // pending in the outbox. A launched job's refusal (workflows.ErrTypeJobLaunched) is returned as it
 // is, for the caller to ask the job's workflow.
 func (e *Jobs) cancelInOrder(ctx, tctx context.Context, dl cancelDeadline, j *models.Job, requestID string) (acceptedCancel, error) {
-	db := e.cfg.DB.WithContext(ctx)
-	var order models.Order
-	if err := db.Take(&order, "id = ?", j.OrderID).Error; err != nil {
+	order, err := e.store.GetOrder(ctx, j.OrderID)
+	if err != nil {
 		return acceptedCancel{}, err
 	}
 	if order.WorkflowStartedAt == nil {
 		// The order's start is still pending in the outbox: start it now so it can take the update.
-		jobs, err := models.OrderJobs(db, order.ID)
+		jobs, err := e.store.OrderJobs(ctx, order.ID)
 		if err != nil {
 			return acceptedCancel{}, err
 		}
-		if err := e.app.Orders.Start(ctx, &order, jobs); err != nil {
+		if err := e.app.Orders.Start(ctx, order, jobs); err != nil {
 			return acceptedCancel{}, unavailable("The job was not cancelled: the workflow engine cannot be reached. The job stays as it is; try again shortly.", retryCancelAfter, err)
 		}
 	}
@@ -187,7 +184,6 @@ func (e *Jobs) cancelInOrder(ctx, tctx context.Context, dl cancelDeadline, j *mo
 // starting it) or may have closed: then the stored job says whether it has started, and otherwise
 // the request is sent again until the decision horizon.
 func (e *Jobs) cancelInJob(ctx, tctx context.Context, dl cancelDeadline, j *models.Job, requestID string) (acceptedCancel, error) {
-	db := e.cfg.DB.WithContext(ctx)
 	for {
 		accepted, err := e.askToCancel(tctx, dl, workflows.JobWorkflowID(j.ID, j.Run), j.ID, requestID)
 		var notFound *serviceerror.NotFound
@@ -195,12 +191,12 @@ func (e *Jobs) cancelInJob(ctx, tctx context.Context, dl cancelDeadline, j *mode
 		case err == nil:
 			return accepted, nil
 		case isRefusal(err, workflows.ErrTypeJobNotCancelable):
-			awaitStartShown(ctx, db, j.ID)
+			awaitStartShown(ctx, e.store, j.ID)
 			return acceptedCancel{}, notCancelable()
 		case !errors.As(err, &notFound):
 			return acceptedCancel{}, notTakenInTime(err)
 		}
-		if fresh, rerr := models.GetJob(db, j.ID); rerr == nil && (fresh.Status != status.JobPending || fresh.StartedAt != nil) {
+		if fresh, rerr := e.store.GetJob(ctx, j.ID); rerr == nil && (fresh.Status != status.JobPending || fresh.StartedAt != nil) {
 			return acceptedCancel{}, notCancelable()
 		}
 		if !time.Now().Before(dl.horizon) {
@@ -245,10 +241,10 @@ func isRefusal(err error, types ...string) bool {
 // started or ended. A job's workflow refuses a cancel as soon as it has decided to begin the first
 // attempt, possibly before it has recorded started_at; this wait keeps the stored job consistent
 // with the 409 a client gets, so that reading it right after shows started_at.
-func awaitStartShown(ctx context.Context, db *gorm.DB, jobID string) {
+func awaitStartShown(ctx context.Context, store *models.Store, jobID string) {
 	deadline := time.Now().Add(cancelCompleteWait)
 	for {
-		j, err := models.GetJob(db, jobID)
+		j, err := store.GetJob(ctx, jobID)
 		if err != nil || j.StartedAt != nil || j.Status != status.JobPending || !time.Now().Before(deadline) {
 			return
 		}

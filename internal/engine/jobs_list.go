@@ -29,23 +29,11 @@ type JobFilter struct {
 // meanwhile: new jobs sort before every cursor handed out earlier. The query walks the index
 // jobs_installation_created (installation_id, created_at, id).
 func (e *Jobs) QueryJobs(ctx context.Context, installationID string, f JobFilter) ([]models.Job, error) {
-	q := e.cfg.DB.WithContext(ctx).Where("installation_id = ?", installationID)
-	if f.Status != "" {
-		q = q.Where("status = ?", f.Status)
-	}
-	if f.CreatedAfter != nil {
-		q = q.Where("created_at >= ?", f.CreatedAfter.UTC())
-	}
-	if f.CreatedBefore != nil {
-		q = q.Where("created_at < ?", f.CreatedBefore.UTC())
-	}
+	filter := models.InstallationJobFilter{Status: f.Status, CreatedAfter: f.CreatedAfter, CreatedBefore: f.CreatedBefore, Limit: f.Limit}
 	if f.After != nil {
-		at := f.After.CreatedAt.UTC()
-		q = q.Where("(created_at < ? OR (created_at = ? AND id < ?))", at, at, f.After.ID)
+		filter.After = &models.JobCursor{CreatedAt: f.After.CreatedAt, ID: f.After.ID}
 	}
-	var jobs []models.Job
-	err := q.Order("created_at DESC, id DESC").Limit(f.Limit).Find(&jobs).Error
-	return jobs, err
+	return e.store.InstallationJobs(ctx, installationID, filter)
 }
 
 // JobsPage is a page of an installation's jobs, newest first, each with its output files; More
@@ -69,7 +57,7 @@ func (e *Jobs) ListJobs(ctx context.Context, installationID string, f JobFilter)
 	for i := range jobs {
 		ids[i] = jobs[i].ID
 	}
-	outs, err := models.JobOutputs(e.cfg.DB.WithContext(ctx), ids...)
+	outs, err := e.store.JobOutputs(ctx, ids...)
 	if err != nil {
 		return JobsPage{}, err
 	}

@@ -24,7 +24,6 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
-	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/models/status"
@@ -42,7 +41,7 @@ func (e *Orders) Submit(ctx context.Context, order *models.Order, jobs []models.
 // reservation (order.CreditsReserved is set): an error from it rolls the order, its jobs and the
 // reservation back and is returned, and nothing is started. The API records an Idempotency-Key's
 // answer this way, atomically with the order it names.
-func (e *Orders) SubmitWith(ctx context.Context, order *models.Order, jobs []models.Job, inTx func(tx *gorm.DB) error) error {
+func (e *Orders) SubmitWith(ctx context.Context, order *models.Order, jobs []models.Job, inTx func(tx *models.Store) error) error {
 	if err := e.Commit(ctx, order, jobs, inTx); err != nil {
 		return err
 	}
@@ -50,12 +49,12 @@ func (e *Orders) SubmitWith(ctx context.Context, order *models.Order, jobs []mod
 	return nil
 }
 
-// Commit is the transaction of SubmitWith alone (models.PlaceOrder: one statement in autocommit
+// Commit is the transaction of SubmitWith alone (models.Store.PlaceOrder: one statement in autocommit
 // when there is no inTx and the database allows it): the order, its jobs and their reservation
 // (and inTx) are committed but the workflow is not started. Call StartCommitted next; should the caller
 // die first, the Sweeper starts it. POST /jobs/batch commits all its sessions this way before
 // starting their workflows together.
-func (e *Orders) Commit(ctx context.Context, order *models.Order, jobs []models.Job, inTx func(tx *gorm.DB) error) error {
+func (e *Orders) Commit(ctx context.Context, order *models.Order, jobs []models.Job, inTx func(tx *models.Store) error) error {
 	now := time.Now().UTC()
 	order.CreatedAt, order.UpdatedAt = now, now
 	order.Status = status.OrderInProgress
@@ -67,7 +66,7 @@ func (e *Orders) Commit(ctx context.Context, order *models.Order, jobs []models.
 			jobs[i].Run = 1
 		}
 	}
-	if err := models.PlaceOrder(e.cfg.DB.WithContext(ctx), order, jobs, inTx); err != nil {
+	if err := e.store.PlaceOrder(ctx, order, jobs, inTx); err != nil {
 		order.CreditsReserved = 0 // nothing was reserved
 		return err
 	}
@@ -98,7 +97,7 @@ func (e *Orders) Start(ctx context.Context, order *models.Order, jobs []models.J
 	if err := e.startWorkflow(ctx, order, jobs); err != nil {
 		return err
 	}
-	return models.MarkOrdersStarted(e.cfg.DB.WithContext(ctx), time.Now(), order.ID)
+	return e.store.MarkOrdersStarted(ctx, time.Now(), order.ID)
 }
 
 // startWorkflow starts the order's workflow, tolerating one that already exists.

@@ -24,15 +24,13 @@ import (
 // StartPending starts the workflows of orders committed more than olderThan ago whose start was
 // never recorded, and returns how many it started.
 func (e *Outbox) StartPending(ctx context.Context, olderThan time.Duration, limit int) (int, error) {
-	var orders []models.Order
-	cutoff := time.Now().UTC().Add(-olderThan)
-	if err := e.cfg.DB.WithContext(ctx).Where("workflow_started_at IS NULL AND created_at <= ?", cutoff).
-		Order("created_at").Limit(limit).Find(&orders).Error; err != nil {
+	orders, err := e.store.OrdersAwaitingStart(ctx, time.Now().UTC().Add(-olderThan), limit)
+	if err != nil {
 		return 0, err
 	}
 	started := 0
 	for i := range orders {
-		jobs, err := models.OrderJobs(e.cfg.DB.WithContext(ctx), orders[i].ID)
+		jobs, err := e.store.OrderJobs(ctx, orders[i].ID)
 		if err != nil {
 			return started, err
 		}
@@ -73,19 +71,14 @@ func (e *Outbox) StartJobRun(ctx context.Context, j *models.Job) error {
 	if err != nil && !errors.As(err, &already) {
 		return fmt.Errorf("start job workflow: %w", err)
 	}
-	return e.cfg.DB.WithContext(ctx).Model(&models.Job{}).
-		Where("id = ? AND run = ? AND run_started_at IS NULL", j.ID, j.Run).
-		Update("run_started_at", time.Now().UTC()).Error
+	return e.store.MarkRunStarted(ctx, j.ID, j.Run, time.Now())
 }
 
 // StartPendingRuns starts the workflows of job re-runs (run > 1, still pending) committed more than
 // olderThan ago whose start was never recorded, and returns how many it started.
 func (e *Outbox) StartPendingRuns(ctx context.Context, olderThan time.Duration, limit int) (int, error) {
-	var jobs []models.Job
-	cutoff := time.Now().UTC().Add(-olderThan)
-	if err := e.cfg.DB.WithContext(ctx).
-		Where("run > 1 AND run_started_at IS NULL AND status = ? AND updated_at <= ?", status.JobPending, cutoff).
-		Order("updated_at").Limit(limit).Find(&jobs).Error; err != nil {
+	jobs, err := e.store.RunsAwaitingStart(ctx, time.Now().UTC().Add(-olderThan), limit)
+	if err != nil {
 		return 0, err
 	}
 	for i := range jobs {

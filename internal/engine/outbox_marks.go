@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-
-	"github.com/shotflow/shotflow/models"
 )
 
 // startMarkDelay is how long the acceptance path gathers the workflow starts it records, so that
@@ -58,7 +56,7 @@ func (e *Outbox) writeStartMarks() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	err := models.MarkOrdersStarted(e.cfg.DB.WithContext(ctx), time.Now(), ids...)
+	err := e.store.MarkOrdersStarted(ctx, time.Now(), ids...)
 	if err != nil {
 		e.logger().Warn("order workflow starts not marked; the sweeper will mark them",
 			zap.Int("orders", len(ids)), zap.Error(err))

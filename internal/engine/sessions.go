@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/models/jobtype"
@@ -115,7 +114,6 @@ func (e *Sessions) PlanSession(ctx context.Context, req SessionRequest) (*models
 		return nil, nil, err
 	}
 
-	db := e.cfg.DB.WithContext(ctx)
 	now := time.Now().UTC()
 	configJSON, _ := json.Marshal(cfg)
 	instID := req.InstallationID
@@ -129,7 +127,7 @@ func (e *Sessions) PlanSession(ctx context.Context, req SessionRequest) (*models
 	if jobType != jobtype.Packshot {
 		// One query for every subject's product and approved packshots.
 		var err error
-		if approved, err = models.LiveProductsWithApprovedPackshots(db, instID, subjectRefs(req.Subjects)); err != nil {
+		if approved, err = e.store.LiveProductsWithApprovedPackshots(ctx, instID, subjectRefs(req.Subjects)); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -139,7 +137,7 @@ func (e *Sessions) PlanSession(ctx context.Context, req SessionRequest) (*models
 		var packshotID, inputAssetID *string
 		if jobType == jobtype.Packshot {
 			// A packshot job starts from a plain photo: no approved packshot is needed.
-			p, assetID, err := resolvePhotoInput(db, instID, i, s)
+			p, assetID, err := e.resolvePhotoInput(ctx, instID, i, s)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -210,22 +208,16 @@ func approvedPackshot(approved map[string]*models.ApprovedProduct, s SessionSubj
 
 // resolvePhotoInput checks the input of a packshot job: the subject's product must be in the
 // catalog and packshot_asset_id must be an upload of this installation (it may still be arriving).
-func resolvePhotoInput(db *gorm.DB, installationID string, i int, s SessionSubject) (*models.Product, string, error) {
+func (e *Sessions) resolvePhotoInput(ctx context.Context, installationID string, i int, s SessionSubject) (*models.Product, string, error) {
 	field := "subjects[" + strconv.Itoa(i) + "]"
-	product, err := models.LiveProductByRef(db, installationID, s.ProductRef)
-	if errors.Is(err, models.ErrNotFound) {
+	product, asset, err := e.store.PackshotJobInput(ctx, installationID, s.ProductRef, s.PackshotAssetID)
+	switch {
+	case errors.Is(err, models.ErrNotFound) && product == nil:
 		return nil, "", refuse(KindInvalid, "", field+".product_ref",
 			"%q is not in the catalog; register it with POST /images or POST /packshots.", s.ProductRef)
-	}
-	if err != nil {
-		return nil, "", err
-	}
-	var asset models.Asset
-	err = db.Where("id = ? AND installation_id = ? AND kind = ?", s.PackshotAssetID, installationID, models.AssetKindUpload).Take(&asset).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
+	case errors.Is(err, models.ErrNotFound):
 		return nil, "", refuse(KindInvalid, "", field+".packshot_asset_id", "%q is not an upload of this installation.", s.PackshotAssetID)
-	}
-	if err != nil {
+	case err != nil:
 		return nil, "", err
 	}
 	if asset.Status == status.AssetInvalid {
@@ -262,10 +254,10 @@ func sessionOf(order *models.Order, jobs []models.Job) Session {
 	return s
 }
 
-// SessionRecord runs inside the transaction that commits a session, with the session (credits
-// reserved); an error from it rolls the session back. The plugin API records an Idempotency-Key's
-// answer this way (KeyClaim.SessionRecord).
-type SessionRecord func(tx *gorm.DB, s Session) error
+// SessionRecord runs inside the transaction that commits a session, with the store of that
+// transaction and the session (credits reserved); an error from it rolls the session back. The
+// plugin API records an Idempotency-Key's answer this way (KeyClaim.SessionRecord).
+type SessionRecord func(ctx context.Context, tx *models.Store, s Session) error
 
 // CommitSession plans the session and commits its order, jobs and reservation in one transaction
 // (in which record, when not nil, also runs); the workflow is not started (StartAll). Besides
@@ -277,9 +269,9 @@ func (e *Sessions) CommitSession(ctx context.Context, req SessionRequest, record
 	if err != nil {
 		return Session{}, err
 	}
-	var inTx func(tx *gorm.DB) error
+	var inTx func(tx *models.Store) error
 	if record != nil {
-		inTx = func(tx *gorm.DB) error { return record(tx, sessionOf(order, jobs)) }
+		inTx = func(tx *models.Store) error { return record(ctx, tx, sessionOf(order, jobs)) }
 	}
 	err = e.app.Orders.Commit(ctx, order, jobs, inTx)
 	if errors.Is(err, models.ErrInsufficientCredits) {

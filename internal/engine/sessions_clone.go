@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"strconv"
 
-	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/models/jobtype"
 )
 
@@ -34,8 +33,7 @@ type sourceSubject struct {
 // installation and KindInvalid naming subjects[i].ai_model when a new product has none. The caller
 // sets the rest of the request (account, API, JobTypes, ...) and commits it like any session.
 func (e *Sessions) CloneSession(ctx context.Context, installationID, sourceID string, subjects []CloneSubject) (*SessionRequest, error) {
-	db := e.cfg.DB.WithContext(ctx)
-	source, err := installationOrder(db, installationID, sourceID)
+	source, err := installationOrder(ctx, e.store, installationID, sourceID)
 	if err != nil {
 		return nil, err
 	}
@@ -45,7 +43,7 @@ func (e *Sessions) CloneSession(ctx context.Context, installationID, sourceID st
 			return nil, err
 		}
 	}
-	jobs, err := models.OrderJobs(db, source.ID)
+	jobs, err := e.store.OrderJobs(ctx, source.ID)
 	if err != nil {
 		return nil, err
 	}

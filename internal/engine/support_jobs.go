@@ -91,18 +91,9 @@ func (e *Support) ListJobs(ctx context.Context, f SupportJobFilter) (SupportJobL
 	if limit == 0 {
 		limit = DefaultSupportListLimit
 	}
-	q := e.cfg.DB.WithContext(ctx).Where("status = ?", f.Status)
-	if f.Category != "" {
-		q = q.Where("error_category = ?", f.Category)
-	}
-	if f.InstallationID != "" {
-		q = q.Where("installation_id = ?", f.InstallationID)
-	}
-	if !f.Since.IsZero() {
-		q = q.Where("updated_at >= ?", f.Since.UTC())
-	}
-	var jobs []models.Job
-	if err := q.Order("updated_at DESC, id DESC").Limit(limit).Find(&jobs).Error; err != nil {
+	jobs, err := e.store.JobsByStatus(ctx, models.JobStatusFilter{Status: f.Status, Category: f.Category,
+		InstallationID: f.InstallationID, Since: f.Since, Limit: limit})
+	if err != nil {
 		return SupportJobList{}, err
 	}
 	out := SupportJobList{Jobs: make([]SupportJobItem, 0, len(jobs)), Count: len(jobs), Limit: limit}

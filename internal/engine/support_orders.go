@@ -5,8 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"gorm.io/gorm"
-
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/workflows"
 )
@@ -137,14 +135,14 @@ type SupportRetryRow struct {
 // ShowOrder loads an order of any account with its jobs, ledger rows, webhook deliveries and their
 // attempts, and the retry audit rows; an unknown order is KindNotFound.
 func (e *Support) ShowOrder(ctx context.Context, orderID string) (SupportOrderView, error) {
-	db := e.cfg.DB.WithContext(ctx)
-	var o models.Order
-	if err := db.Take(&o, "id = ?", orderID).Error; err != nil {
-		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return SupportOrderView{}, missing("order", orderID)
-		}
+	h, err := e.store.OrderHistory(ctx, orderID)
+	if errors.Is(err, models.ErrNotFound) {
+		return SupportOrderView{}, missing("order", orderID)
+	}
+	if err != nil {
 		return SupportOrderView{}, err
 	}
+	o := h.Order
 	orderWF := workflows.OrderWorkflowID(o.ID)
 	v := SupportOrderView{
 		Order: SupportOrderSummary{
@@ -159,11 +157,7 @@ func (e *Support) ShowOrder(ctx context.Context, orderID string) (SupportOrderVi
 		Jobs: []SupportJobView{}, Ledger: []SupportLedgerRow{}, Deliveries: []SupportDeliveryView{}, Retries: []SupportRetryRow{},
 	}
 
-	var jobs []models.Job
-	if err := db.Where("order_id = ?", o.ID).Order("position, id").Find(&jobs).Error; err != nil {
-		return SupportOrderView{}, err
-	}
-	for _, j := range jobs {
+	for _, j := range h.Jobs {
 		wf := workflows.JobWorkflowID(j.ID, j.Run)
 		jv := SupportJobView{
 			JobID: j.ID, Position: j.Position, ProductRef: j.ProductRef, ProductLabel: j.ProductLabel, AIModel: j.AIModel,
@@ -179,39 +173,21 @@ func (e *Support) ShowOrder(ctx context.Context, orderID string) (SupportOrderVi
 		v.Jobs = append(v.Jobs, jv)
 	}
 
-	var ledger []models.LedgerEntry
-	if err := db.Where("order_id = ?", o.ID).Order("created_at, job_id, run, kind").Find(&ledger).Error; err != nil {
-		return SupportOrderView{}, err
-	}
-	for _, l := range ledger {
+	for _, l := range h.Ledger {
 		v.Ledger = append(v.Ledger, SupportLedgerRow{
 			ID: l.ID, JobID: l.JobID, Run: l.Run, Kind: l.Kind, BalanceDelta: l.BalanceDelta,
 			ReservedDelta: l.ReservedDelta, Note: l.Note, CreatedAt: l.CreatedAt.UTC(),
 		})
 	}
 
-	var deliveries []models.WebhookDelivery
-	if err := db.Where("order_id = ?", o.ID).Order("created_at, id").Find(&deliveries).Error; err != nil {
-		return SupportOrderView{}, err
-	}
 	attempts := map[string][]SupportAttemptView{}
-	if len(deliveries) > 0 {
-		ids := make([]string, len(deliveries))
-		for i, d := range deliveries {
-			ids[i] = d.ID
-		}
-		var rows []models.WebhookAttempt
-		if err := db.Where("delivery_id IN ?", ids).Order("started_at, created_at").Find(&rows).Error; err != nil {
-			return SupportOrderView{}, err
-		}
-		for _, a := range rows {
-			attempts[a.DeliveryID] = append(attempts[a.DeliveryID], SupportAttemptView{
-				Attempt: a.Attempt, Replay: a.Replay, At: a.StartedAt.UTC(), StatusCode: a.StatusCode,
-				LatencyMS: a.LatencyMS, Error: a.Error,
-			})
-		}
+	for _, a := range h.Attempts {
+		attempts[a.DeliveryID] = append(attempts[a.DeliveryID], SupportAttemptView{
+			Attempt: a.Attempt, Replay: a.Replay, At: a.StartedAt.UTC(), StatusCode: a.StatusCode,
+			LatencyMS: a.LatencyMS, Error: a.Error,
+		})
 	}
-	for _, d := range deliveries {
+	for _, d := range h.Deliveries {
 		wf := workflows.WebhookWorkflowID(d.ID)
 		log := attempts[d.ID]
 		if log == nil {
@@ -225,11 +201,7 @@ func (e *Support) ShowOrder(ctx context.Context, orderID string) (SupportOrderVi
 		})
 	}
 
-	var retries []models.JobRetry
-	if err := db.Where("order_id = ?", o.ID).Order("created_at, job_id, to_run").Find(&retries).Error; err != nil {
-		return SupportOrderView{}, err
-	}
-	for _, r := range retries {
+	for _, r := range h.Retries {
 		v.Retries = append(v.Retries, SupportRetryRow{
 			ID: r.ID, JobID: r.JobID, Action: r.Action, FromRun: r.FromRun, ToRun: r.ToRun, Actor: r.Actor, Reason: r.Reason, CreatedAt: r.CreatedAt.UTC(),
 		})

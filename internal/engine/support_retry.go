@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"gorm.io/gorm"
-
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/workflows"
@@ -68,46 +66,39 @@ func (e *Support) RetryJob(ctx context.Context, req RetryRequest) (RetryResult, 
 		now   = time.Now().UTC()
 		audit models.JobRetry
 	)
-	err := e.cfg.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		j, err := models.GetJob(tx, req.JobID)
+	err := e.store.Tx(ctx, func(tx *models.Store) error {
+		j, err := tx.GetJob(ctx, req.JobID)
 		if errors.Is(err, models.ErrNotFound) {
 			return missing("job", req.JobID)
 		}
 		if err != nil {
 			return err
 		}
-		counter := map[string]string{status.JobFailed: "jobs_failed", status.JobExpired: "jobs_expired"}[j.Status]
-		if counter == "" {
+		if j.Status != status.JobFailed && j.Status != status.JobExpired {
 			return fmt.Errorf("%w: job %s is %s; only failed or expired jobs can run again", ErrNotRetryable, j.ID, j.Status)
 		}
-		var released int64
-		if err := tx.Model(&models.LedgerEntry{}).
-			Where("job_id = ? AND run = ? AND kind = ?", j.ID, j.Run, models.LedgerRelease).
-			Count(&released).Error; err != nil {
+		released, err := tx.RunReleased(ctx, j.ID, j.Run)
+		if err != nil {
 			return err
 		}
-		if released == 0 {
+		if !released {
 			return fmt.Errorf("%w: job %s run %d; refusing to reserve its credits again", ErrReservationNotReleased, j.ID, j.Run)
 		}
 		from := j.Run
-		upd := tx.Model(&models.Job{}).Where("id = ? AND run = ? AND status = ?", j.ID, from, j.Status).Updates(map[string]any{
-			"run": from + 1, "status": status.JobPending, "attempt_count": 0,
-			"error_category": nil, "error_hint": nil, "error_detail": "",
-			"started_at": nil, "completed_at": nil, "run_started_at": nil, "updated_at": now,
-		})
-		if upd.Error != nil {
-			return upd.Error
+		moved, err := tx.BeginNextRun(ctx, j.ID, from, j.Status, now)
+		if err != nil {
+			return err
 		}
-		if upd.RowsAffected == 0 {
+		if !moved {
 			return fmt.Errorf("%w: job %s changed while it was being retried; look at it again", ErrNotRetryable, j.ID)
 		}
 		res.PreviousStatus = j.Status
 		j.Run, j.Status, j.UpdatedAt = from+1, status.JobPending, now
-		total, err := models.ReserveForJobs(tx, j.AccountID, j.OrderID, []models.Job{*j})
+		total, err := tx.ReserveForJobs(ctx, j.AccountID, j.OrderID, []models.Job{*j})
 		if errors.Is(err, models.ErrInsufficientCredits) {
 			available := int64(-1)
-			if acc, err := models.GetAccount(tx, j.AccountID); err == nil {
-				available = acc.CreditBalance
+			if balance, err := tx.CreditBalance(ctx, j.AccountID); err == nil {
+				available = balance
 			}
 			return fmt.Errorf("%w: account %s has %d credits available and the run needs %d (shotflow admin credits grant adds some)",
 				models.ErrInsufficientCredits, j.AccountID, available, j.CreditCost)
@@ -115,20 +106,18 @@ func (e *Support) RetryJob(ctx context.Context, req RetryRequest) (RetryResult, 
 		if err != nil {
 			return err
 		}
-		upd = tx.Exec(`UPDATE orders SET credits_reserved = credits_reserved + ?, `+counter+` = `+counter+` - 1,
-			status = ?, completed_at = NULL, updated_at = ? WHERE id = ? AND `+counter+` > 0`,
-			total, status.OrderInProgress, now, j.OrderID)
-		if upd.Error != nil {
-			return upd.Error
+		reopened, err := tx.ReopenOrderForRerun(ctx, j.OrderID, res.PreviousStatus, total, now)
+		if err != nil {
+			return err
 		}
-		if upd.RowsAffected == 0 {
+		if !reopened {
 			return fmt.Errorf("order %s does not count job %s as %s; refusing to change its counters", j.OrderID, j.ID, res.PreviousStatus)
 		}
 		audit = models.JobRetry{
 			ID: models.NewID(), JobID: j.ID, OrderID: j.OrderID, AccountID: j.AccountID,
 			FromRun: from, ToRun: from + 1, Action: models.JobRetryActionRetry, Actor: actor, Reason: strings.TrimSpace(req.Reason), CreatedAt: now,
 		}
-		if err := tx.Create(&audit).Error; err != nil {
+		if err := tx.CreateJobRetry(ctx, &audit); err != nil {
 			return err
 		}
 		job, res.CreditsReserved = j, total

@@ -10,7 +10,6 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.uber.org/zap"
-	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/internal/webhooks"
@@ -66,10 +65,8 @@ func (e *Support) FindStragglers(ctx context.Context, olderThan time.Duration, l
 	if limit > MaxSupportListLimit {
 		return StragglerList{}, fmt.Errorf("%w: limit %d is not between 1 and %d", ErrInvalidFilter, limit, MaxSupportListLimit)
 	}
-	var jobs []models.Job
-	cutoff := time.Now().UTC().Add(-olderThan)
-	if err := e.cfg.DB.WithContext(ctx).Where("status IN ? AND updated_at <= ?", openStatuses, cutoff).
-		Order("updated_at, id").Limit(limit).Find(&jobs).Error; err != nil {
+	jobs, err := e.store.StaleOpenJobs(ctx, time.Now().UTC().Add(-olderThan), limit)
+	if err != nil {
 		return StragglerList{}, err
 	}
 	out := StragglerList{Jobs: []Straggler{}, Checked: len(jobs), Limit: limit}
@@ -92,9 +89,6 @@ func (e *Support) FindStragglers(ctx context.Context, olderThan time.Duration, l
 	return out, nil
 }
 
-// openStatuses are the statuses of a job that has not ended.
-var openStatuses = []string{status.JobPending, status.JobInProgress, status.JobRetryPending}
-
 // strandedBecause says why no workflow will move the non-terminal job j, or "" when one will.
 func (e *Support) strandedBecause(ctx context.Context, j *models.Job) (string, error) {
 	if j.Run > 1 && j.RunStartedAt == nil {
@@ -112,11 +106,11 @@ func (e *Support) strandedBecause(ctx context.Context, j *models.Job) (string, e
 		return fmt.Sprintf("job workflow %s does not exist", jobWF), nil
 	}
 	// Never launched: fine while its order runs it, or while the order's start is owed.
-	var order models.Order
-	if err := e.cfg.DB.WithContext(ctx).Select("id", "workflow_started_at").Take(&order, "id = ?", j.OrderID).Error; err != nil {
+	startedAt, err := e.store.OrderWorkflowStartedAt(ctx, j.OrderID)
+	if err != nil {
 		return "", err
 	}
-	if order.WorkflowStartedAt == nil {
+	if startedAt == nil {
 		return "", nil
 	}
 	orderWF := workflows.OrderWorkflowID(j.OrderID)
@@ -185,7 +179,7 @@ func (e *Support) RedriveJob(ctx context.Context, req RedriveRequest) (RedriveRe
 	if req.Action != RedriveSettle && req.Action != RedriveRerun {
 		return RedriveResult{}, fmt.Errorf("redrive: action %q is not %s or %s", req.Action, RedriveSettle, RedriveRerun)
 	}
-	j, err := models.GetJob(e.cfg.DB.WithContext(ctx), req.JobID)
+	j, err := e.store.GetJob(ctx, req.JobID)
 	if errors.Is(err, models.ErrNotFound) {
 		return RedriveResult{}, missing("job", req.JobID)
 	}
@@ -209,15 +203,15 @@ func (e *Support) RedriveJob(ctx context.Context, req RedriveRequest) (RedriveRe
 	}
 	c := errorcat.InternalBug
 	detail := fmt.Sprintf("settled by %s (shotflow admin jobs redrive --action %s): %s", actor, req.Action, why)
-	err = e.cfg.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		ended, err := models.EndJob(tx, j.ID, j.Run, status.JobFailed, string(c), c.Hint(), detail)
+	err = e.store.Tx(ctx, func(tx *models.Store) error {
+		ended, err := tx.EndJob(ctx, j.ID, j.Run, status.JobFailed, string(c), c.Hint(), detail)
 		if err != nil {
 			return err
 		}
 		if !ended {
 			return fmt.Errorf("%w: job %s changed while it was being re-driven; look at it again", ErrNotStraggler, j.ID)
 		}
-		return tx.Create(&audit).Error
+		return tx.CreateJobRetry(ctx, &audit)
 	})
 	if err != nil {
 		return RedriveResult{}, err

@@ -20,7 +20,7 @@ type SupportReplayResult struct {
 // ReplayWebhook re-sends a delivery of any installation now (Webhooks.StartWebhookReplay); an
 // unknown delivery is KindNotFound.
 func (e *Support) ReplayWebhook(ctx context.Context, deliveryID string) (SupportReplayResult, error) {
-	d, err := models.GetWebhookDelivery(e.cfg.DB.WithContext(ctx), deliveryID)
+	d, err := e.store.GetWebhookDelivery(ctx, deliveryID)
 	if errors.Is(err, models.ErrNotFound) {
 		return SupportReplayResult{}, missing("webhook delivery", deliveryID)
 	}

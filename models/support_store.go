@@ -1,0 +1,146 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/shotflow/shotflow/models/status"
+)
+
+// OrderHistory is everything support staff look at for one order.
+type OrderHistory struct {
+	Order      Order
+	Jobs       []Job             // by position, then id
+	Ledger     []LedgerEntry     // by created_at, job_id, run, kind
+	Deliveries []WebhookDelivery // by created_at, then id
+	Attempts   []WebhookAttempt  // of the deliveries, by started_at, then created_at
+	Retries    []JobRetry        // by created_at, job_id, to_run
+}
+
+// OrderHistory loads an order of any account with its jobs, ledger entries, webhook deliveries and
+// their attempts, and its retry audit rows, one query each (none for attempts when there are no
+// deliveries); ErrNotFound when there is no such order.
+func (s *Store) OrderHistory(ctx context.Context, orderID string) (*OrderHistory, error) {
+	db := s.conn(ctx)
+	var h OrderHistory
+	if err := db.Take(&h.Order, "id = ?", orderID).Error; err != nil {
+		return nil, orNotFound(err)
+	}
+	if err := db.Where("order_id = ?", orderID).Order("position, id").Find(&h.Jobs).Error; err != nil {
+		return nil, err
+	}
+	if err := db.Where("order_id = ?", orderID).Order("created_at, job_id, run, kind").Find(&h.Ledger).Error; err != nil {
+		return nil, err
+	}
+	if err := db.Where("order_id = ?", orderID).Order("created_at, id").Find(&h.Deliveries).Error; err != nil {
+		return nil, err
+	}
+	if len(h.Deliveries) > 0 {
+		ids := make([]string, len(h.Deliveries))
+		for i, d := range h.Deliveries {
+			ids[i] = d.ID
+		}
+		if err := db.Where("delivery_id IN ?", ids).Order("started_at, created_at").Find(&h.Attempts).Error; err != nil {
+			return nil, err
+		}
+	}
+	if err := db.Where("order_id = ?", orderID).Order("created_at, job_id, to_run").Find(&h.Retries).Error; err != nil {
+		return nil, err
+	}
+	return &h, nil
+}
+
+// JobStatusFilter selects jobs of every account (JobsByStatus).
+type JobStatusFilter struct {
+	Status         string
+	Category       string    // error_category; "" for any
+	InstallationID string    // "" for any
+	Since          time.Time // updated at or after it; zero for any
+	Limit          int
+}
+
+// JobsByStatus returns up to f.Limit jobs of every account matching f, most recently updated first.
+func (s *Store) JobsByStatus(ctx context.Context, f JobStatusFilter) ([]Job, error) {
+	q := s.conn(ctx).Where("status = ?", f.Status)
+	if f.Category != "" {
+		q = q.Where("error_category = ?", f.Category)
+	}
+	if f.InstallationID != "" {
+		q = q.Where("installation_id = ?", f.InstallationID)
+	}
+	if !f.Since.IsZero() {
+		q = q.Where("updated_at >= ?", f.Since.UTC())
+	}
+	var jobs []Job
+	err := q.Order("updated_at DESC, id DESC").Limit(f.Limit).Find(&jobs).Error
+	return jobs, err
+}
+
+// StaleOpenJobs returns up to limit jobs that have not ended (pending, in progress or retry
+// pending) and were last updated at or before cutoff, least recently updated first.
+func (s *Store) StaleOpenJobs(ctx context.Context, cutoff time.Time, limit int) ([]Job, error) {
+	open := []string{status.JobPending, status.JobInProgress, status.JobRetryPending}
+	var jobs []Job
+	err := s.conn(ctx).Where("status IN ? AND updated_at <= ?", open, cutoff).
+		Order("updated_at, id").Limit(limit).Find(&jobs).Error
+	return jobs, err
+}
+
+// OrderWorkflowStartedAt returns when the order's workflow start was recorded, nil when it is still
+// owed to the outbox; ErrNotFound when there is no such order.
+func (s *Store) OrderWorkflowStartedAt(ctx context.Context, orderID string) (*time.Time, error) {
+	var order Order
+	if err := s.conn(ctx).Select("id", "workflow_started_at").Take(&order, "id = ?", orderID).Error; err != nil {
+		return nil, orNotFound(err)
+	}
+	return order.WorkflowStartedAt, nil
+}
+
+// RunReleased reports whether the reservation of the job's run has been released (a release
+// entry in the ledger).
+func (s *Store) RunReleased(ctx context.Context, jobID string, run int) (bool, error) {
+	var released int64
+	err := s.conn(ctx).Model(&LedgerEntry{}).
+		Where("job_id = ? AND run = ? AND kind = ?", jobID, run, LedgerRelease).
+		Count(&released).Error
+	return released > 0, err
+}
+
+// BeginNextRun moves a job that ended with status from on run fromRun to a new pending run
+// (fromRun+1) with its attempts, errors and times cleared; false when the job is no longer on that
+// run in that status.
+func (s *Store) BeginNextRun(ctx context.Context, jobID string, fromRun int, from string, now time.Time) (bool, error) {
+	res := s.conn(ctx).Model(&Job{}).Where("id = ? AND run = ? AND status = ?", jobID, fromRun, from).Updates(map[string]any{
+		"run": fromRun + 1, "status": status.JobPending, "attempt_count": 0,
+		"error_category": nil, "error_hint": nil, "error_detail": "",
+		"started_at": nil, "completed_at": nil, "run_started_at": nil, "updated_at": now,
+	})
+	return res.RowsAffected > 0, res.Error
+}
+
+// ReserveForJobs reserves the jobs' credits on the account for the order (see the package
+// function ReserveForJobs) and returns the total; ErrInsufficientCredits when the balance is short.
+func (s *Store) ReserveForJobs(ctx context.Context, accountID, orderID string, jobs []Job) (int64, error) {
+	return ReserveForJobs(s.conn(ctx), accountID, orderID, jobs)
+}
+
+// ReopenOrderForRerun moves an order back in progress for a new run of one of its jobs that had
+// ended with status ended (failed or expired): the job leaves the order's count of that status and
+// the run's reservation is added to credits_reserved. false when the order does not count a job
+// as ended.
+func (s *Store) ReopenOrderForRerun(ctx context.Context, orderID, ended string, reserved int64, now time.Time) (bool, error) {
+	counter := map[string]string{status.JobFailed: "jobs_failed", status.JobExpired: "jobs_expired"}[ended]
+	if counter == "" {
+		return false, fmt.Errorf("reopen order %s: a job that is %s is not run again", orderID, ended)
+	}
+	res := s.conn(ctx).Exec(`UPDATE orders SET credits_reserved = credits_reserved + ?, `+counter+` = `+counter+` - 1,
+			status = ?, completed_at = NULL, updated_at = ? WHERE id = ? AND `+counter+` > 0`,
+		reserved, status.OrderInProgress, now, orderID)
+	return res.RowsAffected > 0, res.Error
+}
+
+// CreateJobRetry inserts an audit row of a job run again or settled by support.
+func (s *Store) CreateJobRetry(ctx context.Context, audit *JobRetry) error {
+	return s.conn(ctx).Create(audit).Error
+}
