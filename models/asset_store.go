@@ -2,7 +2,10 @@ package models
 
 import (
 	"context"
+	"errors"
 	"time"
+
+	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/models/status"
 )
@@ -37,4 +40,18 @@ func (s *Store) MarkAssetReady(ctx context.Context, id string, p PreparedAsset) 
 func (s *Store) MarkAssetInvalid(ctx context.Context, id, problem string) error {
 	return s.conn(ctx).Model(&Asset{}).Where("id = ? AND status = ?", id, status.AssetProcessing).
 		Updates(map[string]any{"status": status.AssetInvalid, "problem": problem, "updated_at": time.Now().UTC()}).Error
+}
+
+// InstallationAsset returns an asset of the installation by ID (in either case); ErrNotFound for
+// a missing asset or another installation's.
+func (s *Store) InstallationAsset(ctx context.Context, installationID, assetID string) (*Asset, error) {
+	var a Asset
+	err := s.conn(ctx).Where("id = ? AND installation_id = ?", CanonicalID(assetID), installationID).Take(&a).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &a, nil
 }
