@@ -122,3 +122,48 @@ func (s *Store) LivePackshotByRef(ctx context.Context, installationID, externalR
 	}
 	return &PackshotRow{Packshot: p, ProductRef: product.ExternalRef}, nil
 }
+
+// ListAccountPhotos returns the account's live product photos whose product is not deleted, from
+// every installation's catalog and from the account's own uploads, newest first.
+func (s *Store) ListAccountPhotos(ctx context.Context, accountID string) ([]AccountPhotoRow, error) {
+	db := s.conn(ctx)
+	var out []AccountPhotoRow
+	err := db.Table("product_images AS i").
+		Select(`i.id AS id, i.asset_id AS asset_id, i.created_at AS created_at,
+			p.external_ref AS product_ref, p.display_name AS product_name,
+			a.status AS asset_status, a.upload_expires_at AS upload_expires_at, a.thumbnail_blob_key AS thumbnail_blob_key`).
+		Joins("JOIN products p ON p.id = i.product_id").
+		Joins("JOIN assets a ON a.id = i.asset_id").
+		Where("i.account_id = ? AND p.account_id = ? AND i.deleted_at IS NULL AND p.deleted_at IS NULL", accountID, accountID).
+		Order("i.created_at DESC, i.id DESC").
+		Scan(&out).Error
+	return out, err
+}
+
+// CreateAccountPhoto stores, in one transaction, a product of the account's own (no installation,
+// its external_ref its own ID) with the uploaded asset as its one photo, whose external_ref is
+// likewise its own ID. The rows are dated asset.CreatedAt to the microsecond (what every database
+// keeps). It returns the photo.
+func (s *Store) CreateAccountPhoto(ctx context.Context, asset *Asset, name, sku string) (*ProductImage, error) {
+	db := s.conn(ctx)
+	now := asset.CreatedAt.Truncate(time.Microsecond)
+	asset.CreatedAt, asset.UpdatedAt = now, now
+	productID, imageID := NewID(), NewID()
+	product := Product{ID: productID, AccountID: asset.AccountID, ExternalRef: productID, DisplayName: name, SKU: sku,
+		CreatedAt: now, UpdatedAt: now}
+	img := ProductImage{ID: imageID, AccountID: asset.AccountID, ProductID: productID, AssetID: asset.ID,
+		ExternalRef: imageID, CreatedAt: now}
+	err := db.Transaction(func(tx *gorm.DB) error {
+		if err := tx.Create(&product).Error; err != nil {
+			return err
+		}
+		if err := tx.Create(asset).Error; err != nil {
+			return err
+		}
+		return tx.Create(&img).Error
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &img, nil
+}
