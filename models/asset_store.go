@@ -2,7 +2,10 @@ package models
 
 import (
 	"context"
+	"errors"
 	"time"
+
+	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/models/status"
 )
@@ -37,4 +40,70 @@ func (s *Store) MarkAssetReady(ctx context.Context, id string, p PreparedAsset) 
 func (s *Store) MarkAssetInvalid(ctx context.Context, id, problem string) error {
 	return s.conn(ctx).Model(&Asset{}).Where("id = ? AND status = ?", id, status.AssetProcessing).
 		Updates(map[string]any{"status": status.AssetInvalid, "problem": problem, "updated_at": time.Now().UTC()}).Error
+}
+
+// InstallationAsset returns an asset of the installation by ID (in either case); ErrNotFound for
+// a missing asset or another installation's.
+func (s *Store) InstallationAsset(ctx context.Context, installationID, assetID string) (*Asset, error) {
+	var a Asset
+	err := s.conn(ctx).Where("id = ? AND installation_id = ?", CanonicalID(assetID), installationID).Take(&a).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &a, nil
+}
+
+// CreateAsset inserts an asset.
+func (s *Store) CreateAsset(ctx context.Context, a *Asset) error {
+	return s.conn(ctx).Create(a).Error
+}
+
+// FindUpload loads an upload (an asset of kind upload) by ID; ErrNotFound when there is none.
+func (s *Store) FindUpload(ctx context.Context, id string) (*Asset, error) {
+	var a Asset
+	err := s.conn(ctx).Take(&a, "id = ? AND kind = ?", id, AssetKindUpload).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &a, nil
+}
+
+// ClaimUpload moves an upload awaiting its bytes whose URL has not expired at now to uploading, in
+// one statement, and reports whether it did: false when it was already used or has expired.
+func (s *Store) ClaimUpload(ctx context.Context, id string, now time.Time) (bool, error) {
+	res := s.conn(ctx).Model(&Asset{}).
+		Where("id = ? AND status = ? AND upload_expires_at > ?", id, status.AssetAwaitingUpload, now.UTC()).
+		Update("status", status.AssetUploading)
+	return res.RowsAffected > 0, res.Error
+}
+
+// ReleaseUpload moves a claimed upload (uploading) back to awaiting its bytes; an upload in any
+// other status is left as it is.
+func (s *Store) ReleaseUpload(ctx context.Context, id string) error {
+	return s.conn(ctx).Model(&Asset{}).Where("id = ? AND status = ?", id, status.AssetUploading).
+		Update("status", status.AssetAwaitingUpload).Error
+}
+
+// MarkUploadStored records the stored bytes of a claimed upload (their SHA-256, and their
+// dimensions, 0 when unknown) at now and moves it to processing; a's fields are updated to match.
+func (s *Store) MarkUploadStored(ctx context.Context, a *Asset, sha256 string, width, height int, now time.Time) error {
+	return s.conn(ctx).Model(a).Updates(map[string]any{
+		"status": status.AssetProcessing, "sha256": sha256, "width": width, "height": height, "updated_at": now,
+	}).Error
+}
+
+// StaleProcessingAssets returns up to limit assets in processing not updated since updatedBefore,
+// oldest first, with their ID and account ID only.
+func (s *Store) StaleProcessingAssets(ctx context.Context, updatedBefore time.Time, limit int) ([]Asset, error) {
+	var assets []Asset
+	err := s.conn(ctx).Select("id", "account_id").
+		Where("status = ? AND updated_at <= ?", status.AssetProcessing, updatedBefore).
+		Order("updated_at").Limit(limit).Find(&assets).Error
+	return assets, err
 }

@@ -95,116 +95,6 @@ type PresetUpdate struct {
 	AddGallery []*Asset
 }
 
-// CheckPresetUpdate reports, without writing, whether UpdateUserPreset would refuse a change that
-// keeps the gallery images keep (nil: all) and adds added new ones: ErrNotFound, ErrNotPresetOwner,
-// an *UnknownGalleryImageError or a *GalleryFullError. Callers check before storing uploaded files;
-// UpdateUserPreset checks again in its transaction.
-func CheckPresetUpdate(db *gorm.DB, accountID, presetID string, keep []string, added int) error {
-	_, images, err := ownPreset(db, accountID, presetID, false)
-	if err != nil {
-		return err
-	}
-	_, _, err = planGallery(images, keep, added)
-	return err
-}
-
-// UpdateUserPreset applies u to a preset the account owns, in one transaction: the preset must be
-// one the account sees (published, and public or its own; else ErrNotFound) and its own (else
-// ErrNotPresetOwner). Gallery positions are repacked 0..n-1: the kept images in their order, then
-// the added ones. It returns the changed preset, its images (cover first, gallery in order) and
-// the assets of the images it removed, now marked purged, whose files the caller may delete.
-func UpdateUserPreset(db *gorm.DB, accountID, presetID string, u *PresetUpdate) (*Preset, []PresetImage, []Asset, error) {
-	var (
-		preset  *Preset
-		images  []PresetImage
-		removed []Asset
-	)
-	err := db.Transaction(func(tx *gorm.DB) error {
-		p, current, err := ownPreset(tx, accountID, presetID, true)
-		if err != nil {
-			return err
-		}
-		kept, drop, err := planGallery(current, u.KeepGallery, len(u.AddGallery))
-		if err != nil {
-			return err
-		}
-		if u.Cover != nil || u.RemoveCover {
-			drop = append(drop, coverOf(current)...)
-		}
-		now := time.Now().UTC()
-		// Free the slots first: a kept image only ever moves down to a slot that is free by then.
-		for _, img := range drop {
-			if err := tx.Delete(&PresetImage{}, "id = ?", img.ID).Error; err != nil {
-				return err
-			}
-		}
-		for i, img := range kept {
-			if img.Position != i {
-				if err := tx.Model(&PresetImage{}).Where("id = ?", img.ID).Update("position", i).Error; err != nil {
-					return err
-				}
-			}
-		}
-		var added []PresetImage
-		if u.Cover != nil {
-			added = append(added, PresetImage{ID: NewID(), PresetID: p.ID, Role: PresetImageCover, AssetID: &u.Cover.ID, CreatedAt: now})
-		}
-		for i, a := range u.AddGallery {
-			added = append(added, PresetImage{ID: NewID(), PresetID: p.ID, Role: PresetImageGallery, Position: len(kept) + i, AssetID: &a.ID, CreatedAt: now})
-		}
-		for _, a := range append([]*Asset{u.Cover}, u.AddGallery...) {
-			if a == nil {
-				continue
-			}
-			if err := tx.Create(a).Error; err != nil {
-				return err
-			}
-		}
-		if len(added) > 0 {
-			if err := tx.Create(&added).Error; err != nil {
-				return err
-			}
-		}
-		var purge []string
-		for _, img := range drop {
-			if img.AssetID != nil {
-				purge = append(purge, *img.AssetID)
-			}
-		}
-		if len(purge) > 0 {
-			if err := tx.Model(&Asset{}).Where("id IN ? AND purged_at IS NULL", purge).
-				Updates(map[string]any{"purged_at": now, "updated_at": now}).Error; err != nil {
-				return err
-			}
-			if err := tx.Where("id IN ?", purge).Find(&removed).Error; err != nil {
-				return err
-			}
-		}
-		if u.Edit != nil {
-			u.Edit(p)
-		}
-		p.Categories, p.Tags = StringList(nonNil(p.Categories)), StringList(nonNil(p.Tags))
-		if err := tx.Model(&Preset{}).Where("id = ?", p.ID).Updates(map[string]any{
-			"name": p.Name, "quantity_guidelines": p.QuantityGuidelines, "quality_guidelines": p.QualityGuidelines,
-			"best_for": p.BestFor, "do_tips": p.DoTips, "dont_tips": p.DontTips, "input_requirements": p.InputRequirements,
-			"hero_intro": p.HeroIntro, "categories": p.Categories, "tags": p.Tags,
-			"scenery_requirement": p.SceneryRequirement, "updated_at": now,
-		}).Error; err != nil {
-			return err
-		}
-		preset = &Preset{}
-		if err := tx.Where("id = ?", p.ID).Take(preset).Error; err != nil {
-			return err
-		}
-		images, err = presetImages(tx, p.ID)
-		return err
-	})
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return preset, images, removed, nil
-}
-
 // visiblePreset returns a preset the account sees (published, and public or its own) with its
 // images, cover first, gallery in order; ErrNotFound otherwise. lock locks the preset row.
 func visiblePreset(db *gorm.DB, accountID, presetID string, lock bool) (*Preset, []PresetImage, error) {
@@ -212,12 +102,7 @@ func visiblePreset(db *gorm.DB, accountID, presetID string, lock bool) (*Preset,
 	if lock {
 		q = q.Clauses(clause.Locking{Strength: "UPDATE"})
 	}
-	var p Preset
-	err := q.Where("id = ? AND status = ? AND (visibility = ? OR account_id = ?)", presetID, PresetPublished, PresetPublic, accountID).
-		Take(&p).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, nil, ErrNotFound
-	}
+	p, err := findVisiblePreset(q, accountID, presetID)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -225,7 +110,22 @@ func visiblePreset(db *gorm.DB, accountID, presetID string, lock bool) (*Preset,
 	if err != nil {
 		return nil, nil, err
 	}
-	return &p, images, nil
+	return p, images, nil
+}
+
+// findVisiblePreset returns a preset the account sees (published, and public or its own);
+// ErrNotFound otherwise.
+func findVisiblePreset(q *gorm.DB, accountID, presetID string) (*Preset, error) {
+	var p Preset
+	err := q.Where("id = ? AND status = ? AND (visibility = ? OR account_id = ?)", presetID, PresetPublished, PresetPublic, accountID).
+		Take(&p).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &p, nil
 }
 
 // ownPreset is visiblePreset for a change: ErrNotPresetOwner when the account does not own it.

@@ -29,3 +29,16 @@ func (s *Store) MarkWebhookFailed(ctx context.Context, deliveryID string) error 
 		Where("id = ? AND status <> ?", deliveryID, WebhookDelivered).
 		Updates(map[string]any{"status": WebhookFailed, "next_attempt_at": nil, "updated_at": time.Now().UTC()}).Error
 }
+
+// FindWebhookDelivery loads a delivery of the installation by ID; ErrNotFound for a missing one or
+// another installation's.
+func (s *Store) FindWebhookDelivery(ctx context.Context, installationID, id string) (*WebhookDelivery, error) {
+	return FindWebhookDelivery(s.conn(ctx), installationID, id)
+}
+
+// RotateWebhookSecret replaces the installation's webhook signing secret with newSecret, sealed by
+// box, keeping the previous one valid until the time it returns (RotateWebhookSecret); ErrNotFound
+// for an unknown installation.
+func (s *Store) RotateWebhookSecret(ctx context.Context, box Sealer, installationID, newSecret string, now time.Time) (time.Time, error) {
+	return RotateWebhookSecret(s.conn(ctx), box, installationID, newSecret, now)
+}

@@ -33,7 +33,7 @@ func apiKeyOf(k *models.APIKey) APIKey {
 // active installation at now, both read by one query. KindUnauthenticated when the key is unknown,
 // expired or revoked, is bound to no installation, or its installation is not active.
 func (e *Accounts) AuthenticatePluginKey(ctx context.Context, raw string, now time.Time) (PluginCaller, error) {
-	key, inst, err := models.AuthenticateKeyWithInstallation(e.cfg.DB.WithContext(ctx), models.KeyKindPlugin, raw, now)
+	key, inst, err := e.store.AuthenticateKeyWithInstallation(ctx, models.KeyKindPlugin, raw, now)
 	if errors.Is(err, models.ErrInvalidKey) {
 		return PluginCaller{}, refuse(KindUnauthenticated, "", "", "The API key is invalid, expired or revoked.")
 	}
@@ -67,7 +67,7 @@ const KeyUseRecordedEvery = time.Minute
 // use at now when last_used_at is older than KeyUseRecordedEvery; a failure to record it is
 // logged, never a refusal.
 func (e *Accounts) AuthenticateAccountKey(ctx context.Context, raw string, now time.Time) (APIKey, error) {
-	k, err := models.AuthenticateKey(e.cfg.DB.WithContext(ctx), models.KeyKindExternal, raw, now)
+	k, err := e.store.AuthenticateKey(ctx, models.KeyKindExternal, raw, now)
 	if errors.Is(err, models.ErrInvalidKey) {
 		return APIKey{}, refuse(KindUnauthenticated, "", "", "The API key is invalid, expired or revoked.")
 	}
@@ -82,7 +82,7 @@ func (e *Accounts) AuthenticateAccountKey(ctx context.Context, raw string, now t
 
 // recordKeyUse sets the key's last_used_at to now, logging a failure.
 func (e *Accounts) recordKeyUse(ctx context.Context, keyID string, now time.Time) {
-	err := e.cfg.DB.WithContext(ctx).Model(&models.APIKey{}).Where("id = ?", keyID).Update("last_used_at", now.UTC()).Error
+	err := e.store.RecordKeyUse(ctx, keyID, now)
 	if err != nil && e.cfg.Log != nil {
 		e.cfg.Log.Warn("record key use", zap.String("key_id", keyID), zap.Error(err))
 	}

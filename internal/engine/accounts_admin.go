@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"gorm.io/gorm"
-
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
 )
@@ -30,12 +28,12 @@ type AccountCreated struct {
 // and its first external API key (every default external scope, no expiry), in one transaction.
 func (e *Accounts) CreateAccount(ctx context.Context, name string, credits int64) (AccountCreated, error) {
 	var out AccountCreated
-	err := e.cfg.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		acc, err := models.CreateAccount(tx, strings.TrimSpace(name), credits)
+	err := e.store.Tx(ctx, func(tx *models.Store) error {
+		acc, err := tx.CreateAccount(ctx, strings.TrimSpace(name), credits)
 		if err != nil {
 			return err
 		}
-		key, err := models.IssueKey(tx, models.KeyKindExternal, acc.ID, nil, "default", models.ExternalScopes, nil)
+		key, err := tx.IssueKey(ctx, models.KeyKindExternal, acc.ID, nil, "default", models.ExternalScopes, nil)
 		if err != nil {
 			return err
 		}
@@ -74,7 +72,7 @@ func (e *Accounts) CreateInstallation(ctx context.Context, box models.Sealer, re
 	if scopes == nil {
 		scopes = models.PluginScopes
 	}
-	created, err := models.CreateInstallation(e.cfg.DB.WithContext(ctx), box, models.NewInstallation{
+	created, err := e.store.CreateInstallation(ctx, box, models.NewInstallation{
 		AccountID: req.AccountID, Name: strings.TrimSpace(req.Name), CallbackURL: req.CallbackURL, Scopes: scopes,
 		RateLimitPerMin: req.RateLimitPerMin,
 	}, webhooks.NewSecret())
@@ -103,11 +101,11 @@ type CreditsGranted struct {
 // noted as granted by an operator; an unknown account is KindNotFound.
 func (e *Accounts) GrantCredits(ctx context.Context, accountID string, amount int64) (CreditsGranted, error) {
 	var out CreditsGranted
-	err := e.cfg.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := models.GrantCredits(tx, accountID, amount, "granted by operator"); err != nil {
+	err := e.store.Tx(ctx, func(tx *models.Store) error {
+		if err := tx.GrantCredits(ctx, accountID, amount, "granted by operator"); err != nil {
 			return err
 		}
-		acc, err := models.GetAccount(tx, accountID)
+		acc, err := tx.GetAccount(ctx, accountID)
 		if err != nil {
 			return err
 		}
@@ -141,11 +139,11 @@ type AccountKeyIssued struct {
 // otherwise) with the requested scopes and expiry.
 func (e *Accounts) IssueAccountKey(ctx context.Context, req AccountKeyRequest) (AccountKeyIssued, error) {
 	var out AccountKeyIssued
-	err := e.cfg.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if _, err := models.GetAccount(tx, req.AccountID); err != nil {
+	err := e.store.Tx(ctx, func(tx *models.Store) error {
+		if _, err := tx.GetAccount(ctx, req.AccountID); err != nil {
 			return err
 		}
-		k, err := models.IssueKey(tx, models.KeyKindExternal, req.AccountID, nil, req.Name, req.Scopes, req.ExpiresAt)
+		k, err := tx.IssueKey(ctx, models.KeyKindExternal, req.AccountID, nil, req.Name, req.Scopes, req.ExpiresAt)
 		if err != nil {
 			return err
 		}
@@ -178,9 +176,8 @@ type AccountKeys struct {
 // ListAccountKeys lists an account's external keys, revoked and expired ones included, newest
 // first; an account without any (or an unknown one) has an empty list.
 func (e *Accounts) ListAccountKeys(ctx context.Context, accountID string) (AccountKeys, error) {
-	var keys []models.APIKey
-	if err := e.cfg.DB.WithContext(ctx).Where("account_id = ? AND kind = ?", accountID, models.KeyKindExternal).
-		Order("created_at DESC").Find(&keys).Error; err != nil {
+	keys, err := e.store.AccountKeys(ctx, accountID, models.KeyKindExternal)
+	if err != nil {
 		return AccountKeys{}, err
 	}
 	out := AccountKeys{AccountID: accountID, Keys: make([]AccountKeyListed, 0, len(keys))}
@@ -204,7 +201,7 @@ func (e *Accounts) RevokeKey(ctx context.Context, idOrKey string) (KeyRevoked, e
 	if _, keyID, _, ok := models.ParseKey(idOrKey); ok {
 		id = keyID
 	}
-	err := models.RevokeKey(e.cfg.DB.WithContext(ctx), id)
+	err := e.store.RevokeKey(ctx, id)
 	if errors.Is(err, models.ErrNotFound) {
 		return KeyRevoked{}, missing("key", id)
 	}
@@ -257,15 +254,15 @@ func (e *Accounts) EnsureDemoTenant(ctx context.Context, box models.Sealer, req 
 // demoTenantValid reports whether t's plugin key still authenticates for t's installation and its
 // external key for t's account.
 func (e *Accounts) demoTenantValid(ctx context.Context, t DemoTenant) (bool, error) {
-	db, now := e.cfg.DB.WithContext(ctx), time.Now()
-	plugin, err := models.AuthenticateKey(db, models.KeyKindPlugin, t.PluginAPIKey, now)
+	now := time.Now()
+	plugin, err := e.store.AuthenticateKey(ctx, models.KeyKindPlugin, t.PluginAPIKey, now)
 	if err != nil {
 		return false, ignoreInvalidKey(err)
 	}
 	if plugin.InstallationID == nil || *plugin.InstallationID != t.InstallationID {
 		return false, nil
 	}
-	external, err := models.AuthenticateKey(db, models.KeyKindExternal, t.ExternalAPIKey, now)
+	external, err := e.store.AuthenticateKey(ctx, models.KeyKindExternal, t.ExternalAPIKey, now)
 	if err != nil {
 		return false, ignoreInvalidKey(err)
 	}

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"gorm.io/gorm"
-
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/models/status"
 )
@@ -117,7 +115,7 @@ func viewsOf[R, V any](rows []R, view func(*R) V) []V {
 // ListProducts returns a page of the installation's products in ascending (created_at, id) order,
 // deleted ones only when includeDeleted is set, and whether more follow.
 func (e *Catalog) ListProducts(ctx context.Context, installationID string, page CatalogPage, includeDeleted bool) ([]Product, bool, error) {
-	rows, err := models.ListProducts(e.cfg.DB.WithContext(ctx), installationID, page.after(), page.Limit+1, includeDeleted)
+	rows, err := e.store.ListProducts(ctx, installationID, page.after(), page.Limit+1, includeDeleted)
 	if err != nil {
 		return nil, false, err
 	}
@@ -129,7 +127,7 @@ func (e *Catalog) ListProducts(ctx context.Context, installationID string, page 
 // (created_at, id) order, of the product productRef only when it is not "", and whether more
 // follow.
 func (e *Catalog) ListPackshots(ctx context.Context, installationID, productRef string, page CatalogPage) ([]Packshot, bool, error) {
-	rows, err := models.ListPackshots(e.cfg.DB.WithContext(ctx), installationID, productRef, page.after(), page.Limit+1)
+	rows, err := e.store.ListPackshots(ctx, installationID, productRef, page.after(), page.Limit+1)
 	if err != nil {
 		return nil, false, err
 	}
@@ -158,19 +156,18 @@ type ProductDetail struct {
 // FindProduct returns the installation's live product whose ID, or else external_ref, is idOrRef,
 // with up to embed of its newest images and packshots; KindNotFound when there is none.
 func (e *Catalog) FindProduct(ctx context.Context, installationID, idOrRef string, embed int) (ProductDetail, error) {
-	db := e.cfg.DB.WithContext(ctx)
-	p, err := models.FindLiveProduct(db, installationID, idOrRef)
+	p, err := e.store.FindLiveProduct(ctx, installationID, idOrRef)
 	if errors.Is(err, models.ErrNotFound) {
 		return ProductDetail{}, noProduct(idOrRef)
 	}
 	if err != nil {
 		return ProductDetail{}, err
 	}
-	images, err := models.ProductImages(db, installationID, p.ID, embed+1)
+	images, err := e.store.ProductImages(ctx, installationID, p.ID, embed+1)
 	if err != nil {
 		return ProductDetail{}, err
 	}
-	packshots, err := models.ProductPackshots(db, installationID, p.ID, embed+1)
+	packshots, err := e.store.ProductPackshots(ctx, installationID, p.ID, embed+1)
 	if err != nil {
 		return ProductDetail{}, err
 	}
@@ -185,7 +182,7 @@ func (e *Catalog) FindProduct(ctx context.Context, installationID, idOrRef strin
 // idOrRef; KindNotFound when there is none. Its images and packshots stay, and its external_ref
 // can be registered again as a new product.
 func (e *Catalog) DeleteProduct(ctx context.Context, installationID, idOrRef string) error {
-	_, err := models.DeleteProduct(e.cfg.DB.WithContext(ctx), installationID, idOrRef, time.Now())
+	_, err := e.store.DeleteProduct(ctx, installationID, idOrRef, time.Now())
 	if errors.Is(err, models.ErrNotFound) {
 		return noProduct(idOrRef)
 	}
@@ -196,7 +193,7 @@ func (e *Catalog) DeleteProduct(ctx context.Context, installationID, idOrRef str
 // idOrRef from the catalog (its file stays, and photo sessions never use it again); KindNotFound
 // when there is none.
 func (e *Catalog) DeletePackshot(ctx context.Context, installationID, idOrRef string) error {
-	_, err := models.DeletePackshot(e.cfg.DB.WithContext(ctx), installationID, idOrRef, time.Now())
+	_, err := e.store.DeletePackshot(ctx, installationID, idOrRef, time.Now())
 	if errors.Is(err, models.ErrNotFound) {
 		return refuse(KindNotFound, "", "", "No packshot %s in this installation's catalog.", strconv.Quote(idOrRef))
 	}
@@ -235,11 +232,11 @@ func (e *Catalog) RegisterImage(ctx context.Context, inst Installation, item Ima
 		err      error
 	)
 	for range 2 {
-		err = e.cfg.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-			img, existing, err = registerImage(tx, inst, item)
+		err = e.store.Tx(ctx, func(tx *models.Store) error {
+			img, existing, err = registerImage(ctx, tx, inst, item)
 			return err
 		})
-		if !errors.Is(err, gorm.ErrDuplicatedKey) {
+		if !errors.Is(err, models.ErrImageRefTaken) {
 			break
 		}
 	}
@@ -249,51 +246,47 @@ func (e *Catalog) RegisterImage(ctx context.Context, inst Installation, item Ima
 	return imageOf(img), existing, nil
 }
 
-func registerImage(tx *gorm.DB, inst Installation, item ImageRegistration) (*models.ProductImageRow, bool, error) {
+func registerImage(ctx context.Context, tx *models.Store, inst Installation, item ImageRegistration) (*models.ProductImageRow, bool, error) {
 	now := time.Now().UTC()
-	prev, err := models.LiveImageByRef(tx, inst.ID, item.ExternalRef)
+	prev, err := tx.LiveImageByRef(ctx, inst.ID, item.ExternalRef)
 	switch {
 	case err == nil && prev.ProductDeletedAt == nil:
 		return prev, true, nil
 	case err == nil:
-		if err := models.RetireProductImage(tx, prev.ID, now); err != nil && !errors.Is(err, models.ErrNotFound) {
+		if err := tx.RetireProductImage(ctx, prev.ID, now); err != nil && !errors.Is(err, models.ErrNotFound) {
 			return nil, false, err
 		}
 	case !errors.Is(err, models.ErrNotFound):
 		return nil, false, err
 	}
-	asset, err := installationAsset(tx, inst.ID, item.AssetID)
+	asset, err := installationAsset(ctx, tx, inst.ID, item.AssetID)
 	if err != nil {
 		return nil, false, err
 	}
 	if problem := sourceImageProblem(asset, now); problem != "" {
 		return nil, false, refuse(KindInvalid, "", "", "asset_id %s %s", item.AssetID, problem)
 	}
-	product, err := findOrCreateProduct(tx, inst, item.ProductRef, item.Product)
+	product, err := findOrCreateProduct(ctx, tx, inst, item.ProductRef, item.Product)
 	if err != nil {
 		return nil, false, err
 	}
 	img := models.ProductImage{ID: models.NewID(), AccountID: inst.AccountID, InstallationID: &inst.ID,
 		ProductID: product.ID, AssetID: asset.ID, ExternalRef: item.ExternalRef, CreatedAt: now}
-	if err := tx.Create(&img).Error; err != nil {
+	if err := tx.CreateProductImage(ctx, &img); err != nil {
 		return nil, false, err
 	}
-	row, err := models.GetProductImage(tx, inst.ID, img.ID)
+	row, err := tx.GetProductImage(ctx, inst.ID, img.ID)
 	return row, false, err
 }
 
 // installationAsset returns an asset of the installation (its ID in either case); KindNotFound
 // for another's.
-func installationAsset(tx *gorm.DB, installationID, assetID string) (*models.Asset, error) {
-	var asset models.Asset
-	err := tx.Where("id = ? AND installation_id = ?", models.CanonicalID(assetID), installationID).Take(&asset).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
+func installationAsset(ctx context.Context, tx *models.Store, installationID, assetID string) (*models.Asset, error) {
+	asset, err := tx.InstallationAsset(ctx, installationID, assetID)
+	if errors.Is(err, models.ErrNotFound) {
 		return nil, refuse(KindNotFound, "", "", "asset_id %s does not exist.", assetID)
 	}
-	if err != nil {
-		return nil, err
-	}
-	return &asset, nil
+	return asset, err
 }
 
 // sourceImageProblem says why an asset cannot be a source image, or "" when it can: it must be an
@@ -332,9 +325,9 @@ func (e *Catalog) RegisterPackshot(ctx context.Context, inst Installation, item 
 		row      *models.PackshotRow
 		existing bool
 	)
-	err := e.cfg.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := e.store.Tx(ctx, func(tx *models.Store) error {
 		var err error
-		row, existing, err = registerPackshot(tx, inst, item)
+		row, existing, err = registerPackshot(ctx, tx, inst, item)
 		return err
 	})
 	if err != nil {
@@ -343,21 +336,21 @@ func (e *Catalog) RegisterPackshot(ctx context.Context, inst Installation, item 
 	return packshotOf(row), existing, nil
 }
 
-func registerPackshot(tx *gorm.DB, inst Installation, item PackshotRegistration) (*models.PackshotRow, bool, error) {
+func registerPackshot(ctx context.Context, tx *models.Store, inst Installation, item PackshotRegistration) (*models.PackshotRow, bool, error) {
 	if item.ExternalRef != "" {
-		row, err := livePackshotByRef(tx, inst.ID, item.ExternalRef)
-		if row != nil || err != nil {
+		row, err := tx.LivePackshotByRef(ctx, inst.ID, item.ExternalRef)
+		if !errors.Is(err, models.ErrNotFound) {
 			return row, row != nil, err
 		}
 	}
-	asset, err := installationAsset(tx, inst.ID, item.AssetID)
+	asset, err := installationAsset(ctx, tx, inst.ID, item.AssetID)
 	if err != nil {
 		return nil, false, err
 	}
 	if err := packshotAssetProblem(asset, item.AssetID); err != nil {
 		return nil, false, err
 	}
-	product, err := findOrCreateProduct(tx, inst, item.ProductRef, item.Product)
+	product, err := findOrCreateProduct(ctx, tx, inst, item.ProductRef, item.Product)
 	if err != nil {
 		return nil, false, err
 	}
@@ -368,7 +361,7 @@ func registerPackshot(tx *gorm.DB, inst Installation, item PackshotRegistration)
 		Voting: models.VotingAccepted, VotingAt: &now, CreatedAt: now,
 	}
 	if item.SourceImageRef != "" {
-		img, err := models.LiveImageByRef(tx, inst.ID, item.SourceImageRef)
+		img, err := tx.LiveImageByRef(ctx, inst.ID, item.SourceImageRef)
 		if err != nil && !errors.Is(err, models.ErrNotFound) {
 			return nil, false, err
 		}
@@ -376,28 +369,10 @@ func registerPackshot(tx *gorm.DB, inst Installation, item PackshotRegistration)
 			p.SourceImageID = &img.ID
 		}
 	}
-	if err := tx.Create(&p).Error; err != nil {
+	if err := tx.CreatePackshot(ctx, &p); err != nil {
 		return nil, false, err
 	}
 	return &models.PackshotRow{Packshot: p, ProductRef: product.ExternalRef}, false, nil
-}
-
-// livePackshotByRef returns the installation's live packshot with the external_ref and its
-// product's reference, or nil when there is none.
-func livePackshotByRef(tx *gorm.DB, installationID, ref string) (*models.PackshotRow, error) {
-	var existing models.Packshot
-	err := tx.Where("installation_id = ? AND external_ref = ? AND deleted_at IS NULL", installationID, ref).Take(&existing).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var product models.Product
-	if err := tx.Take(&product, "id = ?", existing.ProductID).Error; err != nil {
-		return nil, err
-	}
-	return &models.PackshotRow{Packshot: existing, ProductRef: product.ExternalRef}, nil
 }
 
 // packshotAssetProblem refuses (KindInvalid) an asset that cannot be a packshot: one that is no
@@ -419,16 +394,16 @@ func packshotAssetProblem(a *models.Asset, assetID string) error {
 // findOrCreateProduct returns the live product with the reference, creating it when metadata names
 // it (KindNotFound when it does not exist and is not named). Concurrent requests for the same new
 // reference get the one product (see models.FindOrCreateProduct).
-func findOrCreateProduct(tx *gorm.DB, inst Installation, ref string, meta *ProductMetadata) (*models.Product, error) {
+func findOrCreateProduct(ctx context.Context, tx *models.Store, inst Installation, ref string, meta *ProductMetadata) (*models.Product, error) {
 	if meta == nil || strings.TrimSpace(meta.DisplayName) == "" {
-		product, err := models.LiveProductByRef(tx, inst.ID, ref)
+		product, err := tx.LiveProductByRef(ctx, inst.ID, ref)
 		if errors.Is(err, models.ErrNotFound) {
 			return nil, refuse(KindNotFound, "", "", "product_ref %s does not exist; give product_metadata.display_name to create it.", ref)
 		}
 		return product, err
 	}
 	now := time.Now().UTC()
-	product, _, err := models.FindOrCreateProduct(tx, &models.Product{ID: models.NewID(), AccountID: inst.AccountID,
+	product, _, err := tx.FindOrCreateProduct(ctx, &models.Product{ID: models.NewID(), AccountID: inst.AccountID,
 		InstallationID: &inst.ID, ExternalRef: ref, DisplayName: strings.TrimSpace(meta.DisplayName), SKU: meta.SKU,
 		CreatedAt: now, UpdatedAt: now})
 	return product, err

@@ -39,22 +39,21 @@ func records(rows []models.Record, err error) ([]Record, error) {
 // ListAccountReferenceItems lists the account's own fashion models or sceneries (kind), not
 // archived, newest first; approvedOnly keeps the approved ones.
 func (e *Records) ListAccountReferenceItems(ctx context.Context, accountID string, kind ReferenceKind, approvedOnly bool) ([]Record, error) {
-	return records(models.ListAccountReferenceItems(e.cfg.DB.WithContext(ctx), models.ReferenceKind(kind), accountID, approvedOnly))
+	return records(e.store.ListAccountReferenceItems(ctx, models.ReferenceKind(kind), accountID, approvedOnly))
 }
 
 // ListAccountPackshots lists the account's live packshots and its packshot jobs that have none
 // yet; approvedOnly keeps the accepted packshots.
 func (e *Records) ListAccountPackshots(ctx context.Context, accountID string, approvedOnly bool) ([]Record, error) {
-	return records(models.ListAccountPackshots(e.cfg.DB.WithContext(ctx), accountID, approvedOnly))
+	return records(e.store.ListAccountPackshots(ctx, accountID, approvedOnly))
 }
 
 // ListAccountShoots lists the account's photo-shoot images, newest first; approvedOnly keeps the
 // accepted ones, and a photoID ("" for all) those of packshots cut from that product photo, which
 // must be the account's (KindNotFound otherwise).
 func (e *Records) ListAccountShoots(ctx context.Context, accountID string, approvedOnly bool, photoID string) ([]Record, error) {
-	db := e.cfg.DB.WithContext(ctx)
 	if photoID != "" {
-		found, err := models.AccountHasPhoto(db, accountID, photoID)
+		found, err := e.store.AccountHasPhoto(ctx, accountID, photoID)
 		if err != nil {
 			return nil, err
 		}
@@ -62,12 +61,12 @@ func (e *Records) ListAccountShoots(ctx context.Context, accountID string, appro
 			return nil, refuse(KindNotFound, "", "", "Product not found.")
 		}
 	}
-	return records(models.ListAccountShoots(db, accountID, approvedOnly, photoID))
+	return records(e.store.ListAccountShoots(ctx, accountID, approvedOnly, photoID))
 }
 
 // ListAccountVideos lists the account's videos and reels, newest first.
 func (e *Records) ListAccountVideos(ctx context.Context, accountID string) ([]Record, error) {
-	return records(models.ListAccountVideos(e.cfg.DB.WithContext(ctx), accountID))
+	return records(e.store.ListAccountVideos(ctx, accountID))
 }
 
 // PackshotReview is a review of a packshot through the external API: Voting
@@ -82,7 +81,7 @@ type PackshotReview struct {
 // account at now; the packshot's job gets the same verdict. KindNotFound for any other ID;
 // KindConflict (ReasonOutputsPurged) when approving a packshot whose file retention removed.
 func (e *Records) ReviewAccountPackshot(ctx context.Context, accountID, packshotID string, review PackshotReview, now time.Time) error {
-	err := models.ReviewAccountPackshot(e.cfg.DB.WithContext(ctx), accountID, packshotID, models.PackshotReview(review), now)
+	err := e.store.ReviewAccountPackshot(ctx, accountID, packshotID, models.PackshotReview(review), now)
 	switch {
 	case errors.Is(err, models.ErrNotFound):
 		return refuse(KindNotFound, "", "", "Packshot not found.")
@@ -95,7 +94,7 @@ func (e *Records) ReviewAccountPackshot(ctx context.Context, accountID, packshot
 // ReviewAccountShoot records a verdict (models/voting.Accepted, Rejected, or Pending to clear it) on a photo-shoot image of the account at now. KindNotFound for any other ID;
 // KindConflict (ReasonJobNotCompleted) before the image was generated.
 func (e *Records) ReviewAccountShoot(ctx context.Context, accountID, shootID, verdict string, now time.Time) error {
-	err := models.ReviewAccountShoot(e.cfg.DB.WithContext(ctx), accountID, shootID, verdict, now)
+	err := e.store.ReviewAccountShoot(ctx, accountID, shootID, verdict, now)
 	switch {
 	case errors.Is(err, models.ErrNotFound):
 		return refuse(KindNotFound, "", "", "Image not found.")

@@ -30,7 +30,7 @@ func accountPhotoOf(r *models.AccountPhotoRow) AccountPhoto {
 // ListAccountPhotos returns the account's live product photos, from its installations' catalogs
 // and its own uploads, newest first.
 func (e *Records) ListAccountPhotos(ctx context.Context, accountID string) ([]AccountPhoto, error) {
-	rows, err := models.ListAccountPhotos(e.cfg.DB.WithContext(ctx), accountID)
+	rows, err := e.store.ListAccountPhotos(ctx, accountID)
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +55,7 @@ func (e *Records) UploadAccountPhoto(ctx context.Context, accountID string, in N
 	if err != nil {
 		return AccountPhoto{}, err
 	}
-	img, err := models.CreateAccountPhoto(e.cfg.DB.WithContext(ctx), asset, in.Name, in.SKU)
+	img, err := e.store.CreateAccountPhoto(ctx, asset, in.Name, in.SKU)
 	if err != nil {
 		// Nothing was stored but the bytes: remove them too, also when the request ran out of time.
 		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), fileCleanupTimeout)

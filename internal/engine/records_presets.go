@@ -69,7 +69,7 @@ func presetOf(p *models.Preset, images []models.PresetImage) Preset {
 // (limit <= 0: all): system presets in their order, then the account's own newest first, each with
 // its cover and gallery.
 func (e *Records) ListAccountPresets(ctx context.Context, accountID string, limit int) ([]Preset, error) {
-	presets, images, err := models.ListVisiblePresets(e.cfg.DB.WithContext(ctx), accountID, limit)
+	presets, images, err := e.store.ListVisiblePresets(ctx, accountID, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +148,7 @@ func (e *Records) CreateAccountPreset(ctx context.Context, accountID string, in 
 	}
 	p := &models.Preset{}
 	in.Fields.apply(p)
-	images, err := models.CreateUserPreset(e.cfg.DB.WithContext(ctx), accountID, p, assets[0], assets[1:])
+	images, err := e.store.CreateUserPreset(ctx, accountID, p, assets[0], assets[1:])
 	if err != nil {
 		e.deleteFiles(ctx, assets...)
 		return Preset{}, presetRefusal(err)
@@ -179,8 +179,7 @@ type PresetChange struct {
 // transaction; the new files are removed when that fails, the removed images' files once it
 // committed.
 func (e *Records) UpdateAccountPreset(ctx context.Context, accountID, presetID string, c PresetChange) (Preset, error) {
-	db := e.cfg.DB.WithContext(ctx)
-	if err := models.CheckPresetUpdate(db, accountID, presetID, c.KeepGallery, len(c.AddGallery)); err != nil {
+	if err := e.store.CheckPresetUpdate(ctx, accountID, presetID, c.KeepGallery, len(c.AddGallery)); err != nil {
 		return Preset{}, presetRefusal(err)
 	}
 	files := []*ImageFile{c.Cover}
@@ -193,7 +192,7 @@ func (e *Records) UpdateAccountPreset(ctx context.Context, accountID, presetID s
 	}
 	u := &models.PresetUpdate{Cover: assets[0], RemoveCover: c.RemoveCover, KeepGallery: c.KeepGallery,
 		AddGallery: assets[1:], Edit: c.Fields.apply}
-	p, images, removed, err := models.UpdateUserPreset(db, accountID, presetID, u)
+	p, images, removed, err := e.store.UpdateUserPreset(ctx, accountID, presetID, u)
 	if err != nil {
 		e.deleteFiles(ctx, assets...)
 		return Preset{}, presetRefusal(err)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"gorm.io/gorm"
-
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -76,7 +74,7 @@ func (e *Records) UsableReference(ctx context.Context, accountID string, kind mo
 		return "", notAReference(field, id, referenceKinds[kind].list)
 	}
 	id = models.CanonicalID(id)
-	_, err := models.FindUsableReferenceItem(e.cfg.DB.WithContext(ctx), kind, accountID, id)
+	_, err := e.store.FindUsableReferenceItem(ctx, kind, accountID, id)
 	if errors.Is(err, models.ErrNotFound) {
 		return "", refuse(KindInvalid, "", field, "%q is not a %s this account may use; see %s.", id,
 			referenceKinds[kind].name, referenceKinds[kind].list)
@@ -97,16 +95,11 @@ func (e *Records) VisiblePreset(ctx context.Context, accountID, field, id string
 	if !models.IsUUID(id) {
 		return nil, notAReference(field, id, "GET /presets")
 	}
-	var p models.Preset
-	err := e.cfg.DB.WithContext(ctx).Where("id = ? AND status = ? AND (visibility = ? OR account_id = ?)", models.CanonicalID(id),
-		models.PresetPublished, models.PresetPublic, accountID).Take(&p).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
+	p, err := e.store.FindVisiblePreset(ctx, accountID, models.CanonicalID(id))
+	if errors.Is(err, models.ErrNotFound) {
 		return nil, refuse(KindInvalid, "", field, "%q is not a preset this account may use; see GET /presets.", id)
 	}
-	if err != nil {
-		return nil, err
-	}
-	return &p, nil
+	return p, err
 }
 
 // notAReference refuses a reference that is not a UUID.
@@ -117,7 +110,7 @@ func notAReference(field, id, list string) *Error {
 // Account returns an account with its credit balance and reservations; KindNotFound when it does
 // not exist.
 func (e *Records) Account(ctx context.Context, accountID string) (Account, error) {
-	acc, err := models.GetAccount(e.cfg.DB.WithContext(ctx), accountID)
+	acc, err := e.store.GetAccount(ctx, accountID)
 	if errors.Is(err, models.ErrNotFound) {
 		return Account{}, refuse(KindNotFound, "", "", "No account with this ID.")
 	}
@@ -130,7 +123,7 @@ func (e *Records) Account(ctx context.Context, accountID string) (Account, error
 // UsableReferenceItems lists the fashion models or sceneries (kind) the account may use: its own,
 // newest first, then the marketplace's by name (models.ListUsableReferenceItems).
 func (e *Records) UsableReferenceItems(ctx context.Context, accountID string, kind ReferenceKind) ([]ReferenceItem, error) {
-	items, err := models.ListUsableReferenceItems(e.cfg.DB.WithContext(ctx), models.ReferenceKind(kind), accountID)
+	items, err := e.store.ListUsableReferenceItems(ctx, models.ReferenceKind(kind), accountID)
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +133,7 @@ func (e *Records) UsableReferenceItems(ctx context.Context, accountID string, ki
 // VisiblePresets lists the published presets the account sees, the system presets first, each
 // with its cover and gallery (models.ListVisiblePresets).
 func (e *Records) VisiblePresets(ctx context.Context, accountID string) ([]Preset, error) {
-	presets, images, err := models.ListVisiblePresets(e.cfg.DB.WithContext(ctx), accountID, 0)
+	presets, images, err := e.store.ListVisiblePresets(ctx, accountID, 0)
 	if err != nil {
 		return nil, err
 	}

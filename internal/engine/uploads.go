@@ -20,7 +20,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 	_ "golang.org/x/image/webp" // reads dimensions of WebP uploads
-	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/internal/platform/blobstore"
 	"github.com/shotflow/shotflow/models"
@@ -68,7 +67,7 @@ func (e *Uploads) DeclareUpload(ctx context.Context, d UploadDeclaration) (strin
 		BlobKey:         fmt.Sprintf("uploads/%s/%s", d.AccountID, id),
 		UploadExpiresAt: &expires, CreatedAt: now, UpdatedAt: now,
 	}
-	if err := e.cfg.DB.WithContext(ctx).Create(&asset).Error; err != nil {
+	if err := e.store.CreateAsset(ctx, &asset); err != nil {
 		return "", err
 	}
 	return asset.ID, nil
@@ -160,15 +159,11 @@ func (e *Uploads) ReceiveUpload(ctx context.Context, in UploadBytes) (ReceivedUp
 // FindUpload returns a declared upload by ID (the signed URL names it, so it needs no tenant);
 // KindNotFound when there is none.
 func (e *Uploads) FindUpload(ctx context.Context, id string) (*models.Asset, error) {
-	var asset models.Asset
-	err := e.cfg.DB.WithContext(ctx).Take(&asset, "id = ? AND kind = ?", id, models.AssetKindUpload).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
+	asset, err := e.store.FindUpload(ctx, id)
+	if errors.Is(err, models.ErrNotFound) {
 		return nil, refuse(KindNotFound, "", "", "No such upload.")
 	}
-	if err != nil {
-		return nil, err
-	}
-	return &asset, nil
+	return asset, err
 }
 
 // ClaimUpload marks an upload awaiting its bytes, whose URL has not expired, as being uploaded, so
@@ -176,13 +171,11 @@ func (e *Uploads) FindUpload(ctx context.Context, id string) (*models.Asset, err
 // already used or has expired. The caller completes the upload (CompleteUpload) or releases it
 // (ReleaseUpload).
 func (e *Uploads) ClaimUpload(ctx context.Context, id string) error {
-	claim := e.cfg.DB.WithContext(ctx).Model(&models.Asset{}).
-		Where("id = ? AND status = ? AND upload_expires_at > ?", id, status.AssetAwaitingUpload, time.Now().UTC()).
-		Update("status", status.AssetUploading)
-	if claim.Error != nil {
-		return claim.Error
+	claimed, err := e.store.ClaimUpload(ctx, id, time.Now())
+	if err != nil {
+		return err
 	}
-	if claim.RowsAffected == 0 {
+	if !claimed {
 		return refuse(KindConflict, ReasonUploadNotAccepted, "", "This upload URL was already used or has expired.")
 	}
 	return nil
@@ -194,8 +187,7 @@ func (e *Uploads) ClaimUpload(ctx context.Context, id string) error {
 func (e *Uploads) ReleaseUpload(ctx context.Context, id string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseUploadTimeout)
 	defer cancel()
-	if err := e.cfg.DB.WithContext(ctx).Model(&models.Asset{}).Where("id = ? AND status = ?", id, status.AssetUploading).
-		Update("status", status.AssetAwaitingUpload).Error; err != nil {
+	if err := e.store.ReleaseUpload(ctx, id); err != nil {
 		e.logger().Warn("release upload claim", zap.String("asset_id", id), zap.Error(err))
 	}
 }
@@ -211,10 +203,7 @@ type StoredUpload struct {
 // A failed start is logged, not returned: the worker's sweep starts it. On an error the upload
 // stays claimed; release it.
 func (e *Uploads) CompleteUpload(ctx context.Context, asset *models.Asset, stored StoredUpload) error {
-	now := time.Now().UTC()
-	if err := e.cfg.DB.WithContext(ctx).Model(asset).Updates(map[string]any{
-		"status": status.AssetProcessing, "sha256": stored.SHA256, "width": stored.Width, "height": stored.Height, "updated_at": now,
-	}).Error; err != nil {
+	if err := e.store.MarkUploadStored(ctx, asset, stored.SHA256, stored.Width, stored.Height, time.Now().UTC()); err != nil {
 		return err
 	}
 	asset.Status = status.AssetProcessing
@@ -246,11 +235,8 @@ func (e *Uploads) StartPrepare(ctx context.Context, asset *models.Asset) error {
 // olderThan (the API died between storing the bytes and starting the workflow, or Temporal was
 // unreachable), and returns how many it started.
 func (e *Uploads) StartPendingPreparations(ctx context.Context, olderThan time.Duration, limit int) (int, error) {
-	var assets []models.Asset
-	cutoff := time.Now().UTC().Add(-olderThan)
-	if err := e.cfg.DB.WithContext(ctx).Select("id", "account_id").
-		Where("status = ? AND updated_at <= ?", status.AssetProcessing, cutoff).
-		Order("updated_at").Limit(limit).Find(&assets).Error; err != nil {
+	assets, err := e.store.StaleProcessingAssets(ctx, time.Now().UTC().Add(-olderThan), limit)
+	if err != nil {
 		return 0, err
 	}
 	for i := range assets {

@@ -20,7 +20,7 @@ type FileAsset struct {
 // FileAsset returns the asset a signed /files URL names, whoever owns it: the signature is the
 // authorisation. KindNotFound when there is none.
 func (e *Uploads) FileAsset(ctx context.Context, id string) (FileAsset, error) {
-	a, err := models.GetAsset(e.cfg.DB.WithContext(ctx), id)
+	a, err := e.store.GetAsset(ctx, id)
 	if errors.Is(err, models.ErrNotFound) {
 		return FileAsset{}, refuse(KindNotFound, "", "", "No such file.")
 	}

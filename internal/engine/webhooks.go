@@ -28,7 +28,7 @@ const retryReplayAfter = 5 * time.Second
 // returns its ID: KindNotFound for a delivery of another installation, KindUnavailable when the
 // replay could not be queued.
 func (e *Webhooks) ReplayWebhook(ctx context.Context, installationID, deliveryID string) (string, error) {
-	d, err := models.FindWebhookDelivery(e.cfg.DB.WithContext(ctx), installationID, deliveryID)
+	d, err := e.store.FindWebhookDelivery(ctx, installationID, deliveryID)
 	if errors.Is(err, models.ErrNotFound) {
 		return "", refuse(KindNotFound, "", "", "No webhook delivery with this ID.")
 	}
@@ -85,7 +85,7 @@ func (e *Webhooks) RotateWebhookSecret(ctx context.Context, box Sealer, callerIn
 		return RotatedSecret{}, refuse(KindNotFound, "", "", "No installation with this ID.")
 	}
 	secret := webhooks.NewSecret()
-	until, err := models.RotateWebhookSecret(e.cfg.DB.WithContext(ctx), box, installationID, secret, time.Now())
+	until, err := e.store.RotateWebhookSecret(ctx, box, installationID, secret, time.Now())
 	if errors.Is(err, models.ErrNotFound) {
 		return RotatedSecret{}, refuse(KindNotFound, "", "", "No installation with this ID.")
 	}
