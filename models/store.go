@@ -28,3 +28,36 @@ func (s *Store) Tx(ctx context.Context, fn func(tx *Store) error) error {
 
 // conn is the store's database, or its transaction, bound to ctx.
 func (s *Store) conn(ctx context.Context) *gorm.DB { return s.db.WithContext(ctx) }
+
+// OpenStore opens the database of databaseURL (Open) behind the store boundary.
+func OpenStore(databaseURL string, opts OpenOptions) (*Store, error) {
+	db, err := Open(databaseURL, opts)
+	if err != nil {
+		return nil, err
+	}
+	return NewStore(db), nil
+}
+
+// Close closes the store's connections.
+func (s *Store) Close() error {
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.Close()
+}
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.PingContext(ctx)
+}
+
+// CheckSchema fails unless the database is at the schema version this binary knows (CheckSchema).
+func (s *Store) CheckSchema() error { return CheckSchema(s.db) }
+
+// Migrate applies the pending migrations and returns the versions it applied (Migrate).
+func (s *Store) Migrate(ctx context.Context) ([]int, error) { return Migrate(ctx, s.db) }

@@ -15,7 +15,6 @@ import (
 
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
-	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/activities"
 	"github.com/shotflow/shotflow/api"
@@ -50,7 +49,7 @@ type App struct {
 	// Config is the process's configuration, with the effective Temporal address and namespace.
 	Config    config.Config
 	Log       *zap.Logger
-	DB        *gorm.DB
+	Store     *models.Store
 	Blobs     *blobstore.Store
 	Temporal  client.Client
 	Generator *providers.Registry
@@ -96,20 +95,14 @@ func Open(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Optio
 		}
 	}()
 
-	db, err := models.Open(cfg.DatabaseURL, models.OpenOptions{MaxOpenConns: cfg.DatabaseMaxOpenConns,
+	store, err := models.OpenStore(cfg.DatabaseURL, models.OpenOptions{MaxOpenConns: cfg.DatabaseMaxOpenConns,
 		ConnectTimeout: cfg.DatabaseConnectTimeout, StatementTimeout: cfg.DatabaseStatementTimeout})
 	if err != nil {
 		return nil, err
 	}
-	a.DB = db
-	a.closers = append(a.closers, func() error {
-		sqlDB, err := db.DB()
-		if err != nil {
-			return err
-		}
-		return sqlDB.Close()
-	})
-	if err := models.CheckSchema(db); err != nil {
+	a.Store = store
+	a.closers = append(a.closers, store.Close)
+	if err := store.CheckSchema(); err != nil {
 		return nil, err
 	}
 
@@ -119,7 +112,7 @@ func Open(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Optio
 	a.closers = append(a.closers, a.Blobs.Close)
 	// The shared marketplace and the system presets: idempotent, safe from many processes at once.
 	// Their images are drawn when first downloaded (`shotflow dev` draws them all at start).
-	if err := reference.Seed(ctx, models.NewStore(db), a.Blobs, false); err != nil {
+	if err := reference.Seed(ctx, store, a.Blobs, false); err != nil {
 		return nil, err
 	}
 
@@ -143,7 +136,7 @@ func Open(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Optio
 		return nil, err
 	}
 	a.closers = append(a.closers, func() error { a.Temporal.Close(); return nil })
-	a.EngineConfig = engineConfig(cfg, db, a.Temporal, log, a.Signer)
+	a.EngineConfig = engineConfig(cfg, store, a.Temporal, log, a.Signer)
 	a.EngineConfig.Models, a.EngineConfig.Metrics, a.EngineConfig.Blobs = a.Generator, a.Metrics, a.Blobs
 	for _, opt := range opts {
 		if opt.Engine != nil {
@@ -251,11 +244,7 @@ func (a *App) subProcessors() []plugin.SubProcessor {
 // Ready checks the database, the blob store and Temporal. Its error is an
 // *unavailable.DependencyError naming the first one that fails.
 func (a *App) Ready(ctx context.Context) error {
-	sqlDB, err := a.DB.DB()
-	if err == nil {
-		err = sqlDB.PingContext(ctx)
-	}
-	if err != nil {
+	if err := a.Store.Ping(ctx); err != nil {
 		return &unavailable.DependencyError{Dependency: "database", Err: err}
 	}
 	if err := a.Blobs.Ping(ctx); err != nil {
@@ -318,7 +307,7 @@ func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler, drain time.
 
 // Activities returns the activity implementations bound to this process's dependencies.
 func (a *App) Activities() *activities.Activities {
-	return &activities.Activities{Store: models.NewStore(a.DB), Blobs: a.Blobs, Generator: a.Generator, Log: a.Log, LongEdge: a.Config.RenderLongEdge,
+	return &activities.Activities{Store: a.Store, Blobs: a.Blobs, Generator: a.Generator, Log: a.Log, LongEdge: a.Config.RenderLongEdge,
 		Prepare: imageprep.Options{MinLongEdge: a.Config.InputMinLongEdge},
 		Secrets: a.Box, Signer: a.Signer, DownloadTTL: a.Config.DownloadURLTTL,
 		Webhooks: webhooks.NewClient(webhooks.ClientOptions{AllowPrivate: a.Config.WebhookAllowPrivateNetworks}),
@@ -327,7 +316,7 @@ func (a *App) Activities() *activities.Activities {
 
 // Purger returns the output retention sweep of this process's database and blob store.
 func (a *App) Purger() *retention.Purger {
-	return &retention.Purger{Store: models.NewStore(a.DB), Blobs: a.Blobs, Log: a.Log, Retention: a.Config.OutputRetention, Metrics: a.Metrics}
+	return &retention.Purger{Store: a.Store, Blobs: a.Blobs, Log: a.Log, Retention: a.Config.OutputRetention, Metrics: a.Metrics}
 }
 
 // StartWorkerMetrics listens on WORKER_METRICS_ADDR and serves the worker's GET /metrics

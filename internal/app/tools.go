@@ -5,7 +5,6 @@ import (
 
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
-	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/platform/config"
@@ -18,23 +17,23 @@ import (
 // demo tenant `shotflow dev` seeds): the database of a configuration, at the schema version this
 // binary knows, without the blob store, providers, HTTP server or worker that Open builds.
 type Tools struct {
-	cfg config.Config
-	db  *gorm.DB
+	cfg   config.Config
+	store *models.Store
 }
 
 // OpenTools opens cfg's database and checks that its schema is the version this binary knows
 // (`shotflow migrate` gets it there). cfg's Temporal namespace should be the effective one
 // (temporalconn.Resolve): the engine's Temporal UI links name it.
 func OpenTools(cfg config.Config) (*Tools, error) {
-	db, err := models.Open(cfg.DatabaseURL, models.OpenOptions{})
+	store, err := models.OpenStore(cfg.DatabaseURL, models.OpenOptions{})
 	if err != nil {
 		return nil, err
 	}
-	if err := models.CheckSchema(db); err != nil {
-		closeDatabase(db)
+	if err := store.CheckSchema(); err != nil {
+		_ = store.Close()
 		return nil, err
 	}
-	return &Tools{cfg: cfg, db: db}, nil
+	return &Tools{cfg: cfg, store: store}, nil
 }
 
 // Engine builds an engine over the database and tc, which may be nil when no use case called
@@ -45,35 +44,28 @@ func (t *Tools) Engine(tc client.Client, master []byte) *engine.Engine {
 	if master != nil {
 		signer = NewSigner(t.cfg, master)
 	}
-	return engine.New(engineConfig(t.cfg, t.db, tc, zap.NewNop(), signer))
+	return engine.New(engineConfig(t.cfg, t.store, tc, zap.NewNop(), signer))
 }
 
 // Close closes the database.
-func (t *Tools) Close() { closeDatabase(t.db) }
+func (t *Tools) Close() { _ = t.store.Close() }
 
 // Migrate applies the pending migrations to cfg's database (`shotflow migrate`, `shotflow dev`)
 // and returns the versions it applied.
 func Migrate(ctx context.Context, cfg config.Config) ([]int, error) {
-	db, err := models.Open(cfg.DatabaseURL, models.OpenOptions{})
+	store, err := models.OpenStore(cfg.DatabaseURL, models.OpenOptions{})
 	if err != nil {
 		return nil, err
 	}
-	defer closeDatabase(db)
-	return models.Migrate(ctx, db)
+	defer store.Close()
+	return store.Migrate(ctx)
 }
 
-// closeDatabase closes db's connections.
-func closeDatabase(db *gorm.DB) {
-	if sqlDB, err := db.DB(); err == nil {
-		sqlDB.Close()
-	}
-}
-
-// engineConfig is the engine's configuration of cfg over db, the Temporal client tc and signer,
+// engineConfig is the engine's configuration of cfg over store, the Temporal client tc and signer,
 // which signs the output URLs of the webhooks the engine records: what every process shares.
-func engineConfig(cfg config.Config, db *gorm.DB, tc client.Client, log *zap.Logger, signer *urlsign.Signer) engine.Config {
+func engineConfig(cfg config.Config, store *models.Store, tc client.Client, log *zap.Logger, signer *urlsign.Signer) engine.Config {
 	return engine.Config{
-		DB: db, Temporal: tc, TaskQueue: cfg.TemporalTaskQueue, Log: log,
+		Store: store, Temporal: tc, TaskQueue: cfg.TemporalTaskQueue, Log: log,
 		JobStartDeadline: cfg.JobStartDeadline, MaxConcurrentJobs: cfg.OrderMaxConcurrentJobs,
 		JobOptions: workflows.JobOptions{InputWait: cfg.InputWaitTimeout},
 		TemporalUI: engine.TemporalUI{BaseURL: cfg.TemporalUIURL, Namespace: cfg.TemporalNamespace},

@@ -26,7 +26,7 @@ func TestEnsureDemoTenant(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		accounts := engine.New(engine.Config{DB: db, Log: zap.NewNop()}).Accounts
+		accounts := engine.New(engine.Config{Store: models.NewStore(db), Log: zap.NewNop()}).Accounts
 		req := engine.DemoTenantRequest{Credits: 1000, RateLimitPerMin: 60}
 		first, err := accounts.EnsureDemoTenant(ctx, box, req)
 		if err != nil {
@@ -70,7 +70,7 @@ func TestOperatorAccountUseCases(t *testing.T) {
 	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
-		accounts := engine.New(engine.Config{DB: db, Log: zap.NewNop()}).Accounts
+		accounts := engine.New(engine.Config{Store: models.NewStore(db), Log: zap.NewNop()}).Accounts
 		box, err := secrets.NewBox([]byte("0123456789abcdef0123456789abcdef"))
 		if err != nil {
 			t.Fatal(err)

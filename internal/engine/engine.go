@@ -14,7 +14,6 @@ import (
 
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
-	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/internal/platform/metrics"
 	"github.com/shotflow/shotflow/internal/platform/urlsign"
@@ -24,7 +23,8 @@ import (
 
 // Config is what the engine is built from: its store, its Temporal client and its options.
 type Config struct {
-	DB       *gorm.DB
+	// Store is the database: every query and write of the use cases is one of its methods.
+	Store    *models.Store
 	Temporal client.Client
 	// Blobs stores the files of uploads, product photos and preset images (*blobstore.Store). It
 	// may be nil only in an engine that stores no files (the admin tools' job runs).
@@ -79,7 +79,7 @@ type Engine struct {
 // another area's use case.
 type core struct {
 	cfg   Config
-	store *models.Store // the database behind cfg.DB
+	store *models.Store // cfg.Store
 	app   *Engine
 	live  liveness   // providers recently seen with an active generator
 	marks startMarks // workflow starts of accepted orders, recorded in batches
@@ -87,7 +87,7 @@ type core struct {
 
 // New builds the engine from its configuration.
 func New(cfg Config) *Engine {
-	c := &core{cfg: cfg, store: models.NewStore(cfg.DB)}
+	c := &core{cfg: cfg, store: cfg.Store}
 	e := &Engine{
 		Sessions: &Sessions{c}, Generation: &Generation{c}, Orders: &Orders{c}, Jobs: &Jobs{c},
 		Catalog: &Catalog{c}, Records: &Records{c}, Uploads: &Uploads{c}, Accounts: &Accounts{c},

@@ -48,7 +48,7 @@ func newGenFixture(t *testing.T, credits int64) *genFixture {
 			}
 			return &workflowservice.DescribeTaskQueueResponse{Pollers: []*taskqueuepb.PollerInfo{{Identity: "worker@test"}}}
 		}, nil)
-	f.engine = engine.New(engine.Config{DB: f.db, Temporal: c, TaskQueue: "shotflow", Log: zap.NewNop(), Models: genStudio})
+	f.engine = engine.New(engine.Config{Store: models.NewStore(f.db), Temporal: c, TaskQueue: "shotflow", Log: zap.NewNop(), Models: genStudio})
 	f.account = f.newAccount(credits)
 	return f
 }

@@ -97,7 +97,7 @@ func viewIDs(js []engine.Job) []string {
 func TestQueryJobsOnBothDatabases(t *testing.T) {
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
-		eng := engine.New(engine.Config{DB: db, Log: zap.NewNop()})
+		eng := engine.New(engine.Config{Store: models.NewStore(db), Log: zap.NewNop()})
 		inst, other := twoInstallations(t, db)
 		base := time.Date(2026, 5, 1, 9, 0, 0, 123456000, time.UTC)
 		var at []time.Time
@@ -132,7 +132,7 @@ func TestQueryJobsOnBothDatabases(t *testing.T) {
 func TestListJobsPagesWithOutputs(t *testing.T) {
 	db := testdb.Open(t, testdb.SQLiteURL(t))
 	ctx := context.Background()
-	eng := engine.New(engine.Config{DB: db, Log: zap.NewNop()})
+	eng := engine.New(engine.Config{Store: models.NewStore(db), Log: zap.NewNop()})
 	inst, other := twoInstallations(t, db)
 	base := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
 	jobs := storeJobs(t, db, inst, status.JobCompleted, base, base.Add(time.Second), base.Add(2*time.Second))

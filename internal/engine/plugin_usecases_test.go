@@ -28,7 +28,7 @@ func wantKind(t *testing.T, err error, kind engine.Kind, what string) *engine.Er
 func TestAuthenticatePluginKey(t *testing.T) {
 	db := testdb.Open(t, testdb.SQLiteURL(t))
 	ctx, now := context.Background(), time.Now()
-	eng := engine.New(engine.Config{DB: db, Log: zap.NewNop()})
+	eng := engine.New(engine.Config{Store: models.NewStore(db), Log: zap.NewNop()})
 	acc, err := models.CreateAccount(db, "acme", 0)
 	require.NoError(t, err)
 	box, err := secrets.NewBox(make([]byte, 32))
@@ -62,7 +62,7 @@ func mustFail[T any](_ T, err error) error { return err }
 func TestRotateWebhookSecretOnlyOfTheCallersInstallation(t *testing.T) {
 	db := testdb.Open(t, testdb.SQLiteURL(t))
 	ctx := context.Background()
-	eng := engine.New(engine.Config{DB: db, Log: zap.NewNop()})
+	eng := engine.New(engine.Config{Store: models.NewStore(db), Log: zap.NewNop()})
 	inst, other := twoInstallations(t, db)
 	box, err := secrets.NewBox(make([]byte, 32))
 	require.NoError(t, err)
@@ -85,7 +85,7 @@ func TestRotateWebhookSecretOnlyOfTheCallersInstallation(t *testing.T) {
 func TestUploadClaimsOnce(t *testing.T) {
 	db := testdb.Open(t, testdb.SQLiteURL(t))
 	ctx := context.Background()
-	eng := engine.New(engine.Config{DB: db, Log: zap.NewNop()})
+	eng := engine.New(engine.Config{Store: models.NewStore(db), Log: zap.NewNop()})
 	inst, _ := twoInstallations(t, db)
 	id, err := eng.Uploads.DeclareUpload(ctx, engine.UploadDeclaration{AccountID: inst.AccountID, InstallationID: inst.ID,
 		Filename: "dir/p.png", ContentType: "image/png", SizeBytes: 10, ExpiresAt: time.Now().Add(time.Hour)})
@@ -110,7 +110,7 @@ func TestUploadClaimsOnce(t *testing.T) {
 func TestCatalogRegistrationRefusals(t *testing.T) {
 	db := testdb.Open(t, testdb.SQLiteURL(t))
 	ctx := context.Background()
-	eng := engine.New(engine.Config{DB: db, Log: zap.NewNop()})
+	eng := engine.New(engine.Config{Store: models.NewStore(db), Log: zap.NewNop()})
 	inst, other := twoInstallations(t, db)
 	theirs, err := eng.Uploads.DeclareUpload(ctx, engine.UploadDeclaration{AccountID: other.AccountID, InstallationID: other.ID,
 		Filename: "p.png", ContentType: "image/png", SizeBytes: 10, ExpiresAt: time.Now().Add(time.Hour)})

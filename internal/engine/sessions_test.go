@@ -61,7 +61,7 @@ func newSessionFixture(t *testing.T, balance int64) *sessionFixture {
 		require.NoError(t, db.Create(&models.Packshot{ID: models.NewID(), AccountID: acct.ID, InstallationID: &inst.ID, ProductID: p.ID,
 			AssetID: "ps-" + ref, ExternalRef: ref, Voting: voting, VotingAt: &now, CreatedAt: now}).Error)
 	}
-	cfg := engine.Config{DB: db, Log: zap.NewNop(), Models: testModels}
+	cfg := engine.Config{Store: models.NewStore(db), Log: zap.NewNop(), Models: testModels}
 	return &sessionFixture{eng: engine.New(cfg), cfg: cfg, db: db, inst: inst}
 }
 

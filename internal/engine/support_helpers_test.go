@@ -68,7 +68,7 @@ var supportUI = engine.TemporalUI{BaseURL: "http://localhost:8233/", Namespace: 
 
 // newSupportEngine is an engine over db and tc that links workflows in supportUI.
 func newSupportEngine(db *gorm.DB, tc client.Client) *engine.Engine {
-	return engine.New(engine.Config{DB: db, Temporal: tc, TaskQueue: "support-test", Log: zap.NewNop(), JobOptions: supportJobOptions,
+	return engine.New(engine.Config{Store: models.NewStore(db), Temporal: tc, TaskQueue: "support-test", Log: zap.NewNop(), JobOptions: supportJobOptions,
 		TemporalUI: supportUI})
 }
 

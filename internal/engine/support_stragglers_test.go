@@ -66,7 +66,7 @@ func TestSupportFindsAndRedrivesStrandedJobs(t *testing.T) {
 		ctx := context.Background()
 		tn := newSupportTenant(t, db, 10)
 		tc := &describingTemporal{recordingTemporal: &recordingTemporal{}}
-		s := engine.New(engine.Config{DB: db, Temporal: tc, TaskQueue: "support-test", Log: zap.NewNop(), JobOptions: supportJobOptions,
+		s := engine.New(engine.Config{Store: models.NewStore(db), Temporal: tc, TaskQueue: "support-test", Log: zap.NewNop(), JobOptions: supportJobOptions,
 			TemporalUI: supportUI, Signer: urlsign.New([]byte("0123456789abcdef0123456789abcdef"), "http://api.example"), DownloadTTL: time.Hour})
 		o, jobs := submitOrder(t, s, tn, 2, "closed", "running", "queued")
 		closed, running, queued := jobs[0].ID, jobs[1].ID, jobs[2].ID

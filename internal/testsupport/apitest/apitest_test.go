@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/shotflow/shotflow/internal/testsupport/apitest"
+	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/models/jobtype"
 	"github.com/shotflow/shotflow/models/testdb"
 )
@@ -91,8 +92,16 @@ func TestTemporalOnlyPrefixRefusesOtherStarts(t *testing.T) {
 func TestNewDepsWiresOneEngine(t *testing.T) {
 	t.Parallel()
 	d := apitest.NewDeps(t, testdb.Open(t, testdb.SQLiteURL(t)), apitest.Options{})
-	if c := d.EngineConfig; c.DB != d.DB || c.Temporal != d.Temporal.Client || c.Models != d.Models {
-		t.Fatal("the engine does not use the Deps' database, Temporal client and models")
+	if c := d.EngineConfig; c.Temporal != d.Temporal.Client || c.Models != d.Models {
+		t.Fatal("the engine does not use the Deps' Temporal client and models")
+	}
+	// The engine's store is the Deps' database: an account created there is found through it.
+	acct, err := models.CreateAccount(d.DB, "wired", 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := d.Engine.Records.Account(context.Background(), acct.ID); err != nil || got.CreditBalance != 7 {
+		t.Fatalf("the engine reads account %+v (%v), want the one created in the Deps' database", got, err)
 	}
 	if got, want := len(d.Engine.Catalog.AIModels(jobtype.All...)), len(d.Models.Models()); got != want || got == 0 {
 		t.Fatalf("the engine shows %d models, the Deps' registry %d", got, want)

@@ -107,7 +107,7 @@ func NewDeps(t testing.TB, db *testdb.DB, opts Options) *Deps {
 	}
 	d.Limiter = ratelimit.NewMemory(now)
 	d.Temporal = NewTemporal(t, opts.Temporal)
-	d.EngineConfig = engine.Config{DB: db, Blobs: d.Blobs, Log: d.Log, Temporal: d.Temporal.Client, TaskQueue: opts.TaskQueue, Models: d.Models}
+	d.EngineConfig = engine.Config{Store: models.NewStore(db), Blobs: d.Blobs, Log: d.Log, Temporal: d.Temporal.Client, TaskQueue: opts.TaskQueue, Models: d.Models}
 	d.Engine = engine.New(d.EngineConfig)
 	return d
 }

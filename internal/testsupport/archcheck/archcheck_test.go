@@ -25,6 +25,7 @@ type tier struct {
 }
 
 // Third-party packages that mark a layer: the store's ORM and drivers, HTTP, Temporal's client.
+// gorm and the drivers are the store's alone (models, models/testdb): every other tier forbids them.
 const (
 	gorm     = "gorm.io/gorm"
 	gin      = "github.com/gin-gonic/gin"
@@ -78,7 +79,7 @@ var tiers = []tier{
 		why:       "activities do the side effects the workflows ask for; they know no engine and no HTTP"},
 	{name: "engine", packages: []string{"internal/engine"},
 		mayImport: append([]string{"models", "workflows", "activities/contract", "internal/providers", "internal/media", "internal/platform"}, append(storeLeaves, shared...)...),
-		forbid:    append([]string{gin}, drivers...),
+		forbid:    append([]string{gorm, gin}, drivers...),
 		why:       "the use cases know the store and Temporal, never HTTP"},
 	{name: "retention", packages: []string{"internal/retention"},
 		mayImport: []string{"models", "internal/platform"},
@@ -93,15 +94,15 @@ var tiers = []tier{
 		forbid:    []string{gorm, temporal, pgx, pgDriver, sqlite},
 		why:       "façades parse, call the engine and map its answers; the store and Temporal are the engine's"},
 	{name: "composition root", packages: []string{"internal/app"},
-		mayImport: []string{""},
-		why:       "the composition root wires everything for each subcommand"},
+		mayImport: []string{""}, forbid: append([]string{gorm}, drivers...),
+		why: "the composition root wires everything for each subcommand"},
 	{name: "commands", packages: []string{"cmd"},
 		mayImport: []string{"internal/app", "internal/engine", "internal/platform", "internal/webhooks", "internal/reference", "workflows", "models"},
 		forbid:    append([]string{gorm, gin, "github.com/shotflow/shotflow/activities"}, drivers...),
 		why:       "the binaries call the composition root and the use cases; they run no query and no activity themselves"},
 	{name: "test support", packages: []string{"internal/testsupport"},
-		mayImport: []string{""},
-		why:       "test environments, test databases and the contract checker may use everything (tests only)"},
+		mayImport: []string{""}, forbid: append([]string{gorm}, drivers...),
+		why: "test environments, test databases and the contract checker may use everything (tests only)"},
 }
 
 // under reports whether the module-relative path rel is prefix or a package below it ("" is every

@@ -29,7 +29,7 @@ func (lostStarts) ExecuteWorkflow(context.Context, temporalclient.StartWorkflowO
 
 // lostStartsEngine is an engine like env's whose workflow starts never reach Temporal.
 func lostStartsEngine(env *testenv.Env) *engine.Engine {
-	return engine.New(engine.Config{DB: env.DB, Temporal: lostStarts{env.App.Temporal}, Blobs: env.App.Blobs, TaskQueue: env.Config.TemporalTaskQueue, Log: env.App.Log,
+	return engine.New(engine.Config{Store: models.NewStore(env.DB), Temporal: lostStarts{env.App.Temporal}, Blobs: env.App.Blobs, TaskQueue: env.Config.TemporalTaskQueue, Log: env.App.Log,
 		Models: env.App.Generator, JobOptions: env.App.EngineConfig.JobOptions})
 }
 
