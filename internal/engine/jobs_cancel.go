@@ -60,10 +60,11 @@ type CancelOutcome struct {
 // The outcome is always certain: accepted (recorded or not yet), refused with KindConflict
 // (ReasonJobNotCancelable), or KindUnavailable when no workflow accepted it by its AcceptBy, in
 // which case none ever will and the job stays as it is. A job of another installation is
-// KindNotFound. A job already cancelled before its first attempt answers as a recorded cancel, so
-// a repeated request, or one that raced with the cancel that won, gets the job it asked for; a
-// refusal thus always concerns a job whose first attempt has begun or that ended otherwise. The
-// wait for the Updates is bounded by one decision horizon, not by ctx's
+// KindNotFound. A job that is no longer pending when the request comes is running or finished
+// (cancelled is final too) and refused, as the plugin API's contract says; a retried DELETE that
+// carries the request's Idempotency-Key replays the first answer instead. A request that found
+// the job pending and then lost the race to another cancel (or to its own, in a workflow task
+// Temporal had to retry) gets the cancelled job it asked for. The wait for the Updates is bounded by one decision horizon, not by ctx's
 // cancellation, so a caller's own timeout can never turn an accepted cancel into a refusal.
 func (e *Jobs) CancelJob(ctx context.Context, req CancelRequest) (CancelOutcome, error) {
 	j, err := e.FindJob(ctx, req.InstallationID, req.JobID)
@@ -71,7 +72,7 @@ func (e *Jobs) CancelJob(ctx context.Context, req CancelRequest) (CancelOutcome,
 		return CancelOutcome{}, err
 	}
 	if j.Status != status.JobPending {
-		return alreadyEnded(j)
+		return CancelOutcome{}, notCancelable()
 	}
 	tctx := context.WithoutCancel(ctx)
 	accepted, err := e.decideCancel(ctx, tctx, newCancelDeadline(), j, req.RequestID)
@@ -79,7 +80,7 @@ func (e *Jobs) CancelJob(ctx context.Context, req CancelRequest) (CancelOutcome,
 		// The refusal may have raced with a cancel that won (another request's, or this one's
 		// in a workflow task Temporal had to retry): what the stored job says then decides.
 		if fresh, rerr := e.store.GetJob(ctx, j.ID); rerr == nil {
-			return alreadyEnded(fresh)
+			return cancelledMeanwhile(fresh)
 		}
 	}
 	if err != nil {
@@ -97,10 +98,11 @@ func (e *Jobs) CancelJob(ctx context.Context, req CancelRequest) (CancelOutcome,
 	return CancelOutcome{Job: jobOf(j, nil), Recorded: true}, nil
 }
 
-// alreadyEnded answers a cancel of a job that is no longer pending: a job cancelled before its
-// first attempt began is the outcome the client asks for, so it is answered as a recorded cancel
-// (DELETE is idempotent); any other job has started or ended, and the cancel is refused.
-func alreadyEnded(j *models.Job) (CancelOutcome, error) {
+// cancelledMeanwhile answers a cancel the workflow refused after the request found the job
+// pending: a job cancelled meanwhile before its first attempt began is the outcome the request
+// asked for, answered as a recorded cancel; any other job has started or ended, and the cancel is
+// refused.
+func cancelledMeanwhile(j *models.Job) (CancelOutcome, error) {
 	if j.Status == status.JobCancelled && j.StartedAt == nil && j.AttemptCount == 0 {
 		return CancelOutcome{Job: jobOf(j, nil), Recorded: true}, nil
 	}

@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,17 +88,17 @@ func TestCancelOnlyJobsThatHaveNotStarted(t *testing.T) {
 	expect(t, stranger.do(http.MethodDelete, "/jobs/"+last, nil, nil), http.StatusNotFound)
 
 	// With one job running at a time, the last one is still waiting: it can be cancelled.
-	var cancelled plugin.JobResponse
-	expect(t, api.do(http.MethodDelete, "/jobs/"+last, nil, &cancelled), http.StatusOK)
-	if cancelled.Status != status.JobCancelled || cancelled.ID != last {
-		t.Fatalf("cancelled job = %+v", cancelled)
+	first, err := api.send(http.MethodDelete, "/jobs/"+last, "cancel-last", nil)
+	if err != nil || first.status != http.StatusOK || !strings.Contains(string(first.body), `"status":"cancelled"`) {
+		t.Fatalf("cancel of the waiting job: %d %s (%v)", first.status, first.body, err)
 	}
-	// Cancel is idempotent: the job is cancelled and never began, which is what a repeat asks for.
-	var again plugin.JobResponse
-	expect(t, api.do(http.MethodDelete, "/jobs/"+last, nil, &again), http.StatusOK)
-	if again.Status != status.JobCancelled || again.ID != last || again.StartedAt != nil {
-		t.Fatalf("repeated cancel = %+v", again)
+	// A retry that carries the same Idempotency-Key replays that answer.
+	replay, err := api.send(http.MethodDelete, "/jobs/"+last, "cancel-last", nil)
+	if err != nil || replay.status != http.StatusOK || string(replay.body) != string(first.body) {
+		t.Fatalf("replayed cancel: %d %s (%v), want the first answer", replay.status, replay.body, err)
 	}
+	// A new request finds the job finished: cancelled is final, and the contract answers 409.
+	expect(t, api.do(http.MethodDelete, "/jobs/"+last, nil, nil), http.StatusConflict)
 
 	jobs := waitTerminal(t, api, ids)
 	// The first job had started (or finished) by the time anyone asked: refused.
