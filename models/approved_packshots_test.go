@@ -31,13 +31,18 @@ func TestLiveProductsWithApprovedPackshots(t *testing.T) {
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		f := newCatalogFixture(t, db)
 		// several: approved packshots voted at minutes 1 and 3 (the latest), and later ones that do
-		// not count: rejected, pending, deleted.
+		// not count: rejected, pending, deleted, archived.
 		several := f.product(f.inst, "several", f.base)
 		older := f.votedPackshot(several, models.VotingAccepted, 1, false)
 		latest := f.votedPackshot(several, models.VotingAccepted, 3, false)
 		f.votedPackshot(several, models.VotingRejected, 5, false)
 		f.votedPackshot(several, models.VotingPending, 6, false)
 		f.votedPackshot(several, models.VotingAccepted, 7, true)
+		// Approved, but archived by the external API's update-packshot: no longer approved.
+		archived := f.votedPackshot(several, models.VotingAccepted, 8, false)
+		if err := db.Model(&models.Packshot{}).Where("id = ?", archived.ID).Update("archived_at", f.base).Error; err != nil {
+			t.Fatal(err)
+		}
 		none := f.product(f.inst, "none", f.base)
 		f.votedPackshot(none, models.VotingRejected, 2, false)
 		bare := f.product(f.inst, "bare", f.base)

@@ -145,8 +145,8 @@ type productWithPackshot struct {
 func (productWithPackshot) TableName() string { return "products" }
 
 // LiveProductsWithApprovedPackshots returns, by external_ref, the installation's live products
-// that refs name, each with its approved packshots of the installation that are not deleted,
-// latest first (voting_at DESC, created_at DESC): all of them read with one query, a LEFT JOIN of
+// that refs name, each with its approved packshots of the installation that are neither deleted
+// nor archived, latest first (voting_at DESC, created_at DESC): all of them read with one query, a LEFT JOIN of
 // products with packshots. A ref without a live product is absent from the map.
 func LiveProductsWithApprovedPackshots(db *gorm.DB, installationID string, refs []string) (map[string]*ApprovedProduct, error) {
 	out := map[string]*ApprovedProduct{}
@@ -157,7 +157,8 @@ func LiveProductsWithApprovedPackshots(db *gorm.DB, installationID string, refs 
 	packshot := func(name string) clause.Column { return clause.Column{Table: clause.CurrentTable, Name: name} }
 	approved := db.Where(clause.Eq{Column: packshot("installation_id"), Value: installationID}).
 		Where(clause.Eq{Column: packshot("voting"), Value: VotingAccepted}).
-		Where(clause.Eq{Column: packshot("deleted_at"), Value: nil})
+		Where(clause.Eq{Column: packshot("deleted_at"), Value: nil}).
+		Where(clause.Eq{Column: packshot("archived_at"), Value: nil})
 	latest := func(name string) clause.OrderByColumn {
 		return clause.OrderByColumn{Column: clause.Column{Table: "Packshot", Name: name}, Desc: true}
 	}
