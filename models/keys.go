@@ -68,7 +68,8 @@ func IssueKey(db *gorm.DB, kind, accountID string, installationID *string, name 
 	return &IssuedKey{Key: k, Secret: prefix + keyID + "." + secret}, nil
 }
 
-// ParseKey splits a full key string into its kind, key ID and secret.
+// ParseKey splits a full key string into its kind, key ID and secret. The key ID is what IssueKey
+// makes: 16 lowercase hexadecimal digits; anything else is no key, refused without a look-up.
 func ParseKey(full string) (kind, keyID, secret string, ok bool) {
 	switch {
 	case strings.HasPrefix(full, PluginKeyPrefix):
@@ -79,10 +80,23 @@ func ParseKey(full string) (kind, keyID, secret string, ok bool) {
 		return "", "", "", false
 	}
 	keyID, secret, ok = strings.Cut(full, ".")
-	if !ok || len(keyID) != 16 || secret == "" || len(secret) > 128 {
+	if !ok || !isKeyID(keyID) || secret == "" || len(secret) > 128 {
 		return "", "", "", false
 	}
 	return kind, keyID, secret, true
+}
+
+// isKeyID reports whether s is 16 lowercase hexadecimal digits, the form of every key ID.
+func isKeyID(s string) bool {
+	if len(s) != 16 {
+		return false
+	}
+	for i := range len(s) {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // AuthenticateKey returns the live key of the given kind that full names, or ErrInvalidKey.
