@@ -46,6 +46,9 @@ func (e *Accounts) AuthenticatePluginKey(ctx context.Context, raw string, now ti
 	if inst == nil || inst.Status != "active" {
 		return PluginCaller{}, refuse(KindUnauthenticated, "", "", "The installation of this key is not active.")
 	}
+	if key.LastUsedAt == nil || now.Sub(*key.LastUsedAt) >= KeyUseRecordedEvery {
+		e.recordKeyUse(ctx, key.ID, now)
+	}
 	return PluginCaller{Key: apiKeyOf(key), Installation: Installation{ID: inst.ID, AccountID: inst.AccountID,
 		Name: inst.Name, RateLimitPerMin: inst.RateLimitPerMin}}, nil
 }
@@ -57,8 +60,8 @@ type RotatedSecret struct {
 	PreviousSecretValidUntil time.Time
 }
 
-// KeyUseRecordedEvery is how stale an external key's last_used_at may get: it is written at most
-// this often, not on every request.
+// KeyUseRecordedEvery is how stale a key's last_used_at may get (plugin and external keys alike):
+// it is written at most this often, not on every request.
 const KeyUseRecordedEvery = time.Minute
 
 // AuthenticateAccountKey returns the live external key (mk_live_…) that raw names:

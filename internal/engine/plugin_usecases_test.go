@@ -42,6 +42,21 @@ func TestAuthenticatePluginKey(t *testing.T) {
 	assert.Equal(t, created.APIKey.Key.ID, who.Key.ID, "the installation's own key")
 	assert.Equal(t, created.Installation.ID, *created.APIKey.Key.InstallationID)
 	assert.Equal(t, models.PluginScopes, who.Key.Scopes)
+	// The key's use is recorded, at most once a minute (engine.KeyUseRecordedEvery).
+	lastUsed := func() time.Time {
+		var k models.APIKey
+		require.NoError(t, db.Take(&k, "id = ?", created.APIKey.Key.ID).Error)
+		require.NotNil(t, k.LastUsedAt, "a plugin key's use is not recorded")
+		return *k.LastUsedAt
+	}
+	assert.True(t, lastUsed().Equal(now.UTC()), "last_used_at %v, want %v", lastUsed(), now)
+	_, err = eng.Accounts.AuthenticatePluginKey(ctx, created.APIKey.Secret, now.Add(time.Second))
+	require.NoError(t, err)
+	assert.True(t, lastUsed().Equal(now.UTC()), "last_used_at written again within a minute")
+	later := now.Add(engine.KeyUseRecordedEvery)
+	_, err = eng.Accounts.AuthenticatePluginKey(ctx, created.APIKey.Secret, later)
+	require.NoError(t, err)
+	assert.True(t, lastUsed().Equal(later.UTC()), "last_used_at %v after a minute, want %v", lastUsed(), later)
 
 	e := wantKind(t, mustFail(eng.Accounts.AuthenticatePluginKey(ctx, "pk_live_nope.nope", now)), engine.KindUnauthenticated, "unknown key")
 	assert.Equal(t, "The API key is invalid, expired or revoked.", e.Message)
