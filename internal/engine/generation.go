@@ -138,11 +138,14 @@ func (e *Generation) SubmitPlan(ctx context.Context, p *Plan) (Submitted, error)
 	err := e.app.Orders.SubmitWith(ctx, p.Order, p.Jobs, records)
 	if errors.Is(err, models.ErrInsufficientCredits) {
 		need := models.ReservationTotal(p.Jobs)
-		balance, aerr := e.store.CreditBalance(ctx, p.Order.AccountID)
-		if aerr != nil {
-			return Submitted{}, aerr
+		// The balance only words the refusal: when it cannot be read, the refusal stands without it.
+		msg := fmt.Sprintf("Insufficient credits: this request needs %d; nothing was created.", need)
+		if balance, aerr := e.store.CreditBalance(ctx, p.Order.AccountID); aerr == nil {
+			msg = fmt.Sprintf("Insufficient credits: this request needs %d and %d are available; nothing was created.", need, balance)
+		} else {
+			e.logger().Warn("credit balance for a refusal", zap.String("account_id", p.Order.AccountID), zap.Error(aerr))
 		}
-		r := refuse(KindInsufficientCredits, "", "", "Insufficient credits: this request needs %d and %d are available; nothing was created.", need, balance)
+		r := refuse(KindInsufficientCredits, "", "", "%s", msg)
 		r.CreditsRequired, r.Cause = need, err
 		return Submitted{}, r
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	taskqueuepb "go.temporal.io/api/taskqueue/v1"
 	"go.temporal.io/api/workflowservice/v1"
@@ -304,6 +305,24 @@ func TestSubmitPlanInsufficientCredits(t *testing.T) {
 		!errors.Is(err, models.ErrInsufficientCredits) {
 		t.Errorf("message %q, credits required %d", e.Message, e.CreditsRequired)
 	}
+	// When the balance cannot be read for the message, the answer is still the 402, without it.
+	require.NoError(t, f.db.Callback().Raw().Before("gorm:raw").Register("balance_down", func(tx *gorm.DB) {
+		if strings.Contains(tx.Statement.SQL.String(), "accounts") {
+			tx.AddError(errors.New("the database went away"))
+		}
+	}))
+	require.NoError(t, f.db.Callback().Query().Before("gorm:query").Register("balance_down_query", func(tx *gorm.DB) {
+		if tx.Statement.Table == "accounts" {
+			tx.AddError(errors.New("the database went away"))
+		}
+	}))
+	_, err = f.engine.Generation.SubmitPlan(ctx, p)
+	e = wantGenRefusal(t, "short balance, balance unreadable", err, engine.KindInsufficientCredits, "")
+	if e.Message != "Insufficient credits: this request needs 4; nothing was created." || e.CreditsRequired != 4 {
+		t.Errorf("without the balance: message %q, credits required %d", e.Message, e.CreditsRequired)
+	}
+	require.NoError(t, f.db.Callback().Raw().Remove("balance_down"))
+	require.NoError(t, f.db.Callback().Query().Remove("balance_down_query"))
 	var orders, items int64
 	f.db.Model(&models.Order{}).Where("account_id = ?", f.account).Count(&orders)
 	f.db.Table(models.KindScenery.Table()).Where("account_id = ?", f.account).Count(&items)
