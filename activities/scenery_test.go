@@ -18,6 +18,7 @@ import (
 	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/catalog"
 	"github.com/shotflow/shotflow/models/jobtype"
 	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/models/testdb"
@@ -53,7 +54,7 @@ func TestPhotoShootGetsItsSceneryImage(t *testing.T) {
 	if err := models.SeedReference(db); err != nil {
 		t.Fatal(err)
 	}
-	catalog, err := models.LoadCatalog()
+	catalog, err := catalog.Load()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/catalog"
 	"github.com/shotflow/shotflow/models/jobtype"
 	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/models/testdb"
@@ -37,7 +38,7 @@ func TestSuccessfulJobCostsTheWorkerTwoTransactions(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = blobs.Close() })
-	catalog, err := models.LoadCatalog()
+	catalog, err := catalog.Load()
 	if err != nil {
 		t.Fatal(err)
 	}

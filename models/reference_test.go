@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/catalog"
 	"github.com/shotflow/shotflow/models/testdb"
 )
 
@@ -482,7 +483,7 @@ const pricingCatalog = `{
 
 func TestCatalogPrices(t *testing.T) {
 	t.Parallel()
-	c, err := models.ParseCatalog([]byte(pricingCatalog))
+	c, err := catalog.Parse([]byte(pricingCatalog))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -495,8 +496,8 @@ func TestCatalogPrices(t *testing.T) {
 	}
 	// Only the "local" provider is available: no entry of "other", and no "*" for a job type
 	// (video) no available model serves.
-	got := c.Prices([]models.AIModel{b, a})
-	want := []models.Price{
+	got := c.Prices([]catalog.AIModel{b, a})
+	want := []catalog.Price{
 		{JobType: "packshot", Provider: "local", Model: "*", CreditCost: 2},
 		{JobType: "packshot", Provider: "local", Model: "a", CreditCost: 2},
 		{JobType: "photo_shoot", Provider: "local", Model: "*", CreditCost: 2},
@@ -517,7 +518,7 @@ func TestCatalogPrices(t *testing.T) {
 		"negative provider price":   strings.Replace(pricingCatalog, `"credit_cost": 9`, `"credit_cost": -1`, 1),
 		"negative model cost":       strings.Replace(pricingCatalog, `"base_credit_cost": 5`, `"base_credit_cost": -5`, 1),
 	} {
-		if _, err := models.ParseCatalog([]byte(doc)); err == nil {
+		if _, err := catalog.Parse([]byte(doc)); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
@@ -527,7 +528,7 @@ func TestCatalogPrices(t *testing.T) {
 // default price, so GET /pricing always has a "*" entry for it.
 func TestEmbeddedCatalogHasProviderPrices(t *testing.T) {
 	t.Parallel()
-	c, err := models.LoadCatalog()
+	c, err := catalog.Load()
 	if err != nil {
 		t.Fatal(err)
 	}

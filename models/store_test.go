@@ -11,6 +11,7 @@ import (
 
 	"github.com/shotflow/shotflow/internal/platform/secrets"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/catalog"
 	"github.com/shotflow/shotflow/models/jobtype"
 	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/models/testdb"
@@ -328,7 +329,7 @@ func sameKey(a, b models.APIKey) bool {
 
 func TestCatalogIsConsistent(t *testing.T) {
 	t.Parallel()
-	c, err := models.LoadCatalog()
+	c, err := catalog.Load()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/catalog"
 	"github.com/shotflow/shotflow/models/jobtype"
 	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/models/testdb"
@@ -248,7 +249,7 @@ func TestGenerationRefusals(t *testing.T) {
 		}
 
 		// 422: no configured provider generates the job type.
-		catalog, err := models.LoadCatalog()
+		catalog, err := catalog.Load()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -410,7 +411,7 @@ func TestRegisterPhotoShootNeedsThePhotosOwnApprovedPackshot(t *testing.T) {
 		}
 
 		// 422 when no model generates photo shoots.
-		catalog, _ := models.LoadCatalog()
+		catalog, _ := catalog.Load()
 		cfg := e.engineConfig
 		cfg.Models = providers.MustNewRegistry(catalog, map[string]providers.Provider{})
 		e.handler.Engine = engine.New(cfg)
@@ -526,7 +527,7 @@ func TestEveryGenerationRouteRefusesAlike(t *testing.T) {
 				e.generatorsDown = true
 			}},
 			{"no model", http.StatusUnprocessableEntity, func(e *env, _ string) {
-				catalog, _ := models.LoadCatalog()
+				catalog, _ := catalog.Load()
 				cfg := e.engineConfig
 				cfg.Models = providers.MustNewRegistry(catalog, map[string]providers.Provider{})
 				e.handler.Engine = engine.New(cfg)

@@ -33,6 +33,7 @@ import (
 	"github.com/shotflow/shotflow/internal/testsupport/apitest"
 	"github.com/shotflow/shotflow/internal/testsupport/contract"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/catalog"
 	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/models/testdb"
 	"github.com/shotflow/shotflow/workflows"
@@ -68,7 +69,7 @@ type env struct {
 type envConfig struct {
 	db            *gorm.DB // a migrated database of the test's (testdb.Dialects); nil: databaseURL
 	databaseURL   func(testing.TB) string
-	catalog       *models.Catalog
+	catalog       *catalog.Catalog
 	credits       int64
 	rateLimit     int
 	subProcessors []plugin.SubProcessor
@@ -90,7 +91,7 @@ func withSubProcessors(s []plugin.SubProcessor) envOption {
 	return func(c *envConfig) { c.subProcessors = s }
 }
 
-func withCatalog(c *models.Catalog) envOption { return func(cfg *envConfig) { cfg.catalog = c } }
+func withCatalog(c *catalog.Catalog) envOption { return func(cfg *envConfig) { cfg.catalog = c } }
 
 func withCredits(n int64) envOption { return func(c *envConfig) { c.credits = n } }
 
@@ -108,7 +109,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	if db == nil {
 		db = testdb.Open(t, cfg.databaseURL(t))
 	}
-	var catalog *models.Catalog
+	var catalog *catalog.Catalog
 	if cfg.catalog != nil {
 		// A test catalog names models the providers' code does not know; serve them all.
 		catalog = cfg.catalog

@@ -21,6 +21,7 @@ import (
 	"github.com/shotflow/shotflow/internal/providers/sim"
 	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/catalog"
 	"github.com/shotflow/shotflow/models/jobtype"
 )
 
@@ -355,7 +356,7 @@ func TestReferencePermissions(t *testing.T) {
 // requirePricingMatchesAIModels checks GET /pricing against GET /ai-models: every listed AI
 // model's base_credit_cost is the price of its own entry, or else of its provider's "*", for every
 // job type it serves; every price entry names a listed model or is a provider's "*".
-func requirePricingMatchesAIModels(t *testing.T, e *env) []models.Price {
+func requirePricingMatchesAIModels(t *testing.T, e *env) []catalog.Price {
 	t.Helper()
 	rec := e.do(http.MethodGet, p("/pricing"), e.key, nil)
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
@@ -363,11 +364,11 @@ func requirePricingMatchesAIModels(t *testing.T, e *env) []models.Price {
 	assert.Empty(t, rec.Header().Get("Vary"))
 	body := decode(t, rec)
 	require.Equal(t, []string{"prices"}, keysOf(body))
-	var prices []models.Price
+	var prices []catalog.Price
 	for _, raw := range body["prices"].([]any) {
 		en := raw.(map[string]any)
 		require.Equal(t, []string{"credit_cost", "job_type", "model", "provider"}, keysOf(en))
-		prices = append(prices, models.Price{JobType: en["job_type"].(string), Provider: en["provider"].(string),
+		prices = append(prices, catalog.Price{JobType: en["job_type"].(string), Provider: en["provider"].(string),
 			Model: en["model"].(string), CreditCost: int64(en["credit_cost"].(float64))})
 	}
 	rec = e.do(http.MethodGet, p("/ai-models"), e.key, nil)
@@ -403,7 +404,7 @@ func requirePricingMatchesAIModels(t *testing.T, e *env) []models.Price {
 			modelKeys[[3]string{jt.(string), provider, model}] = true
 			cost, ok := find(jt.(string), provider, model)
 			if !ok {
-				cost, ok = find(jt.(string), provider, models.PriceAnyModel)
+				cost, ok = find(jt.(string), provider, catalog.PriceAnyModel)
 			}
 			require.True(t, ok, "no price for %s (%s)", id, jt)
 			assert.Equal(t, base, cost, "price of %s (%s) differs from its base_credit_cost", id, jt)
@@ -411,7 +412,7 @@ func requirePricingMatchesAIModels(t *testing.T, e *env) []models.Price {
 	}
 	for _, pr := range prices {
 		assert.True(t, providers[pr.Provider], "price of provider %s, which lists no AI model", pr.Provider)
-		if pr.Model != models.PriceAnyModel {
+		if pr.Model != catalog.PriceAnyModel {
 			assert.True(t, modelKeys[[3]string{pr.JobType, pr.Provider, pr.Model}], "price of an unlisted model %+v", pr)
 		}
 	}
@@ -422,8 +423,8 @@ func TestPricingMatchesAIModels(t *testing.T) {
 	t.Parallel()
 	t.Run("default providers", func(t *testing.T) {
 		prices := requirePricingMatchesAIModels(t, newEnv(t))
-		assert.Contains(t, prices, models.Price{JobType: jobtype.PhotoShoot, Provider: "local", Model: "*", CreditCost: 1})
-		assert.Contains(t, prices, models.Price{JobType: jobtype.PhotoShoot, Provider: "local", Model: "studio-v1", CreditCost: 1})
+		assert.Contains(t, prices, catalog.Price{JobType: jobtype.PhotoShoot, Provider: "local", Model: "*", CreditCost: 1})
+		assert.Contains(t, prices, catalog.Price{JobType: jobtype.PhotoShoot, Provider: "local", Model: "studio-v1", CreditCost: 1})
 		for _, pr := range prices {
 			assert.NotEqual(t, sim.Name, pr.Provider, "the sim provider is not configured")
 		}
@@ -432,10 +433,10 @@ func TestPricingMatchesAIModels(t *testing.T) {
 		prices := requirePricingMatchesAIModels(t, newEnv(t, withProviders(map[string]providers.Provider{
 			"local": local.Provider{}, sim.Name: sim.Provider{},
 		})))
-		assert.Contains(t, prices, models.Price{JobType: jobtype.PhotoShoot, Provider: sim.Name, Model: "*", CreditCost: 1})
+		assert.Contains(t, prices, catalog.Price{JobType: jobtype.PhotoShoot, Provider: sim.Name, Model: "*", CreditCost: 1})
 	})
 	t.Run("model prices that differ from the provider default", func(t *testing.T) {
-		catalog, err := models.ParseCatalog([]byte(`{
+		cat, err := catalog.Parse([]byte(`{
 		  "version": 1,
 		  "aspect_ratios": [{"id": "1:1", "label": "Square", "width": 1, "height": 1, "default": true}],
 		  "ai_models": [
@@ -445,8 +446,8 @@ func TestPricingMatchesAIModels(t *testing.T) {
 		  "provider_prices": [{"provider": "local", "job_type": "photo_shoot", "credit_cost": 2}]
 		}`))
 		require.NoError(t, err)
-		prices := requirePricingMatchesAIModels(t, newEnv(t, withCatalog(catalog)))
-		assert.Equal(t, []models.Price{
+		prices := requirePricingMatchesAIModels(t, newEnv(t, withCatalog(cat)))
+		assert.Equal(t, []catalog.Price{
 			{JobType: "photo_shoot", Provider: "local", Model: "*", CreditCost: 2},
 			{JobType: "photo_shoot", Provider: "local", Model: "premium", CreditCost: 4},
 			{JobType: "photo_shoot", Provider: "local", Model: "standard", CreditCost: 2},

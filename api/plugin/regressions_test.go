@@ -10,6 +10,7 @@ import (
 
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/catalog"
 	"github.com/shotflow/shotflow/models/jobtype"
 )
 
@@ -37,10 +38,10 @@ func TestMePermissionsAreAnArrayEvenWhenEmpty(t *testing.T) {
 }
 
 // packshotCatalog is the shipped catalog plus a model that generates packshot jobs.
-func packshotCatalog(t *testing.T) *models.Catalog {
-	c, err := models.LoadCatalog()
+func packshotCatalog(t *testing.T) *catalog.Catalog {
+	c, err := catalog.Load()
 	require.NoError(t, err)
-	c.AIModels = append(c.AIModels, models.AIModel{ID: "local/packshot-test", Provider: "local", OutputType: "image",
+	c.AIModels = append(c.AIModels, catalog.AIModel{ID: "local/packshot-test", Provider: "local", OutputType: "image",
 		JobTypes: []string{jobtype.Packshot}, SupportedAspectRatios: []string{"1:1"}, BaseCreditCost: 1})
 	return c
 }

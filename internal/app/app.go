@@ -40,6 +40,7 @@ import (
 	"github.com/shotflow/shotflow/internal/retention"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/catalog"
 	"github.com/shotflow/shotflow/worker"
 	"github.com/shotflow/shotflow/workflows"
 )
@@ -172,7 +173,7 @@ func Providers(cfg config.Config) map[string]providers.Provider {
 // NewGenerator is the registry of the seed catalog over the configured providers, with
 // DEFAULT_PROVIDER as its default; it fails when that provider is not configured.
 func NewGenerator(cfg config.Config) (*providers.Registry, error) {
-	catalog, err := models.LoadCatalog()
+	catalog, err := catalog.Load()
 	if err != nil {
 		return nil, err
 	}

@@ -7,13 +7,13 @@ import (
 
 	"github.com/shotflow/shotflow/internal/platform/config"
 	"github.com/shotflow/shotflow/internal/providers"
-	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/catalog"
 	"github.com/shotflow/shotflow/models/jobtype"
 	"github.com/shotflow/shotflow/worker"
 )
 
 func TestProvidersFollowTheConfiguration(t *testing.T) {
-	catalog, err := models.LoadCatalog()
+	catalog, err := catalog.Load()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,7 @@ package engine
 import (
 	"slices"
 
-	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/catalog"
 	"github.com/shotflow/shotflow/models/jobtype"
 )
 
@@ -14,17 +14,17 @@ import (
 // reference catalog filtered to the providers this deployment runs.
 type ModelRegistry interface {
 	// Models lists the available models.
-	Models() []models.AIModel
+	Models() []catalog.AIModel
 	// ModelsFor lists the available models that serve any of jobTypes, each showing only those of
 	// its job types that are in jobTypes.
-	ModelsFor(jobTypes ...string) []models.AIModel
+	ModelsFor(jobTypes ...string) []catalog.AIModel
 	// Model returns an available model by its provider/model ID.
-	Model(id string) (models.AIModel, bool)
+	Model(id string) (catalog.AIModel, bool)
 	// DefaultModel is the model of the job type (of the provider when not empty); ok is false when
 	// none serves it.
-	DefaultModel(jobType, provider string) (models.AIModel, bool)
+	DefaultModel(jobType, provider string) (catalog.AIModel, bool)
 	// Catalog is the full reference catalog: aspect ratios, models and prices.
-	Catalog() *models.Catalog
+	Catalog() *catalog.Catalog
 }
 
 // AIModel is a generation model as the APIs list it, addressed as provider/model.

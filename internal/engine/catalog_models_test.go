@@ -9,7 +9,7 @@ import (
 
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/providers"
-	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/catalog"
 	"github.com/shotflow/shotflow/models/jobtype"
 )
 
@@ -24,7 +24,7 @@ func (servesAll) Generate(context.Context, providers.Request) ([]providers.Outpu
 func (servesAll) Serves(string, string) bool { return true }
 
 // newRegistry is the registry of the catalog over a provider for each provider its models name.
-func newRegistry(c *models.Catalog) *providers.Registry {
+func newRegistry(c *catalog.Catalog) *providers.Registry {
 	configured := map[string]providers.Provider{}
 	for _, m := range c.AIModels {
 		configured[m.Provider] = servesAll{}
@@ -35,9 +35,9 @@ func newRegistry(c *models.Catalog) *providers.Registry {
 // catalogEngine is an engine whose registry runs provider "p" but not "off", over a catalog of a
 // photo-shoot model, a model of photo shoots and videos, and a packshot model of "off".
 func catalogEngine() *engine.Engine {
-	c := &models.Catalog{
-		AspectRatios: []models.AspectRatio{{ID: "1:1"}, {ID: "4:5", Default: true}},
-		AIModels: []models.AIModel{
+	c := &catalog.Catalog{
+		AspectRatios: []catalog.AspectRatio{{ID: "1:1"}, {ID: "4:5", Default: true}},
+		AIModels: []catalog.AIModel{
 			{ID: "p/shoot", Provider: "p", JobTypes: []string{jobtype.PhotoShoot}, BaseCreditCost: 3},
 			{ID: "p/both", Provider: "p", JobTypes: []string{jobtype.PhotoShoot, jobtype.Video}, BaseCreditCost: 5},
 			{ID: "off/packshot", Provider: "off", JobTypes: []string{jobtype.Packshot}, BaseCreditCost: 2},

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/catalog"
 	"github.com/shotflow/shotflow/models/jobtype"
 	"github.com/shotflow/shotflow/models/status"
 )
@@ -71,7 +72,7 @@ func newPlan(r Requester, jobType string, config any) *Plan {
 }
 
 // add appends n jobs built by job (given the job's index) with the model and a surcharge per job.
-func (p *Plan) add(r Requester, n int, m models.AIModel, surcharge int64, job func(i int, j *models.Job)) {
+func (p *Plan) add(r Requester, n int, m catalog.AIModel, surcharge int64, job func(i int, j *models.Job)) {
 	now := time.Now().UTC()
 	for i := range n {
 		j := models.Job{
@@ -95,7 +96,7 @@ func (e *core) logger() *zap.Logger {
 // checks that a worker generates with its provider right now: KindPrerequisite
 // (ReasonModelNotResolved, Details [DetailNoGenerationModel], Subjects [jobType]) when no model serves the job type, KindUnavailable
 // (ReasonGeneratorDown) when its provider has no active generator.
-func (e *Generation) ResolveModel(ctx context.Context, jobType, provider string) (models.AIModel, error) {
+func (e *Generation) ResolveModel(ctx context.Context, jobType, provider string) (catalog.AIModel, error) {
 	m, ok := e.cfg.Models.DefaultModel(jobType, provider)
 	if !ok {
 		err := refuse(KindPrerequisite, ReasonModelNotResolved, "", "No generation model is available for %s; nothing was created.", strings.ReplaceAll(jobType, "_", " "))

@@ -19,13 +19,14 @@ import (
 
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/catalog"
 	"github.com/shotflow/shotflow/models/jobtype"
 	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/models/testdb"
 )
 
 // genStudio is a registry of one local model that serves packshots, photo shoots and scenery ideas.
-var genStudio = newRegistry(&models.Catalog{AIModels: []models.AIModel{{ID: "local/studio-v1", Provider: "local", BaseCreditCost: 2,
+var genStudio = newRegistry(&catalog.Catalog{AIModels: []catalog.AIModel{{ID: "local/studio-v1", Provider: "local", BaseCreditCost: 2,
 	JobTypes: []string{jobtype.Packshot, jobtype.PhotoShoot, jobtype.SceneryIdea}}}})
 
 // genFixture is an engine over a fresh SQLite database whose Temporal answers that generators run

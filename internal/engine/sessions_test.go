@@ -11,6 +11,7 @@ import (
 
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/catalog"
 	"github.com/shotflow/shotflow/models/jobtype"
 	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/models/testdb"
@@ -18,9 +19,9 @@ import (
 
 // testModels is a registry of three models: a photo-shoot one, a packshot one, and one the
 // façade does not offer (video).
-var testModels = newRegistry(&models.Catalog{
-	AspectRatios: []models.AspectRatio{{ID: "1:1", Default: true}},
-	AIModels: []models.AIModel{
+var testModels = newRegistry(&catalog.Catalog{
+	AspectRatios: []catalog.AspectRatio{{ID: "1:1", Default: true}},
+	AIModels: []catalog.AIModel{
 		{ID: "p/shoot", Provider: "p", JobTypes: []string{jobtype.PhotoShoot}, SupportedAspectRatios: []string{"1:1", "4:5"}, BaseCreditCost: 3},
 		{ID: "p/packshot", Provider: "p", JobTypes: []string{jobtype.Packshot}, SupportedAspectRatios: []string{"1:1"}, BaseCreditCost: 2},
 		{ID: "p/video", Provider: "p", JobTypes: []string{"video"}, SupportedAspectRatios: []string{"1:1"}, BaseCreditCost: 9},

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
-	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/catalog"
 )
 
 // Input is one source file of a generation request.
@@ -126,7 +126,7 @@ func ContainsAny(s string, markers []string) bool {
 // Registry maps provider names to providers and filters the catalog to the available ones.
 type Registry struct {
 	providers map[string]Provider
-	catalog   *models.Catalog
+	catalog   *catalog.Catalog
 	preferred string // the default provider, when set
 }
 
@@ -135,7 +135,7 @@ type Registry struct {
 // generate, so the catalog, the prices and the code never disagree.
 //
 // preferred, when given, names the default provider: DefaultModel picks its models first.
-func NewRegistry(catalog *models.Catalog, providers map[string]Provider, preferred ...string) (*Registry, error) {
+func NewRegistry(catalog *catalog.Catalog, providers map[string]Provider, preferred ...string) (*Registry, error) {
 	for _, m := range catalog.AIModels {
 		p, ok := providers[m.Provider]
 		if !ok {
@@ -156,8 +156,8 @@ func NewRegistry(catalog *models.Catalog, providers map[string]Provider, preferr
 }
 
 // Models lists the catalog models whose provider is configured.
-func (r *Registry) Models() []models.AIModel {
-	var out []models.AIModel
+func (r *Registry) Models() []catalog.AIModel {
+	var out []catalog.AIModel
 	for _, m := range r.catalog.AIModels {
 		if _, ok := r.providers[m.Provider]; ok {
 			out = append(out, m)
@@ -167,7 +167,7 @@ func (r *Registry) Models() []models.AIModel {
 }
 
 // MustNewRegistry is NewRegistry for catalogs known to be consistent (tests): it panics on error.
-func MustNewRegistry(catalog *models.Catalog, providers map[string]Provider) *Registry {
+func MustNewRegistry(catalog *catalog.Catalog, providers map[string]Provider) *Registry {
 	r, err := NewRegistry(catalog, providers)
 	if err != nil {
 		panic(err)
@@ -177,8 +177,8 @@ func MustNewRegistry(catalog *models.Catalog, providers map[string]Provider) *Re
 
 // ModelsFor lists the available models that serve any of jobTypes, each showing only those of its
 // job types that are in jobTypes: what a façade that creates only those job types offers.
-func (r *Registry) ModelsFor(jobTypes ...string) []models.AIModel {
-	var out []models.AIModel
+func (r *Registry) ModelsFor(jobTypes ...string) []catalog.AIModel {
+	var out []catalog.AIModel
 	for _, m := range r.Models() {
 		var served []string
 		for _, jt := range m.JobTypes {
@@ -198,7 +198,7 @@ func (r *Registry) ModelsFor(jobTypes ...string) []models.AIModel {
 // available catalog model, in catalog order, that serves it, restricted to provider when provider
 // is not empty, else taken from the default provider when it serves the job type. ok is false when
 // none does.
-func (r *Registry) DefaultModel(jobType, provider string) (models.AIModel, bool) {
+func (r *Registry) DefaultModel(jobType, provider string) (catalog.AIModel, bool) {
 	if provider == "" && r.preferred != "" {
 		if m, ok := r.DefaultModel(jobType, r.preferred); ok {
 			return m, true
@@ -209,21 +209,21 @@ func (r *Registry) DefaultModel(jobType, provider string) (models.AIModel, bool)
 			return m, true
 		}
 	}
-	return models.AIModel{}, false
+	return catalog.AIModel{}, false
 }
 
 // Model returns an available catalog model by its provider/model ID.
-func (r *Registry) Model(id string) (models.AIModel, bool) {
+func (r *Registry) Model(id string) (catalog.AIModel, bool) {
 	m, ok := r.catalog.Model(id)
 	if !ok {
-		return models.AIModel{}, false
+		return catalog.AIModel{}, false
 	}
 	_, configured := r.providers[m.Provider]
 	return m, configured
 }
 
 // Catalog returns the full reference catalog.
-func (r *Registry) Catalog() *models.Catalog { return r.catalog }
+func (r *Registry) Catalog() *catalog.Catalog { return r.catalog }
 
 // Providers lists the configured provider names.
 func (r *Registry) Providers() []string {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
-	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/catalog"
 	"github.com/shotflow/shotflow/models/jobtype"
 )
 
@@ -33,9 +33,9 @@ func (f fake) Serves(model, jobType string) bool {
 	return false
 }
 
-func catalog(t *testing.T) *models.Catalog {
+func testCatalog(t *testing.T) *catalog.Catalog {
 	t.Helper()
-	c, err := models.ParseCatalog([]byte(`{"version": 7,
+	c, err := catalog.Parse([]byte(`{"version": 7,
 	  "aspect_ratios": [{"id": "1:1", "label": "Square", "width": 1, "height": 1, "default": true}],
 	  "ai_models": [
 	    {"id": "a/img", "provider": "a", "name": "A", "output_type": "image", "job_types": ["photo_shoot", "model_idea"], "supported_aspect_ratios": ["1:1"], "base_credit_cost": 2},
@@ -50,7 +50,7 @@ func catalog(t *testing.T) *models.Catalog {
 }
 
 func TestRegistryRefusesACatalogItsCodeCannotServe(t *testing.T) {
-	c := catalog(t)
+	c := testCatalog(t)
 	_, err := providers.NewRegistry(c, map[string]providers.Provider{"a": fake{"img": {"photo_shoot"}, "vid": {"video"}}})
 	if err == nil || !strings.Contains(err.Error(), "a/img") || !strings.Contains(err.Error(), "model_idea") {
 		t.Fatalf("NewRegistry = %v, want an error naming a/img and model_idea", err)
@@ -74,7 +74,7 @@ func TestRegistryRefusesACatalogItsCodeCannotServe(t *testing.T) {
 }
 
 func TestModelsForShowsOnlyTheGivenJobTypes(t *testing.T) {
-	r := providers.MustNewRegistry(catalog(t), map[string]providers.Provider{
+	r := providers.MustNewRegistry(testCatalog(t), map[string]providers.Provider{
 		"a": fake{"img": {"photo_shoot", "model_idea"}, "vid": {"video"}}, "b": fake{"img": {"packshot"}},
 	})
 	got := r.ModelsFor(jobtype.PhotoShoot, jobtype.Packshot)
@@ -87,7 +87,7 @@ func TestModelsForShowsOnlyTheGivenJobTypes(t *testing.T) {
 }
 
 func TestTheSeedCatalogParses(t *testing.T) {
-	c, err := models.LoadCatalog()
+	c, err := catalog.Load()
 	if err != nil {
 		t.Fatal(err)
 	}

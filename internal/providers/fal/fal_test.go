@@ -19,7 +19,7 @@ import (
 	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/internal/testsupport/testimage"
-	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/catalog"
 	"github.com/shotflow/shotflow/models/jobtype"
 )
 
@@ -680,13 +680,13 @@ func TestForeignAnswerURLs(t *testing.T) {
 // TestServesAgreesWithCatalog: every job type and aspect ratio the catalog lists for a fal model
 // is served, every model of the table is in the catalog, and the registry accepts the provider.
 func TestServesAgreesWithCatalog(t *testing.T) {
-	catalog, err := models.LoadCatalog()
+	cat, err := catalog.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := New(Config{APIKey: testKey})
 	listed := map[string]bool{}
-	for _, m := range catalog.AIModels {
+	for _, m := range cat.AIModels {
 		if m.Provider != Name {
 			continue
 		}
@@ -702,7 +702,7 @@ func TestServesAgreesWithCatalog(t *testing.T) {
 				t.Errorf("catalog model %s lists aspect ratio %s, which the table does not map", m.ID, ar)
 			}
 		}
-		if (m.OutputType == models.OutputVideo) != endpoints[name].video {
+		if (m.OutputType == catalog.OutputVideo) != endpoints[name].video {
 			t.Errorf("catalog model %s has output type %s", m.ID, m.OutputType)
 		}
 	}
@@ -714,7 +714,7 @@ func TestServesAgreesWithCatalog(t *testing.T) {
 	if p.Serves("flux-dev", jobtype.Packshot) || p.Serves("kling-video-v2.1", jobtype.Reel) || p.Serves("nope", jobtype.Video) {
 		t.Error("Serves accepts a job type outside the table")
 	}
-	if _, err := providers.NewRegistry(catalog, map[string]providers.Provider{Name: p}); err != nil {
+	if _, err := providers.NewRegistry(cat, map[string]providers.Provider{Name: p}); err != nil {
 		t.Errorf("registry: %v", err)
 	}
 }

@@ -20,7 +20,7 @@ import (
 	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/internal/testsupport/testimage"
-	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/catalog"
 	"github.com/shotflow/shotflow/models/jobtype"
 )
 
@@ -569,7 +569,7 @@ func TestRejectedBeforeCalling(t *testing.T) {
 // TestServesAgreesWithCatalog: every job type and aspect ratio the catalog lists for an openai
 // model is served, the provider serves nothing the catalog does not list, and the registry accepts it.
 func TestServesAgreesWithCatalog(t *testing.T) {
-	catalog, err := models.LoadCatalog()
+	catalog, err := catalog.Load()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ import (
 	"github.com/shotflow/shotflow/internal/providers/local"
 	"github.com/shotflow/shotflow/internal/providers/sim"
 	"github.com/shotflow/shotflow/internal/testsupport/testimage"
-	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/catalog"
 	"github.com/shotflow/shotflow/models/jobtype"
 )
 
@@ -316,7 +316,7 @@ func (o *beatOutbound) RecordHeartbeat(ctx context.Context, details ...any) {
 }
 
 func TestCatalogHasEverySimModel(t *testing.T) {
-	c, err := models.LoadCatalog()
+	c, err := catalog.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +348,7 @@ func TestCatalogHasEverySimModel(t *testing.T) {
 }
 
 func TestRegistry(t *testing.T) {
-	c, err := models.LoadCatalog()
+	c, err := catalog.Load()
 	if err != nil {
 		t.Fatal(err)
 	}

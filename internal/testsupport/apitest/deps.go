@@ -21,6 +21,7 @@ import (
 	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/providers/local"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/catalog"
 	"github.com/shotflow/shotflow/models/testdb"
 )
 
@@ -37,8 +38,8 @@ var ClockStart = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 type Options struct {
 	// Now drives the rate limiter; nil: the Deps' Clock.
 	Now func() time.Time
-	// Catalog replaces the built-in catalog (models.LoadCatalog).
-	Catalog *models.Catalog
+	// Catalog replaces the built-in catalog (catalog.Load).
+	Catalog *catalog.Catalog
 	// Providers serve the catalog's models; nil: the local provider alone.
 	Providers map[string]providers.Provider
 	// BaseURL is the signer's public base URL; "": BaseURL.
@@ -56,7 +57,7 @@ type Deps struct {
 	DB       *testdb.DB
 	Blobs    *blobstore.Store
 	Box      *secrets.Box
-	Catalog  *models.Catalog
+	Catalog  *catalog.Catalog
 	Models   *providers.Registry
 	Signer   *urlsign.Signer
 	Clock    *Clock
@@ -87,7 +88,7 @@ func NewDeps(t testing.TB, db *testdb.DB, opts Options) *Deps {
 	t.Cleanup(func() { _ = d.Blobs.Close() })
 	d.Catalog = opts.Catalog
 	if d.Catalog == nil {
-		if d.Catalog, err = models.LoadCatalog(); err != nil {
+		if d.Catalog, err = catalog.Load(); err != nil {
 			t.Fatalf("apitest: catalog: %v", err)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/catalog"
 	"github.com/shotflow/shotflow/models/status"
 )
 
@@ -156,21 +157,21 @@ func TestReferenceDataEndToEnd(t *testing.T) {
 	expect(t, limited.do(http.MethodGet, "/pricing", nil, nil), http.StatusForbidden)
 
 	// Pricing agrees with the AI models.
-	var pricing struct{ Prices []models.Price }
+	var pricing struct{ Prices []catalog.Price }
 	resp = api.do(http.MethodGet, "/pricing", nil, &pricing)
 	expect(t, resp, http.StatusOK)
 	if cc := resp.Header.Get("Cache-Control"); cc != "public, max-age=300" {
 		t.Errorf("GET /pricing: Cache-Control %q", cc)
 	}
 	var ai struct {
-		AIModels []models.AIModel `json:"ai_models"`
+		AIModels []catalog.AIModel `json:"ai_models"`
 	}
 	expect(t, api.do(http.MethodGet, "/ai-models", nil, &ai), http.StatusOK)
 	for _, m := range ai.AIModels {
 		_, name, _ := strings.Cut(m.ID, "/")
 		for _, jt := range m.JobTypes {
 			cost, found := int64(-1), false
-			for _, want := range []string{name, models.PriceAnyModel} {
+			for _, want := range []string{name, catalog.PriceAnyModel} {
 				for _, p := range pricing.Prices {
 					if !found && p.JobType == jt && p.Provider == m.Provider && p.Model == want {
 						cost, found = p.CreditCost, true

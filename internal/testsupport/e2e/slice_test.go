@@ -17,6 +17,7 @@ import (
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
 	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/catalog"
 	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/workflows"
 )
@@ -42,7 +43,7 @@ func TestPluginPhotoSessionEndToEnd(t *testing.T) {
 
 	// 3. The catalog lists a local model.
 	var catalog struct {
-		AIModels []models.AIModel `json:"ai_models"`
+		AIModels []catalog.AIModel `json:"ai_models"`
 	}
 	expect(t, api.do(http.MethodGet, "/ai-models", nil, &catalog), http.StatusOK)
 	var model string
