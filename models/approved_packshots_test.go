@@ -83,6 +83,21 @@ func TestLiveProductsWithApprovedPackshots(t *testing.T) {
 		if ps := got["none"].Approved(""); ps != nil {
 			t.Fatalf("Approved of a product without approved packshot = %+v; want nil", ps)
 		}
+		// An approved packshot without an approval time (voting_at NULL) sorts after every dated
+		// one on both databases (PostgreSQL puts NULL first in a descending order, SQLite last).
+		undated := f.product(f.inst, "undated", f.base)
+		dated := f.votedPackshot(undated, models.VotingAccepted, 1, false)
+		nullAt := f.votedPackshot(undated, models.VotingAccepted, 9, false)
+		if err := db.Model(&models.Packshot{}).Where("id = ?", nullAt.ID).Update("voting_at", nil).Error; err != nil {
+			t.Fatal(err)
+		}
+		got, err = models.LiveProductsWithApprovedPackshots(db, f.inst.ID, []string{"undated"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ids := packshotIDs(got["undated"].Packshots); len(ids) != 2 || ids[0] != dated.ID || ids[1] != nullAt.ID {
+			t.Fatalf("approved packshots of undated = %v; want %s (dated) before %s (no voting_at)", ids, dated.ID, nullAt.ID)
+		}
 		if got, err := models.LiveProductsWithApprovedPackshots(db, f.inst.ID, nil); err != nil || len(got) != 0 {
 			t.Fatalf("no refs = %v, %v; want nothing", got, err)
 		}

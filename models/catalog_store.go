@@ -146,7 +146,7 @@ func (productWithPackshot) TableName() string { return "products" }
 
 // LiveProductsWithApprovedPackshots returns, by external_ref, the installation's live products
 // that refs name, each with its approved packshots of the installation that are neither deleted
-// nor archived, latest first (voting_at DESC, created_at DESC): all of them read with one query, a LEFT JOIN of
+// nor archived, latest first (voting_at DESC, undated last, then created_at DESC): all of them read with one query, a LEFT JOIN of
 // products with packshots. A ref without a live product is absent from the map.
 func LiveProductsWithApprovedPackshots(db *gorm.DB, installationID string, refs []string) (map[string]*ApprovedProduct, error) {
 	out := map[string]*ApprovedProduct{}
@@ -162,10 +162,13 @@ func LiveProductsWithApprovedPackshots(db *gorm.DB, installationID string, refs 
 	latest := func(name string) clause.OrderByColumn {
 		return clause.OrderByColumn{Column: clause.Column{Table: "Packshot", Name: name}, Desc: true}
 	}
+	// A packshot without an approval time comes after the dated ones on both databases
+	// (PostgreSQL sorts NULL first in a descending order, SQLite last).
+	undatedLast := clause.OrderByColumn{Column: clause.Column{Name: `"Packshot"."voting_at" IS NULL`, Raw: true}}
 	var rows []productWithPackshot
 	err := db.Joins("Packshot", approved).
 		Where("products.installation_id = ? AND products.external_ref IN ? AND products.deleted_at IS NULL", installationID, refs).
-		Order(clause.OrderBy{Columns: []clause.OrderByColumn{latest("voting_at"), latest("created_at")}}).
+		Order(clause.OrderBy{Columns: []clause.OrderByColumn{undatedLast, latest("voting_at"), latest("created_at")}}).
 		Find(&rows).Error
 	if err != nil {
 		return nil, err

@@ -178,11 +178,12 @@ func (s *Store) AccountProductPhoto(ctx context.Context, accountID, photoID stri
 }
 
 // LatestApprovedPackshot returns the product photo's own latest accepted packshot that is neither
-// deleted nor archived (by voting_at, then created_at and id); ErrNotFound when it has none.
+// deleted nor archived (by voting_at, undated last on both databases, then created_at and id);
+// ErrNotFound when it has none.
 func (s *Store) LatestApprovedPackshot(ctx context.Context, accountID, photoID string) (*Packshot, error) {
 	var packshot Packshot
 	err := s.conn(ctx).Where("account_id = ? AND source_image_id = ? AND voting = ? AND deleted_at IS NULL AND archived_at IS NULL",
-		accountID, photoID, VotingAccepted).Order("voting_at DESC, created_at DESC, id DESC").Take(&packshot).Error
+		accountID, photoID, VotingAccepted).Order("voting_at IS NULL, voting_at DESC, created_at DESC, id DESC").Take(&packshot).Error
 	if err != nil {
 		return nil, orNotFound(err)
 	}
