@@ -318,8 +318,8 @@ func TestRegisterPackshots(t *testing.T) {
 			{map[string]any{"config": map[string]any{}}, 400, "config.product.id"},
 			{map[string]any{"config": map[string]any{"product": map[string]any{"id": "nope"}}}, 400, "config.product.id"},
 			{map[string]any{"config": map[string]any{"product": map[string]any{"id": photo}}, "count": 51}, 400, "count"},
-			{map[string]any{"config": map[string]any{"product": map[string]any{"id": foreign}}}, 404, "config.product.id"},
-			{map[string]any{"config": map[string]any{"product": map[string]any{"id": models.NewID()}}}, 404, "config.product.id"},
+			{map[string]any{"config": map[string]any{"product": map[string]any{"id": foreign}}}, 400, "config.product.id"},
+			{map[string]any{"config": map[string]any{"product": map[string]any{"id": models.NewID()}}}, 400, "config.product.id"},
 			{map[string]any{"config": map[string]any{"product": map[string]any{"id": photo}, "scenery": map[string]any{"id": models.NewID()}}}, 400, "config.scenery.id"},
 			{map[string]any{"config": map[string]any{"product": map[string]any{"id": photo}, "model": map[string]any{"id": models.NewID()}}}, 400, "config.model.id"},
 			{map[string]any{"config": map[string]any{"product": map[string]any{"id": photo}, "preset": map[string]any{"id": models.NewID()}}}, 400, "config.preset.id"},
@@ -358,8 +358,8 @@ func TestRegisterPhotoShootNeedsThePhotosOwnApprovedPackshot(t *testing.T) {
 		}
 		prerequisite("no packshot")
 		code, out := e.post(key, "/image-picker/register-ideas", map[string]any{"config": map[string]any{"product": map[string]any{"id": models.NewID()}}})
-		if msg := errorOf(t, out); code != http.StatusNotFound || !strings.Contains(msg, "config.product.id") {
-			t.Errorf("unknown photo: %d %q, want 404 naming config.product.id", code, msg)
+		if msg := errorOf(t, out); code != http.StatusBadRequest || !strings.Contains(msg, "config.product.id") {
+			t.Errorf("unknown photo: %d %q, want 400 naming config.product.id", code, msg)
 		}
 		e.packshotFixture(account, photo, models.VotingPending)
 		prerequisite("an un-rated packshot")
@@ -451,8 +451,8 @@ func TestRegisterVideosAndReels(t *testing.T) {
 			{map[string]any{"imageId": "x"}, 400, "imageId"},
 			{map[string]any{"generatedImageId": running}, 400, "generatedImageId"},
 			{map[string]any{"imageId": photo, "provider": "fal"}, 400, "provider"},
-			{map[string]any{"imageId": foreign}, 404, "imageId"},
-			{map[string]any{"generatedImageId": photo}, 404, "generatedImageId"},
+			{map[string]any{"imageId": foreign}, 400, "imageId"},
+			{map[string]any{"generatedImageId": photo}, 400, "generatedImageId"},
 		} {
 			code, out := e.post(key, "/video-picker/register-videos", tc.body)
 			if msg := errorOf(t, out); code != tc.status || !strings.Contains(msg, tc.field) {
@@ -477,7 +477,7 @@ func TestRegisterVideosAndReels(t *testing.T) {
 			{map[string]any{"imagesIds": []string{}}, 400, "imagesIds"},
 			{map[string]any{"imagesIds": eleven}, 400, "imagesIds"},
 			{map[string]any{"imagesIds": []string{photo, "x"}}, 400, "imagesIds[1]"},
-			{map[string]any{"imagesIds": []string{photo, foreign}}, 404, "imagesIds[1]"},
+			{map[string]any{"imagesIds": []string{photo, foreign}}, 400, "imagesIds[1]"},
 			{map[string]any{"imagesIds": []string{running}}, 400, "imagesIds[0]"},
 		} {
 			code, out := e.post(key, "/reel/register-reel", tc.body)

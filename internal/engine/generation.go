@@ -280,7 +280,11 @@ type Photo struct {
 func (e *Generation) FindPhoto(ctx context.Context, accountID, field, photoID string) (*Photo, error) {
 	image, product, upload, err := e.store.AccountProductPhoto(ctx, accountID, photoID)
 	if errors.Is(err, models.ErrNotFound) {
-		return nil, refuse(KindNotFound, "", field, "product photo %s not found.", photoID)
+		// The register routes refuse a bad reference with 400 naming the field, as for a preset,
+		// scenery or model: their contract has no 404.
+		r := refuse(KindInvalid, "", field, "product photo %s not found.", photoID)
+		r.Cause = err // FindAnyImage looks further on it
+		return nil, r
 	}
 	if err != nil {
 		return nil, err
@@ -448,8 +452,8 @@ type Source struct {
 }
 
 // FindImage resolves the ID of a product photo, or (generated) of a DONE photo-shoot image of the
-// account, to the image a video starts from: KindNotFound when there is none, KindInvalid when it
-// is not usable (yet).
+// account, to the image a video starts from: KindInvalid naming the field when there is none or
+// it is not usable (yet).
 func (e *Generation) FindImage(ctx context.Context, accountID, field, imageID string, generated bool) (*Source, error) {
 	if !generated {
 		ph, err := e.FindPhoto(ctx, accountID, field, imageID)
@@ -460,7 +464,9 @@ func (e *Generation) FindImage(ctx context.Context, accountID, field, imageID st
 	}
 	j, err := e.store.AccountJob(ctx, accountID, imageID, jobtype.PhotoShoot)
 	if errors.Is(err, models.ErrNotFound) {
-		return nil, refuse(KindNotFound, "", field, "image %s not found.", imageID)
+		r := refuse(KindInvalid, "", field, "image %s not found.", imageID)
+		r.Cause = err // FindAnyImage looks further on it
+		return nil, r
 	}
 	if err != nil {
 		return nil, err
@@ -482,10 +488,10 @@ func (e *Generation) FindImage(ctx context.Context, accountID, field, imageID st
 // FindAnyImage resolves an ID that names either a product photo or a photo-shoot image.
 func (e *Generation) FindAnyImage(ctx context.Context, accountID, field, imageID string) (*Source, error) {
 	s, err := e.FindImage(ctx, accountID, field, imageID, false)
-	if r, ok := As(err); ok && r.Kind == KindNotFound {
+	if errors.Is(err, models.ErrNotFound) {
 		s, err = e.FindImage(ctx, accountID, field, imageID, true)
-		if r, ok := As(err); ok && r.Kind == KindNotFound {
-			return nil, refuse(KindNotFound, "", field, "no product photo or photo-shoot image %s.", imageID)
+		if errors.Is(err, models.ErrNotFound) {
+			return nil, refuse(KindInvalid, "", field, "no product photo or photo-shoot image %s.", imageID)
 		}
 	}
 	return s, err

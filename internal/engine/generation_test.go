@@ -179,6 +179,8 @@ func TestApprovedPackshotIsThePhotosOwn(t *testing.T) {
 }
 
 // A product photo must be the account's, of a live product, with a usable upload.
+// A product photo that is not the account's, or is gone, is refused as the other references of a
+// register route are: KindInvalid naming the field (400), never a 404 the contract does not list.
 func TestFindPhoto(t *testing.T) {
 	f := newGenFixture(t, 100)
 	ctx := t.Context()
@@ -188,7 +190,7 @@ func TestFindPhoto(t *testing.T) {
 	}
 	other := f.newAccount(0)
 	e := wantGenRefusal(t, "other account", func() error { _, err := f.engine.Generation.FindPhoto(ctx, other, "imageId", photo); return err }(),
-		engine.KindNotFound, "")
+		engine.KindInvalid, "")
 	if e.Error() != "imageId: product photo "+photo+" not found." {
 		t.Errorf("message %q", e.Error())
 	}
@@ -201,7 +203,7 @@ func TestFindPhoto(t *testing.T) {
 	}
 	f.db.Model(&models.Product{}).Where("id = ?", product).Update("deleted_at", time.Now().UTC())
 	_, err = f.engine.Generation.FindPhoto(ctx, f.account, "imageId", photo)
-	wantGenRefusal(t, "deleted product", err, engine.KindNotFound, "")
+	wantGenRefusal(t, "deleted product", err, engine.KindInvalid, "")
 }
 
 // Presets: published and public or the account's own, with their surcharge per job; sceneries
