@@ -145,16 +145,6 @@ func (s *Store) PackshotJobInput(ctx context.Context, installationID, productRef
 	return product, &upload, nil
 }
 
-// CreditBalance returns the account's available credits (credit_balance); ErrNotFound when there
-// is no such account.
-func (s *Store) CreditBalance(ctx context.Context, accountID string) (int64, error) {
-	acc, err := GetAccount(s.conn(ctx), accountID)
-	if err != nil {
-		return 0, err
-	}
-	return acc.CreditBalance, nil
-}
-
 // AccountProductPhoto loads a product photo of the account with its product and its upload, in
 // three queries; ErrNotFound when the photo does not exist, belongs to another account, or it or
 // its product is deleted.

@@ -141,8 +141,8 @@ func (e *Generation) SubmitPlan(ctx context.Context, p *Plan) (Submitted, error)
 		need := models.ReservationTotal(p.Jobs)
 		// The balance only words the refusal: when it cannot be read, the refusal stands without it.
 		msg := fmt.Sprintf("Insufficient credits: this request needs %d; nothing was created.", need)
-		if balance, aerr := e.store.CreditBalance(ctx, p.Order.AccountID); aerr == nil {
-			msg = fmt.Sprintf("Insufficient credits: this request needs %d and %d are available; nothing was created.", need, balance)
+		if acc, aerr := e.store.GetAccount(ctx, p.Order.AccountID); aerr == nil {
+			msg = fmt.Sprintf("Insufficient credits: this request needs %d and %d are available; nothing was created.", need, acc.CreditBalance)
 		} else {
 			e.logger().Warn("credit balance for a refusal", zap.String("account_id", p.Order.AccountID), zap.Error(aerr))
 		}

@@ -97,8 +97,8 @@ func (e *Support) RetryJob(ctx context.Context, req RetryRequest) (RetryResult, 
 		total, err := tx.ReserveForJobs(ctx, j.AccountID, j.OrderID, []models.Job{*j})
 		if errors.Is(err, models.ErrInsufficientCredits) {
 			available := int64(-1)
-			if balance, err := tx.CreditBalance(ctx, j.AccountID); err == nil {
-				available = balance
+			if acc, err := tx.GetAccount(ctx, j.AccountID); err == nil {
+				available = acc.CreditBalance
 			}
 			return fmt.Errorf("%w: account %s has %d credits available and the run needs %d (shotflow admin credits grant adds some)",
 				models.ErrInsufficientCredits, j.AccountID, available, j.CreditCost)
