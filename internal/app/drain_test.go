@@ -62,3 +62,40 @@ func TestDrainOutlastsTheRequestDeadline(t *testing.T) {
 		t.Fatalf("serveHTTP: %v", err)
 	}
 }
+
+// The API's server closes lingering (internal/platform/linger): a client that writes a whole
+// body the API refused at once reads the refusal, not a connection reset.
+func TestServerLingersBeforeClosing(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refusing := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "too large", http.StatusRequestEntityTooLarge)
+	})
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go func() { _ = serveHTTP(ctx, ln, refusing, time.Second, zap.NewNop()) }()
+	for range 3 {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+		const size = 8 << 20
+		if _, err := io.WriteString(c, "POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 8388608\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		chunk := make([]byte, 64<<10)
+		for sent := 0; sent < size; sent += len(chunk) {
+			if _, err := c.Write(chunk); err != nil {
+				t.Fatalf("write after %d bytes: %v", sent, err)
+			}
+		}
+		line := make([]byte, 12)
+		if _, err := io.ReadFull(c, line); err != nil || string(line) != "HTTP/1.1 413" {
+			t.Fatalf("answer %q (%v), want the 413", line, err)
+		}
+		c.Close()
+	}
+}
