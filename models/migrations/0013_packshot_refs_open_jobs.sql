@@ -1,5 +1,6 @@
 -- +goose Up
--- 0013: one live packshot per merchant reference (issue 23, item 2).
+-- 0013: one live packshot per merchant reference, and the index the straggler sweep pages through
+-- (issue 23, items 2 and 12).
 
 -- POST /packshots answers a repeated external_ref with the existing packshot, but nothing in the
 -- schema made the reference unique: simultaneous registrations of one reference each found none
@@ -22,3 +23,11 @@ WHERE deleted_at IS NULL AND external_ref <> '' AND EXISTS (
       AND (newer.created_at > packshots.created_at OR (newer.created_at = packshots.created_at AND newer.id > packshots.id)));
 CREATE UNIQUE INDEX packshots_live_ref ON packshots (installation_id, external_ref) WHERE deleted_at IS NULL AND external_ref <> '';
 
+
+-- The straggler sweep (Support.FindStragglers) pages through the jobs that have not ended by
+-- (updated_at, id) with a cursor, so that a backlog of healthy jobs cannot hide a stranded one
+-- behind it. jobs_status_updated (status, updated_at) cannot give three statuses in one
+-- (updated_at, id) order, so every page would read and sort the whole backlog; this index holds only
+-- the jobs that have not ended (a job leaves it when it ends) and serves each page in order. Its
+-- WHERE clause is the query's (models.StaleOpenJobs), as SQLite needs to use it.
+CREATE INDEX jobs_open_updated ON jobs (updated_at, id) WHERE status IN ('pending', 'in_progress', 'retry_pending');
