@@ -555,3 +555,74 @@ func TestFindOrCreateProductConcurrently(t *testing.T) {
 		}
 	})
 }
+
+// storePackshot inserts a packshot through the store, as POST /packshots does.
+func (f *catalogFixture) storePackshot(inst *models.Installation, productID, ref string, at time.Time) (models.Packshot, error) {
+	f.t.Helper()
+	a := f.asset(inst, status.AssetReady)
+	p := models.Packshot{ID: models.NewID(), AccountID: inst.AccountID, InstallationID: &inst.ID, ProductID: productID,
+		AssetID: a.ID, ExternalRef: ref, Voting: models.VotingAccepted, VotingAt: &at, CreatedAt: at}
+	return p, models.NewStore(f.db).CreatePackshot(f.t.Context(), &p)
+}
+
+// An installation has one live packshot per external_ref (packshots_live_ref): CreatePackshot
+// answers ErrPackshotRefTaken for a second, and changes nothing. Packshots without a reference
+// (every packshot a job produces) never collide, another installation has its own references, a
+// deleted packshot frees its reference and an archived one, still in the catalog, does not.
+func TestPackshotsLiveRefIndex(t *testing.T) {
+	t.Parallel()
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		f := newCatalogFixture(t, db)
+		prod := f.product(f.inst, "P", f.base)
+		first, err := f.storePackshot(f.inst, prod.ID, "ps-1", f.base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		live := func(inst *models.Installation, ref string) int64 {
+			var n int64
+			if err := db.Model(&models.Packshot{}).Where("installation_id = ? AND external_ref = ? AND deleted_at IS NULL", inst.ID, ref).
+				Count(&n).Error; err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		if _, err := f.storePackshot(f.inst, prod.ID, "ps-1", f.base.Add(time.Second)); !errors.Is(err, models.ErrPackshotRefTaken) {
+			t.Fatalf("a second live ps-1: err = %v, want ErrPackshotRefTaken", err)
+		}
+		if n := live(f.inst, "ps-1"); n != 1 {
+			t.Fatalf("live ps-1 after the refused insert: %d, want 1", n)
+		}
+		// A raw insert meets the index too: the store is not what keeps the reference unique.
+		dup := first
+		dup.ID = models.NewID()
+		if err := db.Create(&dup).Error; !errors.Is(err, gorm.ErrDuplicatedKey) {
+			t.Fatalf("a raw insert of a second live ps-1: err = %v, want ErrDuplicatedKey", err)
+		}
+		for range 3 {
+			if _, err := f.storePackshot(f.inst, prod.ID, "", f.base); err != nil {
+				t.Fatalf("a packshot without a reference: %v", err)
+			}
+		}
+		otherProd := f.product(f.other, "P", f.base)
+		if _, err := f.storePackshot(f.other, otherProd.ID, "ps-1", f.base); err != nil {
+			t.Fatalf("another installation's ps-1: %v", err)
+		}
+
+		// Archived (external API): still the installation's ps-1.
+		testdb.MustExec(t, db, "UPDATE packshots SET archived_at = ? WHERE id = ?", f.base, first.ID)
+		if _, err := f.storePackshot(f.inst, prod.ID, "ps-1", f.base.Add(time.Minute)); !errors.Is(err, models.ErrPackshotRefTaken) {
+			t.Fatalf("ps-1 over an archived ps-1: err = %v, want ErrPackshotRefTaken", err)
+		}
+		// Deleted: the reference is free.
+		if _, err := models.DeletePackshot(db, f.inst.ID, "ps-1", f.base.Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		again, err := f.storePackshot(f.inst, prod.ID, "ps-1", f.base.Add(2*time.Minute))
+		if err != nil {
+			t.Fatalf("ps-1 after its deletion: %v", err)
+		}
+		if got, err := models.FindLivePackshot(db, f.inst.ID, "ps-1"); err != nil || got.ID != again.ID {
+			t.Fatalf("ps-1 is %+v, %v; want the new packshot %s", got, err, again.ID)
+		}
+	})
+}

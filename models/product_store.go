@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 )
 
 // The store methods of an installation's catalog (products, their source images and packshots)
@@ -18,6 +19,11 @@ import (
 // which happens when a concurrent registration of the same reference won. On PostgreSQL it aborts
 // the transaction the insert ran in.
 var ErrImageRefTaken = errors.New("the image reference is taken")
+
+// ErrPackshotRefTaken is in the chain of CreatePackshot's error when the installation already has a
+// live packshot with the reference (the unique index packshots_live_ref): a concurrent
+// registration of the same reference won.
+var ErrPackshotRefTaken = errors.New("the packshot reference is taken")
 
 // ListProducts returns up to limit products of the installation behind the cursor (nil: from the
 // start) in ascending (created_at, id) order; deleted products only when includeDeleted is set.
@@ -99,9 +105,19 @@ func (s *Store) CreateProductImage(ctx context.Context, img *ProductImage) error
 	return err
 }
 
-// CreatePackshot inserts a packshot.
+// CreatePackshot inserts a packshot; ErrPackshotRefTaken when the installation already has a live
+// packshot with its external_ref. The insert does nothing when it meets the live-reference unique
+// index (packshots_live_ref): it waits for a concurrent registration of the reference to commit
+// and aborts nothing, even on PostgreSQL, so the caller can roll back and read the winner.
 func (s *Store) CreatePackshot(ctx context.Context, p *Packshot) error {
-	return s.conn(ctx).Create(p).Error
+	res := s.conn(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(p)
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("%w: %q", ErrPackshotRefTaken, p.ExternalRef)
+	}
+	return nil
 }
 
 // LivePackshotByRef returns the installation's live packshot with the external_ref, with its

@@ -77,13 +77,29 @@ func (s *Store) JobsByStatus(ctx context.Context, f JobStatusFilter) ([]Job, err
 	return jobs, err
 }
 
+// UpdatedJobCursor is a position in a listing of jobs ordered by (updated_at, id): that of the last job
+// of a page.
+type UpdatedJobCursor struct {
+	UpdatedAt time.Time
+	ID        string
+}
+
+// openJobs is the condition of the jobs that have not ended, written as the WHERE clause of the
+// partial index jobs_open_updated (migration 0013) so that both databases read that index: SQLite
+// uses a partial index only for a query whose WHERE clause contains the index's terms.
+var openJobs = fmt.Sprintf("status IN ('%s', '%s', '%s')", status.JobPending, status.JobInProgress, status.JobRetryPending)
+
 // StaleOpenJobs returns up to limit jobs that have not ended (pending, in progress or retry
-// pending) and were last updated at or before cutoff, least recently updated first.
-func (s *Store) StaleOpenJobs(ctx context.Context, cutoff time.Time, limit int) ([]Job, error) {
-	open := []string{status.JobPending, status.JobInProgress, status.JobRetryPending}
+// pending) and were last updated at or before cutoff, behind after (nil: from the start), least
+// recently updated first (by updated_at, then id). A page reads about limit entries of the index
+// jobs_open_updated however many open jobs come before after.
+func (s *Store) StaleOpenJobs(ctx context.Context, cutoff time.Time, after *UpdatedJobCursor, limit int) ([]Job, error) {
+	q := s.conn(ctx).Where(openJobs).Where("updated_at <= ?", cutoff.UTC())
+	if after != nil {
+		q = q.Where("(updated_at, id) > (?, ?)", after.UpdatedAt.UTC(), after.ID)
+	}
 	var jobs []Job
-	err := s.conn(ctx).Where("status IN ? AND updated_at <= ?", open, cutoff).
-		Order("updated_at, id").Limit(limit).Find(&jobs).Error
+	err := q.Order("updated_at, id").Limit(limit).Find(&jobs).Error
 	return jobs, err
 }
 

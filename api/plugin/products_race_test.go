@@ -129,3 +129,92 @@ func TestSimultaneousRegistrationsCreateOneProduct(t *testing.T) {
 		}
 	})
 }
+
+// The same registration sent many times at once, through POST /packshots and POST /images alike,
+// answers as the same registration sent one after the other would: every request 200, one item
+// created and every other existing, all naming the one record; one live row with the external_ref
+// and one product with the new product_ref. Before packshots_live_ref (migration 0013), each
+// simultaneous POST /packshots found no packshot with the reference and inserted its own.
+func TestSimultaneousRepeatsRegisterOneRecord(t *testing.T) {
+	t.Parallel()
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		e := newEnv(t, onDatabase(db), withRateLimit(100000))
+		const rounds, senders = 3, 20
+		for round := range rounds {
+			for _, kind := range []string{"packshot", "image"} {
+				productRef := fmt.Sprintf("repeat-%s-%d", kind, round)
+				ref := productRef + "-ref"
+				asset := e.readyAsset(e.inst).ID
+				item := map[string]any{"asset_id": asset, "product_ref": productRef, "external_ref": ref,
+					"product_metadata": map[string]any{"display_name": "Repeated " + kind}}
+				body, err := json.Marshal(map[string]any{kind + "s": []any{item}})
+				require.NoError(t, err)
+
+				answers := make([]*httptest.ResponseRecorder, senders)
+				start := make(chan struct{})
+				var wg sync.WaitGroup
+				for i := range senders {
+					wg.Go(func() {
+						req := httptest.NewRequest(http.MethodPost, p("/"+kind+"s"), bytes.NewReader(body))
+						req.Header.Set("Content-Type", "application/json")
+						req.Header.Set("X-Api-Key", e.key)
+						<-start
+						answers[i] = httptest.NewRecorder()
+						e.router.ServeHTTP(answers[i], req)
+					})
+				}
+				close(start)
+				wg.Wait()
+
+				var statuses []string
+				ids, productIDs := map[string]bool{}, map[string]bool{}
+				for i, rec := range answers {
+					require.Equal(t, http.StatusOK, rec.Code, "%s round %d request %d: %s", kind, round, i, rec.Body.String())
+					var out struct {
+						Results []struct {
+							Status   string
+							Packshot *struct {
+								ID          string
+								ExternalRef string `json:"external_ref"`
+								ProductID   string `json:"product_id"`
+							}
+							Image *struct {
+								ID          string
+								ExternalRef string `json:"external_ref"`
+								ProductID   string `json:"product_id"`
+							}
+						}
+					}
+					require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &out))
+					require.Len(t, out.Results, 1, rec.Body.String())
+					rec := out.Results[0].Packshot
+					if kind == "image" {
+						rec = out.Results[0].Image
+					}
+					require.NotNil(t, rec, "%s round %d request %d: %s", kind, round, i, answers[i].Body.String())
+					statuses = append(statuses, out.Results[0].Status)
+					require.Equal(t, ref, rec.ExternalRef, "%s round %d request %d", kind, round, i)
+					ids[rec.ID], productIDs[rec.ProductID] = true, true
+				}
+				want := []string{"created"}
+				for range senders - 1 {
+					want = append(want, "existing")
+				}
+				slices.Sort(statuses)
+				assert.Equal(t, want, statuses, "%s round %d: statuses", kind, round)
+				assert.Len(t, ids, 1, "%s round %d: every answer names the one %s", kind, round, kind)
+
+				var model any = &models.Packshot{}
+				if kind == "image" {
+					model = &models.ProductImage{}
+				}
+				assert.EqualValues(t, 1, e.count(model, "installation_id = ? AND external_ref = ? AND deleted_at IS NULL", e.inst.ID, ref),
+					"%s round %d: live rows with the external_ref", kind, round)
+				var products []models.Product
+				require.NoError(t, db.Where("installation_id = ? AND external_ref = ?", e.inst.ID, productRef).Find(&products).Error)
+				require.Len(t, products, 1, "%s round %d: products with the new product_ref", kind, round)
+				assert.Equal(t, map[string]bool{products[0].ID: true}, productIDs, "%s round %d: the product every answer names", kind, round)
+			}
+		}
+	})
+}

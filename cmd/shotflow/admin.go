@@ -37,7 +37,7 @@ const adminUsage = `Usage:
 Support (README "For support staff"):
   shotflow admin jobs list --status STATUS [--category CATEGORY] [--installation ID] [--since RFC3339] [--limit N]
   shotflow admin jobs retry JOB_ID [--actor NAME] [--reason TEXT]
-  shotflow admin jobs stragglers [--older-than DURATION] [--limit N]
+  shotflow admin jobs stragglers [--older-than DURATION] [--limit N] [--after CURSOR]
   shotflow admin jobs redrive JOB_ID --action settle|rerun [--actor NAME] [--reason TEXT]
   shotflow admin webhooks replay DELIVERY_ID
   shotflow admin orders show ORDER_ID
@@ -402,8 +402,17 @@ func (e *adminEnv) jobsStragglers(args []string) (any, error) {
 	fs := newFlags("jobs stragglers")
 	olderThan := fs.Duration("older-than", 5*time.Minute, "only jobs not updated for this long")
 	limit := fs.Int("limit", engine.DefaultSupportListLimit, "look at most at this many non-terminal jobs, oldest first")
+	afterFlag := fs.String("after", "", "go on behind this cursor: the next of the previous page")
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
+	}
+	var after *engine.StragglerCursor
+	if *afterFlag != "" {
+		cur, err := engine.ParseStragglerCursor(*afterFlag)
+		if err != nil {
+			return nil, fmt.Errorf("%w: --after: %w", errUsage, err)
+		}
+		after = cur
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("%w: jobs stragglers takes no arguments, got %q", errUsage, fs.Args())
@@ -418,7 +427,7 @@ func (e *adminEnv) jobsStragglers(args []string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return eng.Support.FindStragglers(e.ctx, *olderThan, *limit)
+	return eng.Support.FindStragglersAfter(e.ctx, *olderThan, after, *limit)
 }
 
 func (e *adminEnv) jobsRedrive(args []string) (any, error) {

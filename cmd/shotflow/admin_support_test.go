@@ -218,6 +218,7 @@ func TestAdminRetryAndReplayNeedTemporal(t *testing.T) {
 	for _, args := range [][]string{
 		{"jobs", "retry"}, {"jobs", "retry", "a", "b"}, {"jobs", "retry", f.failed, "--actor", ""}, {"jobs", "retry", "--nope", f.failed},
 		{"webhooks", "replay"}, {"webhooks", "replay", "a", "b"},
+		{"jobs", "stragglers", "--after", "not-a-cursor"}, {"jobs", "stragglers", "--after", "2026-01-02T03:04:05Z"},
 	} {
 		code, stdout, stderr := runCLI(t, append([]string{"admin"}, args...)...)
 		if code != 2 || stdout != "" || stderr == "" {

@@ -319,17 +319,25 @@ type PackshotRegistration struct {
 // RegisterPackshot registers one packshot of the installation's catalog in its own transaction;
 // it is approved (voting accepted) at once. It reports existing, and changes nothing, when
 // ExternalRef is already a live packshot. Refusals: KindNotFound for an unknown asset or product,
-// KindInvalid for an asset that is not a usable image.
+// KindInvalid for an asset that is not a usable image. A concurrent registration of the same
+// ExternalRef (the unique index packshots_live_ref refuses the loser's insert) rolls the loser's
+// transaction back, product included, and answers it as a repeat: the winner's packshot, existing.
 func (e *Catalog) RegisterPackshot(ctx context.Context, inst Installation, item PackshotRegistration) (Packshot, bool, error) {
 	var (
 		row      *models.PackshotRow
 		existing bool
+		err      error
 	)
-	err := e.store.Tx(ctx, func(tx *models.Store) error {
-		var err error
-		row, existing, err = registerPackshot(ctx, tx, inst, item)
-		return err
-	})
+	// A third round is needed only when the winner was deleted before the second could read it.
+	for range 3 {
+		err = e.store.Tx(ctx, func(tx *models.Store) error {
+			row, existing, err = registerPackshot(ctx, tx, inst, item)
+			return err
+		})
+		if !errors.Is(err, models.ErrPackshotRefTaken) {
+			break
+		}
+	}
 	if err != nil {
 		return Packshot{}, false, err
 	}

@@ -52,24 +52,81 @@ type StragglerList struct {
 	Jobs    []Straggler `json:"jobs"`
 	Count   int         `json:"count"`
 	Checked int         `json:"checked"` // non-terminal jobs looked at
-	Limit   int         `json:"limit"`   // Checked == Limit means there may be more: run it again after re-driving these
+	Limit   int         `json:"limit"`
+	// Next, when set, is where the jobs not looked at yet begin: FindStragglersAfter (and
+	// `shotflow admin jobs stragglers --after`) goes on from there. Unset when this page reached
+	// the most recently updated job that is old enough.
+	Next *StragglerCursor `json:"next,omitempty"`
+}
+
+// StragglerCursor is a position in the order the stragglers are looked for in: that of the last
+// job a page looked at, by (updated_at, id). In JSON it is its text form (String).
+type StragglerCursor struct {
+	UpdatedAt time.Time
+	JobID     string
+}
+
+// MarshalText is the cursor's String.
+func (c StragglerCursor) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
+
+// UnmarshalText reads the cursor's String.
+func (c *StragglerCursor) UnmarshalText(b []byte) error {
+	parsed, err := ParseStragglerCursor(string(b))
+	if err != nil {
+		return err
+	}
+	*c = *parsed
+	return nil
+}
+
+// String is the cursor as `shotflow admin jobs stragglers --after` takes it: its time (RFC 3339,
+// in nanoseconds), a slash and the job's ID.
+func (c StragglerCursor) String() string {
+	return c.UpdatedAt.UTC().Format(time.RFC3339Nano) + "/" + c.JobID
+}
+
+// ParseStragglerCursor reads a cursor written by StragglerCursor.String.
+func ParseStragglerCursor(s string) (*StragglerCursor, error) {
+	at, id, ok := strings.Cut(s, "/")
+	t, err := time.Parse(time.RFC3339Nano, at)
+	if !ok || err != nil || id == "" {
+		return nil, fmt.Errorf("%w: cursor %q is not TIME/JOB_ID (RFC 3339 time)", ErrInvalidFilter, s)
+	}
+	return &StragglerCursor{UpdatedAt: t.UTC(), JobID: id}, nil
 }
 
 // FindStragglers looks at up to limit non-terminal jobs not updated for olderThan, oldest first,
-// and returns those no workflow will move any more. Jobs whose order or re-run start is still owed
-// to the outbox are skipped: the worker's sweeper starts them.
+// and returns those no workflow will move any more; see FindStragglersAfter.
 func (e *Support) FindStragglers(ctx context.Context, olderThan time.Duration, limit int) (StragglerList, error) {
+	return e.FindStragglersAfter(ctx, olderThan, nil, limit)
+}
+
+// FindStragglersAfter looks at up to limit non-terminal jobs not updated for olderThan, behind
+// after (nil: from the oldest), least recently updated first, and returns those no workflow will
+// move any more, with the cursor of the next page. A backlog of healthy open jobs (a big order's
+// queued jobs) can be far longer than a page: a caller that goes on from Next until it is unset
+// looks at every open job, and each page costs the same however deep it starts. Jobs whose order
+// or re-run start is still owed to the outbox are skipped: the worker's sweeper starts them.
+func (e *Support) FindStragglersAfter(ctx context.Context, olderThan time.Duration, after *StragglerCursor, limit int) (StragglerList, error) {
 	if limit <= 0 {
 		limit = DefaultSupportListLimit
 	}
 	if limit > MaxSupportListLimit {
 		return StragglerList{}, fmt.Errorf("%w: limit %d is not between 1 and %d", ErrInvalidFilter, limit, MaxSupportListLimit)
 	}
-	jobs, err := e.store.StaleOpenJobs(ctx, time.Now().UTC().Add(-olderThan), limit)
+	var from *models.UpdatedJobCursor
+	if after != nil {
+		from = &models.UpdatedJobCursor{UpdatedAt: after.UpdatedAt, ID: after.JobID}
+	}
+	jobs, err := e.store.StaleOpenJobs(ctx, time.Now().UTC().Add(-olderThan), from, limit)
 	if err != nil {
 		return StragglerList{}, err
 	}
 	out := StragglerList{Jobs: []Straggler{}, Checked: len(jobs), Limit: limit}
+	if len(jobs) == limit {
+		last := jobs[len(jobs)-1]
+		out.Next = &StragglerCursor{UpdatedAt: last.UpdatedAt.UTC(), JobID: last.ID}
+	}
 	for i := range jobs {
 		why, err := e.strandedBecause(ctx, &jobs[i])
 		if err != nil {
@@ -273,28 +330,39 @@ func (e *Support) sendJobWebhook(ctx context.Context, jobID string, run int) (st
 	return rec.DeliveryID, nil
 }
 
-// ReportStragglers logs a warning for every stranded job FindStragglers finds, every interval until
-// ctx ends: workers run it so that operators learn of jobs that need `shotflow admin jobs redrive`.
+// ReportStragglers logs a warning for every stranded job FindStragglersAfter finds, every interval
+// until ctx ends: workers run it so that operators learn of jobs that need `shotflow admin jobs
+// redrive`. Each sweep looks at one page of MaxSupportListLimit open jobs, the page after the
+// previous sweep's, and starts again from the oldest after the last page: however long a backlog of
+// healthy jobs is, every stranded job is reported within one pass over it.
 func (e *Support) ReportStragglers(ctx context.Context, interval, olderThan time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	var after *StragglerCursor
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		list, err := e.FindStragglers(ctx, olderThan, MaxSupportListLimit)
-		if err != nil {
-			if ctx.Err() == nil {
-				e.cfg.Log.Warn("straggler sweep", zap.Error(err))
-			}
-			continue
-		}
-		for _, s := range list.Jobs {
-			e.cfg.Log.Warn("stranded job: its workflow will not move it; re-drive it with `shotflow admin jobs redrive JOB_ID --action settle|rerun`",
-				zap.String("job_id", s.JobID), zap.String("order_id", s.OrderID), zap.String("status", s.Status),
-				zap.Int("run", s.Run), zap.String("why", s.Why), zap.String("temporal_ui_url", s.TemporalUIURL))
-		}
+		after = e.reportStragglers(ctx, olderThan, after)
 	}
+}
+
+// reportStragglers is one sweep of ReportStragglers: it logs the stranded jobs of the page behind
+// after and returns where the next sweep starts (after again when the page failed).
+func (e *Support) reportStragglers(ctx context.Context, olderThan time.Duration, after *StragglerCursor) *StragglerCursor {
+	list, err := e.FindStragglersAfter(ctx, olderThan, after, MaxSupportListLimit)
+	if err != nil {
+		if ctx.Err() == nil {
+			e.cfg.Log.Warn("straggler sweep", zap.Error(err))
+		}
+		return after
+	}
+	for _, s := range list.Jobs {
+		e.cfg.Log.Warn("stranded job: its workflow will not move it; re-drive it with `shotflow admin jobs redrive JOB_ID --action settle|rerun`",
+			zap.String("job_id", s.JobID), zap.String("order_id", s.OrderID), zap.String("status", s.Status),
+			zap.Int("run", s.Run), zap.String("why", s.Why), zap.String("temporal_ui_url", s.TemporalUIURL))
+	}
+	return list.Next
 }
