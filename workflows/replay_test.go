@@ -34,6 +34,9 @@ func TestReplayRecordedHistories(t *testing.T) {
 		"job_workflow_callback.json",    // TestWebhooksAreSignedRetriedAndReplayed: an installation with a callback URL
 		"webhook_delivery_retried.json", // TestWebhooksAreSignedRetriedAndReplayed: a failed attempt and its retry timer
 		"prepare_input_workflow.json",   // TestUploadsArePreparedBeforeJobsUseThem
+		// An order of OrderInput.Version 4: a later run that took over a job waiting for its input
+		// (OrderInput.Watching) and read its end with WatchJobs (TestOrderContinuesAsNewPastALongJob).
+		"order_workflow_handed_over.json",
 		// An order of lean-jobs version 3 read from its version marker (started without
 		// OrderInput.Version).
 		"order_workflow_completed_marker.json",
