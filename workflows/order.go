@@ -275,8 +275,11 @@ func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 			break
 		}
 		// Before handOverVersion, jobs launched by this run report only to it: it waits for them
-		// before continuing as new. From it on, the next run takes them over (Watching).
-		if s.launches >= continueAsNewAfter && (s.handsOver || s.watched == 0) && workflow.AllHandlersFinished(ctx) {
+		// before continuing as new. From it on, the next run takes them over (Watching), and only
+		// when it has jobs left to launch: otherwise this run's history grows by no more than the
+		// ends of the jobs running.
+		if s.launches >= continueAsNewAfter && (s.handsOver && len(s.queue) > 0 || !s.handsOver && s.watched == 0) &&
+			workflow.AllHandlersFinished(ctx) {
 			drain()
 			next := in
 			next.Jobs, next.Result = s.queue, s.result

@@ -199,3 +199,24 @@ func TestOrderCountsAJobAnEarlierRunStarted(t *testing.T) {
 		t.Fatalf("WatchJobs asked about %v", rm.asked)
 	}
 }
+
+// A run with nothing left to launch does not continue as new, however many jobs it launched: it
+// waits for the ends of the running ones, handed-over ones included, and completes.
+func TestOrderRunWithNothingLeftToLaunchDoesNotContinueAsNew(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t)
+	l := mockJobs(env)
+	rm := mockReadModel(t, env, "o1")
+	rm.endAt(env, 30*time.Minute, "a", status.JobCompleted)
+	env.ExecuteWorkflow(workflows.OrderWorkflow, workflows.OrderInput{
+		OrderID: "o1", Jobs: refs("d"), Watching: []contract.JobRunRef{{JobID: "a", Run: 1}},
+		ContinueAsNewAfter: 1, Version: workflows.OrderVersion,
+	})
+	var res workflows.OrderResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatalf("the last run of the order: %v", err)
+	}
+	if res != (workflows.OrderResult{Completed: 2}) || !slices.Equal(l.list(), []string{"d"}) {
+		t.Fatalf("result %+v after launching %v", res, l.list())
+	}
+}
