@@ -51,6 +51,16 @@ const leanJobsChange = "lean-jobs"
 // job. Runs of earlier versions launch one job at a time, each after the previous one started.
 const batchLaunchVersion = 3
 
+// handOverVersion is the OrderInput.Version of order runs that continue as new without waiting for
+// the jobs they launched: the next run takes the running ones over in OrderInput.Watching, keeps
+// their concurrency slots, and learns of their ends from the read model with the WatchJobs
+// activity (watchHandedOver), as it does of a job whose workflow an earlier run started (found
+// after a workflow reset). Runs of earlier versions wait for every job they launched before they
+// continue as new, and leave a job an earlier run started out of their counts. Orders reach it
+// only through OrderInput.Version: workflow.GetVersion, for orders started without one, never
+// answers it.
+const handOverVersion = 4
+
 // DefaultMaxConcurrentJobs is how many jobs of one order run at once. Jobs beyond it wait in the
 // order workflow, where they can still be cancelled or expire.
 const DefaultMaxConcurrentJobs = 10
@@ -68,9 +78,12 @@ type OrderInput struct {
 	// Jobs are the jobs not launched yet, in launch order.
 	Jobs []JobRef
 	// Running are jobs launched by an earlier run that have not reported back yet; they report with
-	// SignalJobFinished. A run that launches JobShapeQuiet jobs waits for them all to end before
-	// it continues as new, so it hands over only signalling jobs it was itself handed.
+	// SignalJobFinished. A run of JobShapeQuiet jobs before handOverVersion waits for them all to
+	// end before it continues as new, so it hands over only signalling jobs it was itself handed.
 	Running []string
+	// Watching are JobShapeQuiet job runs launched by an earlier run (handOverVersion) that have
+	// not ended yet: the run counts them as running and reads their ends with WatchJobs.
+	Watching []contract.JobRunRef `json:",omitempty"`
 	// MaxConcurrentJobs caps running jobs; 0 means DefaultMaxConcurrentJobs.
 	MaxConcurrentJobs int
 	// JobOptions tune every JobWorkflow of the order.
@@ -88,7 +101,7 @@ type OrderInput struct {
 }
 
 // OrderVersion is the OrderInput.Version of new orders: the latest leanJobsChange version.
-const OrderVersion = batchLaunchVersion
+const OrderVersion = handOverVersion
 
 // JobRef identifies one job of an order, with the memo fields operators see in the UI.
 type JobRef struct {
@@ -120,6 +133,7 @@ type orderState struct {
 	in            OrderInput
 	shape         int  // of the jobs this run launches
 	batchLaunches bool // launch every job a slot is free for at once (batchLaunchVersion)
+	handsOver     bool // continue as new without waiting for running jobs (handOverVersion)
 	launches      int  // jobs this run has launched
 	queue         []JobRef
 	running       []string        // launched jobs that have not reported back, in launch order
@@ -127,6 +141,12 @@ type orderState struct {
 	launching     []launch        // jobs whose workflows are being started, not yet in running
 	cancelling    map[string]bool // jobs whose accepted cancel is being recorded
 	result        OrderResult
+	// With handsOver: the run of every JobShapeQuiet job of running, which a next run takes over
+	// (OrderInput.Watching); of those, the ones whose ends WatchJobs reads (no future of this run
+	// has their results), and how many were ever added to them.
+	runs       map[string]int
+	polled     []contract.JobRunRef
+	polledAdds int
 }
 
 // quiet reports whether the run launches JobShapeQuiet jobs: it reads their results, and ends
@@ -158,6 +178,8 @@ func (s *orderState) finished(m JobFinished) {
 		return
 	}
 	s.running = slices.Delete(s.running, i, i+1)
+	delete(s.runs, m.JobID)
+	s.polled = slices.DeleteFunc(s.polled, func(r contract.JobRunRef) bool { return r.JobID == m.JobID })
 	switch m.Status {
 	case status.JobCompleted:
 		s.result.Completed++
@@ -206,8 +228,15 @@ func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 	}
 	jobShape := min(int(version), JobShapeQuiet)
 	s := &orderState{
-		in: in, shape: jobShape, batchLaunches: version >= batchLaunchVersion,
+		in: in, shape: jobShape, batchLaunches: version >= batchLaunchVersion, handsOver: version >= handOverVersion,
 		queue: in.Jobs, running: slices.Clone(in.Running), cancelling: map[string]bool{}, result: in.Result,
+		runs: map[string]int{},
+	}
+	for _, r := range in.Watching {
+		s.poll(r)
+	}
+	if s.handsOver {
+		s.watchHandedOver(ctx)
 	}
 	maxRunning := in.MaxConcurrentJobs
 	if maxRunning <= 0 {
@@ -245,12 +274,16 @@ func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 		if len(s.queue) == 0 && len(s.running) == 0 && workflow.AllHandlersFinished(ctx) {
 			break
 		}
-		// Jobs launched by this run report only to it: it waits for them before continuing as new.
-		if s.launches >= continueAsNewAfter && s.watched == 0 && workflow.AllHandlersFinished(ctx) {
+		// Before handOverVersion, jobs launched by this run report only to it: it waits for them
+		// before continuing as new. From it on, the next run takes them over (Watching), and only
+		// when it has jobs left to launch: otherwise this run's history grows by no more than the
+		// ends of the jobs running.
+		if s.launches >= continueAsNewAfter && (s.handsOver && len(s.queue) > 0 || !s.handsOver && s.watched == 0) &&
+			workflow.AllHandlersFinished(ctx) {
 			drain()
 			next := in
 			next.Jobs, next.Result = s.queue, s.result
-			next.Running = slices.Clone(s.running)
+			next.Running, next.Watching = s.handOver()
 			return s.result, workflow.NewContinueAsNewError(ctx, OrderWorkflow, next)
 		}
 		// Sleep until a job reports back, the queue changes, or the next queued job expires.
@@ -354,7 +387,14 @@ func (s *orderState) awaitLaunching(ctx workflow.Context) error {
 		switch {
 		case s.quiet() && started:
 			s.running = append(s.running, l.ref.JobID)
+			if s.handsOver {
+				s.runs[l.ref.JobID] = l.ref.Run
+			}
 			s.watch(ctx, l.ref, l.future)
+		case s.quiet() && s.handsOver:
+			// Started by an earlier run of the order (one a workflow reset undid): its result
+			// reaches no future of this run, so the read model tells of its end.
+			s.poll(contract.JobRunRef{JobID: l.ref.JobID, Run: l.ref.Run})
 		case !s.quiet():
 			// A job of an older shape signals, even one an earlier run launched.
 			s.running = append(s.running, l.ref.JobID)
@@ -362,6 +402,79 @@ func (s *orderState) awaitLaunching(ctx workflow.Context) error {
 		s.launches++
 	}
 	return nil
+}
+
+// poll counts a running JobShapeQuiet job whose end the run learns of from the read model
+// (watchHandedOver): one an earlier run launched.
+func (s *orderState) poll(r contract.JobRunRef) {
+	s.running = append(s.running, r.JobID)
+	s.runs[r.JobID] = r.Run
+	s.polled = append(s.polled, r)
+	s.polledAdds++
+}
+
+// handOver splits running for the next run: jobs that signal their end stay in Running, the
+// JobShapeQuiet ones go to Watching with their runs.
+func (s *orderState) handOver() (running []string, watching []contract.JobRunRef) {
+	if !s.handsOver {
+		return slices.Clone(s.running), nil // as runs of earlier versions recorded it
+	}
+	for _, id := range s.running {
+		if run, ok := s.runs[id]; ok {
+			watching = append(watching, contract.JobRunRef{JobID: id, Run: run})
+		} else {
+			running = append(running, id)
+		}
+	}
+	return running, watching
+}
+
+// watchOptions run WatchJobs: it lasts until a watched job ends, heartbeating at every look. A
+// timed-out execution (a job waiting longer than StartToCloseTimeout, a worker gone) is retried by
+// the server without a history event, so the run's history grows only when jobs end.
+var watchOptions = workflow.ActivityOptions{
+	StartToCloseTimeout: time.Hour,
+	HeartbeatTimeout:    time.Minute,
+	RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
+}
+
+// watchHandedOver learns, in a coroutine of its own, of the ends of the polled jobs: one WatchJobs
+// execution at a time for all of them, which returns when at least one has ended. A job added
+// while it runs cancels it, and the next execution asks about the new set. Its history cost is
+// one activity (three events) and one workflow task per return, however long the jobs take.
+func (s *orderState) watchHandedOver(ctx workflow.Context) {
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			if err := workflow.Await(ctx, func() bool { return len(s.polled) > 0 }); err != nil {
+				return
+			}
+			asked, adds := slices.Clone(s.polled), s.polledAdds
+			actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(ctx, watchOptions))
+			f := workflow.ExecuteActivity(actx, contract.WatchJobs, contract.WatchJobsInput{OrderID: s.in.OrderID, Jobs: asked})
+			if err := workflow.Await(ctx, func() bool { return f.IsReady() || s.polledAdds != adds }); err != nil {
+				cancel()
+				return
+			}
+			if !f.IsReady() {
+				cancel()
+			}
+			var ended []contract.JobRunEnd
+			err := f.Get(ctx, &ended)
+			cancel()
+			if err != nil && !temporal.IsCanceledError(err) {
+				// Only a workflow's own cancellation ends WatchJobs otherwise; wait before asking again.
+				workflow.GetLogger(ctx).Warn("watching handed-over jobs", "error", err)
+				if werr := workflow.Sleep(ctx, time.Minute); werr != nil {
+					return
+				}
+			}
+			for _, e := range ended {
+				if slices.Contains(s.polled, contract.JobRunRef{JobID: e.JobID, Run: e.Run}) {
+					s.finished(JobFinished{JobID: e.JobID, Run: e.Run, Status: e.Status})
+				}
+			}
+		}
+	})
 }
 
 // launch is a job whose child workflow the order has initiated.

@@ -24,7 +24,9 @@ func TestReplayRecordedHistories(t *testing.T) {
 	// The shapes every release must still replay, each recorded by the e2e test named.
 	for _, want := range []string{
 		// Recorded in the current shapes: JobShapeQuiet jobs, and orders of OrderInput.Version 3,
-		// which launch every job a slot is free for at once and write no version marker.
+		// which launch every job a slot is free for at once and write no version marker, or (the
+		// continued order and the handed-over one) of version 4, which continue as new without
+		// waiting for their running jobs.
 		"order_workflow_completed.json", // TestPluginPhotoSessionEndToEnd
 		"job_workflow_completed.json",   // TestPluginPhotoSessionEndToEnd
 		"order_workflow_cancel.json",    // TestCancelOnlyJobsThatHaveNotStarted
@@ -34,6 +36,11 @@ func TestReplayRecordedHistories(t *testing.T) {
 		"job_workflow_callback.json",    // TestWebhooksAreSignedRetriedAndReplayed: an installation with a callback URL
 		"webhook_delivery_retried.json", // TestWebhooksAreSignedRetriedAndReplayed: a failed attempt and its retry timer
 		"prepare_input_workflow.json",   // TestUploadsArePreparedBeforeJobsUseThem
+		// An order of OrderInput.Version 4: a later run that took over a job waiting for its input
+		// (OrderInput.Watching) and read its end with WatchJobs (TestOrderContinuesAsNewPastALongJob).
+		"order_workflow_handed_over.json",
+		// TestLargeOrderContinuesAsNew in an order of version 3: each run waits for its jobs.
+		"order_workflow_continued_batch.json",
 		// An order of lean-jobs version 3 read from its version marker (started without
 		// OrderInput.Version).
 		"order_workflow_completed_marker.json",

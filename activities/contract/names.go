@@ -30,4 +30,7 @@ const (
 	InvalidateAsset = "InvalidateAsset"
 	// JobsWaitingFor lists the unfinished jobs that read an asset (local; asset ID string → []JobRunRef).
 	JobsWaitingFor = "JobsWaitingFor"
+	// WatchJobs waits until at least one of an order's job runs has ended and returns those that
+	// have, polling the read model with heartbeats (WatchJobsInput → []JobRunEnd).
+	WatchJobs = "WatchJobs"
 )

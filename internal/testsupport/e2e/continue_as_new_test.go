@@ -16,8 +16,8 @@ import (
 
 // TestLargeOrderContinuesAsNew runs an order whose workflow continues as new every two launches
 // (as a large order does every workflows.DefaultContinueAsNewAfter): its jobs all complete once,
-// the order completes, and the runs carry the order across. Each run waits for the jobs it
-// launched before it continues as new, and every job stays within the history budget.
+// the order completes, and the runs carry the order across: each hands the jobs still running to
+// the next (OrderInput.Watching), and every job stays within the history budget.
 func TestLargeOrderContinuesAsNew(t *testing.T) {
 	t.Parallel()
 	long(t)
