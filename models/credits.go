@@ -290,8 +290,10 @@ func createOrderStepByStep(tx *gorm.DB, order *Order, jobs []Job) error {
 	return err
 }
 
-// settle records the consume or release of one job run's reservation. It returns false when that
-// run was already settled, so replays of the calling activity never move credits twice.
+// settle records the consume or release of one job run's reservation in the ledger and the
+// account. It returns false when that run was already settled, so replays of the calling activity
+// never move credits twice; the caller records the credits in the order (endOfJob) only when it
+// returns true.
 func settle(tx *gorm.DB, j *Job, kind string) (bool, error) {
 	entry := LedgerEntry{
 		ID: NewID(), AccountID: j.AccountID, OrderID: &j.OrderID, JobID: &j.ID, Run: j.Run,
@@ -311,10 +313,8 @@ func settle(tx *gorm.DB, j *Job, kind string) (bool, error) {
 		"credits_reserved": gorm.Expr("credits_reserved - ?", j.CreditCost),
 		"updated_at":       time.Now().UTC(),
 	}
-	orderColumn := "credits_consumed"
 	if kind == LedgerRelease {
 		accountUpdate["credit_balance"] = gorm.Expr("credit_balance + ?", j.CreditCost)
-		orderColumn = "credits_released"
 	}
 	res = tx.Model(&Account{}).Where("id = ? AND credits_reserved >= ?", j.AccountID, j.CreditCost).Updates(accountUpdate)
 	if res.Error != nil {
@@ -323,9 +323,7 @@ func settle(tx *gorm.DB, j *Job, kind string) (bool, error) {
 	if res.RowsAffected == 0 {
 		return false, fmt.Errorf("account %s holds less reserved credit than job %s run %d settles", j.AccountID, j.ID, j.Run)
 	}
-	err := tx.Model(&Order{}).Where("id = ?", j.OrderID).
-		Update(orderColumn, gorm.Expr(orderColumn+" + ?", j.CreditCost)).Error
-	return true, err
+	return true, nil
 }
 
 // LedgerSums returns the sums of balance and reserved deltas over an account's ledger.
