@@ -191,7 +191,7 @@ func (a *Activities) loadInput(ctx context.Context, assetID string) (*providers.
 // Kept for runs started in an older shape: only JobShapeOriginal runs call it; newer shapes end
 // with FinishJob.
 func (a *Activities) CompleteJob(ctx context.Context, in contract.CompleteInput) error {
-	completed, err := completeJob(ctx, a.Store, in)
+	_, completed, err := completeJob(ctx, a.Store, in)
 	if completed {
 		a.Metrics.JobFinished(status.JobCompleted, "")
 	}
@@ -199,19 +199,17 @@ func (a *Activities) CompleteJob(ctx context.Context, in contract.CompleteInput)
 }
 
 // completeJob stores a successful job run through st (its own transaction, or a savepoint of the
-// caller's); completed is false when the run was already terminal.
-func completeJob(ctx context.Context, st *models.Store, in contract.CompleteInput) (completed bool, err error) {
-	job, err := st.GetJob(ctx, in.JobID)
-	if err != nil {
-		return false, err
-	}
+// caller's) and returns the job as it left it; completed is false when the run was already
+// terminal. The outputs' account, installation and job are the job's, filled in by the store from
+// the row its UPDATE returns: the job is not read first.
+func completeJob(ctx context.Context, st *models.Store, in contract.CompleteInput) (job *models.Job, completed bool, err error) {
 	now := time.Now().UTC()
 	assets := make([]models.Asset, 0, len(in.Outputs))
 	for pos, o := range in.Outputs {
 		assets = append(assets, models.Asset{
-			ID: o.AssetID, AccountID: job.AccountID, InstallationID: job.InstallationID, Kind: models.AssetKindOutput,
+			ID: o.AssetID, Kind: models.AssetKindOutput,
 			Status: status.AssetReady, ContentType: o.ContentType, SizeBytes: o.SizeBytes, BlobKey: o.BlobKey,
-			Width: o.Width, Height: o.Height, SHA256: o.SHA256, JobID: &job.ID, Position: pos, CreatedAt: now, UpdatedAt: now,
+			Width: o.Width, Height: o.Height, SHA256: o.SHA256, Position: pos, CreatedAt: now, UpdatedAt: now,
 		})
 	}
 	return st.CompleteJob(ctx, in.JobID, in.Run, assets)
@@ -222,7 +220,7 @@ func completeJob(ctx context.Context, st *models.Store, in contract.CompleteInpu
 // Kept for runs started in an older shape: only shapes before JobShapeQuiet (and their orders)
 // call it, with RecordJobWebhook after it; JobShapeQuiet runs end with FinishJob.
 func (a *Activities) EndJob(ctx context.Context, in contract.EndInput) error {
-	ended, err := endJob(ctx, a.Store, in)
+	_, ended, err := endJob(ctx, a.Store, in)
 	if ended && err == nil {
 		a.Metrics.JobFinished(in.Status, string(in.Category))
 	}
@@ -230,8 +228,9 @@ func (a *Activities) EndJob(ctx context.Context, in contract.EndInput) error {
 }
 
 // endJob stores a job run's end without output through st (its own transaction, or a savepoint of
-// the caller's); ended is false when the run was already terminal.
-func endJob(ctx context.Context, st *models.Store, in contract.EndInput) (bool, error) {
+// the caller's) and returns the job as it left it; ended is false when the run was already
+// terminal.
+func endJob(ctx context.Context, st *models.Store, in contract.EndInput) (*models.Job, bool, error) {
 	hint := ""
 	if in.Category != "" {
 		hint = in.Category.Hint()

@@ -22,26 +22,28 @@ import (
 // out, and the job's end is committed with no delivery. A database failure rolls back both.
 func (a *Activities) FinishJob(ctx context.Context, in contract.FinishJobInput) (contract.RecordWebhookResult, error) {
 	var endStatus, category string
-	var finish func(tx *models.Store) (bool, error)
+	var finish func(tx *models.Store) (*models.Job, bool, error)
 	var ref contract.RecordWebhookInput
 	switch {
 	case in.Complete != nil && in.End == nil:
 		endStatus, ref = status.JobCompleted, contract.RecordWebhookInput{JobID: in.Complete.JobID, Run: in.Complete.Run}
-		finish = func(tx *models.Store) (bool, error) { return completeJob(ctx, tx, *in.Complete) }
+		finish = func(tx *models.Store) (*models.Job, bool, error) { return completeJob(ctx, tx, *in.Complete) }
 	case in.End != nil && in.Complete == nil:
 		endStatus, category, ref = in.End.Status, string(in.End.Category), contract.RecordWebhookInput{JobID: in.End.JobID, Run: in.End.Run}
-		finish = func(tx *models.Store) (bool, error) { return endJob(ctx, tx, *in.End) }
+		finish = func(tx *models.Store) (*models.Job, bool, error) { return endJob(ctx, tx, *in.End) }
 	default:
 		return contract.RecordWebhookResult{}, temporal.NewNonRetryableApplicationError("FinishJob needs exactly one of Complete and End", "BAD_INPUT", nil)
 	}
 	var rec contract.RecordWebhookResult
 	finished := false
 	err := a.Store.Tx(ctx, func(tx *models.Store) error {
-		var err error
-		if finished, err = finish(tx); err != nil {
+		// The job as its end left it, read once by the end's UPDATE, is what the webhook reports.
+		job, ok, err := finish(tx)
+		if err != nil {
 			return err
 		}
-		rec, err = a.recordWebhookInTx(ctx, tx, ref)
+		finished = ok
+		rec, err = a.recordWebhookInTx(ctx, tx, ref, job)
 		return err
 	})
 	if err != nil {
@@ -53,13 +55,14 @@ func (a *Activities) FinishJob(ctx context.Context, in contract.FinishJobInput) 
 	return rec, nil
 }
 
-// recordWebhookInTx records the run's webhook in a savepoint of tx. A non-retryable refusal is
-// logged and answered with no delivery; any other error fails the whole transaction.
-func (a *Activities) recordWebhookInTx(ctx context.Context, tx *models.Store, ref contract.RecordWebhookInput) (contract.RecordWebhookResult, error) {
+// recordWebhookInTx records the run's webhook of job (the job of ref as tx has just left it) in a
+// savepoint of tx. A non-retryable refusal is logged and answered with no delivery; any other
+// error fails the whole transaction.
+func (a *Activities) recordWebhookInTx(ctx context.Context, tx *models.Store, ref contract.RecordWebhookInput, job *models.Job) (contract.RecordWebhookResult, error) {
 	var rec contract.RecordWebhookResult
 	err := tx.Tx(ctx, func(sp *models.Store) error {
 		var err error
-		rec, err = a.recordJobWebhook(ctx, sp, ref)
+		rec, err = a.recordJobWebhookOf(ctx, sp, ref, job)
 		return err
 	})
 	var appErr *temporal.ApplicationError

@@ -35,6 +35,7 @@ func (a *Activities) loadScenery(ctx context.Context, job *models.Job, sceneryID
 		return nil, unavailable(contract.DependencyDatabase, fmt.Errorf("load scenery: %w", err))
 	}
 	var data []byte
+	var key string
 	switch {
 	case item.ThumbnailAssetID != nil:
 		var asset *models.Asset
@@ -44,9 +45,11 @@ func (a *Activities) loadScenery(ctx context.Context, job *models.Job, sceneryID
 		if asset.PurgedAt != nil {
 			return nil, nil
 		}
-		data, err = a.getBlob(ctx, asset.InputBlobKey())
+		key = asset.InputBlobKey()
+		data, err = a.getBlob(ctx, key)
 	case item.ThumbnailKey != "":
-		data, err = reference.Image(dctx, a.Blobs, item.ThumbnailKey)
+		key = item.ThumbnailKey
+		data, err = reference.Image(dctx, a.Blobs, key)
 	default:
 		return nil, nil
 	}
@@ -57,5 +60,5 @@ func (a *Activities) loadScenery(ctx context.Context, job *models.Job, sceneryID
 	if err != nil {
 		return nil, unavailable(contract.DependencyBlobStore, fmt.Errorf("read scenery image: %w", err))
 	}
-	return &providers.Input{Data: data, ContentType: http.DetectContentType(data)}, nil
+	return &providers.Input{Data: data, ContentType: http.DetectContentType(data), Key: key}, nil
 }

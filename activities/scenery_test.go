@@ -127,6 +127,10 @@ func TestPhotoShootGetsItsSceneryImage(t *testing.T) {
 			if _, _, err := image.Decode(bytes.NewReader(req.Scenery.Data)); err != nil || req.Scenery.ContentType == "" {
 				t.Fatalf("scenery %q: image %s does not decode: %v", tc.scenery, req.Scenery.ContentType, err)
 			}
+			// The blob key names the file, so the provider can keep its decoded image by it.
+			if req.Scenery.Key == "" {
+				t.Fatalf("scenery %q: the request's scenery image has no blob key", tc.scenery)
+			}
 		}
 	}
 }

@@ -26,6 +26,12 @@ import (
 // reads. docs/benchmarks.md keeps the table.
 const workerTransactionsPerJob = 2
 
+// finishJobStatements is what FinishJob's transaction sends for a completed job with one output:
+// BEGIN, CompleteJob's SAVEPOINT, the job's UPDATE (returning it), the output's INSERT, the ledger
+// entry's INSERT, the account's UPDATE, the order's UPDATE, the webhook's SAVEPOINT, COMMIT. It
+// sent 14 when it read the job three times and updated the order three times (issue 23, item 18).
+const finishJobStatements = 9
+
 // The activities of a successful job, run one after the other as its JobWorkflow runs them, write
 // in workerTransactionsPerJob transactions on PostgreSQL: a transaction is a BEGIN … COMMIT block
 // or a write statement alone.
@@ -85,13 +91,26 @@ func TestSuccessfulJobCostsTheWorkerTwoTransactions(t *testing.T) {
 		stop()
 		t.Fatal(err)
 	}
-	_, err = acts.FinishJob(ctx, contract.FinishJobInput{Complete: &contract.CompleteInput{JobID: job.ID, Run: 1, Outputs: result.Outputs}})
 	statements := stop()
+	stop = testdb.RecordStatements(db)
+	_, err = acts.FinishJob(ctx, contract.FinishJobInput{Complete: &contract.CompleteInput{JobID: job.ID, Run: 1, Outputs: result.Outputs}})
+	finish := stop()
 	if err != nil {
 		t.Fatal(err)
 	}
+	statements = append(statements, finish...)
 	if got := writeTransactions(statements); got != workerTransactionsPerJob {
 		t.Fatalf("%d write transactions, want %d:\n%s", got, workerTransactionsPerJob, strings.Join(statements, "\n"))
+	}
+	// FinishJob's transaction reads the job once, as its UPDATE returns it, and updates the order
+	// once (issue 23, item 18; docs/benchmarks.md).
+	if got := len(finish); got != finishJobStatements {
+		t.Fatalf("FinishJob sent %d statements, want %d:\n%s", got, finishJobStatements, strings.Join(finish, "\n"))
+	}
+	for _, s := range finish {
+		if strings.HasPrefix(s, `SELECT * FROM "jobs"`) {
+			t.Fatalf("FinishJob read the job again:\n%s", strings.Join(finish, "\n"))
+		}
 	}
 	done, err := models.GetJob(db, job.ID)
 	if err != nil || done.Status != status.JobCompleted {

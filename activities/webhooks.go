@@ -32,7 +32,21 @@ func (a *Activities) RecordJobWebhook(ctx context.Context, in contract.RecordWeb
 // recordJobWebhook is RecordJobWebhook through st (a transaction of the caller's, or none). A run
 // that is not terminal is a non-retryable contract.ErrTypeWebhookJobNotTerminal.
 func (a *Activities) recordJobWebhook(ctx context.Context, st *models.Store, in contract.RecordWebhookInput) (contract.RecordWebhookResult, error) {
-	rec, err := webhooks.RecordJobDelivery(ctx, st, a.Signer, a.DownloadTTL, in.JobID, in.Run)
+	return a.recordJobWebhookOf(ctx, st, in, nil)
+}
+
+// recordJobWebhookOf is recordJobWebhook of job, the job of in as st has just left it, when not nil
+// (it is not read again), else of the job read by its ID.
+func (a *Activities) recordJobWebhookOf(ctx context.Context, st *models.Store, in contract.RecordWebhookInput, job *models.Job) (contract.RecordWebhookResult, error) {
+	var (
+		rec webhooks.RecordedDelivery
+		err error
+	)
+	if job != nil {
+		rec, err = webhooks.RecordJobDeliveryOf(ctx, st, a.Signer, a.DownloadTTL, job, in.Run)
+	} else {
+		rec, err = webhooks.RecordJobDelivery(ctx, st, a.Signer, a.DownloadTTL, in.JobID, in.Run)
+	}
 	if errors.Is(err, webhooks.ErrJobNotTerminal) {
 		return contract.RecordWebhookResult{}, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeWebhookJobNotTerminal, nil)
 	}

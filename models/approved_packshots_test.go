@@ -54,7 +54,18 @@ func TestLiveProductsWithApprovedPackshots(t *testing.T) {
 		o := f.product(f.other, "several", f.base)
 		f.packshot(f.other, o.ID, "", f.base.Add(9*time.Minute))
 
-		got, err := models.LiveProductsWithApprovedPackshots(db, f.inst.ID, []string{"several", "none", "bare", "gone", "unknown"})
+		// A product's latest approved packshot is one row however many it has (issue 23, item 21b).
+		refs := []string{"several", "none", "bare", "gone", "unknown"}
+		got, err := models.LiveProductsWithApprovedPackshots(db, f.inst.ID, refs, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ids := packshotIDs(got["several"].Packshots); len(ids) != 1 || ids[0] != latest.ID {
+			t.Fatalf("approved packshots of several read when none is named = %v; want only %s (latest)", ids, latest.ID)
+		}
+		// Named by a subject, the latest approved packshot of an asset is read too (an ID that is no
+		// asset of the product's changes nothing).
+		got, err = models.LiveProductsWithApprovedPackshots(db, f.inst.ID, refs, []string{older.AssetID, o.ID})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -91,14 +102,14 @@ func TestLiveProductsWithApprovedPackshots(t *testing.T) {
 		if err := db.Model(&models.Packshot{}).Where("id = ?", nullAt.ID).Update("voting_at", nil).Error; err != nil {
 			t.Fatal(err)
 		}
-		got, err = models.LiveProductsWithApprovedPackshots(db, f.inst.ID, []string{"undated"})
+		got, err = models.LiveProductsWithApprovedPackshots(db, f.inst.ID, []string{"undated"}, []string{nullAt.AssetID})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if ids := packshotIDs(got["undated"].Packshots); len(ids) != 2 || ids[0] != dated.ID || ids[1] != nullAt.ID {
 			t.Fatalf("approved packshots of undated = %v; want %s (dated) before %s (no voting_at)", ids, dated.ID, nullAt.ID)
 		}
-		if got, err := models.LiveProductsWithApprovedPackshots(db, f.inst.ID, nil); err != nil || len(got) != 0 {
+		if got, err := models.LiveProductsWithApprovedPackshots(db, f.inst.ID, nil, nil); err != nil || len(got) != 0 {
 			t.Fatalf("no refs = %v, %v; want nothing", got, err)
 		}
 	})

@@ -136,6 +136,10 @@ func (a *ApprovedProduct) Approved(assetID string) *Packshot {
 	return nil
 }
 
+// latestFirst orders a product's approved packshots latest first, as LiveProductsWithApprovedPackshots
+// returns them: by approval time, undated last on both databases, then creation time and ID.
+const latestFirst = "voting_at IS NULL, voting_at DESC, created_at DESC, id DESC"
+
 // productWithPackshot is a product read with one of its packshots, nil when none matched.
 type productWithPackshot struct {
 	Product
@@ -145,10 +149,14 @@ type productWithPackshot struct {
 func (productWithPackshot) TableName() string { return "products" }
 
 // LiveProductsWithApprovedPackshots returns, by external_ref, the installation's live products
-// that refs name, each with its approved packshots of the installation that are neither deleted
-// nor archived, latest first (voting_at DESC, undated last, then created_at DESC): all of them read with one query, a LEFT JOIN of
-// products with packshots. A ref without a live product is absent from the map.
-func LiveProductsWithApprovedPackshots(db *gorm.DB, installationID string, refs []string) (map[string]*ApprovedProduct, error) {
+// that refs name, each with the approved packshots of the installation (neither deleted nor
+// archived) that photo-shoot jobs can start from, latest first (voting_at DESC, undated last, then
+// created_at DESC, id DESC): its latest one, and the latest one of each asset of named (the
+// subjects' packshot_asset_id) that is an approved packshot of it. One query, a LEFT JOIN of
+// products with those packshots, picked in the database by ranking the approved packshots of the
+// products (ROW_NUMBER, both dialects): a product with many approved packshots costs one row, not
+// one per packshot (issue 23, item 21b). A ref without a live product is absent from the map.
+func LiveProductsWithApprovedPackshots(db *gorm.DB, installationID string, refs, named []string) (map[string]*ApprovedProduct, error) {
 	out := map[string]*ApprovedProduct{}
 	if len(refs) == 0 {
 		return out, nil
@@ -158,7 +166,14 @@ func LiveProductsWithApprovedPackshots(db *gorm.DB, installationID string, refs 
 	approved := db.Where(clause.Eq{Column: packshot("installation_id"), Value: installationID}).
 		Where(clause.Eq{Column: packshot("voting"), Value: VotingAccepted}).
 		Where(clause.Eq{Column: packshot("deleted_at"), Value: nil}).
-		Where(clause.Eq{Column: packshot("archived_at"), Value: nil})
+		Where(clause.Eq{Column: packshot("archived_at"), Value: nil}).
+		Where(clause.Expr{SQL: `? IN (SELECT id FROM (SELECT id, asset_id,
+			ROW_NUMBER() OVER (PARTITION BY product_id ORDER BY ` + latestFirst + `) AS latest,
+			ROW_NUMBER() OVER (PARTITION BY product_id, asset_id ORDER BY ` + latestFirst + `) AS latest_of_asset
+			FROM packshots WHERE installation_id = ? AND voting = ? AND deleted_at IS NULL AND archived_at IS NULL
+			AND product_id IN (SELECT id FROM products WHERE installation_id = ? AND external_ref IN ? AND deleted_at IS NULL)
+			) ranked WHERE latest = 1 OR (latest_of_asset = 1 AND asset_id IN ?))`,
+			Vars: []any{packshot("id"), installationID, VotingAccepted, installationID, refs, named}})
 	latest := func(name string) clause.OrderByColumn {
 		return clause.OrderByColumn{Column: clause.Column{Table: "Packshot", Name: name}, Desc: true}
 	}
@@ -168,7 +183,7 @@ func LiveProductsWithApprovedPackshots(db *gorm.DB, installationID string, refs 
 	var rows []productWithPackshot
 	err := db.Joins("Packshot", approved).
 		Where("products.installation_id = ? AND products.external_ref IN ? AND products.deleted_at IS NULL", installationID, refs).
-		Order(clause.OrderBy{Columns: []clause.OrderByColumn{undatedLast, latest("voting_at"), latest("created_at")}}).
+		Order(clause.OrderBy{Columns: []clause.OrderByColumn{undatedLast, latest("voting_at"), latest("created_at"), latest("id")}}).
 		Find(&rows).Error
 	if err != nil {
 		return nil, err

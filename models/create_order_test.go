@@ -154,3 +154,41 @@ func TestCreateOrderOfFreeJobs(t *testing.T) {
 		require.Zero(t, got.CreditBalance)
 	})
 }
+
+// orderStatementAllocs is a bound on the allocations of placing a five-job order on PostgreSQL,
+// its one statement built and sent (issue 23, item 21c; docs/benchmarks.md): about 630 when the
+// statement is built once and sent by Exec, about 890 when it was built twice (renumbered to ? by a
+// regular expression and parsed again by gorm).
+const orderStatementAllocs = 760
+
+// placeFiveJobOrders returns a function placing a new five-job order of an account that can pay
+// for many, and checking it went in.
+func placeFiveJobOrders(tb testing.TB) func() {
+	db := testdb.Open(tb, testdb.MigratedPostgresURL(tb))
+	acc, err := models.CreateAccount(db, "acme", 1<<40)
+	require.NoError(tb, err)
+	return func() {
+		order, jobs := orderOf(acc.ID, 5, 4, time.Now())
+		if err := models.PlaceOrder(db, order, jobs, nil); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+// PlaceOrder builds its one statement once: gorm builds each part, numbered where the previous
+// part stopped, and the statement goes out as it is, not renumbered and parsed again.
+func TestCreateOrderBuildsItsStatementOnce(t *testing.T) {
+	place := placeFiveJobOrders(t)
+	if got := testing.AllocsPerRun(20, place); got > orderStatementAllocs {
+		t.Fatalf("placing a five-job order allocates %.0f times, want at most %d", got, orderStatementAllocs)
+	}
+}
+
+// BenchmarkPlaceOrder places five-job orders (docs/benchmarks.md).
+func BenchmarkPlaceOrder(b *testing.B) {
+	place := placeFiveJobOrders(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		place()
+	}
+}

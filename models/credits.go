@@ -3,12 +3,12 @@ package models
 import (
 	"errors"
 	"fmt"
-	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgconn"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 )
@@ -124,12 +124,14 @@ func PlaceOrder(db *gorm.DB, order *Order, jobs []Job, inTx func(tx *gorm.DB) er
 // when the balance is short, and the caller's transaction must then roll back (the rows may have
 // been written).
 //
-// On PostgreSQL an order of up to insertBatch jobs is one statement: the three INSERTs ride as
-// data-modifying WITH queries on the account's reservation UPDATE, which spares the database and
-// the API three round trips per accepted order. They are the statements gorm builds for the
-// models, so they cannot drift from them. A short balance fails that statement as a whole, with
-// the accounts table's CHECK (credit_balance >= 0): nothing of it is written, even outside a
-// transaction (PlaceOrder). SQLite has no data-modifying WITH; there, and for a larger order, the
+// On PostgreSQL an order of up to insertBatch jobs is one statement: the account's reservation
+// UPDATE, conditional on the balance like ReserveForJobs', and the three INSERTs ride as
+// data-modifying WITH queries of one SELECT, which spares the database and the API three round
+// trips per accepted order. The INSERTs are the ones gorm builds for the models, so they cannot
+// drift from them, each made to write its rows only when the reservation took the account's row: a
+// short balance writes nothing and is no database error (no ERROR in PostgreSQL's log per refused
+// order, and a transaction around it goes on). The accounts table's CHECK (credit_balance >= 0)
+// stays as a safety net. SQLite has no data-modifying WITH; there, and for a larger order, the
 // statements go one by one, the reservation conditional on the balance.
 func CreateOrder(tx *gorm.DB, order *Order, jobs []Job) error {
 	return createOrder(tx, order, jobs, oneStatementOrder(tx, jobs))
@@ -146,66 +148,135 @@ func createOrder(tx *gorm.DB, order *Order, jobs []Job, oneStatement bool) error
 	if !oneStatement {
 		return createOrderStepByStep(tx, order, jobs)
 	}
-	dry := tx.Session(&gorm.Session{DryRun: true, NewDB: true})
-	entries := reservationEntries(order.AccountID, order.ID, jobs)
-	inserts := []*gorm.Statement{dry.Create(order).Statement, dry.Create(&jobs).Statement, dry.Create(&entries).Statement}
-	var (
-		sql  strings.Builder
-		vars []any
-	)
-	for i, st := range inserts {
+	// The statement is built once: its parts are gorm's own statements, each numbering its bind
+	// parameters where the previous part's stopped (continuedNumbering), sent as they are.
+	numbering := &continuedNumbering{Dialector: tx.Dialector}
+	dry := tx.Session(&gorm.Session{DryRun: true, NewDB: true, SkipHooks: true})
+	config := *dry.Config
+	config.Dialector = numbering
+	dry.Config = &config
+	var one prebuilt
+	part := func(build func(*gorm.DB) *gorm.DB) (string, error) {
+		numbering.from = len(one.vars)
+		st := build(dry).Statement
 		if st.Error != nil {
-			return st.Error
+			return "", st.Error
 		}
-		if i == 0 {
-			sql.WriteString("WITH ")
-		} else {
-			sql.WriteString(", ")
-		}
-		fmt.Fprintf(&sql, "insert%d AS (%s)", i, postgresPlaceholder.ReplaceAllString(st.SQL.String(), "?"))
-		vars = append(vars, st.Vars...)
+		one.vars = append(one.vars, st.Vars...)
+		return st.SQL.String(), nil
 	}
+	entries := reservationEntries(order.AccountID, order.ID, jobs)
 	total := order.CreditsReserved
-	if total <= 0 { // nothing to reserve: the INSERTs alone
-		sql.WriteString(" SELECT 1")
-		return tx.Exec(sql.String(), vars...).Error
+	gate := ""
+	if total > 0 {
+		// The reservation of ReserveForJobs: it takes the account's row only when the balance
+		// covers the order, and the INSERTs write only when it did.
+		reserve, err := part(func(db *gorm.DB) *gorm.DB {
+			return db.Model(&Account{}).Where("id = ? AND credit_balance >= ?", order.AccountID, total).Updates(reservation(total))
+		})
+		if err != nil {
+			return err
+		}
+		one.sql.WriteString("WITH reserve AS (" + reserve + " RETURNING 1), ")
+		gate = "SELECT 1 FROM reserve"
+	} else { // nothing to reserve: the INSERTs alone
+		one.sql.WriteString("WITH ")
 	}
-	// The reservation of ReserveForJobs without its balance condition: the CHECK refuses a short
-	// balance, which fails the whole statement instead of matching no row.
-	reserve := dry.Model(&Account{}).Where("id = ?", order.AccountID).Updates(reservation(total)).Statement
-	if reserve.Error != nil {
-		return reserve.Error
+	for i, rows := range []any{order, &jobs, &entries} {
+		insert, err := part(func(db *gorm.DB) *gorm.DB { return db.Create(rows) })
+		if err != nil {
+			return err
+		}
+		if gate != "" {
+			if insert, err = gatedInsert(insert, gate); err != nil {
+				return err
+			}
+		}
+		if i > 0 {
+			one.sql.WriteString(", ")
+		}
+		fmt.Fprintf(&one.sql, "insert%d AS (%s)", i, insert)
 	}
-	sql.WriteString(" " + postgresPlaceholder.ReplaceAllString(reserve.SQL.String(), "?"))
-	res := tx.Exec(sql.String(), append(vars, reserve.Vars...)...)
-	if isBalanceCheckViolation(res.Error) {
+	if total <= 0 {
+		one.sql.WriteString(" SELECT 1")
+		return tx.Exec("?", &one).Error
+	}
+	// Its rows tell the answer apart, read as the rows affected (Exec: gorm's Scan would render the
+	// whole statement with its values for its logger): the reservation's row, if it took one, and
+	// the account's, if the account exists.
+	numbering.from = len(one.vars)
+	one.sql.WriteString(" SELECT 1 FROM reserve UNION ALL SELECT 1 FROM accounts WHERE id = ")
+	one.vars = append(one.vars, order.AccountID)
+	numbering.BindVarTo(&one.sql, &gorm.Statement{Vars: one.vars[len(one.vars)-1:]}, order.AccountID)
+	res := tx.Exec("?", &one)
+	switch {
+	case res.Error != nil:
+		return res.Error
+	case res.RowsAffected == 2:
+		return nil
+	case res.RowsAffected == 0:
+		return fmt.Errorf("account %s: %w", order.AccountID, ErrNotFound)
+	default:
 		return ErrInsufficientCredits
 	}
-	if res.Error != nil {
-		return res.Error
-	}
-	if res.RowsAffected == 0 { // the orders' foreign key refuses an unknown account first
-		return fmt.Errorf("account %s: %w", order.AccountID, ErrNotFound)
-	}
-	return nil
 }
 
-// balanceCheck is the name PostgreSQL gave the accounts table's CHECK (credit_balance >= 0)
-// (0001_init.sql); checkViolation is the SQLSTATE of a row that fails a CHECK.
-const (
-	balanceCheck   = "accounts_credit_balance_check"
-	checkViolation = "23514"
-)
-
-// isBalanceCheckViolation reports whether err is PostgreSQL refusing a negative balance.
-func isBalanceCheckViolation(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == checkViolation && pgErr.ConstraintName == balanceCheck
+// prebuilt is an SQL statement with its bind parameters already numbered ($1, $2, …) and its
+// values, written into a gorm statement as it is (a clause.Expression).
+type prebuilt struct {
+	sql  strings.Builder
+	vars []any
 }
 
-// postgresPlaceholder is a bind parameter of a statement gorm built for PostgreSQL ($1, $2, …,
-// in order: gorm numbers them as it adds its values).
-var postgresPlaceholder = regexp.MustCompile(`\$[0-9]+`)
+// Build writes the statement into b, a *gorm.Statement.
+func (o *prebuilt) Build(b clause.Builder) {
+	st := b.(*gorm.Statement)
+	st.SQL.WriteString(o.sql.String())
+	st.Vars = append(st.Vars, o.vars...)
+}
+
+// continuedNumbering is the PostgreSQL dialector numbering a statement's bind parameters from
+// from+1: a part of a larger statement continues the numbering of the parts before it.
+type continuedNumbering struct {
+	gorm.Dialector
+	from int
+}
+
+// BindVarTo writes the parameter of v, the last of stmt.Vars.
+func (n *continuedNumbering) BindVarTo(writer clause.Writer, stmt *gorm.Statement, v any) {
+	writer.WriteByte('$')
+	writer.WriteString(strconv.Itoa(n.from + len(stmt.Vars)))
+}
+
+// gatedInsert rewrites gorm's INSERT INTO t (c1, …) VALUES (…), … into an INSERT of the same rows
+// that writes them only when gate (a query) returns a row: INSERT … SELECT from the VALUES list.
+// A VALUES list in FROM types its columns by their first row, and a bind parameter alone would be
+// text there, so the list starts with a row typed as t's columns ((NULL::t).c1, …), which the
+// SELECT leaves out by its primary key, id, NULL there and never in a row of t.
+func gatedInsert(insert, gate string) (string, error) {
+	head, values, ok := strings.Cut(insert, ") VALUES (")
+	table, list, ok2 := strings.Cut(head, " (")
+	table, ok3 := strings.CutPrefix(table, "INSERT INTO ")
+	if !ok || !ok2 || !ok3 {
+		return "", fmt.Errorf("gatedInsert: not an INSERT … VALUES: %.80s", insert)
+	}
+	columns := strings.Split(list, ",")
+	id := slices.Index(columns, `"id"`)
+	if id < 0 {
+		return "", fmt.Errorf("gatedInsert: %s has no id column", table)
+	}
+	var b strings.Builder
+	b.Grow(len(insert) + len(columns)*(len(table)+16) + len(gate) + 64)
+	b.WriteString(head + ") SELECT * FROM (VALUES (")
+	for i, c := range columns {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("(NULL::" + table + ")." + c)
+	}
+	b.WriteString("), (" + values + ") AS v WHERE v.column" + strconv.Itoa(id+1) + " IS NOT NULL AND EXISTS (" + gate + ")")
+	return b.String(), nil
+}
 
 // createOrderStepByStep is CreateOrder one statement at a time.
 func createOrderStepByStep(tx *gorm.DB, order *Order, jobs []Job) error {
@@ -219,8 +290,10 @@ func createOrderStepByStep(tx *gorm.DB, order *Order, jobs []Job) error {
 	return err
 }
 
-// settle records the consume or release of one job run's reservation. It returns false when that
-// run was already settled, so replays of the calling activity never move credits twice.
+// settle records the consume or release of one job run's reservation in the ledger and the
+// account. It returns false when that run was already settled, so replays of the calling activity
+// never move credits twice; the caller records the credits in the order (endOfJob) only when it
+// returns true.
 func settle(tx *gorm.DB, j *Job, kind string) (bool, error) {
 	entry := LedgerEntry{
 		ID: NewID(), AccountID: j.AccountID, OrderID: &j.OrderID, JobID: &j.ID, Run: j.Run,
@@ -240,10 +313,8 @@ func settle(tx *gorm.DB, j *Job, kind string) (bool, error) {
 		"credits_reserved": gorm.Expr("credits_reserved - ?", j.CreditCost),
 		"updated_at":       time.Now().UTC(),
 	}
-	orderColumn := "credits_consumed"
 	if kind == LedgerRelease {
 		accountUpdate["credit_balance"] = gorm.Expr("credit_balance + ?", j.CreditCost)
-		orderColumn = "credits_released"
 	}
 	res = tx.Model(&Account{}).Where("id = ? AND credits_reserved >= ?", j.AccountID, j.CreditCost).Updates(accountUpdate)
 	if res.Error != nil {
@@ -252,9 +323,7 @@ func settle(tx *gorm.DB, j *Job, kind string) (bool, error) {
 	if res.RowsAffected == 0 {
 		return false, fmt.Errorf("account %s holds less reserved credit than job %s run %d settles", j.AccountID, j.ID, j.Run)
 	}
-	err := tx.Model(&Order{}).Where("id = ?", j.OrderID).
-		Update(orderColumn, gorm.Expr(orderColumn+" + ?", j.CreditCost)).Error
-	return true, err
+	return true, nil
 }
 
 // LedgerSums returns the sums of balance and reserved deltas over an account's ledger.

@@ -58,15 +58,18 @@ func (s *Store) MarkRetryPending(ctx context.Context, jobID string, run int, cat
 }
 
 // CompleteJob marks a job run completed with its outputs and settles its credits and order in one
-// transaction (a savepoint when the store is in one); false when the run was already terminal.
-func (s *Store) CompleteJob(ctx context.Context, jobID string, run int, outputs []Asset) (bool, error) {
-	return CompleteJob(s.conn(ctx), jobID, run, outputs)
+// transaction (a savepoint when the store is in one); false when the run was already terminal. It
+// returns the job as the call left it, read once (see CompleteJobRun); the outputs' account,
+// installation and job are filled in from it.
+func (s *Store) CompleteJob(ctx context.Context, jobID string, run int, outputs []Asset) (*Job, bool, error) {
+	return CompleteJobRun(s.conn(ctx), jobID, run, outputs)
 }
 
 // EndJob moves a job run to a terminal status other than completed and releases its credits in one
-// transaction (a savepoint when the store is in one); false when the run was already terminal.
-func (s *Store) EndJob(ctx context.Context, jobID string, run int, to, category, hint, detail string) (bool, error) {
-	return EndJob(s.conn(ctx), jobID, run, to, category, hint, detail)
+// transaction (a savepoint when the store is in one); false when the run was already terminal. It
+// returns the job as the call left it, read once (see EndJobRun).
+func (s *Store) EndJob(ctx context.Context, jobID string, run int, to, category, hint, detail string) (*Job, bool, error) {
+	return EndJobRun(s.conn(ctx), jobID, run, to, category, hint, detail)
 }
 
 // OpenJobsReading returns the unfinished jobs (pending, in progress or retry pending) that read the

@@ -82,16 +82,39 @@ func BeginAttempt(db *gorm.DB, jobID string, run, attempt int) error {
 // the product's catalog (EnsurePackshotCandidate). It returns false when the job was already
 // terminal: a repeated call changes nothing.
 func CompleteJob(db *gorm.DB, jobID string, run int, outputs []Asset) (bool, error) {
+	_, completed, err := CompleteJobRun(db, jobID, run, outputs)
+	return completed, err
+}
+
+// CompleteJobRun is CompleteJob returning the job as the call left it (nil when there is no such
+// job): the completed job, or the job that was already terminal. An output's account,
+// installation and job are the job's, filled in when empty, so the caller needs not read the job
+// first.
+func CompleteJobRun(db *gorm.DB, jobID string, run int, outputs []Asset) (*Job, bool, error) {
+	var job *Job
 	completed := false
 	err := db.Transaction(func(tx *gorm.DB) error {
 		j, ok, err := finish(tx, jobID, run, status.JobCompleted, map[string]any{
 			"error_category": nil, "error_hint": nil,
 		})
+		job = j
 		if err != nil || !ok {
 			return err
 		}
 		completed = true
 		if len(outputs) > 0 {
+			for i := range outputs {
+				o := &outputs[i]
+				if o.AccountID == "" {
+					o.AccountID = j.AccountID
+				}
+				if o.InstallationID == nil {
+					o.InstallationID = j.InstallationID
+				}
+				if o.JobID == nil {
+					o.JobID = &j.ID
+				}
+			}
 			if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&outputs).Error; err != nil {
 				return err
 			}
@@ -102,22 +125,34 @@ func CompleteJob(db *gorm.DB, jobID string, run int, outputs []Asset) (bool, err
 		if err := finishReferenceItem(tx, j, RefStatusDone); err != nil {
 			return err
 		}
-		if _, err := settle(tx, j, LedgerConsume); err != nil {
+		settled, err := settle(tx, j, LedgerConsume)
+		if err != nil {
 			return err
 		}
-		return bumpOrder(tx, j.OrderID, "jobs_completed")
+		return endOfJob(tx, j, "jobs_completed", "credits_consumed", settled)
 	})
-	return completed && err == nil, err
+	if err != nil || !completed {
+		return job, false, err
+	}
+	return job, true, nil
 }
 
 // EndJob moves a job run to a terminal status other than completed (failed, cancelled or expired),
 // releases its reservation and updates the order's counters in one transaction. It returns false
 // when the job was already terminal.
 func EndJob(db *gorm.DB, jobID string, run int, to, category, hint, detail string) (bool, error) {
+	_, ended, err := EndJobRun(db, jobID, run, to, category, hint, detail)
+	return ended, err
+}
+
+// EndJobRun is EndJob returning the job as the call left it (nil when there is no such job): the
+// ended job, or the job that was already terminal.
+func EndJobRun(db *gorm.DB, jobID string, run int, to, category, hint, detail string) (*Job, bool, error) {
 	counter := map[string]string{status.JobFailed: "jobs_failed", status.JobCancelled: "jobs_cancelled", status.JobExpired: "jobs_expired"}[to]
 	if counter == "" {
-		return false, fmt.Errorf("EndJob: %q is not a failure status", to)
+		return nil, false, fmt.Errorf("EndJob: %q is not a failure status", to)
 	}
+	var job *Job
 	ended := false
 	err := db.Transaction(func(tx *gorm.DB) error {
 		extra := map[string]any{"error_detail": detail}
@@ -126,6 +161,7 @@ func EndJob(db *gorm.DB, jobID string, run int, to, category, hint, detail strin
 			extra["error_hint"] = hint
 		}
 		j, ok, err := finish(tx, jobID, run, to, extra)
+		job = j
 		if err != nil || !ok {
 			return err
 		}
@@ -133,56 +169,72 @@ func EndJob(db *gorm.DB, jobID string, run int, to, category, hint, detail strin
 		if err := finishReferenceItem(tx, j, RefStatusFailed); err != nil {
 			return err
 		}
-		if _, err := settle(tx, j, LedgerRelease); err != nil {
+		settled, err := settle(tx, j, LedgerRelease)
+		if err != nil {
 			return err
 		}
-		return bumpOrder(tx, j.OrderID, counter)
+		return endOfJob(tx, j, counter, "credits_released", settled)
 	})
-	return ended, err
+	if err != nil || !ended {
+		return job, false, err
+	}
+	return job, true, nil
 }
 
-// finish moves a non-terminal job run to a terminal status; ok is false if it was already terminal.
+// terminalJobStatuses are the statuses a job run ends in.
+var terminalJobStatuses = []string{status.JobCompleted, status.JobFailed, status.JobCancelled, status.JobExpired}
+
+// finish moves a non-terminal job run to a terminal status and returns the job as its UPDATE left
+// it (RETURNING, one statement); ok is false, and the job is read as it is, if it was already
+// terminal (ErrNotFound when there is no such job).
 func finish(tx *gorm.DB, jobID string, run int, to string, extra map[string]any) (*Job, bool, error) {
 	now := time.Now().UTC()
 	fields := map[string]any{"status": to, "completed_at": now, "updated_at": now}
 	for k, v := range extra {
 		fields[k] = v
 	}
-	res := tx.Model(&Job{}).
-		Where("id = ? AND run = ? AND status NOT IN ?", jobID, run, []string{status.JobCompleted, status.JobFailed, status.JobCancelled, status.JobExpired}).
+	var j Job
+	res := tx.Model(&j).Clauses(clause.Returning{}).
+		Where("id = ? AND run = ? AND status NOT IN ?", jobID, run, terminalJobStatuses).
 		Updates(fields)
 	if res.Error != nil {
 		return nil, false, res.Error
 	}
 	if res.RowsAffected == 0 {
-		if _, err := GetJob(tx, jobID); err != nil {
-			return nil, false, err
-		}
-		return nil, false, nil
+		current, err := GetJob(tx, jobID)
+		return current, false, err
 	}
-	j, err := GetJob(tx, jobID)
-	return j, err == nil, err
+	return &j, true, nil
 }
 
-// bumpOrder increments one job counter of an order and, once every job is terminal, sets the
-// order's final status: completed when at least one job completed, cancelled when every job was
-// cancelled, failed otherwise (docs/job-states.md).
-func bumpOrder(tx *gorm.DB, orderID, counter string) error {
-	now := time.Now().UTC()
-	if err := tx.Model(&Order{}).Where("id = ?", orderID).Updates(map[string]any{
-		counter:      gorm.Expr(counter + " + 1"),
-		"updated_at": now,
-	}).Error; err != nil {
-		return err
+// endOfJob records a job run's end in its order with one UPDATE: the job's counter goes up, the
+// run's credits (when settle moved them) go to creditColumn, and once every job is terminal the
+// order takes its final status: completed when at least one job completed, cancelled when every
+// job was cancelled, failed otherwise (docs/job-states.md). Every expression reads the row as it
+// was before the UPDATE, on both databases, hence the + 1 of the job that ends now.
+func endOfJob(tx *gorm.DB, j *Job, counter, creditColumn string, settled bool) error {
+	var credits int64
+	if settled {
+		credits = j.CreditCost
 	}
-	return tx.Exec(`UPDATE orders SET
-		status = CASE
-			WHEN jobs_completed > 0 THEN ?
-			WHEN jobs_cancelled = jobs_total THEN ?
-			ELSE ? END,
-		completed_at = ?
-		WHERE id = ? AND status = ? AND jobs_completed + jobs_failed + jobs_cancelled + jobs_expired >= jobs_total`,
-		status.OrderCompleted, status.OrderCancelled, status.OrderFailed, now, orderID, status.OrderInProgress).Error
+	completed, cancelled := 0, 0
+	switch counter {
+	case "jobs_completed":
+		completed = 1
+	case "jobs_cancelled":
+		cancelled = 1
+	}
+	now := time.Now().UTC()
+	ends := gorm.Expr("status = ? AND jobs_completed + jobs_failed + jobs_cancelled + jobs_expired + 1 >= jobs_total", status.OrderInProgress)
+	return tx.Model(&Order{}).Where("id = ?", j.OrderID).Updates(map[string]any{
+		counter:      gorm.Expr(counter + " + 1"),
+		creditColumn: gorm.Expr(creditColumn+" + ?", credits),
+		"updated_at": now,
+		"status": gorm.Expr(`CASE WHEN ? THEN
+			CASE WHEN jobs_completed + ? > 0 THEN ? WHEN jobs_cancelled + ? = jobs_total THEN ? ELSE ? END
+			ELSE status END`, ends, completed, status.OrderCompleted, cancelled, status.OrderCancelled, status.OrderFailed),
+		"completed_at": gorm.Expr("CASE WHEN ? THEN ? ELSE completed_at END", ends, now),
+	}).Error
 }
 
 // packshotNamespace derives the ID of the packshot candidate of a packshot job run.

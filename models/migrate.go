@@ -20,8 +20,9 @@ import (
 
 // The schema is the goose migrations in migrations/, named NNNN_name.sql, forward-only: each file
 // has an Up section and no Down section. A file is a text/template rendered per dialect before
-// goose reads it ({{ts}}: a timestamp with zone, {{json}}: a JSON document), so both dialects run
-// the same file and cannot drift apart. goose splits a section at every line that ends in `;`
+// goose reads it ({{ts}}: a timestamp with zone, {{json}}: a JSON document, {{dialect}}: "postgres"
+// or "sqlite", for the rare change SQLite makes another way, such as a table rebuild), so both
+// dialects run the same file and cannot drift apart. goose splits a section at every line that ends in `;`
 // outside a comment; a statement with `;` inside (a function, a trigger) goes between
 // `-- +goose StatementBegin` and `-- +goose StatementEnd`.
 //
@@ -181,8 +182,9 @@ func migrationFiles(src fs.FS, dialect string) (fs.FS, error) {
 		return nil, fmt.Errorf("unknown dialect %q", dialect)
 	}
 	funcs := template.FuncMap{
-		"ts":   func() string { return types["ts"] },
-		"json": func() string { return types["json"] },
+		"ts":      func() string { return types["ts"] },
+		"json":    func() string { return types["json"] },
+		"dialect": func() string { return dialect },
 	}
 	entries, err := fs.ReadDir(src, "migrations")
 	if err != nil {

@@ -122,9 +122,10 @@ func (s *Store) CreateReferenceItems(ctx context.Context, kind ReferenceKind, it
 }
 
 // LiveProductsWithApprovedPackshots returns, in one query, the installation's live products of the
-// refs by ref, each with its approved packshots; see the package function of that name.
-func (s *Store) LiveProductsWithApprovedPackshots(ctx context.Context, installationID string, refs []string) (map[string]*ApprovedProduct, error) {
-	return LiveProductsWithApprovedPackshots(s.conn(ctx), installationID, refs)
+// refs by ref, each with the approved packshots its jobs can start from (the latest, and the latest
+// of each asset of named); see the package function of that name.
+func (s *Store) LiveProductsWithApprovedPackshots(ctx context.Context, installationID string, refs, named []string) (map[string]*ApprovedProduct, error) {
+	return LiveProductsWithApprovedPackshots(s.conn(ctx), installationID, refs, named)
 }
 
 // PackshotJobInput loads what a session's packshot job starts from: the installation's live

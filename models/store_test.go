@@ -172,7 +172,7 @@ func TestOrderStatusRule(t *testing.T) {
 }
 
 // Orders placed at once against one balance never overdraw it: on PostgreSQL each is one statement
-// in autocommit, held back by the balance's CHECK alone; on SQLite a transaction with a conditional
+// in autocommit, its reservation conditional on the balance; on SQLite a transaction with a conditional
 // reservation. The balance covers three of the eight.
 func TestConcurrentReservationsNeverOverdraw(t *testing.T) {
 	t.Parallel()

@@ -171,23 +171,57 @@ func checkContent(c *gin.Context, body Body) *Refusal {
 		return r
 	}
 	req.Body = io.NopCloser(bytes.NewReader(data))
+	c.Set(bodyKey, data)
 	if body.Kind == JSON {
-		return checkJSON(data)
+		// A keyed request's body is hashed for its key (api/plugin's keyed): the scan keeps the
+		// document it walks, so the body is not parsed again for the hash.
+		keep := req.Header.Get("Idempotency-Key") != ""
+		doc, r := checkJSON(data, keep)
+		if r == nil && doc.ok {
+			c.Set(documentKey, doc.value)
+		}
+		return r
 	}
 	return nil
 }
 
+// The gin context keys of what checkContent read: the body's bytes, and a keyed JSON body's
+// document.
+const (
+	bodyKey     = "inputcheck.body"
+	documentKey = "inputcheck.document"
+)
+
+// Bytes returns the request body the content check read and checked (a JSON body or one of a
+// route without a body), so that a handler uses those bytes instead of reading a copy; ok is false
+// when the check did not read it (multipart and streamed bodies).
+func Bytes(c *gin.Context) (data []byte, ok bool) {
+	v, ok := c.Get(bodyKey)
+	data, ok2 := v.([]byte)
+	return data, ok && ok2
+}
+
+// Document returns the JSON document of the body of a request with an Idempotency-Key, as the
+// content check decoded it while it scanned the body (objects as map[string]any, arrays as []any,
+// numbers as json.Number); ok is false when the request has no key, or its body is not exactly one
+// JSON document.
+func Document(c *gin.Context) (doc any, ok bool) {
+	return c.Get(documentKey)
+}
+
 // checkJSON refuses a JSON body with text PostgreSQL cannot store: scanJSON names the string at
 // fault; a body that is not valid UTF-8 elsewhere (outside its strings, or after a syntax error
-// that ends the scan) is refused as a whole, so that no JSON route ever reads invalid UTF-8.
-func checkJSON(data []byte) *Refusal {
-	if r := scanJSON(data); r != nil {
-		return r
+// that ends the scan) is refused as a whole, so that no JSON route ever reads invalid UTF-8. With
+// keep it returns the document the scan kept.
+func checkJSON(data []byte, keep bool) (document, *Refusal) {
+	doc, r := scanJSON(data, keep)
+	if r != nil {
+		return document{}, r
 	}
 	if !utf8.Valid(data) {
-		return invalid("The body is not valid UTF-8.")
+		return document{}, invalid("The body is not valid UTF-8.")
 	}
-	return nil
+	return doc, nil
 }
 
 // read reads the whole body, refusing it (413) as soon as it is longer than limit and, when
@@ -309,59 +343,94 @@ func invalid(format string, args ...any) *Refusal {
 }
 
 // frame is an object or array being scanned: the key of its current member, or the index of its
-// current element.
+// current element; when the scan keeps the document, the members or elements so far.
 type frame struct {
 	array   bool
 	key     string
 	index   int
 	wantKey bool
+	object  map[string]any
+	items   []any
+}
+
+// document is the JSON document a scan kept: ok when the body is exactly one valid document.
+type document struct {
+	value any
+	ok    bool
 }
 
 // scanJSON checks every string of a JSON document, keys included, and names the first one that is
 // not valid UTF-8 or holds a NUL character by its path (session_config.scenery_id,
 // subjects[2].product_ref). A document that is not valid JSON is left to the handler, which
-// refuses it with its own message.
-func scanJSON(data []byte) *Refusal {
+// refuses it with its own message. With keep it also builds the document from the tokens it walks
+// (what a json.Decoder with UseNumber decodes into an any; a repeated key keeps its last value).
+func scanJSON(data []byte, keep bool) (document, *Refusal) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var stack []frame
 	var prev int64
+	var doc document
+	roots := 0
 	for {
 		tok, err := dec.Token()
-		if err != nil {
-			return nil // the end, or not JSON: the handler answers
+		if err != nil { // the end, or not JSON: the handler answers
+			doc.ok = keep && err == io.EOF && roots == 1
+			return doc, nil
 		}
 		// encoding/json replaces invalid UTF-8 in strings, so the token's raw bytes are checked.
 		raw := data[prev:dec.InputOffset()]
 		prev = dec.InputOffset()
+		value := tok
 		switch v := tok.(type) {
 		case json.Delim:
 			if v == '{' || v == '[' {
-				stack = append(stack, frame{array: v == '[', wantKey: v == '{'})
+				f := frame{array: v == '[', wantKey: v == '{'}
+				if keep && !f.array {
+					f.object = map[string]any{}
+				}
+				if keep && f.array {
+					f.items = []any{}
+				}
+				stack = append(stack, f)
 				continue
 			}
+			closed := stack[len(stack)-1]
 			stack = stack[:len(stack)-1]
+			if closed.array {
+				value = closed.items
+			} else {
+				value = closed.object
+			}
 		case string:
 			if n := len(stack); n > 0 && stack[n-1].wantKey {
 				if r := jsonText(raw, v, func() string {
 					return "The key " + strconv.Quote(v) + " of " + orBody(jsonPath(stack[:n-1]), "the body")
 				}); r != nil {
-					return r
+					return document{}, r
 				}
 				stack[n-1].key, stack[n-1].wantKey = v, false
 				continue
 			}
 			if r := jsonText(raw, v, func() string { return orBody(jsonPath(stack), "The body") }); r != nil {
-				return r
+				return document{}, r
 			}
 		}
 		// A value ended: the enclosing object expects a key, the enclosing array its next element.
-		if n := len(stack); n > 0 {
-			if stack[n-1].array {
-				stack[n-1].index++
-			} else {
-				stack[n-1].wantKey = true
+		n := len(stack)
+		switch {
+		case n == 0:
+			roots++
+			doc.value = value
+		case stack[n-1].array:
+			if keep {
+				stack[n-1].items = append(stack[n-1].items, value)
 			}
+			stack[n-1].index++
+		default:
+			if keep {
+				stack[n-1].object[stack[n-1].key] = value
+			}
+			stack[n-1].wantKey = true
 		}
 	}
 }

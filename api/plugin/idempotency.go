@@ -18,6 +18,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"go.uber.org/zap"
 
+	"github.com/shotflow/shotflow/api/inputcheck"
 	"github.com/shotflow/shotflow/internal/engine"
 )
 
@@ -120,20 +121,23 @@ func requestHash(method, path string, body []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return canonicalHash(method, path, canon), nil
+}
+
+// canonicalHash is the hex SHA-256 of method, path and the canonical JSON body canon.
+func canonicalHash(method, path string, canon []byte) string {
 	sum := sha256.New()
 	fmt.Fprintf(sum, "%s\n%s\n", method, path)
 	sum.Write(canon)
-	return hex.EncodeToString(sum.Sum(nil)), nil
+	return hex.EncodeToString(sum.Sum(nil))
 }
 
 // canonicalJSON re-encodes a JSON document with object keys sorted, no insignificant whitespace and
-// numbers in their shortest form (2, 2.0 and 2e0 are the same). An empty body counts as {}.
+// numbers in their shortest form (2, 2.0 and 2e0 are the same). An empty body counts as {}. The body
+// is parsed once: decoded, then refused if anything but space follows the document.
 func canonicalJSON(body []byte) ([]byte, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return []byte("{}"), nil
-	}
-	if !json.Valid(body) {
-		return nil, errors.New("canonical JSON: the body is not one JSON document")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
@@ -141,6 +145,14 @@ func canonicalJSON(body []byte) ([]byte, error) {
 	if err := dec.Decode(&v); err != nil {
 		return nil, err
 	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("canonical JSON: the body is not one JSON document")
+	}
+	return canonicalDocument(v)
+}
+
+// canonicalDocument encodes a decoded JSON document (json.Number numbers) as canonicalJSON does.
+func canonicalDocument(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -216,9 +228,10 @@ func (h *Handler) keyed(rule keyRule, takesBody bool, handler gin.HandlerFunc) g
 		if !takesBody {
 			payload = nil
 		}
+		hash := payloadHash(c, payload)
 		var answer *answerWriter
 		timing := engine.KeyTiming{Wait: idempotencyWait, Poll: idempotencyPoll, Lease: idempotencyLease}
-		res, err := h.Engine.Idempotency.RunOnce(c.Request.Context(), caller(c).Installation.ID, key, payloadHash(c.Request, payload), timing,
+		res, err := h.Engine.Idempotency.RunOnce(c.Request.Context(), caller(c).Installation.ID, key, hash, timing,
 			func(claim *engine.KeyClaim) bool {
 				var committed bool
 				answer, committed = h.runClaimed(c, claim, rule, raw, handler)
@@ -337,12 +350,21 @@ func sessionRecord(c *gin.Context) recorder {
 
 // payloadHash is the hash a key is bound to: requestHash of the method, the path with the query
 // string when there is one (its parameters sorted), and the body (nil for a route that takes
-// none). A body that is not one JSON document is hashed as it is: the route refuses it, which
-// frees the key, and the hash still tells it apart from any other payload.
-func payloadHash(r *http.Request, body []byte) string {
+// none). The body is not parsed again: its document is the one the input check kept while it
+// scanned it (inputcheck.Document). A body that is not one JSON document is hashed as it is: the
+// route refuses it, which frees the key, and the hash still tells it apart from any other payload.
+func payloadHash(c *gin.Context, body []byte) string {
+	r := c.Request
 	target := r.URL.Path
 	if q := r.URL.Query(); len(q) > 0 {
 		target += "?" + q.Encode()
+	}
+	if body != nil {
+		if doc, ok := inputcheck.Document(c); ok {
+			if canon, err := canonicalDocument(doc); err == nil {
+				return canonicalHash(r.Method, target, canon)
+			}
+		}
 	}
 	if hash, err := requestHash(r.Method, target, body); err == nil {
 		return hash

@@ -251,7 +251,11 @@ func (e *env) candidateOf(j models.Job) models.Packshot {
 // plans it, with packshot_asset_id given when assetID is not empty.
 func (e *env) resolved(ref, assetID string) *models.Packshot {
 	e.t.Helper()
-	approved, err := models.LiveProductsWithApprovedPackshots(e.db, e.inst.ID, []string{ref})
+	var named []string
+	if assetID != "" {
+		named = []string{assetID}
+	}
+	approved, err := models.LiveProductsWithApprovedPackshots(e.db, e.inst.ID, []string{ref}, named)
 	require.NoError(e.t, err)
 	if approved[ref] == nil {
 		return nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/shotflow/shotflow/api/inputcheck"
 	"github.com/shotflow/shotflow/api/jsonbody"
 	"github.com/shotflow/shotflow/api/reqctx"
 	"github.com/shotflow/shotflow/internal/engine"
@@ -91,6 +92,9 @@ func (h *Handler) createSession(c *gin.Context) {
 
 // readBody reads the request body, which Input has already held to the route's limit.
 func (h *Handler) readBody(c *gin.Context) ([]byte, bool) {
+	if body, ok := inputcheck.Bytes(c); ok { // the bytes the input check read, not a copy
+		return body, true
+	}
 	body, err := io.ReadAll(c.Request.Body)
 	if err != nil {
 		h.Fail(c, http.StatusBadRequest, CodeInvalidInput, "The request body could not be read.")

@@ -154,10 +154,15 @@ func NewSigner(cfg config.Config, master []byte) *urlsign.Signer {
 	return urlsign.New(secrets.Derive(master, secrets.PurposeURLSigning), cfg.PublicBaseURL)
 }
 
+// sceneryCacheImages is how many decoded scene images the local provider keeps (a 2048-pixel
+// scene is 16 MiB decoded): enough for the sessions a worker runs at once, which share theirs.
+const sceneryCacheImages = 16
+
 // Providers returns the generation providers the configuration enables: the local studio always,
 // the sim provider when SIM_PROVIDER is set, and each hosted provider whose API key is set.
 func Providers(cfg config.Config) map[string]providers.Provider {
-	enabled := map[string]providers.Provider{local.Name: local.Provider{VideoEncoder: videoEncoder(cfg.VideoEncoder)}}
+	enabled := map[string]providers.Provider{local.Name: local.Provider{VideoEncoder: videoEncoder(cfg.VideoEncoder),
+		Sceneries: local.NewSceneryCache(sceneryCacheImages)}}
 	if cfg.SimProvider {
 		enabled[sim.Name] = sim.Provider{}
 	}

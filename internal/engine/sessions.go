@@ -127,7 +127,8 @@ func (e *Sessions) PlanSession(ctx context.Context, req SessionRequest) (*models
 	if jobType != jobtype.Packshot {
 		// One query for every subject's product and approved packshots.
 		var err error
-		if approved, err = e.store.LiveProductsWithApprovedPackshots(ctx, instID, subjectRefs(req.Subjects)); err != nil {
+		refs, named := subjectRefs(req.Subjects)
+		if approved, err = e.store.LiveProductsWithApprovedPackshots(ctx, instID, refs, named); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -185,13 +186,16 @@ func canonicalSubjects(subjects []SessionSubject) []SessionSubject {
 	return out
 }
 
-// subjectRefs are the product refs of the subjects, in order.
-func subjectRefs(subjects []SessionSubject) []string {
-	refs := make([]string, len(subjects))
+// subjectRefs are the product refs of the subjects, in order, and the packshot assets they name.
+func subjectRefs(subjects []SessionSubject) (refs, named []string) {
+	refs = make([]string, len(subjects))
 	for i, s := range subjects {
 		refs[i] = s.ProductRef
+		if s.PackshotAssetID != "" {
+			named = append(named, s.PackshotAssetID)
+		}
 	}
-	return refs
+	return refs, named
 }
 
 // approvedPackshot is the subject's product in approved (models.LiveProductsWithApprovedPackshots)

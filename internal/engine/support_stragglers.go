@@ -261,7 +261,7 @@ func (e *Support) RedriveJob(ctx context.Context, req RedriveRequest) (RedriveRe
 	c := errorcat.InternalBug
 	detail := fmt.Sprintf("settled by %s (shotflow admin jobs redrive --action %s): %s", actor, req.Action, why)
 	err = e.store.Tx(ctx, func(tx *models.Store) error {
-		ended, err := tx.EndJob(ctx, j.ID, j.Run, status.JobFailed, string(c), c.Hint(), detail)
+		_, ended, err := tx.EndJob(ctx, j.ID, j.Run, status.JobFailed, string(c), c.Hint(), detail)
 		if err != nil {
 			return err
 		}

@@ -18,6 +18,9 @@ import (
 type Input struct {
 	Data        []byte
 	ContentType string
+	// Key is the blob key Data was read from, when it was read from the blob store: a provider may
+	// keep what it derives from the file by it (the local provider's decoded sceneries). "" for none.
+	Key string
 }
 
 // SessionConfig is the part of an order's session_config a provider reads.

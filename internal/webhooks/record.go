@@ -40,6 +40,12 @@ func RecordJobDelivery(ctx context.Context, st *models.Store, signer *urlsign.Si
 	if err != nil {
 		return RecordedDelivery{}, fmt.Errorf("load job %s: %w", jobID, err)
 	}
+	return RecordJobDeliveryOf(ctx, st, signer, downloadTTL, job, run)
+}
+
+// RecordJobDeliveryOf is RecordJobDelivery of a job the caller has just read or written through st
+// (the job as the end of its run left it, CompleteJob or EndJob), which it does not read again.
+func RecordJobDeliveryOf(ctx context.Context, st *models.Store, signer *urlsign.Signer, downloadTTL time.Duration, job *models.Job, run int) (RecordedDelivery, error) {
 	event, terminal := EventForStatus(job.Status)
 	if !terminal || job.Run != run {
 		return RecordedDelivery{}, fmt.Errorf("job %s run %d is %w (status %s, current run %d)", job.ID, run, ErrJobNotTerminal, job.Status, job.Run)

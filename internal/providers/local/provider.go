@@ -35,6 +35,9 @@ type Provider struct {
 	// VideoEncoder is internal/media/video's encoder for videos and reels: "" (ffmpeg when installed,
 	// else pure Go), "ffmpeg" or "go".
 	VideoEncoder string
+	// Sceneries keeps the decoded scene images of photo shoots by blob key, so the jobs of a
+	// session decode their scenery once; nil decodes it for every job.
+	Sceneries *SceneryCache
 }
 
 // Serves reports whether the local model generates jobs of jobType: StudioModel every image job
@@ -60,7 +63,7 @@ func (p Provider) Generate(ctx context.Context, req providers.Request) ([]provid
 	}
 	switch req.JobType {
 	case jobtype.PhotoShoot:
-		return renderPhotoShoot(req)
+		return renderPhotoShoot(req, p.Sceneries)
 	case jobtype.Packshot:
 		return renderPackshot(req)
 	case jobtype.ModelIdea:
@@ -74,8 +77,9 @@ func (p Provider) Generate(ctx context.Context, req providers.Request) ([]provid
 }
 
 // renderPhotoShoot composes the packshot of req into a scene. The renderer keeps the matted
-// packshot: the jobs of one product share it, so only the first decodes and mattes it.
-func renderPhotoShoot(req providers.Request) ([]providers.Output, error) {
+// packshot: the jobs of one product share it, so only the first decodes and mattes it; sceneries
+// (when not nil) keeps the decoded scene image the same way, by its blob key.
+func renderPhotoShoot(req providers.Request, sceneries *SceneryCache) ([]providers.Output, error) {
 	if len(req.Inputs) == 0 {
 		return nil, providers.Errorf(errorcat.InputMissing, "photo shoot needs a packshot input")
 	}
@@ -84,7 +88,14 @@ func renderPhotoShoot(req providers.Request) ([]providers.Output, error) {
 		Style: req.Session.Style, Suggestions: req.Session.Suggestions,
 	}
 	if req.Scenery != nil {
-		if scene, _, err := image.Decode(bytes.NewReader(req.Scenery.Data)); err == nil {
+		var scene image.Image
+		var err error
+		if sceneries != nil {
+			scene, err = sceneries.Image(req.Scenery.Key, req.Scenery.Data)
+		} else {
+			scene, _, err = image.Decode(bytes.NewReader(req.Scenery.Data))
+		}
+		if err == nil {
 			opts.Scenery = scene
 		}
 	}
