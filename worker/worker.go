@@ -56,7 +56,9 @@ func New(c client.Client, acts *activities.Activities, opts Options) *Group {
 		OnFatalError:                            opts.OnFatalError,
 	})
 	Register(main, acts)
-	g := &Group{workers: []worker.Worker{main}}
+	watch := worker.New(c, workflows.WatchTaskQueue(opts.TaskQueue), WatchWorkerOptions())
+	registerWatch(watch, acts)
+	g := &Group{workers: []worker.Worker{main, watch}}
 	for _, p := range opts.Providers {
 		po := ProviderWorkerOptions(p, opts.StopTimeout)
 		po.OnFatalError = opts.OnFatalError
@@ -76,6 +78,19 @@ func ProviderWorkerOptions(p ProviderLimits, stop time.Duration) worker.Options 
 		TaskQueueActivitiesPerSecond:       p.RatePerSecond,
 		WorkerStopTimeout:                  stop,
 	}
+}
+
+// MaxConcurrentWatches is how many WatchJobs executions one worker process runs at once. Each
+// lasts as long as the jobs it watches and mostly sleeps between two reads of the jobs' rows, so
+// they run on a queue of their own (workflows.WatchTaskQueue) rather than take the main queue's
+// activity slots.
+const MaxConcurrentWatches = 1000
+
+// WatchWorkerOptions are the worker options of the WatchJobs queue: no workflows, room for many
+// long waits, and none of them waited for when the worker stops (the server runs them again on
+// another worker, without a history event).
+func WatchWorkerOptions() worker.Options {
+	return worker.Options{DisableWorkflowWorker: true, MaxConcurrentActivityExecutionSize: MaxConcurrentWatches}
 }
 
 // Start starts every worker; if one fails the started ones are stopped.
@@ -111,4 +126,9 @@ func Register(r worker.Registry, acts *activities.Activities) {
 // on the main worker and in the workflows' calls (contract.Generate).
 func registerGenerate(r worker.ActivityRegistry, acts *activities.Activities) {
 	r.RegisterActivityWithOptions(acts.Generate, activity.RegisterOptions{Name: contract.Generate})
+}
+
+// registerWatch adds the WatchJobs activity alone to the worker of workflows.WatchTaskQueue.
+func registerWatch(r worker.ActivityRegistry, acts *activities.Activities) {
+	r.RegisterActivityWithOptions(acts.WatchJobs, activity.RegisterOptions{Name: contract.WatchJobs})
 }

@@ -429,7 +429,11 @@ func (s *orderState) handOver() (running []string, watching []contract.JobRunRef
 	return running, watching
 }
 
-// watchOptions run WatchJobs: it lasts until a watched job ends, heartbeating at every look. A
+// WatchTaskQueue is the task queue of the WatchJobs activities of the order workflows on
+// mainQueue: long waits that must not take the activity slots of the main queue.
+func WatchTaskQueue(mainQueue string) string { return mainQueue + "-watch" }
+
+// watchOptions run WatchJobs (on WatchTaskQueue): it lasts until a watched job ends, heartbeating at every look. A
 // timed-out execution (a job waiting longer than StartToCloseTimeout, a worker gone) is retried by
 // the server without a history event, so the run's history grows only when jobs end.
 var watchOptions = workflow.ActivityOptions{
@@ -443,13 +447,15 @@ var watchOptions = workflow.ActivityOptions{
 // while it runs cancels it, and the next execution asks about the new set. Its history cost is
 // one activity (three events) and one workflow task per return, however long the jobs take.
 func (s *orderState) watchHandedOver(ctx workflow.Context) {
+	opts := watchOptions
+	opts.TaskQueue = WatchTaskQueue(workflow.GetInfo(ctx).TaskQueueName)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
 			if err := workflow.Await(ctx, func() bool { return len(s.polled) > 0 }); err != nil {
 				return
 			}
 			asked, adds := slices.Clone(s.polled), s.polledAdds
-			actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(ctx, watchOptions))
+			actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(ctx, opts))
 			f := workflow.ExecuteActivity(actx, contract.WatchJobs, contract.WatchJobsInput{OrderID: s.in.OrderID, Jobs: asked})
 			if err := workflow.Await(ctx, func() bool { return f.IsReady() || s.polledAdds != adds }); err != nil {
 				cancel()

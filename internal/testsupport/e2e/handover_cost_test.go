@@ -81,11 +81,16 @@ func measureHandOver(t *testing.T, version int) {
 	w := worker.New(c, prefix, worker.Options{})
 	w.RegisterWorkflow(workflows.OrderWorkflow)
 	w.RegisterWorkflowWithOptions(job, workflow.RegisterOptions{Name: "JobWorkflow"})
-	w.RegisterActivityWithOptions(watch, activity.RegisterOptions{Name: contract.WatchJobs})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer w.Stop()
+	ww := worker.New(c, workflows.WatchTaskQueue(prefix), worker.Options{DisableWorkflowWorker: true})
+	ww.RegisterActivityWithOptions(watch, activity.RegisterOptions{Name: contract.WatchJobs})
+	if err := ww.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer ww.Stop()
 
 	jobs := []workflows.JobRef{{JobID: long, Run: 1}}
 	for i := 1; i < 500; i++ {
