@@ -16,7 +16,9 @@ import (
 // UpdateCancelJob is the workflow Update that cancels a job that has not started. Its arguments
 // are the job ID and CancelOptions, its result a CancelResult. An order workflow takes it for the
 // jobs it has not launched and refuses launched jobs with ErrTypeJobLaunched; a JobWorkflow takes
-// it until its first attempt begins (startGate).
+// it until its first attempt begins (startGate). The engine no longer sends it (it decides a
+// cancel in the database and tells the order with SignalCancelJob); its handlers stay for the
+// histories that carry it.
 const UpdateCancelJob = "cancel-job"
 
 // ErrTypeJobNotCancelable is the error type the cancel-job validator rejects with: the job has
@@ -126,6 +128,7 @@ type orderState struct {
 	watched       int             // jobs of running launched by this run whose results the order awaits
 	launching     []launch        // jobs whose workflows are being started, not yet in running
 	cancelling    map[string]bool // jobs whose accepted cancel is being recorded
+	dropped       map[string]bool // jobs of an older shape cancelled while being launched (dropCancelled)
 	result        OrderResult
 }
 
@@ -218,11 +221,13 @@ func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 		continueAsNewAfter = DefaultContinueAsNewAfter
 	}
 
+	// The engine cancels with SignalCancelJob; the Update stays for histories that carry it.
 	err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateCancelJob, s.cancel,
 		workflow.UpdateHandlerOptions{Validator: s.validateCancel})
 	if err != nil {
 		return s.result, err
 	}
+	s.listenForCancels(ctx)
 
 	finishedCh := workflow.GetSignalChannel(ctx, SignalJobFinished)
 	drain := func() {
@@ -355,6 +360,9 @@ func (s *orderState) awaitLaunching(ctx workflow.Context) error {
 		case s.quiet() && started:
 			s.running = append(s.running, l.ref.JobID)
 			s.watch(ctx, l.ref, l.future)
+		case !s.quiet() && s.dropped[l.ref.JobID]:
+			// Cancelled in the database while being launched: it ends not runnable and never signals.
+			s.result.Cancelled++
 		case !s.quiet():
 			// A job of an older shape signals, even one an earlier run launched.
 			s.running = append(s.running, l.ref.JobID)
