@@ -43,10 +43,22 @@ func TestCancelLatencyUnderABacklog(t *testing.T) {
 	env := testenv.New(t, temporalServer, testenv.Options{})
 	tenant := env.NewTenant(t, int64(sessions*images))
 	api := &client{t: t, base: env.BaseURL + plugin.Base, key: tenant.PluginKey}
-	registerPackshot(t, env, api, "vase", packshotPNG(t))
+	// A subject has at most 20 images: a session of more has several products.
+	var subjects []map[string]any
+	for left, p := images, 0; left > 0; left, p = left-20, p+1 {
+		ref := "product-" + strconv.Itoa(p)
+		registerPackshot(t, env, api, ref, packshotPNG(t))
+		subjects = append(subjects, map[string]any{"product_ref": ref, "images_count": min(left, 20), "ai_model": "local/studio-v1"})
+	}
 	ids := make([][]string, sessions)
 	for i := range ids {
-		ids[i] = startSession(t, api, "vase", "local/studio-v1", images).Subjects[0].JobIDs
+		var session plugin.SessionResponse
+		expect(t, api.do(http.MethodPost, "/jobs", map[string]any{
+			"session_config": map[string]any{"aspect_ratio": "1:1"}, "subjects": subjects,
+		}, &session), http.StatusCreated)
+		for _, sub := range session.Subjects {
+			ids[i] = append(ids[i], sub.JobIDs...)
+		}
 	}
 
 	answers := map[int]int{}
