@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"go.temporal.io/api/serviceerror"
@@ -84,12 +85,15 @@ func (e *Jobs) CancelJob(ctx context.Context, req CancelRequest) (CancelOutcome,
 		return CancelOutcome{}, notCancelable()
 	}
 	e.cfg.Metrics.JobFinished(status.JobCancelled, "")
-	// The cancel is committed: a client that hangs up must not stop what follows.
+	// The cancel is committed: a client that hangs up must not stop what follows. Both calls go
+	// at once, so the answer waits at most cancelNotifyTimeout for Temporal.
 	nctx := context.WithoutCancel(ctx)
+	var wg sync.WaitGroup
 	if rec.Deliver {
-		e.app.Outbox.startDelivery(nctx, rec)
+		wg.Go(func() { e.app.Outbox.startDelivery(nctx, rec) })
 	}
-	e.tellOrder(nctx, cancelled, req.RequestID)
+	wg.Go(func() { e.tellOrder(nctx, cancelled, req.RequestID) })
+	wg.Wait()
 	return CancelOutcome{Job: jobOf(cancelled, nil)}, nil
 }
 
