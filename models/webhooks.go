@@ -44,6 +44,9 @@ type WebhookDelivery struct {
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
 	DeliveredAt    *time.Time
+	// StartDueAt is set on a delivery recorded outside a workflow (a job the API cancelled) until
+	// the start of its workflow is recorded: the outbox the sweeper starts it from (migration 0015).
+	StartDueAt *time.Time
 }
 
 // WebhookAttempt is one HTTP request of a delivery.

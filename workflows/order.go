@@ -16,7 +16,9 @@ import (
 // UpdateCancelJob is the workflow Update that cancels a job that has not started. Its arguments
 // are the job ID and CancelOptions, its result a CancelResult. An order workflow takes it for the
 // jobs it has not launched and refuses launched jobs with ErrTypeJobLaunched; a JobWorkflow takes
-// it until its first attempt begins (startGate).
+// it until its first attempt begins (startGate). The engine no longer sends it (it decides a
+// cancel in the database and tells the order with SignalCancelJob); its handlers stay for the
+// histories that carry it.
 const UpdateCancelJob = "cancel-job"
 
 // ErrTypeJobNotCancelable is the error type the cancel-job validator rejects with: the job has
@@ -140,6 +142,7 @@ type orderState struct {
 	watched       int             // jobs of running launched by this run whose results the order awaits
 	launching     []launch        // jobs whose workflows are being started, not yet in running
 	cancelling    map[string]bool // jobs whose accepted cancel is being recorded
+	dropped       map[string]bool // jobs of an older shape cancelled while being launched (dropCancelled)
 	result        OrderResult
 	// With handsOver: the run of every JobShapeQuiet job of running, which a next run takes over
 	// (OrderInput.Watching); of those, the ones whose ends WatchJobs reads (no future of this run
@@ -247,11 +250,13 @@ func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 		continueAsNewAfter = DefaultContinueAsNewAfter
 	}
 
+	// The engine cancels with SignalCancelJob; the Update stays for histories that carry it.
 	err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateCancelJob, s.cancel,
 		workflow.UpdateHandlerOptions{Validator: s.validateCancel})
 	if err != nil {
 		return s.result, err
 	}
+	s.listenForCancels(ctx)
 
 	finishedCh := workflow.GetSignalChannel(ctx, SignalJobFinished)
 	drain := func() {
@@ -395,6 +400,9 @@ func (s *orderState) awaitLaunching(ctx workflow.Context) error {
 			// Started by an earlier run of the order (one a workflow reset undid): its result
 			// reaches no future of this run, so the read model tells of its end.
 			s.poll(contract.JobRunRef{JobID: l.ref.JobID, Run: l.ref.Run})
+		case !s.quiet() && s.dropped[l.ref.JobID]:
+			// Cancelled in the database while being launched: it ends not runnable and never signals.
+			s.result.Cancelled++
 		case !s.quiet():
 			// A job of an older shape signals, even one an earlier run launched.
 			s.running = append(s.running, l.ref.JobID)

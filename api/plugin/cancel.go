@@ -10,10 +10,8 @@ import (
 )
 
 // cancelJob cancels a job whose first attempt has not begun, queued or launched (engine.CancelJob).
-// The answer always says what happens: 200 with the cancelled job; 202 with the job as stored when
-// the cancel is accepted (the job will never start) but not recorded yet, for example while the
-// worker cannot reach the database; 409 when refused (the job has started, and reads so); 503 when
-// no workflow took it in time, in which case none ever will and the job stays as it is.
+// The database decides at once: 200 with the cancelled job, or 409 when the job has started or
+// ended (and reads so). No workflow is waited for.
 func (h *Handler) cancelJob(c *gin.Context) {
 	out, err := h.Engine.Jobs.CancelJob(c.Request.Context(), engine.CancelRequest{
 		InstallationID: caller(c).Installation.ID, JobID: c.Param("id"), RequestID: reqctx.RequestID(c),
@@ -22,10 +20,6 @@ func (h *Handler) cancelJob(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
-	status := http.StatusOK
-	if !out.Recorded {
-		status = http.StatusAccepted
-	}
-	// A pending or cancelled job has no outputs.
-	c.PureJSON(status, h.jobResponse(out.Job))
+	// A cancelled job has no outputs.
+	c.PureJSON(http.StatusOK, h.jobResponse(out.Job))
 }

@@ -23,16 +23,16 @@ import (
 )
 
 // fuzzTemporal is the Temporal client of the fuzz target: it accepts every workflow start (orders,
-// input preparations, webhook replays) and answers a cancel's update as for an order whose
-// workflow has finished. Any other call panics, which the router turns into a 500.
+// input preparations, webhook deliveries and replays) and answers a cancel's signal as for an
+// order whose workflow has finished. Any other call panics, which the router turns into a 500.
 type fuzzTemporal struct{ client.Client }
 
 func (fuzzTemporal) ExecuteWorkflow(context.Context, client.StartWorkflowOptions, any, ...any) (client.WorkflowRun, error) {
 	return &mocks.WorkflowRun{}, nil
 }
 
-func (fuzzTemporal) UpdateWorkflow(context.Context, client.UpdateWorkflowOptions) (client.WorkflowUpdateHandle, error) {
-	return nil, serviceerror.NewNotFound("workflow not found (fuzz test)")
+func (fuzzTemporal) SignalWorkflow(context.Context, string, string, string, any) error {
+	return serviceerror.NewNotFound("workflow not found (fuzz test)")
 }
 
 // FuzzPluginAPI sends every route of the plugin API (and the routes around it) requests built

@@ -1,7 +1,6 @@
 package plugin_test
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,8 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/mocks"
+	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/models"
@@ -67,26 +66,22 @@ func (e *env) pendingJob(inst *models.Installation) models.Job {
 		Updates(map[string]any{"status": status.OrderInProgress, "workflow_started_at": now}).Error)
 	require.NoError(e.t, e.db.Model(&models.Job{}).Where("id = ?", j.ID).
 		Updates(map[string]any{"status": status.JobPending, "completed_at": nil}).Error)
+	// The job holds its credit, as an accepted order's jobs do: a cancel releases it.
+	require.NoError(e.t, e.db.Model(&models.Account{}).Where("id = ?", inst.AccountID).
+		Update("credits_reserved", gorm.Expr("credits_reserved + ?", j.CreditCost)).Error)
 	return e.jobRow(j.ID)
 }
 
-// cancelling makes the order workflow accept every cancel and record it, as the worker would; it
-// returns how many cancels the workflow was sent.
+// cancelling takes the calls a cancel makes to Temporal once it is committed; it returns how many
+// signals the order workflow was sent.
 func (e *env) cancelling() *atomic.Int32 {
 	m := e.withTemporal()
 	var sent atomic.Int32
-	m.On("UpdateWorkflow", mock.Anything, mock.MatchedBy(func(o client.UpdateWorkflowOptions) bool {
-		return o.UpdateName == workflows.UpdateCancelJob
-	})).Return(func(_ context.Context, o client.UpdateWorkflowOptions) (client.WorkflowUpdateHandle, error) {
-		sent.Add(1)
-		jobID := o.Args[0].(string)
-		require.NoError(e.t, e.db.Model(&models.Job{}).Where("id = ?", jobID).Update("status", status.JobCancelled).Error)
-		h := &mocks.WorkflowUpdateHandle{}
-		h.On("Get", mock.Anything, mock.Anything).Run(func(args mock.Arguments) {
-			*args.Get(1).(*workflows.CancelResult) = workflows.CancelResult{JobID: jobID, Status: status.JobCancelled}
-		}).Return(nil)
-		return h, nil
-	})
+	// The cancel is decided in the database; the order is told with a signal, counted here.
+	m.On("SignalWorkflow", mock.Anything, mock.Anything, "", workflows.SignalCancelJob, mock.Anything).
+		Run(func(mock.Arguments) { sent.Add(1) }).Return(nil)
+	// The job.cancelled delivery's start, for an installation with a callback URL.
+	m.On("ExecuteWorkflow", mock.Anything, mock.Anything, mock.Anything, mock.Anything).Return(&mocks.WorkflowRun{}, nil).Maybe()
 	return &sent
 }
 

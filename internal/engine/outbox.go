@@ -1,6 +1,6 @@
-// The outbox: an order, a job re-run or an upload preparation is committed before its workflow
-// starts (orders_intake.go). When the start after the commit is lost, the Sweeper running in every
-// worker starts it later.
+// The outbox: an order, a job re-run, an upload preparation or the webhook of a job the API
+// cancelled is committed before its workflow starts (orders_intake.go, jobs_cancel.go). When the
+// start after the commit is lost, the Sweeper running in every worker starts it later.
 package engine
 
 import (
@@ -90,7 +90,7 @@ func (e *Outbox) StartPendingRuns(ctx context.Context, olderThan time.Duration, 
 	return len(jobs), nil
 }
 
-// Sweep calls StartPending, StartPendingRuns and StartPendingPreparations every interval until ctx
+// Sweep calls StartPending, StartPendingRuns, StartPendingPreparations and StartPendingDeliveries every interval until ctx
 // ends, and counts what they started in Metrics.
 func (e *Outbox) Sweep(ctx context.Context, interval, olderThan time.Duration) {
 	t := time.NewTicker(interval)
@@ -110,6 +110,11 @@ func (e *Outbox) Sweep(ctx context.Context, interval, olderThan time.Duration) {
 		e.cfg.Metrics.OutboxSwept(metrics.OutboxPreparation, n)
 		if err != nil && ctx.Err() == nil {
 			e.cfg.Log.Warn("input preparation sweep", zap.Error(err))
+		}
+		n, err = e.StartPendingDeliveries(ctx, olderThan, 100)
+		e.cfg.Metrics.OutboxSwept(metrics.OutboxWebhookDelivery, n)
+		if err != nil && ctx.Err() == nil {
+			e.cfg.Log.Warn("webhook delivery sweep", zap.Error(err))
 		}
 		select {
 		case <-ctx.Done():

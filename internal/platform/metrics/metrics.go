@@ -78,6 +78,9 @@ const (
 	OutboxJobRun = "job_run"
 	// OutboxPreparation is the kind of OutboxStarted for an upload's preparation.
 	OutboxPreparation = "input_preparation"
+	// OutboxWebhookDelivery is the kind of OutboxStarted for the webhook delivery of a job the API
+	// cancelled.
+	OutboxWebhookDelivery = "webhook_delivery"
 	// WebhookDelivered is the outcome of a webhook attempt answered with a 2xx.
 	WebhookDelivered = "delivered"
 	// WebhookRejected is the outcome of a webhook attempt answered with anything else.

@@ -136,6 +136,69 @@ func TestCancelOnlyJobsThatHaveNotStarted(t *testing.T) {
 	recordHistory(t, env.App.Temporal, "order/"+session.OrderID, "order_workflow_cancel.json")
 }
 
+// TestCancelAnswersWhileNoWorkerRuns (issue 23, items 8, 11 and 11a): a cancel is decided by the
+// database, not by a workflow, so it is answered at once while no worker polls the task queue and
+// the order workflow cannot take a single task. Once a worker is back, the order drops the job (or
+// launches it and the job ends not runnable): the job never runs and is never charged, every other
+// job completes, and the job.cancelled webhook is delivered exactly once.
+func TestCancelAnswersWhileNoWorkerRuns(t *testing.T) {
+	t.Parallel()
+	long(t)
+	env := testenv.New(t, temporalServer, testenv.Options{Configure: func(c *config.Config) {
+		c.SimProvider = true
+		c.WebhookAllowPrivateNetworks = true
+	}})
+	tenant := env.NewTenant(t, 10)
+	api := &client{t: t, base: env.BaseURL + plugin.Base, key: tenant.PluginKey}
+	receiver, secret := useReceiver(t, env, tenant)
+	registerPackshot(t, env, api, "vase", packshotPNG(t))
+
+	env.StopWorker()
+	session := startSlowSession(t, api, "vase", 3, 100*time.Millisecond)
+	ids := session.Subjects[0].JobIDs
+	cancelled := ids[1]
+	var answer plugin.JobResponse
+	expect(t, api.do(http.MethodDelete, "/jobs/"+cancelled, nil, &answer), http.StatusOK)
+	if answer.ID != cancelled || answer.Status != status.JobCancelled || answer.StartedAt != nil {
+		t.Fatalf("cancel answered %+v", answer)
+	}
+	expect(t, api.do(http.MethodDelete, "/jobs/"+cancelled, nil, nil), http.StatusConflict)
+	env.StartWorker()
+
+	jobs := waitTerminal(t, api, ids)
+	for id, j := range jobs {
+		if id == cancelled {
+			if j.Status != status.JobCancelled || j.AttemptCount != 0 || j.StartedAt != nil {
+				t.Fatalf("the cancelled job ran: %+v", j)
+			}
+			continue
+		}
+		if j.Status != status.JobCompleted {
+			t.Fatalf("job %s ended %s", id, j.Status)
+		}
+	}
+	order := waitOrderStatus(t, env, session.OrderID, status.OrderCompleted, 30*time.Second)
+	if order.JobsCancelled != 1 || order.JobsCompleted != 2 || order.CreditsReleased != 1 || order.CreditsConsumed != 2 {
+		t.Fatalf("order = %+v", order)
+	}
+	for _, id := range ids {
+		if id != cancelled {
+			expectNotified(t, env, receiver, secret, id, webhooks.EventJobCompleted, status.JobCompleted)
+		}
+	}
+	expectNotified(t, env, receiver, secret, cancelled, webhooks.EventJobCancelled, status.JobCancelled)
+	// Every other webhook has arrived: the cancelled job's was sent once, by one workflow run.
+	delivery := models.WebhookDeliveryID(cancelled, 1, webhooks.EventJobCancelled)
+	var d models.WebhookDelivery
+	if err := env.DB.Take(&d, "id = ?", delivery).Error; err != nil || d.Status != models.WebhookDelivered || d.Attempts != 1 || d.StartDueAt != nil {
+		t.Fatalf("delivery of the cancel: %+v (%v)", d, err)
+	}
+	if got := len(receiver.got(delivery)); got != 1 {
+		t.Fatalf("the job.cancelled webhook arrived %d times", got)
+	}
+	assertCreditInvariants(t, env.DB, tenant.AccountID)
+}
+
 func TestJobsThatNeverStartExpire(t *testing.T) {
 	t.Parallel()
 	long(t)
