@@ -32,7 +32,7 @@ func TestMigrateConcurrentlyOnPostgres(t *testing.T) {
 		// Creating the version table, goose retries a second later in the processes that lost
 		// the race, which staggers them; with the table there, they reach the migrations together.
 		{name: "version table", versionTable: true, wantFirst: 1},
-		{name: "hand-written runner's", legacyAt: latest - 1, wantFirst: latest},
+		{name: "hand-written runner's", legacyAt: handWrittenRunnerLast, wantFirst: handWrittenRunnerLast + 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
