@@ -72,4 +72,5 @@ CREATE INDEX jobs_unstarted_runs ON jobs (updated_at) WHERE run_started_at IS NU
 CREATE INDEX jobs_status_updated ON jobs (status, updated_at);
 CREATE INDEX jobs_record ON jobs (record_id) WHERE record_id IS NOT NULL;
 CREATE INDEX jobs_account_type ON jobs (account_id, job_type, created_at);
+CREATE INDEX jobs_open_updated ON jobs (updated_at, id) WHERE status IN ('pending', 'in_progress', 'retry_pending');
 {{end}}
