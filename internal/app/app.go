@@ -22,6 +22,7 @@ import (
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/media/imageprep"
+	"github.com/shotflow/shotflow/internal/media/render"
 	"github.com/shotflow/shotflow/internal/platform/blobstore"
 	"github.com/shotflow/shotflow/internal/platform/config"
 	"github.com/shotflow/shotflow/internal/platform/linger"
@@ -154,12 +155,14 @@ func NewSigner(cfg config.Config, master []byte) *urlsign.Signer {
 	return urlsign.New(secrets.Derive(master, secrets.PurposeURLSigning), cfg.PublicBaseURL)
 }
 
-// Providers returns the generation providers the configuration enables: the local studio always,
-// the sim provider when SIM_PROVIDER is set, and each hosted provider whose API key is set.
+// Providers returns the generation providers the configuration enables: the local studio always
+// (with a new cache of matted inputs, which the sim provider shares), the sim provider when
+// SIM_PROVIDER is set, and each hosted provider whose API key is set.
 func Providers(cfg config.Config) map[string]providers.Provider {
-	enabled := map[string]providers.Provider{local.Name: local.Provider{VideoEncoder: videoEncoder(cfg.VideoEncoder)}}
+	studio := local.Provider{VideoEncoder: videoEncoder(cfg.VideoEncoder), Mattes: render.NewMatteCache(render.MatteCacheBytes)}
+	enabled := map[string]providers.Provider{local.Name: studio}
 	if cfg.SimProvider {
-		enabled[sim.Name] = sim.Provider{}
+		enabled[sim.Name] = sim.Provider{Local: studio}
 	}
 	if cfg.OpenAIAPIKey != "" {
 		enabled[openai.Name] = openai.New(openai.Config{APIKey: cfg.OpenAIAPIKey, BaseURL: cfg.OpenAIBaseURL})
