@@ -3,12 +3,20 @@ package e2e_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"sync"
 	"testing"
 	"time"
+
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	updatepb "go.temporal.io/api/update/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	temporalclient "go.temporal.io/sdk/client"
 
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/engine"
@@ -174,13 +182,13 @@ func TestCancelIsExactWhileALargeSessionRuns(t *testing.T) {
 // task once a worker is back: 200, the run never begins an attempt, its new reservation is
 // released and the job.cancelled webhook is sent. It records the history of that shape.
 func TestCancelReachesALaunchedRunBeforeItsFirstAttempt(t *testing.T) {
-	// Serial on purpose: it gives the cancel a second to reach the Temporal server before the
-	// worker starts, which a loaded machine could stretch.
 	long(t)
+	t.Parallel() // it waits for the server to admit the cancel, however long a loaded machine takes
+	updates := make(chan temporalclient.UpdateWorkflowOptions, 16)
 	env := testenv.New(t, temporalServer, testenv.Options{Configure: func(c *config.Config) {
 		c.SimProvider = true
 		c.WebhookAllowPrivateNetworks = true
-	}})
+	}, Engine: func(c *engine.Config) { c.Temporal = updateSpy{Client: c.Temporal, sent: updates} }})
 	tenant := env.NewTenant(t, 5)
 	api := &client{t: t, base: env.BaseURL + plugin.Base, key: tenant.PluginKey}
 	receiver, secret := useReceiver(t, env, tenant)
@@ -200,8 +208,8 @@ func TestCancelReachesALaunchedRunBeforeItsFirstAttempt(t *testing.T) {
 		answered <- res
 	}()
 	// The cancel waits at the Temporal server for the run's first workflow task, which no worker
-	// can take yet; a second is far more than it needs to get there.
-	time.Sleep(time.Second)
+	// can take yet: the worker starts once the server has admitted the cancel's Update.
+	waitAdmitted(t, env, updates, rerun.WorkflowID)
 	env.StartWorker()
 	res := <-answered
 	if res.status != http.StatusOK {
@@ -223,6 +231,55 @@ func TestCancelReachesALaunchedRunBeforeItsFirstAttempt(t *testing.T) {
 	}
 	assertCreditInvariants(t, env.DB, tenant.AccountID)
 	recordHistory(t, env.App.Temporal, rerun.WorkflowID, "job_workflow_cancelled.json")
+}
+
+// updateSpy is the engine's Temporal client, telling sent what each Update it sends is (its
+// workflow and update ID), before sending it.
+type updateSpy struct {
+	temporalclient.Client
+	sent chan<- temporalclient.UpdateWorkflowOptions
+}
+
+func (s updateSpy) UpdateWorkflow(ctx context.Context, opts temporalclient.UpdateWorkflowOptions) (temporalclient.WorkflowUpdateHandle, error) {
+	select {
+	case s.sent <- opts:
+	default: // nobody is listening for more
+	}
+	return s.Client.UpdateWorkflow(ctx, opts)
+}
+
+// waitAdmitted waits until the Temporal server has admitted a cancel-job Update the engine sent to
+// workflowID: it is in the workflow's update registry, waiting for a workflow task to take it.
+// Until then the server answers a poll for it with NotFound.
+func waitAdmitted(t *testing.T, env *testenv.Env, updates <-chan temporalclient.UpdateWorkflowOptions, workflowID string) {
+	t.Helper()
+	var opts temporalclient.UpdateWorkflowOptions
+	for opts.WorkflowID != workflowID || opts.UpdateName != workflows.UpdateCancelJob {
+		select {
+		case opts = <-updates:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("the engine sent no cancel Update to %s", workflowID)
+		}
+	}
+	testenv.Eventually(t, 30*time.Second, "the Temporal server to admit the cancel Update", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		resp, err := env.App.Temporal.WorkflowService().PollWorkflowExecutionUpdate(ctx, &workflowservice.PollWorkflowExecutionUpdateRequest{
+			Namespace: env.Config.TemporalNamespace,
+			UpdateRef: &updatepb.UpdateRef{
+				WorkflowExecution: &commonpb.WorkflowExecution{WorkflowId: opts.WorkflowID, RunId: opts.RunID},
+				UpdateId:          opts.UpdateID,
+			},
+			WaitPolicy: &updatepb.WaitPolicy{LifecycleStage: enumspb.UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_ADMITTED},
+		})
+		if _, notFound := errors.AsType[*serviceerror.NotFound](err); notFound {
+			return false
+		}
+		if err != nil {
+			t.Fatalf("poll the cancel Update %s: %v", opts.UpdateID, err)
+		}
+		return resp.GetStage() >= enumspb.UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_ADMITTED
+	})
 }
 
 // jobWorkflowExists reports whether the order launched the job: its workflow exists.
