@@ -183,7 +183,6 @@ func TestCancelIsExactWhileALargeSessionRuns(t *testing.T) {
 // released and the job.cancelled webhook is sent. It records the history of that shape.
 func TestCancelReachesALaunchedRunBeforeItsFirstAttempt(t *testing.T) {
 	long(t)
-	t.Parallel() // it waits for the server to admit the cancel, however long a loaded machine takes
 	updates := make(chan temporalclient.UpdateWorkflowOptions, 16)
 	env := testenv.New(t, temporalServer, testenv.Options{Configure: func(c *config.Config) {
 		c.SimProvider = true
