@@ -18,7 +18,7 @@ func TestWorkflowsLinkNoStore(t *testing.T) {
 		t.Fatalf("go list -deps: %v", err)
 	}
 	const shotflow = "github.com/shotflow/shotflow/"
-	forbidden := []string{"gorm.io/", "github.com/jackc/pgx", "github.com/glebarez/", "modernc.org/sqlite", "github.com/lib/pq",
+	forbidden := []string{"gorm.io/", "github.com/jackc/pgx", "github.com/libtnb/sqlite", "modernc.org/sqlite", "github.com/lib/pq",
 		shotflow + "models", shotflow + "activities"}
 	allowed := []string{shotflow + "models/status", shotflow + "models/jobtype", shotflow + "activities/contract"}
 	for dep := range strings.Lines(string(out)) {

@@ -230,6 +230,25 @@ func run(o options) error {
 func measure(ctx context.Context, o options, c client.Client, m meter) ([]ratio, error) {
 	bare := newBareRun(o, c, m)
 	defer bare.stop()
+	shotflow := func(ctx context.Context, whilePaused func() error) (shotflowResult, error) {
+		return runShotflow(ctx, o, c, m, whilePaused)
+	}
+	return measureRound(ctx, o, bare, shotflow, os.Stdout)
+}
+
+// baseline is the bare side of a round (bareRun): phases of plain starts, then the rest.
+type baseline interface {
+	// starts measures one phase of plain starts; the phases of a round add up.
+	starts(ctx context.Context) error
+	// finish measures a start phase if none was, then the bare orders, and returns the result.
+	finish(ctx context.Context) (bareResult, error)
+}
+
+// measureRound is measure's order of work: with -mode both -start-only, A-B-A (bare starts, the
+// sessions accepted by shotflow, bare starts again while shotflow's worker is still paused, then
+// shotflow's jobs and the rest of the baseline); otherwise shotflow, then the baseline. It prints
+// each side's result and the ratios to w and returns the ratios (none unless -mode both).
+func measureRound(ctx context.Context, o options, bare baseline, shotflow func(ctx context.Context, whilePaused func() error) (shotflowResult, error), w io.Writer) ([]ratio, error) {
 	var s *shotflowResult
 	if o.mode != modeBare {
 		whilePaused := func() error { return nil }
@@ -239,12 +258,12 @@ func measure(ctx context.Context, o options, c client.Client, m meter) ([]ratio,
 			}
 			whilePaused = func() error { return bare.starts(ctx) }
 		}
-		r, err := runShotflow(ctx, o, c, m, whilePaused)
+		r, err := shotflow(ctx, whilePaused)
 		if err != nil {
 			return nil, err
 		}
 		s = &r
-		s.print(os.Stdout)
+		s.print(w)
 	}
 	if o.mode == modeShotflow {
 		return nil, nil
@@ -253,12 +272,12 @@ func measure(ctx context.Context, o options, c client.Client, m meter) ([]ratio,
 	if err != nil {
 		return nil, err
 	}
-	b.print(os.Stdout)
+	b.print(w)
 	if s == nil {
 		return nil, nil
 	}
 	rs := ratiosOf(*s, b)
-	printRatios(os.Stdout, rs)
+	printRatios(w, rs)
 	return rs, nil
 }
 

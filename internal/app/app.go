@@ -22,6 +22,7 @@ import (
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/media/imageprep"
+	"github.com/shotflow/shotflow/internal/media/render"
 	"github.com/shotflow/shotflow/internal/platform/blobstore"
 	"github.com/shotflow/shotflow/internal/platform/config"
 	"github.com/shotflow/shotflow/internal/platform/linger"
@@ -158,13 +159,15 @@ func NewSigner(cfg config.Config, master []byte) *urlsign.Signer {
 // scene is 16 MiB decoded): enough for the sessions a worker runs at once, which share theirs.
 const sceneryCacheImages = 16
 
-// Providers returns the generation providers the configuration enables: the local studio always,
-// the sim provider when SIM_PROVIDER is set, and each hosted provider whose API key is set.
+// Providers returns the generation providers the configuration enables: the local studio always
+// (with new caches of matted inputs and decoded scenes, which the sim provider shares), the sim provider when
+// SIM_PROVIDER is set, and each hosted provider whose API key is set.
 func Providers(cfg config.Config) map[string]providers.Provider {
-	enabled := map[string]providers.Provider{local.Name: local.Provider{VideoEncoder: videoEncoder(cfg.VideoEncoder),
-		Sceneries: local.NewSceneryCache(sceneryCacheImages)}}
+	studio := local.Provider{VideoEncoder: videoEncoder(cfg.VideoEncoder), Mattes: render.NewMatteCache(render.MatteCacheBytes),
+		Sceneries: local.NewSceneryCache(sceneryCacheImages)}
+	enabled := map[string]providers.Provider{local.Name: studio}
 	if cfg.SimProvider {
-		enabled[sim.Name] = sim.Provider{}
+		enabled[sim.Name] = sim.Provider{Local: studio}
 	}
 	if cfg.OpenAIAPIKey != "" {
 		enabled[openai.Name] = openai.New(openai.Config{APIKey: cfg.OpenAIAPIKey, BaseURL: cfg.OpenAIBaseURL})

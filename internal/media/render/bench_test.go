@@ -44,7 +44,7 @@ func BenchmarkIdea1024(b *testing.B) {
 // BenchmarkPhotoShootJobs renders the 5 photo-shoot jobs of a product (seeds 0 to 4) from its
 // 1024×1024 PNG packshot at long edge 64 as the local provider's Generate does (PhotoShootFile,
 // then EncodePNG), as a worker with RENDER_LONG_EDGE=64 does; one op is one job. "cold" empties
-// inputCache before every job (each job decodes and mattes the packshot, as before the cache),
+// the cache before every job (each job decodes and mattes the packshot, as before the cache),
 // "warm" only before each product (the first of its 5 jobs does), "hit" never after the first job
 // (every other job is a cache hit).
 func BenchmarkPhotoShootJobs(b *testing.B) {
@@ -55,16 +55,16 @@ func BenchmarkPhotoShootJobs(b *testing.B) {
 	const jobsPerProduct = 5
 	for _, bc := range []struct {
 		name  string
-		every int // jobs between two resets of inputCache; 0: only before the first
+		every int // jobs between two resets of the cache; 0: only before the first
 	}{{"cold", 1}, {"warm", jobsPerProduct}, {"hit", 0}} {
 		b.Run(bc.name, func(b *testing.B) {
-			defer inputCache.reset()
+			c := NewMatteCache(MatteCacheBytes)
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
 				if i == 0 || bc.every > 0 && i%bc.every == 0 {
-					inputCache.reset()
+					c.reset()
 				}
-				img, err := PhotoShootFile(data, PhotoShootOptions{LongEdge: 64, Seed: int64(i % jobsPerProduct)})
+				img, err := c.PhotoShootFile(data, PhotoShootOptions{LongEdge: 64, Seed: int64(i % jobsPerProduct)})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -3,7 +3,8 @@
 // scene, cuts products out of photos as packshots on white, draws model and scenery ideas from
 // free-text preferences, and encodes the results as PNG, deterministically from its inputs.
 //
-// PhotoShootFile and PackshotFile render from an image file through a cache of matted inputs
-// kept by the package (at most MatteCacheBytes), so the jobs of one product decode and matte its
-// packshot once. The package imports nothing of shotflow.
+// MatteCache.PhotoShootFile and MatteCache.PackshotFile render from an image file through a cache
+// of matted inputs that the caller owns (the local provider's, at most MatteCacheBytes), so the
+// jobs of one product decode and matte its packshot once. The package keeps no state of its own
+// and imports nothing of shotflow.
 package render

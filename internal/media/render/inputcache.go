@@ -4,12 +4,14 @@ import (
 	"container/list"
 	"crypto/sha256"
 	"fmt"
+	"image"
 	"sync"
 
 	"golang.org/x/sync/singleflight"
 )
 
-// MatteCacheBytes bounds the pixel bytes of the matted inputs the package keeps (see matteCache):
+// MatteCacheBytes is the bound a worker gives its MatteCache: the pixel bytes of the matted inputs
+// it keeps.
 // 64 MiB holds over a thousand packshots matted for 64-pixel canvases (at most 96×96 pixels each),
 // and at RENDER_LONG_EDGE=4096 still a few large ones, while the heap of a worker stays bounded.
 // A matted input larger than the bound is not kept at all.
@@ -40,13 +42,19 @@ type matteEntry struct {
 	bytes int // what the entry counts against the limit
 }
 
-// matteCache keeps matted inputs, least recently used first out once their bytes exceed limit, so
-// that the jobs of one product (which all start from the same approved packshot) decode and matte
-// it once. Concurrent misses for one key are computed once. The cached values are shared between
-// renders, which only read them. Safe for concurrent use.
-type matteCache struct {
-	limit  int                // most bytes the entries may count
-	flight singleflight.Group // the misses being computed, by matteKey.String
+// MatteCache keeps matted inputs, least recently used first out once their bytes exceed its limit,
+// so that the jobs of one product (which all start from the same approved packshot) decode and
+// matte it once. Concurrent misses for one key are computed once. The cached values are shared
+// between renders, which only read them. Safe for concurrent use.
+//
+// The cache is an instance its owner creates (NewMatteCache) and passes along (the local provider
+// holds the worker's): no state is kept at package level, so tests, or two providers in one
+// process, cannot see each other's entries. A nil *MatteCache keeps nothing: every render
+// decodes and mattes its input.
+type MatteCache struct {
+	limit  int                               // most bytes the entries may count
+	decode func([]byte) (image.Image, error) // decodes an input file (decodeImage; tests count calls)
+	flight singleflight.Group                // the misses being computed, by matteKey.String
 
 	mu    sync.Mutex
 	bytes int                        // bytes of the entries in lru
@@ -54,18 +62,15 @@ type matteCache struct {
 	byKey map[matteKey]*list.Element // the elements of lru
 }
 
-// inputCache is the package's cache of matted inputs, shared by every PhotoShootFile and
-// PackshotFile call in the process.
-var inputCache = newMatteCache(MatteCacheBytes)
-
-// newMatteCache returns an empty cache that keeps at most limit bytes.
-func newMatteCache(limit int) *matteCache {
-	return &matteCache{limit: limit, lru: list.New(), byKey: map[matteKey]*list.Element{}}
+// NewMatteCache returns an empty cache that keeps at most limit bytes of matted inputs
+// (MatteCacheBytes for a worker).
+func NewMatteCache(limit int) *MatteCache {
+	return &MatteCache{limit: limit, decode: decodeImage, lru: list.New(), byKey: map[matteKey]*list.Element{}}
 }
 
 // get returns the matted input of key, computing it with compute on a miss and keeping it when
 // compute succeeds. Errors are not kept: the next get computes again.
-func (c *matteCache) get(key matteKey, compute func() (mattedInput, error)) (mattedInput, error) {
+func (c *MatteCache) get(key matteKey, compute func() (mattedInput, error)) (mattedInput, error) {
 	if in, ok := c.lookup(key); ok {
 		return in, nil
 	}
@@ -88,7 +93,7 @@ func (c *matteCache) get(key matteKey, compute func() (mattedInput, error)) (mat
 }
 
 // lookup returns the cached input of key and marks it most recently used.
-func (c *matteCache) lookup(key matteKey) (mattedInput, bool) {
+func (c *MatteCache) lookup(key matteKey) (mattedInput, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	el, ok := c.byKey[key]
@@ -101,7 +106,7 @@ func (c *matteCache) lookup(key matteKey) (mattedInput, bool) {
 
 // add keeps in under key as the most recently used entry and evicts the least recently used ones
 // beyond the limit. An input larger than the limit on its own is not kept.
-func (c *matteCache) add(key matteKey, in mattedInput) {
+func (c *MatteCache) add(key matteKey, in mattedInput) {
 	n := mattedBytes(in)
 	if n > c.limit {
 		return
@@ -119,7 +124,7 @@ func (c *matteCache) add(key matteKey, in mattedInput) {
 }
 
 // remove drops the entry of el; the caller holds mu.
-func (c *matteCache) remove(el *list.Element) {
+func (c *MatteCache) remove(el *list.Element) {
 	e := c.lru.Remove(el).(*matteEntry)
 	delete(c.byKey, e.key)
 	c.bytes -= e.bytes

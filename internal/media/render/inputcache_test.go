@@ -11,22 +11,16 @@ import (
 	"testing"
 )
 
-// countDecodes makes decodeImage count its calls into the returned counter until the test ends,
-// and starts the test with an empty inputCache.
-func countDecodes(t *testing.T) *atomic.Int64 {
-	t.Helper()
+// countingCache is a new cache of MatteCacheBytes, the test's own, whose decodes count into the
+// returned counter.
+func countingCache() (*MatteCache, *atomic.Int64) {
 	var n atomic.Int64
-	orig := decodeImage
-	decodeImage = func(data []byte) (image.Image, error) {
+	c := NewMatteCache(MatteCacheBytes)
+	c.decode = func(data []byte) (image.Image, error) {
 		n.Add(1)
-		return orig(data)
+		return decodeImage(data)
 	}
-	inputCache.reset()
-	t.Cleanup(func() {
-		decodeImage = orig
-		inputCache.reset()
-	})
-	return &n
+	return c, &n
 }
 
 // inputPNG encodes img as an input file.
@@ -81,14 +75,14 @@ func (j fileJob) packshotOptions() PackshotOptions {
 	return PackshotOptions{AspectRatio: j.aspect, LongEdge: j.longEdge, Seed: j.seed}
 }
 
-// render renders j through inputCache and encodes the result as PNG.
-func (j fileJob) render() ([]byte, error) {
+// render renders j through c and encodes the result as PNG.
+func (j fileJob) render(c *MatteCache) ([]byte, error) {
 	var img *image.NRGBA
 	var err error
 	if j.packshot {
-		img, err = PackshotFile(j.file, j.packshotOptions())
+		img, err = c.PackshotFile(j.file, j.packshotOptions())
 	} else {
-		img, err = PhotoShootFile(j.file, j.photoShootOptions())
+		img, err = c.PhotoShootFile(j.file, j.photoShootOptions())
 	}
 	if err != nil {
 		return nil, err
@@ -96,10 +90,10 @@ func (j fileJob) render() ([]byte, error) {
 	return EncodePNG(img)
 }
 
-// generate renders j through inputCache and returns the PNG bytes.
-func generate(t testing.TB, j fileJob) []byte {
+// generate renders j through c and returns the PNG bytes.
+func generate(t testing.TB, c *MatteCache, j fileJob) []byte {
 	t.Helper()
-	data, err := j.render()
+	data, err := j.render(c)
 	if err != nil {
 		t.Fatalf("%s: %v", j, err)
 	}
@@ -132,14 +126,12 @@ func cachedJobs(input []byte) []fileJob {
 // TestCachedRendersAreByteIdentical renders every job with a cold cache, again with a warm one, and
 // through the uncached PhotoShoot and Packshot, and wants the same PNG bytes all three times.
 func TestCachedRendersAreByteIdentical(t *testing.T) {
-	decodes := countDecodes(t)
 	input := inputPNG(t, makePackshot(640, 720))
 	for _, j := range cachedJobs(input) {
-		inputCache.reset()
-		before := decodes.Load()
-		cold := generate(t, j)
-		warm := generate(t, j)
-		if got := decodes.Load() - before; got != 1 {
+		c, decodes := countingCache()
+		cold := generate(t, c, j)
+		warm := generate(t, c, j)
+		if got := decodes.Load(); got != 1 {
 			t.Errorf("%s: %d decodes for a cold and a warm render, want 1", j, got)
 		}
 		if !bytes.Equal(cold, warm) {
@@ -151,7 +143,7 @@ func TestCachedRendersAreByteIdentical(t *testing.T) {
 	}
 }
 
-// renderUncached renders j the way the local provider did before inputCache: decode, then
+// renderUncached renders j the way the local provider did before its cache: decode, then
 // PhotoShoot or Packshot, then EncodePNG.
 func renderUncached(t *testing.T, j fileJob) []byte {
 	t.Helper()
@@ -178,29 +170,29 @@ func renderUncached(t *testing.T, j fileJob) []byte {
 // TestCacheHitSkipsDecode: the five photo shoots of a product decode its packshot once; another
 // canvas or another job type mattes it again.
 func TestCacheHitSkipsDecode(t *testing.T) {
-	decodes := countDecodes(t)
+	c, decodes := countingCache()
 	j := fileJob{file: inputPNG(t, makeMug()), aspect: "4:5", longEdge: 64}
 	for seed := range int64(5) {
 		j.seed = seed
-		generate(t, j)
+		generate(t, c, j)
 	}
 	if n := decodes.Load(); n != 1 {
 		t.Errorf("5 photo shoots of one packshot decoded it %d times, want 1", n)
 	}
 	// The same canvas spelled differently is the same entry.
 	j.aspect, j.longEdge = "8:10", 65
-	generate(t, j)
+	generate(t, c, j)
 	if n := decodes.Load(); n != 1 {
 		t.Errorf("4:5 at 64 and 8:10 at 65 (the same canvas) decoded %d times, want 1", n)
 	}
 	j.longEdge = 128
-	generate(t, j)
+	generate(t, c, j)
 	j.packshot = true
-	generate(t, j)
+	generate(t, c, j)
 	if n := decodes.Load(); n != 3 {
 		t.Errorf("after another canvas and a packshot: %d decodes, want 3", n)
 	}
-	if entries, _ := inputCache.stats(); entries != 3 {
+	if entries, _ := c.stats(); entries != 3 {
 		t.Errorf("%d cache entries, want 3", entries)
 	}
 }
@@ -209,7 +201,7 @@ func TestCacheHitSkipsDecode(t *testing.T) {
 // decoded image do (an undecodable file with a *DecodeError), every time, decoding the file on
 // every attempt, and leave nothing in the cache.
 func TestCacheKeepsNoFailures(t *testing.T) {
-	decodes := countDecodes(t)
+	mattes, decodes := countingCache()
 	garbage := []byte("not an image")
 	invisible := inputPNG(t, image.NewNRGBA(image.Rect(0, 0, 32, 32)))
 	cases := []struct {
@@ -230,7 +222,7 @@ func TestCacheKeepsNoFailures(t *testing.T) {
 	for _, c := range cases {
 		before := decodes.Load()
 		for range 2 {
-			_, err := c.job.render()
+			_, err := c.job.render(mattes)
 			_, decoding := errors.AsType[*DecodeError](err)
 			if err == nil || err.Error() != c.want || decoding != c.decoding || c.is != nil && !errors.Is(err, c.is) {
 				t.Errorf("%s: error %v (decode error %t), want %s", c.job, err, decoding, c.want)
@@ -240,7 +232,7 @@ func TestCacheKeepsNoFailures(t *testing.T) {
 			t.Errorf("%q: %d decodes for two attempts, want 2", c.want, n)
 		}
 	}
-	if entries, n := inputCache.stats(); entries != 0 || n != 0 {
+	if entries, n := mattes.stats(); entries != 0 || n != 0 {
 		t.Errorf("cache holds %d entries, %d bytes after failures only", entries, n)
 	}
 }
@@ -250,7 +242,7 @@ func TestCacheKeepsNoFailures(t *testing.T) {
 func TestMatteCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	layer := func(side int) mattedInput { return mattedInput{mr: matteResult{layer: newRaster(side, side)}} }
 	size := mattedBytes(layer(16)) // 16×16×4 + overhead
-	c := newMatteCache(3*size + size/2)
+	c := NewMatteCache(3*size + size/2)
 	key := func(i int) matteKey {
 		return matteKey{sum: sha256.Sum256([]byte{byte(i)}), w: 64, h: 64, spec: photoShootMatte}
 	}
@@ -303,7 +295,7 @@ func TestMatteCacheEvictsLeastRecentlyUsed(t *testing.T) {
 // TestMatteCacheBytesBoundsLargeRenders: a worker rendering 4096-pixel canvases keeps the package
 // cache under MatteCacheBytes.
 func TestMatteCacheBytesBoundsLargeRenders(t *testing.T) {
-	c := newMatteCache(MatteCacheBytes)
+	c := NewMatteCache(MatteCacheBytes)
 	big := mattedInput{mr: matteResult{layer: newRaster(4096, 4096/2)}} // 32 MiB of pixels
 	for i := range 5 {
 		c.add(matteKey{sum: sha256.Sum256([]byte{byte(i)}), w: 4096, h: 4096}, big)
@@ -320,7 +312,7 @@ func TestMatteCacheBytesBoundsLargeRenders(t *testing.T) {
 // goroutines at once (run it with -race): every output matches a sequential render, each matte is
 // computed once, and the shared matted layers are never written.
 func TestConcurrentRendersShareCache(t *testing.T) {
-	decodes := countDecodes(t)
+	c, decodes := countingCache()
 	input := inputPNG(t, makeMug())
 	var jobs []fileJob
 	for _, packshot := range []bool{false, true} {
@@ -333,7 +325,7 @@ func TestConcurrentRendersShareCache(t *testing.T) {
 		want[i] = renderUncached(t, j)
 	}
 	decodes.Store(0)
-	sums := layerSums()
+	sums := layerSums(c)
 	if len(sums) != 0 {
 		t.Fatalf("cache not empty: %d entries", len(sums))
 	}
@@ -344,7 +336,7 @@ func TestConcurrentRendersShareCache(t *testing.T) {
 	for w := range workers {
 		wg.Go(func() {
 			for i := range jobs {
-				data, err := jobs[(i+w)%len(jobs)].render()
+				data, err := jobs[(i+w)%len(jobs)].render(c)
 				if err != nil {
 					t.Error(err)
 					return
@@ -366,11 +358,11 @@ func TestConcurrentRendersShareCache(t *testing.T) {
 	}
 
 	// Render again, sequentially, and check the cached layers kept their pixels.
-	sums = layerSums()
+	sums = layerSums(c)
 	for _, j := range jobs {
-		generate(t, j)
+		generate(t, c, j)
 	}
-	after := layerSums()
+	after := layerSums(c)
 	if len(sums) != 2 || len(after) != 2 {
 		t.Fatalf("%d, then %d cache entries, want 2", len(sums), len(after))
 	}
@@ -381,19 +373,19 @@ func TestConcurrentRendersShareCache(t *testing.T) {
 	}
 }
 
-// layerSums hashes the pixels of every layer in inputCache.
-func layerSums() map[matteKey][sha256.Size]byte {
-	inputCache.mu.Lock()
-	defer inputCache.mu.Unlock()
+// layerSums hashes the pixels of every layer in c.
+func layerSums(c *MatteCache) map[matteKey][sha256.Size]byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	sums := map[matteKey][sha256.Size]byte{}
-	for k, el := range inputCache.byKey {
+	for k, el := range c.byKey {
 		sums[k] = sha256.Sum256(el.Value.(*matteEntry).in.mr.layer.pix)
 	}
 	return sums
 }
 
 // reset empties the cache.
-func (c *matteCache) reset() {
+func (c *MatteCache) reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.lru.Init()
@@ -402,8 +394,53 @@ func (c *matteCache) reset() {
 }
 
 // stats reports the number of entries and the bytes they count.
-func (c *matteCache) stats() (entries, bytes int) {
+func (c *MatteCache) stats() (entries, bytes int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.lru.Len(), c.bytes
+}
+
+// TestMatteCachesAreIndependent: what one cache keeps, another never sees. Before the cache was an
+// instance, one package-level cache served every render in the process, so a test (or a provider)
+// that rendered an input made the next one's first render of it a hit: here the second cache's
+// first render would not decode, and the counts below would be off.
+func TestMatteCachesAreIndependent(t *testing.T) {
+	t.Parallel()
+	j := fileJob{file: inputPNG(t, makeMug()), aspect: "4:5", longEdge: 64}
+	first, firstDecodes := countingCache()
+	second, secondDecodes := countingCache()
+	want := generate(t, first, j)
+	generate(t, first, j)
+	if n := firstDecodes.Load(); n != 1 {
+		t.Fatalf("two renders through one cache decoded %d times, want 1", n)
+	}
+	if entries, _ := second.stats(); entries != 0 {
+		t.Fatalf("a new cache holds %d entries after another cache's renders, want 0", entries)
+	}
+	if got := generate(t, second, j); !bytes.Equal(got, want) {
+		t.Error("the second cache renders other pixels")
+	}
+	if n := secondDecodes.Load(); n != 1 {
+		t.Errorf("the first render through a new cache decoded %d times, want 1 (it must not hit another cache's entry)", n)
+	}
+	if e1, _ := first.stats(); e1 != 1 {
+		t.Errorf("the first cache holds %d entries, want 1", e1)
+	}
+}
+
+// TestNilMatteCacheKeepsNothing: a nil *MatteCache renders the same pixels, decoding every time.
+func TestNilMatteCacheKeepsNothing(t *testing.T) {
+	t.Parallel()
+	for _, j := range []fileJob{
+		{file: inputPNG(t, makeMug()), aspect: "4:5", longEdge: 64},
+		{packshot: true, file: inputPNG(t, makeMug()), aspect: "1:1", longEdge: 64},
+	} {
+		var none *MatteCache
+		if got, want := generate(t, none, j), renderUncached(t, j); !bytes.Equal(got, want) {
+			t.Errorf("%s: a nil cache renders other pixels than an uncached render", j)
+		}
+		if _, err := none.PhotoShootFile([]byte("not an image"), PhotoShootOptions{}); err == nil {
+			t.Errorf("a nil cache rendered garbage")
+		}
+	}
 }

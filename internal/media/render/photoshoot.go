@@ -34,7 +34,7 @@ func PhotoShoot(packshot image.Image, opts PhotoShootOptions) (*image.NRGBA, err
 }
 
 // mattedInput is an input image matted for a canvas. Values are shared by every render of the
-// same input through matteCache, so the renders only read them, never write into mr.layer.
+// same input through a MatteCache, so the renders only read them, never write into mr.layer.
 type mattedInput struct {
 	w, h   int             // the canvas
 	mr     matteResult     // the product layer, trimmed

@@ -35,6 +35,11 @@ type Provider struct {
 	// VideoEncoder is internal/media/video's encoder for videos and reels: "" (ffmpeg when installed,
 	// else pure Go), "ffmpeg" or "go".
 	VideoEncoder string
+	// Mattes keeps the matted packshots and product photos of this provider's renders, so the
+	// jobs of one product decode and matte their input once (a worker's holds at most
+	// render.MatteCacheBytes). It is the provider's own, injected by whoever builds it: nothing is
+	// shared with another provider or another test. Nil renders every job without a cache.
+	Mattes *render.MatteCache
 	// Sceneries keeps the decoded scene images of photo shoots by blob key, so the jobs of a
 	// session decode their scenery once; nil decodes it for every job.
 	Sceneries *SceneryCache
@@ -63,9 +68,9 @@ func (p Provider) Generate(ctx context.Context, req providers.Request) ([]provid
 	}
 	switch req.JobType {
 	case jobtype.PhotoShoot:
-		return renderPhotoShoot(req, p.Sceneries)
+		return renderPhotoShoot(p.Mattes, p.Sceneries, req)
 	case jobtype.Packshot:
-		return renderPackshot(req)
+		return renderPackshot(p.Mattes, req)
 	case jobtype.ModelIdea:
 		return renderIdea(render.IdeaModel, req)
 	case jobtype.SceneryIdea:
@@ -76,10 +81,10 @@ func (p Provider) Generate(ctx context.Context, req providers.Request) ([]provid
 	return nil, providers.Errorf(errorcat.InternalBug, "local provider cannot render job type %q", req.JobType)
 }
 
-// renderPhotoShoot composes the packshot of req into a scene. The renderer keeps the matted
-// packshot: the jobs of one product share it, so only the first decodes and mattes it; sceneries
-// (when not nil) keeps the decoded scene image the same way, by its blob key.
-func renderPhotoShoot(req providers.Request, sceneries *SceneryCache) ([]providers.Output, error) {
+// renderPhotoShoot composes the packshot of req into a scene. mattes keeps the matted packshot:
+// the jobs of one product share it, so only the first decodes and mattes it; sceneries (when not
+// nil) keeps the decoded scene image the same way, by its blob key.
+func renderPhotoShoot(mattes *render.MatteCache, sceneries *SceneryCache, req providers.Request) ([]providers.Output, error) {
 	if len(req.Inputs) == 0 {
 		return nil, providers.Errorf(errorcat.InputMissing, "photo shoot needs a packshot input")
 	}
@@ -99,7 +104,7 @@ func renderPhotoShoot(req providers.Request, sceneries *SceneryCache) ([]provide
 			opts.Scenery = scene
 		}
 	}
-	img, err := render.PhotoShootFile(req.Inputs[0].Data, opts)
+	img, err := mattes.PhotoShootFile(req.Inputs[0].Data, opts)
 	if err != nil {
 		return nil, inputFailure(err, "packshot")
 	}
@@ -107,13 +112,13 @@ func renderPhotoShoot(req providers.Request, sceneries *SceneryCache) ([]provide
 }
 
 // renderPackshot cuts the product out of the photo. A photo the renderer cannot use (one without a
-// visible pixel) is an input problem, like an undecodable one. The renderer keeps the matted photo,
+// visible pixel) is an input problem, like an undecodable one. mattes keeps the matted photo,
 // like a photo shoot's packshot.
-func renderPackshot(req providers.Request) ([]providers.Output, error) {
+func renderPackshot(mattes *render.MatteCache, req providers.Request) ([]providers.Output, error) {
 	if len(req.Inputs) == 0 {
 		return nil, providers.Errorf(errorcat.InputMissing, "packshot needs a product photo input")
 	}
-	img, err := render.PackshotFile(req.Inputs[0].Data, render.PackshotOptions{AspectRatio: req.AspectRatio, LongEdge: req.LongEdge, Seed: req.Seed})
+	img, err := mattes.PackshotFile(req.Inputs[0].Data, render.PackshotOptions{AspectRatio: req.AspectRatio, LongEdge: req.LongEdge, Seed: req.Seed})
 	if err != nil {
 		return nil, inputFailure(err, "product photo")
 	}

@@ -181,11 +181,15 @@ func (Provider) Serves(model, jobType string) bool {
 }
 
 // Provider is the simulated provider. The zero value is ready to use.
-type Provider struct{}
+type Provider struct {
+	// Local renders the success path. The worker passes its local provider, so that both share one
+	// cache of matted inputs; the zero value renders without a cache.
+	Local local.Provider
+}
 
 // Generate runs one attempt of a sim model: it fails as the model's pattern says for req.Attempt,
 // or renders the first input like the local provider does.
-func (Provider) Generate(ctx context.Context, req providers.Request) ([]providers.Output, error) {
+func (p Provider) Generate(ctx context.Context, req providers.Request) ([]providers.Output, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, providers.Errorf(errorcat.TransientInfra, "cancelled before calling model %s/%s: %v", Name, req.Model, err)
 	}
@@ -197,7 +201,7 @@ func (Provider) Generate(ctx context.Context, req providers.Request) ([]provider
 			return nil, err
 		}
 	}
-	return render(ctx, req)
+	return p.Local.Generate(ctx, req)
 }
 
 // wait sleeps d, heartbeating every HeartbeatInterval when ctx is an activity's, and fails with
@@ -223,9 +227,4 @@ func wait(ctx context.Context, d time.Duration) error {
 			activity.RecordHeartbeat(ctx)
 		}
 	}
-}
-
-// render is the success path: the local provider's rendering of the same request.
-func render(ctx context.Context, req providers.Request) ([]providers.Output, error) {
-	return local.Provider{}.Generate(ctx, req)
 }

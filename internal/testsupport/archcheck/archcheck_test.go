@@ -32,7 +32,7 @@ const (
 	temporal = "go.temporal.io/sdk/client"
 	pgx      = "github.com/jackc/pgx"
 	pgDriver = "gorm.io/driver/postgres"
-	sqlite   = "github.com/glebarez/sqlite"
+	sqlite   = "github.com/libtnb/sqlite"
 )
 
 // drivers are the database drivers: imported only where a database is opened, in the store.
