@@ -86,7 +86,8 @@ func MigrationsDigest() string {
 
 // Migrate applies every pending migration, each in its own transaction, and returns the versions
 // it applied. It never rolls back: a database newer than this binary is refused with
-// ErrSchemaMismatch. On PostgreSQL an advisory lock lets several processes call it at once.
+// ErrSchemaMismatch. Several processes may call it at once: a lock (PostgreSQL's advisory lock, a
+// lock file beside an SQLite database) lets one migrate at a time.
 func Migrate(ctx context.Context, db *gorm.DB) ([]int, error) {
 	dialect := db.Dialector.Name()
 	files, err := migrationFiles(migrationFS, dialect)
@@ -98,7 +99,7 @@ func Migrate(ctx context.Context, db *gorm.DB) ([]int, error) {
 		return nil, err
 	}
 	opts := []goose.ProviderOption{goose.WithLogger(goose.NopLogger()), goose.WithDisableGlobalRegistry(true)}
-	var locker lock.SessionLocker
+	var locker lock.SessionLocker = &sqliteMigrationLock{}
 	gooseDialect := goose.DialectSQLite3
 	if dialect == "postgres" {
 		gooseDialect = goose.DialectPostgres
@@ -106,8 +107,8 @@ func Migrate(ctx context.Context, db *gorm.DB) ([]int, error) {
 		if locker, err = lock.NewPostgresSessionLocker(lock.WithLockID(migrationLockID), lock.WithLockTimeout(1, 600)); err != nil {
 			return nil, err
 		}
-		opts = append(opts, goose.WithSessionLocker(locker))
 	}
+	opts = append(opts, goose.WithSessionLocker(locker))
 	provider, err := goose.NewProvider(gooseDialect, sqlDB, files, opts...)
 	if err != nil {
 		return nil, err
