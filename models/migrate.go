@@ -100,6 +100,11 @@ func Migrate(ctx context.Context, db *gorm.DB) ([]int, error) {
 	}
 	opts := []goose.ProviderOption{goose.WithLogger(goose.NopLogger()), goose.WithDisableGlobalRegistry(true)}
 	var locker lock.SessionLocker = &sqliteMigrationLock{}
+	// adoptLocker is held while the hand-written runner's versions are adopted. Not on SQLite: a
+	// handle has one connection, which the lock's session would pin while the adoption's
+	// transaction waits for it; that transaction begins immediate, so it runs alone anyway and
+	// re-checks inside whether another process adopted first.
+	var adoptLocker lock.SessionLocker
 	gooseDialect := goose.DialectSQLite3
 	if dialect == "postgres" {
 		gooseDialect = goose.DialectPostgres
@@ -107,6 +112,7 @@ func Migrate(ctx context.Context, db *gorm.DB) ([]int, error) {
 		if locker, err = lock.NewPostgresSessionLocker(lock.WithLockID(migrationLockID), lock.WithLockTimeout(1, 600)); err != nil {
 			return nil, err
 		}
+		adoptLocker = locker
 	}
 	opts = append(opts, goose.WithSessionLocker(locker))
 	provider, err := goose.NewProvider(gooseDialect, sqlDB, files, opts...)
@@ -114,7 +120,7 @@ func Migrate(ctx context.Context, db *gorm.DB) ([]int, error) {
 		return nil, err
 	}
 	db = db.WithContext(ctx)
-	if err := adoptLegacyVersions(ctx, db, locker); err != nil {
+	if err := adoptLegacyVersions(ctx, db, adoptLocker); err != nil {
 		return nil, fmt.Errorf("adopt the versions of schema_migrations: %w", err)
 	}
 	if v, err := schemaVersion(db); err != nil {
