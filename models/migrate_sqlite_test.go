@@ -2,10 +2,7 @@ package models_test
 
 import (
 	"slices"
-	"sync"
 	"testing"
-
-	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/models/testdb"
@@ -17,41 +14,13 @@ import (
 // so SQLite takes a lock file beside the database instead.
 func TestMigrateConcurrentlyOnSQLite(t *testing.T) {
 	t.Parallel()
-	url := testdb.SQLiteURL(t)
-	const processes = 4
-	dbs := make([]*gorm.DB, processes)
-	for i := range dbs {
-		db, err := models.Open(url, models.OpenOptions{})
+	dbs := openHandles(t, testdb.SQLiteURL(t), 4)
+	all, errs := migrateAtOnce(t, dbs)
+	for i, err := range errs {
 		if err != nil {
-			t.Fatal(err)
+			t.Errorf("process %d: %v", i, err)
 		}
-		t.Cleanup(func() {
-			if sqlDB, err := db.DB(); err == nil {
-				sqlDB.Close()
-			}
-		})
-		dbs[i] = db
 	}
-	applied := make([][]int, processes)
-	errs := make([]error, processes)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range dbs {
-		wg.Go(func() {
-			<-start
-			applied[i], errs[i] = models.Migrate(t.Context(), dbs[i])
-		})
-	}
-	close(start)
-	wg.Wait()
-	var all []int
-	for i := range dbs {
-		if errs[i] != nil {
-			t.Errorf("process %d: %v", i, errs[i])
-		}
-		all = append(all, applied[i]...)
-	}
-	slices.Sort(all)
 	var want []int
 	for v := 1; v <= models.LatestVersion(); v++ {
 		want = append(want, v)

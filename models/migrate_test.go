@@ -36,21 +36,7 @@ func TestMigrateConcurrentlyOnPostgres(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			url := testdb.PostgresURL(t)
-			const processes = 4
-			dbs := make([]*gorm.DB, processes)
-			for i := range dbs {
-				db, err := models.Open(url, models.OpenOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() {
-					if sqlDB, err := db.DB(); err == nil {
-						sqlDB.Close()
-					}
-				})
-				dbs[i] = db
-			}
+			dbs := openHandles(t, testdb.PostgresURL(t), 4)
 			if c.versionTable {
 				store, err := database.NewStore(database.DialectPostgres, models.VersionTable)
 				if err != nil {
@@ -67,27 +53,12 @@ func TestMigrateConcurrentlyOnPostgres(t *testing.T) {
 			if c.legacyAt > 0 {
 				legacyMigrate(t, dbs[0], c.legacyAt)
 			}
-			applied := make([][]int, processes)
-			errs := make([]error, processes)
-			start := make(chan struct{})
-			var wg sync.WaitGroup
-			for i := range dbs {
-				wg.Go(func() {
-					<-start
-					applied[i], errs[i] = models.Migrate(t.Context(), dbs[i])
-				})
-			}
-			close(start)
-			wg.Wait()
-
-			var all []int
-			for i := range dbs {
-				if errs[i] != nil {
-					t.Errorf("process %d: %v", i, errs[i])
+			all, errs := migrateAtOnce(t, dbs)
+			for i, err := range errs {
+				if err != nil {
+					t.Errorf("process %d: %v", i, err)
 				}
-				all = append(all, applied[i]...)
 			}
-			slices.Sort(all)
 			var want []int
 			for v := c.wantFirst; v <= latest; v++ {
 				want = append(want, v)
@@ -126,4 +97,48 @@ func TestJobsCarryNoIndexThatNoQueryReads(t *testing.T) {
 			}
 		}
 	})
+}
+
+// openHandles opens n handles on the database at url, each with its own connection pool, as n
+// processes would.
+func openHandles(t *testing.T, url string, n int) []*gorm.DB {
+	t.Helper()
+	dbs := make([]*gorm.DB, n)
+	for i := range dbs {
+		db, err := models.Open(url, models.OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if sqlDB, err := db.DB(); err == nil {
+				sqlDB.Close()
+			}
+		})
+		dbs[i] = db
+	}
+	return dbs
+}
+
+// migrateAtOnce runs Migrate on every handle at the same moment and returns the versions they
+// applied between them, sorted, and each handle's error.
+func migrateAtOnce(t *testing.T, dbs []*gorm.DB) ([]int, []error) {
+	t.Helper()
+	applied := make([][]int, len(dbs))
+	errs := make([]error, len(dbs))
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range dbs {
+		wg.Go(func() {
+			<-start
+			applied[i], errs[i] = models.Migrate(t.Context(), dbs[i])
+		})
+	}
+	close(start)
+	wg.Wait()
+	var all []int
+	for i := range dbs {
+		all = append(all, applied[i]...)
+	}
+	slices.Sort(all)
+	return all, errs
 }
