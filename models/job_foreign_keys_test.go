@@ -86,43 +86,30 @@ func TestJobInsertChecksItsOrderOnce(t *testing.T) {
 // reference them, keeps them all, on both dialects.
 func TestMigration0014KeepsTheJobsAndWhatReferencesThem(t *testing.T) {
 	t.Parallel()
-	for _, d := range []struct {
-		name string
-		url  func(testing.TB) string
-	}{{"postgres", testdb.PostgresURL}, {"sqlite", testdb.SQLiteURL}} {
-		t.Run(d.name, func(t *testing.T) {
-			t.Parallel()
-			db, err := models.Open(d.url(t), models.OpenOptions{})
-			require.NoError(t, err)
-			t.Cleanup(func() {
-				if sqlDB, err := db.DB(); err == nil {
-					sqlDB.Close()
-				}
-			})
-			legacyMigrate(t, db, 13)
-			now := time.Now().UTC()
-			testdb.MustExec(t, db, "INSERT INTO accounts (id, name, created_at, updated_at) VALUES ('acc-1', 'Before 0014', ?, ?)", now, now)
-			testdb.MustExec(t, db, `INSERT INTO orders (id, account_id, api, job_type, session_config, status, jobs_total, created_at, updated_at)
+	unmigratedDialects(t, func(t *testing.T, db *gorm.DB) {
+		legacyMigrate(t, db, 13)
+		now := time.Now().UTC()
+		testdb.MustExec(t, db, "INSERT INTO accounts (id, name, created_at, updated_at) VALUES ('acc-1', 'Before 0014', ?, ?)", now, now)
+		testdb.MustExec(t, db, `INSERT INTO orders (id, account_id, api, job_type, session_config, status, jobs_total, created_at, updated_at)
 				VALUES ('order-1', 'acc-1', 'external', 'photo_shoot', '{}', 'in_progress', 1, ?, ?)`, now, now)
-			testdb.MustExec(t, db, `INSERT INTO jobs (id, order_id, account_id, job_type, position, ai_model, aspect_ratio, credit_cost, status, prompt, created_at, updated_at)
+		testdb.MustExec(t, db, `INSERT INTO jobs (id, order_id, account_id, job_type, position, ai_model, aspect_ratio, credit_cost, status, prompt, created_at, updated_at)
 				VALUES ('job-1', 'order-1', 'acc-1', 'photo_shoot', 0, 'local/studio-v1', '1:1', 4, 'failed', 'warm', ?, ?)`, now, now)
-			testdb.MustExec(t, db, `INSERT INTO job_retries (id, job_id, order_id, account_id, from_run, to_run, actor, created_at)
+		testdb.MustExec(t, db, `INSERT INTO job_retries (id, job_id, order_id, account_id, from_run, to_run, actor, created_at)
 				VALUES ('retry-1', 'job-1', 'order-1', 'acc-1', 1, 2, 'support', ?)`, now)
 
-			_, err = models.Migrate(t.Context(), db)
-			require.NoError(t, err)
-			job, err := models.GetJob(db, "job-1")
-			require.NoError(t, err)
-			require.Equal(t, "order-1", job.OrderID)
-			require.Equal(t, "warm", job.Prompt)
-			require.EqualValues(t, 4, job.CreditCost)
-			require.WithinDuration(t, now, job.CreatedAt, time.Millisecond)
-			var retries int64
-			require.NoError(t, db.Table("job_retries").Where("job_id = ?", "job-1").Count(&retries).Error)
-			require.EqualValues(t, 1, retries)
-			// The references to jobs still hold.
-			require.Error(t, db.Exec(`INSERT INTO job_retries (id, job_id, order_id, account_id, from_run, to_run, actor, created_at)
+		_, err := models.Migrate(t.Context(), db)
+		require.NoError(t, err)
+		job, err := models.GetJob(db, "job-1")
+		require.NoError(t, err)
+		require.Equal(t, "order-1", job.OrderID)
+		require.Equal(t, "warm", job.Prompt)
+		require.EqualValues(t, 4, job.CreditCost)
+		require.WithinDuration(t, now, job.CreatedAt, time.Millisecond)
+		var retries int64
+		require.NoError(t, db.Table("job_retries").Where("job_id = ?", "job-1").Count(&retries).Error)
+		require.EqualValues(t, 1, retries)
+		// The references to jobs still hold.
+		require.Error(t, db.Exec(`INSERT INTO job_retries (id, job_id, order_id, account_id, from_run, to_run, actor, created_at)
 				VALUES ('retry-2', 'no-such-job', 'order-1', 'acc-1', 1, 2, 'support', ?)`, now).Error)
-		})
-	}
+	})
 }

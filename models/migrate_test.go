@@ -142,3 +142,16 @@ func migrateAtOnce(t *testing.T, dbs []*gorm.DB) ([]int, []error) {
 	slices.Sort(all)
 	return all, errs
 }
+
+// unmigratedDialects runs fn on a new, unmigrated database of each dialect, in parallel.
+func unmigratedDialects(t *testing.T, fn func(t *testing.T, db *gorm.DB)) {
+	for _, d := range []struct {
+		name string
+		url  func(testing.TB) string
+	}{{"postgres", testdb.PostgresURL}, {"sqlite", testdb.SQLiteURL}} {
+		t.Run(d.name, func(t *testing.T) {
+			t.Parallel()
+			fn(t, openHandles(t, d.url(t), 1)[0])
+		})
+	}
+}

@@ -150,87 +150,80 @@ func schemaOf(t *testing.T, db *gorm.DB) map[string][]string {
 // one, keeps the data, and needs nothing on later runs.
 func TestMigrateAdoptsTheHandWrittenRunnersDatabase(t *testing.T) {
 	t.Parallel()
-	for _, d := range []struct {
-		name string
-		url  func(testing.TB) string
-	}{{"postgres", testdb.PostgresURL}, {"sqlite", testdb.SQLiteURL}} {
-		t.Run(d.name, func(t *testing.T) {
-			t.Parallel()
-			db, err := models.Open(d.url(t), models.OpenOptions{})
-			if err != nil {
-				t.Fatal(err)
+	unmigratedDialects(t, func(t *testing.T, db *gorm.DB) {
+		latest := models.LatestVersion()
+		legacyMigrate(t, db, handWrittenRunnerLast)
+		now := time.Now().UTC()
+		testdb.MustExec(t, db, "INSERT INTO accounts (id, name, created_at, updated_at) VALUES ('acc-1', 'Before goose', ?, ?)", now, now)
+
+		// api and worker name the version the old runner recorded and ask for `shotflow migrate`.
+		var mismatch models.ErrSchemaMismatch
+		if err := models.CheckSchema(db); !errors.As(err, &mismatch) || mismatch.Database != handWrittenRunnerLast || mismatch.Binary != latest {
+			t.Fatalf("CheckSchema before the upgrade = %v, want a mismatch at %d of %d", err, handWrittenRunnerLast, latest)
+		}
+
+		applied, err := models.Migrate(t.Context(), db)
+		if err != nil {
+			t.Fatalf("migrate the old runner's database: %v", err)
+		}
+		var pending []int
+		for v := handWrittenRunnerLast + 1; v <= latest; v++ {
+			pending = append(pending, v)
+		}
+		if !reflect.DeepEqual(applied, pending) {
+			t.Fatalf("migrate applied %v, want only %v: the versions already applied must be adopted, not run again", applied, pending)
+		}
+		if err := models.CheckSchema(db); err != nil {
+			t.Fatalf("CheckSchema after the upgrade: %v", err)
+		}
+		var versions []int
+		if err := db.Raw("SELECT version_id FROM " + models.VersionTable + " ORDER BY version_id").Scan(&versions).Error; err != nil {
+			t.Fatal(err)
+		}
+		for v := 0; v <= latest; v++ {
+			if n := slices.Index(versions, v); n < 0 || slices.Index(versions[n+1:], v) >= 0 {
+				t.Fatalf("%s holds versions %v, want each of 0..%d once", models.VersionTable, versions, latest)
 			}
-			t.Cleanup(func() {
-				if sqlDB, err := db.DB(); err == nil {
-					sqlDB.Close()
+		}
+		var adoptedAt time.Time
+		if err := db.Raw("SELECT tstamp FROM "+models.VersionTable+" WHERE version_id = ?", 1).Scan(&adoptedAt).Error; err != nil {
+			t.Fatal(err)
+		}
+		if d := adoptedAt.Sub(legacyAppliedAt).Abs(); d > 24*time.Hour {
+			t.Errorf("version 1 is recorded as applied at %v, want when the old runner applied it (%v)", adoptedAt, legacyAppliedAt)
+		}
+		if db.Migrator().HasTable("schema_migrations") {
+			t.Error("schema_migrations is still there after the upgrade")
+		}
+		var name string
+		if err := db.Raw("SELECT name FROM accounts WHERE id = 'acc-1'").Scan(&name).Error; err != nil || name != "Before goose" {
+			t.Errorf("the account written before the upgrade reads %q, %v", name, err)
+		}
+
+		// The upgraded schema is the one a fresh database gets.
+		if got, want := schemaOf(t, db), schemaOf(t, testdb.Open(t, freshURL(t, db))); !reflect.DeepEqual(got, want) {
+			for table := range want {
+				if !reflect.DeepEqual(got[table], want[table]) {
+					t.Errorf("table %s after the upgrade:\n%s\nfresh:\n%s", table, strings.Join(got[table], "\n"), strings.Join(want[table], "\n"))
 				}
-			})
-			latest := models.LatestVersion()
-			legacyMigrate(t, db, handWrittenRunnerLast)
-			now := time.Now().UTC()
-			testdb.MustExec(t, db, "INSERT INTO accounts (id, name, created_at, updated_at) VALUES ('acc-1', 'Before goose', ?, ?)", now, now)
+			}
+			t.Fatalf("the upgraded schema differs from a fresh one (tables %d, fresh %d)", len(got), len(want))
+		}
 
-			// api and worker name the version the old runner recorded and ask for `shotflow migrate`.
-			var mismatch models.ErrSchemaMismatch
-			if err := models.CheckSchema(db); !errors.As(err, &mismatch) || mismatch.Database != handWrittenRunnerLast || mismatch.Binary != latest {
-				t.Fatalf("CheckSchema before the upgrade = %v, want a mismatch at %d of %d", err, handWrittenRunnerLast, latest)
-			}
+		// Later runs have nothing to do.
+		if applied, err := models.Migrate(t.Context(), db); err != nil || len(applied) != 0 {
+			t.Fatalf("migrate after the upgrade applied %v, err %v; want nothing", applied, err)
+		}
+		if err := models.CheckSchema(db); err != nil {
+			t.Fatalf("CheckSchema after a second run: %v", err)
+		}
+	})
+}
 
-			applied, err := models.Migrate(t.Context(), db)
-			if err != nil {
-				t.Fatalf("migrate the old runner's database: %v", err)
-			}
-			var pending []int
-			for v := handWrittenRunnerLast + 1; v <= latest; v++ {
-				pending = append(pending, v)
-			}
-			if !reflect.DeepEqual(applied, pending) {
-				t.Fatalf("migrate applied %v, want only %v: the versions already applied must be adopted, not run again", applied, pending)
-			}
-			if err := models.CheckSchema(db); err != nil {
-				t.Fatalf("CheckSchema after the upgrade: %v", err)
-			}
-			var versions []int
-			if err := db.Raw("SELECT version_id FROM " + models.VersionTable + " ORDER BY version_id").Scan(&versions).Error; err != nil {
-				t.Fatal(err)
-			}
-			for v := 0; v <= latest; v++ {
-				if n := slices.Index(versions, v); n < 0 || slices.Index(versions[n+1:], v) >= 0 {
-					t.Fatalf("%s holds versions %v, want each of 0..%d once", models.VersionTable, versions, latest)
-				}
-			}
-			var adoptedAt time.Time
-			if err := db.Raw("SELECT tstamp FROM "+models.VersionTable+" WHERE version_id = ?", 1).Scan(&adoptedAt).Error; err != nil {
-				t.Fatal(err)
-			}
-			if d := adoptedAt.Sub(legacyAppliedAt).Abs(); d > 24*time.Hour {
-				t.Errorf("version 1 is recorded as applied at %v, want when the old runner applied it (%v)", adoptedAt, legacyAppliedAt)
-			}
-			if db.Migrator().HasTable("schema_migrations") {
-				t.Error("schema_migrations is still there after the upgrade")
-			}
-			var name string
-			if err := db.Raw("SELECT name FROM accounts WHERE id = 'acc-1'").Scan(&name).Error; err != nil || name != "Before goose" {
-				t.Errorf("the account written before the upgrade reads %q, %v", name, err)
-			}
-
-			// The upgraded schema is the one a fresh database gets.
-			if got, want := schemaOf(t, db), schemaOf(t, testdb.Open(t, d.url(t))); !reflect.DeepEqual(got, want) {
-				for table := range want {
-					if !reflect.DeepEqual(got[table], want[table]) {
-						t.Errorf("table %s after the upgrade:\n%s\nfresh:\n%s", table, strings.Join(got[table], "\n"), strings.Join(want[table], "\n"))
-					}
-				}
-				t.Fatalf("the upgraded schema differs from a fresh one (tables %d, fresh %d)", len(got), len(want))
-			}
-
-			// Later runs have nothing to do.
-			if applied, err := models.Migrate(t.Context(), db); err != nil || len(applied) != 0 {
-				t.Fatalf("migrate after the upgrade applied %v, err %v; want nothing", applied, err)
-			}
-			if err := models.CheckSchema(db); err != nil {
-				t.Fatalf("CheckSchema after a second run: %v", err)
-			}
-		})
+// freshURL is the URL of a new database of db's dialect.
+func freshURL(t *testing.T, db *gorm.DB) string {
+	if db.Dialector.Name() == "postgres" {
+		return testdb.PostgresURL(t)
 	}
+	return testdb.SQLiteURL(t)
 }
