@@ -81,9 +81,9 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in contract.DeliverInpu
 		}
 		return res, nil
 	}
-	inst, err := a.Store.GetInstallation(dctx, d.InstallationID)
+	inst, err := a.Store.GetInstallation(dctx, d.Installation())
 	if errors.Is(err, models.ErrNotFound) {
-		return contract.DeliverResult{}, fmt.Errorf("installation %s of delivery %s: %w", d.InstallationID, d.ID, err)
+		return contract.DeliverResult{}, fmt.Errorf("installation %s of delivery %s: %w", d.Installation(), d.ID, err)
 	}
 	if err != nil {
 		return contract.DeliverResult{}, unavailable(contract.DependencyDatabase, fmt.Errorf("load installation: %w", err))

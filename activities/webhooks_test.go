@@ -174,7 +174,7 @@ func TestRecordJobWebhook(t *testing.T) {
 			t.Fatalf("result = %+v, want %+v", res, want)
 		}
 		d := f.delivery(t, res.DeliveryID)
-		if d.Event != "job.completed" || d.Status != models.WebhookPending || d.CallbackURL != "https://shop.example/hook" || d.JobID != f.job.ID || d.Run != 1 {
+		if d.Event != "job.completed" || d.Status != models.WebhookPending || d.CallbackURL != "https://shop.example/hook" || d.Job() != f.job.ID || d.Run != 1 {
 			t.Fatalf("delivery = %+v", d)
 		}
 		var p webhooks.Payload

@@ -140,8 +140,8 @@ func TestDeliveriesAwaitingStart(t *testing.T) {
 		now := time.Now().UTC()
 		var ids []string
 		for _, j := range jobs {
-			d := &models.WebhookDelivery{ID: models.NewID(), AccountID: acc.ID, InstallationID: inst.Installation.ID, OrderID: order.ID,
-				JobID: j.ID, Run: 1, Event: "job.cancelled", Payload: models.JSON(`{}`), CallbackURL: "https://example.com"}
+			d := &models.WebhookDelivery{ID: models.NewID(), AccountID: acc.ID, InstallationID: &inst.Installation.ID, OrderID: &order.ID,
+				JobID: &j.ID, Run: 1, Event: "job.cancelled", Payload: models.JSON(`{}`), CallbackURL: "https://example.com"}
 			_, err := s.CreateWebhookDelivery(ctx, d)
 			require.NoError(t, err)
 			ids = append(ids, d.ID)

@@ -18,24 +18,31 @@ const (
 	WebhookDelivering = "delivering"
 	// WebhookDelivered: the receiver acknowledged the latest run with a 2xx.
 	WebhookDelivered = "delivered"
-	// WebhookFailed: every attempt of the latest run failed; only a replay sends it again.
+	// WebhookFailed: every attempt of the latest run failed; only a replay or a recover sends it again.
 	WebhookFailed = "failed"
+	// WebhookHeld: recorded for, or stopped at, a disabled endpoint and not attempted; a recover
+	// after the endpoint is enabled again sends it.
+	WebhookHeld = "held"
 )
 
 // PreviousSecretGrace is how long a rotated-out webhook secret keeps signing (api/openapi.yaml, rotateWebhookSecret).
 const PreviousSecretGrace = 48 * time.Hour
 
-// WebhookDelivery is one notification of a terminal job run to its installation's callback URL.
+// WebhookDelivery is one event sent to one endpoint. A delivery recorded before endpoints existed
+// (migration 0016) has the ID of its event and its own copy of the body; later ones read the body
+// from their event.
 type WebhookDelivery struct {
 	ID             string `gorm:"primaryKey"`
+	EventID        string
+	EndpointID     *string // nil: recorded before endpoints for an installation without a callback URL
 	AccountID      string
-	InstallationID string
-	OrderID        string
-	JobID          string
+	InstallationID *string // nil: an external account's
+	OrderID        *string // nil: an event without an order (endpoint.disabled, webhook.test)
+	JobID          *string
 	Run            int
 	Event          string
-	Payload        JSON // the body, fixed when the delivery is created
-	CallbackURL    string
+	Payload        JSON   // the body of a delivery recorded before 0016; nil for later ones (the event's)
+	CallbackURL    string // the URL of the latest attempt, or where the first one will go
 	Status         string
 	Attempts       int // attempts of every run, replays included
 	LastStatusCode *int
@@ -81,6 +88,9 @@ func CreateWebhookDelivery(db *gorm.DB, d *WebhookDelivery) (created bool, err e
 	d.UpdatedAt = d.CreatedAt
 	if d.Status == "" {
 		d.Status = WebhookPending
+	}
+	if d.EventID == "" {
+		d.EventID = d.ID // a delivery of its own event, as every delivery before 0016
 	}
 	res := db.Clauses(clause.OnConflict{DoNothing: true}).Create(d)
 	return res.RowsAffected == 1, res.Error
@@ -203,4 +213,21 @@ func WebhookSecrets(box Sealer, inst *Installation, now time.Time) ([]string, er
 		out = append(out, previous)
 	}
 	return out, nil
+}
+
+// Installation is the delivery's installation ID, "" for an external account's.
+func (d *WebhookDelivery) Installation() string { return valueOr(d.InstallationID) }
+
+// Order is the delivery's order ID, "" for an event without an order.
+func (d *WebhookDelivery) Order() string { return valueOr(d.OrderID) }
+
+// Job is the delivery's job ID, "" for an event without a job.
+func (d *WebhookDelivery) Job() string { return valueOr(d.JobID) }
+
+// valueOr is *p, or "" when p is nil.
+func valueOr(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }

@@ -55,12 +55,12 @@ func pluginJob(t *testing.T, db *gorm.DB, box models.Sealer) (*models.Installati
 
 func newDelivery(inst *models.Installation, job *models.Job, id string) *models.WebhookDelivery {
 	return &models.WebhookDelivery{
-		ID: id, AccountID: inst.AccountID, InstallationID: inst.ID, OrderID: job.OrderID, JobID: job.ID, Run: job.Run,
+		ID: id, EventID: id, AccountID: inst.AccountID, InstallationID: &inst.ID, OrderID: &job.OrderID, JobID: &job.ID, Run: job.Run,
 		Event: "job.failed", Payload: models.JSON(`{"id":"` + id + `","type":"job.failed"}`), CallbackURL: inst.CallbackURL,
 	}
 }
 
-func TestWebhookDeliveryIsCreatedOncePerJobRunAndEvent(t *testing.T) {
+func TestWebhookDeliveryIsCreatedOncePerEventAndEndpoint(t *testing.T) {
 	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		inst, job := pluginJob(t, db, testBox(t))
@@ -71,7 +71,15 @@ func TestWebhookDeliveryIsCreatedOncePerJobRunAndEvent(t *testing.T) {
 		if id == models.WebhookDeliveryID(job.ID, 2, "job.failed") || id == models.WebhookDeliveryID(job.ID, 1, "job.completed") {
 			t.Fatal("delivery IDs of different runs or events collide")
 		}
-		created, err := models.CreateWebhookDelivery(db, newDelivery(inst, job, id))
+		endpoint := models.WebhookEndpoint{ID: models.NewID(), AccountID: inst.AccountID, InstallationID: &inst.ID,
+			URL: "https://shop.example/hook", Events: models.StringList{"job.failed"}, Status: models.EndpointEnabled,
+			CreatedAt: time.Now(), UpdatedAt: time.Now()}
+		if err := db.Create(&endpoint).Error; err != nil {
+			t.Fatal(err)
+		}
+		first := newDelivery(inst, job, id)
+		first.EndpointID = &endpoint.ID
+		created, err := models.CreateWebhookDelivery(db, first)
 		if err != nil || !created {
 			t.Fatalf("first create = %v, %v", created, err)
 		}
@@ -82,10 +90,12 @@ func TestWebhookDeliveryIsCreatedOncePerJobRunAndEvent(t *testing.T) {
 		if err != nil || created {
 			t.Fatalf("second create with the same ID = %v, %v; want false, nil", created, err)
 		}
-		// Another ID for the same (job, run, event) is refused by the unique index, quietly.
-		created, err = models.CreateWebhookDelivery(db, newDelivery(inst, job, models.NewID()))
+		// Another ID for the same event and endpoint is refused by the unique index, quietly.
+		second := newDelivery(inst, job, models.NewID())
+		second.EventID, second.EndpointID = id, &endpoint.ID
+		created, err = models.CreateWebhookDelivery(db, second)
 		if err != nil || created {
-			t.Fatalf("create with a second ID for the same job run and event = %v, %v; want false, nil", created, err)
+			t.Fatalf("create with a second ID for the same event and endpoint = %v, %v; want false, nil", created, err)
 		}
 		var n int64
 		db.Model(&models.WebhookDelivery{}).Where("job_id = ?", job.ID).Count(&n)
@@ -96,7 +106,7 @@ func TestWebhookDeliveryIsCreatedOncePerJobRunAndEvent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d.Status != models.WebhookPending || d.Attempts != 0 || string(d.Payload) == `{"changed":true}` || d.OrderID != job.OrderID {
+		if d.Status != models.WebhookPending || d.Attempts != 0 || string(d.Payload) == `{"changed":true}` || d.Order() != job.OrderID {
 			t.Fatalf("delivery = %+v (payload %s)", d, d.Payload)
 		}
 		if _, err := models.FindWebhookDelivery(db, inst.ID, id); err != nil {

@@ -30,8 +30,8 @@ func (e *env) delivery(inst *models.Installation) models.WebhookDelivery {
 	e.t.Helper()
 	o, j, _ := e.storeJob(inst)
 	d := models.WebhookDelivery{
-		ID: models.WebhookDeliveryID(j.ID, 1, webhooks.EventJobCompleted), AccountID: inst.AccountID, InstallationID: inst.ID,
-		OrderID: o.ID, JobID: j.ID, Run: 1, Event: webhooks.EventJobCompleted, Payload: models.JSON(`{}`),
+		ID: models.WebhookDeliveryID(j.ID, 1, webhooks.EventJobCompleted), AccountID: inst.AccountID, InstallationID: &inst.ID,
+		OrderID: &o.ID, JobID: &j.ID, Run: 1, Event: webhooks.EventJobCompleted, Payload: models.JSON(`{}`),
 		CallbackURL: "https://shop.example/hook",
 	}
 	created, err := models.CreateWebhookDelivery(e.db, &d)
@@ -61,7 +61,7 @@ func TestReplayWebhookStartsANewRunOfTheDelivery(t *testing.T) {
 		return o.ID == "webhook/"+d.ID && o.TaskQueue == "tq-test" &&
 			o.WorkflowIDReusePolicy == enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE &&
 			o.WorkflowIDConflictPolicy == enumspb.WORKFLOW_ID_CONFLICT_POLICY_TERMINATE_EXISTING &&
-			acc == d.AccountID && inst == d.InstallationID && order == d.OrderID
+			acc == d.AccountID && inst == d.Installation() && order == d.Order()
 	}), mock.MatchedBy(func(fn any) bool {
 		return reflect.ValueOf(fn).Pointer() == reflect.ValueOf(workflows.WebhookDeliveryWorkflow).Pointer()
 	}), workflows.WebhookDeliveryInput{DeliveryID: d.ID, Replay: true}).Return(&mocks.WorkflowRun{}, nil).Once()

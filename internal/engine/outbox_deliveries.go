@@ -16,7 +16,7 @@ import (
 func (e *Outbox) startDelivery(ctx context.Context, rec webhooks.RecordedDelivery) {
 	sctx, cancel := context.WithTimeout(ctx, cancelNotifyTimeout)
 	defer cancel()
-	d := &models.WebhookDelivery{ID: rec.DeliveryID, AccountID: rec.AccountID, InstallationID: rec.InstallationID, OrderID: rec.OrderID}
+	d := &models.WebhookDelivery{ID: rec.DeliveryID, AccountID: rec.AccountID, InstallationID: &rec.InstallationID, OrderID: &rec.OrderID}
 	err := e.app.Webhooks.StartWebhookDelivery(sctx, d)
 	if err == nil {
 		err = e.store.MarkDeliveriesStarted(sctx, d.ID)

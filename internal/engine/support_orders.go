@@ -194,7 +194,7 @@ func (e *Support) ShowOrder(ctx context.Context, orderID string) (SupportOrderVi
 			log = []SupportAttemptView{}
 		}
 		v.Deliveries = append(v.Deliveries, SupportDeliveryView{
-			DeliveryID: d.ID, JobID: d.JobID, Run: d.Run, Event: d.Event, Status: d.Status, CallbackURL: d.CallbackURL,
+			DeliveryID: d.ID, JobID: d.Job(), Run: d.Run, Event: d.Event, Status: d.Status, CallbackURL: d.CallbackURL,
 			Attempts: d.Attempts, LastStatusCode: d.LastStatusCode, LastError: d.LastError, NextAttemptAt: utc(d.NextAttemptAt),
 			CreatedAt: d.CreatedAt.UTC(), DeliveredAt: utc(d.DeliveredAt), WorkflowID: wf, TemporalUIURL: e.workflowURL(wf),
 			AttemptLog: log,

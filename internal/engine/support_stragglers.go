@@ -323,7 +323,7 @@ func (e *Support) sendJobWebhook(ctx context.Context, jobID string, run int) (st
 		return "", nil
 	}
 	// The record names everything the delivery's start needs; no need to read the row back.
-	d := &models.WebhookDelivery{ID: rec.DeliveryID, AccountID: rec.AccountID, InstallationID: rec.InstallationID, OrderID: rec.OrderID}
+	d := &models.WebhookDelivery{ID: rec.DeliveryID, AccountID: rec.AccountID, InstallationID: &rec.InstallationID, OrderID: &rec.OrderID}
 	if err := e.app.Webhooks.StartWebhookDelivery(ctx, d); err != nil {
 		return rec.DeliveryID, fmt.Errorf("start webhook delivery (the sweeper does not retry it: shotflow admin webhooks replay %s sends it): %w", d.ID, err)
 	}

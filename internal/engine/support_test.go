@@ -401,7 +401,7 @@ func TestSupportShowOrder(t *testing.T) {
 		deliver := func(jobID string, run int, event string, codes ...int) string {
 			id := models.WebhookDeliveryID(jobID, run, event)
 			if _, err := models.CreateWebhookDelivery(db, &models.WebhookDelivery{ID: id, AccountID: tn.accountID,
-				InstallationID: tn.installationID, OrderID: o.ID, JobID: jobID, Run: run, Event: event,
+				InstallationID: &tn.installationID, OrderID: &o.ID, JobID: &jobID, Run: run, Event: event,
 				Payload: models.JSON(`{}`), CallbackURL: "https://shop.example/hooks"}); err != nil {
 				t.Fatal(err)
 			}
@@ -493,8 +493,8 @@ func TestSupportReplayWebhook(t *testing.T) {
 		o, jobs := submitOrder(t, newSupportEngine(db, tc), tn, 1, "cup")
 		failRun(t, db, jobs[0].ID, 1, errorcat.ContentPolicy)
 		id := models.WebhookDeliveryID(jobs[0].ID, 1, webhooks.EventJobFailed)
-		if _, err := models.CreateWebhookDelivery(db, &models.WebhookDelivery{ID: id, AccountID: tn.accountID, InstallationID: tn.installationID,
-			OrderID: o.ID, JobID: jobs[0].ID, Run: 1, Event: webhooks.EventJobFailed, Payload: models.JSON(`{}`), CallbackURL: "https://x"}); err != nil {
+		if _, err := models.CreateWebhookDelivery(db, &models.WebhookDelivery{ID: id, AccountID: tn.accountID, InstallationID: &tn.installationID,
+			OrderID: &o.ID, JobID: &jobs[0].ID, Run: 1, Event: webhooks.EventJobFailed, Payload: models.JSON(`{}`), CallbackURL: "https://x"}); err != nil {
 			t.Fatal(err)
 		}
 

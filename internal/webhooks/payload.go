@@ -11,8 +11,9 @@ import (
 	"github.com/shotflow/shotflow/models/status"
 )
 
-// Event types (api/openapi.yaml, webhooks). An expired job is reported as job.failed, with
-// status "expired": the API names three kinds and expiry is a failure to run.
+// Event types of job ends (api/openapi.yaml, webhooks). An expired job is reported as job.failed,
+// with status "expired": the API names three kinds and expiry is a failure to run. The other event
+// types are in events.go.
 const (
 	EventJobCompleted = "job.completed"
 	EventJobFailed    = "job.failed"

@@ -86,7 +86,7 @@ func RecordJobDeliveryOf(ctx context.Context, st *models.Store, signer *urlsign.
 		return RecordedDelivery{}, err
 	}
 	_, err = st.CreateWebhookDelivery(ctx, &models.WebhookDelivery{
-		ID: res.DeliveryID, AccountID: job.AccountID, InstallationID: inst.ID, OrderID: job.OrderID, JobID: job.ID,
+		ID: res.DeliveryID, EventID: res.DeliveryID, AccountID: job.AccountID, InstallationID: &inst.ID, OrderID: &job.OrderID, JobID: &job.ID,
 		Run: job.Run, Event: event, Payload: models.JSON(payload), CallbackURL: inst.CallbackURL, CreatedAt: now,
 	})
 	return res, err
