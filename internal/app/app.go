@@ -319,8 +319,9 @@ func (a *App) Activities() *activities.Activities {
 	return &activities.Activities{Store: a.Store, Blobs: a.Blobs, Generator: a.Generator, Log: a.Log, LongEdge: a.Config.RenderLongEdge,
 		Prepare: imageprep.Options{MinLongEdge: a.Config.InputMinLongEdge},
 		Secrets: a.Box, Signer: a.Signer, DownloadTTL: a.Config.DownloadURLTTL,
-		Webhooks: webhooks.NewClient(webhooks.ClientOptions{AllowPrivate: a.Config.WebhookAllowPrivateNetworks}),
-		Metrics:  a.Metrics}
+		Webhooks:   webhooks.NewClient(webhooks.ClientOptions{AllowPrivate: a.Config.WebhookAllowPrivateNetworks}),
+		Deliveries: a.Engine.Outbox, DisableAfter: a.Config.WebhookDisableAfter,
+		Metrics: a.Metrics}
 }
 
 // Purger returns the output retention sweep of this process's database and blob store.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/shotflow/shotflow/internal/platform/metrics"
 	"github.com/shotflow/shotflow/internal/platform/urlsign"
+	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/workflows"
 )
@@ -136,3 +137,9 @@ type Outbox struct{ *core }
 
 // Support holds what support staff do through `shotflow admin`.
 type Support struct{ *core }
+
+// recorder records the webhook events of the use cases that end jobs outside their workflows (a
+// cancel, support's settlements) and of test sends.
+func (c *core) recorder() webhooks.Recorder {
+	return webhooks.Recorder{Signer: c.cfg.Signer, DownloadTTL: c.cfg.DownloadTTL}
+}
