@@ -74,7 +74,6 @@ func (a *Activities) BeginAttempt(ctx context.Context, in contract.AttemptInput)
 	return nil
 }
 
-
 // Generate runs one generation attempt: it loads the job's inputs, calls the provider of the job's
 // model and stores the outputs. Failures are ApplicationErrors whose type is the errorCategory and
 // are never retried here: JobWorkflow decides, so every attempt is visible in attempt_count. When

@@ -56,8 +56,8 @@ func BuildOrderPayload(eventID string, at time.Time, o *models.Order) ([]byte, e
 		Order OrderSummary `json:"order"`
 	}{header{EventOrderCompleted, eventID, at.UTC()}, OrderSummary{
 		ID: o.ID, Status: o.Status, JobsTotal: o.JobsTotal,
-		Jobs:    OrderJobs{Completed: o.JobsCompleted, Failed: o.JobsFailed, Cancelled: o.JobsCancelled, Expired: o.JobsExpired},
-		Credits: OrderCredits{Reserved: o.CreditsConsumed + o.CreditsReleased + o.CreditsReserved, Consumed: o.CreditsConsumed, Released: o.CreditsReleased},
+		Jobs:        OrderJobs{Completed: o.JobsCompleted, Failed: o.JobsFailed, Cancelled: o.JobsCancelled, Expired: o.JobsExpired},
+		Credits:     OrderCredits{Reserved: o.CreditsConsumed + o.CreditsReleased + o.CreditsReserved, Consumed: o.CreditsConsumed, Released: o.CreditsReleased},
 		CompletedAt: utc(o.CompletedAt),
 	}})
 }
