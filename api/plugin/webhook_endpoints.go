@@ -7,7 +7,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/shotflow/shotflow/internal/engine"
-	"github.com/shotflow/shotflow/internal/webhooks"
 )
 
 // The installation's webhook endpoints, delivery log and events (api/openapi.yaml: Webhooks). The
@@ -30,20 +29,20 @@ type EndpointUpdateRequest struct {
 
 // EndpointsPage answers GET /webhook-endpoints: newest first; NextCursor is null on the last page.
 type EndpointsPage struct {
-	WebhookEndpoints []webhooks.Endpoint `json:"webhook_endpoints"`
-	NextCursor       *string             `json:"next_cursor"`
+	WebhookEndpoints []engine.WebhookEndpoint `json:"webhook_endpoints"`
+	NextCursor       *string                  `json:"next_cursor"`
 }
 
 // DeliveriesPage answers GET /webhook-deliveries.
 type DeliveriesPage struct {
-	WebhookDeliveries []webhooks.Delivery `json:"webhook_deliveries"`
-	NextCursor        *string             `json:"next_cursor"`
+	WebhookDeliveries []engine.WebhookDelivery `json:"webhook_deliveries"`
+	NextCursor        *string                  `json:"next_cursor"`
 }
 
 // EventsPage answers GET /events.
 type EventsPage struct {
-	Events     []webhooks.Event `json:"events"`
-	NextCursor *string          `json:"next_cursor"`
+	Events     []engine.WebhookEvent `json:"events"`
+	NextCursor *string               `json:"next_cursor"`
 }
 
 // webhookScope is the caller's installation as the scope of the webhook use cases.

@@ -32,6 +32,15 @@ const (
 	maxWebhookCursorLength  = 512
 )
 
+// The views the webhook use cases answer (internal/webhooks/views.go), named here so that the
+// façades, which import the engine and not internal/webhooks (archcheck), answer them as they are.
+type (
+	WebhookEndpoint = webhooks.Endpoint
+	WebhookDelivery = webhooks.Delivery
+	WebhookAttempt  = webhooks.Attempt
+	WebhookEvent    = webhooks.Event
+)
+
 // WebhookScope is whose endpoints, deliveries and events a use case sees: an installation's (plugin
 // API), or an account's own (external API: InstallationID "").
 type WebhookScope struct{ AccountID, InstallationID string }
