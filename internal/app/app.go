@@ -140,6 +140,7 @@ func Open(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Optio
 	a.closers = append(a.closers, func() error { a.Temporal.Close(); return nil })
 	a.EngineConfig = engineConfig(cfg, store, a.Temporal, log, a.Signer)
 	a.EngineConfig.Models, a.EngineConfig.Metrics, a.EngineConfig.Blobs = a.Generator, a.Metrics, a.Blobs
+	a.EngineConfig.Secrets = a.Box
 	for _, opt := range opts {
 		if opt.Engine != nil {
 			opt.Engine(&a.EngineConfig)

@@ -58,6 +58,12 @@ type Config struct {
 	// an engine that records none may leave both unset.
 	Signer      *urlsign.Signer
 	DownloadTTL time.Duration
+	// Secrets seals the signing secrets of the external API's webhook endpoints; an engine that
+	// creates or rotates none may leave it nil.
+	Secrets Sealer
+	// WebhookAllowPrivateNetworks lets webhook endpoints point to loopback, private and other
+	// internal addresses (WEBHOOK_ALLOW_PRIVATE_NETWORKS).
+	WebhookAllowPrivateNetworks bool
 }
 
 // Engine is the application: one service per area over one shared set of dependencies.
