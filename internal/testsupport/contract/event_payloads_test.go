@@ -1,0 +1,80 @@
+package contract_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/shotflow/shotflow/internal/platform/urlsign"
+	"github.com/shotflow/shotflow/internal/testsupport/contract"
+	"github.com/shotflow/shotflow/internal/webhooks"
+	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
+)
+
+// Every body the plugin API's events carry matches its entry in the document's webhooks: the
+// events of a job's run, an order's end, a disabled endpoint, and the test send of every type.
+func TestEveryPluginEventBodyMatchesTheDocument(t *testing.T) {
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	signer := urlsign.New([]byte("0123456789abcdef0123456789abcdef"), "https://api.example")
+	header := http.Header{"Content-Type": {"application/json"}, "User-Agent": {webhooks.UserAgent}, "Webhook-Id": {models.NewID()},
+		"Webhook-Timestamp": {"1780000000"}, "Webhook-Signature": {"v1,abc="}, "X-Service-Signature": {"v1,abc="}}
+	inst := models.NewID()
+	job := models.Job{ID: models.NewID(), OrderID: models.NewID(), InstallationID: &inst, JobType: "photo_shoot", ProductRef: "mug",
+		AIModel: "local/studio-v1", AspectRatio: "1:1", CreditCost: 2, Run: 1, Status: status.JobInProgress, AttemptCount: 1,
+		Voting: models.VotingPending, CreatedAt: now, UpdatedAt: now, StartedAt: &now}
+	bodies := map[string][]byte{}
+	add := func(name string, body []byte, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		bodies[name] = body
+	}
+	started, err := webhooks.BuildJobPayload(webhooks.JobPayload{DeliveryID: models.NewID(), Event: webhooks.EventJobStarted,
+		CreatedAt: now, Job: &job, Signer: signer, DownloadTTL: time.Hour})
+	add("job.started", started, err)
+	retrying := job
+	retrying.Status = status.JobRetryPending
+	body, err := webhooks.BuildJobPayload(webhooks.JobPayload{DeliveryID: models.NewID(), Event: webhooks.EventJobRetrying,
+		CreatedAt: now, Job: &retrying, Signer: signer, DownloadTTL: time.Hour,
+		Retry: &webhooks.Retry{Attempt: 1, ErrorCategory: "PROVIDER_CAPACITY", NextAttemptAt: now.Add(5 * time.Second)}})
+	add("job.retrying", body, err)
+	done := now
+	order := models.Order{ID: job.OrderID, Status: status.OrderCompleted, JobsTotal: 3, JobsCompleted: 2, JobsFailed: 1,
+		CreditsConsumed: 4, CreditsReleased: 2, CompletedAt: &done}
+	body, err = webhooks.BuildOrderPayload(models.NewID(), now, &order)
+	add("order.completed", body, err)
+	ep := models.WebhookEndpoint{ID: models.NewID(), InstallationID: &inst, URL: "https://shop.example/hooks",
+		Events: models.StringList(webhooks.DefaultPluginEvents), Status: models.EndpointDisabled,
+		DisabledReason: models.EndpointDisabledFailing, DisabledAt: &now, FailingSince: &now, CreatedAt: now, UpdatedAt: now}
+	body, err = json.Marshal(map[string]any{"event": webhooks.EventEndpointDisabled, "delivery_id": models.NewID(),
+		"delivery_created_at": now, "endpoint": webhooks.EndpointOf(&ep)})
+	add("endpoint.disabled", body, err)
+	for _, event := range webhooks.PluginEvents {
+		body, err := webhooks.SamplePayload(event, models.NewID(), now, &ep)
+		add("test send of "+event, body, err)
+	}
+	for name, body := range bodies {
+		if err := contract.ValidateWebhook(header, body); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	// job.retrying without its retry, and order.completed with an undocumented field, do not pass.
+	var fields map[string]any
+	if err := json.Unmarshal(bodies["job.retrying"], &fields); err != nil {
+		t.Fatal(err)
+	}
+	delete(fields, "retry")
+	if b, _ := json.Marshal(fields); contract.ValidateWebhook(header, b) == nil {
+		t.Error("job.retrying without retry passed")
+	}
+	if err := json.Unmarshal(bodies["order.completed"], &fields); err != nil {
+		t.Fatal(err)
+	}
+	fields["surprise"] = 1
+	if b, _ := json.Marshal(fields); contract.ValidateWebhook(header, b) == nil {
+		t.Error("order.completed with an undocumented field passed")
+	}
+}
