@@ -57,7 +57,7 @@ func BuildOrderPayload(eventID string, at time.Time, o *models.Order) ([]byte, e
 	}{header{EventOrderCompleted, eventID, at.UTC()}, OrderSummary{
 		ID: o.ID, Status: o.Status, JobsTotal: o.JobsTotal,
 		Jobs:        OrderJobs{Completed: o.JobsCompleted, Failed: o.JobsFailed, Cancelled: o.JobsCancelled, Expired: o.JobsExpired},
-		Credits:     OrderCredits{Reserved: o.CreditsConsumed + o.CreditsReleased + o.CreditsReserved, Consumed: o.CreditsConsumed, Released: o.CreditsReleased},
+		Credits:     OrderCredits{Reserved: o.CreditsReserved, Consumed: o.CreditsConsumed, Released: o.CreditsReleased},
 		CompletedAt: utc(o.CompletedAt),
 	}})
 }
