@@ -42,18 +42,36 @@ type Activities struct {
 	Signer      *urlsign.Signer  // signs the download URLs in webhook payloads
 	Webhooks    *webhooks.Client // sends webhooks; refuses private networks unless configured
 	DownloadTTL time.Duration    // minimum validity of download URLs in webhook payloads
+	// Deliveries starts the deliveries of the events an activity recorded, after its commit; nil
+	// leaves them to the outbox sweep.
+	Deliveries DeliveryStarter
+	// DisableAfter disables an endpoint whose attempts have all failed that long
+	// (WEBHOOK_DISABLE_AFTER); 0 never does.
+	DisableAfter time.Duration
 
 	// Metrics counts finished jobs, generate attempts and webhook deliveries; nil counts nothing.
 	Metrics *metrics.Metrics
 }
 
-// BeginAttempt moves the job to in_progress and records the attempt number (a local activity).
+// BeginAttempt moves the job to in_progress and records the attempt number (a local activity), in
+// one statement that returns the job. The first attempt of a plugin job's run then records
+// job.started and starts its deliveries. A failure to record it fails the activity, whose retry
+// begins the attempt again (harmless: the job is in progress) and records the event once (its ID
+// is derived from the job run).
 func (a *Activities) BeginAttempt(ctx context.Context, in contract.AttemptInput) error {
-	err := a.Store.BeginAttempt(ctx, in.JobID, in.Run, in.Attempt)
+	job, err := a.Store.BeginAttemptOf(ctx, in.JobID, in.Run, in.Attempt)
 	if errors.Is(err, models.ErrJobNotRunnable) {
 		return temporal.NewNonRetryableApplicationError("job is already terminal", contract.ErrTypeJobNotRunnable, err)
 	}
-	return err
+	if err != nil || in.Attempt != 1 {
+		return err
+	}
+	owed, err := a.recorder().RecordJobStarted(ctx, a.Store, job)
+	if err != nil {
+		return err
+	}
+	a.startDeliveries(ctx, owed)
+	return nil
 }
 
 // Generate runs one generation attempt: it loads the job's inputs, calls the provider of the job's
@@ -238,9 +256,34 @@ func endJob(ctx context.Context, st *models.Store, in contract.EndInput) (*model
 	return st.EndJob(ctx, in.JobID, in.Run, in.Status, string(in.Category), hint, in.Detail)
 }
 
-// MarkRetryPending shows the job as retry_pending with the category of its last attempt (a local activity).
+// MarkRetryPending shows the job as retry_pending with the category of its last attempt (a local
+// activity). After a retryable failure (NextAttemptAt set) it records job.retrying in the same
+// transaction and starts its deliveries after the commit.
 func (a *Activities) MarkRetryPending(ctx context.Context, in contract.RetryPendingInput) error {
-	return a.Store.MarkRetryPending(ctx, in.JobID, in.Run, string(in.Category), in.Category.Hint(), in.Detail)
+	mark := func(st *models.Store) error {
+		return st.MarkRetryPending(ctx, in.JobID, in.Run, string(in.Category), in.Category.Hint(), in.Detail)
+	}
+	if in.NextAttemptAt == nil {
+		return mark(a.Store)
+	}
+	var owed []models.WebhookDelivery
+	err := a.Store.Tx(ctx, func(tx *models.Store) error {
+		if err := mark(tx); err != nil {
+			return err
+		}
+		job, err := tx.GetJob(ctx, in.JobID)
+		if err != nil || job.Run != in.Run || job.Status != status.JobRetryPending {
+			return err // a run that ended or was superseded meanwhile has nothing to retry
+		}
+		owed, err = a.recorder().RecordJobRetrying(ctx, tx, job, webhooks.Retry{
+			Attempt: in.Attempt, ErrorCategory: string(in.Category), NextAttemptAt: in.NextAttemptAt.UTC()})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	a.startDeliveries(ctx, owed)
+	return nil
 }
 
 // categorized wraps err as a non-retryable ApplicationError typed with the category, carrying the

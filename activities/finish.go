@@ -12,10 +12,12 @@ import (
 	"github.com/shotflow/shotflow/models/status"
 )
 
-// FinishJob ends a job run and records its webhook delivery in one database transaction (a local
-// activity): CompleteJob or EndJob, then RecordJobWebhook, so a job's end costs one transaction
-// and one local-activity marker instead of two of each. Like them it can run again: a run already
-// terminal is left as it is and its recorded delivery is returned.
+// FinishJob ends a job run and records its events (the job's, and order.completed when it ended
+// its order) with their deliveries in one database transaction (a local activity): CompleteJob or
+// EndJob, then RecordJobWebhook, so a job's end costs one transaction and one local-activity
+// marker instead of two of each. After the commit it starts the deliveries' workflows itself
+// (DeliveryStarter), so the job's history holds no child start for them. Like CompleteJob and
+// EndJob it can run again: a run already terminal is left as it is and nothing is recorded twice.
 //
 // The end is never lost for its webhook's sake: a webhook that cannot be recorded for a reason
 // that retrying would not change (the run is no longer the job's current one) is logged and left
@@ -34,7 +36,7 @@ func (a *Activities) FinishJob(ctx context.Context, in contract.FinishJobInput) 
 	default:
 		return contract.RecordWebhookResult{}, temporal.NewNonRetryableApplicationError("FinishJob needs exactly one of Complete and End", "BAD_INPUT", nil)
 	}
-	var rec contract.RecordWebhookResult
+	var owed []models.WebhookDelivery
 	finished := false
 	err := a.Store.Tx(ctx, func(tx *models.Store) error {
 		// The job as its end left it, read once by the end's UPDATE, is what the webhook reports.
@@ -43,7 +45,7 @@ func (a *Activities) FinishJob(ctx context.Context, in contract.FinishJobInput) 
 			return err
 		}
 		finished = ok
-		rec, err = a.recordWebhookInTx(ctx, tx, ref, job)
+		owed, err = a.recordWebhookInTx(ctx, tx, ref, job)
 		return err
 	})
 	if err != nil {
@@ -52,23 +54,24 @@ func (a *Activities) FinishJob(ctx context.Context, in contract.FinishJobInput) 
 	if finished {
 		a.Metrics.JobFinished(endStatus, category)
 	}
-	return rec, nil
+	a.startDeliveries(ctx, owed)
+	return contract.RecordWebhookResult{}, nil
 }
 
 // recordWebhookInTx records the run's webhook of job (the job of ref as tx has just left it) in a
 // savepoint of tx. A non-retryable refusal is logged and answered with no delivery; any other
 // error fails the whole transaction.
-func (a *Activities) recordWebhookInTx(ctx context.Context, tx *models.Store, ref contract.RecordWebhookInput, job *models.Job) (contract.RecordWebhookResult, error) {
-	var rec contract.RecordWebhookResult
+func (a *Activities) recordWebhookInTx(ctx context.Context, tx *models.Store, ref contract.RecordWebhookInput, job *models.Job) ([]models.WebhookDelivery, error) {
+	var owed []models.WebhookDelivery
 	err := tx.Tx(ctx, func(sp *models.Store) error {
 		var err error
-		rec, err = a.recordJobWebhookOf(ctx, sp, ref, job)
+		owed, err = a.recordJobEnd(ctx, sp, ref, job)
 		return err
 	})
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) && appErr.NonRetryable() {
 		a.Log.Error("job webhook not recorded", zap.String("job_id", ref.JobID), zap.Int("run", ref.Run), zap.Error(err))
-		return contract.RecordWebhookResult{}, nil
+		return nil, nil
 	}
-	return rec, err
+	return owed, err
 }

@@ -49,15 +49,17 @@ func TestFinishJobCompletesAndRecordsTheWebhookOnce(t *testing.T) {
 		in := contract.FinishJobInput{Complete: &contract.CompleteInput{JobID: job.ID, Run: 1, Outputs: []contract.OutputFile{{
 			AssetID: models.OutputAssetID(job.ID, 1, 0), BlobKey: "out", ContentType: "image/png", SizeBytes: 3, Width: 2, Height: 2,
 		}}}}
-		want := contract.RecordWebhookResult{
-			DeliveryID: models.WebhookDeliveryID(job.ID, 1, "job.completed"), Deliver: true,
-			AccountID: f.inst.AccountID, InstallationID: f.inst.ID, OrderID: job.OrderID,
+		// The result asks the workflow to start nothing: the activity hands the delivery to its
+		// starter after the commit.
+		want := models.EventDeliveryID(models.WebhookDeliveryID(job.ID, 1, "job.completed"), f.endpoint.ID)
+		if rec := f.finish(t, in); rec != (contract.RecordWebhookResult{}) {
+			t.Fatalf("result = %+v, want none", rec)
 		}
-		if rec := f.finish(t, in); rec != want {
-			t.Fatalf("result = %+v, want %+v", rec, want)
+		if owed := f.starter.take(); len(owed) != 1 || owed[0].ID != want {
+			t.Fatalf("started %+v, want delivery %s", owed, want)
 		}
 		// Executed again (a retried local activity): the same delivery, nothing settled twice.
-		if rec := f.finish(t, in); rec != want {
+		if rec := f.finish(t, in); rec != (contract.RecordWebhookResult{}) {
 			t.Fatalf("second call = %+v", rec)
 		}
 		got, err := models.GetJob(db, job.ID)
@@ -70,7 +72,7 @@ func TestFinishJobCompletesAndRecordsTheWebhookOnce(t *testing.T) {
 		if n := f.count(t, &models.WebhookDelivery{}, "job_id = ?", job.ID); n != 1 {
 			t.Fatalf("%d deliveries, want 1", n)
 		}
-		if d := f.delivery(t, want.DeliveryID); d.Event != "job.completed" || d.Status != models.WebhookPending {
+		if d := f.delivery(t, want); d.Event != "job.completed" || d.Status != models.WebhookPending {
 			t.Fatalf("delivery = %+v", d)
 		}
 		if n := f.count(t, &models.Asset{}, "job_id = ? AND kind = ?", job.ID, models.AssetKindOutput); n != 1 {
@@ -85,8 +87,8 @@ func TestFinishJobEndsAFailedRunWithItsWebhook(t *testing.T) {
 	rec := f.finish(t, contract.FinishJobInput{End: &contract.EndInput{
 		JobID: job.ID, Run: 1, Status: status.JobFailed, Category: errorcat.ContentPolicy, Detail: "no",
 	}})
-	if !rec.Deliver || rec.DeliveryID != models.WebhookDeliveryID(job.ID, 1, "job.failed") {
-		t.Fatalf("result = %+v", rec)
+	if owed := f.starter.take(); rec.Deliver || len(owed) != 1 || owed[0].EventID != models.WebhookDeliveryID(job.ID, 1, "job.failed") {
+		t.Fatalf("result = %+v, started %+v", rec, owed)
 	}
 	got, err := models.GetJob(f.db, job.ID)
 	if err != nil || got.Status != status.JobFailed || got.ErrorCategory == nil || *got.ErrorCategory != string(errorcat.ContentPolicy) {
@@ -102,8 +104,8 @@ func TestFinishJobKeepsTheEndWhenTheWebhookCannotBeRecorded(t *testing.T) {
 	job := f.runningJob(t)
 	// Run 2 is not the job's run: nothing ends, the webhook is refused, and that is no error.
 	rec := f.finish(t, contract.FinishJobInput{Complete: &contract.CompleteInput{JobID: job.ID, Run: 2}})
-	if rec.Deliver || rec.DeliveryID != "" {
-		t.Fatalf("result = %+v", rec)
+	if owed := f.starter.take(); rec.Deliver || rec.DeliveryID != "" || len(owed) != 0 {
+		t.Fatalf("result = %+v, started %+v", rec, owed)
 	}
 	if got, err := models.GetJob(f.db, job.ID); err != nil || got.Status != status.JobInProgress {
 		t.Fatalf("job = %+v (%v)", got, err)

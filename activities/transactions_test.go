@@ -26,11 +26,15 @@ import (
 // reads. docs/benchmarks.md keeps the table.
 const workerTransactionsPerJob = 2
 
-// finishJobStatements is what FinishJob's transaction sends for a completed job with one output:
-// BEGIN, CompleteJob's SAVEPOINT, the job's UPDATE (returning it), the output's INSERT, the ledger
-// entry's INSERT, the account's UPDATE, the order's UPDATE, the webhook's SAVEPOINT, COMMIT. It
-// sent 14 when it read the job three times and updated the order three times (issue 23, item 18).
-const finishJobStatements = 9
+// finishJobStatements is what FinishJob's transaction sends for a completed job with one output
+// (of an account with no webhook endpoint): BEGIN, CompleteJob's SAVEPOINT, the job's UPDATE
+// (returning it), the output's INSERT, the ledger entry's INSERT, the account's UPDATE, the order's
+// UPDATE, the webhook's SAVEPOINT, the read of the outputs (the record's thumbnail), the read of
+// the order (has it ended?), one INSERT of both events (record.done and order.completed), one read
+// of the scope's endpoints, COMMIT. It sent 14 when it read the job three times and updated the
+// order three times (issue 23, item 18), then 9 before events were recorded for the events API
+// whether or not an endpoint subscribes (issue 24).
+const finishJobStatements = 13
 
 // The activities of a successful job, run one after the other as its JobWorkflow runs them, write
 // in workerTransactionsPerJob transactions on PostgreSQL: a transaction is a BEGIN … COMMIT block

@@ -19,60 +19,78 @@ import (
 // maxErrorText bounds the error text stored with an attempt, in bytes.
 const maxErrorText = 500
 
-// RecordJobWebhook creates the delivery row of a terminal job run, with the payload fixed at
-// this moment (a local activity). Its ID is derived from the job, run and event and the insert
-// ignores conflicts, so a retried or replayed call returns the same delivery and creates nothing.
-// Workflows call it only in runs started in the shapes before JobShapeQuiet, after EndJob or
-// CompleteJob; FinishJob records in the same transaction as the job's end. The recording itself is
-// webhooks.RecordJobDelivery, which support's re-drive of a stranded job calls too.
+// DeliveryStarter starts the workflows of deliveries whose start a commit has just made owed
+// (engine.Outbox.StartOwedDeliveries). What it cannot start, the outbox sweep starts.
+type DeliveryStarter interface {
+	StartOwedDeliveries(ctx context.Context, owed []models.WebhookDelivery)
+}
+
+// recorder records webhook events with the activities' URL signing.
+func (a *Activities) recorder() webhooks.Recorder {
+	return webhooks.Recorder{Signer: a.Signer, DownloadTTL: a.DownloadTTL}
+}
+
+// startDeliveries starts owed deliveries after the commit that recorded them.
+func (a *Activities) startDeliveries(ctx context.Context, owed []models.WebhookDelivery) {
+	if len(owed) > 0 && a.Deliveries != nil {
+		a.Deliveries.StartOwedDeliveries(ctx, owed)
+	}
+}
+
+// RecordJobWebhook records the events of a terminal job run (a local activity) and starts their
+// deliveries (webhooks.Recorder.RecordJobEnd). Event IDs are derived from the job, run and event,
+// so a retried or replayed call records nothing new. Workflows call it only in runs started in the
+// shapes before JobShapeQuiet, after EndJob or CompleteJob; FinishJob records in the same
+// transaction as the job's end. Its result never asks the workflow to start a delivery.
 func (a *Activities) RecordJobWebhook(ctx context.Context, in contract.RecordWebhookInput) (contract.RecordWebhookResult, error) {
-	return a.recordJobWebhook(ctx, a.Store, in)
-}
-
-// recordJobWebhook is RecordJobWebhook through st (a transaction of the caller's, or none). A run
-// that is not terminal is a non-retryable contract.ErrTypeWebhookJobNotTerminal.
-func (a *Activities) recordJobWebhook(ctx context.Context, st *models.Store, in contract.RecordWebhookInput) (contract.RecordWebhookResult, error) {
-	return a.recordJobWebhookOf(ctx, st, in, nil)
-}
-
-// recordJobWebhookOf is recordJobWebhook of job, the job of in as st has just left it, when not nil
-// (it is not read again), else of the job read by its ID.
-func (a *Activities) recordJobWebhookOf(ctx context.Context, st *models.Store, in contract.RecordWebhookInput, job *models.Job) (contract.RecordWebhookResult, error) {
-	var (
-		rec webhooks.RecordedDelivery
-		err error
-	)
-	if job != nil {
-		rec, err = webhooks.RecordJobDeliveryOf(ctx, st, a.Signer, a.DownloadTTL, job, in.Run)
-	} else {
-		rec, err = webhooks.RecordJobDelivery(ctx, st, a.Signer, a.DownloadTTL, in.JobID, in.Run)
-	}
-	if errors.Is(err, webhooks.ErrJobNotTerminal) {
-		return contract.RecordWebhookResult{}, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeWebhookJobNotTerminal, nil)
-	}
+	owed, err := a.recordJobEnd(ctx, a.Store, in, nil)
 	if err != nil {
 		return contract.RecordWebhookResult{}, err
 	}
-	return contract.RecordWebhookResult{DeliveryID: rec.DeliveryID, Deliver: rec.Deliver, AccountID: rec.AccountID,
-		InstallationID: rec.InstallationID, OrderID: rec.OrderID}, nil
+	a.startDeliveries(ctx, owed)
+	return contract.RecordWebhookResult{}, nil
 }
 
-// DeliverWebhook makes one attempt: it POSTs the delivery's payload, in its current shape (a
-// payload recorded in the earlier shape is rewritten, webhooks.CurrentPayload), signed with every
-// secret of the installation that is valid now, to the installation's callback URL, and records
-// the attempt. A database that cannot be reached is ErrTypeDependencyUnavailable (the workflow waits
-// for it and makes the same attempt again); other errors (secrets) are worth a few retries; an
-// unknown delivery is a non-retryable error.
+// recordJobEnd records the events of the terminal run of in through st (a transaction of the
+// caller's, or none), of job, the job of in as st has just left it, when not nil (it is not read
+// again), else of the job read by its ID. A run that is not terminal is a non-retryable
+// contract.ErrTypeWebhookJobNotTerminal.
+func (a *Activities) recordJobEnd(ctx context.Context, st *models.Store, in contract.RecordWebhookInput, job *models.Job) ([]models.WebhookDelivery, error) {
+	var (
+		owed []models.WebhookDelivery
+		err  error
+	)
+	if job != nil {
+		owed, err = a.recorder().RecordJobEnd(ctx, st, job, in.Run)
+	} else {
+		owed, err = a.recorder().RecordJobEndByID(ctx, st, in.JobID, in.Run)
+	}
+	if errors.Is(err, webhooks.ErrJobNotTerminal) {
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeWebhookJobNotTerminal, nil)
+	}
+	return owed, err
+}
+
+// DeliverWebhook makes one attempt: it POSTs the delivery's body, in its current shape (a body
+// recorded in the earlier shape is rewritten, webhooks.CurrentPayload), signed with every secret
+// of the endpoint valid now (its own, or its installation's), to the endpoint's current URL, and
+// records the attempt with the endpoint's failure streak; an attempt that disables the endpoint
+// records endpoint.disabled for the scope's other endpoints. A disabled endpoint gets no attempt:
+// the delivery is held and the run stops; a deleted one fails the delivery. A database that cannot
+// be reached is ErrTypeDependencyUnavailable (the workflow waits for it and makes the same attempt
+// again); other errors (secrets) are worth a few retries; an unknown delivery is a non-retryable
+// error.
 func (a *Activities) DeliverWebhook(ctx context.Context, in contract.DeliverInput) (contract.DeliverResult, error) {
 	dctx, cancel := bounded(ctx)
 	defer cancel()
-	d, err := a.Store.GetWebhookDelivery(dctx, in.DeliveryID)
+	t, err := a.Store.LoadDeliveryTarget(dctx, in.DeliveryID)
 	if errors.Is(err, models.ErrNotFound) {
 		return contract.DeliverResult{}, temporal.NewNonRetryableApplicationError("no webhook delivery "+in.DeliveryID, contract.ErrTypeWebhookDeliveryNotFound, err)
 	}
 	if err != nil {
 		return contract.DeliverResult{}, unavailable(contract.DependencyDatabase, err)
 	}
+	d, ep := &t.Delivery, t.Endpoint
 	if d.Status == models.WebhookDelivered && !in.Replay {
 		// A retry of an attempt whose success was recorded but not reported: do not send again.
 		res := contract.DeliverResult{Delivered: true}
@@ -81,34 +99,35 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in contract.DeliverInpu
 		}
 		return res, nil
 	}
-	inst, err := a.Store.GetInstallation(dctx, d.Installation())
-	if errors.Is(err, models.ErrNotFound) {
-		return contract.DeliverResult{}, fmt.Errorf("installation %s of delivery %s: %w", d.Installation(), d.ID, err)
+	if stopped, err := a.stopAt(dctx, d, ep); stopped || err != nil {
+		return contract.DeliverResult{Stopped: stopped}, err
 	}
-	if err != nil {
-		return contract.DeliverResult{}, unavailable(contract.DependencyDatabase, fmt.Errorf("load installation: %w", err))
+	var inst *models.Installation
+	if d.InstallationID != nil {
+		if inst, err = a.Store.GetInstallation(dctx, *d.InstallationID); errors.Is(err, models.ErrNotFound) {
+			return contract.DeliverResult{}, fmt.Errorf("installation %s of delivery %s: %w", d.Installation(), d.ID, err)
+		} else if err != nil {
+			return contract.DeliverResult{}, unavailable(contract.DependencyDatabase, fmt.Errorf("load installation: %w", err))
+		}
 	}
 	// A delivery recorded before the payload's current shape is sent in it (docs/webhooks.md).
-	body, err := webhooks.CurrentPayload(d.Payload)
+	body, err := webhooks.CurrentPayload(t.Body)
 	if err != nil {
 		return contract.DeliverResult{}, fmt.Errorf("payload of delivery %s: %w", d.ID, err)
 	}
 	started := time.Now()
-	secrets, err := models.WebhookSecrets(a.Secrets, inst, started)
-	if err != nil {
-		return contract.DeliverResult{}, err
-	}
-	// The installation's current URL: a merchant who fixed a broken endpoint expects retries
-	// and replays to go there.
-	target := inst.CallbackURL
 	var out webhooks.Outcome
-	if target == "" {
-		target = d.CallbackURL
-		out.Err = errors.New("the installation no longer has a callback URL")
+	target, endpointID := d.CallbackURL, ""
+	if ep == nil {
+		out.Err = errors.New("the installation had no callback URL when endpoints replaced it; replay it after adding an endpoint")
 	} else {
-		out = a.Webhooks.Send(ctx, webhooks.Message{
-			URL: target, ID: d.ID, Timestamp: started, Secrets: secrets, Body: body,
-		})
+		// The endpoint's current URL: a client who fixed a broken one expects retries and replays to go there.
+		target, endpointID = ep.URL, ep.ID
+		secrets, err := models.EndpointSecrets(a.Secrets, ep, inst, started)
+		if err != nil {
+			return contract.DeliverResult{}, err
+		}
+		out = a.Webhooks.Send(ctx, webhooks.Message{URL: target, ID: d.EventID, Timestamp: started, Secrets: secrets, Body: body})
 	}
 	rec := models.AttemptRecord{
 		Attempt: in.Attempt, Replay: in.Replay, CallbackURL: target, StartedAt: started, StatusCode: out.StatusCode,
@@ -128,21 +147,77 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in contract.DeliverInpu
 		next := started.Add(max(in.NextDelay, out.RetryAfter)).UTC()
 		rec.NextAttemptAt = &next
 	}
-	rctx, cancelRecord := bounded(ctx)
-	defer cancelRecord()
-	if err := a.Store.RecordWebhookAttempt(rctx, d.ID, rec); err != nil {
-		return contract.DeliverResult{}, unavailable(contract.DependencyDatabase, fmt.Errorf("record attempt: %w", err))
+	if err := a.recordAttempt(ctx, d, endpointID, rec); err != nil {
+		return contract.DeliverResult{}, err
 	}
-	if !rec.Delivered {
-		a.Log.Info("webhook attempt failed", zap.String("delivery_id", d.ID), zap.Int("attempt", in.Attempt),
-			zap.Bool("replay", in.Replay), zap.Int("status_code", out.StatusCode), zap.String("error", rec.Error))
+	if rec.Delivered {
+		a.Metrics.WebhookDeliveryEnded(models.WebhookDelivered)
+	} else {
+		a.Log.Info("webhook attempt failed", zap.String("delivery_id", d.ID), zap.String("endpoint_id", endpointID),
+			zap.Int("attempt", in.Attempt), zap.Bool("replay", in.Replay), zap.Int("status_code", out.StatusCode),
+			zap.String("error", rec.Error))
 	}
 	return contract.DeliverResult{Delivered: rec.Delivered, StatusCode: out.StatusCode, RetryAfter: out.RetryAfter}, nil
 }
 
+// stopAt holds the delivery when its endpoint is disabled, and fails it when the endpoint was
+// deleted; stopped reports either.
+func (a *Activities) stopAt(ctx context.Context, d *models.WebhookDelivery, ep *models.WebhookEndpoint) (stopped bool, err error) {
+	switch {
+	case ep == nil:
+		return false, nil
+	case ep.DeletedAt != nil:
+		err = a.Store.FailDelivery(ctx, d.ID, "the endpoint was deleted")
+		a.Metrics.WebhookDeliveryEnded(models.WebhookFailed)
+	case ep.Status != models.EndpointEnabled:
+		err = a.Store.HoldDelivery(ctx, d.ID)
+		a.Metrics.WebhookDeliveryEnded(models.WebhookHeld)
+	default:
+		return false, nil
+	}
+	if err != nil {
+		return false, unavailable(contract.DependencyDatabase, fmt.Errorf("stop delivery %s: %w", d.ID, err))
+	}
+	return true, nil
+}
+
+// recordAttempt records an attempt, and when it disabled its endpoint, endpoint.disabled in the
+// same transaction; it starts that event's deliveries after the commit and counts and logs the
+// disabling.
+func (a *Activities) recordAttempt(ctx context.Context, d *models.WebhookDelivery, endpointID string, rec models.AttemptRecord) error {
+	rctx, cancel := bounded(ctx)
+	defer cancel()
+	var owed []models.WebhookDelivery
+	var disabled *models.WebhookEndpoint
+	err := a.Store.Tx(rctx, func(tx *models.Store) error {
+		eff, err := tx.RecordAttempt(rctx, d.ID, endpointID, rec, a.DisableAfter)
+		if err != nil || eff.Disabled == nil {
+			return err
+		}
+		disabled = eff.Disabled
+		owed, err = webhooks.RecordEndpointDisabled(rctx, tx, eff.Disabled)
+		return err
+	})
+	if err != nil {
+		return unavailable(contract.DependencyDatabase, fmt.Errorf("record attempt: %w", err))
+	}
+	if disabled != nil {
+		a.Metrics.WebhookEndpointDisabled()
+		a.Log.Warn("webhook endpoint disabled: every attempt failed for the disable window",
+			zap.String("endpoint_id", disabled.ID), zap.String("url", disabled.URL),
+			zap.Timep("failing_since", disabled.FailingSince), zap.Duration("window", a.DisableAfter))
+		a.startDeliveries(ctx, owed)
+	}
+	return nil
+}
+
 // MarkWebhookFailed records that a delivery's run gave up after its last attempt (a local activity).
 func (a *Activities) MarkWebhookFailed(ctx context.Context, deliveryID string) error {
-	return a.Store.MarkWebhookFailed(ctx, deliveryID)
+	if err := a.Store.MarkWebhookFailed(ctx, deliveryID); err != nil {
+		return err
+	}
+	a.Metrics.WebhookDeliveryEnded(models.WebhookFailed)
+	return nil
 }
 
 // webhookErrorText bounds the error text stored with an attempt.

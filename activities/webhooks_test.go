@@ -71,14 +71,38 @@ func answerWith(code int) func(http.ResponseWriter, int) {
 	return func(w http.ResponseWriter, _ int) { w.WriteHeader(code) }
 }
 
-// fixture is an installation with a callback URL and a completed job with one output.
+// fixture is an installation with a callback URL (its first endpoint) and a completed job with
+// one output.
 type fixture struct {
-	db     *gorm.DB
-	acts   *activities.Activities
-	box    *secrets.Box
-	inst   models.Installation
-	secret string
-	job    models.Job
+	db       *gorm.DB
+	acts     *activities.Activities
+	box      *secrets.Box
+	inst     models.Installation
+	endpoint models.WebhookEndpoint // the callback URL's
+	secret   string
+	job      models.Job
+	starter  *starter
+}
+
+// starter is the activities' DeliveryStarter: it keeps what it was asked to start.
+type starter struct {
+	mu   sync.Mutex
+	owed []models.WebhookDelivery
+}
+
+func (s *starter) StartOwedDeliveries(_ context.Context, owed []models.WebhookDelivery) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.owed = append(s.owed, owed...)
+}
+
+// take returns and forgets what the starter was asked to start.
+func (s *starter) take() []models.WebhookDelivery {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.owed
+	s.owed = nil
+	return out
 }
 
 func newFixture(t *testing.T, db *gorm.DB, callbackURL string) *fixture {
@@ -87,8 +111,8 @@ func newFixture(t *testing.T, db *gorm.DB, callbackURL string) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{db: db, box: box, secret: webhooks.NewSecret()}
-	f.acts = &activities.Activities{
+	f := &fixture{db: db, box: box, secret: webhooks.NewSecret(), starter: &starter{}}
+	f.acts = &activities.Activities{Deliveries: f.starter,
 		Store: models.NewStore(db), Log: zap.NewNop(), Secrets: box, DownloadTTL: 168 * time.Hour,
 		Signer:   urlsign.New([]byte("0123456789abcdef0123456789abcdef"), "http://api.example"),
 		Webhooks: webhooks.NewClient(webhooks.ClientOptions{AllowPrivate: true, Timeout: 300 * time.Millisecond}),
@@ -104,6 +128,11 @@ func newFixture(t *testing.T, db *gorm.DB, callbackURL string) *fixture {
 		t.Fatal(err)
 	}
 	f.inst = created.Installation
+	if callbackURL != "" {
+		if err := db.Where("installation_id = ?", f.inst.ID).Take(&f.endpoint).Error; err != nil {
+			t.Fatalf("the callback URL's endpoint: %v", err)
+		}
+	}
 	f.job = f.newJob(t, &f.inst.ID, status.JobCompleted)
 	now := time.Now().UTC()
 	out := models.Asset{ID: models.OutputAssetID(f.job.ID, 1, 0), AccountID: acc.ID, InstallationID: &f.inst.ID, Kind: models.AssetKindOutput,
@@ -135,13 +164,37 @@ func (f *fixture) newJob(t *testing.T, installationID *string, st string) models
 	return job
 }
 
-func (f *fixture) record(t *testing.T, jobID string) contract.RecordWebhookResult {
+// recorded is the job event a RecordJobWebhook recorded and its delivery to the fixture's
+// endpoint ("" when there is none).
+type recorded struct{ DeliveryID, EventID string }
+
+// record runs RecordJobWebhook for the job's first run: its result never asks the workflow to
+// start anything, and the deliveries it recorded were handed to the starter.
+func (f *fixture) record(t *testing.T, jobID string) recorded {
 	t.Helper()
 	res, err := f.acts.RecordJobWebhook(context.Background(), contract.RecordWebhookInput{JobID: jobID, Run: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return res
+	if res != (contract.RecordWebhookResult{}) {
+		t.Fatalf("result = %+v: the activity starts deliveries itself", res)
+	}
+	for _, d := range f.starter.take() {
+		if d.Job() == jobID && strings.HasPrefix(d.Event, "job.") {
+			return recorded{DeliveryID: d.ID, EventID: d.EventID}
+		}
+	}
+	return recorded{}
+}
+
+// body is what the delivery sends: its event's payload.
+func (f *fixture) body(t *testing.T, d *models.WebhookDelivery) []byte {
+	t.Helper()
+	var ev models.WebhookEvent
+	if err := f.db.Where("id = ?", d.EventID).Take(&ev).Error; err != nil {
+		t.Fatal(err)
+	}
+	return ev.Payload
 }
 
 func (f *fixture) delivery(t *testing.T, id string) *models.WebhookDelivery {
@@ -166,27 +219,30 @@ func TestRecordJobWebhook(t *testing.T) {
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		f := newFixture(t, db, "https://shop.example/hook")
 		res := f.record(t, f.job.ID)
-		want := contract.RecordWebhookResult{
-			DeliveryID: models.WebhookDeliveryID(f.job.ID, 1, "job.completed"), Deliver: true,
-			AccountID: f.inst.AccountID, InstallationID: f.inst.ID, OrderID: f.job.OrderID,
-		}
+		// The event keeps the ID its only delivery had before endpoints; the delivery is the event's
+		// to the endpoint.
+		want := recorded{EventID: models.WebhookDeliveryID(f.job.ID, 1, "job.completed")}
+		want.DeliveryID = models.EventDeliveryID(want.EventID, f.endpoint.ID)
 		if res != want {
-			t.Fatalf("result = %+v, want %+v", res, want)
+			t.Fatalf("recorded = %+v, want %+v", res, want)
 		}
 		d := f.delivery(t, res.DeliveryID)
-		if d.Event != "job.completed" || d.Status != models.WebhookPending || d.CallbackURL != "https://shop.example/hook" || d.Job() != f.job.ID || d.Run != 1 {
+		if d.Event != "job.completed" || d.Status != models.WebhookPending || d.CallbackURL != "https://shop.example/hook" ||
+			d.Job() != f.job.ID || d.Run != 1 || d.StartDueAt == nil || d.EndpointID == nil || *d.EndpointID != f.endpoint.ID {
 			t.Fatalf("delivery = %+v", d)
 		}
 		var p webhooks.Payload
-		if err := json.Unmarshal(d.Payload, &p); err != nil {
+		body := f.body(t, d)
+		if err := json.Unmarshal(body, &p); err != nil {
 			t.Fatal(err)
 		}
-		if p.DeliveryID != d.ID || p.Event != "job.completed" || !p.DeliveryCreatedAt.Equal(d.CreatedAt) || p.ID != f.job.ID || p.Status != "completed" ||
+		if p.DeliveryID != d.EventID || p.Event != "job.completed" || !p.DeliveryCreatedAt.Equal(d.CreatedAt) || p.ID != f.job.ID || p.Status != "completed" ||
 			p.ProductRef != "mug-01" || len(p.Outputs) != 1 || !strings.HasPrefix(p.Outputs[0].URL, "http://api.example/files/") {
-			t.Fatalf("payload = %s", d.Payload)
+			t.Fatalf("payload = %s", body)
 		}
 
-		// Executed again (a retried or replayed local activity): the same delivery, nothing new.
+		// Executed again (a retried or replayed local activity): the same delivery, nothing new,
+		// its start still owed until it is recorded.
 		if again := f.record(t, f.job.ID); again != want {
 			t.Fatalf("second call = %+v", again)
 		}
@@ -195,18 +251,30 @@ func TestRecordJobWebhook(t *testing.T) {
 		if n != 1 {
 			t.Fatalf("%d deliveries after two calls, want 1", n)
 		}
+		// The job's end ended its one-job order: order.completed is recorded too, with no delivery
+		// (the endpoint did not subscribe to it).
+		var events []models.WebhookEvent
+		db.Where("order_id = ?", f.job.OrderID).Order("type").Find(&events)
+		if len(events) != 1 || events[0].Type != "job.completed" {
+			t.Fatalf("events = %+v", events)
+		}
 
 		// An expired job is reported as job.failed with its own status.
 		expired := f.newJob(t, &f.inst.ID, status.JobExpired)
 		res = f.record(t, expired.ID)
-		if d := f.delivery(t, res.DeliveryID); d.Event != "job.failed" || !strings.Contains(string(d.Payload), `"expired"`) {
-			t.Fatalf("expired job: %+v %s", d, d.Payload)
+		if d := f.delivery(t, res.DeliveryID); d.Event != "job.failed" || !strings.Contains(string(f.body(t, d)), `"expired"`) {
+			t.Fatalf("expired job: %+v %s", d, f.body(t, d))
 		}
 
-		// A job of the external API (no installation) has no webhook.
+		// A job of the external API (no installation) is a record.failed event of its account,
+		// which has no endpoint here.
 		external := f.newJob(t, nil, status.JobFailed)
-		if res := f.record(t, external.ID); res.Deliver || res.DeliveryID != "" {
+		if res := f.record(t, external.ID); res.DeliveryID != "" {
 			t.Fatalf("external job = %+v", res)
+		}
+		var ev models.WebhookEvent
+		if err := db.Where("job_id = ?", external.ID).Take(&ev).Error; err != nil || ev.Type != "record.failed" || ev.InstallationID != nil {
+			t.Fatalf("external job's event = %+v, %v", ev, err)
 		}
 
 		// A job that has not ended, or a superseded run, is an error that is not retried.
@@ -218,11 +286,11 @@ func TestRecordJobWebhook(t *testing.T) {
 			t.Fatalf("other run: %v", err)
 		}
 
-		// An installation without a callback URL gets no delivery row.
-		db.Model(&models.Installation{}).Where("id = ?", f.inst.ID).Update("callback_url", "")
+		// An installation without endpoints gets the event and no delivery row.
+		db.Model(&models.WebhookEndpoint{}).Where("id = ?", f.endpoint.ID).Update("deleted_at", time.Now())
 		cancelled := f.newJob(t, &f.inst.ID, status.JobCancelled)
-		if res := f.record(t, cancelled.ID); res.Deliver {
-			t.Fatalf("no callback URL: %+v", res)
+		if res := f.record(t, cancelled.ID); res.DeliveryID != "" {
+			t.Fatalf("no endpoint: %+v", res)
 		}
 		db.Model(&models.WebhookDelivery{}).Count(&n)
 		if n != 2 {
@@ -251,7 +319,8 @@ func TestDeliverWebhookSuccessSignsWithEveryValidSecret(t *testing.T) {
 	inst, _ := models.GetInstallation(f.db, f.inst.ID)
 	current, _ := f.box.Open(inst.WebhookSecretEnc)
 
-	id := f.record(t, f.job.ID).DeliveryID
+	rec := f.record(t, f.job.ID)
+	id := rec.DeliveryID
 	before := time.Now().Unix()
 	res := f.deliver(t, contract.DeliverInput{DeliveryID: id, Attempt: 1, NextDelay: 5 * time.Second})
 	if !res.Delivered || res.StatusCode != 204 || res.RetryAfter != 0 {
@@ -263,11 +332,11 @@ func TestDeliverWebhookSuccessSignsWithEveryValidSecret(t *testing.T) {
 	}
 	r := reqs[0]
 	d := f.delivery(t, id)
-	if string(r.body) != string(d.Payload) {
-		t.Fatalf("sent %s, stored %s", r.body, d.Payload)
+	if string(r.body) != string(f.body(t, d)) {
+		t.Fatalf("sent %s, stored %s", r.body, f.body(t, d))
 	}
 	ts, _ := strconv.ParseInt(r.header.Get("webhook-timestamp"), 10, 64)
-	if r.header.Get("webhook-id") != id || ts < before || ts > time.Now().Unix() ||
+	if r.header.Get("webhook-id") != rec.EventID || ts < before || ts > time.Now().Unix() ||
 		r.header.Get("Content-Type") != "application/json" || r.header.Get("User-Agent") != "shotflow-webhooks/1" ||
 		r.header.Get("X-Service-Signature") != r.header.Get("webhook-signature") || len(strings.Fields(r.header.Get("webhook-signature"))) != 2 {
 		t.Fatalf("headers = %v", r.header)
@@ -296,7 +365,7 @@ func TestDeliverWebhookSuccessSignsWithEveryValidSecret(t *testing.T) {
 		t.Fatalf("replay: %+v", res)
 	}
 	reqs = rc.got()
-	if len(reqs) != 2 || reqs[1].header.Get("webhook-id") != id || string(reqs[1].body) != string(reqs[0].body) ||
+	if len(reqs) != 2 || reqs[1].header.Get("webhook-id") != rec.EventID || string(reqs[1].body) != string(reqs[0].body) ||
 		reqs[1].header.Get("webhook-timestamp") == reqs[0].header.Get("webhook-timestamp") {
 		t.Fatalf("replay request: %v", reqs[len(reqs)-1].header)
 	}
@@ -319,8 +388,9 @@ func TestDeliverWebhookSendsALegacyPayloadInTheCurrentShape(t *testing.T) {
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		rc := newReceiver(t, answerWith(http.StatusNoContent))
 		f := newFixture(t, db, rc.URL+"/hooks")
-		id := f.record(t, f.job.ID).DeliveryID
-		current := f.delivery(t, id).Payload
+		rec := f.record(t, f.job.ID)
+		id := rec.DeliveryID
+		current := f.body(t, f.delivery(t, id))
 		var p webhooks.Payload
 		if err := json.Unmarshal(current, &p); err != nil {
 			t.Fatal(err)
@@ -341,7 +411,7 @@ func TestDeliverWebhookSendsALegacyPayloadInTheCurrentShape(t *testing.T) {
 			t.Fatalf("%d requests", len(reqs))
 		}
 		wh, _ := standardwebhooks.NewWebhook(f.secret)
-		if err := wh.Verify(reqs[0].body, reqs[0].header); err != nil || reqs[0].header.Get("webhook-id") != id {
+		if err := wh.Verify(reqs[0].body, reqs[0].header); err != nil || reqs[0].header.Get("webhook-id") != rec.EventID {
 			t.Fatalf("the sent body does not verify (%v) or has another webhook-id: %v", err, reqs[0].header)
 		}
 		var sent, want map[string]any
@@ -444,14 +514,22 @@ func TestDeliverWebhookErrors(t *testing.T) {
 	if errorType(err) != contract.ErrTypeWebhookDeliveryNotFound {
 		t.Fatalf("unknown delivery: %v", err)
 	}
-	// The installation dropped its callback URL: the attempt fails without a request.
+	// The endpoint was disabled: no request, the delivery is held and its run stops.
 	id := f.record(t, f.job.ID).DeliveryID
-	f.db.Model(&models.Installation{}).Where("id = ?", f.inst.ID).Update("callback_url", "")
-	if res := f.deliver(t, contract.DeliverInput{DeliveryID: id, Attempt: 1}); res.Delivered {
-		t.Fatal("delivered without a callback URL")
+	f.db.Model(&models.WebhookEndpoint{}).Where("id = ?", f.endpoint.ID).Update("status", models.EndpointDisabled)
+	if res := f.deliver(t, contract.DeliverInput{DeliveryID: id, Attempt: 1}); res.Delivered || !res.Stopped {
+		t.Fatalf("disabled endpoint: %+v", res)
 	}
-	if d := f.delivery(t, id); d.Attempts != 1 || !strings.Contains(d.LastError, "no longer has a callback URL") || d.CallbackURL != "https://shop.example/hook" {
-		t.Fatalf("delivery = %+v", d)
+	if d := f.delivery(t, id); d.Attempts != 0 || d.Status != models.WebhookHeld {
+		t.Fatalf("delivery to a disabled endpoint = %+v", d)
+	}
+	// The endpoint was deleted: no request, the delivery fails and its run stops.
+	f.db.Model(&models.WebhookEndpoint{}).Where("id = ?", f.endpoint.ID).Updates(map[string]any{"status": models.EndpointEnabled, "deleted_at": time.Now()})
+	if res := f.deliver(t, contract.DeliverInput{DeliveryID: id, Attempt: 1}); res.Delivered || !res.Stopped {
+		t.Fatalf("deleted endpoint: %+v", res)
+	}
+	if d := f.delivery(t, id); d.Attempts != 0 || d.Status != models.WebhookFailed || d.LastError != "the endpoint was deleted" {
+		t.Fatalf("delivery to a deleted endpoint = %+v", d)
 	}
 	if err := f.acts.MarkWebhookFailed(context.Background(), id); err != nil {
 		t.Fatal(err)

@@ -80,6 +80,15 @@ func CreateInstallation(db *gorm.DB, box Sealer, in NewInstallation, webhookSecr
 		if err := tx.Create(&inst).Error; err != nil {
 			return err
 		}
+		if in.CallbackURL != "" {
+			// A callback URL is the installation's first webhook endpoint, as migration 0016 made
+			// of every earlier one.
+			if err := tx.Create(&WebhookEndpoint{ID: NewID(), AccountID: in.AccountID, InstallationID: &inst.ID,
+				URL: in.CallbackURL, Events: append(StringList{}, CallbackEvents...), Status: EndpointEnabled,
+				CreatedAt: now, UpdatedAt: now}).Error; err != nil {
+				return err
+			}
+		}
 		key, err := IssueKey(tx, KeyKindPlugin, in.AccountID, &inst.ID, in.Name, in.Scopes, nil)
 		if err != nil {
 			return err

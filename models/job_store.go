@@ -42,6 +42,11 @@ func (s *Store) BeginAttempt(ctx context.Context, jobID string, run, attempt int
 	return BeginAttempt(s.conn(ctx), jobID, run, attempt)
 }
 
+// BeginAttemptOf is BeginAttempt returning the job as its UPDATE left it.
+func (s *Store) BeginAttemptOf(ctx context.Context, jobID string, run, attempt int) (*Job, error) {
+	return BeginAttemptOf(s.conn(ctx), jobID, run, attempt)
+}
+
 // MarkRetryPending records a failed attempt of a job run that will be retried: the job shows
 // retry_pending with the attempt's error category, hint and detail. A run that has ended, or is not
 // the job's current one, is left as it is.

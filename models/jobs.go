@@ -59,8 +59,16 @@ func JobOutputs(db *gorm.DB, jobIDs ...string) (map[string][]Asset, error) {
 // statement. It returns ErrJobNotRunnable when the job has
 // ended or runs another run.
 func BeginAttempt(db *gorm.DB, jobID string, run, attempt int) error {
+	_, err := BeginAttemptOf(db, jobID, run, attempt)
+	return err
+}
+
+// BeginAttemptOf is BeginAttempt returning the job as its UPDATE left it (one statement: the
+// job is not read again).
+func BeginAttemptOf(db *gorm.DB, jobID string, run, attempt int) (*Job, error) {
 	now := time.Now().UTC()
-	res := db.Model(&Job{}).
+	var j Job
+	res := db.Model(&j).Clauses(clause.Returning{}).
 		Where("id = ? AND run = ? AND status IN ?", jobID, run, []string{status.JobPending, status.JobRetryPending, status.JobInProgress}).
 		Updates(map[string]any{
 			"status":        status.JobInProgress,
@@ -69,12 +77,12 @@ func BeginAttempt(db *gorm.DB, jobID string, run, attempt int) error {
 			"updated_at":    now,
 		})
 	if res.Error != nil {
-		return res.Error
+		return nil, res.Error
 	}
 	if res.RowsAffected == 0 {
-		return ErrJobNotRunnable
+		return nil, ErrJobNotRunnable
 	}
-	return nil
+	return &j, nil
 }
 
 // CompleteJob marks a job run completed with its outputs, consumes its reservation and updates

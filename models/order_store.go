@@ -26,7 +26,7 @@ func orNotFound(err error) error {
 func (s *Store) PlaceOrder(ctx context.Context, order *Order, jobs []Job, inTx func(tx *Store) error) error {
 	var fn func(tx *gorm.DB) error
 	if inTx != nil {
-		fn = func(tx *gorm.DB) error { return inTx(&Store{db: tx}) }
+		fn = func(tx *gorm.DB) error { return inTx(&Store{db: tx, inTx: true}) }
 	}
 	return PlaceOrder(s.conn(ctx), order, jobs, fn)
 }

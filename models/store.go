@@ -13,7 +13,10 @@ import (
 //
 // A Store wraps the *gorm.DB of Open, which runs each write outside a transaction on its own
 // (SkipDefaultTransaction): a method that is one statement costs one round trip.
-type Store struct{ db *gorm.DB }
+type Store struct {
+	db   *gorm.DB
+	inTx bool // the store of a transaction (Tx)
+}
 
 // NewStore returns the store of db. It keeps db itself, not a session of it, so that what is
 // configured on db later (callbacks, a test's statement recorder) applies to the store too.
@@ -23,7 +26,18 @@ func NewStore(db *gorm.DB) *Store { return &Store{db: db} }
 // (or a panic) rolls everything back, and nil commits. Called on the store of a transaction, Tx
 // runs fn in a savepoint of it, which an error rolls back without ending the outer transaction.
 func (s *Store) Tx(ctx context.Context, fn func(tx *Store) error) error {
-	return s.conn(ctx).Transaction(func(tx *gorm.DB) error { return fn(&Store{db: tx}) })
+	return s.conn(ctx).Transaction(func(tx *gorm.DB) error { return fn(&Store{db: tx, inTx: true}) })
+}
+
+// Atomic runs fn so that its writes commit together: in a transaction of its own (Tx), or, on the
+// store of a transaction, in that transaction itself, without a savepoint: an error fn returns then
+// fails the caller's transaction as a whole. Methods whose writes only need to be atomic, not to
+// be undone alone, use it and cost no savepoint round trips inside a caller's transaction.
+func (s *Store) Atomic(ctx context.Context, fn func(tx *Store) error) error {
+	if s.inTx {
+		return fn(s)
+	}
+	return s.Tx(ctx, fn)
 }
 
 // conn is the store's database, or its transaction, bound to ctx.

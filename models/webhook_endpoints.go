@@ -19,6 +19,10 @@ const (
 // MaxWebhookEndpoints is how many live endpoints an installation or an account may have.
 const MaxWebhookEndpoints = 10
 
+// CallbackEvents are the events a callback URL received before endpoints existed: the endpoint
+// made of one subscribes to them (and so does a plugin endpoint created without events).
+var CallbackEvents = []string{"job.completed", "job.failed", "job.cancelled"}
+
 // WebhookEndpoint is a URL that receives the events it subscribed to, of one installation (plugin
 // API) or of one team account (external API, InstallationID nil). Plugin endpoints sign with their
 // installation's secret; an account's endpoints have their own (SecretEnc).

@@ -232,7 +232,7 @@ func runJob(ctx workflow.Context, in JobInput, gate *startGate) (JobResult, erro
 			}
 			remaining := opts.InputWait - workflow.Now(ctx).Sub(inputWaitStarted)
 			if remaining > 0 {
-				if err := markRetryPending(ctx, in, category, detail); err != nil {
+				if err := markRetryPending(ctx, in, category, detail, attempt, nil); err != nil {
 					return JobResult{}, err
 				}
 				// No polling: the job sleeps until the input-ready signal or the deadline.
@@ -253,7 +253,8 @@ func runJob(ctx workflow.Context, in JobInput, gate *startGate) (JobResult, erro
 		wait := max(opts.Retry.delay(failures), retryAfter)
 		elapsed := workflow.Now(ctx).Sub(first)
 		if category.Retryable() && failures < opts.Retry.MaxAttempts && elapsed+wait <= opts.Retry.MaxTotal {
-			if err := markRetryPending(ctx, in, category, detail); err != nil {
+			next := workflow.Now(ctx).Add(wait).UTC()
+			if err := markRetryPending(ctx, in, category, detail, attempt, &next); err != nil {
 				return JobResult{}, err
 			}
 			if err := workflow.Sleep(ctx, wait); err != nil {
@@ -265,9 +266,12 @@ func runJob(ctx workflow.Context, in JobInput, gate *startGate) (JobResult, erro
 	}
 }
 
-func markRetryPending(ctx workflow.Context, in JobInput, category errorcat.Category, detail string) error {
+// markRetryPending shows the job as retry_pending after failed attempt number attempt; next is when
+// the next attempt is due after a retryable failure (it records job.retrying), nil while the job
+// waits for an input.
+func markRetryPending(ctx workflow.Context, in JobInput, category errorcat.Category, detail string, attempt int, next *time.Time) error {
 	err := project(ctx, contract.MarkRetryPending, nil, contract.RetryPendingInput{
-		JobID: in.JobID, Run: in.Run, Category: category, Detail: detail,
+		JobID: in.JobID, Run: in.Run, Category: category, Detail: detail, Attempt: attempt, NextAttemptAt: next,
 	})
 	if err == nil {
 		setStatus(ctx, status.JobRetryPending, category)

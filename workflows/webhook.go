@@ -102,6 +102,10 @@ func WebhookDeliveryWorkflow(ctx workflow.Context, in WebhookDeliveryInput) (Web
 			retryAfter = 0
 			continue
 		}
+		if out.Stopped {
+			// The endpoint is disabled or deleted: the delivery is held (or failed) as it is.
+			return res, nil
+		}
 		res.StatusCode = out.StatusCode
 		if out.Delivered {
 			res.Delivered = true

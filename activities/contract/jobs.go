@@ -1,6 +1,10 @@
 package contract
 
-import "github.com/shotflow/shotflow/internal/providers/errorcat"
+import (
+	"time"
+
+	"github.com/shotflow/shotflow/internal/providers/errorcat"
+)
 
 // ErrTypeJobNotRunnable is the ApplicationError type BeginAttempt returns for a job that is
 // already terminal (for example cancelled before it started).
@@ -51,6 +55,11 @@ type RetryPendingInput struct {
 	Run      int
 	Category errorcat.Category
 	Detail   string
+	// Attempt is the attempt that failed, and NextAttemptAt when the next one is due, for a
+	// retryable failure (job.retrying); NextAttemptAt is nil while the job waits for an input and
+	// in histories recorded before the event existed.
+	Attempt       int        `json:",omitempty"`
+	NextAttemptAt *time.Time `json:",omitempty"`
 }
 
 // FinishJobInput ends a job run: exactly one of Complete and End is set.

@@ -17,9 +17,11 @@ type RecordWebhookInput struct {
 	Run   int
 }
 
-// RecordWebhookResult is the delivery of a job run's event. Deliver is false when there is
-// nothing to send: the job belongs to no plugin installation (external API) or the installation
-// has no callback URL. The IDs feed the delivery workflow's search attributes.
+// RecordWebhookResult is the delivery of a job run's event that the workflow starts as a child.
+// Deliver is false when the workflow has nothing to start: since endpoints (issue 24) the
+// activity that records a job's events starts their deliveries itself after its commit, so every
+// new result says false; histories recorded before hold true and replay their child starts. The
+// IDs feed the delivery workflow's search attributes.
 type RecordWebhookResult struct {
 	DeliveryID     string
 	Deliver        bool
@@ -43,7 +45,10 @@ type DeliverInput struct {
 // DeliverResult is how an attempt went. An attempt that got no 2xx is a result, not an error:
 // the workflow decides what happens next.
 type DeliverResult struct {
-	Delivered  bool
+	Delivered bool
+	// Stopped: no attempt was made and none will be: the endpoint is disabled (the delivery is
+	// held) or deleted (it failed). The run ends.
+	Stopped    bool          `json:",omitempty"`
 	StatusCode int           // 0 when no HTTP answer arrived
 	RetryAfter time.Duration // the receiver's Retry-After, if any
 }

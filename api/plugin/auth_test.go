@@ -178,6 +178,15 @@ var specRoutes = map[string][]string{
 	"DELETE /packshots/:":               {plugin.PermCatalogWrite},
 	"POST /installations/:/rotate-hmac": {plugin.PermInstallationsManage},
 	"POST /webhooks/:/replay":           {plugin.PermWebhooksManage},
+	"POST /webhook-endpoints":           {plugin.PermWebhooksManage},
+	"GET /webhook-endpoints":            {plugin.PermWebhooksManage},
+	"GET /webhook-endpoints/:":          {plugin.PermWebhooksManage},
+	"PATCH /webhook-endpoints/:":        {plugin.PermWebhooksManage},
+	"DELETE /webhook-endpoints/:":       {plugin.PermWebhooksManage},
+	"GET /webhook-deliveries":           {plugin.PermWebhooksManage},
+	"GET /webhook-deliveries/:":         {plugin.PermWebhooksManage},
+	"GET /events":                       {plugin.PermWebhooksManage},
+	"GET /events/:":                     {plugin.PermWebhooksManage},
 	"PUT /uploads/:":                    nil, // signed URL, no key
 	"GET /openapi.yaml":                 nil, // the public API document, no key
 }

@@ -121,6 +121,9 @@ func (e *env) fuzzSeeds() map[string][]routefuzz.Seed {
 		return u.RawQuery
 	}
 	refFile := "v1/sceneries/" + models.NewID() + ".jpg"
+	hook := e.createEndpoint(e.key, map[string]any{"url": hookURL})["id"].(string)
+	doomed := e.createEndpoint(e.key, map[string]any{"url": hookURL})["id"].(string)
+	hookEvent, hookDelivery := e.loggedEvent(e.inst, hook, "job.completed", time.Now().UTC(), false)
 
 	none := []routefuzz.Seed{{}}
 	b := plugin.Base
@@ -161,5 +164,14 @@ func (e *env) fuzzSeeds() map[string][]routefuzz.Seed {
 		"POST " + b + "/orders/:id/clone":                  {{Params: created.OrderID, Header: plugin.HeaderIdempotencyKey + ": clone-1", Body: `{"subjects":[{"product_ref":"shirt","images_count":1}]}`}},
 		"POST " + b + "/webhooks/:delivery_id/replay":      {{Params: delivery.ID}},
 		"POST " + b + "/installations/:id/rotate-hmac":     {{Params: e.inst.ID}},
+		"POST " + b + "/webhook-endpoints":                 {{Body: `{"url":"` + hookURL + `","events":["job.completed","order.completed"],"description":"shop"}`}},
+		"GET " + b + "/webhook-endpoints":                  {{Query: "limit=5"}},
+		"GET " + b + "/webhook-endpoints/:id":              {{Params: hook}},
+		"PATCH " + b + "/webhook-endpoints/:id":            {{Params: hook, Body: `{"status":"disabled","description":"paused"}`}},
+		"DELETE " + b + "/webhook-endpoints/:id":           {{Params: doomed}},
+		"GET " + b + "/webhook-deliveries":                 {{Query: "endpoint_id=" + hook + "&status=delivering&limit=10&created_after=2026-01-01T00:00:00Z"}},
+		"GET " + b + "/webhook-deliveries/:id":             {{Params: hookDelivery.ID}},
+		"GET " + b + "/events":                             {{Query: "type=job.completed&limit=10"}},
+		"GET " + b + "/events/:id":                         {{Params: hookEvent.ID}},
 	}
 }

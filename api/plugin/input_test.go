@@ -35,7 +35,7 @@ func TestTextPostgreSQLRefusesIsRefusedNamingTheField(t *testing.T) {
 			assert.Contains(t, msg, "The path parameter "+r.Param+" "+bad.Want, "%s %s", r.Method, r.Target)
 		}
 	}
-	assert.Equal(t, 17, routes, "routes with path parameters: 13 of the plugin API, its reference files and 3 of the router")
+	assert.Equal(t, 22, routes, "routes with path parameters: 18 of the plugin API, its reference files and 3 of the router")
 
 	subj := func(ref string) string {
 		return `{"product_ref":"` + ref + `","images_count":1,"ai_model":"local/studio-v1"}`
@@ -58,6 +58,7 @@ func TestTextPostgreSQLRefusesIsRefusedNamingTheField(t *testing.T) {
 			{"/jobs", `{"session_config":{"sty` + b + `le":"x"},"subjects":[` + subj("shirt") + `]}`, `The key "sty`},
 			{"/jobs/batch", `{"batches":[{"session_config":{},"subjects":[` + subj("shirt") + `]},{"session_config":{"scenery_id":"` + b + `"},"subjects":[` + subj("shirt") + `]}]}`, "batches[1].session_config.scenery_id"},
 			{"/orders/" + order.ID + "/clone", `{"subjects":[` + subj(b) + `]}`, "subjects[0].product_ref"},
+			{"/webhook-endpoints", `{"url":"https://93.184.216.34/h","description":"` + b + `"}`, "description"},
 		} {
 			rec := e.do(http.MethodPost, p(c.path), e.key, c.body, keyHeader, "key-1")
 			msg := e.requireError(rec, http.StatusBadRequest, plugin.CodeInvalidInput)
@@ -84,4 +85,5 @@ func TestTextPostgreSQLRefusesIsRefusedNamingTheField(t *testing.T) {
 	e.noOrdersOf(1) // the stored job's
 	require.Equal(t, assets, e.count(&models.Asset{}, "1 = 1"), "no upload was created")
 	require.Equal(t, products, e.count(&models.Product{}, "1 = 1"), "no product was created")
+	require.Equal(t, int64(0), e.count(&models.WebhookEndpoint{}, "1 = 1"), "no webhook endpoint was created")
 }

@@ -67,7 +67,7 @@ func (h *Handler) Register(r *gin.Engine) {
 	mutation := func(rule keyRule, method, path string, body inputcheck.Body, handler gin.HandlerFunc, perms ...string) {
 		route(method, path, body, h.keyed(rule, body.Kind == inputcheck.JSON, handler), perms...)
 	}
-	get, post, del := http.MethodGet, http.MethodPost, http.MethodDelete
+	get, post, patch, del := http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodDelete
 	noBody, jsonBody := inputcheck.NoBody, inputcheck.JSONBody
 	route(get, "/me", noBody, h.me)
 	route(get, "/ai-models", noBody, h.aiModels, PermCatalogRead)
@@ -95,6 +95,15 @@ func (h *Handler) Register(r *gin.Engine) {
 	route(get, "/orders/:id", noBody, h.getOrder, PermJobsRead)
 	mutation(keyRequiredSession, post, "/orders/:id/clone", jsonBody(maxSessionBodyBytes), h.cloneOrder, PermJobsCreate)
 	mutation(keyOptional, post, "/webhooks/:delivery_id/replay", noBody, h.replayWebhook, PermWebhooksManage)
+	mutation(keyOptional, post, "/webhook-endpoints", jsonBody(maxSmallJSONBytes), h.createEndpoint, PermWebhooksManage)
+	route(get, "/webhook-endpoints", noBody, h.listEndpoints, PermWebhooksManage)
+	route(get, "/webhook-endpoints/:id", noBody, h.getEndpoint, PermWebhooksManage)
+	mutation(keyOptional, patch, "/webhook-endpoints/:id", jsonBody(maxSmallJSONBytes), h.updateEndpoint, PermWebhooksManage)
+	mutation(keyOptional, del, "/webhook-endpoints/:id", noBody, h.deleteEndpoint, PermWebhooksManage)
+	route(get, "/webhook-deliveries", noBody, h.listDeliveries, PermWebhooksManage)
+	route(get, "/webhook-deliveries/:id", noBody, h.getDelivery, PermWebhooksManage)
+	route(get, "/events", noBody, h.listEvents, PermWebhooksManage)
+	route(get, "/events/:id", noBody, h.getEvent, PermWebhooksManage)
 	mutation(keySealed, post, "/installations/:id/rotate-hmac", noBody, h.rotateHMAC, PermInstallationsManage)
 }
 

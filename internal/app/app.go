@@ -140,6 +140,7 @@ func Open(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Optio
 	a.closers = append(a.closers, func() error { a.Temporal.Close(); return nil })
 	a.EngineConfig = engineConfig(cfg, store, a.Temporal, log, a.Signer)
 	a.EngineConfig.Models, a.EngineConfig.Metrics, a.EngineConfig.Blobs = a.Generator, a.Metrics, a.Blobs
+	a.EngineConfig.Secrets = a.Box
 	for _, opt := range opts {
 		if opt.Engine != nil {
 			opt.Engine(&a.EngineConfig)
@@ -319,8 +320,9 @@ func (a *App) Activities() *activities.Activities {
 	return &activities.Activities{Store: a.Store, Blobs: a.Blobs, Generator: a.Generator, Log: a.Log, LongEdge: a.Config.RenderLongEdge,
 		Prepare: imageprep.Options{MinLongEdge: a.Config.InputMinLongEdge},
 		Secrets: a.Box, Signer: a.Signer, DownloadTTL: a.Config.DownloadURLTTL,
-		Webhooks: webhooks.NewClient(webhooks.ClientOptions{AllowPrivate: a.Config.WebhookAllowPrivateNetworks}),
-		Metrics:  a.Metrics}
+		Webhooks:   webhooks.NewClient(webhooks.ClientOptions{AllowPrivate: a.Config.WebhookAllowPrivateNetworks}),
+		Deliveries: a.Engine.Outbox, DisableAfter: a.Config.WebhookDisableAfter,
+		Metrics: a.Metrics}
 }
 
 // Purger returns the output retention sweep of this process's database and blob store.

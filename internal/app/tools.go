@@ -70,5 +70,6 @@ func engineConfig(cfg config.Config, store *models.Store, tc client.Client, log 
 		JobOptions: workflows.JobOptions{InputWait: cfg.InputWaitTimeout},
 		TemporalUI: engine.TemporalUI{BaseURL: cfg.TemporalUIURL, Namespace: cfg.TemporalNamespace},
 		Signer:     signer, DownloadTTL: cfg.DownloadURLTTL,
+		WebhookAllowPrivateNetworks: cfg.WebhookAllowPrivateNetworks,
 	}
 }

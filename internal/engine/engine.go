@@ -17,6 +17,7 @@ import (
 
 	"github.com/shotflow/shotflow/internal/platform/metrics"
 	"github.com/shotflow/shotflow/internal/platform/urlsign"
+	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/workflows"
 )
@@ -57,6 +58,12 @@ type Config struct {
 	// an engine that records none may leave both unset.
 	Signer      *urlsign.Signer
 	DownloadTTL time.Duration
+	// Secrets seals the signing secrets of the external API's webhook endpoints; an engine that
+	// creates or rotates none may leave it nil.
+	Secrets Sealer
+	// WebhookAllowPrivateNetworks lets webhook endpoints point to loopback, private and other
+	// internal addresses (WEBHOOK_ALLOW_PRIVATE_NETWORKS).
+	WebhookAllowPrivateNetworks bool
 }
 
 // Engine is the application: one service per area over one shared set of dependencies.
@@ -136,3 +143,9 @@ type Outbox struct{ *core }
 
 // Support holds what support staff do through `shotflow admin`.
 type Support struct{ *core }
+
+// recorder records the webhook events of the use cases that end jobs outside their workflows (a
+// cancel, support's settlements) and of test sends.
+func (c *core) recorder() webhooks.Recorder {
+	return webhooks.Recorder{Signer: c.cfg.Signer, DownloadTTL: c.cfg.DownloadTTL}
+}

@@ -9,7 +9,6 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.uber.org/zap"
 
-	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/workflows"
@@ -62,20 +61,16 @@ func (e *Jobs) CancelJob(ctx context.Context, req CancelRequest) (CancelOutcome,
 		return CancelOutcome{}, notCancelable()
 	}
 	var cancelled *models.Job
-	var rec webhooks.RecordedDelivery
+	var owed []models.WebhookDelivery
 	err = e.store.Tx(ctx, func(tx *models.Store) error {
 		var ok bool
 		var err error
 		if cancelled, ok, err = tx.CancelJobNotBegun(ctx, j.ID, j.Run); err != nil || !ok {
 			return err
 		}
-		if rec, err = webhooks.RecordJobDelivery(ctx, tx, e.cfg.Signer, e.cfg.DownloadTTL, j.ID, j.Run); err != nil {
-			return err
-		}
-		if rec.Deliver {
-			return tx.MarkDeliveryStartDue(ctx, rec.DeliveryID, time.Now())
-		}
-		return nil
+		// Its deliveries are recorded with their starts owed: the outbox of the starts below.
+		owed, err = e.recorder().RecordJobEnd(ctx, tx, cancelled, j.Run)
+		return err
 	})
 	if err != nil {
 		return CancelOutcome{}, err
@@ -89,8 +84,8 @@ func (e *Jobs) CancelJob(ctx context.Context, req CancelRequest) (CancelOutcome,
 	// at once, so the answer waits at most cancelNotifyTimeout for Temporal.
 	nctx := context.WithoutCancel(ctx)
 	var wg sync.WaitGroup
-	if rec.Deliver {
-		wg.Go(func() { e.app.Outbox.startDelivery(nctx, rec) })
+	if len(owed) > 0 {
+		wg.Go(func() { e.app.Outbox.StartOwedDeliveries(nctx, owed) })
 	}
 	wg.Go(func() { e.tellOrder(nctx, cancelled, req.RequestID) })
 	wg.Wait()

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/mocks"
+	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/webhooks"
@@ -93,21 +94,26 @@ func newCancelTemporal(t *testing.T, down bool) *cancelTemporal {
 // workflow has started.
 func cancelFixture(t *testing.T, n int) (*sessionFixture, []engine.SessionJob) {
 	f := newSessionFixture(t, 100)
-	require.NoError(t, f.db.Model(&models.Installation{}).Where("id = ?", f.inst.ID).Update("callback_url", "https://shop.example/hooks").Error)
+	now := time.Now().UTC()
+	require.NoError(t, f.db.Create(&models.WebhookEndpoint{ID: models.NewID(), AccountID: f.inst.AccountID, InstallationID: &f.inst.ID,
+		URL: "https://shop.example/hooks", Events: models.StringList(webhooks.DefaultPluginEvents), Status: models.EndpointEnabled,
+		CreatedAt: now, UpdatedAt: now}).Error)
 	session, err := f.eng.Sessions.CommitSession(t.Context(), f.request("", shoot("ok", n)), nil)
 	require.NoError(t, err)
 	require.NoError(t, models.MarkOrdersStarted(f.db, time.Now(), session.OrderID))
 	return f, session.Jobs
 }
 
-// deliveryOf is the job.cancelled delivery of a job's first run, nil when none was recorded.
+// deliveryOf is the delivery of the job.cancelled event of a job's first run to the fixture's
+// endpoint, nil when none was recorded.
 func deliveryOf(t *testing.T, f *sessionFixture, jobID string) *models.WebhookDelivery {
-	d, err := models.GetWebhookDelivery(f.db, models.WebhookDeliveryID(jobID, 1, webhooks.EventJobCancelled))
-	if errors.Is(err, models.ErrNotFound) {
+	var d models.WebhookDelivery
+	err := f.db.Where("event_id = ?", models.WebhookDeliveryID(jobID, 1, webhooks.EventJobCancelled)).Take(&d).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil
 	}
 	require.NoError(t, err)
-	return d
+	return &d
 }
 
 // A job that waits in its order is cancelled by the database alone, while Temporal cannot be

@@ -6,17 +6,24 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
 )
 
-// startDelivery starts the workflow of a delivery the engine recorded with its start owed
-// (a job CancelJob cancelled) and records the start. A start that fails, or whose record fails,
-// is left to StartPendingDeliveries, which starts it again (a duplicate start is a no-op).
-func (e *Outbox) startDelivery(ctx context.Context, rec webhooks.RecordedDelivery) {
-	sctx, cancel := context.WithTimeout(ctx, cancelNotifyTimeout)
+// StartOwedDeliveries starts the workflows of deliveries whose start a commit has just made owed
+// (webhooks.Recorder's answers) and records their starts, each bounded by cancelNotifyTimeout. A
+// start that fails, or whose record fails, is left to StartPendingDeliveries, which starts it again
+// (a duplicate start is a no-op). The activities call it through their DeliveryStarter port after
+// their transactions; the engine's own use cases after theirs.
+func (e *Outbox) StartOwedDeliveries(ctx context.Context, owed []models.WebhookDelivery) {
+	for i := range owed {
+		e.startDelivery(ctx, &owed[i])
+	}
+}
+
+// startDelivery starts one owed delivery's workflow and records the start (StartOwedDeliveries).
+func (e *Outbox) startDelivery(ctx context.Context, d *models.WebhookDelivery) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelNotifyTimeout)
 	defer cancel()
-	d := &models.WebhookDelivery{ID: rec.DeliveryID, AccountID: rec.AccountID, InstallationID: &rec.InstallationID, OrderID: &rec.OrderID}
 	err := e.app.Webhooks.StartWebhookDelivery(sctx, d)
 	if err == nil {
 		err = e.store.MarkDeliveriesStarted(sctx, d.ID)
@@ -28,8 +35,10 @@ func (e *Outbox) startDelivery(ctx context.Context, rec webhooks.RecordedDeliver
 }
 
 // StartPendingDeliveries starts the workflows of webhook deliveries whose start has been owed
-// since olderThan ago or longer (recorded by CancelJob, whose own start after the commit was lost)
-// and records their starts; it returns how many it started.
+// since olderThan ago or longer (recorded by a transaction whose own start after the commit was
+// lost, or queued by a recover that was interrupted) and records their starts; it returns how many
+// it started. Then it clears the recovering mark of endpoints none of whose deliveries is owed a
+// start any more.
 func (e *Outbox) StartPendingDeliveries(ctx context.Context, olderThan time.Duration, limit int) (int, error) {
 	due, err := e.store.DeliveriesAwaitingStart(ctx, time.Now().UTC().Add(-olderThan), limit)
 	if err != nil {
@@ -43,6 +52,9 @@ func (e *Outbox) StartPendingDeliveries(ctx context.Context, olderThan time.Dura
 			return i, err
 		}
 		e.cfg.Log.Info("started webhook delivery left pending", zap.String("delivery_id", due[i].ID))
+	}
+	if _, err := e.store.FinishRecoveries(ctx, ""); err != nil {
+		return len(due), err
 	}
 	return len(due), nil
 }

@@ -90,6 +90,10 @@ func newSupportTenant(t *testing.T, db *gorm.DB, credits int64) supportTenant {
 	if err := db.Create(&inst).Error; err != nil {
 		t.Fatal(err)
 	}
+	if err := db.Create(&models.WebhookEndpoint{ID: models.NewID(), AccountID: acc.ID, InstallationID: &inst.ID, URL: inst.CallbackURL,
+		Events: models.StringList(models.CallbackEvents), Status: models.EndpointEnabled, CreatedAt: now, UpdatedAt: now}).Error; err != nil {
+		t.Fatal(err)
+	}
 	return supportTenant{accountID: acc.ID, installationID: inst.ID}
 }
 

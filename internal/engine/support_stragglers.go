@@ -12,7 +12,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
-	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/workflows"
@@ -309,25 +308,24 @@ func (e *Support) signalOrder(ctx context.Context, j *models.Job) error {
 	return nil
 }
 
-// sendJobWebhook records the webhook of a job run that ended outside its workflow and starts its
-// delivery, as JobWorkflow does (workflows.NotifyJobEnded); it returns the delivery ID, or "" when
-// the job's installation has no callback URL.
+// sendJobWebhook records the events of a job run that ended outside its workflow and starts their
+// deliveries, as a job's workflow does; it returns the ID of the job event's first delivery, or ""
+// when no endpoint subscribed to it.
 func (e *Support) sendJobWebhook(ctx context.Context, jobID string, run int) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	rec, err := webhooks.RecordJobDelivery(ctx, e.store, e.cfg.Signer, e.cfg.DownloadTTL, jobID, run)
+	owed, err := e.recorder().RecordJobEndByID(ctx, e.store, jobID, run)
 	if err != nil {
 		return "", fmt.Errorf("record webhook: %w", err)
 	}
-	if !rec.Deliver {
-		return "", nil
+	// Their starts are owed: one lost here is made by the outbox sweep.
+	e.app.Outbox.StartOwedDeliveries(ctx, owed)
+	for _, d := range owed {
+		if d.Job() == jobID {
+			return d.ID, nil
+		}
 	}
-	// The record names everything the delivery's start needs; no need to read the row back.
-	d := &models.WebhookDelivery{ID: rec.DeliveryID, AccountID: rec.AccountID, InstallationID: &rec.InstallationID, OrderID: &rec.OrderID}
-	if err := e.app.Webhooks.StartWebhookDelivery(ctx, d); err != nil {
-		return rec.DeliveryID, fmt.Errorf("start webhook delivery (the sweeper does not retry it: shotflow admin webhooks replay %s sends it): %w", d.ID, err)
-	}
-	return rec.DeliveryID, nil
+	return "", nil
 }
 
 // ReportStragglers logs a warning for every stranded job FindStragglersAfter finds, every interval

@@ -125,7 +125,12 @@ func TestSupportFindsAndRedrivesStrandedJobs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		deliveryID := models.WebhookDeliveryID(closed, 1, webhooks.EventJobFailed)
+		eventID := models.WebhookDeliveryID(closed, 1, webhooks.EventJobFailed)
+		var d models.WebhookDelivery
+		if err := db.Where("event_id = ?", eventID).Take(&d).Error; err != nil {
+			t.Fatal(err)
+		}
+		deliveryID := d.ID
 		if res.SettledRun != 1 || res.AuditID == "" || res.WebhookDeliveryID != deliveryID || res.NotifyError != "" || res.Rerun != nil ||
 			res.Why != why[closed] {
 			t.Fatalf("settle = %+v", res)
@@ -139,17 +144,17 @@ func TestSupportFindsAndRedrivesStrandedJobs(t *testing.T) {
 			tc.signals[0].arg != (workflows.JobFinished{JobID: closed, Run: 1, Status: status.JobFailed}) {
 			t.Fatalf("signals = %+v", tc.signals)
 		}
-		d, err := models.GetWebhookDelivery(db, deliveryID)
-		if err != nil {
+		var ev models.WebhookEvent
+		if err := db.Where("id = ?", eventID).Take(&ev).Error; err != nil {
 			t.Fatal(err)
 		}
 		var p webhooks.Payload
-		if err := json.Unmarshal(d.Payload, &p); err != nil {
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
 			t.Fatal(err)
 		}
 		if d.Event != webhooks.EventJobFailed || d.CallbackURL != "https://shop.example/hooks" || p.ID != closed || p.Status != status.JobFailed ||
-			p.DeliveryID != deliveryID {
-			t.Fatalf("delivery = %+v, payload %s", d, d.Payload)
+			p.DeliveryID != eventID {
+			t.Fatalf("delivery = %+v, payload %s", d, ev.Payload)
 		}
 		if starts := tc.startsOf(workflows.WebhookWorkflowID(deliveryID)); len(starts) != 1 ||
 			starts[0].args[0] != (workflows.WebhookDeliveryInput{DeliveryID: deliveryID}) {

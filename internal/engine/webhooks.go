@@ -59,14 +59,16 @@ func (e *Webhooks) StartWebhookReplay(ctx context.Context, d *models.WebhookDeli
 	return err
 }
 
-// StartWebhookDelivery starts the first run of a delivery's WebhookDeliveryWorkflow, as a job's
-// workflow does when the job ends; a run that already exists is left alone.
+// StartWebhookDelivery starts a run of a delivery's WebhookDeliveryWorkflow whose start is owed:
+// the first one of a recorded delivery, or a new one of a delivery a recover queued again. A run
+// under way is left alone. A start made twice (its record was lost) makes a second run only after
+// the first closed, and that run sends nothing when the first delivered it (DeliverWebhook).
 func (e *Webhooks) StartWebhookDelivery(ctx context.Context, d *models.WebhookDelivery) error {
 	_, err := e.cfg.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:        workflows.WebhookWorkflowID(d.ID),
 		TaskQueue: e.cfg.TaskQueue,
-		// One automatic run per delivery, as in workflows.NotifyJobEnded.
-		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		// A recovered delivery's earlier run has closed: its new run reuses the ID.
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		TypedSearchAttributes:    workflows.WebhookSearchAttributes(d.AccountID, d.Installation(), d.Order()),
 	}, workflows.WebhookDeliveryWorkflow, workflows.WebhookDeliveryInput{DeliveryID: d.ID})

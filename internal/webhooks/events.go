@@ -1,6 +1,10 @@
 package webhooks
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/shotflow/shotflow/models"
+)
 
 // Event types beside the job ends (payload.go), docs/webhooks.md.
 const (
@@ -32,7 +36,7 @@ var ExternalEvents = []string{
 
 // DefaultPluginEvents are the subscriptions of a plugin endpoint created without events: the job
 // ends, what a callback URL received before endpoints existed.
-var DefaultPluginEvents = []string{EventJobCompleted, EventJobFailed, EventJobCancelled}
+var DefaultPluginEvents = models.CallbackEvents
 
 // DefaultExternalEvents are the subscriptions of a team account's endpoint created without events.
 var DefaultExternalEvents = []string{EventRecordDone, EventRecordFailed, EventOrderCompleted}

@@ -43,6 +43,15 @@ type Payload struct {
 	DeliveryID        string    `json:"delivery_id"`         // also sent as webhook-id
 	DeliveryCreatedAt time.Time `json:"delivery_created_at"` // when the notification was created
 	jobview.Job
+	// Retry is set on job.retrying: the attempt that failed and when the next one is due.
+	Retry *Retry `json:"retry,omitempty"`
+}
+
+// Retry is what job.retrying says about the failed attempt and the next one.
+type Retry struct {
+	Attempt       int       `json:"attempt"`
+	ErrorCategory string    `json:"error_category"`
+	NextAttemptAt time.Time `json:"next_attempt_at"`
 }
 
 // Output is a generated file with its signed download URL.
@@ -60,6 +69,7 @@ type JobPayload struct {
 	CreatedAt  time.Time
 	Job        *models.Job
 	Outputs    []models.Asset // the job's outputs; used only for a completed job
+	Retry      *Retry         // job.retrying only
 	Signer     *urlsign.Signer
 	// DownloadTTL is the minimum validity of the output URLs at the last automatic attempt.
 	DownloadTTL time.Duration
@@ -72,13 +82,13 @@ func BuildJobPayload(p JobPayload) ([]byte, error) {
 	expires := p.CreatedAt.Add(RetryWindow + p.DownloadTTL + time.Hour - time.Nanosecond).Truncate(time.Hour).UTC()
 	return encode(Payload{
 		Event: p.Event, DeliveryID: p.DeliveryID, DeliveryCreatedAt: p.CreatedAt.UTC(),
-		Job: jobview.New(p.Job, p.Outputs, p.Signer, expires),
+		Job: jobview.New(p.Job, p.Outputs, p.Signer, expires), Retry: p.Retry,
 	})
 }
 
 // encode renders a payload as compact JSON without HTML escaping: URLs keep their "&", as in the
 // API's own answers.
-func encode(p Payload) ([]byte, error) {
+func encode(p any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

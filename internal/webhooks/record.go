@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/shotflow/shotflow/internal/platform/urlsign"
@@ -11,83 +12,200 @@ import (
 	"github.com/shotflow/shotflow/models/status"
 )
 
-// ErrJobNotTerminal: RecordJobDelivery was asked about a job run that has not ended, or that a
-// newer run has superseded. Retrying does not change that.
+// ErrJobNotTerminal: RecordJobEnd was asked about a job run that has not ended, or that a newer
+// run has superseded. Retrying does not change that.
 var ErrJobNotTerminal = errors.New("not a terminal run")
 
-// RecordedDelivery is the delivery of a job run's event. Deliver is false when there is nothing
-// to send: the job belongs to no plugin installation (external API) or the installation has no
-// callback URL. The IDs name what the delivery's workflow is started with.
-type RecordedDelivery struct {
-	DeliveryID     string
-	Deliver        bool
-	AccountID      string
-	InstallationID string
-	OrderID        string
+// Recorder records the events of jobs, orders and endpoints (docs/webhooks.md) through a store (a
+// transaction of the caller's, or none): each event once, with its body fixed at that moment, and
+// one delivery per endpoint that subscribed. What it returns are the deliveries whose workflow
+// start is owed; the caller starts them after its commit (engine.Outbox, or the activities'
+// starter), and the outbox sweep starts any it could not.
+type Recorder struct {
+	Signer      *urlsign.Signer // signs the output URLs in job payloads
+	DownloadTTL time.Duration   // minimum validity of those URLs at the last automatic attempt
 }
 
-// RecordJobDelivery creates through st (a transaction of the caller's, or none) the delivery row of
-// the terminal run of a job, with its payload fixed at this moment: the job, its outputs when it
-// completed (their URLs signed by signer, valid downloadTTL after the last automatic attempt), and
-// the installation's callback URL. The delivery's ID is derived from the job, run
-// and event and an existing row is returned as it is, so a repeated call records nothing new. A
-// run that has not ended or is no longer the job's current one is refused with ErrJobNotTerminal.
-//
-// A job's workflow records its webhook through the activities (RecordJobWebhook, FinishJob);
-// support's re-drive of a stranded job records it here too, outside any workflow.
-func RecordJobDelivery(ctx context.Context, st *models.Store, signer *urlsign.Signer, downloadTTL time.Duration, jobID string, run int) (RecordedDelivery, error) {
-	job, err := st.GetJob(ctx, jobID)
-	if err != nil {
-		return RecordedDelivery{}, fmt.Errorf("load job %s: %w", jobID, err)
-	}
-	return RecordJobDeliveryOf(ctx, st, signer, downloadTTL, job, run)
+// jobScope is the scope of a job's events: its installation's (plugin API) or its account's own.
+func jobEvent(job *models.Job, id, typ string, payload []byte, at time.Time) *models.WebhookEvent {
+	order, jobID := job.OrderID, job.ID
+	return &models.WebhookEvent{ID: id, AccountID: job.AccountID, InstallationID: job.InstallationID, Type: typ,
+		Payload: models.JSON(payload), OrderID: &order, JobID: &jobID, CreatedAt: at}
 }
 
-// RecordJobDeliveryOf is RecordJobDelivery of a job the caller has just read or written through st
-// (the job as the end of its run left it, CompleteJob or EndJob), which it does not read again.
-func RecordJobDeliveryOf(ctx context.Context, st *models.Store, signer *urlsign.Signer, downloadTTL time.Duration, job *models.Job, run int) (RecordedDelivery, error) {
+// now is the creation time of an event: microseconds, as PostgreSQL stores it, so that a payload's
+// delivery_created_at is the recorded event's created_at exactly.
+func now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
+
+// RecordJobEnd records the event of the terminal run of a job: for a plugin installation's job
+// job.completed, job.failed or job.cancelled with the job (and its outputs when it completed); for
+// an external account's job record.done or record.failed with its record. When the job's end ended
+// its order, order.completed follows. The event's ID is derived from the job, run and event type
+// (the ID its only delivery had before endpoints existed), so a repeated call records nothing new.
+// A run that has not ended or is no longer the job's current one is refused with
+// ErrJobNotTerminal.
+func (r Recorder) RecordJobEnd(ctx context.Context, st *models.Store, job *models.Job, run int) ([]models.WebhookDelivery, error) {
 	event, terminal := EventForStatus(job.Status)
 	if !terminal || job.Run != run {
-		return RecordedDelivery{}, fmt.Errorf("job %s run %d is %w (status %s, current run %d)", job.ID, run, ErrJobNotTerminal, job.Status, job.Run)
+		return nil, fmt.Errorf("job %s run %d is %w (status %s, current run %d)", job.ID, run, ErrJobNotTerminal, job.Status, job.Run)
 	}
+	var (
+		ev  *models.WebhookEvent
+		err error
+	)
 	if job.InstallationID == nil {
-		return RecordedDelivery{}, nil
+		ev, err = r.recordEndEvent(ctx, st, job)
+	} else {
+		ev, err = r.jobEvent(ctx, st, job, event, nil)
 	}
-	inst, err := st.GetInstallation(ctx, *job.InstallationID)
 	if err != nil {
-		return RecordedDelivery{}, fmt.Errorf("load installation: %w", err)
+		return nil, err
 	}
-	res := RecordedDelivery{AccountID: job.AccountID, InstallationID: inst.ID, OrderID: job.OrderID}
-	if inst.CallbackURL == "" {
-		return res, nil
+	events := []*models.WebhookEvent{ev}
+	ended, err := orderEndEvent(ctx, st, job.OrderID)
+	if err != nil {
+		return nil, err
 	}
-	res.DeliveryID, res.Deliver = models.WebhookDeliveryID(job.ID, job.Run, event), true
-	if _, err := st.GetWebhookDelivery(ctx, res.DeliveryID); err == nil {
-		return res, nil // recorded by an earlier call
-	} else if !errors.Is(err, models.ErrNotFound) {
-		return RecordedDelivery{}, err
+	if ended != nil {
+		events = append(events, ended)
+	}
+	// Both events in one insert, with one read of the scope's endpoints.
+	return st.RecordEvents(ctx, events, models.EventDeliveries{Run: job.Run})
+}
+
+// RecordJobEndByID is RecordJobEnd of the job read by its ID.
+func (r Recorder) RecordJobEndByID(ctx context.Context, st *models.Store, jobID string, run int) ([]models.WebhookDelivery, error) {
+	job, err := st.GetJob(ctx, jobID)
+	if err != nil {
+		return nil, fmt.Errorf("load job %s: %w", jobID, err)
+	}
+	return r.RecordJobEnd(ctx, st, job, run)
+}
+
+// RecordJobStarted records job.started when the first attempt of a plugin job's run begins; an
+// external account's job has no such event.
+func (r Recorder) RecordJobStarted(ctx context.Context, st *models.Store, job *models.Job) ([]models.WebhookDelivery, error) {
+	if job.InstallationID == nil {
+		return nil, nil
+	}
+	return r.recordJobEvent(ctx, st, job, EventJobStarted, nil)
+}
+
+// RecordJobRetrying records job.retrying after a retryable failure of a plugin job's attempt: the
+// attempt that failed, its category and when the next one is due.
+func (r Recorder) RecordJobRetrying(ctx context.Context, st *models.Store, job *models.Job, retry Retry) ([]models.WebhookDelivery, error) {
+	if job.InstallationID == nil {
+		return nil, nil
+	}
+	return r.recordJobEvent(ctx, st, job, EventJobRetrying, &retry)
+}
+
+// recordJobEvent records a job event of a plugin installation's job with the job as its payload.
+func (r Recorder) recordJobEvent(ctx context.Context, st *models.Store, job *models.Job, event string, retry *Retry) ([]models.WebhookDelivery, error) {
+	ev, err := r.jobEvent(ctx, st, job, event, retry)
+	if err != nil {
+		return nil, err
+	}
+	return st.RecordEvent(ctx, ev, models.EventDeliveries{Run: job.Run})
+}
+
+// jobEvent is a job event of a plugin installation's job with the job as its payload (and its
+// outputs on job.completed).
+func (r Recorder) jobEvent(ctx context.Context, st *models.Store, job *models.Job, event string, retry *Retry) (*models.WebhookEvent, error) {
+	id := models.WebhookDeliveryID(job.ID, job.Run, event)
+	if retry != nil {
+		id = models.EventID(job.ID, strconv.Itoa(job.Run), event, strconv.Itoa(retry.Attempt))
 	}
 	var outputs []models.Asset
-	if job.Status == status.JobCompleted {
+	if job.Status == status.JobCompleted && event == EventJobCompleted {
 		byJob, err := st.JobOutputs(ctx, job.ID)
 		if err != nil {
-			return RecordedDelivery{}, fmt.Errorf("load outputs: %w", err)
+			return nil, fmt.Errorf("load outputs: %w", err)
 		}
 		outputs = byJob[job.ID]
 	}
-	// Microseconds, as PostgreSQL stores the row's created_at: the payload's delivery_created_at
-	// is the recorded delivery's creation time exactly.
-	now := time.Now().UTC().Truncate(time.Microsecond)
+	at := now()
 	payload, err := BuildJobPayload(JobPayload{
-		DeliveryID: res.DeliveryID, Event: event, CreatedAt: now, Job: job, Outputs: outputs,
-		Signer: signer, DownloadTTL: downloadTTL,
+		DeliveryID: id, Event: event, CreatedAt: at, Job: job, Outputs: outputs, Retry: retry,
+		Signer: r.Signer, DownloadTTL: r.DownloadTTL,
 	})
 	if err != nil {
-		return RecordedDelivery{}, err
+		return nil, err
 	}
-	_, err = st.CreateWebhookDelivery(ctx, &models.WebhookDelivery{
-		ID: res.DeliveryID, EventID: res.DeliveryID, AccountID: job.AccountID, InstallationID: &inst.ID, OrderID: &job.OrderID, JobID: &job.ID,
-		Run: job.Run, Event: event, Payload: models.JSON(payload), CallbackURL: inst.CallbackURL, CreatedAt: now,
-	})
-	return res, err
+	return jobEvent(job, id, event, payload, at), nil
+}
+
+// recordEndEvent is record.done or record.failed for an external account's job.
+func (r Recorder) recordEndEvent(ctx context.Context, st *models.Store, job *models.Job) (*models.WebhookEvent, error) {
+	event := EventRecordFailed
+	var outputs []models.Asset
+	if job.Status == status.JobCompleted {
+		event = EventRecordDone
+		byJob, err := st.JobOutputs(ctx, job.ID)
+		if err != nil {
+			return nil, fmt.Errorf("load outputs: %w", err)
+		}
+		outputs = byJob[job.ID]
+	}
+	id := models.WebhookDeliveryID(job.ID, job.Run, event)
+	at := now()
+	payload, err := BuildRecordPayload(RecordPayload{DeliveryID: id, Event: event, CreatedAt: at, Job: job,
+		Outputs: outputs, Signer: r.Signer, DownloadTTL: r.DownloadTTL})
+	if err != nil {
+		return nil, err
+	}
+	return jobEvent(job, id, event, payload, at), nil
+}
+
+// orderEndEvent is order.completed of the order when it has ended (every job terminal), else nil.
+// Its ID is derived from the order, so only the first recording of it for an ended order counts.
+func orderEndEvent(ctx context.Context, st *models.Store, orderID string) (*models.WebhookEvent, error) {
+	o, err := st.GetOrder(ctx, orderID)
+	if err != nil {
+		return nil, fmt.Errorf("load order %s: %w", orderID, err)
+	}
+	if o.Status == status.OrderInProgress || o.Status == "" {
+		return nil, nil
+	}
+	id := models.EventID(o.ID, EventOrderCompleted)
+	at := now()
+	payload, err := BuildOrderPayload(id, at, o)
+	if err != nil {
+		return nil, err
+	}
+	return &models.WebhookEvent{ID: id, AccountID: o.AccountID, InstallationID: o.InstallationID,
+		Type: EventOrderCompleted, Payload: models.JSON(payload), OrderID: &o.ID, CreatedAt: at}, nil
+}
+
+// RecordEndpointDisabled records endpoint.disabled for an endpoint that was just disabled, sent to
+// the other enabled endpoints of its scope that subscribed to it.
+func RecordEndpointDisabled(ctx context.Context, st *models.Store, ep *models.WebhookEndpoint) ([]models.WebhookDelivery, error) {
+	id := models.NewID()
+	at := now()
+	payload, err := encode(struct {
+		Event             string    `json:"event"`
+		DeliveryID        string    `json:"delivery_id"`
+		DeliveryCreatedAt time.Time `json:"delivery_created_at"`
+		Endpoint          Endpoint  `json:"endpoint"`
+	}{EventEndpointDisabled, id, at, EndpointOf(ep)})
+	if err != nil {
+		return nil, err
+	}
+	return st.RecordEvent(ctx, &models.WebhookEvent{ID: id, AccountID: ep.AccountID, InstallationID: ep.InstallationID,
+		Type: EventEndpointDisabled, Payload: models.JSON(payload), CreatedAt: at}, models.EventDeliveries{Except: ep.ID})
+}
+
+// RecordTestEvent records a test send of event (webhook.test, or a sample of another type of the
+// endpoint's API) to the endpoint only, marked as a test, and returns the event and its delivery.
+func RecordTestEvent(ctx context.Context, st *models.Store, ep *models.WebhookEndpoint, event string) (*models.WebhookEvent, []models.WebhookDelivery, error) {
+	id := models.NewID()
+	at := now()
+	payload, err := SamplePayload(event, id, at, ep)
+	if err != nil {
+		return nil, nil, err
+	}
+	ev := &models.WebhookEvent{ID: id, AccountID: ep.AccountID, InstallationID: ep.InstallationID, Type: event,
+		Payload: models.JSON(payload), Test: true, CreatedAt: at}
+	owed, err := st.RecordEvent(ctx, ev, models.EventDeliveries{Only: ep.ID})
+	return ev, owed, err
 }

@@ -87,9 +87,14 @@ type Event struct {
 	Data      json.RawMessage `json:"data"`
 }
 
-// EventOf is the representation of a stored event.
+// EventOf is the representation of a stored event. The body of an event recorded in the earliest
+// shape (the job under "data") is shown as its deliveries send it now (CurrentPayload).
 func EventOf(e *models.WebhookEvent) Event {
-	return Event{ID: e.ID, Type: e.Type, CreatedAt: e.CreatedAt.UTC(), Data: json.RawMessage(e.Payload)}
+	data := json.RawMessage(e.Payload)
+	if current, err := CurrentPayload(e.Payload); err == nil {
+		data = current
+	}
+	return Event{ID: e.ID, Type: e.Type, CreatedAt: e.CreatedAt.UTC(), Data: data}
 }
 
 func utc(t *time.Time) *time.Time {

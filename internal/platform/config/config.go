@@ -81,6 +81,9 @@ type Config struct {
 	// WebhookAllowPrivateNetworks lets callback URLs reach loopback, private and link-local
 	// addresses (development only; `shotflow dev` turns it on).
 	WebhookAllowPrivateNetworks bool `env:"WEBHOOK_ALLOW_PRIVATE_NETWORKS" envDefault:"false"`
+	// WebhookDisableAfter disables a webhook endpoint whose attempts have all failed for this long;
+	// its new deliveries are held until it is enabled again and recovered.
+	WebhookDisableAfter time.Duration `env:"WEBHOOK_DISABLE_AFTER" envDefault:"120h" validate:"min=1s"`
 
 	// JobStartDeadline is how long a job may wait to start before it expires and releases its credits.
 	JobStartDeadline time.Duration `env:"JOB_START_DEADLINE" envDefault:"24h" validate:"min=1s"`

@@ -47,6 +47,10 @@ const (
 	WebhookDeliveries = "shotflow_webhook_deliveries_total"
 	// WebhookDeliveryDuration is the latency of webhook delivery attempts that reached the network, by outcome.
 	WebhookDeliveryDuration = "shotflow_webhook_delivery_duration_seconds"
+	// WebhookDeliveriesEnded counts webhook deliveries by how their run ended (delivered, failed, held).
+	WebhookDeliveriesEnded = "shotflow_webhook_deliveries_ended_total"
+	// WebhookEndpointsDisabled counts webhook endpoints disabled because every attempt failed for WEBHOOK_DISABLE_AFTER.
+	WebhookEndpointsDisabled = "shotflow_webhook_endpoints_disabled_total"
 	// OutboxStarted counts the workflows the outbox sweep started because their start was lost, by kind.
 	OutboxStarted = "shotflow_outbox_started_total"
 	// RetentionPurged counts the output files the retention sweep deleted.
@@ -116,6 +120,8 @@ type Metrics struct {
 	generateDuration *prometheus.HistogramVec
 	webhooks         *prometheus.CounterVec
 	webhookDuration  *prometheus.HistogramVec
+	webhooksEnded    *prometheus.CounterVec
+	endpointsOff     *prometheus.CounterVec
 	outboxStarted    *prometheus.CounterVec
 	retentionPurged  prometheus.Counter
 }
@@ -148,6 +154,8 @@ func New() *Metrics {
 	m.generateDuration = m.histogramVec(m.worker, GenerateDuration, "Latency of calls to a generation provider, by provider.", slowBuckets, "provider")
 	m.webhooks = m.counterVec(m.worker, WebhookDeliveries, "Webhook delivery attempts, by outcome (delivered, rejected, unreachable).", "outcome")
 	m.webhookDuration = m.histogramVec(m.worker, WebhookDeliveryDuration, "Latency of webhook delivery attempts that reached the network, by outcome.", slowBuckets, "outcome")
+	m.webhooksEnded = m.counterVec(m.worker, WebhookDeliveriesEnded, "Webhook deliveries by how their run ended: delivered, failed (every attempt failed, or the endpoint was deleted) or held (the endpoint is disabled).", "status")
+	m.endpointsOff = m.counterVec(m.worker, WebhookEndpointsDisabled, "Webhook endpoints disabled because every attempt to them failed for WEBHOOK_DISABLE_AFTER.")
 	m.outboxStarted = m.counterVec(m.worker, OutboxStarted, "Workflows the outbox sweep started because their start was lost, by kind (order, job_run, input_preparation).", "kind")
 	m.retentionPurged = prometheus.NewCounter(prometheus.CounterOpts{Name: RetentionPurged, Help: "Output files the retention sweep deleted."})
 	m.worker.MustRegister(m.retentionPurged)
@@ -274,6 +282,22 @@ func (m *Metrics) WebhookAttempt(outcome string, took time.Duration) {
 	if took > 0 {
 		m.webhookDuration.WithLabelValues(outcome).Observe(took.Seconds())
 	}
+}
+
+// WebhookDeliveryEnded records a delivery run that ended: delivered, failed or held.
+func (m *Metrics) WebhookDeliveryEnded(status string) {
+	if m == nil {
+		return
+	}
+	m.webhooksEnded.WithLabelValues(status).Inc()
+}
+
+// WebhookEndpointDisabled records an endpoint disabled for failing.
+func (m *Metrics) WebhookEndpointDisabled() {
+	if m == nil {
+		return
+	}
+	m.endpointsOff.WithLabelValues().Inc()
 }
 
 // OutboxSwept records n workflows of a kind that the outbox sweep started.

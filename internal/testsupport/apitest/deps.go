@@ -108,7 +108,8 @@ func NewDeps(t testing.TB, db *testdb.DB, opts Options) *Deps {
 	}
 	d.Limiter = ratelimit.NewMemory(now)
 	d.Temporal = NewTemporal(t, opts.Temporal)
-	d.EngineConfig = engine.Config{Store: models.NewStore(db), Blobs: d.Blobs, Log: d.Log, Temporal: d.Temporal.Client, TaskQueue: opts.TaskQueue, Models: d.Models}
+	d.EngineConfig = engine.Config{Store: models.NewStore(db), Blobs: d.Blobs, Log: d.Log, Temporal: d.Temporal.Client, TaskQueue: opts.TaskQueue, Models: d.Models,
+		Secrets: d.Box}
 	d.Engine = engine.New(d.EngineConfig)
 	return d
 }

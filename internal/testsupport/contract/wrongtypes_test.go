@@ -17,7 +17,8 @@ func TestWrongTypesCoverEveryJSONBody(t *testing.T) {
 		fields []string
 	}{
 		{contract.Plugin,
-			[]string{"POST /jobs", "POST /jobs/batch", "POST /orders/{}/clone", "POST /assets/upload", "POST /packshots", "POST /images"},
+			[]string{"POST /jobs", "POST /jobs/batch", "POST /orders/{}/clone", "POST /assets/upload", "POST /packshots", "POST /images",
+				"POST /webhook-endpoints", "PATCH /webhook-endpoints/{}", "POST /webhook-endpoints/{}/test", "POST /webhook-endpoints/{}/recover"},
 			[]string{"subjects[0].images_count an integer", "session_config.style a string", "subjects[0].auto_register_packshot true or false",
 				"size_bytes an integer", "images[0].product_metadata.sku a string", "batches an array"}},
 		{contract.External,

@@ -131,11 +131,7 @@ func TestWebhooksAreSignedRetriedAndReplayed(t *testing.T) {
 	api := &client{t: t, base: env.BaseURL + plugin.Base, key: tenant.PluginKey}
 	receiver := newHookReceiver(t)
 	secret := webhooks.NewSecret()
-	if err := env.DB.Model(&models.Installation{}).Where("id = ?", tenant.InstallationID).Updates(map[string]any{
-		"callback_url": receiver.URL + "/shotflow", "webhook_secret_enc": env.App.Box.Seal(secret),
-	}).Error; err != nil {
-		t.Fatal(err)
-	}
+	ep := pointAt(t, env, tenant.InstallationID, receiver.URL+"/shotflow", secret)
 	registerPackshot(t, env, api, "vase", packshotPNG(t))
 
 	// The end of a job is notified from a workflow, as JobWorkflow does, on a worker of its own.
@@ -168,11 +164,13 @@ func TestWebhooksAreSignedRetriedAndReplayed(t *testing.T) {
 	}
 
 	first := completeAndNotify()
-	firstDelivery := models.WebhookDeliveryID(first, 1, webhooks.EventJobCompleted)
+	// The receiver sees the event's ID as webhook-id; the log keeps its delivery to the endpoint.
+	firstEvent := models.WebhookDeliveryID(first, 1, webhooks.EventJobCompleted)
+	firstDelivery := models.EventDeliveryID(firstEvent, ep.ID)
 	// 1. Delivered at once, verifiable, carrying the job as the API shows it.
-	h := receiver.waitHooks(t, firstDelivery, 1, 30*time.Second)[0]
+	h := receiver.waitHooks(t, firstEvent, 1, 30*time.Second)[0]
 	p := verify(t, secret, h)
-	if h.header.Get("webhook-id") != firstDelivery || p.DeliveryID != firstDelivery || p.Event != "job.completed" ||
+	if h.header.Get("webhook-id") != firstEvent || p.DeliveryID != firstEvent || p.Event != "job.completed" ||
 		p.ID != first || p.Status != status.JobCompleted || p.ProductRef != "vase" || len(p.Outputs) != 1 {
 		t.Fatalf("webhook = %s", h.body)
 	}
@@ -193,13 +191,14 @@ func TestWebhooksAreSignedRetriedAndReplayed(t *testing.T) {
 	// 4–6 s), with the same webhook-id.
 	receiver.failFirst(scripted{status: http.StatusServiceUnavailable, retryAfter: "7"})
 	second := completeAndNotify()
-	secondDelivery := models.WebhookDeliveryID(second, 1, webhooks.EventJobCompleted)
-	hooks := receiver.waitHooks(t, secondDelivery, 2, 30*time.Second)
+	secondEvent := models.WebhookDeliveryID(second, 1, webhooks.EventJobCompleted)
+	secondDelivery := models.EventDeliveryID(secondEvent, ep.ID)
+	hooks := receiver.waitHooks(t, secondEvent, 2, 30*time.Second)
 	if gap := hooks[1].at.Sub(hooks[0].at); gap < 7*time.Second {
 		t.Errorf("retried after %v, before the receiver's Retry-After of 7 s", gap)
 	}
 	for _, h := range hooks {
-		if verify(t, secret, h).DeliveryID != secondDelivery {
+		if verify(t, secret, h).DeliveryID != secondEvent {
 			t.Fatalf("retry carries another delivery: %s", h.body)
 		}
 	}
@@ -226,10 +225,10 @@ func TestWebhooksAreSignedRetriedAndReplayed(t *testing.T) {
 	if replay.DeliveryID != firstDelivery || replay.Status != "queued" {
 		t.Fatalf("replay = %+v", replay)
 	}
-	hooks = receiver.waitHooks(t, firstDelivery, 2, 30*time.Second)
+	hooks = receiver.waitHooks(t, firstEvent, 2, 30*time.Second)
 	again := hooks[1]
 	verify(t, secret, again)
-	if again.header.Get("webhook-id") != firstDelivery || string(again.body) != string(hooks[0].body) ||
+	if again.header.Get("webhook-id") != firstEvent || string(again.body) != string(hooks[0].body) ||
 		again.header.Get("webhook-timestamp") == hooks[0].header.Get("webhook-timestamp") {
 		t.Fatalf("replay headers %v, first %v", again.header, hooks[0].header)
 	}
@@ -242,13 +241,13 @@ func TestWebhooksAreSignedRetriedAndReplayed(t *testing.T) {
 	var rotated plugin.RotateResponse
 	expect(t, api.do(http.MethodPost, "/installations/"+tenant.InstallationID+"/rotate-hmac", nil, &rotated), http.StatusOK)
 	expect(t, api.do(http.MethodPost, "/webhooks/"+secondDelivery+"/replay", nil, &replay), http.StatusAccepted)
-	h = receiver.waitHooks(t, secondDelivery, 3, 30*time.Second)[2]
+	h = receiver.waitHooks(t, secondEvent, 3, 30*time.Second)[2]
 	verify(t, secret, h)
 	verify(t, rotated.WebhookSecret, h)
 
 	// No further automatic attempts: each delivery ran to success once.
 	time.Sleep(2 * time.Second)
-	if n1, n2 := len(receiver.got(firstDelivery)), len(receiver.got(secondDelivery)); n1 != 2 || n2 != 3 {
+	if n1, n2 := len(receiver.got(firstEvent)), len(receiver.got(secondEvent)); n1 != 2 || n2 != 3 {
 		t.Fatalf("receiver got %d and %d webhooks, want 2 and 3", n1, n2)
 	}
 }
@@ -258,12 +257,32 @@ func useReceiver(t *testing.T, env *testenv.Env, tenant testenv.Tenant) (*hookRe
 	t.Helper()
 	receiver := newHookReceiver(t)
 	secret := webhooks.NewSecret()
-	if err := env.DB.Model(&models.Installation{}).Where("id = ?", tenant.InstallationID).Updates(map[string]any{
-		"callback_url": receiver.URL + "/hooks", "webhook_secret_enc": env.App.Box.Seal(secret),
-	}).Error; err != nil {
+	pointAt(t, env, tenant.InstallationID, receiver.URL+"/hooks", secret)
+	return receiver, secret
+}
+
+// pointAt gives the installation a new signing secret and an endpoint at url subscribed to events
+// (the job ends when none are given), as a callback URL was; it returns the endpoint.
+func pointAt(t *testing.T, env *testenv.Env, installationID, url, secret string, events ...string) models.WebhookEndpoint {
+	t.Helper()
+	if len(events) == 0 {
+		events = webhooks.DefaultPluginEvents
+	}
+	if err := env.DB.Model(&models.Installation{}).Where("id = ?", installationID).
+		Update("webhook_secret_enc", env.App.Box.Seal(secret)).Error; err != nil {
 		t.Fatal(err)
 	}
-	return receiver, secret
+	var inst models.Installation
+	if err := env.DB.Where("id = ?", installationID).Take(&inst).Error; err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	ep := models.WebhookEndpoint{ID: models.NewID(), AccountID: inst.AccountID, InstallationID: &inst.ID, URL: url,
+		Events: append(models.StringList{}, events...), Status: models.EndpointEnabled, CreatedAt: now, UpdatedAt: now}
+	if err := env.DB.Create(&ep).Error; err != nil {
+		t.Fatal(err)
+	}
+	return ep
 }
 
 // expectNotified waits until the job's terminal state has been delivered as event, verifies it,

@@ -1,0 +1,390 @@
+package models_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/testdb"
+)
+
+// webhookTenants is two installations of one account, that account's own scope, and another
+// account's own scope.
+type webhookTenants struct {
+	inst, sibling, account, other models.WebhookScope
+	instRow                       *models.Installation
+}
+
+func newWebhookTenants(t *testing.T, db *gorm.DB, box models.Sealer) webhookTenants {
+	t.Helper()
+	acc, err := models.CreateAccount(db, "Acme", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := models.CreateAccount(db, "Other", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var insts []*models.Installation
+	for _, name := range []string{"shop", "sibling"} {
+		created, err := models.CreateInstallation(db, box, models.NewInstallation{AccountID: acc.ID, Name: name}, "whsec_"+name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		insts = append(insts, &created.Installation)
+	}
+	return webhookTenants{
+		inst:    models.WebhookScope{AccountID: acc.ID, InstallationID: insts[0].ID},
+		sibling: models.WebhookScope{AccountID: acc.ID, InstallationID: insts[1].ID},
+		account: models.WebhookScope{AccountID: acc.ID},
+		other:   models.WebhookScope{AccountID: other.ID},
+		instRow: insts[0],
+	}
+}
+
+// endpointOf is a new endpoint row of the scope.
+func endpointOf(scope models.WebhookScope, url string) *models.WebhookEndpoint {
+	ep := &models.WebhookEndpoint{AccountID: scope.AccountID, URL: url, Events: models.StringList{"job.completed"}}
+	if scope.Plugin() {
+		id := scope.InstallationID
+		ep.InstallationID = &id
+	}
+	return ep
+}
+
+func mustCreateEndpoint(t *testing.T, store *models.Store, scope models.WebhookScope, url string) *models.WebhookEndpoint {
+	t.Helper()
+	ep := endpointOf(scope, url)
+	if err := store.CreateWebhookEndpoint(context.Background(), ep); err != nil {
+		t.Fatal(err)
+	}
+	return ep
+}
+
+func TestWebhookEndpointStoreLimitHoldsUnderConcurrentCreates(t *testing.T) {
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		store := models.NewStore(db)
+		ten := newWebhookTenants(t, db, testBox(t))
+		for _, scope := range []models.WebhookScope{ten.inst, ten.account} {
+			var wg sync.WaitGroup
+			errs := make([]error, 20)
+			for i := range errs {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					errs[i] = store.CreateWebhookEndpoint(context.Background(), endpointOf(scope, fmt.Sprintf("https://hooks.example/%d", i)))
+				}()
+			}
+			wg.Wait()
+			created, refused := 0, 0
+			for _, err := range errs {
+				switch {
+				case err == nil:
+					created++
+				case errors.Is(err, models.ErrEndpointLimit):
+					refused++
+				default:
+					t.Fatalf("create: %v", err)
+				}
+			}
+			if created != models.MaxWebhookEndpoints || refused != 20-models.MaxWebhookEndpoints {
+				t.Fatalf("scope %+v: %d created, %d refused; want %d and %d", scope, created, refused, models.MaxWebhookEndpoints, 20-models.MaxWebhookEndpoints)
+			}
+			live, err := store.WebhookEndpoints(context.Background(), scope, nil, 100)
+			if err != nil || len(live) != models.MaxWebhookEndpoints {
+				t.Fatalf("live endpoints: %d, %v", len(live), err)
+			}
+			// A deleted endpoint frees its place; the next create takes it and the one after is refused.
+			if err := store.DeleteWebhookEndpoint(context.Background(), scope, live[0].ID, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			if err := store.CreateWebhookEndpoint(context.Background(), endpointOf(scope, "https://hooks.example/again")); err != nil {
+				t.Fatalf("create after delete: %v", err)
+			}
+			if err := store.CreateWebhookEndpoint(context.Background(), endpointOf(scope, "https://hooks.example/over")); !errors.Is(err, models.ErrEndpointLimit) {
+				t.Fatalf("11th live endpoint: %v, want ErrEndpointLimit", err)
+			}
+		}
+		// The installation's ten and the account's ten are separate: the sibling still has room.
+		mustCreateEndpoint(t, store, ten.sibling, "https://hooks.example/sibling")
+		var total int64
+		if err := db.Model(&models.WebhookEndpoint{}).Where("deleted_at IS NULL").Count(&total).Error; err != nil {
+			t.Fatal(err)
+		}
+		if total != 2*models.MaxWebhookEndpoints+1 {
+			t.Fatalf("%d live endpoints in all, want %d", total, 2*models.MaxWebhookEndpoints+1)
+		}
+		// An owner that does not exist is not found, and nothing is written.
+		err := store.CreateWebhookEndpoint(context.Background(), endpointOf(models.WebhookScope{AccountID: ten.other.AccountID, InstallationID: ten.instRow.ID}, "https://x.example"))
+		if !errors.Is(err, models.ErrNotFound) {
+			t.Fatalf("installation of another account: %v, want ErrNotFound", err)
+		}
+		if err := store.CreateWebhookEndpoint(context.Background(), endpointOf(models.WebhookScope{AccountID: models.NewID()}, "https://x.example")); !errors.Is(err, models.ErrNotFound) {
+			t.Fatalf("unknown account: %v, want ErrNotFound", err)
+		}
+	})
+}
+
+func TestWebhookEndpointStoreScoping(t *testing.T) {
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		store := models.NewStore(db)
+		ten := newWebhookTenants(t, db, testBox(t))
+		scopes := []models.WebhookScope{ten.inst, ten.sibling, ten.account, ten.other}
+		eps := make([]*models.WebhookEndpoint, len(scopes))
+		for i, scope := range scopes {
+			eps[i] = mustCreateEndpoint(t, store, scope, fmt.Sprintf("https://hooks.example/%d", i))
+		}
+		for i, scope := range scopes {
+			list, err := store.WebhookEndpoints(ctx, scope, nil, 50)
+			if err != nil || len(list) != 1 || list[0].ID != eps[i].ID {
+				t.Fatalf("scope %d lists %+v, %v; want only its own", i, list, err)
+			}
+			for j, ep := range eps {
+				got, err := store.WebhookEndpoint(ctx, scope, ep.ID)
+				if i == j {
+					if err != nil || got.URL != ep.URL || !slices.Equal(got.Events, ep.Events) || got.Status != models.EndpointEnabled {
+						t.Fatalf("own endpoint: %+v, %v", got, err)
+					}
+					continue
+				}
+				if !errors.Is(err, models.ErrNotFound) {
+					t.Fatalf("scope %d reads endpoint of scope %d: %v", i, j, err)
+				}
+				url := "https://taken.example"
+				if _, err := store.UpdateWebhookEndpoint(ctx, scope, ep.ID, models.EndpointChanges{URL: &url}, time.Now()); !errors.Is(err, models.ErrNotFound) {
+					t.Fatalf("scope %d updates endpoint of scope %d: %v", i, j, err)
+				}
+				if err := store.DeleteWebhookEndpoint(ctx, scope, ep.ID, time.Now()); !errors.Is(err, models.ErrNotFound) {
+					t.Fatalf("scope %d deletes endpoint of scope %d: %v", i, j, err)
+				}
+			}
+		}
+		// Nothing of another scope changed.
+		for _, ep := range eps {
+			var row models.WebhookEndpoint
+			if err := db.Take(&row, "id = ?", ep.ID).Error; err != nil || row.URL != ep.URL || row.DeletedAt != nil {
+				t.Fatalf("endpoint changed by another scope: %+v, %v", row, err)
+			}
+		}
+	})
+}
+
+func TestWebhookEndpointStoreCursorPaging(t *testing.T) {
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		store := models.NewStore(db)
+		ten := newWebhookTenants(t, db, testBox(t))
+		base := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+		var want []string // newest first
+		// Two endpoints share a creation time: the id orders them.
+		for i, at := range []time.Time{base, base.Add(time.Second), base.Add(time.Second), base.Add(2 * time.Second), base.Add(3 * time.Second)} {
+			ep := endpointOf(ten.inst, fmt.Sprintf("https://hooks.example/%d", i))
+			ep.CreatedAt = at
+			if err := store.CreateWebhookEndpoint(ctx, ep); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, ep.ID)
+		}
+		gone := mustCreateEndpoint(t, store, ten.inst, "https://hooks.example/deleted")
+		if err := store.DeleteWebhookEndpoint(ctx, ten.inst, gone.ID, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		all, err := store.WebhookEndpoints(ctx, ten.inst, nil, 50)
+		if err != nil || len(all) != 5 {
+			t.Fatalf("list: %d, %v", len(all), err)
+		}
+		for i := 1; i < len(all); i++ {
+			a, b := all[i-1], all[i]
+			if a.CreatedAt.Before(b.CreatedAt) || (a.CreatedAt.Equal(b.CreatedAt) && a.ID < b.ID) {
+				t.Fatalf("not newest first at %d: %v %s, %v %s", i, a.CreatedAt, a.ID, b.CreatedAt, b.ID)
+			}
+		}
+		var paged []string
+		var cur *models.WebhookCursor
+		for range 10 {
+			page, err := store.WebhookEndpoints(ctx, ten.inst, cur, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page) == 0 {
+				break
+			}
+			for _, ep := range page {
+				paged = append(paged, ep.ID)
+			}
+			last := page[len(page)-1]
+			cur = &models.WebhookCursor{CreatedAt: last.CreatedAt, ID: last.ID}
+		}
+		var listed []string
+		for _, ep := range all {
+			listed = append(listed, ep.ID)
+		}
+		if !slices.Equal(paged, listed) {
+			t.Fatalf("pages %v, want %v", paged, listed)
+		}
+		for _, id := range want {
+			if !slices.Contains(paged, id) {
+				t.Fatalf("endpoint %s missing from the pages", id)
+			}
+		}
+	})
+}
+
+func TestWebhookEndpointStoreUpdateAndDelete(t *testing.T) {
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		store := models.NewStore(db)
+		ten := newWebhookTenants(t, db, testBox(t))
+		ep := mustCreateEndpoint(t, store, ten.inst, "https://hooks.example/a")
+
+		// A partial update changes only what it names.
+		desc := "orders"
+		at := time.Now().Add(time.Minute)
+		got, err := store.UpdateWebhookEndpoint(ctx, ten.inst, ep.ID, models.EndpointChanges{Description: &desc}, at)
+		if err != nil || got.Description != desc || got.URL != ep.URL || !slices.Equal(got.Events, ep.Events) || got.Status != models.EndpointEnabled {
+			t.Fatalf("update description: %+v, %v", got, err)
+		}
+		if !got.UpdatedAt.Equal(at.UTC().Truncate(time.Microsecond)) {
+			t.Fatalf("updated_at %v, want %v", got.UpdatedAt, at)
+		}
+		url, events := "https://hooks.example/b", []string{"job.started", "order.completed"}
+		if _, err := store.UpdateWebhookEndpoint(ctx, ten.inst, ep.ID, models.EndpointChanges{URL: &url, Events: &events}, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		stored, err := store.WebhookEndpoint(ctx, ten.inst, ep.ID)
+		if err != nil || stored.URL != url || !slices.Equal(stored.Events, events) || stored.Description != desc {
+			t.Fatalf("stored after update: %+v, %v", stored, err)
+		}
+
+		// Disabling records the manual reason and when; disabling again keeps them.
+		disabled, enabled := models.EndpointDisabled, models.EndpointEnabled
+		first := time.Now().Add(-time.Hour).UTC().Truncate(time.Microsecond)
+		if _, err := store.UpdateWebhookEndpoint(ctx, ten.inst, ep.ID, models.EndpointChanges{Status: &disabled}, first); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.UpdateWebhookEndpoint(ctx, ten.inst, ep.ID, models.EndpointChanges{Status: &disabled}, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		stored, _ = store.WebhookEndpoint(ctx, ten.inst, ep.ID)
+		if stored.Status != disabled || stored.DisabledReason != models.EndpointDisabledManually || stored.DisabledAt == nil || !stored.DisabledAt.Equal(first) {
+			t.Fatalf("disabled: %+v", stored)
+		}
+		// Enabling clears the reason, the time and the failing window.
+		if err := db.Model(&models.WebhookEndpoint{}).Where("id = ?", ep.ID).Update("failing_since", first).Error; err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.UpdateWebhookEndpoint(ctx, ten.inst, ep.ID, models.EndpointChanges{Status: &enabled}, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		stored, _ = store.WebhookEndpoint(ctx, ten.inst, ep.ID)
+		if stored.Status != enabled || stored.DisabledReason != "" || stored.DisabledAt != nil || stored.FailingSince != nil {
+			t.Fatalf("enabled: %+v", stored)
+		}
+		// An unknown status is refused and changes nothing.
+		bogus := "paused"
+		if _, err := store.UpdateWebhookEndpoint(ctx, ten.inst, ep.ID, models.EndpointChanges{Status: &bogus, URL: &desc}, time.Now()); err == nil {
+			t.Fatal("status paused accepted")
+		}
+		if stored, _ = store.WebhookEndpoint(ctx, ten.inst, ep.ID); stored.URL != url {
+			t.Fatalf("refused update changed the url to %q", stored.URL)
+		}
+
+		// A soft delete keeps the row, which is no longer found, listed, updated or deleted.
+		if err := store.DeleteWebhookEndpoint(ctx, ten.inst, ep.ID, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		var row models.WebhookEndpoint
+		if err := db.Take(&row, "id = ?", ep.ID).Error; err != nil || row.DeletedAt == nil {
+			t.Fatalf("deleted row: %+v, %v", row, err)
+		}
+		if _, err := store.WebhookEndpoint(ctx, ten.inst, ep.ID); !errors.Is(err, models.ErrNotFound) {
+			t.Fatalf("get deleted: %v", err)
+		}
+		if list, _ := store.WebhookEndpoints(ctx, ten.inst, nil, 50); len(list) != 0 {
+			t.Fatalf("deleted endpoint listed: %+v", list)
+		}
+		if _, err := store.UpdateWebhookEndpoint(ctx, ten.inst, ep.ID, models.EndpointChanges{URL: &url}, time.Now()); !errors.Is(err, models.ErrNotFound) {
+			t.Fatalf("update deleted: %v", err)
+		}
+		if err := store.DeleteWebhookEndpoint(ctx, ten.inst, ep.ID, time.Now()); !errors.Is(err, models.ErrNotFound) {
+			t.Fatalf("delete deleted: %v", err)
+		}
+	})
+}
+
+func TestWebhookEndpointStoreRotateAndSecrets(t *testing.T) {
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		store := models.NewStore(db)
+		box := testBox(t)
+		ten := newWebhookTenants(t, db, box)
+		ep := endpointOf(ten.account, "https://hooks.example/own")
+		ep.SecretEnc = box.Seal("whsec_one")
+		if err := store.CreateWebhookEndpoint(ctx, ep); err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now()
+		secrets, err := models.EndpointSecrets(box, ep, nil, now)
+		if err != nil || !slices.Equal(secrets, []string{"whsec_one"}) {
+			t.Fatalf("secrets before rotation: %v, %v", secrets, err)
+		}
+		until, err := store.RotateEndpointSecret(ctx, box, ten.account, ep.ID, "whsec_two", now)
+		if err != nil || !until.Equal(now.UTC().Truncate(time.Microsecond).Add(models.PreviousSecretGrace)) {
+			t.Fatalf("rotate: %v, %v", until, err)
+		}
+		stored, _ := store.WebhookEndpoint(ctx, ten.account, ep.ID)
+		if stored.SecretEnc == "whsec_two" || stored.SecretEnc == "" {
+			t.Fatalf("new secret stored as %q, want it sealed", stored.SecretEnc)
+		}
+		if secrets, err = models.EndpointSecrets(box, stored, nil, now); err != nil || !slices.Equal(secrets, []string{"whsec_two", "whsec_one"}) {
+			t.Fatalf("secrets in the grace period: %v, %v", secrets, err)
+		}
+		if secrets, err = models.EndpointSecrets(box, stored, nil, until.Add(time.Second)); err != nil || !slices.Equal(secrets, []string{"whsec_two"}) {
+			t.Fatalf("secrets after the grace period: %v, %v", secrets, err)
+		}
+		// A second rotation drops the first secret.
+		if _, err := store.RotateEndpointSecret(ctx, box, ten.account, ep.ID, "whsec_three", now); err != nil {
+			t.Fatal(err)
+		}
+		stored, _ = store.WebhookEndpoint(ctx, ten.account, ep.ID)
+		if secrets, _ = models.EndpointSecrets(box, stored, nil, now); !slices.Equal(secrets, []string{"whsec_three", "whsec_two"}) {
+			t.Fatalf("secrets after two rotations: %v", secrets)
+		}
+		// Another account, an installation's scope and a deleted endpoint rotate nothing.
+		for _, scope := range []models.WebhookScope{ten.other, ten.inst} {
+			if _, err := store.RotateEndpointSecret(ctx, box, scope, ep.ID, "whsec_theirs", now); !errors.Is(err, models.ErrNotFound) {
+				t.Fatalf("rotate from scope %+v: %v", scope, err)
+			}
+		}
+		plugin := mustCreateEndpoint(t, store, ten.inst, "https://hooks.example/plugin")
+		if _, err := store.RotateEndpointSecret(ctx, box, ten.account, plugin.ID, "whsec_theirs", now); !errors.Is(err, models.ErrNotFound) {
+			t.Fatalf("rotate an installation's endpoint from the account: %v", err)
+		}
+		if err := store.DeleteWebhookEndpoint(ctx, ten.account, ep.ID, now); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.RotateEndpointSecret(ctx, box, ten.account, ep.ID, "whsec_four", now); !errors.Is(err, models.ErrNotFound) {
+			t.Fatalf("rotate a deleted endpoint: %v", err)
+		}
+		var row models.WebhookEndpoint
+		_ = db.Take(&row, "id = ?", ep.ID).Error
+		if secrets, _ = models.EndpointSecrets(box, &row, nil, now); secrets[0] != "whsec_three" {
+			t.Fatalf("a refused rotation changed the secret: %v", secrets)
+		}
+		// A plugin endpoint signs with its installation's secrets.
+		if secrets, err = models.EndpointSecrets(box, plugin, ten.instRow, now); err != nil || !slices.Equal(secrets, []string{"whsec_shop"}) {
+			t.Fatalf("plugin endpoint's secrets: %v, %v", secrets, err)
+		}
+		if _, err := models.EndpointSecrets(box, plugin, nil, now); err == nil {
+			t.Fatal("a plugin endpoint without its installation has secrets")
+		}
+	})
+}

@@ -1,0 +1,351 @@
+package models
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// Events and their deliveries (issue 24): RecordEvent records an event and fans it out to the
+// endpoints of its scope that subscribed; the delivery workflow's attempts keep the endpoint's
+// failure streak, which disables it after WEBHOOK_DISABLE_AFTER; a recover queues an endpoint's
+// failed and held deliveries again.
+
+// Errors of the endpoint use cases that the store decides.
+var (
+	// ErrEndpointDisabled: the endpoint is disabled (a recover or a test send needs it enabled).
+	ErrEndpointDisabled = errors.New("webhook endpoint is disabled")
+	// ErrRecoveryRunning: a recover of the endpoint is still queueing its deliveries.
+	ErrRecoveryRunning = errors.New("a recover of this endpoint is still running")
+)
+
+// recoveryStaleAfter is how long a recover's mark blocks another recover when its queueing was
+// interrupted (the sweep clears the mark once every delivery it queued has started).
+const recoveryStaleAfter = 10 * time.Minute
+
+// EventDeliveryID is the ID of the delivery of an event to an endpoint: recording it again makes
+// no second row.
+func EventDeliveryID(eventID, endpointID string) string {
+	return uuid.NewSHA1(deliveryNamespace, []byte(eventID+"/"+endpointID)).String()
+}
+
+// EventID derives the ID of an event from what makes it unique (a job run and its event type, an
+// order's completion): recording the same event twice records it once.
+func EventID(parts ...string) string {
+	key := ""
+	for i, p := range parts {
+		if i > 0 {
+			key += "/"
+		}
+		key += p
+	}
+	return uuid.NewSHA1(deliveryNamespace, []byte(key)).String()
+}
+
+// EventDeliveries narrows the deliveries RecordEvent makes.
+type EventDeliveries struct {
+	Only   string // only to this endpoint, subscribed to the type or not (a test send)
+	Except string // not to this endpoint (endpoint.disabled is not sent to the endpoint it is about)
+	Run    int    // the job run the event is about, if any
+}
+
+// RecordEvent inserts ev, unless an event with its ID exists, and with it one delivery per live
+// endpoint of ev's scope that subscribed to its type (RecordEvents).
+func (s *Store) RecordEvent(ctx context.Context, ev *WebhookEvent, to EventDeliveries) ([]WebhookDelivery, error) {
+	return s.RecordEvents(ctx, []*WebhookEvent{ev}, to)
+}
+
+// RecordEvents inserts events of one scope (an installation's, or an account's own), each unless
+// an event with its ID exists, and one delivery per event and live endpoint of the scope that
+// subscribed to the event's type: pending with its start owed (start_due_at) for an enabled
+// endpoint, held for a disabled one. It writes atomically (Atomic: in the caller's transaction
+// when there is one), with one insert of the events, one read of the scope's endpoints and one
+// insert of the deliveries. It returns the deliveries whose start is owed: the new pending ones,
+// and, when some event was recorded before, its deliveries whose start is still owed.
+func (s *Store) RecordEvents(ctx context.Context, events []*WebhookEvent, to EventDeliveries) ([]WebhookDelivery, error) {
+	if len(events) == 0 {
+		return nil, nil
+	}
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	ids := make([]string, len(events))
+	for i, ev := range events {
+		if ev.CreatedAt.IsZero() {
+			ev.CreatedAt = now
+		}
+		ids[i] = ev.ID
+	}
+	first := events[0]
+	var owed []WebhookDelivery
+	err := s.Atomic(ctx, func(tx *Store) error {
+		db := tx.conn(ctx)
+		res := db.Clauses(clause.OnConflict{DoNothing: true}).Create(events)
+		if res.Error != nil {
+			return fmt.Errorf("record %s events: %w", first.Type, res.Error)
+		}
+		allNew := res.RowsAffected == int64(len(events))
+		var endpoints []WebhookEndpoint
+		q := scopeEndpoints(db, first.AccountID, first.InstallationID)
+		if to.Only != "" {
+			q = q.Where("id = ?", to.Only)
+		}
+		if err := q.Order("created_at, id").Find(&endpoints).Error; err != nil {
+			return err
+		}
+		var rows []WebhookDelivery
+		for _, ev := range events {
+			for i := range endpoints {
+				ep := &endpoints[i]
+				if ep.ID == to.Except || (to.Only == "" && !ep.Subscribes(ev.Type)) {
+					continue
+				}
+				d := WebhookDelivery{
+					ID: EventDeliveryID(ev.ID, ep.ID), EventID: ev.ID, EndpointID: &ep.ID, AccountID: ev.AccountID,
+					InstallationID: ev.InstallationID, OrderID: ev.OrderID, JobID: ev.JobID, Run: to.Run, Event: ev.Type,
+					CallbackURL: ep.URL, Status: WebhookPending, CreatedAt: ev.CreatedAt, UpdatedAt: ev.CreatedAt,
+				}
+				if ep.Status == EndpointEnabled {
+					due := ev.CreatedAt
+					d.StartDueAt = &due
+				} else {
+					d.Status = WebhookHeld
+				}
+				rows = append(rows, d)
+			}
+		}
+		if len(rows) > 0 {
+			if err := db.Clauses(clause.OnConflict{DoNothing: true}).Create(&rows).Error; err != nil {
+				return fmt.Errorf("record deliveries of %s events: %w", first.Type, err)
+			}
+		}
+		if !allNew {
+			// Some event was recorded before (a repeated call): what of its deliveries is still owed.
+			return db.Where("event_id IN ? AND start_due_at IS NOT NULL", ids).Order("created_at, id").Find(&owed).Error
+		}
+		for _, d := range rows {
+			if d.StartDueAt != nil {
+				owed = append(owed, d)
+			}
+		}
+		return nil
+	})
+	return owed, err
+}
+
+// scopeEndpoints narrows q to the live endpoints of an installation, or of an account's own
+// (installationID nil).
+func scopeEndpoints(q *gorm.DB, accountID string, installationID *string) *gorm.DB {
+	q = q.Model(&WebhookEndpoint{}).Where("deleted_at IS NULL")
+	if installationID != nil {
+		return q.Where("installation_id = ?", *installationID)
+	}
+	return q.Where("account_id = ? AND installation_id IS NULL", accountID)
+}
+
+// DeliveryTarget is what an attempt of a delivery needs: the delivery, its endpoint (nil for a
+// delivery recorded before endpoints whose installation had no callback URL; possibly deleted or
+// disabled) and the body to send.
+type DeliveryTarget struct {
+	Delivery WebhookDelivery
+	Endpoint *WebhookEndpoint
+	Body     JSON
+}
+
+// LoadDeliveryTarget loads a delivery with its endpoint and body; ErrNotFound when there is none.
+func (s *Store) LoadDeliveryTarget(ctx context.Context, id string) (*DeliveryTarget, error) {
+	db := s.conn(ctx)
+	var t DeliveryTarget
+	if err := db.Where("id = ?", id).Take(&t.Delivery).Error; err != nil {
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return nil, ErrNotFound
+		}
+		return nil, err
+	}
+	t.Body = t.Delivery.Payload
+	if len(t.Body) == 0 || string(t.Body) == "null" {
+		var ev WebhookEvent
+		if err := db.Select("payload").Where("id = ?", t.Delivery.EventID).Take(&ev).Error; err != nil {
+			return nil, fmt.Errorf("event %s of delivery %s: %w", t.Delivery.EventID, id, err)
+		}
+		t.Body = ev.Payload
+	}
+	if t.Delivery.EndpointID != nil {
+		var ep WebhookEndpoint
+		if err := db.Where("id = ?", *t.Delivery.EndpointID).Take(&ep).Error; err != nil {
+			return nil, fmt.Errorf("endpoint of delivery %s: %w", id, err)
+		}
+		t.Endpoint = &ep
+	}
+	return &t, nil
+}
+
+// HoldDelivery records that a delivery was not attempted because its endpoint is disabled: it
+// waits, held, for a recover. A delivered one stays delivered.
+func (s *Store) HoldDelivery(ctx context.Context, id string) error {
+	return s.conn(ctx).Model(&WebhookDelivery{}).Where("id = ? AND status <> ?", id, WebhookDelivered).
+		Updates(map[string]any{"status": WebhookHeld, "next_attempt_at": nil, "updated_at": time.Now().UTC()}).Error
+}
+
+// FailDelivery ends a delivery failed with reason as its last error, without an attempt (its
+// endpoint was deleted). A delivered one stays delivered.
+func (s *Store) FailDelivery(ctx context.Context, id, reason string) error {
+	return s.conn(ctx).Model(&WebhookDelivery{}).Where("id = ? AND status <> ?", id, WebhookDelivered).
+		Updates(map[string]any{"status": WebhookFailed, "last_error": reason, "next_attempt_at": nil,
+			"updated_at": time.Now().UTC()}).Error
+}
+
+// AttemptEffects is what an attempt changed beyond its delivery.
+type AttemptEffects struct {
+	// Disabled is the delivery's endpoint when this attempt disabled it: every attempt to it had
+	// failed for the disable window.
+	Disabled *WebhookEndpoint
+}
+
+// RecordAttempt stores an attempt of a delivery and brings the delivery and its endpoint up to
+// date in one transaction: a delivered attempt ends the endpoint's failure streak; a failed one
+// starts it if needed, and disables the endpoint (reason failing) when the streak began
+// disableAfter ago or longer (0: never). ErrNotFound when the delivery does not exist.
+func (s *Store) RecordAttempt(ctx context.Context, deliveryID, endpointID string, r AttemptRecord, disableAfter time.Duration) (AttemptEffects, error) {
+	var eff AttemptEffects
+	err := s.Atomic(ctx, func(tx *Store) error {
+		if err := RecordWebhookAttempt(tx.conn(ctx), deliveryID, r); err != nil {
+			return err
+		}
+		if endpointID == "" {
+			return nil
+		}
+		db := tx.conn(ctx)
+		if r.Delivered {
+			return db.Model(&WebhookEndpoint{}).Where("id = ? AND failing_since IS NOT NULL", endpointID).
+				Update("failing_since", nil).Error
+		}
+		started := r.StartedAt.UTC()
+		if err := db.Model(&WebhookEndpoint{}).Where("id = ? AND failing_since IS NULL", endpointID).
+			Update("failing_since", started).Error; err != nil {
+			return err
+		}
+		if disableAfter <= 0 {
+			return nil
+		}
+		now := time.Now().UTC()
+		res := db.Model(&WebhookEndpoint{}).
+			Where("id = ? AND status = ? AND deleted_at IS NULL AND failing_since <= ?", endpointID, EndpointEnabled, now.Add(-disableAfter)).
+			Updates(map[string]any{"status": EndpointDisabled, "disabled_reason": EndpointDisabledFailing,
+				"disabled_at": now, "updated_at": now})
+		if res.Error != nil || res.RowsAffected == 0 {
+			return res.Error
+		}
+		var ep WebhookEndpoint
+		if err := db.Where("id = ?", endpointID).Take(&ep).Error; err != nil {
+			return err
+		}
+		eff.Disabled = &ep
+		return nil
+	})
+	return eff, err
+}
+
+// QueueRecovery queues again every delivery of the endpoint created in [since, until) that ended
+// failed or is held: each becomes pending with its start owed, and the endpoint is marked as
+// recovering until they have all started (FinishRecovery). It returns how many it queued.
+// ErrNotFound for an endpoint that is not live, ErrEndpointDisabled for a disabled one,
+// ErrRecoveryRunning while an earlier recover is still queueing.
+func (s *Store) QueueRecovery(ctx context.Context, endpointID string, since, until, now time.Time) (int, error) {
+	n := 0
+	err := s.Tx(ctx, func(tx *Store) error {
+		db := tx.conn(ctx)
+		var ep WebhookEndpoint
+		q := db.Where("id = ? AND deleted_at IS NULL", endpointID)
+		if db.Dialector.Name() == "postgres" {
+			q = q.Clauses(clause.Locking{Strength: "UPDATE"})
+		}
+		if err := q.Take(&ep).Error; err != nil {
+			if errors.Is(err, gorm.ErrRecordNotFound) {
+				return ErrNotFound
+			}
+			return err
+		}
+		if ep.Status != EndpointEnabled {
+			return ErrEndpointDisabled
+		}
+		if ep.RecoveringSince != nil && ep.RecoveringSince.After(now.Add(-recoveryStaleAfter)) {
+			return ErrRecoveryRunning
+		}
+		res := db.Model(&WebhookDelivery{}).
+			Where("endpoint_id = ? AND status IN ? AND created_at >= ? AND created_at < ?",
+				endpointID, []string{WebhookFailed, WebhookHeld}, since.UTC(), until.UTC()).
+			Updates(map[string]any{"status": WebhookPending, "start_due_at": now.UTC(), "next_attempt_at": nil,
+				"callback_url": ep.URL, "updated_at": now.UTC()})
+		if res.Error != nil {
+			return res.Error
+		}
+		n = int(res.RowsAffected)
+		if n == 0 {
+			return nil
+		}
+		return db.Model(&WebhookEndpoint{}).Where("id = ?", endpointID).Update("recovering_since", now.UTC()).Error
+	})
+	return n, err
+}
+
+// DeliveriesOwedStart lists up to limit deliveries of the endpoint whose start is owed, oldest first.
+func (s *Store) DeliveriesOwedStart(ctx context.Context, endpointID string, limit int) ([]WebhookDelivery, error) {
+	var out []WebhookDelivery
+	err := s.conn(ctx).Where("endpoint_id = ? AND start_due_at IS NOT NULL", endpointID).
+		Order("created_at, id").Limit(limit).Find(&out).Error
+	return out, err
+}
+
+// FinishRecoveries clears the recovering mark of every endpoint (or only of endpointID, when
+// given) none of whose deliveries is still owed a start; it returns how many it cleared.
+func (s *Store) FinishRecoveries(ctx context.Context, endpointID string) (int64, error) {
+	q := s.conn(ctx).Model(&WebhookEndpoint{}).Where("recovering_since IS NOT NULL").
+		Where("NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.endpoint_id = webhook_endpoints.id AND d.start_due_at IS NOT NULL)")
+	if endpointID != "" {
+		q = q.Where("id = ?", endpointID)
+	}
+	res := q.Update("recovering_since", nil)
+	return res.RowsAffected, res.Error
+}
+
+// EndpointSecrets returns the secrets that sign an endpoint's deliveries at now: an account
+// endpoint's own (the current one, then the previous one while its validity lasts), else its
+// installation's (WebhookSecrets).
+func EndpointSecrets(box Sealer, ep *WebhookEndpoint, inst *Installation, now time.Time) ([]string, error) {
+	if ep == nil || ep.SecretEnc == "" {
+		if inst == nil {
+			return nil, errors.New("no secret signs this delivery: neither its endpoint nor an installation has one")
+		}
+		return WebhookSecrets(box, inst, now)
+	}
+	current, err := box.Open(ep.SecretEnc)
+	if err != nil {
+		return nil, fmt.Errorf("webhook secret of endpoint %s: %w", ep.ID, err)
+	}
+	out := []string{current}
+	if ep.PreviousSecretEnc != "" && ep.PreviousSecretValidUntil != nil && now.Before(*ep.PreviousSecretValidUntil) {
+		previous, err := box.Open(ep.PreviousSecretEnc)
+		if err != nil {
+			return nil, fmt.Errorf("previous webhook secret of endpoint %s: %w", ep.ID, err)
+		}
+		out = append(out, previous)
+	}
+	return out, nil
+}
+
+// FindEndpoint loads a live endpoint of an installation, or of an account's own (installationID
+// nil); ErrNotFound for a deleted one, another scope's, or none.
+func (s *Store) FindEndpoint(ctx context.Context, accountID string, installationID *string, id string) (*WebhookEndpoint, error) {
+	var ep WebhookEndpoint
+	if err := scopeEndpoints(s.conn(ctx), accountID, installationID).Where("id = ?", id).Take(&ep).Error; err != nil {
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return nil, ErrNotFound
+		}
+		return nil, err
+	}
+	return &ep, nil
+}
