@@ -183,6 +183,8 @@ var specRoutes = map[string][]string{
 	"GET /webhook-endpoints/:":          {plugin.PermWebhooksManage},
 	"PATCH /webhook-endpoints/:":        {plugin.PermWebhooksManage},
 	"DELETE /webhook-endpoints/:":       {plugin.PermWebhooksManage},
+	"POST /webhook-endpoints/:/test":    {plugin.PermWebhooksManage},
+	"POST /webhook-endpoints/:/recover": {plugin.PermWebhooksManage},
 	"GET /webhook-deliveries":           {plugin.PermWebhooksManage},
 	"GET /webhook-deliveries/:":         {plugin.PermWebhooksManage},
 	"GET /events":                       {plugin.PermWebhooksManage},

@@ -123,6 +123,8 @@ func (e *env) fuzzSeeds() map[string][]routefuzz.Seed {
 	refFile := "v1/sceneries/" + models.NewID() + ".jpg"
 	hook := e.createEndpoint(e.key, map[string]any{"url": hookURL})["id"].(string)
 	doomed := e.createEndpoint(e.key, map[string]any{"url": hookURL})["id"].(string)
+	tested := e.createEndpoint(e.key, map[string]any{"url": hookURL})["id"].(string)
+	since := time.Now().UTC().Add(-time.Hour).Format(time.RFC3339)
 	hookEvent, hookDelivery := e.loggedEvent(e.inst, hook, "job.completed", time.Now().UTC(), false)
 
 	none := []routefuzz.Seed{{}}
@@ -169,6 +171,8 @@ func (e *env) fuzzSeeds() map[string][]routefuzz.Seed {
 		"GET " + b + "/webhook-endpoints/:id":              {{Params: hook}},
 		"PATCH " + b + "/webhook-endpoints/:id":            {{Params: hook, Body: `{"status":"disabled","description":"paused"}`}},
 		"DELETE " + b + "/webhook-endpoints/:id":           {{Params: doomed}},
+		"POST " + b + "/webhook-endpoints/:id/test":        {{Params: tested, Body: `{"event":"job.completed"}`}},
+		"POST " + b + "/webhook-endpoints/:id/recover":     {{Params: tested, Body: `{"since":"` + since + `"}`}},
 		"GET " + b + "/webhook-deliveries":                 {{Query: "endpoint_id=" + hook + "&status=delivering&limit=10&created_after=2026-01-01T00:00:00Z"}},
 		"GET " + b + "/webhook-deliveries/:id":             {{Params: hookDelivery.ID}},
 		"GET " + b + "/events":                             {{Query: "type=job.completed&limit=10"}},

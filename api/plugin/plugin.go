@@ -100,6 +100,8 @@ func (h *Handler) Register(r *gin.Engine) {
 	route(get, "/webhook-endpoints/:id", noBody, h.getEndpoint, PermWebhooksManage)
 	mutation(keyOptional, patch, "/webhook-endpoints/:id", jsonBody(maxSmallJSONBytes), h.updateEndpoint, PermWebhooksManage)
 	mutation(keyOptional, del, "/webhook-endpoints/:id", noBody, h.deleteEndpoint, PermWebhooksManage)
+	mutation(keyOptional, post, "/webhook-endpoints/:id/test", jsonBody(maxSmallJSONBytes), h.testEndpoint, PermWebhooksManage)
+	mutation(keyOptional, post, "/webhook-endpoints/:id/recover", jsonBody(maxSmallJSONBytes), h.recoverEndpoint, PermWebhooksManage)
 	route(get, "/webhook-deliveries", noBody, h.listDeliveries, PermWebhooksManage)
 	route(get, "/webhook-deliveries/:id", noBody, h.getDelivery, PermWebhooksManage)
 	route(get, "/events", noBody, h.listEvents, PermWebhooksManage)

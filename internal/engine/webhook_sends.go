@@ -18,28 +18,12 @@ const RecoverWindow = 14 * 24 * time.Hour
 // recoverBatch is how many owed deliveries a recover starts per query.
 const recoverBatch = 100
 
-// WebhookScope is whose endpoints, deliveries and events a use case sees: an installation's
-// (plugin API), or an account's own (external API: InstallationID "").
-type WebhookScope struct{ AccountID, InstallationID string }
-
-// installation is the scope's installation ID for the store, nil for an account's own.
-func (s WebhookScope) installation() *string {
-	if s.InstallationID == "" {
-		return nil
-	}
-	id := s.InstallationID
-	return &id
-}
-
-// plugin reports whether the scope is an installation's (the plugin API's events).
-func (s WebhookScope) plugin() bool { return s.InstallationID != "" }
-
 // TestSent answers SendTest: the delivery of the test event, and the event's ID (its webhook-id).
 type TestSent struct{ DeliveryID, EventID string }
 
 // findEndpoint loads a live endpoint of the scope; KindNotFound otherwise.
 func (e *Webhooks) findEndpoint(ctx context.Context, scope WebhookScope, id string) (*models.WebhookEndpoint, error) {
-	ep, err := e.store.FindEndpoint(ctx, scope.AccountID, scope.installation(), id)
+	ep, err := e.store.WebhookEndpoint(ctx, scope.store(), id)
 	if errors.Is(err, models.ErrNotFound) {
 		return nil, refuse(KindNotFound, "", "", "No webhook endpoint with this ID.")
 	}
@@ -55,7 +39,7 @@ func (e *Webhooks) SendTest(ctx context.Context, scope WebhookScope, endpointID,
 		event = webhooks.EventWebhookTest
 	}
 	if !webhooks.IsEvent(scope.plugin(), event) {
-		return TestSent{}, refuse(KindInvalid, "", "event", "event: %q is not an event type of this API; one of %v.", event, webhooks.EventsOf(scope.plugin()))
+		return TestSent{}, refuse(KindInvalid, "", "event", "%q is not an event type of this API; one of %v.", event, webhooks.EventsOf(scope.plugin()))
 	}
 	ep, err := e.findEndpoint(ctx, scope, endpointID)
 	if err != nil {
@@ -81,12 +65,12 @@ func (e *Webhooks) SendTest(ctx context.Context, scope WebhookScope, endpointID,
 func (e *Webhooks) RecoverEndpoint(ctx context.Context, scope WebhookScope, endpointID string, since time.Time, until *time.Time) (int, error) {
 	now := time.Now().UTC()
 	if since.Before(now.Add(-RecoverWindow)) {
-		return 0, refuse(KindInvalid, "", "since", "since: a recover reaches at most 14 days back (not before %s).", now.Add(-RecoverWindow).Format(time.RFC3339))
+		return 0, refuse(KindInvalid, "", "since", "reaches at most 14 days back (not before %s).", now.Add(-RecoverWindow).Format(time.RFC3339))
 	}
 	end := now.Add(time.Second)
 	if until != nil {
 		if !until.After(since) {
-			return 0, refuse(KindInvalid, "", "until", "until must be later than since.")
+			return 0, refuse(KindInvalid, "", "until", "must be later than since.")
 		}
 		end = *until
 	}
