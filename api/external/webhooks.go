@@ -12,21 +12,19 @@ import (
 	"github.com/shotflow/shotflow/api/inputcheck"
 	"github.com/shotflow/shotflow/api/jsonbody"
 	"github.com/shotflow/shotflow/internal/engine"
-	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models/ids"
 )
 
 // The account's webhooks (api/external/openapi.yaml, tag Webhooks): its endpoints, the log of
 // their deliveries and its events, each scoped to the key's account and its own endpoints (those
-// of no plugin installation). The answers are the views of internal/webhooks, as in the plugin
-// API; refusals are the external {error} body. The engine checks the values (URL, event types,
+// of no plugin installation). The answers are the engine's webhook views, as in the plugin API; refusals are the external {error} body. The engine checks the values (URL, event types,
 // statuses, limits, cursors) for both APIs alike; the handlers check the body's shape and the
 // path's ids.
 
 // CreatedEndpoint answers POST /webhook-endpoints: the endpoint and its signing secret, which no
 // other answer shows.
 type CreatedEndpoint struct {
-	webhooks.Endpoint
+	engine.WebhookEndpoint
 	Secret string `json:"secret"`
 }
 
@@ -39,20 +37,20 @@ type RotatedSecret struct {
 
 // EndpointsPage answers GET /webhook-endpoints; NextCursor is null on the last page.
 type EndpointsPage struct {
-	Endpoints  []webhooks.Endpoint `json:"webhook_endpoints"`
-	NextCursor *string             `json:"next_cursor"`
+	Endpoints  []engine.WebhookEndpoint `json:"webhook_endpoints"`
+	NextCursor *string                  `json:"next_cursor"`
 }
 
 // DeliveriesPage answers GET /webhook-deliveries.
 type DeliveriesPage struct {
-	Deliveries []webhooks.Delivery `json:"webhook_deliveries"`
-	NextCursor *string             `json:"next_cursor"`
+	Deliveries []engine.WebhookDelivery `json:"webhook_deliveries"`
+	NextCursor *string                  `json:"next_cursor"`
 }
 
 // EventsPage answers GET /events.
 type EventsPage struct {
-	Events     []webhooks.Event `json:"events"`
-	NextCursor *string          `json:"next_cursor"`
+	Events     []engine.WebhookEvent `json:"events"`
+	NextCursor *string               `json:"next_cursor"`
 }
 
 // TestSent answers POST /webhook-endpoints/{id}/test.
@@ -114,7 +112,7 @@ func (h *Handler) createEndpoint(c *gin.Context) {
 		return
 	}
 	c.Header("Cache-Control", "no-store") // the answer shows the secret
-	c.PureJSON(http.StatusCreated, CreatedEndpoint{Endpoint: created.Endpoint, Secret: created.Secret})
+	c.PureJSON(http.StatusCreated, CreatedEndpoint{WebhookEndpoint: created.Endpoint, Secret: created.Secret})
 }
 
 // listEndpoints answers GET /webhook-endpoints?limit&cursor.
@@ -207,12 +205,8 @@ func (h *Handler) testEndpoint(c *gin.Context) {
 	if !h.decodeWebhookBody(c, &body, true) {
 		return
 	}
-	event := webhooks.EventWebhookTest
+	event := "" // the engine's default: webhook.test
 	if body.Event != nil {
-		if !slices.Contains(webhooks.ExternalEvents, *body.Event) {
-			h.fail(c, http.StatusBadRequest, "event must be one of "+strings.Join(webhooks.ExternalEvents, ", ")+".")
-			return
-		}
 		event = *body.Event
 	}
 	sent, err := h.Engine.Webhooks.SendTest(c.Request.Context(), webhookScope(c), id, event)
