@@ -43,6 +43,12 @@ var routeBodies = map[string]struct {
 	"POST " + external.Base + "/reel/register-reel":           {64 << 10, false},
 	"POST " + external.Base + "/packshots/update-packshot":    {64 << 10, false},
 	"POST " + external.Base + "/image-picker/review":          {64 << 10, false},
+
+	// The external API's webhook routes.
+	"POST " + external.Base + "/webhook-endpoints":             {64 << 10, false},
+	"PATCH " + external.Base + "/webhook-endpoints/:id":        {64 << 10, false},
+	"POST " + external.Base + "/webhook-endpoints/:id/test":    {64 << 10, false},
+	"POST " + external.Base + "/webhook-endpoints/:id/recover": {64 << 10, false},
 }
 
 // lazyBody is a request body that makes its bytes when they are read (so a test can send

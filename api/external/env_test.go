@@ -26,7 +26,7 @@ import (
 	"github.com/shotflow/shotflow/models"
 )
 
-// env is one external API over a test database, with one account and a key of both scopes. Its
+// env is one external API over a test database, with one account and a key of every scope. Its
 // Temporal client records the workflows the API starts (orders and input preparations) and
 // answers DescribeTaskQueue with a poller unless generatorsDown is set.
 type env struct {
@@ -39,7 +39,7 @@ type env struct {
 	engineConfig engine.Config
 	now          time.Time
 	account      string
-	key          string // content.register and content.read
+	key          string // content.register, content.read and content.webhooks
 
 	mu             sync.Mutex
 	starts         []client.StartWorkflowOptions // every workflow start, in order
@@ -61,7 +61,7 @@ func newEnv(t testing.TB, db *gorm.DB, rateLimit int) *env {
 	}
 	e.router = gin.New()
 	e.handler.Register(e.router)
-	e.account, e.key = e.newAccount(external.ScopeRegister, external.ScopeRead)
+	e.account, e.key = e.newAccount(external.ScopeRegister, external.ScopeRead, external.ScopeWebhooks)
 	return e
 }
 

@@ -28,6 +28,7 @@ const Base = "/api/external"
 const (
 	ScopeRegister = "content.register" // POST routes: create orders, trigger generation
 	ScopeRead     = "content.read"     // GET routes; required by /orders
+	ScopeWebhooks = "content.webhooks" // every /webhook-endpoints, /webhook-deliveries and /events route
 )
 
 // DefaultRateLimit is the request budget of a key per minute.
@@ -73,6 +74,7 @@ func (h *Handler) Register(r gin.IRouter) {
 	h.registerRecords(add)
 	h.registerPresets(add)
 	h.registerGeneration(add)
+	h.registerWebhooks(add)
 }
 
 // Input is the external API's input check of a route that accepts body (inputcheck): 413 for a

@@ -127,6 +127,12 @@ func (e *env) fuzzSeeds() map[string][]routefuzz.Seed {
 	cover := formFile{"cover", "cover.png", testimage.SolidPNG(e.t, 8, 6, color.NRGBA{10, 100, 200, 255})}
 	created := e.createPreset(e.key, requiredFields("Studio"), cover)
 
+	endpoint := e.createEndpoint(e.key, map[string]any{"url": hookURL, "events": []string{"record.done", "webhook.test"}})["id"].(string)
+	deleted := e.createEndpoint(e.key, map[string]any{"url": hookURL})["id"].(string)
+	_, sent, _ := e.send(e.key, http.MethodPost, "/webhook-endpoints/"+endpoint+"/test", nil)
+	delivery, event := sent["delivery_id"].(string), sent["event_id"].(string)
+	since := time.Now().Add(-24 * time.Hour).UTC().Format(time.RFC3339)
+
 	b := external.Base
 	seeds := map[string][]routefuzz.Seed{
 		"GET " + external.OpenAPIPath:              {{}},
@@ -144,6 +150,19 @@ func (e *env) fuzzSeeds() map[string][]routefuzz.Seed {
 		"PUT " + b + "/presets":                    {{Body: string(e.form([]string{"presetId", created["id"].(string), "do", "use daylight", "existingGalleryIds", "[]"}))}},
 		"POST " + b + "/image-picker/review":       {{Body: `{"recordId":"` + shoot + `","verdict":"accepted"}`}},
 		"POST " + b + "/packshots/update-packshot": {{Body: `{"recordId":"` + packshot + `","Voting":"APPROVED"}`}},
+
+		"POST " + b + "/webhook-endpoints":                   {{Body: `{"url":"` + hookURL + `/new","events":["order.completed"],"description":"orders"}`}},
+		"GET " + b + "/webhook-endpoints":                    {{Query: "limit=5"}},
+		"GET " + b + "/webhook-endpoints/:id":                {{Params: endpoint}},
+		"PATCH " + b + "/webhook-endpoints/:id":              {{Params: endpoint, Body: `{"description":"renamed","events":["record.done","record.failed"]}`}},
+		"DELETE " + b + "/webhook-endpoints/:id":             {{Params: deleted}},
+		"POST " + b + "/webhook-endpoints/:id/rotate-secret": {{Params: endpoint}},
+		"POST " + b + "/webhook-endpoints/:id/test":          {{Params: endpoint, Body: `{"event":"record.done"}`}},
+		"POST " + b + "/webhook-endpoints/:id/recover":       {{Params: endpoint, Body: `{"since":"` + since + `"}`}},
+		"GET " + b + "/webhook-deliveries":                   {{Query: "endpoint_id=" + endpoint + "&status=pending&event=webhook.test&limit=10"}},
+		"GET " + b + "/webhook-deliveries/:id":               {{Params: delivery}},
+		"GET " + b + "/events":                               {{Query: "type=record.done&created_after=2026-01-01T00:00:00Z&limit=10"}},
+		"GET " + b + "/events/:id":                           {{Params: event}},
 	}
 	for path, body := range bodies {
 		if _, ok := body["count"]; ok {

@@ -10,10 +10,10 @@ import (
 	"github.com/shotflow/shotflow/models/testdb"
 )
 
-// strictEnv is an env on SQLite with an account that may register, whose balance is 100.
+// strictEnv is an env on SQLite with an account that may use every route, whose balance is 100.
 func strictEnv(t *testing.T) (e *env, account, key string) {
 	e = newEnv(t, testdb.Open(t, testdb.SQLiteURL(t)), 0)
-	account, key = e.newAccount(external.ScopeRegister, external.ScopeRead)
+	account, key = e.newAccount(external.ScopeRegister, external.ScopeRead, external.ScopeWebhooks)
 	return e, account, key
 }
 
@@ -28,7 +28,7 @@ func TestEveryJSONRouteExplainsWrongTypes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range cases {
-		code, out := e.post(key, c.Path, string(c.Body))
+		code, out, _ := e.send(key, c.Method, c.Path, string(c.Body))
 		msg := errorOf(t, out)
 		if want := c.Field + " must be " + c.Expected; code != http.StatusBadRequest || !strings.Contains(msg, want) {
 			t.Errorf("%s %s: %d %q, want 400 containing %q", c.Path, c.Body, code, msg, want)

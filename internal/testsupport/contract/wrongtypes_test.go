@@ -24,8 +24,10 @@ func TestWrongTypesCoverEveryJSONBody(t *testing.T) {
 		{contract.External,
 			[]string{"POST /models/register-ideas", "POST /sceneries/register-ideas", "POST /packshots/register-ideas",
 				"POST /image-picker/register-ideas", "POST /video-picker/register-videos", "POST /reel/register-reel",
-				"POST /packshots/update-packshot", "POST /image-picker/review"},
-			[]string{"count an integer", "config.product.id a string", "imagesIds[0] a string", "Voting a string", "config an object"}},
+				"POST /packshots/update-packshot", "POST /image-picker/review",
+				"POST /webhook-endpoints", "PATCH /webhook-endpoints/{}", "POST /webhook-endpoints/{}/test", "POST /webhook-endpoints/{}/recover"},
+			[]string{"count an integer", "config.product.id a string", "imagesIds[0] a string", "Voting a string", "config an object",
+				"events an array", "events[0] a string", "since a string"}},
 	} {
 		cases, err := tc.doc.WrongTypes()
 		if err != nil {
