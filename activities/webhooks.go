@@ -119,7 +119,7 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in contract.DeliverInpu
 	var out webhooks.Outcome
 	target, endpointID := d.CallbackURL, ""
 	if ep == nil {
-		out.Err = errors.New("the installation had no callback URL when endpoints replaced it; replay it after adding an endpoint")
+		out.Err = errors.New("recorded before endpoints for an installation without a callback URL: it has no endpoint to go to")
 	} else {
 		// The endpoint's current URL: a client who fixed a broken one expects retries and replays to go there.
 		target, endpointID = ep.URL, ep.ID

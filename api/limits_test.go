@@ -44,6 +44,12 @@ var routeBodies = map[string]struct {
 	"POST " + external.Base + "/packshots/update-packshot":    {64 << 10, false},
 	"POST " + external.Base + "/image-picker/review":          {64 << 10, false},
 
+	// The plugin API's webhook routes.
+	"POST " + plugin.Base + "/webhook-endpoints":             {64 << 10, false},
+	"PATCH " + plugin.Base + "/webhook-endpoints/:id":        {64 << 10, false},
+	"POST " + plugin.Base + "/webhook-endpoints/:id/test":    {64 << 10, false},
+	"POST " + plugin.Base + "/webhook-endpoints/:id/recover": {64 << 10, false},
+
 	// The external API's webhook routes.
 	"POST " + external.Base + "/webhook-endpoints":             {64 << 10, false},
 	"PATCH " + external.Base + "/webhook-endpoints/:id":        {64 << 10, false},

@@ -25,8 +25,9 @@ type Sealer interface {
 const retryReplayAfter = 5 * time.Second
 
 // ReplayWebhook re-sends a webhook delivery of the installation now (StartWebhookReplay) and
-// returns its ID: KindNotFound for a delivery of another installation, KindUnavailable when the
-// replay could not be queued.
+// returns its ID: KindNotFound for a delivery of another installation, KindConflict for one whose
+// endpoint is disabled (it would be held, not sent) or deleted, KindUnavailable when the replay
+// could not be queued.
 func (e *Webhooks) ReplayWebhook(ctx context.Context, installationID, deliveryID string) (string, error) {
 	d, err := e.store.FindWebhookDelivery(ctx, installationID, deliveryID)
 	if errors.Is(err, models.ErrNotFound) {
@@ -34,6 +35,18 @@ func (e *Webhooks) ReplayWebhook(ctx context.Context, installationID, deliveryID
 	}
 	if err != nil {
 		return "", err
+	}
+	if d.EndpointID != nil {
+		ep, err := e.store.WebhookEndpoint(ctx, models.WebhookScope{AccountID: d.AccountID, InstallationID: installationID}, *d.EndpointID)
+		if errors.Is(err, models.ErrNotFound) {
+			return "", refuse(KindConflict, "", "", "The delivery's endpoint was deleted; nothing can receive it.")
+		}
+		if err != nil {
+			return "", err
+		}
+		if ep.Status != models.EndpointEnabled {
+			return "", refuse(KindConflict, "", "", "The delivery's endpoint is disabled; enable it (PATCH /webhook-endpoints/{id} status=enabled), then replay or recover.")
+		}
 	}
 	if err := e.StartWebhookReplay(ctx, d); err != nil {
 		return "", unavailable("The replay could not be queued; retry later.", retryReplayAfter, err)

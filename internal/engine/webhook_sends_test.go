@@ -1,0 +1,168 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"gorm.io/gorm"
+
+	"github.com/shotflow/shotflow/internal/engine"
+	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/testdb"
+	"github.com/shotflow/shotflow/workflows"
+)
+
+// withTemporal rebuilds the scopes' engine over tc.
+func (w *webhookScopes) withTemporal(db *gorm.DB, tc *cancelTemporal) {
+	w.eng = engine.New(engine.Config{Store: models.NewStore(db), Log: zap.NewNop(), Secrets: w.box, Temporal: tc})
+}
+
+// refusedAs is the kind and field of an engine refusal.
+func refusedAs(t *testing.T, err error) (engine.Kind, string) {
+	t.Helper()
+	e, ok := engine.As(err)
+	require.True(t, ok, "want a refusal, got %v", err)
+	return e.Kind, e.Field
+}
+
+// A test send records a test event for one endpoint, subscribed to its type or not, delivers it
+// through the normal path (its workflow is started), and is refused for an unknown event type, a
+// disabled endpoint, or another scope's endpoint.
+func TestSendTestGoesToOneEndpointAsATest(t *testing.T) {
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		w := newWebhookScopes(t, db, false)
+		up := newCancelTemporal(t, false)
+		w.withTemporal(db, up)
+		target, err := w.eng.Webhooks.CreateEndpoint(ctx, w.inst, engine.EndpointInput{URL: str("https://shop.example/a")})
+		require.NoError(t, err)
+		_, err = w.eng.Webhooks.CreateEndpoint(ctx, w.inst, engine.EndpointInput{URL: str("https://shop.example/b")})
+		require.NoError(t, err)
+
+		sent, err := w.eng.Webhooks.SendTest(ctx, w.inst, target.ID, "job.started") // not among its subscriptions
+		require.NoError(t, err)
+		var deliveries []models.WebhookDelivery
+		require.NoError(t, db.Where("event_id = ?", sent.EventID).Find(&deliveries).Error)
+		require.Len(t, deliveries, 1, "only the target endpoint")
+		assert.Equal(t, sent.DeliveryID, deliveries[0].ID)
+		assert.Equal(t, target.ID, *deliveries[0].EndpointID)
+		assert.Nil(t, deliveries[0].StartDueAt, "its start is recorded")
+		assert.Equal(t, []string{workflows.WebhookWorkflowID(sent.DeliveryID)}, up.starts)
+		var ev models.WebhookEvent
+		require.NoError(t, db.Take(&ev, "id = ?", sent.EventID).Error)
+		assert.True(t, ev.Test)
+		assert.Equal(t, "job.started", ev.Type)
+		var body map[string]any
+		require.NoError(t, json.Unmarshal(ev.Payload, &body))
+		assert.Equal(t, true, body["test"])
+
+		_, err = w.eng.Webhooks.SendTest(ctx, w.inst, target.ID, "record.done")
+		kind, field := refusedAs(t, err)
+		assert.Equal(t, engine.KindInvalid, kind)
+		assert.Equal(t, "event", field)
+		_, err = w.eng.Webhooks.SendTest(ctx, w.sibling, target.ID, "")
+		kind, _ = refusedAs(t, err)
+		assert.Equal(t, engine.KindNotFound, kind, "another installation's endpoint")
+		_, err = w.eng.Webhooks.UpdateEndpoint(ctx, w.inst, target.ID, engine.EndpointInput{Status: str("disabled")})
+		require.NoError(t, err)
+		_, err = w.eng.Webhooks.SendTest(ctx, w.inst, target.ID, "")
+		kind, _ = refusedAs(t, err)
+		assert.Equal(t, engine.KindConflict, kind, "a disabled endpoint")
+		assert.Len(t, up.starts, 1, "nothing more was sent")
+	})
+}
+
+// A recover queues the endpoint's failed and held deliveries of the window, and only those; while
+// their starts are owed (Temporal is away) a second recover is a conflict; the outbox sweep starts
+// them and ends the recover. The window reaches 14 days back; a disabled endpoint and another
+// scope's are refused.
+func TestRecoverEndpointQueuesFailedAndHeldDeliveries(t *testing.T) {
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		w := newWebhookScopes(t, db, false)
+		down := newCancelTemporal(t, true)
+		w.withTemporal(db, down)
+		ep, err := w.eng.Webhooks.CreateEndpoint(ctx, w.inst, engine.EndpointInput{URL: str("https://shop.example/a")})
+		require.NoError(t, err)
+		now := time.Now().UTC()
+		_, failed := sentEvent(t, db, w.inst, ep.ID, "job.completed", models.WebhookFailed, now.Add(-2*time.Hour), false)
+		_, held := sentEvent(t, db, w.inst, ep.ID, "job.failed", models.WebhookHeld, now.Add(-time.Hour), false)
+		sentEvent(t, db, w.inst, ep.ID, "job.completed", models.WebhookDelivered, now.Add(-time.Hour), false)
+		sentEvent(t, db, w.inst, ep.ID, "job.completed", models.WebhookFailed, now.Add(-20*time.Hour), false) // before since
+
+		since := now.Add(-3 * time.Hour)
+		n, err := w.eng.Webhooks.RecoverEndpoint(ctx, w.inst, ep.ID, since, nil)
+		require.NoError(t, err)
+		assert.Equal(t, 2, n)
+		for _, id := range []string{failed.ID, held.ID} {
+			d, err := models.GetWebhookDelivery(db, id)
+			require.NoError(t, err)
+			assert.Equal(t, models.WebhookPending, d.Status)
+			assert.NotNil(t, d.StartDueAt)
+		}
+		_, err = w.eng.Webhooks.RecoverEndpoint(ctx, w.inst, ep.ID, since, nil)
+		kind, _ := refusedAs(t, err)
+		assert.Equal(t, engine.KindConflict, kind, "a recover while the first one's starts are owed")
+
+		up := newCancelTemporal(t, false)
+		w.withTemporal(db, up)
+		started, err := w.eng.Outbox.StartPendingDeliveries(ctx, 0, 100)
+		require.NoError(t, err)
+		assert.Equal(t, 2, started)
+		assert.ElementsMatch(t, []string{workflows.WebhookWorkflowID(failed.ID), workflows.WebhookWorkflowID(held.ID)}, up.starts)
+		n, err = w.eng.Webhooks.RecoverEndpoint(ctx, w.inst, ep.ID, since, nil)
+		require.NoError(t, err, "the sweep ended the first recover")
+		assert.Zero(t, n, "nothing failed or held is left")
+
+		for _, tc := range []struct {
+			since time.Time
+			until *time.Time
+			field string
+		}{
+			{now.Add(-15 * 24 * time.Hour), nil, "since"},
+			{since, &since, "until"},
+		} {
+			_, err = w.eng.Webhooks.RecoverEndpoint(ctx, w.inst, ep.ID, tc.since, tc.until)
+			kind, field := refusedAs(t, err)
+			assert.Equal(t, engine.KindInvalid, kind)
+			assert.Equal(t, tc.field, field)
+		}
+		_, err = w.eng.Webhooks.RecoverEndpoint(ctx, w.account, ep.ID, since, nil)
+		kind, _ = refusedAs(t, err)
+		assert.Equal(t, engine.KindNotFound, kind, "the account's own scope does not see an installation's endpoint")
+		_, err = w.eng.Webhooks.UpdateEndpoint(ctx, w.inst, ep.ID, engine.EndpointInput{Status: str("disabled")})
+		require.NoError(t, err)
+		_, err = w.eng.Webhooks.RecoverEndpoint(ctx, w.inst, ep.ID, since, nil)
+		kind, _ = refusedAs(t, err)
+		assert.Equal(t, engine.KindConflict, kind, "a disabled endpoint")
+	})
+}
+
+// A replay of a delivery whose endpoint is disabled is refused: it would be held, not sent.
+func TestReplayOfADeliveryToADisabledEndpointIsAConflict(t *testing.T) {
+	db := testdb.Open(t, testdb.SQLiteURL(t))
+	ctx := context.Background()
+	w := newWebhookScopes(t, db, false)
+	up := newCancelTemporal(t, false)
+	w.withTemporal(db, up)
+	ep, err := w.eng.Webhooks.CreateEndpoint(ctx, w.inst, engine.EndpointInput{URL: str("https://shop.example/a")})
+	require.NoError(t, err)
+	_, d := sentEvent(t, db, w.inst, ep.ID, "job.completed", models.WebhookFailed, time.Now().UTC(), false)
+	_, err = w.eng.Webhooks.UpdateEndpoint(ctx, w.inst, ep.ID, engine.EndpointInput{Status: str("disabled")})
+	require.NoError(t, err)
+	_, err = w.eng.Webhooks.ReplayWebhook(ctx, w.inst.InstallationID, d.ID)
+	kind, _ := refusedAs(t, err)
+	assert.Equal(t, engine.KindConflict, kind)
+	assert.Empty(t, up.starts)
+	_, err = w.eng.Webhooks.UpdateEndpoint(ctx, w.inst, ep.ID, engine.EndpointInput{Status: str("enabled")})
+	require.NoError(t, err)
+	id, err := w.eng.Webhooks.ReplayWebhook(ctx, w.inst.InstallationID, d.ID)
+	require.NoError(t, err)
+	assert.Equal(t, d.ID, id)
+	assert.Equal(t, []string{workflows.WebhookWorkflowID(d.ID)}, up.starts)
+}
