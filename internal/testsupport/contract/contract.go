@@ -420,8 +420,12 @@ func CheckWebhook(t testing.TB, r *http.Request, body []byte) {
 }
 
 // ValidateWebhook is CheckWebhook without a test: it returns what does not match, or nil.
-func ValidateWebhook(header http.Header, body []byte) error {
-	s, err := load()
+func ValidateWebhook(header http.Header, body []byte) error { return Plugin.ValidateWebhook(header, body) }
+
+// ValidateWebhook checks a webhook (its headers and body) against the document's webhook of the
+// body's event.
+func (d *Document) ValidateWebhook(header http.Header, body []byte) error {
+	s, err := d.load()
 	if err != nil {
 		return err
 	}

@@ -78,3 +78,62 @@ func TestEveryPluginEventBodyMatchesTheDocument(t *testing.T) {
 		t.Error("order.completed with an undocumented field passed")
 	}
 }
+
+// Every body the external API's events carry matches its entry in the external document's
+// webhooks: a record's end (done and failed), an order's end, a disabled endpoint, and the test
+// send of every type.
+func TestEveryExternalEventBodyMatchesTheDocument(t *testing.T) {
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	signer := urlsign.New([]byte("0123456789abcdef0123456789abcdef"), "https://api.example")
+	header := http.Header{"Content-Type": {"application/json"}, "User-Agent": {webhooks.UserAgent}, "Webhook-Id": {models.NewID()},
+		"Webhook-Timestamp": {"1780000000"}, "Webhook-Signature": {"v1,abc="}, "X-Service-Signature": {"v1,abc="}}
+	job := models.Job{ID: models.NewID(), OrderID: models.NewID(), JobType: "scenery_idea", ProductLabel: "Beach",
+		AIModel: "local/studio-v1", AspectRatio: "1:1", CreditCost: 1, Run: 1, Status: status.JobCompleted, CreatedAt: now, UpdatedAt: now}
+	output := models.Asset{ID: models.NewID(), ContentType: "image/png"}
+	bodies := map[string][]byte{}
+	done, err := webhooks.BuildRecordPayload(webhooks.RecordPayload{DeliveryID: models.NewID(), Event: webhooks.EventRecordDone,
+		CreatedAt: now, Job: &job, Outputs: []models.Asset{output}, Signer: signer, DownloadTTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bodies["record.done"] = done
+	failed := job
+	failed.Status = status.JobFailed
+	if bodies["record.failed"], err = webhooks.BuildRecordPayload(webhooks.RecordPayload{DeliveryID: models.NewID(),
+		Event: webhooks.EventRecordFailed, CreatedAt: now, Job: &failed, Signer: signer}); err != nil {
+		t.Fatal(err)
+	}
+	order := models.Order{ID: job.OrderID, Status: status.OrderFailed, JobsTotal: 1, JobsFailed: 1, CreditsReserved: 1, CreditsReleased: 1, CompletedAt: &now}
+	if bodies["order.completed"], err = webhooks.BuildOrderPayload(models.NewID(), now, &order); err != nil {
+		t.Fatal(err)
+	}
+	ep := models.WebhookEndpoint{ID: models.NewID(), URL: "https://team.example/hooks", Events: models.StringList(webhooks.DefaultExternalEvents),
+		Status: models.EndpointEnabled, CreatedAt: now, UpdatedAt: now}
+	for _, event := range webhooks.ExternalEvents {
+		body, err := webhooks.SamplePayload(event, models.NewID(), now, &ep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bodies["test send of "+event] = body
+	}
+	for name, body := range bodies {
+		if err := contract.External.ValidateWebhook(header, body); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	var fields map[string]any
+	if err := json.Unmarshal(bodies["record.done"], &fields); err != nil {
+		t.Fatal(err)
+	}
+	if rec := fields["record"].(map[string]any); rec["thumbnail"] == "" || rec["status"] != "DONE" || rec["kind"] != "scenery" {
+		t.Errorf("record.done = %s", bodies["record.done"])
+	}
+	delete(fields, "order_id")
+	if b, _ := json.Marshal(fields); contract.External.ValidateWebhook(header, b) == nil {
+		t.Error("record.done without order_id passed")
+	}
+	// A plugin event is not an external webhook.
+	if err := contract.External.ValidateWebhook(header, []byte(`{"event":"job.completed","delivery_id":"`+models.NewID()+`"}`)); err == nil {
+		t.Error("job.completed passed as an external webhook")
+	}
+}
