@@ -420,7 +420,9 @@ func CheckWebhook(t testing.TB, r *http.Request, body []byte) {
 }
 
 // ValidateWebhook is CheckWebhook without a test: it returns what does not match, or nil.
-func ValidateWebhook(header http.Header, body []byte) error { return Plugin.ValidateWebhook(header, body) }
+func ValidateWebhook(header http.Header, body []byte) error {
+	return Plugin.ValidateWebhook(header, body)
+}
 
 // ValidateWebhook checks a webhook (its headers and body) against the document's webhook of the
 // body's event.
