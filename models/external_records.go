@@ -2,6 +2,7 @@ package models
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"slices"
 	"time"
@@ -127,3 +128,12 @@ type PackshotReview struct {
 
 // recordVoting is a record's vote.
 func recordVoting(v string) *string { return &v }
+
+// RecordNameOfJob is the name the record lists give the record of a job (recordName: its
+// product's display name, else its label, else its product's reference).
+func (s *Store) RecordNameOfJob(ctx context.Context, jobID string) (string, error) {
+	var name string
+	err := s.conn(ctx).Table("jobs AS j").Select(recordName).Joins("LEFT JOIN products pr ON pr.id = j.product_id").
+		Where("j.id = ?", jobID).Scan(&name).Error
+	return name, err
+}

@@ -95,6 +95,7 @@ type RecordPayload struct {
 	Event       string
 	CreatedAt   time.Time
 	Job         *models.Job
+	Name        string         // the record's name as the lists show it; "" takes the job's label, else its product reference
 	Outputs     []models.Asset // the job's outputs; used only for a completed job
 	Signer      *urlsign.Signer
 	DownloadTTL time.Duration
@@ -105,8 +106,11 @@ type RecordPayload struct {
 func BuildRecordPayload(p RecordPayload) ([]byte, error) {
 	expires := p.CreatedAt.Add(RetryWindow + p.DownloadTTL + time.Hour - time.Nanosecond).Truncate(time.Hour).UTC()
 	j := p.Job
-	rec := RecordItem{ID: j.ID, Kind: RecordKind(j.JobType), Name: j.ProductLabel, Status: models.RecordStatus(j.Status),
+	rec := RecordItem{ID: j.ID, Kind: RecordKind(j.JobType), Name: p.Name, Status: models.RecordStatus(j.Status),
 		CreatedAt: j.CreatedAt.UTC()}
+	if rec.Name == "" {
+		rec.Name = j.ProductLabel
+	}
 	if j.RecordID != nil {
 		rec.ID = *j.RecordID
 	}

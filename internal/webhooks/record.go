@@ -147,9 +147,17 @@ func (r Recorder) recordEndEvent(ctx context.Context, st *models.Store, job *mod
 		}
 		outputs = byJob[job.ID]
 	}
+	// A job of a product is listed under the product's name: read it as the lists do.
+	name := ""
+	if job.ProductID != nil {
+		var err error
+		if name, err = st.RecordNameOfJob(ctx, job.ID); err != nil {
+			return nil, fmt.Errorf("record name: %w", err)
+		}
+	}
 	id := models.WebhookDeliveryID(job.ID, job.Run, event)
 	at := now()
-	payload, err := BuildRecordPayload(RecordPayload{DeliveryID: id, Event: event, CreatedAt: at, Job: job,
+	payload, err := BuildRecordPayload(RecordPayload{DeliveryID: id, Event: event, CreatedAt: at, Job: job, Name: name,
 		Outputs: outputs, Signer: r.Signer, DownloadTTL: r.DownloadTTL})
 	if err != nil {
 		return nil, err

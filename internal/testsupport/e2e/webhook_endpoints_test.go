@@ -13,6 +13,7 @@ import (
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/platform/config"
+	"github.com/shotflow/shotflow/internal/platform/historycost"
 	"github.com/shotflow/shotflow/internal/testsupport/testenv"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
@@ -245,3 +246,56 @@ func TestWebhookEndpointsFilterDisableHoldAndRecover(t *testing.T) {
 		t.Fatalf("another installation lists %d events", len(theirs.Events))
 	}
 }
+
+// With every event subscribed, a five-job session costs its jobs' histories nothing more (each
+// stays within JobWorkflowEventBudget: the deliveries are started by the activities after their
+// commits, not by the job workflows) and costs one delivery workflow per event and endpoint: two per
+// job (job.started, job.completed) and one per order (order.completed), each a complete first
+// attempt. The figures are in docs/benchmarks.md ("Webhook events").
+func TestEveryEventSubscribedCostsOneDeliveryWorkflowPerEvent(t *testing.T) {
+	t.Parallel()
+	long(t)
+	env := testenv.New(t, temporalServer, testenv.Options{Configure: func(c *config.Config) { c.WebhookAllowPrivateNetworks = true }})
+	tenant := env.NewTenant(t, 20)
+	api := &client{t: t, base: env.BaseURL + plugin.Base, key: tenant.PluginKey}
+	rc := newEventReceiver(t)
+	expect(t, api.do(http.MethodPost, "/webhook-endpoints", map[string]any{"url": rc.URL, "events": webhooks.PluginEvents}, nil), http.StatusCreated)
+	registerPackshot(t, env, api, "vase", packshotPNG(t))
+	const jobs = 5
+	ids := startSession(t, api, "vase", "local/studio-v1", jobs).Subjects[0].JobIDs
+	waitTerminal(t, api, ids)
+	rc.wait(t, "job.started", jobs)
+	rc.wait(t, "job.completed", jobs)
+	rc.wait(t, "order.completed", 1)
+
+	for _, id := range ids {
+		assertJobEventBudget(t, env.App.Temporal, workflows.JobWorkflowID(id, 1))
+	}
+	var page plugin.DeliveriesPage
+	expect(t, api.do(http.MethodGet, "/webhook-deliveries?limit=200", nil, &page), http.StatusOK)
+	if want := 2*jobs + 1; len(page.WebhookDeliveries) != want {
+		t.Fatalf("%d deliveries, want %d (two per job, one per order)", len(page.WebhookDeliveries), want)
+	}
+	var total historycost.Cost
+	for _, d := range page.WebhookDeliveries {
+		id := workflows.WebhookWorkflowID(d.ID)
+		if err := env.App.Temporal.GetWorkflow(t.Context(), id, "").Get(t.Context(), nil); err != nil {
+			t.Fatal(err)
+		}
+		events, err := historycost.Read(t.Context(), env.App.Temporal, id, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cost := historycost.Of(events)
+		if cost.Events > webhookDeliveryEvents {
+			t.Errorf("%s (%s) wrote %d events, want at most %d for a first attempt delivered", id, d.Event, cost.Events, webhookDeliveryEvents)
+		}
+		total = total.Plus(cost)
+	}
+	t.Logf("every event subscribed: %d delivery workflows, %d events and %d actions in all, %.1f events and %.1f actions per job",
+		len(page.WebhookDeliveries), total.Events, total.Actions, float64(total.Events)/jobs, float64(total.Actions)/jobs)
+}
+
+// webhookDeliveryEvents is the history of a delivery workflow whose first attempt is delivered: its
+// start, a workflow task (3 events), the attempt's activity (3), a workflow task (3), its completion.
+const webhookDeliveryEvents = 11
