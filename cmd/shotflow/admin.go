@@ -40,11 +40,14 @@ Support (README "For support staff"):
   shotflow admin jobs stragglers [--older-than DURATION] [--limit N] [--after CURSOR]
   shotflow admin jobs redrive JOB_ID --action settle|rerun [--actor NAME] [--reason TEXT]
   shotflow admin webhooks replay DELIVERY_ID
+  shotflow admin webhooks endpoints --installation ID | --account ID
+  shotflow admin webhooks deliveries [--installation ID | --account ID] [--endpoint ID] [--status S] [--event E] [--limit N] [--cursor C]
+  shotflow admin webhooks recover --endpoint ID --since RFC3339 [--until RFC3339]
   shotflow admin orders show ORDER_ID
 
 Every command prints JSON. Secrets (API keys, webhook secrets) are printed once and stored only as
 hashes (keys) or encrypted (webhook secrets). Uses DATABASE_URL and SECRET_KEY like the API;
-jobs retry, stragglers, redrive and webhooks replay also reach Temporal (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
+jobs retry, stragglers, redrive, webhooks replay and webhooks recover also reach Temporal (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
 TEMPORAL_TASK_QUEUE, and the API key, TLS and profile settings like the worker), and links point
 at TEMPORAL_UI_URL.
 `
@@ -112,6 +115,9 @@ func runAdmin(ctx context.Context, args []string, stdout io.Writer) error {
 		"jobs stragglers":     (*adminEnv).jobsStragglers,
 		"jobs redrive":        (*adminEnv).jobsRedrive,
 		"webhooks replay":     (*adminEnv).webhooksReplay,
+		"webhooks endpoints":  (*adminEnv).webhooksEndpoints,
+		"webhooks deliveries": (*adminEnv).webhooksDeliveries,
+		"webhooks recover":    (*adminEnv).webhooksRecover,
 		"orders show":         (*adminEnv).ordersShow,
 	}
 	command, ok := commands[args[0]+" "+args[1]]
@@ -475,6 +481,127 @@ func (e *adminEnv) webhooksReplay(args []string) (any, error) {
 		return nil, err
 	}
 	return eng.Support.ReplayWebhook(e.ctx, id)
+}
+
+// webhookFlags maps the fields the webhook use cases name in their refusals to the flags that
+// carry them.
+var webhookFlags = map[string]string{
+	"installation": "--installation", "endpoint_id": "--endpoint", "status": "--status", "event": "--event",
+	"limit": "--limit", "cursor": "--cursor", "since": "--since", "until": "--until",
+}
+
+// usageOf turns a refusal of invalid input into a usage error naming the flag; other errors pass.
+func usageOf(err error) error {
+	if ee, ok := engine.As(err); ok && ee.Kind == engine.KindInvalid {
+		flagName := webhookFlags[ee.Field]
+		if flagName == "" {
+			flagName = ee.Field
+		}
+		return fmt.Errorf("%w: %s: %s", errUsage, flagName, ee.Message)
+	}
+	return err
+}
+
+// noArgs refuses positional arguments of a command that takes only flags.
+func noArgs(fs *flag.FlagSet) error {
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: %s takes no arguments, got %q", errUsage, fs.Name(), fs.Args())
+	}
+	return nil
+}
+
+// webhooksEndpoints lists the live webhook endpoints of an installation, or an account's own
+// (external API) ones.
+func (e *adminEnv) webhooksEndpoints(args []string) (any, error) {
+	fs := newFlags("webhooks endpoints")
+	installation := fs.String("installation", "", "installation ID (its plugin API endpoints)")
+	account := fs.String("account", "", "account ID (its own, external API endpoints)")
+	if err := parseFlags(fs, args); err != nil {
+		return nil, err
+	}
+	if err := noArgs(fs); err != nil {
+		return nil, err
+	}
+	if (*installation == "") == (*account == "") {
+		return nil, fmt.Errorf("%w: give --installation or --account (one of them)", errUsage)
+	}
+	out, err := e.storeEngine().Support.ListWebhookEndpoints(e.ctx, strings.TrimSpace(*installation), strings.TrimSpace(*account))
+	return out, usageOf(err)
+}
+
+// webhooksDeliveries prints a page of the webhook delivery log, newest first, with every attempt.
+func (e *adminEnv) webhooksDeliveries(args []string) (any, error) {
+	fs := newFlags("webhooks deliveries")
+	installation := fs.String("installation", "", "installation ID")
+	account := fs.String("account", "", "account ID (its own, external API deliveries)")
+	endpoint := fs.String("endpoint", "", "webhook endpoint ID (alone, its installation's or account's log)")
+	status := fs.String("status", "", "delivery status: "+strings.Join(engine.DeliveryStatuses, ", "))
+	event := fs.String("event", "", "event type, e.g. job.failed")
+	limit := fs.Int("limit", engine.DefaultWebhookPageLimit, fmt.Sprintf("at most this many deliveries (1 to %d)", engine.MaxWebhookPageLimit))
+	cursor := fs.String("cursor", "", "the next_cursor of the previous page")
+	if err := parseFlags(fs, args); err != nil {
+		return nil, err
+	}
+	if err := noArgs(fs); err != nil {
+		return nil, err
+	}
+	if *installation != "" && *account != "" {
+		return nil, fmt.Errorf("%w: give --installation or --account, not both", errUsage)
+	}
+	if *installation == "" && *account == "" && *endpoint == "" {
+		return nil, fmt.Errorf("%w: give --installation, --account or --endpoint", errUsage)
+	}
+	if *limit < 1 || *limit > engine.MaxWebhookPageLimit {
+		return nil, fmt.Errorf("%w: --limit must be between 1 and %d", errUsage, engine.MaxWebhookPageLimit)
+	}
+	out, err := e.storeEngine().Support.ListWebhookDeliveries(e.ctx, engine.SupportDeliveryFilter{
+		InstallationID: strings.TrimSpace(*installation), AccountID: strings.TrimSpace(*account), EndpointID: strings.TrimSpace(*endpoint),
+		Status: *status, Event: *event, Limit: *limit, Cursor: *cursor,
+	})
+	return out, usageOf(err)
+}
+
+// webhooksRecover re-sends an endpoint's deliveries that ended failed or are held in a window, as
+// POST /webhook-endpoints/{id}/recover does for the endpoint's owner.
+func (e *adminEnv) webhooksRecover(args []string) (any, error) {
+	fs := newFlags("webhooks recover")
+	endpoint := fs.String("endpoint", "", "webhook endpoint ID")
+	sinceFlag := fs.String("since", "", "re-send deliveries created at or after this RFC 3339 time (at most 14 days back)")
+	untilFlag := fs.String("until", "", "and before this RFC 3339 time (default: now)")
+	if err := parseFlags(fs, args); err != nil {
+		return nil, err
+	}
+	if err := noArgs(fs); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(*endpoint) == "" || *sinceFlag == "" {
+		return nil, fmt.Errorf("%w: --endpoint and --since are required", errUsage)
+	}
+	since, err := time.Parse(time.RFC3339, *sinceFlag)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --since %q is not an RFC 3339 time such as 2026-06-01T12:00:00Z", errUsage, *sinceFlag)
+	}
+	var until *time.Time
+	if *untilFlag != "" {
+		t, err := time.Parse(time.RFC3339, *untilFlag)
+		if err != nil {
+			return nil, fmt.Errorf("%w: --until %q is not an RFC 3339 time such as 2026-06-01T12:00:00Z", errUsage, *untilFlag)
+		}
+		until = &t
+	}
+	// Checked again by the use case; here so that a mistake is told before Temporal is dialled.
+	if since.Before(time.Now().Add(-engine.RecoverWindow)) {
+		return nil, fmt.Errorf("%w: --since reaches at most 14 days back", errUsage)
+	}
+	if until != nil && !until.After(since) {
+		return nil, fmt.Errorf("%w: --until must be later than --since", errUsage)
+	}
+	eng, err := e.temporalEngine(nil)
+	if err != nil {
+		return nil, err
+	}
+	out, err := eng.Support.RecoverWebhookEndpoint(e.ctx, strings.TrimSpace(*endpoint), since, until)
+	return out, usageOf(err)
 }
 
 func (e *adminEnv) ordersShow(args []string) (any, error) {

@@ -188,6 +188,17 @@ func TestAdminWorkflow(t *testing.T) {
 	if stored.CallbackURL != "https://shop.example/hook" || stored.RateLimitPerMin != 60 || stored.AccountID != accountID {
 		t.Errorf("stored installation = %+v", stored)
 	}
+	// --callback-url makes the installation's first webhook endpoint, subscribed to the three job
+	// events a callback URL always received.
+	var endpoints []models.WebhookEndpoint
+	if err := db.Where("installation_id = ?", inst.InstallationID).Find(&endpoints).Error; err != nil {
+		t.Fatal(err)
+	}
+	if len(endpoints) != 1 || endpoints[0].URL != "https://shop.example/hook" || endpoints[0].AccountID != accountID ||
+		endpoints[0].Status != models.EndpointEnabled || endpoints[0].DeletedAt != nil ||
+		!slices.Equal([]string(endpoints[0].Events), []string{"job.completed", "job.failed", "job.cancelled"}) {
+		t.Errorf("webhook endpoints of the installation created with --callback-url = %+v, want one of its URL with the three job events", endpoints)
+	}
 
 	// Secrets at rest: key hashes and an encrypted webhook secret, never the plaintext.
 	_, _, extSecret, _ := models.ParseKey(extKey)
@@ -307,6 +318,10 @@ func TestAdminWorkflow(t *testing.T) {
 	adminJSON(t, &inst2, "installation", "create", "--account", accountID, "--name", "  Second shop  ", "--rate-limit", "5")
 	if !slices.Equal(inst2.Scopes, models.PluginScopes) || inst2.CallbackURL != "" || inst2.Name != "Second shop" || inst2.RateLimit != 5 {
 		t.Errorf("default installation = %+v", inst2)
+	}
+	var none int64
+	if err := db.Model(&models.WebhookEndpoint{}).Where("installation_id = ?", inst2.InstallationID).Count(&none).Error; err != nil || none != 0 {
+		t.Errorf("an installation without --callback-url has %d webhook endpoints (%v), want none", none, err)
 	}
 }
 

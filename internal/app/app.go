@@ -325,9 +325,11 @@ func (a *App) Activities() *activities.Activities {
 		Metrics: a.Metrics}
 }
 
-// Purger returns the output retention sweep of this process's database and blob store.
+// Purger returns the retention sweep of this process's database and blob store: output files,
+// Idempotency-Key records and the webhook log.
 func (a *App) Purger() *retention.Purger {
-	return &retention.Purger{Store: a.Store, Blobs: a.Blobs, Log: a.Log, Retention: a.Config.OutputRetention, Metrics: a.Metrics}
+	return &retention.Purger{Store: a.Store, Blobs: a.Blobs, Log: a.Log, Retention: a.Config.OutputRetention,
+		WebhookLogRetention: a.Config.WebhookLogRetention, Metrics: a.Metrics}
 }
 
 // StartWorkerMetrics listens on WORKER_METRICS_ADDR and serves the worker's GET /metrics

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
+	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/ids"
 	"github.com/shotflow/shotflow/workflows"
 )
 
@@ -32,4 +35,204 @@ func (e *Support) ReplayWebhook(ctx context.Context, deliveryID string) (Support
 	}
 	id := workflows.WebhookWorkflowID(d.ID)
 	return SupportReplayResult{DeliveryID: d.ID, WorkflowID: id, TemporalUIURL: e.workflowURL(id), Status: "queued"}, nil
+}
+
+// SupportWebhookScope is whose webhooks a support answer shows: an installation's (plugin API),
+// or an account's own (external API, InstallationID nil).
+type SupportWebhookScope struct {
+	AccountID      string  `json:"account_id"`
+	InstallationID *string `json:"installation_id"`
+}
+
+func supportScopeOf(s WebhookScope) SupportWebhookScope {
+	out := SupportWebhookScope{AccountID: s.AccountID}
+	if s.InstallationID != "" {
+		id := s.InstallationID
+		out.InstallationID = &id
+	}
+	return out
+}
+
+// webhookScopeOf finds the scope an operator names: an installation (installationID), or an
+// account's own endpoints (accountID); exactly one of the two. An unknown one is KindNotFound.
+func (e *Support) webhookScopeOf(ctx context.Context, installationID, accountID string) (WebhookScope, error) {
+	switch {
+	case installationID != "" && accountID != "":
+		return WebhookScope{}, refuse(KindInvalid, "", "installation", "give an installation or an account, not both (an account's own endpoints are those of the external API).")
+	case installationID != "":
+		inst, err := e.store.GetInstallation(ctx, installationID)
+		if errors.Is(err, models.ErrNotFound) {
+			return WebhookScope{}, missing("installation", installationID)
+		}
+		if err != nil {
+			return WebhookScope{}, err
+		}
+		return WebhookScope{AccountID: inst.AccountID, InstallationID: inst.ID}, nil
+	case accountID != "":
+		acc, err := e.store.GetAccount(ctx, accountID)
+		if errors.Is(err, models.ErrNotFound) {
+			return WebhookScope{}, missing("account", accountID)
+		}
+		if err != nil {
+			return WebhookScope{}, err
+		}
+		return WebhookScope{AccountID: acc.ID}, nil
+	}
+	return WebhookScope{}, refuse(KindInvalid, "", "installation", "give an installation or an account.")
+}
+
+// endpointScope finds a live endpoint of any installation or account by ID, and its scope; an
+// unknown or deleted one is KindNotFound.
+func (e *Support) endpointScope(ctx context.Context, endpointID string) (*models.WebhookEndpoint, WebhookScope, error) {
+	if !ids.IsUUID(endpointID) {
+		return nil, WebhookScope{}, missing("webhook endpoint", endpointID)
+	}
+	ep, err := e.store.AnyWebhookEndpoint(ctx, ids.Canonical(endpointID))
+	if errors.Is(err, models.ErrNotFound) {
+		return nil, WebhookScope{}, missing("webhook endpoint", endpointID)
+	}
+	if err != nil {
+		return nil, WebhookScope{}, err
+	}
+	scope := WebhookScope{AccountID: ep.AccountID}
+	if ep.InstallationID != nil {
+		scope.InstallationID = *ep.InstallationID
+	}
+	return ep, scope, nil
+}
+
+// SupportEndpointList answers Support.ListWebhookEndpoints.
+type SupportEndpointList struct {
+	SupportWebhookScope
+	Endpoints []webhooks.Endpoint `json:"webhook_endpoints"`
+}
+
+// ListWebhookEndpoints returns every live webhook endpoint of an installation (installationID) or
+// of an account's own, external API (accountID), newest first, as the APIs show them: with status,
+// disabled_reason, disabled_at and failing_since. Exactly one of the two is given (KindInvalid
+// otherwise); an unknown one is KindNotFound.
+func (e *Support) ListWebhookEndpoints(ctx context.Context, installationID, accountID string) (SupportEndpointList, error) {
+	scope, err := e.webhookScopeOf(ctx, installationID, accountID)
+	if err != nil {
+		return SupportEndpointList{}, err
+	}
+	out := SupportEndpointList{SupportWebhookScope: supportScopeOf(scope), Endpoints: []webhooks.Endpoint{}}
+	cursor := ""
+	for {
+		page, next, err := e.app.Webhooks.ListEndpoints(ctx, scope, MaxWebhookPageLimit, cursor)
+		if err != nil {
+			return SupportEndpointList{}, err
+		}
+		out.Endpoints = append(out.Endpoints, page...)
+		if next == "" {
+			return out, nil
+		}
+		cursor = next
+	}
+}
+
+// SupportDeliveryFilter selects the deliveries Support.ListWebhookDeliveries returns: of an
+// installation, of an account's own endpoints, or of one endpoint (whose scope it is when neither
+// is given); the other fields filter as GET /webhook-deliveries does ("" does not filter).
+type SupportDeliveryFilter struct {
+	InstallationID, AccountID string
+	EndpointID, Event, Status string
+	Limit                     int    // 0: DefaultWebhookPageLimit; at most MaxWebhookPageLimit
+	Cursor                    string // the next_cursor of the previous page
+}
+
+// SupportDeliveryList answers Support.ListWebhookDeliveries.
+type SupportDeliveryList struct {
+	SupportWebhookScope
+	Deliveries []webhooks.Delivery `json:"webhook_deliveries"`
+	NextCursor *string             `json:"next_cursor"` // nil after the last page
+}
+
+// ListWebhookDeliveries returns a page of the delivery log, newest first, each delivery with every
+// attempt, over the same use case as GET /webhook-deliveries. The scope is the installation, the
+// account's own endpoints, or the endpoint's when only EndpointID is given; an endpoint outside a
+// scope also given is KindInvalid naming endpoint_id, an unknown installation, account or endpoint
+// KindNotFound. Bad filters are KindInvalid naming them as the API does (event, status, limit,
+// cursor).
+func (e *Support) ListWebhookDeliveries(ctx context.Context, f SupportDeliveryFilter) (SupportDeliveryList, error) {
+	var scope WebhookScope
+	endpointID := f.EndpointID
+	if f.InstallationID != "" || f.AccountID != "" || f.EndpointID == "" {
+		var err error
+		if scope, err = e.webhookScopeOf(ctx, f.InstallationID, f.AccountID); err != nil {
+			return SupportDeliveryList{}, err
+		}
+	}
+	if f.EndpointID != "" {
+		ep, own, err := e.endpointScope(ctx, f.EndpointID)
+		if err != nil {
+			return SupportDeliveryList{}, err
+		}
+		if scope != (WebhookScope{}) && scope != own {
+			return SupportDeliveryList{}, refuse(KindInvalid, "", "endpoint_id", "webhook endpoint %s is not one of %s.", f.EndpointID, scopeLabel(scope))
+		}
+		scope, endpointID = own, ep.ID
+	}
+	page, next, err := e.app.Webhooks.ListDeliveries(ctx, scope, DeliveryFilter{EndpointID: endpointID, Event: f.Event,
+		Status: f.Status, Limit: f.Limit, Cursor: f.Cursor})
+	if err != nil {
+		return SupportDeliveryList{}, err
+	}
+	out := SupportDeliveryList{SupportWebhookScope: supportScopeOf(scope), Deliveries: page}
+	if next != "" {
+		out.NextCursor = &next
+	}
+	return out, nil
+}
+
+// scopeLabel names a scope in an operator's message.
+func scopeLabel(s WebhookScope) string {
+	if s.InstallationID != "" {
+		return "installation " + s.InstallationID
+	}
+	return "account " + s.AccountID + "'s own endpoints"
+}
+
+// SupportRecoverResult answers Support.RecoverWebhookEndpoint.
+type SupportRecoverResult struct {
+	SupportWebhookScope
+	EndpointID       string `json:"endpoint_id"`
+	DeliveriesQueued int    `json:"deliveries_queued"`
+	// Status is "started" when every queued delivery's workflow has started, "queued" when some
+	// are left to the workers' outbox sweep (Temporal did not take them now), "none" when nothing
+	// in the window ended failed or is held.
+	Status string `json:"status"`
+}
+
+// RecoverWebhookEndpoint re-sends every delivery of an endpoint of any installation or account
+// created in [since, until) (until nil: now) that ended failed or is held, over the same use case
+// as POST /webhook-endpoints/{id}/recover and with its refusals: since more than 14 days back or
+// until not after since is KindInvalid naming it, a disabled endpoint or a recover still queueing
+// is KindConflict, an unknown endpoint KindNotFound. It starts the queued deliveries before it
+// returns, so the command's process does not leave them to the sweep.
+func (e *Support) RecoverWebhookEndpoint(ctx context.Context, endpointID string, since time.Time, until *time.Time) (SupportRecoverResult, error) {
+	ep, scope, err := e.endpointScope(ctx, endpointID)
+	if err != nil {
+		return SupportRecoverResult{}, err
+	}
+	n, err := e.app.Webhooks.RecoverEndpoint(ctx, scope, ep.ID, since, until)
+	if err != nil {
+		return SupportRecoverResult{}, err
+	}
+	out := SupportRecoverResult{SupportWebhookScope: supportScopeOf(scope), EndpointID: ep.ID, DeliveriesQueued: n, Status: "none"}
+	if n == 0 {
+		return out, nil
+	}
+	// RecoverEndpoint starts them in the background, which ends with this process: start them
+	// here too (a duplicate start is a no-op) and say whether any is left to the sweep.
+	e.app.Webhooks.startRecovered(ctx, ep.ID)
+	owed, err := e.store.DeliveriesOwedStart(ctx, ep.ID, 1)
+	if err != nil {
+		return SupportRecoverResult{}, err
+	}
+	out.Status = "started"
+	if len(owed) > 0 {
+		out.Status = "queued"
+	}
+	return out, nil
 }

@@ -1,7 +1,8 @@
 // Package retention removes generated files once they are older than the retention period
 // (OUTPUT_RETENTION): it deletes each output's blob and marks its asset row purged. Every worker
 // runs the sweep periodically; downloads of a purged file and POST /jobs/{id}/refresh-url then
-// answer 410 outputs_purged.
+// answer 410 outputs_purged. The same sweep deletes expired Idempotency-Key records, and the
+// webhook log (events, deliveries and their attempts) past WEBHOOK_LOG_RETENTION.
 //
 // A file that a live packshot points at (a packshot job's candidate that is pending or accepted,
 // not archived) is kept: it feeds photo sessions. So is the image of an account's generated fashion
@@ -26,15 +27,23 @@ import (
 // DefaultBatchSize is how many files one batch of a sweep looks at.
 const DefaultBatchSize = 100
 
+// DefaultWebhookBatchSize is how many webhook deliveries (with their attempts), or events, one
+// transaction of the webhook log's sweep deletes: small enough that a large backlog never holds
+// one long transaction.
+const DefaultWebhookBatchSize = 500
+
 // Purger purges output files older than Retention.
 type Purger struct {
 	Store     *models.Store
 	Blobs     *blobstore.Store
 	Log       *zap.Logger
 	Retention time.Duration
-	BatchSize int              // 0: DefaultBatchSize
-	Now       func() time.Time // nil: time.Now
-	Metrics   *metrics.Metrics // counts the purged files; nil counts nothing
+	// WebhookLogRetention is how long webhook events and deliveries are kept (PurgeWebhookLog);
+	// 0 leaves the webhook log alone.
+	WebhookLogRetention time.Duration
+	BatchSize           int              // 0: DefaultBatchSize (files); DefaultWebhookBatchSize (webhook rows)
+	Now                 func() time.Time // nil: time.Now
+	Metrics             *metrics.Metrics // counts the purged files; nil counts nothing
 }
 
 func (p *Purger) now() time.Time {
@@ -100,6 +109,54 @@ func (p *Purger) PurgeIdempotencyKeys(ctx context.Context) (int64, error) {
 	return p.Store.PurgeExpiredIdempotencyKeys(ctx, "", p.now())
 }
 
+// PurgeWebhookLog deletes the webhook deliveries created before now minus WebhookLogRetention that
+// have ended (delivered, failed or held, with no start owed), with their attempts, and then the
+// events as old none of whose deliveries is left, in batches of one transaction each; it returns
+// what it deleted. A delivery that is pending or delivering (its workflow may still attempt it) or
+// whose start is owed is kept, and so is its event, until it ends. Safe to run from several
+// workers at once.
+func (p *Purger) PurgeWebhookLog(ctx context.Context) (models.PurgedWebhookLog, error) {
+	var total models.PurgedWebhookLog
+	if p.WebhookLogRetention <= 0 {
+		return total, fmt.Errorf("retention: webhook log period must be positive, got %v", p.WebhookLogRetention)
+	}
+	batch := p.BatchSize
+	if batch <= 0 {
+		batch = DefaultWebhookBatchSize
+	}
+	cutoff := p.now().Add(-p.WebhookLogRetention)
+	for {
+		n, err := p.Store.PurgeExpiredWebhookDeliveries(ctx, cutoff, batch)
+		if err != nil {
+			return total, fmt.Errorf("retention: delete webhook deliveries: %w", err)
+		}
+		total.Deliveries += n.Deliveries
+		total.Attempts += n.Attempts
+		p.Metrics.WebhookLogPurged(metrics.RetentionDelivery, n.Deliveries)
+		p.Metrics.WebhookLogPurged(metrics.RetentionAttempt, n.Attempts)
+		if n.Deliveries < int64(batch) {
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+	}
+	for {
+		n, err := p.Store.PurgeExpiredWebhookEvents(ctx, cutoff, batch)
+		if err != nil {
+			return total, fmt.Errorf("retention: delete webhook events: %w", err)
+		}
+		total.Events += n
+		p.Metrics.WebhookLogPurged(metrics.RetentionEvent, n)
+		if n < int64(batch) {
+			return total, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+	}
+}
+
 // purgeOne deletes the blob of one output and marks it purged, unless it was purged meanwhile or
 // a live packshot now points at it. The blob is deleted while the row is locked and before the
 // row is marked, so a crash in between leaves a row that the next sweep purges again (deleting a
@@ -126,8 +183,9 @@ func (p *Purger) purgeOne(ctx context.Context, id string) (bool, error) {
 	return purged, nil
 }
 
-// Run purges outputs and expired Idempotency-Key records at once and then every interval until ctx
-// ends; failures are logged and retried on the next tick.
+// Run purges outputs, expired Idempotency-Key records and (when WebhookLogRetention is set) the
+// webhook log at once and then every interval until ctx ends; failures are logged and retried on
+// the next tick.
 func (p *Purger) Run(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -141,6 +199,16 @@ func (p *Purger) Run(ctx context.Context, interval time.Duration) {
 		}
 		if _, err := p.PurgeIdempotencyKeys(ctx); err != nil && ctx.Err() == nil {
 			p.Log.Warn("idempotency key sweep", zap.Error(err))
+		}
+		if p.WebhookLogRetention > 0 {
+			n, err := p.PurgeWebhookLog(ctx)
+			switch {
+			case err != nil && ctx.Err() == nil:
+				p.Log.Warn("webhook log retention sweep", zap.Error(err), zap.Int64("deliveries", n.Deliveries), zap.Int64("events", n.Events))
+			case n.Deliveries > 0 || n.Events > 0:
+				p.Log.Info("deleted webhook log past retention", zap.Int64("deliveries", n.Deliveries), zap.Int64("attempts", n.Attempts),
+					zap.Int64("events", n.Events), zap.Duration("retention", p.WebhookLogRetention))
+			}
 		}
 		select {
 		case <-ctx.Done():

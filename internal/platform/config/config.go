@@ -106,7 +106,12 @@ type Config struct {
 	// OutputRetention is how long generated files are kept; older ones are purged (refresh-url and
 	// downloads then answer 410). Files that back a live packshot are kept.
 	OutputRetention time.Duration `env:"OUTPUT_RETENTION" envDefault:"2160h" validate:"min=1h"`
-	// RetentionSweepInterval is how often every worker purges generated files past OutputRetention.
+	// WebhookLogRetention is how long webhook events and deliveries (with their attempts) are kept;
+	// the retention sweep deletes older ones once they have ended (GET /events and
+	// GET /webhook-deliveries promise 30 days).
+	WebhookLogRetention time.Duration `env:"WEBHOOK_LOG_RETENTION" envDefault:"720h" validate:"min=1h"`
+	// RetentionSweepInterval is how often every worker purges generated files past OutputRetention
+	// and the webhook log past WebhookLogRetention.
 	RetentionSweepInterval time.Duration `env:"RETENTION_SWEEP_INTERVAL" envDefault:"1h" validate:"min=1s"`
 
 	// WorkerActivityConcurrency caps concurrent activity executions per worker process.

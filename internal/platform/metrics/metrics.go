@@ -55,6 +55,9 @@ const (
 	OutboxStarted = "shotflow_outbox_started_total"
 	// RetentionPurged counts the output files the retention sweep deleted.
 	RetentionPurged = "shotflow_retention_purged_total"
+	// RetentionWebhookDeleted counts the rows of the webhook log the retention sweep deleted, by
+	// kind (delivery, attempt, event).
+	RetentionWebhookDeleted = "shotflow_retention_webhook_deleted_total"
 )
 
 // TemporalSDKMetrics are the Temporal SDK's metric families that docs and the Grafana dashboard
@@ -85,6 +88,10 @@ const (
 	// OutboxWebhookDelivery is the kind of OutboxStarted for the webhook delivery of a job the API
 	// cancelled.
 	OutboxWebhookDelivery = "webhook_delivery"
+	// The kinds of RetentionWebhookDeleted.
+	RetentionDelivery = "delivery"
+	RetentionAttempt  = "attempt"
+	RetentionEvent    = "event"
 	// WebhookDelivered is the outcome of a webhook attempt answered with a 2xx.
 	WebhookDelivered = "delivered"
 	// WebhookRejected is the outcome of a webhook attempt answered with anything else.
@@ -124,6 +131,7 @@ type Metrics struct {
 	endpointsOff     *prometheus.CounterVec
 	outboxStarted    *prometheus.CounterVec
 	retentionPurged  prometheus.Counter
+	webhookLogPurged *prometheus.CounterVec
 }
 
 // requestBuckets cover answers from a cached read to the 30 s request timeout.
@@ -160,6 +168,7 @@ func New() *Metrics {
 	m.retentionPurged = prometheus.NewCounter(prometheus.CounterOpts{Name: RetentionPurged, Help: "Output files the retention sweep deleted."})
 	m.worker.MustRegister(m.retentionPurged)
 	m.families = append(m.families, Family{RetentionPurged, "counter"})
+	m.webhookLogPurged = m.counterVec(m.worker, RetentionWebhookDeleted, "Rows of the webhook log the retention sweep deleted (older than WEBHOOK_LOG_RETENTION), by kind (delivery, attempt, event).", "kind")
 
 	// The Temporal SDK reports through OpenTelemetry's metrics API; this exporter turns its
 	// instruments into Prometheus families on the shared registry when scraped.
@@ -314,4 +323,13 @@ func (m *Metrics) Purged(n int) {
 		return
 	}
 	m.retentionPurged.Add(float64(n))
+}
+
+// WebhookLogPurged records n rows of a kind (RetentionDelivery, RetentionAttempt, RetentionEvent)
+// that the retention sweep deleted from the webhook log.
+func (m *Metrics) WebhookLogPurged(kind string, n int64) {
+	if m == nil || n <= 0 {
+		return
+	}
+	m.webhookLogPurged.WithLabelValues(kind).Add(float64(n))
 }

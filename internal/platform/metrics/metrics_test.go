@@ -52,6 +52,10 @@ func TestEachListenerShowsItsOwnFamilies(t *testing.T) {
 	m.WebhookAttempt(metrics.WebhookUnreachable, 0)
 	m.OutboxSwept(metrics.OutboxOrder, 2)
 	m.Purged(5)
+	m.WebhookDeliveryEnded("failed")
+	m.WebhookEndpointDisabled()
+	m.WebhookLogPurged(metrics.RetentionDelivery, 3)
+	m.WebhookLogPurged(metrics.RetentionEvent, 0) // nothing deleted: no sample
 
 	api, worker := metricstest.Serve(t, m.APIHandler()), metricstest.Serve(t, m.WorkerHandler())
 	for _, f := range m.Families() {
@@ -74,13 +78,16 @@ func TestEachListenerShowsItsOwnFamilies(t *testing.T) {
 		}
 	}
 	for name, want := range map[string]map[string]float64{
-		metrics.JobsFinished:            {`status=failed,error_category=CONTENT_POLICY`: 1, `status=completed,error_category=none`: 1},
-		metrics.GenerateAttempts:        {`provider=sim,outcome=ok`: 1},
-		metrics.GenerateDuration:        {`provider=sim`: 1},
-		metrics.WebhookDeliveries:       {`outcome=rejected`: 1, `outcome=unreachable`: 1},
-		metrics.WebhookDeliveryDuration: {`outcome=rejected`: 1},
-		metrics.OutboxStarted:           {`kind=order`: 2},
-		metrics.RetentionPurged:         {``: 5},
+		metrics.JobsFinished:             {`status=failed,error_category=CONTENT_POLICY`: 1, `status=completed,error_category=none`: 1},
+		metrics.GenerateAttempts:         {`provider=sim,outcome=ok`: 1},
+		metrics.GenerateDuration:         {`provider=sim`: 1},
+		metrics.WebhookDeliveries:        {`outcome=rejected`: 1, `outcome=unreachable`: 1},
+		metrics.WebhookDeliveryDuration:  {`outcome=rejected`: 1},
+		metrics.OutboxStarted:            {`kind=order`: 2},
+		metrics.RetentionPurged:          {``: 5},
+		metrics.WebhookDeliveriesEnded:   {`status=failed`: 1},
+		metrics.WebhookEndpointsDisabled: {``: 1},
+		metrics.RetentionWebhookDeleted:  {`kind=delivery`: 3},
 	} {
 		for labels, v := range want {
 			if got := sample(t, worker, name, parseLabels(labels)); got != v {
@@ -90,6 +97,9 @@ func TestEachListenerShowsItsOwnFamilies(t *testing.T) {
 	}
 	if f := worker[metrics.WebhookDeliveryDuration]; f != nil && len(f.GetMetric()) != 1 {
 		t.Errorf("an attempt that sent nothing has a latency: %v", f)
+	}
+	if labels := worker.Labels(metrics.RetentionWebhookDeleted); len(labels) != 1 {
+		t.Errorf("%s has samples %v, want only kind=delivery", metrics.RetentionWebhookDeleted, labels)
 	}
 	if _, ok := api["go_goroutines"]; !ok {
 		t.Error("the API's listener lacks the Go runtime's metrics")
@@ -149,7 +159,8 @@ func TestFamiliesAreNamedShotflow(t *testing.T) {
 	}
 	documented := []string{metrics.HTTPRequests, metrics.HTTPRequestDuration, metrics.OrdersAccepted, metrics.JobsAccepted,
 		metrics.CreditsReserved, metrics.JobsFinished, metrics.GenerateAttempts, metrics.GenerateDuration,
-		metrics.WebhookDeliveries, metrics.WebhookDeliveryDuration, metrics.OutboxStarted, metrics.RetentionPurged}
+		metrics.WebhookDeliveries, metrics.WebhookDeliveryDuration, metrics.OutboxStarted, metrics.RetentionPurged,
+		metrics.WebhookDeliveriesEnded, metrics.WebhookEndpointsDisabled, metrics.RetentionWebhookDeleted}
 	for _, name := range documented {
 		if !names[name] {
 			t.Errorf("%s is documented but not registered", name)

@@ -1,0 +1,221 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"gorm.io/gorm"
+
+	"github.com/shotflow/shotflow/internal/engine"
+	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/testdb"
+	"github.com/shotflow/shotflow/workflows"
+)
+
+func TestSupportListsWebhookEndpointsOfAScope(t *testing.T) {
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		w := newWebhookScopes(t, db, false)
+		first, err := w.eng.Webhooks.CreateEndpoint(ctx, w.inst, engine.EndpointInput{URL: str("https://93.184.216.34/a")})
+		require.NoError(t, err)
+		second, err := w.eng.Webhooks.CreateEndpoint(ctx, w.inst, engine.EndpointInput{URL: str("https://93.184.216.34/b")})
+		require.NoError(t, err)
+		_, err = w.eng.Webhooks.UpdateEndpoint(ctx, w.inst, second.ID, engine.EndpointInput{Status: str(models.EndpointDisabled)})
+		require.NoError(t, err)
+		own, err := w.eng.Webhooks.CreateEndpoint(ctx, w.account, engine.EndpointInput{URL: str("https://93.184.216.34/own")})
+		require.NoError(t, err)
+		_, err = w.eng.Webhooks.CreateEndpoint(ctx, w.sibling, engine.EndpointInput{URL: str("https://93.184.216.34/sib")})
+		require.NoError(t, err)
+
+		got, err := w.eng.Support.ListWebhookEndpoints(ctx, w.inst.InstallationID, "")
+		require.NoError(t, err)
+		assert.Equal(t, w.inst.AccountID, got.AccountID)
+		require.NotNil(t, got.InstallationID)
+		assert.Equal(t, w.inst.InstallationID, *got.InstallationID)
+		require.Len(t, got.Endpoints, 2)
+		ids := []string{got.Endpoints[0].ID, got.Endpoints[1].ID}
+		assert.ElementsMatch(t, []string{first.ID, second.ID}, ids)
+		for _, ep := range got.Endpoints {
+			if ep.ID == second.ID {
+				assert.Equal(t, models.EndpointDisabled, ep.Status)
+				require.NotNil(t, ep.DisabledReason)
+				assert.Equal(t, models.EndpointDisabledManually, *ep.DisabledReason)
+				assert.NotNil(t, ep.DisabledAt)
+			} else {
+				assert.Equal(t, models.EndpointEnabled, ep.Status)
+				assert.Nil(t, ep.DisabledReason)
+			}
+		}
+
+		mine, err := w.eng.Support.ListWebhookEndpoints(ctx, "", w.account.AccountID)
+		require.NoError(t, err)
+		assert.Nil(t, mine.InstallationID, "an account's own endpoints have no installation")
+		require.Len(t, mine.Endpoints, 1)
+		assert.Equal(t, own.ID, mine.Endpoints[0].ID)
+
+		none, err := w.eng.Support.ListWebhookEndpoints(ctx, "", w.other.AccountID)
+		require.NoError(t, err)
+		assert.NotNil(t, none.Endpoints)
+		assert.Empty(t, none.Endpoints)
+
+		unknown := models.NewID()
+		e := wantKind(t, mustFail(w.eng.Support.ListWebhookEndpoints(ctx, unknown, "")), engine.KindNotFound, "unknown installation")
+		assert.Contains(t, e.Message, "installation "+unknown+" does not exist")
+		e = wantKind(t, mustFail(w.eng.Support.ListWebhookEndpoints(ctx, "", unknown)), engine.KindNotFound, "unknown account")
+		assert.Contains(t, e.Message, "account "+unknown+" does not exist")
+		wantKind(t, mustFail(w.eng.Support.ListWebhookEndpoints(ctx, w.inst.InstallationID, w.inst.AccountID)), engine.KindInvalid, "both")
+		wantKind(t, mustFail(w.eng.Support.ListWebhookEndpoints(ctx, "", "")), engine.KindInvalid, "neither")
+	})
+}
+
+func TestSupportListsWebhookDeliveries(t *testing.T) {
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		w := newWebhookScopes(t, db, false)
+		a, err := w.eng.Webhooks.CreateEndpoint(ctx, w.inst, engine.EndpointInput{URL: str("https://93.184.216.34/a")})
+		require.NoError(t, err)
+		b, err := w.eng.Webhooks.CreateEndpoint(ctx, w.inst, engine.EndpointInput{URL: str("https://93.184.216.34/b")})
+		require.NoError(t, err)
+		own, err := w.eng.Webhooks.CreateEndpoint(ctx, w.account, engine.EndpointInput{URL: str("https://93.184.216.34/own")})
+		require.NoError(t, err)
+		base := time.Now().UTC().Add(-time.Hour).Truncate(time.Second)
+		_, d1 := sentEvent(t, db, w.inst, a.ID, "job.completed", models.WebhookDelivered, base, false)
+		_, d2 := sentEvent(t, db, w.inst, b.ID, "job.failed", models.WebhookFailed, base.Add(time.Minute), false)
+		_, d3 := sentEvent(t, db, w.inst, a.ID, "job.failed", models.WebhookFailed, base.Add(2*time.Minute), false)
+		_, dOwn := sentEvent(t, db, w.account, own.ID, "record.done", models.WebhookFailed, base, false)
+
+		ids := func(l engine.SupportDeliveryList) []string {
+			out := []string{}
+			for _, d := range l.Deliveries {
+				out = append(out, d.ID)
+			}
+			return out
+		}
+		all, err := w.eng.Support.ListWebhookDeliveries(ctx, engine.SupportDeliveryFilter{InstallationID: w.inst.InstallationID})
+		require.NoError(t, err)
+		assert.Equal(t, []string{d3.ID, d2.ID, d1.ID}, ids(all), "newest first")
+		assert.Nil(t, all.NextCursor)
+		require.Len(t, all.Deliveries[0].Attempts, 1)
+		assert.Equal(t, 503, *all.Deliveries[0].Attempts[0].StatusCode)
+
+		// One endpoint alone: its scope is found from it.
+		ofA, err := w.eng.Support.ListWebhookDeliveries(ctx, engine.SupportDeliveryFilter{EndpointID: a.ID})
+		require.NoError(t, err)
+		assert.Equal(t, []string{d3.ID, d1.ID}, ids(ofA))
+		require.NotNil(t, ofA.InstallationID)
+		assert.Equal(t, w.inst.InstallationID, *ofA.InstallationID)
+		failedA, err := w.eng.Support.ListWebhookDeliveries(ctx, engine.SupportDeliveryFilter{InstallationID: w.inst.InstallationID,
+			EndpointID: a.ID, Status: models.WebhookFailed, Event: "job.failed"})
+		require.NoError(t, err)
+		assert.Equal(t, []string{d3.ID}, ids(failedA))
+		mine, err := w.eng.Support.ListWebhookDeliveries(ctx, engine.SupportDeliveryFilter{AccountID: w.account.AccountID})
+		require.NoError(t, err)
+		assert.Equal(t, []string{dOwn.ID}, ids(mine))
+		assert.Nil(t, mine.InstallationID)
+
+		// Pages.
+		page, err := w.eng.Support.ListWebhookDeliveries(ctx, engine.SupportDeliveryFilter{InstallationID: w.inst.InstallationID, Limit: 2})
+		require.NoError(t, err)
+		assert.Equal(t, []string{d3.ID, d2.ID}, ids(page))
+		require.NotNil(t, page.NextCursor)
+		rest, err := w.eng.Support.ListWebhookDeliveries(ctx, engine.SupportDeliveryFilter{InstallationID: w.inst.InstallationID, Limit: 2,
+			Cursor: *page.NextCursor})
+		require.NoError(t, err)
+		assert.Equal(t, []string{d1.ID}, ids(rest))
+		assert.Nil(t, rest.NextCursor)
+
+		// Refusals name what is wrong.
+		for name, c := range map[string]struct {
+			f     engine.SupportDeliveryFilter
+			kind  engine.Kind
+			field string
+		}{
+			"endpoint of another scope":         {engine.SupportDeliveryFilter{InstallationID: w.sibling.InstallationID, EndpointID: a.ID}, engine.KindInvalid, "endpoint_id"},
+			"account's, not the installation's": {engine.SupportDeliveryFilter{AccountID: w.inst.AccountID, EndpointID: a.ID}, engine.KindInvalid, "endpoint_id"},
+			"unknown endpoint":                  {engine.SupportDeliveryFilter{EndpointID: models.NewID()}, engine.KindNotFound, ""},
+			"unknown installation":              {engine.SupportDeliveryFilter{InstallationID: models.NewID()}, engine.KindNotFound, ""},
+			"no scope":                          {engine.SupportDeliveryFilter{Status: models.WebhookFailed}, engine.KindInvalid, "installation"},
+			"bad status":                        {engine.SupportDeliveryFilter{InstallationID: w.inst.InstallationID, Status: "lost"}, engine.KindInvalid, "status"},
+			"external event on a plugin scope":  {engine.SupportDeliveryFilter{InstallationID: w.inst.InstallationID, Event: "record.done"}, engine.KindInvalid, "event"},
+			"limit":                             {engine.SupportDeliveryFilter{InstallationID: w.inst.InstallationID, Limit: 201}, engine.KindInvalid, "limit"},
+			"cursor":                            {engine.SupportDeliveryFilter{InstallationID: w.inst.InstallationID, Cursor: "nope"}, engine.KindInvalid, "cursor"},
+		} {
+			e := wantKind(t, mustFail(w.eng.Support.ListWebhookDeliveries(ctx, c.f)), c.kind, name)
+			assert.Equal(t, c.field, e.Field, name)
+		}
+	})
+}
+
+func TestSupportRecoversAnEndpointOfAnyScope(t *testing.T) {
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		w := newWebhookScopes(t, db, false)
+		tc := &recordingTemporal{}
+		eng := engine.New(engine.Config{Store: models.NewStore(db), Log: zap.NewNop(), Secrets: w.box, Temporal: tc, TaskQueue: "support-test"})
+		ep, err := eng.Webhooks.CreateEndpoint(ctx, w.account, engine.EndpointInput{URL: str("https://93.184.216.34/own")})
+		require.NoError(t, err)
+		off, err := eng.Webhooks.CreateEndpoint(ctx, w.inst, engine.EndpointInput{URL: str("https://93.184.216.34/off")})
+		require.NoError(t, err)
+		_, err = eng.Webhooks.UpdateEndpoint(ctx, w.inst, off.ID, engine.EndpointInput{Status: str(models.EndpointDisabled)})
+		require.NoError(t, err)
+		base := time.Now().UTC().Add(-2 * time.Hour)
+		_, failed := sentEvent(t, db, w.account, ep.ID, "record.failed", models.WebhookFailed, base, false)
+		_, held := sentEvent(t, db, w.account, ep.ID, "record.done", models.WebhookHeld, base.Add(time.Minute), false)
+		_, delivered := sentEvent(t, db, w.account, ep.ID, "record.done", models.WebhookDelivered, base.Add(2*time.Minute), false)
+		_, before := sentEvent(t, db, w.account, ep.ID, "record.done", models.WebhookFailed, base.Add(-2*time.Hour), false)
+		status := func(id string) models.WebhookDelivery {
+			t.Helper()
+			var d models.WebhookDelivery
+			require.NoError(t, db.Take(&d, "id = ?", id).Error)
+			return d
+		}
+
+		// Refusals first: nothing is queued or started.
+		e := wantKind(t, mustFail(eng.Support.RecoverWebhookEndpoint(ctx, ep.ID, time.Now().Add(-15*24*time.Hour), nil)), engine.KindInvalid, "since too far back")
+		assert.Equal(t, "since", e.Field)
+		until := base.Add(-time.Minute)
+		e = wantKind(t, mustFail(eng.Support.RecoverWebhookEndpoint(ctx, ep.ID, base, &until)), engine.KindInvalid, "until before since")
+		assert.Equal(t, "until", e.Field)
+		wantKind(t, mustFail(eng.Support.RecoverWebhookEndpoint(ctx, off.ID, base, nil)), engine.KindConflict, "disabled endpoint")
+		e = wantKind(t, mustFail(eng.Support.RecoverWebhookEndpoint(ctx, "not-an-id", base, nil)), engine.KindNotFound, "not an ID")
+		assert.True(t, errors.Is(e, models.ErrNotFound))
+		wantKind(t, mustFail(eng.Support.RecoverWebhookEndpoint(ctx, models.NewID(), base, nil)), engine.KindNotFound, "unknown endpoint")
+		assert.Zero(t, tc.count())
+		assert.Equal(t, models.WebhookFailed, status(failed.ID).Status)
+
+		got, err := eng.Support.RecoverWebhookEndpoint(ctx, ep.ID, base.Add(-time.Second), nil)
+		require.NoError(t, err)
+		assert.Equal(t, engine.SupportRecoverResult{SupportWebhookScope: engine.SupportWebhookScope{AccountID: w.account.AccountID},
+			EndpointID: ep.ID, DeliveriesQueued: 2, Status: "started"}, got)
+		for _, d := range []models.WebhookDelivery{failed, held} {
+			assert.NotEmpty(t, tc.startsOf(workflows.WebhookWorkflowID(d.ID)), "delivery %s was not started", d.Status)
+			row := status(d.ID)
+			assert.Equal(t, models.WebhookPending, row.Status)
+			assert.Nil(t, row.StartDueAt, "the start of a recovered delivery is still owed")
+		}
+		for _, d := range []models.WebhookDelivery{delivered, before} {
+			assert.Empty(t, tc.startsOf(workflows.WebhookWorkflowID(d.ID)))
+			assert.Equal(t, d.Status, status(d.ID).Status)
+		}
+		require.Eventually(t, func() bool {
+			var row models.WebhookEndpoint
+			return db.Take(&row, "id = ?", ep.ID).Error == nil && row.RecoveringSince == nil
+		}, 5*time.Second, 20*time.Millisecond, "the endpoint is still marked recovering")
+
+		// With Temporal away the deliveries stay queued for the outbox sweep, and the answer says so.
+		require.NoError(t, db.Model(&models.WebhookDelivery{}).Where("id = ?", failed.ID).Update("status", models.WebhookFailed).Error)
+		tc.mu.Lock()
+		tc.err = errors.New("temporal is away")
+		tc.mu.Unlock()
+		again, err := eng.Support.RecoverWebhookEndpoint(ctx, ep.ID, base.Add(-time.Second), nil)
+		require.NoError(t, err)
+		assert.Equal(t, 1, again.DeliveriesQueued)
+		assert.Equal(t, "queued", again.Status)
+		assert.NotNil(t, status(failed.ID).StartDueAt)
+	})
+}
