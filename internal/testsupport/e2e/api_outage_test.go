@@ -269,6 +269,9 @@ func outageRequests(t *testing.T, env *testenv.Env, tenant testenv.Tenant, api *
 	p := func(method, route, target string, body any) {
 		add(method, plugin.Base+route, plugin.Base+target, pluginKey, body, unavailableNow)
 	}
+	x := func(method, route, target string, body any) {
+		add(method, external.Base+route, external.Base+target, externalKey, body, unavailableNow)
+	}
 	p(http.MethodGet, "/me", "/me", nil)
 	p(http.MethodGet, "/ai-models", "/ai-models", nil)
 	p(http.MethodGet, "/aspect-ratios", "/aspect-ratios", nil)
@@ -300,11 +303,24 @@ func outageRequests(t *testing.T, env *testenv.Env, tenant testenv.Tenant, api *
 	requests[http.MethodPost+" "+plugin.Base+"/orders/:id/clone"].header["Idempotency-Key"] = "clone-1"
 	p(http.MethodPost, "/webhooks/:delivery_id/replay", "/webhooks/"+id+"/replay", nil)
 	p(http.MethodPost, "/installations/:id/rotate-hmac", "/installations/"+tenant.InstallationID+"/rotate-hmac", nil)
-
-	// The external API.
-	x := func(method, route, target string, body any) {
-		add(method, external.Base+route, external.Base+target, externalKey, body, unavailableNow)
+	since := map[string]any{"since": time.Now().UTC().Add(-time.Hour).Format(time.RFC3339)}
+	endpoint := map[string]any{"url": "https://shop.example/hooks"}
+	for _, api := range []func(method, route, target string, body any){p, x} {
+		api(http.MethodPost, "/webhook-endpoints", "/webhook-endpoints", endpoint)
+		api(http.MethodGet, "/webhook-endpoints", "/webhook-endpoints?limit=10", nil)
+		api(http.MethodGet, "/webhook-endpoints/:id", "/webhook-endpoints/"+id, nil)
+		api(http.MethodPatch, "/webhook-endpoints/:id", "/webhook-endpoints/"+id, map[string]any{"description": "shop"})
+		api(http.MethodDelete, "/webhook-endpoints/:id", "/webhook-endpoints/"+id, nil)
+		api(http.MethodPost, "/webhook-endpoints/:id/test", "/webhook-endpoints/"+id+"/test", map[string]any{})
+		api(http.MethodPost, "/webhook-endpoints/:id/recover", "/webhook-endpoints/"+id+"/recover", since)
+		api(http.MethodGet, "/webhook-deliveries", "/webhook-deliveries?limit=10", nil)
+		api(http.MethodGet, "/webhook-deliveries/:id", "/webhook-deliveries/"+id, nil)
+		api(http.MethodGet, "/events", "/events?limit=10", nil)
+		api(http.MethodGet, "/events/:id", "/events/"+id, nil)
 	}
+	x(http.MethodPost, "/webhook-endpoints/:id/rotate-secret", "/webhook-endpoints/"+id+"/rotate-secret", nil)
+
+	// The external API (its webhook routes are with the plugin API's above).
 	form := func(fields []string, file string) multipartBody {
 		return multipartForm(t, fields, file, png)
 	}

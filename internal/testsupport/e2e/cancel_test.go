@@ -189,8 +189,7 @@ func TestCancelAnswersWhileNoWorkerRuns(t *testing.T) {
 	expectNotified(t, env, receiver, secret, cancelled, webhooks.EventJobCancelled, status.JobCancelled)
 	// Every other webhook has arrived: the cancelled job's was sent once, by one workflow run.
 	delivery := models.WebhookDeliveryID(cancelled, 1, webhooks.EventJobCancelled)
-	var d models.WebhookDelivery
-	if err := env.DB.Take(&d, "id = ?", delivery).Error; err != nil || d.Status != models.WebhookDelivered || d.Attempts != 1 || d.StartDueAt != nil {
+	if d, err := deliveryOfEvent(t, env, delivery); err != nil || d.Status != models.WebhookDelivered || d.Attempts != 1 || d.StartDueAt != nil {
 		t.Fatalf("delivery of the cancel: %+v (%v)", d, err)
 	}
 	if got := len(receiver.got(delivery)); got != 1 {

@@ -148,9 +148,18 @@ func TestSupportRetriesAFailedJobAsANewRun(t *testing.T) {
 		t.Fatalf("run 1 webhook sent %d times, want once", n)
 	}
 	testenv.Eventually(t, 10*time.Second, "run 2 delivery recorded", func() bool {
-		d, err := models.GetWebhookDelivery(env.DB, second)
+		d, err := deliveryOfEvent(t, env, second)
 		return err == nil && d.Status == models.WebhookDelivered
 	})
+	// The receiver keys webhooks by their webhook-id (the event's); support names deliveries.
+	firstDelivery, err := deliveryOfEvent(t, env, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secondDelivery, err := deliveryOfEvent(t, env, second)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	// The order as support sees it: both runs, both deliveries, the audit row and every link.
 	v, err := support.ShowOrder(ctx, orderID)
@@ -167,8 +176,8 @@ func TestSupportRetriesAFailedJobAsANewRun(t *testing.T) {
 		len(v.Jobs[0].EarlierRuns) != 1 || v.Jobs[0].EarlierRuns[0].TemporalUIURL != link("job/"+jobID) || v.Jobs[0].RunStartedAt == nil {
 		t.Fatalf("job view = %+v", v.Jobs)
 	}
-	if len(v.Deliveries) != 2 || v.Deliveries[0].DeliveryID != first || v.Deliveries[0].Run != 1 || v.Deliveries[1].DeliveryID != second ||
-		v.Deliveries[1].Run != 2 || v.Deliveries[1].TemporalUIURL != link("webhook/"+second) {
+	if len(v.Deliveries) != 2 || v.Deliveries[0].DeliveryID != firstDelivery.ID || v.Deliveries[0].Run != 1 || v.Deliveries[1].DeliveryID != secondDelivery.ID ||
+		v.Deliveries[1].Run != 2 || v.Deliveries[1].TemporalUIURL != link("webhook/"+secondDelivery.ID) {
 		t.Fatalf("deliveries = %+v", v.Deliveries)
 	}
 	for _, d := range v.Deliveries {
@@ -189,8 +198,8 @@ func TestSupportRetriesAFailedJobAsANewRun(t *testing.T) {
 	}
 
 	// Support can also send the run 2 webhook again: same webhook-id, recorded as a replay.
-	replay, err := support.ReplayWebhook(ctx, second)
-	if err != nil || replay.Status != "queued" || replay.WorkflowID != "webhook/"+second {
+	replay, err := support.ReplayWebhook(ctx, secondDelivery.ID)
+	if err != nil || replay.Status != "queued" || replay.WorkflowID != "webhook/"+secondDelivery.ID {
 		t.Fatalf("replay = %+v, %v", replay, err)
 	}
 	again := receiver.waitHooks(t, second, 2, 30*time.Second)[1]
@@ -198,7 +207,7 @@ func TestSupportRetriesAFailedJobAsANewRun(t *testing.T) {
 		t.Fatalf("replayed webhook = %s", again.body)
 	}
 	testenv.Eventually(t, 10*time.Second, "the replay recorded", func() bool {
-		attempts, err := models.WebhookAttempts(env.DB, second)
+		attempts, err := models.WebhookAttempts(env.DB, secondDelivery.ID)
 		return err == nil && len(attempts) == 2 && attempts[1].Replay
 	})
 }

@@ -43,7 +43,7 @@ func TestWebhookBodyIsTheJobAsGetJobShowsIt(t *testing.T) {
 	var apiJob map[string]any
 	expect(t, api.do(http.MethodGet, "/jobs/"+jobID, nil, &apiJob), http.StatusOK)
 
-	d, err := models.GetWebhookDelivery(env.DB, deliveryID)
+	d, err := deliveryOfEvent(t, env, deliveryID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -285,6 +285,14 @@ func pointAt(t *testing.T, env *testenv.Env, installationID, url, secret string,
 	return ep
 }
 
+// deliveryOfEvent is the one delivery of an event (its webhook-id) to the tenant's one endpoint.
+func deliveryOfEvent(t *testing.T, env *testenv.Env, eventID string) (models.WebhookDelivery, error) {
+	t.Helper()
+	var d models.WebhookDelivery
+	err := env.DB.Take(&d, "event_id = ?", eventID).Error
+	return d, err
+}
+
 // expectNotified waits until the job's terminal state has been delivered as event, verifies it,
 // and checks no other delivery exists for the job run.
 func expectNotified(t *testing.T, env *testenv.Env, rc *hookReceiver, secret, jobID, event, status string) {
