@@ -167,11 +167,13 @@ func (a *Activities) stopAt(ctx context.Context, d *models.WebhookDelivery, ep *
 	case ep == nil:
 		return false, nil
 	case ep.DeletedAt != nil:
-		err = a.Store.FailDelivery(ctx, d.ID, "the endpoint was deleted")
-		a.Metrics.WebhookDeliveryEnded(models.WebhookFailed)
+		if err = a.Store.FailDelivery(ctx, d.ID, "the endpoint was deleted"); err == nil {
+			a.Metrics.WebhookDeliveryEnded(models.WebhookFailed)
+		}
 	case ep.Status != models.EndpointEnabled:
-		err = a.Store.HoldDelivery(ctx, d.ID)
-		a.Metrics.WebhookDeliveryEnded(models.WebhookHeld)
+		if err = a.Store.HoldDelivery(ctx, d.ID); err == nil {
+			a.Metrics.WebhookDeliveryEnded(models.WebhookHeld)
+		}
 	default:
 		return false, nil
 	}
