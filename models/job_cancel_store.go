@@ -51,13 +51,6 @@ func (s *Store) CancelJobNotBegun(ctx context.Context, jobID string, run int) (*
 	return cancelled, cancelled != nil, nil
 }
 
-// MarkDeliveryStartDue records that the workflow of a delivery recorded outside a workflow still
-// has to be started (start_due_at): until MarkDeliveriesStarted, DeliveriesAwaitingStart lists it.
-func (s *Store) MarkDeliveryStartDue(ctx context.Context, deliveryID string, now time.Time) error {
-	return s.conn(ctx).Model(&WebhookDelivery{}).Where("id = ?", deliveryID).
-		Update("start_due_at", now.UTC()).Error
-}
-
 // MarkDeliveriesStarted records that the workflows of the deliveries have been started, in one
 // statement (start_due_at cleared).
 func (s *Store) MarkDeliveriesStarted(ctx context.Context, deliveryIDs ...string) error {

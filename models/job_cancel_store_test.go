@@ -139,14 +139,16 @@ func TestDeliveriesAwaitingStart(t *testing.T) {
 		require.NoError(t, err)
 		now := time.Now().UTC()
 		var ids []string
-		for _, j := range jobs {
+		for i, j := range jobs {
 			d := &models.WebhookDelivery{ID: models.NewID(), AccountID: acc.ID, InstallationID: &inst.Installation.ID, OrderID: &order.ID,
 				JobID: &j.ID, Run: 1, Event: "job.cancelled", Payload: models.JSON(`{}`), CallbackURL: "https://example.com"}
-			_, err := s.CreateWebhookDelivery(ctx, d)
+			if i == 0 {
+				d.StartDueAt = &now // recorded with its start owed, as RecordEvents records it
+			}
+			_, err := models.CreateWebhookDelivery(db, d)
 			require.NoError(t, err)
 			ids = append(ids, d.ID)
 		}
-		require.NoError(t, s.MarkDeliveryStartDue(ctx, ids[0], now))
 
 		due, err := s.DeliveriesAwaitingStart(ctx, now.Add(time.Second), 10)
 		require.NoError(t, err)

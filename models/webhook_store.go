@@ -10,18 +10,6 @@ func (s *Store) GetWebhookDelivery(ctx context.Context, id string) (*WebhookDeli
 	return GetWebhookDelivery(s.conn(ctx), id)
 }
 
-// CreateWebhookDelivery inserts d unless a delivery with its ID or its (job, run, event) exists;
-// created reports whether this call inserted it.
-func (s *Store) CreateWebhookDelivery(ctx context.Context, d *WebhookDelivery) (created bool, err error) {
-	return CreateWebhookDelivery(s.conn(ctx), d)
-}
-
-// RecordWebhookAttempt stores an attempt and brings its delivery up to date in one transaction;
-// ErrNotFound when the delivery does not exist.
-func (s *Store) RecordWebhookAttempt(ctx context.Context, deliveryID string, r AttemptRecord) error {
-	return RecordWebhookAttempt(s.conn(ctx), deliveryID, r)
-}
-
 // MarkWebhookFailed records that the latest run of a delivery gave up; a delivery that was
 // delivered in the meantime stays delivered.
 func (s *Store) MarkWebhookFailed(ctx context.Context, deliveryID string) error {

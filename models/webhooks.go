@@ -78,8 +78,9 @@ func WebhookDeliveryID(jobID string, run int, event string) string {
 	return uuid.NewSHA1(deliveryNamespace, fmt.Appendf(nil, "%s/%d/%s", jobID, run, event)).String()
 }
 
-// CreateWebhookDelivery inserts d unless a delivery with its ID or its (job, run, event) exists;
-// created reports whether this call inserted it.
+// CreateWebhookDelivery inserts d unless a delivery with its ID or its (event, endpoint) exists;
+// created reports whether this call inserted it. Events record their deliveries with
+// Store.RecordEvents; tests and tools set up single rows with it.
 func CreateWebhookDelivery(db *gorm.DB, d *WebhookDelivery) (created bool, err error) {
 	now := time.Now().UTC()
 	if d.CreatedAt.IsZero() {
