@@ -117,11 +117,12 @@ func (h *Handler) createEndpoint(c *gin.Context) {
 
 // listEndpoints answers GET /webhook-endpoints?limit&cursor.
 func (h *Handler) listEndpoints(c *gin.Context) {
-	q, ok := h.webhookQuery(c)
-	if !ok {
+	limit, cursor, err := engine.EndpointListQuery(c.Request.URL.Query())
+	if err != nil {
+		h.answer(c, err)
 		return
 	}
-	list, next, err := h.Engine.Webhooks.ListEndpoints(c.Request.Context(), webhookScope(c), q.limit, q.cursor)
+	list, next, err := h.Engine.Webhooks.ListEndpoints(c.Request.Context(), webhookScope(c), limit, cursor)
 	if err != nil {
 		h.answer(c, err)
 		return
@@ -260,12 +261,11 @@ func (h *Handler) recoverEndpoint(c *gin.Context) {
 // listDeliveries answers GET /webhook-deliveries?endpoint_id&event&event_id&status&created_after&
 // created_before&limit&cursor.
 func (h *Handler) listDeliveries(c *gin.Context) {
-	q, ok := h.webhookQuery(c, "endpoint_id", "event", "event_id", "status")
-	if !ok {
+	f, err := engine.DeliveryListQuery(c.Request.URL.Query())
+	if err != nil {
+		h.answer(c, err)
 		return
 	}
-	f := engine.DeliveryFilter{EndpointID: q.filters["endpoint_id"], Event: q.filters["event"], EventID: q.filters["event_id"],
-		Status: q.filters["status"], CreatedAfter: q.after, CreatedBefore: q.before, Limit: q.limit, Cursor: q.cursor}
 	list, next, err := h.Engine.Webhooks.ListDeliveries(c.Request.Context(), webhookScope(c), f)
 	if err != nil {
 		h.answer(c, err)
@@ -290,12 +290,12 @@ func (h *Handler) getDelivery(c *gin.Context) {
 
 // listEvents answers GET /events?type&created_after&created_before&limit&cursor.
 func (h *Handler) listEvents(c *gin.Context) {
-	q, ok := h.webhookQuery(c, "type")
-	if !ok {
+	f, err := engine.EventListQuery(c.Request.URL.Query())
+	if err != nil {
+		h.answer(c, err)
 		return
 	}
-	list, next, err := h.Engine.Webhooks.ListEvents(c.Request.Context(), webhookScope(c), engine.EventFilter{
-		Type: q.filters["type"], CreatedAfter: q.after, CreatedBefore: q.before, Limit: q.limit, Cursor: q.cursor})
+	list, next, err := h.Engine.Webhooks.ListEvents(c.Request.Context(), webhookScope(c), f)
 	if err != nil {
 		h.answer(c, err)
 		return
@@ -326,71 +326,6 @@ func (h *Handler) webhookID(c *gin.Context, what string) (string, bool) {
 		return "", false
 	}
 	return ids.Canonical(raw), true
-}
-
-// listQuery is what the webhook lists share: page size, cursor, the time window, and the values
-// of the filters the list takes, by name.
-type listQuery struct {
-	limit         int
-	cursor        string
-	after, before *time.Time
-	filters       map[string]string
-}
-
-// webhookQuery reads the query parameters of a webhook list: limit and cursor, and, for the
-// lists that take more (extra names their filters), created_after, created_before and those
-// filters. Each may be given once; the values are checked by the engine (engine.ParseWebhookLimit
-// and ParseWebhookTime here), the same for both APIs. On a bad one it answers 400 naming it.
-func (h *Handler) webhookQuery(c *gin.Context, extra ...string) (listQuery, bool) {
-	q := listQuery{filters: map[string]string{}}
-	query := c.Request.URL.Query()
-	names := []string{"limit", "cursor"}
-	if len(extra) > 0 {
-		names = append(names, "created_after", "created_before")
-	}
-	for _, name := range append(names, extra...) {
-		if len(query[name]) > 1 {
-			h.fail(c, http.StatusBadRequest, name+" may be given only once.")
-			return listQuery{}, false
-		}
-	}
-	var err error
-	if raw, ok := c.GetQuery("limit"); ok {
-		if q.limit, err = engine.ParseWebhookLimit(raw); err != nil {
-			h.answer(c, err)
-			return listQuery{}, false
-		}
-	}
-	if raw, ok := c.GetQuery("cursor"); ok {
-		if raw == "" {
-			h.fail(c, http.StatusBadRequest, "cursor must be the next_cursor of the previous page; leave it out for the first page.")
-			return listQuery{}, false
-		}
-		q.cursor = raw
-	}
-	if len(extra) > 0 {
-		for _, p := range []struct {
-			name string
-			dst  **time.Time
-		}{{"created_after", &q.after}, {"created_before", &q.before}} {
-			if raw, ok := c.GetQuery(p.name); ok {
-				if *p.dst, err = engine.ParseWebhookTime(p.name, raw); err != nil {
-					h.answer(c, err)
-					return listQuery{}, false
-				}
-			}
-		}
-	}
-	for _, name := range extra {
-		if raw, ok := c.GetQuery(name); ok {
-			if raw == "" {
-				h.fail(c, http.StatusBadRequest, name+" must not be empty; leave it out not to filter by it.")
-				return listQuery{}, false
-			}
-			q.filters[name] = raw
-		}
-	}
-	return q, true
 }
 
 // decodeWebhookBody reads a JSON object body into dst strictly (decode); a member sent as null is

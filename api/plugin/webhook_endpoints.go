@@ -2,7 +2,6 @@ package plugin
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -76,11 +75,12 @@ func (h *Handler) createEndpoint(c *gin.Context) {
 
 // listEndpoints answers GET /webhook-endpoints.
 func (h *Handler) listEndpoints(c *gin.Context) {
-	q, ok := h.webhookQuery(c)
-	if !ok {
+	limit, cursor, err := engine.EndpointListQuery(c.Request.URL.Query())
+	if err != nil {
+		h.fail(c, err)
 		return
 	}
-	list, next, err := h.Engine.Webhooks.ListEndpoints(c.Request.Context(), webhookScope(c), q.limit, q.cursor)
+	list, next, err := h.Engine.Webhooks.ListEndpoints(c.Request.Context(), webhookScope(c), limit, cursor)
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -124,13 +124,12 @@ func (h *Handler) deleteEndpoint(c *gin.Context) {
 
 // listDeliveries answers GET /webhook-deliveries.
 func (h *Handler) listDeliveries(c *gin.Context) {
-	q, ok := h.webhookQuery(c, "endpoint_id", "event", "event_id", "status")
-	if !ok {
+	f, err := engine.DeliveryListQuery(c.Request.URL.Query())
+	if err != nil {
+		h.fail(c, err)
 		return
 	}
-	list, next, err := h.Engine.Webhooks.ListDeliveries(c.Request.Context(), webhookScope(c), engine.DeliveryFilter{
-		EndpointID: q.values["endpoint_id"], Event: q.values["event"], EventID: q.values["event_id"], Status: q.values["status"],
-		CreatedAfter: q.createdAfter, CreatedBefore: q.createdBefore, Limit: q.limit, Cursor: q.cursor})
+	list, next, err := h.Engine.Webhooks.ListDeliveries(c.Request.Context(), webhookScope(c), f)
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -150,12 +149,12 @@ func (h *Handler) getDelivery(c *gin.Context) {
 
 // listEvents answers GET /events.
 func (h *Handler) listEvents(c *gin.Context) {
-	q, ok := h.webhookQuery(c, "type")
-	if !ok {
+	f, err := engine.EventListQuery(c.Request.URL.Query())
+	if err != nil {
+		h.fail(c, err)
 		return
 	}
-	list, next, err := h.Engine.Webhooks.ListEvents(c.Request.Context(), webhookScope(c), engine.EventFilter{
-		Type: q.values["type"], CreatedAfter: q.createdAfter, CreatedBefore: q.createdBefore, Limit: q.limit, Cursor: q.cursor})
+	list, next, err := h.Engine.Webhooks.ListEvents(c.Request.Context(), webhookScope(c), f)
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -171,71 +170,4 @@ func (h *Handler) getEvent(c *gin.Context) {
 		return
 	}
 	c.PureJSON(http.StatusOK, ev)
-}
-
-// webhookListQuery is the query of a webhook list: the page, the creation window (the endpoint
-// list has none) and the list's own filters by name.
-type webhookListQuery struct {
-	limit                       int
-	cursor                      string
-	createdAfter, createdBefore *time.Time
-	values                      map[string]string
-}
-
-// webhookQuery reads the query of a webhook list: limit and cursor, created_after and
-// created_before when the list has filters, and the filters named; a parameter given twice or
-// malformed is answered 400 naming it.
-func (h *Handler) webhookQuery(c *gin.Context, filters ...string) (webhookListQuery, bool) {
-	out := webhookListQuery{values: map[string]string{}}
-	query := c.Request.URL.Query()
-	names := []string{"limit", "cursor"}
-	if len(filters) > 0 {
-		names = append(names, "created_after", "created_before")
-	}
-	for _, name := range append(names, filters...) {
-		if len(query[name]) > 1 {
-			h.Fail(c, http.StatusBadRequest, CodeInvalidInput, name+" may be given only once.")
-			return out, false
-		}
-	}
-	if raw, ok := c.GetQuery("limit"); ok {
-		n, err := engine.ParseWebhookLimit(raw)
-		if err != nil {
-			h.fail(c, err)
-			return out, false
-		}
-		out.limit = n
-	}
-	if raw, ok := c.GetQuery("cursor"); ok {
-		if raw == "" {
-			h.Fail(c, http.StatusBadRequest, CodeInvalidInput, "cursor must not be empty; omit it to start from the newest.")
-			return out, false
-		}
-		out.cursor = raw
-	}
-	if len(filters) > 0 {
-		for _, p := range []struct {
-			name string
-			dst  **time.Time
-		}{{"created_after", &out.createdAfter}, {"created_before", &out.createdBefore}} {
-			if raw, ok := c.GetQuery(p.name); ok {
-				t, err := engine.ParseWebhookTime(p.name, raw)
-				if err != nil {
-					h.fail(c, err)
-					return out, false
-				}
-				*p.dst = t
-			}
-		}
-	}
-	for _, name := range filters {
-		if raw, ok := c.GetQuery(name); ok {
-			if raw == "" {
-				h.Fail(c, http.StatusBadRequest, CodeInvalidInput, name+" must not be empty; omit it to list every one.")
-				return out, false
-			}
-			out.values[name] = raw
-		}
-	}
-	return out, true
 }
