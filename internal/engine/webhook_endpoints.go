@@ -205,16 +205,9 @@ func (e *Webhooks) ListEndpoints(ctx context.Context, scope WebhookScope, limit 
 	if err != nil {
 		return nil, "", err
 	}
-	rows, more := trimPage(rows, limit)
-	out := make([]webhooks.Endpoint, len(rows))
-	for i := range rows {
-		out[i] = webhooks.EndpointOf(&rows[i])
-	}
-	next := ""
-	if more {
-		last := rows[len(rows)-1]
-		next = encodeWebhookCursor(last.CreatedAt, last.ID)
-	}
+	out, next := webhookPageOf(rows, limit, func(r *models.WebhookEndpoint) (webhooks.Endpoint, time.Time, string) {
+		return webhooks.EndpointOf(r), r.CreatedAt, r.ID
+	})
 	return out, next, nil
 }
 

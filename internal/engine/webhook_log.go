@@ -65,17 +65,27 @@ func (e *Webhooks) ListDeliveries(ctx context.Context, scope WebhookScope, f Del
 	if err != nil {
 		return nil, "", err
 	}
-	rows, more := trimPage(rows, limit)
-	out := make([]webhooks.Delivery, len(rows))
-	for i := range rows {
-		out[i] = webhooks.DeliveryOf(&rows[i].Delivery, rows[i].Attempts)
-	}
-	next := ""
-	if more {
-		last := rows[len(rows)-1].Delivery
-		next = encodeWebhookCursor(last.CreatedAt, last.ID)
-	}
+	out, next := webhookPageOf(rows, limit, func(r *models.DeliveryWithAttempts) (webhooks.Delivery, time.Time, string) {
+		return webhooks.DeliveryOf(&r.Delivery, r.Attempts), r.Delivery.CreatedAt, r.Delivery.ID
+	})
 	return out, next, nil
+}
+
+// webhookPageOf is the views of a page of a webhook list whose rows were fetched one beyond limit,
+// and the cursor of the next page ("" after the last): view gives a row's view and its position
+// (created_at, id).
+func webhookPageOf[R, V any](rows []R, limit int, view func(*R) (V, time.Time, string)) ([]V, string) {
+	rows, more := trimPage(rows, limit)
+	out := make([]V, len(rows))
+	var at time.Time
+	var id string
+	for i := range rows {
+		out[i], at, id = view(&rows[i])
+	}
+	if !more {
+		return out, ""
+	}
+	return out, encodeWebhookCursor(at, id)
 }
 
 // createdWindow refuses a created_after that is not before created_before.
@@ -129,16 +139,9 @@ func (e *Webhooks) ListEvents(ctx context.Context, scope WebhookScope, f EventFi
 	if err != nil {
 		return nil, "", err
 	}
-	rows, more := trimPage(rows, limit)
-	out := make([]webhooks.Event, len(rows))
-	for i := range rows {
-		out[i] = webhooks.EventOf(&rows[i])
-	}
-	next := ""
-	if more {
-		last := rows[len(rows)-1]
-		next = encodeWebhookCursor(last.CreatedAt, last.ID)
-	}
+	out, next := webhookPageOf(rows, limit, func(r *models.WebhookEvent) (webhooks.Event, time.Time, string) {
+		return webhooks.EventOf(r), r.CreatedAt, r.ID
+	})
 	return out, next, nil
 }
 
