@@ -57,8 +57,9 @@ func legacyMigrate(t *testing.T, db *gorm.DB, upTo int) {
 			t.Fatal(err)
 		}
 		tmpl, err := template.New(e.Name()).Funcs(template.FuncMap{
-			"ts":   func() string { return types["ts"] },
-			"json": func() string { return types["json"] },
+			"ts":      func() string { return types["ts"] },
+			"json":    func() string { return types["json"] },
+			"dialect": func() string { return dialect }, // 0014 and later
 		}).Parse(string(text))
 		if err != nil {
 			t.Fatal(err)
