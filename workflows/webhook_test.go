@@ -173,6 +173,25 @@ func TestWebhookDeliveryWorkflowStopsForAnUnknownDelivery(t *testing.T) {
 	}
 }
 
+// An attempt that finds its endpoint disabled (or deleted) makes no request and stops the run: no
+// further attempt and no failed mark (the activity held or failed the delivery itself).
+func TestWebhookDeliveryWorkflowEndsWhenItsEndpointStopsIt(t *testing.T) {
+	t.Parallel()
+	env := newWebhookEnv(t)
+	env.OnActivity(wa.DeliverWebhook, mock.Anything, mock.Anything).
+		Return(contract.DeliverResult{}, nil).Once() // attempt 1 fails (a 5xx, say)
+	env.OnActivity(wa.DeliverWebhook, mock.Anything, mock.Anything).
+		Return(contract.DeliverResult{Stopped: true}, nil).Once() // the endpoint was disabled meanwhile
+	env.ExecuteWorkflow(workflows.WebhookDeliveryWorkflow, workflows.WebhookDeliveryInput{DeliveryID: "held"})
+	var res workflows.WebhookDeliveryResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Delivered || res.Attempts != 2 {
+		t.Fatalf("result = %+v, want two attempts, not delivered", res)
+	}
+}
+
 func TestWebhookDeliveryWorkflowCountsAFailedActivityAsAFailedAttempt(t *testing.T) {
 	t.Parallel()
 	env := newWebhookEnv(t)
