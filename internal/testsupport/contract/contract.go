@@ -84,8 +84,6 @@ func (d *Document) Load() (*openapi3.T, error) {
 	return s.doc, nil
 }
 
-func load() (*spec, error) { return Plugin.load() }
-
 func (d *Document) load() (*spec, error) {
 	d.once.Do(func() {
 		d.loaded, d.err = parse(d.name, d.data)
