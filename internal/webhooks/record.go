@@ -26,7 +26,8 @@ type Recorder struct {
 	DownloadTTL time.Duration   // minimum validity of those URLs at the last automatic attempt
 }
 
-// jobScope is the scope of a job's events: its installation's (plugin API) or its account's own.
+// jobEvent is an event about job, in the job's scope: its installation's (plugin API) or its
+// account's own (external API).
 func jobEvent(job *models.Job, id, typ string, payload []byte, at time.Time) *models.WebhookEvent {
 	order, jobID := job.OrderID, job.ID
 	return &models.WebhookEvent{ID: id, AccountID: job.AccountID, InstallationID: job.InstallationID, Type: typ,
@@ -54,7 +55,7 @@ func (r Recorder) RecordJobEnd(ctx context.Context, st *models.Store, job *model
 		err error
 	)
 	if job.InstallationID == nil {
-		ev, err = r.recordEndEvent(ctx, st, job)
+		ev, err = r.externalRecordEvent(ctx, st, job)
 	} else {
 		ev, err = r.jobEvent(ctx, st, job, event, nil)
 	}
@@ -135,8 +136,8 @@ func (r Recorder) jobEvent(ctx context.Context, st *models.Store, job *models.Jo
 	return jobEvent(job, id, event, payload, at), nil
 }
 
-// recordEndEvent is record.done or record.failed for an external account's job.
-func (r Recorder) recordEndEvent(ctx context.Context, st *models.Store, job *models.Job) (*models.WebhookEvent, error) {
+// externalRecordEvent is record.done or record.failed for an external account's job.
+func (r Recorder) externalRecordEvent(ctx context.Context, st *models.Store, job *models.Job) (*models.WebhookEvent, error) {
 	event := EventRecordFailed
 	var outputs []models.Asset
 	if job.Status == status.JobCompleted {
