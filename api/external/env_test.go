@@ -60,6 +60,11 @@ func newEnv(t testing.TB, db *gorm.DB, rateLimit int) *env {
 		DownloadTTL: 168 * time.Hour, RateLimit: rateLimit, Now: now,
 	}
 	e.router = gin.New()
+	// Unknown paths and methods as api.NewRouter answers them under the external prefix: in the
+	// external error body, with no trailing-slash redirects (the fuzz target checks every answer).
+	e.router.RedirectTrailingSlash, e.router.HandleMethodNotAllowed = false, true
+	e.router.NoRoute(e.handler.NotFound)
+	e.router.NoMethod(e.handler.MethodNotAllowed)
 	e.handler.Register(e.router)
 	e.account, e.key = e.newAccount(external.ScopeRegister, external.ScopeRead, external.ScopeWebhooks)
 	return e
