@@ -92,3 +92,37 @@ func TestMigrationTurnsCallbackURLsIntoEndpoints(t *testing.T) {
 		}
 	})
 }
+
+// External keys with the default scopes gain content.webhooks through 0017, once; a narrowed key,
+// a key that has it already and a plugin key are left as they were.
+func TestMigrationGivesDefaultExternalKeysTheWebhooksScope(t *testing.T) {
+	t.Parallel()
+	unmigratedDialects(t, func(t *testing.T, db *gorm.DB) {
+		legacyMigrate(t, db, 16)
+		now := time.Now().UTC()
+		testdb.MustExec(t, db, "INSERT INTO accounts (id, name, created_at, updated_at) VALUES ('acc', 'Team', ?, ?)", now, now)
+		keys := map[string]struct{ kind, before, after string }{
+			"full":     {"external", "content.register content.read", "content.register content.read content.webhooks"},
+			"reserved": {"external", "content.register content.read queue.nudge", "content.register content.read queue.nudge content.webhooks"},
+			"narrow":   {"external", "content.read", "content.read"},
+			"already":  {"external", "content.webhooks content.register content.read", "content.webhooks content.register content.read"},
+			"plugin":   {"plugin", "plugin.jobs:read content.register content.read", "plugin.jobs:read content.register content.read"},
+		}
+		for id, k := range keys {
+			testdb.MustExec(t, db, `INSERT INTO api_keys (id, kind, account_id, secret_hash, scopes, created_at) VALUES (?, ?, 'acc', 'h', ?, ?)`,
+				id, k.kind, k.before, now)
+		}
+		if _, err := models.Migrate(t.Context(), db); err != nil {
+			t.Fatal(err)
+		}
+		for id, k := range keys {
+			var scopes string
+			if err := db.Raw("SELECT scopes FROM api_keys WHERE id = ?", id).Scan(&scopes).Error; err != nil {
+				t.Fatal(err)
+			}
+			if scopes != k.after {
+				t.Errorf("key %s: scopes %q, want %q", id, scopes, k.after)
+			}
+		}
+	})
+}
