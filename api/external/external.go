@@ -75,6 +75,7 @@ func (h *Handler) Register(r gin.IRouter) {
 	h.registerPresets(add)
 	h.registerGeneration(add)
 	h.registerWebhooks(add)
+	h.registerAccount(add)
 }
 
 // Input is the external API's input check of a route that accepts body (inputcheck): 413 for a

@@ -23,10 +23,11 @@ type APIKey struct {
 	ID        string
 	AccountID string
 	Scopes    []string
+	ExpiresAt *time.Time // nil: the key does not expire
 }
 
 func apiKeyOf(k *models.APIKey) APIKey {
-	return APIKey{ID: k.ID, AccountID: k.AccountID, Scopes: k.ScopeList()}
+	return APIKey{ID: k.ID, AccountID: k.AccountID, Scopes: k.ScopeList(), ExpiresAt: k.ExpiresAt}
 }
 
 // AuthenticatePluginKey resolves the full text of a plugin API key to its live key and the key's

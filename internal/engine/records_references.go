@@ -50,6 +50,7 @@ func referenceItemOf(r *models.ReferenceItem) ReferenceItem {
 // Account is an account's plan and credit position.
 type Account struct {
 	ID              string
+	Name            string
 	Plan            string
 	CreditBalance   int64 // credits available for new reservations
 	CreditsReserved int64 // credits held by jobs that have not settled yet
@@ -117,7 +118,7 @@ func (e *Records) Account(ctx context.Context, accountID string) (Account, error
 	if err != nil {
 		return Account{}, err
 	}
-	return Account{ID: acc.ID, Plan: acc.Plan, CreditBalance: acc.CreditBalance, CreditsReserved: acc.CreditsReserved}, nil
+	return Account{ID: acc.ID, Name: acc.Name, Plan: acc.Plan, CreditBalance: acc.CreditBalance, CreditsReserved: acc.CreditsReserved}, nil
 }
 
 // UsableReferenceItems lists the fashion models or sceneries (kind) the account may use: its own,
