@@ -70,6 +70,7 @@ func (h *Handler) Register(r gin.IRouter) {
 	}
 	add(http.MethodGet, "/orders", inputcheck.NoBody, ScopeRead, h.listOrders)
 	add(http.MethodGet, "/orders/:id", inputcheck.NoBody, ScopeRead, h.getOrder)
+	add(http.MethodDelete, "/orders/:id", inputcheck.NoBody, ScopeRegister, h.cancelOrder)
 	h.registerProducts(add)
 	h.registerRecords(add)
 	h.registerPresets(add)

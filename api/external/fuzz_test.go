@@ -139,6 +139,7 @@ func (e *env) fuzzSeeds() map[string][]routefuzz.Seed {
 		"GET " + b + "/orders":                     {{Query: "status=completed&limit=10&since=2026-01-01T00:00:00Z"}},
 		"GET " + b + "/account":                    {{}},
 		"GET " + b + "/orders/:id":                 {{Params: order.ID}},
+		"DELETE " + b + "/orders/:id":              {{Params: order.ID}},
 		"GET " + b + "/products":                   {{}},
 		"POST " + b + "/products":                  {{Body: string(e.productForm("Shirt", "shirt.png"))}},
 		"GET " + b + "/models":                     {{Query: "statusFilter=approved"}},

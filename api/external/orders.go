@@ -10,6 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
+	"github.com/shotflow/shotflow/api/reqctx"
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/jobview"
 	"github.com/shotflow/shotflow/models/status"
@@ -105,9 +106,8 @@ func (h *Handler) listOrders(c *gin.Context) {
 }
 
 func (h *Handler) getOrder(c *gin.Context) {
-	id := c.Param("id")
-	if _, err := uuid.Parse(id); err != nil {
-		h.fail(c, http.StatusBadRequest, "The order id must be a UUID.")
+	id, ok := h.orderID(c)
+	if !ok {
 		return
 	}
 	o, err := h.Engine.Orders.FindAccountOrder(c.Request.Context(), key(c).AccountID, id)
@@ -115,6 +115,44 @@ func (h *Handler) getOrder(c *gin.Context) {
 		h.answer(c, err)
 		return
 	}
+	c.PureJSON(http.StatusOK, h.orderDetail(o))
+}
+
+// OrderCancelResponse answers DELETE /orders/{id}: the order as GET /orders/{id} shows it after the
+// cancel, how many jobs it cancelled and how many had already started (they run to their end).
+type OrderCancelResponse struct {
+	Order          OrderDetail `json:"order"`
+	Cancelled      int         `json:"cancelled"`
+	AlreadyStarted int         `json:"alreadyStarted"`
+}
+
+// cancelOrder answers DELETE /orders/{id} (engine.CancelAccountOrder).
+func (h *Handler) cancelOrder(c *gin.Context) {
+	id, ok := h.orderID(c)
+	if !ok {
+		return
+	}
+	out, err := h.Engine.Orders.CancelAccountOrder(c.Request.Context(), key(c).AccountID, id, reqctx.CorrelationID(c))
+	if err != nil {
+		h.answer(c, err)
+		return
+	}
+	c.PureJSON(http.StatusOK, OrderCancelResponse{Order: h.orderDetail(out.Order), Cancelled: out.Cancelled,
+		AlreadyStarted: out.AlreadyStarted})
+}
+
+// orderID reads the :id path parameter of an order route: 400 unless a UUID.
+func (h *Handler) orderID(c *gin.Context) (string, bool) {
+	id := c.Param("id")
+	if _, err := uuid.Parse(id); err != nil {
+		h.fail(c, http.StatusBadRequest, "The order id must be a UUID.")
+		return "", false
+	}
+	return id, true
+}
+
+// orderDetail renders an order with its jobs, as GET /orders/{id} shows it.
+func (h *Handler) orderDetail(o engine.AccountOrder) OrderDetail {
 	expires := h.now().Add(h.DownloadTTL)
 	detail := OrderDetail{Jobs: make([]OrderJob, 0, len(o.Jobs))}
 	var generators []string
@@ -133,7 +171,7 @@ func (h *Handler) getOrder(c *gin.Context) {
 		detail.Jobs = append(detail.Jobs, oj)
 	}
 	detail.OrderSummary = summary(o.Order, generators)
-	c.PureJSON(http.StatusOK, detail)
+	return detail
 }
 
 // summary renders an order; provider and model are Mixed when its jobs use different ones.

@@ -60,18 +60,7 @@ func (e *Jobs) CancelJob(ctx context.Context, req CancelRequest) (CancelOutcome,
 	if j.Status != status.JobPending || j.StartedAt != nil {
 		return CancelOutcome{}, notCancelable()
 	}
-	var cancelled *models.Job
-	var owed []models.WebhookDelivery
-	err = e.store.Tx(ctx, func(tx *models.Store) error {
-		var ok bool
-		var err error
-		if cancelled, ok, err = tx.CancelJobNotBegun(ctx, j.ID, j.Run); err != nil || !ok {
-			return err
-		}
-		// Its deliveries are recorded with their starts owed: the outbox of the starts below.
-		owed, err = e.recorder().RecordJobEnd(ctx, tx, cancelled, j.Run)
-		return err
-	})
+	cancelled, owed, err := e.cancelNotBegun(ctx, j.ID, j.Run)
 	if err != nil {
 		return CancelOutcome{}, err
 	}
@@ -79,17 +68,41 @@ func (e *Jobs) CancelJob(ctx context.Context, req CancelRequest) (CancelOutcome,
 		// It began or ended between the read and the UPDATE.
 		return CancelOutcome{}, notCancelable()
 	}
-	e.cfg.Metrics.JobFinished(status.JobCancelled, "")
-	// The cancel is committed: a client that hangs up must not stop what follows. Both calls go
-	// at once, so the answer waits at most cancelNotifyTimeout for Temporal.
+	e.announceCancels(ctx, []*models.Job{cancelled}, owed, req.RequestID)
+	return CancelOutcome{Job: jobOf(cancelled, nil)}, nil
+}
+
+// cancelNotBegun ends run of the job cancelled in one transaction, on condition that it has not
+// begun (models.CancelJobNotBegun), with its events and their deliveries recorded, their starts
+// owed; cancelled is nil when the job had begun or ended.
+func (e *Jobs) cancelNotBegun(ctx context.Context, jobID string, run int) (cancelled *models.Job, owed []models.WebhookDelivery, err error) {
+	err = e.store.Tx(ctx, func(tx *models.Store) error {
+		var ok bool
+		var err error
+		if cancelled, ok, err = tx.CancelJobNotBegun(ctx, jobID, run); err != nil || !ok {
+			return err
+		}
+		// Its deliveries are recorded with their starts owed: the outbox of the starts below.
+		owed, err = e.recorder().RecordJobEnd(ctx, tx, cancelled, run)
+		return err
+	})
+	return cancelled, owed, err
+}
+
+// announceCancels follows committed cancels: it counts them, starts their deliveries and tells
+// their orders, all at once, so that the answer waits at most cancelNotifyTimeout for Temporal.
+// The cancels are committed: a client that hangs up must not stop what follows.
+func (e *Jobs) announceCancels(ctx context.Context, cancelled []*models.Job, owed []models.WebhookDelivery, requestID string) {
 	nctx := context.WithoutCancel(ctx)
 	var wg sync.WaitGroup
 	if len(owed) > 0 {
 		wg.Go(func() { e.app.Outbox.StartOwedDeliveries(nctx, owed) })
 	}
-	wg.Go(func() { e.tellOrder(nctx, cancelled, req.RequestID) })
+	for _, j := range cancelled {
+		e.cfg.Metrics.JobFinished(status.JobCancelled, "")
+		wg.Go(func() { e.tellOrder(nctx, j, requestID) })
+	}
 	wg.Wait()
-	return CancelOutcome{Job: jobOf(cancelled, nil)}, nil
 }
 
 // tellOrder signals the job's order workflow that the job is cancelled, so that it drops the job

@@ -34,9 +34,10 @@ type Start struct {
 	Input   any // the workflow's first argument
 }
 
-// Temporal is a Temporal client that records the workflows started through it and answers
-// DescribeTaskQueue with one poller, or with none while the generators are down. Client is the
-// client.Client to hand to the engine; it knows no other call.
+// Temporal is a Temporal client that records the workflows started through it and the signals
+// sent (a cancel tells the order), and answers DescribeTaskQueue with one poller, or with none
+// while the generators are down. Client is the client.Client to hand to the engine; it knows no
+// other call.
 type Temporal struct {
 	Client *mocks.Client
 
@@ -46,6 +47,7 @@ type Temporal struct {
 	hookMu         sync.Mutex // serializes OnStart
 	mu             sync.Mutex
 	starts         []Start
+	signals        []string // "<workflow ID> <signal>" of each signal sent
 	generatorsDown bool
 }
 
@@ -61,6 +63,13 @@ func NewTemporal(t testing.TB, opts TemporalOptions) *Temporal {
 				return nil, ErrUnexpectedStart
 			}
 			return &mocks.WorkflowRun{}, nil
+		})
+	r.Client.On("SignalWorkflow", mock.Anything, mock.Anything, mock.Anything, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, workflowID, _, signal string, _ any) error {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.signals = append(r.signals, workflowID+" "+signal)
+			return nil
 		})
 	r.Client.On("DescribeTaskQueue", mock.Anything, mock.Anything, mock.Anything).Return(
 		func(context.Context, string, enumspb.TaskQueueType) *workflowservice.DescribeTaskQueueResponse {
@@ -130,4 +139,11 @@ func (r *Temporal) GeneratorsDown() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.generatorsDown
+}
+
+// Signals returns the signals sent so far, each as "<workflow ID> <signal name>".
+func (r *Temporal) Signals() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.signals...)
 }

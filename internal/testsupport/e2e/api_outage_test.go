@@ -327,6 +327,7 @@ func outageRequests(t *testing.T, env *testenv.Env, tenant testenv.Tenant, api *
 	x(http.MethodGet, "/orders", "/orders?limit=10", nil)
 	x(http.MethodGet, "/account", "/account", nil)
 	x(http.MethodGet, "/orders/:id", "/orders/"+id, nil)
+	x(http.MethodDelete, "/orders/:id", "/orders/"+id, nil)
 	x(http.MethodGet, "/products", "/products", nil)
 	x(http.MethodPost, "/products", "/products", form([]string{"name", "Vase"}, "file"))
 	x(http.MethodGet, "/models", "/models", nil)
