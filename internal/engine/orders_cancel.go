@@ -55,7 +55,10 @@ func (e *Orders) CancelAccountOrder(ctx context.Context, accountID, orderID, req
 			return OrderCancelled{}, err
 		}
 		if c == nil {
-			started++ // it began between the read and the UPDATE
+			// It began between the read and the UPDATE, or a concurrent cancel took it.
+			if now, err := e.store.GetJob(ctx, j.ID); err == nil && now.Status != status.JobCancelled {
+				started++
+			}
 			continue
 		}
 		cancelled, owed = append(cancelled, c), append(owed, o...)
