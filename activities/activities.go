@@ -260,19 +260,13 @@ func endJob(ctx context.Context, st *models.Store, in contract.EndInput) (*model
 // activity). After a retryable failure (NextAttemptAt set) it records job.retrying in the same
 // transaction and starts its deliveries after the commit.
 func (a *Activities) MarkRetryPending(ctx context.Context, in contract.RetryPendingInput) error {
-	mark := func(st *models.Store) error {
-		return st.MarkRetryPending(ctx, in.JobID, in.Run, string(in.Category), in.Category.Hint(), in.Detail)
-	}
 	if in.NextAttemptAt == nil {
-		return mark(a.Store)
+		return a.Store.MarkRetryPending(ctx, in.JobID, in.Run, string(in.Category), in.Category.Hint(), in.Detail)
 	}
 	var owed []models.WebhookDelivery
 	err := a.Store.Tx(ctx, func(tx *models.Store) error {
-		if err := mark(tx); err != nil {
-			return err
-		}
-		job, err := tx.GetJob(ctx, in.JobID)
-		if err != nil || job.Run != in.Run || job.Status != status.JobRetryPending {
+		job, err := tx.MarkRetryPendingOf(ctx, in.JobID, in.Run, string(in.Category), in.Category.Hint(), in.Detail)
+		if err != nil || job == nil {
 			return err // a run that ended or was superseded meanwhile has nothing to retry
 		}
 		owed, err = a.recorder().RecordJobRetrying(ctx, tx, job, webhooks.Retry{

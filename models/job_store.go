@@ -51,7 +51,15 @@ func (s *Store) BeginAttemptOf(ctx context.Context, jobID string, run, attempt i
 // retry_pending with the attempt's error category, hint and detail. A run that has ended, or is not
 // the job's current one, is left as it is.
 func (s *Store) MarkRetryPending(ctx context.Context, jobID string, run int, category, hint, detail string) error {
-	return s.conn(ctx).Model(&Job{}).
+	_, err := s.MarkRetryPendingOf(ctx, jobID, run, category, hint, detail)
+	return err
+}
+
+// MarkRetryPendingOf is MarkRetryPending returning the job as its UPDATE left it (one statement),
+// or nil when the run had ended or was superseded and nothing changed.
+func (s *Store) MarkRetryPendingOf(ctx context.Context, jobID string, run int, category, hint, detail string) (*Job, error) {
+	var j Job
+	res := s.conn(ctx).Model(&j).Clauses(clause.Returning{}).
 		Where("id = ? AND run = ? AND status IN ?", jobID, run, []string{status.JobPending, status.JobInProgress, status.JobRetryPending}).
 		Updates(map[string]any{
 			"status":         status.JobRetryPending,
@@ -59,7 +67,11 @@ func (s *Store) MarkRetryPending(ctx context.Context, jobID string, run int, cat
 			"error_hint":     hint,
 			"error_detail":   detail,
 			"updated_at":     time.Now().UTC(),
-		}).Error
+		})
+	if res.Error != nil || res.RowsAffected == 0 {
+		return nil, res.Error
+	}
+	return &j, nil
 }
 
 // CompleteJob marks a job run completed with its outputs and settles its credits and order in one
