@@ -538,3 +538,68 @@ func TestDeliverWebhookErrors(t *testing.T) {
 		t.Fatalf("status = %s", d.Status)
 	}
 }
+
+// An attempt that fails once every attempt to the endpoint has failed for DisableAfter disables
+// it: endpoint.disabled goes to the installation's other endpoint subscribed to it (not to the
+// disabled one), the metric counts it, and the delivery's next attempt holds it without a request.
+func TestDeliverWebhookDisablesAnEndpointFailingForTheWindow(t *testing.T) {
+	t.Parallel()
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		rc := newReceiver(t, answerWith(http.StatusInternalServerError))
+		f := newFixture(t, db, rc.URL+"/hooks")
+		f.acts.DisableAfter = time.Minute
+		now := time.Now().UTC()
+		watcher := models.WebhookEndpoint{ID: models.NewID(), AccountID: f.inst.AccountID, InstallationID: &f.inst.ID,
+			URL: "https://ops.example/hooks", Events: models.StringList{"endpoint.disabled"}, Status: models.EndpointEnabled,
+			CreatedAt: now, UpdatedAt: now}
+		if err := db.Create(&watcher).Error; err != nil {
+			t.Fatal(err)
+		}
+		id := f.record(t, f.job.ID).DeliveryID
+
+		// Failing for less than the window: the attempt fails, the endpoint stays enabled.
+		if res := f.deliver(t, contract.DeliverInput{DeliveryID: id, Attempt: 1, NextDelay: time.Second}); res.Delivered || res.Stopped {
+			t.Fatalf("first attempt = %+v", res)
+		}
+		var ep models.WebhookEndpoint
+		db.Take(&ep, "id = ?", f.endpoint.ID)
+		if ep.Status != models.EndpointEnabled || ep.FailingSince == nil {
+			t.Fatalf("after one failed attempt: %+v", ep)
+		}
+		if owed := f.starter.take(); len(owed) != 0 {
+			t.Fatalf("started %+v before the window passed", owed)
+		}
+
+		// Failing since before the window: this failed attempt disables it.
+		db.Model(&models.WebhookEndpoint{}).Where("id = ?", f.endpoint.ID).Update("failing_since", now.Add(-time.Hour))
+		f.deliver(t, contract.DeliverInput{DeliveryID: id, Attempt: 2, NextDelay: time.Second})
+		db.Take(&ep, "id = ?", f.endpoint.ID)
+		if ep.Status != models.EndpointDisabled || ep.DisabledReason != models.EndpointDisabledFailing || ep.DisabledAt == nil {
+			t.Fatalf("after the window: %+v", ep)
+		}
+		owed := f.starter.take()
+		if len(owed) != 1 || owed[0].Event != "endpoint.disabled" || *owed[0].EndpointID != watcher.ID {
+			t.Fatalf("started %+v, want endpoint.disabled to the watcher only", owed)
+		}
+		var body map[string]any
+		if err := json.Unmarshal(f.body(t, &owed[0]), &body); err != nil || body["endpoint"].(map[string]any)["id"] != f.endpoint.ID {
+			t.Fatalf("endpoint.disabled body = %v (%v)", body, err)
+		}
+
+		// The delivery's next attempt makes no request and holds it.
+		requests := len(rc.got())
+		if res := f.deliver(t, contract.DeliverInput{DeliveryID: id, Attempt: 3, NextDelay: time.Second}); !res.Stopped {
+			t.Fatalf("attempt on a disabled endpoint = %+v", res)
+		}
+		if d := f.delivery(t, id); d.Status != models.WebhookHeld || len(rc.got()) != requests {
+			t.Fatalf("delivery = %+v after %d requests (were %d)", d, len(rc.got()), requests)
+		}
+		scraped := metricstest.Serve(t, f.acts.Metrics.WorkerHandler())
+		if got := scraped.Value(metrics.WebhookEndpointsDisabled, nil); got != 1 {
+			t.Errorf("%s = %v, want 1", metrics.WebhookEndpointsDisabled, got)
+		}
+		if got := scraped.Value(metrics.WebhookDeliveriesEnded, map[string]string{"status": models.WebhookHeld}); got != 1 {
+			t.Errorf("%s{status=held} = %v, want 1", metrics.WebhookDeliveriesEnded, got)
+		}
+	})
+}
