@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/shotflow/shotflow/api/reqctx"
 )
 
 // RequestTimeout bounds every request. Its context ends once the request has waited timeout for
@@ -21,7 +23,9 @@ import (
 //   - limit caps any request, a trickling upload included.
 //
 // When the context ends, a read of the body still blocked on the client is interrupted too, so the
-// handler returns and answers (503 in the API's error body, see internal/platform/unavailable). A zero
+// handler returns and answers (503 in the API's error body, see internal/platform/unavailable). A
+// handler that holds its request on purpose (Prefer: wait, an event stream) extends its deadline
+// with reqctx.ExtendDeadline: the context then ends timeout after the time it holds it for. A zero
 // timeout disables the middleware.
 func RequestTimeout(timeout, limit time.Duration) gin.HandlerFunc {
 	return func(c *gin.Context) {
@@ -29,20 +33,62 @@ func RequestTimeout(timeout, limit time.Duration) gin.HandlerFunc {
 			c.Next()
 			return
 		}
-		limited, cancelLimit := context.WithTimeout(c.Request.Context(), max(limit, timeout))
-		defer cancelLimit()
-		ctx, cancel := context.WithCancelCause(limited)
+		ctx, cancel := context.WithCancelCause(c.Request.Context())
 		defer cancel(nil)
-		waited := time.AfterFunc(timeout, func() { cancel(context.DeadlineExceeded) })
-		defer waited.Stop()
+		d := &deadline{timeout: timeout, cancel: cancel}
+		d.waited = time.AfterFunc(timeout, d.expire)
+		d.limit = time.AfterFunc(max(limit, timeout), d.expire)
+		defer d.stop()
+		reqctx.SetDeadlineExtender(c, d.extend)
 		req := c.Request.WithContext(ctx)
 		if req.Body != nil && req.Body != http.NoBody {
-			req.Body = &progressBody{ReadCloser: req.Body, progress: func() { waited.Reset(timeout) }}
+			req.Body = &progressBody{ReadCloser: req.Body, progress: d.progress}
 			defer interruptBodyOnDone(ctx, c.Writer)()
 		}
 		c.Request = req
 		c.Next()
 	}
+}
+
+// deadline is the end of one request's context: after timeout without progress, at the latest
+// after limit, or, once a handler extended it (a request held by Prefer: wait, an event stream),
+// at the time it set.
+type deadline struct {
+	timeout time.Duration
+	cancel  context.CancelCauseFunc
+
+	mu       sync.Mutex
+	waited   *time.Timer // timeout after the last progress
+	limit    *time.Timer // the cap
+	extended bool
+}
+
+func (d *deadline) expire() { d.cancel(context.DeadlineExceeded) }
+
+// progress restarts the wait for timeout: bytes of the body arrived.
+func (d *deadline) progress() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.extended {
+		d.waited.Reset(d.timeout)
+	}
+}
+
+// extend makes the context end timeout after `after` from now, whatever the cap: the request's own
+// deadline plus the time the handler is allowed to hold it.
+func (d *deadline) extend(after time.Duration) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.extended = true
+	d.waited.Stop()
+	d.limit.Reset(after + d.timeout)
+}
+
+func (d *deadline) stop() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.waited.Stop()
+	d.limit.Stop()
 }
 
 // progressBody calls progress whenever bytes of the body arrive.

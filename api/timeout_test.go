@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/shotflow/shotflow/api"
+	"github.com/shotflow/shotflow/api/reqctx"
 )
 
 // served is what the test handler saw of one request.
@@ -163,5 +164,31 @@ func TestRequestTimeoutZeroLeavesRequestsUnbounded(t *testing.T) {
 	r.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil))
 	if _, ok := ctx.Deadline(); ok || ctx.Err() != nil {
 		t.Errorf("a zero timeout bounded the request")
+	}
+}
+
+// A handler that holds its request on purpose (Prefer: wait, an event stream) extends its
+// deadline: the context ends the request timeout after the hold, past the usual cap.
+func TestExtendedDeadlineEndsTheTimeoutAfterTheHold(t *testing.T) {
+	const timeout, limit, hold = 100 * time.Millisecond, 150 * time.Millisecond, 300 * time.Millisecond
+	took := make(chan time.Duration, 1)
+	r := gin.New()
+	r.Use(api.RequestTimeout(timeout, limit))
+	r.GET("/", func(c *gin.Context) {
+		start := time.Now()
+		reqctx.ExtendDeadline(c, hold)
+		<-c.Request.Context().Done()
+		took <- time.Since(start)
+		c.Status(http.StatusOK)
+	})
+	srv := httptest.NewServer(r)
+	t.Cleanup(srv.Close)
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := <-took; got < hold+timeout || got > hold+timeout+2*time.Second {
+		t.Fatalf("the extended request's context ended after %v, want %v", got, hold+timeout)
 	}
 }

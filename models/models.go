@@ -215,6 +215,9 @@ type Order struct {
 	CreatedAt         time.Time
 	UpdatedAt         time.Time
 	CompletedAt       *time.Time
+	// EventSeq is the number of the order's latest event (order_events, migration 0020): the
+	// triggers of its jobs and of the order itself raise it; nothing else writes it.
+	EventSeq int64 `gorm:"->"`
 }
 
 // Job is one generated asset of an order; it runs as one JobWorkflow.

@@ -70,6 +70,7 @@ func (h *Handler) Register(r gin.IRouter) {
 	}
 	add(http.MethodGet, "/orders", inputcheck.NoBody, ScopeRead, h.listOrders)
 	add(http.MethodGet, "/orders/:id", inputcheck.NoBody, ScopeRead, h.getOrder)
+	add(http.MethodGet, "/orders/:id/events", inputcheck.NoBody, ScopeRead, h.orderEvents)
 	add(http.MethodDelete, "/orders/:id", inputcheck.NoBody, ScopeRegister, h.cancelOrder)
 	h.registerProducts(add)
 	h.registerRecords(add)

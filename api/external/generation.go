@@ -15,10 +15,12 @@ import (
 
 	"github.com/shotflow/shotflow/api/inputcheck"
 	"github.com/shotflow/shotflow/api/jsonbody"
+	"github.com/shotflow/shotflow/api/prefer"
 	"github.com/shotflow/shotflow/api/reqctx"
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/models/ids"
 	"github.com/shotflow/shotflow/models/jobtype"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // Limits of the register-* routes (api/external/openapi.yaml, their request schemas).
@@ -42,6 +44,9 @@ type GenerationResponse struct {
 	OrderID          string   `json:"orderId"`
 	ReservationID    string   `json:"reservationId"`
 	CreditsReserved  int64    `json:"creditsReserved"`
+	// Status is the order's status when answered: in_progress, unless the request waited for
+	// the order to end (Prefer: wait).
+	Status string `json:"status"`
 }
 
 // registerGeneration mounts the register-* routes.
@@ -234,10 +239,14 @@ func (h *Handler) submitted(c *gin.Context, s engine.Submitted, err error) {
 	h.Log.Info("generation accepted", zap.String("correlation_id", s.CorrelationID),
 		zap.String("order_id", s.OrderID), zap.String("account_id", s.AccountID),
 		zap.String("job_type", s.JobType), zap.Int("jobs", s.Jobs), zap.Int64("credits_reserved", s.CreditsReserved))
-	c.PureJSON(http.StatusOK, GenerationResponse{
+	resp := GenerationResponse{
 		CreatedRecordIDs: s.RecordIDs, BatchID: s.OrderID, OrderID: s.OrderID,
-		ReservationID: s.ReservationID, CreditsReserved: s.CreditsReserved,
-	})
+		ReservationID: s.ReservationID, CreditsReserved: s.CreditsReserved, Status: status.OrderInProgress,
+	}
+	if wait, ok := prefer.Wait(c.Request.Header); ok {
+		resp.Status = h.holdOrderStatus(c, wait, s.OrderID, resp.Status)
+	}
+	c.PureJSON(http.StatusOK, resp)
 }
 
 // ---- models/register-ideas, sceneries/register-ideas -------------------------------------------

@@ -1,6 +1,7 @@
 package external
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"strconv"
@@ -9,7 +10,9 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
+	"go.uber.org/zap"
 
+	"github.com/shotflow/shotflow/api/prefer"
 	"github.com/shotflow/shotflow/api/reqctx"
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/jobview"
@@ -110,7 +113,19 @@ func (h *Handler) getOrder(c *gin.Context) {
 	if !ok {
 		return
 	}
-	o, err := h.Engine.Orders.FindAccountOrder(c.Request.Context(), key(c).AccountID, id)
+	accountID := key(c).AccountID
+	o, err := h.Engine.Orders.FindAccountOrder(c.Request.Context(), accountID, id)
+	if wait, ok := prefer.Wait(c.Request.Header); ok && err == nil {
+		if o.Order.Status != status.OrderInProgress {
+			prefer.SetApplied(c, wait)
+		} else {
+			o, err = prefer.Hold(c, h.Engine.Feed, wait, func(ctx context.Context) (prefer.Read[engine.AccountOrder], error) {
+				o, err := h.Engine.Orders.FindAccountOrder(ctx, accountID, id)
+				return prefer.Read[engine.AccountOrder]{Value: o, OrderID: id, Seen: o.Order.EventSeq,
+					Ended: o.Order.Status != status.OrderInProgress}, err
+			})
+		}
+	}
 	if err != nil {
 		h.answer(c, err)
 		return
@@ -158,20 +173,26 @@ func (h *Handler) orderDetail(o engine.AccountOrder) OrderDetail {
 	var generators []string
 	for _, j := range o.Jobs {
 		generators = append(generators, j.AIModel)
-		provider, model, _ := strings.Cut(j.AIModel, "/")
-		oj := OrderJob{JobID: j.ID, Provider: provider, Model: model, Status: j.Status, AttemptCount: j.AttemptCount,
-			StartedAt: j.StartedAt, CompletedAt: j.CompletedAt}
-		if j.Status == status.JobFailed {
-			oj.ErrorCategory, oj.ErrorHint = j.ErrorCategory, j.ErrorHint
-		}
-		if len(j.Outputs) > 0 && j.Status == status.JobCompleted {
-			u := h.Signer.URL(http.MethodGet, jobview.FilePath(j.Outputs[0].AssetID), expires)
-			oj.OutputURL = &u
-		}
-		detail.Jobs = append(detail.Jobs, oj)
+		detail.Jobs = append(detail.Jobs, h.orderJob(j, expires))
 	}
 	detail.OrderSummary = summary(o.Order, generators)
 	return detail
+}
+
+// orderJob renders a job of an order as GET /orders/{id} lists it: its first output file's URL,
+// valid until expires, once it has completed.
+func (h *Handler) orderJob(j engine.Job, expires time.Time) OrderJob {
+	provider, model, _ := strings.Cut(j.AIModel, "/")
+	oj := OrderJob{JobID: j.ID, Provider: provider, Model: model, Status: j.Status, AttemptCount: j.AttemptCount,
+		StartedAt: j.StartedAt, CompletedAt: j.CompletedAt}
+	if j.Status == status.JobFailed {
+		oj.ErrorCategory, oj.ErrorHint = j.ErrorCategory, j.ErrorHint
+	}
+	if len(j.Outputs) > 0 && j.Status == status.JobCompleted {
+		u := h.Signer.URL(http.MethodGet, jobview.FilePath(j.Outputs[0].AssetID), expires)
+		oj.OutputURL = &u
+	}
+	return oj
 }
 
 // summary renders an order; provider and model are Mixed when its jobs use different ones.
@@ -192,4 +213,21 @@ func summary(o engine.Order, generators []string) OrderSummary {
 		}
 	}
 	return s
+}
+
+// holdOrderStatus holds a created order's request with Prefer: wait until the order has ended or
+// the wait is over, and returns its status of then; the status it had (created) should the database
+// fail meanwhile: the order exists, and the answer says so.
+func (h *Handler) holdOrderStatus(c *gin.Context, wait time.Duration, orderID, created string) string {
+	scope := engine.OrderScope{AccountID: key(c).AccountID}
+	st, err := prefer.Hold(c, h.Engine.Feed, wait, func(ctx context.Context) (prefer.Read[string], error) {
+		o, err := h.Engine.Feed.Order(ctx, scope, orderID)
+		return prefer.Read[string]{Value: o.Status, OrderID: orderID, Seen: o.EventSeq, Ended: o.Status != status.OrderInProgress}, err
+	})
+	if err != nil {
+		h.Log.Info("a held generation request is answered as it was created: its order could not be read",
+			zap.String("order_id", orderID), zap.Error(err))
+		return created
+	}
+	return st
 }

@@ -1,12 +1,14 @@
 package plugin
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/shotflow/shotflow/api/prefer"
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/jobview"
 	"github.com/shotflow/shotflow/models/status"
@@ -33,12 +35,36 @@ func (h *Handler) outputs(files []jobview.File) []Output {
 }
 
 func (h *Handler) getJob(c *gin.Context) {
-	j, err := h.Engine.Jobs.JobWithOutputs(c.Request.Context(), caller(c).Installation.ID, c.Param("id"))
+	inst := caller(c).Installation
+	j, err := h.Engine.Jobs.JobWithOutputs(c.Request.Context(), inst.ID, c.Param("id"))
+	if wait, ok := prefer.Wait(c.Request.Header); ok && err == nil {
+		if status.IsTerminalJob(j.Status) {
+			prefer.SetApplied(c, wait)
+		} else {
+			j, err = h.holdJob(c, wait, j)
+		}
+	}
 	if err != nil {
 		h.fail(c, err)
 		return
 	}
 	c.PureJSON(http.StatusOK, h.jobResponse(j))
+}
+
+// holdJob holds GET /jobs/{id} with Prefer: wait until the job has ended or the wait is over, and
+// returns the job as it is then. Each read takes the number of its order's latest event before
+// the job, so a change in between wakes it.
+func (h *Handler) holdJob(c *gin.Context, wait time.Duration, j engine.Job) (engine.Job, error) {
+	inst := caller(c).Installation
+	scope := engine.OrderScope{AccountID: inst.AccountID, InstallationID: inst.ID}
+	return prefer.Hold(c, h.Engine.Feed, wait, func(ctx context.Context) (prefer.Read[engine.Job], error) {
+		o, err := h.Engine.Feed.Order(ctx, scope, j.OrderID)
+		if err != nil {
+			return prefer.Read[engine.Job]{}, err
+		}
+		j, err := h.Engine.Jobs.JobWithOutputs(ctx, inst.ID, j.ID)
+		return prefer.Read[engine.Job]{Value: j, OrderID: j.OrderID, Seen: o.EventSeq, Ended: status.IsTerminalJob(j.Status)}, err
+	})
 }
 
 // OrderResponse is GET /orders/{id}.
@@ -88,11 +114,29 @@ type CreditSummary struct {
 }
 
 func (h *Handler) getOrder(c *gin.Context) {
-	d, err := h.Engine.Jobs.FindOrder(c.Request.Context(), caller(c).Installation.ID, c.Param("id"))
+	inst := caller(c).Installation
+	d, err := h.Engine.Jobs.FindOrder(c.Request.Context(), inst.ID, c.Param("id"))
+	if wait, ok := prefer.Wait(c.Request.Header); ok && err == nil {
+		if d.Order.Status != status.OrderInProgress {
+			prefer.SetApplied(c, wait)
+		} else {
+			orderID := d.Order.ID
+			d, err = prefer.Hold(c, h.Engine.Feed, wait, func(ctx context.Context) (prefer.Read[engine.OrderDetail], error) {
+				d, err := h.Engine.Jobs.FindOrder(ctx, inst.ID, orderID)
+				return prefer.Read[engine.OrderDetail]{Value: d, OrderID: orderID, Seen: d.Order.EventSeq,
+					Ended: d.Order.Status != status.OrderInProgress}, err
+			})
+		}
+	}
 	if err != nil {
 		h.fail(c, err)
 		return
 	}
+	c.PureJSON(http.StatusOK, h.orderResponse(d))
+}
+
+// orderResponse is the plugin's view of an order with its jobs and their files.
+func (h *Handler) orderResponse(d engine.OrderDetail) OrderResponse {
 	o := d.Order
 	resp := OrderResponse{
 		ID: o.ID, Status: o.Status, JobType: o.JobType, SessionConfig: o.SessionConfig, JobsTotal: o.JobsTotal,
@@ -123,5 +167,5 @@ func (h *Handler) getOrder(c *gin.Context) {
 			p.JobsFailed++
 		}
 	}
-	c.PureJSON(http.StatusOK, resp)
+	return resp
 }

@@ -93,6 +93,7 @@ func (h *Handler) Register(r *gin.Engine) {
 	mutation(keyOptional, post, "/jobs/:id/accept", noBody, h.acceptJob, PermJobsRead)
 	mutation(keyOptional, post, "/jobs/:id/reject", noBody, h.rejectJob, PermJobsRead)
 	route(get, "/orders/:id", noBody, h.getOrder, PermJobsRead)
+	route(get, "/orders/:id/events", noBody, h.orderEvents, PermJobsRead)
 	mutation(keyRequiredSession, post, "/orders/:id/clone", jsonBody(maxSessionBodyBytes), h.cloneOrder, PermJobsCreate)
 	mutation(keyOptional, post, "/webhooks/:delivery_id/replay", noBody, h.replayWebhook, PermWebhooksManage)
 	mutation(keyOptional, post, "/webhook-endpoints", jsonBody(maxSmallJSONBytes), h.createEndpoint, PermWebhooksManage)

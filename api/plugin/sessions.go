@@ -2,19 +2,24 @@ package plugin
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
+	"go.uber.org/zap"
 
 	"github.com/shotflow/shotflow/api/inputcheck"
 	"github.com/shotflow/shotflow/api/jsonbody"
+	"github.com/shotflow/shotflow/api/prefer"
 	"github.com/shotflow/shotflow/api/reqctx"
 	"github.com/shotflow/shotflow/internal/engine"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // Session bounds (the service chooses them; api/openapi.yaml documents them).
@@ -227,12 +232,32 @@ func (h *Handler) writeSession(c *gin.Context, out sessionOutcome) {
 		h.refuse(c, out.fail)
 		return
 	}
+	if wait, ok := prefer.Wait(c.Request.Header); ok {
+		h.holdSession(c, wait, out.session)
+	}
 	body, err := encodeJSON(out.session)
 	if err != nil {
 		h.internal(c, err)
 		return
 	}
 	c.Data(http.StatusCreated, jsonContentType, body)
+}
+
+// holdSession holds a created session with Prefer: wait until its order has ended or the wait is
+// over, and sets the session's status to the order's of then. The order exists: should the
+// database fail meanwhile, the session is answered with the status last read.
+func (h *Handler) holdSession(c *gin.Context, wait time.Duration, s *SessionResponse) {
+	inst := caller(c).Installation
+	scope := engine.OrderScope{AccountID: inst.AccountID, InstallationID: inst.ID}
+	st, err := prefer.Hold(c, h.Engine.Feed, wait, func(ctx context.Context) (prefer.Read[string], error) {
+		o, err := h.Engine.Feed.Order(ctx, scope, s.OrderID)
+		return prefer.Read[string]{Value: o.Status, OrderID: s.OrderID, Seen: o.EventSeq, Ended: o.Status != status.OrderInProgress}, err
+	})
+	if err != nil {
+		h.Log.Info("a held session is answered as it was created: its order could not be read", zap.String("order_id", s.OrderID), zap.Error(err))
+		return
+	}
+	s.Status = st
 }
 
 const jsonContentType = "application/json; charset=utf-8"

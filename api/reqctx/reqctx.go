@@ -9,6 +9,7 @@ package reqctx
 
 import (
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -20,6 +21,7 @@ type key int
 const (
 	requestIDKey key = iota
 	tenantKey
+	deadlineKey
 )
 
 // Tenant is who made a request: the account, and the plugin installation for plugin keys.
@@ -58,4 +60,16 @@ func TenantOf(c *gin.Context) Tenant {
 	t, _ := c.Get(tenantKey)
 	tenant, _ := t.(Tenant)
 	return tenant
+}
+
+// SetDeadlineExtender records how the request's deadline is extended (api.RequestTimeout does).
+func SetDeadlineExtender(c *gin.Context, extend func(hold time.Duration)) { c.Set(deadlineKey, extend) }
+
+// ExtendDeadline lets a handler hold its request for hold from now (a `Prefer: wait`, an event
+// stream): the request's context then ends REQUEST_TIMEOUT after that, so the work after the hold
+// keeps its usual time. Without a request timeout (a test router) it does nothing.
+func ExtendDeadline(c *gin.Context, hold time.Duration) {
+	if f, ok := c.Get(deadlineKey); ok {
+		f.(func(time.Duration))(hold)
+	}
 }

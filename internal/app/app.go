@@ -276,6 +276,10 @@ func (a *App) ServeHTTP(ctx context.Context, ready func(addr net.Addr)) error {
 	if ready != nil {
 		ready(ln.Addr())
 	}
+	// A stopping API answers its held requests at once and tells its event streams to reconnect
+	// (to another process), so that they do not hold the drain up.
+	stopFeed := context.AfterFunc(ctx, a.Engine.Feed.Stop)
+	defer stopFeed()
 	err = serveHTTP(ctx, ln, a.Handler(), drainTimeout(a.Config), a.Log)
 	// The drained requests' workflow starts are marked before the process goes.
 	a.Engine.Outbox.FlushStartMarks()

@@ -71,5 +71,6 @@ func engineConfig(cfg config.Config, store *models.Store, tc client.Client, log 
 		TemporalUI: engine.TemporalUI{BaseURL: cfg.TemporalUIURL, Namespace: cfg.TemporalNamespace},
 		Signer:     signer, DownloadTTL: cfg.DownloadURLTTL,
 		WebhookAllowPrivateNetworks: cfg.WebhookAllowPrivateNetworks,
+		FeedPollInterval:            cfg.OrderFeedPollInterval,
 	}
 }

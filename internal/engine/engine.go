@@ -64,6 +64,9 @@ type Config struct {
 	// WebhookAllowPrivateNetworks lets webhook endpoints point to loopback, private and other
 	// internal addresses (WEBHOOK_ALLOW_PRIVATE_NETWORKS).
 	WebhookAllowPrivateNetworks bool
+	// FeedPollInterval is how often a process reads the event numbers of the orders its requests
+	// wait on (Feed; zero: DefaultFeedPollInterval).
+	FeedPollInterval time.Duration
 }
 
 // Engine is the application: one service per area over one shared set of dependencies.
@@ -80,6 +83,7 @@ type Engine struct {
 	Idempotency *Idempotency // Idempotency-Key runs of the plugin API
 	Outbox      *Outbox      // starts of committed orders, job re-runs and preparations that were lost
 	Support     *Support     // what support staff do: list, show, retry, re-drive, replay
+	Feed        *Feed        // the change feed of orders: waits on orders and reads their events
 }
 
 // core is the dependencies every service shares, and the engine itself for a service that uses
@@ -99,6 +103,7 @@ func New(cfg Config) *Engine {
 		Sessions: &Sessions{c}, Generation: &Generation{c}, Orders: &Orders{c}, Jobs: &Jobs{c},
 		Catalog: &Catalog{c}, Records: &Records{c}, Uploads: &Uploads{c}, Accounts: &Accounts{c},
 		Webhooks: &Webhooks{c}, Idempotency: &Idempotency{c}, Outbox: &Outbox{c}, Support: &Support{c},
+		Feed: &Feed{core: c},
 	}
 	c.app = e
 	return e

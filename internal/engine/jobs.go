@@ -124,6 +124,9 @@ type Order struct {
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
 	CompletedAt     *time.Time
+	// EventSeq numbers the order's latest event (Feed): a request that waits for the order to
+	// change waits for a higher one.
+	EventSeq int64
 }
 
 // orderOf is the view of a stored order.
@@ -137,6 +140,7 @@ func orderOf(o *models.Order) Order {
 		JobsCompleted: o.JobsCompleted, JobsFailed: o.JobsFailed, JobsCancelled: o.JobsCancelled, JobsExpired: o.JobsExpired,
 		CreditsReserved: o.CreditsReserved, CreditsConsumed: o.CreditsConsumed, CreditsReleased: o.CreditsReleased,
 		SourceOrderID: o.SourceOrderID, CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt, CompletedAt: o.CompletedAt,
+		EventSeq: o.EventSeq,
 	}
 }
 

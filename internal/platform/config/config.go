@@ -94,6 +94,9 @@ type Config struct {
 
 	// OutboxSweepInterval is how often every worker looks for accepted orders whose workflow start was lost.
 	OutboxSweepInterval time.Duration `env:"OUTBOX_SWEEP_INTERVAL" envDefault:"15s" validate:"min=100ms"`
+	// OrderFeedPollInterval is how often an API process reads the event numbers of the orders its
+	// requests wait on (Prefer: wait, event streams): the most a waiting client lags a change.
+	OrderFeedPollInterval time.Duration `env:"ORDER_FEED_POLL_INTERVAL" envDefault:"100ms" validate:"min=10ms,max=5s"`
 	// OutboxStartAfter is how old such an order must be before a worker starts it (the API normally does at once).
 	OutboxStartAfter time.Duration `env:"OUTBOX_START_AFTER" envDefault:"30s" validate:"min=0"`
 

@@ -1,0 +1,60 @@
+package external
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/shotflow/shotflow/api/eventstream"
+	"github.com/shotflow/shotflow/internal/engine"
+)
+
+// GET /orders/{id}/events: the order's event stream (api/eventstream): one event per change of
+// one of its jobs, named job.started, job.retrying, job.completed, ... with the job as
+// GET /orders/{id} lists it, then order.completed with the order as GET /orders/{id} shows it.
+func (h *Handler) orderEvents(c *gin.Context) {
+	id, ok := h.orderID(c)
+	if !ok {
+		return
+	}
+	after, err := eventstream.LastEventID(c.Request.Header)
+	if err != nil {
+		h.fail(c, http.StatusBadRequest, err.Error()+".")
+		return
+	}
+	scope := engine.OrderScope{AccountID: key(c).AccountID}
+	source := func(ctx context.Context, after int64) (eventstream.Page, error) {
+		return h.orderEventPage(ctx, scope, id, after)
+	}
+	first, err := source(c.Request.Context(), after)
+	if err != nil {
+		h.answer(c, err)
+		return
+	}
+	eventstream.Serve(c, h.Engine.Feed, id, after, first, source)
+}
+
+// orderEventPage reads the order's events after a number and renders them.
+func (h *Handler) orderEventPage(ctx context.Context, scope engine.OrderScope, orderID string, after int64) (eventstream.Page, error) {
+	p, err := h.Engine.Feed.OrderEvents(ctx, scope, orderID, after, eventstream.PageSize)
+	if err != nil {
+		return eventstream.Page{}, err
+	}
+	expires := h.now().Add(h.DownloadTTL)
+	page := eventstream.Page{Latest: p.Order.EventSeq, Ended: p.Ended, Events: make([]eventstream.Event, 0, len(p.Events))}
+	for _, e := range p.Events {
+		ev := eventstream.Event{ID: e.Seq, Name: e.Type}
+		if e.Job != nil {
+			ev.Data = h.orderJob(*e.Job, expires)
+		} else {
+			o, err := h.Engine.Orders.FindAccountOrder(ctx, scope.AccountID, orderID)
+			if err != nil {
+				return eventstream.Page{}, err
+			}
+			ev.Data = h.orderDetail(o)
+		}
+		page.Events = append(page.Events, ev)
+	}
+	return page, nil
+}

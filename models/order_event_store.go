@@ -1,0 +1,71 @@
+package models
+
+import (
+	"context"
+	"slices"
+)
+
+// OrderEvent is one change of an order (migration 0020): the seq-th event of the order, of one of
+// its jobs (JobID) or of the order itself (JobID nil: order.completed).
+type OrderEvent struct {
+	ID      int64 `gorm:"primaryKey"`
+	OrderID string
+	Seq     int64
+	JobID   *string
+	Type    string
+}
+
+// Order event types: the triggers of migration 0020 write them.
+const (
+	OrderEventJobQueued      = "job.queued"
+	OrderEventJobStarted     = "job.started"
+	OrderEventJobRetrying    = "job.retrying"
+	OrderEventJobCompleted   = "job.completed"
+	OrderEventJobFailed      = "job.failed"
+	OrderEventJobCancelled   = "job.cancelled"
+	OrderEventJobExpired     = "job.expired"
+	OrderEventOrderCompleted = "order.completed"
+)
+
+// OrderEventsAfter returns the events of the order numbered after `after` and at most upTo, in
+// order, at most limit of them. Every event up to an order's event_seq has committed (the
+// triggers number them under the order's row lock), so with upTo read from the order first the
+// page has no gap.
+func (s *Store) OrderEventsAfter(ctx context.Context, orderID string, after, upTo int64, limit int) ([]OrderEvent, error) {
+	var events []OrderEvent
+	err := s.conn(ctx).Where("order_id = ? AND seq > ? AND seq <= ?", orderID, after, upTo).
+		Order("seq").Limit(limit).Find(&events).Error
+	return events, err
+}
+
+// OrderEventSeqs returns the event_seq of each of the orders that exists: the change feed's one
+// read per poll of every order waited on.
+func (s *Store) OrderEventSeqs(ctx context.Context, orderIDs []string) (map[string]int64, error) {
+	out := make(map[string]int64, len(orderIDs))
+	for chunk := range slices.Chunk(orderIDs, 500) {
+		var rows []struct {
+			ID       string
+			EventSeq int64
+		}
+		if err := s.conn(ctx).Model(&Order{}).Select("id", "event_seq").Where("id IN ?", chunk).Find(&rows).Error; err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			out[r.ID] = r.EventSeq
+		}
+	}
+	return out, nil
+}
+
+// OrderJobsByID returns the named jobs of the order (the others are left out), by ID.
+func (s *Store) OrderJobsByID(ctx context.Context, orderID string, jobIDs []string) (map[string]*Job, error) {
+	var jobs []Job
+	if err := s.conn(ctx).Where("order_id = ? AND id IN ?", orderID, jobIDs).Find(&jobs).Error; err != nil {
+		return nil, err
+	}
+	out := make(map[string]*Job, len(jobs))
+	for i := range jobs {
+		out[jobs[i].ID] = &jobs[i]
+	}
+	return out, nil
+}
