@@ -37,6 +37,7 @@ const DefaultRateLimit = 60
 // Handler serves the external API.
 type Handler struct {
 	Limiter     ratelimit.Limiter
+	Slots       ratelimit.Slots // caps the requests of a key open at once
 	Signer      *urlsign.Signer
 	Log         *zap.Logger
 	DownloadTTL time.Duration // validity of the output URLs it signs

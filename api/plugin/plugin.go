@@ -21,6 +21,7 @@ type Handler struct {
 	Engine           *engine.Engine
 	Signer           *urlsign.Signer
 	Limiter          ratelimit.Limiter
+	Slots            ratelimit.Slots // caps the requests of a key open at once
 	Log              *zap.Logger
 	DocsURL          string
 	DefaultRateLimit int

@@ -58,6 +58,7 @@ type App struct {
 	Signer    *urlsign.Signer
 	Box       *secrets.Box
 	Limiter   ratelimit.Limiter
+	Slots     ratelimit.Slots // requests of a key open at once; in Limiter's Redis when REDIS_URL is set
 	Engine    *engine.Engine
 	// EngineConfig is what Engine was built from.
 	EngineConfig engine.Config
@@ -125,12 +126,12 @@ func Open(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Optio
 	if a.Box, err = secrets.NewBox(master); err != nil {
 		return nil, err
 	}
-	limiter, closeLimiter, err := ratelimit.Open(cfg.RedisURL)
+	limits, err := ratelimit.Open(cfg.RedisURL)
 	if err != nil {
 		return nil, fmt.Errorf("rate limiter: %w", err)
 	}
-	a.Limiter = limiter
-	a.closers = append(a.closers, closeLimiter)
+	a.Limiter, a.Slots = limits.Limiter, limits.Slots
+	a.closers = append(a.closers, limits.Close)
 
 	// The SDK's metrics (task latencies, pollers, sticky cache) appear on both /metrics.
 	temporal.Options.MetricsHandler = a.Metrics.Temporal()
@@ -229,12 +230,12 @@ func (a *App) Close() {
 // Handler returns the HTTP handler of the API.
 func (a *App) Handler() http.Handler {
 	p := &plugin.Handler{
-		Engine: a.Engine, Signer: a.Signer, Limiter: a.Limiter,
+		Engine: a.Engine, Signer: a.Signer, Limiter: a.Limiter, Slots: a.Slots,
 		Log: a.Log, DocsURL: a.Config.EffectiveDocsURL(), DefaultRateLimit: a.Config.RateLimitPerMinute,
 		DownloadTTL: a.Config.DownloadURLTTL, UploadTTL: a.Config.UploadURLTTL, SubProcessors: a.subProcessors(),
 		Secrets: a.Box,
 	}
-	x := &external.Handler{Engine: a.Engine, Limiter: a.Limiter, Signer: a.Signer, Log: a.Log, DownloadTTL: a.Config.DownloadURLTTL}
+	x := &external.Handler{Engine: a.Engine, Limiter: a.Limiter, Slots: a.Slots, Signer: a.Signer, Log: a.Log, DownloadTTL: a.Config.DownloadURLTTL}
 	return api.NewRouter(api.Deps{Engine: a.Engine, Blobs: a.Blobs, Signer: a.Signer, Log: a.Log, Ready: a.Ready, External: x,
 		RequestTimeout: a.Config.RequestTimeout, UploadTimeout: a.Config.UploadTimeout, Metrics: a.Metrics}, p)
 }

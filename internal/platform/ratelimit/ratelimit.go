@@ -8,8 +8,12 @@
 // more than N of them (more only after its limit went down, until the
 // admissions made under the higher limit leave the window). Two implementations share these semantics exactly:
 // Memory keeps the logs in the process, Redis keeps them in Redis so that
-// several API processes share one budget per key. Open picks one from a Redis
-// URL. Both work in whole microseconds.
+// several API processes share one budget per key. Both work in whole
+// microseconds.
+//
+// Slots caps how many requests of a key are open at once rather than how many start per period:
+// MemorySlots and RedisSlots hold leased slots (see Slots). Open returns a Backend with both the
+// limiter and the slots, in the process or in one Redis.
 //
 // Keys end up in memory or in Redis key names, so pass a stable, non-secret
 // identifier for the API key (its ID or a hash of it), not the secret itself.
@@ -89,25 +93,41 @@ func Admit(ctx context.Context, l Limiter, h http.Header, key string, limit int)
 // openPingTimeout bounds the PING that Open sends to check that Redis answers.
 const openPingTimeout = 3 * time.Second
 
-// Open returns a Memory limiter when redisURL is empty, and otherwise a Redis
-// limiter connected to redisURL (checked with a PING) that reads the time from
-// Redis, with a function that releases its resources.
-func Open(redisURL string) (Limiter, func() error, error) {
+// Backend is one process's rate limiter and concurrency slots, both in the process or both in
+// one Redis, on one connection pool.
+type Backend struct {
+	Limiter Limiter
+	Slots   Slots
+	client  *redis.Client // nil in memory
+}
+
+// Close releases the backend's resources (the Redis connection pool).
+func (b *Backend) Close() error {
+	if b.client == nil {
+		return nil
+	}
+	return b.client.Close()
+}
+
+// Open returns a Memory limiter and MemorySlots when redisURL is empty, and otherwise a Redis
+// limiter and RedisSlots sharing one client of redisURL (checked with a PING) that read the time
+// from Redis.
+func Open(redisURL string) (*Backend, error) {
 	if redisURL == "" {
-		return NewMemory(nil), func() error { return nil }, nil
+		return &Backend{Limiter: NewMemory(nil), Slots: NewMemorySlots(nil)}, nil
 	}
 	opts, err := redis.ParseURL(redisURL)
 	if err != nil {
-		return nil, nil, fmt.Errorf("ratelimit: parse redis URL: %w", err)
+		return nil, fmt.Errorf("ratelimit: parse redis URL: %w", err)
 	}
 	client := redis.NewClient(opts)
 	ctx, cancel := context.WithTimeout(context.Background(), openPingTimeout)
 	defer cancel()
 	if err := client.Ping(ctx).Err(); err != nil {
 		_ = client.Close()
-		return nil, nil, fmt.Errorf("ratelimit: ping redis at %s: %w", opts.Addr, err)
+		return nil, fmt.Errorf("ratelimit: ping redis at %s: %w", opts.Addr, err)
 	}
-	return NewRedis(client, nil), client.Close, nil
+	return &Backend{Limiter: NewRedis(client, nil), Slots: NewRedisSlots(client, nil), client: client}, nil
 }
 
 // periodMicros returns period in whole microseconds, rounded up so that the

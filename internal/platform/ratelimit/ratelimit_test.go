@@ -575,24 +575,27 @@ func TestMemoryNilClockUsesTimeNow(t *testing.T) {
 }
 
 func TestOpenEmptyURLIsMemory(t *testing.T) {
-	l, closeFn, err := Open("")
+	b, err := Open("")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := l.(*Memory); !ok {
-		t.Fatalf("Open(\"\") = %T, want *Memory", l)
+	if _, ok := b.Limiter.(*Memory); !ok {
+		t.Fatalf("Open(\"\").Limiter = %T, want *Memory", b.Limiter)
 	}
-	if err := closeFn(); err != nil {
+	if _, ok := b.Slots.(*MemorySlots); !ok {
+		t.Fatalf("Open(\"\").Slots = %T, want *MemorySlots", b.Slots)
+	}
+	if err := b.Close(); err != nil {
 		t.Fatalf("close: %v", err)
 	}
 }
 
 func TestOpenErrors(t *testing.T) {
-	if _, _, err := Open("not-a-url://x"); err == nil {
+	if _, err := Open("not-a-url://x"); err == nil {
 		t.Error("Open with a malformed URL succeeded")
 	}
 	start := time.Now()
-	if _, _, err := Open("redis://127.0.0.1:1/0?max_retries=-1"); err == nil {
+	if _, err := Open("redis://127.0.0.1:1/0?max_retries=-1"); err == nil {
 		t.Error("Open with nothing listening succeeded")
 	}
 	if d := time.Since(start); d > 5*time.Second {
@@ -628,23 +631,44 @@ func newTestRedis(t *testing.T) *redis.Client {
 	return client
 }
 
-// testPrefixes remembers each test's Redis key namespace, so that every
-// limiter a test opens shares it.
-var testPrefixes sync.Map // *testing.T → string
+// testPrefixes remembers each test's Redis key namespaces, so that every
+// limiter or slots a test opens shares them.
+var testPrefixes sync.Map // testNamespace → string
 
-// testKeyPrefix returns the random Redis key namespace of this test (under
-// KeyPrefix) and deletes its keys when the test ends.
+// testNamespace is one test's key namespace under one of the package's prefixes.
+type testNamespace struct {
+	t    *testing.T
+	root string
+}
+
+// testKeyPrefix returns the random Redis key namespace of this test's limiters
+// (under KeyPrefix) and deletes its keys when the test ends.
 func testKeyPrefix(t *testing.T, client *redis.Client) string {
 	t.Helper()
-	if p, ok := testPrefixes.Load(t); ok {
+	return testPrefix(t, client, KeyPrefix)
+}
+
+// testSlotKeyPrefix returns the random Redis key namespace of this test's
+// slots (under SlotKeyPrefix) and deletes its keys when the test ends.
+func testSlotKeyPrefix(t *testing.T, client *redis.Client) string {
+	t.Helper()
+	return testPrefix(t, client, SlotKeyPrefix)
+}
+
+// testPrefix returns the random Redis key namespace of this test under root
+// and deletes its keys when the test ends.
+func testPrefix(t *testing.T, client *redis.Client, root string) string {
+	t.Helper()
+	ns := testNamespace{t, root}
+	if p, ok := testPrefixes.Load(ns); ok {
 		return p.(string)
 	}
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
-	prefix := KeyPrefix + "test:" + hex.EncodeToString(b) + ":"
-	testPrefixes.Store(t, prefix)
+	prefix := root + "test:" + hex.EncodeToString(b) + ":"
+	testPrefixes.Store(ns, prefix)
 	t.Cleanup(func() {
-		testPrefixes.Delete(t)
+		testPrefixes.Delete(ns)
 		ctx := context.Background()
 		keys, err := client.Keys(ctx, prefix+"*").Result()
 		if err != nil {
@@ -734,16 +758,25 @@ func TestRedisServerClock(t *testing.T) {
 }
 
 func TestOpenRedis(t *testing.T) {
-	l, closeFn, err := Open(testRedisURL())
+	b, err := Open(testRedisURL())
 	if err != nil {
 		t.Fatalf("Open(%s): %v", testRedisURL(), err)
 	}
+	l := b.Limiter
 	r, ok := l.(*Redis)
 	if !ok {
-		t.Fatalf("Open(redis URL) = %T, want *Redis", l)
+		t.Fatalf("Open(redis URL).Limiter = %T, want *Redis", l)
 	}
 	if r.clock != nil || r.prefix != KeyPrefix {
 		t.Fatalf("Open(redis URL): clock set %v, prefix %q; want Redis's clock under %q", r.clock != nil, r.prefix, KeyPrefix)
+	}
+	s, ok := b.Slots.(*RedisSlots)
+	if !ok {
+		t.Fatalf("Open(redis URL).Slots = %T, want *RedisSlots", b.Slots)
+	}
+	if s.clock != nil || s.prefix != SlotKeyPrefix || s.client != r.client {
+		t.Fatalf("Open(redis URL) slots: clock set %v, prefix %q, own client %v; want Redis's clock under %q on the limiter's client",
+			s.clock != nil, s.prefix, s.client != r.client, SlotKeyPrefix)
 	}
 	key := testKeyPrefix(t, newTestRedis(t))[len(KeyPrefix):] + "open"
 	if res := allow(t, l, key, 1, time.Minute); !res.Allowed {
@@ -752,8 +785,19 @@ func TestOpenRedis(t *testing.T) {
 	if res := allow(t, l, key, 1, time.Minute); res.Allowed {
 		t.Fatalf("second request: %+v", res)
 	}
-	if err := closeFn(); err != nil {
+	slotKey := testSlotKeyPrefix(t, newTestRedis(t))[len(SlotKeyPrefix):] + "open"
+	slot := acquire(t, b.Slots, slotKey, 1, time.Minute)
+	if _, ok := tryAcquire(t, b.Slots, slotKey, 1, time.Minute); ok {
+		t.Fatal("second slot of a limit of 1 taken")
+	}
+	if err := slot.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
 		t.Fatalf("close: %v", err)
+	}
+	if err := r.client.Ping(context.Background()).Err(); err == nil {
+		t.Fatal("the client still answers after Close")
 	}
 }
 
