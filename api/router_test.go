@@ -65,13 +65,14 @@ func newServer(t *testing.T) *server {
 	h := &plugin.Handler{
 		Signer: d.Signer, Engine: d.Engine,
 		Limiter:          d.Limiter,
+		Slots:            d.Slots,
 		Log:              log,
 		DocsURL:          docsURL,
 		DefaultRateLimit: 60,
 		DownloadTTL:      168 * time.Hour,
 		UploadTTL:        2 * time.Hour,
 	}
-	x := &external.Handler{Engine: d.Engine, Limiter: ratelimit.NewMemory(d.Clock.Now), Signer: d.Signer, Log: log, DownloadTTL: time.Hour}
+	x := &external.Handler{Engine: d.Engine, Limiter: ratelimit.NewMemory(d.Clock.Now), Slots: d.Slots, Signer: d.Signer, Log: log, DownloadTTL: time.Hour}
 	s.router = api.NewRouter(api.Deps{Engine: d.Engine, Blobs: d.Blobs, Signer: d.Signer, Log: log,
 		Ready: func(context.Context) error { return s.ready }, External: x}, h)
 	acc, err := models.CreateAccount(db, "Acme", 100)

@@ -29,8 +29,10 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"go.uber.org/zap"
 
 	"github.com/shotflow/shotflow/api/reqctx"
+	"github.com/shotflow/shotflow/internal/platform/ratelimit"
 )
 
 // Stream limits and timings.
@@ -221,4 +223,27 @@ func (w *writer) flush() error {
 		return err
 	}
 	return nil
+}
+
+// MaxStreamsPerKey is how many streams one API key may have open at once, across API processes
+// when Redis is configured (ratelimit.Slots).
+const MaxStreamsPerKey = 20
+
+// RetryAfterBusy is the Retry-After of a stream refused because its key has MaxStreamsPerKey open.
+const RetryAfterBusy = 5
+
+// Take takes one of the key's MaxStreamsPerKey stream slots (key names the API key, e.g.
+// "plugin:<id>") for the length of a stream; busy is true, and Retry-After set, when they are all
+// taken, and the caller answers 429. A slot store that fails admits the stream (as the rate limit
+// does). The caller releases the slot when the stream ends.
+func Take(c *gin.Context, slots ratelimit.Slots, key string, log *zap.Logger) (slot *ratelimit.Slot, busy bool) {
+	slot, ok, err := slots.Acquire(c.Request.Context(), "stream:"+key, MaxStreamsPerKey, MaxDuration+2*time.Minute)
+	if err != nil {
+		log.Warn("request slots unavailable; the stream is served without a slot", zap.Error(err))
+	}
+	if !ok {
+		c.Header("Retry-After", strconv.Itoa(RetryAfterBusy))
+		return nil, true
+	}
+	return slot, false
 }

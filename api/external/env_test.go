@@ -56,7 +56,7 @@ func newEnv(t testing.TB, db *gorm.DB, rateLimit int) *env {
 	e.blobs = d.Blobs
 	e.engineConfig = d.EngineConfig
 	e.handler = &external.Handler{
-		Limiter: d.Limiter, Log: zap.NewNop(), Engine: d.Engine, Signer: d.Signer,
+		Limiter: d.Limiter, Slots: d.Slots, Log: zap.NewNop(), Engine: d.Engine, Signer: d.Signer,
 		DownloadTTL: 168 * time.Hour, RateLimit: rateLimit, Now: now,
 	}
 	e.router = gin.New()

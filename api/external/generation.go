@@ -15,7 +15,6 @@ import (
 
 	"github.com/shotflow/shotflow/api/inputcheck"
 	"github.com/shotflow/shotflow/api/jsonbody"
-	"github.com/shotflow/shotflow/api/prefer"
 	"github.com/shotflow/shotflow/api/reqctx"
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/models/ids"
@@ -52,12 +51,12 @@ type GenerationResponse struct {
 // registerGeneration mounts the register-* routes.
 func (h *Handler) registerGeneration(add route) {
 	post, body := http.MethodPost, inputcheck.JSONBody(maxJSONBody)
-	add(post, "/models/register-ideas", body, ScopeRegister, h.registerIdeas(jobtype.ModelIdea, engine.FashionModels))
-	add(post, "/sceneries/register-ideas", body, ScopeRegister, h.registerIdeas(jobtype.SceneryIdea, engine.Sceneries))
-	add(post, "/packshots/register-ideas", body, ScopeRegister, h.registerPackshots)
-	add(post, "/image-picker/register-ideas", body, ScopeRegister, h.registerPhotoShoot)
-	add(post, "/video-picker/register-videos", body, ScopeRegister, h.registerVideo)
-	add(post, "/reel/register-reel", body, ScopeRegister, h.registerReel)
+	add(post, "/models/register-ideas", body, ScopeRegister, h.holding(h.registerIdeas(jobtype.ModelIdea, engine.FashionModels)))
+	add(post, "/sceneries/register-ideas", body, ScopeRegister, h.holding(h.registerIdeas(jobtype.SceneryIdea, engine.Sceneries)))
+	add(post, "/packshots/register-ideas", body, ScopeRegister, h.holding(h.registerPackshots))
+	add(post, "/image-picker/register-ideas", body, ScopeRegister, h.holding(h.registerPhotoShoot))
+	add(post, "/video-picker/register-videos", body, ScopeRegister, h.holding(h.registerVideo))
+	add(post, "/reel/register-reel", body, ScopeRegister, h.holding(h.registerReel))
 }
 
 // refusal is a request the external API refuses before the engine sees it (a body that does not
@@ -243,8 +242,8 @@ func (h *Handler) submitted(c *gin.Context, s engine.Submitted, err error) {
 		CreatedRecordIDs: s.RecordIDs, BatchID: s.OrderID, OrderID: s.OrderID,
 		ReservationID: s.ReservationID, CreditsReserved: s.CreditsReserved, Status: status.OrderInProgress,
 	}
-	if wait, ok := prefer.Wait(c.Request.Header); ok {
-		resp.Status = h.holdOrderStatus(c, wait, s.OrderID, resp.Status)
+	if held := heldOf(c); held.Wait > 0 {
+		resp.Status = h.holdOrderStatus(c, held.Wait, s.OrderID, resp.Status)
 	}
 	c.PureJSON(http.StatusOK, resp)
 }

@@ -2,6 +2,7 @@ package external
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -23,6 +24,13 @@ func (h *Handler) orderEvents(c *gin.Context) {
 		h.fail(c, http.StatusBadRequest, err.Error()+".")
 		return
 	}
+	slot, busy := eventstream.Take(c, h.Slots, "external:"+key(c).ID, h.Log)
+	if busy {
+		h.fail(c, http.StatusTooManyRequests, fmt.Sprintf(
+			"This API key already has %d event streams open; close one, or retry after the Retry-After delay.", eventstream.MaxStreamsPerKey))
+		return
+	}
+	defer func() { _ = slot.Release() }()
 	scope := engine.OrderScope{AccountID: key(c).AccountID}
 	source := func(ctx context.Context, after int64) (eventstream.Page, error) {
 		return h.orderEventPage(ctx, scope, id, after)

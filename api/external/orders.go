@@ -2,6 +2,7 @@ package external
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -113,13 +114,18 @@ func (h *Handler) getOrder(c *gin.Context) {
 	if !ok {
 		return
 	}
+	held, ok := h.takeWait(c)
+	if !ok {
+		return
+	}
+	defer held.Release()
 	accountID := key(c).AccountID
 	o, err := h.Engine.Orders.FindAccountOrder(c.Request.Context(), accountID, id)
-	if wait, ok := prefer.Wait(c.Request.Header); ok && err == nil {
+	if held.Wait > 0 && err == nil {
 		if o.Order.Status != status.OrderInProgress {
-			prefer.SetApplied(c, wait)
+			prefer.SetApplied(c, held.Wait)
 		} else {
-			o, err = prefer.Hold(c, h.Engine.Feed, wait, func(ctx context.Context) (prefer.Read[engine.AccountOrder], error) {
+			o, err = prefer.Hold(c, h.Engine.Feed, held.Wait, func(ctx context.Context) (prefer.Read[engine.AccountOrder], error) {
 				o, err := h.Engine.Orders.FindAccountOrder(ctx, accountID, id)
 				return prefer.Read[engine.AccountOrder]{Value: o, OrderID: id, Seen: o.Order.EventSeq,
 					Ended: o.Order.Status != status.OrderInProgress}, err
@@ -230,4 +236,42 @@ func (h *Handler) holdOrderStatus(c *gin.Context, wait time.Duration, orderID, c
 		return created
 	}
 	return st
+}
+
+// heldContextKey is the gin context key of the *prefer.Held of a generation request.
+const heldContextKey = "external.held"
+
+// holding wraps a generation route: with Prefer: wait it takes one of the key's slots of held
+// requests before the route creates anything (429 when they are all taken), and the route's
+// answer is held (submitted).
+func (h *Handler) holding(handler gin.HandlerFunc) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		held, ok := h.takeWait(c)
+		if !ok {
+			return
+		}
+		defer held.Release()
+		c.Set(heldContextKey, held)
+		handler(c)
+	}
+}
+
+// heldOf is the wait the generation request holds (none outside holding).
+func heldOf(c *gin.Context) *prefer.Held {
+	if v, ok := c.Get(heldContextKey); ok {
+		return v.(*prefer.Held)
+	}
+	return &prefer.Held{}
+}
+
+// takeWait reads Prefer: wait and takes one of the key's slots of held requests (prefer.Take);
+// false when they are all taken and the request was answered 429.
+func (h *Handler) takeWait(c *gin.Context) (*prefer.Held, bool) {
+	held, busy := prefer.Take(c, h.Slots, "external:"+key(c).ID, h.Log)
+	if busy {
+		h.fail(c, http.StatusTooManyRequests, fmt.Sprintf(
+			"This API key already has %d requests waiting (Prefer: wait); retry after the Retry-After delay, or without the header.", prefer.MaxHeldPerKey))
+		return nil, false
+	}
+	return held, true
 }

@@ -657,7 +657,7 @@ func TestPresetImageURLsResolve(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := &plugin.Handler{Engine: e.handler.Engine, Signer: e.handler.Signer,
-		Limiter: e.handler.Limiter, Log: zap.NewNop()}
+		Limiter: e.handler.Limiter, Slots: e.handler.Slots, Log: zap.NewNop()}
 	router := api.NewRouter(api.Deps{Engine: e.handler.Engine, Blobs: e.blobs, Signer: e.handler.Signer, Log: zap.NewNop(), External: e.handler}, p)
 	download := func(raw string) (int, string, []byte) {
 		t.Helper()

@@ -156,6 +156,7 @@ var specRoutes = map[string][]string{
 	"POST /jobs/batch":                  {plugin.PermJobsCreate},
 	"GET /jobs":                         {plugin.PermJobsRead},
 	"GET /jobs/:":                       {plugin.PermJobsRead},
+	"GET /orders/:/events":              {plugin.PermJobsRead},
 	"DELETE /jobs/:":                    {plugin.PermJobsCancel},
 	"POST /jobs/:/refresh-url":          {plugin.PermJobsRead},
 	"POST /jobs/:/accept":               {plugin.PermJobsRead},

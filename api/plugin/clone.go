@@ -61,7 +61,12 @@ func (h *Handler) cloneOrder(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
-	h.writeSession(c, h.acceptSession(c, h.pluginSession(c, *req), sessionRecord(c)))
+	held, ok := h.takeWait(c) // before anything is created
+	if !ok {
+		return
+	}
+	defer held.Release()
+	h.writeSession(c, held.Wait, h.acceptSession(c, h.pluginSession(c, *req), sessionRecord(c)))
 }
 
 // parseClone decodes the optional body of a clone: nothing, {} or {"subjects": [...]}.

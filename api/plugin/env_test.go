@@ -128,6 +128,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 		Engine:           d.Engine,
 		Signer:           d.Signer,
 		Limiter:          d.Limiter,
+		Slots:            d.Slots,
 		Log:              zap.NewNop(),
 		DocsURL:          docsURL,
 		DefaultRateLimit: 60,

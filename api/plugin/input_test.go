@@ -35,7 +35,7 @@ func TestTextPostgreSQLRefusesIsRefusedNamingTheField(t *testing.T) {
 			assert.Contains(t, msg, "The path parameter "+r.Param+" "+bad.Want, "%s %s", r.Method, r.Target)
 		}
 	}
-	assert.Equal(t, 24, routes, "routes with path parameters: 20 of the plugin API, its reference files and 3 of the router")
+	assert.Equal(t, 25, routes, "routes with path parameters: 21 of the plugin API, its reference files and 3 of the router")
 
 	subj := func(ref string) string {
 		return `{"product_ref":"` + ref + `","images_count":1,"ai_model":"local/studio-v1"}`

@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -35,13 +36,18 @@ func (h *Handler) outputs(files []jobview.File) []Output {
 }
 
 func (h *Handler) getJob(c *gin.Context) {
+	held, ok := h.takeWait(c)
+	if !ok {
+		return
+	}
+	defer held.Release()
 	inst := caller(c).Installation
 	j, err := h.Engine.Jobs.JobWithOutputs(c.Request.Context(), inst.ID, c.Param("id"))
-	if wait, ok := prefer.Wait(c.Request.Header); ok && err == nil {
+	if held.Wait > 0 && err == nil {
 		if status.IsTerminalJob(j.Status) {
-			prefer.SetApplied(c, wait)
+			prefer.SetApplied(c, held.Wait)
 		} else {
-			j, err = h.holdJob(c, wait, j)
+			j, err = h.holdJob(c, held.Wait, j)
 		}
 	}
 	if err != nil {
@@ -49,6 +55,18 @@ func (h *Handler) getJob(c *gin.Context) {
 		return
 	}
 	c.PureJSON(http.StatusOK, h.jobResponse(j))
+}
+
+// takeWait reads Prefer: wait and takes one of the key's slots of held requests (prefer.Take);
+// false when they are all taken and the request was answered 429.
+func (h *Handler) takeWait(c *gin.Context) (*prefer.Held, bool) {
+	held, busy := prefer.Take(c, h.Slots, "plugin:"+caller(c).Key.ID, h.Log)
+	if busy {
+		h.Fail(c, http.StatusTooManyRequests, CodeRateLimited, fmt.Sprintf(
+			"This API key already has %d requests waiting (Prefer: wait); retry after the Retry-After delay, or without the header.", prefer.MaxHeldPerKey))
+		return nil, false
+	}
+	return held, true
 }
 
 // holdJob holds GET /jobs/{id} with Prefer: wait until the job has ended or the wait is over, and
@@ -114,14 +132,19 @@ type CreditSummary struct {
 }
 
 func (h *Handler) getOrder(c *gin.Context) {
+	held, ok := h.takeWait(c)
+	if !ok {
+		return
+	}
+	defer held.Release()
 	inst := caller(c).Installation
 	d, err := h.Engine.Jobs.FindOrder(c.Request.Context(), inst.ID, c.Param("id"))
-	if wait, ok := prefer.Wait(c.Request.Header); ok && err == nil {
+	if held.Wait > 0 && err == nil {
 		if d.Order.Status != status.OrderInProgress {
-			prefer.SetApplied(c, wait)
+			prefer.SetApplied(c, held.Wait)
 		} else {
 			orderID := d.Order.ID
-			d, err = prefer.Hold(c, h.Engine.Feed, wait, func(ctx context.Context) (prefer.Read[engine.OrderDetail], error) {
+			d, err = prefer.Hold(c, h.Engine.Feed, held.Wait, func(ctx context.Context) (prefer.Read[engine.OrderDetail], error) {
 				d, err := h.Engine.Jobs.FindOrder(ctx, inst.ID, orderID)
 				return prefer.Read[engine.OrderDetail]{Value: d, OrderID: orderID, Seen: d.Order.EventSeq,
 					Ended: d.Order.Status != status.OrderInProgress}, err

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -19,6 +20,13 @@ func (h *Handler) orderEvents(c *gin.Context) {
 		h.Fail(c, http.StatusBadRequest, CodeInvalidInput, err.Error()+".")
 		return
 	}
+	slot, busy := eventstream.Take(c, h.Slots, "plugin:"+caller(c).Key.ID, h.Log)
+	if busy {
+		h.Fail(c, http.StatusTooManyRequests, CodeRateLimited, fmt.Sprintf(
+			"This API key already has %d event streams open; close one, or retry after the Retry-After delay.", eventstream.MaxStreamsPerKey))
+		return
+	}
+	defer func() { _ = slot.Release() }()
 	inst := caller(c).Installation
 	scope := engine.OrderScope{AccountID: inst.AccountID, InstallationID: inst.ID}
 	orderID := c.Param("id")

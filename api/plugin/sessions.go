@@ -92,7 +92,12 @@ func (h *Handler) createSession(c *gin.Context) {
 		h.refuse(c, f)
 		return
 	}
-	h.writeSession(c, h.acceptSession(c, h.sessionRequest(c, req), sessionRecord(c)))
+	held, ok := h.takeWait(c) // before anything is created
+	if !ok {
+		return
+	}
+	defer held.Release()
+	h.writeSession(c, held.Wait, h.acceptSession(c, h.sessionRequest(c, req), sessionRecord(c)))
 }
 
 // readBody reads the request body, which Input has already held to the route's limit.
@@ -222,9 +227,10 @@ func sessionResponse(s engine.Session) *SessionResponse {
 	return resp
 }
 
-// writeSession answers 201 with the session, or the failure's envelope; nothing for a session
-// whose key's claim was lost (the key's wrapper looks at the key again).
-func (h *Handler) writeSession(c *gin.Context, out sessionOutcome) {
+// writeSession answers 201 with the session, held wait long (Prefer: wait) when not zero, or the
+// failure's envelope; nothing for a session whose key's claim was lost (the key's wrapper looks
+// at the key again).
+func (h *Handler) writeSession(c *gin.Context, wait time.Duration, out sessionOutcome) {
 	if out.claimLost {
 		return
 	}
@@ -232,7 +238,7 @@ func (h *Handler) writeSession(c *gin.Context, out sessionOutcome) {
 		h.refuse(c, out.fail)
 		return
 	}
-	if wait, ok := prefer.Wait(c.Request.Header); ok {
+	if wait > 0 {
 		h.holdSession(c, wait, out.session)
 	}
 	body, err := encodeJSON(out.session)

@@ -17,8 +17,10 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"go.uber.org/zap"
 
 	"github.com/shotflow/shotflow/api/reqctx"
+	"github.com/shotflow/shotflow/internal/platform/ratelimit"
 )
 
 // The headers of a waiting request and its answer.
@@ -118,4 +120,45 @@ func applied[T any](c *gin.Context, wait time.Duration, read func(ctx context.Co
 // concerns had already ended): Preference-Applied: wait=N.
 func SetApplied(c *gin.Context, wait time.Duration) {
 	c.Header(HeaderPreferenceApplied, "wait="+strconv.Itoa(int(wait/time.Second)))
+}
+
+// MaxHeldPerKey is how many requests one API key may have held at once, across API processes
+// when Redis is configured (ratelimit.Slots).
+const MaxHeldPerKey = 100
+
+// RetryAfterBusy is the Retry-After of a request refused because its key holds MaxHeldPerKey.
+const RetryAfterBusy = 5
+
+// Held is a request's wait with the slot it holds while it waits: Wait is zero when the request
+// does not ask to wait.
+type Held struct {
+	Wait time.Duration
+	slot *ratelimit.Slot
+}
+
+// Release frees the slot; safe on a Held without one.
+func (h *Held) Release() {
+	if h != nil && h.slot != nil {
+		_ = h.slot.Release()
+	}
+}
+
+// Take reads the request's wait and, when it asks for one, takes one of its key's MaxHeldPerKey
+// slots (key names the API key, e.g. "plugin:<id>"), before the request does anything: busy is
+// true, and Retry-After set, when they are all taken, and the caller answers 429 having changed
+// nothing. A slot store that fails admits the request (as the rate limit does).
+func Take(c *gin.Context, slots ratelimit.Slots, key string, log *zap.Logger) (held *Held, busy bool) {
+	wait, ok := Wait(c.Request.Header)
+	if !ok {
+		return &Held{}, false
+	}
+	slot, ok, err := slots.Acquire(c.Request.Context(), "wait:"+key, MaxHeldPerKey, wait+2*time.Minute)
+	if err != nil {
+		log.Warn("request slots unavailable; the wait is held without a slot", zap.Error(err))
+	}
+	if !ok {
+		c.Header("Retry-After", strconv.Itoa(RetryAfterBusy))
+		return nil, true
+	}
+	return &Held{Wait: wait, slot: slot}, false
 }

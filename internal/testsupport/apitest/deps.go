@@ -62,6 +62,7 @@ type Deps struct {
 	Signer   *urlsign.Signer
 	Clock    *Clock
 	Limiter  *ratelimit.Memory
+	Slots    *ratelimit.MemorySlots
 	Temporal *Temporal
 	Engine   *engine.Engine
 	// EngineConfig is what Engine was built from: a test that needs a variant (other models, another
@@ -107,6 +108,7 @@ func NewDeps(t testing.TB, db *testdb.DB, opts Options) *Deps {
 		now = d.Clock.Now
 	}
 	d.Limiter = ratelimit.NewMemory(now)
+	d.Slots = ratelimit.NewMemorySlots(now)
 	d.Temporal = NewTemporal(t, opts.Temporal)
 	d.EngineConfig = engine.Config{Store: models.NewStore(db), Blobs: d.Blobs, Log: d.Log, Temporal: d.Temporal.Client, TaskQueue: opts.TaskQueue, Models: d.Models,
 		Secrets: d.Box}

@@ -106,7 +106,7 @@ func newServer(t *testing.T, rateLimit int) *server {
 	d := apitest.NewDeps(t, db, apitest.Options{})
 	h := &plugin.Handler{
 		Engine: d.Engine, Signer: d.Signer,
-		Limiter: d.Limiter, Log: zap.NewNop(), DocsURL: "https://docs.example.test",
+		Limiter: d.Limiter, Slots: d.Slots, Log: zap.NewNop(), DocsURL: "https://docs.example.test",
 		DefaultRateLimit: rateLimit, DownloadTTL: 168 * time.Hour, UploadTTL: 2 * time.Hour, Secrets: d.Box,
 	}
 	s := &server{db: db, signer: d.Signer}

@@ -299,6 +299,7 @@ func outageRequests(t *testing.T, env *testenv.Env, tenant testenv.Tenant, api *
 	p(http.MethodPost, "/jobs/:id/accept", "/jobs/"+id+"/accept", nil)
 	p(http.MethodPost, "/jobs/:id/reject", "/jobs/"+id+"/reject", nil)
 	p(http.MethodGet, "/orders/:id", "/orders/"+id, nil)
+	p(http.MethodGet, "/orders/:id/events", "/orders/"+id+"/events", nil)
 	p(http.MethodPost, "/orders/:id/clone", "/orders/"+id+"/clone", map[string]any{})
 	requests[http.MethodPost+" "+plugin.Base+"/orders/:id/clone"].header["Idempotency-Key"] = "clone-1"
 	p(http.MethodPost, "/webhooks/:delivery_id/replay", "/webhooks/"+id+"/replay", nil)
@@ -327,6 +328,7 @@ func outageRequests(t *testing.T, env *testenv.Env, tenant testenv.Tenant, api *
 	x(http.MethodGet, "/orders", "/orders?limit=10", nil)
 	x(http.MethodGet, "/account", "/account", nil)
 	x(http.MethodGet, "/orders/:id", "/orders/"+id, nil)
+	x(http.MethodGet, "/orders/:id/events", "/orders/"+id+"/events", nil)
 	x(http.MethodDelete, "/orders/:id", "/orders/"+id, nil)
 	x(http.MethodGet, "/products", "/products", nil)
 	x(http.MethodPost, "/products", "/products", form([]string{"name", "Vase"}, "file"))
