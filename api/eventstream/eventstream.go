@@ -53,6 +53,9 @@ const PageSize = 100
 // HeaderLastEventID is the header an EventSource sends when it reconnects.
 const HeaderLastEventID = "Last-Event-ID"
 
+// OrderCompletedEvent is the name of an order's last event.
+const OrderCompletedEvent = "order.completed"
+
 // ContentType is the media type of a stream.
 const ContentType = "text/event-stream"
 
