@@ -240,9 +240,6 @@ type OrderEventPage struct {
 	Events []OrderEvent
 }
 
-// OrderEventsCompleted is the name of an order's last event.
-const OrderEventsCompleted = models.OrderEventOrderCompleted
-
 // OrderEvents returns the events of the scope's order numbered after `after`, at most limit of
 // them, each job with its current state and files; KindNotFound for another tenant's order.
 func (f *Feed) OrderEvents(ctx context.Context, scope OrderScope, orderID string, after int64, limit int) (OrderEventPage, error) {
