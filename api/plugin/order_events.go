@@ -50,9 +50,10 @@ func (h *Handler) orderEventPage(ctx context.Context, scope engine.OrderScope, o
 	page := eventstream.Page{Latest: p.Order.EventSeq, Ended: p.Ended, Events: make([]eventstream.Event, 0, len(p.Events))}
 	for _, e := range p.Events {
 		ev := eventstream.Event{ID: e.Seq, Name: e.Type}
-		if e.Job != nil {
+		switch {
+		case e.Job != nil:
 			ev.Data = h.jobResponse(*e.Job)
-		} else {
+		case e.Type == eventstream.OrderCompletedEvent:
 			d, err := h.Engine.Jobs.FindOrder(ctx, scope.InstallationID, orderID)
 			if err != nil {
 				return eventstream.Page{}, err

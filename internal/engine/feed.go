@@ -224,7 +224,8 @@ func (s OrderScope) order(ctx context.Context, store *models.Store, orderID stri
 }
 
 // OrderEvent is one event of an order's stream: Seq is its id, Type its name, and Job the job it
-// is about as the job is now, with its output files (nil for order.completed).
+// is about as the job is now, with its output files (nil for order.completed, and for a job the
+// order no longer has).
 type OrderEvent struct {
 	Seq  int64
 	Type string
@@ -275,12 +276,10 @@ func (f *Feed) OrderEvents(ctx context.Context, scope OrderScope, orderID string
 	for _, e := range events {
 		ev := OrderEvent{Seq: e.Seq, Type: e.Type}
 		if e.JobID != nil {
-			j, ok := jobs[*e.JobID]
-			if !ok {
-				continue // not the order's any more: nothing to show
+			if j, ok := jobs[*e.JobID]; ok { // always, as jobs are never deleted
+				view := jobOf(j, outs[j.ID])
+				ev.Job = &view
 			}
-			view := jobOf(j, outs[j.ID])
-			ev.Job = &view
 		}
 		page.Events = append(page.Events, ev)
 	}
