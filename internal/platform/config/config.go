@@ -92,7 +92,8 @@ type Config struct {
 	// OrderMaxConcurrentJobs is how many jobs of one order run at once.
 	OrderMaxConcurrentJobs int `env:"ORDER_MAX_CONCURRENT_JOBS" envDefault:"10" validate:"min=1,max=1000"`
 
-	// OutboxSweepInterval is how often every worker looks for accepted orders whose workflow start was lost.
+	// OutboxSweepInterval is how often every worker looks for accepted orders whose workflow start was
+	// lost, and for jobs that have not started by their Cancel-After deadline.
 	OutboxSweepInterval time.Duration `env:"OUTBOX_SWEEP_INTERVAL" envDefault:"15s" validate:"min=100ms"`
 	// OutboxStartAfter is how old such an order must be before a worker starts it (the API normally does at once).
 	OutboxStartAfter time.Duration `env:"OUTBOX_START_AFTER" envDefault:"30s" validate:"min=0"`
