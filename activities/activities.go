@@ -58,9 +58,17 @@ type Activities struct {
 // job.started and starts its deliveries. A failure to record it fails the activity, whose retry
 // begins the attempt again (harmless: the job is in progress) and records the event once (its ID
 // is derived from the job run).
+//
+// A job that has ended is not runnable (contract.ErrTypeJobNotRunnable), and neither is one whose
+// first attempt has not begun when its start deadline (Cancel-After) has passed: the store never
+// begins it, and BeginAttempt cancels it (cancelPastDeadline) before answering not runnable, so
+// that the job's workflow ends as it does for a job a client cancelled.
 func (a *Activities) BeginAttempt(ctx context.Context, in contract.AttemptInput) error {
 	job, err := a.Store.BeginAttemptOf(ctx, in.JobID, in.Run, in.Attempt)
 	if errors.Is(err, models.ErrJobNotRunnable) {
+		if err := a.cancelPastDeadline(ctx, in); err != nil {
+			return err // retried: the job is still not begun, and the cancel is tried again
+		}
 		return temporal.NewNonRetryableApplicationError("job is already terminal", contract.ErrTypeJobNotRunnable, err)
 	}
 	if err != nil || in.Attempt != 1 {
@@ -70,6 +78,34 @@ func (a *Activities) BeginAttempt(ctx context.Context, in contract.AttemptInput)
 	if err != nil {
 		return err
 	}
+	a.startDeliveries(ctx, owed)
+	return nil
+}
+
+// cancelPastDeadline cancels the job run of in with cancel reason status.CancelDeadline when it has
+// not begun and its start deadline has passed (models.Store.CancelJobNotBegun decides; a job that
+// ended otherwise is left as it is), records its end's events in the same transaction and starts
+// their deliveries after the commit. Its order needs no word: it launched the job, and reads the
+// job's end from its workflow's result.
+func (a *Activities) cancelPastDeadline(ctx context.Context, in contract.AttemptInput) error {
+	var owed []models.WebhookDelivery
+	var job *models.Job
+	err := a.Store.Tx(ctx, func(tx *models.Store) error {
+		cancelled, ok, err := tx.CancelJobNotBegun(ctx, in.JobID, in.Run, status.CancelDeadline)
+		if err != nil || !ok {
+			return err
+		}
+		job = cancelled
+		owed, err = a.recorder().RecordJobEnd(ctx, tx, cancelled, in.Run)
+		return err
+	})
+	if err != nil || job == nil {
+		return err
+	}
+	a.Metrics.JobFinished(status.JobCancelled, "")
+	a.Metrics.DeadlineCancelled(metrics.DeadlineByAttempt, 1)
+	a.Log.Info("job cancelled: not started by its Cancel-After deadline", zap.String("job_id", job.ID),
+		zap.String("order_id", job.OrderID), zap.Timep("start_deadline", job.StartDeadline))
 	a.startDeliveries(ctx, owed)
 	return nil
 }

@@ -26,11 +26,13 @@ func TestCancelJobNotBegun(t *testing.T) {
 		order, jobs, err := newOrder(t, db, acc.ID, 3, 2)
 		require.NoError(t, err)
 
-		j, ok, err := s.CancelJobNotBegun(ctx, jobs[0].ID, 1)
+		j, ok, err := s.CancelJobNotBegun(ctx, jobs[0].ID, 1, status.CancelRequested)
 		require.NoError(t, err)
 		require.True(t, ok)
 		require.Equal(t, status.JobCancelled, j.Status)
 		require.NotNil(t, j.CompletedAt)
+		require.NotNil(t, j.CancelReason)
+		require.Equal(t, status.CancelRequested, *j.CancelReason)
 		got, err := s.GetAccount(ctx, acc.ID)
 		require.NoError(t, err)
 		require.Equal(t, int64(2*2), got.CreditsReserved)
@@ -40,21 +42,21 @@ func TestCancelJobNotBegun(t *testing.T) {
 		require.Equal(t, 1, o.JobsCancelled)
 
 		// Cancelled is final: a second cancel changes nothing, not even the ledger.
-		_, ok, err = s.CancelJobNotBegun(ctx, jobs[0].ID, 1)
+		_, ok, err = s.CancelJobNotBegun(ctx, jobs[0].ID, 1, status.CancelRequested)
 		require.NoError(t, err)
 		require.False(t, ok)
 		// A job whose first attempt has begun cannot be cancelled, nor one of another run.
 		require.NoError(t, s.BeginAttempt(ctx, jobs[1].ID, 1, 1))
-		_, ok, err = s.CancelJobNotBegun(ctx, jobs[1].ID, 1)
+		_, ok, err = s.CancelJobNotBegun(ctx, jobs[1].ID, 1, status.CancelRequested)
 		require.NoError(t, err)
 		require.False(t, ok)
-		_, ok, err = s.CancelJobNotBegun(ctx, jobs[2].ID, 2)
+		_, ok, err = s.CancelJobNotBegun(ctx, jobs[2].ID, 2, status.CancelRequested)
 		require.NoError(t, err)
 		require.False(t, ok)
 		// A job waiting for a retry has begun too.
 		require.NoError(t, s.BeginAttempt(ctx, jobs[2].ID, 1, 1))
 		require.NoError(t, s.MarkRetryPending(ctx, jobs[2].ID, 1, "TRANSIENT_INFRA", "", ""))
-		_, ok, err = s.CancelJobNotBegun(ctx, jobs[2].ID, 1)
+		_, ok, err = s.CancelJobNotBegun(ctx, jobs[2].ID, 1, status.CancelRequested)
 		require.NoError(t, err)
 		require.False(t, ok)
 
@@ -88,7 +90,7 @@ func TestCancelJobNotBegunRacesBeginAttempt(t *testing.T) {
 		for i := range jobs {
 			wg.Go(func() {
 				<-start
-				_, cancelled[i], cancelErr[i] = s.CancelJobNotBegun(ctx, jobs[i].ID, 1)
+				_, cancelled[i], cancelErr[i] = s.CancelJobNotBegun(ctx, jobs[i].ID, 1, status.CancelRequested)
 			})
 			wg.Go(func() {
 				<-start

@@ -56,8 +56,10 @@ func JobOutputs(db *gorm.DB, jobIDs ...string) (map[string][]Asset, error) {
 }
 
 // BeginAttempt moves a job to in_progress for attempt number attempt of its current run, in one
-// statement. It returns ErrJobNotRunnable when the job has
-// ended or runs another run.
+// statement. It returns ErrJobNotRunnable when the job has ended or runs another run, and when its
+// first attempt has not begun and its start deadline (Cancel-After) has passed: such a job is
+// never begun; the caller cancels it (CancelJobNotBegun with status.CancelDeadline). A job that
+// has begun runs on whatever its deadline.
 func BeginAttempt(db *gorm.DB, jobID string, run, attempt int) error {
 	_, err := BeginAttemptOf(db, jobID, run, attempt)
 	return err
@@ -70,6 +72,7 @@ func BeginAttemptOf(db *gorm.DB, jobID string, run, attempt int) (*Job, error) {
 	var j Job
 	res := db.Model(&j).Clauses(clause.Returning{}).
 		Where("id = ? AND run = ? AND status IN ?", jobID, run, []string{status.JobPending, status.JobRetryPending, status.JobInProgress}).
+		Where("(started_at IS NOT NULL OR start_deadline IS NULL OR start_deadline > ?)", now).
 		Updates(map[string]any{
 			"status":        status.JobInProgress,
 			"attempt_count": attempt,
@@ -164,6 +167,11 @@ func EndJobRun(db *gorm.DB, jobID string, run int, to, category, hint, detail st
 	ended := false
 	err := db.Transaction(func(tx *gorm.DB) error {
 		extra := map[string]any{"error_detail": detail}
+		if to == status.JobCancelled {
+			// Only a client's cancel ends a job cancelled here: the cancel-job workflow Update of
+			// earlier releases, on replay. A deadline's cancel is CancelJobNotBegun's.
+			extra["cancel_reason"] = status.CancelRequested
+		}
 		if category != "" {
 			extra["error_category"] = category
 			extra["error_hint"] = hint

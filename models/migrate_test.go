@@ -91,7 +91,7 @@ func TestJobsCarryNoIndexThatNoQueryReads(t *testing.T) {
 		if m.HasIndex(&models.Job{}, "jobs_account_status") {
 			t.Error("jobs_account_status is back: which query reads it?")
 		}
-		for _, name := range []string{"jobs_account_type", "jobs_status_updated", "jobs_installation_created", "jobs_order", "jobs_open_updated"} {
+		for _, name := range []string{"jobs_account_type", "jobs_status_updated", "jobs_installation_created", "jobs_order", "jobs_open_updated", "jobs_pending_start_deadline"} {
 			if !m.HasIndex(&models.Job{}, name) {
 				t.Errorf("index %s is missing", name)
 			}

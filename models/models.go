@@ -258,6 +258,13 @@ type Job struct {
 	// RunStartedAt is when the workflow of a run after the first (an operator's re-run) was
 	// started; NULL on such a run means the start is still owed and the sweeper makes it.
 	RunStartedAt *time.Time
+	// StartDeadline is when the job is cancelled (CancelReason status.CancelDeadline) if its first
+	// attempt has not begun by then: its request's Cancel-After. Nil for none; an operator's re-run
+	// clears it.
+	StartDeadline *time.Time
+	// CancelReason says why a cancelled job was cancelled (status.CancelRequested or
+	// status.CancelDeadline); nil for a job that was not cancelled.
+	CancelReason *string
 }
 
 // Provider is the provider part of the job's provider/model.

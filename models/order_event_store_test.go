@@ -56,7 +56,7 @@ func TestOrderEventsFollowEveryChangeOfItsJobs(t *testing.T) {
 		_, ok, err := s.CompleteJob(ctx, jobs[0].ID, 1, nil)
 		require.NoError(t, err)
 		require.True(t, ok)
-		_, ok, err = s.CancelJobNotBegun(ctx, jobs[1].ID, 1)
+		_, ok, err = s.CancelJobNotBegun(ctx, jobs[1].ID, 1, status.CancelRequested)
 		require.NoError(t, err)
 		require.True(t, ok)
 		require.NoError(t, s.BeginAttempt(ctx, jobs[2].ID, 1, 1))

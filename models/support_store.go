@@ -124,13 +124,15 @@ func (s *Store) RunReleased(ctx context.Context, jobID string, run int) (bool, e
 }
 
 // BeginNextRun moves a job that ended with status from on run fromRun to a new pending run
-// (fromRun+1) with its attempts, errors and times cleared; false when the job is no longer on that
-// run in that status.
+// (fromRun+1) with its attempts, errors and times cleared, its start deadline (Cancel-After)
+// included: an operator's re-run is not bound by the client's deadline; false when the job is no
+// longer on that run in that status.
 func (s *Store) BeginNextRun(ctx context.Context, jobID string, fromRun int, from string, now time.Time) (bool, error) {
 	res := s.conn(ctx).Model(&Job{}).Where("id = ? AND run = ? AND status = ?", jobID, fromRun, from).Updates(map[string]any{
 		"run": fromRun + 1, "status": status.JobPending, "attempt_count": 0,
 		"error_category": nil, "error_hint": nil, "error_detail": "",
-		"started_at": nil, "completed_at": nil, "run_started_at": nil, "updated_at": now,
+		"started_at": nil, "completed_at": nil, "run_started_at": nil, "start_deadline": nil, "cancel_reason": nil,
+		"updated_at": now,
 	})
 	return res.RowsAffected > 0, res.Error
 }

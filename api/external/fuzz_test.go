@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/shotflow/shotflow/api/external"
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/testsupport/routefuzz"
 	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
@@ -175,7 +176,8 @@ func (e *env) fuzzSeeds() map[string][]routefuzz.Seed {
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		seeds["POST "+b+path] = []routefuzz.Seed{{Body: string(raw)}}
+		// With and without a start deadline; Hostile derives its header values from the last.
+		seeds["POST "+b+path] = []routefuzz.Seed{{Body: string(raw)}, {Header: engine.HeaderCancelAfter + ": 600", Body: string(raw)}}
 	}
 	return seeds
 }

@@ -48,15 +48,36 @@ type GenerationResponse struct {
 	Status string `json:"status"`
 }
 
-// registerGeneration mounts the register-* routes.
+// registerGeneration mounts the register-* routes, each reading its Cancel-After header first.
 func (h *Handler) registerGeneration(add route) {
 	post, body := http.MethodPost, inputcheck.JSONBody(maxJSONBody)
-	add(post, "/models/register-ideas", body, ScopeRegister, h.holding(h.registerIdeas(jobtype.ModelIdea, engine.FashionModels)))
-	add(post, "/sceneries/register-ideas", body, ScopeRegister, h.holding(h.registerIdeas(jobtype.SceneryIdea, engine.Sceneries)))
-	add(post, "/packshots/register-ideas", body, ScopeRegister, h.holding(h.registerPackshots))
-	add(post, "/image-picker/register-ideas", body, ScopeRegister, h.holding(h.registerPhotoShoot))
-	add(post, "/video-picker/register-videos", body, ScopeRegister, h.holding(h.registerVideo))
-	add(post, "/reel/register-reel", body, ScopeRegister, h.holding(h.registerReel))
+	gen := func(path string, handler gin.HandlerFunc) {
+		add(post, path, body, ScopeRegister, h.withCancelAfter(h.holding(handler)))
+	}
+	gen("/models/register-ideas", h.registerIdeas(jobtype.ModelIdea, engine.FashionModels))
+	gen("/sceneries/register-ideas", h.registerIdeas(jobtype.SceneryIdea, engine.Sceneries))
+	gen("/packshots/register-ideas", h.registerPackshots)
+	gen("/image-picker/register-ideas", h.registerPhotoShoot)
+	gen("/video-picker/register-videos", h.registerVideo)
+	gen("/reel/register-reel", h.registerReel)
+}
+
+// cancelAfterKey is where withCancelAfter leaves the request's Cancel-After for requester.
+const cancelAfterKey = "external.cancelAfter"
+
+// withCancelAfter reads the request's Cancel-After header (engine.ParseCancelAfter) before
+// handler runs: 400 naming the header for a value out of bounds or not a duration, or a header
+// sent twice; else the duration (0 without one) for requester.
+func (h *Handler) withCancelAfter(handler gin.HandlerFunc) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		d, err := engine.ParseCancelAfter(c.Request.Header.Values(engine.HeaderCancelAfter))
+		if err != nil {
+			h.answer(c, err)
+			return
+		}
+		c.Set(cancelAfterKey, d)
+		handler(c)
+	}
 }
 
 // refusal is a request the external API refuses before the engine sees it (a body that does not
@@ -222,10 +243,10 @@ func (r *ref) id() *string {
 }
 
 // requester is who asks: the key's account through the external API, at the catalog's default
-// aspect ratio.
+// aspect ratio, with the request's Cancel-After (withCancelAfter).
 func (h *Handler) requester(c *gin.Context) engine.Requester {
 	return engine.Requester{AccountID: key(c).AccountID, API: engine.APIExternal, CorrelationID: reqctx.CorrelationID(c),
-		AspectRatio: h.Engine.Catalog.DefaultAspectRatio()}
+		AspectRatio: h.Engine.Catalog.DefaultAspectRatio(), CancelAfter: c.GetDuration(cancelAfterKey)}
 }
 
 // submitted answers the generation response of a submitted request, or the refusal of its

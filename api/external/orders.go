@@ -62,6 +62,11 @@ type OrderJob struct {
 	ErrorHint     *string    `json:"errorHint"`
 	StartedAt     *time.Time `json:"startedAt"`
 	CompletedAt   *time.Time `json:"completedAt"`
+	// CancelReason is why a cancelled job was cancelled: "requested" (DELETE /orders/{id}) or
+	// "deadline" (not started by its request's Cancel-After); null otherwise.
+	CancelReason *string `json:"cancelReason"`
+	// CancelAfterAt is the start deadline its request's Cancel-After set; null without one.
+	CancelAfterAt *time.Time `json:"cancelAfterAt"`
 }
 
 // OrderDetail is the answer of GET /orders/:id.
@@ -190,7 +195,10 @@ func (h *Handler) orderDetail(o engine.AccountOrder) OrderDetail {
 func (h *Handler) orderJob(j engine.Job, expires time.Time) OrderJob {
 	provider, model, _ := strings.Cut(j.AIModel, "/")
 	oj := OrderJob{JobID: j.ID, Provider: provider, Model: model, Status: j.Status, AttemptCount: j.AttemptCount,
-		StartedAt: j.StartedAt, CompletedAt: j.CompletedAt}
+		StartedAt: j.StartedAt, CompletedAt: j.CompletedAt, CancelAfterAt: j.CancelAfterAt}
+	if j.Status == status.JobCancelled {
+		oj.CancelReason = j.CancelReason
+	}
 	if j.Status == status.JobFailed {
 		oj.ErrorCategory, oj.ErrorHint = j.ErrorCategory, j.ErrorHint
 	}

@@ -29,7 +29,8 @@ type CloneSubject struct {
 	AutoRegisterPackshot *bool   `json:"auto_register_packshot"`
 }
 
-// POST /orders/{id}/clone: a new order from an order of the installation, charged anew.
+// POST /orders/{id}/clone: a new order from an order of the installation, charged anew. A
+// Cancel-After header sets the new jobs' start deadline, as on POST /jobs (not the source's).
 //
 // The Idempotency-Key header is required (1–200 characters; idempotency.go, which runs this
 // handler, refuses a request without one). An empty body (or {}) reuses the
@@ -41,6 +42,10 @@ type CloneSubject struct {
 // their input photo. Ratings are not carried over: every new job starts with voting pending. The new
 // order carries source_order_id; the answer is 201 with the session response, 200 on a replay.
 func (h *Handler) cloneOrder(c *gin.Context) {
+	cancelAfter, ok := h.cancelAfter(c)
+	if !ok {
+		return
+	}
 	body, ok := h.readBody(c)
 	if !ok {
 		return
@@ -61,6 +66,7 @@ func (h *Handler) cloneOrder(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
+	req.CancelAfter = cancelAfter
 	held, ok := h.takeWait(c) // before anything is created
 	if !ok {
 		return

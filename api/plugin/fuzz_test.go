@@ -154,7 +154,7 @@ func (e *env) fuzzSeeds() map[string][]routefuzz.Seed {
 		"GET " + b + "/products":                           {{Query: "limit=10&include_deleted=true"}},
 		"GET " + b + "/products/:id_or_ref":                {{Params: "shirt"}},
 		"DELETE " + b + "/products/:id_or_ref":             {{Params: old.ID}},
-		"POST " + b + "/jobs":                              {{Body: session}, {Header: plugin.HeaderIdempotencyKey + ": session-1", Body: session}},
+		"POST " + b + "/jobs":                              {{Body: session}, {Header: engine.HeaderCancelAfter + ": 2h30m", Body: session}, {Header: plugin.HeaderIdempotencyKey + ": session-1", Body: session}},
 		"POST " + b + "/jobs/batch":                        {{Body: `{"batches":[` + session + `]}`}},
 		"GET " + b + "/jobs/:id":                           {{Params: job.ID}, {Params: job.ID, Header: "Prefer: wait=1"}},
 		"GET " + b + "/jobs":                               {{Query: "status=completed&limit=10&created_after=2026-01-01T00:00:00Z"}},

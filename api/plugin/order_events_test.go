@@ -67,7 +67,7 @@ func TestOrderEventsStreamEveryChangeThenTheOrdersEnd(t *testing.T) {
 			require.NoError(t, store.BeginAttempt(ctx, jobs[0], 1, 2))
 			_, _, err := store.CompleteJob(ctx, jobs[0], 1, nil)
 			require.NoError(t, err)
-			_, _, err = store.CancelJobNotBegun(ctx, jobs[1], 1)
+			_, _, err = store.CancelJobNotBegun(ctx, jobs[1], 1, status.CancelRequested)
 			require.NoError(t, err)
 
 			want := []struct {
@@ -237,7 +237,7 @@ func TestPreferWaitHoldsUntilTheJobsEnd(t *testing.T) {
 	require.NoError(t, store.BeginAttempt(ctx, jobs[0], 1, 1))
 	_, _, err := store.CompleteJob(ctx, jobs[0], 1, nil)
 	require.NoError(t, err)
-	_, _, err = store.CancelJobNotBegun(ctx, jobs[1], 1)
+	_, _, err = store.CancelJobNotBegun(ctx, jobs[1], 1, status.CancelRequested)
 	require.NoError(t, err)
 	for range 2 {
 		a := <-answers
@@ -288,7 +288,7 @@ func TestPreferWaitOnASession(t *testing.T) {
 		return len(jobs) == 2 && e.handler.Engine.Feed.Waiting() == 1
 	}, 5*time.Second, 10*time.Millisecond)
 	for _, j := range jobs {
-		_, _, err := store.CancelJobNotBegun(t.Context(), j.ID, 1)
+		_, _, err := store.CancelJobNotBegun(t.Context(), j.ID, 1, status.CancelRequested)
 		require.NoError(t, err)
 	}
 	c := <-done
@@ -352,7 +352,7 @@ func TestHeldRequestsHoldNoDatabaseConnection(t *testing.T) {
 	require.Equal(t, http.StatusOK, rec.Code)
 	require.Less(t, time.Since(start), 5*time.Second, "a request is served while %d others wait on a pool of 2", held)
 	for _, j := range jobs {
-		_, _, err := store.CancelJobNotBegun(t.Context(), j, 1)
+		_, _, err := store.CancelJobNotBegun(t.Context(), j, 1, status.CancelRequested)
 		require.NoError(t, err)
 	}
 	wg.Wait()

@@ -81,8 +81,14 @@ const migrateSessionMessage = "retired in May 2026 with the single-job body, and
 	"ai_model replaces provider, model and unit_cost, and settings move into session_config."
 
 // POST /jobs: one session. With an Idempotency-Key header the session is created at most once per
-// key (idempotency.go, which runs this handler); without one every call creates a new order.
+// key (idempotency.go, which runs this handler); without one every call creates a new order. A
+// Cancel-After header (10 s to 24 h) cancels every job of the session that has not started by then
+// (engine.ParseCancelAfter; 400 naming the header for anything else).
 func (h *Handler) createSession(c *gin.Context) {
+	cancelAfter, ok := h.cancelAfter(c)
+	if !ok {
+		return
+	}
 	body, ok := h.readBody(c)
 	if !ok {
 		return
@@ -92,12 +98,25 @@ func (h *Handler) createSession(c *gin.Context) {
 		h.refuse(c, f)
 		return
 	}
+	sreq := h.sessionRequest(c, req)
+	sreq.CancelAfter = cancelAfter
 	held, ok := h.takeWait(c) // before anything is created
 	if !ok {
 		return
 	}
 	defer held.Release()
-	h.writeSession(c, held.Wait, h.acceptSession(c, h.sessionRequest(c, req), sessionRecord(c)))
+	h.writeSession(c, held.Wait, h.acceptSession(c, sreq, sessionRecord(c)))
+}
+
+// cancelAfter reads the request's Cancel-After header (engine.ParseCancelAfter): 0 when there is
+// none; ok is false when the request was answered 400 invalid_input naming the header.
+func (h *Handler) cancelAfter(c *gin.Context) (d time.Duration, ok bool) {
+	d, err := engine.ParseCancelAfter(c.Request.Header.Values(engine.HeaderCancelAfter))
+	if err != nil {
+		h.fail(c, err)
+		return 0, false
+	}
+	return d, true
 }
 
 // readBody reads the request body, which Input has already held to the route's limit.

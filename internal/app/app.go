@@ -426,6 +426,11 @@ func (a *App) RunWorker(ctx context.Context) error {
 		defer close(done)
 		a.Engine.Outbox.Sweep(sweepCtx, a.Config.OutboxSweepInterval, a.Config.OutboxStartAfter)
 	}()
+	deadlines := make(chan struct{})
+	go func() {
+		defer close(deadlines)
+		a.Engine.Jobs.SweepDeadlines(sweepCtx, a.Config.OutboxSweepInterval)
+	}()
 	purged := make(chan struct{})
 	go func() {
 		defer close(purged)
@@ -446,6 +451,7 @@ func (a *App) RunWorker(ctx context.Context) error {
 	a.health.SetPolling(false)
 	stopSweep()
 	<-done
+	<-deadlines
 	<-purged
 	<-reported
 	a.Log.Info("stopping worker")

@@ -41,12 +41,15 @@ const DefaultSceneryID = "8c4e3d43-4a63-469d-b601-22b6bf85d70c"
 const generatorRetryAfter = 30 * time.Second
 
 // Requester is who asks for a generation and how: the account charged, the API, the request's
-// correlation ID and the jobs' aspect ratio.
+// correlation ID, the jobs' aspect ratio and the request's Cancel-After.
 type Requester struct {
 	AccountID     string
 	API           string // APIExternal, …
 	CorrelationID string
 	AspectRatio   string
+	// CancelAfter, when not 0, is the request's Cancel-After (ParseCancelAfter): every job that
+	// has not started that long after acceptance is cancelled.
+	CancelAfter time.Duration
 }
 
 // Plan is a generation request planned into an order: the order, its jobs, the records created
@@ -74,11 +77,13 @@ func newPlan(r Requester, jobType string, config any) *Plan {
 // add appends n jobs built by job (given the job's index) with the model and a surcharge per job.
 func (p *Plan) add(r Requester, n int, m catalog.AIModel, surcharge int64, job func(i int, j *models.Job)) {
 	now := time.Now().UTC()
+	deadline := startDeadline(now, r.CancelAfter)
 	for i := range n {
 		j := models.Job{
 			ID: models.NewID(), AccountID: p.Order.AccountID, JobType: p.Order.JobType, Position: len(p.Jobs),
 			AIModel: m.ID, AspectRatio: r.AspectRatio, CreditCost: m.BaseCreditCost + surcharge, Run: 1,
 			Status: status.JobPending, Voting: models.VotingPending, CreatedAt: now, UpdatedAt: now,
+			StartDeadline: deadline,
 		}
 		job(i, &j)
 		p.Jobs = append(p.Jobs, j)

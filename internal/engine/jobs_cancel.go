@@ -37,7 +37,7 @@ type CancelOutcome struct {
 // (or an operator's re-run) has launched but whose first attempt has not begun.
 //
 // The database decides, before anything else happens: in one transaction the job is ended
-// cancelled on condition that it is pending with no attempt begun (models.CancelJobNotBegun, whose
+// cancelled (cancel reason status.CancelRequested) on condition that it is pending with no attempt begun (models.CancelJobNotBegun, whose
 // UPDATE excludes BeginAttempt's: of the two, exactly one changes the job), its reservation is
 // released, its order's counters move and its job.cancelled webhook delivery is recorded with its
 // start owed (the outbox). Once that is committed the cancel is final and answered at once; no
@@ -60,7 +60,7 @@ func (e *Jobs) CancelJob(ctx context.Context, req CancelRequest) (CancelOutcome,
 	if j.Status != status.JobPending || j.StartedAt != nil {
 		return CancelOutcome{}, notCancelable()
 	}
-	cancelled, owed, err := e.cancelNotBegun(ctx, j.ID, j.Run)
+	cancelled, owed, err := e.cancelNotBegun(ctx, j.ID, j.Run, status.CancelRequested)
 	if err != nil {
 		return CancelOutcome{}, err
 	}
@@ -72,14 +72,15 @@ func (e *Jobs) CancelJob(ctx context.Context, req CancelRequest) (CancelOutcome,
 	return CancelOutcome{Job: jobOf(cancelled, nil)}, nil
 }
 
-// cancelNotBegun ends run of the job cancelled in one transaction, on condition that it has not
-// begun (models.CancelJobNotBegun), with its events and their deliveries recorded, their starts
-// owed; cancelled is nil when the job had begun or ended.
-func (e *Jobs) cancelNotBegun(ctx context.Context, jobID string, run int) (cancelled *models.Job, owed []models.WebhookDelivery, err error) {
+// cancelNotBegun ends run of the job cancelled for reason in one transaction, on condition that it
+// has not begun (models.CancelJobNotBegun; for status.CancelDeadline, and that its deadline has
+// passed), with its events and their deliveries recorded, their starts owed; cancelled is nil when
+// the job had begun or ended.
+func (e *Jobs) cancelNotBegun(ctx context.Context, jobID string, run int, reason string) (cancelled *models.Job, owed []models.WebhookDelivery, err error) {
 	err = e.store.Tx(ctx, func(tx *models.Store) error {
 		var ok bool
 		var err error
-		if cancelled, ok, err = tx.CancelJobNotBegun(ctx, jobID, run); err != nil || !ok {
+		if cancelled, ok, err = tx.CancelJobNotBegun(ctx, jobID, run, reason); err != nil || !ok {
 			return err
 		}
 		// Its deliveries are recorded with their starts owed: the outbox of the starts below.

@@ -48,7 +48,7 @@ func (e *Orders) CancelAccountOrder(ctx context.Context, accountID, orderID, req
 			}
 			continue
 		}
-		c, o, err := e.app.Jobs.cancelNotBegun(ctx, j.ID, j.Run)
+		c, o, err := e.app.Jobs.cancelNotBegun(ctx, j.ID, j.Run, status.CancelRequested)
 		if err != nil {
 			// The cancels made so far are committed and announced; a retry cancels the rest.
 			e.app.Jobs.announceCancels(ctx, cancelled, owed, requestID)

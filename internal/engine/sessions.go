@@ -63,6 +63,9 @@ type SessionRequest struct {
 	SourceOrderID *string
 	// JobTypes are the job types the façade offers: a model that serves none of them is unknown.
 	JobTypes []string
+	// CancelAfter, when not 0, is the request's Cancel-After (ParseCancelAfter): every job that
+	// has not started that long after acceptance is cancelled.
+	CancelAfter time.Duration
 }
 
 // PlanSession validates a session against the catalog and resolves each subject's input: the
@@ -123,6 +126,7 @@ func (e *Sessions) PlanSession(ctx context.Context, req SessionRequest) (*models
 		SourceOrderID: req.SourceOrderID,
 	}
 	jobs := make([]models.Job, 0, total)
+	deadline := startDeadline(now, req.CancelAfter)
 	var approved map[string]*models.ApprovedProduct
 	if jobType != jobtype.Packshot {
 		// One query for every subject's product and approved packshots.
@@ -162,7 +166,7 @@ func (e *Sessions) PlanSession(ctx context.Context, req SessionRequest) (*models
 				Position: len(jobs), ProductID: &product.ID, ProductRef: s.ProductRef, ProductLabel: label,
 				PackshotID: packshotID, InputAssetID: inputAssetID, AIModel: m.ID, AspectRatio: cfg.AspectRatio,
 				CreditCost: m.BaseCreditCost, Run: 1, Status: status.JobPending, Voting: models.VotingPending,
-				CreatedAt: now, UpdatedAt: now,
+				CreatedAt: now, UpdatedAt: now, StartDeadline: deadline,
 			})
 		}
 	}

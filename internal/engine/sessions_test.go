@@ -38,7 +38,11 @@ type sessionFixture struct {
 }
 
 func newSessionFixture(t *testing.T, balance int64) *sessionFixture {
-	db := testdb.Open(t, testdb.SQLiteURL(t))
+	return newSessionFixtureOn(t, testdb.Open(t, testdb.SQLiteURL(t)), balance)
+}
+
+// newSessionFixtureOn is newSessionFixture over the database db (testdb.Dialects).
+func newSessionFixtureOn(t *testing.T, db *gorm.DB, balance int64) *sessionFixture {
 	now := time.Now().UTC()
 	acct := models.Account{ID: models.NewID(), Name: "a", CreditBalance: balance, CreatedAt: now, UpdatedAt: now}
 	require.NoError(t, db.Create(&acct).Error)

@@ -33,6 +33,11 @@ type Job struct {
 	UpdatedAt       time.Time  `json:"updated_at"`
 	StartedAt       *time.Time `json:"started_at"`
 	CompletedAt     *time.Time `json:"completed_at"`
+	// CancelReason says why a cancelled job was cancelled: "requested" (DELETE /jobs/{id}) or
+	// "deadline" (not started by its Cancel-After); null for a job that was not cancelled.
+	CancelReason *string `json:"cancel_reason"`
+	// CancelAfterAt is the start deadline the request's Cancel-After set; null without one.
+	CancelAfterAt *time.Time `json:"cancel_after_at"`
 }
 
 // Output is a generated file with a signed download URL.
@@ -74,6 +79,8 @@ type Record struct {
 	UpdatedAt     time.Time
 	StartedAt     *time.Time
 	CompletedAt   *time.Time
+	CancelReason  *string    // why a cancelled job was cancelled (status.CancelRequested, status.CancelDeadline)
+	CancelAfterAt *time.Time // its start deadline (Cancel-After)
 }
 
 // File is a generated file of a job, in plain values. Purged files are no longer stored.
@@ -93,8 +100,17 @@ func RecordOf(j *models.Job) Record {
 		ProductLabel: j.ProductLabel, InputAssetID: j.InputAssetID, AIModel: j.AIModel, AspectRatio: j.AspectRatio,
 		CreditCost: j.CreditCost, AttemptCount: j.AttemptCount, ErrorCategory: j.ErrorCategory, ErrorHint: j.ErrorHint,
 		Voting: j.Voting, VotingAt: j.VotingAt, CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt,
-		StartedAt: j.StartedAt, CompletedAt: j.CompletedAt,
+		StartedAt: j.StartedAt, CompletedAt: j.CompletedAt, CancelReason: j.CancelReason, CancelAfterAt: utc(j.StartDeadline),
 	}
+}
+
+// utc is t in UTC (nil for nil).
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
 }
 
 // FilesOf are the files of stored output assets, in their order.
@@ -127,7 +143,10 @@ func Render(r Record, outputs []File, signer *urlsign.Signer, expires time.Time)
 		ProductLabel: r.ProductLabel, PackshotAssetID: r.InputAssetID, AIModel: r.AIModel, AspectRatio: r.AspectRatio,
 		CreditCost: r.CreditCost, AttemptCount: r.AttemptCount, ErrorCategory: r.ErrorCategory, ErrorHint: r.ErrorHint,
 		Voting: r.Voting, VotingAt: r.VotingAt, Outputs: []Output{}, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
-		StartedAt: r.StartedAt, CompletedAt: r.CompletedAt,
+		StartedAt: r.StartedAt, CompletedAt: r.CompletedAt, CancelReason: r.CancelReason, CancelAfterAt: r.CancelAfterAt,
+	}
+	if r.Status != status.JobCancelled {
+		v.CancelReason = nil // only a cancelled job has a reason
 	}
 	if r.Status == status.JobCompleted {
 		v.Outputs = Outputs(outputs, signer, expires)

@@ -72,6 +72,9 @@ type RecordItem struct {
 	Status    string    `json:"status"`    // DONE or FAILED
 	Voting    *string   `json:"voting"`    // null: not rated yet
 	CreatedAt time.Time `json:"createdAt"`
+	// CancelReason is why the job behind a FAILED record was cancelled: "requested" (DELETE
+	// /orders/{id}) or "deadline" (its Cancel-After); null when it was not cancelled.
+	CancelReason *string `json:"cancelReason"`
 }
 
 // RecordKind is the record kind of a job type in the external API's vocabulary.
@@ -108,6 +111,9 @@ func BuildRecordPayload(p RecordPayload) ([]byte, error) {
 	j := p.Job
 	rec := RecordItem{ID: j.ID, Kind: RecordKind(j.JobType), Name: p.Name, Status: models.RecordStatus(j.Status),
 		CreatedAt: j.CreatedAt.UTC()}
+	if j.Status == status.JobCancelled {
+		rec.CancelReason = j.CancelReason
+	}
 	if rec.Name == "" {
 		rec.Name = j.ProductLabel
 	}
@@ -207,7 +213,8 @@ func sampleJob(event, id string, at time.Time) jobview.Job {
 		category, hint := "CONTENT_POLICY", "The provider refused the content; change the product photo or the prompt."
 		j.Status, j.ErrorCategory, j.ErrorHint, j.CompletedAt = status.JobFailed, &category, &hint, &at
 	case EventJobCancelled:
-		j.Status, j.CompletedAt, j.AttemptCount, j.StartedAt = status.JobCancelled, &at, 0, nil
+		reason := status.CancelRequested
+		j.Status, j.CompletedAt, j.AttemptCount, j.StartedAt, j.CancelReason = status.JobCancelled, &at, 0, nil, &reason
 	}
 	return j
 }

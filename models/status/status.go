@@ -13,6 +13,16 @@ const (
 	JobExpired      = "expired"
 )
 
+// Cancel reasons: why a cancelled job was cancelled (jobs.cancel_reason, the plugin job's
+// cancel_reason, the external API's cancelReason). A job that was not cancelled has none.
+const (
+	// CancelRequested: a client asked (the plugin API's DELETE /jobs/{id}, the external API's
+	// DELETE /orders/{id}).
+	CancelRequested = "requested"
+	// CancelDeadline: the job had not started by the deadline its request's Cancel-After header set.
+	CancelDeadline = "deadline"
+)
+
 // IsTerminalJob reports whether a job in status s will never change again on its own.
 func IsTerminalJob(s string) bool {
 	switch s {

@@ -92,7 +92,8 @@ type Config struct {
 	// OrderMaxConcurrentJobs is how many jobs of one order run at once.
 	OrderMaxConcurrentJobs int `env:"ORDER_MAX_CONCURRENT_JOBS" envDefault:"10" validate:"min=1,max=1000"`
 
-	// OutboxSweepInterval is how often every worker looks for accepted orders whose workflow start was lost.
+	// OutboxSweepInterval is how often every worker looks for accepted orders whose workflow start was
+	// lost, and for jobs that have not started by their Cancel-After deadline.
 	OutboxSweepInterval time.Duration `env:"OUTBOX_SWEEP_INTERVAL" envDefault:"15s" validate:"min=100ms"`
 	// OrderFeedPollInterval is how often an API process reads the event numbers of the orders its
 	// requests wait on (Prefer: wait, event streams): the most a waiting client lags a change.

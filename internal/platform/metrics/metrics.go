@@ -53,6 +53,9 @@ const (
 	WebhookEndpointsDisabled = "shotflow_webhook_endpoints_disabled_total"
 	// OutboxStarted counts the workflows the outbox sweep started because their start was lost, by kind.
 	OutboxStarted = "shotflow_outbox_started_total"
+	// JobsDeadlineCancelled counts the jobs cancelled because they had not started by the deadline
+	// their request's Cancel-After set, by who found them (DeadlineBySweep, DeadlineByAttempt).
+	JobsDeadlineCancelled = "shotflow_jobs_deadline_cancelled_total"
 	// RetentionPurged counts the output files the retention sweep deleted.
 	RetentionPurged = "shotflow_retention_purged_total"
 	// RetentionWebhookDeleted counts the rows of the webhook log the retention sweep deleted, by
@@ -88,6 +91,11 @@ const (
 	// OutboxWebhookDelivery is the kind of OutboxStarted for the webhook delivery of a job the API
 	// cancelled.
 	OutboxWebhookDelivery = "webhook_delivery"
+	// DeadlineBySweep is the by of JobsDeadlineCancelled for a job the deadline sweep cancelled
+	// (one waiting in its order); DeadlineByAttempt for one whose first attempt found its deadline
+	// passed (BeginAttempt).
+	DeadlineBySweep   = "sweep"
+	DeadlineByAttempt = "attempt"
 	// The kinds of RetentionWebhookDeleted.
 	RetentionDelivery = "delivery"
 	RetentionAttempt  = "attempt"
@@ -130,6 +138,7 @@ type Metrics struct {
 	webhooksEnded    *prometheus.CounterVec
 	endpointsOff     *prometheus.CounterVec
 	outboxStarted    *prometheus.CounterVec
+	deadlineCancels  *prometheus.CounterVec
 	retentionPurged  prometheus.Counter
 	webhookLogPurged *prometheus.CounterVec
 }
@@ -165,6 +174,7 @@ func New() *Metrics {
 	m.webhooksEnded = m.counterVec(m.worker, WebhookDeliveriesEnded, "Webhook deliveries by how their run ended: delivered, failed (every attempt failed, or the endpoint was deleted) or held (the endpoint is disabled).", "status")
 	m.endpointsOff = m.counterVec(m.worker, WebhookEndpointsDisabled, "Webhook endpoints disabled because every attempt to them failed for WEBHOOK_DISABLE_AFTER.")
 	m.outboxStarted = m.counterVec(m.worker, OutboxStarted, "Workflows the outbox sweep started because their start was lost, by kind (order, job_run, input_preparation).", "kind")
+	m.deadlineCancels = m.counterVec(m.worker, JobsDeadlineCancelled, "Jobs cancelled because they had not started by their request's Cancel-After, by who found them (sweep: waiting in their order; attempt: at their first attempt).", "by")
 	m.retentionPurged = prometheus.NewCounter(prometheus.CounterOpts{Name: RetentionPurged, Help: "Output files the retention sweep deleted."})
 	m.worker.MustRegister(m.retentionPurged)
 	m.families = append(m.families, Family{RetentionPurged, "counter"})
@@ -315,6 +325,15 @@ func (m *Metrics) OutboxSwept(kind string, n int) {
 		return
 	}
 	m.outboxStarted.WithLabelValues(kind).Add(float64(n))
+}
+
+// DeadlineCancelled records n jobs cancelled past their Cancel-After deadline, found by
+// DeadlineBySweep or DeadlineByAttempt.
+func (m *Metrics) DeadlineCancelled(by string, n int) {
+	if m == nil || n <= 0 {
+		return
+	}
+	m.deadlineCancels.WithLabelValues(by).Add(float64(n))
 }
 
 // Purged records n output files the retention sweep deleted.

@@ -51,6 +51,8 @@ func TestEachListenerShowsItsOwnFamilies(t *testing.T) {
 	m.WebhookAttempt(metrics.WebhookRejected, 80*time.Millisecond)
 	m.WebhookAttempt(metrics.WebhookUnreachable, 0)
 	m.OutboxSwept(metrics.OutboxOrder, 2)
+	m.DeadlineCancelled(metrics.DeadlineBySweep, 3)
+	m.DeadlineCancelled(metrics.DeadlineByAttempt, 0) // nothing cancelled: no sample
 	m.Purged(5)
 	m.WebhookDeliveryEnded("failed")
 	m.WebhookEndpointDisabled()
@@ -84,6 +86,7 @@ func TestEachListenerShowsItsOwnFamilies(t *testing.T) {
 		metrics.WebhookDeliveries:        {`outcome=rejected`: 1, `outcome=unreachable`: 1},
 		metrics.WebhookDeliveryDuration:  {`outcome=rejected`: 1},
 		metrics.OutboxStarted:            {`kind=order`: 2},
+		metrics.JobsDeadlineCancelled:    {`by=sweep`: 3},
 		metrics.RetentionPurged:          {``: 5},
 		metrics.WebhookDeliveriesEnded:   {`status=failed`: 1},
 		metrics.WebhookEndpointsDisabled: {``: 1},
@@ -97,6 +100,9 @@ func TestEachListenerShowsItsOwnFamilies(t *testing.T) {
 	}
 	if f := worker[metrics.WebhookDeliveryDuration]; f != nil && len(f.GetMetric()) != 1 {
 		t.Errorf("an attempt that sent nothing has a latency: %v", f)
+	}
+	if labels := worker.Labels(metrics.JobsDeadlineCancelled); len(labels) != 1 {
+		t.Errorf("%s has samples %v, want only by=sweep", metrics.JobsDeadlineCancelled, labels)
 	}
 	if labels := worker.Labels(metrics.RetentionWebhookDeleted); len(labels) != 1 {
 		t.Errorf("%s has samples %v, want only kind=delivery", metrics.RetentionWebhookDeleted, labels)
@@ -160,7 +166,7 @@ func TestFamiliesAreNamedShotflow(t *testing.T) {
 	documented := []string{metrics.HTTPRequests, metrics.HTTPRequestDuration, metrics.OrdersAccepted, metrics.JobsAccepted,
 		metrics.CreditsReserved, metrics.JobsFinished, metrics.GenerateAttempts, metrics.GenerateDuration,
 		metrics.WebhookDeliveries, metrics.WebhookDeliveryDuration, metrics.OutboxStarted, metrics.RetentionPurged,
-		metrics.WebhookDeliveriesEnded, metrics.WebhookEndpointsDisabled, metrics.RetentionWebhookDeleted}
+		metrics.WebhookDeliveriesEnded, metrics.WebhookEndpointsDisabled, metrics.RetentionWebhookDeleted, metrics.JobsDeadlineCancelled}
 	for _, name := range documented {
 		if !names[name] {
 			t.Errorf("%s is documented but not registered", name)

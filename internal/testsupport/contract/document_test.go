@@ -16,6 +16,7 @@ import (
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/testsupport/contract"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // TestDocumentIsValid loads api/openapi.yaml with kin-openapi and validates it, so `make test`
@@ -251,5 +252,28 @@ func TestEnumsMatchCode(t *testing.T) {
 	perms = slices.Compact(perms)
 	if got := enum("Permission"); !slices.Equal(got, perms) {
 		t.Errorf("Permission enum = %v\nplugin.ScopePermissions grants %v", got, perms)
+	}
+	// The cancel reasons, in both documents.
+	reasons := []string{status.CancelDeadline, status.CancelRequested}
+	if got := enum("CancelReason"); !slices.Equal(got, reasons) {
+		t.Errorf("CancelReason enum = %v, want the store's %v", got, reasons)
+	}
+	external, err := contract.External.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := external.Components.Schemas["CancelReason"]
+	if schema == nil || schema.Value == nil {
+		t.Fatal("the external document has no components.schemas.CancelReason")
+	}
+	var got []string
+	for _, v := range schema.Value.Enum {
+		if str, ok := v.(string); ok {
+			got = append(got, str)
+		}
+	}
+	sort.Strings(got)
+	if !slices.Equal(got, reasons) {
+		t.Errorf("the external CancelReason enum = %v, want the store's %v", got, reasons)
 	}
 }

@@ -41,6 +41,14 @@ func TestEveryPluginEventBodyMatchesTheDocument(t *testing.T) {
 		CreatedAt: now, Job: &retrying, Signer: signer, DownloadTTL: time.Hour,
 		Retry: &webhooks.Retry{Attempt: 1, ErrorCategory: "PROVIDER_CAPACITY", NextAttemptAt: now.Add(5 * time.Second)}})
 	add("job.retrying", body, err)
+	// A job cancelled at its Cancel-After deadline: its reason and deadline.
+	cancelled := job
+	deadline, reason := now.Add(-time.Second), status.CancelDeadline
+	cancelled.Status, cancelled.StartedAt, cancelled.AttemptCount, cancelled.CompletedAt = status.JobCancelled, nil, 0, &now
+	cancelled.StartDeadline, cancelled.CancelReason = &deadline, &reason
+	body, err = webhooks.BuildJobPayload(webhooks.JobPayload{DeliveryID: models.NewID(), Event: webhooks.EventJobCancelled,
+		CreatedAt: now, Job: &cancelled, Signer: signer, DownloadTTL: time.Hour})
+	add("job.cancelled", body, err)
 	done := now
 	order := models.Order{ID: job.OrderID, Status: status.OrderCompleted, JobsTotal: 3, JobsCompleted: 2, JobsFailed: 1,
 		CreditsConsumed: 4, CreditsReleased: 2, CompletedAt: &done}
@@ -61,8 +69,18 @@ func TestEveryPluginEventBodyMatchesTheDocument(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	// job.retrying without its retry, and order.completed with an undocumented field, do not pass.
 	var fields map[string]any
+	if err := json.Unmarshal(bodies["job.cancelled"], &fields); err != nil {
+		t.Fatal(err)
+	}
+	if fields["cancel_reason"] != status.CancelDeadline || fields["cancel_after_at"] != deadline.Format(time.RFC3339Nano) {
+		t.Errorf("job.cancelled = %s", bodies["job.cancelled"])
+	}
+	fields["cancel_reason"] = "bored"
+	if b, _ := json.Marshal(fields); contract.ValidateWebhook(header, b) == nil {
+		t.Error("job.cancelled with an undocumented cancel_reason passed")
+	}
+	// job.retrying without its retry, and order.completed with an undocumented field, do not pass.
 	if err := json.Unmarshal(bodies["job.retrying"], &fields); err != nil {
 		t.Fatal(err)
 	}
@@ -103,6 +121,13 @@ func TestEveryExternalEventBodyMatchesTheDocument(t *testing.T) {
 		Event: webhooks.EventRecordFailed, CreatedAt: now, Job: &failed, Signer: signer}); err != nil {
 		t.Fatal(err)
 	}
+	cancelled := job
+	reason := status.CancelDeadline
+	cancelled.Status, cancelled.CancelReason = status.JobCancelled, &reason
+	if bodies["record.failed (cancelled)"], err = webhooks.BuildRecordPayload(webhooks.RecordPayload{DeliveryID: models.NewID(),
+		Event: webhooks.EventRecordFailed, CreatedAt: now, Job: &cancelled, Signer: signer}); err != nil {
+		t.Fatal(err)
+	}
 	order := models.Order{ID: job.OrderID, Status: status.OrderFailed, JobsTotal: 1, JobsFailed: 1, CreditsReserved: 1, CreditsReleased: 1, CompletedAt: &now}
 	if bodies["order.completed"], err = webhooks.BuildOrderPayload(models.NewID(), now, &order); err != nil {
 		t.Fatal(err)
@@ -125,8 +150,15 @@ func TestEveryExternalEventBodyMatchesTheDocument(t *testing.T) {
 	if err := json.Unmarshal(bodies["record.done"], &fields); err != nil {
 		t.Fatal(err)
 	}
-	if rec := fields["record"].(map[string]any); rec["thumbnail"] == "" || rec["status"] != "DONE" || rec["kind"] != "scenery" {
+	if rec := fields["record"].(map[string]any); rec["thumbnail"] == "" || rec["status"] != "DONE" || rec["kind"] != "scenery" || rec["cancelReason"] != nil {
 		t.Errorf("record.done = %s", bodies["record.done"])
+	}
+	var cancelledFields map[string]any
+	if err := json.Unmarshal(bodies["record.failed (cancelled)"], &cancelledFields); err != nil {
+		t.Fatal(err)
+	}
+	if rec := cancelledFields["record"].(map[string]any); rec["status"] != "FAILED" || rec["cancelReason"] != status.CancelDeadline {
+		t.Errorf("record.failed of a cancelled job = %s", bodies["record.failed (cancelled)"])
 	}
 	delete(fields, "order_id")
 	if b, _ := json.Marshal(fields); contract.External.ValidateWebhook(header, b) == nil {
