@@ -231,7 +231,7 @@ func (h *Handler) keyed(rule keyRule, takesBody bool, handler gin.HandlerFunc) g
 		hash := payloadHash(c, payload)
 		var answer *answerWriter
 		timing := engine.KeyTiming{Wait: idempotencyWait, Poll: idempotencyPoll, Lease: idempotencyLease}
-		res, err := h.Engine.Idempotency.RunOnce(c.Request.Context(), caller(c).Installation.ID, key, hash, timing,
+		res, err := h.Engine.Idempotency.RunOnce(c.Request.Context(), engine.InstallationKeyScope(caller(c).Installation.ID), key, hash, timing,
 			func(claim *engine.KeyClaim) bool {
 				var committed bool
 				answer, committed = h.runClaimed(c, claim, rule, raw, handler)
