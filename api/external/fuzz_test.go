@@ -174,7 +174,11 @@ func (e *env) fuzzSeeds() map[string][]routefuzz.Seed {
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		seeds["POST "+b+path] = []routefuzz.Seed{{Body: string(raw)}}
+		seeds["POST "+b+path] = []routefuzz.Seed{{Body: string(raw)}, {Header: "Idempotency-Key: " + path, Body: string(raw)}}
+	}
+	// Keyed requests of the other kinds of POST: a multipart form, and an answer kept sealed.
+	for _, route := range []string{"POST " + b + "/products", "POST " + b + "/webhook-endpoints"} {
+		seeds[route] = append(seeds[route], routefuzz.Seed{Header: "Idempotency-Key: " + route, Body: seeds[route][0].Body})
 	}
 	return seeds
 }
