@@ -3,6 +3,7 @@ package models
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"gorm.io/gorm"
@@ -15,18 +16,22 @@ const (
 	IdempotencyCompleted  = "completed"
 )
 
-// IdempotencyTTL is how long a completed Idempotency-Key answer is replayed.
+// IdempotencyTTL is how long a completed Idempotency-Key answer is replayed (24 hours; a claim
+// may ask for another, ClaimScopedIdempotencyKey).
 const IdempotencyTTL = 24 * time.Hour
 
 // ErrIdempotencyClaimLost is returned by CompleteIdempotencyKey when the claim is no longer the
 // caller's: it was released, or taken over after it had been abandoned for longer than the lease.
 var ErrIdempotencyClaimLost = errors.New("idempotency key claim lost")
 
-// IdempotencyKey is one Idempotency-Key of an installation: a claim while its first request runs,
-// then the answer to replay.
+// IdempotencyKey is one Idempotency-Key of an installation or of an account (its scope): a claim
+// while its first request runs, then the answer to replay.
 type IdempotencyKey struct {
-	ID             string `gorm:"primaryKey"`
-	InstallationID string
+	ID string `gorm:"primaryKey"`
+	// InstallationID is the installation whose key it is (the plugin API); nil for an account's.
+	InstallationID *string
+	// AccountID is the team account whose key it is (the external API); nil for an installation's.
+	AccountID      *string
 	Key            string `gorm:"column:idempotency_key"`
 	RequestHash    string
 	Status         string
@@ -40,10 +45,65 @@ type IdempotencyKey struct {
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
 	ExpiresAt       time.Time
+
+	// ttl is how long the answer recorded under this claim is replayed (IdempotencyTTL when 0).
+	ttl time.Duration
 }
 
 // TableName is idempotency_keys.
 func (IdempotencyKey) TableName() string { return "idempotency_keys" }
+
+// IdempotencyScope is whose Idempotency-Keys a key is one of: an installation's (the plugin API)
+// or a team account's (the external API). Exactly one of the two is set; two scopes may use the
+// same key independently.
+type IdempotencyScope struct {
+	InstallationID string
+	AccountID      string
+}
+
+// InstallationKeyScope is the scope of an installation's keys.
+func InstallationKeyScope(installationID string) IdempotencyScope {
+	return IdempotencyScope{InstallationID: installationID}
+}
+
+// AccountKeyScope is the scope of a team account's keys.
+func AccountKeyScope(accountID string) IdempotencyScope {
+	return IdempotencyScope{AccountID: accountID}
+}
+
+// check refuses a scope that names neither an installation nor an account, or both.
+func (s IdempotencyScope) check() error {
+	if (s.InstallationID == "") == (s.AccountID == "") {
+		return fmt.Errorf("idempotency key: a scope names an installation or an account, exactly one (%+v)", s)
+	}
+	return nil
+}
+
+// of narrows q to the scope's keys (the unique index of the scope serves it).
+func (s IdempotencyScope) of(q *gorm.DB) *gorm.DB {
+	if s.InstallationID != "" {
+		return q.Where("installation_id = ?", s.InstallationID)
+	}
+	return q.Where("account_id = ?", s.AccountID)
+}
+
+// owners are the row's installation_id and account_id.
+func (s IdempotencyScope) owners() (installationID, accountID *string) {
+	if s.InstallationID != "" {
+		id := s.InstallationID
+		return &id, nil
+	}
+	id := s.AccountID
+	return nil, &id
+}
+
+// orTTL is ttl, or IdempotencyTTL when ttl is not positive.
+func orTTL(ttl time.Duration) time.Duration {
+	if ttl <= 0 {
+		return IdempotencyTTL
+	}
+	return ttl
+}
 
 // IdempotencyAnswer is the answer recorded under a key and replayed for it: the status, the
 // headers the route set (Content-Type, Cache-Control, ...) and the body, byte for byte.
@@ -67,22 +127,35 @@ func (k *IdempotencyKey) Answer() (answer IdempotencyAnswer, ok bool, err error)
 	return answer, true, nil
 }
 
-// ClaimIdempotencyKey makes the caller the owner of (installationID, key) for a request whose
-// canonical hash is requestHash, or returns the row that already holds the key.
-//
-// The claim is an INSERT that the unique index (installation_id, idempotency_key) arbitrates, so of
-// any number of concurrent callers exactly one wins. A row that has expired, or a claim still in
-// progress whose owner has not touched it for longer than lease (its process died between claim and
-// commit: no order exists for it), is taken over with an UPDATE conditioned on its claim token, so
-// a takeover also has exactly one winner. claimed is false when another request holds the key; the
-// returned row then tells whether it completed and with which request hash.
+// ClaimIdempotencyKey is ClaimScopedIdempotencyKey for an installation's key, whose answer is
+// replayed for IdempotencyTTL.
 func ClaimIdempotencyKey(db *gorm.DB, installationID, key, requestHash string, lease time.Duration) (row *IdempotencyKey, claimed bool, err error) {
+	return ClaimScopedIdempotencyKey(db, InstallationKeyScope(installationID), key, requestHash, lease, IdempotencyTTL)
+}
+
+// ClaimScopedIdempotencyKey makes the caller the owner of the scope's key for a request whose
+// canonical hash is requestHash, or returns the row that already holds the key. The answer the
+// caller records under its claim is replayed for ttl (IdempotencyTTL when 0).
+//
+// The claim is an INSERT that the unique index of the scope ((installation_id, idempotency_key)
+// or (account_id, idempotency_key)) arbitrates, so of any number of concurrent callers exactly
+// one wins. A row that has expired, or a claim still in progress whose owner has not touched it
+// for longer than lease (its process died between claim and commit: no order exists for it), is
+// taken over with an UPDATE conditioned on its claim token, so a takeover also has exactly one
+// winner. claimed is false when another request holds the key; the returned row then tells
+// whether it completed and with which request hash.
+func ClaimScopedIdempotencyKey(db *gorm.DB, scope IdempotencyScope, key, requestHash string, lease, ttl time.Duration) (row *IdempotencyKey, claimed bool, err error) {
+	if err := scope.check(); err != nil {
+		return nil, false, err
+	}
+	ttl = orTTL(ttl)
+	installationID, accountID := scope.owners()
 	for range 5 {
 		now := time.Now().UTC()
 		fresh := &IdempotencyKey{
-			ID: NewID(), InstallationID: installationID, Key: key, RequestHash: requestHash,
+			ID: NewID(), InstallationID: installationID, AccountID: accountID, Key: key, RequestHash: requestHash,
 			Status: IdempotencyInProgress, ClaimToken: NewID(), CreatedAt: now, UpdatedAt: now,
-			ExpiresAt: now.Add(IdempotencyTTL),
+			ExpiresAt: now.Add(ttl), ttl: ttl,
 		}
 		res := db.Clauses(clause.OnConflict{DoNothing: true}).Create(fresh)
 		if res.Error != nil {
@@ -91,7 +164,7 @@ func ClaimIdempotencyKey(db *gorm.DB, installationID, key, requestHash string, l
 		if res.RowsAffected == 1 {
 			return fresh, true, nil
 		}
-		existing, err := GetIdempotencyKey(db, installationID, key)
+		existing, err := GetScopedIdempotencyKey(db, scope, key)
 		if errors.Is(err, ErrNotFound) {
 			continue // released or purged in between: claim again
 		}
@@ -124,10 +197,18 @@ func ClaimIdempotencyKey(db *gorm.DB, installationID, key, requestHash string, l
 	return nil, false, errors.New("idempotency key: claim did not settle after 5 rounds")
 }
 
-// GetIdempotencyKey loads the record of (installationID, key), or ErrNotFound.
+// GetIdempotencyKey loads the record of an installation's key, or ErrNotFound.
 func GetIdempotencyKey(db *gorm.DB, installationID, key string) (*IdempotencyKey, error) {
+	return GetScopedIdempotencyKey(db, InstallationKeyScope(installationID), key)
+}
+
+// GetScopedIdempotencyKey loads the record of the scope's key, or ErrNotFound.
+func GetScopedIdempotencyKey(db *gorm.DB, scope IdempotencyScope, key string) (*IdempotencyKey, error) {
+	if err := scope.check(); err != nil {
+		return nil, err
+	}
 	var row IdempotencyKey
-	err := db.Where("installation_id = ? AND idempotency_key = ?", installationID, key).Take(&row).Error
+	err := scope.of(db).Where("idempotency_key = ?", key).Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, ErrNotFound
 	}
@@ -164,12 +245,13 @@ func RecordIdempotencyAnswer(tx *gorm.DB, claim *IdempotencyKey, orderID string,
 		order = &orderID
 	}
 	status := answer.Status
+	expires := now.Add(orTTL(claim.ttl))
 	res := tx.Model(&IdempotencyKey{}).
 		Where("id = ? AND claim_token = ? AND status = ?", claim.ID, claim.ClaimToken, IdempotencyInProgress).
 		Updates(map[string]any{
 			"status": IdempotencyCompleted, "order_id": order, "response_status": status,
 			"response_headers": headers, "response_body": text,
-			"updated_at": now, "expires_at": now.Add(IdempotencyTTL),
+			"updated_at": now, "expires_at": expires,
 		})
 	if res.Error != nil {
 		return res.Error
@@ -179,7 +261,7 @@ func RecordIdempotencyAnswer(tx *gorm.DB, claim *IdempotencyKey, orderID string,
 	}
 	claim.Status, claim.OrderID, claim.ResponseStatus = IdempotencyCompleted, order, &status
 	claim.ResponseHeaders, claim.ResponseBody = headers, &text
-	claim.UpdatedAt, claim.ExpiresAt = now, now.Add(IdempotencyTTL)
+	claim.UpdatedAt, claim.ExpiresAt = now, expires
 	return nil
 }
 

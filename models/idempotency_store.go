@@ -16,11 +16,11 @@ func (s *Store) PurgeExpiredIdempotencyKeys(ctx context.Context, installationID 
 	return res.RowsAffected, res.Error
 }
 
-// ClaimIdempotencyKey makes the caller the owner of (installationID, key) for a request whose
-// canonical hash is requestHash, or returns the row that already holds the key (claimed false);
-// see the package function ClaimIdempotencyKey.
-func (s *Store) ClaimIdempotencyKey(ctx context.Context, installationID, key, requestHash string, lease time.Duration) (row *IdempotencyKey, claimed bool, err error) {
-	return ClaimIdempotencyKey(s.conn(ctx), installationID, key, requestHash, lease)
+// ClaimIdempotencyKey makes the caller the owner of the scope's key for a request whose canonical
+// hash is requestHash, its answer to be replayed for ttl (IdempotencyTTL when 0), or returns the
+// row that already holds the key (claimed false); see ClaimScopedIdempotencyKey.
+func (s *Store) ClaimIdempotencyKey(ctx context.Context, scope IdempotencyScope, key, requestHash string, lease, ttl time.Duration) (row *IdempotencyKey, claimed bool, err error) {
+	return ClaimScopedIdempotencyKey(s.conn(ctx), scope, key, requestHash, lease, ttl)
 }
 
 // RecordIdempotencyAnswer marks the claim completed with its request's answer (orderID names the

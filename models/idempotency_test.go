@@ -91,7 +91,7 @@ func TestIdempotencyKeyClaimCompleteReplay(t *testing.T) {
 		}
 
 		// The unique index is what arbitrates claims.
-		dup := models.IdempotencyKey{ID: models.NewID(), InstallationID: inst, Key: "k1", RequestHash: "x",
+		dup := models.IdempotencyKey{ID: models.NewID(), InstallationID: &inst, Key: "k1", RequestHash: "x",
 			Status: models.IdempotencyInProgress, ClaimToken: "t", CreatedAt: time.Now(), UpdatedAt: time.Now(), ExpiresAt: time.Now()}
 		if err := db.Create(&dup).Error; err == nil {
 			t.Fatal("a second row for the same installation and key was inserted")

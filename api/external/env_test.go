@@ -57,7 +57,7 @@ func newEnv(t testing.TB, db *gorm.DB, rateLimit int) *env {
 	e.engineConfig = d.EngineConfig
 	e.handler = &external.Handler{
 		Limiter: d.Limiter, Slots: d.Slots, Log: zap.NewNop(), Engine: d.Engine, Signer: d.Signer,
-		DownloadTTL: 168 * time.Hour, RateLimit: rateLimit, Now: now,
+		DownloadTTL: 168 * time.Hour, RateLimit: rateLimit, Now: now, Secrets: d.Box,
 	}
 	e.router = gin.New()
 	// Unknown paths and methods as api.NewRouter answers them under the external prefix: in the

@@ -45,6 +45,9 @@ type Handler struct {
 	Now         func() time.Time
 	// Engine runs the use cases both APIs share; one per process.
 	Engine *engine.Engine
+	// Secrets seals the answers an Idempotency-Key records that show a webhook endpoint's signing
+	// secret (idempotency.go).
+	Secrets engine.Sealer
 }
 
 // Body limits of the external routes (413 beyond them); a route that takes no body accepts
@@ -67,6 +70,9 @@ func (h *Handler) Register(r gin.IRouter) {
 	g := r.Group(Base)
 	add := func(method, path string, body inputcheck.Body, scope string, handler gin.HandlerFunc) {
 		in := h.Input(body)
+		if method == http.MethodPost { // every POST honours Idempotency-Key (idempotency.go)
+			handler = h.keyed(path, body.Kind != inputcheck.None, handler)
+		}
 		g.Handle(method, path, in.Head, h.Authenticate, h.Require(scope), in.Content, handler)
 	}
 	add(http.MethodGet, "/orders", inputcheck.NoBody, ScopeRead, h.listOrders)

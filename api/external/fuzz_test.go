@@ -177,7 +177,12 @@ func (e *env) fuzzSeeds() map[string][]routefuzz.Seed {
 			e.t.Fatal(err)
 		}
 		// With and without a start deadline; Hostile derives its header values from the last.
-		seeds["POST "+b+path] = []routefuzz.Seed{{Body: string(raw)}, {Header: engine.HeaderCancelAfter + ": 600", Body: string(raw)}}
+		seeds["POST "+b+path] = []routefuzz.Seed{{Body: string(raw)}, {Header: "Idempotency-Key: " + path, Body: string(raw)},
+			{Header: engine.HeaderCancelAfter + ": 600", Body: string(raw)}}
+	}
+	// Keyed requests of the other kinds of POST: a multipart form, and an answer kept sealed.
+	for _, route := range []string{"POST " + b + "/products", "POST " + b + "/webhook-endpoints"} {
+		seeds[route] = append(seeds[route], routefuzz.Seed{Header: "Idempotency-Key: " + route, Body: seeds[route][0].Body})
 	}
 	return seeds
 }

@@ -243,10 +243,11 @@ func (r *ref) id() *string {
 }
 
 // requester is who asks: the key's account through the external API, at the catalog's default
-// aspect ratio, with the request's Cancel-After (withCancelAfter).
+// aspect ratio, with the request's Cancel-After (withCancelAfter); under an Idempotency-Key the
+// order's transaction records the key's answer.
 func (h *Handler) requester(c *gin.Context) engine.Requester {
 	return engine.Requester{AccountID: key(c).AccountID, API: engine.APIExternal, CorrelationID: reqctx.CorrelationID(c),
-		AspectRatio: h.Engine.Catalog.DefaultAspectRatio(), CancelAfter: c.GetDuration(cancelAfterKey)}
+		AspectRatio: h.Engine.Catalog.DefaultAspectRatio(), CancelAfter: c.GetDuration(cancelAfterKey), Record: generationRecord(c)}
 }
 
 // submitted answers the generation response of a submitted request, or the refusal of its
@@ -259,14 +260,20 @@ func (h *Handler) submitted(c *gin.Context, s engine.Submitted, err error) {
 	h.Log.Info("generation accepted", zap.String("correlation_id", s.CorrelationID),
 		zap.String("order_id", s.OrderID), zap.String("account_id", s.AccountID),
 		zap.String("job_type", s.JobType), zap.Int("jobs", s.Jobs), zap.Int64("credits_reserved", s.CreditsReserved))
-	resp := GenerationResponse{
-		CreatedRecordIDs: s.RecordIDs, BatchID: s.OrderID, OrderID: s.OrderID,
-		ReservationID: s.ReservationID, CreditsReserved: s.CreditsReserved, Status: status.OrderInProgress,
-	}
+	resp := generationResponse(s)
 	if held := heldOf(c); held.Wait > 0 {
 		resp.Status = h.holdOrderStatus(c, held.Wait, s.OrderID, resp.Status)
 	}
 	c.PureJSON(http.StatusOK, resp)
+}
+
+// generationResponse is the answer of an accepted generation request (also what its
+// Idempotency-Key records, generationRecord): its order is in progress.
+func generationResponse(s engine.Submitted) GenerationResponse {
+	return GenerationResponse{
+		CreatedRecordIDs: s.RecordIDs, BatchID: s.OrderID, OrderID: s.OrderID,
+		ReservationID: s.ReservationID, CreditsReserved: s.CreditsReserved, Status: status.OrderInProgress,
+	}
 }
 
 // ---- models/register-ideas, sceneries/register-ideas -------------------------------------------

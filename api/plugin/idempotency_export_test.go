@@ -1,6 +1,17 @@
 package plugin
 
-import "time"
+import (
+	"time"
+
+	"github.com/shotflow/shotflow/api/idempotency"
+)
+
+// requestHash and payloadHash are the shared mechanism's hashes (api/idempotency), as the tests
+// of package plugin call them.
+var (
+	requestHash = idempotency.RequestHash
+	payloadHash = idempotency.PayloadHash
+)
 
 // RequestHash exposes requestHash to the tests of package plugin_test.
 var RequestHash = requestHash
@@ -8,9 +19,9 @@ var RequestHash = requestHash
 // SetIdempotencyTiming changes how long a request waits for the first request with its key and
 // how long an unfinished claim is kept, until the returned function restores them.
 func SetIdempotencyTiming(wait, lease time.Duration) (restore func()) {
-	oldWait, oldLease := idempotencyWait, idempotencyLease
-	idempotencyWait, idempotencyLease = wait, lease
-	return func() { idempotencyWait, idempotencyLease = oldWait, oldLease }
+	old := idempotencyTiming
+	idempotencyTiming.Wait, idempotencyTiming.Lease = wait, lease
+	return func() { idempotencyTiming = old }
 }
 
 // SetBatchStartTimeout changes how long a batch waits for its workflow starts, until the returned

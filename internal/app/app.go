@@ -235,7 +235,8 @@ func (a *App) Handler() http.Handler {
 		DownloadTTL: a.Config.DownloadURLTTL, UploadTTL: a.Config.UploadURLTTL, SubProcessors: a.subProcessors(),
 		Secrets: a.Box,
 	}
-	x := &external.Handler{Engine: a.Engine, Limiter: a.Limiter, Slots: a.Slots, Signer: a.Signer, Log: a.Log, DownloadTTL: a.Config.DownloadURLTTL}
+	x := &external.Handler{Engine: a.Engine, Limiter: a.Limiter, Slots: a.Slots, Signer: a.Signer, Log: a.Log, DownloadTTL: a.Config.DownloadURLTTL,
+		Secrets: a.Box}
 	return api.NewRouter(api.Deps{Engine: a.Engine, Blobs: a.Blobs, Signer: a.Signer, Log: a.Log, Ready: a.Ready, External: x,
 		RequestTimeout: a.Config.RequestTimeout, UploadTimeout: a.Config.UploadTimeout, Metrics: a.Metrics}, p)
 }

@@ -50,7 +50,16 @@ type Requester struct {
 	// CancelAfter, when not 0, is the request's Cancel-After (ParseCancelAfter): every job that
 	// has not started that long after acceptance is cancelled.
 	CancelAfter time.Duration
+	// Record, when not nil, runs in the transaction that creates the request's order: a keyed
+	// request records its Idempotency-Key's answer there (KeyClaim.SubmittedRecord).
+	Record SubmittedRecord
 }
+
+// SubmittedRecord runs inside the transaction that commits a generation request's order, with the
+// store of that transaction and the request as it is accepted (its credits reserved); an error
+// from it rolls the order back and is the request's (ErrClaimLost when the request's
+// Idempotency-Key claim was taken over).
+type SubmittedRecord func(ctx context.Context, tx *models.Store, s Submitted) error
 
 // Plan is a generation request planned into an order: the order, its jobs, the records created
 // beside them (in the order's transaction) and the IDs the answer lists.
@@ -63,6 +72,8 @@ type Plan struct {
 	// RecordIDs are the IDs of the records the request creates; SubmitPlan sets them to the job
 	// IDs when the plan has none.
 	RecordIDs []string
+	// record is the requester's Record.
+	record SubmittedRecord
 }
 
 // newPlan starts an order of the requester's account for the job type with the request's config.
@@ -71,7 +82,7 @@ func newPlan(r Requester, jobType string, config any) *Plan {
 	return &Plan{Order: &models.Order{
 		ID: models.NewID(), AccountID: r.AccountID, API: r.API, JobType: jobType,
 		SessionConfig: models.JSON(cfg), CorrelationID: r.CorrelationID,
-	}}
+	}, record: r.Record}
 }
 
 // add appends n jobs built by job (given the job's index) with the model and a surcharge per job.
@@ -134,14 +145,29 @@ type Submitted struct {
 }
 
 // SubmitPlan creates the plan's order, jobs and records and reserves their credits in one
-// transaction (SubmitWith), then starts the order. KindInsufficientCredits (CreditsRequired set),
-// with nothing created, when the balance is short.
+// transaction (SubmitWith), in which the requester's Record runs too, then starts the order.
+// KindInsufficientCredits (CreditsRequired set), with nothing created, when the balance is short.
 func (e *Generation) SubmitPlan(ctx context.Context, p *Plan) (Submitted, error) {
-	var records func(tx *models.Store) error
-	if p.Records != nil {
-		records = func(tx *models.Store) error { return p.Records(ctx, tx) }
+	if p.RecordIDs == nil {
+		for _, j := range p.Jobs {
+			p.RecordIDs = append(p.RecordIDs, j.ID)
+		}
 	}
-	err := e.app.Orders.SubmitWith(ctx, p.Order, p.Jobs, records)
+	var inTx func(tx *models.Store) error
+	if p.Records != nil || p.record != nil {
+		inTx = func(tx *models.Store) error {
+			if p.Records != nil {
+				if err := p.Records(ctx, tx); err != nil {
+					return err
+				}
+			}
+			if p.record != nil {
+				return p.record(ctx, tx, p.submitted()) // the reservation is made: CreditsReserved is set
+			}
+			return nil
+		}
+	}
+	err := e.app.Orders.SubmitWith(ctx, p.Order, p.Jobs, inTx)
 	if errors.Is(err, models.ErrInsufficientCredits) {
 		need := models.ReservationTotal(p.Jobs)
 		// The balance only words the refusal: when it cannot be read, the refusal stands without it.
@@ -158,14 +184,15 @@ func (e *Generation) SubmitPlan(ctx context.Context, p *Plan) (Submitted, error)
 	if err != nil {
 		return Submitted{}, err
 	}
-	if p.RecordIDs == nil {
-		for _, j := range p.Jobs {
-			p.RecordIDs = append(p.RecordIDs, j.ID)
-		}
-	}
+	return p.submitted(), nil
+}
+
+// submitted is the accepted request of a plan whose order is committed (or being committed, past
+// its reservation).
+func (p *Plan) submitted() Submitted {
 	o := p.Order
 	return Submitted{OrderID: o.ID, ReservationID: models.ReservationID(o.ID), CreditsReserved: o.CreditsReserved,
-		RecordIDs: p.RecordIDs, AccountID: o.AccountID, JobType: o.JobType, Jobs: len(p.Jobs), CorrelationID: o.CorrelationID}, nil
+		RecordIDs: p.RecordIDs, AccountID: o.AccountID, JobType: o.JobType, Jobs: len(p.Jobs), CorrelationID: o.CorrelationID}
 }
 
 // submitted submits a plan that planning produced, or returns planning's refusal.

@@ -10,17 +10,34 @@ import (
 	"github.com/shotflow/shotflow/models"
 )
 
-// Idempotency keys: a mutation sent with a client's key takes effect at most once per installation
-// and key (the rules are the plugin API's, api/plugin/idempotency.go). The engine claims the key,
-// replays the answer recorded under it, or waits for the request that holds it; the façade reads
-// the key, hashes the request and records the answer it sent: inside the transaction of the
-// request's effect where the use case offers one (KeyClaim.Record), else right after (Complete).
+// Idempotency keys: a mutation sent with a client's key takes effect at most once per scope
+// (an installation for the plugin API, a team account for the external API) and key; the rules
+// are api/idempotency's. The engine claims the key, replays the answer recorded under it, or
+// waits for the request that holds it; the façade reads the key, hashes the request and records
+// the answer it sent: inside the transaction of the request's effect where the use case offers
+// one (KeyClaim.Record, SessionRecord, SubmittedRecord), else right after (Complete).
+
+// KeyScope is whose Idempotency-Keys a key is one of: an installation's (the plugin API) or a team
+// account's (the external API); exactly one is set. Two scopes may use the same key independently.
+type KeyScope struct {
+	InstallationID string
+	AccountID      string
+}
+
+// InstallationKeyScope is the scope of an installation's keys.
+func InstallationKeyScope(installationID string) KeyScope {
+	return KeyScope{InstallationID: installationID}
+}
+
+// AccountKeyScope is the scope of a team account's keys.
+func AccountKeyScope(accountID string) KeyScope { return KeyScope{AccountID: accountID} }
 
 // KeyTiming tunes RunOnce.
 type KeyTiming struct {
 	Wait  time.Duration // how long a request waits for the first request with its key to finish
 	Poll  time.Duration // how often a waiting request looks at the key again
 	Lease time.Duration // how long an unfinished claim is kept before another request may take it over
+	TTL   time.Duration // how long a recorded answer is replayed; 0 is models.IdempotencyTTL (24 hours)
 }
 
 // KeyOutcome is what RunOnce did with a key.
@@ -97,6 +114,23 @@ func (k *KeyClaim) SessionRecord(answer SessionAnswer) SessionRecord {
 	}
 }
 
+// SubmittedAnswer is the answer a keyed generation request records: what the façade would send
+// for the request it commits.
+type SubmittedAnswer func(s Submitted) (Answer, error)
+
+// SubmittedRecord is what a keyed generation request commits with (Requester.Record): it records
+// answer's result under the claim in the transaction that creates the order, so the order exists
+// exactly when the key names it.
+func (k *KeyClaim) SubmittedRecord(answer SubmittedAnswer) SubmittedRecord {
+	return func(ctx context.Context, tx *models.Store, s Submitted) error {
+		a, err := answer(s)
+		if err != nil {
+			return err
+		}
+		return k.Record(ctx, tx, s.OrderID, a)
+	}
+}
+
 // Complete records answer on its own, for a request whose effect has already committed: a crash
 // between the two leaves the claim unfinished, and it is taken over after the lease. It records
 // also when ctx has ended (the client hung up after the effect).
@@ -113,18 +147,20 @@ func (k *KeyClaim) Recorded() bool { return k.recorded }
 // Lost reports whether recording found the claim taken over by another request.
 func (k *KeyClaim) Lost() bool { return k.lost }
 
-// RunOnce runs run at most once for the installation's key and request hash, and replays the
+// RunOnce runs run at most once for the scope's key and request hash, and replays the
 // answer recorded under the key otherwise; an expired key is claimed afresh (the worker's retention
-// sweep deletes expired keys, retention.Purger). When it claims the key it calls run with the claim, and run reports whether the request's effect
-// committed. A claim under which nothing committed (a refusal, an error, a panic) is released, so
-// that the key is free again, also when ctx has ended; when nothing committed because the claim
-// was lost to another request (KeyClaim.Lost), RunOnce looks at the key again. An error is the
+// sweep deletes expired keys, retention.Purger). When it claims the key it calls run with the
+// claim, and run reports whether the request's effect committed. A claim under which nothing
+// committed (a refusal, an error, a panic) is released, so that the key is free again, also when
+// ctx has ended; when nothing committed because the claim was lost to another request
+// (KeyClaim.Lost), RunOnce looks at the key again. An error is the
 // store's, from claiming the key or reading its answer.
-func (e *Idempotency) RunOnce(ctx context.Context, installationID, key, hash string, timing KeyTiming,
+func (e *Idempotency) RunOnce(ctx context.Context, scope KeyScope, key, hash string, timing KeyTiming,
 	run func(claim *KeyClaim) (committed bool)) (KeyResult, error) {
 	deadline := time.Now().Add(timing.Wait)
+	stored := models.IdempotencyScope{InstallationID: scope.InstallationID, AccountID: scope.AccountID}
 	for {
-		row, claimed, err := e.store.ClaimIdempotencyKey(ctx, installationID, key, hash, timing.Lease)
+		row, claimed, err := e.store.ClaimIdempotencyKey(ctx, stored, key, hash, timing.Lease, timing.TTL)
 		if err != nil {
 			return KeyResult{}, err
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
 )
 
 func TestRunOnce(t *testing.T) {
@@ -17,7 +18,7 @@ func TestRunOnce(t *testing.T) {
 	timing := engine.KeyTiming{Wait: 50 * time.Millisecond, Poll: 10 * time.Millisecond, Lease: time.Minute}
 	runs := 0
 	run := func(hash string, commit bool) engine.KeyResult {
-		res, err := f.eng.Idempotency.RunOnce(t.Context(), f.inst.ID, "key", hash, timing,
+		res, err := f.eng.Idempotency.RunOnce(t.Context(), engine.InstallationKeyScope(f.inst.ID), "key", hash, timing,
 			func(claim *engine.KeyClaim) bool {
 				runs++
 				if !commit {
@@ -56,7 +57,7 @@ func TestRunOnceCompleteAndLostClaim(t *testing.T) {
 	answer := engine.Answer{Status: 204, Headers: map[string][]string{"X-Thing": {"a"}}, Body: []byte{}}
 	effects := 0
 	once := func() engine.KeyResult {
-		res, err := f.eng.Idempotency.RunOnce(t.Context(), f.inst.ID, "del", "h", timing, func(claim *engine.KeyClaim) bool {
+		res, err := f.eng.Idempotency.RunOnce(t.Context(), engine.InstallationKeyScope(f.inst.ID), "del", "h", timing, func(claim *engine.KeyClaim) bool {
 			effects++
 			require.NoError(t, claim.Complete(t.Context(), answer))
 			return true
@@ -72,7 +73,7 @@ func TestRunOnceCompleteAndLostClaim(t *testing.T) {
 
 	// The claim is taken over (as after a lease) before the first request records its answer.
 	calls := 0
-	res, err := f.eng.Idempotency.RunOnce(t.Context(), f.inst.ID, "lost", "h", timing, func(claim *engine.KeyClaim) bool {
+	res, err := f.eng.Idempotency.RunOnce(t.Context(), engine.InstallationKeyScope(f.inst.ID), "lost", "h", timing, func(claim *engine.KeyClaim) bool {
 		calls++
 		row, err := models.GetIdempotencyKey(f.db, f.inst.ID, "lost")
 		require.NoError(t, err)
@@ -91,4 +92,62 @@ func TestRunOnceCompleteAndLostClaim(t *testing.T) {
 	assert.Equal(t, 1, calls)
 	assert.Equal(t, engine.KeyReplayed, res.Outcome)
 	assert.Equal(t, "theirs", string(res.Answer.Body))
+}
+
+// A keyed generation request records its answer in the transaction that creates its order
+// (KeyClaim.SubmittedRecord): a repeat replays it, and a request whose claim was taken over
+// before it committed creates nothing.
+func TestRunOnceRecordsAGenerationWithItsOrder(t *testing.T) {
+	f := newGenFixture(t, 100)
+	scope := engine.AccountKeyScope(f.account)
+	timing := engine.KeyTiming{Wait: 200 * time.Millisecond, Poll: 10 * time.Millisecond, Lease: time.Minute}
+	in := engine.IdeasInput{JobType: jobtype.SceneryIdea, Kind: engine.Sceneries, Preferences: "oak", Count: 2}
+	requester := func(claim *engine.KeyClaim) engine.Requester {
+		r := f.requester()
+		r.Record = claim.SubmittedRecord(func(s engine.Submitted) (engine.Answer, error) {
+			return engine.Answer{Status: 200, Body: []byte(s.OrderID + " " + s.ReservationID)}, nil
+		})
+		return r
+	}
+	var submitted engine.Submitted
+	first, err := f.engine.Idempotency.RunOnce(t.Context(), scope, "k", "h", timing, func(claim *engine.KeyClaim) bool {
+		s, err := f.engine.Generation.RegisterIdeas(t.Context(), requester(claim), in)
+		require.NoError(t, err)
+		assert.True(t, claim.Recorded(), "recorded in the order's transaction")
+		submitted = s
+		return true
+	})
+	require.NoError(t, err)
+	assert.Equal(t, engine.KeyRan, first.Outcome)
+	row, err := models.GetScopedIdempotencyKey(f.db, models.AccountKeyScope(f.account), "k")
+	require.NoError(t, err)
+	require.NotNil(t, row.OrderID)
+	assert.Equal(t, submitted.OrderID, *row.OrderID)
+
+	again, err := f.engine.Idempotency.RunOnce(t.Context(), scope, "k", "h", timing, func(*engine.KeyClaim) bool {
+		t.Fatal("a repeat ran")
+		return false
+	})
+	require.NoError(t, err)
+	assert.Equal(t, engine.KeyReplayed, again.Outcome)
+	assert.Equal(t, submitted.OrderID+" "+submitted.ReservationID, string(again.Answer.Body))
+
+	// The claim is taken over before the order commits: the order rolls back with its record.
+	lost, err := f.engine.Idempotency.RunOnce(t.Context(), scope, "lost", "h", timing, func(claim *engine.KeyClaim) bool {
+		row, err := models.GetScopedIdempotencyKey(f.db, models.AccountKeyScope(f.account), "lost")
+		require.NoError(t, err)
+		require.NoError(t, f.db.Model(row).Update("claim_token", "someone-else").Error)
+		_, err = f.engine.Generation.RegisterIdeas(t.Context(), requester(claim), in)
+		assert.ErrorIs(t, err, engine.ErrClaimLost)
+		assert.True(t, claim.Lost())
+		return false
+	})
+	require.NoError(t, err)
+	assert.Equal(t, engine.KeyBusy, lost.Outcome, "the other request's claim is still in progress")
+	var orders int64
+	require.NoError(t, f.db.Model(&models.Order{}).Where("account_id = ?", f.account).Count(&orders).Error)
+	assert.Equal(t, int64(1), orders, "only the first request's order")
+	acc, err := models.GetAccount(f.db, f.account)
+	require.NoError(t, err)
+	assert.Equal(t, submitted.CreditsReserved, acc.CreditsReserved)
 }

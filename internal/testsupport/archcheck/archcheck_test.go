@@ -92,7 +92,7 @@ var tiers = []tier{
 	{name: "api", packages: []string{"api"},
 		mayImport: append([]string{"internal/engine", "internal/platform", "internal/jobview", "internal/reference"}, storeLeaves...),
 		forbid:    []string{gorm, temporal, pgx, pgDriver, sqlite},
-		why:       "façades parse, call the engine and map its answers; the store and Temporal are the engine's"},
+		why:       "façades (and api/idempotency, which both share) parse, call the engine and map its answers; the store and Temporal are the engine's"},
 	{name: "composition root", packages: []string{"internal/app"},
 		mayImport: []string{""}, forbid: append([]string{gorm}, drivers...),
 		why: "the composition root wires everything for each subcommand"},
@@ -198,6 +198,10 @@ func TestTheAllowListRefuses(t *testing.T) {
 		{"internal/providers/local", "models/catalog", true},
 		{"api/plugin", "models", false},
 		{"api/plugin", "models/status", true},
+		// The Idempotency-Key mechanism both façades share sits in the api tier, on the engine.
+		{"api/idempotency", "internal/engine", true},
+		{"api/idempotency", "models", false},
+		{"internal/engine", "api/idempotency", false},
 	}
 	for _, c := range cases {
 		tr, ok := tierOf(c.from)

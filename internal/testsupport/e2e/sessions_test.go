@@ -57,7 +57,11 @@ func (c *client) send(method, path, key string, body any) (answer, error) {
 	if err != nil {
 		return answer{}, err
 	}
-	if err := contract.Validate(req, data, resp.StatusCode, resp.Header, out); err != nil {
+	doc := c.doc
+	if doc == nil {
+		doc = contract.Plugin
+	}
+	if err := doc.Validate(req, data, resp.StatusCode, resp.Header, out); err != nil {
 		return answer{}, err
 	}
 	return answer{status: resp.StatusCode, header: resp.Header, body: out}, nil
