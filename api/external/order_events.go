@@ -11,9 +11,17 @@ import (
 	"github.com/shotflow/shotflow/internal/engine"
 )
 
+// JobEvent is the data of a job's event in an order's stream: the job's record as the record
+// lists show it (with its kind; as the record.* webhooks carry it), and the job as
+// GET /orders/{id} lists it (its attempts, error and cancel reason).
+type JobEvent struct {
+	Record *engine.RecordItem `json:"record"`
+	Job    OrderJob           `json:"job"`
+}
+
 // GET /orders/{id}/events: the order's event stream (api/eventstream): one event per change of
-// one of its jobs, named job.started, job.retrying, job.completed, ... with the job as
-// GET /orders/{id} lists it, then order.completed with the order as GET /orders/{id} shows it.
+// one of its jobs, named job.started, job.retrying, job.completed, ... (JobEvent), then
+// order.completed with the order as GET /orders/{id} shows it.
 func (h *Handler) orderEvents(c *gin.Context) {
 	id, ok := h.orderID(c)
 	if !ok {
@@ -55,7 +63,7 @@ func (h *Handler) orderEventPage(ctx context.Context, scope engine.OrderScope, o
 		ev := eventstream.Event{ID: e.Seq, Name: e.Type}
 		switch {
 		case e.Job != nil:
-			ev.Data = h.orderJob(*e.Job, expires)
+			ev.Data = JobEvent{Record: e.Record, Job: h.orderJob(*e.Job, expires)}
 		case e.Type == eventstream.OrderCompletedEvent:
 			o, err := h.Engine.Orders.FindAccountOrder(ctx, scope.AccountID, orderID)
 			if err != nil {

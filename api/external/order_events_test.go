@@ -90,9 +90,17 @@ func TestGenerationWaitAndOrderStream(t *testing.T) {
 				require.Equal(t, status.OrderFailed, o.Status)
 				continue
 			}
-			var j external.OrderJob
+			var j external.JobEvent
 			require.NoError(t, json.Unmarshal([]byte(ev.Data), &j))
-			require.Equal(t, job.ID, j.JobID)
+			require.Equal(t, job.ID, j.Job.JobID)
+			require.NotNil(t, j.Record)
+			require.Equal(t, "video", j.Record.Kind)
+			// The data is the job as it is when the event is sent: the end may already show.
+			if ev.Name == "job.failed" {
+				require.Equal(t, models.RefStatusFailed, j.Record.Status)
+			} else {
+				require.Contains(t, []string{models.RefStatusInProgress, models.RefStatusFailed}, j.Record.Status)
+			}
 		}
 		require.Equal(t, []string{"job.started", "job.failed", "order.completed"}, names)
 

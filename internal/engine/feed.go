@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/models/status"
 )
@@ -230,7 +231,14 @@ type OrderEvent struct {
 	Seq  int64
 	Type string
 	Job  *Job
+	// Record is the job's record as the external lists show it, for an account's order (the
+	// external API's scope); nil otherwise.
+	Record *RecordItem
 }
+
+// RecordItem is a record of the external API as its lists show it, with its kind (the record.*
+// webhooks carry the same).
+type RecordItem = webhooks.RecordItem
 
 // OrderEventPage is a page of an order's events: Order is the order as it was read before them
 // (Order.EventSeq is the number of its latest event, Ended whether it has ended), Events its
@@ -272,6 +280,10 @@ func (f *Feed) OrderEvents(ctx context.Context, scope OrderScope, orderID string
 			return page, err
 		}
 	}
+	records, err := f.recordsOf(ctx, scope, jobs, outs)
+	if err != nil {
+		return page, err
+	}
 	page.Events = make([]OrderEvent, 0, len(events))
 	for _, e := range events {
 		ev := OrderEvent{Seq: e.Seq, Type: e.Type}
@@ -279,11 +291,35 @@ func (f *Feed) OrderEvents(ctx context.Context, scope OrderScope, orderID string
 			if j, ok := jobs[*e.JobID]; ok { // always, as jobs are never deleted
 				view := jobOf(j, outs[j.ID])
 				ev.Job = &view
+				ev.Record = records[j.ID]
 			}
 		}
 		page.Events = append(page.Events, ev)
 	}
 	return page, nil
+}
+
+// recordsOf renders the jobs' records as the external lists show them, for an account's scope
+// (none for an installation's): the name a product's record is listed under is read as the lists
+// read it, one query per job of a product; thumbnails are signed for DownloadTTL.
+func (f *Feed) recordsOf(ctx context.Context, scope OrderScope, jobs map[string]*models.Job, outs map[string][]models.Asset) (map[string]*RecordItem, error) {
+	if scope.InstallationID != "" || len(jobs) == 0 {
+		return nil, nil
+	}
+	expires := time.Now().Add(f.cfg.DownloadTTL).UTC()
+	out := make(map[string]*RecordItem, len(jobs))
+	for id, j := range jobs {
+		name := ""
+		if j.ProductID != nil {
+			var err error
+			if name, err = f.store.RecordNameOfJob(ctx, id); err != nil {
+				return nil, err
+			}
+		}
+		rec := webhooks.RecordItemOf(j, name, outs[id], f.cfg.Signer, expires)
+		out[id] = &rec
+	}
+	return out, nil
 }
 
 // Order returns the scope's order as it is now (Order.EventSeq numbers its latest event);

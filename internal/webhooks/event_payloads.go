@@ -77,6 +77,35 @@ type RecordItem struct {
 	CancelReason *string `json:"cancelReason"`
 }
 
+// RecordItemOf is the record of job j as the external lists show it: named name ("" takes the
+// job's label, else its product reference), its thumbnail the first stored output signed until
+// expires once the job has completed (signer nil: none).
+func RecordItemOf(j *models.Job, name string, outputs []models.Asset, signer *urlsign.Signer, expires time.Time) RecordItem {
+	rec := RecordItem{ID: j.ID, Kind: RecordKind(j.JobType), Name: name, Status: models.RecordStatus(j.Status),
+		CreatedAt: j.CreatedAt.UTC()}
+	if j.Status == status.JobCancelled {
+		rec.CancelReason = j.CancelReason
+	}
+	if rec.Name == "" {
+		rec.Name = j.ProductLabel
+	}
+	if j.RecordID != nil {
+		rec.ID = *j.RecordID
+	}
+	if rec.Name == "" {
+		rec.Name = j.ProductRef
+	}
+	if j.Status == status.JobCompleted && signer != nil {
+		for _, a := range outputs {
+			if a.PurgedAt == nil {
+				rec.Thumbnail = signer.URL(http.MethodGet, jobview.FilePath(a.ID), expires)
+				break
+			}
+		}
+	}
+	return rec
+}
+
 // RecordKind is the record kind of a job type in the external API's vocabulary.
 func RecordKind(jobType string) string {
 	switch jobType {
@@ -109,28 +138,7 @@ type RecordPayload struct {
 func BuildRecordPayload(p RecordPayload) ([]byte, error) {
 	expires := p.CreatedAt.Add(RetryWindow + p.DownloadTTL + time.Hour - time.Nanosecond).Truncate(time.Hour).UTC()
 	j := p.Job
-	rec := RecordItem{ID: j.ID, Kind: RecordKind(j.JobType), Name: p.Name, Status: models.RecordStatus(j.Status),
-		CreatedAt: j.CreatedAt.UTC()}
-	if j.Status == status.JobCancelled {
-		rec.CancelReason = j.CancelReason
-	}
-	if rec.Name == "" {
-		rec.Name = j.ProductLabel
-	}
-	if j.RecordID != nil {
-		rec.ID = *j.RecordID
-	}
-	if rec.Name == "" {
-		rec.Name = j.ProductRef
-	}
-	if j.Status == status.JobCompleted && p.Signer != nil {
-		for _, a := range p.Outputs {
-			if a.PurgedAt == nil {
-				rec.Thumbnail = p.Signer.URL(http.MethodGet, jobview.FilePath(a.ID), expires)
-				break
-			}
-		}
-	}
+	rec := RecordItemOf(j, p.Name, p.Outputs, p.Signer, expires)
 	return encode(struct {
 		header
 		OrderID string     `json:"order_id"`
