@@ -390,3 +390,21 @@ func TestStoppingFeedEndsWaitsAndStreams(t *testing.T) {
 	_, ok = stream.Next(t, 5*time.Second)
 	require.False(t, ok, "and closes")
 }
+
+// A clone honours Prefer: wait like POST /jobs: held until its order ends or the wait runs out,
+// then 201 with the order's status of then and Preference-Applied.
+func TestPreferWaitOnAClone(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t).committing()
+	s, _ := e.twoJobSession()
+	start := time.Now()
+	rec := e.do(http.MethodPost, p("/orders/"+s.OrderID+"/clone"), e.key, map[string]any{},
+		keyHeader, "clone-wait", prefer.HeaderPrefer, "wait=1")
+	require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
+	require.Equal(t, "wait=1", rec.Header().Get(prefer.HeaderPreferenceApplied))
+	require.GreaterOrEqual(t, time.Since(start), time.Second, "held for the wait: no worker ends its jobs")
+	var clone plugin.SessionResponse
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &clone))
+	require.Equal(t, status.OrderInProgress, clone.Status)
+	require.NotEqual(t, s.OrderID, clone.OrderID)
+}
