@@ -13,10 +13,14 @@ import (
 	"gorm.io/gorm"
 )
 
-// Key prefixes: the kind of a key can be told from its first characters.
+// Key prefixes: the kind and the mode of a key can be told from its first characters. A test key
+// (docs/test-mode.md) belongs to a test twin of its tenant (TestTwinOfInstallation,
+// TestTwinOfAccount) and carries test_mode.
 const (
-	PluginKeyPrefix   = "pk_live_"
-	ExternalKeyPrefix = "mk_live_"
+	PluginKeyPrefix       = "pk_live_"
+	ExternalKeyPrefix     = "mk_live_"
+	PluginTestKeyPrefix   = "pk_test_"
+	ExternalTestKeyPrefix = "mk_test_"
 )
 
 // PluginScopes are the scopes a new plugin installation key gets by default: every scope api/openapi.yaml names.
@@ -40,9 +44,32 @@ type IssuedKey struct {
 	Secret string
 }
 
-// IssueKey creates a key of the given kind and returns its full secret form
+// IssueKey creates a live key of the given kind and returns its full secret form
 // (<prefix><keyId>.<secret>); only a hash of the secret part is stored.
 func IssueKey(db *gorm.DB, kind, accountID string, installationID *string, name string, scopes []string, expiresAt *time.Time) (*IssuedKey, error) {
+	return issueKey(db, kind, accountID, installationID, name, scopes, expiresAt, false)
+}
+
+// IssueTestKey is IssueKey for a test key (pk_test_…, mk_test_…) of a test twin's account or
+// installation.
+func IssueTestKey(db *gorm.DB, kind, accountID string, installationID *string, name string, scopes []string, expiresAt *time.Time) (*IssuedKey, error) {
+	return issueKey(db, kind, accountID, installationID, name, scopes, expiresAt, true)
+}
+
+// keyPrefix is the prefix of the keys of a kind and mode.
+func keyPrefix(kind string, test bool) string {
+	switch {
+	case kind == KeyKindExternal && test:
+		return ExternalTestKeyPrefix
+	case kind == KeyKindExternal:
+		return ExternalKeyPrefix
+	case test:
+		return PluginTestKeyPrefix
+	}
+	return PluginKeyPrefix
+}
+
+func issueKey(db *gorm.DB, kind, accountID string, installationID *string, name string, scopes []string, expiresAt *time.Time, test bool) (*IssuedKey, error) {
 	idBytes := make([]byte, 8)
 	secretBytes := make([]byte, 32)
 	if _, err := rand.Read(idBytes); err != nil {
@@ -53,15 +80,12 @@ func IssueKey(db *gorm.DB, kind, accountID string, installationID *string, name 
 	}
 	keyID := hex.EncodeToString(idBytes)
 	secret := base64.RawURLEncoding.EncodeToString(secretBytes)
-	prefix := PluginKeyPrefix
-	if kind == KeyKindExternal {
-		prefix = ExternalKeyPrefix
-	}
 	k := APIKey{
 		ID: keyID, Kind: kind, AccountID: accountID, InstallationID: installationID, Name: name,
 		SecretHash: hashSecret(secret), Scopes: strings.Join(scopes, " "), ExpiresAt: expiresAt,
-		CreatedAt: time.Now().UTC(),
+		CreatedAt: time.Now().UTC(), TestMode: test,
 	}
+	prefix := keyPrefix(kind, test)
 	if err := db.Create(&k).Error; err != nil {
 		return nil, err
 	}
@@ -71,19 +95,30 @@ func IssueKey(db *gorm.DB, kind, accountID string, installationID *string, name 
 // ParseKey splits a full key string into its kind, key ID and secret. The key ID is what IssueKey
 // makes: 16 lowercase hexadecimal digits; anything else is no key, refused without a look-up.
 func ParseKey(full string) (kind, keyID, secret string, ok bool) {
+	kind, keyID, secret, _, ok = ParseKeyMode(full)
+	return kind, keyID, secret, ok
+}
+
+// ParseKeyMode is ParseKey that also tells a test key (pk_test_…, mk_test_…) from a live one.
+func ParseKeyMode(full string) (kind, keyID, secret string, test, ok bool) {
+	kind, keyID, secret, test, ok = "", "", "", false, false
 	switch {
 	case strings.HasPrefix(full, PluginKeyPrefix):
 		kind, full = KeyKindPlugin, full[len(PluginKeyPrefix):]
 	case strings.HasPrefix(full, ExternalKeyPrefix):
 		kind, full = KeyKindExternal, full[len(ExternalKeyPrefix):]
+	case strings.HasPrefix(full, PluginTestKeyPrefix):
+		kind, full, test = KeyKindPlugin, full[len(PluginTestKeyPrefix):], true
+	case strings.HasPrefix(full, ExternalTestKeyPrefix):
+		kind, full, test = KeyKindExternal, full[len(ExternalTestKeyPrefix):], true
 	default:
-		return "", "", "", false
+		return "", "", "", false, false
 	}
 	keyID, secret, ok = strings.Cut(full, ".")
 	if !ok || !isKeyID(keyID) || secret == "" || len(secret) > 128 {
-		return "", "", "", false
+		return "", "", "", false, false
 	}
-	return kind, keyID, secret, true
+	return kind, keyID, secret, test, true
 }
 
 // isKeyID reports whether s is 16 lowercase hexadecimal digits, the form of every key ID.
@@ -118,7 +153,7 @@ func (keyWithInstallation) TableName() string { return "api_keys" }
 // LEFT JOIN), the installation the key is bound to: nil when it is bound to none or its
 // installation does not exist. The installation's status is the caller's to judge.
 func AuthenticateKeyWithInstallation(db *gorm.DB, kind, full string, now time.Time) (*APIKey, *Installation, error) {
-	k, id, secret, ok := ParseKey(full)
+	k, id, secret, test, ok := ParseKeyMode(full)
 	if !ok || k != kind {
 		return nil, nil, ErrInvalidKey
 	}
@@ -131,7 +166,7 @@ func AuthenticateKeyWithInstallation(db *gorm.DB, kind, full string, now time.Ti
 		return nil, nil, err
 	}
 	key := &row.APIKey
-	if subtle.ConstantTimeCompare([]byte(key.SecretHash), []byte(hashSecret(secret))) != 1 {
+	if subtle.ConstantTimeCompare([]byte(key.SecretHash), []byte(hashSecret(secret))) != 1 || key.TestMode != test {
 		return nil, nil, ErrInvalidKey
 	}
 	if key.RevokedAt != nil || (key.ExpiresAt != nil && !now.Before(*key.ExpiresAt)) {

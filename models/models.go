@@ -55,6 +55,13 @@ type Account struct {
 	CreditsReserved int64 // credits held by jobs that have not settled yet
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
+	// TestMode marks a test twin (migration 0021): of a live account (TestOfAccountID, the
+	// external API's test world) or of a live installation (TestOfInstallationID, the plugin's).
+	TestMode             bool
+	TestOfAccountID      *string
+	TestOfInstallationID *string
+	TestDay              string // the UTC day (YYYY-MM-DD) its test credits were last refilled
+	TestJobsToday        int    // the jobs it has run that day (the test quota)
 }
 
 // Installation is one merchant shop plugin installed against an account.
@@ -70,6 +77,9 @@ type Installation struct {
 	Status                   string
 	CreatedAt                time.Time
 	UpdatedAt                time.Time
+	// TestMode marks the test twin of the live installation TestOfInstallationID.
+	TestMode             bool
+	TestOfInstallationID *string
 }
 
 // API key kinds.
@@ -91,6 +101,7 @@ type APIKey struct {
 	RevokedAt      *time.Time
 	LastUsedAt     *time.Time
 	CreatedAt      time.Time
+	TestMode       bool // a test key (pk_test_…, mk_test_…) of a test twin
 }
 
 // Product is a merchant product in the catalog, identified by the merchant's external_ref.
@@ -218,6 +229,7 @@ type Order struct {
 	// EventSeq is the number of the order's latest event (order_events, migration 0020): the
 	// triggers of its jobs and of the order itself raise it; nothing else writes it.
 	EventSeq int64 `gorm:"->"`
+	TestMode bool  // created by a test key: its jobs never reach a paid provider
 }
 
 // Job is one generated asset of an order; it runs as one JobWorkflow.
@@ -265,6 +277,9 @@ type Job struct {
 	// CancelReason says why a cancelled job was cancelled (status.CancelRequested or
 	// status.CancelDeadline); nil for a job that was not cancelled.
 	CancelReason *string
+	// TestMode marks a job a test key created: it renders on the local studio or the simulator,
+	// never a paid provider (docs/test-mode.md).
+	TestMode bool
 }
 
 // Provider is the provider part of the job's provider/model.

@@ -247,7 +247,8 @@ func (r *ref) id() *string {
 // order's transaction records the key's answer.
 func (h *Handler) requester(c *gin.Context) engine.Requester {
 	return engine.Requester{AccountID: key(c).AccountID, API: engine.APIExternal, CorrelationID: reqctx.CorrelationID(c),
-		AspectRatio: h.Engine.Catalog.DefaultAspectRatio(), CancelAfter: c.GetDuration(cancelAfterKey), Record: generationRecord(c)}
+		AspectRatio: h.Engine.Catalog.DefaultAspectRatio(), CancelAfter: c.GetDuration(cancelAfterKey), Record: generationRecord(c),
+		Test: key(c).Test}
 }
 
 // submitted answers the generation response of a submitted request, or the refusal of its

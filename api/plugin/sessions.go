@@ -226,6 +226,7 @@ func (h *Handler) pluginSession(c *gin.Context, req engine.SessionRequest) engin
 	req.AccountID, req.InstallationID, req.API = inst.AccountID, inst.ID, engine.APIPlugin
 	req.CorrelationID = reqctx.CorrelationID(c)
 	req.JobTypes = JobTypes
+	req.Test = caller(c).Key.Test
 	return req
 }
 

@@ -36,6 +36,9 @@ type DevCredentials struct {
 	ExternalAPIKey string `json:"external_api_key"`
 	AccountID      string `json:"account_id"`
 	WebhookSecret  string `json:"webhook_secret"`
+	// Test keys (docs/test-mode.md): their records, credits and renders are test mode's.
+	PluginTestAPIKey   string `json:"plugin_test_api_key"`
+	ExternalTestAPIKey string `json:"external_test_api_key"`
 }
 
 // devConfig is the configuration of `shotflow dev`: the environment, with defaults that keep
@@ -210,7 +213,8 @@ func ensureDemo(ctx context.Context, cfg config.Config, path string) (DevCredent
 		var saved DevCredentials
 		if json.Unmarshal(data, &saved) == nil {
 			known = engine.DemoTenant{AccountID: saved.AccountID, ExternalAPIKey: saved.ExternalAPIKey, InstallationID: saved.InstallationID,
-				PluginAPIKey: saved.PluginAPIKey, WebhookSecret: saved.WebhookSecret}
+				PluginAPIKey: saved.PluginAPIKey, WebhookSecret: saved.WebhookSecret,
+				PluginTestAPIKey: saved.PluginTestAPIKey, ExternalTestAPIKey: saved.ExternalTestAPIKey}
 		}
 	}
 	master, err := masterKey(cfg, false)
@@ -234,6 +238,7 @@ func ensureDemo(ctx context.Context, cfg config.Config, path string) (DevCredent
 	}
 	creds.AccountID, creds.ExternalAPIKey, creds.InstallationID = t.AccountID, t.ExternalAPIKey, t.InstallationID
 	creds.PluginAPIKey, creds.WebhookSecret = t.PluginAPIKey, t.WebhookSecret
+	creds.PluginTestAPIKey, creds.ExternalTestAPIKey = t.PluginTestAPIKey, t.ExternalTestAPIKey
 	return creds, writeCredentials(path, creds)
 }
 
@@ -257,9 +262,11 @@ shotflow is running (Ctrl+C stops it).
   External API key  %s
   Account ID        %s
   Webhook secret    %s
+  Plugin test key   %s
+  External test key %s
 
   These are saved in %s. Try:
     curl -s -H "X-Api-Key: %s" %s/api/v1/plugin/me
 
-`, c.BaseURL, c.TemporalUIURL, c.BaseURL, workerMetrics, c.PluginAPIKey, c.InstallationID, c.ExternalAPIKey, c.AccountID, c.WebhookSecret, path, c.PluginAPIKey, c.BaseURL)
+`, c.BaseURL, c.TemporalUIURL, c.BaseURL, workerMetrics, c.PluginAPIKey, c.InstallationID, c.ExternalAPIKey, c.AccountID, c.WebhookSecret, c.PluginTestAPIKey, c.ExternalTestAPIKey, path, c.PluginAPIKey, c.BaseURL)
 }

@@ -337,7 +337,8 @@ func readCredentials(t *testing.T, dir string, ports devPorts) map[string]string
 	if err := json.Unmarshal(data, &raw); err != nil {
 		t.Fatalf("credentials file is not a JSON object: %v\n%s", err, data)
 	}
-	wantKeys := []string{"account_id", "base_url", "external_api_key", "installation_id", "plugin_api_key", "temporal_ui_url", "webhook_secret"}
+	wantKeys := []string{"account_id", "base_url", "external_api_key", "external_test_api_key", "installation_id", "plugin_api_key",
+		"plugin_test_api_key", "temporal_ui_url", "webhook_secret"}
 	var keys []string
 	creds := map[string]string{}
 	for k, v := range raw {
@@ -581,8 +582,9 @@ func TestDevLifecycle(t *testing.T) {
 		t.Errorf("the Temporal dev server had to be killed:\n%s", p.stderr)
 	}
 	checkCleanExit(t, dir, ports)
-	if n := countRows(t, dir, "accounts"); n != 1 {
-		t.Errorf("after the first run: %d accounts, want 1", n)
+	// The demo account, and the test twins of its installation and of itself (docs/test-mode.md).
+	if n := countRows(t, dir, "accounts"); n != 3 {
+		t.Errorf("after the first run: %d accounts, want 3 (the demo account and 2 test twins)", n)
 	}
 
 	// Second run in the same directory: same data, same demo credentials.
@@ -591,7 +593,8 @@ func TestDevLifecycle(t *testing.T) {
 	p.waitReady(t, baseURL, 90*time.Second)
 	t.Logf("second run ready after %v", time.Since(second).Round(time.Millisecond))
 	creds2 := readCredentials(t, dir, ports)
-	for _, k := range []string{"plugin_api_key", "installation_id", "external_api_key", "account_id", "webhook_secret"} {
+	for _, k := range []string{"plugin_api_key", "installation_id", "external_api_key", "account_id", "webhook_secret",
+		"plugin_test_api_key", "external_test_api_key"} {
 		if creds2[k] != creds[k] {
 			t.Errorf("restart changed %s: %q → %q", k, creds[k], creds2[k])
 		}
@@ -619,11 +622,11 @@ func TestDevLifecycle(t *testing.T) {
 	}
 	t.Logf("SIGINT to exit: %v", time.Since(stopAt).Round(time.Millisecond))
 	checkCleanExit(t, dir, ports)
-	if n := countRows(t, dir, "accounts"); n != 1 {
-		t.Errorf("after the second run: %d accounts, want still 1", n)
+	if n := countRows(t, dir, "accounts"); n != 3 {
+		t.Errorf("after the second run: %d accounts, want still 3", n)
 	}
-	if n := countRows(t, dir, "installations"); n != 1 {
-		t.Errorf("after the second run: %d installations, want still 1", n)
+	if n := countRows(t, dir, "installations"); n != 2 {
+		t.Errorf("after the second run: %d installations, want still 2 (the demo shop and its test twin)", n)
 	}
 }
 

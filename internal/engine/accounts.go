@@ -24,10 +24,13 @@ type APIKey struct {
 	AccountID string
 	Scopes    []string
 	ExpiresAt *time.Time // nil: the key does not expire
+	// Test is a test key's (pk_test_…, mk_test_…): its account (and installation) is a test twin,
+	// so everything it reads and creates is test mode's (docs/test-mode.md).
+	Test bool
 }
 
 func apiKeyOf(k *models.APIKey) APIKey {
-	return APIKey{ID: k.ID, AccountID: k.AccountID, Scopes: k.ScopeList(), ExpiresAt: k.ExpiresAt}
+	return APIKey{ID: k.ID, AccountID: k.AccountID, Scopes: k.ScopeList(), ExpiresAt: k.ExpiresAt, Test: k.TestMode}
 }
 
 // AuthenticatePluginKey resolves the full text of a plugin API key to its live key and the key's
@@ -65,7 +68,7 @@ type RotatedSecret struct {
 // it is written at most this often, not on every request.
 const KeyUseRecordedEvery = time.Minute
 
-// AuthenticateAccountKey returns the live external key (mk_live_…) that raw names:
+// AuthenticateAccountKey returns the external key (mk_live_…, or mk_test_… of a test twin) that raw names:
 // KindUnauthenticated when it is malformed, unknown, expired or revoked. The key is read from the
 // database on every call, so a revocation holds at once in every process. It records the key's
 // use at now when last_used_at is older than KeyUseRecordedEvery; a failure to record it is

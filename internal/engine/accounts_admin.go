@@ -219,6 +219,9 @@ type DemoTenant struct {
 	InstallationID string
 	PluginAPIKey   string
 	WebhookSecret  string
+	// The test keys of the installation's and the account's test twins (docs/test-mode.md).
+	PluginTestAPIKey   string
+	ExternalTestAPIKey string
 }
 
 // DemoTenantRequest asks for the demo tenant.
@@ -236,19 +239,50 @@ type DemoTenantRequest struct {
 // "Demo account" with the requested credits, and its installation "Demo shop" with every plugin
 // scope and no callback URL, whose webhook secret box seals.
 func (e *Accounts) EnsureDemoTenant(ctx context.Context, box models.Sealer, req DemoTenantRequest) (DemoTenant, error) {
-	if ok, err := e.demoTenantValid(ctx, req.Known); ok || err != nil {
-		return req.Known, err
-	}
-	acc, err := e.CreateAccount(ctx, "Demo account", req.Credits)
+	t := req.Known
+	ok, err := e.demoTenantValid(ctx, t)
 	if err != nil {
 		return DemoTenant{}, err
 	}
-	inst, err := e.CreateInstallation(ctx, box, InstallationRequest{AccountID: acc.AccountID, Name: "Demo shop", RateLimitPerMin: req.RateLimitPerMin})
-	if err != nil {
-		return DemoTenant{}, err
+	if !ok {
+		acc, err := e.CreateAccount(ctx, "Demo account", req.Credits)
+		if err != nil {
+			return DemoTenant{}, err
+		}
+		inst, err := e.CreateInstallation(ctx, box, InstallationRequest{AccountID: acc.AccountID, Name: "Demo shop", RateLimitPerMin: req.RateLimitPerMin})
+		if err != nil {
+			return DemoTenant{}, err
+		}
+		t = DemoTenant{AccountID: acc.AccountID, ExternalAPIKey: acc.ExternalAPIKey, InstallationID: inst.InstallationID,
+			PluginAPIKey: inst.APIKey, WebhookSecret: inst.WebhookSecret}
 	}
-	return DemoTenant{AccountID: acc.AccountID, ExternalAPIKey: acc.ExternalAPIKey, InstallationID: inst.InstallationID,
-		PluginAPIKey: inst.APIKey, WebhookSecret: inst.WebhookSecret}, nil
+	return e.ensureDemoTestKeys(ctx, box, t)
+}
+
+// ensureDemoTestKeys gives the demo tenant its test keys, keeping those that still authenticate.
+func (e *Accounts) ensureDemoTestKeys(ctx context.Context, box models.Sealer, t DemoTenant) (DemoTenant, error) {
+	now := time.Now()
+	if _, err := e.store.AuthenticateKey(ctx, models.KeyKindPlugin, t.PluginTestAPIKey, now); err != nil {
+		if err := ignoreInvalidKey(err); err != nil {
+			return DemoTenant{}, err
+		}
+		k, err := e.IssueTestPluginKey(ctx, box, t.InstallationID, "demo test key", nil, nil)
+		if err != nil {
+			return DemoTenant{}, err
+		}
+		t.PluginTestAPIKey = k.APIKey
+	}
+	if _, err := e.store.AuthenticateKey(ctx, models.KeyKindExternal, t.ExternalTestAPIKey, now); err != nil {
+		if err := ignoreInvalidKey(err); err != nil {
+			return DemoTenant{}, err
+		}
+		k, err := e.IssueTestAccountKey(ctx, AccountKeyRequest{AccountID: t.AccountID, Name: "demo test key", Scopes: models.ExternalScopes})
+		if err != nil {
+			return DemoTenant{}, err
+		}
+		t.ExternalTestAPIKey = k.APIKey
+	}
+	return t, nil
 }
 
 // demoTenantValid reports whether t's plugin key still authenticates for t's installation and its
@@ -275,4 +309,65 @@ func ignoreInvalidKey(err error) error {
 		return nil
 	}
 	return err
+}
+
+// TestKeyIssued is a test key (pk_test_… or mk_test_…), shown once, and the test twin it belongs
+// to: the twin account, and for a plugin key the twin installation.
+type TestKeyIssued struct {
+	KeyID          string     `json:"key_id"`
+	APIKey         string     `json:"api_key"`
+	AccountID      string     `json:"account_id"`
+	InstallationID string     `json:"installation_id,omitempty"`
+	Scopes         []string   `json:"scopes"`
+	ExpiresAt      *time.Time `json:"expires_at"`
+	Livemode       bool       `json:"livemode"`
+}
+
+// IssueTestPluginKey issues a plugin test key (pk_test_…) for the live installation (KindNotFound
+// for another ID), on its test twin, made the first time with TestDailyCredits (box seals its
+// webhook secret). Scopes nil: every plugin scope.
+func (e *Accounts) IssueTestPluginKey(ctx context.Context, box models.Sealer, liveInstallationID, name string, scopes []string, expiresAt *time.Time) (TestKeyIssued, error) {
+	if scopes == nil {
+		scopes = models.PluginScopes
+	}
+	var out TestKeyIssued
+	err := e.store.Tx(ctx, func(tx *models.Store) error {
+		twin, err := tx.TestTwinOfInstallation(ctx, box, liveInstallationID, webhooks.NewSecret())
+		if err != nil {
+			return err
+		}
+		k, err := tx.IssueTestKey(ctx, models.KeyKindPlugin, twin.AccountID, &twin.ID, name, scopes, expiresAt)
+		if err != nil {
+			return err
+		}
+		out = TestKeyIssued{KeyID: k.Key.ID, APIKey: k.Secret, AccountID: twin.AccountID, InstallationID: twin.ID,
+			Scopes: scopes, ExpiresAt: expiresAt}
+		return nil
+	})
+	if errors.Is(err, models.ErrNotFound) {
+		return TestKeyIssued{}, missing("installation", liveInstallationID)
+	}
+	return out, err
+}
+
+// IssueTestAccountKey issues an external test key (mk_test_…) for the live account of req
+// (KindNotFound for another ID), on its test twin, made the first time with TestDailyCredits.
+func (e *Accounts) IssueTestAccountKey(ctx context.Context, req AccountKeyRequest) (TestKeyIssued, error) {
+	var out TestKeyIssued
+	err := e.store.Tx(ctx, func(tx *models.Store) error {
+		twin, err := tx.TestTwinOfAccount(ctx, req.AccountID)
+		if err != nil {
+			return err
+		}
+		k, err := tx.IssueTestKey(ctx, models.KeyKindExternal, twin.ID, nil, req.Name, req.Scopes, req.ExpiresAt)
+		if err != nil {
+			return err
+		}
+		out = TestKeyIssued{KeyID: k.Key.ID, APIKey: k.Secret, AccountID: twin.ID, Scopes: req.Scopes, ExpiresAt: req.ExpiresAt}
+		return nil
+	})
+	if errors.Is(err, models.ErrNotFound) {
+		return TestKeyIssued{}, missing("account", req.AccountID)
+	}
+	return out, err
 }

@@ -53,6 +53,9 @@ type Requester struct {
 	// Record, when not nil, runs in the transaction that creates the request's order: a keyed
 	// request records its Idempotency-Key's answer there (KeyClaim.SubmittedRecord).
 	Record SubmittedRecord
+	// Test marks a request of a test key (the account is a test twin): its order and jobs are
+	// test mode's.
+	Test bool
 }
 
 // SubmittedRecord runs inside the transaction that commits a generation request's order, with the
@@ -81,7 +84,7 @@ func newPlan(r Requester, jobType string, config any) *Plan {
 	cfg, _ := json.Marshal(config)
 	return &Plan{Order: &models.Order{
 		ID: models.NewID(), AccountID: r.AccountID, API: r.API, JobType: jobType,
-		SessionConfig: models.JSON(cfg), CorrelationID: r.CorrelationID,
+		SessionConfig: models.JSON(cfg), CorrelationID: r.CorrelationID, TestMode: r.Test,
 	}, record: r.Record}
 }
 
@@ -94,7 +97,7 @@ func (p *Plan) add(r Requester, n int, m catalog.AIModel, surcharge int64, job f
 			ID: models.NewID(), AccountID: p.Order.AccountID, JobType: p.Order.JobType, Position: len(p.Jobs),
 			AIModel: m.ID, AspectRatio: r.AspectRatio, CreditCost: m.BaseCreditCost + surcharge, Run: 1,
 			Status: status.JobPending, Voting: models.VotingPending, CreatedAt: now, UpdatedAt: now,
-			StartDeadline: deadline,
+			StartDeadline: deadline, TestMode: p.Order.TestMode,
 		}
 		job(i, &j)
 		p.Jobs = append(p.Jobs, j)

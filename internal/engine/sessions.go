@@ -66,6 +66,9 @@ type SessionRequest struct {
 	// CancelAfter, when not 0, is the request's Cancel-After (ParseCancelAfter): every job that
 	// has not started that long after acceptance is cancelled.
 	CancelAfter time.Duration
+	// Test marks a request of a test key (the installation is a test twin): its order and jobs
+	// are test mode's.
+	Test bool
 }
 
 // PlanSession validates a session against the catalog and resolves each subject's input: the
@@ -123,7 +126,7 @@ func (e *Sessions) PlanSession(ctx context.Context, req SessionRequest) (*models
 	order := &models.Order{
 		ID: models.NewID(), AccountID: req.AccountID, InstallationID: &instID, API: req.API,
 		JobType: jobType, SessionConfig: models.JSON(configJSON), CorrelationID: req.CorrelationID,
-		SourceOrderID: req.SourceOrderID,
+		SourceOrderID: req.SourceOrderID, TestMode: req.Test,
 	}
 	jobs := make([]models.Job, 0, total)
 	deadline := startDeadline(now, req.CancelAfter)
@@ -166,7 +169,7 @@ func (e *Sessions) PlanSession(ctx context.Context, req SessionRequest) (*models
 				Position: len(jobs), ProductID: &product.ID, ProductRef: s.ProductRef, ProductLabel: label,
 				PackshotID: packshotID, InputAssetID: inputAssetID, AIModel: m.ID, AspectRatio: cfg.AspectRatio,
 				CreditCost: m.BaseCreditCost, Run: 1, Status: status.JobPending, Voting: models.VotingPending,
-				CreatedAt: now, UpdatedAt: now, StartDeadline: deadline,
+				CreatedAt: now, UpdatedAt: now, StartDeadline: deadline, TestMode: req.Test,
 			})
 		}
 	}
