@@ -11,8 +11,12 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/internal/engine"
+	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
+	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/models/testdb"
+	"github.com/shotflow/shotflow/workflows"
 )
 
 func TestParseMode(t *testing.T) {
@@ -211,5 +215,48 @@ func TestSupportWebhookListsByMode(t *testing.T) {
 		_, err = w.eng.Support.ListWebhookDeliveries(ctx, engine.SupportDeliveryFilter{InstallationID: w.inst.InstallationID, Mode: engine.ModeTest, Status: "nope"})
 		e = wantKind(t, err, engine.KindInvalid, "bad status")
 		assert.Equal(t, "status", e.Field)
+	})
+}
+
+// The workflow of every order carries ShotflowLivemode (false for a test key's), and so does that
+// of a job's re-run; the order's input carries it to its jobs' workflows.
+func TestWorkflowStartsCarryLivemode(t *testing.T) {
+	t.Parallel()
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		tc := &recordingTemporal{}
+		s := newSupportEngine(db, tc)
+		live, test := newSupportTenant(t, db, 10), newSupportTenant(t, db, 10)
+		submit := func(tn supportTenant, testMode bool) (models.Order, []models.Job) {
+			order := models.Order{ID: models.NewID(), AccountID: tn.accountID, InstallationID: &tn.installationID, API: models.APIPlugin,
+				JobType: jobtype.PhotoShoot, SessionConfig: models.JSON(`{}`), TestMode: testMode}
+			jobs := []models.Job{{ID: models.NewID(), AccountID: tn.accountID, InstallationID: &tn.installationID, JobType: jobtype.PhotoShoot,
+				ProductRef: "p", AIModel: "sim/content-policy", AspectRatio: "1:1", CreditCost: 1, Status: status.JobPending,
+				Voting: models.VotingPending, TestMode: testMode}}
+			require.NoError(t, s.Orders.Submit(ctx, &order, jobs))
+			s.Outbox.FlushStartMarks()
+			return order, jobs
+		}
+		liveOrder, _ := submit(live, false)
+		testOrder, testJobs := submit(test, true)
+		for id, want := range map[string]bool{liveOrder.ID: true, testOrder.ID: false} {
+			starts := tc.startsOf(workflows.OrderWorkflowID(id))
+			require.Len(t, starts, 1)
+			got, ok := starts[0].opts.TypedSearchAttributes.GetBool(workflows.SALivemode)
+			assert.True(t, ok, "order %s has ShotflowLivemode", id)
+			assert.Equal(t, want, got, "ShotflowLivemode of order %s", id)
+			in := starts[0].args[0].(workflows.OrderInput)
+			assert.Equal(t, !want, in.TestMode, "the order's input carries its mode to its jobs")
+		}
+
+		// A re-run of the test job starts its own workflow, test mode too.
+		failRun(t, db, testJobs[0].ID, 1, errorcat.ContentPolicy)
+		_, err := s.Support.RetryJob(ctx, engine.RetryRequest{JobID: testJobs[0].ID, Actor: "ops"})
+		require.NoError(t, err)
+		starts := tc.startsOf(workflows.JobWorkflowID(testJobs[0].ID, 2))
+		require.Len(t, starts, 1)
+		got, ok := starts[0].opts.TypedSearchAttributes.GetBool(workflows.SALivemode)
+		assert.True(t, ok)
+		assert.False(t, got, "a test job's re-run is test mode")
 	})
 }

@@ -212,7 +212,10 @@ func TestRetryJobRunsItAgainInsideItsOrder(t *testing.T) {
 				t.Errorf("search attribute %s = %q, want %q", key.GetName(), got, want)
 			}
 		}
-		if sa.Size() != 5 {
+		if live, ok := sa.GetBool(workflows.SALivemode); !ok || !live {
+			t.Errorf("search attribute ShotflowLivemode = %v (set %v), want true", live, ok)
+		}
+		if sa.Size() != 6 {
 			t.Errorf("search attributes = %v", sa.GetUntypedValues())
 		}
 		if st.opts.Memo["product_ref"] != "policy" || st.opts.Memo["product_label"] != "Label policy" {
