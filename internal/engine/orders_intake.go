@@ -70,7 +70,7 @@ func (e *Orders) Commit(ctx context.Context, order *models.Order, jobs []models.
 		order.CreditsReserved = 0 // nothing was reserved
 		return err
 	}
-	e.cfg.Metrics.OrderAccepted(order.API, order.JobType, len(jobs), order.CreditsReserved)
+	e.cfg.Metrics.OrderAccepted(order.API, order.JobType, order.TestMode, len(jobs), order.CreditsReserved)
 	return nil
 }
 
