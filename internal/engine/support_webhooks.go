@@ -56,20 +56,15 @@ func supportScopeOf(s WebhookScope) SupportWebhookScope {
 	return out
 }
 
-// webhookScopeOf finds the scope an operator names: an installation (installationID), or an
-// account's own endpoints (accountID); exactly one of the two. An unknown one is KindNotFound.
-func (e *Support) webhookScopeOf(ctx context.Context, installationID, accountID string) (WebhookScope, error) {
-	named, err := e.namedWebhookScope(ctx, installationID, accountID)
-	return named.WebhookScope, err
-}
-
 // modeScope is a webhook scope and the world it belongs to.
 type modeScope struct {
 	WebhookScope
 	test bool // a test twin's (test keys' webhooks)
 }
 
-// namedWebhookScope is webhookScopeOf with the world of the named installation or account.
+// namedWebhookScope finds the scope an operator names, and its world: an installation
+// (installationID), or an account's own endpoints (accountID); exactly one of the two. An unknown
+// one is KindNotFound.
 func (e *Support) namedWebhookScope(ctx context.Context, installationID, accountID string) (modeScope, error) {
 	switch {
 	case installationID != "" && accountID != "":
