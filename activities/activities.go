@@ -102,8 +102,8 @@ func (a *Activities) cancelPastDeadline(ctx context.Context, in contract.Attempt
 	if err != nil || job == nil {
 		return err
 	}
-	a.Metrics.JobFinished(status.JobCancelled, "")
-	a.Metrics.DeadlineCancelled(metrics.DeadlineByAttempt, 1)
+	a.Metrics.JobFinished(status.JobCancelled, "", job.TestMode)
+	a.Metrics.DeadlineCancelled(metrics.DeadlineByAttempt, job.TestMode, 1)
 	a.Log.Info("job cancelled: not started by its Cancel-After deadline", zap.String("job_id", job.ID),
 		zap.String("order_id", job.OrderID), zap.Timep("start_deadline", job.StartDeadline))
 	a.startDeliveries(ctx, owed)
@@ -141,17 +141,17 @@ func (a *Activities) Generate(ctx context.Context, in contract.AttemptInput) (co
 	took := time.Since(began)
 	if err != nil {
 		ge := providers.Classify(err)
-		a.Metrics.GenerateAttempt(job.Provider(), string(ge.Category), took)
+		a.Metrics.GenerateAttempt(job.Provider(), string(ge.Category), job.TestMode, took)
 		a.Log.Warn("generation attempt failed", zap.String("job_id", job.ID), zap.String("order_id", order.ID),
 			zap.String("correlation_id", order.CorrelationID), zap.Int("attempt", in.Attempt),
 			zap.String("error_category", string(ge.Category)), zap.String("detail", ge.Message))
 		return contract.GenerateResult{}, categorized(ge.Category, errors.New(ge.Message), ge.RetryAfter)
 	}
 	if len(outputs) == 0 {
-		a.Metrics.GenerateAttempt(job.Provider(), string(errorcat.InternalBug), took)
+		a.Metrics.GenerateAttempt(job.Provider(), string(errorcat.InternalBug), job.TestMode, took)
 		return contract.GenerateResult{}, categorized(errorcat.InternalBug, errors.New("provider returned no output"), 0)
 	}
-	a.Metrics.GenerateAttempt(job.Provider(), metrics.OutcomeOK, took)
+	a.Metrics.GenerateAttempt(job.Provider(), metrics.OutcomeOK, job.TestMode, took)
 	var res contract.GenerateResult
 	for pos, out := range outputs {
 		key := models.OutputBlobKey(job, pos, out.Ext)
@@ -245,9 +245,9 @@ func (a *Activities) loadInput(ctx context.Context, assetID string) (*providers.
 // Kept for runs started in an older shape: only JobShapeOriginal runs call it; newer shapes end
 // with FinishJob.
 func (a *Activities) CompleteJob(ctx context.Context, in contract.CompleteInput) error {
-	_, completed, err := completeJob(ctx, a.Store, in)
+	job, completed, err := completeJob(ctx, a.Store, in)
 	if completed {
-		a.Metrics.JobFinished(status.JobCompleted, "")
+		a.Metrics.JobFinished(status.JobCompleted, "", job.TestMode)
 	}
 	return err
 }
@@ -274,9 +274,9 @@ func completeJob(ctx context.Context, st *models.Store, in contract.CompleteInpu
 // Kept for runs started in an older shape: only shapes before JobShapeQuiet (and their orders)
 // call it, with RecordJobWebhook after it; JobShapeQuiet runs end with FinishJob.
 func (a *Activities) EndJob(ctx context.Context, in contract.EndInput) error {
-	_, ended, err := endJob(ctx, a.Store, in)
+	job, ended, err := endJob(ctx, a.Store, in)
 	if ended && err == nil {
-		a.Metrics.JobFinished(in.Status, string(in.Category))
+		a.Metrics.JobFinished(in.Status, string(in.Category), job.TestMode)
 	}
 	return err
 }

@@ -37,14 +37,14 @@ func (a *Activities) FinishJob(ctx context.Context, in contract.FinishJobInput) 
 		return contract.RecordWebhookResult{}, temporal.NewNonRetryableApplicationError("FinishJob needs exactly one of Complete and End", "BAD_INPUT", nil)
 	}
 	var owed []models.WebhookDelivery
-	finished := false
+	finished, test := false, false
 	err := a.Store.Tx(ctx, func(tx *models.Store) error {
 		// The job as its end left it, read once by the end's UPDATE, is what the webhook reports.
 		job, ok, err := finish(tx)
 		if err != nil {
 			return err
 		}
-		finished = ok
+		finished, test = ok, job != nil && job.TestMode
 		owed, err = a.recordWebhookInTx(ctx, tx, ref, job)
 		return err
 	})
@@ -52,7 +52,7 @@ func (a *Activities) FinishJob(ctx context.Context, in contract.FinishJobInput) 
 		return contract.RecordWebhookResult{}, err
 	}
 	if finished {
-		a.Metrics.JobFinished(endStatus, category)
+		a.Metrics.JobFinished(endStatus, category, test)
 	}
 	a.startDeliveries(ctx, owed)
 	return contract.RecordWebhookResult{}, nil

@@ -56,7 +56,7 @@ func TestStaleOpenJobsWalksTheOpenJobsIndex(t *testing.T) {
 
 		store := models.NewStore(db)
 		stop := testdb.RecordStatements(db)
-		page, err := store.StaleOpenJobs(t.Context(), cutoff, cur, 100)
+		page, err := store.StaleOpenJobs(t.Context(), cutoff, cur, nil, 100)
 		statements := stop()
 		if err != nil {
 			t.Fatal(err)

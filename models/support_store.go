@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/shotflow/shotflow/models/status"
 )
 
@@ -57,7 +59,16 @@ type JobStatusFilter struct {
 	Category       string    // error_category; "" for any
 	InstallationID string    // "" for any
 	Since          time.Time // updated at or after it; zero for any
+	TestMode       *bool     // test-mode jobs (true) or live ones (false); nil for both
 	Limit          int
+}
+
+// inMode restricts q to the rows whose test_mode is *testMode; nil leaves q as it is.
+func inMode(q *gorm.DB, testMode *bool) *gorm.DB {
+	if testMode == nil {
+		return q
+	}
+	return q.Where("test_mode = ?", *testMode)
 }
 
 // JobsByStatus returns up to f.Limit jobs of every account matching f, most recently updated first.
@@ -72,6 +83,7 @@ func (s *Store) JobsByStatus(ctx context.Context, f JobStatusFilter) ([]Job, err
 	if !f.Since.IsZero() {
 		q = q.Where("updated_at >= ?", f.Since.UTC())
 	}
+	q = inMode(q, f.TestMode)
 	var jobs []Job
 	err := q.Order("updated_at DESC, id DESC").Limit(f.Limit).Find(&jobs).Error
 	return jobs, err
@@ -91,10 +103,11 @@ var openJobs = fmt.Sprintf("status IN ('%s', '%s', '%s')", status.JobPending, st
 
 // StaleOpenJobs returns up to limit jobs that have not ended (pending, in progress or retry
 // pending) and were last updated at or before cutoff, behind after (nil: from the start), least
-// recently updated first (by updated_at, then id). A page reads about limit entries of the index
+// recently updated first (by updated_at, then id); testMode, when not nil, keeps the test-mode
+// (true) or the live (false) jobs alone. A page reads about limit entries of the index
 // jobs_open_updated however many open jobs come before after.
-func (s *Store) StaleOpenJobs(ctx context.Context, cutoff time.Time, after *UpdatedJobCursor, limit int) ([]Job, error) {
-	q := s.conn(ctx).Where(openJobs).Where("updated_at <= ?", cutoff.UTC())
+func (s *Store) StaleOpenJobs(ctx context.Context, cutoff time.Time, after *UpdatedJobCursor, testMode *bool, limit int) ([]Job, error) {
+	q := inMode(s.conn(ctx).Where(openJobs).Where("updated_at <= ?", cutoff.UTC()), testMode)
 	if after != nil {
 		q = q.Where("(updated_at, id) > (?, ?)", after.UpdatedAt.UTC(), after.ID)
 	}

@@ -106,3 +106,23 @@ func ensureTwinAccount(db *gorm.DB, column, of, name string) (*Account, error) {
 func (s *Store) IssueTestKey(ctx context.Context, kind, accountID string, installationID *string, name string, scopes []string, expiresAt *time.Time) (*IssuedKey, error) {
 	return IssueTestKey(s.conn(ctx), kind, accountID, installationID, name, scopes, expiresAt)
 }
+
+// FindTestTwinOfAccount returns the test twin of the live account without making it;
+// ErrNotFound when it has none (no external test key was ever issued for it).
+func (s *Store) FindTestTwinOfAccount(ctx context.Context, liveAccountID string) (*Account, error) {
+	var twin Account
+	if err := s.conn(ctx).Where("test_of_account_id = ?", liveAccountID).Take(&twin).Error; err != nil {
+		return nil, orNotFound(err)
+	}
+	return &twin, nil
+}
+
+// FindTestTwinOfInstallation returns the test twin of the live installation without making it;
+// ErrNotFound when it has none (no plugin test key was ever issued for it).
+func (s *Store) FindTestTwinOfInstallation(ctx context.Context, liveInstallationID string) (*Installation, error) {
+	var twin Installation
+	if err := s.conn(ctx).Where("test_of_installation_id = ?", liveInstallationID).Take(&twin).Error; err != nil {
+		return nil, orNotFound(err)
+	}
+	return &twin, nil
+}

@@ -39,12 +39,12 @@ func TestMissingSearchAttributes(t *testing.T) {
 		missing, err = worker.MissingSearchAttributes(ctx, c, "bare")
 		return err == nil
 	})
-	want := slices.Sorted(slices.Values(workflows.SearchAttributeNames))
+	want := slices.Sorted(slices.Values(workflows.SearchAttributeSpecs()))
 	if !slices.Equal(missing, want) {
 		t.Fatalf("bare namespace: missing %v, want %v", missing, want)
 	}
 	msg := worker.MissingSearchAttributesError("bare", missing).Error()
-	if !strings.Contains(msg, "ShotflowWaitingOn=Keyword") || !strings.Contains(msg, "deploy/temporal/setup.sh") {
+	if !strings.Contains(msg, "ShotflowWaitingOn=Keyword") || !strings.Contains(msg, "ShotflowLivemode=Bool") || !strings.Contains(msg, "deploy/temporal/setup.sh") {
 		t.Fatalf("error message: %s", msg)
 	}
 }

@@ -6,6 +6,7 @@ package workflows
 import (
 	"fmt"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 )
 
@@ -29,12 +30,52 @@ var (
 	SAJobType        = temporal.NewSearchAttributeKeyKeyword("ShotflowJobType")
 	SAJobStatus      = temporal.NewSearchAttributeKeyKeyword("ShotflowJobStatus")
 	SAErrorCategory  = temporal.NewSearchAttributeKeyKeyword("ShotflowErrorCategory")
+	// SALivemode is false on the workflows of a test key's order and jobs (docs/operations.md,
+	// "Test mode"): ShotflowLivemode = false finds them, ShotflowLivemode = true the live ones.
+	SALivemode = temporal.NewSearchAttributeKeyBool("ShotflowLivemode")
 )
 
-// SearchAttributeNames lists the Keyword search attributes a namespace must have registered.
-var SearchAttributeNames = []string{
-	SAAccountID.GetName(), SAInstallationID.GetName(), SAOrderID.GetName(),
-	SAJobType.GetName(), SAJobStatus.GetName(), SAErrorCategory.GetName(), SAWaitingOn.GetName(),
+// SearchAttributes lists the search attributes a namespace must have registered, with their
+// types (SearchAttributeSpec).
+var SearchAttributes = []temporal.SearchAttributeKey{
+	SAAccountID, SAInstallationID, SAOrderID, SAJobType, SAJobStatus, SAErrorCategory, SAWaitingOn, SALivemode,
+}
+
+// SearchAttributeTypeName is the name the Temporal CLI gives a search attribute type (`temporal
+// operator search-attribute create --type`, `temporal server start-dev --search-attribute
+// NAME=TYPE`): Keyword, Bool, …
+func SearchAttributeTypeName(t enumspb.IndexedValueType) string {
+	switch t {
+	case enumspb.INDEXED_VALUE_TYPE_KEYWORD:
+		return "Keyword"
+	case enumspb.INDEXED_VALUE_TYPE_BOOL:
+		return "Bool"
+	case enumspb.INDEXED_VALUE_TYPE_INT:
+		return "Int"
+	case enumspb.INDEXED_VALUE_TYPE_DOUBLE:
+		return "Double"
+	case enumspb.INDEXED_VALUE_TYPE_DATETIME:
+		return "Datetime"
+	case enumspb.INDEXED_VALUE_TYPE_TEXT:
+		return "Text"
+	case enumspb.INDEXED_VALUE_TYPE_KEYWORD_LIST:
+		return "KeywordList"
+	}
+	return t.String()
+}
+
+// SearchAttributeSpec is a search attribute as NAME=TYPE, e.g. ShotflowLivemode=Bool.
+func SearchAttributeSpec(k temporal.SearchAttributeKey) string {
+	return k.GetName() + "=" + SearchAttributeTypeName(k.GetValueType())
+}
+
+// SearchAttributeSpecs are the specs (SearchAttributeSpec) of every search attribute.
+func SearchAttributeSpecs() []string {
+	out := make([]string, len(SearchAttributes))
+	for i, k := range SearchAttributes {
+		out[i] = SearchAttributeSpec(k)
+	}
+	return out
 }
 
 // OrderSearchAttributes are the search attributes of an order's workflow at start.
@@ -52,6 +93,7 @@ func orderAttributeUpdates(in OrderInput) []temporal.SearchAttributeUpdate {
 		SAAccountID.ValueSet(in.AccountID),
 		SAOrderID.ValueSet(in.OrderID),
 		SAJobType.ValueSet(in.JobType),
+		SALivemode.ValueSet(!in.TestMode),
 	}
 	if in.InstallationID != "" {
 		updates = append(updates, SAInstallationID.ValueSet(in.InstallationID))

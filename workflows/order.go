@@ -77,6 +77,9 @@ type OrderInput struct {
 	AccountID      string
 	InstallationID string
 	JobType        string
+	// TestMode marks a test key's order: its workflow and its jobs' carry ShotflowLivemode =
+	// false. Orders started before test mode lack it: live.
+	TestMode bool `json:",omitempty"`
 	// Jobs are the jobs not launched yet, in launch order.
 	Jobs []JobRef
 	// Running are jobs launched by an earlier run that have not reported back yet; they report with

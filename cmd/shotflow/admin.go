@@ -28,23 +28,27 @@ import (
 
 const adminUsage = `Usage:
   shotflow admin account create --name NAME [--credits N]
-  shotflow admin installation create --account ACCOUNT_ID --name NAME [--callback-url URL] [--scopes s1,s2] [--rate-limit N]
+  shotflow admin installation create --account ACCOUNT_ID --name NAME [--callback-url URL] [--scopes s1,s2] [--rate-limit N] [--test-key]
+  shotflow admin installation test-key --installation ID [--name NAME] [--scopes s1,s2] [--expires RFC3339|DURATION]
   shotflow admin credits grant --account ACCOUNT_ID --amount N
-  shotflow admin keys issue --account ACCOUNT_ID [--name NAME] [--scopes content.register,content.read] [--expires RFC3339|DURATION]
-  shotflow admin keys list --account ACCOUNT_ID
+  shotflow admin keys issue --account ACCOUNT_ID [--name NAME] [--scopes content.register,content.read] [--expires RFC3339|DURATION] [--test]
+  shotflow admin keys list --account ACCOUNT_ID [--mode live|test|all]
   shotflow admin keys revoke KEY_ID
 
 Support (README "For support staff"):
-  shotflow admin jobs list --status STATUS [--category CATEGORY] [--installation ID] [--since RFC3339] [--limit N]
+  shotflow admin jobs list --status STATUS [--category CATEGORY] [--installation ID] [--since RFC3339] [--mode live|test|all] [--limit N]
   shotflow admin jobs retry JOB_ID [--actor NAME] [--reason TEXT]
-  shotflow admin jobs stragglers [--older-than DURATION] [--limit N] [--after CURSOR]
+  shotflow admin jobs stragglers [--older-than DURATION] [--mode live|test|all] [--limit N] [--after CURSOR]
   shotflow admin jobs redrive JOB_ID --action settle|rerun [--actor NAME] [--reason TEXT]
   shotflow admin webhooks replay DELIVERY_ID
-  shotflow admin webhooks endpoints --installation ID | --account ID
-  shotflow admin webhooks deliveries [--installation ID | --account ID] [--endpoint ID] [--status S] [--event E] [--limit N] [--cursor C]
+  shotflow admin webhooks endpoints --installation ID | --account ID [--mode live|test|all]
+  shotflow admin webhooks deliveries [--installation ID | --account ID] [--endpoint ID] [--status S] [--event E] [--mode live|test|all] [--limit N] [--cursor C]
   shotflow admin webhooks recover --endpoint ID --since RFC3339 [--until RFC3339]
   shotflow admin orders show ORDER_ID
 
+Test mode (docs/operations.md "Test mode"): --test-key, installation test-key and keys issue --test
+make pk_test_/mk_test_ keys of the installation's or account's test twin; --mode picks the live
+records, the test-mode ones or all (the default), and every listed item says "livemode".
 Every command prints JSON. Secrets (API keys, webhook secrets) are printed once and stored only as
 hashes (keys) or encrypted (webhook secrets). Uses DATABASE_URL and SECRET_KEY like the API;
 jobs retry, stragglers, redrive, webhooks replay and webhooks recover also reach Temporal (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
@@ -104,21 +108,22 @@ func runAdmin(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("%w: %s", errUsage, adminUsage)
 	}
 	commands := map[string]func(*adminEnv, []string) (any, error){
-		"account create":      (*adminEnv).accountCreate,
-		"installation create": (*adminEnv).installationCreate,
-		"credits grant":       (*adminEnv).creditsGrant,
-		"keys issue":          (*adminEnv).keysIssue,
-		"keys list":           (*adminEnv).keysList,
-		"keys revoke":         (*adminEnv).keysRevoke,
-		"jobs list":           (*adminEnv).jobsList,
-		"jobs retry":          (*adminEnv).jobsRetry,
-		"jobs stragglers":     (*adminEnv).jobsStragglers,
-		"jobs redrive":        (*adminEnv).jobsRedrive,
-		"webhooks replay":     (*adminEnv).webhooksReplay,
-		"webhooks endpoints":  (*adminEnv).webhooksEndpoints,
-		"webhooks deliveries": (*adminEnv).webhooksDeliveries,
-		"webhooks recover":    (*adminEnv).webhooksRecover,
-		"orders show":         (*adminEnv).ordersShow,
+		"account create":        (*adminEnv).accountCreate,
+		"installation create":   (*adminEnv).installationCreate,
+		"installation test-key": (*adminEnv).installationTestKey,
+		"credits grant":         (*adminEnv).creditsGrant,
+		"keys issue":            (*adminEnv).keysIssue,
+		"keys list":             (*adminEnv).keysList,
+		"keys revoke":           (*adminEnv).keysRevoke,
+		"jobs list":             (*adminEnv).jobsList,
+		"jobs retry":            (*adminEnv).jobsRetry,
+		"jobs stragglers":       (*adminEnv).jobsStragglers,
+		"jobs redrive":          (*adminEnv).jobsRedrive,
+		"webhooks replay":       (*adminEnv).webhooksReplay,
+		"webhooks endpoints":    (*adminEnv).webhooksEndpoints,
+		"webhooks deliveries":   (*adminEnv).webhooksDeliveries,
+		"webhooks recover":      (*adminEnv).webhooksRecover,
+		"orders show":           (*adminEnv).ordersShow,
 	}
 	command, ok := commands[args[0]+" "+args[1]]
 	if !ok {
@@ -191,6 +196,7 @@ func (e *adminEnv) installationCreate(args []string) (any, error) {
 	callback := fs.String("callback-url", "", "webhook callback URL")
 	scopes := fs.String("scopes", "", "comma-separated scopes (default: every plugin scope)")
 	rate := fs.Int("rate-limit", e.cfg.RateLimitPerMinute, "requests per minute for the key")
+	testKey := fs.Bool("test-key", false, "also issue a test key (pk_test_…) of the installation's test twin")
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
 	}
@@ -217,9 +223,91 @@ func (e *adminEnv) installationCreate(args []string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return e.storeEngine().Accounts.CreateInstallation(e.ctx, box, engine.InstallationRequest{
+	accounts := e.storeEngine().Accounts
+	created, err := accounts.CreateInstallation(e.ctx, box, engine.InstallationRequest{
 		AccountID: *account, Name: *name, CallbackURL: *callback, Scopes: scopeList, RateLimitPerMin: *rate,
 	})
+	if err != nil || !*testKey {
+		return created, err
+	}
+	// A second transaction: should it fail, the installation stands and `installation test-key`
+	// issues its test key.
+	test, err := accounts.IssueTestPluginKey(e.ctx, box, created.InstallationID, "test", created.Scopes, nil)
+	if err != nil {
+		return nil, fmt.Errorf("installation %s created, its test key not (issue it with installation test-key): %w", created.InstallationID, err)
+	}
+	return installationWithTestKey{InstallationCreated: created, TestKey: test}, nil
+}
+
+// installationWithTestKey is what installation create --test-key prints.
+type installationWithTestKey struct {
+	engine.InstallationCreated
+	TestKey engine.TestKeyIssued `json:"test_key"`
+}
+
+// installationTestKey issues a test key (pk_test_…) of an existing live installation, on its test
+// twin (made the first time, with the day's test credits).
+func (e *adminEnv) installationTestKey(args []string) (any, error) {
+	fs := newFlags("installation test-key")
+	installation := fs.String("installation", "", "live installation ID")
+	name := fs.String("name", "test", "a label for the key")
+	scopes := fs.String("scopes", "", "comma-separated scopes (default: every plugin scope)")
+	expires := fs.String("expires", "", "expiry as an RFC 3339 time or a duration from now (720h); empty never expires")
+	if err := parseFlags(fs, args); err != nil {
+		return nil, err
+	}
+	if err := noArgs(fs); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(*installation) == "" {
+		return nil, fmt.Errorf("%w: --installation is required", errUsage)
+	}
+	var scopeList []string // nil: every plugin scope
+	if *scopes != "" {
+		for _, sc := range strings.Split(*scopes, ",") {
+			sc = strings.TrimSpace(sc)
+			if !slices.Contains(models.PluginScopes, sc) {
+				return nil, fmt.Errorf("%w: unknown scope %q (known: %s)", errUsage, sc, strings.Join(models.PluginScopes, ", "))
+			}
+			scopeList = append(scopeList, sc)
+		}
+	}
+	expiresAt, err := parseExpires(*expires)
+	if err != nil {
+		return nil, err
+	}
+	box, err := e.box()
+	if err != nil {
+		return nil, err
+	}
+	return e.storeEngine().Accounts.IssueTestPluginKey(e.ctx, box, strings.TrimSpace(*installation), *name, scopeList, expiresAt)
+}
+
+// parseExpires reads --expires: an RFC 3339 time or a positive duration from now; "" is nil
+// (never expires).
+func parseExpires(expires string) (*time.Time, error) {
+	if expires == "" {
+		return nil, nil
+	}
+	t, err := time.Parse(time.RFC3339, expires)
+	if err != nil {
+		d, derr := time.ParseDuration(expires)
+		if derr != nil || d <= 0 {
+			return nil, fmt.Errorf("%w: --expires must be an RFC 3339 time or a positive duration", errUsage)
+		}
+		t = time.Now().Add(d)
+	}
+	t = t.UTC()
+	return &t, nil
+}
+
+// parseMode reads --mode (live, test or all; empty is engine.DefaultMode).
+func parseMode(mode string) (engine.Mode, error) {
+	m, err := engine.ParseMode(mode)
+	if err != nil {
+		return "", fmt.Errorf("%w: --mode must be one of %s", errUsage, strings.Join(engine.Modes, ", "))
+	}
+	return m, nil
 }
 
 func (e *adminEnv) creditsGrant(args []string) (any, error) {
@@ -242,6 +330,7 @@ func (e *adminEnv) keysIssue(args []string) (any, error) {
 	name := fs.String("name", "api", "a label for the key")
 	scopes := fs.String("scopes", strings.Join(models.ExternalScopes, ","), "comma-separated scopes: "+strings.Join(models.ExternalScopeNames, ", "))
 	expires := fs.String("expires", "", "expiry as an RFC 3339 time or a duration from now (720h); empty never expires")
+	test := fs.Bool("test", false, "a test key (mk_test_…) of the account's test twin")
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
 	}
@@ -256,35 +345,34 @@ func (e *adminEnv) keysIssue(args []string) (any, error) {
 		}
 		list = append(list, sc)
 	}
-	var expiresAt *time.Time
-	if *expires != "" {
-		t, err := time.Parse(time.RFC3339, *expires)
-		if err != nil {
-			d, derr := time.ParseDuration(*expires)
-			if derr != nil || d <= 0 {
-				return nil, fmt.Errorf("%w: --expires must be an RFC 3339 time or a positive duration", errUsage)
-			}
-			t = time.Now().Add(d)
-		}
-		t = t.UTC()
-		expiresAt = &t
+	expiresAt, err := parseExpires(*expires)
+	if err != nil {
+		return nil, err
 	}
-	return e.storeEngine().Accounts.IssueAccountKey(e.ctx, engine.AccountKeyRequest{
-		AccountID: *account, Name: *name, Scopes: list, ExpiresAt: expiresAt,
-	})
+	req := engine.AccountKeyRequest{AccountID: *account, Name: *name, Scopes: list, ExpiresAt: expiresAt}
+	if *test {
+		return e.storeEngine().Accounts.IssueTestAccountKey(e.ctx, req)
+	}
+	return e.storeEngine().Accounts.IssueAccountKey(e.ctx, req)
 }
 
-// keysList lists an account's external keys, newest first, without their secrets.
+// keysList lists an account's external keys and its test twin's, newest first, without their
+// secrets.
 func (e *adminEnv) keysList(args []string) (any, error) {
 	fs := newFlags("keys list")
 	account := fs.String("account", "", "account ID")
+	modeFlag := fs.String("mode", "", "live, test (the keys of the account's test twin) or all (default)")
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
 	}
 	if *account == "" {
 		return nil, fmt.Errorf("%w: --account is required", errUsage)
 	}
-	return e.storeEngine().Accounts.ListAccountKeys(e.ctx, *account)
+	mode, err := parseMode(*modeFlag)
+	if err != nil {
+		return nil, err
+	}
+	return e.storeEngine().Accounts.ListAccountKeys(e.ctx, *account, mode)
 }
 
 func (e *adminEnv) keysRevoke(args []string) (any, error) {
@@ -345,8 +433,13 @@ func (e *adminEnv) jobsList(args []string) (any, error) {
 	category := fs.String("category", "", "errorCategory, e.g. CONTENT_POLICY")
 	installation := fs.String("installation", "", "installation ID")
 	since := fs.String("since", "", "only jobs updated at or after this RFC 3339 time")
+	modeFlag := fs.String("mode", "", "live, test (test keys' jobs) or all (default)")
 	limit := fs.Int("limit", engine.DefaultSupportListLimit, "at most this many jobs")
 	if err := parseFlags(fs, args); err != nil {
+		return nil, err
+	}
+	mode, err := parseMode(*modeFlag)
+	if err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
@@ -355,7 +448,7 @@ func (e *adminEnv) jobsList(args []string) (any, error) {
 	if *status == "" {
 		return nil, fmt.Errorf("%w: --status is required (one of %s)", errUsage, strings.Join(engine.JobStatuses, ", "))
 	}
-	f := engine.SupportJobFilter{Status: *status, Category: strings.ToUpper(*category), InstallationID: *installation, Limit: *limit}
+	f := engine.SupportJobFilter{Status: *status, Category: strings.ToUpper(*category), InstallationID: *installation, Mode: mode, Limit: *limit}
 	if *limit < 1 {
 		return nil, fmt.Errorf("%w: --limit must be between 1 and %d", errUsage, engine.MaxSupportListLimit)
 	}
@@ -409,7 +502,12 @@ func (e *adminEnv) jobsStragglers(args []string) (any, error) {
 	olderThan := fs.Duration("older-than", 5*time.Minute, "only jobs not updated for this long")
 	limit := fs.Int("limit", engine.DefaultSupportListLimit, "look at most at this many non-terminal jobs, oldest first")
 	afterFlag := fs.String("after", "", "go on behind this cursor: the next of the previous page")
+	modeFlag := fs.String("mode", "", "live, test (test keys' jobs) or all (default)")
 	if err := parseFlags(fs, args); err != nil {
+		return nil, err
+	}
+	mode, err := parseMode(*modeFlag)
+	if err != nil {
 		return nil, err
 	}
 	var after *engine.StragglerCursor
@@ -433,7 +531,7 @@ func (e *adminEnv) jobsStragglers(args []string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return eng.Support.FindStragglersAfter(e.ctx, *olderThan, after, *limit)
+	return eng.Support.FindStragglersIn(e.ctx, mode, *olderThan, after, *limit)
 }
 
 func (e *adminEnv) jobsRedrive(args []string) (any, error) {
@@ -487,7 +585,7 @@ func (e *adminEnv) webhooksReplay(args []string) (any, error) {
 // carry them.
 var webhookFlags = map[string]string{
 	"installation": "--installation", "endpoint_id": "--endpoint", "status": "--status", "event": "--event",
-	"limit": "--limit", "cursor": "--cursor", "since": "--since", "until": "--until",
+	"limit": "--limit", "cursor": "--cursor", "since": "--since", "until": "--until", "mode": "--mode",
 }
 
 // usageOf turns a refusal of invalid input into a usage error naming the flag; other errors pass.
@@ -511,12 +609,17 @@ func noArgs(fs *flag.FlagSet) error {
 }
 
 // webhooksEndpoints lists the live webhook endpoints of an installation, or an account's own
-// (external API) ones.
+// (external API) ones, and those of its test twin.
 func (e *adminEnv) webhooksEndpoints(args []string) (any, error) {
 	fs := newFlags("webhooks endpoints")
 	installation := fs.String("installation", "", "installation ID (its plugin API endpoints)")
 	account := fs.String("account", "", "account ID (its own, external API endpoints)")
+	modeFlag := fs.String("mode", "", "live (the named one's), test (its test twin's) or all (default)")
 	if err := parseFlags(fs, args); err != nil {
+		return nil, err
+	}
+	mode, err := parseMode(*modeFlag)
+	if err != nil {
 		return nil, err
 	}
 	if err := noArgs(fs); err != nil {
@@ -525,7 +628,7 @@ func (e *adminEnv) webhooksEndpoints(args []string) (any, error) {
 	if (*installation == "") == (*account == "") {
 		return nil, fmt.Errorf("%w: give --installation or --account (one of them)", errUsage)
 	}
-	out, err := e.storeEngine().Support.ListWebhookEndpoints(e.ctx, strings.TrimSpace(*installation), strings.TrimSpace(*account))
+	out, err := e.storeEngine().Support.ListWebhookEndpoints(e.ctx, strings.TrimSpace(*installation), strings.TrimSpace(*account), mode)
 	return out, usageOf(err)
 }
 
@@ -539,7 +642,12 @@ func (e *adminEnv) webhooksDeliveries(args []string) (any, error) {
 	event := fs.String("event", "", "event type, e.g. job.failed")
 	limit := fs.Int("limit", engine.DefaultWebhookPageLimit, fmt.Sprintf("at most this many deliveries (1 to %d)", engine.MaxWebhookPageLimit))
 	cursor := fs.String("cursor", "", "the next_cursor of the previous page")
+	modeFlag := fs.String("mode", "", "live (the named one's), test (its test twin's) or all (default)")
 	if err := parseFlags(fs, args); err != nil {
+		return nil, err
+	}
+	mode, err := parseMode(*modeFlag)
+	if err != nil {
 		return nil, err
 	}
 	if err := noArgs(fs); err != nil {
@@ -556,7 +664,7 @@ func (e *adminEnv) webhooksDeliveries(args []string) (any, error) {
 	}
 	out, err := e.storeEngine().Support.ListWebhookDeliveries(e.ctx, engine.SupportDeliveryFilter{
 		InstallationID: strings.TrimSpace(*installation), AccountID: strings.TrimSpace(*account), EndpointID: strings.TrimSpace(*endpoint),
-		Status: *status, Event: *event, Limit: *limit, Cursor: *cursor,
+		Status: *status, Event: *event, Mode: mode, Limit: *limit, Cursor: *cursor,
 	})
 	return out, usageOf(err)
 }

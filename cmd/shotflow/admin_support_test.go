@@ -104,7 +104,7 @@ func TestAdminJobsList(t *testing.T) {
 	}
 	item := out["jobs"].([]any)[0].(map[string]any)
 	want := sorted("job_id", "order_id", "account_id", "installation_id", "status", "run", "attempt_count", "error_category",
-		"error_hint", "product_ref", "ai_model", "updated_at", "workflow_id", "temporal_ui_url")
+		"error_hint", "product_ref", "ai_model", "updated_at", "workflow_id", "temporal_ui_url", "livemode")
 	if got := keysOf(t, item); !slices.Equal(got, want) {
 		t.Fatalf("item keys = %v\nwant %v", got, want)
 	}
@@ -112,7 +112,7 @@ func TestAdminJobsList(t *testing.T) {
 		item["installation_id"] != f.installationID || item["status"] != "failed" || item["run"] != 1.0 ||
 		item["attempt_count"] != 1.0 || item["error_category"] != "CONTENT_POLICY" || item["error_hint"] != errorcat.ContentPolicy.Hint() ||
 		item["product_ref"] != "mug-01" || item["workflow_id"] != "job/"+f.failed ||
-		item["temporal_ui_url"] != "http://ui.example:8233/namespaces/shop-prod/workflows/job%2F"+f.failed {
+		item["temporal_ui_url"] != "http://ui.example:8233/namespaces/shop-prod/workflows/job%2F"+f.failed || item["livemode"] != true {
 		t.Fatalf("item = %v", item)
 	}
 	if _, err := time.Parse(time.RFC3339, item["updated_at"].(string)); err != nil {
@@ -147,6 +147,7 @@ func TestAdminJobsList(t *testing.T) {
 		{"--status", "failed", "--limit", "5000"},
 		{"--status", "failed", "extra"},
 		{"--status", "failed", "--unknown-flag"},
+		{"--status", "failed", "--mode", "sandbox"},
 	} {
 		code, stdout, stderr := runCLI(t, append([]string{"admin", "jobs", "list"}, args...)...)
 		if code != 2 || stdout != "" || !strings.Contains(stderr, "shotflow admin:") {

@@ -139,7 +139,7 @@ func dev(ctx context.Context, stdout io.Writer) error {
 		Port:             cfg.DevTemporalPort,
 		UIPort:           cfg.DevTemporalUIPort,
 		Namespace:        cfg.TemporalNamespace,
-		SearchAttributes: workflows.SearchAttributeNames,
+		SearchAttributes: workflows.SearchAttributeSpecs(),
 		LogFile:          filepath.Join(cfg.DataDir, "temporal.log"),
 	})
 	if err != nil {

@@ -24,7 +24,6 @@ import (
 	"testing"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
@@ -491,12 +490,13 @@ func checkSearchAttributes(t *testing.T, c client.Client) {
 	if err != nil {
 		t.Fatalf("ListSearchAttributes: %v", err)
 	}
-	for _, name := range workflows.SearchAttributeNames {
+	for _, key := range workflows.SearchAttributes {
+		name := key.GetName()
 		typ, ok := resp.GetCustomAttributes()[name]
 		if !ok {
 			t.Errorf("search attribute %s is not registered (custom attributes: %v)", name, resp.GetCustomAttributes())
-		} else if typ != enumspb.INDEXED_VALUE_TYPE_KEYWORD {
-			t.Errorf("search attribute %s has type %v, want Keyword", name, typ)
+		} else if typ != key.GetValueType() {
+			t.Errorf("search attribute %s has type %v, want %v", name, typ, key.GetValueType())
 		}
 	}
 }

@@ -90,7 +90,7 @@ setup() {
 	# shellcheck disable=SC2046 # one argument per search attribute
 	PATH="$root/bin:$PATH" TEMPORAL_ADDRESS="$frontend" TEMPORAL_NAMESPACE="$namespace" \
 		sh "$root/deploy/temporal/setup.sh" \
-		$(sed -n 's/^ *- \(Shotflow[A-Za-z]*=Keyword\)$/\1/p' "$root/docker-compose.yml")
+		$(sed -n 's/^ *- \(Shotflow[A-Za-z]*=[A-Za-z]*\)$/\1/p' "$root/docker-compose.yml")
 }
 
 all() {

@@ -401,7 +401,7 @@ func (a *App) RunWorker(ctx context.Context) error {
 	switch {
 	case err != nil:
 		a.Log.Warn("could not check the namespace's search attributes; make sure they are registered", zap.Error(err),
-			zap.Strings("search_attributes", workflows.SearchAttributeNames))
+			zap.Strings("search_attributes", workflows.SearchAttributeSpecs()))
 	case len(missing) > 0:
 		return worker.MissingSearchAttributesError(a.Config.TemporalNamespace, missing)
 	}

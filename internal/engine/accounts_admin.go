@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -165,26 +166,49 @@ type AccountKeyListed struct {
 	ExpiresAt  *time.Time `json:"expires_at"`
 	RevokedAt  *time.Time `json:"revoked_at"`
 	LastUsedAt *time.Time `json:"last_used_at"`
+	Livemode   bool       `json:"livemode"` // false for a test key (mk_test_…) of the account's test twin
 }
 
 // AccountKeys are the external keys of an account, newest first.
 type AccountKeys struct {
-	AccountID string             `json:"account_id"`
-	Keys      []AccountKeyListed `json:"keys"`
+	AccountID string `json:"account_id"`
+	// TestAccountID is the account's test twin, whose keys are the test keys listed; empty when it
+	// has none or the mode shows live keys alone.
+	TestAccountID string             `json:"test_account_id,omitempty"`
+	Keys          []AccountKeyListed `json:"keys"`
 }
 
 // ListAccountKeys lists an account's external keys, revoked and expired ones included, newest
-// first; an account without any (or an unknown one) has an empty list.
-func (e *Accounts) ListAccountKeys(ctx context.Context, accountID string) (AccountKeys, error) {
-	keys, err := e.store.AccountKeys(ctx, accountID, models.KeyKindExternal)
-	if err != nil {
+// first: its live keys and the test keys of its test twin (IssueTestAccountKey), as mode says
+// (ModeAll or "" both). An account without any (or an unknown one) has an empty list.
+func (e *Accounts) ListAccountKeys(ctx context.Context, accountID string, mode Mode) (AccountKeys, error) {
+	if !mode.valid() {
+		return AccountKeys{}, refuse(KindInvalid, "", "mode", "must be one of: %s.", strings.Join(Modes, ", "))
+	}
+	out := AccountKeys{AccountID: accountID, Keys: []AccountKeyListed{}}
+	owners := []string{accountID}
+	twin, err := e.store.FindTestTwinOfAccount(ctx, accountID)
+	switch {
+	case err == nil && mode.includes(true):
+		out.TestAccountID = twin.ID
+		owners = append(owners, twin.ID)
+	case err != nil && !errors.Is(err, models.ErrNotFound):
 		return AccountKeys{}, err
 	}
-	out := AccountKeys{AccountID: accountID, Keys: make([]AccountKeyListed, 0, len(keys))}
-	for _, k := range keys {
-		out.Keys = append(out.Keys, AccountKeyListed{KeyID: k.ID, Name: k.Name, Scopes: k.ScopeList(), CreatedAt: k.CreatedAt,
-			ExpiresAt: k.ExpiresAt, RevokedAt: k.RevokedAt, LastUsedAt: k.LastUsedAt})
+	for _, owner := range owners {
+		keys, err := e.store.AccountKeys(ctx, owner, models.KeyKindExternal)
+		if err != nil {
+			return AccountKeys{}, err
+		}
+		for _, k := range keys {
+			if !mode.includes(k.TestMode) {
+				continue
+			}
+			out.Keys = append(out.Keys, AccountKeyListed{KeyID: k.ID, Name: k.Name, Scopes: k.ScopeList(), CreatedAt: k.CreatedAt,
+				ExpiresAt: k.ExpiresAt, RevokedAt: k.RevokedAt, LastUsedAt: k.LastUsedAt, Livemode: !k.TestMode})
+		}
 	}
+	slices.SortStableFunc(out.Keys, func(a, b AccountKeyListed) int { return b.CreatedAt.Compare(a.CreatedAt) })
 	return out, nil
 }
 

@@ -92,7 +92,7 @@ func TestOperatorAccountUseCases(t *testing.T) {
 		if rev, err := accounts.RevokeKey(ctx, issued.KeyID); err != nil || rev != (engine.KeyRevoked{KeyID: issued.KeyID, Revoked: true}) {
 			t.Fatalf("revoke = %+v, %v", rev, err)
 		}
-		keys, err := accounts.ListAccountKeys(ctx, acc.AccountID)
+		keys, err := accounts.ListAccountKeys(ctx, acc.AccountID, engine.ModeAll)
 		if err != nil || len(keys.Keys) != 2 || keys.Keys[0].KeyID != issued.KeyID || keys.Keys[0].RevokedAt == nil ||
 			keys.Keys[0].ExpiresAt == nil || !keys.Keys[0].ExpiresAt.Equal(expires) || keys.Keys[1].KeyID != acc.ExternalKeyID {
 			t.Fatalf("keys = %+v, %v", keys, err)

@@ -100,7 +100,7 @@ func (e *Jobs) announceCancels(ctx context.Context, cancelled []*models.Job, owe
 		wg.Go(func() { e.app.Outbox.StartOwedDeliveries(nctx, owed) })
 	}
 	for _, j := range cancelled {
-		e.cfg.Metrics.JobFinished(status.JobCancelled, "")
+		e.cfg.Metrics.JobFinished(status.JobCancelled, "", j.TestMode)
 		wg.Go(func() { e.tellOrder(nctx, j, requestID) })
 	}
 	wg.Wait()

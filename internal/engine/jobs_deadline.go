@@ -118,7 +118,14 @@ func (e *Jobs) CancelPastDeadline(ctx context.Context, limit int) (cancelledN, r
 		}
 	}
 	e.announceCancels(ctx, cancelled, owed, "")
-	e.cfg.Metrics.DeadlineCancelled(metrics.DeadlineBySweep, len(cancelled))
+	tests := 0
+	for _, j := range cancelled {
+		if j.TestMode {
+			tests++
+		}
+	}
+	e.cfg.Metrics.DeadlineCancelled(metrics.DeadlineBySweep, false, len(cancelled)-tests)
+	e.cfg.Metrics.DeadlineCancelled(metrics.DeadlineBySweep, true, tests)
 	for _, j := range cancelled {
 		e.logger().Info("job cancelled: not started by its Cancel-After deadline",
 			zap.String("job_id", j.ID), zap.String("order_id", j.OrderID), zap.Timep("start_deadline", j.StartDeadline))

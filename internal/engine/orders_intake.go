@@ -70,7 +70,7 @@ func (e *Orders) Commit(ctx context.Context, order *models.Order, jobs []models.
 		order.CreditsReserved = 0 // nothing was reserved
 		return err
 	}
-	e.cfg.Metrics.OrderAccepted(order.API, order.JobType, len(jobs), order.CreditsReserved)
+	e.cfg.Metrics.OrderAccepted(order.API, order.JobType, order.TestMode, len(jobs), order.CreditsReserved)
 	return nil
 }
 
@@ -103,7 +103,7 @@ func (e *Orders) Start(ctx context.Context, order *models.Order, jobs []models.J
 // startWorkflow starts the order's workflow, tolerating one that already exists.
 func (e *Orders) startWorkflow(ctx context.Context, order *models.Order, jobs []models.Job) error {
 	in := workflows.OrderInput{
-		OrderID: order.ID, AccountID: order.AccountID, JobType: order.JobType,
+		OrderID: order.ID, AccountID: order.AccountID, JobType: order.JobType, TestMode: order.TestMode,
 		MaxConcurrentJobs: e.cfg.MaxConcurrentJobs, JobOptions: e.cfg.JobOptions, ContinueAsNewAfter: e.cfg.ContinueAsNewAfter,
 		Version: workflows.OrderVersion,
 	}

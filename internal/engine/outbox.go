@@ -51,6 +51,7 @@ func (e *Outbox) StartJobRun(ctx context.Context, j *models.Job) error {
 	attrs := []temporal.SearchAttributeUpdate{
 		workflows.SAAccountID.ValueSet(j.AccountID), workflows.SAOrderID.ValueSet(j.OrderID),
 		workflows.SAJobType.ValueSet(j.JobType), workflows.SAJobStatus.ValueSet(status.JobPending),
+		workflows.SALivemode.ValueSet(!j.TestMode),
 	}
 	if j.InstallationID != nil {
 		attrs = append(attrs, workflows.SAInstallationID.ValueSet(*j.InstallationID))

@@ -37,6 +37,7 @@ type SupportJobFilter struct {
 	Category       string    // optional: an errorCategory (errorcat.All)
 	InstallationID string    // optional
 	Since          time.Time // optional: jobs updated at or after it
+	Mode           Mode      // optional: live or test-mode jobs alone ("" is DefaultMode)
 	Limit          int       // 0 means DefaultSupportListLimit
 }
 
@@ -49,6 +50,9 @@ func (f SupportJobFilter) Validate() error {
 		if _, ok := errorcat.Parse(f.Category); !ok {
 			return fmt.Errorf("%w: category %q is not one of %v", ErrInvalidFilter, f.Category, errorcat.All)
 		}
+	}
+	if !f.Mode.valid() {
+		return fmt.Errorf("%w: mode %q is not one of %v", ErrInvalidFilter, f.Mode, Modes)
 	}
 	if f.Limit < 0 || f.Limit > MaxSupportListLimit {
 		return fmt.Errorf("%w: limit %d is not between 1 and %d", ErrInvalidFilter, f.Limit, MaxSupportListLimit)
@@ -72,6 +76,7 @@ type SupportJobItem struct {
 	UpdatedAt      time.Time `json:"updated_at"`
 	WorkflowID     string    `json:"workflow_id"`
 	TemporalUIURL  string    `json:"temporal_ui_url"`
+	Livemode       bool      `json:"livemode"` // false for a test key's job
 }
 
 // SupportJobList is the answer of Support.ListJobs.
@@ -81,7 +86,8 @@ type SupportJobList struct {
 	Limit int              `json:"limit"` // Count == Limit means there may be more: narrow the filter
 }
 
-// ListJobs returns the jobs of every account matching the filter, most recently updated first;
+// ListJobs returns the jobs of every account matching the filter (live and test-mode ones alike
+// unless its Mode says which), most recently updated first;
 // a filter with a value that does not exist is refused with ErrInvalidFilter.
 func (e *Support) ListJobs(ctx context.Context, f SupportJobFilter) (SupportJobList, error) {
 	if err := f.Validate(); err != nil {
@@ -92,7 +98,7 @@ func (e *Support) ListJobs(ctx context.Context, f SupportJobFilter) (SupportJobL
 		limit = DefaultSupportListLimit
 	}
 	jobs, err := e.store.JobsByStatus(ctx, models.JobStatusFilter{Status: f.Status, Category: f.Category,
-		InstallationID: f.InstallationID, Since: f.Since, Limit: limit})
+		InstallationID: f.InstallationID, Since: f.Since, TestMode: f.Mode.testMode(), Limit: limit})
 	if err != nil {
 		return SupportJobList{}, err
 	}
@@ -103,7 +109,7 @@ func (e *Support) ListJobs(ctx context.Context, f SupportJobFilter) (SupportJobL
 			JobID: j.ID, OrderID: j.OrderID, AccountID: j.AccountID, InstallationID: j.InstallationID,
 			Status: j.Status, Run: j.Run, AttemptCount: j.AttemptCount, ErrorCategory: j.ErrorCategory,
 			ErrorHint: j.ErrorHint, ProductRef: j.ProductRef, AIModel: j.AIModel, UpdatedAt: j.UpdatedAt.UTC(),
-			WorkflowID: id, TemporalUIURL: e.workflowURL(id),
+			WorkflowID: id, TemporalUIURL: e.workflowURL(id), Livemode: !j.TestMode,
 		})
 	}
 	return out, nil

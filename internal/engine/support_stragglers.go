@@ -44,6 +44,7 @@ type Straggler struct {
 	Why           string `json:"why"`
 	WorkflowID    string `json:"workflow_id"`
 	TemporalUIURL string `json:"temporal_ui_url"`
+	Livemode      bool   `json:"livemode"` // false for a test key's job
 }
 
 // StragglerList is the answer of Support.FindStragglers.
@@ -107,6 +108,15 @@ func (e *Support) FindStragglers(ctx context.Context, olderThan time.Duration, l
 // looks at every open job, and each page costs the same however deep it starts. Jobs whose order
 // or re-run start is still owed to the outbox are skipped: the worker's sweeper starts them.
 func (e *Support) FindStragglersAfter(ctx context.Context, olderThan time.Duration, after *StragglerCursor, limit int) (StragglerList, error) {
+	return e.FindStragglersIn(ctx, ModeAll, olderThan, after, limit)
+}
+
+// FindStragglersIn is FindStragglersAfter over the jobs of one mode: live, test (those of test
+// keys) or all; the cursor of its next page is that of the same mode.
+func (e *Support) FindStragglersIn(ctx context.Context, mode Mode, olderThan time.Duration, after *StragglerCursor, limit int) (StragglerList, error) {
+	if !mode.valid() {
+		return StragglerList{}, fmt.Errorf("%w: mode %q is not one of %v", ErrInvalidFilter, mode, Modes)
+	}
 	if limit <= 0 {
 		limit = DefaultSupportListLimit
 	}
@@ -117,7 +127,7 @@ func (e *Support) FindStragglersAfter(ctx context.Context, olderThan time.Durati
 	if after != nil {
 		from = &models.UpdatedJobCursor{UpdatedAt: after.UpdatedAt, ID: after.JobID}
 	}
-	jobs, err := e.store.StaleOpenJobs(ctx, time.Now().UTC().Add(-olderThan), from, limit)
+	jobs, err := e.store.StaleOpenJobs(ctx, time.Now().UTC().Add(-olderThan), from, mode.testMode(), limit)
 	if err != nil {
 		return StragglerList{}, err
 	}
@@ -139,6 +149,7 @@ func (e *Support) FindStragglersAfter(ctx context.Context, olderThan time.Durati
 		out.Jobs = append(out.Jobs, Straggler{
 			JobID: j.ID, OrderID: j.OrderID, AccountID: j.AccountID, InstallationID: j.InstallationID, Status: j.Status,
 			Run: j.Run, UpdatedAt: j.UpdatedAt.UTC(), Why: why, WorkflowID: wf, TemporalUIURL: e.workflowURL(wf),
+			Livemode: !j.TestMode,
 		})
 	}
 	out.Count = len(out.Jobs)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -100,6 +101,29 @@ func TestSupportFindsAndRedrivesStrandedJobs(t *testing.T) {
 		if _, err := s.Support.FindStragglers(ctx, 0, engine.MaxSupportListLimit+1); !errors.Is(err, engine.ErrInvalidFilter) {
 			t.Fatalf("limit over the maximum: %v", err)
 		}
+
+		// By mode: the queued job is made a test key's for a moment.
+		testdb.MustExec(t, db, "UPDATE jobs SET test_mode = ? WHERE id = ?", true, queued)
+		for mode, want := range map[engine.Mode][]string{engine.ModeLive: {closed}, engine.ModeTest: {queued}, engine.ModeAll: {closed, queued}} {
+			l, err := s.Support.FindStragglersIn(ctx, mode, 0, nil, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, j := range l.Jobs {
+				got = append(got, j.JobID)
+				if j.Livemode != (j.JobID != queued) {
+					t.Errorf("%s: livemode %v", j.JobID, j.Livemode)
+				}
+			}
+			if !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))) {
+				t.Errorf("mode %s: stragglers %v, want %v", mode, got, want)
+			}
+		}
+		if _, err := s.Support.FindStragglersIn(ctx, "sandbox", 0, nil, 10); !errors.Is(err, engine.ErrInvalidFilter) {
+			t.Fatalf("unknown mode: %v", err)
+		}
+		testdb.MustExec(t, db, "UPDATE jobs SET test_mode = ? WHERE id = ?", false, queued)
 
 		// Refusals change nothing.
 		for name, c := range map[string]struct {

@@ -61,10 +61,15 @@ func TestSupportListJobsFilters(t *testing.T) {
 		for i, id := range []string{jobsA[0].ID, jobsA[1].ID, jobsA[2].ID, jobsB[0].ID, jobsB[1].ID} {
 			testdb.MustExec(t, db, "UPDATE jobs SET updated_at = ? WHERE id = ?", base.Add(time.Duration(i)*time.Minute), id)
 		}
+		// b's jobs are a test key's: every item says which world it is of.
+		testdb.MustExec(t, db, "UPDATE jobs SET test_mode = ? WHERE account_id = ?", true, b.accountID)
 		refs := func(l engine.SupportJobList) []string {
 			out := []string{}
 			for _, j := range l.Jobs {
 				out = append(out, j.ProductRef)
+				if j.Livemode != strings.HasPrefix(j.ProductRef, "a-") {
+					t.Errorf("%s: livemode %v", j.ProductRef, j.Livemode)
+				}
 			}
 			return out
 		}
@@ -82,6 +87,11 @@ func TestSupportListJobsFilters(t *testing.T) {
 			{"limit", engine.SupportJobFilter{Status: "failed", Limit: 2}, []string{"b-policy", "a-rate"}},
 			{"other status", engine.SupportJobFilter{Status: "pending"}, []string{"b-waiting"}},
 			{"completed", engine.SupportJobFilter{Status: "completed"}, []string{"a-ok"}},
+			{"live", engine.SupportJobFilter{Status: "failed", Mode: engine.ModeLive}, []string{"a-rate", "a-policy"}},
+			{"test", engine.SupportJobFilter{Status: "failed", Mode: engine.ModeTest}, []string{"b-policy"}},
+			{"all", engine.SupportJobFilter{Status: "failed", Mode: engine.ModeAll}, []string{"b-policy", "a-rate", "a-policy"}},
+			{"test and category", engine.SupportJobFilter{Status: "failed", Category: "RATE_LIMIT", Mode: engine.ModeTest}, []string{}},
+			{"live pending", engine.SupportJobFilter{Status: "pending", Mode: engine.ModeLive}, []string{}},
 		}
 		for _, c := range cases {
 			got, err := s.Support.ListJobs(ctx, c.f)
@@ -103,7 +113,7 @@ func TestSupportListJobsFilters(t *testing.T) {
 			JobID: jobsA[1].ID, OrderID: jobsA[1].OrderID, AccountID: a.accountID, InstallationID: &a.installationID,
 			Status: "failed", Run: 1, AttemptCount: 1, ProductRef: "a-rate", AIModel: "sim/content-policy",
 			UpdatedAt: base.Add(time.Minute), WorkflowID: "job/" + jobsA[1].ID,
-			TemporalUIURL: "http://localhost:8233/namespaces/default/workflows/job%2F" + jobsA[1].ID,
+			TemporalUIURL: "http://localhost:8233/namespaces/default/workflows/job%2F" + jobsA[1].ID, Livemode: true,
 		}
 		if it.ErrorCategory == nil || *it.ErrorCategory != "RATE_LIMIT" || it.ErrorHint == nil || *it.ErrorHint != errorcat.RateLimit.Hint() {
 			t.Fatalf("item category/hint = %v/%v", it.ErrorCategory, it.ErrorHint)
@@ -120,6 +130,7 @@ func TestSupportListJobsFilters(t *testing.T) {
 		for _, bad := range []engine.SupportJobFilter{
 			{Status: ""}, {Status: "broken"}, {Status: "failed", Category: "NOT_A_CATEGORY"},
 			{Status: "failed", Limit: engine.MaxSupportListLimit + 1}, {Status: "failed", Limit: -1},
+			{Status: "failed", Mode: "sandbox"}, {Status: "failed", Mode: "LIVE"},
 		} {
 			if _, err := s.Support.ListJobs(ctx, bad); !errors.Is(err, engine.ErrInvalidFilter) {
 				t.Errorf("filter %+v: %v, want ErrInvalidFilter", bad, err)
@@ -201,7 +212,10 @@ func TestRetryJobRunsItAgainInsideItsOrder(t *testing.T) {
 				t.Errorf("search attribute %s = %q, want %q", key.GetName(), got, want)
 			}
 		}
-		if sa.Size() != 5 {
+		if live, ok := sa.GetBool(workflows.SALivemode); !ok || !live {
+			t.Errorf("search attribute ShotflowLivemode = %v (set %v), want true", live, ok)
+		}
+		if sa.Size() != 6 {
 			t.Errorf("search attributes = %v", sa.GetUntypedValues())
 		}
 		if st.opts.Memo["product_ref"] != "policy" || st.opts.Memo["product_label"] != "Label policy" {

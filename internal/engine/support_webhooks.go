@@ -1,9 +1,12 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/shotflow/shotflow/internal/webhooks"
@@ -53,82 +56,168 @@ func supportScopeOf(s WebhookScope) SupportWebhookScope {
 	return out
 }
 
-// webhookScopeOf finds the scope an operator names: an installation (installationID), or an
-// account's own endpoints (accountID); exactly one of the two. An unknown one is KindNotFound.
-func (e *Support) webhookScopeOf(ctx context.Context, installationID, accountID string) (WebhookScope, error) {
+// modeScope is a webhook scope and the world it belongs to.
+type modeScope struct {
+	WebhookScope
+	test bool // a test twin's (test keys' webhooks)
+}
+
+// namedWebhookScope finds the scope an operator names, and its world: an installation
+// (installationID), or an account's own endpoints (accountID); exactly one of the two. An unknown
+// one is KindNotFound.
+func (e *Support) namedWebhookScope(ctx context.Context, installationID, accountID string) (modeScope, error) {
 	switch {
 	case installationID != "" && accountID != "":
-		return WebhookScope{}, refuse(KindInvalid, "", "installation", "give an installation or an account, not both (an account's own endpoints are those of the external API).")
+		return modeScope{}, refuse(KindInvalid, "", "installation", "give an installation or an account, not both (an account's own endpoints are those of the external API).")
 	case installationID != "":
 		inst, err := e.store.GetInstallation(ctx, installationID)
 		if errors.Is(err, models.ErrNotFound) {
-			return WebhookScope{}, missing("installation", installationID)
+			return modeScope{}, missing("installation", installationID)
 		}
 		if err != nil {
-			return WebhookScope{}, err
+			return modeScope{}, err
 		}
-		return WebhookScope{AccountID: inst.AccountID, InstallationID: inst.ID}, nil
+		return modeScope{WebhookScope{AccountID: inst.AccountID, InstallationID: inst.ID}, inst.TestMode}, nil
 	case accountID != "":
 		acc, err := e.store.GetAccount(ctx, accountID)
 		if errors.Is(err, models.ErrNotFound) {
-			return WebhookScope{}, missing("account", accountID)
+			return modeScope{}, missing("account", accountID)
 		}
 		if err != nil {
-			return WebhookScope{}, err
+			return modeScope{}, err
 		}
-		return WebhookScope{AccountID: acc.ID}, nil
+		return modeScope{WebhookScope{AccountID: acc.ID}, acc.TestMode}, nil
 	}
-	return WebhookScope{}, refuse(KindInvalid, "", "installation", "give an installation or an account.")
+	return modeScope{}, refuse(KindInvalid, "", "installation", "give an installation or an account.")
+}
+
+// scopesIn are the scopes of the named one's worlds that mode shows, live first: the named scope
+// and, for a live one, its test twin's when it has one (a test key was issued for it). A test
+// twin named by its own ID has no live world.
+func (e *Support) scopesIn(ctx context.Context, named modeScope, mode Mode) ([]modeScope, error) {
+	var out []modeScope
+	if mode.includes(named.test) {
+		out = append(out, named)
+	}
+	if named.test || !mode.includes(true) {
+		return out, nil
+	}
+	var twin WebhookScope
+	if named.InstallationID != "" {
+		inst, err := e.store.FindTestTwinOfInstallation(ctx, named.InstallationID)
+		if errors.Is(err, models.ErrNotFound) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		twin = WebhookScope{AccountID: inst.AccountID, InstallationID: inst.ID}
+	} else {
+		acc, err := e.store.FindTestTwinOfAccount(ctx, named.AccountID)
+		if errors.Is(err, models.ErrNotFound) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		twin = WebhookScope{AccountID: acc.ID}
+	}
+	return append(out, modeScope{twin, true}), nil
 }
 
 // endpointScope finds a live endpoint of any installation or account by ID, and its scope; an
 // unknown or deleted one is KindNotFound.
 func (e *Support) endpointScope(ctx context.Context, endpointID string) (*models.WebhookEndpoint, WebhookScope, error) {
+	ep, scope, err := e.endpointModeScope(ctx, endpointID)
+	return ep, scope.WebhookScope, err
+}
+
+// endpointModeScope is endpointScope with the world of the endpoint's scope.
+func (e *Support) endpointModeScope(ctx context.Context, endpointID string) (*models.WebhookEndpoint, modeScope, error) {
 	if !ids.IsUUID(endpointID) {
-		return nil, WebhookScope{}, missing("webhook endpoint", endpointID)
+		return nil, modeScope{}, missing("webhook endpoint", endpointID)
 	}
 	ep, err := e.store.AnyWebhookEndpoint(ctx, ids.Canonical(endpointID))
 	if errors.Is(err, models.ErrNotFound) {
-		return nil, WebhookScope{}, missing("webhook endpoint", endpointID)
+		return nil, modeScope{}, missing("webhook endpoint", endpointID)
 	}
 	if err != nil {
-		return nil, WebhookScope{}, err
+		return nil, modeScope{}, err
 	}
 	scope := WebhookScope{AccountID: ep.AccountID}
 	if ep.InstallationID != nil {
 		scope.InstallationID = *ep.InstallationID
 	}
-	return ep, scope, nil
+	acc, err := e.store.GetAccount(ctx, ep.AccountID)
+	if err != nil {
+		return nil, modeScope{}, err
+	}
+	return ep, modeScope{scope, acc.TestMode}, nil
+}
+
+// supportTestScope is the test twin's scope among scopes when it is not the named one itself; nil
+// when there is none.
+func supportTestScope(named modeScope, scopes []modeScope) *SupportWebhookScope {
+	for _, s := range scopes {
+		if s.test && s.WebhookScope != named.WebhookScope {
+			out := supportScopeOf(s.WebhookScope)
+			return &out
+		}
+	}
+	return nil
+}
+
+// SupportEndpoint is a webhook endpoint as the APIs show it, and the world it belongs to.
+type SupportEndpoint struct {
+	webhooks.Endpoint
+	Livemode bool `json:"livemode"` // false for a test twin's endpoint (made with a test key)
 }
 
 // SupportEndpointList answers Support.ListWebhookEndpoints.
 type SupportEndpointList struct {
 	SupportWebhookScope
-	Endpoints []webhooks.Endpoint `json:"webhook_endpoints"`
+	// TestScope is the named installation's or account's test twin, whose endpoints are the test
+	// ones listed; nil when it has none or the mode shows live endpoints alone.
+	TestScope *SupportWebhookScope `json:"test_scope,omitempty"`
+	Endpoints []SupportEndpoint    `json:"webhook_endpoints"`
 }
 
 // ListWebhookEndpoints returns every live webhook endpoint of an installation (installationID) or
 // of an account's own, external API (accountID), newest first, as the APIs show them: with status,
-// disabled_reason, disabled_at and failing_since. Exactly one of the two is given (KindInvalid
-// otherwise); an unknown one is KindNotFound.
-func (e *Support) ListWebhookEndpoints(ctx context.Context, installationID, accountID string) (SupportEndpointList, error) {
-	scope, err := e.webhookScopeOf(ctx, installationID, accountID)
+// disabled_reason, disabled_at and failing_since; with those of its test twin after them as mode
+// says ("" or ModeAll both worlds, ModeLive the named one's alone, ModeTest its twin's). Exactly
+// one of the two is given (KindInvalid otherwise); an unknown one is KindNotFound.
+func (e *Support) ListWebhookEndpoints(ctx context.Context, installationID, accountID string, mode Mode) (SupportEndpointList, error) {
+	if !mode.valid() {
+		return SupportEndpointList{}, refuse(KindInvalid, "", "mode", "must be one of: %s.", strings.Join(Modes, ", "))
+	}
+	named, err := e.namedWebhookScope(ctx, installationID, accountID)
 	if err != nil {
 		return SupportEndpointList{}, err
 	}
-	out := SupportEndpointList{SupportWebhookScope: supportScopeOf(scope), Endpoints: []webhooks.Endpoint{}}
-	cursor := ""
-	for {
-		page, next, err := e.app.Webhooks.ListEndpoints(ctx, scope, MaxWebhookPageLimit, cursor)
-		if err != nil {
-			return SupportEndpointList{}, err
-		}
-		out.Endpoints = append(out.Endpoints, page...)
-		if next == "" {
-			return out, nil
-		}
-		cursor = next
+	scopes, err := e.scopesIn(ctx, named, mode)
+	if err != nil {
+		return SupportEndpointList{}, err
 	}
+	out := SupportEndpointList{SupportWebhookScope: supportScopeOf(named.WebhookScope), TestScope: supportTestScope(named, scopes),
+		Endpoints: []SupportEndpoint{}}
+	for _, scope := range scopes {
+		cursor := ""
+		for {
+			page, next, err := e.app.Webhooks.ListEndpoints(ctx, scope.WebhookScope, MaxWebhookPageLimit, cursor)
+			if err != nil {
+				return SupportEndpointList{}, err
+			}
+			for _, ep := range page {
+				out.Endpoints = append(out.Endpoints, SupportEndpoint{Endpoint: ep, Livemode: !scope.test})
+			}
+			if next == "" {
+				break
+			}
+			cursor = next
+		}
+	}
+	return out, nil
 }
 
 // SupportDeliveryFilter selects the deliveries Support.ListWebhookDeliveries returns: of an
@@ -137,49 +226,101 @@ func (e *Support) ListWebhookEndpoints(ctx context.Context, installationID, acco
 type SupportDeliveryFilter struct {
 	InstallationID, AccountID string
 	EndpointID, Event, Status string
+	Mode                      Mode   // the worlds of the installation or account ("": DefaultMode)
 	Limit                     int    // 0: DefaultWebhookPageLimit; at most MaxWebhookPageLimit
 	Cursor                    string // the next_cursor of the previous page
+}
+
+// SupportDelivery is a delivery as the APIs show it, and the world it belongs to.
+type SupportDelivery struct {
+	webhooks.Delivery
+	Livemode bool `json:"livemode"` // false for a delivery of a test twin's event
 }
 
 // SupportDeliveryList answers Support.ListWebhookDeliveries.
 type SupportDeliveryList struct {
 	SupportWebhookScope
-	Deliveries []webhooks.Delivery `json:"webhook_deliveries"`
-	NextCursor *string             `json:"next_cursor"` // nil after the last page
+	// TestScope is the test twin whose deliveries are listed beside the named scope's; nil when it
+	// has none, the mode shows live deliveries alone or an endpoint narrows the list to one scope.
+	TestScope  *SupportWebhookScope `json:"test_scope,omitempty"`
+	Deliveries []SupportDelivery    `json:"webhook_deliveries"`
+	NextCursor *string              `json:"next_cursor"` // nil after the last page
 }
 
 // ListWebhookDeliveries returns a page of the delivery log, newest first, each delivery with every
 // attempt, over the same use case as GET /webhook-deliveries. The scope is the installation, the
-// account's own endpoints, or the endpoint's when only EndpointID is given; an endpoint outside a
-// scope also given is KindInvalid naming endpoint_id, an unknown installation, account or endpoint
+// account's own endpoints, or the endpoint's when only EndpointID is given; the named
+// installation's or account's test twin's deliveries are merged in by time as Mode says (an
+// endpoint belongs to one world: the mode may only exclude it). An endpoint outside the scopes also
+// given is KindInvalid naming endpoint_id, an unknown installation, account or endpoint
 // KindNotFound. Bad filters are KindInvalid naming them as the API does (event, status, limit,
-// cursor).
+// cursor), and mode.
 func (e *Support) ListWebhookDeliveries(ctx context.Context, f SupportDeliveryFilter) (SupportDeliveryList, error) {
-	var scope WebhookScope
+	if !f.Mode.valid() {
+		return SupportDeliveryList{}, refuse(KindInvalid, "", "mode", "must be one of: %s.", strings.Join(Modes, ", "))
+	}
+	var named modeScope
+	var scopes []modeScope
 	endpointID := f.EndpointID
 	if f.InstallationID != "" || f.AccountID != "" || f.EndpointID == "" {
 		var err error
-		if scope, err = e.webhookScopeOf(ctx, f.InstallationID, f.AccountID); err != nil {
+		if named, err = e.namedWebhookScope(ctx, f.InstallationID, f.AccountID); err != nil {
+			return SupportDeliveryList{}, err
+		}
+		if scopes, err = e.scopesIn(ctx, named, f.Mode); err != nil {
 			return SupportDeliveryList{}, err
 		}
 	}
 	if f.EndpointID != "" {
-		ep, own, err := e.endpointScope(ctx, f.EndpointID)
+		ep, own, err := e.endpointModeScope(ctx, f.EndpointID)
 		if err != nil {
 			return SupportDeliveryList{}, err
 		}
-		if scope != (WebhookScope{}) && scope != own {
-			return SupportDeliveryList{}, refuse(KindInvalid, "", "endpoint_id", "webhook endpoint %s is not one of %s.", f.EndpointID, scopeLabel(scope))
+		if named != (modeScope{}) {
+			worlds, err := e.scopesIn(ctx, named, ModeAll)
+			if err != nil {
+				return SupportDeliveryList{}, err
+			}
+			if !slices.Contains(worlds, own) {
+				return SupportDeliveryList{}, refuse(KindInvalid, "", "endpoint_id", "webhook endpoint %s is not one of %s.", f.EndpointID, scopeLabel(named.WebhookScope))
+			}
 		}
-		scope, endpointID = own, ep.ID
+		named, scopes, endpointID = own, nil, ep.ID
+		if f.Mode.includes(own.test) {
+			scopes = []modeScope{own}
+		}
 	}
-	page, next, err := e.app.Webhooks.ListDeliveries(ctx, scope, DeliveryFilter{EndpointID: endpointID, Event: f.Event,
-		Status: f.Status, Limit: f.Limit, Cursor: f.Cursor})
-	if err != nil {
-		return SupportDeliveryList{}, err
+	filter := DeliveryFilter{EndpointID: endpointID, Event: f.Event, Status: f.Status, Limit: f.Limit, Cursor: f.Cursor}
+	out := SupportDeliveryList{SupportWebhookScope: supportScopeOf(named.WebhookScope), TestScope: supportTestScope(named, scopes),
+		Deliveries: []SupportDelivery{}}
+	if len(scopes) == 0 {
+		// The mode excludes every scope: the filters are still checked, on the named one.
+		_, _, err := e.app.Webhooks.ListDeliveries(ctx, named.WebhookScope, filter)
+		return out, err
 	}
-	out := SupportDeliveryList{SupportWebhookScope: supportScopeOf(scope), Deliveries: page}
-	if next != "" {
+	more := false
+	for _, scope := range scopes {
+		page, next, err := e.app.Webhooks.ListDeliveries(ctx, scope.WebhookScope, filter)
+		if err != nil {
+			return SupportDeliveryList{}, err
+		}
+		for _, d := range page {
+			out.Deliveries = append(out.Deliveries, SupportDelivery{Delivery: d, Livemode: !scope.test})
+		}
+		more = more || next != ""
+	}
+	// Each scope's page is its newest behind the cursor, in the lists' (created_at DESC, id DESC)
+	// order: the first limit of their union are the union's page, and its last one is where every
+	// scope goes on from.
+	slices.SortFunc(out.Deliveries, func(a, b SupportDelivery) int {
+		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), strings.Compare(b.ID, a.ID))
+	})
+	if limit := cmp.Or(f.Limit, DefaultWebhookPageLimit); len(out.Deliveries) > limit {
+		out.Deliveries, more = out.Deliveries[:limit], true
+	}
+	if more {
+		last := out.Deliveries[len(out.Deliveries)-1]
+		next := encodeWebhookCursor(last.CreatedAt, last.ID)
 		out.NextCursor = &next
 	}
 	return out, nil

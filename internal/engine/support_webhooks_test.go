@@ -32,7 +32,7 @@ func TestSupportListsWebhookEndpointsOfAScope(t *testing.T) {
 		_, err = w.eng.Webhooks.CreateEndpoint(ctx, w.sibling, engine.EndpointInput{URL: str("https://93.184.216.34/sib")})
 		require.NoError(t, err)
 
-		got, err := w.eng.Support.ListWebhookEndpoints(ctx, w.inst.InstallationID, "")
+		got, err := w.eng.Support.ListWebhookEndpoints(ctx, w.inst.InstallationID, "", "")
 		require.NoError(t, err)
 		assert.Equal(t, w.inst.AccountID, got.AccountID)
 		require.NotNil(t, got.InstallationID)
@@ -52,24 +52,24 @@ func TestSupportListsWebhookEndpointsOfAScope(t *testing.T) {
 			}
 		}
 
-		mine, err := w.eng.Support.ListWebhookEndpoints(ctx, "", w.account.AccountID)
+		mine, err := w.eng.Support.ListWebhookEndpoints(ctx, "", w.account.AccountID, "")
 		require.NoError(t, err)
 		assert.Nil(t, mine.InstallationID, "an account's own endpoints have no installation")
 		require.Len(t, mine.Endpoints, 1)
 		assert.Equal(t, own.ID, mine.Endpoints[0].ID)
 
-		none, err := w.eng.Support.ListWebhookEndpoints(ctx, "", w.other.AccountID)
+		none, err := w.eng.Support.ListWebhookEndpoints(ctx, "", w.other.AccountID, "")
 		require.NoError(t, err)
 		assert.NotNil(t, none.Endpoints)
 		assert.Empty(t, none.Endpoints)
 
 		unknown := models.NewID()
-		e := wantKind(t, mustFail(w.eng.Support.ListWebhookEndpoints(ctx, unknown, "")), engine.KindNotFound, "unknown installation")
+		e := wantKind(t, mustFail(w.eng.Support.ListWebhookEndpoints(ctx, unknown, "", "")), engine.KindNotFound, "unknown installation")
 		assert.Contains(t, e.Message, "installation "+unknown+" does not exist")
-		e = wantKind(t, mustFail(w.eng.Support.ListWebhookEndpoints(ctx, "", unknown)), engine.KindNotFound, "unknown account")
+		e = wantKind(t, mustFail(w.eng.Support.ListWebhookEndpoints(ctx, "", unknown, "")), engine.KindNotFound, "unknown account")
 		assert.Contains(t, e.Message, "account "+unknown+" does not exist")
-		wantKind(t, mustFail(w.eng.Support.ListWebhookEndpoints(ctx, w.inst.InstallationID, w.inst.AccountID)), engine.KindInvalid, "both")
-		wantKind(t, mustFail(w.eng.Support.ListWebhookEndpoints(ctx, "", "")), engine.KindInvalid, "neither")
+		wantKind(t, mustFail(w.eng.Support.ListWebhookEndpoints(ctx, w.inst.InstallationID, w.inst.AccountID, "")), engine.KindInvalid, "both")
+		wantKind(t, mustFail(w.eng.Support.ListWebhookEndpoints(ctx, "", "", "")), engine.KindInvalid, "neither")
 	})
 }
 

@@ -26,7 +26,7 @@ type Options struct {
 	Port             int      // frontend gRPC port
 	UIPort           int      // Web UI port
 	Namespace        string   // namespace to create
-	SearchAttributes []string // Keyword search attributes to register
+	SearchAttributes []string // search attributes to register, as NAME=TYPE (ShotflowOrderID=Keyword)
 	LogFile          string   // where the server's output goes
 }
 
@@ -66,7 +66,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		"--log-level", "warn",
 	}
 	for _, sa := range o.SearchAttributes {
-		args = append(args, "--search-attribute", sa+"=Keyword")
+		args = append(args, "--search-attribute", sa)
 	}
 	cmd := exec.Command(path, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf

@@ -106,7 +106,19 @@ const (
 	WebhookRejected = "rejected"
 	// WebhookUnreachable is the outcome of a webhook attempt that got no answer (or had no callback URL).
 	WebhookUnreachable = "unreachable"
+	// Live and Test are the livemode label values (Livemode) of the job metrics: a live key's
+	// orders and jobs, and a test key's.
+	Live = "true"
+	Test = "false"
 )
+
+// Livemode is the livemode label of a job or order whose test_mode is test.
+func Livemode(test bool) string {
+	if test {
+		return Test
+	}
+	return Live
+}
 
 // Family is one of shotflow's own metric families.
 type Family struct {
@@ -162,19 +174,19 @@ func New() *Metrics {
 
 	m.requests = m.counterVec(m.api, HTTPRequests, "API requests by route template, method and status class (2xx, 4xx, 5xx).", "route", "method", "status")
 	m.requestDuration = m.histogramVec(m.api, HTTPRequestDuration, "Latency of API requests by route template and method.", requestBuckets, "route", "method")
-	m.ordersAccepted = m.counterVec(m.api, OrdersAccepted, "Sessions (plugin API) and generation requests (external API) accepted, by API and job type.", "api", "job_type")
-	m.jobsAccepted = m.counterVec(m.api, JobsAccepted, "Jobs of accepted orders, by API and job type.", "api", "job_type")
-	m.creditsReserved = m.counterVec(m.api, CreditsReserved, "Credits reserved for accepted orders, by API and job type.", "api", "job_type")
+	m.ordersAccepted = m.counterVec(m.api, OrdersAccepted, "Sessions (plugin API) and generation requests (external API) accepted, by API, job type and livemode (false: a test key's).", "api", "job_type", "livemode")
+	m.jobsAccepted = m.counterVec(m.api, JobsAccepted, "Jobs of accepted orders, by API, job type and livemode.", "api", "job_type", "livemode")
+	m.creditsReserved = m.counterVec(m.api, CreditsReserved, "Credits reserved for accepted orders, by API, job type and livemode (false: test credits).", "api", "job_type", "livemode")
 
-	m.jobsFinished = m.counterVec(m.worker, JobsFinished, "Job runs that reached a terminal status, by status and error category (none when completed).", "status", "error_category")
-	m.generateAttempts = m.counterVec(m.worker, GenerateAttempts, "Calls to a generation provider, by provider and outcome (ok or the error category).", "provider", "outcome")
-	m.generateDuration = m.histogramVec(m.worker, GenerateDuration, "Latency of calls to a generation provider, by provider.", slowBuckets, "provider")
+	m.jobsFinished = m.counterVec(m.worker, JobsFinished, "Job runs that reached a terminal status, by status, error category (none when completed) and livemode (false: a test key's).", "status", "error_category", "livemode")
+	m.generateAttempts = m.counterVec(m.worker, GenerateAttempts, "Calls to a generation provider, by provider, outcome (ok or the error category) and livemode.", "provider", "outcome", "livemode")
+	m.generateDuration = m.histogramVec(m.worker, GenerateDuration, "Latency of calls to a generation provider, by provider and livemode.", slowBuckets, "provider", "livemode")
 	m.webhooks = m.counterVec(m.worker, WebhookDeliveries, "Webhook delivery attempts, by outcome (delivered, rejected, unreachable).", "outcome")
 	m.webhookDuration = m.histogramVec(m.worker, WebhookDeliveryDuration, "Latency of webhook delivery attempts that reached the network, by outcome.", slowBuckets, "outcome")
 	m.webhooksEnded = m.counterVec(m.worker, WebhookDeliveriesEnded, "Webhook deliveries by how their run ended: delivered, failed (every attempt failed, or the endpoint was deleted) or held (the endpoint is disabled).", "status")
 	m.endpointsOff = m.counterVec(m.worker, WebhookEndpointsDisabled, "Webhook endpoints disabled because every attempt to them failed for WEBHOOK_DISABLE_AFTER.")
 	m.outboxStarted = m.counterVec(m.worker, OutboxStarted, "Workflows the outbox sweep started because their start was lost, by kind (order, job_run, input_preparation).", "kind")
-	m.deadlineCancels = m.counterVec(m.worker, JobsDeadlineCancelled, "Jobs cancelled because they had not started by their request's Cancel-After, by who found them (sweep: waiting in their order; attempt: at their first attempt).", "by")
+	m.deadlineCancels = m.counterVec(m.worker, JobsDeadlineCancelled, "Jobs cancelled because they had not started by their request's Cancel-After, by who found them (sweep: waiting in their order; attempt: at their first attempt) and livemode.", "by", "livemode")
 	m.retentionPurged = prometheus.NewCounter(prometheus.CounterOpts{Name: RetentionPurged, Help: "Output files the retention sweep deleted."})
 	m.worker.MustRegister(m.retentionPurged)
 	m.families = append(m.families, Family{RetentionPurged, "counter"})
@@ -262,34 +274,39 @@ func (m *Metrics) Request(route, method string, status int, took time.Duration) 
 	m.requestDuration.WithLabelValues(route, method).Observe(took.Seconds())
 }
 
-// OrderAccepted records an accepted order, its jobs and the credits reserved for them.
-func (m *Metrics) OrderAccepted(api, jobType string, jobs int, credits int64) {
+// OrderAccepted records an accepted order, its jobs and the credits reserved for them; test says
+// it is a test key's.
+func (m *Metrics) OrderAccepted(api, jobType string, test bool, jobs int, credits int64) {
 	if m == nil {
 		return
 	}
-	m.ordersAccepted.WithLabelValues(api, jobType).Inc()
-	m.jobsAccepted.WithLabelValues(api, jobType).Add(float64(jobs))
-	m.creditsReserved.WithLabelValues(api, jobType).Add(float64(credits))
+	live := Livemode(test)
+	m.ordersAccepted.WithLabelValues(api, jobType, live).Inc()
+	m.jobsAccepted.WithLabelValues(api, jobType, live).Add(float64(jobs))
+	m.creditsReserved.WithLabelValues(api, jobType, live).Add(float64(credits))
 }
 
-// JobFinished records a job run that reached a terminal status; category is empty when it completed.
-func (m *Metrics) JobFinished(status, category string) {
+// JobFinished records a job run that reached a terminal status; category is empty when it
+// completed, test says the job is a test key's.
+func (m *Metrics) JobFinished(status, category string, test bool) {
 	if m == nil {
 		return
 	}
 	if category == "" {
 		category = NoCategory
 	}
-	m.jobsFinished.WithLabelValues(status, category).Inc()
+	m.jobsFinished.WithLabelValues(status, category, Livemode(test)).Inc()
 }
 
-// GenerateAttempt records one call to a generation provider; outcome is OutcomeOK or the error category.
-func (m *Metrics) GenerateAttempt(provider, outcome string, took time.Duration) {
+// GenerateAttempt records one call to a generation provider for a job (test: a test key's);
+// outcome is OutcomeOK or the error category.
+func (m *Metrics) GenerateAttempt(provider, outcome string, test bool, took time.Duration) {
 	if m == nil {
 		return
 	}
-	m.generateAttempts.WithLabelValues(provider, outcome).Inc()
-	m.generateDuration.WithLabelValues(provider).Observe(took.Seconds())
+	live := Livemode(test)
+	m.generateAttempts.WithLabelValues(provider, outcome, live).Inc()
+	m.generateDuration.WithLabelValues(provider, live).Observe(took.Seconds())
 }
 
 // WebhookAttempt records one webhook delivery attempt; took is zero when no request was sent.
@@ -328,12 +345,12 @@ func (m *Metrics) OutboxSwept(kind string, n int) {
 }
 
 // DeadlineCancelled records n jobs cancelled past their Cancel-After deadline, found by
-// DeadlineBySweep or DeadlineByAttempt.
-func (m *Metrics) DeadlineCancelled(by string, n int) {
+// DeadlineBySweep or DeadlineByAttempt; test says they are a test key's.
+func (m *Metrics) DeadlineCancelled(by string, test bool, n int) {
 	if m == nil || n <= 0 {
 		return
 	}
-	m.deadlineCancels.WithLabelValues(by).Add(float64(n))
+	m.deadlineCancels.WithLabelValues(by, Livemode(test)).Add(float64(n))
 }
 
 // Purged records n output files the retention sweep deleted.

@@ -25,7 +25,7 @@ func sample(t *testing.T, s metricstest.Snapshot, name string, want map[string]s
 
 func TestTwoProcessesInOneRegisterNothingTwice(t *testing.T) {
 	a, b := metrics.New(), metrics.New()
-	a.OrderAccepted("plugin", "photo_shoot", 3, 30)
+	a.OrderAccepted("plugin", "photo_shoot", false, 3, 30)
 	fa, fb := metricstest.Serve(t, a.APIHandler()), metricstest.Serve(t, b.APIHandler())
 	if got := sample(t, fa, metrics.CreditsReserved, map[string]string{"api": "plugin", "job_type": "photo_shoot"}); got != 30 {
 		t.Errorf("credits reserved = %v, want 30", got)
@@ -44,15 +44,19 @@ func TestEachListenerShowsItsOwnFamilies(t *testing.T) {
 	m := metrics.New()
 	defer m.Close()
 	m.Request("/api/v1/plugin/jobs/:id", http.MethodGet, http.StatusNotFound, 20*time.Millisecond)
-	m.OrderAccepted("external", "packshot", 2, 4)
-	m.JobFinished("failed", "CONTENT_POLICY")
-	m.JobFinished("completed", "")
-	m.GenerateAttempt("sim", metrics.OutcomeOK, 150*time.Millisecond)
+	m.OrderAccepted("external", "packshot", false, 2, 4)
+	m.OrderAccepted("external", "packshot", true, 1, 7)
+	m.JobFinished("failed", "CONTENT_POLICY", false)
+	m.JobFinished("completed", "", false)
+	m.JobFinished("completed", "", true)
+	m.GenerateAttempt("sim", metrics.OutcomeOK, false, 150*time.Millisecond)
+	m.GenerateAttempt("local", metrics.OutcomeOK, true, 50*time.Millisecond)
 	m.WebhookAttempt(metrics.WebhookRejected, 80*time.Millisecond)
 	m.WebhookAttempt(metrics.WebhookUnreachable, 0)
 	m.OutboxSwept(metrics.OutboxOrder, 2)
-	m.DeadlineCancelled(metrics.DeadlineBySweep, 3)
-	m.DeadlineCancelled(metrics.DeadlineByAttempt, 0) // nothing cancelled: no sample
+	m.DeadlineCancelled(metrics.DeadlineBySweep, false, 3)
+	m.DeadlineCancelled(metrics.DeadlineBySweep, true, 0)    // nothing cancelled: no sample
+	m.DeadlineCancelled(metrics.DeadlineByAttempt, false, 0) // nothing cancelled: no sample
 	m.Purged(5)
 	m.WebhookDeliveryEnded("failed")
 	m.WebhookEndpointDisabled()
@@ -70,8 +74,9 @@ func TestEachListenerShowsItsOwnFamilies(t *testing.T) {
 	for name, want := range map[string]map[string]float64{
 		metrics.HTTPRequests:        {`route=/api/v1/plugin/jobs/:id,method=GET,status=4xx`: 1},
 		metrics.HTTPRequestDuration: {`route=/api/v1/plugin/jobs/:id,method=GET`: 1},
-		metrics.OrdersAccepted:      {`api=external,job_type=packshot`: 1},
-		metrics.JobsAccepted:        {`api=external,job_type=packshot`: 2},
+		metrics.OrdersAccepted:      {`api=external,job_type=packshot,livemode=true`: 1, `api=external,job_type=packshot,livemode=false`: 1},
+		metrics.JobsAccepted:        {`api=external,job_type=packshot,livemode=true`: 2, `api=external,job_type=packshot,livemode=false`: 1},
+		metrics.CreditsReserved:     {`api=external,job_type=packshot,livemode=true`: 4, `api=external,job_type=packshot,livemode=false`: 7},
 	} {
 		for labels, v := range want {
 			if got := sample(t, api, name, parseLabels(labels)); got != v {
@@ -80,13 +85,14 @@ func TestEachListenerShowsItsOwnFamilies(t *testing.T) {
 		}
 	}
 	for name, want := range map[string]map[string]float64{
-		metrics.JobsFinished:             {`status=failed,error_category=CONTENT_POLICY`: 1, `status=completed,error_category=none`: 1},
-		metrics.GenerateAttempts:         {`provider=sim,outcome=ok`: 1},
-		metrics.GenerateDuration:         {`provider=sim`: 1},
+		metrics.JobsFinished: {`status=failed,error_category=CONTENT_POLICY,livemode=true`: 1, `status=completed,error_category=none,livemode=true`: 1,
+			`status=completed,error_category=none,livemode=false`: 1, `livemode=false`: 1},
+		metrics.GenerateAttempts:         {`provider=sim,outcome=ok,livemode=true`: 1, `provider=local,outcome=ok,livemode=false`: 1},
+		metrics.GenerateDuration:         {`provider=sim,livemode=true`: 1, `provider=local,livemode=false`: 1},
 		metrics.WebhookDeliveries:        {`outcome=rejected`: 1, `outcome=unreachable`: 1},
 		metrics.WebhookDeliveryDuration:  {`outcome=rejected`: 1},
 		metrics.OutboxStarted:            {`kind=order`: 2},
-		metrics.JobsDeadlineCancelled:    {`by=sweep`: 3},
+		metrics.JobsDeadlineCancelled:    {`by=sweep,livemode=true`: 3},
 		metrics.RetentionPurged:          {``: 5},
 		metrics.WebhookDeliveriesEnded:   {`status=failed`: 1},
 		metrics.WebhookEndpointsDisabled: {``: 1},
@@ -102,7 +108,21 @@ func TestEachListenerShowsItsOwnFamilies(t *testing.T) {
 		t.Errorf("an attempt that sent nothing has a latency: %v", f)
 	}
 	if labels := worker.Labels(metrics.JobsDeadlineCancelled); len(labels) != 1 {
-		t.Errorf("%s has samples %v, want only by=sweep", metrics.JobsDeadlineCancelled, labels)
+		t.Errorf("%s has samples %v, want only by=sweep,livemode=true", metrics.JobsDeadlineCancelled, labels)
+	}
+	// Every sample of the job metrics carries livemode, "true" or "false".
+	for _, f := range []struct {
+		s    metricstest.Snapshot
+		name string
+	}{
+		{api, metrics.OrdersAccepted}, {api, metrics.JobsAccepted}, {api, metrics.CreditsReserved}, {worker, metrics.JobsFinished},
+		{worker, metrics.GenerateAttempts}, {worker, metrics.GenerateDuration}, {worker, metrics.JobsDeadlineCancelled},
+	} {
+		for _, l := range f.s.Labels(f.name) {
+			if l["livemode"] != metrics.Live && l["livemode"] != metrics.Test {
+				t.Errorf("%s%v: livemode %q", f.name, l, l["livemode"])
+			}
+		}
 	}
 	if labels := worker.Labels(metrics.RetentionWebhookDeleted); len(labels) != 1 {
 		t.Errorf("%s has samples %v, want only kind=delivery", metrics.RetentionWebhookDeleted, labels)
@@ -226,10 +246,10 @@ func BenchmarkWorkerScrape(b *testing.B) {
 	m := metrics.New()
 	defer m.Close()
 	for _, status := range []string{"completed", "failed", "cancelled", "expired"} {
-		m.JobFinished(status, "CONTENT_POLICY")
+		m.JobFinished(status, "CONTENT_POLICY", false)
 	}
 	for _, p := range []string{"local", "sim", "openai", "fal"} {
-		m.GenerateAttempt(p, metrics.OutcomeOK, time.Second)
+		m.GenerateAttempt(p, metrics.OutcomeOK, false, time.Second)
 	}
 	m.WebhookAttempt(metrics.WebhookDelivered, 50*time.Millisecond)
 	for _, q := range []string{"shotflow", "shotflow-generate-local"} {

@@ -16,6 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/shotflow/shotflow/internal/platform/config"
+	"github.com/shotflow/shotflow/workflows"
 )
 
 // repoRoot is the repository root seen from this package's directory, where go test runs.
@@ -36,12 +37,9 @@ var requiredVariables = []string{
 	"SECRET_KEY", "PUBLIC_BASE_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
 }
 
-// searchAttributes are the Keyword search attributes the workflows set; temporal-setup
+// searchAttributes are the search attributes the workflows set, as NAME=TYPE; temporal-setup
 // must register every one.
-var searchAttributes = []string{
-	"ShotflowAccountID", "ShotflowInstallationID", "ShotflowOrderID",
-	"ShotflowJobType", "ShotflowJobStatus", "ShotflowErrorCategory",
-}
+var searchAttributes = workflows.SearchAttributeSpecs()
 
 // s3BlobURLParams are the query parameters gocloud.dev v0.47 accepts in an s3:// URL: the
 // s3blob ones plus those of gocloud.dev/aws.V2ConfigFromURLParams. Any other parameter
@@ -654,9 +652,9 @@ func TestComposeTemporalSetupRegistersSearchAttributes(t *testing.T) {
 			return r == ' ' || r == '\t' || r == '\n' || r == ',' || r == '"' || r == '\''
 		})...)
 	}
-	for _, name := range searchAttributes {
-		if !slices.Contains(tokens, name+"=Keyword") {
-			t.Errorf("temporal-setup does not register search attribute %s as Keyword (want an argument %s=Keyword)", name, name)
+	for _, spec := range searchAttributes {
+		if !slices.Contains(tokens, spec) {
+			t.Errorf("temporal-setup does not register search attribute %s (want an argument %s)", spec, spec)
 		}
 	}
 }

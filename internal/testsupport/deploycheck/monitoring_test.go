@@ -376,3 +376,77 @@ func TestUnknownMetricsCatchesRenames(t *testing.T) {
 		}
 	}
 }
+
+// TestDashboardShowsLiveTrafficByDefault: the dashboard has a livemode variable whose default is
+// "true", and every query of a job metric (those with a livemode label) filters by it, so test
+// keys' traffic is hidden until an operator picks it.
+func TestDashboardShowsLiveTrafficByDefault(t *testing.T) {
+	var dash struct {
+		Templating struct {
+			List []struct {
+				Name     string `json:"name"`
+				Type     string `json:"type"`
+				Query    string `json:"query"`
+				AllValue string `json:"allValue"`
+				Current  struct {
+					Value any `json:"value"`
+				} `json:"current"`
+				Options []struct {
+					Value    string `json:"value"`
+					Selected bool   `json:"selected"`
+				} `json:"options"`
+			} `json:"list"`
+		} `json:"templating"`
+	}
+	if err := json.Unmarshal(readRepoFile(t, grafanaDashboard), &dash); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, v := range dash.Templating.List {
+		if v.Name != "livemode" {
+			continue
+		}
+		found = true
+		if v.Current.Value != metrics.Live {
+			t.Errorf("livemode defaults to %v, want %q (live traffic)", v.Current.Value, metrics.Live)
+		}
+		var values []string
+		for _, o := range v.Options {
+			values = append(values, o.Value)
+			if o.Selected != (o.Value == metrics.Live) {
+				t.Errorf("livemode option %q selected %v", o.Value, o.Selected)
+			}
+		}
+		if !slices.Equal(values, []string{metrics.Live, metrics.Test}) || v.Query != "true,false" {
+			t.Errorf("livemode options %v (query %q), want true, false", values, v.Query)
+		}
+	}
+	if !found {
+		t.Fatal("the dashboard has no livemode variable")
+	}
+	labelled := []string{metrics.OrdersAccepted, metrics.JobsAccepted, metrics.CreditsReserved, metrics.JobsFinished,
+		metrics.GenerateAttempts, metrics.GenerateDuration + "_bucket", metrics.JobsDeadlineCancelled}
+	filtered := regexp.MustCompile(`^\{[^}]*livemode=~"\$livemode"[^}]*\}`)
+	seen := 0
+	for _, q := range dashboardQueries(t) {
+		for _, name := range labelled {
+			for rest := q.expr; ; {
+				i := strings.Index(rest, name)
+				if i < 0 {
+					break
+				}
+				rest = rest[i+len(name):]
+				if strings.HasPrefix(rest, "_") { // a longer name (…_bucket of a histogram)
+					continue
+				}
+				seen++
+				if !filtered.MatchString(rest) {
+					t.Errorf("panel %q queries %s without livemode=~\"$livemode\": %s", q.panel, name, q.expr)
+				}
+			}
+		}
+	}
+	if seen == 0 {
+		t.Error("no panel queries a job metric")
+	}
+}

@@ -116,8 +116,8 @@ func TestMetricsCountARealOrder(t *testing.T) {
 		receiver.waitHooks(t, models.WebhookDeliveryID(id, 1, event), 1, time.Minute)
 	}
 
-	plugin2 := map[string]string{"api": models.APIPlugin, "job_type": jobtype.PhotoShoot}
-	ext1 := map[string]string{"api": models.APIExternal, "job_type": jobtype.SceneryIdea}
+	plugin2 := map[string]string{"api": models.APIPlugin, "job_type": jobtype.PhotoShoot, "livemode": metrics.Live}
+	ext1 := map[string]string{"api": models.APIExternal, "job_type": jobtype.SceneryIdea, "livemode": metrics.Live}
 	route := func(method, path, status string) map[string]string {
 		l := map[string]string{"route": path, "method": method}
 		if status != "" {
@@ -146,8 +146,8 @@ func TestMetricsCountARealOrder(t *testing.T) {
 		return map[string]string{"provider": "sim", "outcome": outcome}
 	}
 	workerAfter := expectDeltas(t, workerURL, workerBefore, []delta{
-		{metrics.JobsFinished, map[string]string{"status": status.JobFailed, "error_category": string(errorcat.ContentPolicy)}, 1},
-		{metrics.JobsFinished, map[string]string{"status": status.JobCompleted, "error_category": metrics.NoCategory}, 3},
+		{metrics.JobsFinished, map[string]string{"status": status.JobFailed, "error_category": string(errorcat.ContentPolicy), "livemode": metrics.Live}, 1},
+		{metrics.JobsFinished, map[string]string{"status": status.JobCompleted, "error_category": metrics.NoCategory, "livemode": metrics.Live}, 3},
 		{metrics.JobsFinished, nil, 4},
 		{metrics.GenerateAttempts, sim(string(errorcat.ContentPolicy)), 1},
 		{metrics.GenerateAttempts, sim(string(errorcat.TransientInfra)), 2},

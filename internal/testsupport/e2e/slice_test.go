@@ -162,7 +162,7 @@ func TestPluginPhotoSessionEndToEnd(t *testing.T) {
 		recordHistory(t, tc, workflows.JobWorkflowID(id, 1), "job_workflow_completed.json")
 		assertJobEventBudget(t, tc, workflows.JobWorkflowID(id, 1))
 		fields := d.WorkflowExecutionInfo.SearchAttributes.GetIndexedFields()
-		for _, name := range []string{"ShotflowInstallationID", "ShotflowOrderID", "ShotflowJobStatus"} {
+		for _, name := range []string{"ShotflowInstallationID", "ShotflowOrderID", "ShotflowJobStatus", "ShotflowLivemode"} {
 			if _, ok := fields[name]; !ok {
 				t.Errorf("job workflow %s lacks search attribute %s", id, name)
 			}

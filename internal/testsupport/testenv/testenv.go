@@ -71,8 +71,8 @@ func StartTemporalAt(ctx context.Context, hostPort, dbFile string) (*testsuite.D
 		return nil, fmt.Errorf("%s is missing: run `make test` (it installs the Temporal CLI) or `make temporal-cli`", cli)
 	}
 	var extra []string
-	for _, name := range workflows.SearchAttributeNames {
-		extra = append(extra, "--search-attribute", name+"=Keyword")
+	for _, spec := range workflows.SearchAttributeSpecs() {
+		extra = append(extra, "--search-attribute", spec)
 	}
 	return testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
 		ExistingPath: cli,
