@@ -273,6 +273,7 @@ func outageRequests(t *testing.T, env *testenv.Env, tenant testenv.Tenant, api *
 		add(method, external.Base+route, external.Base+target, externalKey, body, unavailableNow)
 	}
 	p(http.MethodGet, "/me", "/me", nil)
+	p(http.MethodPut, "/test/credits", "/test/credits", map[string]any{"available": 0})
 	p(http.MethodGet, "/ai-models", "/ai-models", nil)
 	p(http.MethodGet, "/aspect-ratios", "/aspect-ratios", nil)
 	p(http.MethodGet, "/pricing", "/pricing", nil)
