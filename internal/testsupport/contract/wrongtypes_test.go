@@ -26,9 +26,10 @@ func TestWrongTypesCoverEveryJSONBody(t *testing.T) {
 			[]string{"POST /models/register-ideas", "POST /sceneries/register-ideas", "POST /packshots/register-ideas",
 				"POST /image-picker/register-ideas", "POST /video-picker/register-videos", "POST /reel/register-reel",
 				"POST /packshots/update-packshot", "POST /image-picker/review",
-				"POST /webhook-endpoints", "PATCH /webhook-endpoints/{}", "POST /webhook-endpoints/{}/test", "POST /webhook-endpoints/{}/recover"},
+				"POST /webhook-endpoints", "PATCH /webhook-endpoints/{}", "POST /webhook-endpoints/{}/test", "POST /webhook-endpoints/{}/recover",
+				"PUT /test/credits"},
 			[]string{"count an integer", "config.product.id a string", "imagesIds[0] a string", "Voting a string", "config an object",
-				"events an array", "events[0] a string", "since a string"}},
+				"events an array", "events[0] a string", "since a string", "available an integer"}},
 	} {
 		cases, err := tc.doc.WrongTypes()
 		if err != nil {
