@@ -2,6 +2,8 @@ package plugin_test
 
 import (
 	"net/http"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -227,4 +229,25 @@ func TestTestQuotaEdge(t *testing.T) {
 	acc = e.requireLedger(twin.AccountID)
 	assert.Equal(t, 1, acc.TestJobsToday)
 	assert.Equal(t, models.TestDay(clock.Add(30*time.Second)), acc.TestDay)
+}
+
+// testSessionStatements is what a test key's session costs PostgreSQL: the key with its
+// installation, the products, then the order's transaction: BEGIN, the day's quota (one
+// conditional UPDATE of test_jobs_today), the order's statement, COMMIT. A live session's cost,
+// acceptedSessionStatements, has none of them (TestAcceptedSessionRoundTrips).
+const testSessionStatements = 6
+
+func TestTestSessionRoundTrips(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, onPostgres()).committing()
+	testKey := e.issueTestKey(models.PluginScopes...)
+	e.approvedIn(e.testTwin(), "p1")
+	require.Equal(t, http.StatusOK, e.do(http.MethodGet, p("/me"), testKey, nil).Code) // the key's use of the minute
+	stop := e.recordStatements()
+	rec := e.do(http.MethodPost, p("/jobs"), testKey, session(subject("p1")))
+	statements := stop()
+	require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
+	require.Len(t, statements, testSessionStatements, "statements of one test session:\n%s", strings.Join(statements, "\n"))
+	require.Equal(t, 1, len(slices.DeleteFunc(statements, func(s string) bool { return !strings.Contains(s, "test_jobs_today") })),
+		"one statement counts the quota")
 }
