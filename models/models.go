@@ -345,6 +345,9 @@ const (
 	LedgerReserve = "reserve"
 	LedgerConsume = "consume"
 	LedgerRelease = "release"
+	// LedgerAdjust sets a test twin's available balance to a value (the day's refill, PUT
+	// …/test/credits: test_credit_store.go); its balance delta is the difference, of either sign.
+	LedgerAdjust = "adjust"
 )
 
 // LedgerEntry is one credit movement. The account's balance is the sum of BalanceDelta and its

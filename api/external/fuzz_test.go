@@ -133,12 +133,14 @@ func (e *env) fuzzSeeds() map[string][]routefuzz.Seed {
 	_, sent, _ := e.send(e.key, http.MethodPost, "/webhook-endpoints/"+endpoint+"/test", nil)
 	delivery, event := sent["delivery_id"].(string), sent["event_id"].(string)
 	since := time.Now().Add(-24 * time.Hour).UTC().Format(time.RFC3339)
+	_, testKey := e.testKey(external.ScopeRegister, external.ScopeRead)
 
 	b := external.Base
 	seeds := map[string][]routefuzz.Seed{
 		"GET " + external.OpenAPIPath:              {{}},
 		"GET " + b + "/orders":                     {{Query: "status=completed&limit=10&since=2026-01-01T00:00:00Z"}},
 		"GET " + b + "/account":                    {{}},
+		"PUT " + b + "/test/credits":               {{Body: `{"available":5}`}, {Header: "X-Api-Key: " + testKey, Body: `{"available":5}`}},
 		"GET " + b + "/orders/:id":                 {{Params: order.ID}, {Params: order.ID, Header: "Prefer: wait=1"}},
 		"GET " + b + "/orders/:id/events":          {{Params: order.ID}, {Params: order.ID, Header: "Last-Event-ID: 0"}},
 		"DELETE " + b + "/orders/:id":              {{Params: order.ID}},

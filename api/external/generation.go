@@ -124,8 +124,8 @@ var externalStatus = map[engine.Kind]int{
 }
 
 // refused answers an engine refusal: its status, Retry-After when it names a delay, the body
-// {error: "<field>: <message>"} and, for the prerequisites the spec names, the errors object
-// (errors.prerequisiteNotMet, errors.modelNotResolved).
+// {error: "<field>: <message>"} and, for the refusals the spec names, the errors object
+// (errors.prerequisiteNotMet, errors.modelNotResolved, errors.testQuotaExceeded).
 func (h *Handler) refused(c *gin.Context, e *engine.Error) {
 	status, ok := externalStatus[e.Kind]
 	if !ok {
@@ -140,13 +140,13 @@ func (h *Handler) refused(c *gin.Context, e *engine.Error) {
 		message = e.Field + ": " + e.Message
 	}
 	var extra gin.H
-	if len(e.Subjects) == 1 {
-		switch e.Reason {
-		case engine.ReasonPackshotNotApproved:
-			extra = gin.H{"prerequisiteNotMet": gin.H{"details": e.Details, "productId": e.Subjects[0]}}
-		case engine.ReasonModelNotResolved:
-			extra = gin.H{"modelNotResolved": gin.H{"details": e.Details, "jobType": e.Subjects[0]}}
-		}
+	switch {
+	case e.Reason == engine.ReasonTestQuotaExceeded:
+		extra = gin.H{"testQuotaExceeded": gin.H{"details": []string{engine.ReasonTestQuotaExceeded}}}
+	case e.Reason == engine.ReasonPackshotNotApproved && len(e.Subjects) == 1:
+		extra = gin.H{"prerequisiteNotMet": gin.H{"details": e.Details, "productId": e.Subjects[0]}}
+	case e.Reason == engine.ReasonModelNotResolved && len(e.Subjects) == 1:
+		extra = gin.H{"modelNotResolved": gin.H{"details": e.Details, "jobType": e.Subjects[0]}}
 	}
 	if extra != nil {
 		c.AbortWithStatusJSON(status, gin.H{"error": message, "errors": extra})

@@ -152,6 +152,7 @@ func TestPermissionsMapping(t *testing.T) {
 // to the permissions of which any one is enough; an empty list means any valid key.
 var specRoutes = map[string][]string{
 	"GET /me":                           {},
+	"PUT /test/credits":                 {plugin.PermJobsCreate},
 	"POST /jobs":                        {plugin.PermJobsCreate},
 	"POST /jobs/batch":                  {plugin.PermJobsCreate},
 	"GET /jobs":                         {plugin.PermJobsRead},

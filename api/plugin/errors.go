@@ -7,7 +7,6 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/go-playground/validator/v10"
@@ -36,6 +35,7 @@ const (
 	CodePayloadTooLarge     = "payload_too_large"
 	CodePackshotNotApproved = "packshot_not_approved"
 	CodeRateLimited         = "rate_limited"
+	CodeTestQuotaExceeded   = "test_quota_exceeded"
 	CodeInternal            = "internal_error"
 	CodeUnavailable         = "service_unavailable"
 )
@@ -58,6 +58,7 @@ var ErrorDocs = map[string]string{
 	CodePayloadTooLarge:     "The request body or file is larger than allowed.",
 	CodePackshotNotApproved: "A product of the session has no approved packshot. Nothing was created and nothing was charged.",
 	CodeRateLimited:         "The key exceeded its request limit; wait for Retry-After seconds.",
+	CodeTestQuotaExceeded:   "Test mode runs at most 1,000 jobs per installation or account per UTC day, and the request's jobs would go past it. Nothing was created and nothing was charged; Retry-After gives the seconds until midnight UTC, when the quota resets. Live keys have no such quota.",
 	CodeInternal:            "An unexpected error on the service side; retry later and contact support if it persists.",
 	CodeUnavailable:         "A dependency of the service (its database, workflow engine or file store) is unavailable or did not answer within the request timeout; retry after the Retry-After delay.",
 }
@@ -144,6 +145,7 @@ var engineCodes = map[string]struct {
 	engine.ReasonPackshotNotApproved:       {http.StatusUnprocessableEntity, CodePackshotNotApproved, productRefs},
 	engine.ReasonUploadNotAccepted:         {http.StatusConflict, CodeUploadConflict, nil},
 	engine.ReasonTooLarge:                  {http.StatusRequestEntityTooLarge, CodePayloadTooLarge, nil},
+	engine.ReasonTestQuotaExceeded:         {http.StatusTooManyRequests, CodeTestQuotaExceeded, nil},
 }
 
 // creditsRequired is the details of insufficient_credits: {"credits_required": n}, when the engine
@@ -164,9 +166,6 @@ func productRefs(e *engine.Error) any {
 // (with Retry-After when the engine knows it: whole seconds rounded up, as the external API and
 // the rate limit give it, so a client never retries early), anything else as internal does.
 func (h *Handler) fail(c *gin.Context, err error) {
-	if e, ok := engine.As(err); ok && e.RetryAfter > 0 {
-		c.Header("Retry-After", strconv.Itoa(int((e.RetryAfter+time.Second-1)/time.Second)))
-	}
 	h.refuse(c, engineFailure(c, err))
 }
 
@@ -199,7 +198,7 @@ func engineFailure(c *gin.Context, err error) *failure {
 	case len(e.Details) > 0:
 		details = e.Details
 	}
-	return &failure{status: m.status, code: m.code, message: message, details: details}
+	return &failure{status: m.status, code: m.code, message: message, details: details, retryAfter: e.RetryAfter}
 }
 
 // internal logs err and answers it without exposing it: 503 when a dependency is unavailable or

@@ -126,6 +126,7 @@ func (e *env) fuzzSeeds() map[string][]routefuzz.Seed {
 	tested := e.createEndpoint(e.key, map[string]any{"url": hookURL})["id"].(string)
 	since := time.Now().UTC().Add(-time.Hour).Format(time.RFC3339)
 	hookEvent, hookDelivery := e.loggedEvent(e.inst, hook, "job.completed", time.Now().UTC(), false)
+	testKey := e.issueTestKey(models.PluginScopes...)
 
 	none := []routefuzz.Seed{{}}
 	b := plugin.Base
@@ -140,6 +141,7 @@ func (e *env) fuzzSeeds() map[string][]routefuzz.Seed {
 		"GET " + files.RefPrefix + ":version/:group/:file": {{Params: refFile, Query: signed(files.RefPath(refFile))}},
 		"PUT " + b + "/uploads/:id":                        {{Params: strings.TrimPrefix(up.Path, b+"/uploads/"), Query: up.RawQuery, Body: string(png)}},
 		"GET " + b + "/me":                                 none,
+		"PUT " + b + "/test/credits":                       {{Body: `{"available":5}`}, {Header: "X-Api-Key: " + testKey, Body: `{"available":5}`}},
 		"GET " + b + "/ai-models":                          none,
 		"GET " + b + "/aspect-ratios":                      none,
 		"GET " + b + "/pricing":                            none,

@@ -24,6 +24,9 @@ type MeResponse struct {
 	Scopes           []string       `json:"scopes"`
 	Permissions      []string       `json:"permissions"`
 	SubProcessors    []SubProcessor `json:"sub_processors"`
+	// Livemode is false for a test key (pk_test_…): the installation, account and credits are test
+	// mode's (docs/test-mode.md).
+	Livemode bool `json:"livemode"`
 }
 
 // CreditBalance is the account's credit position.
@@ -56,7 +59,7 @@ func (h *Handler) me(c *gin.Context) {
 		InstallationID: who.Installation.ID, InstallationName: who.Installation.Name, AccountID: acc.ID,
 		Plan: acc.Plan, Credits: CreditBalance{Available: acc.CreditBalance, Reserved: acc.CreditsReserved},
 		RequestLimit: RequestLimit{PerMinute: limit}, Scopes: who.Key.Scopes, Permissions: who.Permissions,
-		SubProcessors: subs,
+		SubProcessors: subs, Livemode: !who.Key.Test,
 	})
 }
 

@@ -68,9 +68,10 @@ func (h *Handler) Register(r *gin.Engine) {
 	mutation := func(rule keyRule, method, path string, body inputcheck.Body, handler gin.HandlerFunc, perms ...string) {
 		route(method, path, body, h.keyed(rule, body.Kind == inputcheck.JSON, handler), perms...)
 	}
-	get, post, patch, del := http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodDelete
+	get, post, put, patch, del := http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete
 	noBody, jsonBody := inputcheck.NoBody, inputcheck.JSONBody
 	route(get, "/me", noBody, h.me)
+	mutation(keyOptional, put, "/test/credits", jsonBody(maxSmallJSONBytes), h.setTestCredits, PermJobsCreate)
 	route(get, "/ai-models", noBody, h.aiModels, PermCatalogRead)
 	route(get, "/aspect-ratios", noBody, h.aspectRatios, PermCatalogRead)
 	route(get, "/pricing", noBody, h.pricing, PermCatalogRead)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -306,6 +307,8 @@ type failure struct {
 	code    string
 	message string
 	details any
+	// retryAfter, when not 0, is the refusal's Retry-After (an engine refusal's RetryAfter).
+	retryAfter time.Duration
 }
 
 func invalid(format string, args ...any) *failure {
@@ -314,5 +317,8 @@ func invalid(format string, args ...any) *failure {
 
 // refuse answers the failure's envelope.
 func (h *Handler) refuse(c *gin.Context, f *failure) {
+	if f.retryAfter > 0 {
+		c.Header("Retry-After", strconv.Itoa(int((f.retryAfter+time.Second-1)/time.Second)))
+	}
 	h.FailWith(c, f.status, f.code, f.message, f.details)
 }

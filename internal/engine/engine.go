@@ -67,6 +67,9 @@ type Config struct {
 	// FeedPollInterval is how often a process reads the event numbers of the orders its requests
 	// wait on (Feed; zero: DefaultFeedPollInterval).
 	FeedPollInterval time.Duration
+	// Now is the clock of test mode's UTC day: when a test twin's credits are refilled and its
+	// quota resets (docs/test-mode.md); nil is time.Now. Tests set it to cross a day.
+	Now func() time.Time
 }
 
 // Engine is the application: one service per area over one shared set of dependencies.
@@ -107,6 +110,14 @@ func New(cfg Config) *Engine {
 	}
 	c.app = e
 	return e
+}
+
+// now is the engine's clock (Config.Now).
+func (c *core) now() time.Time {
+	if c.cfg.Now != nil {
+		return c.cfg.Now()
+	}
+	return time.Now()
 }
 
 // Sessions plans, commits and starts the plugin API's photo sessions.

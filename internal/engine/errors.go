@@ -45,6 +45,9 @@ const (
 	// ReasonModelNotResolved refines KindPrerequisite: no generation model serves the job type,
 	// which Subjects names.
 	ReasonModelNotResolved = "model_not_resolved"
+	// ReasonTestQuotaExceeded refines KindRateLimited: a test twin has run models.TestDailyJobs
+	// jobs in its UTC day; RetryAfter is the time until the next UTC midnight.
+	ReasonTestQuotaExceeded = "test_quota_exceeded"
 )
 
 // Error is a refusal of a use case: what kind it is, which input field it concerns (if any), a

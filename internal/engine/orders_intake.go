@@ -66,12 +66,39 @@ func (e *Orders) Commit(ctx context.Context, order *models.Order, jobs []models.
 			jobs[i].Run = 1
 		}
 	}
-	if err := e.store.PlaceOrder(ctx, order, jobs, inTx); err != nil {
+	if err := e.place(ctx, order, jobs, inTx); err != nil {
 		order.CreditsReserved = 0 // nothing was reserved
 		return err
 	}
 	e.cfg.Metrics.OrderAccepted(order.API, order.JobType, order.TestMode, len(jobs), order.CreditsReserved)
 	return nil
+}
+
+// place commits the order: a live one as it is (models.Store.PlaceOrder), a test one with its test
+// twin's day refilled and its jobs counted against the day's quota in the same transaction
+// (models.Store.PlaceTestOrder), refused with ReasonTestQuotaExceeded when they do not fit.
+func (e *Orders) place(ctx context.Context, order *models.Order, jobs []models.Job, inTx func(tx *models.Store) error) error {
+	if !order.TestMode {
+		return e.store.PlaceOrder(ctx, order, jobs, inTx)
+	}
+	now := e.now()
+	err := e.store.PlaceTestOrder(ctx, order, jobs, now, inTx)
+	if errors.Is(err, models.ErrTestQuotaExceeded) {
+		r := refuse(KindRateLimited, ReasonTestQuotaExceeded, "",
+			"Test mode runs at most %d jobs per UTC day and this request's %d would go past it; nothing was created. The quota resets at midnight UTC.",
+			models.TestDailyJobs, len(jobs))
+		r.RetryAfter, r.Cause = untilNextTestDay(now), err
+		return r
+	}
+	return err
+}
+
+// untilNextTestDay is the time from now to the next UTC midnight, when test twins' credits refill
+// and their quotas reset: at least a second.
+func untilNextTestDay(now time.Time) time.Duration {
+	u := now.UTC()
+	next := time.Date(u.Year(), u.Month(), u.Day()+1, 0, 0, 0, 0, time.UTC)
+	return max(next.Sub(u), time.Second)
 }
 
 // StartCommitted starts the workflow of an order that Commit committed. A failure is logged, not

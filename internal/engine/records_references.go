@@ -54,6 +54,9 @@ type Account struct {
 	Plan            string
 	CreditBalance   int64 // credits available for new reservations
 	CreditsReserved int64 // credits held by jobs that have not settled yet
+	// Test marks a test twin (docs/test-mode.md): its balance is test credits, refilled each UTC
+	// day; the APIs show it as livemode false.
+	Test bool
 }
 
 // referenceKinds name each kind of reference item in refusals, with the route (in both APIs) that
@@ -109,16 +112,28 @@ func notAReference(field, id, list string) *Error {
 }
 
 // Account returns an account with its credit balance and reservations; KindNotFound when it does
-// not exist.
+// not exist. A test twin's balance is read after its day's refill (models.Store.RefillTestCredits),
+// which only the first read of a UTC day pays; a live account costs the one read.
 func (e *Records) Account(ctx context.Context, accountID string) (Account, error) {
 	acc, err := e.store.GetAccount(ctx, accountID)
+	if err == nil && acc.TestMode {
+		if now := e.now(); acc.TestDay != models.TestDay(now) {
+			acc, err = e.store.RefillTestCredits(ctx, accountID, now)
+		}
+	}
 	if errors.Is(err, models.ErrNotFound) {
 		return Account{}, refuse(KindNotFound, "", "", "No account with this ID.")
 	}
 	if err != nil {
 		return Account{}, err
 	}
-	return Account{ID: acc.ID, Name: acc.Name, Plan: acc.Plan, CreditBalance: acc.CreditBalance, CreditsReserved: acc.CreditsReserved}, nil
+	return accountOf(acc), nil
+}
+
+// accountOf is the view of an account.
+func accountOf(acc *models.Account) Account {
+	return Account{ID: acc.ID, Name: acc.Name, Plan: acc.Plan, CreditBalance: acc.CreditBalance,
+		CreditsReserved: acc.CreditsReserved, Test: acc.TestMode}
 }
 
 // UsableReferenceItems lists the fashion models or sceneries (kind) the account may use: its own,

@@ -21,7 +21,7 @@ import (
 const (
 	meJSON = `{"installation_id":"d6a0409c-e7ef-4d36-9e2a-a53ecc4de3d2","installation_name":"shop","account_id":"b5253136-f7c0-49a7-adbc-90ad8bf819a5",` +
 		`"plan":"standard","credits":{"available":10,"reserved":0},"request_limit":{"per_minute":60},` +
-		`"scopes":["plugin.jobs:read"],"permissions":["plugin.jobs:read"],"sub_processors":[]}`
+		`"scopes":["plugin.jobs:read"],"permissions":["plugin.jobs:read"],"sub_processors":[],"livemode":true}`
 	notFoundJSON = `{"error":{"code":"not_found","message_i18n":{"en":"No such route."},"retryable":false,"doc_url":"https://docs.example/plugin-api/errors/not_found"}}`
 )
 

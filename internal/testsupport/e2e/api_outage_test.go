@@ -273,6 +273,7 @@ func outageRequests(t *testing.T, env *testenv.Env, tenant testenv.Tenant, api *
 		add(method, external.Base+route, external.Base+target, externalKey, body, unavailableNow)
 	}
 	p(http.MethodGet, "/me", "/me", nil)
+	p(http.MethodPut, "/test/credits", "/test/credits", map[string]any{"available": 0})
 	p(http.MethodGet, "/ai-models", "/ai-models", nil)
 	p(http.MethodGet, "/aspect-ratios", "/aspect-ratios", nil)
 	p(http.MethodGet, "/pricing", "/pricing", nil)
@@ -327,6 +328,7 @@ func outageRequests(t *testing.T, env *testenv.Env, tenant testenv.Tenant, api *
 	}
 	x(http.MethodGet, "/orders", "/orders?limit=10", nil)
 	x(http.MethodGet, "/account", "/account", nil)
+	x(http.MethodPut, "/test/credits", "/test/credits", map[string]any{"available": 0})
 	x(http.MethodGet, "/orders/:id", "/orders/"+id, nil)
 	x(http.MethodGet, "/orders/:id/events", "/orders/"+id+"/events", nil)
 	x(http.MethodDelete, "/orders/:id", "/orders/"+id, nil)

@@ -1,0 +1,162 @@
+package models
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// Test credits and the test quota (docs/test-mode.md, "Test credits and quota"). A test twin's
+// account holds TestDailyCredits available at the start of each UTC day and runs at most
+// TestDailyJobs jobs a day. Both are kept lazily, by accounts.test_day: the first order, balance
+// read or balance change of a new day refills the balance to the day's allowance (an adjust
+// entry in the ledger, so the ledger's sums stay the balance; reserved credits are untouched) and
+// resets the day's job count. Live accounts never pass through here.
+
+// ErrTestQuotaExceeded is returned, with nothing created, when an order would take a test twin
+// past TestDailyJobs jobs in its UTC day.
+var ErrTestQuotaExceeded = errors.New("test quota exceeded")
+
+// Notes of the adjust entries.
+const (
+	noteTestRefill = "test credits of the day"
+	noteTestSet    = "test credits set by the client"
+)
+
+// PlaceTestOrder is PlaceOrder for an order of a test twin (order.TestMode), at now: in one
+// transaction it refills the twin's day when now starts a new one, counts the order's jobs against
+// the day's quota with one conditional UPDATE (ErrTestQuotaExceeded when they do not fit), creates
+// the order, its jobs and their reservation (ErrInsufficientCredits when the balance is short)
+// and runs inTx; any refusal or error undoes it all. Concurrent orders of one twin serialize on its
+// account row, so the quota is exact.
+func (s *Store) PlaceTestOrder(ctx context.Context, order *Order, jobs []Job, now time.Time, inTx func(tx *Store) error) error {
+	return s.Tx(ctx, func(tx *Store) error {
+		db := tx.conn(ctx)
+		if err := countTestJobs(db, order.AccountID, len(jobs), now); err != nil {
+			return err
+		}
+		if err := CreateOrder(db, order, jobs); err != nil {
+			return err
+		}
+		if inTx != nil {
+			return inTx(tx)
+		}
+		return nil
+	})
+}
+
+// countTestJobs adds n jobs to the twin's count of the day of now, or returns
+// ErrTestQuotaExceeded. The common case is one UPDATE; when it takes no row the day may have
+// turned, so the day is refilled (by whichever transaction gets there first) and the count tried
+// once more.
+func countTestJobs(db *gorm.DB, accountID string, n int, now time.Time) error {
+	day := TestDay(now)
+	count := func() (bool, error) {
+		res := db.Model(&Account{}).
+			Where("id = ? AND test_day = ? AND test_jobs_today + ? <= ?", accountID, day, n, TestDailyJobs).
+			Update("test_jobs_today", gorm.Expr("test_jobs_today + ?", n))
+		return res.RowsAffected == 1, res.Error
+	}
+	ok, err := count()
+	if err != nil || ok {
+		return err
+	}
+	if _, err := refillTestDay(db, accountID, now); err != nil {
+		return err
+	}
+	if ok, err = count(); err != nil || ok {
+		return err
+	}
+	return ErrTestQuotaExceeded
+}
+
+// refillTestDay starts the day of now for the twin when it has not started yet: it records the
+// day, resets the day's job count and sets the available balance to TestDailyCredits. It reports
+// whether it did. The conditional UPDATE that records the day lets one transaction do it (and
+// holds the account's row for it); the others find the day started.
+func refillTestDay(db *gorm.DB, accountID string, now time.Time) (bool, error) {
+	day := TestDay(now)
+	res := db.Model(&Account{}).Where("id = ? AND test_mode = ? AND test_day <> ?", accountID, true, day).
+		Updates(map[string]any{"test_day": day, "test_jobs_today": 0, "updated_at": now.UTC()})
+	if res.Error != nil || res.RowsAffected == 0 {
+		return false, res.Error
+	}
+	return true, setTestBalance(db, accountID, TestDailyCredits, noteTestRefill, now)
+}
+
+// setTestBalance sets the available balance of a test twin whose row the caller's transaction
+// holds to available, with an adjust ledger entry of the difference (none when there is none).
+func setTestBalance(db *gorm.DB, accountID string, available int64, note string, now time.Time) error {
+	var acc Account
+	if err := db.Select("credit_balance").Where("id = ?", accountID).Take(&acc).Error; err != nil {
+		return orNotFound(err)
+	}
+	delta := available - acc.CreditBalance
+	if delta == 0 {
+		return nil
+	}
+	res := db.Model(&Account{}).Where("id = ? AND credit_balance = ?", accountID, acc.CreditBalance).Updates(map[string]any{
+		"credit_balance": available, "updated_at": now.UTC(),
+	})
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("test balance of account %s changed while it was held", accountID)
+	}
+	return db.Create(&LedgerEntry{
+		ID: NewID(), AccountID: accountID, Kind: LedgerAdjust, BalanceDelta: delta, Note: note, CreatedAt: now.UTC(),
+	}).Error
+}
+
+// RefillTestCredits starts the test twin's day of now if it has not started (refillTestDay) and
+// returns the account as it then is; ErrNotFound when there is no such account. A live account is
+// returned as it is.
+func (s *Store) RefillTestCredits(ctx context.Context, accountID string, now time.Time) (*Account, error) {
+	var acc *Account
+	err := s.Tx(ctx, func(tx *Store) error {
+		db := tx.conn(ctx)
+		if _, err := refillTestDay(db, accountID, now); err != nil {
+			return err
+		}
+		var err error
+		acc, err = GetAccount(db, accountID)
+		return err
+	})
+	return acc, err
+}
+
+// SetTestCredits sets the available balance of the test twin accountID to available (an adjust
+// ledger entry; reserved credits are untouched), after starting its day of now if needed, so the
+// day's refill never overwrites it later that day. It returns the account; ErrNotFound when there
+// is no such test twin (a live account included).
+func (s *Store) SetTestCredits(ctx context.Context, accountID string, available int64, now time.Time) (*Account, error) {
+	if available < 0 {
+		return nil, fmt.Errorf("test balance must not be negative, got %d", available)
+	}
+	var acc *Account
+	err := s.Tx(ctx, func(tx *Store) error {
+		db := tx.conn(ctx)
+		// Take the twin's row first: the balance read next cannot move under the new value.
+		res := db.Model(&Account{}).Where("id = ? AND test_mode = ?", accountID, true).Update("updated_at", now.UTC())
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return ErrNotFound
+		}
+		if _, err := refillTestDay(db, accountID, now); err != nil {
+			return err
+		}
+		if err := setTestBalance(db, accountID, available, noteTestSet, now); err != nil {
+			return err
+		}
+		var err error
+		acc, err = GetAccount(db, accountID)
+		return err
+	})
+	return acc, err
+}

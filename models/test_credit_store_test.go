@@ -1,0 +1,280 @@
+package models_test
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+
+	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/testdb"
+)
+
+// testTwin makes a live account and its external test twin (TestDailyCredits granted today).
+func testTwin(t *testing.T, db *gorm.DB, liveCredits int64) (live, twin *models.Account) {
+	t.Helper()
+	live, err := models.CreateAccount(db, "Acme", liveCredits)
+	require.NoError(t, err)
+	twin, err = models.NewStore(db).TestTwinOfAccount(t.Context(), live.ID)
+	require.NoError(t, err)
+	return live, twin
+}
+
+// testOrderOf is orderOf in test mode.
+func testOrderOf(accountID string, n int, cost int64, now time.Time) (*models.Order, []models.Job) {
+	order, jobs := orderOf(accountID, n, cost, now)
+	order.TestMode = true
+	for i := range jobs {
+		jobs[i].TestMode = true
+	}
+	return order, jobs
+}
+
+// setJobsToday brings a twin to jobs jobs run on the day of now.
+func setJobsToday(t *testing.T, db *gorm.DB, accountID string, jobs int, now time.Time) {
+	t.Helper()
+	require.NoError(t, db.Model(&models.Account{}).Where("id = ?", accountID).
+		Updates(map[string]any{"test_day": models.TestDay(now), "test_jobs_today": jobs}).Error)
+}
+
+// countOrders is the number of the account's orders.
+func countOrders(t *testing.T, db *gorm.DB, accountID string) int64 {
+	t.Helper()
+	var n int64
+	require.NoError(t, db.Model(&models.Order{}).Where("account_id = ?", accountID).Count(&n).Error)
+	return n
+}
+
+// A test twin's balance is refilled to the day's allowance by the first order or read of a new UTC
+// day, once, through the ledger; reserved credits and the live balance are untouched.
+func TestTestCreditsRefillOncePerUTCDay(t *testing.T) {
+	t.Parallel()
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := t.Context()
+		s := models.NewStore(db)
+		live, twin := testTwin(t, db, 50)
+		today := time.Now().UTC()
+		order, jobs := testOrderOf(twin.ID, 3, 100, today)
+		require.NoError(t, s.PlaceTestOrder(ctx, order, jobs, today, nil))
+		acc := assertLedgerMatches(t, db, twin.ID)
+		require.EqualValues(t, models.TestDailyCredits-300, acc.CreditBalance)
+		require.EqualValues(t, 300, acc.CreditsReserved)
+		require.Equal(t, 3, acc.TestJobsToday)
+
+		// The same day: no refill.
+		got, err := s.RefillTestCredits(ctx, twin.ID, today)
+		require.NoError(t, err)
+		require.EqualValues(t, models.TestDailyCredits-300, got.CreditBalance)
+
+		// One second before the next midnight, still the same day; at midnight the refill.
+		midnight := time.Date(today.Year(), today.Month(), today.Day()+1, 0, 0, 0, 0, time.UTC)
+		got, err = s.RefillTestCredits(ctx, twin.ID, midnight.Add(-time.Second))
+		require.NoError(t, err)
+		require.EqualValues(t, models.TestDailyCredits-300, got.CreditBalance)
+		got, err = s.RefillTestCredits(ctx, twin.ID, midnight)
+		require.NoError(t, err)
+		require.EqualValues(t, models.TestDailyCredits, got.CreditBalance, "the day's allowance available")
+		require.EqualValues(t, 300, got.CreditsReserved, "reserved credits are untouched")
+		require.Equal(t, models.TestDay(midnight), got.TestDay)
+		require.Zero(t, got.TestJobsToday, "the quota resets with the day")
+		assertLedgerMatches(t, db, twin.ID)
+		// Once: a second read of the day changes nothing and writes no entry.
+		var adjusts int64
+		count := func() int64 {
+			require.NoError(t, db.Model(&models.LedgerEntry{}).Where("account_id = ? AND kind = ?", twin.ID, models.LedgerAdjust).Count(&adjusts).Error)
+			return adjusts
+		}
+		require.EqualValues(t, 1, count())
+		_, err = s.RefillTestCredits(ctx, twin.ID, midnight.Add(time.Hour))
+		require.NoError(t, err)
+		require.EqualValues(t, 1, count())
+
+		// An order is what refills too: a day later, with the day's first order.
+		dayAfter := midnight.Add(24 * time.Hour)
+		order, jobs = testOrderOf(twin.ID, 1, 10, dayAfter)
+		require.NoError(t, s.PlaceTestOrder(ctx, order, jobs, dayAfter, nil))
+		acc = assertLedgerMatches(t, db, twin.ID)
+		require.EqualValues(t, models.TestDailyCredits-10, acc.CreditBalance)
+		require.EqualValues(t, 310, acc.CreditsReserved)
+		require.Equal(t, 1, acc.TestJobsToday)
+
+		// A live account is never refilled.
+		got, err = s.RefillTestCredits(ctx, live.ID, dayAfter)
+		require.NoError(t, err)
+		require.EqualValues(t, 50, got.CreditBalance)
+		require.Equal(t, "", got.TestDay)
+		assertLedgerMatches(t, db, live.ID)
+	})
+}
+
+// SetTestCredits sets the available test balance through the ledger, for the rest of the day: a
+// balance of 0 refuses the next order (a 402 rehearsed), and the next day's refill restores the
+// allowance, downwards too. A live account is no test twin.
+func TestSetTestCredits(t *testing.T) {
+	t.Parallel()
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := t.Context()
+		s := models.NewStore(db)
+		live, twin := testTwin(t, db, 50)
+		now := time.Now().UTC()
+		order, jobs := testOrderOf(twin.ID, 1, 40, now)
+		require.NoError(t, s.PlaceTestOrder(ctx, order, jobs, now, nil))
+
+		acc, err := s.SetTestCredits(ctx, twin.ID, 0, now)
+		require.NoError(t, err)
+		require.Zero(t, acc.CreditBalance)
+		require.EqualValues(t, 40, acc.CreditsReserved, "reserved credits are untouched")
+		assertLedgerMatches(t, db, twin.ID)
+
+		refused, refusedJobs := testOrderOf(twin.ID, 1, 1, now)
+		err = s.PlaceTestOrder(ctx, refused, refusedJobs, now, nil)
+		require.True(t, errors.Is(err, models.ErrInsufficientCredits), "err = %v", err)
+		require.EqualValues(t, 1, countOrders(t, db, twin.ID), "nothing created")
+		acc = assertLedgerMatches(t, db, twin.ID)
+		require.Equal(t, 1, acc.TestJobsToday, "a refused order counts no job")
+
+		// The same day's reads keep the value set; the next day's refill brings the allowance back,
+		// down from a larger value too.
+		acc, err = s.RefillTestCredits(ctx, twin.ID, now)
+		require.NoError(t, err)
+		require.Zero(t, acc.CreditBalance)
+		_, err = s.SetTestCredits(ctx, twin.ID, 250_000, now)
+		require.NoError(t, err)
+		tomorrow := now.Add(24 * time.Hour)
+		acc, err = s.RefillTestCredits(ctx, twin.ID, tomorrow)
+		require.NoError(t, err)
+		require.EqualValues(t, models.TestDailyCredits, acc.CreditBalance)
+		assertLedgerMatches(t, db, twin.ID)
+
+		// Set on a day not yet started: the day starts first, so its refill does not undo the value.
+		later := tomorrow.Add(24 * time.Hour)
+		acc, err = s.SetTestCredits(ctx, twin.ID, 7, later)
+		require.NoError(t, err)
+		require.EqualValues(t, 7, acc.CreditBalance)
+		acc, err = s.RefillTestCredits(ctx, twin.ID, later)
+		require.NoError(t, err)
+		require.EqualValues(t, 7, acc.CreditBalance)
+		assertLedgerMatches(t, db, twin.ID)
+
+		_, err = s.SetTestCredits(ctx, live.ID, 0, now)
+		require.ErrorIs(t, err, models.ErrNotFound, "a live account has no test balance")
+		_, err = s.SetTestCredits(ctx, models.NewID(), 0, now)
+		require.ErrorIs(t, err, models.ErrNotFound)
+		_, err = s.SetTestCredits(ctx, twin.ID, -1, now)
+		require.Error(t, err)
+		liveAcc := assertLedgerMatches(t, db, live.ID)
+		require.EqualValues(t, 50, liveAcc.CreditBalance, "the live balance is untouched")
+	})
+}
+
+// The quota's edge: at TestDailyJobs-2 jobs run, two one-job orders fit and the next does not,
+// creating nothing; an order larger than what is left is refused whole; the next day it resets.
+func TestTestQuotaEdge(t *testing.T) {
+	t.Parallel()
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := t.Context()
+		s := models.NewStore(db)
+		_, twin := testTwin(t, db, 0)
+		now := time.Now().UTC()
+		setJobsToday(t, db, twin.ID, models.TestDailyJobs-2, now)
+		for range 2 {
+			order, jobs := testOrderOf(twin.ID, 1, 1, now)
+			require.NoError(t, s.PlaceTestOrder(ctx, order, jobs, now, nil))
+		}
+		order, jobs := testOrderOf(twin.ID, 1, 1, now)
+		err := s.PlaceTestOrder(ctx, order, jobs, now, nil)
+		require.True(t, errors.Is(err, models.ErrTestQuotaExceeded), "err = %v", err)
+		require.EqualValues(t, 2, countOrders(t, db, twin.ID))
+		acc := assertLedgerMatches(t, db, twin.ID)
+		require.Equal(t, models.TestDailyJobs, acc.TestJobsToday)
+		require.EqualValues(t, models.TestDailyCredits-2, acc.CreditBalance)
+
+		setJobsToday(t, db, twin.ID, models.TestDailyJobs-2, now)
+		order, jobs = testOrderOf(twin.ID, 3, 1, now)
+		err = s.PlaceTestOrder(ctx, order, jobs, now, nil)
+		require.True(t, errors.Is(err, models.ErrTestQuotaExceeded), "a 3-job order with 2 left: err = %v", err)
+		require.EqualValues(t, 2, countOrders(t, db, twin.ID))
+
+		tomorrow := now.Add(24 * time.Hour)
+		order, jobs = testOrderOf(twin.ID, 3, 1, tomorrow)
+		require.NoError(t, s.PlaceTestOrder(ctx, order, jobs, tomorrow, nil))
+		acc = assertLedgerMatches(t, db, twin.ID)
+		require.Equal(t, 3, acc.TestJobsToday)
+		require.EqualValues(t, models.TestDailyCredits-3, acc.CreditBalance)
+	})
+}
+
+// Orders placed at once near the quota: exactly what is left is accepted, on both databases.
+func TestTestQuotaUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := t.Context()
+		s := models.NewStore(db)
+		_, twin := testTwin(t, db, 0)
+		now := time.Now().UTC()
+		const left, senders = 5, 16
+		setJobsToday(t, db, twin.ID, models.TestDailyJobs-left, now)
+		var wg sync.WaitGroup
+		errs := make([]error, senders)
+		for i := range senders {
+			wg.Go(func() {
+				order, jobs := testOrderOf(twin.ID, 1, 2, now)
+				errs[i] = s.PlaceTestOrder(ctx, order, jobs, now, nil)
+			})
+		}
+		wg.Wait()
+		accepted := 0
+		for _, err := range errs {
+			if err == nil {
+				accepted++
+				continue
+			}
+			require.True(t, errors.Is(err, models.ErrTestQuotaExceeded), "err = %v", err)
+		}
+		require.Equal(t, left, accepted)
+		require.EqualValues(t, left, countOrders(t, db, twin.ID))
+		acc := assertLedgerMatches(t, db, twin.ID)
+		require.Equal(t, models.TestDailyJobs, acc.TestJobsToday)
+		require.EqualValues(t, models.TestDailyCredits-2*left, acc.CreditBalance)
+		require.EqualValues(t, 2*left, acc.CreditsReserved)
+	})
+}
+
+// Orders placed at once on the first moment of a day: the day is refilled once, whichever order
+// gets there first, and every order is counted.
+func TestTestDayStartsOnceUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := t.Context()
+		s := models.NewStore(db)
+		_, twin := testTwin(t, db, 0)
+		now := time.Now().UTC()
+		first, firstJobs := testOrderOf(twin.ID, 1, 100, now)
+		require.NoError(t, s.PlaceTestOrder(ctx, first, firstJobs, now, nil))
+		tomorrow := now.Add(24 * time.Hour)
+		const senders = 8
+		var wg sync.WaitGroup
+		errs := make([]error, senders)
+		for i := range senders {
+			wg.Go(func() {
+				order, jobs := testOrderOf(twin.ID, 1, 3, tomorrow)
+				errs[i] = s.PlaceTestOrder(ctx, order, jobs, tomorrow, nil)
+			})
+		}
+		wg.Wait()
+		for _, err := range errs {
+			require.NoError(t, err)
+		}
+		acc := assertLedgerMatches(t, db, twin.ID)
+		require.Equal(t, senders, acc.TestJobsToday)
+		require.EqualValues(t, models.TestDailyCredits-3*senders, acc.CreditBalance)
+		require.EqualValues(t, 100+3*senders, acc.CreditsReserved)
+		var adjusts []models.LedgerEntry
+		require.NoError(t, db.Where("account_id = ? AND kind = ?", twin.ID, models.LedgerAdjust).Find(&adjusts).Error)
+		require.Len(t, adjusts, 1, "one refill")
+		require.EqualValues(t, 100, adjusts[0].BalanceDelta)
+	})
+}
