@@ -67,7 +67,7 @@ func (e *Support) webhookScopeOf(ctx context.Context, installationID, accountID 
 		if err != nil {
 			return WebhookScope{}, err
 		}
-		return WebhookScope{AccountID: inst.AccountID, InstallationID: inst.ID}, nil
+		return WebhookScope{AccountID: inst.AccountID, InstallationID: inst.ID, Test: inst.TestMode}, nil
 	case accountID != "":
 		acc, err := e.store.GetAccount(ctx, accountID)
 		if errors.Is(err, models.ErrNotFound) {
@@ -76,7 +76,7 @@ func (e *Support) webhookScopeOf(ctx context.Context, installationID, accountID 
 		if err != nil {
 			return WebhookScope{}, err
 		}
-		return WebhookScope{AccountID: acc.ID}, nil
+		return WebhookScope{AccountID: acc.ID, Test: acc.TestMode}, nil
 	}
 	return WebhookScope{}, refuse(KindInvalid, "", "installation", "give an installation or an account.")
 }
@@ -94,7 +94,11 @@ func (e *Support) endpointScope(ctx context.Context, endpointID string) (*models
 	if err != nil {
 		return nil, WebhookScope{}, err
 	}
-	scope := WebhookScope{AccountID: ep.AccountID}
+	test, err := e.store.AccountTestMode(ctx, ep.AccountID)
+	if err != nil {
+		return nil, WebhookScope{}, err
+	}
+	scope := WebhookScope{AccountID: ep.AccountID, Test: test}
 	if ep.InstallationID != nil {
 		scope.InstallationID = *ep.InstallationID
 	}

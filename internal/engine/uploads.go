@@ -89,6 +89,7 @@ type ReceivedUpload struct {
 	SizeBytes     int64
 	Width, Height int // 0 when the header did not tell
 	SHA256        string
+	TestMode      bool // declared by a test key: its account is a test twin
 }
 
 // ReceiveUpload checks and stores the bytes of a declared upload and starts their preparation
@@ -152,8 +153,13 @@ func (e *Uploads) ReceiveUpload(ctx context.Context, in UploadBytes) (ReceivedUp
 	if err := e.CompleteUpload(ctx, asset, StoredUpload{SHA256: sum, Width: width, Height: height}); err != nil {
 		return refused(err)
 	}
+	// The signed URL carries no key: the upload's mode is its account's.
+	test, err := e.store.AccountTestMode(ctx, asset.AccountID)
+	if err != nil {
+		return ReceivedUpload{}, err
+	}
 	return ReceivedUpload{AssetID: asset.ID, Status: status.AssetProcessing, ContentType: asset.ContentType,
-		SizeBytes: n, Width: width, Height: height, SHA256: sum}, nil
+		SizeBytes: n, Width: width, Height: height, SHA256: sum, TestMode: test}, nil
 }
 
 // FindUpload returns a declared upload by ID (the signed URL names it, so it needs no tenant);
