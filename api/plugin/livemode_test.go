@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/mocks"
 
 	"github.com/shotflow/shotflow/api/plugin"
+	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -219,6 +220,20 @@ func TestTestModeIsolationMatrix(t *testing.T) {
 		packshots := e.getOK(p("/packshots"), w.key)["packshots"].([]any)
 		require.Len(t, packshots, 1)
 		assert.Equal(t, w.ids["packshot"], packshots[0].(map[string]any)["id"])
+	}
+
+	// An upload says the mode of the key that declared it, and so does its signed PUT, which
+	// carries no key.
+	for _, w := range []modeWorld{live, test} {
+		data := testimage.GradientPNG(t, 4, 4)
+		rec := e.do(http.MethodPost, p("/assets/upload"), w.key, map[string]any{
+			"mode": "presigned", "filename": "p.png", "content_type": "image/png", "size_bytes": len(data)})
+		require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
+		declared := decode(t, rec)
+		assert.Equal(t, w.live, declared["livemode"], "POST /assets/upload with the %s key", w.name)
+		put := e.put(declared["upload_url"].(string), "image/png", data, int64(len(data)))
+		require.Equal(t, http.StatusOK, put.Code, put.Body.String())
+		assert.Equal(t, w.live, decode(t, put)["livemode"], "PUT /uploads/{id} of the %s key's upload", w.name)
 	}
 
 	// And each ID-taking route finds the record with its own mode's key (the deletes last): the

@@ -115,6 +115,12 @@ func (e *Uploads) ReceiveUpload(ctx context.Context, in UploadBytes) (ReceivedUp
 		}
 		return ReceivedUpload{}, refuse(KindInvalid, reason, "", "Content-Length is %d but the upload was declared as %d bytes.", cl, asset.SizeBytes)
 	}
+	// The signed URL carries no key: the upload's mode is its account's (read before the claim, so
+	// that nothing fails once the bytes are stored).
+	test, err := e.store.AccountTestMode(ctx, asset.AccountID)
+	if err != nil {
+		return ReceivedUpload{}, err
+	}
 	// Claim the upload so two concurrent PUTs cannot both write it.
 	if err := e.ClaimUpload(ctx, in.ID); err != nil {
 		return ReceivedUpload{}, err
@@ -152,11 +158,6 @@ func (e *Uploads) ReceiveUpload(ctx context.Context, in UploadBytes) (ReceivedUp
 	// waiting for them.
 	if err := e.CompleteUpload(ctx, asset, StoredUpload{SHA256: sum, Width: width, Height: height}); err != nil {
 		return refused(err)
-	}
-	// The signed URL carries no key: the upload's mode is its account's.
-	test, err := e.store.AccountTestMode(ctx, asset.AccountID)
-	if err != nil {
-		return ReceivedUpload{}, err
 	}
 	return ReceivedUpload{AssetID: asset.ID, Status: status.AssetProcessing, ContentType: asset.ContentType,
 		SizeBytes: n, Width: width, Height: height, SHA256: sum, TestMode: test}, nil
