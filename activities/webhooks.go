@@ -110,9 +110,23 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in contract.DeliverInpu
 			return contract.DeliverResult{}, unavailable(contract.DependencyDatabase, fmt.Errorf("load installation: %w", err))
 		}
 	}
-	// A delivery recorded before the payload's current shape is sent in it (docs/webhooks.md).
-	body, err := webhooks.CurrentPayload(t.Body)
+	// A delivery recorded before the payload's current shape is sent in it (docs/webhooks.md), in the
+	// mode of its scope when it predates livemode.
+	body, err := webhooks.CurrentPayload(t.Body, func() (bool, error) {
+		if inst != nil {
+			return !inst.TestMode, nil
+		}
+		test, err := a.Store.AccountTestMode(dctx, d.AccountID)
+		if err != nil && !errors.Is(err, models.ErrNotFound) {
+			return false, unavailable(contract.DependencyDatabase, fmt.Errorf("load account: %w", err))
+		}
+		return !test, err
+	})
 	if err != nil {
+		var app *temporal.ApplicationError
+		if errors.As(err, &app) {
+			return contract.DeliverResult{}, app
+		}
 		return contract.DeliverResult{}, fmt.Errorf("payload of delivery %s: %w", d.ID, err)
 	}
 	started := time.Now()

@@ -427,6 +427,45 @@ func TestDeliverWebhookSendsALegacyPayloadInTheCurrentShape(t *testing.T) {
 	})
 }
 
+// A delivery recorded before livemode existed is sent with the mode of its installation: false,
+// at the top level, for a test twin's job.
+func TestDeliverWebhookAddsLivemodeToAnEarlierBody(t *testing.T) {
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		rc := newReceiver(t, answerWith(http.StatusNoContent))
+		f := newFixture(t, db, rc.URL+"/hooks")
+		if err := db.Model(&models.Installation{}).Where("id = ?", f.inst.ID).Update("test_mode", true).Error; err != nil {
+			t.Fatal(err)
+		}
+		rec := f.record(t, f.job.ID)
+		var stored map[string]any
+		if err := json.Unmarshal(f.body(t, f.delivery(t, rec.DeliveryID)), &stored); err != nil {
+			t.Fatal(err)
+		}
+		delete(stored, "livemode")
+		earlier, err := json.Marshal(stored)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Model(&models.WebhookDelivery{}).Where("id = ?", rec.DeliveryID).Update("payload", models.JSON(earlier)).Error; err != nil {
+			t.Fatal(err)
+		}
+		if res := f.deliver(t, contract.DeliverInput{DeliveryID: rec.DeliveryID, Attempt: 1, Replay: true}); !res.Delivered {
+			t.Fatalf("replay: %+v", res)
+		}
+		reqs := rc.got()
+		if len(reqs) != 1 {
+			t.Fatalf("%d requests", len(reqs))
+		}
+		var sent map[string]any
+		if err := json.Unmarshal(reqs[0].body, &sent); err != nil {
+			t.Fatal(err)
+		}
+		if sent["livemode"] != false || sent["id"] != f.job.ID {
+			t.Fatalf("an earlier body of a test-mode installation sent as %s", reqs[0].body)
+		}
+	})
+}
+
 func TestDeliverWebhookFailures(t *testing.T) {
 	t.Parallel()
 	db := testdb.Open(t, testdb.SQLiteURL(t))

@@ -19,6 +19,11 @@ const keyCtx = "shotflow.external.key"
 // key returns the request's authenticated key.
 func key(c *gin.Context) engine.APIKey { return c.MustGet(keyCtx).(engine.APIKey) }
 
+// livemode is what every record the key sees says as livemode: false for a test key. Rows with no
+// mode of their own (catalog photos, records, presets, webhook objects) are their account's, and
+// a test key's account is its live account's test twin.
+func livemode(c *gin.Context) bool { return !key(c).Test }
+
 // rawKey reads the key from X-Api-Key, else from Authorization: Bearer; X-Api-Key wins.
 func rawKey(c *gin.Context) string {
 	if k := strings.TrimSpace(c.GetHeader("X-Api-Key")); k != "" {

@@ -46,6 +46,8 @@ type GenerationResponse struct {
 	// Status is the order's status when answered: in_progress, unless the request waited for
 	// the order to end (Prefer: wait).
 	Status string `json:"status"`
+	// Livemode is false for a test key's request.
+	Livemode bool `json:"livemode"`
 }
 
 // registerGeneration mounts the register-* routes, each reading its Cancel-After header first.
@@ -274,6 +276,7 @@ func generationResponse(s engine.Submitted) GenerationResponse {
 	return GenerationResponse{
 		CreatedRecordIDs: s.RecordIDs, BatchID: s.OrderID, OrderID: s.OrderID,
 		ReservationID: s.ReservationID, CreditsReserved: s.CreditsReserved, Status: status.OrderInProgress,
+		Livemode: !s.TestMode,
 	}
 }
 

@@ -41,6 +41,7 @@ type OrderSummary struct {
 	JobsFailed    int       `json:"jobsFailed"`
 	CreatedAt     time.Time `json:"createdAt"`
 	UpdatedAt     time.Time `json:"updatedAt"`
+	Livemode      bool      `json:"livemode"` // false for a test key's order
 }
 
 // OrdersPage is the answer of GET /orders.
@@ -67,6 +68,7 @@ type OrderJob struct {
 	CancelReason *string `json:"cancelReason"`
 	// CancelAfterAt is the start deadline its request's Cancel-After set; null without one.
 	CancelAfterAt *time.Time `json:"cancelAfterAt"`
+	Livemode      bool       `json:"livemode"` // false for a test key's job
 }
 
 // OrderDetail is the answer of GET /orders/:id.
@@ -195,7 +197,7 @@ func (h *Handler) orderDetail(o engine.AccountOrder) OrderDetail {
 func (h *Handler) orderJob(j engine.Job, expires time.Time) OrderJob {
 	provider, model, _ := strings.Cut(j.AIModel, "/")
 	oj := OrderJob{JobID: j.ID, Provider: provider, Model: model, Status: j.Status, AttemptCount: j.AttemptCount,
-		StartedAt: j.StartedAt, CompletedAt: j.CompletedAt, CancelAfterAt: j.CancelAfterAt}
+		StartedAt: j.StartedAt, CompletedAt: j.CompletedAt, CancelAfterAt: j.CancelAfterAt, Livemode: !j.TestMode}
 	if j.Status == status.JobCancelled {
 		oj.CancelReason = j.CancelReason
 	}
@@ -212,7 +214,8 @@ func (h *Handler) orderJob(j engine.Job, expires time.Time) OrderJob {
 // summary renders an order; provider and model are Mixed when its jobs use different ones.
 func summary(o engine.Order, generators []string) OrderSummary {
 	s := OrderSummary{OrderID: o.ID, Status: o.Status, JobType: o.JobType, JobsTotal: o.JobsTotal,
-		JobsCompleted: o.JobsCompleted, JobsFailed: o.JobsFailed, CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt}
+		JobsCompleted: o.JobsCompleted, JobsFailed: o.JobsFailed, CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt,
+		Livemode: !o.TestMode}
 	if len(generators) == 0 {
 		return s
 	}

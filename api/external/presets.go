@@ -72,6 +72,9 @@ type PresetItem struct {
 	Scenery            *string          `json:"scenery"` // required, recommended or null (not reviewed)
 	Cover              *PresetImageRef  `json:"cover"`
 	Gallery            []PresetImageRef `json:"gallery"`
+	// Livemode is the key's mode: an account's own preset is of its mode, and a system one,
+	// shared by both, is listed in the mode of the key that lists it.
+	Livemode bool `json:"livemode"`
 }
 
 // PresetsPage is the answer of GET /presets.
@@ -123,7 +126,7 @@ func (h *Handler) listPresets(c *gin.Context) {
 	expires := h.now().Add(h.DownloadTTL)
 	page := PresetsPage{Presets: make([]PresetItem, 0, len(presets)), Count: len(presets)}
 	for _, p := range presets {
-		page.Presets = append(page.Presets, h.presetItem(p, expires))
+		page.Presets = append(page.Presets, h.presetItem(p, expires, livemode(c)))
 	}
 	c.PureJSON(http.StatusOK, page)
 }
@@ -148,8 +151,8 @@ func parseMaxRecords(raw string) (int, bool) {
 }
 
 // presetItem renders a preset with its images (cover, gallery in order).
-func (h *Handler) presetItem(p engine.Preset, expires time.Time) PresetItem {
-	it := PresetItem{
+func (h *Handler) presetItem(p engine.Preset, expires time.Time, live bool) PresetItem {
+	it := PresetItem{Livemode: live,
 		ID: p.ID, Name: p.Name, QuantityGuidelines: p.QuantityGuidelines, QualityGuidelines: p.QualityGuidelines,
 		CreatedAt: p.CreatedAt.UTC(), BestFor: p.BestFor, Do: p.DoTips, Dont: p.DontTips,
 		InputRequirements: p.InputRequirements, HeroIntro: p.HeroIntro, Slug: p.Slug,
@@ -389,7 +392,7 @@ func (h *Handler) createPreset(c *gin.Context) {
 		h.failUpload(c, err)
 		return
 	}
-	c.PureJSON(http.StatusOK, gin.H{"success": true, "presetId": p.ID, "preset": h.presetItem(p, h.now().Add(h.DownloadTTL))})
+	c.PureJSON(http.StatusOK, gin.H{"success": true, "presetId": p.ID, "preset": h.presetItem(p, h.now().Add(h.DownloadTTL), livemode(c))})
 }
 
 // updatePreset answers PUT /presets: changes a preset the key's account owns
@@ -412,7 +415,7 @@ func (h *Handler) updatePreset(c *gin.Context) {
 		h.failUpload(c, err)
 		return
 	}
-	c.PureJSON(http.StatusOK, gin.H{"success": true, "preset": h.presetItem(p, h.now().Add(h.DownloadTTL))})
+	c.PureJSON(http.StatusOK, gin.H{"success": true, "preset": h.presetItem(p, h.now().Add(h.DownloadTTL), livemode(c))})
 }
 
 func sortedFormKeys[V any](m map[string]V) []string {

@@ -34,7 +34,7 @@ import (
 
 // presetItemKeys are the keys of a preset item: the spec's table and the additive cover and gallery.
 var presetItemKeys = []string{"bestFor", "categories", "cover", "createdAt", "do", "dont", "gallery", "heroIntro", "id",
-	"inputRequirements", "isFree", "name", "qualityGuidelines", "quantityGuidelines", "scenery", "slug", "tags"}
+	"inputRequirements", "isFree", "livemode", "name", "qualityGuidelines", "quantityGuidelines", "scenery", "slug", "tags"}
 
 // System presets of models/seed/reference.json and their stored scenery requirement.
 const (

@@ -40,6 +40,7 @@ type ProductItem struct {
 	Thumbnail string    `json:"thumbnail"`
 	Status    string    `json:"status"`
 	CreatedAt time.Time `json:"createdAt"`
+	Livemode  bool      `json:"livemode"` // false for a test key's photo
 }
 
 // ProductsPage is the answer of GET /products.
@@ -71,7 +72,7 @@ func (h *Handler) listProducts(c *gin.Context) {
 	expires := h.now().Add(h.DownloadTTL)
 	page := ProductsPage{Products: make([]ProductItem, 0, len(rows)), Count: len(rows)}
 	for _, r := range rows {
-		page.Products = append(page.Products, h.productItem(r, expires))
+		page.Products = append(page.Products, h.productItem(r, expires, livemode(c)))
 	}
 	c.PureJSON(http.StatusOK, page)
 }
@@ -93,8 +94,8 @@ func productStatus(r engine.AccountPhoto, now time.Time) string {
 }
 
 // productItem renders a photo; its thumbnail is signed only once the photo is usable.
-func (h *Handler) productItem(r engine.AccountPhoto, expires time.Time) ProductItem {
-	item := ProductItem{ID: r.ID, Name: r.ProductName, Status: productStatus(r, h.now()), CreatedAt: r.CreatedAt}
+func (h *Handler) productItem(r engine.AccountPhoto, expires time.Time, live bool) ProductItem {
+	item := ProductItem{ID: r.ID, Name: r.ProductName, Status: productStatus(r, h.now()), CreatedAt: r.CreatedAt, Livemode: live}
 	if item.Name == "" {
 		item.Name = r.ProductRef
 	}
@@ -157,7 +158,7 @@ func (h *Handler) uploadProduct(c *gin.Context) {
 		h.failUpload(c, err)
 		return
 	}
-	c.PureJSON(http.StatusOK, ProductCreated{Success: true, Product: h.productItem(photo, h.now().Add(h.DownloadTTL))})
+	c.PureJSON(http.StatusOK, ProductCreated{Success: true, Product: h.productItem(photo, h.now().Add(h.DownloadTTL), livemode(c))})
 }
 
 // productText reads the text field sent at most once, trimmed, of 1 to maxLen characters; an

@@ -89,8 +89,8 @@ func checkProductKeys(t *testing.T, item map[string]any) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	if fmt.Sprint(keys) != "[createdAt id name status thumbnail]" {
-		t.Fatalf("product item keys = %v, want createdAt id name status thumbnail", keys)
+	if fmt.Sprint(keys) != "[createdAt id livemode name status thumbnail]" {
+		t.Fatalf("product item keys = %v, want createdAt id livemode name status thumbnail", keys)
 	}
 }
 

@@ -42,6 +42,7 @@ type RecordItem struct {
 	Status    string    `json:"status"`    // DONE, INPROGRESS or FAILED
 	Voting    *string   `json:"voting"`    // the list's vocabulary; null when not rated
 	CreatedAt time.Time `json:"createdAt"`
+	Livemode  bool      `json:"livemode"` // false for a test key's record
 }
 
 // VideoItem is an entry of GET /videos.
@@ -53,6 +54,7 @@ type VideoItem struct {
 	Status    string    `json:"status"`
 	Voting    *string   `json:"voting"` // APPROVED, REJECTED or null
 	CreatedAt time.Time `json:"createdAt"`
+	Livemode  bool      `json:"livemode"` // false for a test key's video
 }
 
 // registerRecords mounts the record lists and the review routes.
@@ -120,7 +122,8 @@ func (h *Handler) listVideos(c *gin.Context) {
 	items := make([]VideoItem, 0, len(recs))
 	for _, r := range recs {
 		items = append(items, VideoItem{ID: r.ID, Name: r.Name, Thumbnail: h.recordFileURL(r.Thumbnail, expires),
-			VideoURL: h.recordFileURL(r.Video, expires), Status: r.Status, Voting: r.Voting, CreatedAt: r.CreatedAt})
+			VideoURL: h.recordFileURL(r.Video, expires), Status: r.Status, Voting: r.Voting, CreatedAt: r.CreatedAt,
+			Livemode: livemode(c)})
 	}
 	c.PureJSON(http.StatusOK, gin.H{"videos": items, "count": len(items)})
 }
@@ -148,7 +151,7 @@ func (h *Handler) answerRecords(c *gin.Context, listKey string, recs []engine.Re
 	items := make([]RecordItem, 0, len(recs))
 	for _, r := range recs {
 		items = append(items, RecordItem{ID: r.ID, Name: r.Name, Thumbnail: h.recordFileURL(r.Thumbnail, expires),
-			Status: r.Status, Voting: r.Voting, CreatedAt: r.CreatedAt})
+			Status: r.Status, Voting: r.Voting, CreatedAt: r.CreatedAt, Livemode: livemode(c)})
 	}
 	c.PureJSON(http.StatusOK, gin.H{listKey: items, "count": len(items)})
 }

@@ -169,7 +169,7 @@ func (f *recFix) recList(key, path, listKey string, keys ...string) []map[string
 	return out
 }
 
-var recordKeys = []string{"id", "name", "thumbnail", "status", "voting", "createdAt"}
+var recordKeys = []string{"id", "name", "thumbnail", "status", "voting", "createdAt", "livemode"}
 
 func recIDs(items []map[string]any) []string {
 	out := make([]string, len(items))
@@ -457,7 +457,7 @@ func TestListVideos(t *testing.T) {
 		})
 		f.job(other, jobtype.Video, status.JobCompleted, 1, nil)
 
-		keys := []string{"id", "name", "thumbnail", "videoUrl", "status", "voting", "createdAt"}
+		keys := []string{"id", "name", "thumbnail", "videoUrl", "status", "voting", "createdAt", "livemode"}
 		items := f.recList(e.key, "/videos", "videos", keys...)
 		want := []string{failed.ID, rendering.ID, reel.ID, video.ID}
 		if got := recIDs(items); !slices.Equal(got, want) {

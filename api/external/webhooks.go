@@ -81,9 +81,9 @@ func (h *Handler) registerWebhooks(add route) {
 	add(http.MethodGet, "/events/:id", none, ScopeWebhooks, h.getEvent)
 }
 
-// webhookScope is the key's account's own webhooks: no installation's.
+// webhookScope is the key's account's own webhooks: no installation's; in the key's mode.
 func webhookScope(c *gin.Context) engine.WebhookScope {
-	return engine.WebhookScope{AccountID: key(c).AccountID}
+	return engine.WebhookScope{AccountID: key(c).AccountID, Test: key(c).Test}
 }
 
 // endpointBody is the body of PATCH /webhook-endpoints: nil is a field not given.

@@ -33,6 +33,7 @@ type UploadResponse struct {
 	Headers      map[string]string `json:"headers"`
 	ExpiresAt    time.Time         `json:"expires_at"`
 	MaxSizeBytes int64             `json:"max_size_bytes"`
+	Livemode     bool              `json:"livemode"` // false for a test key's upload
 }
 
 // AssetResponse describes a stored upload.
@@ -44,6 +45,7 @@ type AssetResponse struct {
 	Width       int    `json:"width"`
 	Height      int    `json:"height"`
 	SHA256      string `json:"sha256"`
+	Livemode    bool   `json:"livemode"` // false for an upload a test key declared
 }
 
 func uploadPath(assetID string) string { return Base + "/uploads/" + assetID }
@@ -69,6 +71,7 @@ func (h *Handler) createUpload(c *gin.Context) {
 		Headers:      map[string]string{"Content-Type": req.ContentType},
 		ExpiresAt:    expires.Truncate(time.Second),
 		MaxSizeBytes: req.SizeBytes,
+		Livemode:     livemode(c),
 	})
 }
 
@@ -93,5 +96,5 @@ func (h *Handler) receiveUpload(c *gin.Context) {
 		return
 	}
 	c.PureJSON(http.StatusOK, AssetResponse{AssetID: up.AssetID, Status: up.Status, ContentType: up.ContentType,
-		SizeBytes: up.SizeBytes, Width: up.Width, Height: up.Height, SHA256: up.SHA256})
+		SizeBytes: up.SizeBytes, Width: up.Width, Height: up.Height, SHA256: up.SHA256, Livemode: !up.TestMode})
 }

@@ -30,6 +30,7 @@ type ProductItem struct {
 	PackshotCount int64      `json:"packshot_count"`
 	CreatedAt     time.Time  `json:"created_at"`
 	DeletedAt     *time.Time `json:"deleted_at"` // set only on deleted products (include_deleted=true)
+	Livemode      bool       `json:"livemode"`   // false for a test key's product
 }
 
 // ProductsPage is the answer of GET /products.
@@ -122,7 +123,7 @@ func (h *Handler) listProducts(c *gin.Context) {
 		page.NextCursor = encodeCatalogCursor("products", last.CreatedAt, last.ID)
 	}
 	for _, p := range rows {
-		page.Products = append(page.Products, productItem(p))
+		page.Products = append(page.Products, productItem(p, livemode(c)))
 	}
 	c.PureJSON(http.StatusOK, page)
 }
@@ -134,14 +135,14 @@ func (h *Handler) getProduct(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
-	out := ProductDetail{ProductItem: productItem(p.Product),
+	out := ProductDetail{ProductItem: productItem(p.Product, livemode(c)),
 		Images: make([]ImageItem, 0, len(p.Images)), ImagesTruncated: p.ImagesTruncated,
 		Packshots: make([]PackshotItem, 0, len(p.Packshots)), PackshotsTruncated: p.PackshotsTruncated}
 	for _, img := range p.Images {
-		out.Images = append(out.Images, *h.imageItem(img))
+		out.Images = append(out.Images, *h.imageItem(img, livemode(c)))
 	}
 	for _, ps := range p.Packshots {
-		out.Packshots = append(out.Packshots, *packshotItem(ps))
+		out.Packshots = append(out.Packshots, *packshotItem(ps, livemode(c)))
 	}
 	c.PureJSON(http.StatusOK, out)
 }
@@ -174,7 +175,7 @@ func (h *Handler) listPackshots(c *gin.Context) {
 		page.NextCursor = encodeCatalogCursor("packshots", last.CreatedAt, last.ID)
 	}
 	for _, ps := range rows {
-		page.Packshots = append(page.Packshots, *packshotItem(ps))
+		page.Packshots = append(page.Packshots, *packshotItem(ps, livemode(c)))
 	}
 	c.PureJSON(http.StatusOK, page)
 }
@@ -189,7 +190,12 @@ func (h *Handler) deletePackshot(c *gin.Context) {
 	c.Status(http.StatusNoContent)
 }
 
-func productItem(p engine.Product) ProductItem {
+// livemode is what every record the caller's key sees says as livemode: false for a test key.
+// Catalog rows, uploads and webhook objects have no mode of their own: they are their
+// installation's, and a test key's installation is its live installation's test twin.
+func livemode(c *gin.Context) bool { return !caller(c).Key.Test }
+
+func productItem(p engine.Product, live bool) ProductItem {
 	return ProductItem{ID: p.ID, ExternalRef: p.ExternalRef, DisplayName: p.DisplayName, SKU: p.SKU,
-		ImageCount: p.ImageCount, PackshotCount: p.PackshotCount, CreatedAt: p.CreatedAt, DeletedAt: p.DeletedAt}
+		ImageCount: p.ImageCount, PackshotCount: p.PackshotCount, CreatedAt: p.CreatedAt, DeletedAt: p.DeletedAt, Livemode: live}
 }

@@ -17,10 +17,10 @@ import (
 )
 
 var (
-	productKeys       = []string{"created_at", "deleted_at", "display_name", "external_ref", "id", "image_count", "packshot_count", "sku"}
+	productKeys       = []string{"created_at", "deleted_at", "display_name", "external_ref", "id", "image_count", "livemode", "packshot_count", "sku"}
 	productDetailKeys = []string{"created_at", "deleted_at", "display_name", "external_ref", "id", "image_count", "images",
-		"images_truncated", "packshot_count", "packshots", "packshots_truncated", "sku"}
-	packshotKeys = []string{"asset_id", "created_at", "external_ref", "id", "product_id", "product_ref", "source_image_ref", "voting", "voting_at"}
+		"images_truncated", "livemode", "packshot_count", "packshots", "packshots_truncated", "sku"}
+	packshotKeys = []string{"asset_id", "created_at", "external_ref", "id", "livemode", "product_id", "product_ref", "source_image_ref", "voting", "voting_at"}
 )
 
 // getOK sends a GET and returns the decoded 200 answer.

@@ -273,7 +273,7 @@ func TestIdempotencyKeyHeldByARunningRequest(t *testing.T) {
 
 	// The first request finishes while the second waits: the second replays its answer.
 	order, _, _ := e.storeJob(e.inst)
-	answer := `{"order_id":"` + order.ID + `","status":"in_progress","subjects":[],"credits_reserved":0}` + "\n"
+	answer := `{"order_id":"` + order.ID + `","status":"in_progress","subjects":[],"credits_reserved":0,"livemode":true}` + "\n"
 	go func() {
 		time.Sleep(200 * time.Millisecond)
 		assert.NoError(t, models.CompleteIdempotencyKey(e.db, claim, order.ID, http.StatusCreated, []byte(answer)))

@@ -45,6 +45,7 @@ type ImageItem struct {
 	// ThumbnailURL is a signed download URL of a small JPEG preview; "" until the image is ready.
 	ThumbnailURL string    `json:"thumbnail_url"`
 	CreatedAt    time.Time `json:"created_at"`
+	Livemode     bool      `json:"livemode"` // false for a test key's image
 }
 
 // ImageBulkResult is the outcome of one item of POST /images.
@@ -76,7 +77,7 @@ func (h *Handler) registerImages(c *gin.Context) {
 			}
 			res.Status = "error"
 		} else {
-			res.Status, res.Image = bulkStatus(existing), h.imageItem(img)
+			res.Status, res.Image = bulkStatus(existing), h.imageItem(img, livemode(c))
 		}
 		results = append(results, res)
 	}
@@ -96,8 +97,8 @@ func imageStatus(assetStatus string) string {
 	return ImageAwaitingUpload
 }
 
-func (h *Handler) imageItem(r engine.Image) *ImageItem {
-	item := &ImageItem{ID: r.ID, ExternalRef: r.ExternalRef, ProductID: r.ProductID, ProductRef: r.ProductRef,
+func (h *Handler) imageItem(r engine.Image, live bool) *ImageItem {
+	item := &ImageItem{Livemode: live, ID: r.ID, ExternalRef: r.ExternalRef, ProductID: r.ProductID, ProductRef: r.ProductRef,
 		AssetID: r.AssetID, Status: imageStatus(r.AssetStatus), Width: r.Width, Height: r.Height, CreatedAt: r.CreatedAt}
 	if r.AssetStatus == status.AssetReady && r.Thumbnail {
 		item.ThumbnailURL = h.Signer.URL(http.MethodGet, jobview.ThumbnailPath(r.AssetID), time.Now().Add(h.DownloadTTL))

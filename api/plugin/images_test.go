@@ -44,7 +44,7 @@ func imageReg(ref, productRef, assetID string) map[string]any {
 		"product_metadata": map[string]any{"display_name": "Product " + productRef}}
 }
 
-var imageKeys = []string{"asset_id", "created_at", "external_ref", "height", "id", "product_id", "product_ref", "status", "thumbnail_url", "width"}
+var imageKeys = []string{"asset_id", "created_at", "external_ref", "height", "id", "livemode", "product_id", "product_ref", "status", "thumbnail_url", "width"}
 
 func TestRegisterImagesCreatesProductAndIsIdempotent(t *testing.T) {
 	t.Parallel()

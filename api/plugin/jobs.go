@@ -103,6 +103,7 @@ type OrderResponse struct {
 	CreatedAt     time.Time       `json:"created_at"`
 	UpdatedAt     time.Time       `json:"updated_at"`
 	CompletedAt   *time.Time      `json:"completed_at"`
+	Livemode      bool            `json:"livemode"` // false for a test key's order
 }
 
 // OrderProduct holds the per-product counters of an order.
@@ -167,7 +168,7 @@ func (h *Handler) orderResponse(d engine.OrderDetail) OrderResponse {
 		Products: []OrderProduct{}, Images: []OrderImage{}, SourceOrderID: o.SourceOrderID,
 		Summary: CreditSummary{CreditsReserved: o.CreditsReserved, CreditsConsumed: o.CreditsConsumed, CreditsReleased: o.CreditsReleased,
 			CreditsHeld: o.CreditsReserved - o.CreditsConsumed - o.CreditsReleased},
-		CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt, CompletedAt: o.CompletedAt,
+		CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt, CompletedAt: o.CompletedAt, Livemode: !o.TestMode,
 	}
 	index := map[string]int{}
 	for _, j := range d.Jobs {

@@ -43,6 +43,7 @@ type PackshotItem struct {
 	Voting         string     `json:"voting"`
 	VotingAt       *time.Time `json:"voting_at"`
 	CreatedAt      time.Time  `json:"created_at"`
+	Livemode       bool       `json:"livemode"` // false for a test key's packshot
 }
 
 // BulkResult is the outcome of one item of a bulk call.
@@ -73,7 +74,7 @@ func (h *Handler) registerPackshots(c *gin.Context) {
 			}
 			res.Status = "error"
 		} else {
-			res.Status, res.Packshot = bulkStatus(existing), packshotItem(p)
+			res.Status, res.Packshot = bulkStatus(existing), packshotItem(p, livemode(c))
 		}
 		results = append(results, res)
 	}
@@ -109,7 +110,8 @@ func productMetadata(m *ProductMetadata) *engine.ProductMetadata {
 	return &engine.ProductMetadata{DisplayName: m.DisplayName, SKU: m.SKU}
 }
 
-func packshotItem(p engine.Packshot) *PackshotItem {
+func packshotItem(p engine.Packshot, live bool) *PackshotItem {
 	return &PackshotItem{ID: p.ID, AssetID: p.AssetID, ProductID: p.ProductID, ProductRef: p.ProductRef,
-		ExternalRef: p.ExternalRef, SourceImageRef: p.SourceImageRef, Voting: p.Voting, VotingAt: p.VotingAt, CreatedAt: p.CreatedAt}
+		ExternalRef: p.ExternalRef, SourceImageRef: p.SourceImageRef, Voting: p.Voting, VotingAt: p.VotingAt, CreatedAt: p.CreatedAt,
+		Livemode: live}
 }

@@ -13,6 +13,8 @@ import (
 type RefreshURLResponse struct {
 	JobID   string   `json:"job_id"`
 	Outputs []Output `json:"outputs"`
+	// Livemode is the job's: false for a test key's job.
+	Livemode bool `json:"livemode"`
 }
 
 // refreshURL answers POST /jobs/{id}/refresh-url: signed download URLs valid for at least
@@ -24,7 +26,7 @@ func (h *Handler) refreshURL(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
-	c.PureJSON(http.StatusOK, RefreshURLResponse{JobID: j.ID, Outputs: h.outputs(j.Outputs)})
+	c.PureJSON(http.StatusOK, RefreshURLResponse{JobID: j.ID, Outputs: h.outputs(j.Outputs), Livemode: !j.TestMode})
 }
 
 func (h *Handler) acceptJob(c *gin.Context) { h.rateJob(c, voting.Accepted) }

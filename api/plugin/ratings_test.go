@@ -67,7 +67,7 @@ func TestRefreshURLSignsFreshDownloadURLs(t *testing.T) {
 	rec := e.post(e.key, "/jobs/"+j.ID+"/refresh-url")
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 	body := decode(t, rec)
-	assert.Equal(t, []string{"job_id", "outputs"}, keysOf(body))
+	assert.Equal(t, []string{"job_id", "livemode", "outputs"}, keysOf(body))
 	assert.Equal(t, j.ID, body["job_id"])
 	outs := body["outputs"].([]any)
 	require.Len(t, outs, 1)

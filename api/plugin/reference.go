@@ -37,6 +37,9 @@ type ReferenceEntry struct {
 	Name      string `json:"name"`
 	Thumbnail string `json:"thumbnail"` // signed download URL of the image
 	Source    string `json:"source"`    // account or marketplace
+	// Livemode is the key's mode: an account's own entry is of its mode, and a marketplace one,
+	// shared by both, is listed in the mode of the key that lists it.
+	Livemode bool `json:"livemode"`
 }
 
 // PresetEntry is an entry of GET /presets.
@@ -57,6 +60,9 @@ type PresetEntry struct {
 	// Scenery is required, recommended or null (not yet reviewed: unknown, never "not needed").
 	Scenery *string `json:"scenery"`
 	Source  string  `json:"source"` // system or account
+	// Livemode is the key's mode: an account's own preset is of its mode, and a system one,
+	// shared by both, is listed in the mode of the key that lists it.
+	Livemode bool `json:"livemode"`
 }
 
 // InputGuidance is the advice of a preset about its input photos; "" when unset.
@@ -113,7 +119,8 @@ func (h *Handler) listReference(c *gin.Context, kind engine.ReferenceKind, field
 		if it.Marketplace {
 			source = SourceMarketplace
 		}
-		out = append(out, ReferenceEntry{ID: it.ID, Name: it.Name, Thumbnail: h.imageURL(it.Thumbnail, expires), Source: source})
+		out = append(out, ReferenceEntry{ID: it.ID, Name: it.Name, Thumbnail: h.imageURL(it.Thumbnail, expires), Source: source,
+			Livemode: livemode(c)})
 	}
 	c.Header("Cache-Control", cacheAccountLists)
 	c.Header("Vary", "X-Api-Key")
@@ -133,7 +140,7 @@ func (h *Handler) listPresets(c *gin.Context) {
 		e := PresetEntry{
 			ID: p.ID, Slug: p.Slug, Name: p.Name, Description: p.HeroIntro, BestFor: p.BestFor, ExampleGallery: []string{},
 			CreditCost: p.CreditCost, IsFree: p.IsFree, Categories: nonNilStrings(p.Categories), Tags: nonNilStrings(p.Tags),
-			Scenery: p.SceneryRequirement, Source: SourceSystem,
+			Scenery: p.SceneryRequirement, Source: SourceSystem, Livemode: livemode(c),
 			InputGuidance: InputGuidance{Requirements: p.InputRequirements, Quantity: p.QuantityGuidelines,
 				Quality: p.QualityGuidelines, Do: p.DoTips, Dont: p.DontTips},
 		}

@@ -119,7 +119,7 @@ func TestListModelsAndSceneries(t *testing.T) {
 			require.Len(t, entries, 2+len(market), rec.Body.String())
 			var names []string
 			for _, en := range entries {
-				assert.Equal(t, []string{"id", "name", "source", "thumbnail"}, keysOf(en))
+				assert.Equal(t, []string{"id", "livemode", "name", "source", "thumbnail"}, keysOf(en))
 				names = append(names, en["name"].(string))
 				assert.NotContains(t, hidden, en["id"])
 			}
@@ -261,7 +261,7 @@ func TestListPresets(t *testing.T) {
 	assert.Equal(t, "X-Api-Key", rec.Header().Get("Vary"))
 	require.Len(t, entries, len(seed.Presets)+1, rec.Body.String())
 	want := []string{"best_for", "categories", "credit_cost", "description", "example_gallery", "id", "input_guidance",
-		"is_free", "name", "scenery", "slug", "source", "tags", "thumbnail"}
+		"is_free", "livemode", "name", "scenery", "slug", "source", "tags", "thumbnail"}
 	for _, en := range entries {
 		assert.Equal(t, want, keysOf(en))
 		assert.NotEqual(t, draft.ID, en["id"])

@@ -65,6 +65,7 @@ type SessionResponse struct {
 	Status          string            `json:"status"`
 	Subjects        []SubjectResponse `json:"subjects"`
 	CreditsReserved int64             `json:"credits_reserved"`
+	Livemode        bool              `json:"livemode"` // false for a test key's session
 }
 
 // SubjectResponse lists the jobs created for one subject.
@@ -234,7 +235,7 @@ func (h *Handler) pluginSession(c *gin.Context, req engine.SessionRequest) engin
 // sessionResponse lists the jobs of a created session per subject, in input order.
 func sessionResponse(s engine.Session) *SessionResponse {
 	resp := &SessionResponse{OrderID: s.OrderID, Status: s.Status, CreditsReserved: s.CreditsReserved,
-		Subjects: []SubjectResponse{}}
+		Subjects: []SubjectResponse{}, Livemode: !s.TestMode}
 	index := map[string]int{}
 	for _, j := range s.Jobs {
 		i, ok := index[j.ProductRef]

@@ -44,10 +44,10 @@ type EventsPage struct {
 	NextCursor *string               `json:"next_cursor"`
 }
 
-// webhookScope is the caller's installation as the scope of the webhook use cases.
+// webhookScope is the caller's installation as the scope of the webhook use cases, in the key's mode.
 func webhookScope(c *gin.Context) engine.WebhookScope {
 	inst := caller(c).Installation
-	return engine.WebhookScope{AccountID: inst.AccountID, InstallationID: inst.ID}
+	return engine.WebhookScope{AccountID: inst.AccountID, InstallationID: inst.ID, Test: caller(c).Key.Test}
 }
 
 // nextCursor is the JSON of a next cursor: null after the last page.

@@ -16,7 +16,7 @@ import (
 
 const hookURL = "https://93.184.216.34/hook" // a public address: no DNS lookup, not refused
 
-var endpointKeys = []string{"created_at", "description", "disabled_at", "disabled_reason", "events", "failing_since", "id", "status", "updated_at", "url"}
+var endpointKeys = []string{"created_at", "description", "disabled_at", "disabled_reason", "events", "failing_since", "id", "livemode", "status", "updated_at", "url"}
 
 // createEndpoint creates an endpoint of key's installation and returns its answer.
 func (e *env) createEndpoint(key string, body any) map[string]any {
@@ -255,7 +255,7 @@ func TestWebhookDeliveryLogAndEvents(t *testing.T) {
 	list := page["webhook_deliveries"].([]any)
 	require.Len(t, list, 3)
 	first := list[0].(map[string]any)
-	assert.Equal(t, []string{"attempts", "created_at", "delivered_at", "endpoint_id", "event", "event_id", "id", "next_attempt_at", "status", "url"}, keysOf(first))
+	assert.Equal(t, []string{"attempts", "created_at", "delivered_at", "endpoint_id", "event", "event_id", "id", "livemode", "next_attempt_at", "status", "url"}, keysOf(first))
 	assert.Equal(t, dt.ID, first["id"])
 	assert.Equal(t, test.ID, first["event_id"])
 	assert.Equal(t, a, first["endpoint_id"])
@@ -300,7 +300,7 @@ func TestWebhookDeliveryLogAndEvents(t *testing.T) {
 	events := page["events"].([]any)
 	require.Len(t, events, 2)
 	assert.Equal(t, map[string]any{"id": e2.ID, "type": "job.failed", "created_at": base.Add(time.Minute).Format(time.RFC3339),
-		"data": map[string]any{"event": "job.failed", "delivery_id": "x"}}, events[0])
+		"data": map[string]any{"event": "job.failed", "delivery_id": "x", "livemode": true}, "livemode": true}, events[0])
 	rec = e.do(http.MethodGet, p("/events?type=job.completed&limit=1"), e.key, nil)
 	require.Equal(t, http.StatusOK, rec.Code)
 	events = decode(t, rec)["events"].([]any)

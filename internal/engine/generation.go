@@ -145,6 +145,7 @@ type Submitted struct {
 	JobType         string
 	Jobs            int // how many jobs the order has
 	CorrelationID   string
+	TestMode        bool // a test key's request
 }
 
 // SubmitPlan creates the plan's order, jobs and records and reserves their credits in one
@@ -194,7 +195,7 @@ func (e *Generation) SubmitPlan(ctx context.Context, p *Plan) (Submitted, error)
 // its reservation).
 func (p *Plan) submitted() Submitted {
 	o := p.Order
-	return Submitted{OrderID: o.ID, ReservationID: models.ReservationID(o.ID), CreditsReserved: o.CreditsReserved,
+	return Submitted{OrderID: o.ID, ReservationID: models.ReservationID(o.ID), CreditsReserved: o.CreditsReserved, TestMode: o.TestMode,
 		RecordIDs: p.RecordIDs, AccountID: o.AccountID, JobType: o.JobType, Jobs: len(p.Jobs), CorrelationID: o.CorrelationID}
 }
 

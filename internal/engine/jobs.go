@@ -127,6 +127,7 @@ type Order struct {
 	// EventSeq numbers the order's latest event (Feed): a request that waits for the order to
 	// change waits for a higher one.
 	EventSeq int64
+	TestMode bool // created by a test key
 }
 
 // orderOf is the view of a stored order.
@@ -140,7 +141,7 @@ func orderOf(o *models.Order) Order {
 		JobsCompleted: o.JobsCompleted, JobsFailed: o.JobsFailed, JobsCancelled: o.JobsCancelled, JobsExpired: o.JobsExpired,
 		CreditsReserved: o.CreditsReserved, CreditsConsumed: o.CreditsConsumed, CreditsReleased: o.CreditsReleased,
 		SourceOrderID: o.SourceOrderID, CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt, CompletedAt: o.CompletedAt,
-		EventSeq: o.EventSeq,
+		EventSeq: o.EventSeq, TestMode: o.TestMode,
 	}
 }
 

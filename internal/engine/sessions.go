@@ -244,6 +244,7 @@ type Session struct {
 	Status          string
 	CreditsReserved int64
 	Jobs            []SessionJob
+	TestMode        bool // a test key's session
 	// order and jobs are what was committed, for StartAll.
 	order *models.Order
 	jobs  []models.Job
@@ -257,7 +258,7 @@ type SessionJob struct {
 
 // sessionOf is the view of a committed order and its jobs.
 func sessionOf(order *models.Order, jobs []models.Job) Session {
-	s := Session{OrderID: order.ID, Status: order.Status, CreditsReserved: order.CreditsReserved,
+	s := Session{OrderID: order.ID, Status: order.Status, CreditsReserved: order.CreditsReserved, TestMode: order.TestMode,
 		Jobs: make([]SessionJob, len(jobs)), order: order, jobs: jobs}
 	for i, j := range jobs {
 		s.Jobs[i] = SessionJob{ID: j.ID, ProductRef: j.ProductRef}

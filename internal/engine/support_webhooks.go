@@ -77,7 +77,7 @@ func (e *Support) namedWebhookScope(ctx context.Context, installationID, account
 		if err != nil {
 			return modeScope{}, err
 		}
-		return modeScope{WebhookScope{AccountID: inst.AccountID, InstallationID: inst.ID}, inst.TestMode}, nil
+		return modeScope{WebhookScope{AccountID: inst.AccountID, InstallationID: inst.ID, Test: inst.TestMode}, inst.TestMode}, nil
 	case accountID != "":
 		acc, err := e.store.GetAccount(ctx, accountID)
 		if errors.Is(err, models.ErrNotFound) {
@@ -86,7 +86,7 @@ func (e *Support) namedWebhookScope(ctx context.Context, installationID, account
 		if err != nil {
 			return modeScope{}, err
 		}
-		return modeScope{WebhookScope{AccountID: acc.ID}, acc.TestMode}, nil
+		return modeScope{WebhookScope{AccountID: acc.ID, Test: acc.TestMode}, acc.TestMode}, nil
 	}
 	return modeScope{}, refuse(KindInvalid, "", "installation", "give an installation or an account.")
 }
@@ -111,7 +111,7 @@ func (e *Support) scopesIn(ctx context.Context, named modeScope, mode Mode) ([]m
 		if err != nil {
 			return nil, err
 		}
-		twin = WebhookScope{AccountID: inst.AccountID, InstallationID: inst.ID}
+		twin = WebhookScope{AccountID: inst.AccountID, InstallationID: inst.ID, Test: true}
 	} else {
 		acc, err := e.store.FindTestTwinOfAccount(ctx, named.AccountID)
 		if errors.Is(err, models.ErrNotFound) {
@@ -120,7 +120,7 @@ func (e *Support) scopesIn(ctx context.Context, named modeScope, mode Mode) ([]m
 		if err != nil {
 			return nil, err
 		}
-		twin = WebhookScope{AccountID: acc.ID}
+		twin = WebhookScope{AccountID: acc.ID, Test: true}
 	}
 	return append(out, modeScope{twin, true}), nil
 }
@@ -144,13 +144,13 @@ func (e *Support) endpointModeScope(ctx context.Context, endpointID string) (*mo
 	if err != nil {
 		return nil, modeScope{}, err
 	}
-	scope := WebhookScope{AccountID: ep.AccountID}
-	if ep.InstallationID != nil {
-		scope.InstallationID = *ep.InstallationID
-	}
 	acc, err := e.store.GetAccount(ctx, ep.AccountID)
 	if err != nil {
 		return nil, modeScope{}, err
+	}
+	scope := WebhookScope{AccountID: ep.AccountID, Test: acc.TestMode}
+	if ep.InstallationID != nil {
+		scope.InstallationID = *ep.InstallationID
 	}
 	return ep, modeScope{scope, acc.TestMode}, nil
 }

@@ -89,6 +89,7 @@ type ReceivedUpload struct {
 	SizeBytes     int64
 	Width, Height int // 0 when the header did not tell
 	SHA256        string
+	TestMode      bool // declared by a test key: its account is a test twin
 }
 
 // ReceiveUpload checks and stores the bytes of a declared upload and starts their preparation
@@ -113,6 +114,12 @@ func (e *Uploads) ReceiveUpload(ctx context.Context, in UploadBytes) (ReceivedUp
 			reason = ReasonTooLarge
 		}
 		return ReceivedUpload{}, refuse(KindInvalid, reason, "", "Content-Length is %d but the upload was declared as %d bytes.", cl, asset.SizeBytes)
+	}
+	// The signed URL carries no key: the upload's mode is its account's (read before the claim, so
+	// that nothing fails once the bytes are stored).
+	test, err := e.store.AccountTestMode(ctx, asset.AccountID)
+	if err != nil {
+		return ReceivedUpload{}, err
 	}
 	// Claim the upload so two concurrent PUTs cannot both write it.
 	if err := e.ClaimUpload(ctx, in.ID); err != nil {
@@ -153,7 +160,7 @@ func (e *Uploads) ReceiveUpload(ctx context.Context, in UploadBytes) (ReceivedUp
 		return refused(err)
 	}
 	return ReceivedUpload{AssetID: asset.ID, Status: status.AssetProcessing, ContentType: asset.ContentType,
-		SizeBytes: n, Width: width, Height: height, SHA256: sum}, nil
+		SizeBytes: n, Width: width, Height: height, SHA256: sum, TestMode: test}, nil
 }
 
 // FindUpload returns a declared upload by ID (the signed URL names it, so it needs no tenant);

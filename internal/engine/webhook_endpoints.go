@@ -42,8 +42,12 @@ type (
 )
 
 // WebhookScope is whose endpoints, deliveries and events a use case sees: an installation's (plugin
-// API), or an account's own (external API: InstallationID "").
-type WebhookScope struct{ AccountID, InstallationID string }
+// API), or an account's own (external API: InstallationID ""). Test is set for a test twin's (a
+// test key's): what the scope's views show as livemode false.
+type WebhookScope struct {
+	AccountID, InstallationID string
+	Test                      bool
+}
 
 // plugin reports whether the scope is an installation's, whose events are the plugin API's.
 func (s WebhookScope) plugin() bool { return s.InstallationID != "" }
@@ -114,7 +118,7 @@ func (e *Webhooks) CreateEndpoint(ctx context.Context, scope WebhookScope, in En
 	case err != nil:
 		return CreatedEndpoint{}, err
 	}
-	return CreatedEndpoint{Endpoint: webhooks.EndpointOf(ep), Secret: secret}, nil
+	return CreatedEndpoint{Endpoint: webhooks.EndpointOf(ep, !scope.Test), Secret: secret}, nil
 }
 
 // scopeName is how a refusal names the scope's owner.
@@ -206,7 +210,7 @@ func (e *Webhooks) ListEndpoints(ctx context.Context, scope WebhookScope, limit 
 		return nil, "", err
 	}
 	out, next := webhookPageOf(rows, limit, func(r *models.WebhookEndpoint) (webhooks.Endpoint, time.Time, string) {
-		return webhooks.EndpointOf(r), r.CreatedAt, r.ID
+		return webhooks.EndpointOf(r, !scope.Test), r.CreatedAt, r.ID
 	})
 	return out, next, nil
 }
@@ -221,7 +225,7 @@ func (e *Webhooks) GetEndpoint(ctx context.Context, scope WebhookScope, id strin
 	if err != nil {
 		return webhooks.Endpoint{}, err
 	}
-	return webhooks.EndpointOf(ep), nil
+	return webhooks.EndpointOf(ep, !scope.Test), nil
 }
 
 // UpdateEndpoint changes the fields in sets of an endpoint of the scope (at least one: KindInvalid
@@ -243,7 +247,7 @@ func (e *Webhooks) UpdateEndpoint(ctx context.Context, scope WebhookScope, id st
 	if err != nil {
 		return webhooks.Endpoint{}, err
 	}
-	return webhooks.EndpointOf(ep), nil
+	return webhooks.EndpointOf(ep, !scope.Test), nil
 }
 
 // DeleteEndpoint deletes an endpoint of the scope: it receives nothing more and no longer counts

@@ -19,7 +19,7 @@ import (
 func sentEvent(t *testing.T, db *gorm.DB, scope engine.WebhookScope, endpointID, typ, status string, at time.Time, test bool) (models.WebhookEvent, models.WebhookDelivery) {
 	t.Helper()
 	ev := models.WebhookEvent{ID: models.NewID(), AccountID: scope.AccountID, Type: typ,
-		Payload: models.JSON(`{"event":"` + typ + `","n":1}`), Test: test, CreatedAt: at}
+		Payload: models.JSON(`{"event":"` + typ + `","n":1,"livemode":true}`), Test: test, CreatedAt: at}
 	d := models.WebhookDelivery{ID: models.NewID(), EventID: ev.ID, EndpointID: &endpointID, AccountID: scope.AccountID, Run: 1,
 		Event: typ, CallbackURL: "https://93.184.216.34/hook", Status: status, CreatedAt: at, UpdatedAt: at}
 	if scope.InstallationID != "" {

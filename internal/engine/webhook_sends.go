@@ -48,7 +48,7 @@ func (e *Webhooks) SendTest(ctx context.Context, scope WebhookScope, endpointID,
 	if ep.Status != models.EndpointEnabled {
 		return TestSent{}, refuse(KindConflict, "", "", "The endpoint is disabled; enable it (PATCH status=enabled) before a test send.")
 	}
-	ev, owed, err := webhooks.RecordTestEvent(ctx, e.store, ep, event)
+	ev, owed, err := webhooks.RecordTestEvent(ctx, e.store, ep, event, !scope.Test)
 	if err != nil {
 		return TestSent{}, err
 	}

@@ -38,6 +38,8 @@ type Job struct {
 	CancelReason *string `json:"cancel_reason"`
 	// CancelAfterAt is the start deadline the request's Cancel-After set; null without one.
 	CancelAfterAt *time.Time `json:"cancel_after_at"`
+	// Livemode is false for a job a test key created (docs/test-mode.md), true otherwise.
+	Livemode bool `json:"livemode"`
 }
 
 // Output is a generated file with a signed download URL.
@@ -81,6 +83,7 @@ type Record struct {
 	CompletedAt   *time.Time
 	CancelReason  *string    // why a cancelled job was cancelled (status.CancelRequested, status.CancelDeadline)
 	CancelAfterAt *time.Time // its start deadline (Cancel-After)
+	TestMode      bool       // created by a test key
 }
 
 // File is a generated file of a job, in plain values. Purged files are no longer stored.
@@ -101,6 +104,7 @@ func RecordOf(j *models.Job) Record {
 		CreditCost: j.CreditCost, AttemptCount: j.AttemptCount, ErrorCategory: j.ErrorCategory, ErrorHint: j.ErrorHint,
 		Voting: j.Voting, VotingAt: j.VotingAt, CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt,
 		StartedAt: j.StartedAt, CompletedAt: j.CompletedAt, CancelReason: j.CancelReason, CancelAfterAt: utc(j.StartDeadline),
+		TestMode: j.TestMode,
 	}
 }
 
@@ -144,6 +148,7 @@ func Render(r Record, outputs []File, signer *urlsign.Signer, expires time.Time)
 		CreditCost: r.CreditCost, AttemptCount: r.AttemptCount, ErrorCategory: r.ErrorCategory, ErrorHint: r.ErrorHint,
 		Voting: r.Voting, VotingAt: r.VotingAt, Outputs: []Output{}, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 		StartedAt: r.StartedAt, CompletedAt: r.CompletedAt, CancelReason: r.CancelReason, CancelAfterAt: r.CancelAfterAt,
+		Livemode: !r.TestMode,
 	}
 	if r.Status != status.JobCancelled {
 		v.CancelReason = nil // only a cancelled job has a reason

@@ -14,13 +14,19 @@ import (
 
 // The bodies of the events beside the job events (docs/webhooks.md). Every body starts with the
 // same three fields as a job event's: event, delivery_id (the webhook-id: the event's ID) and
-// delivery_created_at.
+// delivery_created_at; and every body has livemode, false for an event of test mode (a job event
+// has it among the job's fields).
 
 // header is the three fields every body starts with.
 type header struct {
 	Event             string    `json:"event"`
 	DeliveryID        string    `json:"delivery_id"`
 	DeliveryCreatedAt time.Time `json:"delivery_created_at"`
+}
+
+// livemode is the last field of a body beside the job events'.
+type livemode struct {
+	Livemode bool `json:"livemode"`
 }
 
 // OrderSummary is the order in an order.completed body.
@@ -31,6 +37,7 @@ type OrderSummary struct {
 	Jobs        OrderJobs    `json:"jobs"`
 	Credits     OrderCredits `json:"credits"`
 	CompletedAt *time.Time   `json:"completed_at"`
+	Livemode    bool         `json:"livemode"` // false for a test key's order
 }
 
 // OrderJobs counts an ended order's jobs by how they ended.
@@ -54,12 +61,13 @@ func BuildOrderPayload(eventID string, at time.Time, o *models.Order) ([]byte, e
 	return encode(struct {
 		header
 		Order OrderSummary `json:"order"`
+		livemode
 	}{header{EventOrderCompleted, eventID, at.UTC()}, OrderSummary{
 		ID: o.ID, Status: o.Status, JobsTotal: o.JobsTotal,
 		Jobs:        OrderJobs{Completed: o.JobsCompleted, Failed: o.JobsFailed, Cancelled: o.JobsCancelled, Expired: o.JobsExpired},
 		Credits:     OrderCredits{Reserved: o.CreditsReserved, Consumed: o.CreditsConsumed, Released: o.CreditsReleased},
-		CompletedAt: utc(o.CompletedAt),
-	}})
+		CompletedAt: utc(o.CompletedAt), Livemode: !o.TestMode,
+	}, livemode{!o.TestMode}})
 }
 
 // RecordItem is a record of the external API in a record.done or record.failed body, with the
@@ -75,6 +83,7 @@ type RecordItem struct {
 	// CancelReason is why the job behind a FAILED record was cancelled: "requested" (DELETE
 	// /orders/{id}) or "deadline" (its Cancel-After); null when it was not cancelled.
 	CancelReason *string `json:"cancelReason"`
+	Livemode     bool    `json:"livemode"` // false for a test key's record
 }
 
 // RecordItemOf is the record of job j as the external lists show it: named name ("" takes the
@@ -82,7 +91,7 @@ type RecordItem struct {
 // expires once the job has completed (signer nil: none).
 func RecordItemOf(j *models.Job, name string, outputs []models.Asset, signer *urlsign.Signer, expires time.Time) RecordItem {
 	rec := RecordItem{ID: j.ID, Kind: RecordKind(j.JobType), Name: name, Status: models.RecordStatus(j.Status),
-		CreatedAt: j.CreatedAt.UTC()}
+		CreatedAt: j.CreatedAt.UTC(), Livemode: !j.TestMode}
 	if j.Status == status.JobCancelled {
 		rec.CancelReason = j.CancelReason
 	}
@@ -143,16 +152,19 @@ func BuildRecordPayload(p RecordPayload) ([]byte, error) {
 		header
 		OrderID string     `json:"order_id"`
 		Record  RecordItem `json:"record"`
-	}{header{p.Event, p.DeliveryID, p.CreatedAt.UTC()}, j.OrderID, rec})
+		livemode
+	}{header{p.Event, p.DeliveryID, p.CreatedAt.UTC()}, j.OrderID, rec, livemode{!j.TestMode}})
 }
 
 // sampleMessage is the message of a webhook.test body.
 const sampleMessage = "This is a test event from shotflow."
 
-// SamplePayload renders the body of a test send of event to ep: webhook.test, or a sample of
-// another event type of the endpoint's API with made-up IDs. Every test body has "test": true.
-func SamplePayload(event, eventID string, at time.Time, ep *models.WebhookEndpoint) ([]byte, error) {
+// SamplePayload renders the body of a test send of event to ep, an endpoint of a scope in live
+// mode (live) or in test mode: webhook.test, or a sample of another event type of the endpoint's
+// API with made-up IDs, in the endpoint's mode. Every test body has "test": true.
+func SamplePayload(event, eventID string, at time.Time, ep *models.WebhookEndpoint, live bool) ([]byte, error) {
 	h := header{event, eventID, at.UTC()}
+	mode := livemode{live}
 	sampleID := models.EventID(eventID, "sample")
 	switch event {
 	case EventWebhookTest:
@@ -161,9 +173,11 @@ func SamplePayload(event, eventID string, at time.Time, ep *models.WebhookEndpoi
 			Test       bool   `json:"test"`
 			EndpointID string `json:"endpoint_id"`
 			Message    string `json:"message"`
-		}{h, true, ep.ID, sampleMessage})
+			livemode
+		}{h, true, ep.ID, sampleMessage, mode})
 	case EventJobStarted, EventJobRetrying, EventJobCompleted, EventJobFailed, EventJobCancelled:
 		job := sampleJob(event, sampleID, at)
+		job.Livemode = live
 		var retry *Retry
 		if event == EventJobRetrying {
 			retry = &Retry{Attempt: 1, ErrorCategory: "PROVIDER_CAPACITY", NextAttemptAt: at.Add(5 * time.Second).UTC()}
@@ -178,8 +192,9 @@ func SamplePayload(event, eventID string, at time.Time, ep *models.WebhookEndpoi
 			header
 			Test  bool         `json:"test"`
 			Order OrderSummary `json:"order"`
+			livemode
 		}{h, true, OrderSummary{ID: sampleID, Status: status.OrderCompleted, JobsTotal: 1, Jobs: OrderJobs{Completed: 1},
-			Credits: OrderCredits{Reserved: 1, Consumed: 1}, CompletedAt: &done}})
+			Credits: OrderCredits{Reserved: 1, Consumed: 1}, CompletedAt: &done, Livemode: live}, mode})
 	case EventRecordDone, EventRecordFailed:
 		st := models.RefStatusDone
 		if event == EventRecordFailed {
@@ -190,10 +205,11 @@ func SamplePayload(event, eventID string, at time.Time, ep *models.WebhookEndpoi
 			Test    bool       `json:"test"`
 			OrderID string     `json:"order_id"`
 			Record  RecordItem `json:"record"`
+			livemode
 		}{h, true, models.EventID(eventID, "sample-order"), RecordItem{ID: sampleID, Kind: "image", Name: "Sample product",
-			Status: st, CreatedAt: at.UTC()}})
+			Status: st, CreatedAt: at.UTC(), Livemode: live}, mode})
 	case EventEndpointDisabled:
-		sample := EndpointOf(ep)
+		sample := EndpointOf(ep, live)
 		sample.Status = models.EndpointDisabled
 		reason := models.EndpointDisabledFailing
 		sample.DisabledReason, sample.DisabledAt, sample.FailingSince = &reason, &h.DeliveryCreatedAt, &h.DeliveryCreatedAt
@@ -201,7 +217,8 @@ func SamplePayload(event, eventID string, at time.Time, ep *models.WebhookEndpoi
 			header
 			Test     bool     `json:"test"`
 			Endpoint Endpoint `json:"endpoint"`
-		}{h, true, sample})
+			livemode
+		}{h, true, sample, mode})
 	}
 	return nil, fmt.Errorf("webhooks: no sample of event %q", event)
 }

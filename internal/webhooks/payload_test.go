@@ -3,6 +3,7 @@ package webhooks_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -145,32 +146,72 @@ func TestPayloadIsTheJobViewAtTopLevel(t *testing.T) {
 }
 
 // A payload recorded before the job's fields moved to the top level is sent in the current shape,
-// byte for byte what BuildJobPayload now makes for the same notification; a current one as stored.
+// byte for byte what BuildJobPayload now makes for the same notification, with the livemode of
+// its scope (it predates the field); a current one as stored, without asking for the mode.
 func TestCurrentPayload(t *testing.T) {
-	job, outputs, signer, created := completedJob()
-	current, err := webhooks.BuildJobPayload(webhooks.JobPayload{DeliveryID: "d-1", Event: webhooks.EventJobCompleted,
-		CreatedAt: created, Job: job, Outputs: outputs, Signer: signer, DownloadTTL: time.Hour})
-	if err != nil {
-		t.Fatal(err)
+	for _, test := range []bool{false, true} {
+		job, outputs, signer, created := completedJob()
+		job.TestMode = test
+		current, err := webhooks.BuildJobPayload(webhooks.JobPayload{DeliveryID: "d-1", Event: webhooks.EventJobCompleted,
+			CreatedAt: created, Job: job, Outputs: outputs, Signer: signer, DownloadTTL: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p webhooks.Payload
+		if err := json.Unmarshal(current, &p); err != nil {
+			t.Fatal(err)
+		}
+		// The earlier shape, as PostgreSQL's JSONB gives it back: keys reordered, spaces added, no livemode.
+		data := decodeObject(t, []byte(mustJSON(t, p.Job)))
+		delete(data, "livemode")
+		legacy := fmt.Sprintf(`{"id": "d-1", "data": %s, "type": "job.completed", "created_at": "2026-06-01T12:30:00Z"}`, mustJSON(t, data))
+		asked := 0
+		got, err := webhooks.CurrentPayload([]byte(legacy), func() (bool, error) { asked++; return !test, nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(current) || asked != 1 {
+			t.Fatalf("legacy payload sent as\n%s\nwant\n%s (mode asked %d times)", got, current, asked)
+		}
+		if got, err := webhooks.CurrentPayload(current, noMode(t)); err != nil || string(got) != string(current) {
+			t.Fatalf("a current payload is sent as %s, %v; want it unchanged", got, err)
+		}
 	}
-	var p webhooks.Payload
-	if err := json.Unmarshal(current, &p); err != nil {
-		t.Fatal(err)
-	}
-	// The earlier shape, as PostgreSQL's JSONB gives it back: keys reordered, spaces added.
-	legacy := fmt.Sprintf(`{"id": "d-1", "data": %s, "type": "job.completed", "created_at": "2026-06-01T12:30:00Z"}`, mustJSON(t, p.Job))
-	got, err := webhooks.CurrentPayload([]byte(legacy))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(got) != string(current) {
-		t.Fatalf("legacy payload sent as\n%s\nwant\n%s", got, current)
-	}
-	if got, err := webhooks.CurrentPayload(current); err != nil || string(got) != string(current) {
-		t.Fatalf("a current payload is sent as %s, %v; want it unchanged", got, err)
-	}
-	if _, err := webhooks.CurrentPayload([]byte(`not json`)); err == nil {
+	if _, err := webhooks.CurrentPayload([]byte(`not json`), noMode(t)); err == nil {
 		t.Fatal("a stored payload that is not JSON was accepted")
+	}
+}
+
+// A body of the current shape recorded before livemode existed gets it at the top level and on
+// its nested order, record or endpoint, in its order; one that has it is sent as stored.
+func TestCurrentPayloadAddsLivemode(t *testing.T) {
+	stored := `{"event": "order.completed", "delivery_id": "e-1", "delivery_created_at": "2026-06-01T12:30:00Z", ` +
+		`"order": {"id": "o-1", "status": "completed"}}`
+	got, err := webhooks.CurrentPayload([]byte(stored), func() (bool, error) { return false, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"event":"order.completed","delivery_id":"e-1","delivery_created_at":"2026-06-01T12:30:00Z",` +
+		`"order":{"id":"o-1","status":"completed","livemode":false},"livemode":false}`
+	if string(got) != want {
+		t.Fatalf("sent as\n%s\nwant\n%s", got, want)
+	}
+	if again, err := webhooks.CurrentPayload(got, noMode(t)); err != nil || string(again) != string(got) {
+		t.Fatalf("a body with livemode is sent as %s, %v; want it unchanged", again, err)
+	}
+	if _, err := webhooks.CurrentPayload([]byte(`{"event":"webhook.test"}`), func() (bool, error) {
+		return false, errors.New("database away")
+	}); err == nil {
+		t.Fatal("a body whose mode could not be read was sent")
+	}
+}
+
+// noMode is a livemode source that fails the test when asked.
+func noMode(t *testing.T) func() (bool, error) {
+	return func() (bool, error) {
+		t.Helper()
+		t.Error("the mode was asked for a body that has it")
+		return true, nil
 	}
 }
 

@@ -187,16 +187,19 @@ func orderEndEvent(ctx context.Context, st *models.Store, orderID string) (*mode
 }
 
 // RecordEndpointDisabled records endpoint.disabled for an endpoint that was just disabled, sent to
-// the other enabled endpoints of its scope that subscribed to it.
+// the other enabled endpoints of its scope that subscribed to it, in the mode of its scope.
 func RecordEndpointDisabled(ctx context.Context, st *models.Store, ep *models.WebhookEndpoint) ([]models.WebhookDelivery, error) {
+	test, err := st.AccountTestMode(ctx, ep.AccountID)
+	if err != nil {
+		return nil, fmt.Errorf("mode of endpoint %s: %w", ep.ID, err)
+	}
 	id := models.NewID()
 	at := now()
 	payload, err := encode(struct {
-		Event             string    `json:"event"`
-		DeliveryID        string    `json:"delivery_id"`
-		DeliveryCreatedAt time.Time `json:"delivery_created_at"`
-		Endpoint          Endpoint  `json:"endpoint"`
-	}{EventEndpointDisabled, id, at, EndpointOf(ep)})
+		header
+		Endpoint Endpoint `json:"endpoint"`
+		livemode
+	}{header{EventEndpointDisabled, id, at}, EndpointOf(ep, !test), livemode{!test}})
 	if err != nil {
 		return nil, err
 	}
@@ -205,11 +208,12 @@ func RecordEndpointDisabled(ctx context.Context, st *models.Store, ep *models.We
 }
 
 // RecordTestEvent records a test send of event (webhook.test, or a sample of another type of the
-// endpoint's API) to the endpoint only, marked as a test, and returns the event and its delivery.
-func RecordTestEvent(ctx context.Context, st *models.Store, ep *models.WebhookEndpoint, event string) (*models.WebhookEvent, []models.WebhookDelivery, error) {
+// endpoint's API) to the endpoint only, marked as a test, in the mode of the endpoint's scope
+// (live, or test mode), and returns the event and its delivery.
+func RecordTestEvent(ctx context.Context, st *models.Store, ep *models.WebhookEndpoint, event string, live bool) (*models.WebhookEvent, []models.WebhookDelivery, error) {
 	id := models.NewID()
 	at := now()
-	payload, err := SamplePayload(event, id, at, ep)
+	payload, err := SamplePayload(event, id, at, ep, live)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -10,6 +10,8 @@ import (
 // The client representations of endpoints, deliveries and events (api/openapi.yaml and
 // api/external/openapi.yaml: WebhookEndpoint, WebhookDelivery, Event). Both APIs answer them as
 // they are, and the endpoint.disabled payload carries an Endpoint, so the three cannot drift apart.
+// None of the three rows has a mode of its own: each is of its scope's (an installation's or an
+// account's own), which a test twin's is in test mode, so the caller says which (livemode).
 
 // Endpoint is a webhook endpoint as GET /webhook-endpoints/{id} shows it (never its secret).
 type Endpoint struct {
@@ -23,13 +25,15 @@ type Endpoint struct {
 	FailingSince   *time.Time `json:"failing_since"`
 	CreatedAt      time.Time  `json:"created_at"`
 	UpdatedAt      time.Time  `json:"updated_at"`
+	Livemode       bool       `json:"livemode"` // false for a test key's endpoint
 }
 
-// EndpointOf is the representation of a stored endpoint.
-func EndpointOf(e *models.WebhookEndpoint) Endpoint {
+// EndpointOf is the representation of a stored endpoint of a scope in live mode (livemode) or in
+// test mode.
+func EndpointOf(e *models.WebhookEndpoint, livemode bool) Endpoint {
 	v := Endpoint{ID: e.ID, URL: e.URL, Events: append([]string{}, e.Events...), Description: e.Description,
 		Status: e.Status, DisabledAt: utc(e.DisabledAt), FailingSince: utc(e.FailingSince),
-		CreatedAt: e.CreatedAt.UTC(), UpdatedAt: e.UpdatedAt.UTC()}
+		CreatedAt: e.CreatedAt.UTC(), UpdatedAt: e.UpdatedAt.UTC(), Livemode: livemode}
 	if e.DisabledReason != "" && e.Status == models.EndpointDisabled {
 		reason := e.DisabledReason
 		v.DisabledReason = &reason
@@ -50,6 +54,7 @@ type Delivery struct {
 	NextAttemptAt *time.Time `json:"next_attempt_at"`
 	CreatedAt     time.Time  `json:"created_at"`
 	DeliveredAt   *time.Time `json:"delivered_at"`
+	Livemode      bool       `json:"livemode"` // false for a delivery of a test key's event
 }
 
 // Attempt is one HTTP request of a delivery.
@@ -60,11 +65,12 @@ type Attempt struct {
 	DurationMS int64     `json:"duration_ms"`
 }
 
-// DeliveryOf is the representation of a stored delivery and its attempts (oldest first).
-func DeliveryOf(d *models.WebhookDelivery, attempts []models.WebhookAttempt) Delivery {
+// DeliveryOf is the representation of a stored delivery and its attempts (oldest first), of a
+// scope in live mode (livemode) or in test mode.
+func DeliveryOf(d *models.WebhookDelivery, attempts []models.WebhookAttempt, livemode bool) Delivery {
 	v := Delivery{ID: d.ID, EventID: d.EventID, EndpointID: d.EndpointID, Event: d.Event, Status: d.Status,
 		URL: d.CallbackURL, Attempts: make([]Attempt, 0, len(attempts)), NextAttemptAt: utc(d.NextAttemptAt),
-		CreatedAt: d.CreatedAt.UTC(), DeliveredAt: utc(d.DeliveredAt)}
+		CreatedAt: d.CreatedAt.UTC(), DeliveredAt: utc(d.DeliveredAt), Livemode: livemode}
 	if v.EventID == "" {
 		v.EventID = d.ID
 	}
@@ -85,16 +91,18 @@ type Event struct {
 	Type      string          `json:"type"`
 	CreatedAt time.Time       `json:"created_at"`
 	Data      json.RawMessage `json:"data"`
+	Livemode  bool            `json:"livemode"` // false for a test key's event
 }
 
-// EventOf is the representation of a stored event. The body of an event recorded in the earliest
-// shape (the job under "data") is shown as its deliveries send it now (CurrentPayload).
-func EventOf(e *models.WebhookEvent) Event {
+// EventOf is the representation of a stored event of a scope in live mode (livemode) or in test
+// mode. The body of an event recorded in an earlier shape (the job under "data", or without
+// livemode) is shown as its deliveries send it now (CurrentPayload).
+func EventOf(e *models.WebhookEvent, livemode bool) Event {
 	data := json.RawMessage(e.Payload)
-	if current, err := CurrentPayload(e.Payload); err == nil {
+	if current, err := CurrentPayload(e.Payload, func() (bool, error) { return livemode, nil }); err == nil {
 		data = current
 	}
-	return Event{ID: e.ID, Type: e.Type, CreatedAt: e.CreatedAt.UTC(), Data: data}
+	return Event{ID: e.ID, Type: e.Type, CreatedAt: e.CreatedAt.UTC(), Data: data, Livemode: livemode}
 }
 
 func utc(t *time.Time) *time.Time {
