@@ -39,9 +39,9 @@ type Activities struct {
 	// TestStudio renders test-mode jobs (jobs.test_mode), whatever their model: never Generator.
 	// Its zero value renders on a local studio without caches; the worker passes its own.
 	TestStudio testmode.Studio
-	Log       *zap.Logger
-	LongEdge  int               // pixels of the long edge of rendered images
-	Prepare   imageprep.Options // limits and sizes of upload preparation (PrepareAsset)
+	Log        *zap.Logger
+	LongEdge   int               // pixels of the long edge of rendered images
+	Prepare    imageprep.Options // limits and sizes of upload preparation (PrepareAsset)
 
 	// Webhook delivery (activities/webhooks.go).
 	Secrets     models.Sealer    // opens installations' webhook secrets
