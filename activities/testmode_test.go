@@ -42,7 +42,7 @@ func TestGenerateRoutesTestJobsToTheTestStudio(t *testing.T) {
 	}
 	paid, studio := &capture{}, &capture{}
 	acts := &activities.Activities{Store: models.NewStore(db), Blobs: blobs, Log: zap.NewNop(), LongEdge: 64,
-		Generator: providers.MustNewRegistry(cat, map[string]providers.Provider{"openai": paid, "local": paid}),
+		Generator:  providers.MustNewRegistry(cat, map[string]providers.Provider{"openai": paid, "local": paid}),
 		TestStudio: testmode.Studio{Local: studio}}
 	acc, err := models.CreateAccount(db, "Team", 100)
 	if err != nil {
