@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/mocks"
 	"go.uber.org/zap"
+	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/providers/local"
@@ -118,7 +119,10 @@ func newStartCapture() (*startCapture, *mocks.Client) {
 // studio's queue, whatever their model's provider. A live order keeps the configured options and
 // its model's provider.
 func TestGenerationTestOutcomeAndStart(t *testing.T) {
-	db := testdb.Open(t, testdb.SQLiteURL(t))
+	testdb.Dialects(t, testGenerationTestOutcomeAndStart)
+}
+
+func testGenerationTestOutcomeAndStart(t *testing.T, db *gorm.DB) {
 	sc, c := newStartCapture()
 	reg := newRegistry(&catalog.Catalog{AIModels: []catalog.AIModel{{ID: "paid/idea", Provider: "paid", BaseCreditCost: 2,
 		JobTypes: []string{jobtype.SceneryIdea}}}})
