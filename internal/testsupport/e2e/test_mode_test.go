@@ -122,6 +122,25 @@ func TestRehearsedOutcomesEndToEnd(t *testing.T) {
 			}
 		}
 	}
+	// The real workflow recorded the real events: a retry per retried attempt, then the end.
+	for i, want := range []map[string]int{
+		{"job.retrying": 0, "job.failed": 1},
+		{"job.retrying": workflows.TestRetrySchedule.MaxAttempts - 1, "job.failed": 1},
+		{"job.retrying": 2, "job.completed": 1, "job.failed": 0},
+	} {
+		for typ, n := range want {
+			var got int64
+			env.DB.Model(&models.WebhookEvent{}).Where("job_id = ? AND type = ?", ids[i], typ).Count(&got)
+			if got != int64(n) {
+				t.Errorf("%s: %d %s events, want %d", subjects[i].ref, got, typ, n)
+			}
+		}
+	}
+	var failedEvent models.WebhookEvent
+	if err := env.DB.Take(&failedEvent, "job_id = ? AND type = ?", ids[0], "job.failed").Error; err != nil ||
+		!bytes.Contains(failedEvent.Payload, []byte(`"CONTENT_POLICY"`)) {
+		t.Errorf("job.failed of the rehearsed CONTENT_POLICY: %s (%v)", failedEvent.Payload, err)
+	}
 	// Six attempts of PROVIDER_CAPACITY on the live schedule would take 30 s of waits alone.
 	if took := time.Since(began); took > 90*time.Second {
 		t.Errorf("the rehearsal took %s", took)
