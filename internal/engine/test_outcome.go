@@ -42,10 +42,10 @@ func checkTestOutcome(field string, o *TestOutcome, test bool) (*string, error) 
 	}
 	var out testmode.Outcome
 	if o.FailWith != nil {
-		out.FailWith = errorcat.Category(*o.FailWith)
 		if *o.FailWith == "" {
-			out.FailWith = "\x00" // sent empty: not a category, and said so below
+			return nil, refuse(KindInvalid, "", field+".fail_with", "must not be empty; omit it for an outcome that succeeds.")
 		}
+		out.FailWith = errorcat.Category(*o.FailWith)
 	}
 	if o.RetryableFailures != nil {
 		out.RetryableFailures = *o.RetryableFailures
@@ -54,9 +54,6 @@ func checkTestOutcome(field string, o *TestOutcome, test bool) (*string, error) 
 		out.DelayMS = *o.DelayMS
 	}
 	if member, problem := out.Check(); member != "" {
-		if member == "fail_with" && *o.FailWith == "" {
-			return nil, refuse(KindInvalid, "", field+".fail_with", "must not be empty; omit it for an outcome that succeeds.")
-		}
 		return nil, refuse(KindInvalid, "", field+"."+member, "%s", problem)
 	}
 	encoded := out.Encode()

@@ -190,3 +190,31 @@ func testGenerationTestOutcomeAndStart(t *testing.T, db *gorm.DB) {
 	require.Equal(t, local.Name, rerun.Provider)
 	require.Equal(t, workflows.TestRetrySchedule, rerun.Options.Retry)
 }
+
+// A clone without a subjects list keeps its source's subjects' test_outcome; a subject of a list
+// has its own.
+func TestCloneSessionTestOutcome(t *testing.T) {
+	f := newSessionFixture(t, 1000)
+	s := shoot("ok", 1)
+	s.TestOutcome = &engine.TestOutcome{FailWith: strp("RATE_LIMIT"), DelayMS: intp(5)}
+	r := f.request("", s)
+	r.Test = true
+	committed, err := f.eng.Sessions.CommitSession(t.Context(), r, nil)
+	require.NoError(t, err)
+
+	req, err := f.eng.Sessions.CloneSession(t.Context(), f.inst.ID, committed.OrderID, nil)
+	require.NoError(t, err)
+	require.Len(t, req.Subjects, 1)
+	got := req.Subjects[0].TestOutcome
+	require.NotNil(t, got)
+	require.Equal(t, "RATE_LIMIT", *got.FailWith)
+	require.Equal(t, 5, *got.DelayMS)
+
+	req, err = f.eng.Sessions.CloneSession(t.Context(), f.inst.ID, committed.OrderID, []engine.CloneSubject{{ProductRef: "ok", ImagesCount: 1}})
+	require.NoError(t, err)
+	require.Nil(t, req.Subjects[0].TestOutcome)
+	own := &engine.TestOutcome{RetryableFailures: intp(1)}
+	req, err = f.eng.Sessions.CloneSession(t.Context(), f.inst.ID, committed.OrderID, []engine.CloneSubject{{ProductRef: "ok", ImagesCount: 1, TestOutcome: own}})
+	require.NoError(t, err)
+	require.Same(t, own, req.Subjects[0].TestOutcome)
+}

@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/shotflow/shotflow/internal/providers"
@@ -56,15 +57,13 @@ func (o Outcome) Check() (member, problem string) {
 	return "", ""
 }
 
+// categoryList names every error category, for a refusal.
 func categoryList() string {
-	s := ""
+	names := make([]string, len(errorcat.All))
 	for i, c := range errorcat.All {
-		if i > 0 {
-			s += ", "
-		}
-		s += string(c)
+		names[i] = string(c)
 	}
-	return s
+	return strings.Join(names, ", ")
 }
 
 // Encode is o as jobs.test_outcome keeps it.
