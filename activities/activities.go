@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -23,6 +24,8 @@ import (
 	"github.com/shotflow/shotflow/internal/platform/urlsign"
 	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
+	"github.com/shotflow/shotflow/internal/providers/local"
+	"github.com/shotflow/shotflow/internal/providers/testmode"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/models/status"
@@ -33,9 +36,12 @@ type Activities struct {
 	Store     *models.Store
 	Blobs     *blobstore.Store
 	Generator *providers.Registry
-	Log       *zap.Logger
-	LongEdge  int               // pixels of the long edge of rendered images
-	Prepare   imageprep.Options // limits and sizes of upload preparation (PrepareAsset)
+	// TestStudio renders test-mode jobs (jobs.test_mode), whatever their model: never Generator.
+	// Its zero value renders on a local studio without caches; the worker passes its own.
+	TestStudio testmode.Studio
+	Log        *zap.Logger
+	LongEdge   int               // pixels of the long edge of rendered images
+	Prepare    imageprep.Options // limits and sizes of upload preparation (PrepareAsset)
 
 	// Webhook delivery (activities/webhooks.go).
 	Secrets     models.Sealer    // opens installations' webhook secrets
@@ -137,21 +143,21 @@ func (a *Activities) Generate(ctx context.Context, in contract.AttemptInput) (co
 		return contract.GenerateResult{}, err
 	}
 	began := time.Now()
-	outputs, err := a.Generator.Generate(ctx, job.AIModel, req)
+	outputs, provider, err := a.generate(ctx, job, req)
 	took := time.Since(began)
 	if err != nil {
 		ge := providers.Classify(err)
-		a.Metrics.GenerateAttempt(job.Provider(), string(ge.Category), job.TestMode, took)
+		a.Metrics.GenerateAttempt(provider, string(ge.Category), job.TestMode, took)
 		a.Log.Warn("generation attempt failed", zap.String("job_id", job.ID), zap.String("order_id", order.ID),
 			zap.String("correlation_id", order.CorrelationID), zap.Int("attempt", in.Attempt),
 			zap.String("error_category", string(ge.Category)), zap.String("detail", ge.Message))
 		return contract.GenerateResult{}, categorized(ge.Category, errors.New(ge.Message), ge.RetryAfter)
 	}
 	if len(outputs) == 0 {
-		a.Metrics.GenerateAttempt(job.Provider(), string(errorcat.InternalBug), job.TestMode, took)
+		a.Metrics.GenerateAttempt(provider, string(errorcat.InternalBug), job.TestMode, took)
 		return contract.GenerateResult{}, categorized(errorcat.InternalBug, errors.New("provider returned no output"), 0)
 	}
-	a.Metrics.GenerateAttempt(job.Provider(), metrics.OutcomeOK, job.TestMode, took)
+	a.Metrics.GenerateAttempt(provider, metrics.OutcomeOK, job.TestMode, took)
 	var res contract.GenerateResult
 	for pos, out := range outputs {
 		key := models.OutputBlobKey(job, pos, out.Ext)
@@ -165,6 +171,28 @@ func (a *Activities) Generate(ctx context.Context, in contract.AttemptInput) (co
 		activity.RecordHeartbeat(ctx, pos)
 	}
 	return res, nil
+}
+
+// generate runs the attempt of req on the provider that renders job, which it returns: the
+// provider of the job's model, or for a test-mode job the local studio with the watermark and
+// the outcome its request asked for (TestStudio). A test-mode job never reaches Generator, so
+// never a paid provider; a live job never reaches TestStudio.
+func (a *Activities) generate(ctx context.Context, job *models.Job, req providers.Request) ([]providers.Output, string, error) {
+	if !job.TestMode {
+		outputs, err := a.Generator.Generate(ctx, job.AIModel, req)
+		return outputs, job.Provider(), err
+	}
+	outcome, err := testmode.Decode(job.TestOutcome)
+	if err != nil {
+		return nil, local.Name, providers.Errorf(errorcat.InternalBug, "%v", err)
+	}
+	studio := a.TestStudio
+	if studio.Local == nil {
+		studio.Local = local.Provider{}
+	}
+	_, req.Model, _ = strings.Cut(job.AIModel, "/")
+	outputs, err := studio.Generate(ctx, req, outcome)
+	return outputs, local.Name, err
 }
 
 // loadAttempt reads the job, its order and the order's session settings for a generate attempt.

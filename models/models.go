@@ -280,6 +280,9 @@ type Job struct {
 	// TestMode marks a job a test key created: it renders on the local studio or the simulator,
 	// never a paid provider (docs/test-mode.md).
 	TestMode bool
+	// TestOutcome is the outcome a test key's request asked of the job (test_outcome, migration
+	// 0022), as JSON: {"fail_with", "retryable_failures", "delay_ms"}. Nil for every other job.
+	TestOutcome *string
 }
 
 // Provider is the provider part of the job's provider/model.

@@ -41,6 +41,16 @@ var DefaultRetrySchedule = RetrySchedule{
 	MaxTotal:    30 * time.Minute,
 }
 
+// TestRetrySchedule is how test mode's jobs retry (docs/test-mode.md): as many attempts as
+// DefaultRetrySchedule, seconds apart (1 s, 1 s, 2 s, 2 s, 3 s), so that a rehearsed retryable
+// failure fails after the real number of retries within seconds. The engine gives it to a test
+// mode order's jobs in JobOptions.Retry; live orders never have it.
+var TestRetrySchedule = RetrySchedule{
+	Delays:      []time.Duration{time.Second, time.Second, 2 * time.Second, 2 * time.Second, 3 * time.Second},
+	MaxAttempts: DefaultRetrySchedule.MaxAttempts,
+	MaxTotal:    DefaultRetrySchedule.MaxTotal,
+}
+
 func (s RetrySchedule) delay(failures int) time.Duration {
 	if len(s.Delays) == 0 {
 		return 0

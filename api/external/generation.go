@@ -247,10 +247,12 @@ func (r *ref) id() *string {
 // requester is who asks: the key's account through the external API, at the catalog's default
 // aspect ratio, with the request's Cancel-After (withCancelAfter); under an Idempotency-Key the
 // order's transaction records the key's answer.
-func (h *Handler) requester(c *gin.Context) engine.Requester {
+//
+// outcome is the request's test_outcome (nil for none): the engine refuses it from a live key.
+func (h *Handler) requester(c *gin.Context, outcome *engine.TestOutcome) engine.Requester {
 	return engine.Requester{AccountID: key(c).AccountID, API: engine.APIExternal, CorrelationID: reqctx.CorrelationID(c),
 		AspectRatio: h.Engine.Catalog.DefaultAspectRatio(), CancelAfter: c.GetDuration(cancelAfterKey), Record: generationRecord(c),
-		Test: key(c).Test}
+		Test: key(c).Test, TestOutcome: outcome}
 }
 
 // submitted answers the generation response of a submitted request, or the refusal of its
@@ -284,8 +286,9 @@ func generationResponse(s engine.Submitted) GenerationResponse {
 
 // IdeasRequest is the body of models/register-ideas and sceneries/register-ideas.
 type IdeasRequest struct {
-	Preferences *string `json:"preferences"`
-	Count       *int    `json:"count"`
+	Preferences *string             `json:"preferences"`
+	Count       *int                `json:"count"`
+	TestOutcome *engine.TestOutcome `json:"test_outcome"`
 }
 
 // registerIdeas creates count fashion models or sceneries (INPROGRESS until their job is DONE)
@@ -307,7 +310,7 @@ func (h *Handler) registerIdeas(jobType string, kind engine.ReferenceKind) gin.H
 			h.answer(c, err)
 			return
 		}
-		s, err := h.Engine.Generation.RegisterIdeas(c.Request.Context(), h.requester(c),
+		s, err := h.Engine.Generation.RegisterIdeas(c.Request.Context(), h.requester(c, req.TestOutcome),
 			engine.IdeasInput{JobType: jobType, Kind: kind, Preferences: prefs, Count: n})
 		h.submitted(c, s, err)
 	}
@@ -327,37 +330,37 @@ type GenerationConfig struct {
 
 // ConfigRequest is the body of packshots/register-ideas and image-picker/register-ideas.
 type ConfigRequest struct {
-	Config *GenerationConfig `json:"config"`
-	Count  *int              `json:"count"`
+	Config      *GenerationConfig   `json:"config"`
+	Count       *int                `json:"count"`
+	TestOutcome *engine.TestOutcome `json:"test_outcome"`
 }
 
 // readConfigRequest decodes and checks a ConfigRequest of at most maxCount records (400 for bad
 // values) into the engine's input; the engine checks the IDs of the preset, scenery and model
-// (after the product photo, as before).
-func readConfigRequest(c *gin.Context, maxCount int) (engine.ConfigInput, error) {
+// (after the product photo, as before). outcome is the request's test_outcome (nil for none).
+func readConfigRequest(c *gin.Context, maxCount int) (in engine.ConfigInput, outcome *engine.TestOutcome, err error) {
 	var req ConfigRequest
-	var in engine.ConfigInput
 	if err := decode(c, &req); err != nil {
-		return in, err
+		return in, nil, err
 	}
 	if req.Config == nil {
-		return in, refuse(http.StatusBadRequest, "config.product.id is required.")
+		return in, nil, refuse(http.StatusBadRequest, "config.product.id is required.")
 	}
 	photoID, err := id(engine.FieldProductPhoto, req.Config.Product.id(), true)
 	if err != nil {
-		return in, err
+		return in, nil, err
 	}
 	n, err := count("count", req.Count, maxCount)
 	if err != nil {
-		return in, err
+		return in, nil, err
 	}
 	industry, err := text("config.industry", req.Config.Industry, false)
 	if err != nil {
-		return in, err
+		return in, nil, err
 	}
 	suggestions, err := text("config.suggestions", req.Config.Suggestions, false)
 	if err != nil {
-		return in, err
+		return in, nil, err
 	}
 	in = engine.ConfigInput{PhotoID: photoID, Count: n, Suggestions: strings.TrimSpace(industry + " " + suggestions)}
 	for _, f := range []struct {
@@ -370,33 +373,33 @@ func readConfigRequest(c *gin.Context, maxCount int) (engine.ConfigInput, error)
 		{engine.FieldModel, req.Config.Model, &in.ModelID},
 	} {
 		if *f.out, err = optional(f.field, f.ref.id()); err != nil {
-			return in, err
+			return in, nil, err
 		}
 	}
-	return in, nil
+	return in, req.TestOutcome, nil
 }
 
 // registerPackshots creates count packshots of a product photo; each is listed INPROGRESS under
 // its record ID until its job completes.
 func (h *Handler) registerPackshots(c *gin.Context) {
-	in, err := readConfigRequest(c, MaxPackshotCount)
+	in, outcome, err := readConfigRequest(c, MaxPackshotCount)
 	if err != nil {
 		h.answer(c, err)
 		return
 	}
-	s, err := h.Engine.Generation.RegisterPackshots(c.Request.Context(), h.requester(c), in)
+	s, err := h.Engine.Generation.RegisterPackshots(c.Request.Context(), h.requester(c, outcome), in)
 	h.submitted(c, s, err)
 }
 
 // registerPhotoShoot creates count photo-shoot images of a product photo from that photo's own
 // accepted packshot (rules 1–4 of registerPhotoShoot in api/external/openapi.yaml; engine.RegisterPhotoShoot).
 func (h *Handler) registerPhotoShoot(c *gin.Context) {
-	in, err := readConfigRequest(c, MaxIdeaCount)
+	in, outcome, err := readConfigRequest(c, MaxIdeaCount)
 	if err != nil {
 		h.answer(c, err)
 		return
 	}
-	s, err := h.Engine.Generation.RegisterPhotoShoot(c.Request.Context(), h.requester(c), in)
+	s, err := h.Engine.Generation.RegisterPhotoShoot(c.Request.Context(), h.requester(c, outcome), in)
 	h.submitted(c, s, err)
 }
 
@@ -404,15 +407,17 @@ func (h *Handler) registerPhotoShoot(c *gin.Context) {
 
 // VideoRequest is the body of video-picker/register-videos.
 type VideoRequest struct {
-	ImageID          *string `json:"imageId"`
-	GeneratedImageID *string `json:"generatedImageId"`
-	Suggestion       *string `json:"suggestion"`
-	Provider         *string `json:"provider"`
+	ImageID          *string             `json:"imageId"`
+	GeneratedImageID *string             `json:"generatedImageId"`
+	Suggestion       *string             `json:"suggestion"`
+	Provider         *string             `json:"provider"`
+	TestOutcome      *engine.TestOutcome `json:"test_outcome"`
 }
 
 // ReelRequest is the body of reel/register-reel.
 type ReelRequest struct {
-	ImagesIDs []string `json:"imagesIds"`
+	ImagesIDs   []string            `json:"imagesIds"`
+	TestOutcome *engine.TestOutcome `json:"test_outcome"`
 }
 
 // registerVideo creates one video of a product photo or of a photo-shoot image.
@@ -451,7 +456,7 @@ func (h *Handler) registerVideo(c *gin.Context) {
 		return
 	}
 	provider := strings.TrimSpace(value(req.Provider))
-	s, err := h.Engine.Generation.RegisterVideo(c.Request.Context(), h.requester(c), engine.VideoInput{
+	s, err := h.Engine.Generation.RegisterVideo(c.Request.Context(), h.requester(c, req.TestOutcome), engine.VideoInput{
 		Field: field, ImageID: imageID, Generated: hasGenerated, Suggestion: suggestion, Provider: provider})
 	h.submitted(c, s, err)
 }
@@ -474,7 +479,7 @@ func (h *Handler) registerReel(c *gin.Context) {
 		}
 		req.ImagesIDs[i] = ids.Canonical(v)
 	}
-	s, err := h.Engine.Generation.RegisterReel(c.Request.Context(), h.requester(c), req.ImagesIDs,
+	s, err := h.Engine.Generation.RegisterReel(c.Request.Context(), h.requester(c, req.TestOutcome), req.ImagesIDs,
 		func(i int) string { return fmt.Sprintf("imagesIds[%d]", i) })
 	h.submitted(c, s, err)
 }

@@ -11,11 +11,16 @@ import (
 )
 
 // strictEnv is an env on SQLite with an account that may use every route, whose balance is 100.
+// Its keys may send strictRateLimit requests a minute: the tests send one request per case, more
+// than the default limit's 60 (every member of every JSON route with a wrong type).
 func strictEnv(t *testing.T) (e *env, account, key string) {
-	e = newEnv(t, testdb.Open(t, testdb.SQLiteURL(t)), 0)
+	e = newEnv(t, testdb.Open(t, testdb.SQLiteURL(t)), strictRateLimit)
 	account, key = e.newAccount(external.ScopeRegister, external.ScopeRead, external.ScopeWebhooks)
 	return e, account, key
 }
+
+// strictRateLimit is the per-minute request limit of strictEnv's keys.
+const strictRateLimit = 1000
 
 // Every route of the document that takes a JSON body refuses a value of the wrong type in any of
 // its fields with 400 whose message names the field and what it must be, in the client's terms

@@ -27,6 +27,8 @@ type CloneSubject struct {
 	ImagesCount          int     `json:"images_count" binding:"required,min=1,max=20"`
 	AIModel              *string `json:"ai_model" binding:"omitempty,nonempty,max=200"`
 	AutoRegisterPackshot *bool   `json:"auto_register_packshot"`
+	// TestOutcome is the subject's rehearsed outcome, a test key's only (engine.TestOutcome).
+	TestOutcome *engine.TestOutcome `json:"test_outcome"`
 }
 
 // POST /orders/{id}/clone: a new order from an order of the installation, charged anew. A
@@ -59,7 +61,7 @@ func (h *Handler) cloneOrder(c *gin.Context) {
 	for i, s := range creq.Subjects {
 		subjects[i] = engine.CloneSubject{ProductRef: s.ProductRef, ProductLabel: value(s.ProductLabel),
 			PackshotAssetID: value(s.PackshotAssetID), ImagesCount: s.ImagesCount, AIModel: value(s.AIModel),
-			AutoRegisterPackshot: s.AutoRegisterPackshot}
+			AutoRegisterPackshot: s.AutoRegisterPackshot, TestOutcome: s.TestOutcome}
 	}
 	req, err := h.Engine.Sessions.CloneSession(c.Request.Context(), caller(c).Installation.ID, c.Param("id"), subjects)
 	if err != nil {

@@ -50,6 +50,9 @@ type Subject struct {
 	ImagesCount          int     `json:"images_count" binding:"required,min=1,max=20"`
 	AIModel              string  `json:"ai_model" binding:"required,max=200"`
 	AutoRegisterPackshot bool    `json:"auto_register_packshot"`
+	// TestOutcome is the subject's rehearsed outcome, a test key's only (engine.TestOutcome;
+	// the engine refuses it from a live key, naming subjects[i].test_outcome).
+	TestOutcome *engine.TestOutcome `json:"test_outcome"`
 }
 
 // SessionRequest is the body of POST /jobs; job_type, when sent, is not empty.
@@ -204,7 +207,7 @@ func (h *Handler) sessionRequest(c *gin.Context, req *SessionRequest) engine.Ses
 	for i, s := range req.Subjects {
 		subjects[i] = engine.SessionSubject{ProductRef: s.ProductRef, ProductLabel: value(s.ProductLabel),
 			PackshotAssetID: value(s.PackshotAssetID), ImagesCount: s.ImagesCount, AIModel: s.AIModel,
-			AutoRegisterPackshot: s.AutoRegisterPackshot}
+			AutoRegisterPackshot: s.AutoRegisterPackshot, TestOutcome: s.TestOutcome}
 	}
 	cfg := req.SessionConfig
 	return h.pluginSession(c, engine.SessionRequest{JobType: value(req.JobType), Subjects: subjects,

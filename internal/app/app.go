@@ -37,6 +37,7 @@ import (
 	"github.com/shotflow/shotflow/internal/providers/local"
 	"github.com/shotflow/shotflow/internal/providers/openai"
 	"github.com/shotflow/shotflow/internal/providers/sim"
+	"github.com/shotflow/shotflow/internal/providers/testmode"
 	"github.com/shotflow/shotflow/internal/reference"
 	"github.com/shotflow/shotflow/internal/retention"
 	"github.com/shotflow/shotflow/internal/webhooks"
@@ -323,9 +324,11 @@ func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler, drain time.
 
 // Activities returns the activity implementations bound to this process's dependencies.
 func (a *App) Activities() *activities.Activities {
+	studio, _ := a.Generator.Provider(local.Name) // always configured (Providers)
 	return &activities.Activities{Store: a.Store, Blobs: a.Blobs, Generator: a.Generator, Log: a.Log, LongEdge: a.Config.RenderLongEdge,
-		Prepare: imageprep.Options{MinLongEdge: a.Config.InputMinLongEdge},
-		Secrets: a.Box, Signer: a.Signer, DownloadTTL: a.Config.DownloadURLTTL,
+		TestStudio: testmode.Studio{Local: studio},
+		Prepare:    imageprep.Options{MinLongEdge: a.Config.InputMinLongEdge},
+		Secrets:    a.Box, Signer: a.Signer, DownloadTTL: a.Config.DownloadURLTTL,
 		Webhooks:   webhooks.NewClient(webhooks.ClientOptions{AllowPrivate: a.Config.WebhookAllowPrivateNetworks}),
 		Deliveries: a.Engine.Outbox, DisableAfter: a.Config.WebhookDisableAfter,
 		Metrics: a.Metrics}

@@ -56,6 +56,14 @@ type Requester struct {
 	// Test marks a request of a test key (the account is a test twin): its order and jobs are
 	// test mode's.
 	Test bool
+	// TestOutcome is the request's test_outcome (a test key's only): what becomes of its jobs.
+	// Every Plan… checks it first (checkTestOutcome).
+	TestOutcome *TestOutcome
+}
+
+// testOutcome checks the requester's test_outcome and returns it as its jobs keep it.
+func (r Requester) testOutcome() (*string, error) {
+	return checkTestOutcome("test_outcome", r.TestOutcome, r.Test)
 }
 
 // SubmittedRecord runs inside the transaction that commits a generation request's order, with the
@@ -92,12 +100,13 @@ func newPlan(r Requester, jobType string, config any) *Plan {
 func (p *Plan) add(r Requester, n int, m catalog.AIModel, surcharge int64, job func(i int, j *models.Job)) {
 	now := time.Now().UTC()
 	deadline := startDeadline(now, r.CancelAfter)
+	outcome, _ := r.testOutcome() // every Plan… has checked it
 	for i := range n {
 		j := models.Job{
 			ID: models.NewID(), AccountID: p.Order.AccountID, JobType: p.Order.JobType, Position: len(p.Jobs),
 			AIModel: m.ID, AspectRatio: r.AspectRatio, CreditCost: m.BaseCreditCost + surcharge, Run: 1,
 			Status: status.JobPending, Voting: models.VotingPending, CreatedAt: now, UpdatedAt: now,
-			StartDeadline: deadline, TestMode: p.Order.TestMode,
+			StartDeadline: deadline, TestMode: p.Order.TestMode, TestOutcome: outcome,
 		}
 		job(i, &j)
 		p.Jobs = append(p.Jobs, j)
@@ -251,6 +260,9 @@ type IdeasInput struct {
 
 // PlanIdeas plans Count reference items, INPROGRESS until their job is DONE.
 func (e *Generation) PlanIdeas(ctx context.Context, r Requester, in IdeasInput) (*Plan, error) {
+	if _, err := r.testOutcome(); err != nil {
+		return nil, err
+	}
 	m, err := e.ResolveModel(ctx, in.JobType, "")
 	if err != nil {
 		return nil, err
@@ -398,6 +410,9 @@ func (e *Generation) configured(ctx context.Context, accountID string, in Config
 // PlanPackshots plans Count packshots of a product photo; each is listed INPROGRESS under its
 // record ID until its job completes.
 func (e *Generation) PlanPackshots(ctx context.Context, r Requester, in ConfigInput) (*Plan, error) {
+	if _, err := r.testOutcome(); err != nil {
+		return nil, err
+	}
 	ph, x, err := e.configured(ctx, r.AccountID, in)
 	if err != nil {
 		return nil, err
@@ -447,6 +462,9 @@ func (e *Generation) ApprovedPackshot(ctx context.Context, accountID, photoID st
 // the request (KindInvalid); one that recommends a scenery gets DefaultSceneryID when the request
 // names none and the account may use it.
 func (e *Generation) PlanPhotoShoot(ctx context.Context, r Requester, in ConfigInput) (*Plan, error) {
+	if _, err := r.testOutcome(); err != nil {
+		return nil, err
+	}
 	ph, x, err := e.configured(ctx, r.AccountID, in)
 	if err != nil {
 		return nil, err
@@ -545,6 +563,9 @@ type VideoInput struct {
 
 // PlanVideo plans one video: KindInvalid when the provider does not generate videos here.
 func (e *Generation) PlanVideo(ctx context.Context, r Requester, in VideoInput) (*Plan, error) {
+	if _, err := r.testOutcome(); err != nil {
+		return nil, err
+	}
 	if _, ok := e.cfg.Models.DefaultModel(jobtype.Video, in.Provider); in.Provider != "" && !ok {
 		return nil, refuse(KindInvalid, "", "", "provider %q does not generate videos here; available: %s.", in.Provider, strings.Join(e.app.Catalog.VideoProviders(), ", "))
 	}
@@ -574,6 +595,9 @@ func (e *Generation) PlanVideo(ctx context.Context, r Requester, in VideoInput) 
 // PlanReel plans one reel of the images (valid IDs of product photos or photo-shoot images), in
 // order; field names the i-th image in errors.
 func (e *Generation) PlanReel(ctx context.Context, r Requester, imageIDs []string, field func(i int) string) (*Plan, error) {
+	if _, err := r.testOutcome(); err != nil {
+		return nil, err
+	}
 	var inputs []string
 	var product *models.Product
 	for i, v := range imageIDs {

@@ -131,7 +131,7 @@ func (e *Orders) Start(ctx context.Context, order *models.Order, jobs []models.J
 func (e *Orders) startWorkflow(ctx context.Context, order *models.Order, jobs []models.Job) error {
 	in := workflows.OrderInput{
 		OrderID: order.ID, AccountID: order.AccountID, JobType: order.JobType, TestMode: order.TestMode,
-		MaxConcurrentJobs: e.cfg.MaxConcurrentJobs, JobOptions: e.cfg.JobOptions, ContinueAsNewAfter: e.cfg.ContinueAsNewAfter,
+		MaxConcurrentJobs: e.cfg.MaxConcurrentJobs, JobOptions: e.jobOptions(order.TestMode), ContinueAsNewAfter: e.cfg.ContinueAsNewAfter,
 		Version: workflows.OrderVersion,
 	}
 	if order.InstallationID != nil {
@@ -141,7 +141,7 @@ func (e *Orders) startWorkflow(ctx context.Context, order *models.Order, jobs []
 		if status.IsTerminalJob(j.Status) {
 			continue
 		}
-		ref := workflows.JobRef{JobID: j.ID, Run: j.Run, ProductRef: j.ProductRef, ProductLabel: j.ProductLabel, Provider: j.Provider()}
+		ref := workflows.JobRef{JobID: j.ID, Run: j.Run, ProductRef: j.ProductRef, ProductLabel: j.ProductLabel, Provider: generateProvider(&j)}
 		if e.cfg.JobStartDeadline > 0 {
 			ref.ExpiresAt = j.CreatedAt.Add(e.cfg.JobStartDeadline)
 		}

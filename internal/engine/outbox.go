@@ -64,7 +64,7 @@ func (e *Outbox) StartJobRun(ctx context.Context, j *models.Job) error {
 		TypedSearchAttributes:    temporal.NewSearchAttributes(attrs...),
 		Memo:                     map[string]any{"product_ref": j.ProductRef, "product_label": j.ProductLabel},
 	}, workflows.JobWorkflow, workflows.JobInput{
-		JobID: j.ID, Run: j.Run, OrderID: j.OrderID, Options: e.cfg.JobOptions, Provider: j.Provider(),
+		JobID: j.ID, Run: j.Run, OrderID: j.OrderID, Options: e.jobOptions(j.TestMode), Provider: generateProvider(j),
 		// A re-run reports to no one: its order has counted the job already (see JobShapeQuiet).
 		Shape: workflows.JobShapeQuiet,
 	})

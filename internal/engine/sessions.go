@@ -47,6 +47,8 @@ type SessionSubject struct {
 	ImagesCount          int
 	AIModel              string
 	AutoRegisterPackshot bool
+	// TestOutcome is the subject's test_outcome (a test key's only): what becomes of its jobs.
+	TestOutcome *TestOutcome
 }
 
 // SessionRequest is a session to plan, already checked for shape (required fields, bounds) by the
@@ -88,8 +90,13 @@ func (e *Sessions) PlanSession(ctx context.Context, req SessionRequest) (*models
 	total := 0
 	seen := map[string]bool{}
 	req.Subjects = canonicalSubjects(req.Subjects)
+	outcomes := make([]*string, len(req.Subjects))
 	for i, s := range req.Subjects {
 		field := "subjects[" + strconv.Itoa(i) + "]"
+		var err error
+		if outcomes[i], err = checkTestOutcome(field+".test_outcome", s.TestOutcome, req.Test); err != nil {
+			return nil, nil, err
+		}
 		if seen[s.ProductRef] {
 			return nil, nil, refuse(KindInvalid, "", field+".product_ref",
 				"%q appears twice; give one subject per product with its images_count.", s.ProductRef)
@@ -169,7 +176,7 @@ func (e *Sessions) PlanSession(ctx context.Context, req SessionRequest) (*models
 				Position: len(jobs), ProductID: &product.ID, ProductRef: s.ProductRef, ProductLabel: label,
 				PackshotID: packshotID, InputAssetID: inputAssetID, AIModel: m.ID, AspectRatio: cfg.AspectRatio,
 				CreditCost: m.BaseCreditCost, Run: 1, Status: status.JobPending, Voting: models.VotingPending,
-				CreatedAt: now, UpdatedAt: now, StartDeadline: deadline, TestMode: req.Test,
+				CreatedAt: now, UpdatedAt: now, StartDeadline: deadline, TestMode: req.Test, TestOutcome: outcomes[i],
 			})
 		}
 	}

@@ -18,6 +18,9 @@ type CloneSubject struct {
 	ImagesCount          int
 	AIModel              string
 	AutoRegisterPackshot *bool // nil: true for packshot jobs, false otherwise
+	// TestOutcome is the subject's test_outcome (a test key's only): a subject of the list has
+	// its own, never its source's. A clone without a list copies its source's subjects with theirs.
+	TestOutcome *TestOutcome
 }
 
 // sourceSubject is a subject of the source order, rebuilt from its jobs.
@@ -28,7 +31,7 @@ type sourceSubject struct {
 
 // CloneSession builds the session of a clone of an order of the installation: its job type,
 // session config and SourceOrderID, and its subjects: the source's, rebuilt from its jobs (same
-// product refs in order, images_count its number of jobs, ai_model and label) when subjects is
+// product refs in order, images_count its number of jobs, ai_model, label and test_outcome) when subjects is
 // empty, else subjects completed from the source. It answers KindNotFound for an order of another
 // installation and KindInvalid naming subjects[i].ai_model when a new product has none. The caller
 // sets the rest of the request (account, API, JobTypes, ...) and commits it like any session.
@@ -54,7 +57,7 @@ func (e *Sessions) CloneSession(ctx context.Context, installationID, sourceID st
 		if !ok {
 			s = &sourceSubject{order: len(bySource), SessionSubject: SessionSubject{
 				ProductRef: j.ProductRef, ProductLabel: j.ProductLabel, AIModel: j.AIModel,
-				AutoRegisterPackshot: packshotJobs,
+				AutoRegisterPackshot: packshotJobs, TestOutcome: decodedTestOutcome(j.TestOutcome),
 			}}
 			if packshotJobs && j.InputAssetID != nil {
 				s.PackshotAssetID = *j.InputAssetID
@@ -74,7 +77,7 @@ func (e *Sessions) CloneSession(ctx context.Context, installationID, sourceID st
 	}
 	for i, cs := range subjects {
 		s := SessionSubject{ProductRef: cs.ProductRef, ProductLabel: cs.ProductLabel, PackshotAssetID: cs.PackshotAssetID,
-			ImagesCount: cs.ImagesCount, AIModel: cs.AIModel}
+			ImagesCount: cs.ImagesCount, AIModel: cs.AIModel, TestOutcome: cs.TestOutcome}
 		src, inSource := bySource[cs.ProductRef]
 		if s.AIModel == "" {
 			if !inSource {

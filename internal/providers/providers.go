@@ -51,6 +51,9 @@ type Request struct {
 	Prompt      string // free text of the request: an idea's preferences, a video's suggestion
 	Inputs      []Input
 	Scenery     *Input // optional scene image
+	// Watermark asks for test mode's "TEST" watermark on every output (render.DrawWatermark):
+	// set for test-mode jobs, which only the local provider renders (internal/providers/testmode).
+	Watermark bool
 }
 
 // Output is one generated file.
@@ -235,6 +238,12 @@ func (r *Registry) Providers() []string {
 		out = append(out, name)
 	}
 	return out
+}
+
+// Provider returns the configured provider named name.
+func (r *Registry) Provider(name string) (Provider, bool) {
+	p, ok := r.providers[name]
+	return p, ok
 }
 
 // Generate dispatches a request for the provider/model ID to its provider.

@@ -18,6 +18,7 @@ type movie struct {
 	out     *frame
 	r       *rasterizer
 	layers  []layer
+	stamp   *stamp // painted on every frame; nil for none
 }
 
 // newMovie prepares the images for s. It stops early when ctx ends.
@@ -46,6 +47,7 @@ func (m *movie) frame(ctx context.Context, k int) (*frame, error) {
 	}
 	m.layers = m.tl.layers(k, m.layers)
 	m.r.render(m.out.img, m.layers, m.sources)
+	m.stamp.paint(m.out.img)
 	return m.out, nil
 }
 

@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"image"
+	"image/color"
 	"os/exec"
 	"sync"
 	"time"
@@ -56,6 +57,9 @@ type Options struct {
 	Seed int64
 	// Encoder is "" (auto: ffmpeg when found on PATH, else pure Go), "ffmpeg" or "go".
 	Encoder string
+	// Stamp, when set, is painted on every frame: given the size actually encoded, it returns
+	// the rectangles to fill and their colour (test mode's "TEST" watermark).
+	Stamp func(width, height int) ([]image.Rectangle, color.NRGBA)
 }
 
 // Result is one rendered video.
@@ -145,6 +149,7 @@ func renderWith(ctx context.Context, images []image.Image, opts Options, encoder
 	if err != nil {
 		return Result{}, err
 	}
+	m.stamp = newStamp(opts.Stamp, s.width, s.height)
 	var data []byte
 	if encoder == EncoderFFmpeg {
 		data, err = encodeFFmpeg(ctx, m)

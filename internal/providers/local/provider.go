@@ -108,7 +108,7 @@ func renderPhotoShoot(mattes *render.MatteCache, sceneries *SceneryCache, req pr
 	if err != nil {
 		return nil, inputFailure(err, "packshot")
 	}
-	return pngOutput(img)
+	return pngOutput(img, req.Watermark)
 }
 
 // renderPackshot cuts the product out of the photo. A photo the renderer cannot use (one without a
@@ -122,7 +122,7 @@ func renderPackshot(mattes *render.MatteCache, req providers.Request) ([]provide
 	if err != nil {
 		return nil, inputFailure(err, "product photo")
 	}
-	return pngOutput(img)
+	return pngOutput(img, req.Watermark)
 }
 
 // inputFailure is the INPUT_MISSING failure of a render from the job's input file, the what of the
@@ -142,11 +142,15 @@ func renderIdea(kind render.IdeaKind, req providers.Request) ([]providers.Output
 	if err != nil {
 		return nil, providers.Errorf(errorcat.InternalBug, "render %s idea: %v", kind, err)
 	}
-	return pngOutput(img)
+	return pngOutput(img, req.Watermark)
 }
 
-// pngOutput encodes img as the attempt's single PNG output.
-func pngOutput(img *image.NRGBA) ([]providers.Output, error) {
+// pngOutput encodes img as the attempt's single PNG output, watermarked "TEST" first when
+// watermark is set (a test-mode job). img is the render's own, never a cached one.
+func pngOutput(img *image.NRGBA, watermark bool) ([]providers.Output, error) {
+	if watermark {
+		render.DrawWatermark(img)
+	}
 	data, err := render.EncodePNG(img)
 	if err != nil {
 		return nil, providers.Errorf(errorcat.InternalBug, "encode: %v", err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"image"
+	"image/color"
 
 	"github.com/shotflow/shotflow/internal/media/render"
 	"github.com/shotflow/shotflow/internal/media/video"
@@ -40,7 +41,11 @@ func renderVideo(ctx context.Context, req providers.Request, encoder string) ([]
 	if err != nil {
 		return nil, providers.Errorf(errorcat.InternalBug, "video size: %v", err)
 	}
-	res, err := video.Render(ctx, frames, video.Options{Width: w, Height: h, Seed: req.Seed, Encoder: encoder})
+	opts := video.Options{Width: w, Height: h, Seed: req.Seed, Encoder: encoder}
+	if req.Watermark {
+		opts.Stamp = watermarkStamp
+	}
+	res, err := video.Render(ctx, frames, opts)
 	switch {
 	case ctx.Err() != nil:
 		return nil, providers.Errorf(errorcat.TransientInfra, "video rendering abandoned: %v", err)
@@ -51,4 +56,10 @@ func renderVideo(ctx context.Context, req providers.Request, encoder string) ([]
 	}
 	return []providers.Output{{Data: res.Data, ContentType: res.ContentType, Ext: res.Ext,
 		Width: res.Width, Height: res.Height, Duration: res.Duration}}, nil
+}
+
+// watermarkStamp is the "TEST" watermark of a test-mode job's video, painted on every frame at
+// the size encoded: the letters of render.Watermark, without the band.
+func watermarkStamp(width, height int) ([]image.Rectangle, color.NRGBA) {
+	return render.Watermark(width, height).Letters, render.WatermarkColor
 }
