@@ -44,12 +44,14 @@ type isolationCase struct {
 }
 
 const (
-	exemptCreate  = "creates a record in the key's own mode from no other record; its answers are in the matrix through the lists"
-	exemptAccount = "the key's own account and balance (GET /account shows its mode)"
+	exemptCreate   = "creates a record in the key's own mode from no other record; its answers are in the matrix through the lists"
+	exemptAccount  = "the key's own account and balance (GET /account shows its mode)"
+	exemptTestOnly = "sets the test balance of the key's own test twin; a live key is refused 403"
 )
 
 var isolationRoutes = map[string]isolationCase{
 	"GET /account":                            {exempt: exemptAccount},
+	"PUT /test/credits":                       {exempt: exemptTestOnly},
 	"POST /products":                          {exempt: exemptCreate},
 	"POST /presets":                           {exempt: exemptCreate},
 	"POST /webhook-endpoints":                 {exempt: exemptCreate},

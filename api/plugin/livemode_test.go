@@ -43,10 +43,12 @@ const (
 	exemptShared   = "reference data shared by both modes"
 	exemptNoKey    = "authenticated without an API key"
 	exemptTaskMeOf = "the key's own installation and balance (GET /me shows its mode)"
+	exemptTestOnly = "sets the test balance of the key's own test twin; a live key is refused 403 (test_credits_test.go)"
 )
 
 var isolationRoutes = map[string]isolationCase{
 	"GET /me":                           {exempt: exemptTaskMeOf},
+	"PUT /test/credits":                 {exempt: exemptTestOnly},
 	"GET /ai-models":                    {exempt: exemptShared},
 	"GET /aspect-ratios":                {exempt: exemptShared},
 	"GET /pricing":                      {exempt: exemptShared},

@@ -227,6 +227,8 @@ func TestWorkflowStartsCarryLivemode(t *testing.T) {
 		tc := &recordingTemporal{}
 		s := newSupportEngine(db, tc)
 		live, test := newSupportTenant(t, db, 10), newSupportTenant(t, db, 10)
+		// A test twin's account, as test keys have (its quota counts the test orders).
+		require.NoError(t, db.Model(&models.Account{}).Where("id = ?", test.accountID).Update("test_mode", true).Error)
 		submit := func(tn supportTenant, testMode bool) (models.Order, []models.Job) {
 			order := models.Order{ID: models.NewID(), AccountID: tn.accountID, InstallationID: &tn.installationID, API: models.APIPlugin,
 				JobType: jobtype.PhotoShoot, SessionConfig: models.JSON(`{}`), TestMode: testMode}

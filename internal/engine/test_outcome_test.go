@@ -131,6 +131,8 @@ func testGenerationTestOutcomeAndStart(t *testing.T, db *gorm.DB) {
 		JobOptions: live})
 	acc, err := models.CreateAccount(db, "Team", 100)
 	require.NoError(t, err)
+	// A test twin's account, as test keys have (its quota counts the test requests).
+	require.NoError(t, db.Model(&models.Account{}).Where("id = ?", acc.ID).Update("test_mode", true).Error)
 	r := engine.Requester{AccountID: acc.ID, API: models.APIExternal, CorrelationID: "c", AspectRatio: "1:1",
 		TestOutcome: &engine.TestOutcome{FailWith: strp("CONTENT_POLICY")}}
 	in := engine.IdeasInput{JobType: jobtype.SceneryIdea, Kind: engine.Sceneries, Preferences: "beach", Count: 2}
@@ -195,6 +197,8 @@ func testGenerationTestOutcomeAndStart(t *testing.T, db *gorm.DB) {
 // has its own.
 func TestCloneSessionTestOutcome(t *testing.T) {
 	f := newSessionFixture(t, 1000)
+	// A test twin's account, as test keys have (its quota counts the test requests).
+	require.NoError(t, f.db.Model(&models.Account{}).Where("id = ?", f.inst.AccountID).Update("test_mode", true).Error)
 	s := shoot("ok", 1)
 	s.TestOutcome = &engine.TestOutcome{FailWith: strp("RATE_LIMIT"), DelayMS: intp(5)}
 	r := f.request("", s)
