@@ -250,3 +250,36 @@ func Take(c *gin.Context, slots ratelimit.Slots, key string, log *zap.Logger) (s
 	}
 	return slot, false
 }
+
+// Refusals are how a façade answers a stream it refuses before it starts, each in its API's
+// error envelope: a Last-Event-ID that is no event id (400), a key with MaxStreamsPerKey streams
+// open (429; Retry-After is set), and the first read's error (404 for another tenant's order,
+// 503, ...).
+type Refusals struct {
+	BadLastEventID func(c *gin.Context, err error)
+	Busy           func(c *gin.Context, message string)
+	Failed         func(c *gin.Context, err error)
+}
+
+// Handle answers GET …/orders/{id}/events for the key slotKey names ("plugin:<id>"): it reads
+// Last-Event-ID, takes one of the key's stream slots for the stream's length, reads the first page
+// and serves the stream (Serve), answering a refusal through refuse.
+func Handle(c *gin.Context, slots ratelimit.Slots, feed Feed, log *zap.Logger, slotKey, orderID string, source Source, refuse Refusals) {
+	after, err := LastEventID(c.Request.Header)
+	if err != nil {
+		refuse.BadLastEventID(c, err)
+		return
+	}
+	slot, busy := Take(c, slots, slotKey, log)
+	if busy {
+		refuse.Busy(c, fmt.Sprintf("This API key already has %d event streams open; close one, or retry after the Retry-After delay.", MaxStreamsPerKey))
+		return
+	}
+	defer func() { _ = slot.Release() }()
+	first, err := source(c.Request.Context(), after)
+	if err != nil {
+		refuse.Failed(c, err)
+		return
+	}
+	Serve(c, feed, orderID, after, first, source)
+}

@@ -2,7 +2,6 @@ package external
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -27,28 +26,15 @@ func (h *Handler) orderEvents(c *gin.Context) {
 	if !ok {
 		return
 	}
-	after, err := eventstream.LastEventID(c.Request.Header)
-	if err != nil {
-		h.fail(c, http.StatusBadRequest, err.Error()+".")
-		return
-	}
-	slot, busy := eventstream.Take(c, h.Slots, "external:"+key(c).ID, h.Log)
-	if busy {
-		h.fail(c, http.StatusTooManyRequests, fmt.Sprintf(
-			"This API key already has %d event streams open; close one, or retry after the Retry-After delay.", eventstream.MaxStreamsPerKey))
-		return
-	}
-	defer func() { _ = slot.Release() }()
 	scope := engine.OrderScope{AccountID: key(c).AccountID}
 	source := func(ctx context.Context, after int64) (eventstream.Page, error) {
 		return h.orderEventPage(ctx, scope, id, after)
 	}
-	first, err := source(c.Request.Context(), after)
-	if err != nil {
-		h.answer(c, err)
-		return
-	}
-	eventstream.Serve(c, h.Engine.Feed, id, after, first, source)
+	eventstream.Handle(c, h.Slots, h.Engine.Feed, h.Log, "external:"+key(c).ID, id, source, eventstream.Refusals{
+		BadLastEventID: func(c *gin.Context, err error) { h.fail(c, http.StatusBadRequest, err.Error()+".") },
+		Busy:           func(c *gin.Context, message string) { h.fail(c, http.StatusTooManyRequests, message) },
+		Failed:         h.answer,
+	})
 }
 
 // orderEventPage reads the order's events after a number and renders them.

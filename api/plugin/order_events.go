@@ -2,7 +2,6 @@ package plugin
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -15,30 +14,17 @@ import (
 // one of its jobs, named job.started, job.retrying, job.completed, ... with the job as
 // GET /jobs/{id} shows it, then order.completed with the order as GET /orders/{id} shows it.
 func (h *Handler) orderEvents(c *gin.Context) {
-	after, err := eventstream.LastEventID(c.Request.Header)
-	if err != nil {
-		h.Fail(c, http.StatusBadRequest, CodeInvalidInput, err.Error()+".")
-		return
-	}
-	slot, busy := eventstream.Take(c, h.Slots, "plugin:"+caller(c).Key.ID, h.Log)
-	if busy {
-		h.Fail(c, http.StatusTooManyRequests, CodeRateLimited, fmt.Sprintf(
-			"This API key already has %d event streams open; close one, or retry after the Retry-After delay.", eventstream.MaxStreamsPerKey))
-		return
-	}
-	defer func() { _ = slot.Release() }()
 	inst := caller(c).Installation
 	scope := engine.OrderScope{AccountID: inst.AccountID, InstallationID: inst.ID}
 	orderID := c.Param("id")
 	source := func(ctx context.Context, after int64) (eventstream.Page, error) {
 		return h.orderEventPage(ctx, scope, orderID, after)
 	}
-	first, err := source(c.Request.Context(), after)
-	if err != nil {
-		h.fail(c, err)
-		return
-	}
-	eventstream.Serve(c, h.Engine.Feed, orderID, after, first, source)
+	eventstream.Handle(c, h.Slots, h.Engine.Feed, h.Log, "plugin:"+caller(c).Key.ID, orderID, source, eventstream.Refusals{
+		BadLastEventID: func(c *gin.Context, err error) { h.Fail(c, http.StatusBadRequest, CodeInvalidInput, err.Error()+".") },
+		Busy:           func(c *gin.Context, message string) { h.Fail(c, http.StatusTooManyRequests, CodeRateLimited, message) },
+		Failed:         h.fail,
+	})
 }
 
 // orderEventPage reads the order's events after a number and renders them.
