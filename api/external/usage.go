@@ -60,7 +60,7 @@ func (h *Handler) usage(c *gin.Context) {
 		h.answer(c, err)
 		return
 	}
-	out := UsageResponse{From: r.From.Format(time.RFC3339), To: r.To.Format(time.RFC3339),
+	out := UsageResponse{From: r.From.Format(time.RFC3339Nano), To: r.To.Format(time.RFC3339Nano),
 		Totals: UsageFigures(r.Totals), Groups: make([]UsageGroup, len(r.Groups))}
 	for i, g := range r.Groups {
 		out.Groups[i] = UsageGroup{UsageFigures: UsageFigures(g.UsageFigures)}

@@ -38,6 +38,6 @@ func (h *Handler) usage(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
-	c.PureJSON(http.StatusOK, UsageResponse{From: r.From.Format(time.RFC3339), To: r.To.Format(time.RFC3339),
+	c.PureJSON(http.StatusOK, UsageResponse{From: r.From.Format(time.RFC3339Nano), To: r.To.Format(time.RFC3339Nano),
 		Totals: r.Totals, Groups: r.Groups})
 }

@@ -101,4 +101,7 @@ func TestUsageRefusals(t *testing.T) {
 	rec = e.do(http.MethodGet, p("/usage?from="+url.QueryEscape("2026-01-01T02:00:00+02:00")+"&to=2026-01-02"), e.key, nil)
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 	assert.Equal(t, "2026-01-01T00:00:00Z", decode(t, rec)["from"])
+	rec = e.do(http.MethodGet, p("/usage?from=2026-01-01T00:00:00.25Z&to=2026-01-02"), e.key, nil)
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	assert.Equal(t, "2026-01-01T00:00:00.25Z", decode(t, rec)["from"], "the range as it was given, to the fraction")
 }
