@@ -276,6 +276,7 @@ func (a *Activities) CompleteJob(ctx context.Context, in contract.CompleteInput)
 	job, completed, err := completeJob(ctx, a.Store, in)
 	if completed {
 		a.Metrics.JobFinished(status.JobCompleted, "", job.TestMode)
+		a.Metrics.CreditsConsumed(job.JobType, job.TestMode, job.CreditCost)
 	}
 	return err
 }

@@ -38,13 +38,14 @@ func (a *Activities) FinishJob(ctx context.Context, in contract.FinishJobInput) 
 	}
 	var owed []models.WebhookDelivery
 	finished, test := false, false
+	var ended *models.Job
 	err := a.Store.Tx(ctx, func(tx *models.Store) error {
 		// The job as its end left it, read once by the end's UPDATE, is what the webhook reports.
 		job, ok, err := finish(tx)
 		if err != nil {
 			return err
 		}
-		finished, test = ok, job != nil && job.TestMode
+		finished, test, ended = ok, job != nil && job.TestMode, job
 		owed, err = a.recordWebhookInTx(ctx, tx, ref, job)
 		return err
 	})
@@ -53,6 +54,9 @@ func (a *Activities) FinishJob(ctx context.Context, in contract.FinishJobInput) 
 	}
 	if finished {
 		a.Metrics.JobFinished(endStatus, category, test)
+		if endStatus == status.JobCompleted && ended != nil {
+			a.Metrics.CreditsConsumed(ended.JobType, ended.TestMode, ended.CreditCost)
+		}
 	}
 	a.startDeliveries(ctx, owed)
 	return contract.RecordWebhookResult{}, nil

@@ -7,6 +7,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/activities/contract"
+	"github.com/shotflow/shotflow/internal/platform/metrics"
+	"github.com/shotflow/shotflow/internal/platform/metrics/metricstest"
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/models/status"
@@ -68,6 +70,11 @@ func TestFinishJobCompletesAndRecordsTheWebhookOnce(t *testing.T) {
 		}
 		if n := f.count(t, &models.LedgerEntry{}, "job_id = ? AND kind = ?", job.ID, models.LedgerConsume); n != 1 {
 			t.Fatalf("%d consume rows, want 1", n)
+		}
+		// The credits consumed count the job's cost once (the dashboard's credits consumed per hour).
+		scraped := metricstest.Serve(t, f.acts.Metrics.WorkerHandler())
+		if got := scraped.Value(metrics.CreditsConsumed, map[string]string{"job_type": job.JobType, "livemode": metrics.Live}); got != float64(job.CreditCost) {
+			t.Fatalf("credits consumed = %v, want %d", got, job.CreditCost)
 		}
 		if n := f.count(t, &models.WebhookDelivery{}, "job_id = ?", job.ID); n != 1 {
 			t.Fatalf("%d deliveries, want 1", n)

@@ -300,7 +300,9 @@ func settle(tx *gorm.DB, j *Job, kind string) (bool, error) {
 		Kind: kind, ReservedDelta: -j.CreditCost, CreatedAt: time.Now().UTC(),
 	}
 	if kind == LedgerRelease {
-		entry.BalanceDelta = j.CreditCost
+		// The note says how the run ended (failed, expired, cancelled): usage counts failed and
+		// cancelled jobs from the ledger alone (UsageOf).
+		entry.BalanceDelta, entry.Note = j.CreditCost, j.Status
 	}
 	res := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&entry)
 	if res.Error != nil {

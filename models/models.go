@@ -230,6 +230,9 @@ type Order struct {
 	// triggers of its jobs and of the order itself raise it; nothing else writes it.
 	EventSeq int64 `gorm:"->"`
 	TestMode bool  // created by a test key: its jobs never reach a paid provider
+	// APIKeyID is the API key whose request created the order (migration 0023); nil for orders
+	// created before it was recorded or without a key.
+	APIKeyID *string `gorm:"column:api_key_id"`
 }
 
 // Job is one generated asset of an order; it runs as one JobWorkflow.

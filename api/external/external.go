@@ -85,6 +85,7 @@ func (h *Handler) Register(r gin.IRouter) {
 	h.registerGeneration(add)
 	h.registerWebhooks(add)
 	h.registerAccount(add)
+	h.registerUsage(add)
 }
 
 // Input is the external API's input check of a route that accepts body (inputcheck): 413 for a

@@ -140,6 +140,7 @@ func (e *env) fuzzSeeds() map[string][]routefuzz.Seed {
 		"GET " + external.OpenAPIPath:              {{}},
 		"GET " + b + "/orders":                     {{Query: "status=completed&limit=10&since=2026-01-01T00:00:00Z"}},
 		"GET " + b + "/account":                    {{}},
+		"GET " + b + "/usage":                      {{}, {Query: "from=2026-01-01T00:00:00Z&to=2026-03-01&group_by=key"}},
 		"PUT " + b + "/test/credits":               {{Body: `{"available":5}`}, {Header: "X-Api-Key: " + testKey, Body: `{"available":5}`}},
 		"GET " + b + "/orders/:id":                 {{Params: order.ID}, {Params: order.ID, Header: "Prefer: wait=1"}},
 		"GET " + b + "/orders/:id/events":          {{Params: order.ID}, {Params: order.ID, Header: "Last-Event-ID: 0"}},

@@ -252,7 +252,7 @@ func (r *ref) id() *string {
 func (h *Handler) requester(c *gin.Context, outcome *engine.TestOutcome) engine.Requester {
 	return engine.Requester{AccountID: key(c).AccountID, API: engine.APIExternal, CorrelationID: reqctx.CorrelationID(c),
 		AspectRatio: h.Engine.Catalog.DefaultAspectRatio(), CancelAfter: c.GetDuration(cancelAfterKey), Record: generationRecord(c),
-		Test: key(c).Test, TestOutcome: outcome}
+		Test: key(c).Test, TestOutcome: outcome, APIKeyID: key(c).ID}
 }
 
 // submitted answers the generation response of a submitted request, or the refusal of its

@@ -47,10 +47,12 @@ const (
 	exemptCreate   = "creates a record in the key's own mode from no other record; its answers are in the matrix through the lists"
 	exemptAccount  = "the key's own account and balance (GET /account shows its mode)"
 	exemptTestOnly = "sets the test balance of the key's own test twin; a live key is refused 403"
+	exemptUsage    = "sums the key's own account's ledger: a test key's usage is its twin's (usage_test.go)"
 )
 
 var isolationRoutes = map[string]isolationCase{
 	"GET /account":                            {exempt: exemptAccount},
+	"GET /usage":                              {exempt: exemptUsage},
 	"PUT /test/credits":                       {exempt: exemptTestOnly},
 	"POST /products":                          {exempt: exemptCreate},
 	"POST /presets":                           {exempt: exemptCreate},

@@ -163,6 +163,7 @@ var specRoutes = map[string][]string{
 	"POST /jobs/:/accept":               {plugin.PermJobsRead},
 	"POST /jobs/:/reject":               {plugin.PermJobsRead},
 	"GET /orders/:":                     {plugin.PermJobsRead},
+	"GET /usage":                        {plugin.PermJobsRead},
 	"POST /orders/:/clone":              {plugin.PermJobsCreate},
 	"POST /assets/upload":               {plugin.PermAssetsUpload},
 	"GET /presets":                      {plugin.PermCatalogRead, plugin.PermJobsRead, plugin.PermPresetsRead},

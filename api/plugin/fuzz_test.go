@@ -160,6 +160,7 @@ func (e *env) fuzzSeeds() map[string][]routefuzz.Seed {
 		"POST " + b + "/jobs/batch":                        {{Body: `{"batches":[` + session + `]}`}},
 		"GET " + b + "/jobs/:id":                           {{Params: job.ID}, {Params: job.ID, Header: "Prefer: wait=1"}},
 		"GET " + b + "/jobs":                               {{Query: "status=completed&limit=10&created_after=2026-01-01T00:00:00Z"}},
+		"GET " + b + "/usage":                              {{Query: "from=2026-01-01&to=2026-02-01T00:00:00Z&group_by=ai_model"}, {}},
 		"DELETE " + b + "/jobs/:id":                        {{Params: pending}},
 		"POST " + b + "/jobs/:id/refresh-url":              {{Params: job.ID}},
 		"POST " + b + "/jobs/:id/accept":                   {{Params: job.ID}},

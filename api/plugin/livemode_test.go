@@ -44,10 +44,12 @@ const (
 	exemptNoKey    = "authenticated without an API key"
 	exemptTaskMeOf = "the key's own installation and balance (GET /me shows its mode)"
 	exemptTestOnly = "sets the test balance of the key's own test twin; a live key is refused 403 (test_credits_test.go)"
+	exemptUsage    = "sums the key's own installation's ledger: a test key's usage is its twin's (usage_test.go)"
 )
 
 var isolationRoutes = map[string]isolationCase{
 	"GET /me":                           {exempt: exemptTaskMeOf},
+	"GET /usage":                        {exempt: exemptUsage},
 	"PUT /test/credits":                 {exempt: exemptTestOnly},
 	"GET /ai-models":                    {exempt: exemptShared},
 	"GET /aspect-ratios":                {exempt: exemptShared},

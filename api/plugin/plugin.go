@@ -94,6 +94,7 @@ func (h *Handler) Register(r *gin.Engine) {
 	mutation(keyOptional, post, "/jobs/:id/refresh-url", noBody, h.refreshURL, PermJobsRead)
 	mutation(keyOptional, post, "/jobs/:id/accept", noBody, h.acceptJob, PermJobsRead)
 	mutation(keyOptional, post, "/jobs/:id/reject", noBody, h.rejectJob, PermJobsRead)
+	route(get, "/usage", noBody, h.usage, PermJobsRead)
 	route(get, "/orders/:id", noBody, h.getOrder, PermJobsRead)
 	route(get, "/orders/:id/events", noBody, h.orderEvents, PermJobsRead)
 	mutation(keyRequiredSession, post, "/orders/:id/clone", jsonBody(maxSessionBodyBytes), h.cloneOrder, PermJobsCreate)

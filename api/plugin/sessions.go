@@ -232,6 +232,7 @@ func (h *Handler) pluginSession(c *gin.Context, req engine.SessionRequest) engin
 	req.CorrelationID = reqctx.CorrelationID(c)
 	req.JobTypes = JobTypes
 	req.Test = caller(c).Key.Test
+	req.APIKeyID = caller(c).Key.ID
 	return req
 }
 

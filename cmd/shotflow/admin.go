@@ -45,6 +45,7 @@ Support (README "For support staff"):
   shotflow admin webhooks deliveries [--installation ID | --account ID] [--endpoint ID] [--status S] [--event E] [--mode live|test|all] [--limit N] [--cursor C]
   shotflow admin webhooks recover --endpoint ID --since RFC3339 [--until RFC3339]
   shotflow admin orders show ORDER_ID
+  shotflow admin usage --installation ID | --account ID [--from RFC3339|DATE] [--to RFC3339|DATE] [--group-by day|ai_model|job_type|key]
 
 Test mode (docs/operations.md "Test mode"): --test-key, installation test-key and keys issue --test
 make pk_test_/mk_test_ keys of the installation's or account's test twin; --mode picks the live
@@ -125,7 +126,15 @@ func runAdmin(ctx context.Context, args []string, stdout io.Writer) error {
 		"webhooks recover":      (*adminEnv).webhooksRecover,
 		"orders show":           (*adminEnv).ordersShow,
 	}
+	// One-word commands take the rest as their arguments.
+	oneWord := map[string]func(*adminEnv, []string) (any, error){
+		"usage": (*adminEnv).usage,
+	}
 	command, ok := commands[args[0]+" "+args[1]]
+	rest := args[2:]
+	if one, isOne := oneWord[args[0]]; isOne {
+		command, ok, rest = one, true, args[1:]
+	}
 	if !ok {
 		return fmt.Errorf("%w: unknown admin command %q\n%s", errUsage, args[0]+" "+args[1], adminUsage)
 	}
@@ -151,7 +160,7 @@ func runAdmin(ctx context.Context, args []string, stdout io.Writer) error {
 			c()
 		}
 	}()
-	out, err := command(env, args[2:])
+	out, err := command(env, rest)
 	if err != nil {
 		return err
 	}
@@ -718,4 +727,23 @@ func (e *adminEnv) ordersShow(args []string) (any, error) {
 		return nil, err
 	}
 	return e.storeEngine().Support.ShowOrder(e.ctx, id)
+}
+
+// usage prints an installation's or an account's usage (GET /usage's figures; an account's may be
+// grouped by key too).
+func (e *adminEnv) usage(args []string) (any, error) {
+	fs := newFlags("usage")
+	installation := fs.String("installation", "", "installation ID")
+	account := fs.String("account", "", "account ID")
+	from := fs.String("from", "", "start of the range (RFC 3339 or YYYY-MM-DD; default: the start of the current UTC month)")
+	to := fs.String("to", "", "end of the range, exclusive (default: the start of the next UTC month)")
+	groupBy := fs.String("group-by", "", "day (default), ai_model, job_type or key (an account's)")
+	if err := parseFlags(fs, args); err != nil {
+		return nil, err
+	}
+	if (*installation == "") == (*account == "") {
+		return nil, fmt.Errorf("%w: usage takes one of --installation and --account", errUsage)
+	}
+	return e.storeEngine().Support.UsageOf(e.ctx, *installation, *account,
+		engine.UsageQuery{From: *from, To: *to, GroupBy: *groupBy})
 }

@@ -87,6 +87,7 @@ type Engine struct {
 	Outbox      *Outbox      // starts of committed orders, job re-runs and preparations that were lost
 	Support     *Support     // what support staff do: list, show, retry, re-drive, replay
 	Feed        *Feed        // the change feed of orders: waits on orders and reads their events
+	Usage       *Usage       // what an account or installation spent, from the credit ledger
 }
 
 // core is the dependencies every service shares, and the engine itself for a service that uses
@@ -106,7 +107,7 @@ func New(cfg Config) *Engine {
 		Sessions: &Sessions{c}, Generation: &Generation{c}, Orders: &Orders{c}, Jobs: &Jobs{c},
 		Catalog: &Catalog{c}, Records: &Records{c}, Uploads: &Uploads{c}, Accounts: &Accounts{c},
 		Webhooks: &Webhooks{c}, Idempotency: &Idempotency{c}, Outbox: &Outbox{c}, Support: &Support{c},
-		Feed: &Feed{core: c},
+		Feed: &Feed{core: c}, Usage: &Usage{c},
 	}
 	c.app = e
 	return e

@@ -59,6 +59,8 @@ type Requester struct {
 	// TestOutcome is the request's test_outcome (a test key's only): what becomes of its jobs.
 	// Every Plan… checks it first (checkTestOutcome).
 	TestOutcome *TestOutcome
+	// APIKeyID is the API key that made the request: its order records it (usage by key).
+	APIKeyID string
 }
 
 // testOutcome checks the requester's test_outcome and returns it as its jobs keep it.
@@ -93,6 +95,7 @@ func newPlan(r Requester, jobType string, config any) *Plan {
 	return &Plan{Order: &models.Order{
 		ID: models.NewID(), AccountID: r.AccountID, API: r.API, JobType: jobType,
 		SessionConfig: models.JSON(cfg), CorrelationID: r.CorrelationID, TestMode: r.Test,
+		APIKeyID: optional(r.APIKeyID),
 	}, record: r.Record}
 }
 

@@ -71,6 +71,8 @@ type SessionRequest struct {
 	// Test marks a request of a test key (the installation is a test twin): its order and jobs
 	// are test mode's.
 	Test bool
+	// APIKeyID is the API key that made the request: its order records it (usage by key).
+	APIKeyID string
 }
 
 // PlanSession validates a session against the catalog and resolves each subject's input: the
@@ -133,7 +135,7 @@ func (e *Sessions) PlanSession(ctx context.Context, req SessionRequest) (*models
 	order := &models.Order{
 		ID: models.NewID(), AccountID: req.AccountID, InstallationID: &instID, API: req.API,
 		JobType: jobType, SessionConfig: models.JSON(configJSON), CorrelationID: req.CorrelationID,
-		SourceOrderID: req.SourceOrderID, TestMode: req.Test,
+		SourceOrderID: req.SourceOrderID, TestMode: req.Test, APIKeyID: optional(req.APIKeyID),
 	}
 	jobs := make([]models.Job, 0, total)
 	deadline := startDeadline(now, req.CancelAfter)

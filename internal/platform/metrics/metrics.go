@@ -37,6 +37,9 @@ const (
 	JobsAccepted = "shotflow_jobs_accepted_total"
 	// CreditsReserved counts the credits reserved for accepted orders by API and job type.
 	CreditsReserved = "shotflow_credits_reserved_total"
+	// CreditsConsumed counts the credits charged for completed job runs (their settlement), by job
+	// type: the Grafana dashboard's credits consumed per hour.
+	CreditsConsumed = "shotflow_credits_consumed_total"
 	// JobsFinished counts job runs that reached a terminal status, by status and error category.
 	JobsFinished = "shotflow_jobs_finished_total"
 	// GenerateAttempts counts calls to a generation provider by provider and outcome.
@@ -141,6 +144,7 @@ type Metrics struct {
 	ordersAccepted  *prometheus.CounterVec
 	jobsAccepted    *prometheus.CounterVec
 	creditsReserved *prometheus.CounterVec
+	creditsConsumed *prometheus.CounterVec
 
 	jobsFinished     *prometheus.CounterVec
 	generateAttempts *prometheus.CounterVec
@@ -178,6 +182,7 @@ func New() *Metrics {
 	m.jobsAccepted = m.counterVec(m.api, JobsAccepted, "Jobs of accepted orders, by API, job type and livemode.", "api", "job_type", "livemode")
 	m.creditsReserved = m.counterVec(m.api, CreditsReserved, "Credits reserved for accepted orders, by API, job type and livemode (false: test credits).", "api", "job_type", "livemode")
 
+	m.creditsConsumed = m.counterVec(m.worker, CreditsConsumed, "Credits charged for completed job runs when their reservation is consumed, by job type and livemode (false: test credits).", "job_type", "livemode")
 	m.jobsFinished = m.counterVec(m.worker, JobsFinished, "Job runs that reached a terminal status, by status, error category (none when completed) and livemode (false: a test key's).", "status", "error_category", "livemode")
 	m.generateAttempts = m.counterVec(m.worker, GenerateAttempts, "Calls to a generation provider, by provider, outcome (ok or the error category) and livemode.", "provider", "outcome", "livemode")
 	m.generateDuration = m.histogramVec(m.worker, GenerateDuration, "Latency of calls to a generation provider, by provider and livemode.", slowBuckets, "provider", "livemode")
@@ -296,6 +301,15 @@ func (m *Metrics) JobFinished(status, category string, test bool) {
 		category = NoCategory
 	}
 	m.jobsFinished.WithLabelValues(status, category, Livemode(test)).Inc()
+}
+
+// CreditsConsumed records the credits a completed job run of jobType was charged (test: a test
+// key's, test credits).
+func (m *Metrics) CreditsConsumed(jobType string, test bool, credits int64) {
+	if m == nil {
+		return
+	}
+	m.creditsConsumed.WithLabelValues(jobType, Livemode(test)).Add(float64(credits))
 }
 
 // GenerateAttempt records one call to a generation provider for a job (test: a test key's);

@@ -49,6 +49,9 @@ func TestEachListenerShowsItsOwnFamilies(t *testing.T) {
 	m.JobFinished("failed", "CONTENT_POLICY", false)
 	m.JobFinished("completed", "", false)
 	m.JobFinished("completed", "", true)
+	m.CreditsConsumed("packshot", false, 5)
+	m.CreditsConsumed("packshot", false, 2)
+	m.CreditsConsumed("packshot", true, 3)
 	m.GenerateAttempt("sim", metrics.OutcomeOK, false, 150*time.Millisecond)
 	m.GenerateAttempt("local", metrics.OutcomeOK, true, 50*time.Millisecond)
 	m.WebhookAttempt(metrics.WebhookRejected, 80*time.Millisecond)
@@ -87,6 +90,7 @@ func TestEachListenerShowsItsOwnFamilies(t *testing.T) {
 	for name, want := range map[string]map[string]float64{
 		metrics.JobsFinished: {`status=failed,error_category=CONTENT_POLICY,livemode=true`: 1, `status=completed,error_category=none,livemode=true`: 1,
 			`status=completed,error_category=none,livemode=false`: 1, `livemode=false`: 1},
+		metrics.CreditsConsumed:          {`job_type=packshot,livemode=true`: 7, `job_type=packshot,livemode=false`: 3},
 		metrics.GenerateAttempts:         {`provider=sim,outcome=ok,livemode=true`: 1, `provider=local,outcome=ok,livemode=false`: 1},
 		metrics.GenerateDuration:         {`provider=sim,livemode=true`: 1, `provider=local,livemode=false`: 1},
 		metrics.WebhookDeliveries:        {`outcome=rejected`: 1, `outcome=unreachable`: 1},
@@ -116,6 +120,7 @@ func TestEachListenerShowsItsOwnFamilies(t *testing.T) {
 		name string
 	}{
 		{api, metrics.OrdersAccepted}, {api, metrics.JobsAccepted}, {api, metrics.CreditsReserved}, {worker, metrics.JobsFinished},
+		{worker, metrics.CreditsConsumed},
 		{worker, metrics.GenerateAttempts}, {worker, metrics.GenerateDuration}, {worker, metrics.JobsDeadlineCancelled},
 	} {
 		for _, l := range f.s.Labels(f.name) {
@@ -184,7 +189,7 @@ func TestFamiliesAreNamedShotflow(t *testing.T) {
 		}
 	}
 	documented := []string{metrics.HTTPRequests, metrics.HTTPRequestDuration, metrics.OrdersAccepted, metrics.JobsAccepted,
-		metrics.CreditsReserved, metrics.JobsFinished, metrics.GenerateAttempts, metrics.GenerateDuration,
+		metrics.CreditsReserved, metrics.CreditsConsumed, metrics.JobsFinished, metrics.GenerateAttempts, metrics.GenerateDuration,
 		metrics.WebhookDeliveries, metrics.WebhookDeliveryDuration, metrics.OutboxStarted, metrics.RetentionPurged,
 		metrics.WebhookDeliveriesEnded, metrics.WebhookEndpointsDisabled, metrics.RetentionWebhookDeleted, metrics.JobsDeadlineCancelled}
 	for _, name := range documented {

@@ -295,6 +295,7 @@ func outageRequests(t *testing.T, env *testenv.Env, tenant testenv.Tenant, api *
 	p(http.MethodPost, "/jobs/batch", "/jobs/batch", map[string]any{"batches": []any{session}})
 	p(http.MethodGet, "/jobs/:id", "/jobs/"+id, nil)
 	p(http.MethodGet, "/jobs", "/jobs?limit=10", nil)
+	p(http.MethodGet, "/usage", "/usage?group_by=job_type", nil)
 	p(http.MethodDelete, "/jobs/:id", "/jobs/"+id, nil)
 	p(http.MethodPost, "/jobs/:id/refresh-url", "/jobs/"+id+"/refresh-url", nil)
 	p(http.MethodPost, "/jobs/:id/accept", "/jobs/"+id+"/accept", nil)
@@ -328,6 +329,7 @@ func outageRequests(t *testing.T, env *testenv.Env, tenant testenv.Tenant, api *
 	}
 	x(http.MethodGet, "/orders", "/orders?limit=10", nil)
 	x(http.MethodGet, "/account", "/account", nil)
+	x(http.MethodGet, "/usage", "/usage?group_by=key", nil)
 	x(http.MethodPut, "/test/credits", "/test/credits", map[string]any{"available": 0})
 	x(http.MethodGet, "/orders/:id", "/orders/"+id, nil)
 	x(http.MethodGet, "/orders/:id/events", "/orders/"+id+"/events", nil)
