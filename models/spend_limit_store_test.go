@@ -35,7 +35,6 @@ func pluginOrderOf(accountID, installationID string, n int, cost int64, now time
 	return order, jobs
 }
 
-
 // spendScopes are the two kinds of limit under test: an account's, with an external order, and an
 // installation's, with a plugin order (whose account has no limit).
 func spendScopes(t *testing.T, db *gorm.DB, credits int64) map[string]struct {
@@ -58,7 +57,9 @@ func spendScopes(t *testing.T, db *gorm.DB, credits int64) map[string]struct {
 		"account": {models.SpendScope{AccountID: acc.ID},
 			func(n int, cost int64) (*models.Order, []models.Job) { return orderOf(acc.ID, n, cost, now) }, acc.ID},
 		"installation": {models.SpendScope{InstallationID: inst},
-			func(n int, cost int64) (*models.Order, []models.Job) { return pluginOrderOf(acc2.ID, inst, n, cost, now) }, acc2.ID},
+			func(n int, cost int64) (*models.Order, []models.Job) {
+				return pluginOrderOf(acc2.ID, inst, n, cost, now)
+			}, acc2.ID},
 	}
 }
 
