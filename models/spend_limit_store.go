@@ -170,6 +170,17 @@ func countInstallationSpend(tx *gorm.DB, installationID string, month string, to
 // balance (ErrInsufficientCredits) or the limit of the account or of the installation (a
 // *SpendLimitError), read as they are now. installationID is empty for an order without one.
 func refusalOf(db *gorm.DB, accountID, installationID string, total int64, month string, now time.Time) error {
+	err := classifyRefusal(db, accountID, installationID, total, month, now)
+	if errors.Is(err, ErrInsufficientCredits) || errors.Is(err, ErrSpendLimitExceeded) || errors.Is(err, ErrNotFound) {
+		return err
+	}
+	// The reservation was refused all the same: the refusal stands, said as a short balance, with
+	// why it could not be told apart.
+	return fmt.Errorf("%w (the spend limits could not be read: %v)", ErrInsufficientCredits, err)
+}
+
+// classifyRefusal is refusalOf, reads failing as they fail.
+func classifyRefusal(db *gorm.DB, accountID, installationID string, total int64, month string, now time.Time) error {
 	if installationID != "" {
 		var inst Installation
 		if err := db.Select("id", "account_id", "spend_limit_monthly", "spend_alert_percent", "spend_month", "spend_used").
