@@ -33,6 +33,7 @@ var routeBodies = map[string]struct {
 	"POST " + plugin.Base + "/jobs/batch":                     {16 << 20, false},
 	"POST " + plugin.Base + "/orders/:id/clone":               {1 << 20, false},
 	"PUT " + plugin.Base + "/test/credits":                    {64 << 10, false},
+	"PUT " + plugin.Base + "/spend-limit":                     {64 << 10, false},
 	"POST " + external.Base + "/presets":                      {141 << 20, true},
 	"PUT " + external.Base + "/presets":                       {141 << 20, true},
 	"POST " + external.Base + "/products":                     {21 << 20, true},

@@ -88,7 +88,9 @@ type Installation struct {
 // 0024, spend_limit_store.go).
 type SpendLimits struct {
 	SpendLimitMonthly *int64 // credits per UTC calendar month; nil: no limit
-	SpendAlertPercent int    // the alert threshold, in percent of the limit
+	// SpendAlertPercent is the alert threshold, in percent of the limit. The default tag leaves it
+	// out of an INSERT that does not set it, so a new account or installation gets the column's 80.
+	SpendAlertPercent int    `gorm:"default:80"`
 	SpendMonth        string // the month (YYYY-MM) SpendUsed counts
 	SpendUsed         int64  // credits reserved in SpendMonth, less those released
 }

@@ -9,7 +9,7 @@ import (
 	"gorm.io/gorm"
 )
 
-// Monthly spend limits (migration 0024, docs/api-guide.md "Spend limits and charge headers"). An
+// Monthly spend limits (migration 0024, docs/api-guide.md "Spend limits (both APIs)"). An
 // account and an installation may each hold a limit of credits per UTC calendar month. What a
 // month spent (spend_used of spend_month) moves in the reservation's own statement: the UPDATE
 // that takes the credits adds them to it, conditional on the limit, so no read before it decides

@@ -8,7 +8,7 @@ import (
 	"github.com/shotflow/shotflow/models"
 )
 
-// Spend limits (docs/api-guide.md, "Spend limits and charge headers"): a monthly cap of credits on
+// Spend limits (docs/api-guide.md, "Spend limits (both APIs)"): a monthly cap of credits on
 // an installation (the plugin API) or an account (the external API, and every installation on
 // it), enforced in the reservation's own statement (models/spend_limit_store.go).
 
