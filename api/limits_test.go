@@ -46,6 +46,7 @@ var routeBodies = map[string]struct {
 	"POST " + external.Base + "/packshots/update-packshot":    {64 << 10, false},
 	"POST " + external.Base + "/image-picker/review":          {64 << 10, false},
 	"PUT " + external.Base + "/test/credits":                  {64 << 10, false},
+	"PUT " + external.Base + "/spend-limit":                   {64 << 10, false},
 
 	// The plugin API's webhook routes.
 	"POST " + plugin.Base + "/webhook-endpoints":             {64 << 10, false},

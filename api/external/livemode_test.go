@@ -47,11 +47,15 @@ const (
 	exemptCreate   = "creates a record in the key's own mode from no other record; its answers are in the matrix through the lists"
 	exemptAccount  = "the key's own account and balance (GET /account shows its mode)"
 	exemptTestOnly = "sets the test balance of the key's own test twin; a live key is refused 403"
+	exemptOwnLimit = "the spend limit of the key's own account, the test twin's for a test key (spend_limit_test.go)"
 )
 
 var isolationRoutes = map[string]isolationCase{
 	"GET /account":                            {exempt: exemptAccount},
 	"PUT /test/credits":                       {exempt: exemptTestOnly},
+	"GET /spend-limit":                        {exempt: exemptOwnLimit},
+	"PUT /spend-limit":                        {exempt: exemptOwnLimit},
+	"DELETE /spend-limit":                     {exempt: exemptOwnLimit},
 	"POST /products":                          {exempt: exemptCreate},
 	"POST /presets":                           {exempt: exemptCreate},
 	"POST /webhook-endpoints":                 {exempt: exemptCreate},

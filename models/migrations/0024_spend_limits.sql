@@ -13,3 +13,11 @@ ALTER TABLE installations ADD COLUMN spend_limit_monthly BIGINT;
 ALTER TABLE installations ADD COLUMN spend_alert_percent INTEGER NOT NULL DEFAULT 80;
 ALTER TABLE installations ADD COLUMN spend_month TEXT NOT NULL DEFAULT '';
 ALTER TABLE installations ADD COLUMN spend_used BIGINT NOT NULL DEFAULT 0;
+-- External keys that carry the default scopes (content.register and content.read) also get
+-- content.billing, the scope of the external API's /spend-limit routes, as every new external key
+-- does (like 0017 did for content.webhooks); a key an operator narrowed stays as it was.
+UPDATE api_keys SET scopes = scopes || ' content.billing'
+WHERE kind = 'external'
+  AND (' ' || scopes || ' ') LIKE '% content.register %'
+  AND (' ' || scopes || ' ') LIKE '% content.read %'
+  AND (' ' || scopes || ' ') NOT LIKE '% content.billing %';

@@ -28,9 +28,9 @@ func TestWrongTypesCoverEveryJSONBody(t *testing.T) {
 				"POST /image-picker/register-ideas", "POST /video-picker/register-videos", "POST /reel/register-reel",
 				"POST /packshots/update-packshot", "POST /image-picker/review",
 				"POST /webhook-endpoints", "PATCH /webhook-endpoints/{}", "POST /webhook-endpoints/{}/test", "POST /webhook-endpoints/{}/recover",
-				"PUT /test/credits"},
+				"PUT /test/credits", "PUT /spend-limit"},
 			[]string{"count an integer", "config.product.id a string", "imagesIds[0] a string", "Voting a string", "config an object",
-				"events an array", "events[0] a string", "since a string", "available an integer"}},
+				"events an array", "events[0] a string", "since a string", "available an integer", "monthlyCredits an integer"}},
 	} {
 		cases, err := tc.doc.WrongTypes()
 		if err != nil {
