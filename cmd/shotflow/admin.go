@@ -45,6 +45,8 @@ Support (README "For support staff"):
   shotflow admin webhooks deliveries [--installation ID | --account ID] [--endpoint ID] [--status S] [--event E] [--mode live|test|all] [--limit N] [--cursor C]
   shotflow admin webhooks recover --endpoint ID --since RFC3339 [--until RFC3339]
   shotflow admin orders show ORDER_ID
+  shotflow admin spend-limit show|clear --installation ID | --account ID
+  shotflow admin spend-limit set --installation ID | --account ID --monthly-credits N [--alert-at-percent P]
 
 Test mode (docs/operations.md "Test mode"): --test-key, installation test-key and keys issue --test
 make pk_test_/mk_test_ keys of the installation's or account's test twin; --mode picks the live
@@ -124,6 +126,9 @@ func runAdmin(ctx context.Context, args []string, stdout io.Writer) error {
 		"webhooks deliveries":   (*adminEnv).webhooksDeliveries,
 		"webhooks recover":      (*adminEnv).webhooksRecover,
 		"orders show":           (*adminEnv).ordersShow,
+		"spend-limit show":      (*adminEnv).spendLimitShow,
+		"spend-limit set":       (*adminEnv).spendLimitSet,
+		"spend-limit clear":     (*adminEnv).spendLimitClear,
 	}
 	command, ok := commands[args[0]+" "+args[1]]
 	if !ok {
