@@ -218,7 +218,7 @@ var usedCodes = []string{
 	plugin.CodeInvalidInput, plugin.CodeUnauthorized, plugin.CodeInsufficientCredits, plugin.CodeForbidden,
 	plugin.CodeNotFound, plugin.CodeIdempotencyConflict, plugin.CodeJobNotCancelable, plugin.CodeJobNotCompleted,
 	plugin.CodeUploadConflict, plugin.CodeOutputsPurged, plugin.CodePayloadTooLarge, plugin.CodePackshotNotApproved,
-	plugin.CodeRateLimited, plugin.CodeTestQuotaExceeded, plugin.CodeInternal, plugin.CodeUnavailable, plugin.CodeURLExpired, plugin.CodeMethodNotAllowed,
+	plugin.CodeRateLimited, plugin.CodeTestQuotaExceeded, plugin.CodeSpendLimitExceeded, plugin.CodeInternal, plugin.CodeUnavailable, plugin.CodeURLExpired, plugin.CodeMethodNotAllowed,
 }
 
 func TestErrorDocs(t *testing.T) {

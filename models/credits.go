@@ -53,12 +53,23 @@ func ReservationTotal(jobs []Job) int64 {
 func ReserveForJobs(tx *gorm.DB, accountID, orderID string, jobs []Job) (int64, error) {
 	total := ReservationTotal(jobs)
 	if total > 0 {
-		res := tx.Model(&Account{}).Where("id = ? AND credit_balance >= ?", accountID, total).Updates(reservation(total))
+		now := time.Now().UTC()
+		month := SpendMonth(now)
+		fits, args := spendFits(month, total)
+		res := tx.Model(&Account{}).Where("id = ? AND credit_balance >= ?", accountID, total).Where(fits, args...).
+			Updates(reservation(total, month))
 		if res.Error != nil {
 			return 0, res.Error
 		}
 		if res.RowsAffected == 0 {
-			return 0, ErrInsufficientCredits
+			return 0, refusalOf(tx, accountID, "", total, month, now)
+		}
+		// The account's row is held from here, so the installation's comes second, as in the
+		// one-statement order (createOrder).
+		if inst := jobs[0].InstallationID; inst != nil {
+			if err := countInstallationSpend(tx, *inst, month, total, now); err != nil {
+				return 0, err
+			}
 		}
 	}
 	entries := reservationEntries(accountID, orderID, jobs)
@@ -73,13 +84,14 @@ func ReserveForJobs(tx *gorm.DB, accountID, orderID string, jobs []Job) (int64, 
 // insertBatch is how many rows one INSERT of jobs or ledger entries holds.
 const insertBatch = 200
 
-// reservation is the account's change for a reservation of total credits.
-func reservation(total int64) map[string]any {
-	return map[string]any{
+// reservation is the account's change for a reservation of total credits in month: its balance
+// and its month's spend.
+func reservation(total int64, month string) map[string]any {
+	return spendAdd(map[string]any{
 		"credit_balance":   gorm.Expr("credit_balance - ?", total),
 		"credits_reserved": gorm.Expr("credits_reserved + ?", total),
 		"updated_at":       time.Now().UTC(),
-	}
+	}, month, total)
 }
 
 // reservationEntries are the ledger entries of a reservation for jobs: one per job.
@@ -168,16 +180,49 @@ func createOrder(tx *gorm.DB, order *Order, jobs []Job, oneStatement bool) error
 	entries := reservationEntries(order.AccountID, order.ID, jobs)
 	total := order.CreditsReserved
 	gate := ""
+	now := time.Now().UTC()
+	month := SpendMonth(now)
 	if total > 0 {
+		fits, fitsArgs := spendFits(month, total)
+		one.sql.WriteString("WITH ")
+		reserveGate := ""
+		if order.InstallationID != nil {
+			// A plugin order counts against its installation's limit too. The account's row is
+			// locked first (FOR UPDATE reads its latest version, past any order that held it), and
+			// the installation's UPDATE takes its row only when both the account (balance and
+			// limit) and the installation (limit) fit the order; the reservation then follows it,
+			// on the row this statement holds, so the two move together or not at all.
+			acct, err := part(func(db *gorm.DB) *gorm.DB {
+				return db.Raw("SELECT id FROM accounts WHERE id = ? AND credit_balance >= ? AND "+fits+" FOR UPDATE",
+					append([]any{order.AccountID, total}, fitsArgs...)...)
+			})
+			if err != nil {
+				return err
+			}
+			inst, err := part(func(db *gorm.DB) *gorm.DB {
+				return db.Model(&Installation{}).Where("id = ?", *order.InstallationID).Where(fits, fitsArgs...).
+					Where("EXISTS (SELECT 1 FROM acct)").Updates(spendAdd(map[string]any{}, month, total))
+			})
+			if err != nil {
+				return err
+			}
+			one.sql.WriteString("acct AS (" + acct + "), inst AS (" + inst + " RETURNING 1), ")
+			reserveGate = "EXISTS (SELECT 1 FROM inst)"
+		}
 		// The reservation of ReserveForJobs: it takes the account's row only when the balance
-		// covers the order, and the INSERTs write only when it did.
+		// covers the order and the month's spend fits the limit, and the INSERTs write only when
+		// it did.
 		reserve, err := part(func(db *gorm.DB) *gorm.DB {
-			return db.Model(&Account{}).Where("id = ? AND credit_balance >= ?", order.AccountID, total).Updates(reservation(total))
+			q := db.Model(&Account{}).Where("id = ? AND credit_balance >= ?", order.AccountID, total).Where(fits, fitsArgs...)
+			if reserveGate != "" {
+				q = q.Where(reserveGate)
+			}
+			return q.Updates(reservation(total, month))
 		})
 		if err != nil {
 			return err
 		}
-		one.sql.WriteString("WITH reserve AS (" + reserve + " RETURNING 1), ")
+		one.sql.WriteString("reserve AS (" + reserve + " RETURNING 1), ")
 		gate = "SELECT 1 FROM reserve"
 	} else { // nothing to reserve: the INSERTs alone
 		one.sql.WriteString("WITH ")
@@ -202,22 +247,38 @@ func createOrder(tx *gorm.DB, order *Order, jobs []Job, oneStatement bool) error
 		return tx.Exec("?", &one).Error
 	}
 	// Its rows tell the answer apart, read as the rows affected (Exec: gorm's Scan would render the
-	// whole statement with its values for its logger): the reservation's row, if it took one, and
-	// the account's, if the account exists.
-	numbering.from = len(one.vars)
-	one.sql.WriteString(" SELECT 1 FROM reserve UNION ALL SELECT 1 FROM accounts WHERE id = ")
-	one.vars = append(one.vars, order.AccountID)
-	numbering.BindVarTo(&one.sql, &gorm.Statement{Vars: one.vars[len(one.vars)-1:]}, order.AccountID)
+	// whole statement with its values for its logger): the reservation's row twice, if it took
+	// one, the account's, if the account exists, and, when the reservation took none, the
+	// account's again if its balance (as the statement began) covered the order. Three rows:
+	// accepted; one: a short balance, said without another statement; two: a spend limit refused
+	// it, whose details are read next (refusalOf).
+	bind := func(v any) {
+		numbering.from = len(one.vars)
+		one.vars = append(one.vars, v)
+		numbering.BindVarTo(&one.sql, &gorm.Statement{Vars: one.vars[len(one.vars)-1:]}, v)
+	}
+	one.sql.WriteString(" SELECT 1 FROM reserve UNION ALL SELECT 1 FROM reserve UNION ALL SELECT 1 FROM accounts WHERE id = ")
+	bind(order.AccountID)
+	one.sql.WriteString(" UNION ALL SELECT 1 FROM accounts WHERE id = ")
+	bind(order.AccountID)
+	one.sql.WriteString(" AND NOT EXISTS (SELECT 1 FROM reserve) AND credit_balance >= ")
+	bind(total)
 	res := tx.Exec("?", &one)
 	switch {
 	case res.Error != nil:
 		return res.Error
-	case res.RowsAffected == 2:
+	case res.RowsAffected == 3:
 		return nil
 	case res.RowsAffected == 0:
 		return fmt.Errorf("account %s: %w", order.AccountID, ErrNotFound)
-	default:
+	case res.RowsAffected == 1:
 		return ErrInsufficientCredits
+	default:
+		instID := ""
+		if order.InstallationID != nil {
+			instID = *order.InstallationID
+		}
+		return refusalOf(tx, order.AccountID, instID, total, month, now)
 	}
 }
 
@@ -324,6 +385,11 @@ func settle(tx *gorm.DB, j *Job, kind string) (bool, error) {
 	}
 	if res.RowsAffected == 0 {
 		return false, fmt.Errorf("account %s holds less reserved credit than job %s run %d settles", j.AccountID, j.ID, j.Run)
+	}
+	if kind == LedgerRelease {
+		if err := releaseSpend(tx, j, j.CreditCost); err != nil {
+			return false, err
+		}
 	}
 	return true, nil
 }

@@ -30,10 +30,10 @@ var PluginScopes = []string{
 }
 
 // ExternalScopes are the scopes a new external content key gets by default.
-var ExternalScopes = []string{"content.register", "content.read", "content.webhooks"}
+var ExternalScopes = []string{"content.register", "content.read", "content.webhooks", "content.billing"}
 
 // ExternalScopeNames are every scope an external key may carry; queue.nudge is reserved.
-var ExternalScopeNames = []string{"content.register", "content.read", "content.webhooks", "queue.nudge"}
+var ExternalScopeNames = []string{"content.register", "content.read", "content.webhooks", "content.billing", "queue.nudge"}
 
 // ErrInvalidKey is returned for a key that is malformed, unknown, revoked or expired.
 var ErrInvalidKey = errors.New("invalid API key")

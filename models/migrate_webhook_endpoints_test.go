@@ -93,19 +93,21 @@ func TestMigrationTurnsCallbackURLsIntoEndpoints(t *testing.T) {
 	})
 }
 
-// External keys with the default scopes gain content.webhooks through 0017, once; a narrowed key,
-// a key that has it already and a plugin key are left as they were.
-func TestMigrationGivesDefaultExternalKeysTheWebhooksScope(t *testing.T) {
+// External keys with the default scopes gain content.webhooks through 0017 and content.billing
+// through 0024, each once; a narrowed key, a key that has a scope already and a plugin key are
+// left as they were.
+func TestMigrationGivesDefaultExternalKeysTheWebhooksAndBillingScopes(t *testing.T) {
 	t.Parallel()
 	unmigratedDialects(t, func(t *testing.T, db *gorm.DB) {
 		legacyMigrate(t, db, 16)
 		now := time.Now().UTC()
 		testdb.MustExec(t, db, "INSERT INTO accounts (id, name, created_at, updated_at) VALUES ('acc', 'Team', ?, ?)", now, now)
 		keys := map[string]struct{ kind, before, after string }{
-			"full":     {"external", "content.register content.read", "content.register content.read content.webhooks"},
-			"reserved": {"external", "content.register content.read queue.nudge", "content.register content.read queue.nudge content.webhooks"},
+			"full":     {"external", "content.register content.read", "content.register content.read content.webhooks content.billing"},
+			"reserved": {"external", "content.register content.read queue.nudge", "content.register content.read queue.nudge content.webhooks content.billing"},
 			"narrow":   {"external", "content.read", "content.read"},
-			"already":  {"external", "content.webhooks content.register content.read", "content.webhooks content.register content.read"},
+			"already":  {"external", "content.webhooks content.register content.read", "content.webhooks content.register content.read content.billing"},
+			"billing":  {"external", "content.billing content.register content.read", "content.billing content.register content.read content.webhooks"},
 			"plugin":   {"plugin", "plugin.jobs:read content.register content.read", "plugin.jobs:read content.register content.read"},
 		}
 		for id, k := range keys {

@@ -62,6 +62,7 @@ type Account struct {
 	TestOfInstallationID *string
 	TestDay              string // the UTC day (YYYY-MM-DD) its test credits were last refilled
 	TestJobsToday        int    // the jobs it has run that day (the test quota)
+	SpendLimits
 }
 
 // Installation is one merchant shop plugin installed against an account.
@@ -80,6 +81,18 @@ type Installation struct {
 	// TestMode marks the test twin of the live installation TestOfInstallationID.
 	TestMode             bool
 	TestOfInstallationID *string
+	SpendLimits
+}
+
+// SpendLimits are the monthly spend limit columns of an account and of an installation (migration
+// 0024, spend_limit_store.go).
+type SpendLimits struct {
+	SpendLimitMonthly *int64 // credits per UTC calendar month; nil: no limit
+	// SpendAlertPercent is the alert threshold, in percent of the limit. The default tag leaves it
+	// out of an INSERT that does not set it, so a new account or installation gets the column's 80.
+	SpendAlertPercent int    `gorm:"default:80"`
+	SpendMonth        string // the month (YYYY-MM) SpendUsed counts
+	SpendUsed         int64  // credits reserved in SpendMonth, less those released
 }
 
 // API key kinds.

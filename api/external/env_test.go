@@ -39,7 +39,7 @@ type env struct {
 	engineConfig engine.Config
 	now          time.Time
 	account      string
-	key          string // content.register, content.read and content.webhooks
+	key          string // content.register, content.read, content.webhooks and content.billing
 
 	mu             sync.Mutex
 	starts         []client.StartWorkflowOptions // every workflow start, in order
@@ -66,7 +66,7 @@ func newEnv(t testing.TB, db *gorm.DB, rateLimit int) *env {
 	e.router.NoRoute(e.handler.NotFound)
 	e.router.NoMethod(e.handler.MethodNotAllowed)
 	e.handler.Register(e.router)
-	e.account, e.key = e.newAccount(external.ScopeRegister, external.ScopeRead, external.ScopeWebhooks)
+	e.account, e.key = e.newAccount(external.ScopeRegister, external.ScopeRead, external.ScopeWebhooks, external.ScopeBilling)
 	return e
 }
 

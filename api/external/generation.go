@@ -127,7 +127,8 @@ var externalStatus = map[engine.Kind]int{
 
 // refused answers an engine refusal: its status, Retry-After when it names a delay, the body
 // {error: "<field>: <message>"} and, for the refusals the spec names, the errors object
-// (errors.prerequisiteNotMet, errors.modelNotResolved, errors.testQuotaExceeded).
+// (errors.prerequisiteNotMet, errors.modelNotResolved, errors.testQuotaExceeded,
+// errors.spendLimitExceeded).
 func (h *Handler) refused(c *gin.Context, e *engine.Error) {
 	status, ok := externalStatus[e.Kind]
 	if !ok {
@@ -143,6 +144,8 @@ func (h *Handler) refused(c *gin.Context, e *engine.Error) {
 	}
 	var extra gin.H
 	switch {
+	case e.Reason == engine.ReasonSpendLimitExceeded && e.SpendLimit != nil:
+		extra = gin.H{"spendLimitExceeded": spendLimitExceeded(e.SpendLimit)}
 	case e.Reason == engine.ReasonTestQuotaExceeded:
 		extra = gin.H{"testQuotaExceeded": gin.H{"details": []string{engine.ReasonTestQuotaExceeded}}}
 	case e.Reason == engine.ReasonPackshotNotApproved && len(e.Subjects) == 1:

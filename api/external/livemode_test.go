@@ -48,12 +48,16 @@ const (
 	exemptAccount  = "the key's own account and balance (GET /account shows its mode)"
 	exemptTestOnly = "sets the test balance of the key's own test twin; a live key is refused 403"
 	exemptUsage    = "sums the key's own account's ledger: a test key's usage is its twin's (usage_test.go)"
+	exemptOwnLimit = "the spend limit of the key's own account, the test twin's for a test key (spend_limit_test.go)"
 )
 
 var isolationRoutes = map[string]isolationCase{
 	"GET /account":                            {exempt: exemptAccount},
 	"GET /usage":                              {exempt: exemptUsage},
 	"PUT /test/credits":                       {exempt: exemptTestOnly},
+	"GET /spend-limit":                        {exempt: exemptOwnLimit},
+	"PUT /spend-limit":                        {exempt: exemptOwnLimit},
+	"DELETE /spend-limit":                     {exempt: exemptOwnLimit},
 	"POST /products":                          {exempt: exemptCreate},
 	"POST /presets":                           {exempt: exemptCreate},
 	"POST /webhook-endpoints":                 {exempt: exemptCreate},

@@ -15,7 +15,7 @@ import (
 // than the default limit's 60 (every member of every JSON route with a wrong type).
 func strictEnv(t *testing.T) (e *env, account, key string) {
 	e = newEnv(t, testdb.Open(t, testdb.SQLiteURL(t)), strictRateLimit)
-	account, key = e.newAccount(external.ScopeRegister, external.ScopeRead, external.ScopeWebhooks)
+	account, key = e.newAccount(external.ScopeRegister, external.ScopeRead, external.ScopeWebhooks, external.ScopeBilling)
 	return e, account, key
 }
 

@@ -36,6 +36,7 @@ const (
 	CodePackshotNotApproved = "packshot_not_approved"
 	CodeRateLimited         = "rate_limited"
 	CodeTestQuotaExceeded   = "test_quota_exceeded"
+	CodeSpendLimitExceeded  = "spend_limit_exceeded"
 	CodeInternal            = "internal_error"
 	CodeUnavailable         = "service_unavailable"
 )
@@ -59,6 +60,7 @@ var ErrorDocs = map[string]string{
 	CodePackshotNotApproved: "A product of the session has no approved packshot. Nothing was created and nothing was charged.",
 	CodeRateLimited:         "The key exceeded its request limit; wait for Retry-After seconds.",
 	CodeTestQuotaExceeded:   "Test mode runs at most 1,000 jobs per installation or account per UTC day, and the request's jobs would go past it. Nothing was created and nothing was charged; Retry-After gives the seconds until midnight UTC, when the quota resets. Live keys have no such quota.",
+	CodeSpendLimitExceeded:  "The request would take the month's credits (reserved less released, UTC calendar month) past the installation's or account's spend limit. Nothing was created and nothing was charged; details give the limit, what the month has used, when it resets (resets_at) and whose limit it is (scope). Raise or remove the limit (PUT or DELETE /spend-limit) or wait for the reset.",
 	CodeInternal:            "An unexpected error on the service side; retry later and contact support if it persists.",
 	CodeUnavailable:         "A dependency of the service (its database, workflow engine or file store) is unavailable or did not answer within the request timeout; retry after the Retry-After delay.",
 }
@@ -146,6 +148,7 @@ var engineCodes = map[string]struct {
 	engine.ReasonUploadNotAccepted:         {http.StatusConflict, CodeUploadConflict, nil},
 	engine.ReasonTooLarge:                  {http.StatusRequestEntityTooLarge, CodePayloadTooLarge, nil},
 	engine.ReasonTestQuotaExceeded:         {http.StatusTooManyRequests, CodeTestQuotaExceeded, nil},
+	engine.ReasonSpendLimitExceeded:        {http.StatusPaymentRequired, CodeSpendLimitExceeded, spendLimitExceeded},
 }
 
 // creditsRequired is the details of insufficient_credits: {"credits_required": n}, when the engine

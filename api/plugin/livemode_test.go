@@ -45,12 +45,16 @@ const (
 	exemptTaskMeOf = "the key's own installation and balance (GET /me shows its mode)"
 	exemptTestOnly = "sets the test balance of the key's own test twin; a live key is refused 403 (test_credits_test.go)"
 	exemptUsage    = "sums the key's own installation's ledger: a test key's usage is its twin's (usage_test.go)"
+	exemptOwnLimit = "the spend limit of the key's own installation, the test twin's for a test key (spend_limit_test.go)"
 )
 
 var isolationRoutes = map[string]isolationCase{
 	"GET /me":                           {exempt: exemptTaskMeOf},
 	"GET /usage":                        {exempt: exemptUsage},
 	"PUT /test/credits":                 {exempt: exemptTestOnly},
+	"GET /spend-limit":                  {exempt: exemptOwnLimit},
+	"PUT /spend-limit":                  {exempt: exemptOwnLimit},
+	"DELETE /spend-limit":               {exempt: exemptOwnLimit},
 	"GET /ai-models":                    {exempt: exemptShared},
 	"GET /aspect-ratios":                {exempt: exemptShared},
 	"GET /pricing":                      {exempt: exemptShared},

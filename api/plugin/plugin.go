@@ -111,6 +111,9 @@ func (h *Handler) Register(r *gin.Engine) {
 	route(get, "/events", noBody, h.listEvents, PermWebhooksManage)
 	route(get, "/events/:id", noBody, h.getEvent, PermWebhooksManage)
 	mutation(keySealed, post, "/installations/:id/rotate-hmac", noBody, h.rotateHMAC, PermInstallationsManage)
+	route(get, "/spend-limit", noBody, h.getSpendLimit, PermInstallationsManage)
+	mutation(keyOptional, put, "/spend-limit", jsonBody(maxSmallJSONBytes), h.setSpendLimit, PermInstallationsManage)
+	mutation(keyOptional, del, "/spend-limit", noBody, h.clearSpendLimit, PermInstallationsManage)
 }
 
 // Input is the plugin API's input check of a route that accepts body (inputcheck): 413

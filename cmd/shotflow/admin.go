@@ -46,6 +46,8 @@ Support (README "For support staff"):
   shotflow admin webhooks recover --endpoint ID --since RFC3339 [--until RFC3339]
   shotflow admin orders show ORDER_ID
   shotflow admin usage --installation ID | --account ID [--from RFC3339|DATE] [--to RFC3339|DATE] [--group-by day|ai_model|job_type|key]
+  shotflow admin spend-limit show|clear --installation ID | --account ID
+  shotflow admin spend-limit set --installation ID | --account ID --monthly-credits N [--alert-at-percent P]
 
 Test mode (docs/operations.md "Test mode"): --test-key, installation test-key and keys issue --test
 make pk_test_/mk_test_ keys of the installation's or account's test twin; --mode picks the live
@@ -125,6 +127,9 @@ func runAdmin(ctx context.Context, args []string, stdout io.Writer) error {
 		"webhooks deliveries":   (*adminEnv).webhooksDeliveries,
 		"webhooks recover":      (*adminEnv).webhooksRecover,
 		"orders show":           (*adminEnv).ordersShow,
+		"spend-limit show":      (*adminEnv).spendLimitShow,
+		"spend-limit set":       (*adminEnv).spendLimitSet,
+		"spend-limit clear":     (*adminEnv).spendLimitClear,
 	}
 	// One-word commands take the rest as their arguments.
 	oneWord := map[string]func(*adminEnv, []string) (any, error){

@@ -48,6 +48,9 @@ const (
 	// ReasonTestQuotaExceeded refines KindRateLimited: a test twin has run models.TestDailyJobs
 	// jobs in its UTC day; RetryAfter is the time until the next UTC midnight.
 	ReasonTestQuotaExceeded = "test_quota_exceeded"
+	// ReasonSpendLimitExceeded refines KindInsufficientCredits: the request would take its
+	// installation's or account's month past its spend limit; SpendLimit says which and how far.
+	ReasonSpendLimitExceeded = "spend_limit_exceeded"
 )
 
 // Error is a refusal of a use case: what kind it is, which input field it concerns (if any), a
@@ -64,10 +67,22 @@ type Error struct {
 	Subjects []string
 	// CreditsRequired is what the refused request costs (KindInsufficientCredits); 0 when unknown.
 	CreditsRequired int64
+	// SpendLimit is the limit that refused the request (ReasonSpendLimitExceeded).
+	SpendLimit *SpendLimitRefusal
 	// RetryAfter is when a retry may succeed (KindUnavailable, KindRateLimited); 0 when unknown.
 	RetryAfter time.Duration
 	// Cause is the underlying error for the logs; it never reaches a client.
 	Cause error
+}
+
+// SpendLimitRefusal is the spend limit that refused a request: the limit, what the month had used
+// before the request, and when the month ends (the start of the next UTC month).
+type SpendLimitRefusal struct {
+	Limit    int64
+	Used     int64
+	ResetsAt time.Time
+	// Installation is true when the installation's limit refused it, false for the account's.
+	Installation bool
 }
 
 // Error is the message, prefixed with the field when there is one.

@@ -67,7 +67,12 @@ func (e *Orders) Commit(ctx context.Context, order *models.Order, jobs []models.
 		}
 	}
 	if err := e.place(ctx, order, jobs, inTx); err != nil {
+		need := order.CreditsReserved
 		order.CreditsReserved = 0 // nothing was reserved
+		var sl *models.SpendLimitError
+		if errors.As(err, &sl) {
+			return spendLimitRefusal(sl, need, err)
+		}
 		return err
 	}
 	e.cfg.Metrics.OrderAccepted(order.API, order.JobType, order.TestMode, len(jobs), order.CreditsReserved)
@@ -91,6 +96,20 @@ func (e *Orders) place(ctx context.Context, order *models.Order, jobs []models.J
 		return r
 	}
 	return err
+}
+
+// spendLimitRefusal is the refusal of a request that needs credits by the spend limit sl.
+func spendLimitRefusal(sl *models.SpendLimitError, need int64, cause error) *Error {
+	whose := "account's"
+	if sl.InstallationID != "" {
+		whose = "installation's"
+	}
+	r := refuse(KindInsufficientCredits, ReasonSpendLimitExceeded, "",
+		"This request needs %d credits and would take the %s monthly spend limit of %d past it (%d used this month); nothing was created. The limit resets at %s.",
+		need, whose, sl.Limit, sl.Used, sl.ResetsAt.Format(time.RFC3339))
+	r.CreditsRequired, r.Cause = need, cause
+	r.SpendLimit = &SpendLimitRefusal{Limit: sl.Limit, Used: sl.Used, ResetsAt: sl.ResetsAt, Installation: sl.InstallationID != ""}
+	return r
 }
 
 // untilNextTestDay is the time from now to the next UTC midnight, when test twins' credits refill

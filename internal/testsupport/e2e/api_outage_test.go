@@ -306,6 +306,9 @@ func outageRequests(t *testing.T, env *testenv.Env, tenant testenv.Tenant, api *
 	requests[http.MethodPost+" "+plugin.Base+"/orders/:id/clone"].header["Idempotency-Key"] = "clone-1"
 	p(http.MethodPost, "/webhooks/:delivery_id/replay", "/webhooks/"+id+"/replay", nil)
 	p(http.MethodPost, "/installations/:id/rotate-hmac", "/installations/"+tenant.InstallationID+"/rotate-hmac", nil)
+	p(http.MethodGet, "/spend-limit", "/spend-limit", nil)
+	p(http.MethodPut, "/spend-limit", "/spend-limit", map[string]any{"monthly_credits": 100, "alert_at_percent": 80})
+	p(http.MethodDelete, "/spend-limit", "/spend-limit", nil)
 	since := map[string]any{"since": time.Now().UTC().Add(-time.Hour).Format(time.RFC3339)}
 	endpoint := map[string]any{"url": "https://shop.example/hooks"}
 	for _, api := range []func(method, route, target string, body any){p, x} {
@@ -331,6 +334,9 @@ func outageRequests(t *testing.T, env *testenv.Env, tenant testenv.Tenant, api *
 	x(http.MethodGet, "/account", "/account", nil)
 	x(http.MethodGet, "/usage", "/usage?group_by=key", nil)
 	x(http.MethodPut, "/test/credits", "/test/credits", map[string]any{"available": 0})
+	x(http.MethodGet, "/spend-limit", "/spend-limit", nil)
+	x(http.MethodPut, "/spend-limit", "/spend-limit", map[string]any{"monthlyCredits": 100, "alertAtPercent": 80})
+	x(http.MethodDelete, "/spend-limit", "/spend-limit", nil)
 	x(http.MethodGet, "/orders/:id", "/orders/"+id, nil)
 	x(http.MethodGet, "/orders/:id/events", "/orders/"+id+"/events", nil)
 	x(http.MethodDelete, "/orders/:id", "/orders/"+id, nil)
