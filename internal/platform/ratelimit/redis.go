@@ -63,14 +63,36 @@ return {allowed, count, leaves + period - now}
 // Redis is a sliding-window Limiter whose admission logs live in Redis, so
 // that several API processes share one budget per key. Each key expires once
 // its newest admission has left the window.
-type Redis struct {
+type Redis struct{ redisSets }
+
+// redisSets is what the Redis limiter and the Redis slots share: the client,
+// their keys' prefix, the clock their scripts read, and members unique across
+// processes for their sorted sets.
+type redisSets struct {
 	client *redis.Client
 	prefix string
 	clock  func() time.Time // nil: Redis's own clock
-	// memberPrefix and seq make each admission's sorted-set member unique
-	// across processes.
+	// memberPrefix and seq make each sorted-set member unique across processes.
 	memberPrefix string
 	seq          atomic.Uint64
+}
+
+// newRedisSets returns sets under prefix in client's Redis, read at clock.
+func newRedisSets(client *redis.Client, prefix string, clock func() time.Time) redisSets {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	return redisSets{client: client, prefix: prefix, clock: clock, memberPrefix: hex.EncodeToString(b) + ":"}
+}
+
+// member returns a new member, unique across processes.
+func (r *redisSets) member() string { return r.memberPrefix + strconv.FormatUint(r.seq.Add(1), 36) }
+
+// now returns the time to pass to the scripts: "" to use Redis's clock, or the clock's, in µs.
+func (r *redisSets) now() string {
+	if r.clock == nil {
+		return ""
+	}
+	return strconv.FormatInt(r.clock().UnixMicro(), 10)
 }
 
 var _ Limiter = (*Redis)(nil)
@@ -79,9 +101,7 @@ var _ Limiter = (*Redis)(nil)
 // KeyPrefix and reads the time from clock, or, when clock is nil, from Redis
 // itself, so that every API process sees the same time.
 func NewRedis(client *redis.Client, clock func() time.Time) *Redis {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b) // crypto/rand.Read never fails
-	return &Redis{client: client, prefix: KeyPrefix, clock: clock, memberPrefix: hex.EncodeToString(b) + ":"}
+	return &Redis{newRedisSets(client, KeyPrefix, clock)}
 }
 
 // Allow reports whether one more request for key is allowed under limit
@@ -91,12 +111,7 @@ func (r *Redis) Allow(ctx context.Context, key string, limit int, period time.Du
 	if err != nil {
 		return Result{}, err
 	}
-	now := ""
-	if r.clock != nil {
-		now = strconv.FormatInt(r.clock().UnixMicro(), 10)
-	}
-	member := r.memberPrefix + strconv.FormatUint(r.seq.Add(1), 36)
-	v, err := slidingWindowScript.Run(ctx, r.client, []string{r.prefix + key}, limit, window, now, member).Int64Slice()
+	v, err := slidingWindowScript.Run(ctx, r.client, []string{r.prefix + key}, limit, window, r.now(), r.member()).Int64Slice()
 	if err != nil {
 		return Result{}, fmt.Errorf("ratelimit: redis: %w", err)
 	}

@@ -2,11 +2,7 @@ package ratelimit
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
-	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -69,23 +65,14 @@ return 1
 // API process. Each key is one sorted set (under SlotKeyPrefix) whose members are the held slots
 // and whose scores are their lease expiries; the set expires when its longest lease ends, and
 // Redis drops it when its last slot is released.
-type RedisSlots struct {
-	client *redis.Client
-	prefix string
-	clock  func() time.Time // nil: Redis's own clock
-	// memberPrefix and seq make each slot's member unique across processes.
-	memberPrefix string
-	seq          atomic.Uint64
-}
+type RedisSlots struct{ redisSets }
 
 var _ Slots = (*RedisSlots)(nil)
 
 // NewRedisSlots returns slots kept in client's Redis under SlotKeyPrefix that read the time from
 // clock, or, when clock is nil, from Redis itself, so that every API process sees the same time.
 func NewRedisSlots(client *redis.Client, clock func() time.Time) *RedisSlots {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b) // crypto/rand.Read never fails
-	return &RedisSlots{client: client, prefix: SlotKeyPrefix, clock: clock, memberPrefix: hex.EncodeToString(b) + ":"}
+	return &RedisSlots{newRedisSets(client, SlotKeyPrefix, clock)}
 }
 
 // Acquire takes one of limit slots of key for lease (Slots.Acquire); when Redis fails it admits
@@ -95,7 +82,7 @@ func (r *RedisSlots) Acquire(ctx context.Context, key string, limit int, lease t
 	if err != nil {
 		return &Slot{}, true, err
 	}
-	id := r.memberPrefix + strconv.FormatUint(r.seq.Add(1), 36)
+	id := r.member()
 	taken, err := acquireSlotScript.Run(ctx, r.client, []string{r.prefix + key}, r.now(), limit, micros, id).Int64()
 	if err != nil {
 		return &Slot{}, true, fmt.Errorf("ratelimit: redis slots: %w", err)
@@ -104,14 +91,6 @@ func (r *RedisSlots) Acquire(ctx context.Context, key string, limit int, lease t
 		return nil, false, nil
 	}
 	return &Slot{store: r, key: key, id: id, lease: micros}, true, nil
-}
-
-// now returns the time to pass to the scripts: "" to use Redis's clock, or the clock's.
-func (r *RedisSlots) now() string {
-	if r.clock == nil {
-		return ""
-	}
-	return strconv.FormatInt(r.clock().UnixMicro(), 10)
 }
 
 func (r *RedisSlots) release(ctx context.Context, key, id string) error {
