@@ -56,50 +56,44 @@ func supportScopeOf(s WebhookScope) SupportWebhookScope {
 	return out
 }
 
-// modeScope is a webhook scope and the world it belongs to.
-type modeScope struct {
-	WebhookScope
-	test bool // a test twin's (test keys' webhooks)
-}
-
 // namedWebhookScope finds the scope an operator names, and its world: an installation
 // (installationID), or an account's own endpoints (accountID); exactly one of the two. An unknown
 // one is KindNotFound.
-func (e *Support) namedWebhookScope(ctx context.Context, installationID, accountID string) (modeScope, error) {
+func (e *Support) namedWebhookScope(ctx context.Context, installationID, accountID string) (WebhookScope, error) {
 	switch {
 	case installationID != "" && accountID != "":
-		return modeScope{}, refuse(KindInvalid, "", "installation", "give an installation or an account, not both (an account's own endpoints are those of the external API).")
+		return WebhookScope{}, refuse(KindInvalid, "", "installation", "give an installation or an account, not both (an account's own endpoints are those of the external API).")
 	case installationID != "":
 		inst, err := e.store.GetInstallation(ctx, installationID)
 		if errors.Is(err, models.ErrNotFound) {
-			return modeScope{}, missing("installation", installationID)
+			return WebhookScope{}, missing("installation", installationID)
 		}
 		if err != nil {
-			return modeScope{}, err
+			return WebhookScope{}, err
 		}
-		return modeScope{WebhookScope{AccountID: inst.AccountID, InstallationID: inst.ID, Test: inst.TestMode}, inst.TestMode}, nil
+		return WebhookScope{AccountID: inst.AccountID, InstallationID: inst.ID, Test: inst.TestMode}, nil
 	case accountID != "":
 		acc, err := e.store.GetAccount(ctx, accountID)
 		if errors.Is(err, models.ErrNotFound) {
-			return modeScope{}, missing("account", accountID)
+			return WebhookScope{}, missing("account", accountID)
 		}
 		if err != nil {
-			return modeScope{}, err
+			return WebhookScope{}, err
 		}
-		return modeScope{WebhookScope{AccountID: acc.ID, Test: acc.TestMode}, acc.TestMode}, nil
+		return WebhookScope{AccountID: acc.ID, Test: acc.TestMode}, nil
 	}
-	return modeScope{}, refuse(KindInvalid, "", "installation", "give an installation or an account.")
+	return WebhookScope{}, refuse(KindInvalid, "", "installation", "give an installation or an account.")
 }
 
 // scopesIn are the scopes of the named one's worlds that mode shows, live first: the named scope
 // and, for a live one, its test twin's when it has one (a test key was issued for it). A test
 // twin named by its own ID has no live world.
-func (e *Support) scopesIn(ctx context.Context, named modeScope, mode Mode) ([]modeScope, error) {
-	var out []modeScope
-	if mode.includes(named.test) {
+func (e *Support) scopesIn(ctx context.Context, named WebhookScope, mode Mode) ([]WebhookScope, error) {
+	var out []WebhookScope
+	if mode.includes(named.Test) {
 		out = append(out, named)
 	}
-	if named.test || !mode.includes(true) {
+	if named.Test || !mode.includes(true) {
 		return out, nil
 	}
 	var twin WebhookScope
@@ -122,45 +116,39 @@ func (e *Support) scopesIn(ctx context.Context, named modeScope, mode Mode) ([]m
 		}
 		twin = WebhookScope{AccountID: acc.ID, Test: true}
 	}
-	return append(out, modeScope{twin, true}), nil
+	return append(out, twin), nil
 }
 
-// endpointScope finds a live endpoint of any installation or account by ID, and its scope; an
-// unknown or deleted one is KindNotFound.
+// endpointScope finds a live endpoint of any installation or account by ID, and its scope, whose
+// Test says its world; an unknown or deleted one is KindNotFound.
 func (e *Support) endpointScope(ctx context.Context, endpointID string) (*models.WebhookEndpoint, WebhookScope, error) {
-	ep, scope, err := e.endpointModeScope(ctx, endpointID)
-	return ep, scope.WebhookScope, err
-}
-
-// endpointModeScope is endpointScope with the world of the endpoint's scope.
-func (e *Support) endpointModeScope(ctx context.Context, endpointID string) (*models.WebhookEndpoint, modeScope, error) {
 	if !ids.IsUUID(endpointID) {
-		return nil, modeScope{}, missing("webhook endpoint", endpointID)
+		return nil, WebhookScope{}, missing("webhook endpoint", endpointID)
 	}
 	ep, err := e.store.AnyWebhookEndpoint(ctx, ids.Canonical(endpointID))
 	if errors.Is(err, models.ErrNotFound) {
-		return nil, modeScope{}, missing("webhook endpoint", endpointID)
+		return nil, WebhookScope{}, missing("webhook endpoint", endpointID)
 	}
 	if err != nil {
-		return nil, modeScope{}, err
+		return nil, WebhookScope{}, err
 	}
 	acc, err := e.store.GetAccount(ctx, ep.AccountID)
 	if err != nil {
-		return nil, modeScope{}, err
+		return nil, WebhookScope{}, err
 	}
 	scope := WebhookScope{AccountID: ep.AccountID, Test: acc.TestMode}
 	if ep.InstallationID != nil {
 		scope.InstallationID = *ep.InstallationID
 	}
-	return ep, modeScope{scope, acc.TestMode}, nil
+	return ep, scope, nil
 }
 
 // supportTestScope is the test twin's scope among scopes when it is not the named one itself; nil
 // when there is none.
-func supportTestScope(named modeScope, scopes []modeScope) *SupportWebhookScope {
+func supportTestScope(named WebhookScope, scopes []WebhookScope) *SupportWebhookScope {
 	for _, s := range scopes {
-		if s.test && s.WebhookScope != named.WebhookScope {
-			out := supportScopeOf(s.WebhookScope)
+		if s.Test && s != named {
+			out := supportScopeOf(s)
 			return &out
 		}
 	}
@@ -199,17 +187,17 @@ func (e *Support) ListWebhookEndpoints(ctx context.Context, installationID, acco
 	if err != nil {
 		return SupportEndpointList{}, err
 	}
-	out := SupportEndpointList{SupportWebhookScope: supportScopeOf(named.WebhookScope), TestScope: supportTestScope(named, scopes),
+	out := SupportEndpointList{SupportWebhookScope: supportScopeOf(named), TestScope: supportTestScope(named, scopes),
 		Endpoints: []SupportEndpoint{}}
 	for _, scope := range scopes {
 		cursor := ""
 		for {
-			page, next, err := e.app.Webhooks.ListEndpoints(ctx, scope.WebhookScope, MaxWebhookPageLimit, cursor)
+			page, next, err := e.app.Webhooks.ListEndpoints(ctx, scope, MaxWebhookPageLimit, cursor)
 			if err != nil {
 				return SupportEndpointList{}, err
 			}
 			for _, ep := range page {
-				out.Endpoints = append(out.Endpoints, SupportEndpoint{Endpoint: ep, Livemode: !scope.test})
+				out.Endpoints = append(out.Endpoints, SupportEndpoint{Endpoint: ep, Livemode: !scope.Test})
 			}
 			if next == "" {
 				break
@@ -259,8 +247,8 @@ func (e *Support) ListWebhookDeliveries(ctx context.Context, f SupportDeliveryFi
 	if !f.Mode.valid() {
 		return SupportDeliveryList{}, refuse(KindInvalid, "", "mode", "must be one of: %s.", strings.Join(Modes, ", "))
 	}
-	var named modeScope
-	var scopes []modeScope
+	var named WebhookScope
+	var scopes []WebhookScope
 	endpointID := f.EndpointID
 	if f.InstallationID != "" || f.AccountID != "" || f.EndpointID == "" {
 		var err error
@@ -272,40 +260,40 @@ func (e *Support) ListWebhookDeliveries(ctx context.Context, f SupportDeliveryFi
 		}
 	}
 	if f.EndpointID != "" {
-		ep, own, err := e.endpointModeScope(ctx, f.EndpointID)
+		ep, own, err := e.endpointScope(ctx, f.EndpointID)
 		if err != nil {
 			return SupportDeliveryList{}, err
 		}
-		if named != (modeScope{}) {
+		if named != (WebhookScope{}) {
 			worlds, err := e.scopesIn(ctx, named, ModeAll)
 			if err != nil {
 				return SupportDeliveryList{}, err
 			}
 			if !slices.Contains(worlds, own) {
-				return SupportDeliveryList{}, refuse(KindInvalid, "", "endpoint_id", "webhook endpoint %s is not one of %s.", f.EndpointID, scopeLabel(named.WebhookScope))
+				return SupportDeliveryList{}, refuse(KindInvalid, "", "endpoint_id", "webhook endpoint %s is not one of %s.", f.EndpointID, scopeLabel(named))
 			}
 		}
 		named, scopes, endpointID = own, nil, ep.ID
-		if f.Mode.includes(own.test) {
-			scopes = []modeScope{own}
+		if f.Mode.includes(own.Test) {
+			scopes = []WebhookScope{own}
 		}
 	}
 	filter := DeliveryFilter{EndpointID: endpointID, Event: f.Event, Status: f.Status, Limit: f.Limit, Cursor: f.Cursor}
-	out := SupportDeliveryList{SupportWebhookScope: supportScopeOf(named.WebhookScope), TestScope: supportTestScope(named, scopes),
+	out := SupportDeliveryList{SupportWebhookScope: supportScopeOf(named), TestScope: supportTestScope(named, scopes),
 		Deliveries: []SupportDelivery{}}
 	if len(scopes) == 0 {
 		// The mode excludes every scope: the filters are still checked, on the named one.
-		_, _, err := e.app.Webhooks.ListDeliveries(ctx, named.WebhookScope, filter)
+		_, _, err := e.app.Webhooks.ListDeliveries(ctx, named, filter)
 		return out, err
 	}
 	more := false
 	for _, scope := range scopes {
-		page, next, err := e.app.Webhooks.ListDeliveries(ctx, scope.WebhookScope, filter)
+		page, next, err := e.app.Webhooks.ListDeliveries(ctx, scope, filter)
 		if err != nil {
 			return SupportDeliveryList{}, err
 		}
 		for _, d := range page {
-			out.Deliveries = append(out.Deliveries, SupportDelivery{Delivery: d, Livemode: !scope.test})
+			out.Deliveries = append(out.Deliveries, SupportDelivery{Delivery: d, Livemode: !scope.Test})
 		}
 		more = more || next != ""
 	}
