@@ -211,13 +211,10 @@ type OrderScope struct{ AccountID, InstallationID string }
 
 // order reads the scope's order; KindNotFound for another tenant's.
 func (s OrderScope) order(ctx context.Context, store *models.Store, orderID string) (*models.Order, error) {
-	var o *models.Order
-	var err error
 	if s.InstallationID != "" {
-		o, err = store.InstallationOrder(ctx, s.InstallationID, orderID)
-	} else {
-		o, err = store.AccountOrder(ctx, s.AccountID, orderID)
+		return installationOrder(ctx, store, s.InstallationID, orderID)
 	}
+	o, err := store.AccountOrder(ctx, s.AccountID, orderID)
 	if errors.Is(err, models.ErrNotFound) {
 		return nil, refuse(KindNotFound, "", "", "No order with this ID.")
 	}
