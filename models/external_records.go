@@ -137,3 +137,15 @@ func (s *Store) RecordNameOfJob(ctx context.Context, jobID string) (string, erro
 		Where("j.id = ?", jobID).Scan(&name).Error
 	return name, err
 }
+
+// RecordNamesOfJobs is RecordNameOfJob for several jobs in one query, by job ID.
+func (s *Store) RecordNamesOfJobs(ctx context.Context, jobIDs []string) (map[string]string, error) {
+	var rows []struct{ ID, Name string }
+	err := s.conn(ctx).Table("jobs AS j").Select("j.id AS id, "+recordName+" AS name").
+		Joins("LEFT JOIN products pr ON pr.id = j.product_id").Where("j.id IN ?", jobIDs).Scan(&rows).Error
+	out := make(map[string]string, len(rows))
+	for _, r := range rows {
+		out[r.ID] = r.Name
+	}
+	return out, err
+}

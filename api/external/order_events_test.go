@@ -95,6 +95,9 @@ func TestGenerationWaitAndOrderStream(t *testing.T) {
 			require.Equal(t, job.ID, j.Job.JobID)
 			require.NotNil(t, j.Record)
 			require.Equal(t, "video", j.Record.Kind)
+			name, err := store.RecordNameOfJob(ctx, job.ID)
+			require.NoError(t, err)
+			require.Equal(t, name, j.Record.Name, "the record is named as the lists name it")
 			// The data is the job as it is when the event is sent: the end may already show.
 			if ev.Name == "job.failed" {
 				require.Equal(t, models.RefStatusFailed, j.Record.Status)

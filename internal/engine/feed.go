@@ -297,23 +297,24 @@ func (f *Feed) OrderEvents(ctx context.Context, scope OrderScope, orderID string
 }
 
 // recordsOf renders the jobs' records as the external lists show them, for an account's scope
-// (none for an installation's): the name a product's record is listed under is read as the lists
-// read it, one query per job of a product; thumbnails are signed for DownloadTTL.
+// (none for an installation's): their names read as the lists read them, in one query;
+// thumbnails are signed for DownloadTTL.
 func (f *Feed) recordsOf(ctx context.Context, scope OrderScope, jobs map[string]*models.Job, outs map[string][]models.Asset) (map[string]*RecordItem, error) {
 	if scope.InstallationID != "" || len(jobs) == 0 {
 		return nil, nil
 	}
+	ids := make([]string, 0, len(jobs))
+	for id := range jobs {
+		ids = append(ids, id)
+	}
+	names, err := f.store.RecordNamesOfJobs(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
 	expires := time.Now().Add(f.cfg.DownloadTTL).UTC()
 	out := make(map[string]*RecordItem, len(jobs))
 	for id, j := range jobs {
-		name := ""
-		if j.ProductID != nil {
-			var err error
-			if name, err = f.store.RecordNameOfJob(ctx, id); err != nil {
-				return nil, err
-			}
-		}
-		rec := webhooks.RecordItemOf(j, name, outs[id], f.cfg.Signer, expires)
+		rec := webhooks.RecordItemOf(j, names[id], outs[id], f.cfg.Signer, expires)
 		out[id] = &rec
 	}
 	return out, nil
