@@ -6,6 +6,9 @@ GO            ?= go
 BIN           := $(CURDIR)/bin
 TEMPORAL_CLI  := $(BIN)/temporal
 TEMPORAL_CLI_VERSION := v1.5.1
+# A real S3-compatible server for the tests (internal/testsupport/s3server): versitygw, posix backend.
+VERSITYGW      := $(BIN)/versitygw
+VERSITYGW_VERSION := v1.8.0
 PKGS          := ./...
 # FUZZTIME is an execution count, not a duration: with a duration Go 1.26's fuzz coordinator may
 # report its own deadline as a failure ("context deadline exceeded", no failing input) when a
@@ -25,7 +28,7 @@ NODE_TOOLS := $(BIN)/node-tools/redocly-$(REDOCLY_VERSION)-dclint-$(DCLINT_VERSI
 REDOCLY    := $(NODE_TOOLS)/node_modules/.bin/redocly
 DCLINT     := $(NODE_TOOLS)/node_modules/.bin/dclint
 
-.PHONY: run build test test-short fuzz check lint staticcheck workflowcheck openapi-lint compose-lint fmt tidy clean temporal-cli node
+.PHONY: run build test test-short fuzz check lint staticcheck workflowcheck openapi-lint compose-lint fmt tidy clean temporal-cli versitygw node
 
 ## run: build, then start the Temporal dev server, API and worker on embedded defaults
 run: build $(TEMPORAL_CLI) ffmpeg
@@ -40,6 +43,13 @@ temporal-cli: $(TEMPORAL_CLI)
 $(TEMPORAL_CLI):
 	@echo "Installing the Temporal CLI $(TEMPORAL_CLI_VERSION) into bin/ (first time only; takes a few minutes)…"
 	GOBIN=$(BIN) $(GO) install github.com/temporalio/cli/cmd/temporal@$(TEMPORAL_CLI_VERSION)
+
+## versitygw: install the S3-compatible server the tests run the blob store against into bin/
+## (first time only; about 1.5 minutes). `make run` never needs it.
+versitygw: $(VERSITYGW)
+$(VERSITYGW):
+	@echo "Installing versitygw $(VERSITYGW_VERSION) into bin/ (first time only; takes a minute or two)…"
+	GOBIN=$(BIN) $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
 
 ## ffmpeg: install ffmpeg with apt-get when it is not on PATH (videos are encoded with it;
 ## without it internal/media/video falls back to a larger pure-Go encoder). Never fails the build.
@@ -60,8 +70,8 @@ ffmpeg:
 	fi
 
 ## test: every test (needs PostgreSQL on 127.0.0.1:5432 and Redis on 127.0.0.1:6379), then `make fuzz`
-test: $(TEMPORAL_CLI) ffmpeg
-	$(GO) test -count=1 -timeout 15m $(PKGS)
+test: $(TEMPORAL_CLI) $(VERSITYGW) ffmpeg
+	SHOTFLOW_REQUIRE_S3=1 $(GO) test -count=1 -timeout 15m $(PKGS)
 	$(MAKE) --no-print-directory fuzz
 
 ## fuzz: fuzz both APIs for FUZZTIME each (4000 executions; no 5xx on any route, on PostgreSQL). Their seed
@@ -74,7 +84,7 @@ fuzz:
 ## concurrent-migration tests (go test -short). Go's test cache is kept, so a run after a small
 ## change re-runs only the packages it touches (seconds); a cold run takes about a minute on two
 ## cores, most of it linking the test binaries. vet is left to `make check`.
-test-short: $(TEMPORAL_CLI)
+test-short: $(TEMPORAL_CLI) $(VERSITYGW)
 	$(GO) test -short -vet=off -timeout 5m $(PKGS)
 
 ## check: every static check CI runs: gofmt, go vet, a tidy go.mod, staticcheck, workflowcheck, the OpenAPI
