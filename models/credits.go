@@ -50,35 +50,61 @@ func ReservationTotal(jobs []Job) int64 {
 
 // ReserveForJobs holds the cost of every job of a new order, inside the caller's transaction. The
 // balance moves with one conditional UPDATE, so concurrent orders can never overdraw the account.
+// The alerts the reservation crosses are queued in the same transaction (alert_store.go).
 func ReserveForJobs(tx *gorm.DB, accountID, orderID string, jobs []Job) (int64, error) {
-	total := ReservationTotal(jobs)
-	if total > 0 {
+	r, err := reserveForJobs(tx, accountID, orderID, jobs)
+	return r.total, err
+}
+
+// reserved is what a reservation did: the credits it reserved, the account's available balance
+// after it and how many alerts it queued.
+type reserved struct {
+	total, remaining int64
+	alerts           int
+}
+
+// reserveForJobs is ReserveForJobs, telling what it did.
+func reserveForJobs(tx *gorm.DB, accountID, orderID string, jobs []Job) (reserved, error) {
+	r := reserved{total: ReservationTotal(jobs)}
+	if total := r.total; total > 0 {
 		now := time.Now().UTC()
 		month := SpendMonth(now)
 		fits, args := spendFits(month, total)
 		res := tx.Model(&Account{}).Where("id = ? AND credit_balance >= ?", accountID, total).Where(fits, args...).
 			Updates(reservation(total, month))
 		if res.Error != nil {
-			return 0, res.Error
+			return reserved{}, res.Error
 		}
 		if res.RowsAffected == 0 {
-			return 0, refusalOf(tx, accountID, "", total, month, now)
+			return reserved{}, refusalOf(tx, accountID, "", total, month, now)
 		}
 		// The account's row is held from here, so the installation's comes second, as in the
 		// one-statement order (createOrder).
+		instID := ""
 		if inst := jobs[0].InstallationID; inst != nil {
-			if err := countInstallationSpend(tx, *inst, month, total, now); err != nil {
-				return 0, err
+			instID = *inst
+			if err := countInstallationSpend(tx, instID, month, total, now); err != nil {
+				return reserved{}, err
 			}
 		}
+		var err error
+		if r.remaining, r.alerts, err = queueReservationAlerts(tx, accountID, instID, total, month, now); err != nil {
+			return reserved{}, err
+		}
+	} else {
+		var acc Account
+		if err := tx.Select("credit_balance").Where("id = ?", accountID).Take(&acc).Error; err != nil && !errors.Is(err, gorm.ErrRecordNotFound) {
+			return reserved{}, err
+		}
+		r.remaining = acc.CreditBalance
 	}
 	entries := reservationEntries(accountID, orderID, jobs)
 	if len(entries) > 0 {
 		if err := tx.CreateInBatches(entries, insertBatch).Error; err != nil {
-			return 0, err
+			return reserved{}, err
 		}
 	}
-	return total, nil
+	return r, nil
 }
 
 // insertBatch is how many rows one INSERT of jobs or ledger entries holds.
@@ -206,7 +232,7 @@ func createOrder(tx *gorm.DB, order *Order, jobs []Job, oneStatement bool) error
 			if err != nil {
 				return err
 			}
-			one.sql.WriteString("acct AS (" + acct + "), inst AS (" + inst + " RETURNING 1), ")
+			one.sql.WriteString("acct AS (" + acct + "), inst AS (" + inst + " RETURNING id, spend_used, spend_limit_monthly, spend_alert_percent), ")
 			reserveGate = "EXISTS (SELECT 1 FROM inst)"
 		}
 		// The reservation of ReserveForJobs: it takes the account's row only when the balance
@@ -222,7 +248,20 @@ func createOrder(tx *gorm.DB, order *Order, jobs []Job, oneStatement bool) error
 		if err != nil {
 			return err
 		}
-		one.sql.WriteString("reserve AS (" + reserve + " RETURNING 1), ")
+		one.sql.WriteString("reserve AS (" + reserve + " RETURNING id, credit_balance, low_balance_threshold, low_balance_watch, " +
+			"spend_used, spend_limit_monthly, spend_alert_percent), ")
+		// The alerts the reservation crossed (alert_store.go), queued by the statement itself.
+		alerts, err := part(func(db *gorm.DB) *gorm.DB {
+			return db.Raw("SELECT CAST(? AS BIGINT) AS total, CAST(? AS TEXT) AS month, CAST(? AS TIMESTAMPTZ) AS at", total, month, now)
+		})
+		if err != nil {
+			return err
+		}
+		queue := alertQueriesSQL
+		if order.InstallationID != nil {
+			queue += alertQueriesInstSQL
+		}
+		one.sql.WriteString("m AS (" + alerts + "), alerts AS (" + queue + " RETURNING 1), ")
 		gate = "SELECT 1 FROM reserve"
 	} else { // nothing to reserve: the INSERTs alone
 		one.sql.WriteString("WITH ")
@@ -242,36 +281,54 @@ func createOrder(tx *gorm.DB, order *Order, jobs []Job, oneStatement bool) error
 		}
 		fmt.Fprintf(&one.sql, "insert%d AS (%s)", i, insert)
 	}
-	if total <= 0 {
-		one.sql.WriteString(" SELECT 1")
-		return tx.Exec("?", &one).Error
-	}
-	// Its rows tell the answer apart, read as the rows affected (Exec: gorm's Scan would render the
-	// whole statement with its values for its logger): the reservation's row twice, if it took
-	// one, the account's, if the account exists, and, when the reservation took none, the
-	// account's again if its balance (as the statement began) covered the order. Three rows:
-	// accepted; one: a short balance, said without another statement; two: a spend limit refused
-	// it, whose details are read next (refusalOf).
 	bind := func(v any) {
 		numbering.from = len(one.vars)
 		one.vars = append(one.vars, v)
 		numbering.BindVarTo(&one.sql, &gorm.Statement{Vars: one.vars[len(one.vars)-1:]}, v)
 	}
-	one.sql.WriteString(" SELECT 1 FROM reserve UNION ALL SELECT 1 FROM reserve UNION ALL SELECT 1 FROM accounts WHERE id = ")
-	bind(order.AccountID)
-	one.sql.WriteString(" UNION ALL SELECT 1 FROM accounts WHERE id = ")
-	bind(order.AccountID)
-	one.sql.WriteString(" AND NOT EXISTS (SELECT 1 FROM reserve) AND credit_balance >= ")
-	bind(total)
-	res := tx.Exec("?", &one)
-	switch {
-	case res.Error != nil:
-		return res.Error
-	case res.RowsAffected == 3:
+	// One row tells the answer: the outcome, the account's available balance after the statement
+	// and the number of alerts it queued. Outcome 3: accepted; 2: a spend limit refused it, whose
+	// details are read next (refusalOf); 1: a short balance (as the statement began), said without
+	// another statement. No row: no such account. (Raw and Rows, not Scan: gorm's Scan would
+	// render the whole statement with its values for its logger.)
+	if total <= 0 {
+		one.sql.WriteString(" SELECT 3, credit_balance, 0 FROM accounts WHERE id = ")
+		bind(order.AccountID)
+	} else {
+		one.sql.WriteString(" SELECT 3, credit_balance, (SELECT count(*) FROM alerts) FROM reserve " +
+			"UNION ALL SELECT CASE WHEN credit_balance >= ")
+		bind(total)
+		one.sql.WriteString(" THEN 2 ELSE 1 END, credit_balance, 0 FROM accounts WHERE id = ")
+		bind(order.AccountID)
+		one.sql.WriteString(" AND NOT EXISTS (SELECT 1 FROM reserve)")
+	}
+	rows, err := tx.Raw("?", &one).Rows()
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	outcome, remaining, alerts := int64(0), int64(0), int64(0)
+	if rows.Next() {
+		if err := rows.Scan(&outcome, &remaining, &alerts); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	switch outcome {
+	case 3:
+		order.CreditsRemaining, order.AlertsPending = remaining, int(alerts)
 		return nil
-	case res.RowsAffected == 0:
+	case 0:
+		if total <= 0 {
+			return nil // nothing to reserve: written, whoever the account
+		}
 		return fmt.Errorf("account %s: %w", order.AccountID, ErrNotFound)
-	case res.RowsAffected == 1:
+	case 1:
 		return ErrInsufficientCredits
 	default:
 		instID := ""
@@ -347,7 +404,8 @@ func createOrderStepByStep(tx *gorm.DB, order *Order, jobs []Job) error {
 	if err := tx.CreateInBatches(jobs, insertBatch).Error; err != nil {
 		return err
 	}
-	_, err := ReserveForJobs(tx, order.AccountID, order.ID, jobs)
+	r, err := reserveForJobs(tx, order.AccountID, order.ID, jobs)
+	order.CreditsRemaining, order.AlertsPending = r.remaining, r.alerts
 	return err
 }
 

@@ -63,6 +63,10 @@ type Account struct {
 	TestDay              string // the UTC day (YYYY-MM-DD) its test credits were last refilled
 	TestJobsToday        int    // the jobs it has run that day (the test quota)
 	SpendLimits
+	// LowBalanceThreshold is the client's credits.low threshold (migration 0025, alert_store.go);
+	// nil: none. LowBalanceWatch is the highest threshold of the account and its installations.
+	LowBalanceThreshold *int64
+	LowBalanceWatch     *int64
 }
 
 // Installation is one merchant shop plugin installed against an account.
@@ -82,6 +86,9 @@ type Installation struct {
 	TestMode             bool
 	TestOfInstallationID *string
 	SpendLimits
+	// LowBalanceThreshold is the client's credits.low threshold on its account's available balance
+	// (migration 0025); nil: none.
+	LowBalanceThreshold *int64
 }
 
 // SpendLimits are the monthly spend limit columns of an account and of an installation (migration
@@ -93,6 +100,9 @@ type SpendLimits struct {
 	SpendAlertPercent int    `gorm:"default:80"`
 	SpendMonth        string // the month (YYYY-MM) SpendUsed counts
 	SpendUsed         int64  // credits reserved in SpendMonth, less those released
+	// SpendReachedMonth is the month whose spend_limit.reached was sent (migration 0025): the
+	// first refusal by the limit in a month sends it; setting a limit clears it.
+	SpendReachedMonth string
 }
 
 // API key kinds.
@@ -246,6 +256,11 @@ type Order struct {
 	// APIKeyID is the API key whose request created the order (migration 0023); nil for orders
 	// created before it was recorded or without a key.
 	APIKeyID *string `gorm:"column:api_key_id"`
+	// CreditsRemaining is the account's available balance right after the order's reservation,
+	// and AlertsPending the number of alerts its reservation queued (pending_alerts): both told by
+	// the statement that placed it (CreateOrder), not columns.
+	CreditsRemaining int64 `gorm:"-"`
+	AlertsPending    int   `gorm:"-"`
 }
 
 // Job is one generated asset of an order; it runs as one JobWorkflow.

@@ -27,6 +27,7 @@ type SpendLimitError struct {
 	InstallationID string // the installation whose limit refused it; empty for the account's
 	AccountID      string
 	Limit          int64
+	AlertPercent   int // the limit's alert threshold (spend_limit.reached tells it)
 	Used           int64
 	ResetsAt       time.Time
 }
@@ -114,6 +115,8 @@ func (s *Store) SetSpendLimit(ctx context.Context, scope SpendScope, monthly *in
 		db := tx.conn(ctx)
 		res := db.Model(model).Where("id = ?", id).Updates(map[string]any{
 			"spend_limit_monthly": monthly, "spend_alert_percent": alertPercent, "updated_at": now.UTC(),
+			// A new limit is one spend_limit.reached has not been sent for yet.
+			"spend_reached_month": "",
 		})
 		if res.Error != nil {
 			return res.Error
@@ -224,7 +227,7 @@ func overLimit(l SpendLimits, month string, total int64, now time.Time) *SpendLi
 	if used+total <= *l.SpendLimitMonthly {
 		return nil
 	}
-	return &SpendLimitError{Limit: *l.SpendLimitMonthly, Used: used, ResetsAt: SpendResetsAt(now)}
+	return &SpendLimitError{Limit: *l.SpendLimitMonthly, AlertPercent: l.SpendAlertPercent, Used: used, ResetsAt: SpendResetsAt(now)}
 }
 
 // releaseSpend counts credits released by a job run back into the spend of its account and its

@@ -88,6 +88,7 @@ type Engine struct {
 	Support     *Support     // what support staff do: list, show, retry, re-drive, replay
 	Feed        *Feed        // the change feed of orders: waits on orders and reads their events
 	Usage       *Usage       // what an account or installation spent, from the credit ledger
+	Alerts      *Alerts      // credits.low and the spend limit alerts: thresholds and their events
 }
 
 // core is the dependencies every service shares, and the engine itself for a service that uses
@@ -107,7 +108,7 @@ func New(cfg Config) *Engine {
 		Sessions: &Sessions{c}, Generation: &Generation{c}, Orders: &Orders{c}, Jobs: &Jobs{c},
 		Catalog: &Catalog{c}, Records: &Records{c}, Uploads: &Uploads{c}, Accounts: &Accounts{c},
 		Webhooks: &Webhooks{c}, Idempotency: &Idempotency{c}, Outbox: &Outbox{c}, Support: &Support{c},
-		Feed: &Feed{core: c}, Usage: &Usage{c},
+		Feed: &Feed{core: c}, Usage: &Usage{c}, Alerts: &Alerts{c},
 	}
 	c.app = e
 	return e

@@ -152,12 +152,14 @@ type Submitted struct {
 	OrderID         string
 	ReservationID   string
 	CreditsReserved int64
-	RecordIDs       []string
-	AccountID       string
-	JobType         string
-	Jobs            int // how many jobs the order has
-	CorrelationID   string
-	TestMode        bool // a test key's request
+	// CreditsRemaining is the account's available balance right after the request's reservation.
+	CreditsRemaining int64
+	RecordIDs        []string
+	AccountID        string
+	JobType          string
+	Jobs             int // how many jobs the order has
+	CorrelationID    string
+	TestMode         bool // a test key's request
 }
 
 // SubmitPlan creates the plan's order, jobs and records and reserves their credits in one
@@ -207,7 +209,8 @@ func (e *Generation) SubmitPlan(ctx context.Context, p *Plan) (Submitted, error)
 // its reservation).
 func (p *Plan) submitted() Submitted {
 	o := p.Order
-	return Submitted{OrderID: o.ID, ReservationID: models.ReservationID(o.ID), CreditsReserved: o.CreditsReserved, TestMode: o.TestMode,
+	return Submitted{OrderID: o.ID, ReservationID: models.ReservationID(o.ID), CreditsReserved: o.CreditsReserved,
+		CreditsRemaining: o.CreditsRemaining, TestMode: o.TestMode,
 		RecordIDs: p.RecordIDs, AccountID: o.AccountID, JobType: o.JobType, Jobs: len(p.Jobs), CorrelationID: o.CorrelationID}
 }
 

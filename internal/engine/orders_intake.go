@@ -71,11 +71,15 @@ func (e *Orders) Commit(ctx context.Context, order *models.Order, jobs []models.
 		order.CreditsReserved = 0 // nothing was reserved
 		var sl *models.SpendLimitError
 		if errors.As(err, &sl) {
+			e.app.Alerts.limitReached(ctx, sl, need)
 			return spendLimitRefusal(sl, need, err)
 		}
 		return err
 	}
 	e.cfg.Metrics.OrderAccepted(order.API, order.JobType, order.TestMode, len(jobs), order.CreditsReserved)
+	if order.AlertsPending > 0 {
+		e.app.Alerts.Flush(ctx, order.AccountID)
+	}
 	return nil
 }
 

@@ -112,6 +112,10 @@ func (e *Outbox) Sweep(ctx context.Context, interval, olderThan time.Duration) {
 		if err != nil && ctx.Err() == nil {
 			e.cfg.Log.Warn("input preparation sweep", zap.Error(err))
 		}
+		// Alerts a reservation queued and no API turned into events (it died in between).
+		if _, err := e.app.Alerts.flush(ctx, ""); err != nil && ctx.Err() == nil {
+			e.cfg.Log.Warn("alert sweep", zap.Error(err))
+		}
 		n, err = e.StartPendingDeliveries(ctx, olderThan, 100)
 		e.cfg.Metrics.OutboxSwept(metrics.OutboxWebhookDelivery, n)
 		if err != nil && ctx.Err() == nil {

@@ -252,8 +252,10 @@ type Session struct {
 	OrderID         string
 	Status          string
 	CreditsReserved int64
-	Jobs            []SessionJob
-	TestMode        bool // a test key's session
+	// CreditsRemaining is the account's available balance right after the session's reservation.
+	CreditsRemaining int64
+	Jobs             []SessionJob
+	TestMode         bool // a test key's session
 	// order and jobs are what was committed, for StartAll.
 	order *models.Order
 	jobs  []models.Job
@@ -267,7 +269,8 @@ type SessionJob struct {
 
 // sessionOf is the view of a committed order and its jobs.
 func sessionOf(order *models.Order, jobs []models.Job) Session {
-	s := Session{OrderID: order.ID, Status: order.Status, CreditsReserved: order.CreditsReserved, TestMode: order.TestMode,
+	s := Session{OrderID: order.ID, Status: order.Status, CreditsReserved: order.CreditsReserved,
+		CreditsRemaining: order.CreditsRemaining, TestMode: order.TestMode,
 		Jobs: make([]SessionJob, len(jobs)), order: order, jobs: jobs}
 	for i, j := range jobs {
 		s.Jobs[i] = SessionJob{ID: j.ID, ProductRef: j.ProductRef}

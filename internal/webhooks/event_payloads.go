@@ -219,6 +219,8 @@ func SamplePayload(event, eventID string, at time.Time, ep *models.WebhookEndpoi
 			Endpoint Endpoint `json:"endpoint"`
 			livemode
 		}{h, true, sample, mode})
+	case EventCreditsLow, EventSpendLimitAlert, EventSpendLimitReached:
+		return sampleAlertPayload(event, eventID, at, ep.InstallationID != nil, live)
 	}
 	return nil, fmt.Errorf("webhooks: no sample of event %q", event)
 }

@@ -27,11 +27,13 @@ const (
 var PluginEvents = []string{
 	EventJobStarted, EventJobRetrying, EventJobCompleted, EventJobFailed, EventJobCancelled,
 	EventOrderCompleted, EventEndpointDisabled, EventWebhookTest,
+	EventCreditsLow, EventSpendLimitAlert, EventSpendLimitReached,
 }
 
 // ExternalEvents are the event types a team account's endpoint may subscribe to.
 var ExternalEvents = []string{
 	EventRecordDone, EventRecordFailed, EventOrderCompleted, EventEndpointDisabled, EventWebhookTest,
+	EventCreditsLow, EventSpendLimitAlert, EventSpendLimitReached,
 }
 
 // DefaultPluginEvents are the subscriptions of a plugin endpoint created without events: the job

@@ -54,6 +54,9 @@ const (
 	WebhookDeliveriesEnded = "shotflow_webhook_deliveries_ended_total"
 	// WebhookEndpointsDisabled counts webhook endpoints disabled because every attempt failed for WEBHOOK_DISABLE_AFTER.
 	WebhookEndpointsDisabled = "shotflow_webhook_endpoints_disabled_total"
+	// AlertsSent counts the alert events recorded (credits.low, spend_limit.alert,
+	// spend_limit.reached), by event and livemode, in the API or the worker that recorded them.
+	AlertsSent = "shotflow_alerts_sent_total"
 	// OutboxStarted counts the workflows the outbox sweep started because their start was lost, by kind.
 	OutboxStarted = "shotflow_outbox_started_total"
 	// JobsDeadlineCancelled counts the jobs cancelled because they had not started by the deadline
@@ -127,6 +130,10 @@ func Livemode(test bool) string {
 type Family struct {
 	Name string // as /metrics shows it (histograms add _bucket, _sum and _count)
 	Type string // counter or histogram
+	// Process marks a family both the API and the worker record, shown with the process's own
+	// metrics: on both listeners of a process that runs one of them, on the worker's alone when
+	// both run in one process (OneProcess), so that each process's count is scraped once.
+	Process bool
 }
 
 // Metrics is one process's registries and shotflow's collectors.
@@ -153,6 +160,7 @@ type Metrics struct {
 	webhookDuration  *prometheus.HistogramVec
 	webhooksEnded    *prometheus.CounterVec
 	endpointsOff     *prometheus.CounterVec
+	alertsSent       *prometheus.CounterVec
 	outboxStarted    *prometheus.CounterVec
 	deadlineCancels  *prometheus.CounterVec
 	retentionPurged  prometheus.Counter
@@ -190,11 +198,14 @@ func New() *Metrics {
 	m.webhookDuration = m.histogramVec(m.worker, WebhookDeliveryDuration, "Latency of webhook delivery attempts that reached the network, by outcome.", slowBuckets, "outcome")
 	m.webhooksEnded = m.counterVec(m.worker, WebhookDeliveriesEnded, "Webhook deliveries by how their run ended: delivered, failed (every attempt failed, or the endpoint was deleted) or held (the endpoint is disabled).", "status")
 	m.endpointsOff = m.counterVec(m.worker, WebhookEndpointsDisabled, "Webhook endpoints disabled because every attempt to them failed for WEBHOOK_DISABLE_AFTER.")
+	// The API records alerts at acceptance and the worker's sweep records those a crash left: the
+	// shared registry shows each process's own, once per process.
+	m.alertsSent = m.counterVec(m.shared, AlertsSent, "Alert events recorded (credits.low, spend_limit.alert, spend_limit.reached), by event and livemode (false: a test key's).", "event", "livemode")
 	m.outboxStarted = m.counterVec(m.worker, OutboxStarted, "Workflows the outbox sweep started because their start was lost, by kind (order, job_run, input_preparation).", "kind")
 	m.deadlineCancels = m.counterVec(m.worker, JobsDeadlineCancelled, "Jobs cancelled because they had not started by their request's Cancel-After, by who found them (sweep: waiting in their order; attempt: at their first attempt) and livemode.", "by", "livemode")
 	m.retentionPurged = prometheus.NewCounter(prometheus.CounterOpts{Name: RetentionPurged, Help: "Output files the retention sweep deleted."})
 	m.worker.MustRegister(m.retentionPurged)
-	m.families = append(m.families, Family{RetentionPurged, "counter"})
+	m.families = append(m.families, Family{Name: RetentionPurged, Type: "counter"})
 	m.webhookLogPurged = m.counterVec(m.worker, RetentionWebhookDeleted, "Rows of the webhook log the retention sweep deleted (older than WEBHOOK_LOG_RETENTION), by kind (delivery, attempt, event).", "kind")
 
 	// The Temporal SDK reports through OpenTelemetry's metrics API; this exporter turns its
@@ -221,14 +232,14 @@ func New() *Metrics {
 func (m *Metrics) counterVec(reg *prometheus.Registry, name, help string, labels ...string) *prometheus.CounterVec {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
 	reg.MustRegister(c)
-	m.families = append(m.families, Family{name, "counter"})
+	m.families = append(m.families, Family{Name: name, Type: "counter", Process: reg == m.shared})
 	return c
 }
 
 func (m *Metrics) histogramVec(reg *prometheus.Registry, name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
 	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
 	reg.MustRegister(h)
-	m.families = append(m.families, Family{name, "histogram"})
+	m.families = append(m.families, Family{Name: name, Type: "histogram"})
 	return h
 }
 
@@ -348,6 +359,14 @@ func (m *Metrics) WebhookEndpointDisabled() {
 		return
 	}
 	m.endpointsOff.WithLabelValues().Inc()
+}
+
+// AlertSent records an alert event.
+func (m *Metrics) AlertSent(event string, test bool) {
+	if m == nil {
+		return
+	}
+	m.alertsSent.WithLabelValues(event, Livemode(test)).Inc()
 }
 
 // OutboxSwept records n workflows of a kind that the outbox sweep started.

@@ -65,11 +65,18 @@ func TestEachListenerShowsItsOwnFamilies(t *testing.T) {
 	m.WebhookEndpointDisabled()
 	m.WebhookLogPurged(metrics.RetentionDelivery, 3)
 	m.WebhookLogPurged(metrics.RetentionEvent, 0) // nothing deleted: no sample
+	m.AlertSent("credits.low", false)
 
 	api, worker := metricstest.Serve(t, m.APIHandler()), metricstest.Serve(t, m.WorkerHandler())
 	for _, f := range m.Families() {
 		_, onAPI := api[f.Name]
 		_, onWorker := worker[f.Name]
+		if f.Process {
+			if !onAPI || !onWorker {
+				t.Errorf("%s: on the API's listener %v, on the worker's %v; want both (the process's own)", f.Name, onAPI, onWorker)
+			}
+			continue
+		}
 		if onAPI == onWorker {
 			t.Errorf("%s: on the API's listener %v, on the worker's %v; want exactly one", f.Name, onAPI, onWorker)
 		}
@@ -191,7 +198,7 @@ func TestFamiliesAreNamedShotflow(t *testing.T) {
 	documented := []string{metrics.HTTPRequests, metrics.HTTPRequestDuration, metrics.OrdersAccepted, metrics.JobsAccepted,
 		metrics.CreditsReserved, metrics.CreditsConsumed, metrics.JobsFinished, metrics.GenerateAttempts, metrics.GenerateDuration,
 		metrics.WebhookDeliveries, metrics.WebhookDeliveryDuration, metrics.OutboxStarted, metrics.RetentionPurged,
-		metrics.WebhookDeliveriesEnded, metrics.WebhookEndpointsDisabled, metrics.RetentionWebhookDeleted, metrics.JobsDeadlineCancelled}
+		metrics.WebhookDeliveriesEnded, metrics.WebhookEndpointsDisabled, metrics.RetentionWebhookDeleted, metrics.JobsDeadlineCancelled, metrics.AlertsSent}
 	for _, name := range documented {
 		if !names[name] {
 			t.Errorf("%s is documented but not registered", name)
@@ -284,13 +291,14 @@ func TestOneProcessShowsSharedFamiliesOnce(t *testing.T) {
 	m.OneProcess()
 	m.Request("/api/v1/plugin/jobs/:id", http.MethodGet, http.StatusOK, time.Millisecond)
 	m.Temporal().Counter("temporal_request").Inc(1)
+	m.AlertSent("credits.low", false)
 	api, worker := metricstest.Serve(t, m.APIHandler()), metricstest.Serve(t, m.WorkerHandler())
 	for name := range worker {
 		if _, twice := api[name]; twice {
 			t.Errorf("%s is on both listeners", name)
 		}
 	}
-	for _, name := range []string{"go_goroutines", "temporal_request_total"} {
+	for _, name := range []string{"go_goroutines", "temporal_request_total", metrics.AlertsSent} {
 		if _, ok := worker[name]; !ok {
 			t.Errorf("%s is not on the worker's listener", name)
 		}
