@@ -34,6 +34,7 @@ var routeBodies = map[string]struct {
 	"POST " + plugin.Base + "/orders/:id/clone":               {1 << 20, false},
 	"PUT " + plugin.Base + "/test/credits":                    {64 << 10, false},
 	"PUT " + plugin.Base + "/spend-limit":                     {64 << 10, false},
+	"PUT " + plugin.Base + "/alerts":                          {64 << 10, false},
 	"POST " + external.Base + "/presets":                      {141 << 20, true},
 	"PUT " + external.Base + "/presets":                       {141 << 20, true},
 	"POST " + external.Base + "/products":                     {21 << 20, true},
@@ -47,6 +48,7 @@ var routeBodies = map[string]struct {
 	"POST " + external.Base + "/image-picker/review":          {64 << 10, false},
 	"PUT " + external.Base + "/test/credits":                  {64 << 10, false},
 	"PUT " + external.Base + "/spend-limit":                   {64 << 10, false},
+	"PUT " + external.Base + "/alerts":                        {64 << 10, false},
 
 	// The plugin API's webhook routes.
 	"POST " + plugin.Base + "/webhook-endpoints":             {64 << 10, false},

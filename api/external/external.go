@@ -29,7 +29,7 @@ const (
 	ScopeRegister = "content.register" // POST routes: create orders, trigger generation
 	ScopeRead     = "content.read"     // GET routes; required by /orders
 	ScopeWebhooks = "content.webhooks" // every /webhook-endpoints, /webhook-deliveries and /events route
-	ScopeBilling  = "content.billing"  // GET, PUT and DELETE /spend-limit
+	ScopeBilling  = "content.billing"  // GET, PUT and DELETE /spend-limit; GET and PUT /alerts
 )
 
 // DefaultRateLimit is the request budget of a key per minute.
@@ -88,6 +88,7 @@ func (h *Handler) Register(r gin.IRouter) {
 	h.registerAccount(add)
 	h.registerUsage(add)
 	h.registerSpendLimit(add)
+	h.registerAlerts(add)
 }
 
 // Input is the external API's input check of a route that accepts body (inputcheck): 413 for a

@@ -145,6 +145,8 @@ func (e *env) fuzzSeeds() map[string][]routefuzz.Seed {
 		"GET " + b + "/spend-limit":                {{}},
 		"PUT " + b + "/spend-limit":                {{Body: `{"monthlyCredits":5000,"alertAtPercent":80}`}},
 		"DELETE " + b + "/spend-limit":             {{}},
+		"GET " + b + "/alerts":                     {{}},
+		"PUT " + b + "/alerts":                     {{Body: `{"low_balance_threshold":100}`}},
 		"GET " + b + "/orders/:id":                 {{Params: order.ID}, {Params: order.ID, Header: "Prefer: wait=1"}},
 		"GET " + b + "/orders/:id/events":          {{Params: order.ID}, {Params: order.ID, Header: "Last-Event-ID: 0"}},
 		"DELETE " + b + "/orders/:id":              {{Params: order.ID}},

@@ -13,6 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"go.uber.org/zap"
 
+	"github.com/shotflow/shotflow/api/charge"
 	"github.com/shotflow/shotflow/api/inputcheck"
 	"github.com/shotflow/shotflow/api/jsonbody"
 	"github.com/shotflow/shotflow/api/reqctx"
@@ -164,14 +165,20 @@ func (h *Handler) refused(c *gin.Context, e *engine.Error) {
 // repeated name, valid UTF-8), refusing it with a 400 that names the field and says what was
 // expected and received.
 func decode(c *gin.Context, dst any) error {
+	_, err := readJSON(c, dst)
+	return err
+}
+
+// readJSON is decode that also returns the body it read.
+func readJSON(c *gin.Context, dst any) ([]byte, error) {
 	raw, err := io.ReadAll(c.Request.Body) // Input held it to maxJSONBody
 	if err != nil {
-		return refuse(http.StatusBadRequest, "The body could not be read.")
+		return nil, refuse(http.StatusBadRequest, "The body could not be read.")
 	}
 	if err := jsonbody.Decode(raw, dst); err != nil {
-		return refuse(http.StatusBadRequest, "%s.", err)
+		return nil, refuse(http.StatusBadRequest, "%s.", err)
 	}
-	return nil
+	return raw, nil
 }
 
 // count checks an optional count: the default when absent, else 1 to max.
@@ -269,6 +276,7 @@ func (h *Handler) submitted(c *gin.Context, s engine.Submitted, err error) {
 		zap.String("order_id", s.OrderID), zap.String("account_id", s.AccountID),
 		zap.String("job_type", s.JobType), zap.Int("jobs", s.Jobs), zap.Int64("credits_reserved", s.CreditsReserved))
 	resp := generationResponse(s)
+	charge.Set(c.Writer.Header(), s.CreditsReserved, s.CreditsRemaining)
 	if held := heldOf(c); held.Wait > 0 {
 		resp.Status = h.holdOrderStatus(c, held.Wait, s.OrderID, resp.Status)
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/shotflow/shotflow/api/charge"
 	"github.com/shotflow/shotflow/api/idempotency"
 	"github.com/shotflow/shotflow/internal/engine"
 )
@@ -100,6 +101,10 @@ func generationRecord(c *gin.Context) engine.SubmittedRecord {
 		return nil
 	}
 	return claim.SubmittedRecord(func(s engine.Submitted) (engine.Answer, error) {
-		return idempotency.JSONAnswer(http.StatusOK, generationResponse(s))
+		answer, err := idempotency.JSONAnswer(http.StatusOK, generationResponse(s))
+		for k, v := range charge.Headers(s.CreditsReserved, s.CreditsRemaining) {
+			answer.Headers[k] = v
+		}
+		return answer, err
 	})
 }

@@ -44,11 +44,12 @@ type isolationCase struct {
 }
 
 const (
-	exemptCreate   = "creates a record in the key's own mode from no other record; its answers are in the matrix through the lists"
-	exemptAccount  = "the key's own account and balance (GET /account shows its mode)"
-	exemptTestOnly = "sets the test balance of the key's own test twin; a live key is refused 403"
-	exemptUsage    = "sums the key's own account's ledger: a test key's usage is its twin's (usage_test.go)"
-	exemptOwnLimit = "the spend limit of the key's own account, the test twin's for a test key (spend_limit_test.go)"
+	exemptCreate    = "creates a record in the key's own mode from no other record; its answers are in the matrix through the lists"
+	exemptAccount   = "the key's own account and balance (GET /account shows its mode)"
+	exemptTestOnly  = "sets the test balance of the key's own test twin; a live key is refused 403"
+	exemptUsage     = "sums the key's own account's ledger: a test key's usage is its twin's (usage_test.go)"
+	exemptOwnLimit  = "the spend limit of the key's own account, the test twin's for a test key (spend_limit_test.go)"
+	exemptOwnAlerts = "the alert settings of the key's own account, the test twin's for a test key (alerts_test.go)"
 )
 
 var isolationRoutes = map[string]isolationCase{
@@ -58,6 +59,8 @@ var isolationRoutes = map[string]isolationCase{
 	"GET /spend-limit":                        {exempt: exemptOwnLimit},
 	"PUT /spend-limit":                        {exempt: exemptOwnLimit},
 	"DELETE /spend-limit":                     {exempt: exemptOwnLimit},
+	"GET /alerts":                             {exempt: exemptOwnAlerts},
+	"PUT /alerts":                             {exempt: exemptOwnAlerts},
 	"POST /products":                          {exempt: exemptCreate},
 	"POST /presets":                           {exempt: exemptCreate},
 	"POST /webhook-endpoints":                 {exempt: exemptCreate},

@@ -183,6 +183,8 @@ var specRoutes = map[string][]string{
 	"GET /spend-limit":                  {plugin.PermInstallationsManage},
 	"PUT /spend-limit":                  {plugin.PermInstallationsManage},
 	"DELETE /spend-limit":               {plugin.PermInstallationsManage},
+	"GET /alerts":                       {plugin.PermInstallationsManage},
+	"PUT /alerts":                       {plugin.PermInstallationsManage},
 	"POST /webhooks/:/replay":           {plugin.PermWebhooksManage},
 	"POST /webhook-endpoints":           {plugin.PermWebhooksManage},
 	"GET /webhook-endpoints":            {plugin.PermWebhooksManage},

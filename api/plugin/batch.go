@@ -10,6 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/shotflow/shotflow/api/charge"
 	"github.com/shotflow/shotflow/api/jsonbody"
 	"github.com/shotflow/shotflow/internal/engine"
 )
@@ -76,6 +77,16 @@ func (h *Handler) createBatch(c *gin.Context) {
 		resp.Results = append(resp.Results, r)
 	}
 	h.Engine.Sessions.StartAll(c.Request.Context(), committed, batchStartTimeout)
+	if len(committed) > 0 {
+		// The batch's charge: every created session's reservation, and the balance after the last
+		// of them (the lowest, as each reserves after the one before).
+		reserved, remaining := int64(0), committed[0].CreditsRemaining
+		for _, s := range committed {
+			reserved += s.CreditsReserved
+			remaining = min(remaining, s.CreditsRemaining)
+		}
+		charge.Set(c.Writer.Header(), reserved, remaining)
+	}
 	c.PureJSON(http.StatusMultiStatus, resp)
 }
 

@@ -173,6 +173,8 @@ func (e *env) fuzzSeeds() map[string][]routefuzz.Seed {
 		"GET " + b + "/spend-limit":                        none,
 		"PUT " + b + "/spend-limit":                        {{Body: `{"monthly_credits":5000,"alert_at_percent":80}`}, {Header: plugin.HeaderIdempotencyKey + ": limit-1", Body: `{"monthly_credits":100}`}},
 		"DELETE " + b + "/spend-limit":                     none,
+		"GET " + b + "/alerts":                             none,
+		"PUT " + b + "/alerts":                             {{Body: `{"low_balance_threshold":100}`}, {Body: `{"low_balance_threshold":null}`}},
 		"POST " + b + "/webhook-endpoints":                 {{Body: `{"url":"` + hookURL + `","events":["job.completed","order.completed"],"description":"shop"}`}},
 		"GET " + b + "/webhook-endpoints":                  {{Query: "limit=5"}},
 		"GET " + b + "/webhook-endpoints/:id":              {{Params: hook}},

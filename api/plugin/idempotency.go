@@ -5,6 +5,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/shotflow/shotflow/api/charge"
 	"github.com/shotflow/shotflow/api/idempotency"
 	"github.com/shotflow/shotflow/internal/engine"
 )
@@ -89,7 +90,8 @@ func sessionRecord(c *gin.Context) recorder {
 	}
 	return claim.SessionRecord(func(s engine.Session) (engine.Answer, error) {
 		body, err := encodeJSON(sessionResponse(s))
-		return engine.Answer{Status: http.StatusCreated,
-			Headers: map[string][]string{"Content-Type": {jsonContentType}}, Body: body}, err
+		headers := charge.Headers(s.CreditsReserved, s.CreditsRemaining)
+		headers.Set("Content-Type", jsonContentType)
+		return engine.Answer{Status: http.StatusCreated, Headers: headers, Body: body}, err
 	})
 }

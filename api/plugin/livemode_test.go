@@ -39,13 +39,14 @@ type isolationCase struct {
 }
 
 const (
-	exemptCreate   = "creates a record in the key's own mode; its answers are in the matrix through the lists"
-	exemptShared   = "reference data shared by both modes"
-	exemptNoKey    = "authenticated without an API key"
-	exemptTaskMeOf = "the key's own installation and balance (GET /me shows its mode)"
-	exemptTestOnly = "sets the test balance of the key's own test twin; a live key is refused 403 (test_credits_test.go)"
-	exemptUsage    = "sums the key's own installation's ledger: a test key's usage is its twin's (usage_test.go)"
-	exemptOwnLimit = "the spend limit of the key's own installation, the test twin's for a test key (spend_limit_test.go)"
+	exemptCreate    = "creates a record in the key's own mode; its answers are in the matrix through the lists"
+	exemptShared    = "reference data shared by both modes"
+	exemptNoKey     = "authenticated without an API key"
+	exemptTaskMeOf  = "the key's own installation and balance (GET /me shows its mode)"
+	exemptTestOnly  = "sets the test balance of the key's own test twin; a live key is refused 403 (test_credits_test.go)"
+	exemptUsage     = "sums the key's own installation's ledger: a test key's usage is its twin's (usage_test.go)"
+	exemptOwnLimit  = "the spend limit of the key's own installation, the test twin's for a test key (spend_limit_test.go)"
+	exemptOwnAlerts = "the alert settings of the key's own installation, the test twin's for a test key (alerts_test.go)"
 )
 
 var isolationRoutes = map[string]isolationCase{
@@ -55,6 +56,8 @@ var isolationRoutes = map[string]isolationCase{
 	"GET /spend-limit":                  {exempt: exemptOwnLimit},
 	"PUT /spend-limit":                  {exempt: exemptOwnLimit},
 	"DELETE /spend-limit":               {exempt: exemptOwnLimit},
+	"GET /alerts":                       {exempt: exemptOwnAlerts},
+	"PUT /alerts":                       {exempt: exemptOwnAlerts},
 	"GET /ai-models":                    {exempt: exemptShared},
 	"GET /aspect-ratios":                {exempt: exemptShared},
 	"GET /pricing":                      {exempt: exemptShared},

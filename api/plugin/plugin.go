@@ -114,6 +114,8 @@ func (h *Handler) Register(r *gin.Engine) {
 	route(get, "/spend-limit", noBody, h.getSpendLimit, PermInstallationsManage)
 	mutation(keyOptional, put, "/spend-limit", jsonBody(maxSmallJSONBytes), h.setSpendLimit, PermInstallationsManage)
 	mutation(keyOptional, del, "/spend-limit", noBody, h.clearSpendLimit, PermInstallationsManage)
+	route(get, "/alerts", noBody, h.getAlerts, PermInstallationsManage)
+	mutation(keyOptional, put, "/alerts", jsonBody(maxSmallJSONBytes), h.setAlerts, PermInstallationsManage)
 }
 
 // Input is the plugin API's input check of a route that accepts body (inputcheck): 413

@@ -15,6 +15,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"go.uber.org/zap"
 
+	"github.com/shotflow/shotflow/api/charge"
 	"github.com/shotflow/shotflow/api/inputcheck"
 	"github.com/shotflow/shotflow/api/jsonbody"
 	"github.com/shotflow/shotflow/api/prefer"
@@ -167,6 +168,7 @@ func parseSession(body []byte) (*SessionRequest, *failure) {
 // was created and the caller has to look at the key again.
 type sessionOutcome struct {
 	session   *SessionResponse
+	charge    http.Header // the charge headers of a created session (api/charge)
 	fail      *failure
 	claimLost bool
 }
@@ -198,7 +200,7 @@ func sessionOutcomeOf(c *gin.Context, s engine.Session, err error) sessionOutcom
 	case err != nil:
 		return sessionOutcome{fail: engineFailure(c, err)}
 	}
-	return sessionOutcome{session: sessionResponse(s)}
+	return sessionOutcome{session: sessionResponse(s), charge: charge.Headers(s.CreditsReserved, s.CreditsRemaining)}
 }
 
 // sessionRequest is the engine's request for a parsed session of the caller's installation.
@@ -263,6 +265,9 @@ func (h *Handler) writeSession(c *gin.Context, wait time.Duration, out sessionOu
 	if out.fail != nil {
 		h.refuse(c, out.fail)
 		return
+	}
+	for k, v := range out.charge {
+		c.Writer.Header()[k] = v
 	}
 	if wait > 0 {
 		h.holdSession(c, wait, out.session)

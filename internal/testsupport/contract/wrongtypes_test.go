@@ -19,7 +19,7 @@ func TestWrongTypesCoverEveryJSONBody(t *testing.T) {
 		{contract.Plugin,
 			[]string{"POST /jobs", "POST /jobs/batch", "POST /orders/{}/clone", "POST /assets/upload", "POST /packshots", "POST /images",
 				"POST /webhook-endpoints", "PATCH /webhook-endpoints/{}", "POST /webhook-endpoints/{}/test", "POST /webhook-endpoints/{}/recover",
-				"PUT /test/credits", "PUT /spend-limit"},
+				"PUT /test/credits", "PUT /spend-limit", "PUT /alerts"},
 			[]string{"subjects[0].images_count an integer", "session_config.style a string", "subjects[0].auto_register_packshot true or false",
 				"size_bytes an integer", "images[0].product_metadata.sku a string", "batches an array", "available an integer",
 				"monthly_credits an integer"}},
@@ -28,7 +28,7 @@ func TestWrongTypesCoverEveryJSONBody(t *testing.T) {
 				"POST /image-picker/register-ideas", "POST /video-picker/register-videos", "POST /reel/register-reel",
 				"POST /packshots/update-packshot", "POST /image-picker/review",
 				"POST /webhook-endpoints", "PATCH /webhook-endpoints/{}", "POST /webhook-endpoints/{}/test", "POST /webhook-endpoints/{}/recover",
-				"PUT /test/credits", "PUT /spend-limit"},
+				"PUT /test/credits", "PUT /spend-limit", "PUT /alerts"},
 			[]string{"count an integer", "config.product.id a string", "imagesIds[0] a string", "Voting a string", "config an object",
 				"events an array", "events[0] a string", "since a string", "available an integer", "monthlyCredits an integer"}},
 	} {

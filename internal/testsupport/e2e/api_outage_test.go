@@ -308,6 +308,8 @@ func outageRequests(t *testing.T, env *testenv.Env, tenant testenv.Tenant, api *
 	p(http.MethodPost, "/installations/:id/rotate-hmac", "/installations/"+tenant.InstallationID+"/rotate-hmac", nil)
 	p(http.MethodGet, "/spend-limit", "/spend-limit", nil)
 	p(http.MethodPut, "/spend-limit", "/spend-limit", map[string]any{"monthly_credits": 100, "alert_at_percent": 80})
+	p(http.MethodGet, "/alerts", "/alerts", nil)
+	p(http.MethodPut, "/alerts", "/alerts", map[string]any{"low_balance_threshold": 100})
 	p(http.MethodDelete, "/spend-limit", "/spend-limit", nil)
 	since := map[string]any{"since": time.Now().UTC().Add(-time.Hour).Format(time.RFC3339)}
 	endpoint := map[string]any{"url": "https://shop.example/hooks"}
