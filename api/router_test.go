@@ -295,6 +295,7 @@ func TestHealthAndReadiness(t *testing.T) {
 	rec = s.do(http.MethodGet, "/readyz")
 	require.Equal(t, http.StatusServiceUnavailable, rec.Code)
 	assert.JSONEq(t, `{"status":"unavailable","dependency":"database"}`, rec.Body.String())
+	assert.Equal(t, strconv.Itoa(unavailable.RetryAfterSeconds), rec.Header().Get("Retry-After"))
 	logged := s.logs.FilterMessage("not ready").All()
 	require.Len(t, logged, 1)
 	assert.Equal(t, "database", logged[0].ContextMap()["dependency"])
