@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -92,6 +93,7 @@ func NewRouter(d Deps, p *plugin.Handler) *gin.Engine {
 				name = dep.Dependency
 			}
 			d.Log.Warn("not ready", zap.String("dependency", name), zap.Error(err))
+			c.Header("Retry-After", strconv.Itoa(unavailable.RetryAfterSeconds))
 			c.PureJSON(http.StatusServiceUnavailable, gin.H{"status": "unavailable", "dependency": name})
 			return
 		}

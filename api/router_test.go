@@ -219,6 +219,7 @@ var usedCodes = []string{
 	plugin.CodeNotFound, plugin.CodeIdempotencyConflict, plugin.CodeJobNotCancelable, plugin.CodeJobNotCompleted,
 	plugin.CodeUploadConflict, plugin.CodeOutputsPurged, plugin.CodePayloadTooLarge, plugin.CodePackshotNotApproved,
 	plugin.CodeRateLimited, plugin.CodeTestQuotaExceeded, plugin.CodeSpendLimitExceeded, plugin.CodeInternal, plugin.CodeUnavailable, plugin.CodeURLExpired, plugin.CodeMethodNotAllowed,
+	plugin.CodeRangeNotSatisfiable,
 }
 
 func TestErrorDocs(t *testing.T) {
@@ -294,6 +295,7 @@ func TestHealthAndReadiness(t *testing.T) {
 	rec = s.do(http.MethodGet, "/readyz")
 	require.Equal(t, http.StatusServiceUnavailable, rec.Code)
 	assert.JSONEq(t, `{"status":"unavailable","dependency":"database"}`, rec.Body.String())
+	assert.Equal(t, strconv.Itoa(unavailable.RetryAfterSeconds), rec.Header().Get("Retry-After"))
 	logged := s.logs.FilterMessage("not ready").All()
 	require.Len(t, logged, 1)
 	assert.Equal(t, "database", logged[0].ContextMap()["dependency"])

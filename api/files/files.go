@@ -9,9 +9,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -61,6 +63,9 @@ type Responder interface {
 	FileURLExpired(c *gin.Context, message string)
 	// FilePurged answers 410: the file was removed by the retention policy.
 	FilePurged(c *gin.Context, message string)
+	// FileRangeNotSatisfiable answers 416: no byte of the requested range exists (the handler has
+	// set Content-Range: bytes */{size}).
+	FileRangeNotSatisfiable(c *gin.Context, message string)
 	// Unexpected answers an error that is not a refusal (503 for an outage, else 500).
 	Unexpected(c *gin.Context, err error)
 }
@@ -133,6 +138,11 @@ func (h *Handler) download(thumbnail bool) gin.HandlerFunc {
 			c.Status(http.StatusNotModified)
 			return
 		}
+		if !thumbnail && c.GetHeader("Range") != "" && ifRangeHolds(c.GetHeader("If-Range"), etag) {
+			if h.serveRange(c, key, contentType, etag) {
+				return
+			}
+		}
 		r, size, err := h.Blobs.Open(c.Request.Context(), key)
 		if errors.Is(err, blobstore.ErrNotFound) {
 			h.Errors.FilePurged(c, "This file is no longer stored.")
@@ -143,12 +153,117 @@ func (h *Handler) download(thumbnail bool) gin.HandlerFunc {
 			return
 		}
 		defer r.Close()
-		if etag != "" {
-			c.Header("ETag", `"`+etag+`"`)
+		fileHeaders(c, etag)
+		if !thumbnail {
+			c.Header("Accept-Ranges", "bytes")
 		}
-		c.Header("Cache-Control", cacheFiles)
 		c.DataFromReader(http.StatusOK, size, contentType, r, nil)
 	}
+}
+
+// fileHeaders sets the headers of every answer that carries a file's bytes.
+func fileHeaders(c *gin.Context, etag string) {
+	if etag != "" {
+		c.Header("ETag", `"`+etag+`"`)
+	}
+	c.Header("Cache-Control", cacheFiles)
+}
+
+// serveRange answers a request for one byte range of the file under key: 206 with the range and
+// its Content-Range, or 416 when no byte of it exists. It returns false, having answered nothing,
+// when the Range header is not one range of bytes (several ranges, another unit, malformed): the
+// whole file is then served, as RFC 9110 allows.
+func (h *Handler) serveRange(c *gin.Context, key, contentType, etag string) bool {
+	ctx := c.Request.Context()
+	size, err := h.Blobs.Size(ctx, key)
+	if errors.Is(err, blobstore.ErrNotFound) {
+		h.Errors.FilePurged(c, "This file is no longer stored.")
+		return true
+	}
+	if err != nil {
+		h.Errors.Unexpected(c, err)
+		return true
+	}
+	rg, ok, satisfiable := parseRange(c.GetHeader("Range"), size)
+	if !ok {
+		return false
+	}
+	if !satisfiable {
+		c.Header("Content-Range", "bytes */"+strconv.FormatInt(size, 10))
+		h.Errors.FileRangeNotSatisfiable(c, "The requested range starts beyond the file's "+strconv.FormatInt(size, 10)+" bytes.")
+		return true
+	}
+	r, _, err := h.Blobs.OpenRange(ctx, key, rg.start, rg.length)
+	if errors.Is(err, blobstore.ErrNotFound) {
+		h.Errors.FilePurged(c, "This file is no longer stored.")
+		return true
+	}
+	if err != nil {
+		h.Errors.Unexpected(c, err)
+		return true
+	}
+	defer r.Close()
+	fileHeaders(c, etag)
+	c.Header("Accept-Ranges", "bytes")
+	c.Header("Content-Range", fmt.Sprintf("bytes %d-%d/%d", rg.start, rg.start+rg.length-1, size))
+	c.DataFromReader(http.StatusPartialContent, rg.length, contentType, r, nil)
+	return true
+}
+
+// byteRange is a range of bytes resolved against a file's size: length bytes from start.
+type byteRange struct{ start, length int64 }
+
+// parseRange resolves a Range header against a file of size bytes (RFC 9110, section 14.1.2).
+// ok is false when the header is not exactly one range of bytes: "bytes=first-last",
+// "bytes=first-" or "bytes=-suffix". satisfiable is false when it is one, but no byte of it exists
+// (its first byte is past the end, or a suffix of zero bytes).
+func parseRange(header string, size int64) (r byteRange, ok, satisfiable bool) {
+	unit, spec, found := strings.Cut(header, "=")
+	if !found || !strings.EqualFold(strings.TrimSpace(unit), "bytes") || strings.Contains(spec, ",") {
+		return byteRange{}, false, false
+	}
+	first, last, found := strings.Cut(strings.TrimSpace(spec), "-")
+	if !found {
+		return byteRange{}, false, false
+	}
+	if first == "" { // the last n bytes
+		n, err := strconv.ParseInt(last, 10, 64)
+		if err != nil || n < 0 || !digits(last) {
+			return byteRange{}, false, false
+		}
+		if n == 0 || size == 0 {
+			return byteRange{}, true, false
+		}
+		n = min(n, size)
+		return byteRange{start: size - n, length: n}, true, true
+	}
+	start, err := strconv.ParseInt(first, 10, 64)
+	if err != nil || !digits(first) {
+		return byteRange{}, false, false
+	}
+	end := size - 1
+	if last != "" {
+		if end, err = strconv.ParseInt(last, 10, 64); err != nil || !digits(last) || end < start {
+			return byteRange{}, false, false
+		}
+		end = min(end, size-1)
+	}
+	if start >= size {
+		return byteRange{}, true, false
+	}
+	return byteRange{start: start, length: end - start + 1}, true, true
+}
+
+// digits reports whether s is a non-empty run of ASCII digits (ParseInt also takes a sign).
+func digits(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789") == ""
+}
+
+// ifRangeHolds reports whether a request's If-Range (RFC 9110, section 13.1.5) lets its Range
+// apply: there is none, or it is the file's strong entity tag. A date, a weak tag or another tag
+// asks for the whole file (the service sends no Last-Modified, so a date cannot be checked).
+func ifRangeHolds(ifRange, etag string) bool {
+	return ifRange == "" || (etag != "" && ifRange == `"`+etag+`"`)
 }
 
 // reference serves a seeded reference image to the holder of a signed URL, rendering it first if

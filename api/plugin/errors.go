@@ -31,6 +31,7 @@ const (
 	CodeUploadConflict      = "upload_not_accepted"
 	CodeOutputsPurged       = "outputs_purged"
 	CodeURLExpired          = "url_expired"
+	CodeRangeNotSatisfiable = "range_not_satisfiable"
 	CodeMethodNotAllowed    = "method_not_allowed"
 	CodePayloadTooLarge     = "payload_too_large"
 	CodePackshotNotApproved = "packshot_not_approved"
@@ -55,6 +56,7 @@ var ErrorDocs = map[string]string{
 	CodeUploadConflict:      "The upload URL is expired or already used, or the bytes do not match the declared size or type.",
 	CodeOutputsPurged:       "The job's files were removed by the retention policy.",
 	CodeURLExpired:          "The signed URL has expired; ask the API for a fresh one (POST /jobs/{id}/refresh-url for outputs).",
+	CodeRangeNotSatisfiable: "The Range header of a file download asks for bytes past the end of the file; Content-Range gives its size (bytes */size). Ask for a range within it, or for the whole file without a Range header.",
 	CodeMethodNotAllowed:    "The route exists but does not accept this HTTP method.",
 	CodePayloadTooLarge:     "The request body or file is larger than allowed.",
 	CodePackshotNotApproved: "A product of the session has no approved packshot. Nothing was created and nothing was charged.",
@@ -123,6 +125,11 @@ func (h *Handler) FileURLExpired(c *gin.Context, message string) {
 // FilePurged answers a file route's 410 for a file the retention policy removed.
 func (h *Handler) FilePurged(c *gin.Context, message string) {
 	h.Fail(c, http.StatusGone, CodeOutputsPurged, message)
+}
+
+// FileRangeNotSatisfiable answers a file route's 416: the requested range is past the file's end.
+func (h *Handler) FileRangeNotSatisfiable(c *gin.Context, message string) {
+	h.Fail(c, http.StatusRequestedRangeNotSatisfiable, CodeRangeNotSatisfiable, message)
 }
 
 // engineCodes are the plugin codes of the engine's refusals: by reason, else by kind. details, when

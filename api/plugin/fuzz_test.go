@@ -136,7 +136,7 @@ func (e *env) fuzzSeeds() map[string][]routefuzz.Seed {
 		"GET /metrics":                      none,
 		"GET /readyz":                       none,
 		"GET /docs/plugin-api/errors/:code": {{Params: plugin.CodeInvalidInput}},
-		"GET /files/:id":                    {{Params: output.ID, Query: signed(files.Path(output.ID))}},
+		"GET /files/:id":                    {{Params: output.ID, Query: signed(files.Path(output.ID))}, {Params: output.ID, Query: signed(files.Path(output.ID)), Header: "Range: bytes=0-"}},
 		"GET /files/:id/thumbnail":          {{Params: asset.ID, Query: signed(files.Path(asset.ID) + "/thumbnail")}},
 		"GET " + files.RefPrefix + ":version/:group/:file": {{Params: refFile, Query: signed(files.RefPath(refFile))}},
 		"PUT " + b + "/uploads/:id":                        {{Params: strings.TrimPrefix(up.Path, b+"/uploads/"), Query: up.RawQuery, Body: string(png)}},

@@ -40,8 +40,9 @@ func InRequest(ctx context.Context, err error) bool {
 // Is reports whether err means a dependency was unreachable or too slow: a context deadline or
 // cancellation, a network error, a connection closed under a call (io.EOF or
 // io.ErrUnexpectedEOF: the database server or a proxy went away mid-answer), a PostgreSQL server
-// error whose SQLSTATE says it cannot serve now, a connection the driver gave up on, or a Temporal
-// frontend that is unavailable or timed out. A connect the server refuses for a reason of its own
+// error whose SQLSTATE says it cannot serve now, a connection the driver gave up on, an HTTP
+// service (the blob store's S3 API) answering 5xx, or a Temporal frontend that is unavailable or
+// timed out. A connect the server refuses for a reason of its own
 // (a wrong password, a database that does not exist) is a misconfiguration, not an outage.
 func Is(err error) bool {
 	if err == nil {
@@ -63,6 +64,13 @@ func Is(err error) bool {
 	var server interface{ SQLState() string }
 	if errors.As(err, &server) {
 		return unavailableSQLState(server.SQLState())
+	}
+	// An HTTP service's answer (the S3 client's response errors carry their status): a 5xx is a
+	// server that cannot serve now (S3's 500 InternalError, 503 SlowDown, a proxy's 502 or 504);
+	// a 4xx is an answer about the request, not an outage.
+	var answer interface{ HTTPStatusCode() int }
+	if errors.As(err, &answer) {
+		return answer.HTTPStatusCode() >= 500
 	}
 	return temporalUnavailable(err)
 }

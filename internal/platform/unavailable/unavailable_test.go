@@ -30,6 +30,13 @@ func closedPort(t *testing.T) string {
 	return addr
 }
 
+// httpAnswer is an HTTP client's response error as the S3 client's carry it (HTTPStatusCode);
+// internal/platform/blobstore's tests meet the real ones from an S3 server.
+type httpAnswer int
+
+func (h httpAnswer) Error() string       { return "http response error StatusCode: " + fmt.Sprint(int(h)) }
+func (h httpAnswer) HTTPStatusCode() int { return int(h) }
+
 func TestIs(t *testing.T) {
 	ctx := context.Background()
 	addr := closedPort(t)
@@ -65,6 +72,9 @@ func TestIs(t *testing.T) {
 		{"Temporal unavailable", fmt.Errorf("start: %w", serviceerror.NewUnavailable("down")), true},
 		{"Temporal deadline", serviceerror.NewDeadlineExceeded("slow"), true},
 		{"Temporal namespace unavailable", serviceerror.NewNamespaceUnavailable("default"), true},
+		{"S3 503 SlowDown", fmt.Errorf("get: %w", httpAnswer(503)), true},
+		{"S3 500 InternalError", httpAnswer(500), true},
+		{"a proxy's 502", httpAnswer(502), true},
 
 		{"nil", nil, false},
 		{"a bug", errors.New("index out of range"), false},
@@ -76,6 +86,9 @@ func TestIs(t *testing.T) {
 		{"finished transaction", sql.ErrTxDone, false},
 		{"Temporal not found", serviceerror.NewNotFound("no such workflow"), false},
 		{"Temporal invalid argument", serviceerror.NewInvalidArgument("bad"), false},
+		{"S3 403 AccessDenied", fmt.Errorf("put: %w", httpAnswer(403)), false},
+		{"S3 404 NoSuchKey", httpAnswer(404), false},
+		{"S3 416 InvalidRange", httpAnswer(416), false},
 	} {
 		if got := unavailable.Is(tc.err); got != tc.want {
 			t.Errorf("%s: Is(%v) = %v, want %v", tc.name, tc.err, got, tc.want)

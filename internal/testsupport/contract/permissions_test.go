@@ -16,6 +16,7 @@ import (
 
 	"github.com/shotflow/shotflow/api"
 	"github.com/shotflow/shotflow/api/plugin"
+	"github.com/shotflow/shotflow/internal/platform/blobstore"
 	"github.com/shotflow/shotflow/internal/platform/urlsign"
 	"github.com/shotflow/shotflow/internal/testsupport/apitest"
 	"github.com/shotflow/shotflow/internal/testsupport/contract"
@@ -96,6 +97,7 @@ type server struct {
 	router *gin.Engine
 	db     *gorm.DB
 	signer *urlsign.Signer
+	blobs  *blobstore.Store
 	acc    *models.Account
 	inst   *models.Installation
 }
@@ -109,7 +111,7 @@ func newServer(t *testing.T, rateLimit int) *server {
 		Limiter: d.Limiter, Slots: d.Slots, Log: zap.NewNop(), DocsURL: "https://docs.example.test",
 		DefaultRateLimit: rateLimit, DownloadTTL: 168 * time.Hour, UploadTTL: 2 * time.Hour, Secrets: d.Box,
 	}
-	s := &server{db: db, signer: d.Signer}
+	s := &server{db: db, signer: d.Signer, blobs: d.Blobs}
 	s.router = api.NewRouter(api.Deps{Engine: h.Engine, Blobs: d.Blobs, Signer: d.Signer, Log: zap.NewNop(),
 		Ready: func(context.Context) error { return s.ready }}, h)
 	var err error

@@ -1,6 +1,7 @@
 package contract_test
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 	"github.com/shotflow/shotflow/internal/platform/unavailable"
 	"github.com/shotflow/shotflow/internal/testsupport/contract"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // TestServiceAnswersMatchDocument drives the answers the plugin tests rarely reach through the
@@ -59,6 +61,32 @@ func TestServiceAnswersMatchDocument(t *testing.T) {
 	}
 	expect(send(http.MethodGet, signed(time.Now().Add(time.Hour)), ""), http.StatusNotFound, plugin.CodeNotFound)
 	expect(send(http.MethodGet, signed(time.Now().Add(-time.Hour)), ""), http.StatusGone, plugin.CodeURLExpired)
+
+	// A stored file: whole, one range of it, and a range past its end.
+	now := time.Now().UTC()
+	file := models.Asset{ID: models.NewID(), AccountID: s.acc.ID, InstallationID: &s.inst.ID, Kind: models.AssetKindOutput,
+		Status: status.AssetReady, ContentType: "image/png", SizeBytes: 10, BlobKey: "outputs/contract", SHA256: strings.Repeat("ab", 32),
+		CreatedAt: now, UpdatedAt: now}
+	if err := s.db.Create(&file).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := s.blobs.Put(context.Background(), file.BlobKey, []byte("0123456789"), "image/png"); err != nil {
+		t.Fatal(err)
+	}
+	fileURL, err := url.Parse(s.signer.URL(http.MethodGet, files.Path(file.ID), time.Now().Add(time.Hour)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sendRange := func(rangeHeader string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodGet, fileURL.RequestURI(), nil)
+		if rangeHeader != "" {
+			req.Header.Set("Range", rangeHeader)
+		}
+		return contract.ServeAndCheck(t, s.router, req)
+	}
+	expect(sendRange(""), http.StatusOK, "")
+	expect(sendRange("bytes=2-5"), http.StatusPartialContent, "")
+	expect(sendRange("bytes=10-"), http.StatusRequestedRangeNotSatisfiable, plugin.CodeRangeNotSatisfiable)
 
 	// Authentication, unknown routes and methods, and the rate limit (2 a minute here).
 	expect(send(http.MethodGet, plugin.Base+"/me", "pk_live_nope.nope"), http.StatusUnauthorized, plugin.CodeUnauthorized)

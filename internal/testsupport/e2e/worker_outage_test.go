@@ -91,7 +91,7 @@ func databaseOutage(t *testing.T, mode faultproxy.Mode) {
 
 	// Operators see the wait.
 	testenv.Eventually(t, outageLength, "workflows to show ShotflowWaitingOn = database", func() bool {
-		return len(waitingOn(t, env, tenant.AccountID)) > 0
+		return len(waitingOn(t, env, tenant.AccountID, "database")) > 0
 	})
 	if wait := outageLength - time.Since(cut); wait > 0 {
 		time.Sleep(wait)
@@ -132,20 +132,21 @@ func databaseOutage(t *testing.T, mode faultproxy.Mode) {
 		expectNotified(t, env, receiver, secret, id, event, want)
 	}
 	testenv.Eventually(t, 30*time.Second, "ShotflowWaitingOn to be unset everywhere", func() bool {
-		return len(waitingOn(t, env, tenant.AccountID)) == 0
+		return len(waitingOn(t, env, tenant.AccountID, "database")) == 0
 	})
 	if out := worker.Output(); !strings.Contains(out, "dependency unavailable; waiting for it") {
 		t.Errorf("the worker logged no wait for its database:\n%s", out)
 	}
 }
 
-// waitingOn lists the account's workflows that show ShotflowWaitingOn = "database".
-func waitingOn(t *testing.T, env *testenv.Env, accountID string) []string {
+// waitingOn lists the account's workflows whose ShotflowWaitingOn names the dependency
+// (contract.DependencyDatabase or contract.DependencyBlobStore).
+func waitingOn(t *testing.T, env *testenv.Env, accountID, dependency string) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	resp, err := env.App.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-		Query: fmt.Sprintf("%s = %q AND %s = 'database'", workflows.SAAccountID.GetName(), accountID, workflows.SAWaitingOn.GetName()),
+		Query: fmt.Sprintf("%s = %q AND %s = %q", workflows.SAAccountID.GetName(), accountID, workflows.SAWaitingOn.GetName(), dependency),
 	})
 	if err != nil {
 		t.Fatal(err)
