@@ -27,9 +27,9 @@ import (
 	"github.com/shotflow/shotflow/models/status"
 )
 
-// The tests on a real S3 server (internal/testsupport/s3server) put the server's credentials in
-// this process's environment (the S3 client reads them there), so they cannot run in parallel
-// with each other; their subtests can.
+// The tests on a real S3 server (internal/testsupport/s3server) put the servers' credentials in
+// this process's environment (the S3 client reads them there); they are the same for every server,
+// so the tests run in parallel.
 
 // s3Env starts an S3 server and shotflow over it (BLOB_URL=s3://…).
 func s3Env(t *testing.T, opts testenv.Options) (*s3server.Server, *testenv.Env) {
@@ -88,6 +88,7 @@ func getRange(t *testing.T, rawURL, rangeHeader string) (*http.Response, []byte)
 // the external API's multipart upload, packshot and video with their downloads. Every file is an
 // object of the bucket, and downloads serve ranges.
 func TestJourneysOnS3(t *testing.T) {
+	t.Parallel()
 	long(t)
 	srv, env := s3Env(t, testenv.Options{})
 
@@ -225,6 +226,7 @@ func (r storeRequest) send(t *testing.T) (int, http.Header, []byte) {
 // every job completes on its first attempt, each output is one object of the bucket, the refused
 // upload can be sent again, and the ledger is settled: nothing reserved, nothing charged twice.
 func TestS3OutageMidOrder(t *testing.T) {
+	t.Parallel()
 	long(t)
 	srv, env := s3Env(t, testenv.Options{Configure: func(c *config.Config) { c.SimProvider = true }})
 	tenant := env.NewTenant(t, 20)

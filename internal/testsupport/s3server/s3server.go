@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,6 +25,13 @@ import (
 // RequireEnv names the environment variable that makes a missing server binary fail the test
 // instead of skipping it; `make test` sets it, and so does CI (CI=true).
 const RequireEnv = "SHOTFLOW_REQUIRE_S3"
+
+// The root credentials of every server Start runs: the same for all, so that tests of one process,
+// whose S3 clients read them from the process's environment, can run their servers in parallel.
+const (
+	AccessKey = "shotflow-test"
+	SecretKey = "shotflow-test-secret"
+)
 
 // Server is a running versitygw.
 type Server struct {
@@ -66,7 +74,7 @@ func Start(t testing.TB) *Server {
 	t.Helper()
 	s := &Server{
 		Dir: t.TempDir(), Bucket: "shotflow", bin: Binary(t),
-		AccessKey: "shotflow-test", SecretKey: "shotflow-test-secret-" + strconv.Itoa(rand.IntN(1e9)),
+		AccessKey: AccessKey, SecretKey: SecretKey,
 	}
 	if err := os.Mkdir(filepath.Join(s.Dir, s.Bucket), 0o755); err != nil {
 		t.Fatal(err)
@@ -105,14 +113,29 @@ func (s *Server) Env() []string {
 	}
 }
 
-// Setenv sets the credentials in this test process (t.Setenv), for a blob store opened here.
+// Setenv puts the servers' credentials in this process's environment, for a blob store opened here
+// (the S3 client reads them there). They are the same for every server, so tests that call it may
+// run in parallel; they stay set for the rest of the process.
 func (s *Server) Setenv(t testing.TB) {
 	t.Helper()
-	for _, kv := range s.Env()[1:] {
-		k, v, _ := cutEnv(kv)
-		t.Setenv(k, v)
+	setenvOnce.Do(func() {
+		for _, kv := range s.Env()[1:] {
+			k, v, _ := cutEnv(kv)
+			setenvErr = os.Setenv(k, v)
+			if setenvErr != nil {
+				return
+			}
+		}
+	})
+	if setenvErr != nil {
+		t.Fatal(setenvErr)
 	}
 }
+
+var (
+	setenvOnce sync.Once
+	setenvErr  error
+)
 
 func cutEnv(kv string) (string, string, bool) {
 	for i := range kv {
