@@ -112,6 +112,10 @@ func (e *Outbox) Sweep(ctx context.Context, interval, olderThan time.Duration) {
 		if err != nil && ctx.Err() == nil {
 			e.cfg.Log.Warn("input preparation sweep", zap.Error(err))
 		}
+		_, err = e.app.Uploads.CollectAwaitedUploads(ctx, 100)
+		if err != nil && ctx.Err() == nil {
+			e.cfg.Log.Warn("awaited upload sweep", zap.Error(err))
+		}
 		n, err = e.StartPendingDeliveries(ctx, olderThan, 100)
 		e.cfg.Metrics.OutboxSwept(metrics.OutboxWebhookDelivery, n)
 		if err != nil && ctx.Err() == nil {

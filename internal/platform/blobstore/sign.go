@@ -125,3 +125,13 @@ func (s *Store) ReadPrefix(ctx context.Context, key string, n int64) ([]byte, er
 	defer r.Close()
 	return io.ReadAll(r)
 }
+
+// Copy copies the file under src to dst within the bucket (on S3 a copy in the store: no byte
+// passes through this process); ErrNotFound when src holds none.
+func (s *Store) Copy(ctx context.Context, dst, src string) error {
+	err := s.bucket.Copy(ctx, dst, src, nil)
+	if gcerrors.Code(err) == gcerrors.NotFound {
+		return ErrNotFound
+	}
+	return err
+}
