@@ -173,9 +173,4 @@ func (c *core) recorder() webhooks.Recorder {
 
 // fileURLs makes the download URLs of the engine's answers: nil (none) when it has neither a
 // Maker nor a Signer.
-func (c *core) fileURLs() *fileurl.Maker {
-	if c.cfg.Files == nil && c.cfg.Signer == nil {
-		return nil
-	}
-	return fileurl.Of(c.cfg.Files, c.cfg.Signer)
-}
+func (c *core) fileURLs() *fileurl.Maker { return fileurl.Of(c.cfg.Files, c.cfg.Signer) }

@@ -59,9 +59,10 @@ func Store(signer *urlsign.Signer, store Presigner, publicBase string) (*Maker, 
 	return &Maker{signer: signer, store: store, public: strings.TrimRight(publicBase, "/"), now: time.Now}, nil
 }
 
-// Of is m, or the API's URLs signed by signer when m is nil (handlers built without a Maker).
+// Of is m, or the API's URLs signed by signer when m is nil (handlers built without a Maker); nil
+// when both are.
 func Of(m *Maker, signer *urlsign.Signer) *Maker {
-	if m != nil {
+	if m != nil || signer == nil {
 		return m
 	}
 	return API(signer)
@@ -111,10 +112,15 @@ func (m *Maker) url(apiPath, key, contentType string, expires time.Time) (string
 		return m.public + "/" + escapeKey(key), expires
 	}
 	if key != "" && m.store != nil {
-		now := m.now().Truncate(time.Second)
+		now := m.now().Truncate(time.Second) // the signing time, as the URL carries it
 		ttl := expires.Sub(now)
 		if ttl%time.Second != 0 {
 			ttl = ttl.Truncate(time.Second) + time.Second
+		}
+		// A lifetime asked as "the longest" (DOWNLOAD_URL_TTL of seven days from a moment ago)
+		// may exceed the store's limit by the rounding to its second.
+		if ttl > blobstore.MaxSignedURLTTL && ttl <= blobstore.MaxSignedURLTTL+time.Second {
+			ttl = blobstore.MaxSignedURLTTL
 		}
 		if ttl > 0 && ttl <= blobstore.MaxSignedURLTTL {
 			signed, err := m.store.SignedGet(context.Background(), key, ttl, blobstore.GetOptions{ContentType: contentType, CacheControl: CacheControl})
