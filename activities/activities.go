@@ -20,6 +20,7 @@ import (
 	"github.com/shotflow/shotflow/activities/contract"
 	"github.com/shotflow/shotflow/internal/media/imageprep"
 	"github.com/shotflow/shotflow/internal/platform/blobstore"
+	"github.com/shotflow/shotflow/internal/platform/fileurl"
 	"github.com/shotflow/shotflow/internal/platform/metrics"
 	"github.com/shotflow/shotflow/internal/platform/urlsign"
 	"github.com/shotflow/shotflow/internal/providers"
@@ -46,6 +47,7 @@ type Activities struct {
 	// Webhook delivery (activities/webhooks.go).
 	Secrets     models.Sealer    // opens installations' webhook secrets
 	Signer      *urlsign.Signer  // signs the download URLs in webhook payloads
+	Files       *fileurl.Maker   // makes those URLs (nil: the API's, signed by Signer)
 	Webhooks    *webhooks.Client // sends webhooks; refuses private networks unless configured
 	DownloadTTL time.Duration    // minimum validity of download URLs in webhook payloads
 	// Deliveries starts the deliveries of the events an activity recorded, after its commit; nil

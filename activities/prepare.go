@@ -2,6 +2,8 @@ package activities
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 
@@ -47,6 +49,10 @@ func (a *Activities) PrepareAsset(ctx context.Context, assetID string) (contract
 		return contract.PrepareResult{}, err
 	}
 	ready := models.PreparedAsset{Width: prepared.Width, Height: prepared.Height, ThumbnailBlobKey: asset.BlobKey + ".thumb.jpg"}
+	if asset.SHA256 == "" { // sent straight to the store: nobody has read it whole before
+		sum := sha256.Sum256(data)
+		ready.SHA256 = hex.EncodeToString(sum[:])
+	}
 	if prepared.Prepared != nil {
 		key := asset.BlobKey + ".prepared.png"
 		if err := a.putBlob(ctx, key, prepared.Prepared, "image/png"); err != nil {

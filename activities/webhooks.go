@@ -27,7 +27,7 @@ type DeliveryStarter interface {
 
 // recorder records webhook events with the activities' URL signing.
 func (a *Activities) recorder() webhooks.Recorder {
-	return webhooks.Recorder{Signer: a.Signer, DownloadTTL: a.DownloadTTL}
+	return webhooks.Recorder{Signer: a.Signer, Files: a.Files, DownloadTTL: a.DownloadTTL}
 }
 
 // startDeliveries starts owed deliveries after the commit that recorded them.

@@ -20,6 +20,7 @@ type PreparedAsset struct {
 	Width, Height    int
 	ThumbnailBlobKey string
 	PreparedBlobKey  string // "": generation reads the upload as it is
+	SHA256           string // hex, of an upload sent straight to the store; "": the one stored on receipt
 }
 
 // MarkAssetReady marks an upload that is in processing ready, with what its preparation stored.
@@ -31,6 +32,9 @@ func (s *Store) MarkAssetReady(ctx context.Context, id string, p PreparedAsset) 
 	}
 	if p.PreparedBlobKey != "" {
 		fields["prepared_blob_key"] = p.PreparedBlobKey
+	}
+	if p.SHA256 != "" {
+		fields["sha256"] = p.SHA256
 	}
 	return s.conn(ctx).Model(&Asset{}).Where("id = ? AND status = ?", id, status.AssetProcessing).Updates(fields).Error
 }
@@ -106,4 +110,25 @@ func (s *Store) StaleProcessingAssets(ctx context.Context, updatedBefore time.Ti
 		Where("status = ? AND updated_at <= ?", status.AssetProcessing, updatedBefore).
 		Order("updated_at").Limit(limit).Find(&assets).Error
 	return assets, err
+}
+
+// AwaitedUploads returns up to limit uploads still awaiting their bytes that an open job waits for
+// (its input), oldest first: the uploads sent straight to the store whose arrival nobody has
+// noticed yet.
+func (s *Store) AwaitedUploads(ctx context.Context, limit int) ([]Asset, error) {
+	var assets []Asset
+	err := s.conn(ctx).Where("kind = ? AND status = ?", AssetKindUpload, status.AssetAwaitingUpload).
+		Where("id IN (?)", s.conn(ctx).Model(&Job{}).Select("input_asset_id").
+			Where("status IN ? AND input_asset_id IS NOT NULL", []string{status.JobPending, status.JobInProgress, status.JobRetryPending})).
+		Order("created_at").Limit(limit).Find(&assets).Error
+	return assets, err
+}
+
+// ClaimArrivedUpload moves an upload awaiting its bytes to uploading, whatever its URL's expiry
+// (the store took the bytes while the URL was valid), and reports whether it did: false when it
+// was already claimed.
+func (s *Store) ClaimArrivedUpload(ctx context.Context, id string) (bool, error) {
+	res := s.conn(ctx).Model(&Asset{}).Where("id = ? AND status = ?", id, status.AssetAwaitingUpload).
+		Update("status", status.AssetUploading)
+	return res.RowsAffected > 0, res.Error
 }

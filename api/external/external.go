@@ -14,6 +14,7 @@ import (
 
 	"github.com/shotflow/shotflow/api/inputcheck"
 	"github.com/shotflow/shotflow/internal/engine"
+	"github.com/shotflow/shotflow/internal/platform/fileurl"
 	"github.com/shotflow/shotflow/internal/platform/ratelimit"
 	"github.com/shotflow/shotflow/internal/platform/unavailable"
 	"github.com/shotflow/shotflow/internal/platform/urlsign"
@@ -37,9 +38,11 @@ const DefaultRateLimit = 60
 
 // Handler serves the external API.
 type Handler struct {
-	Limiter     ratelimit.Limiter
-	Slots       ratelimit.Slots // caps the requests of a key open at once
-	Signer      *urlsign.Signer
+	Limiter ratelimit.Limiter
+	Slots   ratelimit.Slots // caps the requests of a key open at once
+	Signer  *urlsign.Signer
+	// Files makes the download URLs of outputs and thumbnails (nil: the API's, signed by Signer).
+	Files       *fileurl.Maker
 	Log         *zap.Logger
 	DownloadTTL time.Duration // validity of the output URLs it signs
 	RateLimit   int           // requests per minute per key; 0 means DefaultRateLimit
@@ -151,3 +154,6 @@ func serveOpenAPI(c *gin.Context) {
 	c.Header("Cache-Control", "public, max-age=300")
 	c.Data(http.StatusOK, "application/yaml; charset=utf-8", OpenAPIDocument)
 }
+
+// fileURLs makes the download URLs of the handler's answers.
+func (h *Handler) fileURLs() *fileurl.Maker { return fileurl.Of(h.Files, h.Signer) }

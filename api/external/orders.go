@@ -16,7 +16,7 @@ import (
 	"github.com/shotflow/shotflow/api/prefer"
 	"github.com/shotflow/shotflow/api/reqctx"
 	"github.com/shotflow/shotflow/internal/engine"
-	"github.com/shotflow/shotflow/internal/jobview"
+	"github.com/shotflow/shotflow/internal/platform/fileurl"
 	"github.com/shotflow/shotflow/models/status"
 )
 
@@ -205,7 +205,8 @@ func (h *Handler) orderJob(j engine.Job, expires time.Time) OrderJob {
 		oj.ErrorCategory, oj.ErrorHint = j.ErrorCategory, j.ErrorHint
 	}
 	if len(j.Outputs) > 0 && j.Status == status.JobCompleted {
-		u := h.Signer.URL(http.MethodGet, jobview.FilePath(j.Outputs[0].AssetID), expires)
+		out := j.Outputs[0]
+		u, _ := h.fileURLs().File(fileurl.File{AssetID: out.AssetID, Key: out.Key, ContentType: out.ContentType}, expires)
 		oj.OutputURL = &u
 	}
 	return oj

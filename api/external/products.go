@@ -100,11 +100,11 @@ func (h *Handler) productItem(r engine.AccountPhoto, expires time.Time, live boo
 		item.Name = r.ProductRef
 	}
 	if item.Status == ProductUploaded {
-		p := jobview.FilePath(r.AssetID)
 		if r.Thumbnail {
-			p = jobview.ThumbnailPath(r.AssetID)
+			item.Thumbnail, _ = h.fileURLs().Thumbnail(r.AssetID, r.ThumbnailKey, expires)
+		} else {
+			item.Thumbnail = h.Signer.URL(http.MethodGet, jobview.FilePath(r.AssetID), expires)
 		}
-		item.Thumbnail = h.Signer.URL(http.MethodGet, p, expires)
 	}
 	return item
 }

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"time"
@@ -50,6 +51,12 @@ type AssetResponse struct {
 
 func uploadPath(assetID string) string { return Base + "/uploads/" + assetID }
 
+// UploadSigner presigns the PUT of an upload straight to the store (*blobstore.Store), bound to
+// its type and length.
+type UploadSigner interface {
+	SignedPut(ctx context.Context, key, contentType string, size int64, ttl time.Duration) (string, error)
+}
+
 func (h *Handler) createUpload(c *gin.Context) {
 	var req UploadRequest
 	if !h.bindJSON(c, &req) {
@@ -64,9 +71,19 @@ func (h *Handler) createUpload(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
+	// The bytes go to the API's PUT route, or straight to the store under the upload's incoming
+	// key (engine.CollectUpload takes them from there when the upload is first used).
+	uploadURL := h.Signer.URL(http.MethodPut, uploadPath(id), expires)
+	if h.Uploads != nil {
+		uploadURL, err = h.Uploads.SignedPut(c.Request.Context(), engine.IncomingKey(inst.AccountID, id), req.ContentType, req.SizeBytes, h.UploadTTL)
+		if err != nil {
+			h.fail(c, err)
+			return
+		}
+	}
 	c.PureJSON(http.StatusCreated, UploadResponse{
 		AssetID:      id,
-		UploadURL:    h.Signer.URL(http.MethodPut, uploadPath(id), expires),
+		UploadURL:    uploadURL,
 		Method:       http.MethodPut,
 		Headers:      map[string]string{"Content-Type": req.ContentType},
 		ExpiresAt:    expires.Truncate(time.Second),

@@ -26,6 +26,7 @@ import (
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/media/imageprep"
 	"github.com/shotflow/shotflow/internal/platform/blobstore"
+	"github.com/shotflow/shotflow/internal/platform/fileurl"
 	"github.com/shotflow/shotflow/internal/platform/secrets"
 	"github.com/shotflow/shotflow/internal/platform/urlsign"
 	"github.com/shotflow/shotflow/internal/providers"
@@ -74,6 +75,8 @@ type envConfig struct {
 	rateLimit     int
 	subProcessors []plugin.SubProcessor
 	providers     map[string]providers.Provider
+	blobURL       string // the blob store; "": a directory
+	publicBase    string // with an S3 blobURL, a CDN base of the bucket's download URLs
 }
 
 type envOption func(*envConfig)
@@ -92,6 +95,12 @@ func withSubProcessors(s []plugin.SubProcessor) envOption {
 }
 
 func withCatalog(c *catalog.Catalog) envOption { return func(cfg *envConfig) { cfg.catalog = c } }
+
+// onS3 keeps the files in an S3 bucket (s3server) and, as FILE_URLS=store does, sends uploads and
+// downloads straight to and from it, or downloads under publicBase when it is set.
+func onS3(blobURL, publicBase string) envOption {
+	return func(c *envConfig) { c.blobURL, c.publicBase = blobURL, publicBase }
+}
 
 func withCredits(n int64) envOption { return func(c *envConfig) { c.credits = n } }
 
@@ -120,7 +129,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	var prepared []string
 	// The Temporal client only accepts the start of an upload's preparation: a test that got past
 	// an order's reservation fails; ErrInsufficientCredits returns before it.
-	d := apitest.NewDeps(t, db, apitest.Options{Catalog: catalog, Providers: cfg.providers, BaseURL: publicBaseURL,
+	d := apitest.NewDeps(t, db, apitest.Options{BlobURL: cfg.blobURL, Catalog: catalog, Providers: cfg.providers, BaseURL: publicBaseURL,
 		Temporal: apitest.TemporalOptions{OnlyPrefix: "prepare-input/", OnStart: func(_ client.StartWorkflowOptions, in any) {
 			prepared = append(prepared, in.(workflows.PrepareInput).AssetID)
 		}}})
@@ -135,6 +144,15 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 		DownloadTTL:      168 * time.Hour,
 		UploadTTL:        2 * time.Hour,
 		SubProcessors:    cfg.subProcessors,
+	}
+	if cfg.blobURL != "" {
+		var store fileurl.Presigner = d.Blobs
+		if cfg.publicBase != "" {
+			store = nil
+		}
+		files, err := fileurl.Store(d.Signer, store, cfg.publicBase)
+		require.NoError(t, err)
+		h.Files, h.Uploads = files, d.Blobs
 	}
 	router := api.NewRouter(api.Deps{
 		Engine: h.Engine, Blobs: d.Blobs, Signer: d.Signer, Log: zap.NewNop(),

@@ -7,7 +7,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/shotflow/shotflow/internal/engine"
-	"github.com/shotflow/shotflow/internal/jobview"
 	"github.com/shotflow/shotflow/models/status"
 )
 
@@ -101,7 +100,7 @@ func (h *Handler) imageItem(r engine.Image, live bool) *ImageItem {
 	item := &ImageItem{Livemode: live, ID: r.ID, ExternalRef: r.ExternalRef, ProductID: r.ProductID, ProductRef: r.ProductRef,
 		AssetID: r.AssetID, Status: imageStatus(r.AssetStatus), Width: r.Width, Height: r.Height, CreatedAt: r.CreatedAt}
 	if r.AssetStatus == status.AssetReady && r.Thumbnail {
-		item.ThumbnailURL = h.Signer.URL(http.MethodGet, jobview.ThumbnailPath(r.AssetID), time.Now().Add(h.DownloadTTL))
+		item.ThumbnailURL, _ = h.fileURLs().Thumbnail(r.AssetID, r.ThumbnailKey, time.Now().Add(h.DownloadTTL))
 	}
 	return item
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/shotflow/shotflow/api/prefer"
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/jobview"
+	"github.com/shotflow/shotflow/internal/platform/fileurl"
 	"github.com/shotflow/shotflow/models/status"
 )
 
@@ -21,18 +22,21 @@ type JobResponse = jobview.Job
 // Output is a generated file with a signed download URL.
 type Output = jobview.Output
 
-// downloadExpiry is at least DownloadTTL from now, rounded up to the hour so that polling clients
-// see the same URL for an hour.
+// fileURLs makes the download URLs of the handler's answers.
+func (h *Handler) fileURLs() *fileurl.Maker { return fileurl.Of(h.Files, h.Signer) }
+
+// downloadExpiry is at least DownloadTTL from now: for the API's URLs rounded up to the hour, so
+// that polling clients see the same URL for an hour (fileurl.Maker.Expiry).
 func (h *Handler) downloadExpiry() time.Time {
-	return time.Now().UTC().Add(h.DownloadTTL + time.Hour).Truncate(time.Hour)
+	return h.fileURLs().Expiry(h.DownloadTTL)
 }
 
 func (h *Handler) jobResponse(j engine.Job) JobResponse {
-	return jobview.Render(j.Record, j.Outputs, h.Signer, h.downloadExpiry())
+	return jobview.Render(j.Record, j.Outputs, h.fileURLs(), h.downloadExpiry())
 }
 
 func (h *Handler) outputs(files []jobview.File) []Output {
-	return jobview.Outputs(files, h.Signer, h.downloadExpiry())
+	return jobview.Outputs(files, h.fileURLs(), h.downloadExpiry())
 }
 
 func (h *Handler) getJob(c *gin.Context) {

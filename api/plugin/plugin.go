@@ -10,6 +10,7 @@ import (
 
 	"github.com/shotflow/shotflow/api/inputcheck"
 	"github.com/shotflow/shotflow/internal/engine"
+	"github.com/shotflow/shotflow/internal/platform/fileurl"
 	"github.com/shotflow/shotflow/internal/platform/ratelimit"
 	"github.com/shotflow/shotflow/internal/platform/urlsign"
 	"github.com/shotflow/shotflow/models/jobtype"
@@ -18,8 +19,13 @@ import (
 // Handler serves the plugin API.
 type Handler struct {
 	// Engine runs the use cases both APIs share, and holds the model catalog; one per process.
-	Engine           *engine.Engine
-	Signer           *urlsign.Signer
+	Engine *engine.Engine
+	Signer *urlsign.Signer
+	// Files makes the download URLs of outputs and thumbnails (nil: the API's, signed by Signer).
+	Files *fileurl.Maker
+	// Uploads presigns upload URLs straight to the store (nil: the API's PUT route, signed by
+	// Signer).
+	Uploads          UploadSigner
 	Limiter          ratelimit.Limiter
 	Slots            ratelimit.Slots // caps the requests of a key open at once
 	Log              *zap.Logger

@@ -25,6 +25,7 @@ import (
 	"github.com/shotflow/shotflow/internal/media/render"
 	"github.com/shotflow/shotflow/internal/platform/blobstore"
 	"github.com/shotflow/shotflow/internal/platform/config"
+	"github.com/shotflow/shotflow/internal/platform/fileurl"
 	"github.com/shotflow/shotflow/internal/platform/linger"
 	"github.com/shotflow/shotflow/internal/platform/metrics"
 	"github.com/shotflow/shotflow/internal/platform/ratelimit"
@@ -57,10 +58,12 @@ type App struct {
 	Temporal  client.Client
 	Generator *providers.Registry
 	Signer    *urlsign.Signer
-	Box       *secrets.Box
-	Limiter   ratelimit.Limiter
-	Slots     ratelimit.Slots // requests of a key open at once; in Limiter's Redis when REDIS_URL is set
-	Engine    *engine.Engine
+	// Files makes the download URLs of stored files: the store's with FILE_URLS=store, else the API's.
+	Files   *fileurl.Maker
+	Box     *secrets.Box
+	Limiter ratelimit.Limiter
+	Slots   ratelimit.Slots // requests of a key open at once; in Limiter's Redis when REDIS_URL is set
+	Engine  *engine.Engine
 	// EngineConfig is what Engine was built from.
 	EngineConfig engine.Config
 	Metrics      *metrics.Metrics
@@ -124,6 +127,9 @@ func Open(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Optio
 		return nil, err
 	}
 	a.Signer = NewSigner(cfg, master)
+	if a.Files, err = NewFileURLs(cfg, a.Signer, a.Blobs); err != nil {
+		return nil, err
+	}
 	if a.Box, err = secrets.NewBox(master); err != nil {
 		return nil, err
 	}
@@ -142,7 +148,7 @@ func Open(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Optio
 	a.closers = append(a.closers, func() error { a.Temporal.Close(); return nil })
 	a.EngineConfig = engineConfig(cfg, store, a.Temporal, log, a.Signer)
 	a.EngineConfig.Models, a.EngineConfig.Metrics, a.EngineConfig.Blobs = a.Generator, a.Metrics, a.Blobs
-	a.EngineConfig.Secrets = a.Box
+	a.EngineConfig.Secrets, a.EngineConfig.Files = a.Box, a.Files
 	for _, opt := range opts {
 		if opt.Engine != nil {
 			opt.Engine(&a.EngineConfig)
@@ -151,6 +157,19 @@ func Open(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Optio
 	a.Engine = engine.New(a.EngineConfig)
 	ok = true
 	return a, nil
+}
+
+// NewFileURLs makes the download URLs of stored files as FILE_URLS says (config.EffectiveFileURLs):
+// the store's (presigned GETs of blobs, or URLs under BLOB_PUBLIC_BASE_URL), or the API's.
+func NewFileURLs(cfg config.Config, signer *urlsign.Signer, blobs *blobstore.Store) (*fileurl.Maker, error) {
+	if cfg.EffectiveFileURLs() != fileurl.ModeStore {
+		return fileurl.API(signer), nil
+	}
+	var store fileurl.Presigner
+	if blobs.CanSign() {
+		store = blobs
+	}
+	return fileurl.Store(signer, store, cfg.BlobPublicBaseURL)
 }
 
 // NewSigner signs and checks the URLs of files with the key derived from the master key.
@@ -234,10 +253,13 @@ func (a *App) Handler() http.Handler {
 		Engine: a.Engine, Signer: a.Signer, Limiter: a.Limiter, Slots: a.Slots,
 		Log: a.Log, DocsURL: a.Config.EffectiveDocsURL(), DefaultRateLimit: a.Config.RateLimitPerMinute,
 		DownloadTTL: a.Config.DownloadURLTTL, UploadTTL: a.Config.UploadURLTTL, SubProcessors: a.subProcessors(),
-		Secrets: a.Box,
+		Secrets: a.Box, Files: a.Files,
 	}
-	x := &external.Handler{Engine: a.Engine, Limiter: a.Limiter, Slots: a.Slots, Signer: a.Signer, Log: a.Log, DownloadTTL: a.Config.DownloadURLTTL,
-		Secrets: a.Box}
+	if a.Files.Mode() == fileurl.ModeStore && a.Blobs.CanSign() {
+		p.Uploads = a.Blobs // uploads go straight to the store
+	}
+	x := &external.Handler{Engine: a.Engine, Limiter: a.Limiter, Slots: a.Slots, Signer: a.Signer, Files: a.Files, Log: a.Log,
+		DownloadTTL: a.Config.DownloadURLTTL, Secrets: a.Box}
 	return api.NewRouter(api.Deps{Engine: a.Engine, Blobs: a.Blobs, Signer: a.Signer, Log: a.Log, Ready: a.Ready, External: x,
 		RequestTimeout: a.Config.RequestTimeout, UploadTimeout: a.Config.UploadTimeout, Metrics: a.Metrics}, p)
 }
@@ -328,7 +350,7 @@ func (a *App) Activities() *activities.Activities {
 	return &activities.Activities{Store: a.Store, Blobs: a.Blobs, Generator: a.Generator, Log: a.Log, LongEdge: a.Config.RenderLongEdge,
 		TestStudio: testmode.Studio{Local: studio},
 		Prepare:    imageprep.Options{MinLongEdge: a.Config.InputMinLongEdge},
-		Secrets:    a.Box, Signer: a.Signer, DownloadTTL: a.Config.DownloadURLTTL,
+		Secrets:    a.Box, Signer: a.Signer, Files: a.Files, DownloadTTL: a.Config.DownloadURLTTL,
 		Webhooks:   webhooks.NewClient(webhooks.ClientOptions{AllowPrivate: a.Config.WebhookAllowPrivateNetworks}),
 		Deliveries: a.Engine.Outbox, DisableAfter: a.Config.WebhookDisableAfter,
 		Metrics: a.Metrics}

@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"io"
+
+	"github.com/shotflow/shotflow/internal/platform/blobstore"
 )
 
 // Blobs is the file store the engine writes uploaded files to (Config.Blobs);
@@ -13,4 +15,10 @@ type Blobs interface {
 	PutReader(ctx context.Context, key string, r io.Reader, contentType string, maxBytes int64) (int64, string, error)
 	// Delete removes the file under key; a missing file is not an error.
 	Delete(ctx context.Context, key string) error
+	// Stat returns the size and type of the file under key; blobstore.ErrNotFound when none.
+	Stat(ctx context.Context, key string) (blobstore.Stat, error)
+	// ReadPrefix reads up to n bytes from the start of the file under key.
+	ReadPrefix(ctx context.Context, key string, n int64) ([]byte, error)
+	// Copy copies the file under src to dst within the store.
+	Copy(ctx context.Context, dst, src string) error
 }

@@ -75,13 +75,15 @@ type Image struct {
 	Height      int
 	// Thumbnail reports whether the upload has a prepared thumbnail (the files route serves it).
 	Thumbnail bool
-	CreatedAt time.Time
+	// ThumbnailKey is the thumbnail's key in the blob store ("" without one).
+	ThumbnailKey string
+	CreatedAt    time.Time
 }
 
 func imageOf(r *models.ProductImageRow) Image {
 	return Image{ID: r.ID, ExternalRef: r.ExternalRef, ProductID: r.ProductID, ProductRef: r.ProductRef,
 		AssetID: r.AssetID, AssetStatus: r.AssetStatus, Width: r.Width, Height: r.Height,
-		Thumbnail: r.ThumbnailBlobKey != "", CreatedAt: r.CreatedAt}
+		Thumbnail: r.ThumbnailBlobKey != "", ThumbnailKey: r.ThumbnailBlobKey, CreatedAt: r.CreatedAt}
 }
 
 // Packshot is a catalog packshot with its product's reference.
@@ -231,6 +233,10 @@ func (e *Catalog) RegisterImage(ctx context.Context, inst Installation, item Ima
 		existing bool
 		err      error
 	)
+	// An upload sent straight to the store is first used here.
+	if err := e.app.Uploads.CollectUpload(ctx, inst.ID, item.AssetID, ""); err != nil {
+		return Image{}, false, err
+	}
 	for range 2 {
 		err = e.store.Tx(ctx, func(tx *models.Store) error {
 			img, existing, err = registerImage(ctx, tx, inst, item)
@@ -328,6 +334,10 @@ func (e *Catalog) RegisterPackshot(ctx context.Context, inst Installation, item 
 		existing bool
 		err      error
 	)
+	// An upload sent straight to the store is first used here.
+	if err := e.app.Uploads.CollectUpload(ctx, inst.ID, item.AssetID, ""); err != nil {
+		return Packshot{}, false, err
+	}
 	// A third round is needed only when the winner was deleted before the second could read it.
 	for range 3 {
 		err = e.store.Tx(ctx, func(tx *models.Store) error {

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
 
+	"github.com/shotflow/shotflow/internal/platform/fileurl"
 	"github.com/shotflow/shotflow/internal/platform/metrics"
 	"github.com/shotflow/shotflow/internal/platform/urlsign"
 	"github.com/shotflow/shotflow/internal/webhooks"
@@ -58,6 +59,9 @@ type Config struct {
 	// an engine that records none may leave both unset.
 	Signer      *urlsign.Signer
 	DownloadTTL time.Duration
+	// Files makes the download URLs the engine hands out (outputs in event streams, webhook
+	// payloads); nil makes the API's, signed by Signer.
+	Files *fileurl.Maker
 	// Secrets seals the signing secrets of the external API's webhook endpoints; an engine that
 	// creates or rotates none may leave it nil.
 	Secrets Sealer
@@ -165,5 +169,9 @@ type Support struct{ *core }
 // recorder records the webhook events of the use cases that end jobs outside their workflows (a
 // cancel, support's settlements) and of test sends.
 func (c *core) recorder() webhooks.Recorder {
-	return webhooks.Recorder{Signer: c.cfg.Signer, DownloadTTL: c.cfg.DownloadTTL}
+	return webhooks.Recorder{Signer: c.cfg.Signer, Files: c.cfg.Files, DownloadTTL: c.cfg.DownloadTTL}
 }
+
+// fileURLs makes the download URLs of the engine's answers: nil (none) when it has neither a
+// Maker nor a Signer.
+func (c *core) fileURLs() *fileurl.Maker { return fileurl.Of(c.cfg.Files, c.cfg.Signer) }

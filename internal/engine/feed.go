@@ -314,7 +314,7 @@ func (f *Feed) recordsOf(ctx context.Context, scope OrderScope, jobs map[string]
 	expires := time.Now().Add(f.cfg.DownloadTTL).UTC()
 	out := make(map[string]*RecordItem, len(jobs))
 	for id, j := range jobs {
-		rec := webhooks.RecordItemOf(j, names[id], outs[id], f.cfg.Signer, expires)
+		rec := webhooks.RecordItemOf(j, names[id], outs[id], f.fileURLs(), expires)
 		out[id] = &rec
 	}
 	return out, nil

@@ -116,6 +116,11 @@ func (e *Outbox) Sweep(ctx context.Context, interval, olderThan time.Duration) {
 		if _, err := e.app.Alerts.flush(ctx, ""); err != nil && ctx.Err() == nil {
 			e.cfg.Log.Warn("alert sweep", zap.Error(err))
 		}
+		// Direct uploads to the store that open jobs wait for and nobody has used yet.
+		_, err = e.app.Uploads.CollectAwaitedUploads(ctx, 100)
+		if err != nil && ctx.Err() == nil {
+			e.cfg.Log.Warn("awaited upload sweep", zap.Error(err))
+		}
 		n, err = e.StartPendingDeliveries(ctx, olderThan, 100)
 		e.cfg.Metrics.OutboxSwept(metrics.OutboxWebhookDelivery, n)
 		if err != nil && ctx.Err() == nil {

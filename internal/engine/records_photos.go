@@ -19,12 +19,14 @@ type AccountPhoto struct {
 	AssetStatus string     // models/status.Asset*
 	UploadsBy   *time.Time // when an upload still awaited stops being accepted; nil for none
 	Thumbnail   bool       // the prepared upload has a thumbnail
-	CreatedAt   time.Time
+	// ThumbnailKey is the thumbnail's key in the blob store ("" without one).
+	ThumbnailKey string
+	CreatedAt    time.Time
 }
 
 func accountPhotoOf(r *models.AccountPhotoRow) AccountPhoto {
 	return AccountPhoto{ID: r.ID, AssetID: r.AssetID, ProductRef: r.ProductRef, ProductName: r.ProductName,
-		AssetStatus: r.AssetStatus, UploadsBy: r.UploadExpiresAt, Thumbnail: r.ThumbnailBlobKey != "", CreatedAt: r.CreatedAt}
+		AssetStatus: r.AssetStatus, UploadsBy: r.UploadExpiresAt, Thumbnail: r.ThumbnailBlobKey != "", ThumbnailKey: r.ThumbnailBlobKey, CreatedAt: r.CreatedAt}
 }
 
 // ListAccountPhotos returns the account's live product photos, from its installations' catalogs

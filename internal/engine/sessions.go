@@ -230,6 +230,10 @@ func approvedPackshot(approved map[string]*models.ApprovedProduct, s SessionSubj
 // catalog and packshot_asset_id must be an upload of this installation (it may still be arriving).
 func (e *Sessions) resolvePhotoInput(ctx context.Context, installationID string, i int, s SessionSubject) (*models.Product, string, error) {
 	field := "subjects[" + strconv.Itoa(i) + "]"
+	// An upload sent straight to the store is first used here.
+	if err := e.app.Uploads.CollectUpload(ctx, installationID, s.PackshotAssetID, field+".packshot_asset_id"); err != nil {
+		return nil, "", err
+	}
 	product, asset, err := e.store.PackshotJobInput(ctx, installationID, s.ProductRef, s.PackshotAssetID)
 	switch {
 	case errors.Is(err, models.ErrNotFound) && product == nil:

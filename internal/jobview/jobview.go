@@ -3,10 +3,9 @@
 package jobview
 
 import (
-	"net/http"
 	"time"
 
-	"github.com/shotflow/shotflow/internal/platform/urlsign"
+	"github.com/shotflow/shotflow/internal/platform/fileurl"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/models/status"
 )
@@ -42,7 +41,8 @@ type Job struct {
 	Livemode bool `json:"livemode"`
 }
 
-// Output is a generated file with a signed download URL.
+// Output is a generated file with a download URL: the API's signed /files URL or the store's
+// (fileurl.Maker).
 type Output struct {
 	AssetID     string    `json:"asset_id"`
 	URL         string    `json:"url"`
@@ -54,10 +54,10 @@ type Output struct {
 }
 
 // FilePath is the API's download path of an asset.
-func FilePath(assetID string) string { return "/files/" + assetID }
+func FilePath(assetID string) string { return fileurl.FilePath(assetID) }
 
 // ThumbnailPath is the API's download path of the thumbnail of a prepared upload.
-func ThumbnailPath(assetID string) string { return "/files/" + assetID + "/thumbnail" }
+func ThumbnailPath(assetID string) string { return fileurl.ThumbnailPath(assetID) }
 
 // Record is the stored state of a job that its view shows, in plain values: what the engine hands
 // the plugin API and what New reads off a stored job for a webhook.
@@ -89,6 +89,7 @@ type Record struct {
 // File is a generated file of a job, in plain values. Purged files are no longer stored.
 type File struct {
 	AssetID     string
+	Key         string // its key in the blob store
 	ContentType string
 	Width       int
 	Height      int
@@ -121,27 +122,29 @@ func utc(t *time.Time) *time.Time {
 func FilesOf(assets []models.Asset) []File {
 	out := make([]File, len(assets))
 	for i, a := range assets {
-		out[i] = File{AssetID: a.ID, ContentType: a.ContentType, Width: a.Width, Height: a.Height,
+		out[i] = File{AssetID: a.ID, Key: a.BlobKey, ContentType: a.ContentType, Width: a.Width, Height: a.Height,
 			SizeBytes: a.SizeBytes, Purged: a.PurgedAt != nil}
 	}
 	return out
 }
 
-// Outputs signs download URLs, valid until expires, for the files that are still stored.
-func Outputs(files []File, signer *urlsign.Signer, expires time.Time) []Output {
+// Outputs makes download URLs, valid until expires (or as long as the store signs,
+// fileurl.Maker.File), for the files that are still stored.
+func Outputs(files []File, urls *fileurl.Maker, expires time.Time) []Output {
 	out := make([]Output, 0, len(files))
 	for _, f := range files {
 		if f.Purged {
 			continue
 		}
-		out = append(out, Output{AssetID: f.AssetID, URL: signer.URL(http.MethodGet, FilePath(f.AssetID), expires),
-			ContentType: f.ContentType, Width: f.Width, Height: f.Height, SizeBytes: f.SizeBytes, ExpiresAt: expires})
+		u, until := urls.File(fileurl.File{AssetID: f.AssetID, Key: f.Key, ContentType: f.ContentType}, expires)
+		out = append(out, Output{AssetID: f.AssetID, URL: u,
+			ContentType: f.ContentType, Width: f.Width, Height: f.Height, SizeBytes: f.SizeBytes, ExpiresAt: until})
 	}
 	return out
 }
 
 // Render shows a job; its outputs (signed until expires) are shown only once it has completed.
-func Render(r Record, outputs []File, signer *urlsign.Signer, expires time.Time) Job {
+func Render(r Record, outputs []File, urls *fileurl.Maker, expires time.Time) Job {
 	v := Job{
 		ID: r.ID, OrderID: r.OrderID, JobType: r.JobType, Status: r.Status, ProductRef: r.ProductRef,
 		ProductLabel: r.ProductLabel, PackshotAssetID: r.InputAssetID, AIModel: r.AIModel, AspectRatio: r.AspectRatio,
@@ -154,12 +157,12 @@ func Render(r Record, outputs []File, signer *urlsign.Signer, expires time.Time)
 		v.CancelReason = nil // only a cancelled job has a reason
 	}
 	if r.Status == status.JobCompleted {
-		v.Outputs = Outputs(outputs, signer, expires)
+		v.Outputs = Outputs(outputs, urls, expires)
 	}
 	return v
 }
 
 // New renders a stored job (Render of its RecordOf and FilesOf), as a job webhook carries it.
-func New(j *models.Job, outputs []models.Asset, signer *urlsign.Signer, expires time.Time) Job {
-	return Render(RecordOf(j), FilesOf(outputs), signer, expires)
+func New(j *models.Job, outputs []models.Asset, urls *fileurl.Maker, expires time.Time) Job {
+	return Render(RecordOf(j), FilesOf(outputs), urls, expires)
 }

@@ -2,10 +2,10 @@ package webhooks
 
 import (
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/shotflow/shotflow/internal/jobview"
+	"github.com/shotflow/shotflow/internal/platform/fileurl"
 	"github.com/shotflow/shotflow/internal/platform/urlsign"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/models/jobtype"
@@ -88,8 +88,8 @@ type RecordItem struct {
 
 // RecordItemOf is the record of job j as the external lists show it: named name ("" takes the
 // job's label, else its product reference), its thumbnail the first stored output signed until
-// expires once the job has completed (signer nil: none).
-func RecordItemOf(j *models.Job, name string, outputs []models.Asset, signer *urlsign.Signer, expires time.Time) RecordItem {
+// expires once the job has completed (urls nil: none).
+func RecordItemOf(j *models.Job, name string, outputs []models.Asset, urls *fileurl.Maker, expires time.Time) RecordItem {
 	rec := RecordItem{ID: j.ID, Kind: RecordKind(j.JobType), Name: name, Status: models.RecordStatus(j.Status),
 		CreatedAt: j.CreatedAt.UTC(), Livemode: !j.TestMode}
 	if j.Status == status.JobCancelled {
@@ -104,10 +104,10 @@ func RecordItemOf(j *models.Job, name string, outputs []models.Asset, signer *ur
 	if rec.Name == "" {
 		rec.Name = j.ProductRef
 	}
-	if j.Status == status.JobCompleted && signer != nil {
+	if j.Status == status.JobCompleted && urls != nil {
 		for _, a := range outputs {
 			if a.PurgedAt == nil {
-				rec.Thumbnail = signer.URL(http.MethodGet, jobview.FilePath(a.ID), expires)
+				rec.Thumbnail, _ = urls.File(fileurl.File{AssetID: a.ID, Key: a.BlobKey, ContentType: a.ContentType}, expires)
 				break
 			}
 		}
@@ -139,6 +139,7 @@ type RecordPayload struct {
 	Name        string         // the record's name as the lists show it; "" takes the job's label, else its product reference
 	Outputs     []models.Asset // the job's outputs; used only for a completed job
 	Signer      *urlsign.Signer
+	Files       *fileurl.Maker // the output URLs' maker; nil: the API's, signed by Signer
 	DownloadTTL time.Duration
 }
 
@@ -147,7 +148,7 @@ type RecordPayload struct {
 func BuildRecordPayload(p RecordPayload) ([]byte, error) {
 	expires := p.CreatedAt.Add(RetryWindow + p.DownloadTTL + time.Hour - time.Nanosecond).Truncate(time.Hour).UTC()
 	j := p.Job
-	rec := RecordItemOf(j, p.Name, p.Outputs, p.Signer, expires)
+	rec := RecordItemOf(j, p.Name, p.Outputs, fileurl.Of(p.Files, p.Signer), expires)
 	return encode(struct {
 		header
 		OrderID string     `json:"order_id"`

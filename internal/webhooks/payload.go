@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/shotflow/shotflow/internal/jobview"
+	"github.com/shotflow/shotflow/internal/platform/fileurl"
 	"github.com/shotflow/shotflow/internal/platform/urlsign"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/models/status"
@@ -71,6 +72,7 @@ type JobPayload struct {
 	Outputs    []models.Asset // the job's outputs; used only for a completed job
 	Retry      *Retry         // job.retrying only
 	Signer     *urlsign.Signer
+	Files      *fileurl.Maker // the output URLs' maker; nil: the API's, signed by Signer
 	// DownloadTTL is the minimum validity of the output URLs at the last automatic attempt.
 	DownloadTTL time.Duration
 }
@@ -82,7 +84,7 @@ func BuildJobPayload(p JobPayload) ([]byte, error) {
 	expires := p.CreatedAt.Add(RetryWindow + p.DownloadTTL + time.Hour - time.Nanosecond).Truncate(time.Hour).UTC()
 	return encode(Payload{
 		Event: p.Event, DeliveryID: p.DeliveryID, DeliveryCreatedAt: p.CreatedAt.UTC(),
-		Job: jobview.New(p.Job, p.Outputs, p.Signer, expires), Retry: p.Retry,
+		Job: jobview.New(p.Job, p.Outputs, fileurl.Of(p.Files, p.Signer), expires), Retry: p.Retry,
 	})
 }
 

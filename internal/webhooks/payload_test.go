@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/shotflow/shotflow/internal/jobview"
+	"github.com/shotflow/shotflow/internal/platform/fileurl"
 	"github.com/shotflow/shotflow/internal/platform/urlsign"
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
@@ -131,7 +132,7 @@ func TestPayloadIsTheJobViewAtTopLevel(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The same view, rendered on its own as GET /jobs/{id} renders it.
-	view, err := json.Marshal(jobview.New(job, outputs, signer, p.Outputs[0].ExpiresAt))
+	view, err := json.Marshal(jobview.New(job, outputs, fileurl.API(signer), p.Outputs[0].ExpiresAt))
 	if err != nil {
 		t.Fatal(err)
 	}

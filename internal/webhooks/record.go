@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/shotflow/shotflow/internal/platform/fileurl"
 	"github.com/shotflow/shotflow/internal/platform/urlsign"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/models/status"
@@ -22,8 +23,12 @@ var ErrJobNotTerminal = errors.New("not a terminal run")
 // start is owed; the caller starts them after its commit (engine.Outbox, or the activities'
 // starter), and the outbox sweep starts any it could not.
 type Recorder struct {
-	Signer      *urlsign.Signer // signs the output URLs in job payloads
-	DownloadTTL time.Duration   // minimum validity of those URLs at the last automatic attempt
+	Signer *urlsign.Signer // signs the output URLs in job payloads
+	// Files makes those URLs (nil: the API's, signed by Signer). A payload's URLs outlast the
+	// retry window by DownloadTTL, longer than a store signs: they are the API's unless Files
+	// makes URLs under a public base.
+	Files       *fileurl.Maker
+	DownloadTTL time.Duration // minimum validity of those URLs at the last automatic attempt
 }
 
 // jobEvent is an event about job, in the job's scope: its installation's (plugin API) or its
@@ -128,7 +133,7 @@ func (r Recorder) jobEvent(ctx context.Context, st *models.Store, job *models.Jo
 	at := now()
 	payload, err := BuildJobPayload(JobPayload{
 		DeliveryID: id, Event: event, CreatedAt: at, Job: job, Outputs: outputs, Retry: retry,
-		Signer: r.Signer, DownloadTTL: r.DownloadTTL,
+		Signer: r.Signer, Files: r.Files, DownloadTTL: r.DownloadTTL,
 	})
 	if err != nil {
 		return nil, err
@@ -159,7 +164,7 @@ func (r Recorder) externalRecordEvent(ctx context.Context, st *models.Store, job
 	id := models.WebhookDeliveryID(job.ID, job.Run, event)
 	at := now()
 	payload, err := BuildRecordPayload(RecordPayload{DeliveryID: id, Event: event, CreatedAt: at, Job: job, Name: name,
-		Outputs: outputs, Signer: r.Signer, DownloadTTL: r.DownloadTTL})
+		Outputs: outputs, Signer: r.Signer, Files: r.Files, DownloadTTL: r.DownloadTTL})
 	if err != nil {
 		return nil, err
 	}

@@ -72,21 +72,32 @@ func unusable(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrUnusable}, args...)...)
 }
 
+// CheckHead checks the head of a file (its first bytes: 64 KiB hold the header of every accepted
+// type) against the declared content type and the limits of opts, as Prepare does before decoding,
+// and returns the image's dimensions. A failure wraps ErrUnusable.
+func CheckHead(head []byte, declared string, opts Options) (width, height int, err error) {
+	opts = opts.withDefaults()
+	if sniffed := http.DetectContentType(head); sniffed != declared {
+		return 0, 0, unusable("the file is %s, not the declared %s", sniffed, declared)
+	}
+	cfg, _, err := image.DecodeConfig(bytes.NewReader(head))
+	if err != nil {
+		return 0, 0, unusable("the file cannot be read as %s: %v", declared, err)
+	}
+	if cfg.Width < opts.MinEdge || cfg.Height < opts.MinEdge {
+		return 0, 0, unusable("the image is %dx%d pixels; both sides must be at least %d", cfg.Width, cfg.Height, opts.MinEdge)
+	}
+	if cfg.Width*cfg.Height > opts.MaxPixels {
+		return 0, 0, unusable("the image is %dx%d pixels, more than %d in all", cfg.Width, cfg.Height, opts.MaxPixels)
+	}
+	return cfg.Width, cfg.Height, nil
+}
+
 // Prepare checks data against the declared content type and prepares it.
 func Prepare(data []byte, declared string, opts Options) (Result, error) {
 	opts = opts.withDefaults()
-	if sniffed := http.DetectContentType(data); sniffed != declared {
-		return Result{}, unusable("the file is %s, not the declared %s", sniffed, declared)
-	}
-	cfg, _, err := image.DecodeConfig(bytes.NewReader(data))
-	if err != nil {
-		return Result{}, unusable("the file cannot be read as %s: %v", declared, err)
-	}
-	if cfg.Width < opts.MinEdge || cfg.Height < opts.MinEdge {
-		return Result{}, unusable("the image is %dx%d pixels; both sides must be at least %d", cfg.Width, cfg.Height, opts.MinEdge)
-	}
-	if cfg.Width*cfg.Height > opts.MaxPixels {
-		return Result{}, unusable("the image is %dx%d pixels, more than %d in all", cfg.Width, cfg.Height, opts.MaxPixels)
+	if _, _, err := CheckHead(data, declared, opts); err != nil {
+		return Result{}, err
 	}
 	img, _, err := image.Decode(bytes.NewReader(data))
 	if err != nil {

@@ -65,6 +65,15 @@ type Config struct {
 
 	// BlobURL is the gocloud.dev bucket URL for uploads and generated files (file:///dir or s3://bucket?…).
 	BlobURL string `env:"BLOB_URL" envDefault:"file://.data/blobs" validate:"required,blob_url"`
+	// FileURLs is how clients send uploads and fetch files: "store" straight to and from the bucket
+	// (presigned PUTs and GETs of an s3:// bucket, or downloads under BlobPublicBaseURL), "api"
+	// through the API's signed routes, which stream the bytes. Unset: store for an s3:// bucket
+	// whose presigned URLs last DOWNLOAD_URL_TTL (seven days at most) or with BlobPublicBaseURL,
+	// else api (docs/files.md).
+	FileURLs string `env:"FILE_URLS" validate:"omitempty,oneof=api store"`
+	// BlobPublicBaseURL, with FILE_URLS=store, is a public base (a CDN) that serves the bucket's
+	// keys: download URLs are base/key, unsigned.
+	BlobPublicBaseURL string `env:"BLOB_PUBLIC_BASE_URL" validate:"omitempty,http_url"`
 	// SecretKey is the base64 master key for signed URLs and secrets encrypted at rest (32 bytes).
 	SecretKey string `env:"SECRET_KEY" validate:"omitempty,secret_key"`
 
@@ -236,7 +245,7 @@ func LoadFrom(environ map[string]string) (Config, error) {
 func (c Config) Validate() error {
 	err := validate.Struct(c)
 	if err == nil {
-		return nil
+		return c.validateFileURLs()
 	}
 	var verrs validator.ValidationErrors
 	if !errors.As(err, &verrs) {
@@ -247,6 +256,36 @@ func (c Config) Validate() error {
 		msgs = append(msgs, fmt.Sprintf("%s=%q is invalid (%s)", fe.Field(), fmt.Sprint(fe.Value()), describe(fe)))
 	}
 	return fmt.Errorf("config: %s", strings.Join(msgs, "; "))
+}
+
+// maxStoreURLTTL is the longest an S3 presigned URL lasts (SigV4): seven days.
+const maxStoreURLTTL = 7 * 24 * time.Hour
+
+// EffectiveFileURLs is FILE_URLS, or when unset "store" for an s3:// bucket whose presigned URLs
+// last DOWNLOAD_URL_TTL (or with BLOB_PUBLIC_BASE_URL), and "api" otherwise.
+func (c Config) EffectiveFileURLs() string {
+	if c.FileURLs != "" {
+		return c.FileURLs
+	}
+	if strings.HasPrefix(c.BlobURL, "s3://") && (c.BlobPublicBaseURL != "" || c.DownloadURLTTL <= maxStoreURLTTL) {
+		return "store"
+	}
+	return "api"
+}
+
+// validateFileURLs refuses FILE_URLS=store for a bucket that cannot sign, and a DOWNLOAD_URL_TTL
+// longer than the store's presigned URLs last.
+func (c Config) validateFileURLs() error {
+	if c.EffectiveFileURLs() != "store" {
+		return nil
+	}
+	if !strings.HasPrefix(c.BlobURL, "s3://") {
+		return fmt.Errorf("config: FILE_URLS=store needs an s3:// BLOB_URL (a bucket that signs URLs), not %q", c.BlobURL)
+	}
+	if c.BlobPublicBaseURL == "" && c.DownloadURLTTL > maxStoreURLTTL {
+		return fmt.Errorf("config: DOWNLOAD_URL_TTL=%s is longer than the %s an S3 presigned URL lasts; lower it, set BLOB_PUBLIC_BASE_URL or FILE_URLS=api", c.DownloadURLTTL, maxStoreURLTTL)
+	}
+	return nil
 }
 
 // EffectiveDocsURL is the base of error documentation links.

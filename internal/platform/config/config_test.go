@@ -503,3 +503,39 @@ func TestTemporalConnectionVariables(t *testing.T) {
 		}
 	}
 }
+
+// TestFileURLs: unset, FILE_URLS picks the store for an S3 bucket whose presigned URLs last the
+// download TTL, the API otherwise; an explicit store needs a bucket that signs, for long enough.
+func TestFileURLs(t *testing.T) {
+	const s3 = "s3://b?endpoint=http://127.0.0.1:9000&region=us-east-1"
+	cases := []struct {
+		env  map[string]string
+		want string // "" for a refused configuration
+	}{
+		{map[string]string{}, "api"},
+		{map[string]string{"BLOB_URL": s3}, "store"},
+		{map[string]string{"BLOB_URL": s3, "DOWNLOAD_URL_TTL": "336h"}, "api"},
+		{map[string]string{"BLOB_URL": s3, "DOWNLOAD_URL_TTL": "336h", "BLOB_PUBLIC_BASE_URL": "https://cdn.example.com"}, "store"},
+		{map[string]string{"BLOB_URL": s3, "FILE_URLS": "api"}, "api"},
+		{map[string]string{"FILE_URLS": "store"}, ""},
+		{map[string]string{"BLOB_URL": s3, "FILE_URLS": "store", "DOWNLOAD_URL_TTL": "336h"}, ""},
+		{map[string]string{"BLOB_URL": s3, "FILE_URLS": "cdn"}, ""},
+		{map[string]string{"BLOB_URL": s3, "BLOB_PUBLIC_BASE_URL": "not a url"}, ""},
+	}
+	for _, tc := range cases {
+		c, err := config.LoadFrom(tc.env)
+		if tc.want == "" {
+			if err == nil {
+				t.Errorf("%v: accepted", tc.env)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%v: %v", tc.env, err)
+			continue
+		}
+		if got := c.EffectiveFileURLs(); got != tc.want {
+			t.Errorf("%v: %s, want %s", tc.env, got, tc.want)
+		}
+	}
+}

@@ -36,6 +36,8 @@ var ClockStart = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 
 // Options tune NewDeps; the zero value is the common case.
 type Options struct {
+	// BlobURL is the blob store's bucket; "": a directory of the test's.
+	BlobURL string
 	// Now drives the rate limiter; nil: the Deps' Clock.
 	Now func() time.Time
 	// Catalog replaces the built-in catalog (catalog.Load).
@@ -83,7 +85,11 @@ func NewDeps(t testing.TB, db *testdb.DB, opts Options) *Deps {
 	if d.Box, err = secrets.NewBox(make([]byte, 32)); err != nil {
 		t.Fatalf("apitest: secrets box: %v", err)
 	}
-	if d.Blobs, err = blobstore.Open(context.Background(), "file://"+t.TempDir()); err != nil {
+	blobURL := opts.BlobURL
+	if blobURL == "" {
+		blobURL = "file://" + t.TempDir()
+	}
+	if d.Blobs, err = blobstore.Open(context.Background(), blobURL); err != nil {
 		t.Fatalf("apitest: blob store: %v", err)
 	}
 	t.Cleanup(func() { _ = d.Blobs.Close() })

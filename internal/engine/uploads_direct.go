@@ -1,0 +1,138 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/shotflow/shotflow/internal/media/imageprep"
+	"github.com/shotflow/shotflow/internal/platform/blobstore"
+	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
+)
+
+// Uploads sent straight to the store: when the store signs URLs (s3://, FILE_URLS=store), POST
+// /assets/upload answers a URL of the store that accepts one PUT of the declared type and length
+// under the upload's incoming key (IncomingKey), and the API never sees the bytes. Nobody tells
+// the service they arrived: the upload is collected when it is first used (CollectUpload, by the
+// catalog and session use cases that name it, and by Outbox.Sweep for the jobs that wait for it),
+// checked as ReceiveUpload checks the bytes it receives (size, sniffed type, and the image's
+// header), copied in the store to its key and prepared like any upload.
+
+// IncomingKey is where the store takes the bytes of the upload id of account, straight from the
+// client. Only uploads not yet collected live under "incoming/": the bucket's lifecycle expires
+// what is left there (docs/files.md).
+func IncomingKey(accountID, id string) string { return "incoming/" + accountID + "/" + id }
+
+// CollectUpload collects the upload assetID of the installation if its bytes have arrived in the
+// store and it awaits them (else it does nothing): it checks them and starts their preparation,
+// as ReceiveUpload does for bytes sent to the API. Bytes that are not what the upload declared are
+// deleted and refused with ReceiveUpload's refusals (KindInvalid, ReasonTooLarge when longer), on
+// field; the upload awaits its bytes again, and may be sent again while its URL is valid. Errors of
+// the store or the database are returned as they are.
+func (e *Uploads) CollectUpload(ctx context.Context, installationID, assetID, field string) error {
+	if e.cfg.Blobs == nil {
+		return nil // an engine without a file store (a tool's) receives no upload
+	}
+	asset, err := e.store.InstallationAsset(ctx, installationID, assetID)
+	if errors.Is(err, models.ErrNotFound) {
+		return nil // the caller refuses it as it always did
+	}
+	if err != nil {
+		return err
+	}
+	return e.collect(ctx, asset, field)
+}
+
+func (e *Uploads) collect(ctx context.Context, asset *models.Asset, field string) error {
+	if e.cfg.Blobs == nil {
+		return nil // an engine without a file store (a tool's) receives no upload
+	}
+	if asset.Kind != models.AssetKindUpload || asset.Status != status.AssetAwaitingUpload || asset.InstallationID == nil {
+		return nil
+	}
+	incoming := IncomingKey(asset.AccountID, asset.ID)
+	st, err := e.cfg.Blobs.Stat(ctx, incoming)
+	if errors.Is(err, blobstore.ErrNotFound) {
+		return nil // not sent yet
+	}
+	if err != nil {
+		return fmt.Errorf("look for upload %s in the store: %w", asset.ID, err)
+	}
+	problem, err := e.checkArrived(ctx, asset, incoming, st)
+	if err != nil {
+		return err
+	}
+	if problem != nil {
+		if err := e.cfg.Blobs.Delete(ctx, incoming); err != nil {
+			return fmt.Errorf("delete refused upload %s: %w", asset.ID, err)
+		}
+		problem.Field = field
+		return problem
+	}
+	claimed, err := e.store.ClaimArrivedUpload(ctx, asset.ID)
+	if err != nil || !claimed {
+		return err // another request collected it
+	}
+	if err := e.cfg.Blobs.Copy(ctx, asset.BlobKey, incoming); err != nil {
+		e.ReleaseUpload(ctx, asset.ID)
+		return fmt.Errorf("collect upload %s: %w", asset.ID, err)
+	}
+	width, height := asset.Width, asset.Height
+	if err := e.CompleteUpload(ctx, asset, StoredUpload{Width: width, Height: height}); err != nil {
+		e.ReleaseUpload(ctx, asset.ID)
+		return err
+	}
+	if err := e.cfg.Blobs.Delete(ctx, incoming); err != nil {
+		e.logger().Warn("incoming upload not deleted; the bucket's lifecycle will", zap.String("asset_id", asset.ID), zap.Error(err))
+	}
+	return nil
+}
+
+// checkArrived checks the bytes of asset stored under incoming (st) as ReceiveUpload checks the
+// bytes it receives, and sets asset's dimensions from their header: the refusal when they are not
+// what the upload declared, an error when the store fails.
+func (e *Uploads) checkArrived(ctx context.Context, asset *models.Asset, incoming string, st blobstore.Stat) (*Error, error) {
+	switch {
+	case st.Size > asset.SizeBytes:
+		return refuse(KindInvalid, ReasonTooLarge, "", "The upload is larger than declared (%d bytes).", asset.SizeBytes), nil
+	case st.Size < asset.SizeBytes:
+		return refuse(KindInvalid, "", "", "The upload is incomplete: received %d bytes but the upload was declared as %d.", st.Size, asset.SizeBytes), nil
+	case st.ContentType != "" && st.ContentType != asset.ContentType:
+		return refuse(KindInvalid, "", "", "Content-Type is %q but the upload was declared as %q.", st.ContentType, asset.ContentType), nil
+	}
+	head, err := e.cfg.Blobs.ReadPrefix(ctx, incoming, sniffBytes)
+	if err != nil {
+		return nil, fmt.Errorf("read upload %s from the store: %w", asset.ID, err)
+	}
+	width, height, err := imageprep.CheckHead(head, asset.ContentType, imageprep.Options{})
+	if err != nil {
+		reason := strings.TrimPrefix(err.Error(), imageprep.ErrUnusable.Error()+": ")
+		return refuse(KindInvalid, "", "", "asset_id %s cannot be used: %s.", asset.ID, reason), nil
+	}
+	asset.Width, asset.Height = width, height
+	return nil, nil
+}
+
+// CollectAwaitedUploads collects the uploads that open jobs wait for whose bytes have arrived in
+// the store (CollectUpload), up to limit of them, and returns how many it looked at. A refused
+// upload is logged: its jobs keep waiting for bytes that may still be sent.
+func (e *Uploads) CollectAwaitedUploads(ctx context.Context, limit int) (int, error) {
+	assets, err := e.store.AwaitedUploads(ctx, limit)
+	if err != nil {
+		return 0, err
+	}
+	for i := range assets {
+		err := e.collect(ctx, &assets[i], "")
+		if _, refused := As(err); err != nil && !refused {
+			return i, err
+		}
+		if err != nil {
+			e.logger().Info("upload refused", zap.String("asset_id", assets[i].ID), zap.Error(err))
+		}
+	}
+	return len(assets), nil
+}
