@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image"
 	"image/color"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 
 	activitycontract "github.com/shotflow/shotflow/activities/contract"
 	"github.com/shotflow/shotflow/api/external"
@@ -168,6 +170,10 @@ func generatingOn(t *testing.T, env *testenv.Env, ids []string, worker *testenv.
 	n := 0
 	for _, id := range ids {
 		d, err := env.App.Temporal.DescribeWorkflowExecution(ctx, workflows.JobWorkflowID(id, 1), "")
+		var notFound *serviceerror.NotFound
+		if errors.As(err, &notFound) {
+			continue // its order has not launched it yet
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
