@@ -273,13 +273,12 @@ func postSession(base, key string, body []byte) sessionAttempt {
 	}
 	a := sessionAttempt{status: resp.StatusCode, body: string(data)}
 	if resp.StatusCode == http.StatusCreated {
+		// An answer outside the contract is an unexpected answer, not a missing one.
 		if err := contract.Plugin.Validate(req, body, resp.StatusCode, resp.Header, data); err != nil {
-			a.err = err
-			a.status = 0
-			return a
+			return sessionAttempt{status: -1, body: "contract: " + err.Error()}
 		}
 		if err := json.Unmarshal(data, &a.session); err != nil {
-			a.status, a.err = 0, err
+			return sessionAttempt{status: -1, body: "decode: " + err.Error()}
 		}
 	}
 	return a
