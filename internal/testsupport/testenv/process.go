@@ -121,6 +121,9 @@ func (p *Process) Kill() {
 // Exited is closed when the process has ended.
 func (p *Process) Exited() <-chan struct{} { return p.done }
 
+// Pid is the process's ID (a Temporal worker's default identity starts with it and "@").
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
 // Output is what the process printed so far.
 func (p *Process) Output() string { return p.out.String() }
 
