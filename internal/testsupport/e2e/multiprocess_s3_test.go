@@ -211,9 +211,9 @@ func putUploadVia(t *testing.T, env *testenv.Env, base string, up plugin.UploadR
 	}
 }
 
-// inBucket fails unless the asset's file is an object of the S3 server's bucket (versitygw's
+// assetInBucket fails unless the asset's file is an object of the S3 server's bucket (versitygw's
 // posix backend keeps each object as a file under its key) of the given size.
-func inBucket(t *testing.T, env *testenv.Env, srv *s3server.Server, assetID string, size int) {
+func assetInBucket(t *testing.T, env *testenv.Env, srv *s3server.Server, assetID string, size int) {
 	t.Helper()
 	var a models.Asset
 	if err := env.DB.Take(&a, "id = ?", assetID).Error; err != nil {
@@ -344,7 +344,7 @@ func TestTwoAPIsAndTwoWorkersOverS3AndRedis(t *testing.T) {
 	if got := sameFileFromBoth(t, base1, base2, signed, "image/png"); !bytes.Equal(got, input) {
 		t.Fatalf("the upload served back is %d bytes, not the %d uploaded", len(got), len(input))
 	}
-	inBucket(t, env, srv, up.AssetID, len(input))
+	assetInBucket(t, env, srv, up.AssetID, len(input))
 	// A photo posted to the external API through API 1 is listed with its thumbnail through API 2.
 	photo := uploadProductPhoto(t, env, x1, "Red box", photoOnGrey(t))
 	item := listed(t, x2, "/products", "products")[photo]
@@ -382,7 +382,7 @@ func TestTwoAPIsAndTwoWorkersOverS3AndRedis(t *testing.T) {
 			if !hasColourNear(img, color.NRGBA{30, 60, 180, 255}) {
 				t.Fatalf("output of job %s does not show the uploaded bottle", id)
 			}
-			inBucket(t, env, srv, job.Outputs[0].AssetID, int(job.Outputs[0].SizeBytes))
+			assetInBucket(t, env, srv, job.Outputs[0].AssetID, int(job.Outputs[0].SizeBytes))
 			histories = append(histories, workflows.JobWorkflowID(id, 1))
 		}
 		histories = append(histories, workflows.OrderWorkflowID(s.OrderID))
