@@ -3,6 +3,9 @@ package models
 import (
 	"context"
 	"slices"
+	"time"
+
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // OrderEvent is one change of an order (migration 0020): the seq-th event of the order, of one of
@@ -68,4 +71,22 @@ func (s *Store) OrderJobsByID(ctx context.Context, orderID string, jobIDs []stri
 		out[jobs[i].ID] = &jobs[i]
 	}
 	return out, nil
+}
+
+// PurgeEndedOrderEvents deletes up to limit rows of the change feed (order_events) of orders that
+// ended before cutoff, oldest first, and returns how many it deleted. An order in progress keeps
+// every row; an ended order's stream then answers only its end (engine.Feed.OrderEvents). The
+// rows are taken in id order, the order they were written in, so a sweep reads the oldest first
+// through the primary key.
+func (s *Store) PurgeEndedOrderEvents(ctx context.Context, cutoff time.Time, limit int) (int64, error) {
+	var ids []int64
+	err := s.conn(ctx).Table("order_events AS e").Select("e.id").
+		Joins("JOIN orders o ON o.id = e.order_id").
+		Where("o.status <> ? AND o.completed_at IS NOT NULL AND o.completed_at < ?", status.OrderInProgress, cutoff.UTC()).
+		Order("e.id").Limit(limit).Pluck("e.id", &ids).Error
+	if err != nil || len(ids) == 0 {
+		return 0, err
+	}
+	res := s.conn(ctx).Where("id IN ?", ids).Delete(&OrderEvent{})
+	return res.RowsAffected, res.Error
 }

@@ -117,6 +117,30 @@ func TestOrderEventsStreamEveryChangeThenTheOrdersEnd(t *testing.T) {
 			// Every event had: nothing more to send, and an EventSource stops reconnecting.
 			done := apitest.OpenSSE(t, url, "X-Api-Key", e.key, eventstream.HeaderLastEventID, "6")
 			require.Equal(t, http.StatusNoContent, done.Response.StatusCode)
+
+			// Past ORDER_EVENTS_RETENTION the sweep deletes the ended order's log (here its rows
+			// after the first two): a stream from the start sends what is left, then the end
+			// numbered as before, and stops; one resumed past what is left sends the end alone.
+			require.NoError(t, e.db.Where("order_id = ? AND seq > 2", s.OrderID).Delete(&models.OrderEvent{}).Error)
+			for lastID, wantIDs := range map[string][]string{"": {"1", "2", "6"}, "3": {"6"}} {
+				headers := []string{"X-Api-Key", e.key}
+				if lastID != "" {
+					headers = append(headers, eventstream.HeaderLastEventID, lastID)
+				}
+				purged := apitest.OpenSSE(t, url, headers...)
+				require.Equal(t, http.StatusOK, purged.Response.StatusCode)
+				var got []string
+				for ev, ok := purged.Next(t, 5*time.Second); ok; ev, ok = purged.Next(t, 5*time.Second) {
+					require.Empty(t, ev.Comment, "the stream of a purged log waited")
+					got = append(got, ev.ID)
+					if ev.ID == "6" {
+						require.Equal(t, eventstream.OrderCompletedEvent, ev.Name)
+						require.NoError(t, json.Unmarshal([]byte(ev.Data), &order))
+						require.Equal(t, status.OrderCompleted, order.Status)
+					}
+				}
+				require.Equal(t, wantIDs, got, "Last-Event-ID %q", lastID)
+			}
 		})
 	}
 }

@@ -357,10 +357,10 @@ func (a *App) Activities() *activities.Activities {
 }
 
 // Purger returns the retention sweep of this process's database and blob store: output files,
-// Idempotency-Key records and the webhook log.
+// Idempotency-Key records, the webhook log and ended orders' change feed.
 func (a *App) Purger() *retention.Purger {
 	return &retention.Purger{Store: a.Store, Blobs: a.Blobs, Log: a.Log, Retention: a.Config.OutputRetention,
-		WebhookLogRetention: a.Config.WebhookLogRetention, Metrics: a.Metrics}
+		WebhookLogRetention: a.Config.WebhookLogRetention, OrderEventsRetention: a.Config.OrderEventsRetention, Metrics: a.Metrics}
 }
 
 // StartWorkerMetrics listens on WORKER_METRICS_ADDR and serves the worker's GET /metrics

@@ -258,8 +258,16 @@ func (f *Feed) OrderEvents(ctx context.Context, scope OrderScope, orderID string
 		return page, nil
 	}
 	events, err := f.store.OrderEventsAfter(ctx, o.ID, after, o.EventSeq, limit)
-	if err != nil || len(events) == 0 {
+	if err != nil {
 		return page, err
+	}
+	if page.Ended && len(events) < limit && (len(events) == 0 || events[len(events)-1].Seq < o.EventSeq) {
+		// The retention sweep deleted the ended order's log (or its tail): the stream answers its
+		// end, numbered as its latest event, so that a client stops there as after any end.
+		events = append(events, models.OrderEvent{OrderID: o.ID, Seq: o.EventSeq, Type: models.OrderEventOrderCompleted})
+	}
+	if len(events) == 0 {
+		return page, nil
 	}
 	var ids []string
 	for _, e := range events {

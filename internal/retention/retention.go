@@ -2,7 +2,8 @@
 // (OUTPUT_RETENTION): it deletes each output's blob and marks its asset row purged. Every worker
 // runs the sweep periodically; downloads of a purged file and POST /jobs/{id}/refresh-url then
 // answer 410 outputs_purged. The same sweep deletes expired Idempotency-Key records, and the
-// webhook log (events, deliveries and their attempts) past WEBHOOK_LOG_RETENTION.
+// webhook log (events, deliveries and their attempts) past WEBHOOK_LOG_RETENTION, and the change
+// feed of orders that ended before ORDER_EVENTS_RETENTION.
 //
 // A file that a live packshot points at (a packshot job's candidate that is pending or accepted,
 // not archived) is kept: it feeds photo sessions. So is the image of an account's generated fashion
@@ -41,9 +42,12 @@ type Purger struct {
 	// WebhookLogRetention is how long webhook events and deliveries are kept (PurgeWebhookLog);
 	// 0 leaves the webhook log alone.
 	WebhookLogRetention time.Duration
-	BatchSize           int              // 0: DefaultBatchSize (files); DefaultWebhookBatchSize (webhook rows)
-	Now                 func() time.Time // nil: time.Now
-	Metrics             *metrics.Metrics // counts the purged files; nil counts nothing
+	// OrderEventsRetention is how long ended orders' change feed is kept (PurgeOrderEvents); 0
+	// leaves it alone.
+	OrderEventsRetention time.Duration
+	BatchSize            int              // 0: DefaultBatchSize (files); DefaultWebhookBatchSize (webhook rows)
+	Now                  func() time.Time // nil: time.Now
+	Metrics              *metrics.Metrics // counts the purged files; nil counts nothing
 }
 
 func (p *Purger) now() time.Time {
@@ -157,6 +161,35 @@ func (p *Purger) PurgeWebhookLog(ctx context.Context) (models.PurgedWebhookLog, 
 	}
 }
 
+// PurgeOrderEvents deletes the change feed (order_events) of orders that ended before now minus
+// OrderEventsRetention, in batches of one statement each, and returns how many rows it deleted.
+// Orders in progress keep theirs. Safe to run from several workers at once.
+func (p *Purger) PurgeOrderEvents(ctx context.Context) (int64, error) {
+	if p.OrderEventsRetention <= 0 {
+		return 0, fmt.Errorf("retention: order events period must be positive, got %v", p.OrderEventsRetention)
+	}
+	batch := p.BatchSize
+	if batch <= 0 {
+		batch = DefaultWebhookBatchSize
+	}
+	cutoff := p.now().Add(-p.OrderEventsRetention)
+	var total int64
+	for {
+		n, err := p.Store.PurgeEndedOrderEvents(ctx, cutoff, batch)
+		total += n
+		p.Metrics.OrderEventsPurged(n)
+		if err != nil {
+			return total, fmt.Errorf("retention: delete order events: %w", err)
+		}
+		if n < int64(batch) {
+			return total, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+	}
+}
+
 // purgeOne deletes the blob of one output and marks it purged, unless it was purged meanwhile or
 // a live packshot now points at it. The blob is deleted while the row is locked and before the
 // row is marked, so a crash in between leaves a row that the next sweep purges again (deleting a
@@ -183,9 +216,9 @@ func (p *Purger) purgeOne(ctx context.Context, id string) (bool, error) {
 	return purged, nil
 }
 
-// Run purges outputs, expired Idempotency-Key records and (when WebhookLogRetention is set) the
-// webhook log at once and then every interval until ctx ends; failures are logged and retried on
-// the next tick.
+// Run purges outputs, expired Idempotency-Key records and (when their retentions are set) the
+// webhook log and ended orders' change feed at once and then every interval until ctx ends;
+// failures are logged and retried on the next tick.
 func (p *Purger) Run(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -208,6 +241,15 @@ func (p *Purger) Run(ctx context.Context, interval time.Duration) {
 			case n.Deliveries > 0 || n.Events > 0:
 				p.Log.Info("deleted webhook log past retention", zap.Int64("deliveries", n.Deliveries), zap.Int64("attempts", n.Attempts),
 					zap.Int64("events", n.Events), zap.Duration("retention", p.WebhookLogRetention))
+			}
+		}
+		if p.OrderEventsRetention > 0 {
+			n, err := p.PurgeOrderEvents(ctx)
+			switch {
+			case err != nil && ctx.Err() == nil:
+				p.Log.Warn("order events retention sweep", zap.Error(err), zap.Int64("deleted", n))
+			case n > 0:
+				p.Log.Info("deleted ended orders' events past retention", zap.Int64("deleted", n), zap.Duration("retention", p.OrderEventsRetention))
 			}
 		}
 		select {

@@ -123,8 +123,12 @@ type Config struct {
 	// the retention sweep deletes older ones once they have ended (GET /events and
 	// GET /webhook-deliveries promise 30 days).
 	WebhookLogRetention time.Duration `env:"WEBHOOK_LOG_RETENTION" envDefault:"720h" validate:"min=1h"`
-	// RetentionSweepInterval is how often every worker purges generated files past OutputRetention
-	// and the webhook log past WebhookLogRetention.
+	// OrderEventsRetention is how long the change feed of an ended order (order_events: what
+	// GET …/orders/{id}/events replays) is kept after its end; the stream of an order past it
+	// answers its end alone.
+	OrderEventsRetention time.Duration `env:"ORDER_EVENTS_RETENTION" envDefault:"720h" validate:"min=1h"`
+	// RetentionSweepInterval is how often every worker purges generated files past OutputRetention,
+	// the webhook log past WebhookLogRetention and ended orders' change feed past OrderEventsRetention.
 	RetentionSweepInterval time.Duration `env:"RETENTION_SWEEP_INTERVAL" envDefault:"1h" validate:"min=1s"`
 
 	// WorkerActivityConcurrency caps concurrent activity executions per worker process.

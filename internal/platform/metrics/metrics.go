@@ -67,6 +67,9 @@ const (
 	// RetentionWebhookDeleted counts the rows of the webhook log the retention sweep deleted, by
 	// kind (delivery, attempt, event).
 	RetentionWebhookDeleted = "shotflow_retention_webhook_deleted_total"
+	// RetentionOrderEventsDeleted counts the rows of ended orders' change feed (order_events) the
+	// retention sweep deleted (ORDER_EVENTS_RETENTION).
+	RetentionOrderEventsDeleted = "shotflow_retention_order_events_deleted_total"
 )
 
 // TemporalSDKMetrics are the Temporal SDK's metric families that docs and the Grafana dashboard
@@ -165,6 +168,7 @@ type Metrics struct {
 	deadlineCancels  *prometheus.CounterVec
 	retentionPurged  prometheus.Counter
 	webhookLogPurged *prometheus.CounterVec
+	orderEventsGone  *prometheus.CounterVec
 }
 
 // requestBuckets cover answers from a cached read to the 30 s request timeout.
@@ -206,6 +210,7 @@ func New() *Metrics {
 	m.retentionPurged = prometheus.NewCounter(prometheus.CounterOpts{Name: RetentionPurged, Help: "Output files the retention sweep deleted."})
 	m.worker.MustRegister(m.retentionPurged)
 	m.families = append(m.families, Family{Name: RetentionPurged, Type: "counter"})
+	m.orderEventsGone = m.counterVec(m.worker, RetentionOrderEventsDeleted, "Rows of ended orders' change feed (order_events) the retention sweep deleted (older than ORDER_EVENTS_RETENTION).")
 	m.webhookLogPurged = m.counterVec(m.worker, RetentionWebhookDeleted, "Rows of the webhook log the retention sweep deleted (older than WEBHOOK_LOG_RETENTION), by kind (delivery, attempt, event).", "kind")
 
 	// The Temporal SDK reports through OpenTelemetry's metrics API; this exporter turns its
@@ -392,6 +397,14 @@ func (m *Metrics) Purged(n int) {
 		return
 	}
 	m.retentionPurged.Add(float64(n))
+}
+
+// OrderEventsPurged records n rows of ended orders' change feed deleted by the retention sweep.
+func (m *Metrics) OrderEventsPurged(n int64) {
+	if m == nil || n <= 0 {
+		return
+	}
+	m.orderEventsGone.WithLabelValues().Add(float64(n))
 }
 
 // WebhookLogPurged records n rows of a kind (RetentionDelivery, RetentionAttempt, RetentionEvent)

@@ -66,6 +66,7 @@ func TestEachListenerShowsItsOwnFamilies(t *testing.T) {
 	m.WebhookLogPurged(metrics.RetentionDelivery, 3)
 	m.WebhookLogPurged(metrics.RetentionEvent, 0) // nothing deleted: no sample
 	m.AlertSent("credits.low", false)
+	m.OrderEventsPurged(4)
 
 	api, worker := metricstest.Serve(t, m.APIHandler()), metricstest.Serve(t, m.WorkerHandler())
 	for _, f := range m.Families() {
@@ -198,7 +199,7 @@ func TestFamiliesAreNamedShotflow(t *testing.T) {
 	documented := []string{metrics.HTTPRequests, metrics.HTTPRequestDuration, metrics.OrdersAccepted, metrics.JobsAccepted,
 		metrics.CreditsReserved, metrics.CreditsConsumed, metrics.JobsFinished, metrics.GenerateAttempts, metrics.GenerateDuration,
 		metrics.WebhookDeliveries, metrics.WebhookDeliveryDuration, metrics.OutboxStarted, metrics.RetentionPurged,
-		metrics.WebhookDeliveriesEnded, metrics.WebhookEndpointsDisabled, metrics.RetentionWebhookDeleted, metrics.JobsDeadlineCancelled, metrics.AlertsSent}
+		metrics.WebhookDeliveriesEnded, metrics.WebhookEndpointsDisabled, metrics.RetentionWebhookDeleted, metrics.JobsDeadlineCancelled, metrics.AlertsSent, metrics.RetentionOrderEventsDeleted}
 	for _, name := range documented {
 		if !names[name] {
 			t.Errorf("%s is documented but not registered", name)
