@@ -73,23 +73,19 @@ func buildAlertPayload(event, id string, at time.Time, plugin, live, test bool, 
 			livemode
 		}{h, test, *credits, mode})
 	case EventSpendLimitAlert, EventSpendLimitReached:
-		reached := event == EventSpendLimitReached
+		var requested *int64 // spend_limit.reached's alone
+		if event == EventSpendLimitReached {
+			requested = &spend.Requested
+		}
+		resets := spend.ResetsAt.UTC()
 		if plugin {
-			var requested *int64
-			if reached {
-				requested = &spend.Requested
-			}
 			return encode(struct {
 				header
 				Test       bool             `json:"test,omitempty"`
 				SpendLimit PluginSpendLimit `json:"spend_limit"`
 				Requested  *int64           `json:"credits_requested,omitempty"`
 				livemode
-			}{h, test, PluginSpendLimit{spend.Limit, spend.Percent, spend.Used, spend.ResetsAt.UTC()}, requested, mode})
-		}
-		var requested *int64
-		if reached {
-			requested = &spend.Requested
+			}{h, test, PluginSpendLimit{spend.Limit, spend.Percent, spend.Used, resets}, requested, mode})
 		}
 		return encode(struct {
 			header
@@ -97,7 +93,7 @@ func buildAlertPayload(event, id string, at time.Time, plugin, live, test bool, 
 			SpendLimit ExternalSpendLimit `json:"spendLimit"`
 			Requested  *int64             `json:"creditsRequested,omitempty"`
 			livemode
-		}{h, test, ExternalSpendLimit{spend.Limit, spend.Percent, spend.Used, spend.ResetsAt.UTC()}, requested, mode})
+		}{h, test, ExternalSpendLimit{spend.Limit, spend.Percent, spend.Used, resets}, requested, mode})
 	}
 	return nil, fmt.Errorf("webhooks: %q is not an alert event", event)
 }
