@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"gorm.io/gorm"
@@ -122,6 +123,23 @@ func (s *Store) AwaitedUploads(ctx context.Context, limit int) ([]Asset, error) 
 			Where("status IN ? AND input_asset_id IS NOT NULL", []string{status.JobPending, status.JobInProgress, status.JobRetryPending})).
 		Order("created_at").Limit(limit).Find(&assets).Error
 	return assets, err
+}
+
+// AssetsByID loads the assets ids by ID (their keys, content type and purge), in as few queries as
+// the list takes; an ID of no asset is left out.
+func (s *Store) AssetsByID(ctx context.Context, ids []string) (map[string]Asset, error) {
+	out := make(map[string]Asset, len(ids))
+	for chunk := range slices.Chunk(ids, 500) {
+		var rows []Asset
+		if err := s.conn(ctx).Select("id", "blob_key", "thumbnail_blob_key", "content_type", "purged_at").
+			Where("id IN ?", chunk).Find(&rows).Error; err != nil {
+			return nil, err
+		}
+		for _, a := range rows {
+			out[a.ID] = a
+		}
+	}
+	return out, nil
 }
 
 // ClaimArrivedUpload moves an upload awaiting its bytes to uploading, whatever its URL's expiry

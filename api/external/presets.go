@@ -16,7 +16,6 @@ import (
 	"github.com/shotflow/shotflow/api/files"
 	"github.com/shotflow/shotflow/api/inputcheck"
 	"github.com/shotflow/shotflow/internal/engine"
-	"github.com/shotflow/shotflow/internal/jobview"
 	"github.com/shotflow/shotflow/models/ids"
 	"github.com/shotflow/shotflow/models/presetspec"
 )
@@ -169,12 +168,12 @@ func (h *Handler) presetItem(p engine.Preset, expires time.Time, live bool) Pres
 }
 
 // presetImageURL signs the download URL of a preset image: an uploaded asset is served by
-// /files/{id}; a seeded image (a blob-store file under refblob.Prefix, rendered by
+// /files/{id}, or by the store with FILE_URLS=store (assetFileURL); a seeded image (a blob-store file under refblob.Prefix, rendered by
 // internal/reference) by the key-less signed route /files/ref/… that the plugin handler mounts at
 // the root of the same router (api.NewRouter), which serves both APIs.
 func (h *Handler) presetImageURL(f engine.StoredFile, expires time.Time) string {
 	if f.AssetID != "" {
-		return h.Signer.URL(http.MethodGet, jobview.FilePath(f.AssetID), expires)
+		return h.assetFileURL(f, expires)
 	}
 	return h.Signer.URL(http.MethodGet, files.RefPath(f.BlobKey), expires)
 }

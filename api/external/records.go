@@ -14,7 +14,7 @@ import (
 	"github.com/shotflow/shotflow/api/inputcheck"
 	"github.com/shotflow/shotflow/api/jsonbody"
 	"github.com/shotflow/shotflow/internal/engine"
-	"github.com/shotflow/shotflow/internal/jobview"
+	"github.com/shotflow/shotflow/internal/platform/fileurl"
 	"github.com/shotflow/shotflow/models/ids"
 	"github.com/shotflow/shotflow/models/refblob"
 	"github.com/shotflow/shotflow/models/voting"
@@ -159,14 +159,23 @@ func (h *Handler) answerRecords(c *gin.Context, listKey string, recs []engine.Re
 // recordFileURL signs the download URL of a record's file; "" when there is none.
 func (h *Handler) recordFileURL(f engine.StoredFile, expires time.Time) string {
 	switch {
-	case f.AssetID != "" && f.Preview:
-		return h.Signer.URL(http.MethodGet, jobview.ThumbnailPath(f.AssetID), expires)
 	case f.AssetID != "":
-		return h.Signer.URL(http.MethodGet, jobview.FilePath(f.AssetID), expires)
+		return h.assetFileURL(f, expires)
 	case strings.HasPrefix(f.BlobKey, refblob.Prefix):
 		return h.Signer.URL(http.MethodGet, files.RefPath(f.BlobKey), expires)
 	}
 	return ""
+}
+
+// assetFileURL is the download URL of a file that is an asset (its thumbnail when f.Preview): the
+// store's when the engine gave its key (FILE_URLS=store), else the API's /files route.
+func (h *Handler) assetFileURL(f engine.StoredFile, expires time.Time) string {
+	if f.Preview {
+		u, _ := h.fileURLs().Thumbnail(f.AssetID, f.StoreKey, expires)
+		return u
+	}
+	u, _ := h.fileURLs().File(fileurl.File{AssetID: f.AssetID, Key: f.StoreKey, ContentType: f.ContentType}, expires)
+	return u
 }
 
 // updatePackshot answers POST /packshots/update-packshot: {recordId, Voting?, status?}.

@@ -26,7 +26,6 @@ import (
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/media/imageprep"
 	"github.com/shotflow/shotflow/internal/platform/blobstore"
-	"github.com/shotflow/shotflow/internal/platform/fileurl"
 	"github.com/shotflow/shotflow/internal/platform/secrets"
 	"github.com/shotflow/shotflow/internal/platform/urlsign"
 	"github.com/shotflow/shotflow/internal/providers"
@@ -129,7 +128,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	var prepared []string
 	// The Temporal client only accepts the start of an upload's preparation: a test that got past
 	// an order's reservation fails; ErrInsufficientCredits returns before it.
-	d := apitest.NewDeps(t, db, apitest.Options{BlobURL: cfg.blobURL, Catalog: catalog, Providers: cfg.providers, BaseURL: publicBaseURL,
+	d := apitest.NewDeps(t, db, apitest.Options{BlobURL: cfg.blobURL, StoreFiles: cfg.blobURL != "", PublicBase: cfg.publicBase, Catalog: catalog, Providers: cfg.providers, BaseURL: publicBaseURL,
 		Temporal: apitest.TemporalOptions{OnlyPrefix: "prepare-input/", OnStart: func(_ client.StartWorkflowOptions, in any) {
 			prepared = append(prepared, in.(workflows.PrepareInput).AssetID)
 		}}})
@@ -146,13 +145,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 		SubProcessors:    cfg.subProcessors,
 	}
 	if cfg.blobURL != "" {
-		var store fileurl.Presigner = d.Blobs
-		if cfg.publicBase != "" {
-			store = nil
-		}
-		files, err := fileurl.Store(d.Signer, store, cfg.publicBase)
-		require.NoError(t, err)
-		h.Files, h.Uploads = files, d.Blobs
+		h.Files, h.Uploads = d.Files, d.Blobs
 	}
 	router := api.NewRouter(api.Deps{
 		Engine: h.Engine, Blobs: d.Blobs, Signer: d.Signer, Log: zap.NewNop(),

@@ -12,11 +12,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
 
+	"github.com/shotflow/shotflow/api/files"
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/platform/blobstore"
 	"github.com/shotflow/shotflow/internal/platform/fileurl"
+	"github.com/shotflow/shotflow/internal/retention"
 	"github.com/shotflow/shotflow/internal/testsupport/s3server"
 	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
@@ -196,4 +199,76 @@ func TestStoreDownloadURLs(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "/files/a1", parsed.Path)
 	assert.Equal(t, fileurl.ModeAPI, api.Mode())
+}
+
+// TestStoreURLsRefreshAndRetention: with FILE_URLS=store, POST /jobs/{id}/refresh-url signs fresh
+// presigned GETs of the bucket for as long as DOWNLOAD_URL_TTL; once retention purged the job's
+// file, it answers 410 outputs_purged, the job lists no output, the store's URL signed before
+// answers the bucket's 404 and the API's own route its 410.
+func TestStoreURLsRefreshAndRetention(t *testing.T) {
+	srv := s3server.Start(t)
+	srv.Setenv(t)
+	e := newEnv(t, onS3(srv.URL(), ""))
+	j, a, data := e.storedOutputJob(e.inst)
+
+	rec := e.post(e.key, "/jobs/"+j.ID+"/refresh-url")
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	out := decode(t, rec)["outputs"].([]any)[0].(map[string]any)
+	refreshed := out["url"].(string)
+	require.True(t, strings.HasPrefix(refreshed, "http://"+srv.Addr+"/"), "refreshed URL %s is not the store's", refreshed)
+	expires, err := time.Parse(time.RFC3339, out["expires_at"].(string))
+	require.NoError(t, err)
+	assert.WithinDuration(t, time.Now().Add(168*time.Hour), expires, 5*time.Second, "a store URL lasts DOWNLOAD_URL_TTL")
+	code, body, h := storeGet(t, refreshed)
+	require.Equal(t, http.StatusOK, code)
+	assert.Equal(t, data, body)
+	assert.Equal(t, "image/png", h.Get("Content-Type"))
+	// GET /jobs/{id} gives the store's URL too.
+	got := decode(t, e.do(http.MethodGet, p("/jobs/"+j.ID), e.key, nil))
+	listed := got["outputs"].([]any)[0].(map[string]any)["url"].(string)
+	require.True(t, strings.HasPrefix(listed, "http://"+srv.Addr+"/"), "job output URL %s is not the store's", listed)
+
+	old := time.Now().UTC().Add(-91 * 24 * time.Hour)
+	require.NoError(t, e.db.Model(&models.Asset{}).Where("id = ?", a.ID).Update("created_at", old).Error)
+	n, err := (&retention.Purger{Store: models.NewStore(e.db), Blobs: e.blobs, Log: zap.NewNop(), Retention: 90 * 24 * time.Hour}).Purge(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+
+	e.requireError(e.post(e.key, "/jobs/"+j.ID+"/refresh-url"), http.StatusGone, plugin.CodeOutputsPurged)
+	code, _, _ = storeGet(t, refreshed)
+	assert.Equal(t, http.StatusNotFound, code, "the bucket no longer holds the file")
+	e.requireError(e.download(e.signer.URL(http.MethodGet, files.Path(a.ID), time.Now().Add(time.Hour))), http.StatusGone, plugin.CodeOutputsPurged)
+	got = decode(t, e.do(http.MethodGet, p("/jobs/"+j.ID), e.key, nil))
+	assert.Equal(t, status.JobCompleted, got["status"])
+	assert.Equal(t, []any{}, got["outputs"])
+}
+
+// TestStoreURLsOfReferenceItems: with FILE_URLS=store, the image of an account's own fashion model
+// (a generated asset) is a presigned GET of the bucket; a marketplace item's seeded image keeps
+// the API's signed route.
+func TestStoreURLsOfReferenceItems(t *testing.T) {
+	srv := s3server.Start(t)
+	srv.Setenv(t)
+	e := newEnv(t, onS3(srv.URL(), ""))
+	require.NoError(t, models.SeedReference(e.db))
+	own := e.ownItem(models.KindFashionModel, e.inst, "Own", models.RefStatusDone, nil, true, time.Minute)
+	_, entries := e.refList("/models", e.key, "models")
+	var ownURL, marketURL string
+	for _, it := range entries {
+		switch {
+		case it["id"] == own.ID:
+			ownURL = it["thumbnail"].(string)
+		case it["source"] == plugin.SourceMarketplace && marketURL == "":
+			marketURL = it["thumbnail"].(string)
+		}
+	}
+	require.True(t, strings.HasPrefix(ownURL, "http://"+srv.Addr+"/"), "own item's image %q is not the store's", ownURL)
+	var a models.Asset
+	require.NoError(t, e.db.Take(&a, "id = ?", *own.ThumbnailAssetID).Error)
+	want, err := e.blobs.Get(context.Background(), a.BlobKey)
+	require.NoError(t, err)
+	code, body, _ := storeGet(t, ownURL)
+	require.Equal(t, http.StatusOK, code)
+	assert.Equal(t, want, body)
+	require.True(t, strings.HasPrefix(marketURL, publicBaseURL+files.RefPrefix), "marketplace image %q is not the API's", marketURL)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/shotflow/shotflow/api/files"
 	"github.com/shotflow/shotflow/internal/engine"
+	"github.com/shotflow/shotflow/internal/platform/fileurl"
 	"github.com/shotflow/shotflow/models/presetspec"
 	"github.com/shotflow/shotflow/models/refblob"
 )
@@ -88,12 +89,14 @@ type PriceItem struct {
 	CreditCost int64  `json:"credit_cost"`
 }
 
-// imageURL signs the download URL of a reference image: an asset, else a seeded file of the blob
-// store (a key under refblob.Prefix); "" when there is neither (an item still being generated).
+// imageURL signs the download URL of a reference image: an asset (the store's URL with
+// FILE_URLS=store, fileurl), else a seeded file of the blob store (a key under refblob.Prefix,
+// the API's); "" when there is neither (an item still being generated).
 func (h *Handler) imageURL(f engine.StoredFile, expires time.Time) string {
 	switch {
 	case f.AssetID != "":
-		return h.Signer.URL(http.MethodGet, files.Path(f.AssetID), expires)
+		u, _ := h.fileURLs().File(fileurl.File{AssetID: f.AssetID, Key: f.StoreKey, ContentType: f.ContentType}, expires)
+		return u
 	case strings.HasPrefix(f.BlobKey, refblob.Prefix):
 		return h.Signer.URL(http.MethodGet, files.RefPath(f.BlobKey), expires)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/platform/config"
+	"github.com/shotflow/shotflow/internal/platform/fileurl"
 	"github.com/shotflow/shotflow/internal/platform/urlsign"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/workflows"
@@ -44,7 +45,22 @@ func (t *Tools) Engine(tc client.Client, master []byte) *engine.Engine {
 	if master != nil {
 		signer = NewSigner(t.cfg, master)
 	}
-	return engine.New(engineConfig(t.cfg, t.store, tc, zap.NewNop(), signer))
+	c := engineConfig(t.cfg, t.store, tc, zap.NewNop(), signer)
+	c.Files = toolFileURLs(t.cfg, signer)
+	return engine.New(c)
+}
+
+// toolFileURLs makes the download URLs of the files the tools' engine links to (the outputs in
+// the webhooks it records, Support.RedriveJob) as the workers make them (NewFileURLs): under
+// BLOB_PUBLIC_BASE_URL when FILE_URLS is store and sets one, else the API's (nil: fileurl.Of).
+// The tools open no bucket, so they presign no GET; a webhook's URLs outlast the seven days S3
+// signs anyway, and are the API's in the workers' payloads too.
+func toolFileURLs(cfg config.Config, signer *urlsign.Signer) *fileurl.Maker {
+	if signer == nil || cfg.EffectiveFileURLs() != fileurl.ModeStore || cfg.BlobPublicBaseURL == "" {
+		return nil
+	}
+	files, _ := fileurl.Store(signer, nil, cfg.BlobPublicBaseURL) // it refuses only the want of a base
+	return files
 }
 
 // Close closes the database.

@@ -91,8 +91,8 @@ func (e *Outbox) StartPendingRuns(ctx context.Context, olderThan time.Duration, 
 	return len(jobs), nil
 }
 
-// Sweep calls StartPending, StartPendingRuns, StartPendingPreparations and StartPendingDeliveries every interval until ctx
-// ends, and counts what they started in Metrics.
+// Sweep calls StartPending, StartPendingRuns, StartPendingPreparations, CollectAwaitedUploads and
+// StartPendingDeliveries every interval until ctx ends, and counts what they started in Metrics.
 func (e *Outbox) Sweep(ctx context.Context, interval, olderThan time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -117,7 +117,8 @@ func (e *Outbox) Sweep(ctx context.Context, interval, olderThan time.Duration) {
 			e.cfg.Log.Warn("alert sweep", zap.Error(err))
 		}
 		// Direct uploads to the store that open jobs wait for and nobody has used yet.
-		_, err = e.app.Uploads.CollectAwaitedUploads(ctx, 100)
+		n, err = e.app.Uploads.CollectAwaitedUploads(ctx, 100)
+		e.cfg.Metrics.OutboxSwept(metrics.OutboxUploadCollection, n)
 		if err != nil && ctx.Err() == nil {
 			e.cfg.Log.Warn("awaited upload sweep", zap.Error(err))
 		}

@@ -25,27 +25,38 @@ type Record struct {
 	Video     StoredFile // videos and reels: the generated video
 }
 
-// records are the views of stored records.
-func records(rows []models.Record, err error) ([]Record, error) {
+// records are the views of stored records, with the store keys of their files (withStoreKeys).
+func (e *Records) records(ctx context.Context, rows []models.Record, err error) ([]Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	return viewsOf(rows, func(r *models.Record) Record {
+	out := viewsOf(rows, func(r *models.Record) Record {
 		return Record{ID: r.ID, Name: r.Name, Status: r.Status, Voting: r.Voting, CreatedAt: r.CreatedAt,
-			Thumbnail: StoredFile(r.Thumbnail), Video: StoredFile(r.Video)}
-	}), nil
+			Thumbnail: storedFileOf(r.Thumbnail), Video: storedFileOf(r.Video)}
+	})
+	files := make([]*StoredFile, 0, 2*len(out))
+	for i := range out {
+		files = append(files, &out[i].Thumbnail, &out[i].Video)
+	}
+	return out, e.withStoreKeys(ctx, files)
+}
+
+func storedFileOf(f models.RecordFile) StoredFile {
+	return StoredFile{AssetID: f.AssetID, Preview: f.Preview, BlobKey: f.BlobKey}
 }
 
 // ListAccountReferenceItems lists the account's own fashion models or sceneries (kind), not
 // archived, newest first; approvedOnly keeps the approved ones.
 func (e *Records) ListAccountReferenceItems(ctx context.Context, accountID string, kind ReferenceKind, approvedOnly bool) ([]Record, error) {
-	return records(e.store.ListAccountReferenceItems(ctx, models.ReferenceKind(kind), accountID, approvedOnly))
+	rows, err := e.store.ListAccountReferenceItems(ctx, models.ReferenceKind(kind), accountID, approvedOnly)
+	return e.records(ctx, rows, err)
 }
 
 // ListAccountPackshots lists the account's live packshots and its packshot jobs that have none
 // yet; approvedOnly keeps the accepted packshots.
 func (e *Records) ListAccountPackshots(ctx context.Context, accountID string, approvedOnly bool) ([]Record, error) {
-	return records(e.store.ListAccountPackshots(ctx, accountID, approvedOnly))
+	rows, err := e.store.ListAccountPackshots(ctx, accountID, approvedOnly)
+	return e.records(ctx, rows, err)
 }
 
 // ListAccountShoots lists the account's photo-shoot images, newest first; approvedOnly keeps the
@@ -61,12 +72,14 @@ func (e *Records) ListAccountShoots(ctx context.Context, accountID string, appro
 			return nil, refuse(KindNotFound, "", "", "Product not found.")
 		}
 	}
-	return records(e.store.ListAccountShoots(ctx, accountID, approvedOnly, photoID))
+	rows, err := e.store.ListAccountShoots(ctx, accountID, approvedOnly, photoID)
+	return e.records(ctx, rows, err)
 }
 
 // ListAccountVideos lists the account's videos and reels, newest first.
 func (e *Records) ListAccountVideos(ctx context.Context, accountID string) ([]Record, error) {
-	return records(e.store.ListAccountVideos(ctx, accountID))
+	rows, err := e.store.ListAccountVideos(ctx, accountID)
+	return e.records(ctx, rows, err)
 }
 
 // PackshotReview is a review of a packshot through the external API: Voting

@@ -65,6 +65,20 @@ func presetOf(p *models.Preset, images []models.PresetImage) Preset {
 	return v
 }
 
+// presetsWithStoreKeys sets the store keys of the presets' images (core.withStoreKeys).
+func (e *Records) presetsWithStoreKeys(ctx context.Context, presets ...*Preset) error {
+	var files []*StoredFile
+	for _, p := range presets {
+		if p.Cover != nil {
+			files = append(files, &p.Cover.File)
+		}
+		for i := range p.Gallery {
+			files = append(files, &p.Gallery[i].File)
+		}
+	}
+	return e.withStoreKeys(ctx, files)
+}
+
 // ListAccountPresets lists the published presets the account sees, the first limit of them
 // (limit <= 0: all): system presets in their order, then the account's own newest first, each with
 // its cover and gallery.
@@ -74,10 +88,12 @@ func (e *Records) ListAccountPresets(ctx context.Context, accountID string, limi
 		return nil, err
 	}
 	out := make([]Preset, len(presets))
+	views := make([]*Preset, len(presets))
 	for i := range presets {
 		out[i] = presetOf(&presets[i], images[presets[i].ID])
+		views[i] = &out[i]
 	}
-	return out, nil
+	return out, e.presetsWithStoreKeys(ctx, views...)
 }
 
 // PresetFields are the editable fields of a preset that a request sets; a nil field is left as it
@@ -153,7 +169,8 @@ func (e *Records) CreateAccountPreset(ctx context.Context, accountID string, in 
 		e.deleteFiles(ctx, assets...)
 		return Preset{}, presetRefusal(err)
 	}
-	return presetOf(p, images), nil
+	v := presetOf(p, images)
+	return v, e.presetsWithStoreKeys(ctx, &v)
 }
 
 // PresetChange is a change to an account's own preset.
@@ -202,7 +219,8 @@ func (e *Records) UpdateAccountPreset(ctx context.Context, accountID, presetID s
 		gone[i] = &removed[i]
 	}
 	e.deleteFiles(ctx, gone...)
-	return presetOf(p, images), nil
+	v := presetOf(p, images)
+	return v, e.presetsWithStoreKeys(ctx, &v)
 }
 
 // presetRefusal is the refusal of a preset change the store turned down, or err itself (nil, or

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/shotflow/shotflow/internal/platform/fileurl"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -29,6 +30,43 @@ type StoredFile struct {
 	AssetID string
 	Preview bool
 	BlobKey string
+	// StoreKey and ContentType, when the download URLs are the store's (FILE_URLS=store), are the
+	// key and type of an asset's file in the store (its thumbnail's when Preview), for a URL of
+	// the store (fileurl); "" for the API's URL (a purged asset's, whose route answers 410).
+	StoreKey    string
+	ContentType string
+}
+
+// withStoreKeys sets StoreKey and ContentType of the files that are assets, in one query, when
+// the download URLs are the store's (a purged asset keeps the API's URL, which answers 410).
+func (c *core) withStoreKeys(ctx context.Context, files []*StoredFile) error {
+	if c.fileURLs() == nil || c.fileURLs().Mode() != fileurl.ModeStore {
+		return nil
+	}
+	var ids []string
+	for _, f := range files {
+		if f.AssetID != "" {
+			ids = append(ids, f.AssetID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	assets, err := c.store.AssetsByID(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		a, ok := assets[f.AssetID]
+		switch {
+		case f.AssetID == "" || !ok || a.PurgedAt != nil:
+		case f.Preview:
+			f.StoreKey, f.ContentType = a.ThumbnailBlobKey, "image/jpeg"
+		default:
+			f.StoreKey, f.ContentType = a.BlobKey, a.ContentType
+		}
+	}
+	return nil
 }
 
 // ReferenceItem is a fashion model or scenery an account may use.
@@ -143,7 +181,12 @@ func (e *Records) UsableReferenceItems(ctx context.Context, accountID string, ki
 	if err != nil {
 		return nil, err
 	}
-	return viewsOf(items, referenceItemOf), nil
+	out := viewsOf(items, referenceItemOf)
+	files := make([]*StoredFile, len(out))
+	for i := range out {
+		files[i] = &out[i].Thumbnail
+	}
+	return out, e.withStoreKeys(ctx, files)
 }
 
 // VisiblePresets lists the published presets the account sees, the system presets first, each
@@ -154,8 +197,10 @@ func (e *Records) VisiblePresets(ctx context.Context, accountID string) ([]Prese
 		return nil, err
 	}
 	out := make([]Preset, len(presets))
+	views := make([]*Preset, len(presets))
 	for i := range presets {
 		out[i] = presetOf(&presets[i], images[presets[i].ID])
+		views[i] = &out[i]
 	}
-	return out, nil
+	return out, e.presetsWithStoreKeys(ctx, views...)
 }

@@ -44,52 +44,55 @@ func (e *Uploads) CollectUpload(ctx context.Context, installationID, assetID, fi
 	if err != nil {
 		return err
 	}
-	return e.collect(ctx, asset, field)
+	_, err = e.collect(ctx, asset, field)
+	return err
 }
 
-func (e *Uploads) collect(ctx context.Context, asset *models.Asset, field string) error {
+// collect collects asset (CollectUpload) and reports whether it did: its bytes were there and
+// good, and this call moved it to processing and started its preparation.
+func (e *Uploads) collect(ctx context.Context, asset *models.Asset, field string) (bool, error) {
 	if e.cfg.Blobs == nil {
-		return nil // an engine without a file store (a tool's) receives no upload
+		return false, nil // an engine without a file store (a tool's) receives no upload
 	}
 	if asset.Kind != models.AssetKindUpload || asset.Status != status.AssetAwaitingUpload || asset.InstallationID == nil {
-		return nil
+		return false, nil
 	}
 	incoming := IncomingKey(asset.AccountID, asset.ID)
 	st, err := e.cfg.Blobs.Stat(ctx, incoming)
 	if errors.Is(err, blobstore.ErrNotFound) {
-		return nil // not sent yet
+		return false, nil // not sent yet
 	}
 	if err != nil {
-		return fmt.Errorf("look for upload %s in the store: %w", asset.ID, err)
+		return false, fmt.Errorf("look for upload %s in the store: %w", asset.ID, err)
 	}
 	problem, err := e.checkArrived(ctx, asset, incoming, st)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if problem != nil {
 		if err := e.cfg.Blobs.Delete(ctx, incoming); err != nil {
-			return fmt.Errorf("delete refused upload %s: %w", asset.ID, err)
+			return false, fmt.Errorf("delete refused upload %s: %w", asset.ID, err)
 		}
 		problem.Field = field
-		return problem
+		return false, problem
 	}
 	claimed, err := e.store.ClaimArrivedUpload(ctx, asset.ID)
 	if err != nil || !claimed {
-		return err // another request collected it
+		return false, err // another request collected it
 	}
 	if err := e.cfg.Blobs.Copy(ctx, asset.BlobKey, incoming); err != nil {
 		e.ReleaseUpload(ctx, asset.ID)
-		return fmt.Errorf("collect upload %s: %w", asset.ID, err)
+		return false, fmt.Errorf("collect upload %s: %w", asset.ID, err)
 	}
 	width, height := asset.Width, asset.Height
 	if err := e.CompleteUpload(ctx, asset, StoredUpload{Width: width, Height: height}); err != nil {
 		e.ReleaseUpload(ctx, asset.ID)
-		return err
+		return false, err
 	}
 	if err := e.cfg.Blobs.Delete(ctx, incoming); err != nil {
 		e.logger().Warn("incoming upload not deleted; the bucket's lifecycle will", zap.String("asset_id", asset.ID), zap.Error(err))
 	}
-	return nil
+	return true, nil
 }
 
 // checkArrived checks the bytes of asset stored under incoming (st) as ReceiveUpload checks the
@@ -117,22 +120,27 @@ func (e *Uploads) checkArrived(ctx context.Context, asset *models.Asset, incomin
 	return nil, nil
 }
 
-// CollectAwaitedUploads collects the uploads that open jobs wait for whose bytes have arrived in
-// the store (CollectUpload), up to limit of them, and returns how many it looked at. A refused
-// upload is logged: its jobs keep waiting for bytes that may still be sent.
+// CollectAwaitedUploads looks at up to limit uploads that open jobs wait for (oldest first) and
+// collects those whose bytes have arrived in the store (CollectUpload); it returns how many it
+// collected, whose preparation it started. A refused upload is logged: its jobs keep waiting for
+// bytes that may still be sent. An error of the store or the database stops the sweep.
 func (e *Uploads) CollectAwaitedUploads(ctx context.Context, limit int) (int, error) {
 	assets, err := e.store.AwaitedUploads(ctx, limit)
 	if err != nil {
 		return 0, err
 	}
+	collected := 0
 	for i := range assets {
-		err := e.collect(ctx, &assets[i], "")
+		done, err := e.collect(ctx, &assets[i], "")
 		if _, refused := As(err); err != nil && !refused {
-			return i, err
+			return collected, err
 		}
 		if err != nil {
 			e.logger().Info("upload refused", zap.String("asset_id", assets[i].ID), zap.Error(err))
 		}
+		if done {
+			collected++
+		}
 	}
-	return len(assets), nil
+	return collected, nil
 }

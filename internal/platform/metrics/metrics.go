@@ -97,6 +97,10 @@ const (
 	OutboxJobRun = "job_run"
 	// OutboxPreparation is the kind of OutboxStarted for an upload's preparation.
 	OutboxPreparation = "input_preparation"
+	// OutboxUploadCollection is the kind of OutboxStarted for an upload sent straight to the store
+	// that the sweep collected for the jobs waiting for it, and whose preparation it started
+	// (nobody had used it yet; docs/files.md).
+	OutboxUploadCollection = "upload_collection"
 	// OutboxWebhookDelivery is the kind of OutboxStarted for the webhook delivery of a job the API
 	// cancelled.
 	OutboxWebhookDelivery = "webhook_delivery"
@@ -205,7 +209,7 @@ func New() *Metrics {
 	// The API records alerts at acceptance and the worker's sweep records those a crash left: the
 	// shared registry shows each process's own, once per process.
 	m.alertsSent = m.counterVec(m.shared, AlertsSent, "Alert events recorded (credits.low, spend_limit.alert, spend_limit.reached), by event and livemode (false: a test key's).", "event", "livemode")
-	m.outboxStarted = m.counterVec(m.worker, OutboxStarted, "Workflows the outbox sweep started because their start was lost, by kind (order, job_run, input_preparation).", "kind")
+	m.outboxStarted = m.counterVec(m.worker, OutboxStarted, "Workflows the outbox sweep started because their start was lost or nobody started them yet, by kind (order, job_run, input_preparation, upload_collection, webhook_delivery).", "kind")
 	m.deadlineCancels = m.counterVec(m.worker, JobsDeadlineCancelled, "Jobs cancelled because they had not started by their request's Cancel-After, by who found them (sweep: waiting in their order; attempt: at their first attempt) and livemode.", "by", "livemode")
 	m.retentionPurged = prometheus.NewCounter(prometheus.CounterOpts{Name: RetentionPurged, Help: "Output files the retention sweep deleted."})
 	m.worker.MustRegister(m.retentionPurged)

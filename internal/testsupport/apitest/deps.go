@@ -15,6 +15,7 @@ import (
 
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/platform/blobstore"
+	"github.com/shotflow/shotflow/internal/platform/fileurl"
 	"github.com/shotflow/shotflow/internal/platform/ratelimit"
 	"github.com/shotflow/shotflow/internal/platform/secrets"
 	"github.com/shotflow/shotflow/internal/platform/urlsign"
@@ -38,6 +39,10 @@ var ClockStart = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 type Options struct {
 	// BlobURL is the blob store's bucket; "": a directory of the test's.
 	BlobURL string
+	// StoreFiles makes download URLs of the store (FILE_URLS=store, Deps.Files): presigned GETs
+	// of BlobURL's bucket, or URLs under PublicBase when it is set.
+	StoreFiles bool
+	PublicBase string
 	// Now drives the rate limiter; nil: the Deps' Clock.
 	Now func() time.Time
 	// Catalog replaces the built-in catalog (catalog.Load).
@@ -56,12 +61,14 @@ type Options struct {
 
 // Deps are the shared parts under an API handler. Engine uses DB, Blobs, Models, Temporal and Log.
 type Deps struct {
-	DB       *testdb.DB
-	Blobs    *blobstore.Store
-	Box      *secrets.Box
-	Catalog  *catalog.Catalog
-	Models   *providers.Registry
-	Signer   *urlsign.Signer
+	DB      *testdb.DB
+	Blobs   *blobstore.Store
+	Box     *secrets.Box
+	Catalog *catalog.Catalog
+	Models  *providers.Registry
+	Signer  *urlsign.Signer
+	// Files makes the download URLs: the store's with Options.StoreFiles, else nil (the API's).
+	Files    *fileurl.Maker
 	Clock    *Clock
 	Limiter  *ratelimit.Memory
 	Slots    *ratelimit.MemorySlots
@@ -109,6 +116,15 @@ func NewDeps(t testing.TB, db *testdb.DB, opts Options) *Deps {
 		base = BaseURL
 	}
 	d.Signer = urlsign.New(SignerKey, base)
+	if opts.StoreFiles {
+		var store fileurl.Presigner
+		if opts.PublicBase == "" {
+			store = d.Blobs
+		}
+		if d.Files, err = fileurl.Store(d.Signer, store, opts.PublicBase); err != nil {
+			t.Fatalf("apitest: file URLs: %v", err)
+		}
+	}
 	now := opts.Now
 	if now == nil {
 		now = d.Clock.Now
@@ -117,7 +133,7 @@ func NewDeps(t testing.TB, db *testdb.DB, opts Options) *Deps {
 	d.Slots = ratelimit.NewMemorySlots(now)
 	d.Temporal = NewTemporal(t, opts.Temporal)
 	d.EngineConfig = engine.Config{Store: models.NewStore(db), Blobs: d.Blobs, Log: d.Log, Temporal: d.Temporal.Client, TaskQueue: opts.TaskQueue, Models: d.Models,
-		Secrets: d.Box}
+		Secrets: d.Box, Files: d.Files}
 	d.Engine = engine.New(d.EngineConfig)
 	return d
 }

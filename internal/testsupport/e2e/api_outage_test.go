@@ -339,6 +339,8 @@ func outageRequests(t *testing.T, env *testenv.Env, tenant testenv.Tenant, api *
 	x(http.MethodGet, "/spend-limit", "/spend-limit", nil)
 	x(http.MethodPut, "/spend-limit", "/spend-limit", map[string]any{"monthlyCredits": 100, "alertAtPercent": 80})
 	x(http.MethodDelete, "/spend-limit", "/spend-limit", nil)
+	x(http.MethodGet, "/alerts", "/alerts", nil)
+	x(http.MethodPut, "/alerts", "/alerts", map[string]any{"low_balance_threshold": 100})
 	x(http.MethodGet, "/orders/:id", "/orders/"+id, nil)
 	x(http.MethodGet, "/orders/:id/events", "/orders/"+id+"/events", nil)
 	x(http.MethodDelete, "/orders/:id", "/orders/"+id, nil)

@@ -105,7 +105,8 @@ func fetchVia(t *testing.T, base, raw string) (int, string, []byte) {
 }
 
 // sameFileFromBoth fetches a signed file URL through both API processes and returns its bytes,
-// failing unless both serve it, alike.
+// failing unless both serve it, alike. A URL of the store (FILE_URLS=store) is fetched from the
+// store, as the clients of either API do.
 func sameFileFromBoth(t *testing.T, base1, base2, raw, wantType string) []byte {
 	t.Helper()
 	code1, type1, body1 := fetchVia(t, base1, raw)
@@ -187,10 +188,22 @@ func generatingOn(t *testing.T, env *testenv.Env, ids []string, worker *testenv.
 	return n
 }
 
-// putUploadVia PUTs the bytes of a presigned upload through one API process (or to the store, when
-// the URL is the store's own) and waits until a worker has prepared the upload.
-func putUploadVia(t *testing.T, env *testenv.Env, base string, up plugin.UploadResponse, contentType string, data []byte) {
+// putUploadVia sends the bytes of a presigned upload where its URL points: to one API process when
+// it is the deployment's (FILE_URLS=api), which prepares the upload, or to the store itself
+// (FILE_URLS=store), where the upload waits until it is first used. It reports whether the URL
+// was the store's.
+func putUploadVia(t *testing.T, env *testenv.Env, srv *s3server.Server, base string, up plugin.UploadResponse, contentType string, data []byte) bool {
 	t.Helper()
+	u, err := url.Parse(up.UploadURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Host == srv.Addr {
+		if code := putToStore(t, up.UploadURL, contentType, data); code != http.StatusOK {
+			t.Fatalf("PUT upload to the store: %d", code)
+		}
+		return true
+	}
 	req, err := http.NewRequest(http.MethodPut, via(t, base, up.UploadURL), bytes.NewReader(data))
 	if err != nil {
 		t.Fatal(err)
@@ -205,10 +218,8 @@ func putUploadVia(t *testing.T, env *testenv.Env, base string, up plugin.UploadR
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("PUT upload: %d %s", resp.StatusCode, body)
 	}
-	if err := env.App.Temporal.GetWorkflow(context.Background(), workflows.PrepareInputWorkflowID(up.AssetID), "").
-		Get(context.Background(), nil); err != nil {
-		t.Fatal(err)
-	}
+	waitPrepared(t, env, up.AssetID)
+	return false
 }
 
 // assetInBucket fails unless the asset's file is an object of the S3 server's bucket (versitygw's
@@ -288,8 +299,10 @@ func postSession(base, key string, body []byte) sessionAttempt {
 // processes over one Temporal server, one PostgreSQL database, one S3 bucket (versitygw) and one
 // Redis, with one PUBLIC_BASE_URL (a load balancer's) for all. It shows that
 //   - plugin and external sessions sent through either API complete, and both workers ran them;
-//   - an upload PUT through API 1 is served by API 2, as are the outputs and thumbnails, byte for
-//     byte as API 1 serves them: every file is in the bucket, none on a process's disk;
+//   - with the store's URLs (the default for s3://), an upload sent straight to the bucket with
+//     the URL API 1 gave is collected by its registration through API 2 and served by both APIs'
+//     signed route; the outputs' URLs either API gives are the bucket's and serve the same bytes,
+//     as do the thumbnails: every file is in the bucket, none on a process's disk;
 //   - a key limited to 10 requests a minute is admitted 10 times of 30 spread over both APIs;
 //   - with 20+ sessions in flight, a SIGKILL of one worker and one API loses nothing: every
 //     answered session completes, every accepted order ends, each job is settled once in the
@@ -327,10 +340,14 @@ func TestTwoAPIsAndTwoWorkersOverS3AndRedis(t *testing.T) {
 	x1 := &client{t: t, base: base1 + external.Base, key: tenant.ExternalKey, doc: contract.External}
 	x2 := &client{t: t, base: base2 + external.Base, key: tenant.ExternalKey, doc: contract.External}
 
-	// An upload through API 1 is registered and served through API 2.
+	// An upload whose URL API 1 gave is registered through API 2 and served by both. With the
+	// store's URLs (the default for s3://) the bytes go straight to the bucket, and API 2's
+	// registration collects them; the API's signed route still serves the file from either API.
 	input := packshotPNG(t)
 	up := presign(t, p1, "bottle.png", "image/png", input)
-	putUploadVia(t, env, base1, up, "image/png", input)
+	if !putUploadVia(t, env, srv, base1, up, "image/png", input) {
+		t.Fatalf("the upload URL %s is not the store's, though the deployment makes store URLs", up.UploadURL)
+	}
 	var reg struct{ Results []plugin.BulkResult }
 	expect(t, p2.do(http.MethodPost, "/packshots", map[string]any{"packshots": []map[string]any{{
 		"asset_id": up.AssetID, "product_ref": "bottle", "product_metadata": map[string]any{"display_name": "Bottle"},
@@ -338,8 +355,9 @@ func TestTwoAPIsAndTwoWorkersOverS3AndRedis(t *testing.T) {
 	if len(reg.Results) != 1 || reg.Results[0].Status != "created" {
 		t.Fatalf("packshot registered through API 2: %+v", reg)
 	}
+	waitPrepared(t, env, up.AssetID) // API 2 collected the upload and started its preparation
 	// The deployment's key signs the file's URL (the signature covers the path, not the host);
-	// API 2 serves the very bytes API 1 received.
+	// both APIs serve the very bytes sent with API 1's URL.
 	signed := lbBase + strings.TrimPrefix(env.App.Signer.URL(http.MethodGet, files.Path(up.AssetID), time.Now().Add(time.Hour)), env.BaseURL)
 	if got := sameFileFromBoth(t, base1, base2, signed, "image/png"); !bytes.Equal(got, input) {
 		t.Fatalf("the upload served back is %d bytes, not the %d uploaded", len(got), len(input))
@@ -370,12 +388,24 @@ func TestTwoAPIsAndTwoWorkersOverS3AndRedis(t *testing.T) {
 	var histories []string
 	for i, s := range []plugin.SessionResponse{s1, s2} {
 		other := []*client{p2, p1}[i] // each session is read through the API that did not take it
+		taker := []*client{p1, p2}[i]
 		for _, id := range s.Subjects[0].JobIDs {
 			job := waitCompleted(t, other, id)
 			if len(job.Outputs) != 1 {
 				t.Fatalf("job %s: %d outputs", id, len(job.Outputs))
 			}
-			img, format, err := image.Decode(bytes.NewReader(sameFileFromBoth(t, base1, base2, job.Outputs[0].URL, "image/png")))
+			// Both APIs give a presigned URL of the bucket, which serves the same bytes.
+			body := sameFileFromBoth(t, base1, base2, job.Outputs[0].URL, "image/png")
+			again := waitCompleted(t, taker, id)
+			for _, u := range []string{job.Outputs[0].URL, again.Outputs[0].URL} {
+				if parsed, err := url.Parse(u); err != nil || parsed.Host != srv.Addr {
+					t.Fatalf("output URL %s of job %s is not the store's", u, id)
+				}
+			}
+			if _, _, other := fetchVia(t, base1, again.Outputs[0].URL); !bytes.Equal(other, body) {
+				t.Fatalf("the output URLs of job %s the two APIs gave serve different bytes", id)
+			}
+			img, format, err := image.Decode(bytes.NewReader(body))
 			if err != nil || format != "png" {
 				t.Fatalf("output of job %s is not a PNG: %v", id, err)
 			}

@@ -7,6 +7,7 @@ import (
 	"image/color"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -170,25 +171,33 @@ func TestPluginPhotoSessionEndToEnd(t *testing.T) {
 	}
 }
 
-// registerPackshot uploads image through a presigned URL, waits until it is prepared, and
-// registers it as the approved packshot of a new product with the given reference.
+// registerPackshot uploads image through a presigned URL, registers it as the approved packshot of
+// a new product with the given reference, and waits until the upload is prepared, so that the
+// tests' jobs find it ready and count no extra attempt. An upload URL of the API is PUT to the
+// API, which prepares the upload; one of the store (FILE_URLS=store) is PUT to the store, and the
+// registration collects the upload and starts its preparation.
 func registerPackshot(t *testing.T, env *testenv.Env, api *client, productRef string, input []byte) {
 	t.Helper()
-	assetID := upload(t, api, "bottle.png", "image/png", input)
-	// Wait for its preparation, so that the tests' jobs find it ready and count no extra attempt.
-	if err := env.App.Temporal.GetWorkflow(context.Background(), workflows.PrepareInputWorkflowID(assetID), "").Get(context.Background(), nil); err != nil {
-		t.Fatal(err)
+	up := presign(t, api, "bottle.png", "image/png", input)
+	direct := !strings.HasPrefix(up.UploadURL, env.BaseURL+"/")
+	if direct {
+		if code := putToStore(t, up.UploadURL, "image/png", input); code != http.StatusOK {
+			t.Fatalf("PUT of the upload to the store = %d", code)
+		}
+	} else {
+		putUpload(t, up.UploadURL, "image/png", input)
+		waitPrepared(t, env, up.AssetID)
 	}
-
-	// 2. Register it as the approved packshot of a new product.
 	var reg struct{ Results []plugin.BulkResult }
 	expect(t, api.do(http.MethodPost, "/packshots", map[string]any{"packshots": []map[string]any{{
-		"asset_id": assetID, "product_ref": productRef, "product_metadata": map[string]any{"display_name": productRef},
+		"asset_id": up.AssetID, "product_ref": productRef, "product_metadata": map[string]any{"display_name": productRef},
 	}}}, &reg), http.StatusOK)
 	if len(reg.Results) != 1 || reg.Results[0].Status != "created" || reg.Results[0].Packshot.Voting != models.VotingAccepted {
 		t.Fatalf("packshot registration = %+v", reg)
 	}
-
+	if direct {
+		waitPrepared(t, env, up.AssetID)
+	}
 }
 
 func abs(x int) int {
