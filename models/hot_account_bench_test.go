@@ -1,0 +1,146 @@
+package models_test
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/shotflow/shotflow/internal/platform/secrets"
+	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/testdb"
+)
+
+// The hot-row question of issue 28 (docs/benchmarks.md, "One account's row"; docs/scaling.md):
+// every reservation updates its account's row (and, for a plugin session, its installation's), so
+// the orders of one account are written one after the other, each holding the row from its
+// statement to its commit. These benchmarks place 1-job plugin orders through Store.PlaceOrder
+// (the one statement an accepted session sends) with 1, 8 and 32 concurrent clients, all on one
+// account and spread over hotAccounts accounts, and report orders/s and the p50 and p99 latency of
+// a placement. Run them with a fixed count, e.g.
+//
+//	go test ./models/ -run '^$' -bench 'OneAccount|SpreadAccounts' -benchtime 3000x -count 5
+
+// hotAccounts is the number of accounts the spread benchmarks place their orders over.
+const hotAccounts = 32
+
+// benchClients are the concurrent clients of each sub-benchmark.
+var benchClients = []int{1, 8, 32}
+
+// BenchmarkOneAccount: every order reserves on the same account and installation.
+func BenchmarkOneAccount(b *testing.B) {
+	benchmarkPlacements(b, 1)
+}
+
+// BenchmarkSpreadAccounts: client i places its orders on account i mod hotAccounts, so no two of
+// 32 clients share a row: what the database does without the hot row.
+func BenchmarkSpreadAccounts(b *testing.B) {
+	benchmarkPlacements(b, hotAccounts)
+}
+
+// tenant is an account and its installation, with credits for every order a benchmark places.
+type tenant struct{ accountID, installationID string }
+
+func benchmarkPlacements(b *testing.B, accounts int) {
+	db := testdb.Open(b, testdb.MigratedPostgresURL(b))
+	sqlDB, err := db.DB()
+	if err != nil {
+		b.Fatal(err)
+	}
+	// One connection per client, as an API process has when its pool is at least as large as its
+	// concurrent sessions (DATABASE_MAX_OPEN_CONNS).
+	sqlDB.SetMaxOpenConns(slices.Max(benchClients))
+	sqlDB.SetMaxIdleConns(slices.Max(benchClients))
+	box, err := secrets.NewBox([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	tenants := make([]tenant, accounts)
+	for i := range tenants {
+		acc, err := models.CreateAccount(db, fmt.Sprintf("merchant-%d", i), 1<<40)
+		if err != nil {
+			b.Fatal(err)
+		}
+		inst, err := models.CreateInstallation(db, box, models.NewInstallation{AccountID: acc.ID,
+			Name: "shop", RateLimitPerMin: 100000}, "whsec_x")
+		if err != nil {
+			b.Fatal(err)
+		}
+		tenants[i] = tenant{acc.ID, inst.Installation.ID}
+	}
+	store := models.NewStore(db)
+	for _, clients := range benchClients {
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+			placeConcurrently(b, store, tenants, clients)
+		})
+	}
+	for _, tn := range tenants {
+		checkLedger(b, db, tn.accountID)
+	}
+}
+
+// placeConcurrently places b.N 1-job orders from clients goroutines, client i on tenant i mod
+// len(tenants), and reports orders/s and the p50 and p99 latency of a placement in ms.
+func placeConcurrently(b *testing.B, store *models.Store, tenants []tenant, clients int) {
+	latencies := make([]time.Duration, b.N)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, clients)
+	b.ResetTimer()
+	start := time.Now()
+	for c := range clients {
+		tn := tenants[c%len(tenants)]
+		wg.Go(func() {
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(b.N) {
+					return
+				}
+				order, jobs := orderOf(tn.accountID, 1, 4, time.Now())
+				order.API = models.APIPlugin
+				order.InstallationID = &tn.installationID
+				jobs[0].InstallationID = &tn.installationID
+				began := time.Now()
+				if err := store.PlaceOrder(b.Context(), order, jobs, nil); err != nil {
+					errs <- err
+					return
+				}
+				latencies[i] = time.Since(began)
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	slices.Sort(latencies)
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "orders/s")
+	b.ReportMetric(ms(latencies[len(latencies)/2]), "p50-ms")
+	b.ReportMetric(ms(latencies[(len(latencies)*99)/100]), "p99-ms")
+	b.ReportMetric(0, "ns/op") // the rate says it; ns/op of concurrent clients misleads
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// checkLedger fails when the account's balance and reservations disagree with its ledger: the
+// concurrent reservations must have lost no update.
+func checkLedger(b *testing.B, db *gorm.DB, accountID string) {
+	acc, err := models.GetAccount(db, accountID)
+	if err != nil {
+		b.Fatal(err)
+	}
+	balance, reserved, err := models.LedgerSums(db, accountID)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if balance != acc.CreditBalance || reserved != acc.CreditsReserved {
+		b.Fatalf("account %s: balance/reserved = %d/%d, ledger sums = %d/%d", accountID, acc.CreditBalance, acc.CreditsReserved, balance, reserved)
+	}
+}
