@@ -81,6 +81,32 @@ func benchmarkPlacements(b *testing.B, accounts int) {
 	for _, tn := range tenants {
 		checkLedger(b, db, tn.accountID)
 	}
+	logStorage(b, db)
+}
+
+// storedTables are the tables an accepted order writes rows to.
+var storedTables = []string{"orders", "jobs", "credit_ledger", "order_events", "pending_alerts"}
+
+// logStorage logs, per table an order writes, the rows per order and the bytes per order the
+// table and its indexes hold (PostgreSQL's own sizes, after a VACUUM so the counts are current):
+// what an accepted 1-job order leaves on disk (docs/scaling.md).
+func logStorage(b *testing.B, db *gorm.DB) {
+	var orders int64
+	if err := db.Model(&models.Order{}).Count(&orders).Error; err != nil || orders == 0 {
+		b.Fatalf("orders placed: %d, %v", orders, err)
+	}
+	if err := db.Exec("VACUUM ANALYZE").Error; err != nil {
+		b.Fatal(err)
+	}
+	for _, table := range storedTables {
+		var row struct{ Rows, Heap, Indexes int64 }
+		if err := db.Raw("SELECT (SELECT count(*) FROM "+table+") AS rows, pg_table_size(?) AS heap, pg_indexes_size(?) AS indexes",
+			table, table).Scan(&row).Error; err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("%s: %.2f rows, %.0f bytes of table and %.0f of indexes per order (%d orders)", table,
+			float64(row.Rows)/float64(orders), float64(row.Heap)/float64(orders), float64(row.Indexes)/float64(orders), orders)
+	}
 }
 
 // placeConcurrently places b.N 1-job orders from clients goroutines, client i on tenant i mod
