@@ -12,6 +12,7 @@ import (
 
 	"github.com/shotflow/shotflow/internal/platform/secrets"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/models/testdb"
 )
 
@@ -21,9 +22,12 @@ import (
 // statement to its commit. These benchmarks place 1-job plugin orders through Store.PlaceOrder
 // (the one statement an accepted session sends) with 1, 8 and 32 concurrent clients, all on one
 // account and spread over hotAccounts accounts, and report orders/s and the p50 and p99 latency of
-// a placement. Run them with a fixed count, e.g.
+// a placement. A job's settlement (Store.CompleteJob: the job, its output, the consume entry of
+// the ledger and the account's reserved credits, in one transaction) takes the account's row once
+// more per job: BenchmarkOneAccountSettlements and BenchmarkSpreadAccountsSettlements complete
+// begun 1-job orders the same way and report jobs/s. Run them with a fixed count, e.g.
 //
-//	go test ./models/ -run '^$' -bench 'OneAccount|SpreadAccounts' -benchtime 3000x -count 5
+//	go test ./models/ -run '^$' -bench 'OneAccount|SpreadAccounts' -benchtime 2000x -count 5
 
 // hotAccounts is the number of accounts the spread benchmarks place their orders over.
 const hotAccounts = 32
@@ -45,7 +49,54 @@ func BenchmarkSpreadAccounts(b *testing.B) {
 // tenant is an account and its installation, with credits for every order a benchmark places.
 type tenant struct{ accountID, installationID string }
 
+// order is a new 1-job plugin order of the tenant, as a session of one image.
+func (tn tenant) order() (*models.Order, []models.Job) {
+	order, jobs := orderOf(tn.accountID, 1, 4, time.Now())
+	order.API = models.APIPlugin
+	order.InstallationID = &tn.installationID
+	jobs[0].InstallationID = &tn.installationID
+	return order, jobs
+}
+
 func benchmarkPlacements(b *testing.B, accounts int) {
+	db, store, tenants := hotTenants(b, accounts)
+	for _, clients := range benchClients {
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+			placeConcurrently(b, store, tenants, clients)
+		})
+	}
+	for _, tn := range tenants {
+		checkLedger(b, db, tn.accountID)
+	}
+	logStorage(b, db)
+}
+
+// BenchmarkOneAccountSettlements: every job completed is of the same account.
+func BenchmarkOneAccountSettlements(b *testing.B) {
+	benchmarkSettlements(b, 1)
+}
+
+// BenchmarkSpreadAccountsSettlements: client i completes jobs of account i mod hotAccounts.
+func BenchmarkSpreadAccountsSettlements(b *testing.B) {
+	benchmarkSettlements(b, hotAccounts)
+}
+
+func benchmarkSettlements(b *testing.B, accounts int) {
+	db, store, tenants := hotTenants(b, accounts)
+	for _, clients := range benchClients {
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+			completeConcurrently(b, store, tenants, clients)
+		})
+	}
+	for _, tn := range tenants {
+		checkLedger(b, db, tn.accountID)
+	}
+}
+
+// hotTenants opens a migrated PostgreSQL database with a pool of a connection per client and
+// creates accounts tenants, each an account with credits for every order a benchmark places and
+// an installation.
+func hotTenants(b *testing.B, accounts int) (*gorm.DB, *models.Store, []tenant) {
 	db := testdb.Open(b, testdb.MigratedPostgresURL(b))
 	sqlDB, err := db.DB()
 	if err != nil {
@@ -72,16 +123,7 @@ func benchmarkPlacements(b *testing.B, accounts int) {
 		}
 		tenants[i] = tenant{acc.ID, inst.Installation.ID}
 	}
-	store := models.NewStore(db)
-	for _, clients := range benchClients {
-		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
-			placeConcurrently(b, store, tenants, clients)
-		})
-	}
-	for _, tn := range tenants {
-		checkLedger(b, db, tn.accountID)
-	}
-	logStorage(b, db)
+	return db, models.NewStore(db), tenants
 }
 
 // storedTables are the tables an accepted order writes rows to.
@@ -126,10 +168,7 @@ func placeConcurrently(b *testing.B, store *models.Store, tenants []tenant, clie
 				if i >= int64(b.N) {
 					return
 				}
-				order, jobs := orderOf(tn.accountID, 1, 4, time.Now())
-				order.API = models.APIPlugin
-				order.InstallationID = &tn.installationID
-				jobs[0].InstallationID = &tn.installationID
+				order, jobs := tn.order()
 				began := time.Now()
 				if err := store.PlaceOrder(b.Context(), order, jobs, nil); err != nil {
 					errs <- err
@@ -151,6 +190,69 @@ func placeConcurrently(b *testing.B, store *models.Store, tenants []tenant, clie
 	b.ReportMetric(ms(latencies[len(latencies)/2]), "p50-ms")
 	b.ReportMetric(ms(latencies[(len(latencies)*99)/100]), "p99-ms")
 	b.ReportMetric(0, "ns/op") // the rate says it; ns/op of concurrent clients misleads
+}
+
+// completeConcurrently places and begins b.N 1-job orders, client i's on tenant i mod
+// len(tenants), then, timed, completes them from clients goroutines, each job with one output,
+// and reports jobs/s and the p50 and p99 latency of a completion in ms.
+func completeConcurrently(b *testing.B, store *models.Store, tenants []tenant, clients int) {
+	ctx := b.Context()
+	jobsOf := make([][]models.Job, clients)
+	for i := range b.N {
+		c := i % clients
+		tn := tenants[c%len(tenants)]
+		order, jobs := tn.order()
+		if err := store.PlaceOrder(ctx, order, jobs, nil); err != nil {
+			b.Fatal(err)
+		}
+		if err := store.BeginAttempt(ctx, jobs[0].ID, 1, 1); err != nil {
+			b.Fatal(err)
+		}
+		jobsOf[c] = append(jobsOf[c], jobs[0])
+	}
+	latencies := make([]time.Duration, 0, b.N)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	errs := make(chan error, clients)
+	b.ResetTimer()
+	start := time.Now()
+	for c := range clients {
+		wg.Go(func() {
+			mine := make([]time.Duration, 0, len(jobsOf[c]))
+			for _, j := range jobsOf[c] {
+				now := time.Now().UTC()
+				output := models.Asset{ID: models.OutputAssetID(j.ID, j.Run, 0), AccountID: j.AccountID,
+					InstallationID: j.InstallationID, Kind: models.AssetKindOutput, Status: status.AssetReady,
+					ContentType: "image/png", BlobKey: models.OutputBlobKey(&j, 0, ".png"), JobID: &j.ID,
+					CreatedAt: now, UpdatedAt: now}
+				began := time.Now()
+				_, completed, err := store.CompleteJob(ctx, j.ID, j.Run, []models.Asset{output})
+				if err == nil && !completed {
+					err = fmt.Errorf("job %s was not completed", j.ID)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				mine = append(mine, time.Since(began))
+			}
+			mu.Lock()
+			latencies = append(latencies, mine...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	slices.Sort(latencies)
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "jobs/s")
+	b.ReportMetric(ms(latencies[len(latencies)/2]), "p50-ms")
+	b.ReportMetric(ms(latencies[(len(latencies)*99)/100]), "p99-ms")
+	b.ReportMetric(0, "ns/op")
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
