@@ -184,22 +184,22 @@ func run(o options) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
-	var c client.Client
-	if o.history || o.mode != modeShotflow {
-		// Resolved first, so a bad Temporal setting is reported before the load runs.
-		conn, err := temporalConnection(o)
-		if err != nil {
-			return err
-		}
-		log, err := logging.New("warn", "console") // the SDK's own logger would print every activity
-		if err != nil {
-			return err
-		}
-		if c, err = conn.Dial(ctx, log); err != nil {
-			return err
-		}
-		defer c.Close()
+	// Every mode needs Temporal: the baseline starts workflows, and shotflow's side waits for its
+	// packshot's preparation workflow (waitPrepared) and, with -history, reads histories. Resolved
+	// first, so a bad Temporal setting is reported before the load runs.
+	conn, err := temporalConnection(o)
+	if err != nil {
+		return err
 	}
+	log, err := logging.New("warn", "console") // the SDK's own logger would print every activity
+	if err != nil {
+		return err
+	}
+	c, err := conn.Dial(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
 	if o.mode != modeBoth && o.rounds > 1 {
 		return errors.New("-rounds needs -mode both: the rounds compare shotflow with the baseline")
 	}

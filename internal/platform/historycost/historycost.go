@@ -9,6 +9,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
+	"google.golang.org/protobuf/proto"
 )
 
 // Cost is what a history costs: its events and its Temporal actions.
@@ -79,4 +80,15 @@ func Read(ctx context.Context, c client.Client, workflowID, runID string) ([]*hi
 		events = append(events, e)
 	}
 	return events, nil
+}
+
+// Bytes is the size of a history's events as Temporal stores them: the sum of their protobuf
+// encodings (the server persists a history as batches of encoded events; its rows' overhead and
+// any compression by the database come on top). docs/scaling.md sizes history storage with it.
+func Bytes(events []*historypb.HistoryEvent) int {
+	n := 0
+	for _, e := range events {
+		n += proto.Size(e)
+	}
+	return n
 }

@@ -38,6 +38,28 @@ func TestCostOfAnOrder(t *testing.T) {
 	assert.Equal(t, historycost.Cost{Events: 29, Actions: 5}, historycost.Of(loadHistory(t, "order_workflow_completed_lean.json")))
 }
 
+// The recorded histories' sizes (docs/scaling.md): a quiet job 3,343 bytes, its two-job order
+// 5,312, of which each job's start, start confirmation and completion take 1,008 + 174 + 239.
+func TestBytesOfRecordedHistories(t *testing.T) {
+	assert.Equal(t, 3343, historycost.Bytes(loadHistory(t, "job_workflow_completed.json")))
+	order := loadHistory(t, "order_workflow_completed.json")
+	assert.Equal(t, 5312, historycost.Bytes(order))
+	perJob := 0
+	for _, e := range order {
+		switch e.GetEventType() {
+		case enumspb.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED, enumspb.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED,
+			enumspb.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED:
+			perJob += historycost.Bytes([]*historypb.HistoryEvent{e})
+		}
+	}
+	assert.Equal(t, 2*(1008+174+239), perJob)
+	// A history of one event is that event's encoding; no events, nothing.
+	assert.Zero(t, historycost.Bytes(nil))
+	e := event(enumspb.EVENT_TYPE_TIMER_STARTED, nil)
+	e.EventId = 300
+	assert.Equal(t, 5, historycost.Bytes([]*historypb.HistoryEvent{e}), "event_id 300 (tag and two-byte varint) and event_type 17 (tag and one byte)")
+}
+
 func event(typ enumspb.EventType, attrs func(*historypb.HistoryEvent)) *historypb.HistoryEvent {
 	e := &historypb.HistoryEvent{EventType: typ}
 	if attrs != nil {

@@ -28,8 +28,9 @@ var requiredServices = []string{
 	"migrate", "api", "worker", "redis", "prometheus", "grafana",
 }
 
-// shotflowServices run the shotflow image with the shared settings.
-var shotflowServices = []string{"migrate", "api", "worker"}
+// shotflowServices run the shotflow image with the shared settings (api-2 and worker-2: the
+// scale profile's replicas, scale_test.go).
+var shotflowServices = []string{"migrate", "api", "worker", "api-2", "worker-2"}
 
 // requiredVariables must be set, non-empty, for both api and worker.
 var requiredVariables = []string{
@@ -578,7 +579,7 @@ func TestComposeDependencies(t *testing.T) {
 
 func TestComposeHealthchecks(t *testing.T) {
 	f := loadCompose(t)
-	for _, name := range []string{"postgres", "temporal", "minio", "api"} {
+	for _, name := range []string{"postgres", "temporal", "minio", "api", "api-2", "worker-2", "lb"} {
 		if s, ok := f.Services[name]; ok && !hasHealthcheck(s) {
 			t.Errorf("service %s has no healthcheck", name)
 		}
@@ -615,7 +616,7 @@ func buildSpec(t *testing.T, name string, build any) (context, dockerfile string
 
 func TestComposeShotflowServicesBuildTheRepoDockerfile(t *testing.T) {
 	f := loadCompose(t)
-	commands := map[string]string{"migrate": "migrate", "api": "api", "worker": "worker"}
+	commands := map[string]string{"migrate": "migrate", "api": "api", "worker": "worker", "api-2": "api", "worker-2": "worker"}
 	for _, name := range shotflowServices {
 		s, ok := f.Services[name]
 		if !ok {
