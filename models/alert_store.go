@@ -171,6 +171,15 @@ func (s *Store) MarkSpendLimitReached(ctx context.Context, scope SpendScope, acc
 	if err != nil {
 		return false, err
 	}
+	// A runaway client refused again and again must not take the account's row each time: once the
+	// month is marked, a plain read answers.
+	var marked struct{ SpendReachedMonth string }
+	if err := s.conn(ctx).Model(model).Select("spend_reached_month").Where("id = ?", id).Take(&marked).Error; err != nil {
+		return false, orNotFound(err)
+	}
+	if marked.SpendReachedMonth == month {
+		return false, nil
+	}
 	first := false
 	err = s.Tx(ctx, func(tx *Store) error {
 		if scope.InstallationID != "" && tx.db.Dialector.Name() == "postgres" {
