@@ -278,12 +278,9 @@ func (e *adminEnv) installationTestKey(args []string) (any, error) {
 	}
 	var scopeList []string // nil: every plugin scope
 	if *scopes != "" {
-		for _, sc := range strings.Split(*scopes, ",") {
-			sc = strings.TrimSpace(sc)
-			if !slices.Contains(models.PluginScopes, sc) {
-				return nil, fmt.Errorf("%w: unknown scope %q (known: %s)", errUsage, sc, strings.Join(models.PluginScopes, ", "))
-			}
-			scopeList = append(scopeList, sc)
+		var err error
+		if scopeList, err = parseScopes(*scopes, models.PluginScopes); err != nil {
+			return nil, err
 		}
 	}
 	expiresAt, err := parseExpires(*expires)
@@ -295,6 +292,19 @@ func (e *adminEnv) installationTestKey(args []string) (any, error) {
 		return nil, err
 	}
 	return e.storeEngine().Accounts.IssueTestPluginKey(e.ctx, box, strings.TrimSpace(*installation), *name, scopeList, expiresAt)
+}
+
+// parseScopes reads --scopes, a comma-separated list of names of known.
+func parseScopes(list string, known []string) ([]string, error) {
+	var out []string
+	for _, sc := range strings.Split(list, ",") {
+		sc = strings.TrimSpace(sc)
+		if !slices.Contains(known, sc) {
+			return nil, fmt.Errorf("%w: unknown scope %q (known: %s)", errUsage, sc, strings.Join(known, ", "))
+		}
+		out = append(out, sc)
+	}
+	return out, nil
 }
 
 // parseExpires reads --expires: an RFC 3339 time or a positive duration from now; "" is nil
@@ -351,13 +361,9 @@ func (e *adminEnv) keysIssue(args []string) (any, error) {
 	if *account == "" {
 		return nil, fmt.Errorf("%w: --account is required", errUsage)
 	}
-	var list []string
-	for _, sc := range strings.Split(*scopes, ",") {
-		sc = strings.TrimSpace(sc)
-		if !slices.Contains(models.ExternalScopeNames, sc) {
-			return nil, fmt.Errorf("%w: unknown scope %q (known: %s)", errUsage, sc, strings.Join(models.ExternalScopeNames, ", "))
-		}
-		list = append(list, sc)
+	list, err := parseScopes(*scopes, models.ExternalScopeNames)
+	if err != nil {
+		return nil, err
 	}
 	expiresAt, err := parseExpires(*expires)
 	if err != nil {
