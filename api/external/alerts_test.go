@@ -67,6 +67,17 @@ func TestExternalGenerationAnswersChargeHeaders(t *testing.T) {
 		assert.Equal(t, balance, remaining)
 		assert.Equal(t, int64(100)-reserved, remaining)
 
+		// A keyed request's replay sends the first answer's headers, not today's balance.
+		first := e.keyedPost(key, "charge-1", "/sceneries/register-ideas", body)
+		require.Equal(t, http.StatusOK, first.Code, first.Body.String())
+		e.keyedPost(key, "", "/sceneries/register-ideas", body) // the balance moves on
+		replay := e.keyedPost(key, "charge-1", "/sceneries/register-ideas", body)
+		require.Equal(t, "true", replay.Header().Get("Idempotent-Replayed"))
+		for _, h := range []string{"X-Credits-Reserved", "X-Credits-Remaining"} {
+			require.NotEmpty(t, first.Header().Get(h))
+			assert.Equal(t, first.Header().Get(h), replay.Header().Get(h), h)
+		}
+
 		code, out, _ = e.send(key, http.MethodPut, "/spend-limit", map[string]any{"monthlyCredits": 1})
 		require.Equal(t, http.StatusOK, code, "%v", out)
 		code, out, h = e.send(key, http.MethodPost, "/sceneries/register-ideas", body)
