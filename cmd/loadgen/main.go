@@ -53,7 +53,7 @@ type options struct {
 	mode, base, key, model, temporal, namespace, pids string
 	history, startOnly                                bool
 	orders, images, products, concurrency             int
-	bareStarts, bareChildren, rounds                  int
+	bareStarts, bareChildren, rounds, orderJobs       int
 	timeout                                           time.Duration
 }
 
@@ -74,6 +74,7 @@ func main() {
 	flag.IntVar(&o.concurrency, "concurrency", 8, "sessions (and bare workflows) started at once")
 	flag.IntVar(&o.bareStarts, "bare-starts", 0, "bare one-activity workflows to start (default: -orders)")
 	flag.IntVar(&o.bareChildren, "bare-children", 50, "children per bare order; the bare orders hold as many jobs as the shotflow run, rounded up")
+	flag.IntVar(&o.orderJobs, "order-jobs", 0, "measure the jobs end to end on sessions of their own, of this many one-image subjects each (as many jobs as -orders sessions hold), after the accepted sessions have finished; 0: on the accepted sessions themselves. -order-jobs 50 compares like with like: orders of 50 jobs against the bare orders of 50 children")
 	flag.IntVar(&o.rounds, "rounds", 1, "with -mode both: measure this many times over and print each ratio's median as well (one run's rates swing by a quarter on a small machine)")
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up after this long")
 	flag.Parse()
@@ -284,23 +285,32 @@ func measureRound(ctx context.Context, o options, bare baseline, shotflow func(c
 // jobsPerSession is how many jobs one session of the run creates.
 func (o options) jobsPerSession() int { return o.products * o.images }
 
+// jobsMeasured is how many jobs the jobs/s end to end of shotflow's side count, and the bare
+// orders hold: the accepted sessions' (with -order-jobs, sessions of their own hold as many,
+// rounded up to whole sessions).
+func (o options) jobsMeasured() int {
+	n := o.orders * o.jobsPerSession()
+	if o.orderJobs > 0 {
+		n = max(1, (n+o.orderJobs-1)/o.orderJobs) * o.orderJobs
+	}
+	return n
+}
+
 // runShotflow submits o.orders sessions through the API and waits until every order is finished.
 // With -start-only the worker is paused while the sessions are accepted; whilePaused runs after
-// them, before the worker resumes.
+// them, before the worker resumes, and the jobs are timed from the resume (no job can run
+// before it). With -order-jobs the jobs are measured on sessions of their own instead (jobsPhase).
 func runShotflow(ctx context.Context, o options, c client.Client, m meter, whilePaused func() error) (shotflowResult, error) {
 	a := &api{base: strings.TrimRight(o.base, "/"), key: o.key, http: keepAliveClient(o.concurrency)}
 	prefix := fmt.Sprintf("load-%d", time.Now().UnixNano())
-	refs, assetID, err := setupProducts(ctx, a, prefix, o.products)
+	refs, assetID, err := setupProducts(ctx, a, prefix, max(o.products, o.orderJobs))
 	if err != nil {
 		return shotflowResult{}, err
 	}
 	if err := waitPrepared(ctx, c, assetID); err != nil {
 		return shotflowResult{}, fmt.Errorf("packshot upload %s not prepared: %w", assetID, err)
 	}
-	subjects := make([]map[string]any, len(refs))
-	for i, ref := range refs {
-		subjects[i] = map[string]any{"product_ref": ref, "images_count": o.images, "ai_model": o.model}
-	}
+	subjects := subjectsOf(refs[:o.products], o.images, o.model)
 	before, err := m.sample()
 	if err != nil {
 		return shotflowResult{}, err
@@ -320,6 +330,9 @@ func runShotflow(ctx context.Context, o options, c client.Client, m meter, while
 	if err == nil {
 		err = whilePaused()
 	}
+	if o.startOnly {
+		start = time.Now()
+	}
 	if err = cmp.Or(err, resume()); err != nil { // the worker resumes whatever happened
 		return shotflowResult{}, err
 	}
@@ -327,9 +340,21 @@ func runShotflow(ctx context.Context, o options, c client.Client, m meter, while
 		return shotflowResult{}, err
 	}
 	r := shotflowResult{accepted: accepted, acceptCPU: acceptCPU, jobs: phase{count: len(jobIDs), secs: time.Since(start).Seconds()}}
+	jobsPerOrder := o.jobsPerSession()
+	if o.orderJobs > 0 {
+		r.acceptedJobs, r.jobsPerAccepted = r.jobs, jobsPerOrder
+		jobsPerOrder = o.orderJobs
+		if before, err = m.sample(); err != nil {
+			return r, err
+		}
+		if r.jobs, orders, jobIDs, err = jobsPhase(ctx, a, subjectsOf(refs[:o.orderJobs], 1, o.model), len(jobIDs), o.concurrency); err != nil {
+			return r, err
+		}
+	}
 	if r.cpu, err = m.perJob(before, len(jobIDs)); err != nil {
 		return r, err
 	}
+	r.jobsPerOrder = jobsPerOrder
 	if o.history {
 		orderIDs := make([]string, len(orders))
 		for i, id := range orders {
@@ -338,9 +363,34 @@ func runShotflow(ctx context.Context, o options, c client.Client, m meter, while
 		for i, id := range jobIDs {
 			jobIDs[i] = "job/" + id
 		}
-		r.cost, err = jobCost(ctx, c, jobIDs, orderIDs, o.jobsPerSession())
+		r.cost, err = jobCost(ctx, c, jobIDs, orderIDs, jobsPerOrder)
 	}
 	return r, err
+}
+
+// subjectsOf is a session's subjects: each of refs with images images of model.
+func subjectsOf(refs []string, images int, model string) []map[string]any {
+	subjects := make([]map[string]any, len(refs))
+	for i, ref := range refs {
+		subjects[i] = map[string]any{"product_ref": ref, "images_count": images, "ai_model": model}
+	}
+	return subjects
+}
+
+// jobsPhase is -order-jobs' measurement of the jobs end to end: at least jobs jobs in sessions of
+// subjects (one job each), concurrency at a time, timed from the first request until the last
+// order has finished. It returns the phase, the orders and their jobs.
+func jobsPhase(ctx context.Context, a *api, subjects []map[string]any, jobs, concurrency int) (phase, []string, []string, error) {
+	start := time.Now()
+	sessions := max(1, (jobs+len(subjects)-1)/len(subjects))
+	_, orders, jobIDs, err := submitSessions(ctx, a, subjects, sessions, concurrency)
+	if err != nil {
+		return phase{}, nil, nil, err
+	}
+	if err := waitOrders(ctx, a, orders); err != nil {
+		return phase{}, nil, nil, err
+	}
+	return phase{count: len(jobIDs), secs: time.Since(start).Seconds()}, orders, jobIDs, nil
 }
 
 // submitSessions posts n sessions of subjects, concurrency at a time, and returns the acceptance
@@ -500,7 +550,7 @@ func (b *bareRun) finish(ctx context.Context) (bareResult, error) {
 	spent := maps.Clone(b.window)
 	spent.add(before, after)
 	r.startCPU = spent.perJob(n)
-	parents := max(1, (b.o.orders*b.o.jobsPerSession()+r.children-1)/r.children)
+	parents := max(1, (b.o.jobsMeasured()+r.children-1)/r.children)
 	if before, err = b.m.sample(); err != nil {
 		return *r, err
 	}

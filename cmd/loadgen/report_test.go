@@ -16,14 +16,18 @@ func TestRatiosOf(t *testing.T) {
 
 	jobs, sessions := rs[0], rs[1]
 	assert.InDelta(t, 5.0/10.0, jobs.share(), 1e-9)
-	assert.False(t, jobs.met(), "50% of the bare jobs/s is below the 60% goal")
+	assert.False(t, jobs.met(), "50% of the bare jobs/s is below the 80% goal")
 	assert.InDelta(t, 40.0/80.0, sessions.share(), 1e-9)
 	assert.False(t, sessions.met())
 
-	s.jobs.secs, s.accepted.secs = 16, 0.7
+	s.jobs.secs, s.accepted.secs = 24, 0.58
 	rs = ratiosOf(s, b)
-	assert.True(t, rs[0].met(), "12.5 of 10 jobs/s")
-	assert.True(t, rs[1].met(), "57 of 80 sessions/s is 71%")
+	assert.True(t, rs[0].met(), "8.3 of 10 jobs/s is 83%")
+	assert.True(t, rs[1].met(), "69 of 80 sessions/s is 86%")
+	s.jobs.secs, s.accepted.secs = 26, 0.6
+	rs = ratiosOf(s, b)
+	assert.False(t, rs[0].met(), "7.7 of 10 jobs/s is 77%")
+	assert.False(t, rs[1].met(), "66.7 of 80 sessions/s is 83%")
 }
 
 func TestRatioWithoutABaselineIsZero(t *testing.T) {
