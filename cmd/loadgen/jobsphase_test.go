@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/mocks"
 )
 
@@ -23,6 +25,7 @@ type fakePluginAPI struct {
 	mu       sync.Mutex
 	sessions [][]map[string]any
 	srv      *httptest.Server
+	status   string // of every order; "" is completed
 }
 
 func newFakePluginAPI(t *testing.T) *fakePluginAPI {
@@ -59,7 +62,9 @@ func newFakePluginAPI(t *testing.T) *fakePluginAPI {
 			}
 			_ = json.NewEncoder(w).Encode(resp)
 		case r.Method == http.MethodGet && strings.HasPrefix(path, "/orders/"):
-			fmt.Fprint(w, `{"status":"completed"}`)
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			fmt.Fprintf(w, `{"status":%q}`, cmp.Or(f.status, "completed"))
 		default:
 			http.NotFound(w, r)
 		}
@@ -137,4 +142,27 @@ func TestStartOnlyTimesTheJobsFromTheWorkersResume(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 5, r.jobs.count)
 	require.Less(t, r.jobs.secs, paused.Seconds()/2, "the jobs' window must not hold the pause")
+}
+
+// The orders are waited for as the bare workflows are, through Temporal (an order's workflow not
+// found yet is looked for again), then read once through the API: one still in progress there is
+// an error.
+func TestWaitOrdersWaitsForTheOrderWorkflows(t *testing.T) {
+	preparePoll = time.Millisecond
+	c := &mocks.Client{}
+	done := &mocks.WorkflowRun{}
+	done.On("Get", mock.Anything, nil).Return(nil)
+	notYet := &mocks.WorkflowRun{}
+	notYet.On("Get", mock.Anything, nil).Return(serviceerror.NewNotFound("workflow not found"))
+	c.On("GetWorkflow", mock.Anything, "order/o-1", "").Return(notYet).Twice()
+	c.On("GetWorkflow", mock.Anything, "order/o-1", "").Return(done).Once()
+	c.On("GetWorkflow", mock.Anything, "order/o-2", "").Return(done).Once()
+	require.NoError(t, waitOrders(context.Background(), c, []string{"o-1", "o-2"}))
+	c.AssertExpectations(t)
+
+	f := newFakePluginAPI(t)
+	a := &api{base: f.srv.URL, key: "pk_live_x", http: http.DefaultClient}
+	require.NoError(t, checkOrders(context.Background(), a, []string{"o-1"}))
+	f.status = "in_progress"
+	require.ErrorContains(t, checkOrders(context.Background(), a, []string{"o-1"}), "in progress")
 }

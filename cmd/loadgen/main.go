@@ -336,10 +336,13 @@ func runShotflow(ctx context.Context, o options, c client.Client, m meter, while
 	if err = cmp.Or(err, resume()); err != nil { // the worker resumes whatever happened
 		return shotflowResult{}, err
 	}
-	if err := waitOrders(ctx, a, orders); err != nil {
+	if err := waitOrders(ctx, c, orders); err != nil {
 		return shotflowResult{}, err
 	}
 	r := shotflowResult{accepted: accepted, acceptCPU: acceptCPU, jobs: phase{count: len(jobIDs), secs: time.Since(start).Seconds()}}
+	if err := checkOrders(ctx, a, orders); err != nil {
+		return r, err
+	}
 	jobsPerOrder := o.jobsPerSession()
 	if o.orderJobs > 0 {
 		r.acceptedJobs, r.jobsPerAccepted = r.jobs, jobsPerOrder
@@ -347,7 +350,7 @@ func runShotflow(ctx context.Context, o options, c client.Client, m meter, while
 		if before, err = m.sample(); err != nil {
 			return r, err
 		}
-		if r.jobs, orders, jobIDs, err = jobsPhase(ctx, a, subjectsOf(refs[:o.orderJobs], 1, o.model), len(jobIDs), o.concurrency); err != nil {
+		if r.jobs, orders, jobIDs, err = jobsPhase(ctx, a, c, subjectsOf(refs[:o.orderJobs], 1, o.model), len(jobIDs), o.concurrency); err != nil {
 			return r, err
 		}
 	}
@@ -380,17 +383,18 @@ func subjectsOf(refs []string, images int, model string) []map[string]any {
 // jobsPhase is -order-jobs' measurement of the jobs end to end: at least jobs jobs in sessions of
 // subjects (one job each), concurrency at a time, timed from the first request until the last
 // order has finished. It returns the phase, the orders and their jobs.
-func jobsPhase(ctx context.Context, a *api, subjects []map[string]any, jobs, concurrency int) (phase, []string, []string, error) {
+func jobsPhase(ctx context.Context, a *api, c client.Client, subjects []map[string]any, jobs, concurrency int) (phase, []string, []string, error) {
 	start := time.Now()
 	sessions := max(1, (jobs+len(subjects)-1)/len(subjects))
 	_, orders, jobIDs, err := submitSessions(ctx, a, subjects, sessions, concurrency)
 	if err != nil {
 		return phase{}, nil, nil, err
 	}
-	if err := waitOrders(ctx, a, orders); err != nil {
+	if err := waitOrders(ctx, c, orders); err != nil {
 		return phase{}, nil, nil, err
 	}
-	return phase{count: len(jobIDs), secs: time.Since(start).Seconds()}, orders, jobIDs, nil
+	p := phase{count: len(jobIDs), secs: time.Since(start).Seconds()}
+	return p, orders, jobIDs, checkOrders(ctx, a, orders)
 }
 
 // submitSessions posts n sessions of subjects, concurrency at a time, and returns the acceptance
@@ -441,24 +445,44 @@ func submitSessions(ctx context.Context, a *api, subjects []map[string]any, n, c
 	return phase{count: len(orders), secs: time.Since(start).Seconds(), latency: latency}, orders, jobIDs, nil
 }
 
-// waitOrders polls every order until it is no longer in progress.
-func waitOrders(ctx context.Context, a *api, orders []string) error {
+// waitOrders waits until every order's workflow has completed, as the bare side waits for its
+// workflows: a long poll of Temporal per order, where polling the API every 200 ms would load the
+// machine the jobs run on with requests the baseline does not send. An order's workflow completes
+// after its jobs' (each after its settlement), so its read model is final by then; checkOrders
+// confirms that through the API, outside the timed window. A workflow not found yet (its start
+// left to the sweeper) is looked for again.
+func waitOrders(ctx context.Context, c client.Client, orders []string) error {
 	for _, id := range orders {
 		for {
-			var order struct {
-				Status string `json:"status"`
-			}
-			if _, err := a.call(ctx, http.MethodGet, "/orders/"+id, nil, &order); err != nil {
-				return err
-			}
-			if order.Status != "in_progress" {
+			err := c.GetWorkflow(ctx, workflows.OrderWorkflowID(id), "").Get(ctx, nil)
+			var notFound *serviceerror.NotFound
+			if !errors.As(err, &notFound) {
+				if err != nil {
+					return fmt.Errorf("order %s: %w", id, err)
+				}
 				break
 			}
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
-			case <-time.After(200 * time.Millisecond):
+			case <-time.After(preparePoll):
 			}
+		}
+	}
+	return nil
+}
+
+// checkOrders reads every order through the API once and fails on one still in progress.
+func checkOrders(ctx context.Context, a *api, orders []string) error {
+	for _, id := range orders {
+		var order struct {
+			Status string `json:"status"`
+		}
+		if _, err := a.call(ctx, http.MethodGet, "/orders/"+id, nil, &order); err != nil {
+			return err
+		}
+		if order.Status == "in_progress" {
+			return fmt.Errorf("order %s: workflow completed, yet the API shows it in progress", id)
 		}
 	}
 	return nil
