@@ -121,6 +121,14 @@ func TestOrderJobsMeasuresTheJobsOnSessionsOfTheirOwn(t *testing.T) {
 	require.Equal(t, 60, o.jobsMeasured())
 	require.Zero(t, r.acceptedJobs.count)
 	require.Equal(t, 2, r.jobsPerOrder)
+
+	// -jobs sets the jobs phase's size apart from the accepted sessions'.
+	o.orderJobs, o.jobs = 25, 30
+	require.Equal(t, 50, o.jobsMeasured(), "30 jobs rounded up to two sessions of 25")
+	r, err = runShotflow(context.Background(), o, preparedUpload(), meter{proc: "/proc"}, func() error { return nil })
+	require.NoError(t, err)
+	require.Equal(t, 60, r.acceptedJobs.count)
+	require.Equal(t, 50, r.jobs.count)
 }
 
 // With -start-only no job can run while the worker is paused (the sessions' acceptance and the

@@ -53,7 +53,7 @@ type options struct {
 	mode, base, key, model, temporal, namespace, pids string
 	history, startOnly                                bool
 	orders, images, products, concurrency             int
-	bareStarts, bareChildren, rounds, orderJobs       int
+	bareStarts, bareChildren, rounds, orderJobs, jobs int
 	timeout                                           time.Duration
 }
 
@@ -75,6 +75,7 @@ func main() {
 	flag.IntVar(&o.bareStarts, "bare-starts", 0, "bare one-activity workflows to start (default: -orders)")
 	flag.IntVar(&o.bareChildren, "bare-children", 50, "children per bare order; the bare orders hold as many jobs as the shotflow run, rounded up")
 	flag.IntVar(&o.orderJobs, "order-jobs", 0, "measure the jobs end to end on sessions of their own, of this many one-image subjects each (as many jobs as -orders sessions hold), after the accepted sessions have finished; 0: on the accepted sessions themselves. -order-jobs 50 compares like with like: orders of 50 jobs against the bare orders of 50 children")
+	flag.IntVar(&o.jobs, "jobs", 0, "with -order-jobs: how many jobs its sessions hold, rounded up to whole sessions (default: as many as the accepted sessions hold)")
 	flag.IntVar(&o.rounds, "rounds", 1, "with -mode both: measure this many times over and print each ratio's median as well (one run's rates swing by a quarter on a small machine)")
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up after this long")
 	flag.Parse()
@@ -286,11 +287,12 @@ func measureRound(ctx context.Context, o options, bare baseline, shotflow func(c
 func (o options) jobsPerSession() int { return o.products * o.images }
 
 // jobsMeasured is how many jobs the jobs/s end to end of shotflow's side count, and the bare
-// orders hold: the accepted sessions' (with -order-jobs, sessions of their own hold as many,
-// rounded up to whole sessions).
+// orders hold: the accepted sessions' (with -order-jobs, sessions of their own hold as many, or
+// -jobs, rounded up to whole sessions).
 func (o options) jobsMeasured() int {
 	n := o.orders * o.jobsPerSession()
 	if o.orderJobs > 0 {
+		n = cmp.Or(o.jobs, n)
 		n = max(1, (n+o.orderJobs-1)/o.orderJobs) * o.orderJobs
 	}
 	return n
@@ -350,7 +352,7 @@ func runShotflow(ctx context.Context, o options, c client.Client, m meter, while
 		if before, err = m.sample(); err != nil {
 			return r, err
 		}
-		if r.jobs, orders, jobIDs, err = jobsPhase(ctx, a, c, subjectsOf(refs[:o.orderJobs], 1, o.model), len(jobIDs), o.concurrency); err != nil {
+		if r.jobs, orders, jobIDs, err = jobsPhase(ctx, a, c, subjectsOf(refs[:o.orderJobs], 1, o.model), o.jobsMeasured(), o.concurrency); err != nil {
 			return r, err
 		}
 	}

@@ -10,7 +10,8 @@
 # Flags after IMAGES go to loadgen: -start-only measures acceptance and the bare starts alone
 # (the worker is paused while sessions are accepted, the bare worker starts after the bare starts);
 # -order-jobs 50 measures the jobs end to end on sessions of 50 one-image subjects, like the bare
-# orders of 50 children (issue 28's measurement: 2000 1 -start-only -order-jobs 50 -rounds 5).
+# orders of 50 children, and -jobs N sets how many (issue 28: 2000 1 -start-only -bare-starts 1000
+# -order-jobs 50 -jobs 1000 -rounds 5).
 #
 # Output: the loadgen summary, also kept in $OUT (default .data/bench/postgres.txt). PROFILE=N
 # also keeps CPU profiles of the api and the worker over the run's first N seconds
