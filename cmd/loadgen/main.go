@@ -77,7 +77,7 @@ func main() {
 	flag.IntVar(&o.orderJobs, "order-jobs", 0, "measure the jobs end to end on sessions of their own, of this many one-image subjects each (as many jobs as -orders sessions hold), after the accepted sessions have finished; 0: on the accepted sessions themselves. -order-jobs 50 compares like with like: orders of 50 jobs against the bare orders of 50 children")
 	flag.IntVar(&o.jobs, "jobs", 0, "with -order-jobs: how many jobs its sessions hold, rounded up to whole sessions (default: as many as the accepted sessions hold)")
 	flag.IntVar(&o.rounds, "rounds", 1, "with -mode both: measure this many times over and print each ratio's median as well (one run's rates swing by a quarter on a small machine)")
-	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up after this long")
+	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up on a round (and on connecting) after this long")
 	flag.Parse()
 	if o.key == "" {
 		o.key = keyFromDevCredentials()
@@ -210,7 +210,9 @@ func run(o options) error {
 		if o.rounds > 1 {
 			fmt.Printf("round %d of %d\n", i+1, o.rounds)
 		}
-		rs, err := measure(ctx, o, c, m)
+		rctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+		rs, err := measure(rctx, o, c, m)
+		cancel()
 		if err != nil {
 			return err
 		}
