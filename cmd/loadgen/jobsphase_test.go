@@ -156,7 +156,7 @@ func TestStartOnlyTimesTheJobsFromTheWorkersResume(t *testing.T) {
 // found yet is looked for again), then read once through the API: one still in progress there is
 // an error.
 func TestWaitOrdersWaitsForTheOrderWorkflows(t *testing.T) {
-	preparePoll = time.Millisecond
+	workflowPoll = time.Millisecond
 	c := &mocks.Client{}
 	done := &mocks.WorkflowRun{}
 	done.On("Get", mock.Anything, nil).Return(nil)

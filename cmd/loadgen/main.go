@@ -454,27 +454,35 @@ func submitSessions(ctx context.Context, a *api, subjects []map[string]any, n, c
 // machine the jobs run on with requests the baseline does not send. An order's workflow completes
 // after its jobs' (each after its settlement), so its read model is final by then; checkOrders
 // confirms that through the API, outside the timed window. A workflow not found yet (its start
-// left to the sweeper) is looked for again.
+// left to the sweeper) is looked for again until ctx ends.
 func waitOrders(ctx context.Context, c client.Client, orders []string) error {
 	for _, id := range orders {
-		for {
-			err := c.GetWorkflow(ctx, workflows.OrderWorkflowID(id), "").Get(ctx, nil)
-			var notFound *serviceerror.NotFound
-			if !errors.As(err, &notFound) {
-				if err != nil {
-					return fmt.Errorf("order %s: %w", id, err)
-				}
-				break
-			}
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(preparePoll):
-			}
+		if err := awaitWorkflow(ctx, c, workflows.OrderWorkflowID(id), time.Time{}); err != nil {
+			return fmt.Errorf("order %s: %w", id, err)
 		}
 	}
 	return nil
 }
+
+// awaitWorkflow waits until the workflow id has completed, looking again every workflowPoll for
+// one that does not exist yet, until notFoundUntil (the zero time: for as long as ctx allows).
+func awaitWorkflow(ctx context.Context, c client.Client, id string, notFoundUntil time.Time) error {
+	for {
+		err := c.GetWorkflow(ctx, id, "").Get(ctx, nil)
+		var notFound *serviceerror.NotFound
+		if !errors.As(err, &notFound) || !notFoundUntil.IsZero() && time.Now().After(notFoundUntil) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(workflowPoll):
+		}
+	}
+}
+
+// workflowPoll is how often awaitWorkflow looks for a workflow that has not started yet.
+var workflowPoll = 200 * time.Millisecond
 
 // checkOrders reads every order through the API once and fails on one still in progress.
 func checkOrders(ctx context.Context, a *api, orders []string) error {
@@ -692,24 +700,8 @@ func setupProducts(ctx context.Context, a *api, prefix string, n int) ([]string,
 // signal: one more event in its history, and the preparation's signals to every such job would
 // load the measurement.
 func waitPrepared(ctx context.Context, c client.Client, assetID string) error {
-	id := workflows.PrepareInputWorkflowID(assetID)
-	deadline := time.Now().Add(time.Minute)
-	for {
-		err := c.GetWorkflow(ctx, id, "").Get(ctx, nil)
-		var notFound *serviceerror.NotFound
-		if !errors.As(err, &notFound) || time.Now().After(deadline) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(preparePoll):
-		}
-	}
+	return awaitWorkflow(ctx, c, workflows.PrepareInputWorkflowID(assetID), time.Now().Add(time.Minute))
 }
-
-// preparePoll is how often waitPrepared looks for a preparation that has not started yet.
-var preparePoll = 200 * time.Millisecond
 
 // temporalConnection reaches Temporal the way shotflow's processes do (TEMPORAL_* variables,
 // profiles, TLS), with -temporal and -namespace winning when given.

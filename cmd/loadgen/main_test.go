@@ -73,7 +73,7 @@ func TestKeepAliveClientReusesAConnectionPerConcurrentRequest(t *testing.T) {
 // waitPrepared waits for the upload's PrepareInputWorkflow, by its ID; one the API has not started
 // yet is looked for again, and a preparation that failed is an error.
 func TestWaitPreparedWaitsForTheUploadsPreparation(t *testing.T) {
-	preparePoll = time.Millisecond
+	workflowPoll = time.Millisecond
 	c := &mocks.Client{}
 	done := &mocks.WorkflowRun{}
 	done.On("Get", mock.Anything, nil).Return(nil)
