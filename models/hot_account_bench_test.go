@@ -179,17 +179,7 @@ func placeConcurrently(b *testing.B, store *models.Store, tenants []tenant, clie
 		})
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
-	b.StopTimer()
-	close(errs)
-	for err := range errs {
-		b.Fatal(err)
-	}
-	slices.Sort(latencies)
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "orders/s")
-	b.ReportMetric(ms(latencies[len(latencies)/2]), "p50-ms")
-	b.ReportMetric(ms(latencies[(len(latencies)*99)/100]), "p99-ms")
-	b.ReportMetric(0, "ns/op") // the rate says it; ns/op of concurrent clients misleads
+	report(b, start, errs, latencies, "orders/s")
 }
 
 // completeConcurrently places and begins b.N 1-job orders, client i's on tenant i mod
@@ -242,6 +232,12 @@ func completeConcurrently(b *testing.B, store *models.Store, tenants []tenant, c
 		})
 	}
 	wg.Wait()
+	report(b, start, errs, latencies, "jobs/s")
+}
+
+// report ends a benchmark of clients that have all returned: it fails on the first error they
+// sent, else reports b.N over the time since start in unit and the p50 and p99 of latencies in ms.
+func report(b *testing.B, start time.Time, errs chan error, latencies []time.Duration, unit string) {
 	elapsed := time.Since(start)
 	b.StopTimer()
 	close(errs)
@@ -249,10 +245,10 @@ func completeConcurrently(b *testing.B, store *models.Store, tenants []tenant, c
 		b.Fatal(err)
 	}
 	slices.Sort(latencies)
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "jobs/s")
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), unit)
 	b.ReportMetric(ms(latencies[len(latencies)/2]), "p50-ms")
 	b.ReportMetric(ms(latencies[(len(latencies)*99)/100]), "p99-ms")
-	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(0, "ns/op") // the rate says it; ns/op of concurrent clients misleads
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
