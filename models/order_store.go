@@ -28,6 +28,11 @@ func (s *Store) PlaceOrder(ctx context.Context, order *Order, jobs []Job, inTx f
 	if inTx != nil {
 		fn = func(tx *gorm.DB) error { return inTx(&Store{db: tx, inTx: true}) }
 	}
+	done, err := s.reserving(ctx, order.AccountID)
+	if err != nil {
+		return err
+	}
+	defer done()
 	return PlaceOrder(s.conn(ctx), order, jobs, fn)
 }
 

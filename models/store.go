@@ -15,12 +15,13 @@ import (
 // (SkipDefaultTransaction): a method that is one statement costs one round trip.
 type Store struct {
 	db   *gorm.DB
-	inTx bool // the store of a transaction (Tx)
+	inTx bool         // the store of a transaction (Tx)
+	gate *accountGate // one reservation per account at a time (PlaceOrder); nil in a transaction
 }
 
 // NewStore returns the store of db. It keeps db itself, not a session of it, so that what is
 // configured on db later (callbacks, a test's statement recorder) applies to the store too.
-func NewStore(db *gorm.DB) *Store { return &Store{db: db} }
+func NewStore(db *gorm.DB) *Store { return &Store{db: db, gate: &accountGate{}} }
 
 // Tx runs fn in one transaction: the methods of the store fn gets run in it, an error fn returns
 // (or a panic) rolls everything back, and nil commits. Called on the store of a transaction, Tx
@@ -38,6 +39,16 @@ func (s *Store) Atomic(ctx context.Context, fn func(tx *Store) error) error {
 		return fn(s)
 	}
 	return s.Tx(ctx, fn)
+}
+
+// reserving waits for the account's turn to reserve (accountGate) and returns the function that
+// ends it. A store in a transaction does not wait: its transaction may already hold the account's
+// row, and the turn is for what holds the row only as long as its own statement or transaction.
+func (s *Store) reserving(ctx context.Context, accountID string) (func(), error) {
+	if s.gate == nil || s.inTx {
+		return func() {}, nil
+	}
+	return s.gate.enter(ctx, accountID)
 }
 
 // conn is the store's database, or its transaction, bound to ctx.

@@ -33,6 +33,11 @@ const (
 // and runs inTx; any refusal or error undoes it all. Concurrent orders of one twin serialize on its
 // account row, so the quota is exact.
 func (s *Store) PlaceTestOrder(ctx context.Context, order *Order, jobs []Job, now time.Time, inTx func(tx *Store) error) error {
+	done, err := s.reserving(ctx, order.AccountID)
+	if err != nil {
+		return err
+	}
+	defer done()
 	return s.Tx(ctx, func(tx *Store) error {
 		db := tx.conn(ctx)
 		if err := countTestJobs(db, order.AccountID, len(jobs), now); err != nil {
