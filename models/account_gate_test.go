@@ -71,3 +71,10 @@ func TestAccountGateWaiterGivesUpWithItsContext(t *testing.T) {
 	}
 	again()
 }
+
+// waiting is how many accounts have a gate held or waited for.
+func (g *accountGate) waiting() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.gates)
+}

@@ -37,8 +37,8 @@ func (s *Store) AuthenticateKey(ctx context.Context, kind, full string, now time
 }
 
 // AuthenticateKeyWithInstallation is AuthenticateKey that also returns, read by the same query,
-// the installation the key is bound to: nil when it is bound to none or its installation does
-// not exist (AuthenticateKeyWithInstallation).
+// what authentication needs of the installation the key is bound to: nil when it is bound to
+// none or its installation does not exist (AuthenticateKeyWithInstallation).
 func (s *Store) AuthenticateKeyWithInstallation(ctx context.Context, kind, full string, now time.Time) (*APIKey, *KeyInstallation, error) {
 	return AuthenticateKeyWithInstallation(s.conn(ctx), kind, full, now)
 }

@@ -15,3 +15,9 @@ func CreateOrderStepByStep(tx *gorm.DB, order *Order, jobs []Job) error {
 // StoreConn is the database, or the transaction, a store's methods run in, for tests of Tx that
 // write through it without a method of their own.
 func StoreConn(ctx context.Context, s *Store) *gorm.DB { return s.conn(ctx) }
+
+// HoldAccount takes the account's turn to reserve in the store (accountGate) and returns the
+// function that ends it, for the tests that placements wait for it.
+func HoldAccount(ctx context.Context, s *Store, accountID string) (func(), error) {
+	return s.gate.enter(ctx, accountID)
+}
