@@ -47,8 +47,12 @@ func TestPlaceOrderWaitsForItsAccountsTurn(t *testing.T) {
 			t.Fatalf("another account's placement: %v", err)
 		}
 		inTx, inTxJobs := orderOf(held.ID, 1, 4, time.Now())
-		err = store.Tx(context.Background(), func(tx *models.Store) error {
-			return tx.PlaceOrder(context.Background(), inTx, inTxJobs, nil)
+		// A bounded wait, so that a transaction's placement that waited for the turn fails here
+		// rather than hanging the test.
+		txCtx, txCancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer txCancel()
+		err = store.Tx(txCtx, func(tx *models.Store) error {
+			return tx.PlaceOrder(txCtx, inTx, inTxJobs, nil)
 		})
 		if err != nil {
 			t.Fatalf("placement inside a transaction while the turn is held: %v", err)
