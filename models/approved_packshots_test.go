@@ -72,7 +72,7 @@ func TestLiveProductsWithApprovedPackshots(t *testing.T) {
 		if len(got) != 3 || got["several"] == nil || got["none"] == nil || got["bare"] == nil {
 			t.Fatalf("products = %v; want several, none and bare", got)
 		}
-		if got["several"].Product.ID != several.ID || got["none"].Product.ID != none.ID || got["bare"].Product.ID != bare.ID {
+		if got["several"].ID != several.ID || got["none"].ID != none.ID || got["bare"].ID != bare.ID {
 			t.Fatalf("products of another installation or the wrong ones: %+v", got)
 		}
 		if ids := packshotIDs(got["several"].Packshots); len(ids) != 2 || ids[0] != latest.ID || ids[1] != older.ID {
@@ -115,7 +115,7 @@ func TestLiveProductsWithApprovedPackshots(t *testing.T) {
 	})
 }
 
-func packshotIDs(list []models.Packshot) []string {
+func packshotIDs(list []models.ApprovedPackshot) []string {
 	var out []string
 	for _, p := range list {
 		out = append(out, p.ID)

@@ -1,6 +1,7 @@
 package models
 
 import (
+	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -119,15 +120,24 @@ func LiveProductByRef(db *gorm.DB, installationID, externalRef string) (*Product
 	return &out[0], nil
 }
 
-// ApprovedProduct is a live product with its approved packshots, latest first.
+// ApprovedProduct is what a session's plan needs of a live product (LiveProductsWithApprovedPackshots):
+// its ID and name, and its approved packshots, latest first.
 type ApprovedProduct struct {
-	Product   Product
-	Packshots []Packshot
+	ID          string
+	ExternalRef string
+	DisplayName string
+	Packshots   []ApprovedPackshot
+}
+
+// ApprovedPackshot is an approved packshot as a job starts from it: its ID and its image's asset.
+type ApprovedPackshot struct {
+	ID      string
+	AssetID string
 }
 
 // Approved returns the approved packshot that photo-shoot jobs of the product start from: the
 // latest one of assetID, or the latest of all when assetID is ""; nil when there is none.
-func (a *ApprovedProduct) Approved(assetID string) *Packshot {
+func (a *ApprovedProduct) Approved(assetID string) *ApprovedPackshot {
 	for i := range a.Packshots {
 		if assetID == "" || a.Packshots[i].AssetID == assetID {
 			return &a.Packshots[i]
@@ -140,65 +150,62 @@ func (a *ApprovedProduct) Approved(assetID string) *Packshot {
 // returns them: by approval time, undated last on both databases, then creation time and ID.
 const latestFirst = "voting_at IS NULL, voting_at DESC, created_at DESC, id DESC"
 
-// productWithPackshot is a product read with one of its packshots, nil when none matched.
-type productWithPackshot struct {
-	Product
-	Packshot *Packshot `gorm:"foreignKey:ProductID"`
-}
-
-func (productWithPackshot) TableName() string { return "products" }
+// approvedProductsQuery is LiveProductsWithApprovedPackshots' one query, written by hand and
+// scanned column by column: every session of the plugin API runs it, and gorm's join of two whole
+// models cost about 0.4 ms of the API's CPU a session to build and scan (docs/benchmarks.md,
+// "Fourth measurement"). The products of the refs, LEFT JOINed with the approved packshots picked
+// by ranking them per product (ROW_NUMBER, both dialects): the latest, and the latest of each
+// asset named. A product with many approved packshots costs one row, not one per packshot (issue
+// 23, item 21b). Its parameters: installation, refs, installation, voting, installation, refs,
+// named.
+const approvedProductsQuery = `SELECT p.id, p.external_ref, p.display_name, s.id, s.asset_id
+FROM products p LEFT JOIN (
+	SELECT id, product_id, asset_id, voting_at, created_at FROM (
+		SELECT id, product_id, asset_id, voting_at, created_at,
+			ROW_NUMBER() OVER (PARTITION BY product_id ORDER BY ` + latestFirst + `) AS latest,
+			ROW_NUMBER() OVER (PARTITION BY product_id, asset_id ORDER BY ` + latestFirst + `) AS latest_of_asset
+		FROM packshots WHERE installation_id = ? AND voting = ? AND deleted_at IS NULL AND archived_at IS NULL
+		AND product_id IN (SELECT id FROM products WHERE installation_id = ? AND external_ref IN ? AND deleted_at IS NULL)
+	) ranked WHERE latest = 1 OR (latest_of_asset = 1 AND asset_id IN ?)
+) s ON s.product_id = p.id
+WHERE p.installation_id = ? AND p.external_ref IN ? AND p.deleted_at IS NULL
+ORDER BY s.voting_at IS NULL, s.voting_at DESC, s.created_at DESC, s.id DESC`
 
 // LiveProductsWithApprovedPackshots returns, by external_ref, the installation's live products
 // that refs name, each with the approved packshots of the installation (neither deleted nor
 // archived) that photo-shoot jobs can start from, latest first (voting_at DESC, undated last, then
 // created_at DESC, id DESC): its latest one, and the latest one of each asset of named (the
-// subjects' packshot_asset_id) that is an approved packshot of it. One query, a LEFT JOIN of
-// products with those packshots, picked in the database by ranking the approved packshots of the
-// products (ROW_NUMBER, both dialects): a product with many approved packshots costs one row, not
-// one per packshot (issue 23, item 21b). A ref without a live product is absent from the map.
+// subjects' packshot_asset_id) that is an approved packshot of it, in one query
+// (approvedProductsQuery). A ref without a live product is absent from the map.
 func LiveProductsWithApprovedPackshots(db *gorm.DB, installationID string, refs, named []string) (map[string]*ApprovedProduct, error) {
 	out := map[string]*ApprovedProduct{}
 	if len(refs) == 0 {
 		return out, nil
 	}
-	// The join's conditions, on the joined packshot (gorm's alias "Packshot").
-	packshot := func(name string) clause.Column { return clause.Column{Table: clause.CurrentTable, Name: name} }
-	approved := db.Where(clause.Eq{Column: packshot("installation_id"), Value: installationID}).
-		Where(clause.Eq{Column: packshot("voting"), Value: VotingAccepted}).
-		Where(clause.Eq{Column: packshot("deleted_at"), Value: nil}).
-		Where(clause.Eq{Column: packshot("archived_at"), Value: nil}).
-		Where(clause.Expr{SQL: `? IN (SELECT id FROM (SELECT id, asset_id,
-			ROW_NUMBER() OVER (PARTITION BY product_id ORDER BY ` + latestFirst + `) AS latest,
-			ROW_NUMBER() OVER (PARTITION BY product_id, asset_id ORDER BY ` + latestFirst + `) AS latest_of_asset
-			FROM packshots WHERE installation_id = ? AND voting = ? AND deleted_at IS NULL AND archived_at IS NULL
-			AND product_id IN (SELECT id FROM products WHERE installation_id = ? AND external_ref IN ? AND deleted_at IS NULL)
-			) ranked WHERE latest = 1 OR (latest_of_asset = 1 AND asset_id IN ?))`,
-			Vars: []any{packshot("id"), installationID, VotingAccepted, installationID, refs, named}})
-	latest := func(name string) clause.OrderByColumn {
-		return clause.OrderByColumn{Column: clause.Column{Table: "Packshot", Name: name}, Desc: true}
-	}
-	// A packshot without an approval time comes after the dated ones on both databases
-	// (PostgreSQL sorts NULL first in a descending order, SQLite last).
-	undatedLast := clause.OrderByColumn{Column: clause.Column{Name: `"Packshot"."voting_at" IS NULL`, Raw: true}}
-	var rows []productWithPackshot
-	err := db.Joins("Packshot", approved).
-		Where("products.installation_id = ? AND products.external_ref IN ? AND products.deleted_at IS NULL", installationID, refs).
-		Order(clause.OrderBy{Columns: []clause.OrderByColumn{undatedLast, latest("voting_at"), latest("created_at"), latest("id")}}).
-		Find(&rows).Error
+	rows, err := db.Raw(approvedProductsQuery, installationID, VotingAccepted, installationID, refs, named, installationID, refs).Rows()
 	if err != nil {
 		return nil, err
 	}
-	for _, r := range rows {
-		a := out[r.ExternalRef]
-		if a == nil {
-			a = &ApprovedProduct{Product: r.Product}
-			out[r.ExternalRef] = a
+	defer rows.Close()
+	for rows.Next() {
+		var id, ref, name string
+		var packshotID, assetID sql.NullString
+		if err := rows.Scan(&id, &ref, &name, &packshotID, &assetID); err != nil {
+			return nil, err
 		}
-		if r.Packshot != nil {
-			a.Packshots = append(a.Packshots, *r.Packshot)
+		a := out[ref]
+		if a == nil {
+			a = &ApprovedProduct{ID: id, ExternalRef: ref, DisplayName: name}
+			out[ref] = a
+		}
+		if packshotID.Valid {
+			a.Packshots = append(a.Packshots, ApprovedPackshot{ID: packshotID.String, AssetID: assetID.String})
 		}
 	}
-	return out, nil
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, rows.Close()
 }
 
 // FindOrCreateProduct returns the live product of fresh's installation with fresh's external_ref,

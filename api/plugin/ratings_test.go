@@ -249,7 +249,7 @@ func (e *env) candidateOf(j models.Job) models.Packshot {
 
 // resolved is the packshot a photo session of the product starts from (nil: none), as the engine
 // plans it, with packshot_asset_id given when assetID is not empty.
-func (e *env) resolved(ref, assetID string) *models.Packshot {
+func (e *env) resolved(ref, assetID string) *models.ApprovedPackshot {
 	e.t.Helper()
 	var named []string
 	if assetID != "" {

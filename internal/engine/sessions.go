@@ -150,7 +150,7 @@ func (e *Sessions) PlanSession(ctx context.Context, req SessionRequest) (*models
 	}
 	var missing []string
 	for i, s := range req.Subjects {
-		var product *models.Product
+		var productID, productName string
 		var packshotID, inputAssetID *string
 		if jobType == jobtype.Packshot {
 			// A packshot job starts from a plain photo: no approved packshot is needed.
@@ -158,24 +158,24 @@ func (e *Sessions) PlanSession(ctx context.Context, req SessionRequest) (*models
 			if err != nil {
 				return nil, nil, err
 			}
-			product, inputAssetID = p, &assetID
+			productID, productName, inputAssetID = p.ID, p.DisplayName, &assetID
 		} else {
 			p, packshot := approvedPackshot(approved, s)
 			if packshot == nil {
 				missing = append(missing, s.ProductRef)
 				continue
 			}
-			product, packshotID, inputAssetID = p, &packshot.ID, &packshot.AssetID
+			productID, productName, packshotID, inputAssetID = p.ID, p.DisplayName, &packshot.ID, &packshot.AssetID
 		}
 		m, _ := e.cfg.Models.Model(s.AIModel)
 		label := s.ProductLabel
 		if label == "" {
-			label = product.DisplayName
+			label = productName
 		}
 		for range s.ImagesCount {
 			jobs = append(jobs, models.Job{
 				ID: models.NewID(), AccountID: req.AccountID, InstallationID: &instID, JobType: jobType,
-				Position: len(jobs), ProductID: &product.ID, ProductRef: s.ProductRef, ProductLabel: label,
+				Position: len(jobs), ProductID: &productID, ProductRef: s.ProductRef, ProductLabel: label,
 				PackshotID: packshotID, InputAssetID: inputAssetID, AIModel: m.ID, AspectRatio: cfg.AspectRatio,
 				CreditCost: m.BaseCreditCost, Run: 1, Status: status.JobPending, Voting: models.VotingPending,
 				CreatedAt: now, UpdatedAt: now, StartDeadline: deadline, TestMode: req.Test, TestOutcome: outcomes[i],
@@ -218,12 +218,12 @@ func subjectRefs(subjects []SessionSubject) (refs, named []string) {
 // and the approved packshot its photo-shoot jobs start from: its packshot_asset_id when that is an
 // approved packshot of the product, else the latest approved one. A nil product or packshot means
 // there is none.
-func approvedPackshot(approved map[string]*models.ApprovedProduct, s SessionSubject) (*models.Product, *models.Packshot) {
+func approvedPackshot(approved map[string]*models.ApprovedProduct, s SessionSubject) (*models.ApprovedProduct, *models.ApprovedPackshot) {
 	a := approved[s.ProductRef]
 	if a == nil {
 		return nil, nil
 	}
-	return &a.Product, a.Approved(s.PackshotAssetID)
+	return a, a.Approved(s.PackshotAssetID)
 }
 
 // resolvePhotoInput checks the input of a packshot job: the subject's product must be in the
