@@ -124,7 +124,6 @@ func LiveProductByRef(db *gorm.DB, installationID, externalRef string) (*Product
 // its ID and name, and its approved packshots, latest first.
 type ApprovedProduct struct {
 	ID          string
-	ExternalRef string
 	DisplayName string
 	Packshots   []ApprovedPackshot
 }
@@ -153,22 +152,25 @@ const latestFirst = "voting_at IS NULL, voting_at DESC, created_at DESC, id DESC
 // approvedProductsQuery is LiveProductsWithApprovedPackshots' one query, written by hand and
 // scanned column by column: every session of the plugin API runs it, and gorm's join of two whole
 // models cost about 0.4 ms of the API's CPU a session to build and scan (docs/benchmarks.md,
-// "Fourth measurement"). The products of the refs, LEFT JOINed with the approved packshots picked
-// by ranking them per product (ROW_NUMBER, both dialects): the latest, and the latest of each
-// asset named. A product with many approved packshots costs one row, not one per packshot (issue
-// 23, item 21b). Its parameters: installation, refs, installation, voting, installation, refs,
-// named.
-const approvedProductsQuery = `SELECT p.id, p.external_ref, p.display_name, s.id, s.asset_id
-FROM products p LEFT JOIN (
+// "Fourth measurement"). The live products of the refs (named once, in live), LEFT JOINed with
+// their approved packshots picked by ranking them per product (ROW_NUMBER, both dialects): the
+// latest, and the latest of each asset named. A product with many approved packshots costs one
+// row, not one per packshot (issue 23, item 21b). Its parameters: installation, refs,
+// installation, voting, named.
+const approvedProductsQuery = `WITH live AS (
+	SELECT id, external_ref, display_name FROM products
+	WHERE installation_id = ? AND external_ref IN ? AND deleted_at IS NULL
+)
+SELECT p.id, p.external_ref, p.display_name, s.id, s.asset_id
+FROM live p LEFT JOIN (
 	SELECT id, product_id, asset_id, voting_at, created_at FROM (
 		SELECT id, product_id, asset_id, voting_at, created_at,
 			ROW_NUMBER() OVER (PARTITION BY product_id ORDER BY ` + latestFirst + `) AS latest,
 			ROW_NUMBER() OVER (PARTITION BY product_id, asset_id ORDER BY ` + latestFirst + `) AS latest_of_asset
-		FROM packshots WHERE installation_id = ? AND voting = ? AND deleted_at IS NULL AND archived_at IS NULL
-		AND product_id IN (SELECT id FROM products WHERE installation_id = ? AND external_ref IN ? AND deleted_at IS NULL)
+		FROM packshots WHERE product_id IN (SELECT id FROM live)
+		AND installation_id = ? AND voting = ? AND deleted_at IS NULL AND archived_at IS NULL
 	) ranked WHERE latest = 1 OR (latest_of_asset = 1 AND asset_id IN ?)
 ) s ON s.product_id = p.id
-WHERE p.installation_id = ? AND p.external_ref IN ? AND p.deleted_at IS NULL
 ORDER BY s.voting_at IS NULL, s.voting_at DESC, s.created_at DESC, s.id DESC`
 
 // LiveProductsWithApprovedPackshots returns, by external_ref, the installation's live products
@@ -182,7 +184,7 @@ func LiveProductsWithApprovedPackshots(db *gorm.DB, installationID string, refs,
 	if len(refs) == 0 {
 		return out, nil
 	}
-	rows, err := db.Raw(approvedProductsQuery, installationID, VotingAccepted, installationID, refs, named, installationID, refs).Rows()
+	rows, err := db.Raw(approvedProductsQuery, installationID, refs, installationID, VotingAccepted, named).Rows()
 	if err != nil {
 		return nil, err
 	}
@@ -195,7 +197,7 @@ func LiveProductsWithApprovedPackshots(db *gorm.DB, installationID string, refs,
 		}
 		a := out[ref]
 		if a == nil {
-			a = &ApprovedProduct{ID: id, ExternalRef: ref, DisplayName: name}
+			a = &ApprovedProduct{ID: id, DisplayName: name}
 			out[ref] = a
 		}
 		if packshotID.Valid {
