@@ -12,5 +12,8 @@ type AccountPhotoRow struct {
 	AssetStatus      string
 	UploadExpiresAt  *time.Time // when the bytes of an upload still awaited stop being accepted
 	ThumbnailBlobKey string
+	BlobKey          string // the photo's own file, for a URL of the store when it has no thumbnail
+	ContentType      string
+	PurgedAt         *time.Time // when retention removed the file (its URL is then the API's, which answers 410)
 	CreatedAt        time.Time
 }

@@ -147,7 +147,8 @@ func (s *Store) ListAccountPhotos(ctx context.Context, accountID string) ([]Acco
 	err := db.Table("product_images AS i").
 		Select(`i.id AS id, i.asset_id AS asset_id, i.created_at AS created_at,
 			p.external_ref AS product_ref, p.display_name AS product_name,
-			a.status AS asset_status, a.upload_expires_at AS upload_expires_at, a.thumbnail_blob_key AS thumbnail_blob_key`).
+			a.status AS asset_status, a.upload_expires_at AS upload_expires_at, a.thumbnail_blob_key AS thumbnail_blob_key,
+			a.blob_key AS blob_key, a.content_type AS content_type, a.purged_at AS purged_at`).
 		Joins("JOIN products p ON p.id = i.product_id").
 		Joins("JOIN assets a ON a.id = i.asset_id").
 		Where("i.account_id = ? AND p.account_id = ? AND i.deleted_at IS NULL AND p.deleted_at IS NULL", accountID, accountID).

@@ -12,7 +12,6 @@ import (
 
 	"github.com/shotflow/shotflow/api/inputcheck"
 	"github.com/shotflow/shotflow/internal/engine"
-	"github.com/shotflow/shotflow/internal/jobview"
 	"github.com/shotflow/shotflow/models/status"
 )
 
@@ -103,7 +102,7 @@ func (h *Handler) productItem(r engine.AccountPhoto, expires time.Time, live boo
 		if r.Thumbnail {
 			item.Thumbnail, _ = h.fileURLs().Thumbnail(r.AssetID, r.ThumbnailKey, expires)
 		} else {
-			item.Thumbnail = h.Signer.URL(http.MethodGet, jobview.FilePath(r.AssetID), expires)
+			item.Thumbnail, _ = h.fileURLs().File(r.File, expires)
 		}
 	}
 	return item

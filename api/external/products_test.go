@@ -14,6 +14,7 @@ import (
 
 	"github.com/shotflow/shotflow/api/external"
 	"github.com/shotflow/shotflow/internal/jobview"
+	"github.com/shotflow/shotflow/internal/platform/fileurl"
 	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/models/status"
@@ -166,6 +167,43 @@ func TestListProducts(t *testing.T) {
 		}
 		e.checkSigned(byID[uploaded]["thumbnail"], jobview.ThumbnailPath(uploadedAsset))
 		e.checkSigned(byID[catalog]["thumbnail"], jobview.FilePath(catalogAsset)) // no thumbnail: the file
+
+		// With the store's URLs (FILE_URLS=store, here under a CDN base), both come from the
+		// store: the thumbnail's key, or the photo's own file when it has none; a purged file
+		// keeps the API's URL, whose route answers 410.
+		files, err := fileurl.Store(e.handler.Signer, nil, "https://cdn.example.com")
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.handler.Files = files
+		var uploadedRow, catalogRow models.Asset
+		if err := db.Take(&uploadedRow, "id = ?", uploadedAsset).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Take(&catalogRow, "id = ?", catalogAsset).Error; err != nil {
+			t.Fatal(err)
+		}
+		_, body = e.getAs(e.key, "/products")
+		byStore := map[string]map[string]any{}
+		for _, it := range productItems(t, body) {
+			byStore[it["id"].(string)] = it
+		}
+		if got, want := byStore[uploaded]["thumbnail"], "https://cdn.example.com/"+uploadedRow.ThumbnailBlobKey; got != want {
+			t.Errorf("store URLs: the uploaded photo's thumbnail = %v, want %s", got, want)
+		}
+		if got, want := byStore[catalog]["thumbnail"], "https://cdn.example.com/"+catalogRow.BlobKey; got != want {
+			t.Errorf("store URLs: the photo without a thumbnail = %v, want its file %s", got, want)
+		}
+		if err := db.Model(&models.Asset{}).Where("id = ?", catalogAsset).Update("purged_at", e.now).Error; err != nil {
+			t.Fatal(err)
+		}
+		_, body = e.getAs(e.key, "/products")
+		for _, it := range productItems(t, body) {
+			if it["id"] == catalog {
+				e.checkSigned(it["thumbnail"], jobview.FilePath(catalogAsset))
+			}
+		}
+		e.handler.Files = nil
 		if created, err := time.Parse(time.RFC3339Nano, byID[uploaded]["createdAt"].(string)); err != nil || !created.Equal(at(1)) {
 			t.Errorf("createdAt = %v, want %v", byID[uploaded]["createdAt"], at(1))
 		}

@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/shotflow/shotflow/internal/platform/fileurl"
 	"github.com/shotflow/shotflow/models"
 )
 
@@ -21,12 +22,21 @@ type AccountPhoto struct {
 	Thumbnail   bool       // the prepared upload has a thumbnail
 	// ThumbnailKey is the thumbnail's key in the blob store ("" without one).
 	ThumbnailKey string
-	CreatedAt    time.Time
+	// File is the photo's own file, which a photo without a thumbnail shows: its key and type in
+	// the store for a URL of the store, no key for the API's URL (a purged file's, which answers
+	// 410).
+	File      fileurl.File
+	CreatedAt time.Time
 }
 
 func accountPhotoOf(r *models.AccountPhotoRow) AccountPhoto {
-	return AccountPhoto{ID: r.ID, AssetID: r.AssetID, ProductRef: r.ProductRef, ProductName: r.ProductName,
-		AssetStatus: r.AssetStatus, UploadsBy: r.UploadExpiresAt, Thumbnail: r.ThumbnailBlobKey != "", ThumbnailKey: r.ThumbnailBlobKey, CreatedAt: r.CreatedAt}
+	p := AccountPhoto{ID: r.ID, AssetID: r.AssetID, ProductRef: r.ProductRef, ProductName: r.ProductName,
+		AssetStatus: r.AssetStatus, UploadsBy: r.UploadExpiresAt, Thumbnail: r.ThumbnailBlobKey != "", ThumbnailKey: r.ThumbnailBlobKey, CreatedAt: r.CreatedAt,
+		File: fileurl.File{AssetID: r.AssetID}}
+	if r.PurgedAt == nil {
+		p.File.Key, p.File.ContentType = r.BlobKey, r.ContentType
+	}
+	return p
 }
 
 // ListAccountPhotos returns the account's live product photos, from its installations' catalogs
