@@ -26,6 +26,16 @@ LOGS=.data/bench; mkdir -p "$LOGS"
 export PGOPTIONS="-c client_min_messages=warning"
 export TEMPORAL_SERVER_DIR="$PWD/bin/temporal-server" TEMPORAL_PORT_OFFSET=10000 TEMPORAL_DATABASE=temporal_bench
 psql -h 127.0.0.1 -U postgres -qc "DROP DATABASE IF EXISTS temporal_bench" -c "DROP DATABASE IF EXISTS temporal_bench_visibility" -c "DROP DATABASE IF EXISTS shotflow_bench" >/dev/null
+# PostgreSQL vacuums and analyzes the databases as a deployment's does. A machine whose
+# configuration turns autovacuum off (this CI image's conf.d does, to spare its tests) would run
+# the rounds on tables that are never vacuumed nor analyzed: shotflow's read model, whose rows
+# every job updates, slows down round after round, and so does Temporal's. Autovacuum is turned
+# on for the run (ALTER SYSTEM, a reload) and reset at the end.
+if [ "$(psql -h 127.0.0.1 -U postgres -Atc 'SHOW autovacuum')" != on ]; then
+  psql -h 127.0.0.1 -U postgres -qc "ALTER SYSTEM SET autovacuum = on" -c "SELECT pg_reload_conf()" >/dev/null
+  trap 'psql -h 127.0.0.1 -U postgres -qc "ALTER SYSTEM RESET autovacuum" -c "SELECT pg_reload_conf()" >/dev/null' EXIT
+  sleep 1
+fi
 deploy/temporal-postgres/run.sh build >$LOGS/build.log 2>&1 || { echo build failed; exit 1; }
 deploy/temporal-postgres/run.sh schema >$LOGS/schema.log 2>&1 || { echo schema failed; tail $LOGS/schema.log; exit 1; }
 deploy/temporal-postgres/run.sh config >$LOGS/config.log 2>&1 || { echo config failed; exit 1; }
@@ -55,10 +65,11 @@ if [ -n "${PROFILE:-}" ]; then # CPU profiles of the api and the worker over the
   curl -s -o $LOGS/api.pprof "http://127.0.0.1:18082/debug/pprof/profile?seconds=$PROFILE" &
   curl -s -o $LOGS/worker.pprof "http://127.0.0.1:18083/debug/pprof/profile?seconds=$PROFILE" &
 fi
+echo "postgres: $(psql -h 127.0.0.1 -U postgres -Atc "SELECT string_agg(name || '=' || setting, ' ' ORDER BY name) FROM pg_settings WHERE name IN ('autovacuum', 'shared_buffers', 'synchronous_commit', 'fsync', 'max_connections')")" | tee "${OUT:-$LOGS/postgres.txt}"
 POSTMASTER=$(head -1 "$(psql -h 127.0.0.1 -U postgres -Atc 'show data_directory')/postmaster.pid")
 bin/loadgen -mode both -base http://127.0.0.1:18080 -key "$KEY" -temporal 127.0.0.1:17233 \
   -orders "$ORDERS" -products 1 -images "$IMAGES" -concurrency 8 \
-  -pids temporal=$SERVER,postgres=$POSTMASTER,worker=$WORKER,api=$API "$@" 2>&1 | tee "${OUT:-$LOGS/postgres.txt}"
+  -pids temporal=$SERVER,postgres=$POSTMASTER,worker=$WORKER,api=$API "$@" 2>&1 | tee -a "${OUT:-$LOGS/postgres.txt}"
 kill $API $WORKER 2>/dev/null; sleep 1
 kill $SERVER 2>/dev/null; pkill -f "$TEMPORAL_SERVER_DIR/server"; sleep 2
 psql -h 127.0.0.1 -U postgres -qc "DROP DATABASE IF EXISTS temporal_bench" -c "DROP DATABASE IF EXISTS temporal_bench_visibility" -c "DROP DATABASE IF EXISTS shotflow_bench" >/dev/null 2>&1
