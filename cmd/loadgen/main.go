@@ -54,7 +54,7 @@ type options struct {
 	history, startOnly                                bool
 	orders, images, products, concurrency             int
 	bareStarts, bareChildren, rounds, orderJobs, jobs int
-	timeout                                           time.Duration
+	timeout, settle                                   time.Duration
 }
 
 func main() {
@@ -78,6 +78,7 @@ func main() {
 	flag.IntVar(&o.jobs, "jobs", 0, "with -order-jobs: how many jobs its sessions hold, rounded up to whole sessions (default: as many as the accepted sessions hold)")
 	flag.IntVar(&o.rounds, "rounds", 1, "with -mode both: measure this many times over and print each ratio's median as well (one run's rates swing by a quarter on a small machine)")
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up on a round (and on connecting) after this long")
+	flag.DurationVar(&o.settle, "settle", time.Minute, "before each measured window, wait up to this long until the -pids processes are quiet (under 15% of a core together), so that no window pays for what the phase before it left running; 0: do not wait")
 	flag.Parse()
 	if o.key == "" {
 		o.key = keyFromDevCredentials()
@@ -315,6 +316,9 @@ func runShotflow(ctx context.Context, o options, c client.Client, m meter, while
 		return shotflowResult{}, fmt.Errorf("packshot upload %s not prepared: %w", assetID, err)
 	}
 	subjects := subjectsOf(refs[:o.products], o.images, o.model)
+	if err := m.settleBefore(ctx, o, "the sessions"); err != nil {
+		return shotflowResult{}, err
+	}
 	before, err := m.sample()
 	if err != nil {
 		return shotflowResult{}, err
@@ -351,6 +355,9 @@ func runShotflow(ctx context.Context, o options, c client.Client, m meter, while
 	if o.orderJobs > 0 {
 		r.acceptedJobs, r.jobsPerAccepted = r.jobs, jobsPerOrder
 		jobsPerOrder = o.orderJobs
+		if err := m.settleBefore(ctx, o, "the jobs"); err != nil {
+			return r, err
+		}
 		if before, err = m.sample(); err != nil {
 			return r, err
 		}
@@ -536,6 +543,9 @@ func (b *bareRun) starts(ctx context.Context) error {
 		}
 		b.w = w
 	}
+	if err := b.m.settleBefore(ctx, b.o, "the bare starts"); err != nil {
+		return err
+	}
 	before, err := b.m.sample()
 	if err != nil {
 		return err
@@ -587,6 +597,9 @@ func (b *bareRun) finish(ctx context.Context) (bareResult, error) {
 	spent.add(before, after)
 	r.startCPU = spent.perJob(n)
 	parents := max(1, (b.o.jobsMeasured()+r.children-1)/r.children)
+	if err := b.m.settleBefore(ctx, b.o, "the bare jobs"); err != nil {
+		return *r, err
+	}
 	if before, err = b.m.sample(); err != nil {
 		return *r, err
 	}
