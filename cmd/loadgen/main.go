@@ -316,7 +316,7 @@ func runShotflow(ctx context.Context, o options, c client.Client, m meter, while
 		return shotflowResult{}, fmt.Errorf("packshot upload %s not prepared: %w", assetID, err)
 	}
 	subjects := subjectsOf(refs[:o.products], o.images, o.model)
-	if err := m.settleBefore(ctx, o, "the sessions"); err != nil {
+	if err := m.settleBefore(ctx, o.settle, "the sessions"); err != nil {
 		return shotflowResult{}, err
 	}
 	before, err := m.sample()
@@ -355,7 +355,7 @@ func runShotflow(ctx context.Context, o options, c client.Client, m meter, while
 	if o.orderJobs > 0 {
 		r.acceptedJobs, r.jobsPerAccepted = r.jobs, jobsPerOrder
 		jobsPerOrder = o.orderJobs
-		if err := m.settleBefore(ctx, o, "the jobs"); err != nil {
+		if err := m.settleBefore(ctx, o.settle, "the jobs"); err != nil {
 			return r, err
 		}
 		if before, err = m.sample(); err != nil {
@@ -543,7 +543,7 @@ func (b *bareRun) starts(ctx context.Context) error {
 		}
 		b.w = w
 	}
-	if err := b.m.settleBefore(ctx, b.o, "the bare starts"); err != nil {
+	if err := b.m.settleBefore(ctx, b.o.settle, "the bare starts"); err != nil {
 		return err
 	}
 	before, err := b.m.sample()
@@ -597,7 +597,7 @@ func (b *bareRun) finish(ctx context.Context) (bareResult, error) {
 	spent.add(before, after)
 	r.startCPU = spent.perJob(n)
 	parents := max(1, (b.o.jobsMeasured()+r.children-1)/r.children)
-	if err := b.m.settleBefore(ctx, b.o, "the bare jobs"); err != nil {
+	if err := b.m.settleBefore(ctx, b.o.settle, "the bare jobs"); err != nil {
 		return *r, err
 	}
 	if before, err = b.m.sample(); err != nil {

@@ -14,13 +14,13 @@ const quietShare = 0.15
 // settleEvery is how often settle samples the watched processes.
 const settleEvery = time.Second
 
-// settleBefore waits, unless -settle is 0, until the watched processes are quiet (settle) and
-// prints how long that took, naming the window about to start.
-func (m meter) settleBefore(ctx context.Context, o options, window string) error {
-	if o.settle <= 0 {
+// settleBefore waits up to maxWait (-settle; 0 does not wait) until the watched processes are
+// quiet (settle) and prints how long that took, naming the window about to start.
+func (m meter) settleBefore(ctx context.Context, maxWait time.Duration, window string) error {
+	if maxWait <= 0 {
 		return nil
 	}
-	waited, quiet, err := settle(ctx, m.sample, settleEvery, o.settle)
+	waited, quiet, err := settle(ctx, m.sample, settleEvery, maxWait)
 	if err != nil {
 		return err
 	}

@@ -31,8 +31,8 @@ type AccountPhoto struct {
 
 func accountPhotoOf(r *models.AccountPhotoRow) AccountPhoto {
 	p := AccountPhoto{ID: r.ID, AssetID: r.AssetID, ProductRef: r.ProductRef, ProductName: r.ProductName,
-		AssetStatus: r.AssetStatus, UploadsBy: r.UploadExpiresAt, Thumbnail: r.ThumbnailBlobKey != "", ThumbnailKey: r.ThumbnailBlobKey, CreatedAt: r.CreatedAt,
-		File: fileurl.File{AssetID: r.AssetID}}
+		AssetStatus: r.AssetStatus, UploadsBy: r.UploadExpiresAt, CreatedAt: r.CreatedAt,
+		Thumbnail: r.ThumbnailBlobKey != "", ThumbnailKey: r.ThumbnailBlobKey, File: fileurl.File{AssetID: r.AssetID}}
 	if r.PurgedAt == nil {
 		p.File.Key, p.File.ContentType = r.BlobKey, r.ContentType
 	}
