@@ -12,8 +12,9 @@ import (
 // the pool and costing the database a lock wait and a re-check of the row's latest version
 // (1.89–2.44 ms of PostgreSQL CPU per order with 8 clients on one account, 0.76 ms with the gate;
 // docs/benchmarks.md, "One account's row"). With it the waiters queue in the process, outside the
-// pool, and the other tenants' requests keep their connections. Orders of different accounts never wait for each other, and
-// several processes still meet at the row, where PostgreSQL orders them.
+// pool, and the other tenants' requests keep their connections. Orders of different accounts
+// never wait for each other, and several processes still meet at the row, where PostgreSQL orders
+// them.
 //
 // A waiter gives up when its context ends. The gate is never held while waiting for anything but
 // the reservation's own statement or transaction, so it cannot deadlock with the database.

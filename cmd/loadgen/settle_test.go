@@ -46,14 +46,14 @@ func TestSettleGivesUpAfterMaxWait(t *testing.T) {
 }
 
 func TestSettleCountsEveryProcessAndStopsOnErrors(t *testing.T) {
-	// Quiet by one process's ticks, busy by the sum of both: not quiet.
+	// Over 100 ms, 15% of a core is 1.5 ticks: each process's tick is under it, their sum is not.
 	calls := 0
 	sample := func() (cpuSample, error) {
 		calls++
-		return cpuSample{"temporal": uint64(calls) * 10, "postgres": uint64(calls) * 10}, nil
+		return cpuSample{"temporal": uint64(calls), "postgres": uint64(calls)}, nil
 	}
 	if _, quiet, _ := settle(context.Background(), sample, time.Second/10, 250*time.Millisecond); quiet {
-		t.Error("20 ticks a tenth of a second is not quiet")
+		t.Error("a tick of each of two processes per 100 ms (20% of a core) is not quiet")
 	}
 	// 1 tick per second, under 15% of a core: quiet.
 	calls = 0
