@@ -9,6 +9,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 )
@@ -19,7 +20,66 @@ const (
 	bareParentName   = "LoadgenBareParent"
 	bareChildName    = "LoadgenBareChild"
 	bareActivityName = "LoadgenBareNoop"
+	// bareShapedName is a bare job started with an order's shape (-bare-shape order): its input
+	// is ignored.
+	bareShapedName = "LoadgenBareShaped"
 )
+
+// Shapes of the bare starts (-bare-shape).
+const (
+	shapePlain = "plain" // no input, search attributes or memo: the least a start can be
+	shapeOrder = "order" // the input, search attributes and memo of a 1-job plugin order's start
+)
+
+// orderShape is what -bare-shape order adds to a bare start: the five search attributes, the memo
+// and an input of the fields shotflow's API gives the workflow of a session of one image
+// (engine.Orders.startWorkflow; a command may not import workflows, so the input is a copy of
+// workflows.OrderInput's fields with the values such a session has). Measured against plain starts
+// it shows what the start's shape costs Temporal and PostgreSQL, apart from the API and
+// shotflow's statements.
+func orderShape(o *client.StartWorkflowOptions, i int) []any {
+	id := func(prefix string) string { return fmt.Sprintf("%s_01KBXK%020d", prefix, i) }
+	o.TypedSearchAttributes = temporal.NewSearchAttributes(
+		temporal.NewSearchAttributeKeyKeyword("ShotflowAccountID").ValueSet(id("acc")),
+		temporal.NewSearchAttributeKeyKeyword("ShotflowOrderID").ValueSet(id("ord")),
+		temporal.NewSearchAttributeKeyKeyword("ShotflowJobType").ValueSet("photo_shoot"),
+		temporal.NewSearchAttributeKeyBool("ShotflowLivemode").ValueSet(true),
+		temporal.NewSearchAttributeKeyKeyword("ShotflowInstallationID").ValueSet(id("ins")),
+	)
+	o.Memo = map[string]any{"api": "plugin", "jobs_total": 1, "correlation_id": id("req")}
+	type jobRef struct {
+		JobID        string
+		Run          int
+		ProductRef   string
+		ProductLabel string
+		ExpiresAt    time.Time
+		Provider     string
+	}
+	type retrySchedule struct {
+		Delays      []time.Duration
+		MaxAttempts int
+		MaxTotal    time.Duration
+	}
+	type result struct{ Completed, Failed, Cancelled, Expired int }
+	input := struct {
+		OrderID, AccountID, InstallationID, JobType string
+		Jobs                                        []jobRef
+		Running                                     []string
+		MaxConcurrentJobs                           int
+		JobOptions                                  struct {
+			Retry     retrySchedule
+			InputWait time.Duration
+		}
+		Result  result
+		Version int
+	}{OrderID: id("ord"), AccountID: id("acc"), InstallationID: id("ins"), JobType: "photo_shoot",
+		Jobs:              []jobRef{{JobID: id("job"), Run: 1, ProductRef: "loadgen-1", ProductLabel: "Loadgen product 1", ExpiresAt: time.Now().Add(24 * time.Hour), Provider: "local"}},
+		MaxConcurrentJobs: 50, Version: 4}
+	input.JobOptions.Retry = retrySchedule{Delays: []time.Duration{5 * time.Second, 30 * time.Second, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute},
+		MaxAttempts: 6, MaxTotal: 30 * time.Minute}
+	input.JobOptions.InputWait = 10 * time.Minute
+	return []any{input}
+}
 
 // bareNoop is the activity of a bare job: it does nothing.
 func bareNoop(context.Context) error { return nil }
@@ -29,6 +89,9 @@ func bareChild(ctx workflow.Context) error {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute})
 	return workflow.ExecuteActivity(ctx, bareActivityName).Get(ctx, nil)
 }
+
+// bareShaped is a bare job of a shaped start: its input is the order's shape, and ignored.
+func bareShaped(ctx workflow.Context, _ any) error { return bareChild(ctx) }
 
 // bareParent is a bare order: it starts n children at once and waits for them all.
 func bareParent(ctx workflow.Context, n int) error {
@@ -52,6 +115,7 @@ func startBareWorker(c client.Client, taskQueue string) (worker.Worker, error) {
 	w := worker.New(c, taskQueue, worker.Options{})
 	w.RegisterWorkflowWithOptions(bareParent, workflow.RegisterOptions{Name: bareParentName})
 	w.RegisterWorkflowWithOptions(bareChild, workflow.RegisterOptions{Name: bareChildName})
+	w.RegisterWorkflowWithOptions(bareShaped, workflow.RegisterOptions{Name: bareShapedName})
 	w.RegisterActivityWithOptions(bareNoop, activity.RegisterOptions{Name: bareActivityName})
 	return w, w.Start()
 }
@@ -96,10 +160,14 @@ func waitAll(ctx context.Context, runs []client.WorkflowRun) error {
 // bareStarts is the start-only baseline: n plain StartWorkflowExecution calls of a one-activity
 // workflow, concurrency at a time, measured until the last start returns. It returns the runs for
 // the caller to wait for (waitAll) outside the measurement, so they do not load the next phase.
-func bareStarts(ctx context.Context, c client.Client, taskQueue, prefix string, n, concurrency int) (phase, []client.WorkflowRun, error) {
+func bareStarts(ctx context.Context, c client.Client, taskQueue, prefix, shape string, n, concurrency int) (phase, []client.WorkflowRun, error) {
 	t0 := time.Now()
 	runs, latency, err := startAll(ctx, n, concurrency, func(i int) (client.WorkflowRun, error) {
-		return c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: fmt.Sprintf("%s-start-%d", prefix, i), TaskQueue: taskQueue}, bareChildName)
+		o := client.StartWorkflowOptions{ID: fmt.Sprintf("%s-start-%d", prefix, i), TaskQueue: taskQueue}
+		if shape == shapeOrder {
+			return c.ExecuteWorkflow(ctx, o, bareShapedName, orderShape(&o, i)...)
+		}
+		return c.ExecuteWorkflow(ctx, o, bareChildName)
 	})
 	if err != nil {
 		return phase{}, nil, fmt.Errorf("bare start: %w", err)

@@ -51,6 +51,7 @@ const (
 
 type options struct {
 	mode, base, key, model, temporal, namespace, pids string
+	bareShape                                         string
 	history, startOnly                                bool
 	orders, images, products, concurrency             int
 	bareStarts, bareChildren, rounds, orderJobs, jobs int
@@ -73,6 +74,7 @@ func main() {
 	flag.IntVar(&o.images, "images", 5, "images_count per subject")
 	flag.IntVar(&o.concurrency, "concurrency", 8, "sessions (and bare workflows) started at once")
 	flag.IntVar(&o.bareStarts, "bare-starts", 0, "bare one-activity workflows to start (default: -orders)")
+	flag.StringVar(&o.bareShape, "bare-shape", shapePlain, "what the bare starts carry: plain (nothing) or order (the input, search attributes and memo of a 1-job plugin order's start; the namespace needs shotflow's search attributes)")
 	flag.IntVar(&o.bareChildren, "bare-children", 50, "children per bare order; the bare orders hold as many jobs as the shotflow run, rounded up")
 	flag.IntVar(&o.orderJobs, "order-jobs", 0, "measure the jobs end to end on sessions of their own, of this many one-image subjects each (as many jobs as -orders sessions hold), after the accepted sessions have finished; 0: on the accepted sessions themselves. -order-jobs 50 compares like with like: orders of 50 jobs against the bare orders of 50 children")
 	flag.IntVar(&o.jobs, "jobs", 0, "with -order-jobs: how many jobs its sessions hold, rounded up to whole sessions (default: as many as the accepted sessions hold)")
@@ -170,6 +172,9 @@ func (a *api) once(ctx context.Context, method, path string, body, out any) (int
 func run(o options) error {
 	if !slices.Contains([]string{modeShotflow, modeBare, modeBoth}, o.mode) {
 		return fmt.Errorf("-mode %q: want shotflow, bare or both", o.mode)
+	}
+	if o.bareShape != shapePlain && o.bareShape != shapeOrder {
+		return fmt.Errorf("-bare-shape %q: want plain or order", o.bareShape)
 	}
 	if o.mode != modeBare && o.key == "" {
 		return errors.New("no -key and no .data/dev-credentials.json")
@@ -551,7 +556,7 @@ func (b *bareRun) starts(ctx context.Context) error {
 		return err
 	}
 	n := cmp.Or(b.o.bareStarts, b.o.orders)
-	p, runs, err := bareStarts(ctx, b.c, b.prefix, fmt.Sprintf("%s-%d", b.prefix, len(b.runs)), n, b.o.concurrency)
+	p, runs, err := bareStarts(ctx, b.c, b.prefix, fmt.Sprintf("%s-%d", b.prefix, len(b.runs)), b.o.bareShape, n, b.o.concurrency)
 	if err != nil {
 		return err
 	}
