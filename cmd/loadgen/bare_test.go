@@ -31,18 +31,20 @@ func jsonKeys(t *testing.T, v any) (top, job []string) {
 }
 
 // TestOrderShapeIsAnOrdersStart holds -bare-shape order to what shotflow's API starts for a
-// session of one image: the fields of the workflow's input, its search attributes and its memo.
+// session of one image: the fields of the workflow's input (workflows.OrderInput) and its search
+// attributes (workflows.OrderSearchAttributes). The memo's keys are the engine's (orderMemo,
+// unexported), checked here by name.
 func TestOrderShapeIsAnOrdersStart(t *testing.T) {
 	var o client.StartWorkflowOptions
 	args := orderShape(&o, 7)
 	if len(args) != 1 {
 		t.Fatalf("%d arguments, want the input alone", len(args))
 	}
-	real := workflows.OrderInput{OrderID: "ord", AccountID: "acc", InstallationID: "ins", JobType: "photo_shoot",
+	order := workflows.OrderInput{OrderID: "ord", AccountID: "acc", InstallationID: "ins", JobType: "photo_shoot",
 		Jobs:       []workflows.JobRef{{JobID: "job", Run: 1, ProductRef: "p", ProductLabel: "P", ExpiresAt: time.Now(), Provider: "local"}},
 		JobOptions: workflows.JobOptions{Retry: workflows.DefaultRetrySchedule, InputWait: time.Minute}, MaxConcurrentJobs: 50,
 		Version: workflows.OrderVersion}
-	wantTop, wantJob := jsonKeys(t, real)
+	wantTop, wantJob := jsonKeys(t, order)
 	gotTop, gotJob := jsonKeys(t, args[0])
 	if !slices.Equal(gotTop, wantTop) || !slices.Equal(gotJob, wantJob) {
 		t.Errorf("input fields %v, job %v; an order's are %v, job %v", gotTop, gotJob, wantTop, wantJob)
@@ -50,7 +52,7 @@ func TestOrderShapeIsAnOrdersStart(t *testing.T) {
 
 	names := func(sa map[string]bool) []string { return slices.Sorted(maps.Keys(sa)) }
 	want, got := map[string]bool{}, map[string]bool{}
-	for k := range workflows.OrderSearchAttributes(real).GetUntypedValues() {
+	for k := range workflows.OrderSearchAttributes(order).GetUntypedValues() {
 		want[k.GetName()] = true
 	}
 	for k := range o.TypedSearchAttributes.GetUntypedValues() {
