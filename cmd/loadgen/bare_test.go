@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"maps"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -32,8 +33,8 @@ func jsonKeys(t *testing.T, v any) (top, job []string) {
 
 // TestOrderShapeIsAnOrdersStart holds -bare-shape order to what shotflow's API starts for a
 // session of one image: the fields of the workflow's input (workflows.OrderInput) and its search
-// attributes (workflows.OrderSearchAttributes). The memo's keys are the engine's (orderMemo,
-// unexported), checked here by name.
+// attributes (workflows.OrderSearchAttributes), with the version and retry schedule every order
+// carries. The memo's keys are the engine's (orderMemo, unexported), checked here by name.
 func TestOrderShapeIsAnOrdersStart(t *testing.T) {
 	var o client.StartWorkflowOptions
 	args := orderShape(&o, 7)
@@ -48,6 +49,20 @@ func TestOrderShapeIsAnOrdersStart(t *testing.T) {
 	gotTop, gotJob := jsonKeys(t, args[0])
 	if !slices.Equal(gotTop, wantTop) || !slices.Equal(gotJob, wantJob) {
 		t.Errorf("input fields %v, job %v; an order's are %v, job %v", gotTop, gotJob, wantTop, wantJob)
+	}
+
+	// The values that are the same in every order's start are the same here too.
+	data, err := json.Marshal(args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shaped workflows.OrderInput
+	if err := json.Unmarshal(data, &shaped); err != nil {
+		t.Fatal(err)
+	}
+	if shaped.Version != workflows.OrderVersion || !reflect.DeepEqual(shaped.JobOptions.Retry, workflows.DefaultRetrySchedule) {
+		t.Errorf("version %d and retry schedule %+v; an order's are %d and %+v", shaped.Version, shaped.JobOptions.Retry,
+			workflows.OrderVersion, workflows.DefaultRetrySchedule)
 	}
 
 	names := func(sa map[string]bool) []string { return slices.Sorted(maps.Keys(sa)) }
