@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"time"
@@ -9,10 +10,13 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/go-json-experiment/json/jsontext"
+	"go.uber.org/zap"
 
 	"github.com/shotflow/shotflow/api/charge"
 	"github.com/shotflow/shotflow/api/jsonbody"
+	"github.com/shotflow/shotflow/api/prefer"
 	"github.com/shotflow/shotflow/internal/engine"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // Limits of POST /jobs/batch.
@@ -45,8 +49,14 @@ const migrateBatchMessage = "The {\"jobs\": [...]} body of POST /jobs/batch was 
 // its own, in input order, exactly as POST /jobs would (its own transaction and reservation;
 // earlier sessions get credits first), and one failing never affects another. The workflows of the
 // committed sessions are then started together (the outbox covers a start that fails). Idempotency-
-// Key is not supported here and is ignored.
+// Key is not supported here and is ignored. Cancel-After and Prefer: wait apply to every session
+// as on POST /jobs: each created session's jobs carry the deadline, and a held batch is answered
+// once every created session's order has ended or the wait is over.
 func (h *Handler) createBatch(c *gin.Context) {
+	cancelAfter, ok := h.cancelAfter(c)
+	if !ok {
+		return
+	}
 	body, ok := h.readBody(c)
 	if !ok {
 		return
@@ -56,6 +66,11 @@ func (h *Handler) createBatch(c *gin.Context) {
 		h.refuse(c, f)
 		return
 	}
+	held, ok := h.takeWait(c) // before anything is created
+	if !ok {
+		return
+	}
+	defer held.Release()
 	resp := BatchResponse{Results: make([]BatchResult, 0, len(entries))}
 	var committed []engine.Session
 	for i, entry := range entries {
@@ -64,7 +79,9 @@ func (h *Handler) createBatch(c *gin.Context) {
 			out.fail = f
 		} else {
 			var session *engine.Session
-			out, session = h.commitSession(c, h.sessionRequest(c, req), nil)
+			sreq := h.sessionRequest(c, req)
+			sreq.CancelAfter = cancelAfter
+			out, session = h.commitSession(c, sreq, nil)
 			if session != nil {
 				committed = append(committed, *session)
 			}
@@ -86,8 +103,42 @@ func (h *Handler) createBatch(c *gin.Context) {
 			remaining = min(remaining, s.CreditsRemaining)
 		}
 		charge.Set(c.Writer.Header(), reserved, remaining)
+		if held.Wait > 0 {
+			h.holdBatch(c, held.Wait, resp.Results)
+		}
 	}
 	c.PureJSON(http.StatusMultiStatus, resp)
+}
+
+// holdBatch holds a batch with Prefer: wait until the order of every session it created has ended
+// or the wait is over, and sets each created session's status to its order's of then. It waits on
+// the first order still in progress, then the next: an order that has ended is not read again.
+// Should the database fail meanwhile, the sessions are answered with the statuses last read.
+func (h *Handler) holdBatch(c *gin.Context, wait time.Duration, results []BatchResult) {
+	inst := caller(c).Installation
+	scope := engine.OrderScope{AccountID: inst.AccountID, InstallationID: inst.ID}
+	ended := make(map[string]bool, len(results))
+	_, err := prefer.Hold(c, h.Engine.Feed, wait, func(ctx context.Context) (prefer.Read[struct{}], error) {
+		for _, r := range results {
+			s := r.Session
+			if s == nil || ended[s.OrderID] {
+				continue
+			}
+			o, err := h.Engine.Feed.Order(ctx, scope, s.OrderID)
+			if err != nil {
+				return prefer.Read[struct{}]{}, err
+			}
+			s.Status = o.Status
+			if o.Status == status.OrderInProgress {
+				return prefer.Read[struct{}]{OrderID: s.OrderID, Seen: o.EventSeq}, nil
+			}
+			ended[s.OrderID] = true
+		}
+		return prefer.Read[struct{}]{Ended: true}, nil
+	})
+	if err != nil {
+		h.Log.Info("a held batch is answered with the statuses last read: an order could not be read", zap.Error(err))
+	}
 }
 
 // batchStartTimeout bounds the workflow starts of one batch as a whole (engine.Sessions.StartAll),

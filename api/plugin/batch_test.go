@@ -2,8 +2,10 @@ package plugin_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/shotflow/shotflow/api/plugin"
+	"github.com/shotflow/shotflow/api/prefer"
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/models/status"
@@ -272,4 +275,128 @@ func TestBatchEntriesAreStrict(t *testing.T) {
 		}
 	}
 	e.noOrders()
+}
+
+// batchSessions decodes a batch's 207: the session answer of each created session, nil for a
+// refused one.
+func batchSessions(t *testing.T, rec *httptest.ResponseRecorder) []*plugin.SessionResponse {
+	t.Helper()
+	require.Equal(t, http.StatusMultiStatus, rec.Code, rec.Body.String())
+	var resp plugin.BatchResponse
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &resp))
+	out := make([]*plugin.SessionResponse, len(resp.Results))
+	for i, r := range resp.Results {
+		out[i] = r.Session
+	}
+	return out
+}
+
+// POST /jobs/batch takes Cancel-After as POST /jobs does: an invalid value is 400 naming the
+// header and creates nothing; a valid one is the deadline of every job of every created session.
+func TestBatchTakesCancelAfter(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t).committing()
+	e.approved("mug")
+	body := batch(mugSession(2), session(map[string]any{"product_ref": "nope", "images_count": 1, "ai_model": "local/studio-v1"}), mugSession(1))
+	for _, bad := range []string{"9s", "abc", "24h1s"} {
+		msg := e.requireError(e.do(http.MethodPost, p("/jobs/batch"), e.key, body, cancelAfter, bad), http.StatusBadRequest, plugin.CodeInvalidInput)
+		assert.Contains(t, msg, "Cancel-After", bad)
+	}
+	assert.Zero(t, e.count(&models.Order{}, "1 = 1"), "a refused Cancel-After created an order")
+
+	before := time.Now()
+	sessions := batchSessions(t, e.do(http.MethodPost, p("/jobs/batch"), e.key, body, cancelAfter, "90s"))
+	require.Len(t, sessions, 3)
+	require.Nil(t, sessions[1], "the unknown product's session is refused")
+	jobs := 0
+	for _, s := range []*plugin.SessionResponse{sessions[0], sessions[2]} {
+		require.NotNil(t, s)
+		for _, id := range s.Subjects[0].JobIDs {
+			j := e.jobView(id)
+			require.NotNil(t, j.CancelAfterAt, "job %s of a batch with Cancel-After has no deadline", id)
+			assert.WithinDuration(t, before.Add(90*time.Second), *j.CancelAfterAt, 2*time.Second)
+			jobs++
+		}
+	}
+	assert.Equal(t, 3, jobs)
+
+	// Without the header a batch's jobs have no deadline.
+	sessions = batchSessions(t, e.do(http.MethodPost, p("/jobs/batch"), e.key, batch(mugSession(1))))
+	assert.Nil(t, e.jobView(sessions[0].Subjects[0].JobIDs[0]).CancelAfterAt)
+}
+
+// POST /jobs/batch with Prefer: wait is held until the order of every session it created has
+// ended, not only the first, and answers each session's status then with Preference-Applied; a
+// wait that runs out answers in_progress; a batch that created nothing is answered at once.
+func TestBatchPreferWaitHoldsUntilEveryOrderEnded(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t).committing()
+	e.approved("mug")
+	store := models.NewStore(e.db)
+	type answer struct {
+		rec  *httptest.ResponseRecorder
+		took time.Duration
+	}
+	post := func(body any, wait string) <-chan answer {
+		done := make(chan answer, 1)
+		go func() {
+			start := time.Now()
+			rec := e.do(http.MethodPost, p("/jobs/batch"), e.key, body, prefer.HeaderPrefer, wait)
+			done <- answer{rec, time.Since(start)}
+		}()
+		return done
+	}
+	ordersAndJobs := func() (orders []string, jobs map[string][]string) {
+		var rows []models.Job
+		require.NoError(t, e.db.Order("order_id, position").Find(&rows).Error)
+		jobs = map[string][]string{}
+		for _, j := range rows {
+			if _, ok := jobs[j.OrderID]; !ok {
+				orders = append(orders, j.OrderID)
+			}
+			jobs[j.OrderID] = append(jobs[j.OrderID], j.ID)
+		}
+		return orders, jobs
+	}
+	cancelOrder := func(jobIDs []string) {
+		for _, id := range jobIDs {
+			_, _, err := store.CancelJobNotBegun(t.Context(), id, 1, status.CancelRequested)
+			require.NoError(t, err)
+		}
+	}
+
+	done := post(batch(mugSession(2), mugSession(1)), "wait=30")
+	var orders []string
+	var jobs map[string][]string
+	require.Eventually(t, func() bool {
+		orders, jobs = ordersAndJobs()
+		return len(orders) == 2 && e.handler.Engine.Feed.Waiting() == 1
+	}, 5*time.Second, 10*time.Millisecond)
+	cancelOrder(jobs[orders[0]])
+	select {
+	case a := <-done:
+		t.Fatalf("the batch was answered when the first of its two orders ended: %s", a.rec.Body.String())
+	case <-time.After(500 * time.Millisecond):
+	}
+	cancelOrder(jobs[orders[1]])
+	a := <-done
+	assert.Less(t, a.took, 10*time.Second)
+	assert.Equal(t, "wait=30", a.rec.Header().Get(prefer.HeaderPreferenceApplied))
+	for i, s := range batchSessions(t, a.rec) {
+		require.NotNil(t, s, "session %d", i)
+		assert.Equal(t, status.OrderCancelled, s.Status, "session %d", i)
+	}
+
+	// The wait runs out: answered after it with the orders still in progress.
+	a = <-post(batch(mugSession(1)), "wait=1")
+	assert.GreaterOrEqual(t, a.took, time.Second)
+	assert.Equal(t, "wait=1", a.rec.Header().Get(prefer.HeaderPreferenceApplied))
+	assert.Equal(t, status.OrderInProgress, batchSessions(t, a.rec)[0].Status)
+
+	// Nothing created: nothing to wait for.
+	unknown := session(map[string]any{"product_ref": "nope", "images_count": 1, "ai_model": "local/studio-v1"})
+	a = <-post(batch(unknown), "wait=30")
+	assert.Less(t, a.took, 5*time.Second)
+	assert.Empty(t, a.rec.Header().Get(prefer.HeaderPreferenceApplied))
+	assert.Nil(t, batchSessions(t, a.rec)[0])
 }
