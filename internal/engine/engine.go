@@ -46,6 +46,9 @@ type Config struct {
 	// ContinueAsNewAfter is how many jobs an order workflow run launches before it continues as
 	// new (0: the workflow's default); tests lower it.
 	ContinueAsNewAfter int
+	// StartTimeout bounds a request's workflow start of what it committed (an order, an upload's
+	// preparation); past it the start is left to the outbox sweep (zero: DefaultStartTimeout).
+	StartTimeout time.Duration
 	// AfterCommit, when set, runs between the order's commit and its workflow start. It exists for
 	// crash tests, which kill the process there (SHOTFLOW_TEST_CRASH_AFTER_COMMIT in cmd/shotflow).
 	AfterCommit func()
@@ -103,6 +106,7 @@ type core struct {
 	app   *Engine
 	live  liveness   // providers recently seen with an active generator
 	marks startMarks // workflow starts of accepted orders, recorded in batches
+	gate  startGate  // defers requests' workflow starts while Temporal is unavailable
 }
 
 // New builds the engine from its configuration.

@@ -124,22 +124,31 @@ func untilNextTestDay(now time.Time) time.Duration {
 	return max(next.Sub(u), time.Second)
 }
 
-// StartCommitted starts the workflow of an order that Commit committed. A failure is logged, not
-// returned: the order is committed, so it only delays the start until the Sweeper makes it.
+// StartCommitted starts the workflow of an order that Commit committed (within StartTimeout, and
+// not at all while the process has found Temporal unavailable: startGate). A failure is logged,
+// not returned: the order is committed, so it only delays the start until the Sweeper makes it.
 func (e *Orders) StartCommitted(ctx context.Context, order *models.Order, jobs []models.Job) {
 	if e.cfg.AfterCommit != nil {
 		e.cfg.AfterCommit()
 	}
-	// The order is committed: from here on a failure only delays the start. A client that hangs up
-	// must not cancel the start either.
-	startCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	startCtx, cancel := e.startContext(ctx)
 	defer cancel()
-	if err := e.startWorkflow(startCtx, order, jobs); err != nil {
-		e.cfg.Log.Warn("order workflow not started yet; the sweeper will start it",
-			zap.String("order_id", order.ID), zap.Error(err))
+	err := e.gatedStart(startCtx, func(ctx context.Context) error { return e.startWorkflow(ctx, order, jobs) })
+	if err != nil {
+		logStartLeft(e.logger(), "order workflow not started yet; the sweeper will start it", err, zap.String("order_id", order.ID))
 		return
 	}
 	e.app.Outbox.markStarted(order.ID)
+}
+
+// logStartLeft logs a request's workflow start left to the outbox sweep: a warning when it failed,
+// a debug line when the gate deferred it (the gate logged the outage once).
+func logStartLeft(log *zap.Logger, msg string, err error, fields ...zap.Field) {
+	if errors.Is(err, errStartDeferred) {
+		log.Debug(msg, append(fields, zap.Error(err))...)
+		return
+	}
+	log.Warn(msg, append(fields, zap.Error(err))...)
 }
 
 // Start starts the order's workflow (tolerating one that already exists) and records the start.

@@ -349,9 +349,9 @@ func (e *Sessions) StartAll(ctx context.Context, sessions []Session, timeout tim
 						zap.String("order_id", s.OrderID), zap.Any("panic", p))
 				}
 			}()
-			if err := e.app.Orders.Start(ctx, s.order, s.jobs); err != nil {
-				e.cfg.Log.Warn("order workflow not started yet; the sweeper will start it",
-					zap.String("order_id", s.OrderID), zap.Error(err))
+			err := e.gatedStart(ctx, func(ctx context.Context) error { return e.app.Orders.Start(ctx, s.order, s.jobs) })
+			if err != nil {
+				logStartLeft(e.logger(), "order workflow not started yet; the sweeper will start it", err, zap.String("order_id", s.OrderID))
 			}
 		}()
 	}

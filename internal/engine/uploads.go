@@ -214,8 +214,10 @@ func (e *Uploads) CompleteUpload(ctx context.Context, asset *models.Asset, store
 		return err
 	}
 	asset.Status = status.AssetProcessing
-	if err := e.StartPrepare(ctx, asset); err != nil {
-		e.logger().Warn("input preparation not started; the sweep will start it", zap.String("asset_id", asset.ID), zap.Error(err))
+	startCtx, cancel := e.startContext(ctx)
+	defer cancel()
+	if err := e.gatedStart(startCtx, func(ctx context.Context) error { return e.StartPrepare(ctx, asset) }); err != nil {
+		logStartLeft(e.logger(), "input preparation not started; the sweep will start it", err, zap.String("asset_id", asset.ID))
 	}
 	return nil
 }
