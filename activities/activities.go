@@ -350,7 +350,14 @@ func (a *Activities) MarkRetryPending(ctx context.Context, in contract.RetryPend
 // categorized wraps err as a non-retryable ApplicationError typed with the category, carrying the
 // provider's Retry-After (in seconds) as its detail.
 func categorized(c errorcat.Category, err error, retryAfter time.Duration) error {
-	return temporal.NewNonRetryableApplicationError(err.Error(), string(c), err, retryAfter.Seconds())
+	opts := temporal.ApplicationErrorOptions{NonRetryable: true, Cause: err, Details: []any{retryAfter.Seconds()}}
+	if c == errorcat.InputNotReady {
+		// Waiting for an input still being uploaded or prepared is the normal course of a job
+		// accepted right after its upload: benign, so the SDK logs it at debug level, not as an
+		// activity error, and leaves it out of its failure metrics.
+		opts.Category = temporal.ApplicationErrorCategoryBenign
+	}
+	return temporal.NewApplicationErrorWithOptions(err.Error(), string(c), opts)
 }
 
 // seedFor derives the deterministic render seed of a job run.
