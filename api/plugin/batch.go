@@ -112,13 +112,18 @@ func (h *Handler) createBatch(c *gin.Context) {
 
 // holdBatch holds a batch with Prefer: wait until the order of every session it created has ended
 // or the wait is over, and sets each created session's status to its order's of then. It waits on
-// the first order still in progress, then the next: an order that has ended is not read again.
-// Should the database fail meanwhile, the sessions are answered with the statuses last read.
+// the first order still in progress, then the next (an order that has ended is not read again),
+// and reads every order not known to have ended once more before the answer, so that a wait that
+// runs out answers each session's status of that moment. Should the database fail meanwhile, the
+// sessions are answered with the statuses last read.
 func (h *Handler) holdBatch(c *gin.Context, wait time.Duration, results []BatchResult) {
 	inst := caller(c).Installation
 	scope := engine.OrderScope{AccountID: inst.AccountID, InstallationID: inst.ID}
 	ended := make(map[string]bool, len(results))
-	_, err := prefer.Hold(c, h.Engine.Feed, wait, func(ctx context.Context) (prefer.Read[struct{}], error) {
+	// read reads the orders not known to have ended, in input order, up to the first still in
+	// progress unless all is set; its value is whether they have all ended.
+	read := func(ctx context.Context, all bool) (prefer.Read[bool], error) {
+		next := prefer.Read[bool]{Value: true, Ended: true}
 		for _, r := range results {
 			s := r.Session
 			if s == nil || ended[s.OrderID] {
@@ -126,16 +131,26 @@ func (h *Handler) holdBatch(c *gin.Context, wait time.Duration, results []BatchR
 			}
 			o, err := h.Engine.Feed.Order(ctx, scope, s.OrderID)
 			if err != nil {
-				return prefer.Read[struct{}]{}, err
+				return prefer.Read[bool]{}, err
 			}
 			s.Status = o.Status
-			if o.Status == status.OrderInProgress {
-				return prefer.Read[struct{}]{OrderID: s.OrderID, Seen: o.EventSeq}, nil
+			if o.Status != status.OrderInProgress {
+				ended[s.OrderID] = true
+				continue
 			}
-			ended[s.OrderID] = true
+			if next.Ended {
+				next = prefer.Read[bool]{OrderID: s.OrderID, Seen: o.EventSeq}
+			}
+			if !all {
+				break
+			}
 		}
-		return prefer.Read[struct{}]{Ended: true}, nil
-	})
+		return next, nil
+	}
+	allEnded, err := prefer.Hold(c, h.Engine.Feed, wait, func(ctx context.Context) (prefer.Read[bool], error) { return read(ctx, false) })
+	if err == nil && !allEnded {
+		_, err = read(c.Request.Context(), true)
+	}
 	if err != nil {
 		h.Log.Info("a held batch is answered with the statuses last read: an order could not be read", zap.Error(err))
 	}

@@ -387,11 +387,24 @@ func TestBatchPreferWaitHoldsUntilEveryOrderEnded(t *testing.T) {
 		assert.Equal(t, status.OrderCancelled, s.Status, "session %d", i)
 	}
 
-	// The wait runs out: answered after it with the orders still in progress.
-	a = <-post(batch(mugSession(1)), "wait=1")
-	assert.GreaterOrEqual(t, a.took, time.Second)
-	assert.Equal(t, "wait=1", a.rec.Header().Get(prefer.HeaderPreferenceApplied))
-	assert.Equal(t, status.OrderInProgress, batchSessions(t, a.rec)[0].Status)
+	// The wait runs out while the first order is in progress: each session answers its order's
+	// status of then, the second's end included although the hold never waited on it.
+	e.approved("cup")
+	cup := session(map[string]any{"product_ref": "cup", "images_count": 1, "ai_model": "local/studio-v1"})
+	done = post(batch(mugSession(1), cup), "wait=2")
+	var cupJob models.Job
+	require.Eventually(t, func() bool {
+		return e.db.Where("product_ref = ?", "cup").Take(&cupJob).Error == nil && e.handler.Engine.Feed.Waiting() == 1
+	}, 5*time.Second, 10*time.Millisecond)
+	cancelOrder([]string{cupJob.ID})
+	a = <-done
+	sessions := batchSessions(t, a.rec)
+	require.Len(t, sessions, 2)
+	assert.GreaterOrEqual(t, a.took, 2*time.Second)
+	assert.Equal(t, "wait=2", a.rec.Header().Get(prefer.HeaderPreferenceApplied))
+	assert.Equal(t, status.OrderInProgress, sessions[0].Status)
+	assert.Equal(t, cupJob.OrderID, sessions[1].OrderID)
+	assert.Equal(t, status.OrderCancelled, sessions[1].Status, "the answer shows the second order's end")
 
 	// Nothing created: nothing to wait for.
 	unknown := session(map[string]any{"product_ref": "nope", "images_count": 1, "ai_model": "local/studio-v1"})
