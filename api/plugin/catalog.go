@@ -3,6 +3,7 @@ package plugin
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/shotflow/shotflow/internal/engine"
+	"github.com/shotflow/shotflow/models/ids"
 )
 
 // Catalog listing bounds.
@@ -84,11 +86,16 @@ func (h *Handler) catalogPageParams(c *gin.Context, kind string) (engine.Catalog
 		return page, true
 	}
 	var tok catalogCursorToken
-	data, err := base64.RawURLEncoding.DecodeString(raw)
-	if err == nil {
-		err = json.Unmarshal(data, &tok)
+	err := errors.New("the cursor is longer than any next_cursor")
+	if len(raw) <= maxCursorLength {
+		var data []byte
+		if data, err = base64.RawURLEncoding.DecodeString(raw); err == nil {
+			err = json.Unmarshal(data, &tok)
+		}
 	}
-	if err != nil || tok.Kind != kind || tok.ID == "" || tok.CreatedAt.IsZero() {
+	// Only what a next_cursor holds reaches the database: the ID of a product or packshot is a
+	// UUID (a crafted one could hold bytes PostgreSQL refuses, such as NUL).
+	if err != nil || tok.Kind != kind || !ids.IsUUID(tok.ID) || tok.CreatedAt.IsZero() {
 		h.Fail(c, http.StatusBadRequest, CodeInvalidInput, "cursor is not a next_cursor of GET /"+kind+"; pass it back unchanged or omit it to start again.")
 		return page, false
 	}

@@ -2,9 +2,11 @@ package plugin_test
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -496,5 +498,29 @@ func TestCatalogRoutesPermissions(t *testing.T) {
 	// Without a key: 401.
 	for _, path := range reads {
 		e.requireError(e.do(http.MethodGet, p(path), "", nil), http.StatusUnauthorized, plugin.CodeUnauthorized)
+	}
+}
+
+// A crafted catalog cursor is refused with 400 before it reaches the database, also on PostgreSQL,
+// which refuses a NUL byte in text (a 500 before): only a next_cursor's content is taken, a
+// product's or packshot's UUID, and a cursor longer than any next_cursor is refused unread.
+func TestCraftedCatalogCursorsAreRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, onPostgres())
+	e.approved("mug")
+	craft := func(kind, id string) string {
+		b, err := json.Marshal(map[string]any{"k": kind, "t": "2026-01-01T00:00:00Z", "id": id})
+		require.NoError(t, err)
+		return base64.RawURLEncoding.EncodeToString(b)
+	}
+	for _, kind := range []string{"products", "packshots"} {
+		for _, bad := range []string{craft(kind, "a\x00b"), craft(kind, "not-a-uuid"), craft(kind, strings.Repeat("a", 600))} {
+			rec := e.do(http.MethodGet, p("/"+kind+"?cursor="+url.QueryEscape(bad)), e.key, nil)
+			msg := e.requireError(rec, http.StatusBadRequest, plugin.CodeInvalidInput)
+			assert.Contains(t, msg, "cursor", kind)
+		}
+		// A well-formed cursor at a UUID works as a position.
+		rec := e.do(http.MethodGet, p("/"+kind+"?cursor="+url.QueryEscape(craft(kind, models.NewID()))), e.key, nil)
+		require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 	}
 }
