@@ -17,7 +17,7 @@ import (
 // AlertsRequest is the body of PUT /alerts: low_balance_threshold is required, an integer, or null
 // for no credits.low alert.
 type AlertsRequest struct {
-	LowBalanceThreshold *int64 `json:"low_balance_threshold"`
+	LowBalanceThreshold *int64 `json:"low_balance_threshold" nullable:"true"`
 }
 
 // AlertsResponse answers GET and PUT /alerts.

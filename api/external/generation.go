@@ -222,8 +222,8 @@ func id(field string, v *string, required bool) (string, error) {
 	return ids.Canonical(*v), nil
 }
 
-// optional is an optional field's value: "" when the body left it out (or sent null), a 400 when
-// it sent an empty (or blank) string, which is a value and not an omission.
+// optional is an optional field's value: "" when the body left it out (jsonbody refuses a null),
+// a 400 when it sent an empty (or blank) string, which is a value and not an omission.
 func optional(field string, v *string) (string, error) {
 	if v == nil {
 		return "", nil

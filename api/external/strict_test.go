@@ -45,6 +45,29 @@ func TestEveryJSONRouteExplainsWrongTypes(t *testing.T) {
 	e.nothingCreated(account, 100)
 }
 
+// Every route of the document that takes a JSON body refuses null in any field the document does
+// not mark nullable, with 400 naming the field, and creates nothing: a null is not the field left
+// out (register-ideas' "count": null reserved the default 10 jobs before).
+func TestEveryJSONRouteRefusesNull(t *testing.T) {
+	t.Parallel()
+	e, account, key := strictEnv(t)
+	cases, err := contract.External.Nulls()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cases) == 0 {
+		t.Fatal("no case")
+	}
+	for _, c := range cases {
+		code, out, _ := e.send(key, c.Method, c.Path, string(c.Body))
+		msg := errorOf(t, out)
+		if want := c.Field + " must not be null"; code != http.StatusBadRequest || !strings.Contains(msg, want) {
+			t.Errorf("%s %s %s: %d %q, want 400 containing %q", c.Method, c.Path, c.Body, code, msg, want)
+		}
+	}
+	e.nothingCreated(account, 100)
+}
+
 // Keys match the spec's field names exactly: a key in another case is an unknown field, named
 // (with the field it may mean), also when it repeats a field in another case; a key given twice
 // is refused. Nothing is created.

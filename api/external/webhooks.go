@@ -3,7 +3,6 @@ package external
 import (
 	"io"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -328,9 +327,9 @@ func (h *Handler) webhookID(c *gin.Context, what string) (string, bool) {
 	return ids.Canonical(raw), true
 }
 
-// decodeWebhookBody reads a JSON object body into dst strictly (decode); a member sent as null is
-// refused naming it, since every field is either given a value or left out. With optional, an
-// empty body is no fields at all.
+// decodeWebhookBody reads a JSON object body into dst strictly (jsonbody.Decode: a member sent as
+// null is refused naming it, since every field is either given a value or left out). With
+// optional, an empty body is no fields at all.
 func (h *Handler) decodeWebhookBody(c *gin.Context, dst any, optional bool) bool {
 	raw, err := io.ReadAll(c.Request.Body) // Input held it to maxJSONBody
 	if err != nil {
@@ -342,22 +341,6 @@ func (h *Handler) decodeWebhookBody(c *gin.Context, dst any, optional bool) bool
 	}
 	if err := jsonbody.Decode(raw, dst); err != nil {
 		h.fail(c, http.StatusBadRequest, err.Error()+".")
-		return false
-	}
-	members, err := jsonbody.Members(raw)
-	if err != nil {
-		h.fail(c, http.StatusBadRequest, err.Error()+".")
-		return false
-	}
-	var null []string
-	for name, v := range members {
-		if v.Kind() == 'n' {
-			null = append(null, name)
-		}
-	}
-	if len(null) > 0 {
-		slices.Sort(null)
-		h.fail(c, http.StatusBadRequest, null[0]+" must not be null; leave the field out to keep it unchanged or use its default.")
 		return false
 	}
 	return true

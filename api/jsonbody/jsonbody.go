@@ -39,7 +39,8 @@ type Error struct {
 func (e *Error) Error() string { return e.Message }
 
 // Decode decodes body, which must be one JSON object, into dst, a pointer to the request's struct
-// (or to a map), and returns an *Error for any body it refuses.
+// (or to a map), and returns an *Error for any body it refuses, a member sent as null included
+// unless its field is tagged TagNullable.
 func Decode(body []byte, dst any) error {
 	if err := checkObject(body); err != nil {
 		return err
@@ -47,7 +48,7 @@ func Decode(body []byte, dst any) error {
 	if err := json.Unmarshal(body, dst, json.RejectUnknownMembers(true)); err != nil {
 		return describe(err, "")
 	}
-	return nil
+	return refuseNulls(body, reflect.TypeOf(dst), "")
 }
 
 // DecodeValue decodes raw, the value of the body's field named field (as Members returned it),
@@ -57,7 +58,7 @@ func DecodeValue(field string, raw jsontext.Value, dst any) error {
 	if err := json.Unmarshal(raw, dst, json.RejectUnknownMembers(true)); err != nil {
 		return describe(err, field)
 	}
-	return nil
+	return refuseNulls(raw, reflect.TypeOf(dst), field)
 }
 
 // Members reads body, which must be one JSON object, as its members, each value still undecoded:

@@ -102,7 +102,7 @@ func TestDecodeRefusesWithMessagesInTheClientsTerms(t *testing.T) {
 func TestDecodeAcceptsAnExactBody(t *testing.T) {
 	var req request
 	body := ` {"count":3,"size_bytes":12,"subjects":[{"product_ref":"p","images_count":2,"auto_register_packshot":true}],` +
-		`"config":{"product":{"id":"x"}},"imagesIds":["a"],"ratio":null} `
+		`"config":{"product":{"id":"x"}},"imagesIds":["a"],"ratio":0.5} `
 	if err := jsonbody.Decode([]byte(body), &req); err != nil {
 		t.Fatalf("Decode: %v", err)
 	}
@@ -154,5 +154,47 @@ func TestDecodeValueNamesFieldsFromItsField(t *testing.T) {
 	}
 	if err := jsonbody.DecodeValue("verdict", jsontext.Value(`"accepted"`), &s); err != nil || s != "accepted" {
 		t.Fatalf("string: %q, %v", s, err)
+	}
+}
+
+// A member or an array element sent as null is refused naming it, at any depth, unless its field
+// is tagged nullable; below a free-form value (jsontext.Value, an interface) nulls are the
+// caller's, so Members keeps them; a null inside a string is no null.
+func TestDecodeRefusesNullsUnlessTheFieldIsNullable(t *testing.T) {
+	for body, field := range map[string]string{
+		`{"count":null}`:                                  "count",
+		`{"ratio":null}`:                                  "ratio",
+		`{"subjects":null}`:                               "subjects",
+		`{"subjects":[{"product_ref":"a"},null]}`:         "subjects[1]",
+		`{"subjects":[{"product_ref":null}]}`:             "subjects[0].product_ref",
+		`{"config":{"product":{"id":null}}}`:              "config.product.id",
+		`{"config":null}`:                                 "config",
+		`{"imagesIds":["a",null]}`:                        "imagesIds[1]",
+		`{"count":1,"config":{"product":null},"ratio":1}`: "config.product",
+	} {
+		var req request
+		err := jsonbody.Decode([]byte(body), &req)
+		var e *jsonbody.Error
+		if !errors.As(err, &e) || e.Field != field || e.Message != field+" must not be null; leave the field out to keep it unchanged or use its default" {
+			t.Errorf("Decode(%s) = %v, want a refusal naming %s", body, err, field)
+		}
+	}
+
+	var nullable struct {
+		Threshold *int64         `json:"threshold" nullable:"true"`
+		Free      any            `json:"free"`
+		Raw       jsontext.Value `json:"raw"`
+		Style     string         `json:"style"`
+	}
+	if err := jsonbody.Decode([]byte(`{"threshold":null,"free":{"a":null},"raw":null,"style":"null studio"}`), &nullable); err != nil {
+		t.Errorf("a nullable field, free-form values and a string holding null: %v", err)
+	}
+	members, err := jsonbody.Members([]byte(`{"a":null,"b":1}`))
+	if err != nil || members["a"].Kind() != 'n' {
+		t.Errorf("Members keeps a null member: %v %v", members, err)
+	}
+	var s string
+	if err := jsonbody.DecodeValue("voting", jsontext.Value(`null`), &s); err == nil || err.Error() != "voting must not be null; leave the field out to keep it unchanged or use its default" {
+		t.Errorf("DecodeValue of null = %v, want a refusal naming voting", err)
 	}
 }

@@ -62,8 +62,8 @@ func TestBatchEnvelopeIsValidated(t *testing.T) {
 		{"not JSON", `{"batches":`, []string{"JSON"}},
 		{"array body", `[]`, []string{"batches"}},
 		{"batches not an array", map[string]any{"batches": map[string]any{}}, []string{"batches", "array"}},
-		{"batches null", map[string]any{"batches": nil}, []string{"batches", "at least 1"}},
-		{"no sessions", batch(), []string{"batches", "at least 1"}},
+		{"batches null", map[string]any{"batches": nil}, []string{"batches must not be null"}},
+		{"no sessions", map[string]any{"batches": []any{}}, []string{"batches", "at least 1"}},
 		{"101 sessions", map[string]any{"batches": tooMany}, []string{"at most 100"}},
 		{"5,001+ images", map[string]any{"batches": overImages}, []string{"5100", "5000"}},
 		{"one huge images_count", batch(map[string]any{"session_config": map[string]any{}, "subjects": []any{

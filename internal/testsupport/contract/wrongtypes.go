@@ -34,6 +34,20 @@ type WrongType struct {
 // fields are valid in type (enum members, UUIDs where the format is uuid), so that a route that
 // reads its body field by field reaches the wrong one.
 func (d *Document) WrongTypes() ([]WrongType, error) {
+	return d.bodiesWith(func(f field) (any, string, bool) { return f.wrong, f.expected, true })
+}
+
+// Nulls returns, for every operation of the document that takes a JSON body, one request per
+// field its schema describes (nested objects and the first element of arrays included) that does
+// not allow null, in which that field, and only that one, is null: the service must refuse it with
+// a 400 whose message names Field and says it must not be null (Expected is empty).
+func (d *Document) Nulls() ([]WrongType, error) {
+	return d.bodiesWith(func(f field) (any, string, bool) { return nil, "", !f.nullable })
+}
+
+// bodiesWith builds, for every field of every JSON body of the document for which value says so,
+// the operation's sample body with that field set to value's answer.
+func (d *Document) bodiesWith(value func(field) (v any, expected string, ok bool)) ([]WrongType, error) {
 	doc, err := d.Load()
 	if err != nil {
 		return nil, err
@@ -48,13 +62,17 @@ func (d *Document) WrongTypes() ([]WrongType, error) {
 			}
 			concrete := fillPathParams(path)
 			for _, f := range schemaFields(schema, nil) {
+				v, expected, ok := value(f)
+				if !ok {
+					continue
+				}
 				body := sample(schema).(map[string]any)
-				setAt(body, schema, f.tokens, f.wrong)
+				setAt(body, schema, f.tokens, v)
 				data, err := json.Marshal(body)
 				if err != nil {
 					return nil, err
 				}
-				out = append(out, WrongType{Method: method, Path: concrete, Field: fieldName(f.tokens), Expected: f.expected, Body: data})
+				out = append(out, WrongType{Method: method, Path: concrete, Field: fieldName(f.tokens), Expected: expected, Body: data})
 			}
 		}
 	}
@@ -88,11 +106,12 @@ func fillPathParams(path string) string {
 }
 
 // field is a field of a body schema: its path (names, and 0 for an array's first element), a
-// value of another type than the schema's and what the schema expects.
+// value of another type than the schema's, what the schema expects and whether it allows null.
 type field struct {
 	tokens   []any
 	wrong    any
 	expected string
+	nullable bool // the schema allows null
 }
 
 // wrongValues are, per JSON type, a value of another type and how the messages name the type.
@@ -130,7 +149,8 @@ func valueFields(s *openapi3.Schema, tokens []any) []field {
 	if !ok {
 		return nil // no single type (free-form): any value is of the right type
 	}
-	out := []field{{tokens: tokens, wrong: w.value, expected: w.expected}}
+	nullable := s.Nullable || (s.Type != nil && s.Type.Includes("null"))
+	out := []field{{tokens: tokens, wrong: w.value, expected: w.expected, nullable: nullable}}
 	switch {
 	case typ == "object":
 		out = append(out, schemaFields(s, tokens)...)
@@ -153,7 +173,9 @@ func schemaType(s *openapi3.Schema) string {
 	if s.Type == nil {
 		return ""
 	}
-	types := slices.DeleteFunc(s.Type.Slice(), func(t string) bool { return t == "null" })
+	// A copy: DeleteFunc works in place, and the document's own types must keep their null (the
+	// validator reads them afterwards).
+	types := slices.DeleteFunc(slices.Clone(s.Type.Slice()), func(t string) bool { return t == "null" })
 	if len(types) != 1 {
 		return ""
 	}

@@ -75,3 +75,41 @@ func TestGoInternal(t *testing.T) {
 		t.Errorf("a plain message is said to show %q", got)
 	}
 }
+
+// Nulls asks for null in every field but the ones the document marks nullable (PUT /alerts'
+// low_balance_threshold in both documents), and building the cases leaves the document as it was:
+// a field's null stays allowed for the validator afterwards.
+func TestNullsSkipNullableFieldsAndLeaveTheDocument(t *testing.T) {
+	for _, doc := range []*contract.Document{contract.Plugin, contract.External} {
+		for range 2 { // the second round sees the document the first one left
+			if _, err := doc.WrongTypes(); err != nil {
+				t.Fatal(err)
+			}
+			cases, err := doc.Nulls()
+			if err != nil {
+				t.Fatal(err)
+			}
+			fields := map[string]bool{}
+			for _, c := range cases {
+				fields[c.Method+" "+c.Field] = true
+				if c.Expected != "" {
+					t.Errorf("%s %s: Expected %q, want none", c.Method, c.Field, c.Expected)
+				}
+			}
+			if fields["PUT low_balance_threshold"] {
+				t.Error("a null low_balance_threshold (nullable) is among the refusals")
+			}
+			if !fields["POST events"] || !fields["PUT available"] {
+				t.Errorf("null cases miss fields that are not nullable: %v", fields)
+			}
+		}
+		d, err := doc.Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := d.Paths.Value("/alerts").Put.RequestBody.Value.Content.Get("application/json").Schema.Value
+		if typ := s.Properties["low_balance_threshold"].Value.Type; !typ.Includes("null") || typ.Includes("") {
+			t.Errorf("the document's low_balance_threshold types are now %v", *typ)
+		}
+	}
+}
