@@ -205,11 +205,7 @@ func (h *Handler) testEndpoint(c *gin.Context) {
 	if !h.decodeWebhookBody(c, &body, true) {
 		return
 	}
-	event := "" // the engine's default: webhook.test
-	if body.Event != nil {
-		event = *body.Event
-	}
-	sent, err := h.Engine.Webhooks.SendTest(c.Request.Context(), webhookScope(c), id, event)
+	sent, err := h.Engine.Webhooks.SendTest(c.Request.Context(), webhookScope(c), id, body.Event) // nil: webhook.test
 	if err != nil {
 		h.answer(c, err)
 		return

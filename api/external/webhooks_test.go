@@ -501,6 +501,7 @@ func TestWebhookTestSendAndRecover(t *testing.T) {
 		for _, c := range []struct{ body, field string }{
 			{`{"event":"job.completed"}`, "event"},
 			{`{"event":null}`, "event"},
+			{`{"event":""}`, "event"},
 			{`{"event":1}`, "event"},
 			{`{"kind":"record.done"}`, "kind"},
 		} {

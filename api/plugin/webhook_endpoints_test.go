@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/mocks"
 
 	"github.com/shotflow/shotflow/api/plugin"
 	"github.com/shotflow/shotflow/models"
@@ -309,4 +311,25 @@ func TestWebhookDeliveryLogAndEvents(t *testing.T) {
 	rec = e.do(http.MethodGet, p("/events/"+test.ID), e.key, nil)
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 	assert.Equal(t, "webhook.test", decode(t, rec)["type"])
+}
+
+// A test send's event type is one of the API's: an empty one is a value, not the default's
+// omission, and like any other unknown type is 400 naming event, with nothing recorded or sent;
+// left out, it is webhook.test.
+func TestWebhookTestSendRefusesAnEmptyEvent(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.withTemporal().On("ExecuteWorkflow", mock.Anything, mock.Anything, mock.Anything, mock.Anything).
+		Return(&mocks.WorkflowRun{}, nil).Maybe()
+	id := e.createEndpoint(e.key, map[string]any{"url": hookURL})["id"].(string)
+	for _, body := range []string{`{"event": ""}`, `{"event": null}`, `{"event": "record.done"}`} {
+		msg := e.requireError(e.do(http.MethodPost, p("/webhook-endpoints/"+id+"/test"), e.key, body), http.StatusBadRequest, plugin.CodeInvalidInput)
+		assert.Contains(t, msg, "event", body)
+	}
+	assert.Zero(t, e.count(&models.WebhookEvent{}, "installation_id = ?", e.inst.ID), "a refused test send recorded an event")
+	rec := e.do(http.MethodPost, p("/webhook-endpoints/"+id+"/test"), e.key, map[string]any{})
+	require.Equal(t, http.StatusAccepted, rec.Code, rec.Body.String())
+	var ev models.WebhookEvent
+	require.NoError(t, e.db.Take(&ev, "id = ?", decode(t, rec)["event_id"]).Error)
+	assert.Equal(t, "webhook.test", ev.Type)
 }

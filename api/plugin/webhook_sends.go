@@ -40,11 +40,7 @@ func (h *Handler) testEndpoint(c *gin.Context) {
 	if !h.bindJSON(c, &req) {
 		return
 	}
-	event := ""
-	if req.Event != nil {
-		event = *req.Event
-	}
-	sent, err := h.Engine.Webhooks.SendTest(c.Request.Context(), webhookScope(c), c.Param("id"), event)
+	sent, err := h.Engine.Webhooks.SendTest(c.Request.Context(), webhookScope(c), c.Param("id"), req.Event)
 	if err != nil {
 		h.fail(c, err)
 		return

@@ -30,13 +30,14 @@ func (e *Webhooks) findEndpoint(ctx context.Context, scope WebhookScope, id stri
 	return ep, err
 }
 
-// SendTest sends a signed sample of event (webhook.test when "") to one of the scope's endpoints,
-// marked as a test, through the normal delivery path: it shows in the delivery log and is retried.
-// An event type the endpoint's API does not have is KindInvalid naming "event"; a disabled
-// endpoint is KindConflict.
-func (e *Webhooks) SendTest(ctx context.Context, scope WebhookScope, endpointID, event string) (TestSent, error) {
-	if event == "" {
-		event = webhooks.EventWebhookTest
+// SendTest sends a signed sample of the event type named (webhook.test when nil) to one of the
+// scope's endpoints, marked as a test, through the normal delivery path: it shows in the delivery
+// log and is retried. An event type the endpoint's API does not have, the empty string included,
+// is KindInvalid naming "event"; a disabled endpoint is KindConflict.
+func (e *Webhooks) SendTest(ctx context.Context, scope WebhookScope, endpointID string, named *string) (TestSent, error) {
+	event := webhooks.EventWebhookTest
+	if named != nil {
+		event = *named
 	}
 	if !webhooks.IsEvent(scope.plugin(), event) {
 		return TestSent{}, refuse(KindInvalid, "", "event", "%q is not an event type of this API; one of %v.", event, webhooks.EventsOf(scope.plugin()))

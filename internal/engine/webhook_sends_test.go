@@ -44,7 +44,7 @@ func TestSendTestGoesToOneEndpointAsATest(t *testing.T) {
 		_, err = w.eng.Webhooks.CreateEndpoint(ctx, w.inst, engine.EndpointInput{URL: str("https://shop.example/b")})
 		require.NoError(t, err)
 
-		sent, err := w.eng.Webhooks.SendTest(ctx, w.inst, target.ID, "job.started") // not among its subscriptions
+		sent, err := w.eng.Webhooks.SendTest(ctx, w.inst, target.ID, new("job.started")) // not among its subscriptions
 		require.NoError(t, err)
 		var deliveries []models.WebhookDelivery
 		require.NoError(t, db.Where("event_id = ?", sent.EventID).Find(&deliveries).Error)
@@ -61,16 +61,21 @@ func TestSendTestGoesToOneEndpointAsATest(t *testing.T) {
 		require.NoError(t, json.Unmarshal(ev.Payload, &body))
 		assert.Equal(t, true, body["test"])
 
-		_, err = w.eng.Webhooks.SendTest(ctx, w.inst, target.ID, "record.done")
+		_, err = w.eng.Webhooks.SendTest(ctx, w.inst, target.ID, new("record.done"))
 		kind, field := refusedAs(t, err)
 		assert.Equal(t, engine.KindInvalid, kind)
 		assert.Equal(t, "event", field)
-		_, err = w.eng.Webhooks.SendTest(ctx, w.sibling, target.ID, "")
+		// An empty event type is a value, not the default's omission.
+		_, err = w.eng.Webhooks.SendTest(ctx, w.inst, target.ID, new(""))
+		kind, field = refusedAs(t, err)
+		assert.Equal(t, engine.KindInvalid, kind)
+		assert.Equal(t, "event", field)
+		_, err = w.eng.Webhooks.SendTest(ctx, w.sibling, target.ID, nil)
 		kind, _ = refusedAs(t, err)
 		assert.Equal(t, engine.KindNotFound, kind, "another installation's endpoint")
 		_, err = w.eng.Webhooks.UpdateEndpoint(ctx, w.inst, target.ID, engine.EndpointInput{Status: str("disabled")})
 		require.NoError(t, err)
-		_, err = w.eng.Webhooks.SendTest(ctx, w.inst, target.ID, "")
+		_, err = w.eng.Webhooks.SendTest(ctx, w.inst, target.ID, nil)
 		kind, _ = refusedAs(t, err)
 		assert.Equal(t, engine.KindConflict, kind, "a disabled endpoint")
 		assert.Len(t, up.starts, 1, "nothing more was sent")
