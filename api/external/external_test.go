@@ -212,12 +212,15 @@ func TestListOrders(t *testing.T) {
 		}
 
 		for query, want := range map[string][]string{
-			"?limit=2":            newestFirst[:2],
-			"?limit=0":            newestFirst[:1],
-			"?limit=-4":           newestFirst[:1],
-			"?limit=500":          newestFirst,
-			"?status=in_progress": newestFirst[2:],
-			"?status=completed":   {mixed.ID},
+			"?limit=2":   newestFirst[:2],
+			"?limit=0":   newestFirst[:1],
+			"?limit=-4":  newestFirst[:1],
+			"?limit=500": newestFirst,
+			// Any integer of 64 bits is clamped.
+			"?limit=9223372036854775807":                               newestFirst,
+			"?limit=-9223372036854775808":                              newestFirst[:1],
+			"?status=in_progress":                                      newestFirst[2:],
+			"?status=completed":                                        {mixed.ID},
 			"?since=" + e.now.Add(30*time.Second).Format(time.RFC3339): newestFirst[:4],
 		} {
 			code, body, _ := e.get("/orders"+query, "X-Api-Key", e.key)
@@ -276,6 +279,10 @@ func TestGetOrder(t *testing.T) {
 			"/orders/not-a-uuid":        http.StatusBadRequest,
 			"/orders/" + models.NewID(): http.StatusNotFound,
 			"/orders/" + foreign.ID:     http.StatusNotFound,
+			// The other spellings of a UUID are not IDs of this API, the caller's own order's either.
+			"/orders/{" + o.ID + "}":                       http.StatusBadRequest,
+			"/orders/urn:uuid:" + o.ID:                     http.StatusBadRequest,
+			"/orders/" + strings.ReplaceAll(o.ID, "-", ""): http.StatusBadRequest,
 		} {
 			code, body, _ := e.get(path, "X-Api-Key", e.key)
 			if code != want {

@@ -10,13 +10,13 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/google/uuid"
 	"go.uber.org/zap"
 
 	"github.com/shotflow/shotflow/api/prefer"
 	"github.com/shotflow/shotflow/api/reqctx"
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/platform/fileurl"
+	"github.com/shotflow/shotflow/models/ids"
 	"github.com/shotflow/shotflow/models/status"
 )
 
@@ -169,14 +169,16 @@ func (h *Handler) cancelOrder(c *gin.Context) {
 		AlreadyStarted: out.AlreadyStarted})
 }
 
-// orderID reads the :id path parameter of an order route: 400 unless a UUID.
+// orderID reads the :id path parameter of an order route: 400 unless a UUID written 8-4-4-4-12
+// (in either case), as every ID the API hands out; the braced, urn: and 32-digit forms would
+// otherwise pass and be answered 404.
 func (h *Handler) orderID(c *gin.Context) (string, bool) {
 	id := c.Param("id")
-	if _, err := uuid.Parse(id); err != nil {
+	if !ids.IsUUID(id) {
 		h.fail(c, http.StatusBadRequest, "The order id must be a UUID.")
 		return "", false
 	}
-	return id, true
+	return ids.Canonical(id), true
 }
 
 // orderDetail renders an order with its jobs, as GET /orders/{id} shows it.
