@@ -126,9 +126,14 @@ func usageRange(q UsageQuery, now time.Time) (time.Time, time.Time, error) {
 	return from, to, nil
 }
 
-// usageTime reads an RFC 3339 time or a date (midnight UTC) of the parameter named field.
+// usageTime reads an RFC 3339 time or a date (midnight UTC) of the parameter named field. A time
+// whose UTC instant falls outside the years 0000–9999 is refused: the report answers its range in
+// UTC, which RFC 3339 cannot write there (9999-12-31T23:59:59-23:59 is 10000-01-01 in UTC).
 func usageTime(field, raw string) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339Nano, raw); err == nil {
+		if y := t.UTC().Year(); y < 0 || y > 9999 {
+			return time.Time{}, refuse(KindInvalid, "", field, "must fall within the years 0000 to 9999 in UTC.")
+		}
 		return t.UTC(), nil
 	}
 	if t, err := time.Parse(time.DateOnly, raw); err == nil {

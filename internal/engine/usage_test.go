@@ -69,6 +69,14 @@ func TestUsageRange(t *testing.T) {
 		_, err = e.Usage.Report(ctx, scope, engine.UsageQuery{To: bad})
 		usageRefusal(t, err, "to")
 	}
+	// An instant that UTC cannot write in RFC 3339 (the report answers its range in UTC).
+	_, err = e.Usage.Report(ctx, scope, engine.UsageQuery{From: "9999-12-01", To: "9999-12-31T23:59:59-23:59"})
+	usageRefusal(t, err, "to")
+	_, err = e.Usage.Report(ctx, scope, engine.UsageQuery{From: "0000-01-01T00:00:00+00:01", To: "0000-02-01"})
+	usageRefusal(t, err, "from")
+	r, err = e.Usage.Report(ctx, scope, engine.UsageQuery{From: "9999-12-01", To: "9999-12-31T23:59:59Z"})
+	require.NoError(t, err)
+	assert.Equal(t, time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC), r.To)
 	for _, bad := range []string{"week", "DAY", "provider"} {
 		_, err = e.Usage.Report(ctx, scope, engine.UsageQuery{GroupBy: bad})
 		usageRefusal(t, err, "group_by")
