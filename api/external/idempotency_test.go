@@ -339,6 +339,25 @@ func TestEveryExternalPostReadsTheIdempotencyKey(t *testing.T) {
 	if posts < 14 {
 		t.Fatalf("only %d POST routes found", posts)
 	}
+	// The document says the same: an operation's success declares Idempotent-Replayed exactly
+	// when it is a POST (a PUT that claimed the key's replays would promise what no route does).
+	doc, err := contract.External.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			declares := false
+			for code, resp := range op.Responses.Map() {
+				if strings.HasPrefix(code, "2") && resp.Value != nil && resp.Value.Headers["Idempotent-Replayed"] != nil {
+					declares = true
+				}
+			}
+			if declares != (method == http.MethodPost) {
+				t.Errorf("%s %s: the document declares Idempotent-Replayed %v, but only POST routes read the key", method, path, declares)
+			}
+		}
+	}
 	// The header twice, or empty, is refused too.
 	req := httptest.NewRequest(http.MethodPost, external.Base+"/models/register-ideas", strings.NewReader(`{"preferences":"x"}`))
 	req.Header.Set("X-Api-Key", e.key)
