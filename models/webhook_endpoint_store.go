@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"gorm.io/gorm"
@@ -149,8 +150,10 @@ type EndpointChanges struct {
 // is afterwards; ErrNotFound for a missing, deleted or another scope's one. A status change to
 // enabled clears disabled_reason, disabled_at and failing_since (the failing window starts afresh);
 // to disabled records disabled_reason manual and disabled_at. Setting the status an endpoint has
-// already changes neither, so a disabled endpoint keeps why and since when it is. The read and the
-// write run in one transaction (a savepoint when the store is in one) holding the row.
+// already changes neither, so a disabled endpoint keeps why and since when it is; an update that
+// changes no field writes nothing, updated_at included. A new URL is also where the endpoint's
+// deliveries not attempted yet (pending or held) show their first attempt will go. The read and
+// the writes run in one transaction (a savepoint when the store is in one) holding the row.
 func (s *Store) UpdateWebhookEndpoint(ctx context.Context, scope WebhookScope, id string, changes EndpointChanges, now time.Time) (*WebhookEndpoint, error) {
 	now = now.UTC().Truncate(time.Microsecond)
 	var ep *WebhookEndpoint
@@ -160,15 +163,21 @@ func (s *Store) UpdateWebhookEndpoint(ctx context.Context, scope WebhookScope, i
 		if err != nil {
 			return err
 		}
-		fields := map[string]any{"updated_at": now}
-		if changes.URL != nil {
+		fields := map[string]any{}
+		if changes.URL != nil && *changes.URL != ep.URL {
 			fields["url"], ep.URL = *changes.URL, *changes.URL
+			// The deliveries not attempted yet show where their first attempt will go: the
+			// endpoint's URL at that moment (the attempts themselves read it then).
+			if err := tx.Model(&WebhookDelivery{}).Where("endpoint_id = ? AND attempts = 0 AND status IN ?", ep.ID,
+				[]string{WebhookPending, WebhookHeld}).Update("callback_url", ep.URL).Error; err != nil {
+				return err
+			}
 		}
-		if changes.Events != nil {
+		if changes.Events != nil && !slices.Equal(*changes.Events, []string(ep.Events)) {
 			ep.Events = StringList(append([]string{}, *changes.Events...))
 			fields["events"] = ep.Events
 		}
-		if changes.Description != nil {
+		if changes.Description != nil && *changes.Description != ep.Description {
 			fields["description"], ep.Description = *changes.Description, *changes.Description
 		}
 		if changes.Status != nil && *changes.Status != ep.Status {
@@ -184,7 +193,10 @@ func (s *Store) UpdateWebhookEndpoint(ctx context.Context, scope WebhookScope, i
 			fields["status"], fields["disabled_reason"] = ep.Status, ep.DisabledReason
 			fields["disabled_at"], fields["failing_since"] = ep.DisabledAt, ep.FailingSince
 		}
-		ep.UpdatedAt = now
+		if len(fields) == 0 {
+			return nil // what it was sent is what it has: nothing changes, updated_at included
+		}
+		fields["updated_at"], ep.UpdatedAt = now, now
 		return tx.Model(&WebhookEndpoint{}).Where("id = ?", ep.ID).Updates(fields).Error
 	})
 	if err != nil {

@@ -333,3 +333,39 @@ func TestWebhookTestSendRefusesAnEmptyEvent(t *testing.T) {
 	require.NoError(t, e.db.Take(&ev, "id = ?", decode(t, rec)["event_id"]).Error)
 	assert.Equal(t, "webhook.test", ev.Type)
 }
+
+// A delivery not attempted yet shows where its first attempt will go: after PATCH url, the
+// endpoint's new URL (the attempt reads the endpoint's URL when it is made).
+func TestPendingDeliveryShowsTheEndpointsNewURL(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.withTemporal().On("ExecuteWorkflow", mock.Anything, mock.Anything, mock.Anything, mock.Anything).
+		Return(&mocks.WorkflowRun{}, nil).Maybe()
+	id := e.createEndpoint(e.key, map[string]any{"url": hookURL})["id"].(string)
+	rec := e.do(http.MethodPost, p("/webhook-endpoints/"+id+"/test"), e.key, map[string]any{})
+	require.Equal(t, http.StatusAccepted, rec.Code, rec.Body.String())
+	delivery := decode(t, rec)["delivery_id"].(string)
+	const newURL = "https://93.184.216.35/new"
+	require.Equal(t, http.StatusOK, e.do(http.MethodPatch, p("/webhook-endpoints/"+id), e.key, map[string]any{"url": newURL}).Code)
+	d := decode(t, e.do(http.MethodGet, p("/webhook-deliveries/"+delivery), e.key, nil))
+	require.Equal(t, "pending", d["status"])
+	require.Empty(t, d["attempts"])
+	assert.Equal(t, newURL, d["url"])
+}
+
+// A PATCH that sends what the endpoint already has (its status, URL, events, description)
+// changes nothing about it, updated_at included.
+func TestPatchWithTheSameValuesChangesNothing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ep := e.createEndpoint(e.key, map[string]any{"url": hookURL, "events": []string{"job.failed"}, "description": "d"})
+	time.Sleep(5 * time.Millisecond)
+	for _, body := range []map[string]any{{"status": "enabled"}, {"url": hookURL, "events": []string{"job.failed"}, "description": "d"}} {
+		rec := e.do(http.MethodPatch, p("/webhook-endpoints/"+ep["id"].(string)), e.key, body)
+		require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+		assert.Equal(t, ep, decode(t, rec), "%v", body)
+	}
+	rec := e.do(http.MethodPatch, p("/webhook-endpoints/"+ep["id"].(string)), e.key, map[string]any{"description": "e"})
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	assert.NotEqual(t, ep["updated_at"], decode(t, rec)["updated_at"], "a change moves updated_at")
+}
