@@ -210,6 +210,10 @@ func describeSemantic(e *json.SemanticError, prefix string) *Error {
 	if e.JSONKind == '0' && len(e.JSONValue) > 0 {
 		got = truncate(string(e.JSONValue))
 		if isInteger(e.JSONValue) && want == "an integer" {
+			if bytes.ContainsAny(e.JSONValue, ".eE") && fitsInt64(e.JSONValue) {
+				// 2.0 or 2e0: a whole number, but integers are written as such.
+				return fieldError(field, "must be an integer written without a fraction or exponent, not %s", got)
+			}
 			return fieldError(field, "is too large: %s is out of range", got)
 		}
 	}
@@ -317,6 +321,12 @@ func kindName(k jsontext.Kind) string {
 func isInteger(v jsontext.Value) bool {
 	f, err := strconv.ParseFloat(string(v), 64)
 	return (err == nil || errors.Is(err, strconv.ErrRange)) && f == math.Trunc(f)
+}
+
+// fitsInt64 reports whether a whole JSON number is within the range of a 64-bit integer.
+func fitsInt64(v jsontext.Value) bool {
+	f, err := strconv.ParseFloat(string(v), 64)
+	return err == nil && f >= math.MinInt64 && f <= math.MaxInt64
 }
 
 func truncate(s string) string {

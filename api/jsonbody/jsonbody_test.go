@@ -42,6 +42,8 @@ func TestDecodeRefusesWithMessagesInTheClientsTerms(t *testing.T) {
 		{"string for integer", `{"size_bytes":"12"}`, "size_bytes", []string{"size_bytes must be an integer, not a string"}},
 		{"fraction for integer", `{"count":1.5}`, "count", []string{"count must be an integer, not 1.5"}},
 		{"integer out of range", `{"size_bytes":1e40}`, "size_bytes", []string{"size_bytes is too large", "1e40"}},
+		{"integer with a fraction", `{"size_bytes":2.0}`, "size_bytes", []string{"size_bytes must be an integer written without a fraction or exponent, not 2.0"}},
+		{"integer with an exponent", `{"count":2e0}`, "count", []string{"count must be an integer written without a fraction or exponent, not 2e0"}},
 		{"nested index", `{"subjects":[{"product_ref":"a","images_count":1},{"images_count":"2"}]}`, "subjects[1].images_count",
 			[]string{"subjects[1].images_count must be an integer, not a string"}},
 		{"boolean", `{"subjects":[{"auto_register_packshot":"yes"}]}`, "subjects[0].auto_register_packshot",
