@@ -49,8 +49,11 @@ func Wait(h http.Header) (time.Duration, bool) {
 			if len(value) >= 2 && value[0] == '"' && value[len(value)-1] == '"' {
 				value = value[1 : len(value)-1]
 			}
-			if value == "" || len(value) > 9 || strings.TrimLeft(value, "0123456789") != "" {
+			if value == "" || strings.TrimLeft(value, "0123456789") != "" {
 				return 0, false
+			}
+			if digits := strings.TrimLeft(value, "0"); len(digits) > 9 {
+				return MaxWait, true // a whole number of any length: far above MaxWait
 			}
 			n, err := strconv.Atoi(value)
 			if err != nil || n < 1 {
