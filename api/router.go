@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -116,6 +117,8 @@ func NewRouter(d Deps, p *plugin.Handler) *gin.Engine {
 		p.NotFound(c)
 	})
 	r.NoMethod(func(c *gin.Context) {
+		// A 405 names the methods the path takes (RFC 9110, 15.5.6).
+		c.Header("Allow", strings.Join(allowedMethods(r.Routes(), c.Request.URL.Path), ", "))
 		if d.External != nil && strings.HasPrefix(c.Request.URL.Path, external.Base+"/") {
 			d.External.MethodNotAllowed(c)
 			return
@@ -123,6 +126,33 @@ func NewRouter(d Deps, p *plugin.Handler) *gin.Engine {
 		p.Fail(c, http.StatusMethodNotAllowed, plugin.CodeMethodNotAllowed, "Method "+c.Request.Method+" is not allowed on this route.")
 	})
 	return r
+}
+
+// allowedMethods lists, sorted, the methods of the routes whose pattern matches path: a :param
+// segment matches any one segment, a *param the rest of the path.
+func allowedMethods(routes gin.RoutesInfo, path string) []string {
+	segments := strings.Split(strings.Trim(path, "/"), "/")
+	var methods []string
+	for _, rt := range routes {
+		if matchesPattern(strings.Split(strings.Trim(rt.Path, "/"), "/"), segments) && !slices.Contains(methods, rt.Method) {
+			methods = append(methods, rt.Method)
+		}
+	}
+	slices.Sort(methods)
+	return methods
+}
+
+// matchesPattern reports whether a path's segments match a gin pattern's.
+func matchesPattern(pattern, segments []string) bool {
+	for i, p := range pattern {
+		if strings.HasPrefix(p, "*") {
+			return true
+		}
+		if i >= len(segments) || (!strings.HasPrefix(p, ":") && p != segments[i]) || segments[i] == "" {
+			return false
+		}
+	}
+	return len(pattern) == len(segments)
 }
 
 // MetricsPath serves the API's metrics in the Prometheus text format.

@@ -196,6 +196,10 @@ func TestUnknownRouteAndMethod(t *testing.T) {
 	}
 	rec := s.do(http.MethodDelete, plugin.Base+"/me", "X-Api-Key", s.key)
 	requireError(t, rec, http.StatusMethodNotAllowed, plugin.CodeMethodNotAllowed)
+	assert.Equal(t, "GET", rec.Header().Get("Allow"), "a 405 names the methods the path takes")
+	rec = s.do(http.MethodPut, plugin.Base+"/webhook-endpoints/"+models.NewID(), "X-Api-Key", s.key)
+	requireError(t, rec, http.StatusMethodNotAllowed, plugin.CodeMethodNotAllowed)
+	assert.Equal(t, "DELETE, GET, PATCH", rec.Header().Get("Allow"))
 
 	// The external API answers in its own error body: {"error": "<text>"}.
 	for target, status := range map[string]int{external.Base + "/nope": http.StatusNotFound, external.Base + "/orders/x/y": http.StatusNotFound} {
@@ -208,6 +212,7 @@ func TestUnknownRouteAndMethod(t *testing.T) {
 	}
 	rec = s.do(http.MethodDelete, external.Base+"/orders")
 	assert.Equal(t, http.StatusMethodNotAllowed, rec.Code)
+	assert.Equal(t, "GET", rec.Header().Get("Allow"))
 	assert.JSONEq(t, `{"error":"Method DELETE is not allowed on this route."}`, rec.Body.String())
 }
 
