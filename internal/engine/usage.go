@@ -117,13 +117,28 @@ func usageRange(q UsageQuery, now time.Time) (time.Time, time.Time, error) {
 			return from, to, err
 		}
 	}
+	// A refusal names a parameter the client sent: when to took its default, from.
 	if !from.Before(to) {
-		return from, to, refuse(KindInvalid, "", "to", "must be after from (%s).", from.Format(time.RFC3339))
+		if q.To == "" {
+			return from, to, refuse(KindInvalid, "", "from", "must be before to, which defaults to the start of next month (%s); send to as well.", to.Format(time.RFC3339))
+		}
+		return from, to, refuse(KindInvalid, "", "to", "must be after from (%s%s).", from.Format(time.RFC3339), defaulted(q.From, "the start of this month"))
 	}
 	if to.Sub(from) > MaxUsageRange {
-		return from, to, refuse(KindInvalid, "", "to", "is more than 400 days after from (%s).", from.Format(time.RFC3339))
+		if q.To == "" {
+			return from, to, refuse(KindInvalid, "", "from", "is more than 400 days before to, which defaults to the start of next month (%s); send to as well.", to.Format(time.RFC3339))
+		}
+		return from, to, refuse(KindInvalid, "", "to", "is more than 400 days after from (%s%s).", from.Format(time.RFC3339), defaulted(q.From, "the start of this month"))
 	}
 	return from, to, nil
+}
+
+// defaulted says which default a parameter took when the client did not send it (raw is "").
+func defaulted(raw, what string) string {
+	if raw != "" {
+		return ""
+	}
+	return ", its default: " + what
 }
 
 // usageTime reads an RFC 3339 time or a date (midnight UTC) of the parameter named field. A time

@@ -61,7 +61,12 @@ func TestUsageRange(t *testing.T) {
 	usageRefusal(t, err, "to")
 	_, err = e.Usage.Report(ctx, scope, engine.UsageQuery{From: "2026-01-03", To: "2026-01-02"})
 	usageRefusal(t, err, "to")
+	// A refusal names what the client sent: with to left to its default, from.
 	_, err = e.Usage.Report(ctx, scope, engine.UsageQuery{From: "2026-03-02"}) // after the default to
+	usageRefusal(t, err, "from")
+	_, err = e.Usage.Report(ctx, scope, engine.UsageQuery{From: "2020-01-01"}) // 400 days before it
+	usageRefusal(t, err, "from")
+	_, err = e.Usage.Report(ctx, scope, engine.UsageQuery{To: "2026-01-01"}) // before the default from
 	usageRefusal(t, err, "to")
 	for _, bad := range []string{"yesterday", "2026-13-01", "2026-1-1", "2026-01-01T00:00:00", "1700000000", " 2026-01-01"} {
 		_, err = e.Usage.Report(ctx, scope, engine.UsageQuery{From: bad})
