@@ -313,16 +313,8 @@ func EnsurePackshotCandidate(tx *gorm.DB, j *Job) (*Packshot, error) {
 // finishReferenceItem settles the fashion model or scenery an idea job produces: DONE with the
 // job's first output as its thumbnail, or FAILED. Other jobs are left alone.
 func finishReferenceItem(tx *gorm.DB, j *Job, to string) error {
-	var kind ReferenceKind
-	switch j.JobType {
-	case jobtype.ModelIdea:
-		kind = KindFashionModel
-	case jobtype.SceneryIdea:
-		kind = KindScenery
-	default:
-		return nil
-	}
-	if j.RecordID == nil {
+	kind, ok := referenceKindOf(j)
+	if !ok {
 		return nil
 	}
 	fields := map[string]any{"status": to, "updated_at": time.Now().UTC()}
@@ -339,6 +331,20 @@ func finishReferenceItem(tx *gorm.DB, j *Job, to string) error {
 	}
 	return tx.Table(kind.Table()).Where("id = ? AND account_id = ? AND status = ?", *j.RecordID, j.AccountID, RefStatusInProgress).
 		Updates(fields).Error
+}
+
+// referenceKindOf is the kind of record an idea job produces, and whether it produces one.
+func referenceKindOf(j *Job) (ReferenceKind, bool) {
+	if j.RecordID == nil {
+		return "", false
+	}
+	switch j.JobType {
+	case jobtype.ModelIdea:
+		return KindFashionModel, true
+	case jobtype.SceneryIdea:
+		return KindScenery, true
+	}
+	return "", false
 }
 
 // GetAsset returns the asset with the ID, or ErrNotFound.

@@ -139,15 +139,35 @@ func (s *Store) RunReleased(ctx context.Context, jobID string, run int) (bool, e
 // BeginNextRun moves a job that ended with status from on run fromRun to a new pending run
 // (fromRun+1) with its attempts, errors and times cleared, its start deadline (Cancel-After)
 // included: an operator's re-run is not bound by the client's deadline; false when the job is no
-// longer on that run in that status.
+// longer on that run in that status. The fashion model or scenery an idea job produces, which its
+// ended run left FAILED, is in progress again, so that the new run's end settles it.
 func (s *Store) BeginNextRun(ctx context.Context, jobID string, fromRun int, from string, now time.Time) (bool, error) {
-	res := s.conn(ctx).Model(&Job{}).Where("id = ? AND run = ? AND status = ?", jobID, fromRun, from).Updates(map[string]any{
+	db := s.conn(ctx)
+	res := db.Model(&Job{}).Where("id = ? AND run = ? AND status = ?", jobID, fromRun, from).Updates(map[string]any{
 		"run": fromRun + 1, "status": status.JobPending, "attempt_count": 0,
 		"error_category": nil, "error_hint": nil, "error_detail": "",
 		"started_at": nil, "completed_at": nil, "run_started_at": nil, "start_deadline": nil, "cancel_reason": nil,
 		"updated_at": now,
 	})
-	return res.RowsAffected > 0, res.Error
+	if res.Error != nil || res.RowsAffected == 0 {
+		return false, res.Error
+	}
+	var j Job
+	if err := db.Select("id", "account_id", "job_type", "record_id").Take(&j, "id = ?", jobID).Error; err != nil {
+		return false, err
+	}
+	return true, reopenReferenceItem(db, &j, now)
+}
+
+// reopenReferenceItem puts the fashion model or scenery of an idea job run again back in progress
+// (finishReferenceItem settles only one in progress). Other jobs are left alone.
+func reopenReferenceItem(tx *gorm.DB, j *Job, now time.Time) error {
+	kind, ok := referenceKindOf(j)
+	if !ok {
+		return nil
+	}
+	return tx.Table(kind.Table()).Where("id = ? AND account_id = ? AND status = ?", *j.RecordID, j.AccountID, RefStatusFailed).
+		Updates(map[string]any{"status": RefStatusInProgress, "thumbnail_asset_id": nil, "updated_at": now.UTC()}).Error
 }
 
 // ReserveForJobs reserves the jobs' credits on the account for the order (see the package

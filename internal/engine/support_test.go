@@ -539,3 +539,53 @@ func TestSupportReplayWebhook(t *testing.T) {
 		}
 	})
 }
+
+// A fashion-model idea job that failed and is run again by support settles its record with the
+// new run: the retry puts the record back in progress, and the completed run makes it DONE with
+// its thumbnail (it stayed FAILED, charged and unusable, before).
+func TestRetriedIdeaJobSettlesItsRecordWithTheNewRun(t *testing.T) {
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		s := newSupportEngine(db, &recordingTemporal{})
+		acc, err := models.CreateAccount(db, "ideas", 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		order := models.Order{ID: models.NewID(), AccountID: acc.ID, API: models.APIExternal,
+			JobType: jobtype.ModelIdea, SessionConfig: models.JSON(`{}`)}
+		job := models.Job{ID: models.NewID(), AccountID: acc.ID, JobType: jobtype.ModelIdea, AIModel: "sim/ok",
+			AspectRatio: "1:1", CreditCost: 1, Status: status.JobPending, Voting: models.VotingPending}
+		item := models.ReferenceItem{ID: models.NewID(), AccountID: &acc.ID, Name: "idea", Preferences: "p",
+			Status: models.RefStatusInProgress, OrderID: &order.ID, JobID: &job.ID}
+		job.RecordID = &item.ID
+		if err := s.Orders.SubmitWith(ctx, &order, []models.Job{job}, func(tx *models.Store) error {
+			return tx.CreateReferenceItems(ctx, models.KindFashionModel, []models.ReferenceItem{item})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		failRun(t, db, job.ID, 1, errorcat.TransientInfra)
+		if _, err := s.Support.RetryJob(ctx, engine.RetryRequest{JobID: job.ID, Actor: "alice"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := models.BeginAttempt(db, job.ID, 2, 1); err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now().UTC()
+		out := models.Asset{ID: models.OutputAssetID(job.ID, 2, 0), AccountID: acc.ID, Kind: models.AssetKindOutput,
+			Status: status.AssetReady, ContentType: "image/png", SizeBytes: 4, BlobKey: "outputs/x.png", Width: 2, Height: 2,
+			CreatedAt: now, UpdatedAt: now}
+		if _, ok, err := models.CompleteJobRun(db, job.ID, 2, []models.Asset{out}); err != nil || !ok {
+			t.Fatalf("complete run 2: %v %v", ok, err)
+		}
+		if j := loadJob(t, db, job.ID); j.Status != status.JobCompleted {
+			t.Fatalf("job = %s", j.Status)
+		}
+		var row models.ReferenceItem
+		if err := db.Table(models.KindFashionModel.Table()).Take(&row, "id = ?", item.ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		if row.Status != models.RefStatusDone || row.ThumbnailAssetID == nil {
+			t.Fatalf("job completed on run 2, but its fashion model is %s (thumbnail %v)", row.Status, row.ThumbnailAssetID)
+		}
+	})
+}
