@@ -75,14 +75,18 @@ func reserveForJobs(tx *gorm.DB, accountID, orderID string, jobs []Job) (reserve
 		if res.Error != nil {
 			return reserved{}, res.Error
 		}
-		if res.RowsAffected == 0 {
-			return reserved{}, refusalOf(tx, accountID, "", total, month, now)
-		}
-		// The account's row is held from here, so the installation's comes second, as in the
-		// one-statement order (createOrder).
 		instID := ""
 		if inst := jobs[0].InstallationID; inst != nil {
 			instID = *inst
+		}
+		if res.RowsAffected == 0 {
+			// Told as the one-statement order tells it (createOrder): the installation's limit
+			// first, so a refusal names the same limit whatever the path.
+			return reserved{}, refusalOf(tx, accountID, instID, total, month, now)
+		}
+		// The account's row is held from here, so the installation's comes second, as in the
+		// one-statement order (createOrder).
+		if instID != "" {
 			if err := countInstallationSpend(tx, instID, month, total, now); err != nil {
 				return reserved{}, err
 			}

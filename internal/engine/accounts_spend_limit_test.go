@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
+	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/models/testdb"
 )
 
@@ -104,4 +107,37 @@ func TestSetSpendLimitRefusals(t *testing.T) {
 	e, ok := engine.As(err)
 	require.True(t, ok, "%v", err)
 	assert.Equal(t, engine.KindNotFound, e.Kind)
+}
+
+// When both the account's and the installation's monthly limits refuse a plugin order, the refusal
+// names the installation's on either database and whatever the order's size: the one statement of
+// PostgreSQL's small orders and the step-by-step reservation (SQLite, and orders of more than 200
+// jobs) tell it alike (the step-by-step path named the account's).
+func TestBothLimitsRefusingNameTheInstallationOnEveryPath(t *testing.T) {
+	t.Parallel()
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		st := models.NewStore(db)
+		tn := newSupportTenant(t, db, 10_000)
+		five := int64(5)
+		now := time.Now()
+		_, err := st.SetSpendLimit(ctx, models.SpendScope{AccountID: tn.accountID}, &five, 80, now)
+		require.NoError(t, err)
+		_, err = st.SetSpendLimit(ctx, models.SpendScope{InstallationID: tn.installationID}, &five, 80, now)
+		require.NoError(t, err)
+		for _, n := range []int{1, 200, 201} {
+			order := models.Order{ID: models.NewID(), AccountID: tn.accountID, InstallationID: &tn.installationID, API: models.APIPlugin,
+				JobType: jobtype.PhotoShoot, SessionConfig: models.JSON(`{}`), Status: status.OrderInProgress, JobsTotal: n,
+				CreatedAt: now, UpdatedAt: now}
+			jobs := make([]models.Job, n)
+			for i := range jobs {
+				jobs[i] = models.Job{ID: models.NewID(), OrderID: order.ID, AccountID: tn.accountID, InstallationID: &tn.installationID,
+					JobType: jobtype.PhotoShoot, Position: i, ProductRef: "p", AIModel: "sim/ok", AspectRatio: "1:1", CreditCost: 10, Run: 1,
+					Status: status.JobPending, Voting: models.VotingPending, CreatedAt: now, UpdatedAt: now}
+			}
+			var sl *models.SpendLimitError
+			require.ErrorAs(t, st.PlaceOrder(ctx, &order, jobs, nil), &sl, "%d jobs", n)
+			assert.Equal(t, tn.installationID, sl.InstallationID, "%d jobs: the refusal names the installation's limit", n)
+		}
+	})
 }
