@@ -35,7 +35,7 @@ const adminUsage = `Usage:
   shotflow admin keys list --account ACCOUNT_ID [--mode live|test|all]
   shotflow admin keys revoke KEY_ID
 
-Support (README "For support staff"):
+Support (docs/operations.md, "For support staff"):
   shotflow admin jobs list --status STATUS [--category CATEGORY] [--installation ID] [--since RFC3339] [--mode live|test|all] [--limit N]
   shotflow admin jobs retry JOB_ID [--actor NAME] [--reason TEXT]
   shotflow admin jobs stragglers [--older-than DURATION] [--mode live|test|all] [--limit N] [--after CURSOR]
@@ -143,9 +143,19 @@ func runAdmin(ctx context.Context, args []string, stdout io.Writer) error {
 	if !ok {
 		return fmt.Errorf("%w: unknown admin command %q\n%s", errUsage, args[0]+" "+args[1], adminUsage)
 	}
+	if slices.ContainsFunc(rest, isHelpFlag) { // before anything is opened
+		fmt.Fprint(stdout, adminUsage)
+		return nil
+	}
 	cfg, err := config.Load()
 	if err != nil {
 		return err
+	}
+	// On the embedded defaults (no DATABASE_URL: the database `make run` keeps under .data/), the
+	// commands follow `shotflow dev`'s defaults, which let webhooks reach a receiver on this
+	// machine; WEBHOOK_ALLOW_PRIVATE_NETWORKS, when set, still decides.
+	if os.Getenv("DATABASE_URL") == "" && os.Getenv("WEBHOOK_ALLOW_PRIVATE_NETWORKS") == "" {
+		cfg.WebhookAllowPrivateNetworks = true
 	}
 	// Resolved before the engine is built, whose Temporal UI links name the effective namespace; a
 	// command dials Temporal only when its use case reaches it.
@@ -172,6 +182,11 @@ func runAdmin(ctx context.Context, args []string, stdout io.Writer) error {
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
+}
+
+// isHelpFlag reports whether a command-line argument asks for help (-h, -help, --help).
+func isHelpFlag(arg string) bool {
+	return arg == "-h" || arg == "-help" || arg == "--help" || arg == "--h"
 }
 
 func newFlags(name string) *flag.FlagSet {
@@ -606,6 +621,7 @@ func (e *adminEnv) webhooksReplay(args []string) (any, error) {
 var webhookFlags = map[string]string{
 	"installation": "--installation", "endpoint_id": "--endpoint", "status": "--status", "event": "--event",
 	"limit": "--limit", "cursor": "--cursor", "since": "--since", "until": "--until", "mode": "--mode",
+	"from": "--from", "to": "--to", "group_by": "--group-by",
 }
 
 // usageOf turns a refusal of invalid input into a usage error naming the flag; other errors pass.
@@ -755,6 +771,7 @@ func (e *adminEnv) usage(args []string) (any, error) {
 	if (*installation == "") == (*account == "") {
 		return nil, fmt.Errorf("%w: usage takes one of --installation and --account", errUsage)
 	}
-	return e.storeEngine().Support.UsageOf(e.ctx, *installation, *account,
+	report, err := e.storeEngine().Support.UsageOf(e.ctx, *installation, *account,
 		engine.UsageQuery{From: *from, To: *to, GroupBy: *groupBy})
+	return report, usageOf(err)
 }

@@ -688,3 +688,51 @@ func TestHealthcheck(t *testing.T) {
 		t.Errorf("healthcheck against nothing: exit %d, want 1", code)
 	}
 }
+
+// `admin <command> --help` prints the usage and exits 0 without opening anything; `admin help`
+// points support staff at docs/operations.md, where their section is.
+func TestAdminCommandHelp(t *testing.T) {
+	isolateEnv(t)
+	t.Setenv("DATABASE_URL", "mysql://nothing-is-opened")
+	for _, flag := range []string{"--help", "-h", "-help"} {
+		code, out, errOut := runCLI(t, "admin", "jobs", "list", flag)
+		if code != 0 || !strings.Contains(out, "shotflow admin jobs list --status STATUS") || errOut != "" {
+			t.Errorf("admin jobs list %s: exit %d, stdout %q, stderr %q", flag, code, out, errOut)
+		}
+	}
+	if _, out, _ := runCLI(t, "admin", "help"); !strings.Contains(out, `docs/operations.md, "For support staff"`) {
+		t.Errorf("admin help does not point at docs/operations.md: %q", out)
+	}
+}
+
+// On the embedded defaults (no DATABASE_URL: the database `make run` keeps under .data/), admin
+// follows `shotflow dev` and lets an installation's callback URL reach this machine; a
+// WEBHOOK_ALLOW_PRIVATE_NETWORKS that is set still decides.
+func TestAdminOnTheDevDefaultsAllowsALocalCallback(t *testing.T) {
+	isolateEnv(t)
+	dir := t.TempDir()
+	t.Chdir(dir)
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SECRET_KEY", base64.StdEncoding.EncodeToString(key))
+	if err := os.MkdirAll(".data", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := runCLI(t, "migrate"); code != 0 {
+		t.Fatalf("migrate: exit %d, stderr %q", code, errOut)
+	}
+	var acc engine.AccountCreated
+	adminJSON(t, &acc, "account", "create", "--name", "Acme")
+	var inst engine.InstallationCreated
+	adminJSON(t, &inst, "installation", "create", "--account", acc.AccountID, "--name", "Dev shop", "--callback-url", "http://127.0.0.1:18490/hooks")
+	if inst.CallbackURL != "http://127.0.0.1:18490/hooks" {
+		t.Errorf("callback_url = %q", inst.CallbackURL)
+	}
+	t.Setenv("WEBHOOK_ALLOW_PRIVATE_NETWORKS", "false")
+	if code, _, errOut := runCLI(t, "admin", "installation", "create", "--account", acc.AccountID, "--name", "Shop",
+		"--callback-url", "http://127.0.0.1:18490/hooks"); code != 2 || !strings.Contains(errOut, "not allowed") {
+		t.Errorf("with WEBHOOK_ALLOW_PRIVATE_NETWORKS=false: exit %d, stderr %q; want the refusal", code, errOut)
+	}
+}

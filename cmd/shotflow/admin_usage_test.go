@@ -46,16 +46,21 @@ func TestAdminUsage(t *testing.T) {
 			t.Errorf("admin %v: exit %d, want 2", args, code)
 		}
 	}
-	for args, want := range map[string]string{
-		"--installation " + f.installationID + " --group-by key":          "group_by",
-		"--account " + f.accountID + " --from 2025-01-01 --to 2026-02-06": "400 days",
-		"--account " + f.accountID + " --from yesterday":                  "from",
-		"--account " + models.NewID():                                     "not found",
-		"--installation " + models.NewID():                                "not found",
+	// A value the command refuses is a usage mistake naming its flag (exit 2); a record that does
+	// not exist is an error (exit 1).
+	for args, want := range map[string]struct {
+		code int
+		text string
+	}{
+		"--installation " + f.installationID + " --group-by key":          {2, "--group-by: must be one of"},
+		"--account " + f.accountID + " --from 2025-01-01 --to 2026-02-06": {2, "--to: is more than 400 days"},
+		"--account " + f.accountID + " --from yesterday":                  {2, "--from: must be an RFC 3339 time"},
+		"--account " + models.NewID():                                     {1, "not found"},
+		"--installation " + models.NewID():                                {1, "not found"},
 	} {
 		code, stdout, stderr := runCLI(t, append([]string{"admin", "usage"}, strings.Fields(args)...)...)
-		if code != 1 || stdout != "" || !strings.Contains(stderr, want) {
-			t.Errorf("admin usage %s: exit %d, stdout %q, stderr %q; want %q", args, code, stdout, stderr, want)
+		if code != want.code || stdout != "" || !strings.Contains(stderr, want.text) {
+			t.Errorf("admin usage %s: exit %d, stdout %q, stderr %q; want %d and %q", args, code, stdout, stderr, want.code, want.text)
 		}
 	}
 }
