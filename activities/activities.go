@@ -153,7 +153,8 @@ func (a *Activities) Generate(ctx context.Context, in contract.AttemptInput) (co
 		a.Log.Warn("generation attempt failed", zap.String("job_id", job.ID), zap.String("order_id", order.ID),
 			zap.String("correlation_id", order.CorrelationID), zap.Int("attempt", in.Attempt),
 			zap.String("error_category", string(ge.Category)), zap.String("detail", ge.Message))
-		return contract.GenerateResult{}, categorized(ge.Category, errors.New(ge.Message), ge.RetryAfter)
+		// A test key's job failing (rehearsed or not) is no operator's matter either.
+		return contract.GenerateResult{}, categorizedAs(ge.Category, errors.New(ge.Message), ge.RetryAfter, job.TestMode || clientCaused(ge.Category))
 	}
 	if len(outputs) == 0 {
 		a.Metrics.GenerateAttempt(provider, string(errorcat.InternalBug), job.TestMode, took)
@@ -350,14 +351,25 @@ func (a *Activities) MarkRetryPending(ctx context.Context, in contract.RetryPend
 // categorized wraps err as a non-retryable ApplicationError typed with the category, carrying the
 // provider's Retry-After (in seconds) as its detail.
 func categorized(c errorcat.Category, err error, retryAfter time.Duration) error {
+	return categorizedAs(c, err, retryAfter, clientCaused(c))
+}
+
+// categorizedAs is categorized, benign when told: the SDK then logs the failure at debug level,
+// not as an "Activity error." at ERROR, and leaves it out of its failure metrics. shotflow's own
+// "generation attempt failed" warning and shotflow_generate_attempts_total count every failure.
+func categorizedAs(c errorcat.Category, err error, retryAfter time.Duration, benign bool) error {
 	opts := temporal.ApplicationErrorOptions{NonRetryable: true, Cause: err, Details: []any{retryAfter.Seconds()}}
-	if c == errorcat.InputNotReady {
-		// Waiting for an input still being uploaded or prepared is the normal course of a job
-		// accepted right after its upload: benign, so the SDK logs it at debug level, not as an
-		// activity error, and leaves it out of its failure metrics.
+	if benign {
 		opts.Category = temporal.ApplicationErrorCategoryBenign
 	}
 	return temporal.NewApplicationErrorWithOptions(err.Error(), string(c), opts)
+}
+
+// clientCaused reports the categories that are the normal course of a job or its client's
+// input, never an operator's matter: an input still being uploaded or prepared (the job waits for
+// it), a request the provider's content rules refuse, an input that is missing or unusable.
+func clientCaused(c errorcat.Category) bool {
+	return c == errorcat.InputNotReady || c == errorcat.ContentPolicy || c == errorcat.InputMissing
 }
 
 // seedFor derives the deterministic render seed of a job run.

@@ -15,6 +15,8 @@ import (
 	"github.com/shotflow/shotflow/internal/platform/blobstore"
 	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
+	"github.com/shotflow/shotflow/internal/providers/testmode"
+	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/models/catalog"
 	"github.com/shotflow/shotflow/models/jobtype"
@@ -22,12 +24,22 @@ import (
 	"github.com/shotflow/shotflow/models/testdb"
 )
 
-// A job whose input is still being uploaded or prepared fails its attempt with INPUT_NOT_READY as
-// a benign error (the SDK logs it at debug level and leaves it out of its failure metrics: it is
-// the normal course of a job accepted right after its upload), non-retryable and with its
-// Retry-After detail like every category; an unusable input (INPUT_MISSING) stays an ordinary
-// failure.
-func TestAnInputNotReadyIsABenignWait(t *testing.T) {
+// refusing is a provider whose every call fails with its category.
+type refusing struct{ category errorcat.Category }
+
+func (r refusing) Serves(string, string) bool { return true }
+
+func (r refusing) Generate(context.Context, providers.Request) ([]providers.Output, error) {
+	return nil, &providers.Error{Category: r.category, Message: "refused (unit test)"}
+}
+
+// A failed attempt is a benign error to the Temporal SDK (logged at debug level, not as an ERROR
+// "Activity error.", and left out of its failure metrics) when it is no operator's matter: an input
+// still being uploaded or prepared (the job waits for it), an input missing or unusable, a request
+// the provider's content rules refuse, and any failure of a test key's job. A live job's provider
+// failing otherwise stays an ordinary failure. Every one keeps its category, non-retryability and
+// Retry-After detail.
+func TestFailuresThatAreNoOperatorsMatterAreBenign(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.Open(t, testdb.SQLiteURL(t))
@@ -40,23 +52,25 @@ func TestAnInputNotReadyIsABenignWait(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	provider := &capture{}
-	acts := &activities.Activities{Store: models.NewStore(db), Blobs: blobs, Log: zap.NewNop(), LongEdge: 64,
-		Generator: providers.MustNewRegistry(cat, map[string]providers.Provider{"local": provider})}
 	acc, err := models.CreateAccount(db, "Team", 100)
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now().UTC()
-	jobOn := func(assetStatus string) string {
+	jobOn := func(assetStatus string, test bool) string {
 		t.Helper()
 		a := models.Asset{ID: models.NewID(), AccountID: acc.ID, Kind: models.AssetKindUpload, Status: assetStatus,
 			Problem: "the file is not an image", ContentType: "image/png", BlobKey: "f/" + models.NewID(), CreatedAt: now, UpdatedAt: now}
+		if assetStatus == status.AssetReady {
+			if err := blobs.Put(ctx, a.BlobKey, testimage.SolidPNG(t, 8, 8, testimage.White), "image/png"); err != nil {
+				t.Fatal(err)
+			}
+		}
 		o := models.Order{ID: models.NewID(), AccountID: acc.ID, API: models.APIExternal, JobType: jobtype.Packshot,
-			SessionConfig: models.JSON(`{}`), Status: status.OrderInProgress, JobsTotal: 1, CreatedAt: now, UpdatedAt: now}
+			SessionConfig: models.JSON(`{}`), Status: status.OrderInProgress, JobsTotal: 1, CreatedAt: now, UpdatedAt: now, TestMode: test}
 		j := models.Job{ID: models.NewID(), OrderID: o.ID, AccountID: acc.ID, JobType: jobtype.Packshot,
 			InputAssetID: &a.ID, AIModel: "local/studio-v1", AspectRatio: "1:1", CreditCost: 1, Run: 1,
-			Status: status.JobInProgress, Voting: models.VotingPending, CreatedAt: now, UpdatedAt: now}
+			Status: status.JobInProgress, Voting: models.VotingPending, CreatedAt: now, UpdatedAt: now, TestMode: test}
 		for _, row := range []any{&a, &o, &j} {
 			if err := db.Create(row).Error; err != nil {
 				t.Fatal(err)
@@ -65,8 +79,11 @@ func TestAnInputNotReadyIsABenignWait(t *testing.T) {
 		return j.ID
 	}
 	var ts testsuite.WorkflowTestSuite
-	generate := func(jobID string) *temporal.ApplicationError {
+	generate := func(provider providers.Provider, jobID string) *temporal.ApplicationError {
 		t.Helper()
+		acts := &activities.Activities{Store: models.NewStore(db), Blobs: blobs, Log: zap.NewNop(), LongEdge: 64,
+			Generator:  providers.MustNewRegistry(cat, map[string]providers.Provider{"local": provider}),
+			TestStudio: testmode.Studio{Local: provider}}
 		env := ts.NewTestActivityEnvironment()
 		env.RegisterActivity(acts.Generate)
 		_, err := env.ExecuteActivity(acts.Generate, contract.AttemptInput{JobID: jobID, Run: 1, Attempt: 1})
@@ -76,24 +93,37 @@ func TestAnInputNotReadyIsABenignWait(t *testing.T) {
 		}
 		return appErr
 	}
-
-	for _, st := range []string{status.AssetAwaitingUpload, status.AssetUploading, status.AssetProcessing} {
-		appErr := generate(jobOn(st))
-		if appErr.Type() != string(errorcat.InputNotReady) || !appErr.NonRetryable() {
-			t.Errorf("input %s: %s (non-retryable %v), want a non-retryable %s", st, appErr.Type(), appErr.NonRetryable(), errorcat.InputNotReady)
+	ok := &capture{}
+	for _, c := range []struct {
+		name     string
+		provider providers.Provider
+		asset    string
+		test     bool
+		want     errorcat.Category
+		benign   bool
+	}{
+		{"input awaiting upload", ok, status.AssetAwaitingUpload, false, errorcat.InputNotReady, true},
+		{"input uploading", ok, status.AssetUploading, false, errorcat.InputNotReady, true},
+		{"input being prepared", ok, status.AssetProcessing, false, errorcat.InputNotReady, true},
+		{"input unusable", ok, status.AssetInvalid, false, errorcat.InputMissing, true},
+		{"content refused", refusing{errorcat.ContentPolicy}, status.AssetReady, false, errorcat.ContentPolicy, true},
+		{"provider down, live", refusing{errorcat.TransientInfra}, status.AssetReady, false, errorcat.TransientInfra, false},
+		{"provider account, live", refusing{errorcat.ProviderAccount}, status.AssetReady, false, errorcat.ProviderAccount, false},
+		{"provider down, test key", refusing{errorcat.TransientInfra}, status.AssetReady, true, errorcat.TransientInfra, true},
+	} {
+		appErr := generate(c.provider, jobOn(c.asset, c.test))
+		if appErr.Type() != string(c.want) || !appErr.NonRetryable() {
+			t.Errorf("%s: %s (non-retryable %v), want a non-retryable %s", c.name, appErr.Type(), appErr.NonRetryable(), c.want)
 		}
-		if appErr.Category() != temporal.ApplicationErrorCategoryBenign {
-			t.Errorf("input %s: the wait is not benign: the SDK logs it as an activity error", st)
+		if benign := appErr.Category() == temporal.ApplicationErrorCategoryBenign; benign != c.benign {
+			t.Errorf("%s: benign %v, want %v", c.name, benign, c.benign)
 		}
 		var retryAfter float64
-		if !appErr.HasDetails() || appErr.Details(&retryAfter) != nil || retryAfter != 0 {
-			t.Errorf("input %s: the Retry-After detail is lost", st)
+		if !appErr.HasDetails() || appErr.Details(&retryAfter) != nil {
+			t.Errorf("%s: the Retry-After detail is lost", c.name)
 		}
 	}
-	if appErr := generate(jobOn(status.AssetInvalid)); appErr.Type() != string(errorcat.InputMissing) || appErr.Category() == temporal.ApplicationErrorCategoryBenign {
-		t.Errorf("an unusable input: %s (category %v), want an ordinary %s", appErr.Type(), appErr.Category(), errorcat.InputMissing)
-	}
-	if len(provider.reqs) != 0 {
+	if len(ok.reqs) != 0 {
 		t.Error("the provider rendered without its input")
 	}
 }

@@ -149,7 +149,18 @@ func JobWorkflow(ctx workflow.Context, in JobInput) (JobResult, error) {
 	if res.Status != statusNotRunnable && signalsOrder(in.Shape) {
 		notifyOrder(ctx, in, res.Status)
 	}
+	drainInputReady(ctx)
 	return res, nil
+}
+
+// drainInputReady consumes the input-ready signals nothing waits for any more: the preparation of
+// an uploaded input signals every job that uses it, also a job that found the input ready without
+// waiting, or after its wait had ended. Left in the channel they would make the SDK warn of
+// unhandled signals when the run closes. Receiving a signal already in the history adds no event.
+func drainInputReady(ctx workflow.Context) {
+	ch := workflow.GetSignalChannel(ctx, SignalInputReady)
+	for ch.ReceiveAsync(nil) {
+	}
 }
 
 // finishJob ends a job run as res says: fin settles it and records its webhook, the status search

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -165,3 +167,54 @@ func TestWorkflowIDs(t *testing.T) {
 }
 
 func converterFor() converter.DataConverter { return converter.GetDefaultDataConverter() }
+
+// messages records the messages a logger is given.
+type messages struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (m *messages) Enabled(context.Context, slog.Level) bool { return true }
+func (m *messages) Handle(_ context.Context, r slog.Record) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.list = append(m.list, r.Message)
+	return nil
+}
+func (m *messages) WithAttrs([]slog.Attr) slog.Handler { return m }
+func (m *messages) WithGroup(string) slog.Handler      { return m }
+
+// An input-ready signal that reaches a job which is not waiting for it (its input was ready when
+// it looked, so the preparation's signal comes during the attempt) is consumed before the run
+// closes: the SDK has no unhandled signal to warn about.
+func TestJobWorkflowConsumesAnInputReadyNobodyWaitsFor(t *testing.T) {
+	t.Parallel()
+	var s testsuite.WorkflowTestSuite
+	logged := &messages{}
+	s.SetLogger(log.NewStructuredLogger(slog.New(logged)))
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflow(workflows.JobWorkflow)
+	env.RegisterActivity(a)
+	env.OnActivity(a.RecordJobWebhook, mock.Anything, mock.Anything).Return(contract.RecordWebhookResult{}, nil).Maybe()
+	env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, "", workflows.SignalJobFinished, mock.Anything).Return(nil)
+	env.OnActivity(a.BeginAttempt, mock.Anything, mock.Anything).Return(nil).Once()
+	env.OnActivity(a.Generate, mock.Anything, mock.Anything).After(time.Minute).Return(okResult, nil).Once()
+	env.OnActivity(a.CompleteJob, mock.Anything, mock.Anything).Return(nil).Once()
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(workflows.SignalInputReady, nil) }, 10*time.Second)
+
+	env.ExecuteWorkflow(workflows.JobWorkflow, workflows.JobInput{JobID: "j1", Run: 1, OrderID: "o1"})
+	var res workflows.JobResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != status.JobCompleted {
+		t.Fatalf("result = %+v", res)
+	}
+	logged.mu.Lock()
+	defer logged.mu.Unlock()
+	for _, m := range logged.list {
+		if strings.Contains(m, "unhandled signals") {
+			t.Errorf("the SDK logged %q", m)
+		}
+	}
+}
