@@ -359,7 +359,8 @@ func (e *adminEnv) creditsGrant(args []string) (any, error) {
 	if *account == "" || *amount <= 0 {
 		return nil, fmt.Errorf("%w: --account and a positive --amount are required", errUsage)
 	}
-	return e.storeEngine().Accounts.GrantCredits(e.ctx, *account, *amount)
+	granted, err := e.storeEngine().Accounts.GrantCredits(e.ctx, *account, *amount)
+	return granted, usageOf(err)
 }
 
 // keysIssue issues an external content API key of an account with the chosen scopes and expiry.
@@ -621,7 +622,7 @@ func (e *adminEnv) webhooksReplay(args []string) (any, error) {
 var webhookFlags = map[string]string{
 	"installation": "--installation", "endpoint_id": "--endpoint", "status": "--status", "event": "--event",
 	"limit": "--limit", "cursor": "--cursor", "since": "--since", "until": "--until", "mode": "--mode",
-	"from": "--from", "to": "--to", "group_by": "--group-by",
+	"from": "--from", "to": "--to", "group_by": "--group-by", "amount": "--amount",
 }
 
 // usageOf turns a refusal of invalid input into a usage error naming the flag; other errors pass.

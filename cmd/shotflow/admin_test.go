@@ -368,6 +368,7 @@ func TestAdminErrors(t *testing.T) {
 		{"unknown flag", []string{"account", "create", "--name", "Acme", "--colour", "red"}, 2, "colour"},
 		{"zero grant", []string{"credits", "grant", "--account", acc.AccountID, "--amount", "0"}, 2, "positive --amount"},
 		{"negative grant", []string{"credits", "grant", "--account", acc.AccountID, "--amount", "-25"}, 2, "positive --amount"},
+		{"huge grant", []string{"credits", "grant", "--account", acc.AccountID, "--amount", "9223372036854775807"}, 2, "--amount: must be an integer from 1 to 1000000000000"},
 		{"bad callback scheme", []string{"installation", "create", "--account", acc.AccountID, "--name", "Shop", "--callback-url", "ftp://shop.example/hook"}, 2, "--callback-url"},
 		{"callback without host", []string{"installation", "create", "--account", acc.AccountID, "--name", "Shop", "--callback-url", "https://"}, 2, "--callback-url"},
 		{"callback not a URL", []string{"installation", "create", "--account", acc.AccountID, "--name", "Shop", "--callback-url", "shop.example/hook"}, 2, "--callback-url"},

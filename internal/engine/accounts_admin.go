@@ -98,9 +98,17 @@ type CreditsGranted struct {
 	Granted         int64  `json:"granted"`
 }
 
-// GrantCredits adds amount (positive) credits to an account's balance with a grant ledger entry
-// noted as granted by an operator; an unknown account is KindNotFound.
+// MaxGrant is the most credits one grant adds: far above any real purchase, and far enough below
+// the 64-bit balance that no sum of grants a support desk makes can overflow it.
+const MaxGrant = 1_000_000_000_000
+
+// GrantCredits adds amount (1 to MaxGrant) credits to an account's balance with a grant ledger
+// entry noted as granted by an operator; another amount is KindInvalid naming "amount", an unknown
+// account KindNotFound.
 func (e *Accounts) GrantCredits(ctx context.Context, accountID string, amount int64) (CreditsGranted, error) {
+	if amount < 1 || amount > MaxGrant {
+		return CreditsGranted{}, refuse(KindInvalid, "", "amount", "must be an integer from 1 to %d.", int64(MaxGrant))
+	}
 	var out CreditsGranted
 	err := e.store.Tx(ctx, func(tx *models.Store) error {
 		if err := tx.GrantCredits(ctx, accountID, amount, "granted by operator"); err != nil {
