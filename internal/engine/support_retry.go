@@ -129,6 +129,9 @@ func (e *Support) RetryJob(ctx context.Context, req RetryRequest) (RetryResult, 
 	res.JobID, res.OrderID, res.Run, res.AuditID = job.ID, job.OrderID, job.Run, audit.ID
 	res.WorkflowID = workflows.JobWorkflowID(job.ID, job.Run)
 	res.TemporalUIURL = e.workflowURL(res.WorkflowID)
+	// The alerts the run's reservation crossed are recorded now, as an order's are (the outbox
+	// sweep records them otherwise).
+	e.app.Alerts.Flush(ctx, job.AccountID)
 
 	// The run is committed: from here on a failure only delays it, and the caller going away must
 	// not cancel the start.

@@ -589,3 +589,29 @@ func TestRetriedIdeaJobSettlesItsRecordWithTheNewRun(t *testing.T) {
 		}
 	})
 }
+
+// The alerts a retried run's reservation crosses are recorded by the retry itself, as an order's
+// are by its acceptance, not left to the outbox sweep.
+func TestRetryJobRecordsTheAlertsItsReservationCrosses(t *testing.T) {
+	t.Parallel()
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		s := newSupportEngine(db, &recordingTemporal{})
+		tn := newSupportTenant(t, db, 10)
+		_, jobs := submitOrder(t, s, tn, 2, "policy")
+		failRun(t, db, jobs[0].ID, 1, errorcat.ContentPolicy) // released: 10 available again
+		threshold := int64(9)
+		if _, err := s.Alerts.SetLowBalanceThreshold(ctx, engine.SpendScope{InstallationID: tn.installationID}, &threshold); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Support.RetryJob(ctx, engine.RetryRequest{JobID: jobs[0].ID, Actor: "alice"}); err != nil {
+			t.Fatal(err)
+		}
+		var pending, recorded int64
+		db.Model(&models.PendingAlert{}).Where("account_id = ?", tn.accountID).Count(&pending)
+		db.Model(&models.WebhookEvent{}).Where("account_id = ? AND type = ?", tn.accountID, models.AlertCreditsLow).Count(&recorded)
+		if pending != 0 || recorded != 1 {
+			t.Fatalf("after the retry: %d alerts queued, %d credits.low recorded; want 0 and 1", pending, recorded)
+		}
+	})
+}
