@@ -12,13 +12,11 @@ import (
 
 	"github.com/shotflow/shotflow/activities"
 	"github.com/shotflow/shotflow/activities/contract"
-	"github.com/shotflow/shotflow/internal/platform/blobstore"
 	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/internal/providers/testmode"
 	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
-	"github.com/shotflow/shotflow/models/catalog"
 	"github.com/shotflow/shotflow/models/jobtype"
 	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/models/testdb"
@@ -43,15 +41,8 @@ func TestFailuresThatAreNoOperatorsMatterAreBenign(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.Open(t, testdb.SQLiteURL(t))
-	blobs, err := blobstore.Open(ctx, "file://"+t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = blobs.Close() })
-	cat, err := catalog.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
+	blobs := fileBlobs(t)
+	cat := loadCatalog(t)
 	acc, err := models.CreateAccount(db, "Team", 100)
 	if err != nil {
 		t.Fatal(err)

@@ -14,11 +14,9 @@ import (
 
 	"github.com/shotflow/shotflow/activities"
 	"github.com/shotflow/shotflow/activities/contract"
-	"github.com/shotflow/shotflow/internal/platform/blobstore"
 	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
-	"github.com/shotflow/shotflow/models/catalog"
 	"github.com/shotflow/shotflow/models/jobtype"
 	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/models/testdb"
@@ -46,18 +44,11 @@ func TestPhotoShootGetsItsSceneryImage(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.Open(t, testdb.SQLiteURL(t))
-	blobs, err := blobstore.Open(ctx, "file://"+t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = blobs.Close() })
+	blobs := fileBlobs(t)
 	if err := models.SeedReference(db); err != nil {
 		t.Fatal(err)
 	}
-	catalog, err := catalog.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
+	catalog := loadCatalog(t)
 	provider := &capture{}
 	acts := &activities.Activities{Store: models.NewStore(db), Blobs: blobs, Log: zap.NewNop(), LongEdge: 64,
 		Generator: providers.MustNewRegistry(catalog, map[string]providers.Provider{"local": provider})}

@@ -17,7 +17,6 @@ import (
 	"github.com/shotflow/shotflow/internal/testsupport/s3server"
 	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
-	"github.com/shotflow/shotflow/models/catalog"
 	"github.com/shotflow/shotflow/models/jobtype"
 	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/models/testdb"
@@ -50,10 +49,7 @@ func TestStoreOutageIsADependencyWait(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = blobs.Close() })
 	db := testdb.Open(t, testdb.SQLiteURL(t))
-	cat, err := catalog.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cat := loadCatalog(t)
 	provider := &killing{}
 	acts := &activities.Activities{Store: models.NewStore(db), Blobs: blobs, Log: zap.NewNop(), LongEdge: 64,
 		Generator: providers.MustNewRegistry(cat, map[string]providers.Provider{"local": provider})}

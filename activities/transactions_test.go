@@ -11,11 +11,9 @@ import (
 
 	"github.com/shotflow/shotflow/activities"
 	"github.com/shotflow/shotflow/activities/contract"
-	"github.com/shotflow/shotflow/internal/platform/blobstore"
 	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/testsupport/testimage"
 	"github.com/shotflow/shotflow/models"
-	"github.com/shotflow/shotflow/models/catalog"
 	"github.com/shotflow/shotflow/models/jobtype"
 	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/models/testdb"
@@ -43,15 +41,8 @@ func TestSuccessfulJobCostsTheWorkerTwoTransactions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.Open(t, testdb.MigratedPostgresURL(t))
-	blobs, err := blobstore.Open(ctx, "file://"+t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = blobs.Close() })
-	catalog, err := catalog.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
+	blobs := fileBlobs(t)
+	catalog := loadCatalog(t)
 	acts := &activities.Activities{Store: models.NewStore(db), Blobs: blobs, Log: zap.NewNop(), LongEdge: 64,
 		Generator: providers.MustNewRegistry(catalog, map[string]providers.Provider{"local": &capture{}})}
 	acc, err := models.CreateAccount(db, "Team", 10)
