@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -182,6 +183,12 @@ func TestDecodeRefusesNullsUnlessTheFieldIsNullable(t *testing.T) {
 		}
 	}
 
+	var timed struct {
+		At *time.Time `json:"at"`
+	}
+	if err := jsonbody.Decode([]byte(`{"at":null}`), &timed); err == nil || !strings.HasPrefix(err.Error(), "at must not be null") {
+		t.Errorf("a time sent as null = %v, want a refusal naming at", err)
+	}
 	var nullable struct {
 		Threshold *int64         `json:"threshold" nullable:"true"`
 		Free      any            `json:"free"`

@@ -70,7 +70,7 @@ func firstNull(dec *jsontext.Decoder, t reflect.Type, name string) (string, erro
 				path = name + "." + member
 			}
 			if dec.PeekKind() == 'n' {
-				if !nullable && !freeForm(deref(mt)) {
+				if !nullable && !takesNull(deref(mt)) {
 					return path, nil
 				}
 				if err := dec.SkipValue(); err != nil {
@@ -94,7 +94,7 @@ func firstNull(dec *jsontext.Decoder, t reflect.Type, name string) (string, erro
 		}
 		for i := 0; dec.PeekKind() != ']'; i++ {
 			path := name + "[" + strconv.Itoa(i) + "]"
-			if dec.PeekKind() == 'n' && elem != nil && !freeForm(deref(elem)) {
+			if dec.PeekKind() == 'n' && elem != nil && !takesNull(deref(elem)) {
 				return path, nil
 			}
 			if found, err := firstNull(dec, elem, path); found != "" || err != nil {
@@ -148,17 +148,23 @@ var (
 	unmarshalerBytes = reflect.TypeFor[json.Unmarshaler]()
 )
 
-// freeForm reports whether a value of type t is read by its own rules: an interface, a raw
-// jsontext.Value, or a type that decodes itself.
+// freeForm reports whether a value of type t is read by its own rules, so that what it holds is
+// not looked at: an interface, a raw jsontext.Value, or a type that decodes itself.
 func freeForm(t reflect.Type) bool {
 	if t == nil {
 		return false
 	}
-	if t.Kind() == reflect.Interface || t == rawValueType {
+	if takesNull(t) {
 		return true
 	}
 	p := reflect.PointerTo(t)
 	return p.Implements(unmarshalerV2) || p.Implements(unmarshalerBytes)
+}
+
+// takesNull reports whether a value of type t may itself be null: an interface or a raw
+// jsontext.Value, whose reader decides (a type that decodes itself, such as time.Time, may not).
+func takesNull(t reflect.Type) bool {
+	return t != nil && (t.Kind() == reflect.Interface || t == rawValueType)
 }
 
 // deref is t without its pointers.
