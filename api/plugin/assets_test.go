@@ -298,3 +298,18 @@ func TestUploadRefusals(t *testing.T) {
 		e.requireError(e.put(get, "image/png", b, int64(len(b))), http.StatusForbidden, plugin.CodeForbidden)
 	})
 }
+
+// An upload declared at the largest size and sent without a length is refused 413 when it runs a
+// byte over, like any longer upload: the route's own body limit, which trips first there, is no
+// 500. Nothing is stored and the upload can still be sent.
+func TestUploadAtTheLargestSizeRunningOverIs413(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	data := make([]byte, plugin.MaxUploadBytes+1)
+	copy(data, testimage.GradientPNG(t, 8, 8))
+	id, u := e.createUpload(e.key, "a.png", "image/png", plugin.MaxUploadBytes)
+	e.requireError(e.put(u, "image/png", data, -1), http.StatusRequestEntityTooLarge, plugin.CodePayloadTooLarge)
+	assert.Equal(t, status.AssetAwaitingUpload, e.asset(id).Status)
+	_, err := e.blobs.Get(context.Background(), e.asset(id).BlobKey)
+	require.Error(t, err, "nothing is stored")
+}

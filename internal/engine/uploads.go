@@ -148,7 +148,10 @@ func (e *Uploads) ReceiveUpload(ctx context.Context, in UploadBytes) (ReceivedUp
 		_ = e.cfg.Blobs.Delete(cleanup, asset.BlobKey)
 		return refused(refuse(KindInvalid, "", "", "The upload is incomplete: received %d bytes but the upload was declared as %d.", n, asset.SizeBytes))
 	}
-	if errors.Is(err, blobstore.ErrTooLarge) {
+	// The route's own body limit (a declaration at the largest size) may trip first, one byte
+	// before the store's: the same refusal.
+	var overLimit *http.MaxBytesError
+	if errors.Is(err, blobstore.ErrTooLarge) || errors.As(err, &overLimit) {
 		return refused(refuse(KindInvalid, ReasonTooLarge, "", "The upload is larger than declared (%d bytes).", asset.SizeBytes))
 	}
 	if err != nil {
