@@ -414,3 +414,23 @@ func TestRetentionKeepsTheFileOfAnAcceptedPackshot(t *testing.T) {
 	assert.NotEmpty(t, data)
 	assert.Equal(t, http.StatusPaymentRequired, e.sessionStatus("jar", ""))
 }
+
+// POST /packshots refuses an output that retention removed, as accepting its job answers 410
+// outputs_purged: a packshot without a file would become the product's approved one, and every
+// photo session from it would fail INPUT_MISSING after its credits were reserved.
+func TestRegisteringAPurgedOutputAsAPackshotIsRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	_, a, _ := e.storedOutputJob(e.inst)
+	old := time.Now().UTC().Add(-91 * 24 * time.Hour)
+	require.NoError(t, e.db.Model(&models.Asset{}).Where("id = ?", a.ID).Update("created_at", old).Error)
+	n, err := (&retention.Purger{Store: models.NewStore(e.db), Blobs: e.blobs, Log: zap.NewNop(), Retention: 90 * 24 * time.Hour}).Purge(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	res := e.registerPackshots(e.key, map[string]any{
+		"asset_id": a.ID, "product_ref": "SHOE-P", "product_metadata": map[string]any{"display_name": "Shoe"},
+	})
+	require.Equal(t, "error", res[0]["status"], "%v", res[0])
+	assert.Contains(t, res[0]["error"].(map[string]any)["message_i18n"].(map[string]any)["en"], "removed by the retention policy")
+	assert.Zero(t, e.count(&models.Packshot{}, "asset_id = ?", a.ID))
+}

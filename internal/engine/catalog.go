@@ -394,11 +394,14 @@ func registerPackshot(ctx context.Context, tx *models.Store, inst Installation, 
 }
 
 // packshotAssetProblem refuses (KindInvalid) an asset that cannot be a packshot: one that is no
-// image, is invalid, or has not been uploaded. An asset still being prepared is accepted: a job
+// image, was removed by retention, is invalid, or has not been uploaded. An asset still being prepared is accepted: a job
 // waits for it.
 func packshotAssetProblem(a *models.Asset, assetID string) error {
 	if a.Kind != models.AssetKindUpload && a.Kind != models.AssetKindOutput {
 		return refuse(KindInvalid, "", "", "asset_id is not an image.")
+	}
+	if a.PurgedAt != nil { // as accepting a job whose output is gone answers 410 outputs_purged
+		return refuse(KindInvalid, "", "", "asset_id %s was removed by the retention policy; upload the image again.", assetID)
 	}
 	switch a.Status {
 	case status.AssetReady, status.AssetProcessing:

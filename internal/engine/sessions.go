@@ -227,7 +227,7 @@ func approvedPackshot(approved map[string]*models.ApprovedProduct, s SessionSubj
 }
 
 // resolvePhotoInput checks the input of a packshot job: the subject's product must be in the
-// catalog and packshot_asset_id must be an upload of this installation (it may still be arriving).
+// catalog and packshot_asset_id an upload of this installation that is stored or may still arrive.
 func (e *Sessions) resolvePhotoInput(ctx context.Context, installationID string, i int, s SessionSubject) (*models.Product, string, error) {
 	field := "subjects[" + strconv.Itoa(i) + "]"
 	// An upload sent straight to the store is first used here.
@@ -244,8 +244,10 @@ func (e *Sessions) resolvePhotoInput(ctx context.Context, installationID string,
 	case err != nil:
 		return nil, "", err
 	}
-	if asset.Status == status.AssetInvalid {
-		return nil, "", refuse(KindInvalid, "", field+".packshot_asset_id", "%q cannot be used: %s.", s.PackshotAssetID, asset.Problem)
+	// What POST /images refuses of a source image cannot be a packshot job's input either: one
+	// removed by retention, never uploaded with its upload URL expired, or invalid.
+	if problem := sourceImageProblem(asset, e.now()); problem != "" {
+		return nil, "", refuse(KindInvalid, "", field+".packshot_asset_id", "%q %s", s.PackshotAssetID, problem)
 	}
 	return product, asset.ID, nil
 }

@@ -215,3 +215,27 @@ func TestCloneSession(t *testing.T) {
 	assert.Equal(t, "subjects[1].ai_model", e.Field)
 	assert.Equal(t, `is required: product_ref "new" is not in the source order`, e.Message)
 }
+
+// A packshot session's upload must be one that is stored or may still arrive: an upload whose URL
+// expired before its bytes came (or one retention removed) is refused naming the subject's
+// packshot_asset_id, as POST /images refuses it, before anything is reserved.
+func TestPackshotSessionOfAnUploadThatCannotArriveIsRefused(t *testing.T) {
+	t.Parallel()
+	f := newSessionFixture(t, 1000)
+	past := time.Now().UTC().Add(-time.Hour)
+	now := time.Now().UTC()
+	require.NoError(t, f.db.Create(&models.Asset{ID: "gone", AccountID: f.inst.AccountID, InstallationID: &f.inst.ID,
+		Kind: models.AssetKindUpload, Status: status.AssetAwaitingUpload, ContentType: "image/png", BlobKey: "uploads/x/gone",
+		UploadExpiresAt: &past, CreatedAt: now, UpdatedAt: now}).Error)
+	require.NoError(t, f.db.Create(&models.Asset{ID: "purged", AccountID: f.inst.AccountID, InstallationID: &f.inst.ID,
+		Kind: models.AssetKindUpload, Status: status.AssetReady, ContentType: "image/png", BlobKey: "uploads/x/purged",
+		PurgedAt: &past, CreatedAt: now, UpdatedAt: now}).Error)
+	for id, want := range map[string]string{"gone": "upload URL has expired", "purged": "removed by the retention policy"} {
+		_, _, err := f.eng.Sessions.PlanSession(t.Context(), f.request(jobtype.Packshot, photo("bare", id, true)))
+		var refusal *engine.Error
+		require.ErrorAs(t, err, &refusal, id)
+		assert.Equal(t, engine.KindInvalid, refusal.Kind, id)
+		assert.Equal(t, "subjects[0].packshot_asset_id", refusal.Field, id)
+		assert.Contains(t, refusal.Message, want, id)
+	}
+}
