@@ -272,3 +272,41 @@ func TestStoreURLsOfReferenceItems(t *testing.T) {
 	assert.Equal(t, want, body)
 	require.True(t, strings.HasPrefix(marketURL, publicBaseURL+files.RefPrefix), "marketplace image %q is not the API's", marketURL)
 }
+
+// jpegWithLargeMetadata is a valid JPEG whose frame header comes after 80 KB of comment segments,
+// as large EXIF, XMP or ICC segments put it: beyond the head an upload's check reads first.
+func jpegWithLargeMetadata(t *testing.T) []byte {
+	img := testimage.GradientJPEG(t, 64, 48)
+	out := append([]byte{}, img[:2]...) // SOI
+	for range 2 {
+		payload := bytes.Repeat([]byte{'x'}, 40000)
+		n := len(payload) + 2
+		out = append(out, 0xFF, 0xFE, byte(n>>8), byte(n))
+		out = append(out, payload...)
+	}
+	return append(out, img[2:]...)
+}
+
+// A valid JPEG whose header lies beyond the head the first use reads is collected, not refused as
+// unreadable: the preparation, which reads all of it, decides, as for the API's own PUT (which
+// takes the same bytes). A JPEG cut short inside the head is still refused when first used.
+func TestDirectUploadOfAJPEGWithLargeMetadata(t *testing.T) {
+	data := jpegWithLargeMetadata(t)
+	srv := s3server.Start(t)
+	srv.Setenv(t)
+	e := newEnv(t, onS3(srv.URL(), ""))
+	assetID, u := e.createUpload(e.key, "a.jpg", "image/jpeg", len(data))
+	require.Equal(t, http.StatusOK, storePut(t, u, "image/jpeg", data))
+	res := e.registerPackshots(e.key, map[string]any{
+		"asset_id": assetID, "product_ref": "J-1", "product_metadata": map[string]any{"display_name": "J"},
+	})
+	require.Equal(t, "created", res[0]["status"], "%v", res[0])
+
+	cut := testimage.GradientJPEG(t, 64, 48)[:100]
+	assetID, u = e.createUpload(e.key, "b.jpg", "image/jpeg", len(cut))
+	require.Equal(t, http.StatusOK, storePut(t, u, "image/jpeg", cut))
+	res = e.registerPackshots(e.key, map[string]any{
+		"asset_id": assetID, "product_ref": "J-2", "product_metadata": map[string]any{"display_name": "J2"},
+	})
+	requireItemError(t, res[0], http.StatusBadRequest, plugin.CodeInvalidInput)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"go.uber.org/zap"
@@ -112,6 +113,11 @@ func (e *Uploads) checkArrived(ctx context.Context, asset *models.Asset, incomin
 		return nil, fmt.Errorf("read upload %s from the store: %w", asset.ID, err)
 	}
 	width, height, err := imageprep.CheckHead(head, asset.ContentType, imageprep.Options{})
+	if (errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)) && st.Size > int64(len(head)) {
+		// The header lies beyond the head (a JPEG with large metadata first): the preparation,
+		// which reads the whole file, decides, as it does for the API's own PUT.
+		return nil, nil
+	}
 	if err != nil {
 		reason := strings.TrimPrefix(err.Error(), imageprep.ErrUnusable.Error()+": ")
 		return refuse(KindInvalid, "", "", "asset_id %s cannot be used: %s.", asset.ID, reason), nil

@@ -72,9 +72,12 @@ func unusable(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrUnusable}, args...)...)
 }
 
-// CheckHead checks the head of a file (its first bytes: 64 KiB hold the header of every accepted
-// type) against the declared content type and the limits of opts, as Prepare does before decoding,
-// and returns the image's dimensions. A failure wraps ErrUnusable.
+// CheckHead checks the head of a file (its first bytes) against the declared content type and the
+// limits of opts, as Prepare does before decoding, and returns the image's dimensions. A failure
+// wraps ErrUnusable, and a header that the head ends in the middle of also wraps
+// io.ErrUnexpectedEOF: a JPEG's metadata segments (EXIF, XMP, ICC) come before its frame header
+// and may fill more than any fixed head, so a caller holding only a head leaves that file to
+// Prepare, which has all of it.
 func CheckHead(head []byte, declared string, opts Options) (width, height int, err error) {
 	opts = opts.withDefaults()
 	if sniffed := http.DetectContentType(head); sniffed != declared {
@@ -82,7 +85,7 @@ func CheckHead(head []byte, declared string, opts Options) (width, height int, e
 	}
 	cfg, _, err := image.DecodeConfig(bytes.NewReader(head))
 	if err != nil {
-		return 0, 0, unusable("the file cannot be read as %s: %v", declared, err)
+		return 0, 0, unusable("the file cannot be read as %s: %w", declared, err)
 	}
 	if cfg.Width < opts.MinEdge || cfg.Height < opts.MinEdge {
 		return 0, 0, unusable("the image is %dx%d pixels; both sides must be at least %d", cfg.Width, cfg.Height, opts.MinEdge)
