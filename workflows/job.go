@@ -93,6 +93,10 @@ type JobInput struct {
 	Shape int `json:",omitempty"`
 }
 
+// retryWindowChange is the version marker of the JobWorkflow runs whose retry window leaves out
+// the time spent waiting on an unreachable database or blob store (version 1).
+const retryWindowChange = "retry-window-excludes-outages"
+
 // History shapes of a JobWorkflow run (JobInput.Shape).
 const (
 	// JobShapeOriginal is the shape of every run started before issue 15, re-runs included: an
@@ -220,6 +224,7 @@ func runJob(ctx workflow.Context, in JobInput, gate *startGate) (JobResult, erro
 		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1},
 	})
 	inputReady := workflow.GetSignalChannel(ctx, SignalInputReady)
+	ctx, outages := withOutageClock(ctx)
 	first := workflow.Now(ctx)
 	var inputWaitStarted time.Time
 	failures := 0 // failed attempts of retryable categories, counted against the schedule
@@ -273,6 +278,12 @@ func runJob(ctx workflow.Context, in JobInput, gate *startGate) (JobResult, erro
 		failures++
 		wait := max(opts.Retry.delay(failures), retryAfter)
 		elapsed := workflow.Now(ctx).Sub(first)
+		// An outage is no attempt and uses none of the retry window either. Runs that waited on
+		// one before this change count it (their histories decided on it): the version marker,
+		// written only by runs that waited on an outage, tells them apart.
+		if outages.waited > 0 && workflow.GetVersion(ctx, retryWindowChange, workflow.DefaultVersion, 1) >= 1 {
+			elapsed -= outages.waited
+		}
 		if category.Retryable() && failures < opts.Retry.MaxAttempts && elapsed+wait <= opts.Retry.MaxTotal {
 			next := workflow.Now(ctx).Add(wait).UTC()
 			if err := markRetryPending(ctx, in, category, detail, attempt, &next); err != nil {

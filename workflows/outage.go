@@ -76,16 +76,35 @@ func (o *outage) over(ctx workflow.Context) {
 // workflow's cancellation.
 func untilAvailable(ctx workflow.Context, step func() (string, error)) error {
 	var o outage
+	clock, _ := ctx.Value(outageClockKey{}).(*outageClock)
 	for {
+		began := workflow.Now(ctx)
 		dependency, err := step()
 		if dependency == "" {
 			o.over(ctx)
 			return err
 		}
-		if werr := o.wait(ctx, dependency, err); werr != nil {
+		werr := o.wait(ctx, dependency, err)
+		if clock != nil { // the failed step and the wait after it
+			clock.waited += workflow.Now(ctx).Sub(began)
+		}
+		if werr != nil {
 			return werr
 		}
 	}
+}
+
+// outageClock adds up the time a workflow spent on dependencies it could not reach: the steps that
+// found one away and the waits after them. A workflow that keeps one in its context (withOutageClock)
+// can leave that time out of its own clocks (JobWorkflow's retry window: an outage is no attempt).
+type outageClock struct{ waited time.Duration }
+
+type outageClockKey struct{}
+
+// withOutageClock is ctx with a clock that every untilAvailable under it adds its outages to.
+func withOutageClock(ctx workflow.Context) (workflow.Context, *outageClock) {
+	clock := &outageClock{}
+	return workflow.WithValue(ctx, outageClockKey{}, clock), clock
 }
 
 // runActivity executes the activity named activity (a contract name) with actx's options, storing

@@ -10,8 +10,10 @@ import (
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/shotflow/shotflow/activities/contract"
+	"github.com/shotflow/shotflow/internal/providers/errorcat"
 	"github.com/shotflow/shotflow/models/jobtype"
 	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/workflows"
@@ -270,5 +272,61 @@ func TestOrderStaysOpenUntilACancelDuringAnOutageIsRecorded(t *testing.T) {
 	}
 	if got := l.list(); !slices.Equal(got, []string{"a"}) {
 		t.Fatalf("launched %v", got)
+	}
+}
+
+// retryWindowJob runs a job whose database is away for the first 35 minutes (BeginAttempt waits,
+// or Generate reports DEPENDENCY_UNAVAILABLE while it is), then whose first provider attempt fails
+// with TRANSIENT_INFRA and whose second completes; old, when set, makes the run one from before
+// the retry window left outages out (no version marker in its history).
+func retryWindowJob(t *testing.T, inGenerate, old bool) workflows.JobResult {
+	t.Helper()
+	env := newEnv(t)
+	start := env.Now()
+	if old {
+		env.OnGetVersion("retry-window-excludes-outages", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	}
+	down := downUntil(env.Now, start.Add(35*time.Minute))
+	env.OnActivity(a.BeginAttempt, mock.Anything, mock.Anything).Return(func(context.Context, contract.AttemptInput) error {
+		if inGenerate {
+			return nil
+		}
+		return down()
+	})
+	gens := 0
+	env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(func(context.Context, contract.AttemptInput) (contract.GenerateResult, error) {
+		if inGenerate && env.Now().Before(start.Add(35*time.Minute)) {
+			return contract.GenerateResult{}, unavailable(contract.DependencyDatabase)
+		}
+		gens++
+		if gens == 1 {
+			return contract.GenerateResult{}, categoryError(errorcat.TransientInfra, 0)
+		}
+		return okResult, nil
+	})
+	env.OnActivity(a.MarkRetryPending, mock.Anything, mock.Anything).Return(nil).Maybe()
+	env.OnActivity(a.FinishJob, mock.Anything, mock.Anything).Return(contract.RecordWebhookResult{}, nil)
+	env.ExecuteWorkflow(workflows.JobWorkflow, workflows.JobInput{JobID: "j1", Run: 1, OrderID: "o1", Shape: workflows.JobShapeQuiet})
+	var res workflows.JobResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// An outage is no attempt and uses none of the 30-minute retry window (docs/job-states.md): after
+// the database was away for 35 minutes, before the first attempt or inside it, a first attempt
+// that fails with a retryable category is retried, and the job completes. A run from before the
+// change (no version marker) keeps deciding as its history did: the outage counted, and the job
+// failed after its one attempt.
+func TestAnOutageUsesNoneOfTheRetryWindow(t *testing.T) {
+	t.Parallel()
+	for _, inGenerate := range []bool{false, true} {
+		if res := retryWindowJob(t, inGenerate, false); res.Status != status.JobCompleted || res.Attempts != 2 {
+			t.Errorf("outage in Generate %v: %+v, want completed on attempt 2", inGenerate, res)
+		}
+		if res := retryWindowJob(t, inGenerate, true); res.Status != status.JobFailed || res.Attempts != 1 {
+			t.Errorf("outage in Generate %v, a run from before the change: %+v, want failed after 1 attempt", inGenerate, res)
+		}
 	}
 }
