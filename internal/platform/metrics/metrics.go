@@ -199,7 +199,9 @@ func New() *Metrics {
 	m.creditsReserved = m.counterVec(m.api, CreditsReserved, "Credits reserved for accepted orders, by API, job type and livemode (false: test credits).", "api", "job_type", "livemode")
 
 	m.creditsConsumed = m.counterVec(m.worker, CreditsConsumed, "Credits charged for completed job runs when their reservation is consumed, by job type and livemode (false: test credits).", "job_type", "livemode")
-	m.jobsFinished = m.counterVec(m.worker, JobsFinished, "Job runs that reached a terminal status, by status, error category (none when completed) and livemode (false: a test key's).", "status", "error_category", "livemode")
+	// Workers count the runs their workflows end, and an API the jobs its cancels end (DELETE
+	// /jobs/{id}, an order's cancel): the shared registry shows each process's own, once per process.
+	m.jobsFinished = m.counterVec(m.shared, JobsFinished, "Job runs that reached a terminal status, by status, error category (none when completed) and livemode (false: a test key's).", "status", "error_category", "livemode")
 	m.generateAttempts = m.counterVec(m.worker, GenerateAttempts, "Calls to a generation provider, by provider, outcome (ok or the error category) and livemode.", "provider", "outcome", "livemode")
 	m.generateDuration = m.histogramVec(m.worker, GenerateDuration, "Latency of calls to a generation provider, by provider and livemode.", slowBuckets, "provider", "livemode")
 	m.webhooks = m.counterVec(m.worker, WebhookDeliveries, "Webhook delivery attempts, by outcome (delivered, rejected, unreachable).", "outcome")

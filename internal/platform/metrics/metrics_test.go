@@ -116,6 +116,10 @@ func TestEachListenerShowsItsOwnFamilies(t *testing.T) {
 			}
 		}
 	}
+	// An API's cancels end jobs too (DELETE /jobs/{id}): the API's own listener shows them.
+	if got := sample(t, api, metrics.JobsFinished, parseLabels(`status=failed,error_category=CONTENT_POLICY,livemode=true`)); got != 1 {
+		t.Errorf("the API's listener shows %v of %s, want the process's 1", got, metrics.JobsFinished)
+	}
 	if f := worker[metrics.WebhookDeliveryDuration]; f != nil && len(f.GetMetric()) != 1 {
 		t.Errorf("an attempt that sent nothing has a latency: %v", f)
 	}
