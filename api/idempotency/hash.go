@@ -16,6 +16,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/shotflow/shotflow/api/inputcheck"
+	"github.com/shotflow/shotflow/models/ids"
 )
 
 // RequestHash is the hex SHA-256 of the canonical request: method, path and canonical JSON body.
@@ -93,10 +94,18 @@ func normalizeNumbers(v any) any {
 }
 
 // target is what a key's hash names of the request besides its body: the path, with the query
-// string when there is one (its parameters sorted).
+// string when there is one (its parameters sorted). A UUID in the path is named as the store keeps
+// it (ids.Canonical), as the routes match UUIDs in either case: a retry that writes an ID in
+// another case is the same request.
 func target(c *gin.Context) string {
 	r := c.Request
-	t := r.URL.Path
+	segments := strings.Split(r.URL.Path, "/")
+	for i, seg := range segments {
+		if ids.IsUUID(seg) {
+			segments[i] = ids.Canonical(seg)
+		}
+	}
+	t := strings.Join(segments, "/")
 	if q := r.URL.Query(); len(q) > 0 {
 		t += "?" + q.Encode()
 	}

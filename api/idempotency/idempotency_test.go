@@ -112,3 +112,25 @@ func TestSealedRouteWithoutASealerDoesNotRun(t *testing.T) {
 		t.Fatalf("ran %v, error %v; want the route refused", ran, failed)
 	}
 }
+
+// A key's hash names a UUID of the path as the store keeps it: the same request with an ID in
+// another case (the routes match either) is the same payload, and a retry of it replays instead
+// of answering 409; another ID is another payload.
+func TestPayloadHashNamesPathUUIDsInOneCase(t *testing.T) {
+	hash := func(path string) string {
+		c, _ := gin.CreateTestContext(httptest.NewRecorder())
+		c.Request = httptest.NewRequest(http.MethodDelete, path, nil)
+		return PayloadHash(c, nil)
+	}
+	const id = "0b8a3c2e-5d0f-4a0e-9c3b-6f1e2d4c8a71"
+	lower := hash("/api/v1/plugin/jobs/" + id)
+	if upper := hash("/api/v1/plugin/jobs/0B8A3C2E-5D0F-4A0E-9C3B-6F1E2D4C8A71"); upper != lower {
+		t.Errorf("an ID in upper case hashes apart: %s vs %s", upper, lower)
+	}
+	if other := hash("/api/v1/plugin/jobs/1b8a3c2e-5d0f-4a0e-9c3b-6f1e2d4c8a71"); other == lower {
+		t.Error("another ID hashes the same")
+	}
+	if ref := hash("/api/v1/plugin/products/SKU-A"); ref == hash("/api/v1/plugin/products/sku-a") {
+		t.Error("a merchant reference, whose case counts, hashes the same in another case")
+	}
+}
