@@ -28,6 +28,12 @@ func (unreachableTemporal) ExecuteWorkflow(context.Context, client.StartWorkflow
 	return nil, errors.New("temporal unreachable (unit test)")
 }
 
+// SignalWorkflow fails as a start does, so that a cancel through the API (which tells the order
+// after its commit) meets an unreachable Temporal instead of a nil client.
+func (unreachableTemporal) SignalWorkflow(context.Context, string, string, string, any) error {
+	return errors.New("temporal unreachable (unit test)")
+}
+
 // committing lets sessions of the environment commit (the harness has no Temporal client).
 func (e *env) committing() *env {
 	e.withEngine(func(c *engine.Config) { c.Temporal = unreachableTemporal{} })
