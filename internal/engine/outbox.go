@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/shotflow/shotflow/internal/platform/metrics"
+	outage "github.com/shotflow/shotflow/internal/platform/unavailable"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/workflows"
@@ -35,12 +36,28 @@ func (e *Outbox) StartPending(ctx context.Context, olderThan time.Duration, limi
 			return started, err
 		}
 		if err := e.app.Orders.Start(ctx, &orders[i], jobs); err != nil {
-			return started, err
+			if e.stopSweep(ctx, "order workflow", orders[i].ID, err) {
+				return started, err
+			}
+			continue
 		}
 		e.cfg.Log.Info("started order workflow left pending", zap.String("order_id", orders[i].ID))
 		started++
 	}
 	return started, nil
+}
+
+// stopSweep decides what a sweep does after the start of one item (what, id) failed: an outage
+// (Temporal or the database away, or the sweep's context ended) stops it, since the items after it
+// would fail alike; any other failure is the item's own (a start Temporal refuses), logged, and the
+// sweep goes on, so that an item that always fails holds up none behind it.
+func (e *Outbox) stopSweep(ctx context.Context, what, id string, err error) bool {
+	if ctx.Err() != nil || outage.Is(err) {
+		return true
+	}
+	e.logger().Error("outbox: a start failed for a reason of its own; the sweep goes on and tries it again next time",
+		zap.String("what", what), zap.String("id", id), zap.Error(err))
+	return false
 }
 
 // StartJobRun starts the JobWorkflow of a job's current run when that run is not the first (an
@@ -82,13 +99,18 @@ func (e *Outbox) StartPendingRuns(ctx context.Context, olderThan time.Duration, 
 	if err != nil {
 		return 0, err
 	}
+	started := 0
 	for i := range jobs {
 		if err := e.StartJobRun(ctx, &jobs[i]); err != nil {
-			return i, err
+			if e.stopSweep(ctx, "job run", jobs[i].ID, err) {
+				return started, err
+			}
+			continue
 		}
 		e.cfg.Log.Info("started job run left pending", zap.String("job_id", jobs[i].ID), zap.Int("run", jobs[i].Run))
+		started++
 	}
-	return len(jobs), nil
+	return started, nil
 }
 
 // Sweep calls StartPending, StartPendingRuns, StartPendingPreparations, CollectAwaitedUploads and

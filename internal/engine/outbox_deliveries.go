@@ -44,17 +44,22 @@ func (e *Outbox) StartPendingDeliveries(ctx context.Context, olderThan time.Dura
 	if err != nil {
 		return 0, err
 	}
+	started := 0
 	for i := range due {
 		if err := e.app.Webhooks.StartWebhookDelivery(ctx, &due[i]); err != nil {
-			return i, err
+			if e.stopSweep(ctx, "webhook delivery", due[i].ID, err) {
+				return started, err
+			}
+			continue
 		}
 		if err := e.store.MarkDeliveriesStarted(ctx, due[i].ID); err != nil {
-			return i, err
+			return started, err
 		}
 		e.cfg.Log.Info("started webhook delivery left pending", zap.String("delivery_id", due[i].ID))
+		started++
 	}
 	if _, err := e.store.FinishRecoveries(ctx, ""); err != nil {
-		return len(due), err
+		return started, err
 	}
-	return len(due), nil
+	return started, nil
 }

@@ -115,3 +115,51 @@ func (r refusingTemporal) ExecuteWorkflow(context.Context, client.StartWorkflowO
 	r.calls.Add(1)
 	return nil, serviceerror.NewInvalidArgument("refused (unit test)")
 }
+
+// refusingOne is a Temporal client that refuses the start of one workflow ID for a reason of its
+// own (not an outage) and starts every other, counting them.
+type refusingOne struct {
+	client.Client
+	refused string
+	started *atomic.Int32
+}
+
+func (r refusingOne) ExecuteWorkflow(_ context.Context, opts client.StartWorkflowOptions, _ any, _ ...any) (client.WorkflowRun, error) {
+	if opts.ID == r.refused {
+		return nil, serviceerror.NewInvalidArgument("payload too large (unit test)")
+	}
+	r.started.Add(1)
+	return nil, nil
+}
+
+// An order whose start Temporal refuses for a reason of its own holds up none behind it: the
+// outbox sweep logs it, starts the others and marks them started, and tries it again next time.
+// An outage still stops the sweep at once (TestRequestsLeaveStartsToTheSweepWhileTemporalIsUnavailable's
+// switchTemporal is an outage).
+func TestTheSweepGoesOnPastAnOrderTemporalRefuses(t *testing.T) {
+	t.Parallel()
+	f := newSessionFixture(t, 1000)
+	var orders []string
+	for range 3 {
+		s, err := f.eng.Sessions.CommitSession(t.Context(), f.request("", shoot("ok", 1)), nil)
+		require.NoError(t, err)
+		orders = append(orders, s.OrderID)
+	}
+	var started atomic.Int32
+	f.withEngine(func(c *engine.Config) {
+		c.Temporal = refusingOne{refused: "order/" + orders[0], started: &started}
+	})
+	n, err := f.eng.Outbox.StartPending(t.Context(), 0, 100)
+	require.NoError(t, err)
+	assert.Equal(t, 2, n)
+	assert.Equal(t, int32(2), started.Load())
+	var unstarted []string
+	require.NoError(t, f.db.Model(&models.Order{}).Where("workflow_started_at IS NULL").Pluck("id", &unstarted).Error)
+	assert.Equal(t, []string{orders[0]}, unstarted, "only the refused order is left for the next sweep")
+
+	var mode, calls atomic.Int32
+	f.withEngine(func(c *engine.Config) { c.Temporal = switchTemporal{mode: &mode, calls: &calls} })
+	mode.Store(temporalUnavailable)
+	_, err = f.eng.Outbox.StartPending(t.Context(), 0, 100)
+	require.Error(t, err, "an outage stops the sweep")
+}
