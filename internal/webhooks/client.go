@@ -187,20 +187,52 @@ func refuseForbidden(_, address string, _ syscall.RawConn) error {
 
 // extraForbidden are ranges beyond what netip classifies that must not be reachable either.
 var extraForbidden = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),     // "this network"
-	netip.MustParsePrefix("100.64.0.0/10"), // carrier-grade NAT shared space
-	netip.MustParsePrefix("192.0.0.0/24"),  // IETF protocol assignments
-	netip.MustParsePrefix("198.18.0.0/15"), // benchmarking
-	netip.MustParsePrefix("240.0.0.0/4"),   // reserved, including broadcast
-	netip.MustParsePrefix("fec0::/10"),     // deprecated site-local
+	netip.MustParsePrefix("0.0.0.0/8"),      // "this network"
+	netip.MustParsePrefix("100.64.0.0/10"),  // carrier-grade NAT shared space
+	netip.MustParsePrefix("192.0.0.0/24"),   // IETF protocol assignments
+	netip.MustParsePrefix("198.18.0.0/15"),  // benchmarking
+	netip.MustParsePrefix("240.0.0.0/4"),    // reserved, including broadcast
+	netip.MustParsePrefix("fec0::/10"),      // deprecated site-local
+	netip.MustParsePrefix("64:ff9b:1::/48"), // local-use NAT64 (RFC 8215): where it puts the IPv4 address varies
+	netip.MustParsePrefix("2001::/32"),      // Teredo: the IPv4 address it carries is obfuscated
+	netip.MustParsePrefix("100::/64"),       // discard-only
+}
+
+// Prefixes of IPv6 addresses that carry an IPv4 address, which they reach through a translator or
+// a tunnel: judged as that IPv4 address (embeddedIPv4).
+var (
+	nat64Prefix      = netip.MustParsePrefix("64:ff9b::/96") // well-known NAT64 (RFC 6052): the last 32 bits
+	sixToFourPrefix  = netip.MustParsePrefix("2002::/16")    // 6to4 (RFC 3056): bits 16 to 47
+	ipv4CompatPrefix = netip.MustParsePrefix("::/96")        // IPv4-compatible (deprecated): the last 32 bits
+)
+
+// embeddedIPv4 is the IPv4 address an IPv6 address of nat64Prefix, sixToFourPrefix or
+// ipv4CompatPrefix carries, and whether it carries one.
+func embeddedIPv4(ip netip.Addr) (netip.Addr, bool) {
+	if !ip.Is6() {
+		return netip.Addr{}, false
+	}
+	b := ip.As16()
+	switch {
+	case nat64Prefix.Contains(ip), ipv4CompatPrefix.Contains(ip):
+		return netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}), true
+	case sixToFourPrefix.Contains(ip):
+		return netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}), true
+	}
+	return netip.Addr{}, false
 }
 
 // Forbidden reports whether ip is an address webhooks must not reach unless private networks are
 // allowed: loopback, private (RFC 1918, fc00::/7), link-local (169.254.0.0/16 with the cloud
 // metadata endpoint, fe80::/10), unspecified, multicast, and the reserved ranges in extraForbidden.
-// IPv4-mapped IPv6 addresses are judged as the IPv4 address they carry.
+// IPv6 addresses that carry an IPv4 address (IPv4-mapped, NAT64, 6to4, IPv4-compatible) are
+// judged as the IPv4 address they carry, so that a translator or a tunnel cannot reach the
+// internal network either; local-use NAT64 and Teredo addresses are refused.
 func Forbidden(ip netip.Addr) bool {
 	ip = ip.Unmap()
+	if v4, ok := embeddedIPv4(ip); ok && ip != netip.IPv6Unspecified() && ip != netip.IPv6Loopback() {
+		ip = v4
+	}
 	if !ip.IsValid() || ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsMulticast() || ip.IsUnspecified() {
 		return true
 	}

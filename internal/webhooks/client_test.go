@@ -23,8 +23,15 @@ func TestForbiddenAddresses(t *testing.T) {
 		"127.0.0.1", "127.8.9.10", "10.0.0.1", "10.255.1.2", "172.16.0.1", "172.31.255.255", "192.168.1.1",
 		"169.254.169.254", "169.254.0.1", "0.0.0.0", "0.1.2.3", "100.64.0.1", "224.0.0.1", "239.1.2.3", "255.255.255.255",
 		"::1", "::", "fc00::1", "fd12:3456::1", "fe80::1", "ff02::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1", "::ffff:169.254.169.254",
+		// IPv6 addresses that reach an internal IPv4 address through a translator or a tunnel:
+		// NAT64 (10.0.0.1, the metadata endpoint, loopback), 6to4 (10.0.0.1), IPv4-compatible
+		// (192.168.1.1); local-use NAT64 and Teredo whatever they carry; discard-only.
+		"64:ff9b::a00:1", "64:ff9b::a9fe:a9fe", "64:ff9b::127.0.0.1", "2002:a00:1::1", "::192.168.1.1",
+		"64:ff9b:1::a00:1", "2001:0:4136:e378:8000:63bf:3fff:fdd2", "100::1",
 	}
-	public := []string{"8.8.8.8", "1.1.1.1", "93.184.216.34", "172.32.0.1", "192.169.0.1", "2606:4700:4700::1111", "2001:4860:4860::8888"}
+	public := []string{"8.8.8.8", "1.1.1.1", "93.184.216.34", "172.32.0.1", "192.169.0.1", "2606:4700:4700::1111", "2001:4860:4860::8888",
+		// A public IPv4 address through NAT64 (what DNS64 answers on an IPv6-only network) or 6to4.
+		"64:ff9b::808:808", "2002:5db8:d822::1"}
 	for _, s := range forbidden {
 		if !webhooks.Forbidden(netip.MustParseAddr(s)) {
 			t.Errorf("%s is allowed, want forbidden", s)
