@@ -41,6 +41,8 @@ type ProductImageRow struct {
 type PackshotRow struct {
 	Packshot
 	ProductRef string
+	// ProductDeletedAt is when its product was deleted (LivePackshotByRef), nil while it is live.
+	ProductDeletedAt *time.Time `gorm:"-"`
 }
 
 func catalogProductSummaries(db *gorm.DB) *gorm.DB {
@@ -368,6 +370,19 @@ func GetProductImage(db *gorm.DB, installationID, id string) (*ProductImageRow, 
 		return nil, ErrNotFound
 	}
 	return &out[0], nil
+}
+
+// RetirePackshot marks a live packshot as deleted, freeing its external_ref; ErrNotFound when it
+// is not live.
+func RetirePackshot(db *gorm.DB, id string, now time.Time) error {
+	res := db.Model(&Packshot{}).Where("id = ? AND deleted_at IS NULL", id).Update("deleted_at", now.UTC())
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected == 0 {
+		return ErrNotFound
+	}
+	return nil
 }
 
 // RetireProductImage marks a live image as deleted, freeing its external_ref.

@@ -136,7 +136,12 @@ func (s *Store) LivePackshotByRef(ctx context.Context, installationID, externalR
 	if err := db.Take(&product, "id = ?", p.ProductID).Error; err != nil {
 		return nil, err
 	}
-	return &PackshotRow{Packshot: p, ProductRef: product.ExternalRef}, nil
+	return &PackshotRow{Packshot: p, ProductRef: product.ExternalRef, ProductDeletedAt: product.DeletedAt}, nil
+}
+
+// RetirePackshot marks a live packshot as deleted, freeing its external_ref (the package function).
+func (s *Store) RetirePackshot(ctx context.Context, id string, now time.Time) error {
+	return RetirePackshot(s.conn(ctx), id, now)
 }
 
 // ListAccountPhotos returns the account's live product photos whose product is not deleted, from

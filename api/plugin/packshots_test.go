@@ -191,3 +191,33 @@ func TestRegisterPackshotsBodyValidation(t *testing.T) {
 	assert.EqualValues(t, 1, e.count(&models.Product{}, "1 = 1"))
 	assert.EqualValues(t, 100, e.count(&models.Packshot{}, "1 = 1"))
 }
+
+// A deleted product's packshot keeps its external_ref only while nobody needs it: registering the
+// product again with the same packshot body creates the product and a new approved packshot (the
+// reference is freed, as an image's is), which a photo session can start from at once; until the
+// product was deleted, the same body answered existing.
+func TestPackshotRefOfADeletedProductIsRegisteredAgain(t *testing.T) {
+	t.Parallel()
+	for name, opts := range map[string][]envOption{"sqlite": nil, "postgres": {onPostgres()}} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, opts...).committing()
+			item := func(asset string) map[string]any {
+				return map[string]any{"asset_id": asset, "product_ref": "mug", "external_ref": "mug-packshot",
+					"product_metadata": map[string]any{"display_name": "Mug"}}
+			}
+			a1 := e.readyAsset(e.inst)
+			first := e.registerPackshots(e.key, item(a1.ID))
+			require.Equal(t, "created", first[0]["status"], "%v", first[0])
+			again := e.registerPackshots(e.key, item(a1.ID))
+			require.Equal(t, "existing", again[0]["status"], "%v", again[0])
+			require.Equal(t, http.StatusNoContent, e.do(http.MethodDelete, p("/products/mug"), e.key, nil).Code)
+
+			reborn := e.registerPackshots(e.key, item(a1.ID))
+			require.Equal(t, "created", reborn[0]["status"], "%v", reborn[0])
+			require.Equal(t, http.StatusOK, e.do(http.MethodGet, p("/products/mug"), e.key, nil).Code)
+			rec := e.do(http.MethodPost, p("/jobs"), e.key, session(subject("mug")))
+			require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
+		})
+	}
+}

@@ -356,9 +356,19 @@ func (e *Catalog) RegisterPackshot(ctx context.Context, inst Installation, item 
 
 func registerPackshot(ctx context.Context, tx *models.Store, inst Installation, item PackshotRegistration) (*models.PackshotRow, bool, error) {
 	if item.ExternalRef != "" {
+		// The reference names the packshot it was registered with, unless that packshot's product
+		// was deleted: then the reference is free for the product registered again, as an image's
+		// is (registerImage).
 		row, err := tx.LivePackshotByRef(ctx, inst.ID, item.ExternalRef)
-		if !errors.Is(err, models.ErrNotFound) {
-			return row, row != nil, err
+		switch {
+		case err == nil && row.ProductDeletedAt == nil:
+			return row, true, nil
+		case err == nil:
+			if err := tx.RetirePackshot(ctx, row.ID, time.Now()); err != nil && !errors.Is(err, models.ErrNotFound) {
+				return nil, false, err
+			}
+		case !errors.Is(err, models.ErrNotFound):
+			return nil, false, err
 		}
 	}
 	asset, err := installationAsset(ctx, tx, inst.ID, item.AssetID)
