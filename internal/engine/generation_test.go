@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/mocks"
 	"go.uber.org/zap"
+	"google.golang.org/protobuf/types/known/timestamppb"
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/internal/engine"
@@ -37,6 +38,8 @@ type genFixture struct {
 	engine  *engine.Engine
 	account string
 	down    bool
+	// lastPoll, when set, is when the fixture's one poller last polled.
+	lastPoll time.Time
 }
 
 func newGenFixture(t *testing.T, credits int64) *genFixture {
@@ -48,7 +51,11 @@ func newGenFixture(t *testing.T, credits int64) *genFixture {
 			if f.down {
 				return &workflowservice.DescribeTaskQueueResponse{}
 			}
-			return &workflowservice.DescribeTaskQueueResponse{Pollers: []*taskqueuepb.PollerInfo{{Identity: "worker@test"}}}
+			poller := &taskqueuepb.PollerInfo{Identity: "worker@test"}
+			if !f.lastPoll.IsZero() {
+				poller.LastAccessTime = timestamppb.New(f.lastPoll)
+			}
+			return &workflowservice.DescribeTaskQueueResponse{Pollers: []*taskqueuepb.PollerInfo{poller}}
 		}, nil)
 	f.engine = engine.New(engine.Config{Store: models.NewStore(f.db), Temporal: c, TaskQueue: "shotflow", Log: zap.NewNop(), Models: genStudio})
 	f.account = f.newAccount(credits)
@@ -288,6 +295,13 @@ func TestResolveModel(t *testing.T) {
 		t.Errorf("retry after %v", e.RetryAfter)
 	}
 	f.down = false
+	// Temporal lists a worker that stopped for minutes after its last poll: one that has not
+	// polled for three is no generator; one that polled a minute ago (a live worker's long poll
+	// lasts about 70 s) is.
+	f.lastPoll = time.Now().Add(-3 * time.Minute)
+	_, err = f.engine.Generation.ResolveModel(ctx, jobtype.Packshot, "")
+	wantGenRefusal(t, "a generator that stopped polling", err, engine.KindUnavailable, engine.ReasonGeneratorDown)
+	f.lastPoll = time.Now().Add(-time.Minute)
 	if m, err := f.engine.Generation.ResolveModel(ctx, jobtype.Packshot, ""); err != nil || m.ID != "local/studio-v1" {
 		t.Errorf("packshot model %v %v", m, err)
 	}
