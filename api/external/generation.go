@@ -192,17 +192,18 @@ func count(field string, v *int, max int) (int, error) {
 	return *v, nil
 }
 
-// text checks a free-text field: trimmed, at most maxTextLen characters, required or not.
+// text checks a free-text field: at most maxTextLen characters as sent (the document's maxLength,
+// spaces included), required or not, and trimmed.
 func text(field string, v *string, required bool) (string, error) {
 	s := ""
 	if v != nil {
+		if utf8.RuneCountInString(*v) > maxTextLen {
+			return "", refuse(http.StatusBadRequest, "%s may be at most %d characters.", field, maxTextLen)
+		}
 		s = strings.TrimSpace(*v)
 	}
 	if s == "" && required {
 		return "", refuse(http.StatusBadRequest, "%s is required.", field)
-	}
-	if utf8.RuneCountInString(s) > maxTextLen {
-		return "", refuse(http.StatusBadRequest, "%s may be at most %d characters.", field, maxTextLen)
 	}
 	return s, nil
 }

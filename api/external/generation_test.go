@@ -196,8 +196,10 @@ func TestRegisterIdeas(t *testing.T) {
 			`{"preferences": 7}`:                                   "preferences",
 			`{"preferences": "x", "colour": "red"}`:                "colour",
 			`{"preferences": "` + strings.Repeat("a", 2001) + `"}`: "preferences",
-			`{"preferences": "x"`:                                  "JSON",
-			`[1]`:                                                  "",
+			// The limit counts the text as sent (the document's maxLength), spaces included.
+			`{"preferences": "linen` + strings.Repeat(" ", 2000) + `"}`: "preferences",
+			`{"preferences": "x"`: "JSON",
+			`[1]`:                 "",
 		} {
 			code, out := e.post(key, "/models/register-ideas", body)
 			if msg := errorOf(t, out); code != http.StatusBadRequest || !strings.Contains(msg, field) {
@@ -325,6 +327,7 @@ func TestRegisterPackshots(t *testing.T) {
 			{map[string]any{"config": map[string]any{"product": map[string]any{"id": photo}, "preset": map[string]any{"id": models.NewID()}}}, 400, "config.preset.id"},
 			{map[string]any{"config": map[string]any{"product": map[string]any{"id": photo}, "colour": "red"}}, 400, "colour"},
 			{map[string]any{"config": map[string]any{"product": map[string]any{"id": photo}, "suggestions": strings.Repeat("a", 2001)}}, 400, "config.suggestions"},
+			{map[string]any{"config": map[string]any{"product": map[string]any{"id": photo}, "industry": "shoes" + strings.Repeat(" ", 1996)}}, 400, "config.industry"},
 			{map[string]any{"config": map[string]any{"product": map[string]any{"id": photo}, "industry": 3}}, 400, "config.industry"},
 		} {
 			code, out := e.post(key, "/packshots/register-ideas", tc.body)
