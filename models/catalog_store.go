@@ -375,19 +375,17 @@ func GetProductImage(db *gorm.DB, installationID, id string) (*ProductImageRow, 
 // RetirePackshot marks a live packshot as deleted, freeing its external_ref; ErrNotFound when it
 // is not live.
 func RetirePackshot(db *gorm.DB, id string, now time.Time) error {
-	res := db.Model(&Packshot{}).Where("id = ? AND deleted_at IS NULL", id).Update("deleted_at", now.UTC())
-	if res.Error != nil {
-		return res.Error
-	}
-	if res.RowsAffected == 0 {
-		return ErrNotFound
-	}
-	return nil
+	return retire(db, &Packshot{}, id, now)
 }
 
 // RetireProductImage marks a live image as deleted, freeing its external_ref.
 func RetireProductImage(db *gorm.DB, id string, now time.Time) error {
-	res := db.Model(&ProductImage{}).Where("id = ? AND deleted_at IS NULL", id).Update("deleted_at", now.UTC())
+	return retire(db, &ProductImage{}, id, now)
+}
+
+// retire marks the live row of model with the ID as deleted at now; ErrNotFound when there is none.
+func retire(db *gorm.DB, model any, id string, now time.Time) error {
+	res := db.Model(model).Where("id = ? AND deleted_at IS NULL", id).Update("deleted_at", now.UTC())
 	if res.Error != nil {
 		return res.Error
 	}
