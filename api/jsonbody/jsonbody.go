@@ -16,6 +16,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"iter"
 	"math"
 	"reflect"
 	"regexp"
@@ -245,37 +246,50 @@ func unknownField(prefix string, ptr jsontext.Pointer, parent reflect.Type) *Err
 // fieldNames lists the JSON names of a struct's fields, in declaration order (none for another
 // type).
 func fieldNames(t reflect.Type) []string {
-	for t != nil && t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t == nil || t.Kind() != reflect.Struct {
-		return nil
-	}
 	var names []string
-	for f := range t.Fields() {
-		if !f.IsExported() {
-			continue
-		}
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		switch {
-		case name == "-":
-			continue
-		case f.Anonymous && name == "":
-			names = append(names, fieldNames(f.Type)...)
-			continue
-		case name == "":
-			name = f.Name
-		}
+	for name := range jsonFields(t) {
 		names = append(names, name)
 	}
 	return names
 }
 
+// jsonFields yields the JSON name and the field of each field of a struct (t, or what t points
+// to) the decoder reads, in declaration order, the fields of embedded structs in their place;
+// nothing for another type.
+func jsonFields(t reflect.Type) iter.Seq2[string, reflect.StructField] {
+	return func(yield func(string, reflect.StructField) bool) {
+		t = deref(t)
+		if t == nil || t.Kind() != reflect.Struct {
+			return
+		}
+		for f := range t.Fields() {
+			if !f.IsExported() {
+				continue
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			switch {
+			case name == "-":
+				continue
+			case f.Anonymous && name == "":
+				for n, inner := range jsonFields(f.Type) {
+					if !yield(n, inner) {
+						return
+					}
+				}
+				continue
+			case name == "":
+				name = f.Name
+			}
+			if !yield(name, f) {
+				return
+			}
+		}
+	}
+}
+
 // expected says what a value of Go type t is in JSON terms ("" when it cannot be said).
 func expected(t reflect.Type) string {
-	for t != nil && t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
+	t = deref(t)
 	if t == nil {
 		return ""
 	}

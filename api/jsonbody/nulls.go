@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"reflect"
 	"strconv"
-	"strings"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -111,32 +110,12 @@ func firstNull(dec *jsontext.Decoder, t reflect.Type, name string) (string, erro
 // JSON names, embedded structs included, or a map by its element type), whether its field allows
 // null, and whether t has such a member at all.
 func memberType(t reflect.Type, name string) (reflect.Type, bool, bool) {
-	if t == nil {
-		return nil, false, false
-	}
-	switch t.Kind() {
-	case reflect.Map:
+	if t != nil && t.Kind() == reflect.Map {
 		return t.Elem(), false, true
-	case reflect.Struct:
-		for f := range t.Fields() {
-			if !f.IsExported() {
-				continue
-			}
-			tagName, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			switch {
-			case tagName == "-":
-				continue
-			case f.Anonymous && tagName == "":
-				if mt, nullable, ok := memberType(deref(f.Type), name); ok {
-					return mt, nullable, true
-				}
-				continue
-			case tagName == "":
-				tagName = f.Name
-			}
-			if tagName == name {
-				return f.Type, f.Tag.Get(TagNullable) == "true", true
-			}
+	}
+	for n, f := range jsonFields(t) {
+		if n == name {
+			return f.Type, f.Tag.Get(TagNullable) == "true", true
 		}
 	}
 	return nil, false, false
