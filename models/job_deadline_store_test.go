@@ -132,10 +132,10 @@ func TestCancelReasonOfAClientsCancelAndARerun(t *testing.T) {
 
 		// A job that fails and runs again is no longer bound by its request's deadline.
 		require.NoError(t, s.BeginAttempt(ctx, jobs[1].ID, 1, 1))
-		_, ended, err := s.EndJob(ctx, jobs[1].ID, 1, status.JobFailed, "CONTENT_POLICY", "", "")
+		failed, ended, err := s.EndJob(ctx, jobs[1].ID, 1, status.JobFailed, "CONTENT_POLICY", "", "")
 		require.NoError(t, err)
 		require.True(t, ended)
-		moved, err := s.BeginNextRun(ctx, jobs[1].ID, 1, status.JobFailed, time.Now().UTC())
+		moved, err := s.BeginNextRun(ctx, failed, time.Now().UTC())
 		require.NoError(t, err)
 		require.True(t, moved)
 		j, err = s.GetJob(ctx, jobs[1].ID)

@@ -136,15 +136,16 @@ func (s *Store) RunReleased(ctx context.Context, jobID string, run int) (bool, e
 	return released > 0, err
 }
 
-// BeginNextRun moves a job that ended with status from on run fromRun to a new pending run
-// (fromRun+1) with its attempts, errors and times cleared, its start deadline (Cancel-After)
-// included: an operator's re-run is not bound by the client's deadline; false when the job is no
-// longer on that run in that status. The fashion model or scenery an idea job produces, which its
-// ended run left FAILED, is in progress again, so that the new run's end settles it.
-func (s *Store) BeginNextRun(ctx context.Context, jobID string, fromRun int, from string, now time.Time) (bool, error) {
+// BeginNextRun moves j, a job that ended on its run j.Run with status j.Status (as it was read), to
+// a new pending run (j.Run+1) with its attempts, errors and times cleared, its start deadline
+// (Cancel-After) included: an operator's re-run is not bound by the client's deadline; false when
+// the job is no longer on that run in that status. The fashion model or scenery an idea job
+// produces, which its ended run left FAILED, is in progress again, so that the new run's end
+// settles it.
+func (s *Store) BeginNextRun(ctx context.Context, j *Job, now time.Time) (bool, error) {
 	db := s.conn(ctx)
-	res := db.Model(&Job{}).Where("id = ? AND run = ? AND status = ?", jobID, fromRun, from).Updates(map[string]any{
-		"run": fromRun + 1, "status": status.JobPending, "attempt_count": 0,
+	res := db.Model(&Job{}).Where("id = ? AND run = ? AND status = ?", j.ID, j.Run, j.Status).Updates(map[string]any{
+		"run": j.Run + 1, "status": status.JobPending, "attempt_count": 0,
 		"error_category": nil, "error_hint": nil, "error_detail": "",
 		"started_at": nil, "completed_at": nil, "run_started_at": nil, "start_deadline": nil, "cancel_reason": nil,
 		"updated_at": now,
@@ -152,11 +153,7 @@ func (s *Store) BeginNextRun(ctx context.Context, jobID string, fromRun int, fro
 	if res.Error != nil || res.RowsAffected == 0 {
 		return false, res.Error
 	}
-	var j Job
-	if err := db.Select("id", "account_id", "job_type", "record_id").Take(&j, "id = ?", jobID).Error; err != nil {
-		return false, err
-	}
-	return true, reopenReferenceItem(db, &j, now)
+	return true, reopenReferenceItem(db, j, now)
 }
 
 // reopenReferenceItem puts the fashion model or scenery of an idea job run again back in progress

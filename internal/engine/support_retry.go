@@ -85,7 +85,7 @@ func (e *Support) RetryJob(ctx context.Context, req RetryRequest) (RetryResult, 
 			return fmt.Errorf("%w: job %s run %d; refusing to reserve its credits again", ErrReservationNotReleased, j.ID, j.Run)
 		}
 		from := j.Run
-		moved, err := tx.BeginNextRun(ctx, j.ID, from, j.Status, now)
+		moved, err := tx.BeginNextRun(ctx, j, now)
 		if err != nil {
 			return err
 		}
