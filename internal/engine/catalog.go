@@ -404,8 +404,8 @@ func registerPackshot(ctx context.Context, tx *models.Store, inst Installation, 
 }
 
 // packshotAssetProblem refuses (KindInvalid) an asset that cannot be a packshot: one that is no
-// image, was removed by retention, is invalid, or has not been uploaded. An asset still being prepared is accepted: a job
-// waits for it.
+// image, was removed by retention, is invalid, or has not been uploaded. An asset still being
+// prepared is accepted: a job waits for it.
 func packshotAssetProblem(a *models.Asset, assetID string) error {
 	if a.Kind != models.AssetKindUpload && a.Kind != models.AssetKindOutput {
 		return refuse(KindInvalid, "", "", "asset_id is not an image.")

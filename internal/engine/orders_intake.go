@@ -133,23 +133,15 @@ func (e *Orders) StartCommitted(ctx context.Context, order *models.Order, jobs [
 	}
 	startCtx, cancel := e.startContext(ctx)
 	defer cancel()
-	err := e.gatedStart(startCtx, func(ctx context.Context) error { return e.startWorkflow(ctx, order, jobs) })
-	if err != nil {
-		logStartLeft(e.logger(), "order workflow not started yet; the sweeper will start it", err, zap.String("order_id", order.ID))
-		return
+	err := e.gatedStart(startCtx, orderStartLeft, zap.String("order_id", order.ID),
+		func(ctx context.Context) error { return e.startWorkflow(ctx, order, jobs) })
+	if err == nil {
+		e.app.Outbox.markStarted(order.ID)
 	}
-	e.app.Outbox.markStarted(order.ID)
 }
 
-// logStartLeft logs a request's workflow start left to the outbox sweep: a warning when it failed,
-// a debug line when the gate deferred it (the gate logged the outage once).
-func logStartLeft(log *zap.Logger, msg string, err error, fields ...zap.Field) {
-	if errors.Is(err, errStartDeferred) {
-		log.Debug(msg, append(fields, zap.Error(err))...)
-		return
-	}
-	log.Warn(msg, append(fields, zap.Error(err))...)
-}
+// orderStartLeft is the log line of an order whose workflow a request did not start.
+const orderStartLeft = "order workflow not started yet; the sweeper will start it"
 
 // Start starts the order's workflow (tolerating one that already exists) and records the start.
 func (e *Orders) Start(ctx context.Context, order *models.Order, jobs []models.Job) error {

@@ -69,10 +69,12 @@ func (g *startGate) done(now time.Time, err error) (opened, closed bool) {
 }
 
 // gatedStart runs start, a request's workflow start of work it has committed, with ctx, unless
-// the gate defers it (errStartDeferred). The caller leaves a failed or deferred start to the
-// outbox sweep.
-func (c *core) gatedStart(ctx context.Context, start func(ctx context.Context) error) error {
+// the gate defers it (errStartDeferred). A start that fails or is deferred is left to the outbox
+// sweep: it is logged as left, a warning when it failed and a debug line when deferred (the gate
+// logged the outage once), with the item's field, and its error returned.
+func (c *core) gatedStart(ctx context.Context, left string, item zap.Field, start func(ctx context.Context) error) error {
 	if !c.gate.admit(time.Now()) {
+		c.logger().Debug(left, item, zap.Error(errStartDeferred))
 		return errStartDeferred
 	}
 	err := start(ctx)
@@ -82,6 +84,9 @@ func (c *core) gatedStart(ctx context.Context, start func(ctx context.Context) e
 			zap.Duration("pause", startGatePause), zap.Error(err))
 	case closed:
 		c.logger().Info("temporal available again: requests start their workflows themselves")
+	}
+	if err != nil {
+		c.logger().Warn(left, item, zap.Error(err))
 	}
 	return err
 }

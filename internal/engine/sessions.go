@@ -351,10 +351,8 @@ func (e *Sessions) StartAll(ctx context.Context, sessions []Session, timeout tim
 						zap.String("order_id", s.OrderID), zap.Any("panic", p))
 				}
 			}()
-			err := e.gatedStart(ctx, func(ctx context.Context) error { return e.app.Orders.Start(ctx, s.order, s.jobs) })
-			if err != nil {
-				logStartLeft(e.logger(), "order workflow not started yet; the sweeper will start it", err, zap.String("order_id", s.OrderID))
-			}
+			_ = e.gatedStart(ctx, orderStartLeft, zap.String("order_id", s.OrderID),
+				func(ctx context.Context) error { return e.app.Orders.Start(ctx, s.order, s.jobs) })
 		}()
 	}
 	wg.Wait()

@@ -219,9 +219,8 @@ func (e *Uploads) CompleteUpload(ctx context.Context, asset *models.Asset, store
 	asset.Status = status.AssetProcessing
 	startCtx, cancel := e.startContext(ctx)
 	defer cancel()
-	if err := e.gatedStart(startCtx, func(ctx context.Context) error { return e.StartPrepare(ctx, asset) }); err != nil {
-		logStartLeft(e.logger(), "input preparation not started; the sweep will start it", err, zap.String("asset_id", asset.ID))
-	}
+	_ = e.gatedStart(startCtx, "input preparation not started; the sweep will start it", zap.String("asset_id", asset.ID),
+		func(ctx context.Context) error { return e.StartPrepare(ctx, asset) })
 	return nil
 }
 
