@@ -59,14 +59,17 @@ func (e *Webhooks) SendTest(ctx context.Context, scope WebhookScope, endpointID 
 
 // RecoverEndpoint sends again every delivery of one of the scope's endpoints created since since
 // (and before until, when given) that ended failed or is held, and returns how many it queued.
-// since may reach RecoverWindow back (KindInvalid naming "since" beyond), until must follow it
-// (naming "until"); a disabled endpoint, or one whose earlier recover is still queueing, is
+// since may reach RecoverWindow back and may not be in the future (KindInvalid naming "since"
+// otherwise: such a window holds no delivery), until must follow it (naming "until"); a disabled endpoint, or one whose earlier recover is still queueing, is
 // KindConflict. The deliveries are committed as owed starts before any is started: what this call
 // does not start (the client hung up, Temporal is away) the outbox sweep starts.
 func (e *Webhooks) RecoverEndpoint(ctx context.Context, scope WebhookScope, endpointID string, since time.Time, until *time.Time) (int, error) {
 	now := time.Now().UTC()
 	if since.Before(now.Add(-RecoverWindow)) {
 		return 0, refuse(KindInvalid, "", "since", "reaches at most 14 days back (not before %s).", now.Add(-RecoverWindow).Format(time.RFC3339))
+	}
+	if since.After(now) {
+		return 0, refuse(KindInvalid, "", "since", "may not be in the future (now is %s).", now.Format(time.RFC3339))
 	}
 	end := now.Add(time.Second)
 	if until != nil {

@@ -130,6 +130,7 @@ func TestRecoverEndpointQueuesFailedAndHeldDeliveries(t *testing.T) {
 			field string
 		}{
 			{now.Add(-15 * 24 * time.Hour), nil, "since"},
+			{time.Now().Add(time.Hour), nil, "since"},
 			{since, &since, "until"},
 		} {
 			_, err = w.eng.Webhooks.RecoverEndpoint(ctx, w.inst, ep.ID, tc.since, tc.until)
