@@ -80,8 +80,8 @@ func reserveForJobs(tx *gorm.DB, accountID, orderID string, jobs []Job) (reserve
 			instID = *inst
 		}
 		if res.RowsAffected == 0 {
-			// Told as the one-statement order tells it (createOrder): the installation's limit
-			// first, so a refusal names the same limit whatever the path.
+			// Told as the one-statement order tells it (createOrder): a short balance first,
+			// then the installation's limit, so a refusal is the same whatever the path.
 			return reserved{}, refusalOf(tx, accountID, instID, total, month, now)
 		}
 		// The account's row is held from here, so the installation's comes second, as in the

@@ -182,17 +182,15 @@ func refusalOf(db *gorm.DB, accountID, installationID string, total int64, month
 	return fmt.Errorf("%w (the spend limits could not be read: %v)", ErrInsufficientCredits, err)
 }
 
-// classifyRefusal is refusalOf, reads failing as they fail.
+// classifyRefusal is refusalOf, reads failing as they fail. A short balance is told first, as the
+// one-statement order tells it (createOrder's outcome 1), then the installation's limit, then the
+// account's: the same refusal on either path, whatever the dialect or the order's size.
 func classifyRefusal(db *gorm.DB, accountID, installationID string, total int64, month string, now time.Time) error {
+	var inst Installation
 	if installationID != "" {
-		var inst Installation
 		if err := db.Select("id", "account_id", "spend_limit_monthly", "spend_alert_percent", "spend_month", "spend_used").
 			Where("id = ?", installationID).Take(&inst).Error; err != nil {
 			return orNotFound(err)
-		}
-		if e := overLimit(inst.SpendLimits, month, total, now); e != nil {
-			e.InstallationID, e.AccountID = inst.ID, inst.AccountID
-			return e
 		}
 		if accountID == "" {
 			accountID = inst.AccountID
@@ -206,11 +204,18 @@ func classifyRefusal(db *gorm.DB, accountID, installationID string, total int64,
 		Where("id = ?", accountID).Take(&acc).Error; err != nil {
 		return orNotFound(err)
 	}
-	if acc.CreditBalance >= total {
-		if e := overLimit(acc.SpendLimits, month, total, now); e != nil {
-			e.AccountID = acc.ID
+	if acc.CreditBalance < total {
+		return ErrInsufficientCredits
+	}
+	if inst.ID != "" {
+		if e := overLimit(inst.SpendLimits, month, total, now); e != nil {
+			e.InstallationID, e.AccountID = inst.ID, inst.AccountID
 			return e
 		}
+	}
+	if e := overLimit(acc.SpendLimits, month, total, now); e != nil {
+		e.AccountID = acc.ID
+		return e
 	}
 	return ErrInsufficientCredits
 }

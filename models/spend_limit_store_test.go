@@ -231,8 +231,10 @@ func TestSpendLimitReleaseRolloverAndClear(t *testing.T) {
 	})
 }
 
-// A short balance is still ErrInsufficientCredits under a limit that would fit, and writes
-// nothing, the installation's spend included.
+// A short balance is ErrInsufficientCredits whatever the limit: under one that would fit, and
+// under one the order is over too (told the same by the one-statement order and the step-by-step
+// one: on both databases and for an order of more than 200 jobs), and writes nothing, the
+// installation's spend included.
 func TestSpendLimitShortBalance(t *testing.T) {
 	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
@@ -240,15 +242,20 @@ func TestSpendLimitShortBalance(t *testing.T) {
 		s := models.NewStore(db)
 		for name, c := range spendScopes(t, db, 15) {
 			t.Run(name, func(t *testing.T) {
-				now := time.Now().UTC()
-				_, err := s.SetSpendLimit(ctx, c.scope, ptr(int64(100)), 80, now)
-				require.NoError(t, err)
-				order, jobs := c.order(2, 10)
-				require.ErrorIs(t, s.PlaceOrder(ctx, order, jobs, nil), models.ErrInsufficientCredits)
-				st, err := s.SpendLimitOf(ctx, c.scope, now)
-				require.NoError(t, err)
-				require.EqualValues(t, 0, st.Used)
-				require.EqualValues(t, 0, countOrders(t, db, c.acc))
+				for _, limit := range []int64{100, 10} {
+					for _, size := range [][2]int64{{2, 10}, {201, 1}} {
+						now := time.Now().UTC()
+						_, err := s.SetSpendLimit(ctx, c.scope, ptr(limit), 80, now)
+						require.NoError(t, err)
+						order, jobs := c.order(int(size[0]), size[1])
+						require.ErrorIs(t, s.PlaceOrder(ctx, order, jobs, nil), models.ErrInsufficientCredits,
+							"limit %d, %d jobs of %d credits", limit, size[0], size[1])
+						st, err := s.SpendLimitOf(ctx, c.scope, now)
+						require.NoError(t, err)
+						require.EqualValues(t, 0, st.Used)
+						require.EqualValues(t, 0, countOrders(t, db, c.acc))
+					}
+				}
 			})
 		}
 	})
