@@ -167,12 +167,7 @@ func (s *Store) InstallationJobs(ctx context.Context, installationID string, f I
 	if f.Status != "" {
 		q = q.Where("status = ?", f.Status)
 	}
-	if f.CreatedAfter != nil {
-		q = q.Where("created_at >= ?", f.CreatedAfter.UTC())
-	}
-	if f.CreatedBefore != nil {
-		q = q.Where("created_at < ?", f.CreatedBefore.UTC())
-	}
+	q = createdBetween(q, f.CreatedAfter, f.CreatedBefore)
 	if f.After != nil {
 		at := f.After.CreatedAt.UTC()
 		q = q.Where("(created_at < ? OR (created_at = ? AND id < ?))", at, at, f.After.ID)

@@ -80,7 +80,7 @@ func (s *Store) UsageOf(ctx context.Context, scope UsageScope, from, to time.Tim
 	default:
 		return nil, fmt.Errorf("UsageOf: %q is no grouping", groupBy)
 	}
-	args := []any{scope.AccountID, from.UTC(), to.UTC()}
+	args := []any{scope.AccountID, halfOpenBound(db, from), halfOpenBound(db, to)}
 	where := ""
 	if scope.InstallationID != "" || groupBy == UsageByKey {
 		joins = " JOIN orders o ON o.id = l.order_id" + joins

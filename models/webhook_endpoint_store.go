@@ -49,18 +49,6 @@ func (cur *WebhookCursor) after(q *gorm.DB) *gorm.DB {
 	return q.Where("(created_at < ? OR (created_at = ? AND id < ?))", at, at, cur.ID)
 }
 
-// createdBetween restricts q to rows created at or after after (inclusive) and before before
-// (exclusive); a nil bound is no bound.
-func createdBetween(q *gorm.DB, after, before *time.Time) *gorm.DB {
-	if after != nil {
-		q = q.Where("created_at >= ?", after.UTC())
-	}
-	if before != nil {
-		q = q.Where("created_at < ?", before.UTC())
-	}
-	return q
-}
-
 // lockWebhookOwner locks the row of the scope's owner (the installation, or the account) until the
 // transaction ends, so that concurrent creations of the scope's endpoints count one after the other
 // on PostgreSQL; SQLite's immediate transactions already run one at a time. ErrNotFound when the

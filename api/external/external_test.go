@@ -231,7 +231,7 @@ func TestListOrders(t *testing.T) {
 		if _, body, _ := e.get("/orders?limit=500", "X-Api-Key", e.key); body["limit"] != float64(50) {
 			t.Errorf("limit 500 is reported as %v, want 50", body["limit"])
 		}
-		for _, query := range []string{"?limit=ten", "?status=done", "?since=yesterday"} {
+		for _, query := range []string{"?limit=ten", "?status=done", "?since=yesterday", "?since=9999-12-31T23:00:00-01:00"} {
 			code, body, _ := e.get("/orders"+query, "X-Api-Key", e.key)
 			if code != http.StatusBadRequest {
 				t.Errorf("%s: %d, want 400", query, code)

@@ -2,6 +2,7 @@ package external
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -17,6 +18,7 @@ import (
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/platform/fileurl"
 	"github.com/shotflow/shotflow/models/ids"
+	"github.com/shotflow/shotflow/models/instant"
 	"github.com/shotflow/shotflow/models/status"
 )
 
@@ -97,8 +99,12 @@ func (h *Handler) listOrders(c *gin.Context) {
 		f.Limit = min(max(n, 1), MaxOrdersLimit)
 	}
 	if raw := c.Query("since"); raw != "" {
-		since, err := time.Parse(time.RFC3339Nano, raw)
-		if err != nil {
+		since, err := instant.Parse(raw)
+		switch {
+		case errors.Is(err, instant.ErrOutOfRange):
+			h.fail(c, http.StatusBadRequest, "since "+instant.OutOfRangeText+".")
+			return
+		case err != nil:
 			h.fail(c, http.StatusBadRequest, "since must be an ISO 8601 timestamp such as 2026-11-01T00:00:00Z.")
 			return
 		}

@@ -1,6 +1,7 @@
 package external
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/shotflow/shotflow/api/jsonbody"
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/models/ids"
+	"github.com/shotflow/shotflow/models/instant"
 )
 
 // The account's webhooks (api/external/openapi.yaml, tag Webhooks): its endpoints, the log of
@@ -231,16 +233,16 @@ func (h *Handler) recoverEndpoint(c *gin.Context) {
 		h.fail(c, http.StatusBadRequest, "since is required: an RFC 3339 date-time at most 14 days ago.")
 		return
 	}
-	since, ok := parseDateTime(*body.Since)
-	if !ok {
-		h.fail(c, http.StatusBadRequest, "since must be an RFC 3339 date-time such as 2026-11-20T00:00:00Z.")
+	since, bad := parseDateTime("since", *body.Since, "2026-11-20T00:00:00Z")
+	if bad != "" {
+		h.fail(c, http.StatusBadRequest, bad)
 		return
 	}
 	var until *time.Time
 	if body.Until != nil {
-		t, ok := parseDateTime(*body.Until)
-		if !ok {
-			h.fail(c, http.StatusBadRequest, "until must be an RFC 3339 date-time such as 2026-11-21T00:00:00Z.")
+		t, bad := parseDateTime("until", *body.Until, "2026-11-21T00:00:00Z")
+		if bad != "" {
+			h.fail(c, http.StatusBadRequest, bad)
 			return
 		}
 		until = &t
@@ -342,13 +344,18 @@ func (h *Handler) decodeWebhookBody(c *gin.Context, dst any, optional bool) bool
 	return true
 }
 
-// parseDateTime reads an RFC 3339 date-time.
-func parseDateTime(raw string) (time.Time, bool) {
-	t, err := time.Parse(time.RFC3339Nano, raw)
-	if err != nil {
-		return time.Time{}, false
+// parseDateTime reads the RFC 3339 date-time of the field named field; when it is not one, or
+// falls outside the years the store compares (models/instant), it answers the refusal's message,
+// with example as the example of a good value.
+func parseDateTime(field, raw, example string) (time.Time, string) {
+	t, err := instant.Parse(raw)
+	switch {
+	case errors.Is(err, instant.ErrOutOfRange):
+		return t, field + " " + instant.OutOfRangeText + "."
+	case err != nil:
+		return t, field + " must be an RFC 3339 date-time such as " + example + "."
 	}
-	return t.UTC(), true
+	return t, ""
 }
 
 // cursorOf is the next_cursor of a page: null on the last one.

@@ -451,6 +451,7 @@ func TestWebhookDeliveriesAndEvents(t *testing.T) {
 			{"/events?cursor=not-a-cursor", "cursor"},
 			{"/events?created_after=yesterday", "created_after"},
 			{"/events?created_before=2026-13-01T00:00:00Z", "created_before"},
+			{"/events?created_before=9999-12-31T23:00:00-01:00", "created_before"},
 			{"/events?created_after=2026-11-02T00:00:00Z&created_before=2026-11-01T00:00:00Z", "created_after"},
 			{"/events?type=record.done&type=record.failed", "type"},
 			{"/webhook-deliveries?status=lost", "status"},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/models/ids"
+	"github.com/shotflow/shotflow/models/instant"
 )
 
 // Catalog listing bounds.
@@ -95,7 +96,7 @@ func (h *Handler) catalogPageParams(c *gin.Context, kind string) (engine.Catalog
 	}
 	// Only what a next_cursor holds reaches the database: the ID of a product or packshot is a
 	// UUID (a crafted one could hold bytes PostgreSQL refuses, such as NUL).
-	if err != nil || tok.Kind != kind || !ids.IsUUID(tok.ID) || tok.CreatedAt.IsZero() {
+	if err != nil || tok.Kind != kind || !ids.IsUUID(tok.ID) || tok.CreatedAt.IsZero() || !instant.InRange(tok.CreatedAt) {
 		h.Fail(c, http.StatusBadRequest, CodeInvalidInput, "cursor is not a next_cursor of GET /"+kind+"; pass it back unchanged or omit it to start again.")
 		return page, false
 	}

@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"slices"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/models/ids"
+	"github.com/shotflow/shotflow/models/instant"
 	"github.com/shotflow/shotflow/models/status"
 )
 
@@ -87,8 +89,11 @@ func (h *Handler) jobFilter(c *gin.Context, installationID string) (engine.JobFi
 		if !ok {
 			continue
 		}
-		t, ok := parseDateTime(raw)
-		if !ok {
+		t, err := instant.Parse(raw)
+		switch {
+		case errors.Is(err, instant.ErrOutOfRange):
+			return bad(p.name + " " + instant.OutOfRangeText + ".")
+		case err != nil:
 			return bad(p.name + " must be an RFC 3339 date-time such as 2026-06-01T12:00:00Z.")
 		}
 		*p.dst = &t
@@ -111,16 +116,6 @@ func (h *Handler) jobFilter(c *gin.Context, installationID string) (engine.JobFi
 		f.After = &cur
 	}
 	return f, true
-}
-
-// parseDateTime reads an RFC 3339 date-time (a "+" of its offset must be percent-encoded as %2B
-// in the query string).
-func parseDateTime(raw string) (time.Time, bool) {
-	t, err := time.Parse(time.RFC3339Nano, raw)
-	if err != nil {
-		return time.Time{}, false
-	}
-	return t.UTC(), true
 }
 
 // jobCursorToken is the JSON inside a GET /jobs cursor: the position and its MAC.

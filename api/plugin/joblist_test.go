@@ -19,6 +19,7 @@ import (
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/models/jobtype"
 	"github.com/shotflow/shotflow/models/status"
+	"github.com/shotflow/shotflow/models/testdb"
 )
 
 // listBase is the creation time of the first job the listing tests store.
@@ -180,9 +181,15 @@ func TestListJobsFiltersByStatus(t *testing.T) {
 	assert.Contains(t, msg, "status")
 }
 
+// On both databases: PostgreSQL keeps microseconds, SQLite the nanoseconds it is given, and a
+// bound to the nanosecond answers the same on both (models.halfOpenBound).
 func TestListJobsCreatedAfterIsInclusiveAndCreatedBeforeExclusive(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	testdb.Dialects(t, listJobsCreatedAfterIsInclusiveAndCreatedBeforeExclusive)
+}
+
+func listJobsCreatedAfterIsInclusiveAndCreatedBeforeExclusive(t *testing.T, db *gorm.DB) {
+	e := newEnv(t, onDatabase(db))
 	s := seedJobsOf(t, e.db, e.inst)
 	t0, t1, t2, t3 := listBase, listBase.Add(time.Hour), listBase.Add(2*time.Hour), listBase.Add(3*time.Hour)
 	j0 := s.add(t0, status.JobCompleted)
@@ -213,6 +220,8 @@ func TestListJobsCreatedAfterIsInclusiveAndCreatedBeforeExclusive(t *testing.T) 
 		{"whole range", q("created_after", rfc(t0), "created_before", rfc(t3.Add(time.Second))), []models.Job{j0, j1, j1b, j2a, j2, j3}},
 		{"with status", q("created_after", rfc(t1), "status", status.JobCompleted), []models.Job{j1, j2}},
 		{"nothing after", q("created_after", rfc(t3.Add(time.Nanosecond))), nil},
+		{"a nanosecond past an instant is after it", q("created_after", rfc(t1.Add(time.Nanosecond))), []models.Job{j1b, j2a, j2, j3}},
+		{"a nanosecond past an instant is before nothing later", q("created_before", rfc(t2.Add(-time.Microsecond+time.Nanosecond))), []models.Job{j0, j1, j1b, j2a}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -236,6 +245,9 @@ func TestListJobsCreatedAfterIsInclusiveAndCreatedBeforeExclusive(t *testing.T) 
 		{"created_before", "2026-05-01 09:00:00"},
 		{"created_before", "1714554000"},
 		{"created_before", "2026-13-01T00:00:00Z"},
+		// RFC 3339, but the year 10000 in UTC, which SQLite would compare as text before 2026.
+		{"created_before", "9999-12-31T23:00:00-01:00"},
+		{"created_after", "0000-01-01T00:30:00+01:00"},
 	} {
 		msg := e.requireError(e.jobsGet(e.key, q(bad.name, bad.value)), http.StatusBadRequest, plugin.CodeInvalidInput)
 		assert.Contains(t, msg, bad.name, "%s=%q", bad.name, bad.value)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/instant"
 )
 
 // Usage groupings (group_by): the UTC day, the job's model, the job's type, and (an account's
@@ -145,11 +146,11 @@ func defaulted(raw, what string) string {
 // whose UTC instant falls outside the years 0000–9999 is refused: the report answers its range in
 // UTC, which RFC 3339 cannot write there (9999-12-31T23:59:59-23:59 is 10000-01-01 in UTC).
 func usageTime(field, raw string) (time.Time, error) {
-	if t, err := time.Parse(time.RFC3339Nano, raw); err == nil {
-		if y := t.UTC().Year(); y < 0 || y > 9999 {
-			return time.Time{}, refuse(KindInvalid, "", field, "must fall within the years 0000 to 9999 in UTC.")
-		}
-		return t.UTC(), nil
+	switch t, err := instant.Parse(raw); {
+	case err == nil:
+		return t, nil
+	case errors.Is(err, instant.ErrOutOfRange):
+		return time.Time{}, refuse(KindInvalid, "", field, "%s.", instant.OutOfRangeText)
 	}
 	if t, err := time.Parse(time.DateOnly, raw); err == nil {
 		return t, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/models/ids"
+	"github.com/shotflow/shotflow/models/instant"
 )
 
 // The webhook endpoints integrators manage themselves (api/openapi.yaml and
@@ -296,11 +297,13 @@ func ParseWebhookLimit(raw string) (int, error) {
 // ParseWebhookTime reads a date-time query parameter of a webhook list (created_after,
 // created_before): RFC 3339; KindInvalid naming field otherwise.
 func ParseWebhookTime(field, raw string) (*time.Time, error) {
-	t, err := time.Parse(time.RFC3339Nano, raw)
-	if err != nil {
+	t, err := instant.Parse(raw)
+	switch {
+	case errors.Is(err, instant.ErrOutOfRange):
+		return nil, refuse(KindInvalid, "", field, "%s.", instant.OutOfRangeText)
+	case err != nil:
 		return nil, refuse(KindInvalid, "", field, "must be an RFC 3339 date-time such as 2026-06-01T12:00:00Z (percent-encode a + offset as %%2B).")
 	}
-	t = t.UTC()
 	return &t, nil
 }
 

@@ -292,6 +292,9 @@ func TestListEndpointsPages(t *testing.T) {
 	}
 	e := wantKind(t, mustFail(engine.ParseWebhookTime("created_after", "yesterday")), engine.KindInvalid, "time")
 	assert.Equal(t, "created_after", e.Field)
+	// RFC 3339, but the year 10000 in UTC: SQLite would compare it as text before 2026.
+	e = wantKind(t, mustFail(engine.ParseWebhookTime("created_before", "9999-12-31T23:00:00-01:00")), engine.KindInvalid, "year 10000")
+	assert.Equal(t, "created_before", e.Field)
 }
 
 // mustFail2 is the error of a call with three results.

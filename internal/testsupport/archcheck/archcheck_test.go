@@ -39,7 +39,7 @@ const (
 var drivers = []string{pgx, pgDriver, sqlite}
 
 // storeLeaves are the store's leaf packages: names and states anyone may use without linking it.
-var storeLeaves = []string{"models/status", "models/jobtype", "models/ids", "models/voting", "models/merchantref", "models/presetspec", "models/refblob", "models/catalog"}
+var storeLeaves = []string{"models/status", "models/jobtype", "models/ids", "models/instant", "models/voting", "models/merchantref", "models/presetspec", "models/refblob", "models/catalog"}
 
 // shared are the pieces below both the engine and the worker: the client representation of a
 // job, webhook signing, payloads and delivery, and the seeded reference images.

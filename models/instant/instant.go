@@ -1,0 +1,43 @@
+// Package instant reads the date-times clients send as bounds of a listing or a report (RFC 3339),
+// within the years both databases compare as instants.
+//
+// RFC 3339 writes years 0000–9999 with an offset, so a valid time can fall outside them in UTC
+// (9999-12-31T23:00:00-01:00 is 10000-01-01T00:00:00Z). SQLite compares stored times as text,
+// where "10000-…" sorts before "2026-…": such a bound would select the opposite rows there from
+// PostgreSQL. Every bound is therefore refused outside the years 0000–9999 in UTC.
+package instant
+
+import (
+	"errors"
+	"time"
+)
+
+// ErrSyntax: not an RFC 3339 date-time.
+var ErrSyntax = errors.New("not an RFC 3339 date-time")
+
+// ErrOutOfRange: an RFC 3339 date-time whose UTC instant falls outside the years 0000–9999.
+var ErrOutOfRange = errors.New("outside the years 0000 to 9999 in UTC")
+
+// OutOfRangeText is what a refusal of ErrOutOfRange tells the client about the parameter.
+const OutOfRangeText = "must fall within the years 0000 to 9999 in UTC"
+
+// Parse reads an RFC 3339 date-time (fractions of a second up to nanoseconds) and answers it in
+// UTC: ErrSyntax when it is not one, ErrOutOfRange when its UTC year is outside 0000–9999.
+func Parse(raw string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, raw)
+	if err != nil {
+		return time.Time{}, ErrSyntax
+	}
+	t = t.UTC()
+	if !InRange(t) {
+		return time.Time{}, ErrOutOfRange
+	}
+	return t, nil
+}
+
+// InRange tells whether t's UTC year is within 0000–9999, the years both databases compare as
+// instants.
+func InRange(t time.Time) bool {
+	y := t.UTC().Year()
+	return y >= 0 && y <= 9999
+}

@@ -1,0 +1,36 @@
+package instant_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/shotflow/shotflow/models/instant"
+)
+
+func TestParse(t *testing.T) {
+	for raw, want := range map[string]error{
+		"2026-06-01T12:00:00Z":           nil,
+		"2026-06-01T12:00:00.123456789Z": nil,
+		"2026-06-01T14:00:00+02:00":      nil,
+		"0000-01-01T00:00:00Z":           nil,
+		"9999-12-31T23:59:59.999999999Z": nil,
+		"9999-12-31T23:00:00-01:00":      instant.ErrOutOfRange, // 10000-01-01T00:00:00Z
+		"0000-01-01T00:30:00+01:00":      instant.ErrOutOfRange, // the year -1 in UTC
+		"2026-06-01":                     instant.ErrSyntax,
+		"2026-06-01 12:00:00Z":           instant.ErrSyntax,
+		"":                               instant.ErrSyntax,
+		"2026-06-01T12:00:00":            instant.ErrSyntax,
+		"10000-01-01T00:00:00Z":          instant.ErrSyntax,
+	} {
+		got, err := instant.Parse(raw)
+		assert.ErrorIs(t, err, want, raw)
+		if want == nil {
+			assert.Equal(t, time.UTC, got.Location(), raw)
+		}
+	}
+	at, err := instant.Parse("2026-06-01T14:00:00+02:00")
+	assert.NoError(t, err)
+	assert.Equal(t, time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC), at)
+}
