@@ -49,8 +49,37 @@ type Deps struct {
 
 func init() { gin.SetMode(gin.ReleaseMode) }
 
+// Router is the HTTP handler of the whole API: gin's engine, which also answers HEAD wherever it
+// answers GET (RFC 9110, 9.1), as the GET would, without its body, and the CORS preflights of the
+// routes of signed URLs (files.SignedRoutes), which browsers reach.
+type Router struct {
+	*gin.Engine
+}
+
+// ServeHTTP serves a HEAD of a path that takes GET as that GET. The handlers see a GET (a signed
+// URL is signed for GET); net/http, which holds the HEAD, sends the headers and Content-Length and
+// drops the body. An OPTIONS of a signed route is its CORS preflight (files.Preflight); of any
+// other route, a 405 naming its methods.
+func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if req.Method == http.MethodOptions {
+		segments := strings.Split(strings.Trim(req.URL.EscapedPath(), "/"), "/")
+		for pattern, methods := range files.SignedRoutes {
+			if matchesPattern(strings.Split(strings.Trim(pattern, "/"), "/"), segments) {
+				files.Preflight(w, methods)
+				return
+			}
+		}
+	}
+	if req.Method == http.MethodHead && slices.Contains(allowedMethods(r.Routes(), req.URL.EscapedPath()), http.MethodGet) {
+		get := req.Clone(req.Context())
+		get.Method = http.MethodGet
+		req = get
+	}
+	r.Engine.ServeHTTP(w, req)
+}
+
 // NewRouter returns the HTTP handler of the whole API.
-func NewRouter(d Deps, p *plugin.Handler) *gin.Engine {
+func NewRouter(d Deps, p *plugin.Handler) *Router {
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
 	// Routes match the path as sent, and parameters are decoded after matching, so that a
@@ -64,7 +93,7 @@ func NewRouter(d Deps, p *plugin.Handler) *gin.Engine {
 		d.Metrics = metrics.New()
 	}
 	r.Use(Instrument(d.Metrics), RequestID, AccessLog(d.Log), RequestTimeout(d.RequestTimeout, d.UploadTimeout), gin.CustomRecovery(func(c *gin.Context, err any) {
-		if d.External != nil && strings.HasPrefix(c.Request.URL.Path, external.Base+"/") {
+		if d.External != nil && isExternal(c) {
 			d.External.Recover(c, err)
 			return
 		}
@@ -110,26 +139,33 @@ func NewRouter(d Deps, p *plugin.Handler) *gin.Engine {
 	})
 	// Unknown routes and methods answer in the error body of the API whose prefix they carry.
 	r.NoRoute(func(c *gin.Context) {
-		if d.External != nil && strings.HasPrefix(c.Request.URL.Path, external.Base+"/") {
+		if d.External != nil && isExternal(c) {
 			d.External.NotFound(c)
 			return
 		}
 		p.NotFound(c)
 	})
 	r.NoMethod(func(c *gin.Context) {
-		// A 405 names the methods the path takes (RFC 9110, 15.5.6).
-		c.Header("Allow", strings.Join(allowedMethods(r.Routes(), c.Request.URL.Path), ", "))
-		if d.External != nil && strings.HasPrefix(c.Request.URL.Path, external.Base+"/") {
+		// A 405 names the methods the path takes (RFC 9110, 15.5.6), matched as the routes are:
+		// on the path as sent, where a %2F stays inside its segment.
+		c.Header("Allow", strings.Join(allowedMethods(r.Routes(), c.Request.URL.EscapedPath()), ", "))
+		if d.External != nil && isExternal(c) {
 			d.External.MethodNotAllowed(c)
 			return
 		}
 		p.Fail(c, http.StatusMethodNotAllowed, plugin.CodeMethodNotAllowed, "Method "+c.Request.Method+" is not allowed on this route.")
 	})
-	return r
+	return &Router{Engine: r}
 }
 
-// allowedMethods lists, sorted, the methods of the routes whose pattern matches path: a :param
-// segment matches any one segment, a *param the rest of the path.
+// isExternal tells whether a request is the external API's: its base path, or a path under it.
+func isExternal(c *gin.Context) bool {
+	path := c.Request.URL.Path
+	return path == external.Base || strings.HasPrefix(path, external.Base+"/")
+}
+
+// allowedMethods lists, sorted, the methods of the routes whose pattern matches path (HEAD where
+// GET is one): a :param segment matches any one segment, a *param the rest of the path.
 func allowedMethods(routes gin.RoutesInfo, path string) []string {
 	segments := strings.Split(strings.Trim(path, "/"), "/")
 	var methods []string
@@ -137,6 +173,9 @@ func allowedMethods(routes gin.RoutesInfo, path string) []string {
 		if matchesPattern(strings.Split(strings.Trim(rt.Path, "/"), "/"), segments) && !slices.Contains(methods, rt.Method) {
 			methods = append(methods, rt.Method)
 		}
+	}
+	if slices.Contains(methods, http.MethodGet) && !slices.Contains(methods, http.MethodHead) {
+		methods = append(methods, http.MethodHead) // served as the GET (Router.ServeHTTP)
 	}
 	slices.Sort(methods)
 	return methods

@@ -48,7 +48,7 @@ type server struct {
 	db     *gorm.DB
 	blobs  *blobstore.Store
 	signer *urlsign.Signer
-	router *gin.Engine
+	router *api.Router
 	inst   *models.Installation
 	key    string
 	logs   *observer.ObservedLogs
@@ -196,10 +196,10 @@ func TestUnknownRouteAndMethod(t *testing.T) {
 	}
 	rec := s.do(http.MethodDelete, plugin.Base+"/me", "X-Api-Key", s.key)
 	requireError(t, rec, http.StatusMethodNotAllowed, plugin.CodeMethodNotAllowed)
-	assert.Equal(t, "GET", rec.Header().Get("Allow"), "a 405 names the methods the path takes")
+	assert.Equal(t, "GET, HEAD", rec.Header().Get("Allow"), "a 405 names the methods the path takes")
 	rec = s.do(http.MethodPut, plugin.Base+"/webhook-endpoints/"+models.NewID(), "X-Api-Key", s.key)
 	requireError(t, rec, http.StatusMethodNotAllowed, plugin.CodeMethodNotAllowed)
-	assert.Equal(t, "DELETE, GET, PATCH", rec.Header().Get("Allow"))
+	assert.Equal(t, "DELETE, GET, HEAD, PATCH", rec.Header().Get("Allow"))
 
 	// The external API answers in its own error body: {"error": "<text>"}.
 	for target, status := range map[string]int{external.Base + "/nope": http.StatusNotFound, external.Base + "/orders/x/y": http.StatusNotFound} {
@@ -212,7 +212,7 @@ func TestUnknownRouteAndMethod(t *testing.T) {
 	}
 	rec = s.do(http.MethodDelete, external.Base+"/orders")
 	assert.Equal(t, http.StatusMethodNotAllowed, rec.Code)
-	assert.Equal(t, "GET", rec.Header().Get("Allow"))
+	assert.Equal(t, "GET, HEAD", rec.Header().Get("Allow"))
 	assert.JSONEq(t, `{"error":"Method DELETE is not allowed on this route."}`, rec.Body.String())
 }
 

@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"regexp"
 	"slices"
@@ -80,11 +81,20 @@ type Handler struct {
 	Errors Responder
 }
 
-// Register mounts the file routes on r, each behind mw (the input check).
+// Register mounts the file routes on r, each behind mw (the input check); their answers allow any
+// origin (AllowAnyOrigin, and the router's Preflight).
 func (h *Handler) Register(r gin.IRoutes, mw ...gin.HandlerFunc) {
-	r.GET("/files/:id", append(slices.Clone(mw), h.download(false))...)
-	r.GET("/files/:id/thumbnail", append(slices.Clone(mw), h.download(true))...)
-	r.GET(RefPrefix+":version/:group/:file", append(slices.Clone(mw), h.reference)...)
+	mw = append([]gin.HandlerFunc{AllowAnyOrigin}, mw...)
+	for _, route := range []struct {
+		path  string
+		serve gin.HandlerFunc
+	}{
+		{"/files/:id", h.download(false)},
+		{"/files/:id/thumbnail", h.download(true)},
+		{RefPrefix + ":version/:group/:file", h.reference},
+	} {
+		r.GET(route.path, append(slices.Clone(mw), route.serve)...)
+	}
 }
 
 // verify checks the request's signature for path, answering when it fails.
@@ -134,7 +144,8 @@ func (h *Handler) download(thumbnail bool) gin.HandlerFunc {
 			}
 			key, contentType, etag = asset.ThumbnailBlobKey, "image/jpeg", ""
 		}
-		if etag != "" && c.GetHeader("If-None-Match") == `"`+etag+`"` {
+		if etag != "" && noneMatchHolds(c.GetHeader("If-None-Match"), `"`+etag+`"`) {
+			fileHeaders(c, etag) // a 304 carries the ETag and Cache-Control of the 200 (RFC 9110, 15.4.5)
 			c.Status(http.StatusNotModified)
 			return
 		}
@@ -227,8 +238,8 @@ func parseRange(header string, size int64) (r byteRange, ok, satisfiable bool) {
 		return byteRange{}, false, false
 	}
 	if first == "" { // the last n bytes
-		n, err := strconv.ParseInt(last, 10, 64)
-		if err != nil || n < 0 || !digits(last) {
+		n, ok := position(last)
+		if !ok {
 			return byteRange{}, false, false
 		}
 		if n == 0 || size == 0 {
@@ -237,13 +248,13 @@ func parseRange(header string, size int64) (r byteRange, ok, satisfiable bool) {
 		n = min(n, size)
 		return byteRange{start: size - n, length: n}, true, true
 	}
-	start, err := strconv.ParseInt(first, 10, 64)
-	if err != nil || !digits(first) {
+	start, ok := position(first)
+	if !ok {
 		return byteRange{}, false, false
 	}
 	end := size - 1
 	if last != "" {
-		if end, err = strconv.ParseInt(last, 10, 64); err != nil || !digits(last) || end < start {
+		if end, ok = position(last); !ok || end < start {
 			return byteRange{}, false, false
 		}
 		end = min(end, size-1)
@@ -254,9 +265,34 @@ func parseRange(header string, size int64) (r byteRange, ok, satisfiable bool) {
 	return byteRange{start: start, length: end - start + 1}, true, true
 }
 
-// digits reports whether s is a non-empty run of ASCII digits (ParseInt also takes a sign).
-func digits(s string) bool {
-	return s != "" && strings.Trim(s, "0123456789") == ""
+// position reads a byte position or count of a Range: a non-empty run of ASCII digits
+// (ParseInt also takes a sign). One too large for int64 lies past the end of any file, and is read
+// as the largest int64: "to the end", or past it.
+func position(s string) (int64, bool) {
+	if s == "" || strings.Trim(s, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if errors.Is(err, strconv.ErrRange) {
+		return math.MaxInt64, true
+	}
+	return n, err == nil
+}
+
+// noneMatchHolds reports whether an If-None-Match header names the entity tag etag (quoted, strong)
+// as the client's current copy: "*", or a comma-separated list of tags one of which is etag,
+// compared weakly (W/"x" matches "x"), as RFC 9110, section 13.1.2 asks of a GET.
+func noneMatchHolds(header, etag string) bool {
+	if header == "" {
+		return false
+	}
+	for tag := range strings.SplitSeq(header, ",") {
+		tag = strings.TrimSpace(tag)
+		if tag == "*" || strings.TrimPrefix(tag, "W/") == etag {
+			return true
+		}
+	}
+	return false
 }
 
 // ifRangeHolds reports whether a request's If-Range (RFC 9110, section 13.1.5) lets its Range
@@ -293,7 +329,7 @@ func (h *Handler) reference(c *gin.Context) {
 	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
 	c.Header("ETag", etag)
 	c.Header("Cache-Control", cacheFiles)
-	if c.GetHeader("If-None-Match") == etag {
+	if noneMatchHolds(c.GetHeader("If-None-Match"), etag) {
 		c.Status(http.StatusNotModified)
 		return
 	}

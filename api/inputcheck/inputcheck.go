@@ -127,7 +127,12 @@ func checkHead(c *gin.Context, body Body) *Refusal {
 			c.Params[i].Value = ids.Canonical(p.Value)
 		}
 	}
-	query, _ := url.ParseQuery(req.URL.RawQuery) // gin ignores the malformed pairs too
+	// A pair url.ParseQuery cannot read (a bad %-escape, a ';') would reach no handler: gin drops
+	// it too, and the route would answer as though the parameter had not been sent.
+	query, err := url.ParseQuery(req.URL.RawQuery)
+	if err != nil {
+		return invalid("The query string is malformed (%v): percent-encode a literal %% as %%25 and separate parameters with &.", err)
+	}
 	for _, name := range slices.Sorted(maps.Keys(query)) {
 		if r := nameText("The name of a query parameter", name); r != nil {
 			return r

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gin-gonic/gin"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
@@ -54,7 +53,7 @@ type env struct {
 	signer  *urlsign.Signer
 	clock   *apitest.Clock
 	handler *plugin.Handler
-	router  *gin.Engine
+	router  *api.Router
 	// prepared lists the assets whose PrepareInputWorkflow the API started.
 	prepared *[]string
 	// engineConfig is what the handler's engine was built from.

@@ -45,7 +45,7 @@ func FuzzPluginAPI(f *testing.F) {
 	e := newEnv(f, onPostgres(), withRateLimit(1<<30), withCredits(1<<40))
 	e.withEngine(func(c *engine.Config) { c.Temporal = fuzzTemporal{} })
 	e.handler.Secrets = e.box
-	routes := routefuzz.Routes(e.router)
+	routes := routefuzz.Routes(e.router.Engine)
 	valid := e.fuzzSeeds()
 	for _, rt := range routes {
 		seeds := valid[rt.Method+" "+rt.Path]

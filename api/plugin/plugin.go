@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"go.uber.org/zap"
 
+	"github.com/shotflow/shotflow/api/files"
 	"github.com/shotflow/shotflow/api/inputcheck"
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/platform/fileurl"
@@ -58,7 +59,7 @@ func (h *Handler) Register(r *gin.Engine) {
 	// Signed upload URLs authenticate by their signature, not by API key; the handler holds the
 	// bytes to the size the upload declared.
 	upload := h.Input(inputcheck.StreamBody(MaxUploadBytes))
-	r.PUT(Base+"/uploads/:id", upload.Head, upload.Content, h.receiveUpload)
+	r.PUT(files.UploadRoute, files.AllowAnyOrigin, upload.Head, upload.Content, h.receiveUpload)
 
 	g := r.Group(Base)
 	// route mounts a handler that needs one of perms (none: any valid key).

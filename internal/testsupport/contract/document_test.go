@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/gin-gonic/gin"
 	"go.uber.org/zap"
 
 	"github.com/shotflow/shotflow/api"
@@ -173,7 +172,7 @@ func TestDocumentIsServed(t *testing.T) {
 }
 
 // newRouter builds the production router; its routes are all these tests need.
-func newRouter() *gin.Engine {
+func newRouter() *api.Router {
 	return api.NewRouter(api.Deps{Log: zap.NewNop(), Engine: engine.New(engine.Config{})}, &plugin.Handler{Log: zap.NewNop()})
 }
 

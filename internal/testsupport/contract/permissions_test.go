@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gin-gonic/gin"
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
@@ -94,7 +93,7 @@ func TestDocumentedPermissionsAreEnforced(t *testing.T) {
 // server is the production router over a fresh SQLite database with one installation.
 type server struct {
 	ready  error // what the readiness check reports
-	router *gin.Engine
+	router *api.Router
 	db     *gorm.DB
 	signer *urlsign.Signer
 	blobs  *blobstore.Store

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gin-gonic/gin"
 
+	shotflowapi "github.com/shotflow/shotflow/api"
 	"github.com/shotflow/shotflow/api/external"
 	"github.com/shotflow/shotflow/api/files"
 	"github.com/shotflow/shotflow/api/plugin"
@@ -74,7 +74,7 @@ func TestEveryRouteAnswersInTimeWhenTheDatabaseIsUnreachable(t *testing.T) {
 	api := &client{t: t, base: env.BaseURL + plugin.Base, key: tenant.PluginKey}
 	requests := outageRequests(t, env, tenant, api)
 
-	routes := env.App.Handler().(*gin.Engine).Routes()
+	routes := env.App.Handler().(*shotflowapi.Router).Routes()
 	for _, r := range routes {
 		if _, ok := requests[r.Method+" "+r.Path]; !ok {
 			t.Errorf("route %s %s has no request in outageRequests: add one", r.Method, r.Path)
