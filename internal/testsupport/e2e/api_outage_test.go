@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-
 	shotflowapi "github.com/shotflow/shotflow/api"
 	"github.com/shotflow/shotflow/api/external"
 	"github.com/shotflow/shotflow/api/files"
