@@ -134,6 +134,11 @@ type ApprovedProduct struct {
 type ApprovedPackshot struct {
 	ID      string
 	AssetID string
+	// The state of its file: an approved packshot's upload may still be prepared, and found
+	// unusable (AssetStatus invalid, with AssetProblem), after its approval.
+	AssetStatus  string
+	AssetProblem string
+	AssetPurged  bool
 }
 
 // Approved returns the approved packshot that photo-shoot jobs of the product start from: the
@@ -157,13 +162,13 @@ const latestFirst = "voting_at IS NULL, voting_at DESC, created_at DESC, id DESC
 // "Fourth measurement"). The live products of the refs (named once, in live), LEFT JOINed with
 // their approved packshots picked by ranking them per product (ROW_NUMBER, both dialects): the
 // latest, and the latest of each asset named. A product with many approved packshots costs one
-// row, not one per packshot (issue 23, item 21b). Its parameters: installation, refs,
+// row, not one per packshot (issue 23, item 21b); each with the state of its file. Its parameters: installation, refs,
 // installation, voting, named.
 const approvedProductsQuery = `WITH live AS (
 	SELECT id, external_ref, display_name FROM products
 	WHERE installation_id = ? AND external_ref IN ? AND deleted_at IS NULL
 )
-SELECT p.id, p.external_ref, p.display_name, s.id, s.asset_id
+SELECT p.id, p.external_ref, p.display_name, s.id, s.asset_id, a.status, a.problem, a.purged_at IS NOT NULL
 FROM live p LEFT JOIN (
 	SELECT id, product_id, asset_id, voting_at, created_at FROM (
 		SELECT id, product_id, asset_id, voting_at, created_at,
@@ -173,6 +178,7 @@ FROM live p LEFT JOIN (
 		AND installation_id = ? AND voting = ? AND deleted_at IS NULL AND archived_at IS NULL
 	) ranked WHERE latest = 1 OR (latest_of_asset = 1 AND asset_id IN ?)
 ) s ON s.product_id = p.id
+LEFT JOIN assets a ON a.id = s.asset_id
 ORDER BY s.voting_at IS NULL, s.voting_at DESC, s.created_at DESC, s.id DESC`
 
 // LiveProductsWithApprovedPackshots returns, by external_ref, the installation's live products
@@ -193,8 +199,9 @@ func LiveProductsWithApprovedPackshots(db *gorm.DB, installationID string, refs,
 	defer rows.Close()
 	for rows.Next() {
 		var id, ref, name string
-		var packshotID, assetID sql.NullString
-		if err := rows.Scan(&id, &ref, &name, &packshotID, &assetID); err != nil {
+		var packshotID, assetID, assetStatus, assetProblem sql.NullString
+		var assetPurged sql.NullBool
+		if err := rows.Scan(&id, &ref, &name, &packshotID, &assetID, &assetStatus, &assetProblem, &assetPurged); err != nil {
 			return nil, err
 		}
 		a := out[ref]
@@ -203,7 +210,8 @@ func LiveProductsWithApprovedPackshots(db *gorm.DB, installationID string, refs,
 			out[ref] = a
 		}
 		if packshotID.Valid {
-			a.Packshots = append(a.Packshots, ApprovedPackshot{ID: packshotID.String, AssetID: assetID.String})
+			a.Packshots = append(a.Packshots, ApprovedPackshot{ID: packshotID.String, AssetID: assetID.String,
+				AssetStatus: assetStatus.String, AssetProblem: assetProblem.String, AssetPurged: assetPurged.Bool})
 		}
 	}
 	if err := rows.Err(); err != nil {

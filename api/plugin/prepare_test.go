@@ -1,6 +1,7 @@
 package plugin_test
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"testing"
@@ -65,4 +66,29 @@ func TestThumbnailDownloads(t *testing.T) {
 	fileURL, err := url.Parse(e.signer.URL(http.MethodGet, jobview.FilePath(a.ID), expires))
 	require.NoError(t, err)
 	e.requireError(e.download(jobview.ThumbnailPath(a.ID)+"?"+fileURL.RawQuery), http.StatusForbidden, plugin.CodeForbidden)
+}
+
+// POST /packshots accepts an upload still being prepared ("a job waits for it") and approves it
+// at once. When its preparation then finds it unusable (PrepareAsset marks it invalid), no job can
+// read the product's approved packshot: a photo session is refused 422 packshot_not_approved,
+// saying why, and creates nothing (it was accepted and charged, and each job could only fail
+// INPUT_MISSING).
+func TestPhotoSessionFromAnUnusableApprovedPackshotIsRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t).committing()
+	upload := e.readyAsset(e.inst)
+	require.NoError(t, e.db.Model(&models.Asset{}).Where("id = ?", upload.ID).Update("status", status.AssetProcessing).Error)
+	res := e.registerPackshots(e.key, map[string]any{"asset_id": upload.ID, "product_ref": "mug",
+		"product_metadata": map[string]any{"display_name": "Mug"}})
+	require.Equal(t, "created", res[0]["status"], "%v", res[0])
+	require.Equal(t, "accepted", res[0]["packshot"].(map[string]any)["voting"])
+	// Its preparation finds the file unusable (activities.PrepareAsset).
+	problem := "the file is text/plain; charset=utf-8, not the declared image/png"
+	require.NoError(t, models.NewStore(e.db).MarkAssetInvalid(context.Background(), upload.ID, problem))
+
+	rec := e.do(http.MethodPost, p("/jobs"), e.key, session(subject("mug")))
+	require.Equal(t, http.StatusUnprocessableEntity, rec.Code, rec.Body.String())
+	e.requireErrorDetails(rec, http.StatusUnprocessableEntity, plugin.CodePackshotNotApproved)
+	require.Contains(t, rec.Body.String(), "the approved packshot of mug cannot be used (the file is text/plain")
+	e.noOrders()
 }

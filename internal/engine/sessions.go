@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"sort"
 	"strconv"
@@ -149,6 +150,7 @@ func (e *Sessions) PlanSession(ctx context.Context, req SessionRequest) (*models
 		}
 	}
 	var missing []string
+	unusable := map[string]string{} // product ref: why its approved packshot's file cannot be read
 	for i, s := range req.Subjects {
 		var productID, productName string
 		var packshotID, inputAssetID *string
@@ -163,6 +165,15 @@ func (e *Sessions) PlanSession(ctx context.Context, req SessionRequest) (*models
 			p, packshot := approvedPackshot(approved, s)
 			if packshot == nil {
 				missing = append(missing, s.ProductRef)
+				continue
+			}
+			if problem := approvedFileProblem(packshot); problem != "" {
+				// Approved while its upload was being prepared, and found unusable since: no job
+				// could read it, so it is refused as a missing one, before any credit is reserved.
+				if _, seen := unusable[s.ProductRef]; !seen {
+					missing = append(missing, s.ProductRef)
+				}
+				unusable[s.ProductRef] = problem
 				continue
 			}
 			productID, productName, packshotID, inputAssetID = p.ID, p.DisplayName, &packshot.ID, &packshot.AssetID
@@ -184,8 +195,22 @@ func (e *Sessions) PlanSession(ctx context.Context, req SessionRequest) (*models
 	}
 	if len(missing) > 0 {
 		sort.Strings(missing)
-		err := refuse(KindPrerequisite, ReasonPackshotNotApproved, "",
-			"These products have no approved packshot: %s. Nothing was created and no credits were charged.", strings.Join(missing, ", "))
+		var none, why []string
+		for _, ref := range missing {
+			if problem, ok := unusable[ref]; ok {
+				why = append(why, fmt.Sprintf("the approved packshot of %s %s", ref, problem))
+			} else {
+				none = append(none, ref)
+			}
+		}
+		msg := ""
+		if len(none) > 0 {
+			msg = "These products have no approved packshot: " + strings.Join(none, ", ") + ". "
+		}
+		if len(why) > 0 {
+			msg += "No job can start from " + strings.Join(why, "; ") + ": approve another packshot. "
+		}
+		err := refuse(KindPrerequisite, ReasonPackshotNotApproved, "", "%sNothing was created and no credits were charged.", msg)
 		err.Subjects = missing
 		return nil, nil, err
 	}
@@ -224,6 +249,18 @@ func approvedPackshot(approved map[string]*models.ApprovedProduct, s SessionSubj
 		return nil, nil
 	}
 	return a, a.Approved(s.PackshotAssetID)
+}
+
+// approvedFileProblem tells why no job can read an approved packshot's file ("" when one can): it
+// was found invalid when prepared after the approval, or removed.
+func approvedFileProblem(p *models.ApprovedPackshot) string {
+	switch {
+	case p.AssetPurged:
+		return "was removed by the retention policy"
+	case p.AssetStatus == status.AssetInvalid:
+		return "cannot be used (" + p.AssetProblem + ")"
+	}
+	return ""
 }
 
 // resolvePhotoInput checks the input of a packshot job: the subject's product must be in the
