@@ -295,9 +295,12 @@ func EnsurePackshotCandidate(tx *gorm.DB, j *Job) (*Packshot, error) {
 		p.ID = *j.RecordID
 	}
 	if j.InputAssetID != nil {
+		// The source is a photo of the job's own product: one upload may be the photo of several
+		// products, and a shoot of another's photo must not start from this packshot. A live
+		// photo first, then the newest.
 		var photo ProductImage
-		err := tx.Where("account_id = ? AND asset_id = ?", j.AccountID, *j.InputAssetID).
-			Order("created_at DESC, id DESC").Take(&photo).Error
+		err := tx.Where("account_id = ? AND product_id = ? AND asset_id = ?", j.AccountID, *j.ProductID, *j.InputAssetID).
+			Order("deleted_at IS NOT NULL, created_at DESC, id DESC").Take(&photo).Error
 		if err == nil {
 			p.SourceImageID = &photo.ID
 		} else if !errors.Is(err, gorm.ErrRecordNotFound) {

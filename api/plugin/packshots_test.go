@@ -221,3 +221,32 @@ func TestPackshotRefOfADeletedProductIsRegisteredAgain(t *testing.T) {
 		})
 	}
 }
+
+// The source of a packshot is an image of its own product: a source_image_ref naming another
+// product's image is refused for that item (400 naming it), creating nothing, since the other
+// product's photo would otherwise lead its photo shoots to this product's packshot. An image of
+// the product itself, or a ref no image has, is kept as given.
+func TestRegisterPackshotSourceImageOfItsOwnProduct(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	photo := e.readyAsset(e.inst)
+	e.registerImages(e.key, imageReg("img-mug", "MUG", photo.ID), imageReg("img-cup", "CUP", photo.ID))
+	cut := e.readyAsset(e.inst)
+	res := e.registerPackshots(e.key,
+		map[string]any{"asset_id": cut.ID, "product_ref": "MUG", "source_image_ref": "img-cup"},   // 0 another product's image
+		map[string]any{"asset_id": cut.ID, "product_ref": "MUG", "source_image_ref": "img-mug"},   // 1 its own
+		map[string]any{"asset_id": cut.ID, "product_ref": "CUP", "source_image_ref": "img-other"}, // 2 no such image
+	)
+	msg := requireItemError(t, res[0], http.StatusBadRequest, plugin.CodeInvalidInput)
+	assert.Contains(t, msg, "source_image_ref img-cup is an image of another product")
+	for _, i := range []int{1, 2} {
+		require.Equal(t, "created", res[i]["status"], "%v", res[i])
+	}
+	var mug models.Packshot
+	require.NoError(t, e.db.Take(&mug, "id = ?", res[1]["packshot"].(map[string]any)["id"]).Error)
+	var img models.ProductImage
+	require.NoError(t, e.db.Take(&img, "external_ref = ?", "img-mug").Error)
+	require.NotNil(t, mug.SourceImageID)
+	assert.Equal(t, img.ID, *mug.SourceImageID)
+	assert.EqualValues(t, 2, e.count(&models.Packshot{}, "1 = 1"), "the refused item created nothing")
+}

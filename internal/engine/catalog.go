@@ -393,6 +393,11 @@ func registerPackshot(ctx context.Context, tx *models.Store, inst Installation, 
 		if err != nil && !errors.Is(err, models.ErrNotFound) {
 			return nil, false, err
 		}
+		if img != nil && img.ProductID != product.ID {
+			// The source of a packshot is a photo of its own product: linked to another's, that
+			// photo's shoots would start from this product's packshot.
+			return nil, false, refuse(KindInvalid, "", "", "source_image_ref %s is an image of another product, not of %s.", item.SourceImageRef, item.ProductRef)
+		}
 		if img != nil {
 			p.SourceImageID = &img.ID
 		}

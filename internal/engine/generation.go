@@ -344,6 +344,9 @@ func (e *Generation) FindPhoto(ctx context.Context, accountID, field, photoID st
 		return nil, err
 	}
 	p := Photo{Image: *image, Product: *product, Asset: *upload}
+	if p.Asset.PurgedAt != nil {
+		return nil, refuse(KindInvalid, "", field, "product photo %s was removed by the retention policy; upload it again.", photoID)
+	}
 	switch p.Asset.Status {
 	case status.AssetReady, status.AssetProcessing: // a job waits for a photo still being prepared
 	case status.AssetInvalid:
@@ -537,6 +540,10 @@ func (e *Generation) FindImage(ctx context.Context, accountID, field, imageID st
 	}
 	if j.Status != status.JobCompleted || len(outputs[j.ID]) == 0 {
 		return nil, refuse(KindInvalid, "", field, "image %s is not DONE yet.", imageID)
+	}
+	if outputs[j.ID][0].PurgedAt != nil {
+		// As the plugin API refuses a purged input up front: its job could only fail INPUT_MISSING.
+		return nil, refuse(KindInvalid, "", field, "image %s was removed by the retention policy.", imageID)
 	}
 	s := &Source{AssetID: outputs[j.ID][0].ID}
 	if p, err := e.store.JobProduct(ctx, j); err == nil {
