@@ -24,13 +24,17 @@ type SupportReplayResult struct {
 }
 
 // ReplayWebhook re-sends a delivery of any installation now (Webhooks.StartWebhookReplay); an
-// unknown delivery is KindNotFound.
+// unknown delivery is KindNotFound, one whose endpoint was deleted or is disabled KindConflict, as
+// the API's replay answers.
 func (e *Support) ReplayWebhook(ctx context.Context, deliveryID string) (SupportReplayResult, error) {
 	d, err := e.store.GetWebhookDelivery(ctx, deliveryID)
 	if errors.Is(err, models.ErrNotFound) {
 		return SupportReplayResult{}, missing("webhook delivery", deliveryID)
 	}
 	if err != nil {
+		return SupportReplayResult{}, err
+	}
+	if err := e.app.Webhooks.replayable(ctx, d); err != nil {
 		return SupportReplayResult{}, err
 	}
 	if err := e.app.Webhooks.StartWebhookReplay(ctx, d); err != nil {

@@ -12,6 +12,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/internal/engine"
+	"github.com/shotflow/shotflow/internal/providers/errorcat"
+	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
 	"github.com/shotflow/shotflow/models/testdb"
 	"github.com/shotflow/shotflow/workflows"
@@ -217,5 +219,62 @@ func TestSupportRecoversAnEndpointOfAnyScope(t *testing.T) {
 		assert.Equal(t, 1, again.DeliveriesQueued)
 		assert.Equal(t, "queued", again.Status)
 		assert.NotNil(t, status(failed.ID).StartDueAt)
+	})
+}
+
+// `shotflow admin webhooks replay DELIVERY_ID` (Support.ReplayWebhook) works like POST
+// /webhooks/{delivery_id}/replay: a delivery whose endpoint is disabled (it would be held, not
+// sent) or deleted is refused KindConflict, and nothing is started; support is never told a
+// webhook went out when it did not.
+func TestSupportReplayRefusesADisabledOrDeletedEndpoint(t *testing.T) {
+	t.Parallel()
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		tc := &recordingTemporal{}
+		tn := newSupportTenant(t, db, 1)
+		o, jobs := submitOrder(t, newSupportEngine(db, tc), tn, 1, "cup")
+		failRun(t, db, jobs[0].ID, 1, errorcat.ContentPolicy)
+		var ep models.WebhookEndpoint
+		if err := db.Where("installation_id = ?", tn.installationID).Take(&ep).Error; err != nil {
+			t.Fatal(err)
+		}
+		id := models.WebhookDeliveryID(jobs[0].ID, 1, webhooks.EventJobFailed)
+		if _, err := models.CreateWebhookDelivery(db, &models.WebhookDelivery{ID: id, AccountID: tn.accountID, InstallationID: &tn.installationID,
+			OrderID: &o.ID, JobID: &jobs[0].ID, Run: 1, Event: webhooks.EventJobFailed, Payload: models.JSON(`{}`), CallbackURL: ep.URL,
+			EndpointID: &ep.ID}); err != nil {
+			t.Fatal(err)
+		}
+
+		// The client's own replay route refuses it: the endpoint is disabled.
+		now := time.Now().UTC()
+		if err := db.Model(&models.WebhookEndpoint{}).Where("id = ?", ep.ID).
+			Updates(map[string]any{"status": models.EndpointDisabled, "disabled_reason": "manual", "disabled_at": now}).Error; err != nil {
+			t.Fatal(err)
+		}
+		if _, err := newSupportEngine(db, tc).Webhooks.ReplayWebhook(ctx, tn.installationID, id); err == nil {
+			t.Fatalf("the API's replay of a delivery to a disabled endpoint was not refused")
+		}
+		n := tc.count()
+		res, err := newSupportEngine(db, tc).Support.ReplayWebhook(ctx, id)
+		if err == nil {
+			t.Errorf("admin webhooks replay of a delivery to a disabled endpoint = %+v (status %q, %d workflow start(s)); want a refusal like the API's 409",
+				res, res.Status, tc.count()-n)
+		}
+		wantKind(t, err, engine.KindConflict, "a disabled endpoint")
+		if tc.count() != n {
+			t.Errorf("%d workflow start(s) for a refused replay", tc.count()-n)
+		}
+
+		// Deleted endpoint: the same.
+		if err := db.Model(&models.WebhookEndpoint{}).Where("id = ?", ep.ID).Update("deleted_at", now).Error; err != nil {
+			t.Fatal(err)
+		}
+		n = tc.count()
+		res, err = newSupportEngine(db, tc).Support.ReplayWebhook(ctx, id)
+		if err == nil {
+			t.Errorf("admin webhooks replay of a delivery to a deleted endpoint = %+v (%d workflow start(s)); want a refusal like the API's 409",
+				res, tc.count()-n)
+		}
+		wantKind(t, err, engine.KindConflict, "a deleted endpoint")
 	})
 }

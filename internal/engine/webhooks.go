@@ -36,22 +36,37 @@ func (e *Webhooks) ReplayWebhook(ctx context.Context, installationID, deliveryID
 	if err != nil {
 		return "", err
 	}
-	if d.EndpointID != nil {
-		ep, err := e.store.WebhookEndpoint(ctx, models.WebhookScope{AccountID: d.AccountID, InstallationID: installationID}, *d.EndpointID)
-		if errors.Is(err, models.ErrNotFound) {
-			return "", refuse(KindConflict, "", "", "The delivery's endpoint was deleted; nothing can receive it.")
-		}
-		if err != nil {
-			return "", err
-		}
-		if ep.Status != models.EndpointEnabled {
-			return "", refuse(KindConflict, "", "", "The delivery's endpoint is disabled; enable it (PATCH /webhook-endpoints/{id} status=enabled), then replay or recover.")
-		}
+	if err := e.replayable(ctx, d); err != nil {
+		return "", err
 	}
 	if err := e.StartWebhookReplay(ctx, d); err != nil {
 		return "", unavailable("The replay could not be queued; retry later.", retryReplayAfter, err)
 	}
 	return d.ID, nil
+}
+
+// replayable checks that a delivery's endpoint can receive a replay: KindConflict when it was
+// deleted, or is disabled (the replay would be held, not sent). A delivery recorded before
+// endpoints (no endpoint) goes to its installation's callback URL.
+func (e *Webhooks) replayable(ctx context.Context, d *models.WebhookDelivery) error {
+	if d.EndpointID == nil {
+		return nil
+	}
+	scope := models.WebhookScope{AccountID: d.AccountID}
+	if d.InstallationID != nil {
+		scope.InstallationID = *d.InstallationID
+	}
+	ep, err := e.store.WebhookEndpoint(ctx, scope, *d.EndpointID)
+	if errors.Is(err, models.ErrNotFound) {
+		return refuse(KindConflict, "", "", "The delivery's endpoint was deleted; nothing can receive it.")
+	}
+	if err != nil {
+		return err
+	}
+	if ep.Status != models.EndpointEnabled {
+		return refuse(KindConflict, "", "", "The delivery's endpoint is disabled; enable it (PATCH /webhook-endpoints/{id} status=enabled), then replay or recover.")
+	}
+	return nil
 }
 
 // StartWebhookReplay starts a new run of the delivery's WebhookDeliveryWorkflow: it sends the
