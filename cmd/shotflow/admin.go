@@ -195,9 +195,15 @@ func newFlags(name string) *flag.FlagSet {
 	return fs
 }
 
+// parseFlags parses the arguments of a command that takes only flags. A word left among them is
+// refused: Go's flag package stops at it, and every flag after it would silently keep its
+// default (keys issue --account A x --test would issue a live key).
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if err := parseUpToWord(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: %s takes no arguments, got %q (a flag after it would be ignored)", errUsage, fs.Name(), fs.Args())
 	}
 	return nil
 }
@@ -212,10 +218,8 @@ func (e *adminEnv) accountCreate(args []string) (any, error) {
 	if strings.TrimSpace(*name) == "" {
 		return nil, fmt.Errorf("%w: --name is required", errUsage)
 	}
-	if *credits < 0 {
-		return nil, fmt.Errorf("%w: --credits must not be negative", errUsage)
-	}
-	return e.storeEngine().Accounts.CreateAccount(e.ctx, *name, *credits)
+	out, err := e.storeEngine().Accounts.CreateAccount(e.ctx, *name, *credits)
+	return out, usageOf(err)
 }
 
 func (e *adminEnv) installationCreate(args []string) (any, error) {
@@ -242,10 +246,9 @@ func (e *adminEnv) installationCreate(args []string) (any, error) {
 	}
 	var scopeList []string // nil: every plugin scope
 	if *scopes != "" {
-		for _, s := range strings.Split(*scopes, ",") {
-			if s = strings.TrimSpace(s); s != "" {
-				scopeList = append(scopeList, s)
-			}
+		var err error
+		if scopeList, err = parseScopes(*scopes, models.PluginScopes); err != nil {
+			return nil, err
 		}
 	}
 	box, err := e.box()
@@ -283,9 +286,6 @@ func (e *adminEnv) installationTestKey(args []string) (any, error) {
 	scopes := fs.String("scopes", "", "comma-separated scopes (default: every plugin scope)")
 	expires := fs.String("expires", "", "expiry as an RFC 3339 time or a duration from now (720h); empty never expires")
 	if err := parseFlags(fs, args); err != nil {
-		return nil, err
-	}
-	if err := noArgs(fs); err != nil {
 		return nil, err
 	}
 	if strings.TrimSpace(*installation) == "" {
@@ -335,6 +335,9 @@ func parseExpires(expires string) (*time.Time, error) {
 			return nil, fmt.Errorf("%w: --expires must be an RFC 3339 time or a positive duration", errUsage)
 		}
 		t = time.Now().Add(d)
+	}
+	if !t.After(time.Now()) {
+		return nil, fmt.Errorf("%w: --expires must be in the future (an RFC 3339 time or a positive duration)", errUsage)
 	}
 	t = t.UTC()
 	return &t, nil
@@ -418,12 +421,21 @@ func (e *adminEnv) keysRevoke(args []string) (any, error) {
 	return e.storeEngine().Accounts.RevokeKey(e.ctx, args[0]) // an ID, or a pasted full key
 }
 
+// parseUpToWord parses the flags of args up to the first word that is not one (fs.Args() holds
+// the rest).
+func parseUpToWord(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	return nil
+}
+
 // parseInterleaved parses flags that may come before or after the positional arguments
 // (`jobs retry JOB_ID --reason …`) and returns the positional ones.
 func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	var positional []string
 	for {
-		if err := parseFlags(fs, args); err != nil {
+		if err := parseUpToWord(fs, args); err != nil {
 			return nil, err
 		}
 		if fs.NArg() == 0 {
@@ -477,9 +489,6 @@ func (e *adminEnv) jobsList(args []string) (any, error) {
 	mode, err := parseMode(*modeFlag)
 	if err != nil {
 		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("%w: jobs list takes no arguments, got %q", errUsage, fs.Args())
 	}
 	if *status == "" {
 		return nil, fmt.Errorf("%w: --status is required (one of %s)", errUsage, strings.Join(engine.JobStatuses, ", "))
@@ -554,9 +563,6 @@ func (e *adminEnv) jobsStragglers(args []string) (any, error) {
 		}
 		after = cur
 	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("%w: jobs stragglers takes no arguments, got %q", errUsage, fs.Args())
-	}
 	if *limit < 1 || *limit > engine.MaxSupportListLimit {
 		return nil, fmt.Errorf("%w: --limit must be between 1 and %d", errUsage, engine.MaxSupportListLimit)
 	}
@@ -622,7 +628,8 @@ func (e *adminEnv) webhooksReplay(args []string) (any, error) {
 var webhookFlags = map[string]string{
 	"installation": "--installation", "endpoint_id": "--endpoint", "status": "--status", "event": "--event",
 	"limit": "--limit", "cursor": "--cursor", "since": "--since", "until": "--until", "mode": "--mode",
-	"from": "--from", "to": "--to", "group_by": "--group-by", "amount": "--amount",
+	"from": "--from", "to": "--to", "group_by": "--group-by", "amount": "--amount", "credits": "--credits",
+	"monthly_credits": "--monthly-credits", "alert_at_percent": "--alert-at-percent",
 }
 
 // usageOf turns a refusal of invalid input into a usage error naming the flag; other errors pass.
@@ -637,14 +644,6 @@ func usageOf(err error) error {
 	return err
 }
 
-// noArgs refuses positional arguments of a command that takes only flags.
-func noArgs(fs *flag.FlagSet) error {
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: %s takes no arguments, got %q", errUsage, fs.Name(), fs.Args())
-	}
-	return nil
-}
-
 // webhooksEndpoints lists the live webhook endpoints of an installation, or an account's own
 // (external API) ones, and those of its test twin.
 func (e *adminEnv) webhooksEndpoints(args []string) (any, error) {
@@ -657,9 +656,6 @@ func (e *adminEnv) webhooksEndpoints(args []string) (any, error) {
 	}
 	mode, err := parseMode(*modeFlag)
 	if err != nil {
-		return nil, err
-	}
-	if err := noArgs(fs); err != nil {
 		return nil, err
 	}
 	if (*installation == "") == (*account == "") {
@@ -687,9 +683,6 @@ func (e *adminEnv) webhooksDeliveries(args []string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := noArgs(fs); err != nil {
-		return nil, err
-	}
 	if *installation != "" && *account != "" {
 		return nil, fmt.Errorf("%w: give --installation or --account, not both", errUsage)
 	}
@@ -714,9 +707,6 @@ func (e *adminEnv) webhooksRecover(args []string) (any, error) {
 	sinceFlag := fs.String("since", "", "re-send deliveries created at or after this RFC 3339 time (at most 14 days back)")
 	untilFlag := fs.String("until", "", "and before this RFC 3339 time (default: now)")
 	if err := parseFlags(fs, args); err != nil {
-		return nil, err
-	}
-	if err := noArgs(fs); err != nil {
 		return nil, err
 	}
 	if strings.TrimSpace(*endpoint) == "" || *sinceFlag == "" {

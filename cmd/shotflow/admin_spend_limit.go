@@ -76,7 +76,7 @@ func (e *adminEnv) spendLimitSet(args []string) (any, error) {
 	}
 	l, err := e.storeEngine().Accounts.SetSpendLimit(e.ctx, scope, monthly, alert)
 	if err != nil {
-		return nil, err
+		return nil, usageOf(err)
 	}
 	return spendOutput(scope, l), nil
 }

@@ -66,8 +66,8 @@ func TestAdminSpendLimit(t *testing.T) {
 		{[]string{"show", "--installation", instID, "--account", accountID}, 2, "exactly one of --installation and --account"},
 		{[]string{"set", "--installation", instID}, 2, "--monthly-credits is required"},
 		{[]string{"clear", "--installation", instID, "--monthly-credits", "5"}, 2, "for spend-limit set"},
-		{[]string{"set", "--installation", instID, "--monthly-credits", "0"}, 1, "monthly_credits"},
-		{[]string{"set", "--installation", instID, "--monthly-credits", "5", "--alert-at-percent", "101"}, 1, "alert_at_percent"},
+		{[]string{"set", "--installation", instID, "--monthly-credits", "0"}, 2, "--monthly-credits"},
+		{[]string{"set", "--installation", instID, "--monthly-credits", "5", "--alert-at-percent", "101"}, 2, "--alert-at-percent"},
 		{[]string{"show", "--installation", unknown}, 1, "No installation or account"},
 		{[]string{"set", "--account", unknown, "--monthly-credits", "5"}, 1, "No installation or account"},
 	} {

@@ -363,7 +363,7 @@ func TestAdminErrors(t *testing.T) {
 		{"unknown admin command", []string{"frobnicate", "everything"}, 2, `unknown admin command "frobnicate everything"`},
 		{"one word", []string{"account"}, 2, "Usage:"},
 		{"no words", nil, 2, "Usage:"},
-		{"negative credits", []string{"account", "create", "--name", "Acme", "--credits", "-5"}, 2, "--credits must not be negative"},
+		{"negative credits", []string{"account", "create", "--name", "Acme", "--credits", "-5"}, 2, "--credits: must be an integer from 0 to"},
 		{"non-numeric credits", []string{"account", "create", "--name", "Acme", "--credits", "lots"}, 2, "credits"},
 		{"unknown flag", []string{"account", "create", "--name", "Acme", "--colour", "red"}, 2, "colour"},
 		{"zero grant", []string{"credits", "grant", "--account", acc.AccountID, "--amount", "0"}, 2, "positive --amount"},

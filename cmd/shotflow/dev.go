@@ -68,8 +68,6 @@ func devConfig() (config.Config, error) {
 		return config.Config{}, fmt.Errorf("config: HTTP_ADDR=%q is invalid (host:port or :port)", env["HTTP_ADDR"])
 	}
 	def("PUBLIC_BASE_URL", "http://localhost:"+port)
-	def("DATABASE_URL", "sqlite://"+filepath.Join(env["DATA_DIR"], "shotflow.db"))
-	def("BLOB_URL", "file://"+filepath.ToSlash(filepath.Join(env["DATA_DIR"], "blobs")))
 	// dev talks plaintext to the Temporal server it starts, whatever address, profile, API key or
 	// TLS settings the shell exports.
 	env["TEMPORAL_ADDRESS"] = "127.0.0.1:" + env["DEV_TEMPORAL_PORT"]

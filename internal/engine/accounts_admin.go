@@ -28,6 +28,9 @@ type AccountCreated struct {
 // CreateAccount creates an account named name (trimmed) with credits granted through the ledger,
 // and its first external API key (every default external scope, no expiry), in one transaction.
 func (e *Accounts) CreateAccount(ctx context.Context, name string, credits int64) (AccountCreated, error) {
+	if credits < 0 || credits > MaxGrant {
+		return AccountCreated{}, refuse(KindInvalid, "", "credits", "must be an integer from 0 to %d.", int64(MaxGrant))
+	}
 	var out AccountCreated
 	err := e.store.Tx(ctx, func(tx *models.Store) error {
 		acc, err := tx.CreateAccount(ctx, strings.TrimSpace(name), credits)
@@ -69,6 +72,9 @@ type InstallationCreated struct {
 // CreateInstallation creates an installation of an existing account (KindNotFound otherwise), its
 // plugin API key and a new webhook signing secret, which box seals.
 func (e *Accounts) CreateInstallation(ctx context.Context, box models.Sealer, req InstallationRequest) (InstallationCreated, error) {
+	if _, err := liveAccount(ctx, e.store, req.AccountID); err != nil {
+		return InstallationCreated{}, err
+	}
 	scopes := req.Scopes
 	if scopes == nil {
 		scopes = models.PluginScopes
@@ -111,6 +117,9 @@ func (e *Accounts) GrantCredits(ctx context.Context, accountID string, amount in
 	}
 	var out CreditsGranted
 	err := e.store.Tx(ctx, func(tx *models.Store) error {
+		if _, err := liveAccount(ctx, tx, accountID); err != nil {
+			return err
+		}
 		if err := tx.GrantCredits(ctx, accountID, amount, "granted by operator"); err != nil {
 			return err
 		}
@@ -149,7 +158,7 @@ type AccountKeyIssued struct {
 func (e *Accounts) IssueAccountKey(ctx context.Context, req AccountKeyRequest) (AccountKeyIssued, error) {
 	var out AccountKeyIssued
 	err := e.store.Tx(ctx, func(tx *models.Store) error {
-		if _, err := tx.GetAccount(ctx, req.AccountID); err != nil {
+		if _, err := liveAccount(ctx, tx, req.AccountID); err != nil {
 			return err
 		}
 		k, err := tx.IssueKey(ctx, models.KeyKindExternal, req.AccountID, nil, req.Name, req.Scopes, req.ExpiresAt)
@@ -188,10 +197,14 @@ type AccountKeys struct {
 
 // ListAccountKeys lists an account's external keys, revoked and expired ones included, newest
 // first: its live keys and the test keys of its test twin (IssueTestAccountKey), as mode says
-// (ModeAll or "" both). An account without any (or an unknown one) has an empty list.
+// (ModeAll or "" both). An account without any has an empty list; an unknown one (or a test twin,
+// whose keys its live account lists) is KindNotFound.
 func (e *Accounts) ListAccountKeys(ctx context.Context, accountID string, mode Mode) (AccountKeys, error) {
 	if !mode.valid() {
 		return AccountKeys{}, refuse(KindInvalid, "", "mode", "must be one of: %s.", strings.Join(Modes, ", "))
+	}
+	if _, err := liveAccount(ctx, e.store, accountID); err != nil {
+		return AccountKeys{}, err
 	}
 	out := AccountKeys{AccountID: accountID, Keys: []AccountKeyListed{}}
 	owners := []string{accountID}
@@ -402,4 +415,19 @@ func (e *Accounts) IssueTestAccountKey(ctx context.Context, req AccountKeyReques
 		return TestKeyIssued{}, missing("account", req.AccountID)
 	}
 	return out, err
+}
+
+// liveAccount is the live account id names. A test twin (the account of a test key's records,
+// listed as test_account_id) is no account an operator issues live keys or installations to, or
+// grants credits: that would let a live key run real jobs on test credits. It does not exist here,
+// as the test-key commands already say (KindNotFound).
+func liveAccount(ctx context.Context, s *models.Store, id string) (*models.Account, error) {
+	acc, err := s.GetAccount(ctx, id)
+	switch {
+	case errors.Is(err, models.ErrNotFound) || (err == nil && acc.TestMode):
+		return nil, missing("account", id)
+	case err != nil:
+		return nil, err
+	}
+	return acc, nil
 }

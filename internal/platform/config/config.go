@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -27,8 +28,9 @@ type Config struct {
 	// DocsURL is where error doc_url links point; empty means PublicBaseURL + "/docs".
 	DocsURL string `env:"DOCS_URL" validate:"omitempty,http_url"`
 
-	// DatabaseURL selects the database: postgres://… or sqlite://path/to/file.db.
-	DatabaseURL string `env:"DATABASE_URL" envDefault:"sqlite://.data/shotflow.db" validate:"required,database_url"`
+	// DatabaseURL selects the database: postgres://… or sqlite://path/to/file.db; unset, the
+	// embedded one under DataDir (sqlite://DATA_DIR/shotflow.db), for every command alike.
+	DatabaseURL string `env:"DATABASE_URL" validate:"required,database_url"`
 	// DatabaseMaxOpenConns caps the connection pool (Postgres; SQLite always uses one writer).
 	DatabaseMaxOpenConns int `env:"DATABASE_MAX_OPEN_CONNS" envDefault:"20" validate:"min=1,max=1000"`
 	// DatabaseConnectTimeout bounds opening a PostgreSQL connection (its connect_timeout, unless
@@ -63,8 +65,9 @@ type Config struct {
 	// TemporalUIURL is the base URL of the Temporal Web UI, used in operator links.
 	TemporalUIURL string `env:"TEMPORAL_UI_URL" envDefault:"http://localhost:8233" validate:"required,http_url"`
 
-	// BlobURL is the gocloud.dev bucket URL for uploads and generated files (file:///dir or s3://bucket?…).
-	BlobURL string `env:"BLOB_URL" envDefault:"file://.data/blobs" validate:"required,blob_url"`
+	// BlobURL is the gocloud.dev bucket URL for uploads and generated files (file:///dir or
+	// s3://bucket?…); unset, a folder under DataDir (file://DATA_DIR/blobs).
+	BlobURL string `env:"BLOB_URL" validate:"required,blob_url"`
 	// FileURLs is how clients send uploads and fetch files: "store" straight to and from the bucket
 	// (presigned PUTs and GETs of an s3:// bucket, or downloads under BlobPublicBaseURL), "api"
 	// through the API's signed routes, which stream the bytes. Unset: store for an s3:// bucket
@@ -238,6 +241,15 @@ func LoadFrom(environ map[string]string) (Config, error) {
 	}
 	if err := env.ParseWithOptions(&c, opts); err != nil {
 		return Config{}, describeParseError(err)
+	}
+	// The embedded defaults live under DATA_DIR, whichever command reads them: `shotflow admin`
+	// and `migrate` with the DATA_DIR a `shotflow dev` was started with open its database, not an
+	// empty one in the working directory.
+	if c.DatabaseURL == "" {
+		c.DatabaseURL = "sqlite://" + filepath.ToSlash(filepath.Join(c.DataDir, "shotflow.db"))
+	}
+	if c.BlobURL == "" {
+		c.BlobURL = "file://" + filepath.ToSlash(filepath.Join(c.DataDir, "blobs"))
 	}
 	if err := c.Validate(); err != nil {
 		return Config{}, err
