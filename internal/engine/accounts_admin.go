@@ -280,14 +280,21 @@ type DemoTenantRequest struct {
 }
 
 // EnsureDemoTenant returns the known tenant when its plugin key still authenticates for its
-// installation and its external key for its account, and otherwise creates a new one: the account
-// "Demo account" with the requested credits, and its installation "Demo shop" with every plugin
-// scope and no callback URL, whose webhook secret box seals.
+// installation and its external key for its account. When a key of it was revoked or expired but
+// its account and installation are there, it keeps the tenant (its orders, catalog and endpoints)
+// and issues that key anew. Otherwise it creates a new one: the account "Demo account" with the
+// requested credits, and its installation "Demo shop" with every plugin scope and no callback URL,
+// whose webhook secret box seals.
 func (e *Accounts) EnsureDemoTenant(ctx context.Context, box models.Sealer, req DemoTenantRequest) (DemoTenant, error) {
 	t := req.Known
 	ok, err := e.demoTenantValid(ctx, t)
 	if err != nil {
 		return DemoTenant{}, err
+	}
+	if !ok {
+		if ok, err = e.reissueDemoKeys(ctx, &t); err != nil {
+			return DemoTenant{}, err
+		}
 	}
 	if !ok {
 		acc, err := e.CreateAccount(ctx, "Demo account", req.Credits)
@@ -346,6 +353,51 @@ func (e *Accounts) demoTenantValid(ctx context.Context, t DemoTenant) (bool, err
 		return false, ignoreInvalidKey(err)
 	}
 	return external.AccountID == t.AccountID, nil
+}
+
+// reissueDemoKeys issues the known demo tenant's live keys that no longer authenticate for it, and
+// reports whether it could: false when its account or installation is gone (or was never known).
+func (e *Accounts) reissueDemoKeys(ctx context.Context, t *DemoTenant) (bool, error) {
+	if t.AccountID == "" || t.InstallationID == "" {
+		return false, nil
+	}
+	if _, err := liveAccount(ctx, e.store, t.AccountID); err != nil {
+		return false, ignoreMissing(err)
+	}
+	inst, err := e.store.GetInstallation(ctx, t.InstallationID)
+	if err != nil || inst.AccountID != t.AccountID || inst.TestMode {
+		return false, ignoreMissing(err)
+	}
+	now := time.Now()
+	if k, err := e.store.AuthenticateKey(ctx, models.KeyKindPlugin, t.PluginAPIKey, now); err != nil || k.InstallationID == nil || *k.InstallationID != t.InstallationID {
+		if err := ignoreInvalidKey(err); err != nil {
+			return false, err
+		}
+		issued, err := e.store.IssueKey(ctx, models.KeyKindPlugin, t.AccountID, &t.InstallationID, "demo key", models.PluginScopes, nil)
+		if err != nil {
+			return false, err
+		}
+		t.PluginAPIKey = issued.Secret
+	}
+	if k, err := e.store.AuthenticateKey(ctx, models.KeyKindExternal, t.ExternalAPIKey, now); err != nil || k.AccountID != t.AccountID {
+		if err := ignoreInvalidKey(err); err != nil {
+			return false, err
+		}
+		issued, err := e.IssueAccountKey(ctx, AccountKeyRequest{AccountID: t.AccountID, Name: "default", Scopes: models.ExternalScopes})
+		if err != nil {
+			return false, err
+		}
+		t.ExternalAPIKey = issued.APIKey
+	}
+	return true, nil
+}
+
+// ignoreMissing is err, or nil when it only says that a record does not exist.
+func ignoreMissing(err error) error {
+	if errors.Is(err, models.ErrNotFound) {
+		return nil
+	}
+	return err
 }
 
 // ignoreInvalidKey is err, or nil when it only says that the key does not authenticate.

@@ -54,12 +54,34 @@ func TestEnsureDemoTenant(t *testing.T) {
 			got.AccountID == first.AccountID || got.InstallationID == first.InstallationID {
 			t.Fatalf("a key of another installation = %+v, %v; want a new tenant", got, err)
 		}
+		// A revoked key is issued anew for the same tenant: its orders, catalog and endpoints stay
+		// reachable with the keys `shotflow dev` prints.
 		if _, err := accounts.RevokeKey(ctx, first.ExternalAPIKey); err != nil {
 			t.Fatal(err)
 		}
 		second, err := accounts.EnsureDemoTenant(ctx, box, req)
-		if err != nil || second.AccountID == first.AccountID || second.PluginAPIKey == first.PluginAPIKey {
-			t.Fatalf("after a revocation = %+v, %v; want a new tenant", second, err)
+		if err != nil || second.AccountID != first.AccountID || second.InstallationID != first.InstallationID ||
+			second.PluginAPIKey != first.PluginAPIKey || second.ExternalAPIKey == first.ExternalAPIKey {
+			t.Fatalf("after the external key's revocation = %+v, %v; want the same tenant with a new external key", second, err)
+		}
+		if _, err := accounts.AuthenticateAccountKey(ctx, second.ExternalAPIKey, time.Now()); err != nil {
+			t.Fatalf("the new external key: %v", err)
+		}
+		if _, err := accounts.RevokeKey(ctx, second.PluginAPIKey); err != nil {
+			t.Fatal(err)
+		}
+		req.Known = second
+		third, err := accounts.EnsureDemoTenant(ctx, box, req)
+		if err != nil || third.AccountID != first.AccountID || third.InstallationID != first.InstallationID ||
+			third.PluginAPIKey == second.PluginAPIKey || third.ExternalAPIKey != second.ExternalAPIKey || third.WebhookSecret != first.WebhookSecret {
+			t.Fatalf("after the plugin key's revocation = %+v, %v; want the same tenant with a new plugin key", third, err)
+		}
+		if caller, err := accounts.AuthenticatePluginKey(ctx, third.PluginAPIKey, time.Now()); err != nil || caller.Installation.ID != first.InstallationID {
+			t.Fatalf("the new plugin key authenticates as %+v, %v", caller, err)
+		}
+		var accounts2 int64
+		if err := db.Model(&models.Account{}).Where("name = ? AND test_mode = ?", "Demo account", false).Count(&accounts2).Error; err != nil || accounts2 != 2 {
+			t.Fatalf("%d live demo accounts (%v); want the first and the other installation's only", accounts2, err)
 		}
 	})
 }
