@@ -308,6 +308,11 @@ func readPresetForm(form *multipart.Form, update bool) (*presetForm, error) {
 		if err := json.Unmarshal([]byte(raw), &keep); err != nil || keep == nil {
 			return nil, badField(`existingGalleryIds must be a JSON array of gallery image ids, such as ["<id>"] ([] removes them all).`)
 		}
+		// Counted before anything is compared: a gallery holds at most MaxGallery images, so a
+		// longer list names one that is not there, or one twice.
+		if len(keep) > presetspec.MaxGallery {
+			return nil, badField("existingGalleryIds: a gallery holds at most %d images; got %d ids.", presetspec.MaxGallery, len(keep))
+		}
 		for i, id := range keep {
 			id = ids.Canonical(id)
 			keep[i] = id
@@ -352,6 +357,7 @@ func parseLabels(field, raw string) ([]string, error) {
 		return nil, badField(`%s must be a JSON array of strings, such as ["studio", "food"].`, field)
 	}
 	out := []string{}
+	seen := make(map[string]bool, MaxPresetLabels+1)
 	for _, v := range in {
 		v = strings.TrimSpace(v)
 		if v == "" {
@@ -360,12 +366,15 @@ func parseLabels(field, raw string) ([]string, error) {
 		if err := checkText(field, v, MaxPresetLabelLength); err != nil {
 			return nil, err
 		}
-		if !slices.Contains(out, v) {
+		if !seen[v] {
+			seen[v] = true
 			out = append(out, v)
 		}
-	}
-	if len(out) > MaxPresetLabels {
-		return nil, badField("%s has %d entries; at most %d.", field, len(out), MaxPresetLabels)
+		// Refused at the first entry past the limit, whatever follows: the work stays bounded
+		// by the limit, not by the length of the list.
+		if len(out) > MaxPresetLabels {
+			return nil, badField("%s has more than %d distinct entries; at most %d.", field, MaxPresetLabels, MaxPresetLabels)
+		}
 	}
 	return out, nil
 }

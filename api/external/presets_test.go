@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -414,6 +415,10 @@ func TestCreatePresetRefusals(t *testing.T) {
 		refuse("scenery", append(requiredFields("x"), "scenery", "optional"), "scenery")
 		refuse("categories not JSON", append(requiredFields("x"), "categories", "studio,food"), "categories")
 		refuse("tags empty entry", append(requiredFields("x"), "tags", `["a", " "]`), "tags")
+		// Refused at the 21st distinct entry, whatever follows: a list of 100,000 costs what one of
+		// 21 does (deduplicating the whole list first was quadratic in its length).
+		refuse("100,000 tags", append(requiredFields("x"), "tags", manyLabels(100_000)), "tags has more than 20 distinct entries")
+		refuse("100,000 categories", append(requiredFields("x"), "categories", manyLabels(100_000)), "categories has more than 20 distinct entries")
 		// One rule for text on both APIs: half a surrogate pair is refused, never stored as U+FFFD.
 		refuse("tags lone surrogate", append(requiredFields("x"), "tags", `["\ud800"]`), "tags")
 		refuse("file in a text field", requiredFields("x"), "name", formFile{"name", "n.png", testimage.SolidPNG(t, 8, 6, color.NRGBA{1, 100, 200, 255})})
@@ -554,6 +559,8 @@ func TestUpdatePreset(t *testing.T) {
 		refuse("7 in the end, keeping", 400, id, []string{"existingGalleryIds", jsonList(galleryIDs(before))}, "gallery", two...)
 		refuse("unknown kept id", 400, id, []string{"existingGalleryIds", fmt.Sprintf(`[%q]`, coverID(before))}, "existingGalleryIds")
 		refuse("kept id twice", 400, id, []string{"existingGalleryIds", fmt.Sprintf(`[%q, %q]`, now[0], now[0])}, "existingGalleryIds")
+		// Counted before any is compared: a gallery holds at most 6.
+		refuse("100,000 kept ids", 400, id, []string{"existingGalleryIds", manyLabels(100_000)}, "existingGalleryIds: a gallery holds at most 6 images")
 		refuse("malformed existingGalleryIds", 400, id, []string{"existingGalleryIds", "[" + now[0]}, "existingGalleryIds")
 		refuse("existingGalleryIds null", 400, id, []string{"existingGalleryIds", "null"}, "existingGalleryIds")
 		refuse("removeCover and cover", 400, id, []string{"removeCover", "true"}, "removeCover", formFile{"cover", "c.png", testimage.SolidPNG(t, 8, 6, color.NRGBA{3, 100, 200, 255})})
@@ -688,4 +695,18 @@ func TestPresetImageURLsResolve(t *testing.T) {
 	if code, _, _ := download(ownURL); code != http.StatusGone {
 		t.Errorf("removed cover: %d, want 410", code)
 	}
+}
+
+// manyLabels is a JSON array of n distinct short strings ("0", "1", …).
+func manyLabels(n int) string {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Quote(strconv.Itoa(i)))
+	}
+	b.WriteByte(']')
+	return b.String()
 }
