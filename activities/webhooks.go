@@ -220,7 +220,7 @@ func (a *Activities) recordAttempt(ctx context.Context, d *models.WebhookDeliver
 	if disabled != nil {
 		a.Metrics.WebhookEndpointDisabled()
 		a.Log.Warn("webhook endpoint disabled: every attempt failed for the disable window",
-			zap.String("endpoint_id", disabled.ID), zap.String("url", disabled.URL),
+			zap.String("endpoint_id", disabled.ID), zap.String("url", webhooks.LoggableURL(disabled.URL)),
 			zap.Timep("failing_since", disabled.FailingSince), zap.Duration("window", a.DisableAfter))
 		a.startDeliveries(ctx, owed)
 	}

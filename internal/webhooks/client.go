@@ -279,3 +279,13 @@ func CheckCallbackURL(rawURL string, allowPrivate bool) error {
 	}
 	return nil
 }
+
+// LoggableURL is an endpoint URL as a log line may carry it: with the password of its userinfo
+// masked (receivers often take basic auth in the URL), or a placeholder when it does not parse.
+func LoggableURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(not a URL)"
+	}
+	return u.Redacted()
+}

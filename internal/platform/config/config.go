@@ -269,7 +269,11 @@ func (c Config) Validate() error {
 	}
 	msgs := make([]string, 0, len(verrs))
 	for _, fe := range verrs {
-		msgs = append(msgs, fmt.Sprintf("%s=%q is invalid (%s)", fe.Field(), fmt.Sprint(fe.Value()), describe(fe)))
+		if shown, ok := shownValue(fe.Field(), fmt.Sprint(fe.Value())); ok {
+			msgs = append(msgs, fmt.Sprintf("%s=%q is invalid (%s)", fe.Field(), shown, describe(fe)))
+		} else {
+			msgs = append(msgs, fmt.Sprintf("%s is invalid (%s; its value is not repeated: it may hold a secret)", fe.Field(), describe(fe)))
+		}
 	}
 	return fmt.Errorf("config: %s", strings.Join(msgs, "; "))
 }
@@ -433,6 +437,31 @@ func describeParseError(err error) error {
 		msgs = append(msgs, e.Error())
 	}
 	return fmt.Errorf("config: %s", strings.Join(msgs, "; "))
+}
+
+// secretVariables hold secrets whole: a refusal names them, never their value (it goes to the
+// process's stderr, a container's log).
+var secretVariables = map[string]bool{
+	"SECRET_KEY": true, "TEMPORAL_API_KEY": true, "OPENAI_API_KEY": true, "FAL_KEY": true,
+	"TEMPORAL_TLS_CLIENT_CERT_DATA": true, "TEMPORAL_TLS_CLIENT_KEY_DATA": true, "TEMPORAL_TLS_SERVER_CA_CERT_DATA": true,
+}
+
+// shownValue is how a refusal may print the value of the variable name: as it is, or for a URL
+// with its password masked (url.URL.Redacted); ok is false when it must not be printed at all: a
+// secret variable, or a URL-valued one that does not parse or is a keyword DSN, whose password
+// cannot be told apart.
+func shownValue(name, value string) (string, bool) {
+	if secretVariables[name] {
+		return "", false
+	}
+	if !strings.HasSuffix(name, "_URL") {
+		return value, true
+	}
+	u, err := url.Parse(value)
+	if err != nil || strings.Contains(strings.ToLower(value), "password=") {
+		return "", false
+	}
+	return u.Redacted(), true
 }
 
 // envName is the environment variable of a Config or TemporalConnection field.
