@@ -231,29 +231,32 @@ func RequestID(c *gin.Context) {
 	c.Next()
 }
 
+// clientLeft reports whether the request's client closed its connection before the answer: its
+// context ended without the request running out of its time (RequestTimeout's cause).
+func clientLeft(c *gin.Context) bool {
+	ctx := c.Request.Context()
+	return errors.Is(ctx.Err(), context.Canceled) && !errors.Is(context.Cause(ctx), context.DeadlineExceeded)
+}
+
 // AccessLog logs one line per request: method, route, status, latency, request ID and the
 // installation or account that made it.
 func AccessLog(log *zap.Logger) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		start := time.Now()
 		c.Next()
-		fields := []zap.Field{
+		fields := append([]zap.Field{
 			zap.String("method", c.Request.Method),
 			zap.String("route", routeLabel(c)),
 			zap.Int("status", c.Writer.Status()),
 			zap.Duration("latency", time.Since(start)),
-			zap.String("request_id", reqctx.RequestID(c)),
-		}
-		if t := reqctx.TenantOf(c); t.AccountID != "" {
-			fields = append(fields, zap.String("account_id", t.AccountID))
-			if t.InstallationID != "" {
-				fields = append(fields, zap.String("installation_id", t.InstallationID))
-			}
-		}
+		}, reqctx.Fields(c)...)
 		for _, err := range c.Errors {
 			fields = append(fields, zap.NamedError("error", err.Err))
 		}
 		switch {
+		case c.Writer.Status() >= 500 && clientLeft(c):
+			// Whatever failed after the client hung up is no outage an operator must chase.
+			log.Warn("request", append(fields, zap.Bool("client_left", true))...)
 		case c.Writer.Status() >= 500:
 			log.Error("request", fields...)
 		default:

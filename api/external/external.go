@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/shotflow/shotflow/api/inputcheck"
+	"github.com/shotflow/shotflow/api/reqctx"
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/platform/fileurl"
 	"github.com/shotflow/shotflow/internal/platform/ratelimit"
@@ -126,7 +127,7 @@ func (h *Handler) MethodNotAllowed(c *gin.Context) {
 
 // Recover answers a panic in an external route with a 500 in the external error body.
 func (h *Handler) Recover(c *gin.Context, err any) {
-	h.Log.Error("panic in handler", zap.Any("panic", err), zap.String("path", c.Request.URL.Path))
+	reqctx.Log(c, h.Log).Error("panic in handler", zap.Any("panic", err), zap.String("path", c.Request.URL.Path))
 	h.fail(c, http.StatusInternalServerError, "Internal error; retry after a short delay.")
 }
 

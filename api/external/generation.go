@@ -273,7 +273,7 @@ func (h *Handler) submitted(c *gin.Context, s engine.Submitted, err error) {
 		h.answer(c, err)
 		return
 	}
-	h.Log.Info("generation accepted", zap.String("correlation_id", s.CorrelationID),
+	reqctx.Log(c, h.Log).Info("generation accepted", zap.String("correlation_id", s.CorrelationID),
 		zap.String("order_id", s.OrderID), zap.String("account_id", s.AccountID),
 		zap.String("job_type", s.JobType), zap.Int("jobs", s.Jobs), zap.Int64("credits_reserved", s.CreditsReserved))
 	resp := generationResponse(s)

@@ -251,7 +251,7 @@ func (h *Handler) holdOrderStatus(c *gin.Context, wait time.Duration, orderID, c
 		return prefer.Read[string]{Value: o.Status, OrderID: orderID, Seen: o.EventSeq, Ended: o.Status != status.OrderInProgress}, err
 	})
 	if err != nil {
-		h.Log.Info("a held generation request is answered as it was created: its order could not be read",
+		reqctx.Log(c, h.Log).Info("a held generation request is answered as it was created: its order could not be read",
 			zap.String("order_id", orderID), zap.Error(err))
 		return created
 	}

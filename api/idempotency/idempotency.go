@@ -61,6 +61,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/shotflow/shotflow/api/inputcheck"
+	"github.com/shotflow/shotflow/api/reqctx"
 	"github.com/shotflow/shotflow/internal/engine"
 )
 
@@ -263,7 +264,7 @@ func (k Keys) complete(c *gin.Context, claim *engine.KeyClaim, rule Rule, answer
 		recorded.Body = []byte(k.Secrets.Seal(string(recorded.Body)))
 	}
 	if err := claim.Complete(c.Request.Context(), recorded); err != nil {
-		k.Log.Error("idempotency key: the answer of a committed request was not recorded; a retry after the lease runs it again",
+		reqctx.Log(c, k.Log).Error("idempotency key: the answer of a committed request was not recorded; a retry after the lease runs it again",
 			zap.String("path", c.Request.URL.Path), zap.Error(err))
 	}
 }

@@ -284,6 +284,18 @@ func Size(n int64) string {
 	return strconv.FormatInt(n, 10) + " bytes"
 }
 
+// formProblem says in plain words what is wrong with a body ParseMultipartForm refused, without
+// Go's error text (its package and function names).
+func formProblem(err error) string {
+	switch {
+	case errors.Is(err, http.ErrNotMultipart), errors.Is(err, http.ErrMissingBoundary):
+		return "its Content-Type must be multipart/form-data with a boundary parameter"
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF), strings.Contains(err.Error(), "EOF"):
+		return "it ends before its closing boundary"
+	}
+	return "it is not a well-formed multipart body (each part starts with --boundary and its headers, and the body ends with --boundary--)"
+}
+
 // checkForm parses a multipart body of at most limit bytes and checks its text fields and file
 // names.
 func checkForm(c *gin.Context, limit int64) *Refusal {
@@ -295,7 +307,7 @@ func checkForm(c *gin.Context, limit int64) *Refusal {
 			return tooLarge(limit)
 		}
 		return &Refusal{Status: http.StatusBadRequest,
-			Message: fmt.Sprintf("The body must be multipart/form-data of at most %s: %v.", Size(limit), err)}
+			Message: fmt.Sprintf("The body must be multipart/form-data of at most %s: %s.", Size(limit), formProblem(err))}
 	}
 	form := req.MultipartForm
 	for _, name := range slices.Sorted(maps.Keys(form.Value)) {

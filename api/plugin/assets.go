@@ -3,7 +3,9 @@ package plugin
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -106,12 +108,41 @@ func (h *Handler) receiveUpload(c *gin.Context) {
 		h.Fail(c, http.StatusForbidden, CodeForbidden, "The upload URL signature is invalid.")
 		return
 	}
+	body := &bodyReader{r: c.Request.Body}
 	up, err := h.Engine.Uploads.ReceiveUpload(c.Request.Context(), engine.UploadBytes{
-		ID: id, ContentType: c.ContentType(), ContentLength: c.Request.ContentLength, Body: c.Request.Body})
+		ID: id, ContentType: c.ContentType(), ContentLength: c.Request.ContentLength, Body: body})
+	if _, refused := engine.As(err); err != nil && !refused && body.clientFailed(c.Request.Context()) {
+		// The client's connection ended mid-body: its affair, not an outage of the service (a body
+		// over its declared size is the engine's refusal, 413).
+		h.Fail(c, http.StatusBadRequest, CodeInvalidInput, "The body ended before its declared Content-Length; PUT the whole file again while the upload URL is valid.")
+		return
+	}
 	if err != nil {
 		h.fail(c, err)
 		return
 	}
 	c.PureJSON(http.StatusOK, AssetResponse{AssetID: up.AssetID, Status: up.Status, ContentType: up.ContentType,
 		SizeBytes: up.SizeBytes, Width: up.Width, Height: up.Height, SHA256: up.SHA256, Livemode: !up.TestMode})
+}
+
+// bodyReader is a request body that remembers how reading it failed.
+type bodyReader struct {
+	r   io.Reader
+	err error
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && err != io.EOF {
+		b.err = err
+	}
+	return n, err
+}
+
+// clientFailed reports whether reading the body failed because of the client (its connection
+// ended or broke before the body did), not because the request ran out of its time (a body too
+// slow to arrive is the REQUEST_TIMEOUT's 503).
+func (b *bodyReader) clientFailed(ctx context.Context) bool {
+	return b.err != nil && !errors.Is(context.Cause(ctx), context.DeadlineExceeded) &&
+		!errors.Is(b.err, context.DeadlineExceeded) && !errors.Is(b.err, os.ErrDeadlineExceeded)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/shotflow/shotflow/api/charge"
 	"github.com/shotflow/shotflow/api/jsonbody"
 	"github.com/shotflow/shotflow/api/prefer"
+	"github.com/shotflow/shotflow/api/reqctx"
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/models/status"
 )
@@ -152,7 +153,7 @@ func (h *Handler) holdBatch(c *gin.Context, wait time.Duration, results []BatchR
 		_, err = read(c.Request.Context(), true)
 	}
 	if err != nil {
-		h.Log.Info("a held batch is answered with the statuses last read: an order could not be read", zap.Error(err))
+		reqctx.Log(c, h.Log).Info("a held batch is answered with the statuses last read: an order could not be read", zap.Error(err))
 	}
 }
 

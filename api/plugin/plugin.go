@@ -10,6 +10,7 @@ import (
 
 	"github.com/shotflow/shotflow/api/files"
 	"github.com/shotflow/shotflow/api/inputcheck"
+	"github.com/shotflow/shotflow/api/reqctx"
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/platform/fileurl"
 	"github.com/shotflow/shotflow/internal/platform/ratelimit"
@@ -145,6 +146,6 @@ func (h *Handler) NotFound(c *gin.Context) {
 
 // Recover answers a panic with the 500 envelope.
 func (h *Handler) Recover(c *gin.Context, err any) {
-	h.Log.Error("panic in handler", zap.Any("panic", err), zap.String("path", c.Request.URL.Path))
+	reqctx.Log(c, h.Log).Error("panic in handler", zap.Any("panic", err), zap.String("path", c.Request.URL.Path))
 	h.Fail(c, http.StatusInternalServerError, CodeInternal, "An unexpected error occurred.")
 }

@@ -291,7 +291,7 @@ func (h *Handler) holdSession(c *gin.Context, wait time.Duration, s *SessionResp
 		return prefer.Read[string]{Value: o.Status, OrderID: s.OrderID, Seen: o.EventSeq, Ended: o.Status != status.OrderInProgress}, err
 	})
 	if err != nil {
-		h.Log.Info("a held session is answered as it was created: its order could not be read", zap.String("order_id", s.OrderID), zap.Error(err))
+		reqctx.Log(c, h.Log).Info("a held session is answered as it was created: its order could not be read", zap.String("order_id", s.OrderID), zap.Error(err))
 		return
 	}
 	s.Status = st

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"go.uber.org/zap"
 
 	"github.com/shotflow/shotflow/internal/platform/secrets"
 )
@@ -73,3 +74,20 @@ func ExtendDeadline(c *gin.Context, hold time.Duration) {
 		f.(func(time.Duration))(hold)
 	}
 }
+
+// Fields are what every log line about a request carries: its request ID, and once its key is
+// authenticated, the account and installation that made it.
+func Fields(c *gin.Context) []zap.Field {
+	fields := []zap.Field{zap.String("request_id", RequestID(c))}
+	if t := TenantOf(c); t.AccountID != "" {
+		fields = append(fields, zap.String("account_id", t.AccountID))
+		if t.InstallationID != "" {
+			fields = append(fields, zap.String("installation_id", t.InstallationID))
+		}
+	}
+	return fields
+}
+
+// Log is log for a line about the request: with its Fields, so that an operator finds the
+// request's access line, its answer's X-Request-Id and its tenant from it.
+func Log(c *gin.Context, log *zap.Logger) *zap.Logger { return log.With(Fields(c)...) }
