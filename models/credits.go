@@ -66,8 +66,10 @@ type reserved struct {
 // reserveForJobs is ReserveForJobs, telling what it did.
 func reserveForJobs(tx *gorm.DB, accountID, orderID string, jobs []Job) (reserved, error) {
 	r := reserved{total: ReservationTotal(jobs)}
+	// One reading of the clock: the month the spend counts in is the month of the ledger entries,
+	// which a release later looks at to give the spend back (releaseSpend), even across midnight.
+	now := time.Now().UTC()
 	if total := r.total; total > 0 {
-		now := time.Now().UTC()
 		month := SpendMonth(now)
 		fits, args := spendFits(month, total)
 		res := tx.Model(&Account{}).Where("id = ? AND credit_balance >= ?", accountID, total).Where(fits, args...).
@@ -102,7 +104,7 @@ func reserveForJobs(tx *gorm.DB, accountID, orderID string, jobs []Job) (reserve
 		}
 		r.remaining = acc.CreditBalance
 	}
-	entries := reservationEntries(accountID, orderID, jobs)
+	entries := reservationEntries(accountID, orderID, jobs, now)
 	if len(entries) > 0 {
 		if err := tx.CreateInBatches(entries, insertBatch).Error; err != nil {
 			return reserved{}, err
@@ -125,8 +127,7 @@ func reservation(total int64, month string) map[string]any {
 }
 
 // reservationEntries are the ledger entries of a reservation for jobs: one per job.
-func reservationEntries(accountID, orderID string, jobs []Job) []LedgerEntry {
-	now := time.Now().UTC()
+func reservationEntries(accountID, orderID string, jobs []Job, now time.Time) []LedgerEntry {
 	entries := make([]LedgerEntry, 0, len(jobs))
 	for i := range jobs {
 		j := &jobs[i]
@@ -207,10 +208,10 @@ func createOrder(tx *gorm.DB, order *Order, jobs []Job, oneStatement bool) error
 		one.vars = append(one.vars, st.Vars...)
 		return st.SQL.String(), nil
 	}
-	entries := reservationEntries(order.AccountID, order.ID, jobs)
 	total := order.CreditsReserved
 	gate := ""
-	now := time.Now().UTC()
+	now := time.Now().UTC() // once: the spend's month is the month of the ledger entries (reserveForJobs)
+	entries := reservationEntries(order.AccountID, order.ID, jobs, now)
 	month := SpendMonth(now)
 	if total > 0 {
 		fits, fitsArgs := spendFits(month, total)

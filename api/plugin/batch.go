@@ -97,11 +97,10 @@ func (h *Handler) createBatch(c *gin.Context) {
 	h.Engine.Sessions.StartAll(c.Request.Context(), committed, batchStartTimeout)
 	if len(committed) > 0 {
 		// The batch's charge: every created session's reservation, and the balance after the last
-		// of them (the lowest, as each reserves after the one before).
-		reserved, remaining := int64(0), committed[0].CreditsRemaining
+		// of them, as documented (a release or grant between two sessions can raise it).
+		reserved, remaining := int64(0), committed[len(committed)-1].CreditsRemaining
 		for _, s := range committed {
 			reserved += s.CreditsReserved
-			remaining = min(remaining, s.CreditsRemaining)
 		}
 		charge.Set(c.Writer.Header(), reserved, remaining)
 		if held.Wait > 0 {
