@@ -293,6 +293,13 @@ func EnsurePackshotCandidate(tx *gorm.DB, j *Job) (*Packshot, error) {
 	}
 	if j.RecordID != nil {
 		p.ID = *j.RecordID
+		// A record the client archived while its job ran stays archived (archiveJobRecord), read
+		// now: the job's row is held by this transaction, so the archive has committed or waits.
+		var archived Job
+		if err := tx.Select("record_archived_at").Where("id = ?", j.ID).Take(&archived).Error; err != nil {
+			return nil, err
+		}
+		p.ArchivedAt = archived.RecordArchivedAt
 	}
 	if j.InputAssetID != nil {
 		// The source is a photo of the job's own product: one upload may be the photo of several

@@ -283,6 +283,9 @@ type Job struct {
 	// RecordID is the external API record the job produces when it is not the job itself: the
 	// fashion model or scenery of an idea job, the packshot of a packshot job.
 	RecordID      *string
+	// RecordArchivedAt is when the client archived the record before its packshot existed (a
+	// packshot record still being made, or failed: migration 0026); the packshot inherits it.
+	RecordArchivedAt *time.Time
 	AIModel       string `gorm:"column:ai_model"`
 	AspectRatio   string
 	CreditCost    int64

@@ -108,7 +108,7 @@ func (s *Store) ListAccountPackshots(ctx context.Context, accountID string, appr
 		}
 		if err := db.Table("jobs AS j").Select("j.record_id, "+recordName+" AS name, j.status, j.created_at").
 			Joins("LEFT JOIN products pr ON pr.id = j.product_id").
-			Where("j.account_id = ? AND j.job_type = ? AND j.record_id IS NOT NULL", accountID, jobtype.Packshot).
+			Where("j.account_id = ? AND j.job_type = ? AND j.record_id IS NOT NULL AND j.record_archived_at IS NULL", accountID, jobtype.Packshot).
 			Where("NOT EXISTS (SELECT 1 FROM packshots p WHERE p.id = j.record_id)").
 			Scan(&pending).Error; err != nil {
 			return nil, err
@@ -194,12 +194,16 @@ func (s *Store) AccountHasPhoto(ctx context.Context, accountID, photoID string) 
 // ReviewAccountPackshot applies a review to a live packshot of the account (not deleted, not
 // archived); ErrNotFound for any other ID, ErrRecordFilePurged when approving a packshot whose
 // file was purged. The packshot's job, when it has one, gets the same voting, so both APIs show
-// one verdict.
+// one verdict. A record without a packshot (its job still runs, or failed) may only be archived
+// (archiveJobRecord); a voting on it is ErrNotFound.
 func (s *Store) ReviewAccountPackshot(ctx context.Context, accountID, id string, review PackshotReview, now time.Time) error {
 	return s.conn(ctx).Transaction(func(tx *gorm.DB) error {
 		var p Packshot
 		err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).
 			Where("id = ? AND account_id = ? AND deleted_at IS NULL AND archived_at IS NULL", id, accountID).Take(&p).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) && review.Archive && review.Voting == "" {
+			return archiveJobRecord(tx, accountID, id, now)
+		}
 		if errors.Is(err, gorm.ErrRecordNotFound) {
 			return ErrNotFound
 		}
@@ -261,4 +265,36 @@ func (s *Store) ReviewAccountShoot(ctx context.Context, accountID, id, verdict s
 	}
 	return db.Model(&Job{}).Where("id = ? AND status = ?", j.ID, status.JobCompleted).
 		Updates(map[string]any{"voting": verdict, "voting_at": at, "updated_at": now}).Error
+}
+
+// archiveJobRecord archives a packshot record that is only its job's record_id (the job runs, or
+// failed): GET /packshots leaves it out from then on, and a packshot the job still produces is
+// archived with it (EnsurePackshotCandidate). The job's row is locked first, as finishing the job
+// locks it: a packshot created while this waited is archived itself. ErrNotFound when the account
+// has no such record, or it is archived already.
+func archiveJobRecord(tx *gorm.DB, accountID, id string, now time.Time) error {
+	var j Job
+	err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Select("id", "record_archived_at").
+		Where("record_id = ? AND account_id = ? AND job_type = ?", id, accountID, jobtype.Packshot).
+		Order("created_at DESC, id DESC").Take(&j).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) || (err == nil && j.RecordArchivedAt != nil) {
+		return ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	var made int64
+	if err := tx.Model(&Packshot{}).Where("id = ? AND account_id = ?", id, accountID).Count(&made).Error; err != nil {
+		return err
+	}
+	if made > 0 { // made while this waited for the job's row: archived as any packshot, if live
+		res := tx.Model(&Packshot{}).Where("id = ? AND deleted_at IS NULL AND archived_at IS NULL", id).Update("archived_at", now)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return ErrNotFound
+		}
+	}
+	return tx.Model(&Job{}).Where("id = ?", j.ID).Update("record_archived_at", now).Error
 }
