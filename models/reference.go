@@ -99,27 +99,18 @@ func usableItems(db *gorm.DB, kind ReferenceKind, accountID string) *gorm.DB {
 			accountID, RefStatusDone, RefVotingRejected)
 }
 
-// ListUsableReferenceItems lists the items of the kind an account may use: its own and the
-// marketplace's, done and not rejected (archived, failed, in-progress and rejected items are left
-// out). The account's own come first, newest first, then the marketplace by name.
-func ListUsableReferenceItems(db *gorm.DB, kind ReferenceKind, accountID string) ([]ReferenceItem, error) {
+// ListUsableReferenceItems lists up to limit items of the kind an account may use: its own and
+// the marketplace's, done and not rejected (archived, failed, in-progress and rejected items are
+// left out). The account's own come first, newest first, then the marketplace by name (IDs break
+// ties), ordered and cut by the database.
+func ListUsableReferenceItems(db *gorm.DB, kind ReferenceKind, accountID string, limit int) ([]ReferenceItem, error) {
 	var items []ReferenceItem
-	if err := usableItems(db, kind, accountID).Find(&items).Error; err != nil {
-		return nil, err
-	}
-	slices.SortFunc(items, func(a, b ReferenceItem) int {
-		if a.Marketplace() != b.Marketplace() {
-			if a.Marketplace() {
-				return 1
-			}
-			return -1
-		}
-		if a.Marketplace() {
-			return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID))
-		}
-		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), cmp.Compare(a.ID, b.ID))
-	})
-	return items, nil
+	err := usableItems(db, kind, accountID).
+		Clauses(clause.OrderBy{Expression: clause.Expr{SQL: `CASE WHEN account_id IS NULL THEN 1 ELSE 0 END,
+			CASE WHEN account_id IS NULL THEN name ELSE '' END,
+			CASE WHEN account_id IS NULL THEN NULL ELSE created_at END DESC, id`}}).
+		Limit(limit).Find(&items).Error
+	return items, err
 }
 
 // FindUsableReferenceItem returns one item the account may use (see ListUsableReferenceItems);

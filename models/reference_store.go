@@ -14,8 +14,8 @@ func (s *Store) SeedReference(ctx context.Context) error {
 	return SeedReference(s.conn(ctx))
 }
 
-// ListUsableReferenceItems lists the fashion models or sceneries the account may use: its own,
-// newest first, then the marketplace's by name (ListUsableReferenceItems).
-func (s *Store) ListUsableReferenceItems(ctx context.Context, kind ReferenceKind, accountID string) ([]ReferenceItem, error) {
-	return ListUsableReferenceItems(s.conn(ctx), kind, accountID)
+// ListUsableReferenceItems lists up to limit fashion models or sceneries the account may use: its
+// own, newest first, then the marketplace's by name (ListUsableReferenceItems).
+func (s *Store) ListUsableReferenceItems(ctx context.Context, kind ReferenceKind, accountID string, limit int) ([]ReferenceItem, error) {
+	return ListUsableReferenceItems(s.conn(ctx), kind, accountID, limit)
 }

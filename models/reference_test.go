@@ -257,7 +257,7 @@ func TestListUsableReferenceItems(t *testing.T) {
 				market = market[2:]
 				slices.Sort(market)
 
-				items, err := models.ListUsableReferenceItems(db, kind, f.a)
+				items, err := models.ListUsableReferenceItems(db, kind, f.a, 1000)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -279,6 +279,11 @@ func TestListUsableReferenceItems(t *testing.T) {
 				if !slices.Equal(got, want) {
 					t.Errorf("listed %v, want %v", got, want)
 				}
+				// The database orders and cuts: the first three are the first three of the whole list.
+				if first, err := models.ListUsableReferenceItems(db, kind, f.a, 3); err != nil || len(first) != 3 ||
+					first[0].ID != want[0] || first[1].ID != want[1] || first[2].ID != want[2] {
+					t.Errorf("the first 3 = %+v, %v; want %v", first, err, want[:3])
+				}
 
 				for _, id := range []string{f.aDone, f.aApproved, want[2]} {
 					if _, err := models.FindUsableReferenceItem(db, kind, f.a, id); err != nil {
@@ -291,7 +296,7 @@ func TestListUsableReferenceItems(t *testing.T) {
 					}
 				}
 				// B sees its own and the marketplace, nothing of A.
-				items, err = models.ListUsableReferenceItems(db, kind, f.b)
+				items, err = models.ListUsableReferenceItems(db, kind, f.b, 1000)
 				if err != nil {
 					t.Fatal(err)
 				}

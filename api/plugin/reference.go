@@ -108,9 +108,9 @@ func (h *Handler) listModels(c *gin.Context) { h.listReference(c, engine.Fashion
 func (h *Handler) listSceneries(c *gin.Context) { h.listReference(c, engine.Sceneries, "sceneries") }
 
 // listReference answers GET /models or /sceneries: the account's own usable items, then the
-// marketplace's.
+// marketplace's, at most engine.MaxReferenceList of them (truncated says when there were more).
 func (h *Handler) listReference(c *gin.Context, kind engine.ReferenceKind, field string) {
-	items, err := h.Engine.Records.UsableReferenceItems(c.Request.Context(), caller(c).Installation.AccountID, kind)
+	items, truncated, err := h.Engine.Records.UsableReferenceItems(c.Request.Context(), caller(c).Installation.AccountID, kind)
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -127,12 +127,13 @@ func (h *Handler) listReference(c *gin.Context, kind engine.ReferenceKind, field
 	}
 	c.Header("Cache-Control", cacheAccountLists)
 	c.Header("Vary", "X-Api-Key")
-	c.PureJSON(http.StatusOK, gin.H{field: out})
+	c.PureJSON(http.StatusOK, gin.H{field: out, "truncated": truncated})
 }
 
-// listPresets answers GET /presets: the published system presets, then the account's own.
+// listPresets answers GET /presets: the published system presets, then the account's own, at
+// most engine.MaxReferenceList of them (truncated says when there were more).
 func (h *Handler) listPresets(c *gin.Context) {
-	presets, err := h.Engine.Records.VisiblePresets(c.Request.Context(), caller(c).Installation.AccountID)
+	presets, truncated, err := h.Engine.Records.VisiblePresets(c.Request.Context(), caller(c).Installation.AccountID)
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -165,7 +166,7 @@ func (h *Handler) listPresets(c *gin.Context) {
 	}
 	c.Header("Cache-Control", cacheAccountLists)
 	c.Header("Vary", "X-Api-Key")
-	c.PureJSON(http.StatusOK, gin.H{"presets": out})
+	c.PureJSON(http.StatusOK, gin.H{"presets": out, "truncated": truncated})
 }
 
 // pricing answers GET /pricing from the same catalog as GET /ai-models, so a model's entry is its

@@ -2,6 +2,7 @@ package plugin_test
 
 import (
 	"bytes"
+	"fmt"
 	"image/jpeg"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/shotflow/shotflow/api/files"
 	"github.com/shotflow/shotflow/api/plugin"
+	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/providers"
 	"github.com/shotflow/shotflow/internal/providers/local"
 	"github.com/shotflow/shotflow/internal/providers/sim"
@@ -26,13 +28,14 @@ import (
 )
 
 // refList GETs a reference list with key and returns its entries under field, checking the
-// status and the exact set of top-level keys.
+// status, the exact set of top-level keys and that it was not truncated.
 func (e *env) refList(path, key, field string) (*httptest.ResponseRecorder, []map[string]any) {
 	e.t.Helper()
 	rec := e.do(http.MethodGet, p(path), key, nil)
 	require.Equal(e.t, http.StatusOK, rec.Code, rec.Body.String())
 	body := decode(e.t, rec)
-	require.Equal(e.t, []string{field}, keysOf(body), rec.Body.String())
+	require.ElementsMatch(e.t, []string{field, "truncated"}, keysOf(body), rec.Body.String())
+	require.Equal(e.t, false, body["truncated"], rec.Body.String())
 	raw, ok := body[field].([]any)
 	require.True(e.t, ok, "%s is not an array: %s", field, rec.Body.String())
 	out := make([]map[string]any, len(raw))
@@ -453,4 +456,27 @@ func TestPricingMatchesAIModels(t *testing.T) {
 			{JobType: "photo_shoot", Provider: "local", Model: "standard", CreditCost: 2},
 		}, prices)
 	})
+}
+
+// One answer of GET /models, /sceneries or /presets holds at most engine.MaxReferenceList items,
+// the first ones of the list's order, and says truncated when the account has more: an account
+// makes them without bound, and one answer must stay bounded.
+func TestReferenceListsAreCapped(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	now := time.Now().UTC()
+	var scenes []models.ReferenceItem
+	for i := range engine.MaxReferenceList + 1 {
+		scenes = append(scenes, models.ReferenceItem{ID: models.NewID(), AccountID: &e.account.ID, Name: fmt.Sprintf("Scene %04d", i),
+			Status: models.RefStatusDone, CreatedAt: now.Add(time.Duration(i) * time.Second), UpdatedAt: now})
+	}
+	require.NoError(t, e.db.Table(models.KindScenery.Table()).CreateInBatches(scenes, 200).Error)
+	rec := e.do(http.MethodGet, p("/sceneries"), e.key, nil)
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	body := decode(t, rec)
+	assert.Equal(t, true, body["truncated"])
+	items := body["sceneries"].([]any)
+	require.Len(t, items, engine.MaxReferenceList)
+	assert.Equal(t, scenes[len(scenes)-1].ID, items[0].(map[string]any)["id"], "the account's own, newest first")
+	assert.Equal(t, scenes[1].ID, items[len(items)-1].(map[string]any)["id"], "the oldest own one is the one left out")
 }

@@ -174,33 +174,44 @@ func accountOf(acc *models.Account) Account {
 		CreditsReserved: acc.CreditsReserved, Test: acc.TestMode}
 }
 
-// UsableReferenceItems lists the fashion models or sceneries (kind) the account may use: its own,
-// newest first, then the marketplace's by name (models.ListUsableReferenceItems).
-func (e *Records) UsableReferenceItems(ctx context.Context, accountID string, kind ReferenceKind) ([]ReferenceItem, error) {
-	items, err := e.store.ListUsableReferenceItems(ctx, models.ReferenceKind(kind), accountID)
+// MaxReferenceList is the most items one answer of GET /models, /sceneries or /presets holds: an
+// account makes them without bound (20 a request), and one answer must stay bounded in work and
+// size; the answer says when it left some out (truncated).
+const MaxReferenceList = 1000
+
+// UsableReferenceItems lists the first MaxReferenceList fashion models or sceneries (kind) the
+// account may use, its own newest first, then the marketplace's by name
+// (models.ListUsableReferenceItems), and reports whether there were more.
+func (e *Records) UsableReferenceItems(ctx context.Context, accountID string, kind ReferenceKind) ([]ReferenceItem, bool, error) {
+	items, err := e.store.ListUsableReferenceItems(ctx, models.ReferenceKind(kind), accountID, MaxReferenceList+1)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
+	truncated := len(items) > MaxReferenceList
+	items = items[:min(len(items), MaxReferenceList)]
 	out := viewsOf(items, referenceItemOf)
 	files := make([]*StoredFile, len(out))
 	for i := range out {
 		files[i] = &out[i].Thumbnail
 	}
-	return out, e.withStoreKeys(ctx, files)
+	return out, truncated, e.withStoreKeys(ctx, files)
 }
 
-// VisiblePresets lists the published presets the account sees, the system presets first, each
-// with its cover and gallery (models.ListVisiblePresets).
-func (e *Records) VisiblePresets(ctx context.Context, accountID string) ([]Preset, error) {
-	presets, images, err := e.store.ListVisiblePresets(ctx, accountID, 0)
+// VisiblePresets lists the first MaxReferenceList published presets the account sees, the system
+// presets first, each with its cover and gallery (models.ListVisiblePresets), and reports whether
+// there were more.
+func (e *Records) VisiblePresets(ctx context.Context, accountID string) ([]Preset, bool, error) {
+	presets, images, err := e.store.ListVisiblePresets(ctx, accountID, MaxReferenceList+1)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
+	truncated := len(presets) > MaxReferenceList
+	presets = presets[:min(len(presets), MaxReferenceList)]
 	out := make([]Preset, len(presets))
 	views := make([]*Preset, len(presets))
 	for i := range presets {
 		out[i] = presetOf(&presets[i], images[presets[i].ID])
 		views[i] = &out[i]
 	}
-	return out, e.presetsWithStoreKeys(ctx, views...)
+	return out, truncated, e.presetsWithStoreKeys(ctx, views...)
 }
