@@ -282,25 +282,25 @@ type Job struct {
 	Prompt        string // preferences of an idea job, suggestion of a video job
 	// RecordID is the external API record the job produces when it is not the job itself: the
 	// fashion model or scenery of an idea job, the packshot of a packshot job.
-	RecordID      *string
+	RecordID *string
 	// RecordArchivedAt is when the client archived the record before its packshot existed (a
 	// packshot record still being made, or failed: migration 0026); the packshot inherits it.
 	RecordArchivedAt *time.Time
-	AIModel       string `gorm:"column:ai_model"`
-	AspectRatio   string
-	CreditCost    int64
-	Run           int
-	Status        string
-	AttemptCount  int
-	ErrorCategory *string
-	ErrorHint     *string
-	ErrorDetail   string
-	Voting        string
-	VotingAt      *time.Time
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
-	StartedAt     *time.Time
-	CompletedAt   *time.Time
+	AIModel          string `gorm:"column:ai_model"`
+	AspectRatio      string
+	CreditCost       int64
+	Run              int
+	Status           string
+	AttemptCount     int
+	ErrorCategory    *string
+	ErrorHint        *string
+	ErrorDetail      string
+	Voting           string
+	VotingAt         *time.Time
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+	StartedAt        *time.Time
+	CompletedAt      *time.Time
 	// RunStartedAt is when the workflow of a run after the first (an operator's re-run) was
 	// started; NULL on such a run means the start is still owed and the sweeper makes it.
 	RunStartedAt *time.Time
