@@ -1,6 +1,7 @@
 package plugin_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
@@ -250,4 +251,37 @@ func TestTestSessionRoundTrips(t *testing.T) {
 	require.Len(t, statements, testSessionStatements, "statements of one test session:\n%s", strings.Join(statements, "\n"))
 	require.Equal(t, 1, len(slices.DeleteFunc(statements, func(s string) bool { return !strings.Contains(s, "test_jobs_today") })),
 		"one statement counts the quota")
+}
+
+// A plugin endpoint has no secret of its own; its deliveries are signed with its installation's
+// whsec_ secret. A test key's endpoints are its test twin's, signed with the twin's secret, which
+// the test key's issuance shows (webhook_secret): a client that verifies signatures can check
+// test-mode webhooks (docs/test-mode.md).
+func TestPluginTestWebhooksAreSignedWithASecretTheClientWasGiven(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	issued, err := e.handler.Engine.Accounts.IssueTestPluginKey(t.Context(), e.box, e.inst.ID, "test", nil, nil)
+	require.NoError(t, err)
+
+	// What the client was shown: the live installation's secret ("whsec" in this env, printed by
+	// admin installation create) and whatever the test key's issuance printed.
+	known := []string{"whsec"}
+	printed, err := json.Marshal(issued)
+	require.NoError(t, err)
+	var fields map[string]any
+	require.NoError(t, json.Unmarshal(printed, &fields))
+	for _, v := range fields {
+		if s, ok := v.(string); ok && strings.HasPrefix(s, "whsec_") {
+			known = append(known, s)
+		}
+	}
+
+	// What signs the deliveries of the test key's endpoints (models.EndpointSecrets: an endpoint
+	// without its own secret is signed with its installation's).
+	twin := e.testTwin()
+	signing, err := models.WebhookSecrets(e.box, twin, time.Now())
+	require.NoError(t, err)
+	require.True(t, slices.ContainsFunc(signing, func(s string) bool { return slices.Contains(known, s) }),
+		"a test key's webhook deliveries are signed with %d secret(s), none of which the client was ever shown "+
+			"(issuance printed %s; the live installation's secret does not sign them)", len(signing), printed)
 }

@@ -39,6 +39,8 @@ type DevCredentials struct {
 	// Test keys (docs/test-mode.md): their records, credits and renders are test mode's.
 	PluginTestAPIKey   string `json:"plugin_test_api_key"`
 	ExternalTestAPIKey string `json:"external_test_api_key"`
+	// PluginTestWebhookSecret signs the webhooks of the plugin test key's endpoints.
+	PluginTestWebhookSecret string `json:"plugin_test_webhook_secret"`
 }
 
 // devConfig is the configuration of `shotflow dev`: the environment, with defaults that keep
@@ -237,6 +239,7 @@ func ensureDemo(ctx context.Context, cfg config.Config, path string) (DevCredent
 	creds.AccountID, creds.ExternalAPIKey, creds.InstallationID = t.AccountID, t.ExternalAPIKey, t.InstallationID
 	creds.PluginAPIKey, creds.WebhookSecret = t.PluginAPIKey, t.WebhookSecret
 	creds.PluginTestAPIKey, creds.ExternalTestAPIKey = t.PluginTestAPIKey, t.ExternalTestAPIKey
+	creds.PluginTestWebhookSecret = t.PluginTestWebhookSecret
 	return creds, writeCredentials(path, creds)
 }
 
@@ -260,11 +263,11 @@ shotflow is running (Ctrl+C stops it).
   External API key  %s
   Account ID        %s
   Webhook secret    %s
-  Plugin test key   %s
+  Plugin test key   %s  (its webhooks' secret: %s)
   External test key %s
 
   These are saved in %s. Try:
     curl -s -H "X-Api-Key: %s" %s/api/v1/plugin/me
 
-`, c.BaseURL, c.TemporalUIURL, c.BaseURL, workerMetrics, c.PluginAPIKey, c.InstallationID, c.ExternalAPIKey, c.AccountID, c.WebhookSecret, c.PluginTestAPIKey, c.ExternalTestAPIKey, path, c.PluginAPIKey, c.BaseURL)
+`, c.BaseURL, c.TemporalUIURL, c.BaseURL, workerMetrics, c.PluginAPIKey, c.InstallationID, c.ExternalAPIKey, c.AccountID, c.WebhookSecret, c.PluginTestAPIKey, c.PluginTestWebhookSecret, c.ExternalTestAPIKey, path, c.PluginAPIKey, c.BaseURL)
 }

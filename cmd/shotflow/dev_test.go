@@ -337,7 +337,7 @@ func readCredentials(t *testing.T, dir string, ports devPorts) map[string]string
 		t.Fatalf("credentials file is not a JSON object: %v\n%s", err, data)
 	}
 	wantKeys := []string{"account_id", "base_url", "external_api_key", "external_test_api_key", "installation_id", "plugin_api_key",
-		"plugin_test_api_key", "temporal_ui_url", "webhook_secret"}
+		"plugin_test_api_key", "plugin_test_webhook_secret", "temporal_ui_url", "webhook_secret"}
 	var keys []string
 	creds := map[string]string{}
 	for k, v := range raw {
@@ -594,7 +594,7 @@ func TestDevLifecycle(t *testing.T) {
 	t.Logf("second run ready after %v", time.Since(second).Round(time.Millisecond))
 	creds2 := readCredentials(t, dir, ports)
 	for _, k := range []string{"plugin_api_key", "installation_id", "external_api_key", "account_id", "webhook_secret",
-		"plugin_test_api_key", "external_test_api_key"} {
+		"plugin_test_api_key", "external_test_api_key", "plugin_test_webhook_secret"} {
 		if creds2[k] != creds[k] {
 			t.Errorf("restart changed %s: %q → %q", k, creds[k], creds2[k])
 		}

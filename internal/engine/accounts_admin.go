@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -264,9 +265,11 @@ type DemoTenant struct {
 	InstallationID string
 	PluginAPIKey   string
 	WebhookSecret  string
-	// The test keys of the installation's and the account's test twins (docs/test-mode.md).
-	PluginTestAPIKey   string
-	ExternalTestAPIKey string
+	// The test keys of the installation's and the account's test twins (docs/test-mode.md), and
+	// the webhook secret of the installation's twin, which signs the plugin test key's webhooks.
+	PluginTestAPIKey        string
+	ExternalTestAPIKey      string
+	PluginTestWebhookSecret string
 }
 
 // DemoTenantRequest asks for the demo tenant.
@@ -322,7 +325,22 @@ func (e *Accounts) ensureDemoTestKeys(ctx context.Context, box models.Sealer, t 
 		if err != nil {
 			return DemoTenant{}, err
 		}
-		t.PluginTestAPIKey = k.APIKey
+		t.PluginTestAPIKey, t.PluginTestWebhookSecret = k.APIKey, k.WebhookSecret
+	} else {
+		// The kept key's twin signs with its current secret (a client may have rotated it).
+		var twinSecret string
+		err := e.store.Tx(ctx, func(tx *models.Store) error {
+			twin, err := tx.TestTwinOfInstallation(ctx, box, t.InstallationID, webhooks.NewSecret())
+			if err != nil {
+				return err
+			}
+			twinSecret, err = box.Open(twin.WebhookSecretEnc)
+			return err
+		})
+		if err != nil {
+			return DemoTenant{}, err
+		}
+		t.PluginTestWebhookSecret = twinSecret
 	}
 	if _, err := e.store.AuthenticateKey(ctx, models.KeyKindExternal, t.ExternalTestAPIKey, now); err != nil {
 		if err := ignoreInvalidKey(err); err != nil {
@@ -411,13 +429,16 @@ func ignoreInvalidKey(err error) error {
 // TestKeyIssued is a test key (pk_test_… or mk_test_…), shown once, and the test twin it belongs
 // to: the twin account, and for a plugin key the twin installation.
 type TestKeyIssued struct {
-	KeyID          string     `json:"key_id"`
-	APIKey         string     `json:"api_key"`
-	AccountID      string     `json:"account_id"`
-	InstallationID string     `json:"installation_id,omitempty"`
-	Scopes         []string   `json:"scopes"`
-	ExpiresAt      *time.Time `json:"expires_at"`
-	Livemode       bool       `json:"livemode"`
+	KeyID          string `json:"key_id"`
+	APIKey         string `json:"api_key"`
+	AccountID      string `json:"account_id"`
+	InstallationID string `json:"installation_id,omitempty"`
+	// WebhookSecret signs the webhooks of a plugin test key's endpoints: its test twin
+	// installation's (docs/test-mode.md); the live installation's secret does not.
+	WebhookSecret string     `json:"webhook_secret,omitempty"`
+	Scopes        []string   `json:"scopes"`
+	ExpiresAt     *time.Time `json:"expires_at"`
+	Livemode      bool       `json:"livemode"`
 }
 
 // IssueTestPluginKey issues a plugin test key (pk_test_…) for the live installation (KindNotFound
@@ -437,8 +458,12 @@ func (e *Accounts) IssueTestPluginKey(ctx context.Context, box models.Sealer, li
 		if err != nil {
 			return err
 		}
+		secret, err := box.Open(twin.WebhookSecretEnc)
+		if err != nil {
+			return fmt.Errorf("webhook secret of test installation %s: %w", twin.ID, err)
+		}
 		out = TestKeyIssued{KeyID: k.Key.ID, APIKey: k.Secret, AccountID: twin.AccountID, InstallationID: twin.ID,
-			Scopes: scopes, ExpiresAt: expiresAt}
+			WebhookSecret: secret, Scopes: scopes, ExpiresAt: expiresAt}
 		return nil
 	})
 	if errors.Is(err, models.ErrNotFound) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,6 +45,9 @@ func TestEnsureDemoTenant(t *testing.T) {
 			t.Fatalf("webhook secret opens to %q, %v", got, err)
 		}
 
+		if !strings.HasPrefix(first.PluginTestWebhookSecret, "whsec_") || first.PluginTestWebhookSecret == first.WebhookSecret {
+			t.Fatalf("the plugin test key's webhook secret = %q; want the test twin's own", first.PluginTestWebhookSecret)
+		}
 		req.Known = first
 		if again, err := accounts.EnsureDemoTenant(ctx, box, req); err != nil || again != first {
 			t.Fatalf("known tenant = %+v, %v; want it kept", again, err)
