@@ -55,12 +55,12 @@ func (s *Store) OrderHistory(ctx context.Context, orderID string) (*OrderHistory
 
 // JobStatusFilter selects jobs of every account (JobsByStatus).
 type JobStatusFilter struct {
-	Status         string
-	Category       string    // error_category; "" for any
-	InstallationID string    // "" for any
-	Since          time.Time // updated at or after it; zero for any
-	TestMode       *bool     // test-mode jobs (true) or live ones (false); nil for both
-	Limit          int
+	Status          string
+	Category        string    // error_category; "" for any
+	InstallationIDs []string  // the installations' jobs (a live one and its test twin); none for any
+	Since           time.Time // updated at or after it; zero for any
+	TestMode        *bool     // test-mode jobs (true) or live ones (false); nil for both
+	Limit           int
 }
 
 // inMode restricts q to the rows whose test_mode is *testMode; nil leaves q as it is.
@@ -77,8 +77,8 @@ func (s *Store) JobsByStatus(ctx context.Context, f JobStatusFilter) ([]Job, err
 	if f.Category != "" {
 		q = q.Where("error_category = ?", f.Category)
 	}
-	if f.InstallationID != "" {
-		q = q.Where("installation_id = ?", f.InstallationID)
+	if len(f.InstallationIDs) > 0 {
+		q = q.Where("installation_id IN ?", f.InstallationIDs)
 	}
 	if !f.Since.IsZero() {
 		q = q.Where("updated_at >= ?", f.Since.UTC())

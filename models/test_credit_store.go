@@ -53,7 +53,8 @@ func (s *Store) PlaceTestOrder(ctx context.Context, order *Order, jobs []Job, no
 	})
 }
 
-// countTestJobs adds n jobs to the twin's count of the day of now, or returns
+// countTestJobs adds n jobs to the twin's count of the day of now (or of a later day another
+// process's clock already started), or returns
 // ErrTestQuotaExceeded. The common case is one UPDATE; when it takes no row the day may have
 // turned, so the day is refilled (by whichever transaction gets there first) and the count tried
 // once more.
@@ -61,7 +62,7 @@ func countTestJobs(db *gorm.DB, accountID string, n int, now time.Time) error {
 	day := TestDay(now)
 	count := func() (bool, error) {
 		res := db.Model(&Account{}).
-			Where("id = ? AND test_day = ? AND test_jobs_today + ? <= ?", accountID, day, n, TestDailyJobs).
+			Where("id = ? AND test_day >= ? AND test_jobs_today + ? <= ?", accountID, day, n, TestDailyJobs).
 			Update("test_jobs_today", gorm.Expr("test_jobs_today + ?", n))
 		return res.RowsAffected == 1, res.Error
 	}
@@ -84,7 +85,10 @@ func countTestJobs(db *gorm.DB, accountID string, n int, now time.Time) error {
 // holds the account's row for it); the others find the day started.
 func refillTestDay(db *gorm.DB, accountID string, now time.Time) (bool, error) {
 	day := TestDay(now)
-	res := db.Model(&Account{}).Where("id = ? AND test_mode = ? AND test_day <> ?", accountID, true, day).
+	// Only forward: a process whose clock is a little behind another's, just past midnight, finds
+	// the new day started and leaves it (its refill would undo a PUT /test/credits of the new day
+	// and reset its count). Days are YYYY-MM-DD, which sort as text as they do in time.
+	res := db.Model(&Account{}).Where("id = ? AND test_mode = ? AND test_day < ?", accountID, true, day).
 		Updates(map[string]any{"test_day": day, "test_jobs_today": 0, "updated_at": now.UTC()})
 	if res.Error != nil || res.RowsAffected == 0 {
 		return false, res.Error

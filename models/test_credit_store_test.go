@@ -278,3 +278,32 @@ func TestTestDayStartsOnceUnderConcurrency(t *testing.T) {
 		require.EqualValues(t, 100, adjusts[0].BalanceDelta)
 	})
 }
+
+// The test day only goes forward: around midnight UTC, a process whose clock is a few milliseconds
+// behind another's (or that read its clock before the other's request committed) finds the new
+// day started and leaves it, so it neither undoes a PUT /test/credits of the new day nor resets
+// its job count (docs/test-mode.md: the refill "happens once a day however many requests race for
+// it"); and a test job it counts goes into the new day's count.
+func TestTestDayNeverGoesBack(t *testing.T) {
+	t.Parallel()
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := t.Context()
+		s := models.NewStore(db)
+		_, twin := testTwin(t, db, 50)
+		now := time.Now().UTC()
+		midnight := time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, time.UTC)
+
+		// Process A, just past midnight: the client sets its test balance to 0 to rehearse a 402,
+		// and one test job is counted.
+		_, err := s.SetTestCredits(ctx, twin.ID, 0, midnight.Add(time.Millisecond))
+		require.NoError(t, err)
+		setJobsToday(t, db, twin.ID, 999, midnight.Add(time.Millisecond))
+
+		// Process B, whose clock is 2 ms behind A's, reads the balance (GET /account's refill).
+		got, err := s.RefillTestCredits(ctx, twin.ID, midnight.Add(-time.Millisecond))
+		require.NoError(t, err)
+		require.EqualValues(t, 0, got.CreditBalance, "a read on the previous day refilled the balance the client set for the new day")
+		require.Equal(t, 999, got.TestJobsToday, "a read on the previous day reset the new day's job count")
+		require.Equal(t, models.TestDay(midnight), got.TestDay, "the twin's day went back")
+	})
+}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
+	"github.com/shotflow/shotflow/models/status"
 )
 
 // Operators make test keys: with a new installation (--test-key), for an existing one
@@ -220,6 +222,53 @@ func TestAdminWebhooksByMode(t *testing.T) {
 		code, stdout, stderr := runCLI(t, append([]string{"admin"}, args...)...)
 		if code != 2 || stdout != "" || !strings.Contains(stderr, "--mode") {
 			t.Errorf("admin %v: exit %d, %q, %q", args, code, stdout, stderr)
+		}
+	}
+}
+
+// `jobs list --installation ID` of a live installation lists its test key's jobs too (they are its
+// test twin's), by --mode, as `webhooks endpoints` and `webhooks deliveries` do: an operator
+// asked about a client's failing test jobs finds them; --mode live leaves them out.
+func TestAdminJobsListOfALiveInstallationShowsItsTestJobs(t *testing.T) {
+	f := newSupportFixture(t)
+	var key engine.TestKeyIssued
+	adminJSON(t, &key, "installation", "test-key", "--installation", f.installationID)
+	// A failed job of a session the test key made: an order and a job of the twin.
+	db := f.db(t)
+	now := time.Now().UTC()
+	order := models.Order{ID: models.NewID(), AccountID: key.AccountID, InstallationID: &key.InstallationID, API: models.APIPlugin,
+		JobType: jobtype.PhotoShoot, SessionConfig: models.JSON(`{}`), Status: status.OrderFailed, JobsTotal: 1, JobsFailed: 1,
+		CreatedAt: now, UpdatedAt: now, TestMode: true}
+	job := models.Job{ID: models.NewID(), OrderID: order.ID, AccountID: key.AccountID, InstallationID: &key.InstallationID,
+		JobType: jobtype.PhotoShoot, ProductRef: "mug-01", AIModel: "local/studio-v1", AspectRatio: "1:1", CreditCost: 1, Run: 1,
+		Status: status.JobFailed, Voting: models.VotingPending, CreatedAt: now, UpdatedAt: now, TestMode: true}
+	if err := db.Create(&order).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Create(&job).Error; err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{"test", "all"} {
+		var list struct {
+			Jobs []engine.SupportJobItem `json:"jobs"`
+		}
+		adminJSON(t, &list, "jobs", "list", "--status", "failed", "--installation", f.installationID, "--mode", mode)
+		var got []string
+		for _, j := range list.Jobs {
+			got = append(got, j.JobID)
+		}
+		if !slices.Contains(got, job.ID) {
+			t.Errorf("jobs list --status failed --installation <live> --mode %s = %v; the failed job of its test key (%s, on twin %s) is not listed",
+				mode, got, job.ID, key.InstallationID)
+		}
+	}
+	var live struct {
+		Jobs []engine.SupportJobItem `json:"jobs"`
+	}
+	adminJSON(t, &live, "jobs", "list", "--status", "failed", "--installation", f.installationID, "--mode", "live")
+	for _, j := range live.Jobs {
+		if j.JobID == job.ID {
+			t.Errorf("jobs list --mode live lists the test job %s", job.ID)
 		}
 	}
 }

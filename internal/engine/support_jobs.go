@@ -97,8 +97,21 @@ func (e *Support) ListJobs(ctx context.Context, f SupportJobFilter) (SupportJobL
 	if limit == 0 {
 		limit = DefaultSupportListLimit
 	}
+	var installations []string
+	if f.InstallationID != "" {
+		// A live installation's jobs, and its test twin's, as the webhook commands show both; the
+		// mode then keeps the ones asked for.
+		installations = []string{f.InstallationID}
+		twin, err := e.store.FindTestTwinOfInstallation(ctx, f.InstallationID)
+		switch {
+		case err == nil:
+			installations = append(installations, twin.ID)
+		case !errors.Is(err, models.ErrNotFound):
+			return SupportJobList{}, err
+		}
+	}
 	jobs, err := e.store.JobsByStatus(ctx, models.JobStatusFilter{Status: f.Status, Category: f.Category,
-		InstallationID: f.InstallationID, Since: f.Since, TestMode: f.Mode.testMode(), Limit: limit})
+		InstallationIDs: installations, Since: f.Since, TestMode: f.Mode.testMode(), Limit: limit})
 	if err != nil {
 		return SupportJobList{}, err
 	}
