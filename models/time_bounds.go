@@ -8,7 +8,7 @@ import (
 
 // halfOpenBound binds a time bound that takes its instant in from below or leaves it out from
 // above (created_at >= t, created_at < t), as a client's created_after, created_before, from and
-// to are. PostgreSQL keeps times to the microsecond and pgx cuts a finer one down to it, which
+// to, and a webhook recover's since and until, are. PostgreSQL keeps times to the microsecond and pgx cuts a finer one down to it, which
 // would move such a bound below the instant the client gave (a row created 1 ns before it would be
 // listed as after it); the next microsecond up selects the same stored rows as the instant itself.
 // SQLite compares the nanoseconds it was given, and gets t as it is.

@@ -277,7 +277,7 @@ func (s *Store) QueueRecovery(ctx context.Context, endpointID string, since, unt
 		}
 		res := db.Model(&WebhookDelivery{}).
 			Where("endpoint_id = ? AND status IN ? AND created_at >= ? AND created_at < ?",
-				endpointID, []string{WebhookFailed, WebhookHeld}, since.UTC(), until.UTC()).
+				endpointID, []string{WebhookFailed, WebhookHeld}, halfOpenBound(db, since), halfOpenBound(db, until)).
 			Updates(map[string]any{"status": WebhookPending, "start_due_at": now.UTC(), "next_attempt_at": nil,
 				"callback_url": ep.URL, "updated_at": now.UTC()})
 		if res.Error != nil {

@@ -172,3 +172,31 @@ func TestReplayOfADeliveryToADisabledEndpointIsAConflict(t *testing.T) {
 	assert.Equal(t, d.ID, id)
 	assert.Equal(t, []string{workflows.WebhookWorkflowID(d.ID)}, up.starts)
 }
+
+// The recover window [since, until) is exact to the nanosecond on both databases, as both OpenAPI
+// documents say of every bound: a failed delivery created at T is not in [T+1ns, now), and is in
+// [T-1h, T+1ns) (pgx would cut both bounds down to T on PostgreSQL: models.halfOpenBound).
+func TestRecoverWindowIsExactToTheNanosecond(t *testing.T) {
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		w := newWebhookScopes(t, db, false)
+		w.withTemporal(db, newCancelTemporal(t, true))
+		ep, err := w.eng.Webhooks.CreateEndpoint(ctx, w.inst, engine.EndpointInput{URL: str("https://shop.example/a")})
+		require.NoError(t, err)
+		at := time.Now().UTC().Add(-time.Hour).Truncate(time.Microsecond)
+		_, d := sentEvent(t, db, w.inst, ep.ID, "job.completed", models.WebhookFailed, at, false)
+
+		n, err := w.eng.Webhooks.RecoverEndpoint(ctx, w.inst, ep.ID, at.Add(time.Nanosecond), nil)
+		require.NoError(t, err)
+		assert.Zero(t, n, "since = T+1ns queued the delivery created at T")
+
+		// Free the endpoint of a recover the first call may have started.
+		require.NoError(t, db.Model(&models.WebhookEndpoint{}).Where("id = ?", ep.ID).Update("recovering_since", nil).Error)
+		require.NoError(t, db.Model(&models.WebhookDelivery{}).Where("id = ?", d.ID).
+			Updates(map[string]any{"status": models.WebhookFailed, "start_due_at": nil}).Error)
+		until := at.Add(time.Nanosecond)
+		n, err = w.eng.Webhooks.RecoverEndpoint(ctx, w.inst, ep.ID, at.Add(-time.Hour), &until)
+		require.NoError(t, err)
+		assert.Equal(t, 1, n, "until = T+1ns left out the delivery created at T")
+	})
+}

@@ -9,6 +9,7 @@ package instant
 
 import (
 	"errors"
+	"regexp"
 	"time"
 )
 
@@ -21,9 +22,17 @@ var ErrOutOfRange = errors.New("outside the years 0000 to 9999 in UTC")
 // OutOfRangeText is what a refusal of ErrOutOfRange tells the client about the parameter.
 const OutOfRangeText = "must fall within the years 0000 to 9999 in UTC"
 
+// rfc3339 is the shape Parse takes: RFC 3339's date-time with at most nine fractional digits after
+// a point, and an offset whose hour is 00–23. time.Parse alone also takes a comma for the point, a
+// tenth digit (which it drops, so the bound would not be the instant sent) and a +24:00 offset.
+var rfc3339 = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]([01]\d|2[0-3]):[0-5]\d)$`)
+
 // Parse reads an RFC 3339 date-time (fractions of a second up to nanoseconds) and answers it in
 // UTC: ErrSyntax when it is not one, ErrOutOfRange when its UTC year is outside 0000–9999.
 func Parse(raw string) (time.Time, error) {
+	if !rfc3339.MatchString(raw) {
+		return time.Time{}, ErrSyntax
+	}
 	t, err := time.Parse(time.RFC3339Nano, raw)
 	if err != nil {
 		return time.Time{}, ErrSyntax
