@@ -71,9 +71,7 @@ func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		}
 	}
 	if req.Method == http.MethodHead && slices.Contains(allowedMethods(r.Routes(), req.URL.EscapedPath()), http.MethodGet) {
-		get := req.Clone(req.Context())
-		get.Method = http.MethodGet
-		req = get
+		req = reqctx.HeadAsGet(req)
 	}
 	r.Engine.ServeHTTP(w, req)
 }
@@ -203,7 +201,7 @@ func Instrument(m *metrics.Metrics) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		start := time.Now()
 		c.Next()
-		m.Request(routeLabel(c), methodLabel(c.Request.Method), c.Writer.Status(), time.Since(start))
+		m.Request(routeLabel(c), methodLabel(reqctx.Method(c)), c.Writer.Status(), time.Since(start))
 	}
 }
 
@@ -231,21 +229,17 @@ func RequestID(c *gin.Context) {
 	c.Next()
 }
 
-// clientLeft reports whether the request's client closed its connection before the answer: its
-// context ended without the request running out of its time (RequestTimeout's cause).
-func clientLeft(c *gin.Context) bool {
-	ctx := c.Request.Context()
-	return errors.Is(ctx.Err(), context.Canceled) && !errors.Is(context.Cause(ctx), context.DeadlineExceeded)
-}
-
 // AccessLog logs one line per request: method, route, status, latency, request ID and the
 // installation or account that made it.
 func AccessLog(log *zap.Logger) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		start := time.Now()
+		// The connection's own context, read before RequestTimeout puts the request's deadline in
+		// its place (which it cancels when the request ends): it ends only when the client leaves.
+		conn := c.Request.Context()
 		c.Next()
 		fields := append([]zap.Field{
-			zap.String("method", c.Request.Method),
+			zap.String("method", reqctx.Method(c)),
 			zap.String("route", routeLabel(c)),
 			zap.Int("status", c.Writer.Status()),
 			zap.Duration("latency", time.Since(start)),
@@ -254,7 +248,7 @@ func AccessLog(log *zap.Logger) gin.HandlerFunc {
 			fields = append(fields, zap.NamedError("error", err.Err))
 		}
 		switch {
-		case c.Writer.Status() >= 500 && clientLeft(c):
+		case c.Writer.Status() >= 500 && errors.Is(conn.Err(), context.Canceled):
 			// Whatever failed after the client hung up is no outage an operator must chase.
 			log.Warn("request", append(fields, zap.Bool("client_left", true))...)
 		case c.Writer.Status() >= 500:

@@ -10,15 +10,21 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/shotflow/shotflow/api"
 	"github.com/shotflow/shotflow/api/external"
 	"github.com/shotflow/shotflow/api/plugin"
+	"github.com/shotflow/shotflow/internal/platform/ratelimit"
+	"github.com/shotflow/shotflow/internal/testsupport/apitest"
 	"github.com/shotflow/shotflow/internal/testsupport/testimage"
+	"github.com/shotflow/shotflow/models/testdb"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 // TestPanicLogLineCarriesTheRequestID: a panic is a defect an operator must trace to the
@@ -130,4 +136,67 @@ func TestServerErrorAfterTheClientLeftIsAWarning(t *testing.T) {
 		require.Len(t, lines, 1)
 		require.Equal(t, tc.level, lines[0].Level, tc.id)
 	}
+}
+
+// newTimedServer is newServer with the REQUEST_TIMEOUT every deployed API runs with (30s by
+// default, at least 1s: internal/platform/config).
+func newTimedServer(t *testing.T) (*api.Router, *observer.ObservedLogs) {
+	t.Helper()
+	db := testdb.Open(t, testdb.SQLiteURL(t))
+	core, logs := observer.New(zapcore.InfoLevel)
+	log := zap.New(core)
+	d := apitest.NewDeps(t, db, apitest.Options{Log: log})
+	h := &plugin.Handler{Signer: d.Signer, Engine: d.Engine, Limiter: d.Limiter, Slots: d.Slots, Log: log,
+		DocsURL: docsURL, DefaultRateLimit: 60, DownloadTTL: 168 * time.Hour, UploadTTL: 2 * time.Hour}
+	x := &external.Handler{Engine: d.Engine, Limiter: ratelimit.NewMemory(d.Clock.Now), Slots: d.Slots, Signer: d.Signer, Log: log, DownloadTTL: time.Hour}
+	r := api.NewRouter(api.Deps{Engine: d.Engine, Blobs: d.Blobs, Signer: d.Signer, Log: log,
+		Ready: func(context.Context) error { return nil }, External: x,
+		RequestTimeout: 30 * time.Second, UploadTimeout: 15 * time.Minute}, h)
+	return r, logs
+}
+
+// TestServerErrorOfAConnectedClientIsAnErrorLine: with REQUEST_TIMEOUT set (always, in a
+// deployment), a 500 answered to a client that is still connected stays an ERROR line without
+// client_left (docs/operations.md), although RequestTimeout cancels the request's own context when
+// the handler returns: AccessLog reads the connection's.
+func TestServerErrorOfAConnectedClientIsAnErrorLine(t *testing.T) {
+	r, logs := newTimedServer(t)
+	r.GET(plugin.Base+"/test-timed-500", func(c *gin.Context) { c.AbortWithStatus(http.StatusInternalServerError) })
+	r.GET(plugin.Base+"/test-timed-panic", func(c *gin.Context) { panic("boom") })
+	for _, path := range []string{"/test-timed-500", "/test-timed-panic"} {
+		req := httptest.NewRequest(http.MethodGet, plugin.Base+path, nil)
+		req.Header.Set("X-Request-Id", "timed"+path[len("/test-timed"):])
+		rec := httptest.NewRecorder()
+		r.ServeHTTP(rec, req)
+		require.Equal(t, http.StatusInternalServerError, rec.Code)
+		lines := logs.FilterMessage("request").FilterField(zap.String("request_id", "timed"+path[len("/test-timed"):])).All()
+		require.Len(t, lines, 1)
+		require.Equal(t, zapcore.ErrorLevel, lines[0].Level,
+			"%s: a 500 to a connected client is logged at %s with %v", path, lines[0].Level, lines[0].ContextMap())
+	}
+}
+
+// TestHeadIsLoggedAndCountedAsHead: a HEAD is served as its GET, but its access line and its
+// request metrics say HEAD: an operator tells a monitor's HEADs from real downloads.
+func TestHeadIsLoggedAndCountedAsHead(t *testing.T) {
+	s := newServer(t)
+	rec := s.do(http.MethodHead, plugin.Base+"/products", "X-Api-Key", s.key, "X-Request-Id", "trace-head")
+	require.Equal(t, http.StatusOK, rec.Code)
+	lines := s.logs.FilterMessage("request").FilterField(zap.String("request_id", "trace-head")).All()
+	require.Len(t, lines, 1)
+	require.Equal(t, http.MethodHead, lines[0].ContextMap()["method"], "the access line of a HEAD: %v", lines[0].ContextMap())
+}
+
+// The same with REQUEST_TIMEOUT set: a 5xx after the client left is a WARN.
+func TestServerErrorAfterTheClientLeftIsAWarningUnderARequestTimeout(t *testing.T) {
+	r, logs := newTimedServer(t)
+	r.GET(plugin.Base+"/test-timed-left", func(c *gin.Context) { c.AbortWithStatus(http.StatusServiceUnavailable) })
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	req := httptest.NewRequestWithContext(ctx, http.MethodGet, plugin.Base+"/test-timed-left", nil)
+	req.Header.Set("X-Request-Id", "timed-left")
+	r.ServeHTTP(httptest.NewRecorder(), req)
+	lines := logs.FilterMessage("request").FilterField(zap.String("request_id", "timed-left")).All()
+	require.Len(t, lines, 1)
+	require.Equal(t, zapcore.WarnLevel, lines[0].Level)
 }

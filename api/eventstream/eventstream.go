@@ -112,14 +112,18 @@ func Serve(c *gin.Context, feed Feed, orderID string, after int64, first Page, s
 		c.Status(http.StatusNoContent) // the client has every event of an ended order: stop reconnecting
 		return
 	}
-	reqctx.ExtendDeadline(c, MaxDuration)
-	ctx := c.Request.Context()
-	end := time.Now().Add(MaxDuration)
-	w := &writer{rc: http.NewResponseController(c.Writer), w: c.Writer}
 	h := c.Writer.Header()
 	h.Set("Content-Type", ContentType)
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no") // nginx: pass each event on at once
+	if reqctx.IsHead(c) {
+		c.Status(http.StatusOK) // a HEAD gets the stream's headers, and holds nothing open
+		return
+	}
+	reqctx.ExtendDeadline(c, MaxDuration)
+	ctx := c.Request.Context()
+	end := time.Now().Add(MaxDuration)
+	w := &writer{rc: http.NewResponseController(c.Writer), w: c.Writer}
 	c.Status(http.StatusOK)
 	page := first
 	for {

@@ -8,6 +8,8 @@
 package reqctx
 
 import (
+	"context"
+	"net/http"
 	"strings"
 	"time"
 
@@ -91,3 +93,30 @@ func Fields(c *gin.Context) []zap.Field {
 // Log is log for a line about the request: with its Fields, so that an operator finds the
 // request's access line, its answer's X-Request-Id and its tenant from it.
 func Log(c *gin.Context, log *zap.Logger) *zap.Logger { return log.With(Fields(c)...) }
+
+// headKey marks the context of a HEAD served as its GET (HeadAsGet).
+type headKey struct{}
+
+// HeadAsGet is the GET a HEAD request is served as: its handlers run as for a GET (a signed URL is
+// signed for GET), and its context remembers the HEAD (IsHead, Method). It holds nothing open: a
+// `Prefer: wait` is dropped, and an event stream answers its headers only (eventstream.Serve).
+func HeadAsGet(req *http.Request) *http.Request {
+	get := req.Clone(context.WithValue(req.Context(), headKey{}, true))
+	get.Method = http.MethodGet
+	get.Header.Del("Prefer")
+	return get
+}
+
+// IsHead reports whether the request is a HEAD served as its GET.
+func IsHead(c *gin.Context) bool {
+	head, _ := c.Request.Context().Value(headKey{}).(bool)
+	return head
+}
+
+// Method is the method the client sent: HEAD for a HEAD served as its GET.
+func Method(c *gin.Context) string {
+	if IsHead(c) {
+		return http.MethodHead
+	}
+	return c.Request.Method
+}

@@ -623,9 +623,9 @@ func (e *adminEnv) webhooksReplay(args []string) (any, error) {
 	return eng.Support.ReplayWebhook(e.ctx, id)
 }
 
-// webhookFlags maps the fields the webhook use cases name in their refusals to the flags that
-// carry them.
-var webhookFlags = map[string]string{
+// fieldFlags maps the fields the use cases name in their refusals to the flags that carry them
+// (usageOf), for every admin command.
+var fieldFlags = map[string]string{
 	"installation": "--installation", "endpoint_id": "--endpoint", "status": "--status", "event": "--event",
 	"limit": "--limit", "cursor": "--cursor", "since": "--since", "until": "--until", "mode": "--mode",
 	"from": "--from", "to": "--to", "group_by": "--group-by", "amount": "--amount", "credits": "--credits",
@@ -635,7 +635,7 @@ var webhookFlags = map[string]string{
 // usageOf turns a refusal of invalid input into a usage error naming the flag; other errors pass.
 func usageOf(err error) error {
 	if ee, ok := engine.As(err); ok && ee.Kind == engine.KindInvalid {
-		flagName := webhookFlags[ee.Field]
+		flagName := fieldFlags[ee.Field]
 		if flagName == "" {
 			flagName = ee.Field
 		}
