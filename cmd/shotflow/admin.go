@@ -224,7 +224,7 @@ func (e *adminEnv) accountCreate(args []string) (any, error) {
 
 func (e *adminEnv) installationCreate(args []string) (any, error) {
 	fs := newFlags("installation create")
-	account := fs.String("account", "", "account ID")
+	account := idFlag(fs, "account", "account ID")
 	name := fs.String("name", "", "installation name")
 	callback := fs.String("callback-url", "", "webhook callback URL")
 	scopes := fs.String("scopes", "", "comma-separated scopes (default: every plugin scope)")
@@ -281,7 +281,7 @@ type installationWithTestKey struct {
 // twin (made the first time, with the day's test credits).
 func (e *adminEnv) installationTestKey(args []string) (any, error) {
 	fs := newFlags("installation test-key")
-	installation := fs.String("installation", "", "live installation ID")
+	installation := idFlag(fs, "installation", "live installation ID")
 	name := fs.String("name", "test", "a label for the key")
 	scopes := fs.String("scopes", "", "comma-separated scopes (default: every plugin scope)")
 	expires := fs.String("expires", "", "expiry as an RFC 3339 time or a duration from now (720h); empty never expires")
@@ -354,7 +354,7 @@ func parseMode(mode string) (engine.Mode, error) {
 
 func (e *adminEnv) creditsGrant(args []string) (any, error) {
 	fs := newFlags("credits grant")
-	account := fs.String("account", "", "account ID")
+	account := idFlag(fs, "account", "account ID")
 	amount := fs.Int64("amount", 0, "credits to add")
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
@@ -369,7 +369,7 @@ func (e *adminEnv) creditsGrant(args []string) (any, error) {
 // keysIssue issues an external content API key of an account with the chosen scopes and expiry.
 func (e *adminEnv) keysIssue(args []string) (any, error) {
 	fs := newFlags("keys issue")
-	account := fs.String("account", "", "account ID")
+	account := idFlag(fs, "account", "account ID")
 	name := fs.String("name", "api", "a label for the key")
 	scopes := fs.String("scopes", strings.Join(models.ExternalScopes, ","), "comma-separated scopes: "+strings.Join(models.ExternalScopeNames, ", "))
 	expires := fs.String("expires", "", "expiry as an RFC 3339 time or a duration from now (720h); empty never expires")
@@ -399,7 +399,7 @@ func (e *adminEnv) keysIssue(args []string) (any, error) {
 // secrets.
 func (e *adminEnv) keysList(args []string) (any, error) {
 	fs := newFlags("keys list")
-	account := fs.String("account", "", "account ID")
+	account := idFlag(fs, "account", "account ID")
 	modeFlag := fs.String("mode", "", "live, test (the keys of the account's test twin) or all (default)")
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
@@ -455,7 +455,21 @@ func oneID(fs *flag.FlagSet, args []string, what string) (string, error) {
 	if len(ids) != 1 || strings.TrimSpace(ids[0]) == "" {
 		return "", fmt.Errorf("%w: %s takes one %s", errUsage, fs.Name(), what)
 	}
-	return strings.TrimSpace(ids[0]), nil
+	return engine.CanonicalID(ids[0]), nil
+}
+
+// canonicalID is a flag holding an ID, kept as engine.CanonicalID says (a UUID in lower case).
+type canonicalID string
+
+func (v *canonicalID) String() string     { return string(*v) }
+func (v *canonicalID) Set(s string) error { *v = canonicalID(engine.CanonicalID(s)); return nil }
+
+// idFlag defines a flag holding an ID of a record (an account, installation or endpoint), which
+// a command may be given in capitals.
+func idFlag(fs *flag.FlagSet, name, usage string) *string {
+	v := new(string)
+	fs.Var((*canonicalID)(v), name, usage)
+	return v
 }
 
 // dialTemporal connects to Temporal with a logger that only reports errors; the client is closed
@@ -479,7 +493,7 @@ func (e *adminEnv) jobsList(args []string) (any, error) {
 	fs := newFlags("jobs list")
 	status := fs.String("status", "", "job status (required), e.g. failed")
 	category := fs.String("category", "", "errorCategory, e.g. CONTENT_POLICY")
-	installation := fs.String("installation", "", "installation ID")
+	installation := idFlag(fs, "installation", "installation ID")
 	since := fs.String("since", "", "only jobs updated at or after this RFC 3339 time")
 	modeFlag := fs.String("mode", "", "live, test (test keys' jobs) or all (default)")
 	limit := fs.Int("limit", engine.DefaultSupportListLimit, "at most this many jobs")
@@ -648,8 +662,8 @@ func usageOf(err error) error {
 // (external API) ones, and those of its test twin.
 func (e *adminEnv) webhooksEndpoints(args []string) (any, error) {
 	fs := newFlags("webhooks endpoints")
-	installation := fs.String("installation", "", "installation ID (its plugin API endpoints)")
-	account := fs.String("account", "", "account ID (its own, external API endpoints)")
+	installation := idFlag(fs, "installation", "installation ID (its plugin API endpoints)")
+	account := idFlag(fs, "account", "account ID (its own, external API endpoints)")
 	modeFlag := fs.String("mode", "", "live (the named one's), test (its test twin's) or all (default)")
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
@@ -668,9 +682,9 @@ func (e *adminEnv) webhooksEndpoints(args []string) (any, error) {
 // webhooksDeliveries prints a page of the webhook delivery log, newest first, with every attempt.
 func (e *adminEnv) webhooksDeliveries(args []string) (any, error) {
 	fs := newFlags("webhooks deliveries")
-	installation := fs.String("installation", "", "installation ID")
-	account := fs.String("account", "", "account ID (its own, external API deliveries)")
-	endpoint := fs.String("endpoint", "", "webhook endpoint ID (alone, its installation's or account's log)")
+	installation := idFlag(fs, "installation", "installation ID")
+	account := idFlag(fs, "account", "account ID (its own, external API deliveries)")
+	endpoint := idFlag(fs, "endpoint", "webhook endpoint ID (alone, its installation's or account's log)")
 	status := fs.String("status", "", "delivery status: "+strings.Join(engine.DeliveryStatuses, ", "))
 	event := fs.String("event", "", "event type, e.g. job.failed")
 	limit := fs.Int("limit", engine.DefaultWebhookPageLimit, fmt.Sprintf("at most this many deliveries (1 to %d)", engine.MaxWebhookPageLimit))
@@ -703,7 +717,7 @@ func (e *adminEnv) webhooksDeliveries(args []string) (any, error) {
 // POST /webhook-endpoints/{id}/recover does for the endpoint's owner.
 func (e *adminEnv) webhooksRecover(args []string) (any, error) {
 	fs := newFlags("webhooks recover")
-	endpoint := fs.String("endpoint", "", "webhook endpoint ID")
+	endpoint := idFlag(fs, "endpoint", "webhook endpoint ID")
 	sinceFlag := fs.String("since", "", "re-send deliveries created at or after this RFC 3339 time (at most 14 days back)")
 	untilFlag := fs.String("until", "", "and before this RFC 3339 time (default: now)")
 	if err := parseFlags(fs, args); err != nil {
@@ -751,8 +765,8 @@ func (e *adminEnv) ordersShow(args []string) (any, error) {
 // grouped by key too).
 func (e *adminEnv) usage(args []string) (any, error) {
 	fs := newFlags("usage")
-	installation := fs.String("installation", "", "installation ID")
-	account := fs.String("account", "", "account ID")
+	installation := idFlag(fs, "installation", "installation ID")
+	account := idFlag(fs, "account", "account ID")
 	from := fs.String("from", "", "start of the range (RFC 3339 or YYYY-MM-DD; default: the start of the current UTC month)")
 	to := fs.String("to", "", "end of the range, exclusive (default: the start of the next UTC month)")
 	groupBy := fs.String("group-by", "", "day (default), ai_model, job_type or key (an account's)")

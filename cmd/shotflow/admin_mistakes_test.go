@@ -225,3 +225,27 @@ func TestAdminOpensTheDatabaseUnderDataDir(t *testing.T) {
 		t.Errorf("admin created a stray database %s in the working directory", filepath.Join(cwd, ".data", "shotflow.db"))
 	}
 }
+
+// IDs copied in capitals (a client's e-mail, a spreadsheet) name the same records: the positional
+// ID of a command and the --account, --installation and --endpoint flags are read as the store
+// keeps them, as the API's path parameters are.
+func TestAdminReadsIDsInAnyCase(t *testing.T) {
+	f := newSupportFixture(t)
+	var order map[string]any
+	adminJSON(t, &order, "orders", "show", strings.ToUpper(f.orderID))
+	if o, _ := order["order"].(map[string]any); o["order_id"] != f.orderID {
+		t.Errorf("orders show <ID in capitals> = %v", order["order"])
+	}
+	var keys map[string]any
+	adminJSON(t, &keys, "keys", "list", "--account", strings.ToUpper(f.accountID))
+	if keys["account_id"] != f.accountID {
+		t.Errorf("keys list --account <ID in capitals> = %v", keys)
+	}
+	var limit map[string]any
+	adminJSON(t, &limit, "spend-limit", "show", "--installation", strings.ToUpper(f.installationID))
+	var list map[string]any
+	adminJSON(t, &list, "jobs", "list", "--status", "failed", "--installation", strings.ToUpper(f.installationID))
+	if jobs, _ := list["jobs"].([]any); len(jobs) != 1 {
+		t.Errorf("jobs list --installation <ID in capitals> = %v; want its failed job", list)
+	}
+}

@@ -22,8 +22,8 @@ type spendLimitOutput struct {
 // spendScope reads --installation or --account (exactly one) and, for set, the limit flags.
 func (e *adminEnv) spendScope(name string, args []string, set bool) (engine.SpendScope, int64, *int, error) {
 	fs := newFlags("spend-limit " + name)
-	installation := fs.String("installation", "", "installation ID (the plugin API's limit)")
-	account := fs.String("account", "", "account ID (the external API's limit, which caps its installations too)")
+	installation := idFlag(fs, "installation", "installation ID (the plugin API's limit)")
+	account := idFlag(fs, "account", "account ID (the external API's limit, which caps its installations too)")
 	monthly := fs.Int64("monthly-credits", 0, "credits per UTC calendar month (set)")
 	alert := fs.Int("alert-at-percent", 0, "alert threshold in percent (set; default 80)")
 	if err := parseFlags(fs, args); err != nil {

@@ -48,3 +48,8 @@ func utc(t *time.Time) *time.Time {
 	u := t.UTC()
 	return &u
 }
+
+// CanonicalID is an ID as the store keeps it: a UUID in lower case, anything else as given. A
+// support command may be given an ID copied from anywhere (a Temporal UI link, a client's
+// e-mail in capitals); the API's edge does the same for path parameters.
+func CanonicalID(id string) string { return models.CanonicalID(strings.TrimSpace(id)) }
