@@ -166,7 +166,8 @@ func TestAdminOrdersShow(t *testing.T) {
 	order := out["order"].(map[string]any)
 	if order["order_id"] != f.orderID || order["status"] != "completed" || order["jobs_completed"] != 1.0 || order["jobs_failed"] != 1.0 ||
 		order["workflow_id"] != "order/"+f.orderID ||
-		order["temporal_ui_url"] != "http://ui.example:8233/namespaces/shop-prod/workflows/order%2F"+f.orderID {
+		order["temporal_ui_url"] != "http://ui.example:8233/namespaces/shop-prod/workflows/order%2F"+f.orderID ||
+		order["livemode"] != true {
 		t.Fatalf("order = %v", order)
 	}
 	credits := order["credits"].(map[string]any)

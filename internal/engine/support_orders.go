@@ -38,6 +38,7 @@ type SupportOrderSummary struct {
 	WorkflowStartedAt *time.Time     `json:"workflow_started_at"`
 	WorkflowID        string         `json:"workflow_id"`
 	TemporalUIURL     string         `json:"temporal_ui_url"`
+	Livemode          bool           `json:"livemode"` // false for a test key's order
 }
 
 // SupportCredits is the order's credits: Held = Reserved - Consumed - Released is what its
@@ -148,7 +149,7 @@ func (e *Support) ShowOrder(ctx context.Context, orderID string) (SupportOrderVi
 		Order: SupportOrderSummary{
 			OrderID: o.ID, AccountID: o.AccountID, InstallationID: o.InstallationID, API: o.API, JobType: o.JobType,
 			Status: o.Status, JobsTotal: o.JobsTotal, JobsCompleted: o.JobsCompleted, JobsFailed: o.JobsFailed,
-			JobsCancelled: o.JobsCancelled, JobsExpired: o.JobsExpired,
+			JobsCancelled: o.JobsCancelled, JobsExpired: o.JobsExpired, Livemode: !o.TestMode,
 			Credits: SupportCredits{Reserved: o.CreditsReserved, Consumed: o.CreditsConsumed, Released: o.CreditsReleased,
 				Held: o.CreditsReserved - o.CreditsConsumed - o.CreditsReleased},
 			CreatedAt: o.CreatedAt.UTC(), UpdatedAt: o.UpdatedAt.UTC(), CompletedAt: utc(o.CompletedAt),
