@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -88,6 +89,13 @@ func (s *Store) RecordEvents(ctx context.Context, events []*WebhookEvent, to Eve
 			return fmt.Errorf("record %s events: %w", first.Type, res.Error)
 		}
 		allNew := res.RowsAffected == int64(len(events))
+		// An event recorded before (a repeated call, or an order's order.completed again after a
+		// re-run) keeps the deliveries it was given then: an endpoint created since does not
+		// receive it. Only the events this call added are fanned out.
+		fresh, err := addedEvents(db, events, res.RowsAffected)
+		if err != nil {
+			return fmt.Errorf("record %s events: %w", first.Type, err)
+		}
 		var endpoints []WebhookEndpoint
 		q := scopeEndpoints(db, first.AccountID, first.InstallationID)
 		if to.Only != "" {
@@ -97,7 +105,7 @@ func (s *Store) RecordEvents(ctx context.Context, events []*WebhookEvent, to Eve
 			return err
 		}
 		var rows []WebhookDelivery
-		for _, ev := range events {
+		for _, ev := range fresh {
 			for i := range endpoints {
 				ep := &endpoints[i]
 				if ep.ID == to.Except || (to.Only == "" && !ep.Subscribes(ev.Type)) {
@@ -310,4 +318,33 @@ func (s *Store) FinishRecoveries(ctx context.Context, endpointID string) (int64,
 	}
 	res := q.Update("recovering_since", nil)
 	return res.RowsAffected, res.Error
+}
+
+// addedEvents are the events of a batch that its INSERT … ON CONFLICT DO NOTHING added, inserted
+// of them: all, none, or (one recorded before beside new ones: an order's order.completed again
+// with a re-run's job event) those whose stored time is the one this batch gave them, a time the
+// earlier recording could not have had. Only that last case costs a statement.
+func addedEvents(db *gorm.DB, events []*WebhookEvent, inserted int64) ([]*WebhookEvent, error) {
+	switch inserted {
+	case int64(len(events)):
+		return events, nil
+	case 0:
+		return nil, nil
+	}
+	ids := make([]string, len(events))
+	for i, ev := range events {
+		ids[i] = ev.ID
+	}
+	var stored []WebhookEvent
+	if err := db.Select("id", "created_at").Where("id IN ?", ids).Find(&stored).Error; err != nil {
+		return nil, err
+	}
+	var added []*WebhookEvent
+	for _, ev := range events {
+		i := slices.IndexFunc(stored, func(s WebhookEvent) bool { return s.ID == ev.ID })
+		if i >= 0 && stored[i].CreatedAt.Truncate(time.Microsecond).Equal(ev.CreatedAt.Truncate(time.Microsecond)) {
+			added = append(added, ev)
+		}
+	}
+	return added, nil
 }

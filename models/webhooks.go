@@ -158,12 +158,21 @@ func RecordWebhookAttempt(db *gorm.DB, deliveryID string, r AttemptRecord) error
 			"next_attempt_at":  r.NextAttemptAt,
 			"updated_at":       now,
 		}
+		q := tx.Model(&WebhookDelivery{}).Where("id = ?", deliveryID)
 		if r.Delivered {
 			fields["status"] = WebhookDelivered
 			fields["delivered_at"] = now
 			fields["next_attempt_at"] = nil
+		} else {
+			// A failed attempt never takes back a 2xx another run got meanwhile (a replay that
+			// replaced the run whose attempt was still sending): the delivery stays delivered.
+			q = q.Where("status <> ?", WebhookDelivered)
 		}
-		res := tx.Model(&WebhookDelivery{}).Where("id = ?", deliveryID).Updates(fields)
+		res := q.Updates(fields)
+		if res.Error == nil && res.RowsAffected == 0 && !r.Delivered {
+			res = tx.Model(&WebhookDelivery{}).Where("id = ?", deliveryID).Updates(map[string]any{
+				"attempts": gorm.Expr("attempts + 1"), "updated_at": now})
+		}
 		if res.Error != nil {
 			return res.Error
 		}
