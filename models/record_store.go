@@ -195,13 +195,15 @@ func (s *Store) AccountHasPhoto(ctx context.Context, accountID, photoID string) 
 // archived); ErrNotFound for any other ID, ErrRecordFilePurged when approving a packshot whose
 // file was purged. The packshot's job, when it has one, gets the same voting, so both APIs show
 // one verdict. A record without a packshot (its job still runs, or failed) may only be archived
-// (archiveJobRecord); a voting on it is ErrNotFound.
+// (archiveJobRecord), a vote with it ignored; a vote alone on it is ErrNotFound.
 func (s *Store) ReviewAccountPackshot(ctx context.Context, accountID, id string, review PackshotReview, now time.Time) error {
 	return s.conn(ctx).Transaction(func(tx *gorm.DB) error {
 		var p Packshot
 		err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).
 			Where("id = ? AND account_id = ? AND deleted_at IS NULL AND archived_at IS NULL", id, accountID).Take(&p).Error
-		if errors.Is(err, gorm.ErrRecordNotFound) && review.Archive && review.Voting == "" {
+		if errors.Is(err, gorm.ErrRecordNotFound) && review.Archive {
+			// The spec archives a record in any state, regardless of voting: a vote sent with the
+			// archive has nothing to apply to before the packshot exists, and the archive stands.
 			return archiveJobRecord(tx, accountID, id, now)
 		}
 		if errors.Is(err, gorm.ErrRecordNotFound) {

@@ -52,9 +52,12 @@ func TestAPackshotRecordCanBeArchivedInAnyState(t *testing.T) {
 		if code, out := e.post(e.key, "/packshots/update-packshot", map[string]any{"recordId": failed, "Voting": "APPROVED"}); code != http.StatusNotFound {
 			t.Errorf("a vote on the FAILED record: %d %v, want 404", code, out)
 		}
-		for _, id := range []string{failed, running} {
-			if code, out := e.post(e.key, "/packshots/update-packshot", map[string]any{"recordId": id, "status": "ARCHIVE"}); code != http.StatusOK {
-				t.Errorf("archive the record %s GET /packshots lists: %d %v, want 200", id, code, out)
+		for id, body := range map[string]map[string]any{
+			failed:  {"recordId": failed, "status": "ARCHIVE", "Voting": "REJECTED"}, // regardless of voting
+			running: {"recordId": running, "status": "ARCHIVE"},
+		} {
+			if code, out := e.post(e.key, "/packshots/update-packshot", body); code != http.StatusOK {
+				t.Errorf("archive the record %s GET /packshots lists (%v): %d %v, want 200", id, body, code, out)
 			}
 			if code, out := e.post(e.key, "/packshots/update-packshot", map[string]any{"recordId": id, "status": "ARCHIVE"}); code != http.StatusNotFound {
 				t.Errorf("archive %s again: %d %v, want 404", id, code, out)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/shotflow/shotflow/api/reqctx"
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/jobview"
 	"github.com/shotflow/shotflow/internal/platform/blobstore"
@@ -154,13 +155,22 @@ func (h *Handler) download(thumbnail bool) gin.HandlerFunc {
 				return
 			}
 		}
-		r, size, err := h.Blobs.Open(c.Request.Context(), key)
-		if errors.Is(err, blobstore.ErrNotFound) {
-			h.Errors.FilePurged(c, "This file is no longer stored.")
+		if reqctx.IsHead(c) { // the headers of the GET, without reading the file from the store
+			size, err := h.Blobs.Size(c.Request.Context(), key)
+			if h.storeFailed(c, err) {
+				return
+			}
+			fileHeaders(c, etag)
+			if !thumbnail {
+				c.Header("Accept-Ranges", "bytes")
+			}
+			c.Header("Content-Type", contentType)
+			c.Header("Content-Length", strconv.FormatInt(size, 10))
+			c.Status(http.StatusOK)
 			return
 		}
-		if err != nil {
-			h.Errors.Unexpected(c, err)
+		r, size, err := h.Blobs.Open(c.Request.Context(), key)
+		if h.storeFailed(c, err) {
 			return
 		}
 		defer r.Close()
@@ -170,6 +180,18 @@ func (h *Handler) download(thumbnail bool) gin.HandlerFunc {
 		}
 		c.DataFromReader(http.StatusOK, size, contentType, r, nil)
 	}
+}
+
+// storeFailed answers a failed read of a file from the store, and reports whether it did: a file
+// no longer stored is 410, anything else unexpected.
+func (h *Handler) storeFailed(c *gin.Context, err error) bool {
+	switch {
+	case errors.Is(err, blobstore.ErrNotFound):
+		h.Errors.FilePurged(c, "This file is no longer stored.")
+	case err != nil:
+		h.Errors.Unexpected(c, err)
+	}
+	return err != nil
 }
 
 // fileHeaders sets the headers of every answer that carries a file's bytes.
@@ -204,13 +226,17 @@ func (h *Handler) serveRange(c *gin.Context, key, contentType, etag string) bool
 		h.Errors.FileRangeNotSatisfiable(c, "The requested range starts beyond the file's "+strconv.FormatInt(size, 10)+" bytes.")
 		return true
 	}
-	r, _, err := h.Blobs.OpenRange(ctx, key, rg.start, rg.length)
-	if errors.Is(err, blobstore.ErrNotFound) {
-		h.Errors.FilePurged(c, "This file is no longer stored.")
+	if reqctx.IsHead(c) {
+		fileHeaders(c, etag)
+		c.Header("Accept-Ranges", "bytes")
+		c.Header("Content-Range", fmt.Sprintf("bytes %d-%d/%d", rg.start, rg.start+rg.length-1, size))
+		c.Header("Content-Type", contentType)
+		c.Header("Content-Length", strconv.FormatInt(rg.length, 10))
+		c.Status(http.StatusPartialContent)
 		return true
 	}
-	if err != nil {
-		h.Errors.Unexpected(c, err)
+	r, _, err := h.Blobs.OpenRange(ctx, key, rg.start, rg.length)
+	if h.storeFailed(c, err) {
 		return true
 	}
 	defer r.Close()

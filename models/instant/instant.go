@@ -10,6 +10,7 @@ package instant
 import (
 	"errors"
 	"regexp"
+	"strings"
 	"time"
 )
 
@@ -23,9 +24,10 @@ var ErrOutOfRange = errors.New("outside the years 0000 to 9999 in UTC")
 const OutOfRangeText = "must fall within the years 0000 to 9999 in UTC"
 
 // rfc3339 is the shape Parse takes: RFC 3339's date-time with at most nine fractional digits after
-// a point, and an offset whose hour is 00–23. time.Parse alone also takes a comma for the point, a
-// tenth digit (which it drops, so the bound would not be the instant sent) and a +24:00 offset.
-var rfc3339 = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]([01]\d|2[0-3]):[0-5]\d)$`)
+// a point, and an offset whose hour is 00–23; "T" and "Z" may be lower case (RFC 3339, 5.6), which
+// time.Parse refuses. time.Parse alone also takes a comma for the point, a tenth digit (which it
+// drops, so the bound would not be the instant sent) and a +24:00 offset.
+var rfc3339 = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]([01]\d|2[0-3]):[0-5]\d)$`)
 
 // Parse reads an RFC 3339 date-time (fractions of a second up to nanoseconds) and answers it in
 // UTC: ErrSyntax when it is not one, ErrOutOfRange when its UTC year is outside 0000–9999.
@@ -33,7 +35,7 @@ func Parse(raw string) (time.Time, error) {
 	if !rfc3339.MatchString(raw) {
 		return time.Time{}, ErrSyntax
 	}
-	t, err := time.Parse(time.RFC3339Nano, raw)
+	t, err := time.Parse(time.RFC3339Nano, strings.ToUpper(raw))
 	if err != nil {
 		return time.Time{}, ErrSyntax
 	}
