@@ -63,10 +63,10 @@ func TestAdminRefusesAWordAmongTheFlags(t *testing.T) {
 		t.Errorf("installation create with a stray word created %d installation(s)", n-instBefore)
 	}
 
-	// usage: "--account A x --group-by key" answers grouped by day.
+	// usage: "--account A x --group-by key" would answer grouped by day.
 	code, out, errOut = runCLI(t, "admin", "usage", "--account", accountID, "x", "--group-by", "key")
-	if code != 2 {
-		t.Errorf("usage with a stray word before --group-by: exit %d, stderr %q; want 2", code, errOut)
+	if code != 2 || out != "" {
+		t.Errorf("usage with a stray word before --group-by: exit %d, stdout %q, stderr %q; want 2 and no report", code, out, errOut)
 	}
 }
 
