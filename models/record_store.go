@@ -221,10 +221,12 @@ func (s *Store) ReviewAccountPackshot(ctx context.Context, accountID, id string,
 			if err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Take(&file, "id = ?", p.AssetID).Error; err != nil {
 				return err
 			}
-			if file.PurgedAt != nil {
+			switch {
+			case file.PurgedAt != nil && !review.Archive:
 				return ErrRecordFilePurged
+			case file.PurgedAt == nil: // an archive stands regardless of voting: with a purged file, the approval is dropped
+				fields["voting"], fields["voting_at"] = VotingAccepted, now
 			}
-			fields["voting"], fields["voting_at"] = VotingAccepted, now
 		case RefVotingRejected:
 			fields["voting"], fields["voting_at"] = VotingPending, nil
 		}

@@ -220,11 +220,12 @@ type AttemptEffects struct {
 func (s *Store) RecordAttempt(ctx context.Context, deliveryID, endpointID string, r AttemptRecord, disableAfter time.Duration) (AttemptEffects, error) {
 	var eff AttemptEffects
 	err := s.Atomic(ctx, func(tx *Store) error {
-		if err := RecordWebhookAttempt(tx.conn(ctx), deliveryID, r); err != nil {
+		stale, err := recordWebhookAttempt(tx.conn(ctx), deliveryID, r)
+		if err != nil {
 			return err
 		}
-		if endpointID == "" {
-			return nil
+		if endpointID == "" || stale {
+			return nil // a stale attempt failed before a 2xx: it starts no failure streak
 		}
 		db := tx.conn(ctx)
 		if r.Delivered {

@@ -143,12 +143,20 @@ type AttemptRecord struct {
 
 // RecordWebhookAttempt stores an attempt and brings its delivery up to date in one transaction.
 func RecordWebhookAttempt(db *gorm.DB, deliveryID string, r AttemptRecord) error {
+	_, err := recordWebhookAttempt(db, deliveryID, r)
+	return err
+}
+
+// recordWebhookAttempt is RecordWebhookAttempt, reporting whether the attempt was stale: a failed
+// one that began before its delivery's 2xx (an attempt of a run a replay replaced, still sending
+// when the replay was delivered). A stale attempt is logged, and changes nothing else.
+func recordWebhookAttempt(db *gorm.DB, deliveryID string, r AttemptRecord) (stale bool, err error) {
 	now := time.Now().UTC()
 	var code *int
 	if r.StatusCode != 0 {
 		code = &r.StatusCode
 	}
-	return db.Transaction(func(tx *gorm.DB) error {
+	err = db.Transaction(func(tx *gorm.DB) error {
 		fields := map[string]any{
 			"attempts":         gorm.Expr("attempts + 1"),
 			"last_status_code": code,
@@ -164,14 +172,17 @@ func RecordWebhookAttempt(db *gorm.DB, deliveryID string, r AttemptRecord) error
 			fields["delivered_at"] = now
 			fields["next_attempt_at"] = nil
 		} else {
-			// A failed attempt never takes back a 2xx another run got meanwhile (a replay that
-			// replaced the run whose attempt was still sending): the delivery stays delivered.
-			q = q.Where("status <> ?", WebhookDelivered)
+			// A failed attempt that began before a 2xx another run got meanwhile (a replay that
+			// replaced the run whose attempt was still sending) never takes it back: the delivery
+			// stays delivered. One that began after it (a replay of a delivered delivery that
+			// fails) is the delivery's state from then on.
+			q = q.Where("(status <> ? OR delivered_at < ?)", WebhookDelivered, r.StartedAt.UTC())
 		}
 		res := q.Updates(fields)
 		if res.Error == nil && res.RowsAffected == 0 && !r.Delivered {
 			res = tx.Model(&WebhookDelivery{}).Where("id = ?", deliveryID).Updates(map[string]any{
 				"attempts": gorm.Expr("attempts + 1"), "updated_at": now})
+			stale = res.RowsAffected > 0
 		}
 		if res.Error != nil {
 			return res.Error
@@ -184,6 +195,7 @@ func RecordWebhookAttempt(db *gorm.DB, deliveryID string, r AttemptRecord) error
 			StatusCode: code, LatencyMS: r.Latency.Milliseconds(), Error: r.Error, CreatedAt: now,
 		}).Error
 	})
+	return stale, err
 }
 
 // RotateWebhookSecret makes newSecret the installation's signing secret and keeps the current
