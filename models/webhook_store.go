@@ -10,6 +10,14 @@ func (s *Store) GetWebhookDelivery(ctx context.Context, id string) (*WebhookDeli
 	return GetWebhookDelivery(s.conn(ctx), id)
 }
 
+// DeliveriesOfEvent returns the deliveries of a webhook event (one per endpoint it was recorded
+// for), oldest first.
+func (s *Store) DeliveriesOfEvent(ctx context.Context, eventID string) ([]WebhookDelivery, error) {
+	var out []WebhookDelivery
+	err := s.conn(ctx).Where("event_id = ?", eventID).Order("created_at, id").Find(&out).Error
+	return out, err
+}
+
 // MarkWebhookFailed records that the latest run of a delivery gave up; a delivery that was
 // delivered in the meantime stays delivered.
 func (s *Store) MarkWebhookFailed(ctx context.Context, deliveryID string) error {

@@ -94,7 +94,11 @@ type SupportLedgerRow struct {
 
 // SupportDeliveryView is one webhook delivery with every attempt.
 type SupportDeliveryView struct {
-	DeliveryID     string               `json:"delivery_id"`
+	DeliveryID string `json:"delivery_id"`
+	// EventID is the webhook-id its receiver got (one event, one delivery per endpoint); the
+	// endpoint is whose (nil: recorded before endpoints).
+	EventID        string               `json:"event_id"`
+	EndpointID     *string              `json:"endpoint_id"`
 	JobID          string               `json:"job_id"`
 	Run            int                  `json:"run"`
 	Event          string               `json:"event"`
@@ -195,7 +199,7 @@ func (e *Support) ShowOrder(ctx context.Context, orderID string) (SupportOrderVi
 			log = []SupportAttemptView{}
 		}
 		v.Deliveries = append(v.Deliveries, SupportDeliveryView{
-			DeliveryID: d.ID, JobID: d.Job(), Run: d.Run, Event: d.Event, Status: d.Status, CallbackURL: d.CallbackURL,
+			DeliveryID: d.ID, EventID: d.EventID, EndpointID: d.EndpointID, JobID: d.Job(), Run: d.Run, Event: d.Event, Status: d.Status, CallbackURL: d.CallbackURL,
 			Attempts: d.Attempts, LastStatusCode: d.LastStatusCode, LastError: d.LastError, NextAttemptAt: utc(d.NextAttemptAt),
 			CreatedAt: d.CreatedAt.UTC(), DeliveredAt: utc(d.DeliveredAt), WorkflowID: wf, TemporalUIURL: e.workflowURL(wf),
 			AttemptLog: log,

@@ -25,11 +25,16 @@ type SupportReplayResult struct {
 
 // ReplayWebhook re-sends a delivery of any installation now (Webhooks.StartWebhookReplay); an
 // unknown delivery is KindNotFound, one whose endpoint was deleted or is disabled KindConflict, as
-// the API's replay answers.
+// the API's replay answers. deliveryID may also be the ID of an event (the webhook-id a receiver
+// got, which a merchant reports) that has one delivery; of one with several, KindConflict names
+// them.
 func (e *Support) ReplayWebhook(ctx context.Context, deliveryID string) (SupportReplayResult, error) {
 	d, err := e.store.GetWebhookDelivery(ctx, deliveryID)
 	if errors.Is(err, models.ErrNotFound) {
-		return SupportReplayResult{}, missing("webhook delivery", deliveryID)
+		d, err = e.deliveryOfEvent(ctx, deliveryID)
+	}
+	if errors.Is(err, models.ErrNotFound) {
+		return SupportReplayResult{}, missing("webhook delivery or event", deliveryID)
 	}
 	if err != nil {
 		return SupportReplayResult{}, err
@@ -42,6 +47,25 @@ func (e *Support) ReplayWebhook(ctx context.Context, deliveryID string) (Support
 	}
 	id := workflows.WebhookWorkflowID(d.ID)
 	return SupportReplayResult{DeliveryID: d.ID, WorkflowID: id, TemporalUIURL: e.workflowURL(id), Status: "queued"}, nil
+}
+
+// deliveryOfEvent is the one delivery of the event eventID: ErrNotFound when it has none,
+// KindConflict naming them when it has several.
+func (e *Support) deliveryOfEvent(ctx context.Context, eventID string) (*models.WebhookDelivery, error) {
+	ds, err := e.store.DeliveriesOfEvent(ctx, eventID)
+	switch {
+	case err != nil:
+		return nil, err
+	case len(ds) == 0:
+		return nil, models.ErrNotFound
+	case len(ds) > 1:
+		ids := make([]string, len(ds))
+		for i := range ds {
+			ids[i] = ds[i].ID
+		}
+		return nil, refuse(KindConflict, "", "", "event %s went to %d endpoints; replay one of its deliveries: %s", eventID, len(ds), strings.Join(ids, ", "))
+	}
+	return &ds[0], nil
 }
 
 // SupportWebhookScope is whose webhooks a support answer shows: an installation's (plugin API),

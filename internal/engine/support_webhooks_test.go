@@ -2,7 +2,9 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -276,5 +278,58 @@ func TestSupportReplayRefusesADisabledOrDeletedEndpoint(t *testing.T) {
 				res, tc.count()-n)
 		}
 		wantKind(t, err, engine.KindConflict, "a deleted endpoint")
+	})
+}
+
+// docs/operations.md, "For support staff": a merchant reports the `webhook-id` their receiver got,
+// which is the event's ID. `orders show` names it beside each delivery (event_id), and
+// `webhooks replay` takes it when the event has one delivery; with several it names them.
+func TestSupportFindsAndReplaysTheWebhookIDAMerchantReports(t *testing.T) {
+	t.Parallel()
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		s := newSupportEngine(db, &recordingTemporal{})
+		tn := newSupportTenant(t, db, 10) // one endpoint at the installation's callback URL
+		o, jobs := submitOrder(t, s, tn, 1, "mug")
+		failRun(t, db, jobs[0].ID, 1, errorcat.ContentPolicy)
+		jobID := jobs[0].ID
+		ev := &models.WebhookEvent{ID: models.EventID(jobID, "1", webhooks.EventJobFailed), AccountID: tn.accountID,
+			InstallationID: &tn.installationID, Type: webhooks.EventJobFailed, Payload: models.JSON(`{}`),
+			OrderID: &o.ID, JobID: &jobID, CreatedAt: time.Now().UTC()}
+		ds, err := models.NewStore(db).RecordEvent(ctx, ev, models.EventDeliveries{Run: 1})
+		if err != nil || len(ds) != 1 {
+			t.Fatalf("record event: %v %d", err, len(ds))
+		}
+		webhookID := ev.ID // what the receiver sees as webhook-id (docs/webhooks.md, "The request")
+
+		v, err := s.Support.ShowOrder(ctx, o.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := json.Marshal(v.Deliveries)
+		if !strings.Contains(string(out), webhookID) {
+			t.Errorf("orders show never names the webhook-id %s the receiver got; its deliveries: %s", webhookID, out)
+		}
+		if _, err := s.Support.ReplayWebhook(ctx, webhookID); err != nil {
+			t.Errorf("admin webhooks replay <webhook-id the merchant reports>: %v", err)
+		}
+		// A second endpoint: the event now has two deliveries, and its ID names neither alone.
+		ep2 := models.WebhookEndpoint{ID: models.NewID(), AccountID: tn.accountID, InstallationID: &tn.installationID,
+			URL: "https://shop.example/second", Status: models.EndpointEnabled, Events: []string{webhooks.EventJobFailed},
+			CreatedAt: time.Now().UTC(), UpdatedAt: time.Now().UTC()}
+		if err := db.Create(&ep2).Error; err != nil {
+			t.Fatal(err)
+		}
+		two := &models.WebhookEvent{ID: models.EventID(jobID, "2", webhooks.EventJobFailed), AccountID: tn.accountID,
+			InstallationID: &tn.installationID, Type: webhooks.EventJobFailed, Payload: models.JSON(`{}`),
+			OrderID: &o.ID, JobID: &jobID, CreatedAt: time.Now().UTC()}
+		if ds, err := models.NewStore(db).RecordEvent(ctx, two, models.EventDeliveries{Run: 2}); err != nil || len(ds) != 2 {
+			t.Fatalf("record the second event: %v %d", err, len(ds))
+		}
+		_, err = s.Support.ReplayWebhook(ctx, two.ID)
+		e := wantKind(t, err, engine.KindConflict, "an event of two deliveries")
+		if !strings.Contains(e.Message, "2 endpoints") {
+			t.Errorf("message %q", e.Message)
+		}
 	})
 }
