@@ -3,6 +3,7 @@ package models
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -21,6 +22,9 @@ import (
 // ErrNotFound is returned by stores for a record that does not exist or belongs to another tenant.
 var ErrNotFound = errors.New("not found")
 
+// ErrNoDatabase: OpenOptions.MustExist found no embedded database.
+var ErrNoDatabase = errors.New("no database")
+
 // OpenOptions tunes Open.
 type OpenOptions struct {
 	MaxOpenConns int
@@ -29,6 +33,10 @@ type OpenOptions struct {
 	ConnectTimeout time.Duration
 	// StatementTimeout bounds each PostgreSQL statement (0: unbounded, as migrations need).
 	StatementTimeout time.Duration
+	// MustExist refuses to create an embedded (SQLite) database that is not there
+	// (ErrNoDatabase): a tool run from the wrong directory, or with another DATA_DIR, would
+	// otherwise make an empty one beside the service's and work on it.
+	MustExist bool
 }
 
 // DefaultConnectTimeout bounds opening a PostgreSQL connection when OpenOptions names no timeout,
@@ -57,6 +65,9 @@ func Open(databaseURL string, opts OpenOptions) (*gorm.DB, error) {
 	sqliteDB := strings.HasPrefix(databaseURL, "sqlite://")
 	if sqliteDB {
 		path := strings.TrimPrefix(databaseURL, "sqlite://")
+		if _, err := os.Stat(path); opts.MustExist && path != ":memory:" && errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w at %s: start the service once (make run), or set DATA_DIR (or DATABASE_URL) to where it keeps its data", ErrNoDatabase, path)
+		}
 		if path != ":memory:" {
 			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 				return nil, fmt.Errorf("create database directory: %w", err)

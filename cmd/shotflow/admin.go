@@ -40,7 +40,7 @@ Support (docs/operations.md, "For support staff"):
   shotflow admin jobs retry JOB_ID [--actor NAME] [--reason TEXT]
   shotflow admin jobs stragglers [--older-than DURATION] [--mode live|test|all] [--limit N] [--after CURSOR]
   shotflow admin jobs redrive JOB_ID --action settle|rerun [--actor NAME] [--reason TEXT]
-  shotflow admin webhooks replay DELIVERY_ID
+  shotflow admin webhooks replay DELIVERY_ID|EVENT_ID
   shotflow admin webhooks endpoints --installation ID | --account ID [--mode live|test|all]
   shotflow admin webhooks deliveries [--installation ID | --account ID] [--endpoint ID] [--status S] [--event E] [--mode live|test|all] [--limit N] [--cursor C]
   shotflow admin webhooks recover --endpoint ID --since RFC3339 [--until RFC3339]
@@ -103,12 +103,12 @@ func masterKey(cfg config.Config, create bool) ([]byte, error) {
 }
 
 func runAdmin(ctx context.Context, args []string, stdout io.Writer) error {
-	if len(args) < 2 || args[0] == "help" {
-		if len(args) > 0 && args[0] == "help" {
+	if len(args) < 2 || args[0] == "help" || isHelpFlag(args[0]) {
+		if len(args) > 0 && (args[0] == "help" || isHelpFlag(args[0])) {
 			fmt.Fprint(stdout, adminUsage)
 			return nil
 		}
-		return fmt.Errorf("%w: %s", errUsage, adminUsage)
+		return fmt.Errorf("%w: a command is required\n%s", errUsage, adminUsage)
 	}
 	commands := map[string]func(*adminEnv, []string) (any, error){
 		"account create":        (*adminEnv).accountCreate,

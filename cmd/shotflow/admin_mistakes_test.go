@@ -249,3 +249,24 @@ func TestAdminReadsIDsInAnyCase(t *testing.T) {
 		t.Errorf("jobs list --installation <ID in capitals> = %v; want its failed job", list)
 	}
 }
+
+// An admin command run where no dev database is (the wrong directory, a DATA_DIR with a typo)
+// creates nothing on disk and says that no database was found at the path (exit 1), instead of
+// making an empty shotflow.db and advising to migrate it.
+func TestAdminInTheWrongPlaceCreatesNoDatabase(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "not-the-dev-data-dir")
+	t.Setenv("DATA_DIR", dir)
+	t.Setenv("DATABASE_URL", "")
+	t.Setenv("BLOB_URL", "")
+	t.Setenv("SECRET_KEY", "")
+	code, out, errOut := runCLI(t, "admin", "jobs", "list", "--status", "failed")
+	if _, err := os.Stat(filepath.Join(dir, "shotflow.db")); err == nil {
+		t.Errorf("admin jobs list (exit %d) created %s/shotflow.db", code, dir)
+	}
+	if strings.Contains(errOut, "run `shotflow migrate` first") {
+		t.Errorf("admin jobs list in the wrong place says %q (stdout %q): migrating there would set up a stray empty database", strings.TrimSpace(errOut), out)
+	}
+	if code != 1 || !strings.Contains(errOut, "no database at "+filepath.Join(dir, "shotflow.db")) {
+		t.Errorf("admin jobs list in the wrong place: exit %d, stderr %q; want 1 naming the path", code, errOut)
+	}
+}

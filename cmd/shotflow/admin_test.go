@@ -413,15 +413,26 @@ func newAdminFixtureDB(t *testing.T) *gorm.DB {
 
 func TestAdminHelp(t *testing.T) {
 	isolateEnv(t)
-	code, out, errOut := runCLI(t, "admin", "help")
-	if code != 0 || !strings.Contains(out, "shotflow admin account create") || errOut != "" {
-		t.Errorf("admin help: exit %d, stdout %q, stderr %q", code, out, errOut)
+	for _, help := range []string{"help", "--help", "-h"} {
+		code, out, errOut := runCLI(t, "admin", help)
+		if code != 0 || !strings.Contains(out, "shotflow admin account create") || errOut != "" {
+			t.Errorf("admin %s: exit %d, stdout %q, stderr %q", help, code, out, errOut)
+		}
+	}
+	code, _, errOut := runCLI(t, "admin")
+	if code != 2 || strings.Count(errOut, "Usage:") != 1 || !strings.Contains(errOut, "a command is required") {
+		t.Errorf("admin alone: exit %d, stderr %q; want 2 saying a command is required, usage once", code, errOut)
 	}
 }
 
 func TestAdminNeedsMigratedDatabase(t *testing.T) {
 	isolateEnv(t)
 	dir := t.TempDir()
+	// A database file that is there but not migrated (one that is not there at all is
+	// TestAdminInTheWrongPlaceCreatesNoDatabase).
+	if err := os.WriteFile(filepath.Join(dir, "fresh.db"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	t.Setenv("DATABASE_URL", "sqlite://"+filepath.Join(dir, "fresh.db"))
 	t.Setenv("DATA_DIR", dir)
 	code, _, errOut := runCLI(t, "admin", "account", "create", "--name", "Acme")

@@ -26,7 +26,8 @@ type Tools struct {
 // (`shotflow migrate` gets it there). cfg's Temporal namespace should be the effective one
 // (temporalconn.Resolve): the engine's Temporal UI links name it.
 func OpenTools(cfg config.Config) (*Tools, error) {
-	store, err := models.OpenStore(cfg.DatabaseURL, models.OpenOptions{})
+	// A tool works on the service's database, never on one it would create here.
+	store, err := models.OpenStore(cfg.DatabaseURL, models.OpenOptions{MustExist: true})
 	if err != nil {
 		return nil, err
 	}

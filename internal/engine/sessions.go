@@ -343,8 +343,12 @@ func (e *Sessions) CommitSession(ctx context.Context, req SessionRequest, record
 	err = e.app.Orders.Commit(ctx, order, jobs, inTx)
 	if errors.Is(err, models.ErrInsufficientCredits) {
 		need := models.ReservationTotal(jobs)
+		unit := "credits"
+		if need == 1 {
+			unit = "credit"
+		}
 		refusal := refuse(KindInsufficientCredits, "", "",
-			"This session costs %d credits, more than the account has available.", need)
+			"This session costs %d %s, more than the account has available.", need, unit)
 		refusal.CreditsRequired = need
 		return Session{}, refusal
 	}
