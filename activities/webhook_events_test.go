@@ -182,4 +182,14 @@ func TestAReplayedDeliveryStaysDeliveredWhenTheReplacedRunsAttemptEndsLate(t *te
 		t.Errorf("a 2xx acknowledged the delivery, yet it is %q with next_attempt_at %v (delivered_at %v): no run will attempt it again",
 			d.Status, d.NextAttemptAt, d.DeliveredAt)
 	}
+	// Nor does it start the endpoint's failure streak (docs/webhooks.md: failing_since is "the first
+	// failed attempt since the last delivered one"): a streak dated before the last success would
+	// let any single failure WEBHOOK_DISABLE_AFTER later disable the endpoint.
+	var ep models.WebhookEndpoint
+	if err := f.db.Where("id = ?", f.endpoint.ID).Take(&ep).Error; err != nil {
+		t.Fatal(err)
+	}
+	if ep.FailingSince != nil {
+		t.Errorf("endpoint failing_since = %s after a stale failed attempt", ep.FailingSince.Format(time.RFC3339Nano))
+	}
 }
