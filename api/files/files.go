@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"regexp"
@@ -155,31 +156,37 @@ func (h *Handler) download(thumbnail bool) gin.HandlerFunc {
 				return
 			}
 		}
+		var (
+			r    io.ReadCloser
+			size int64
+		)
 		if reqctx.IsHead(c) { // the headers of the GET, without reading the file from the store
-			size, err := h.Blobs.Size(c.Request.Context(), key)
-			if h.storeFailed(c, err) {
-				return
-			}
-			fileHeaders(c, etag)
-			if !thumbnail {
-				c.Header("Accept-Ranges", "bytes")
-			}
-			c.Header("Content-Type", contentType)
-			c.Header("Content-Length", strconv.FormatInt(size, 10))
-			c.Status(http.StatusOK)
-			return
+			size, err = h.Blobs.Size(c.Request.Context(), key)
+		} else {
+			r, size, err = h.Blobs.Open(c.Request.Context(), key)
 		}
-		r, size, err := h.Blobs.Open(c.Request.Context(), key)
 		if h.storeFailed(c, err) {
 			return
 		}
-		defer r.Close()
 		fileHeaders(c, etag)
 		if !thumbnail {
 			c.Header("Accept-Ranges", "bytes")
 		}
-		c.DataFromReader(http.StatusOK, size, contentType, r, nil)
+		send(c, http.StatusOK, size, contentType, r)
 	}
+}
+
+// send answers status with length bytes of contentType read from r, or, when r is nil (a HEAD
+// served as its GET), the same headers without the bytes.
+func send(c *gin.Context, status int, length int64, contentType string, r io.ReadCloser) {
+	if r == nil {
+		c.Header("Content-Type", contentType)
+		c.Header("Content-Length", strconv.FormatInt(length, 10))
+		c.Status(status)
+		return
+	}
+	defer r.Close()
+	c.DataFromReader(status, length, contentType, r, nil)
 }
 
 // storeFailed answers a failed read of a file from the store, and reports whether it did: a file
@@ -209,12 +216,7 @@ func fileHeaders(c *gin.Context, etag string) {
 func (h *Handler) serveRange(c *gin.Context, key, contentType, etag string) bool {
 	ctx := c.Request.Context()
 	size, err := h.Blobs.Size(ctx, key)
-	if errors.Is(err, blobstore.ErrNotFound) {
-		h.Errors.FilePurged(c, "This file is no longer stored.")
-		return true
-	}
-	if err != nil {
-		h.Errors.Unexpected(c, err)
+	if h.storeFailed(c, err) {
 		return true
 	}
 	rg, ok, satisfiable := parseRange(c.GetHeader("Range"), size)
@@ -226,24 +228,16 @@ func (h *Handler) serveRange(c *gin.Context, key, contentType, etag string) bool
 		h.Errors.FileRangeNotSatisfiable(c, "The requested range starts beyond the file's "+strconv.FormatInt(size, 10)+" bytes.")
 		return true
 	}
-	if reqctx.IsHead(c) {
-		fileHeaders(c, etag)
-		c.Header("Accept-Ranges", "bytes")
-		c.Header("Content-Range", fmt.Sprintf("bytes %d-%d/%d", rg.start, rg.start+rg.length-1, size))
-		c.Header("Content-Type", contentType)
-		c.Header("Content-Length", strconv.FormatInt(rg.length, 10))
-		c.Status(http.StatusPartialContent)
-		return true
+	var r io.ReadCloser
+	if !reqctx.IsHead(c) {
+		if r, _, err = h.Blobs.OpenRange(ctx, key, rg.start, rg.length); h.storeFailed(c, err) {
+			return true
+		}
 	}
-	r, _, err := h.Blobs.OpenRange(ctx, key, rg.start, rg.length)
-	if h.storeFailed(c, err) {
-		return true
-	}
-	defer r.Close()
 	fileHeaders(c, etag)
 	c.Header("Accept-Ranges", "bytes")
 	c.Header("Content-Range", fmt.Sprintf("bytes %d-%d/%d", rg.start, rg.start+rg.length-1, size))
-	c.DataFromReader(http.StatusPartialContent, rg.length, contentType, r, nil)
+	send(c, http.StatusPartialContent, rg.length, contentType, r)
 	return true
 }
 
