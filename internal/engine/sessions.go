@@ -170,9 +170,7 @@ func (e *Sessions) PlanSession(ctx context.Context, req SessionRequest) (*models
 			if problem := approvedFileProblem(packshot); problem != "" {
 				// Approved while its upload was being prepared, and found unusable since: no job
 				// could read it, so it is refused as a missing one, before any credit is reserved.
-				if _, seen := unusable[s.ProductRef]; !seen {
-					missing = append(missing, s.ProductRef)
-				}
+				missing = append(missing, s.ProductRef)
 				unusable[s.ProductRef] = problem
 				continue
 			}
