@@ -290,14 +290,9 @@ type DemoTenantRequest struct {
 // whose webhook secret box seals.
 func (e *Accounts) EnsureDemoTenant(ctx context.Context, box models.Sealer, req DemoTenantRequest) (DemoTenant, error) {
 	t := req.Known
-	ok, err := e.demoTenantValid(ctx, t)
+	ok, err := e.keepDemoTenant(ctx, &t)
 	if err != nil {
 		return DemoTenant{}, err
-	}
-	if !ok {
-		if ok, err = e.reissueDemoKeys(ctx, &t); err != nil {
-			return DemoTenant{}, err
-		}
 	}
 	if !ok {
 		acc, err := e.CreateAccount(ctx, "Demo account", req.Credits)
@@ -355,27 +350,10 @@ func (e *Accounts) ensureDemoTestKeys(ctx context.Context, box models.Sealer, t 
 	return t, nil
 }
 
-// demoTenantValid reports whether t's plugin key still authenticates for t's installation and its
-// external key for t's account.
-func (e *Accounts) demoTenantValid(ctx context.Context, t DemoTenant) (bool, error) {
-	now := time.Now()
-	plugin, err := e.store.AuthenticateKey(ctx, models.KeyKindPlugin, t.PluginAPIKey, now)
-	if err != nil {
-		return false, ignoreInvalidKey(err)
-	}
-	if plugin.InstallationID == nil || *plugin.InstallationID != t.InstallationID {
-		return false, nil
-	}
-	external, err := e.store.AuthenticateKey(ctx, models.KeyKindExternal, t.ExternalAPIKey, now)
-	if err != nil {
-		return false, ignoreInvalidKey(err)
-	}
-	return external.AccountID == t.AccountID, nil
-}
-
-// reissueDemoKeys issues the known demo tenant's live keys that no longer authenticate for it, and
-// reports whether it could: false when its account or installation is gone (or was never known).
-func (e *Accounts) reissueDemoKeys(ctx context.Context, t *DemoTenant) (bool, error) {
+// keepDemoTenant reports whether the known demo tenant t can be kept: its account and installation
+// are there. Its live keys that no longer authenticate for it (revoked, expired) are issued anew
+// in t; keys that do are kept. False when the tenant is gone (or was never known).
+func (e *Accounts) keepDemoTenant(ctx context.Context, t *DemoTenant) (bool, error) {
 	if t.AccountID == "" || t.InstallationID == "" {
 		return false, nil
 	}
