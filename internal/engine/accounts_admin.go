@@ -323,19 +323,13 @@ func (e *Accounts) ensureDemoTestKeys(ctx context.Context, box models.Sealer, t 
 		t.PluginTestAPIKey, t.PluginTestWebhookSecret = k.APIKey, k.WebhookSecret
 	} else {
 		// The kept key's twin signs with its current secret (a client may have rotated it).
-		var twinSecret string
-		err := e.store.Tx(ctx, func(tx *models.Store) error {
-			twin, err := tx.TestTwinOfInstallation(ctx, box, t.InstallationID, webhooks.NewSecret())
-			if err != nil {
-				return err
-			}
-			twinSecret, err = box.Open(twin.WebhookSecretEnc)
-			return err
-		})
+		twin, err := e.store.TestTwinOfInstallation(ctx, box, t.InstallationID, webhooks.NewSecret())
 		if err != nil {
 			return DemoTenant{}, err
 		}
-		t.PluginTestWebhookSecret = twinSecret
+		if t.PluginTestWebhookSecret, err = twinWebhookSecret(box, twin); err != nil {
+			return DemoTenant{}, err
+		}
 	}
 	if _, err := e.store.AuthenticateKey(ctx, models.KeyKindExternal, t.ExternalTestAPIKey, now); err != nil {
 		if err := ignoreInvalidKey(err); err != nil {
@@ -436,9 +430,9 @@ func (e *Accounts) IssueTestPluginKey(ctx context.Context, box models.Sealer, li
 		if err != nil {
 			return err
 		}
-		secret, err := box.Open(twin.WebhookSecretEnc)
+		secret, err := twinWebhookSecret(box, twin)
 		if err != nil {
-			return fmt.Errorf("webhook secret of test installation %s: %w", twin.ID, err)
+			return err
 		}
 		out = TestKeyIssued{KeyID: k.Key.ID, APIKey: k.Secret, AccountID: twin.AccountID, InstallationID: twin.ID,
 			WebhookSecret: secret, Scopes: scopes, ExpiresAt: expiresAt}
@@ -485,4 +479,14 @@ func liveAccount(ctx context.Context, s *models.Store, id string) (*models.Accou
 		return nil, err
 	}
 	return acc, nil
+}
+
+// twinWebhookSecret is the secret that signs the webhooks of a plugin test key's endpoints: its
+// test twin installation's.
+func twinWebhookSecret(box models.Sealer, twin *models.Installation) (string, error) {
+	secret, err := box.Open(twin.WebhookSecretEnc)
+	if err != nil {
+		return "", fmt.Errorf("webhook secret of test installation %s: %w", twin.ID, err)
+	}
+	return secret, nil
 }
