@@ -103,11 +103,11 @@ func masterKey(cfg config.Config, create bool) ([]byte, error) {
 }
 
 func runAdmin(ctx context.Context, args []string, stdout io.Writer) error {
-	if len(args) < 2 || args[0] == "help" || isHelpFlag(args[0]) {
-		if len(args) > 0 && (args[0] == "help" || isHelpFlag(args[0])) {
-			fmt.Fprint(stdout, adminUsage)
-			return nil
-		}
+	if len(args) > 0 && (args[0] == "help" || isHelpFlag(args[0])) {
+		fmt.Fprint(stdout, adminUsage)
+		return nil
+	}
+	if len(args) < 2 {
 		return fmt.Errorf("%w: a command is required\n%s", errUsage, adminUsage)
 	}
 	commands := map[string]func(*adminEnv, []string) (any, error){
