@@ -62,9 +62,9 @@ type Router struct {
 // other route, a 405 naming its methods.
 func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if req.Method == http.MethodOptions {
-		segments := strings.Split(strings.Trim(req.URL.EscapedPath(), "/"), "/")
+		segments := segmentsOf(req.URL.EscapedPath())
 		for pattern, methods := range files.SignedRoutes {
-			if matchesPattern(strings.Split(strings.Trim(pattern, "/"), "/"), segments) {
+			if matchesPattern(segmentsOf(pattern), segments) {
 				files.Preflight(w, methods)
 				return
 			}
@@ -165,10 +165,10 @@ func isExternal(c *gin.Context) bool {
 // allowedMethods lists, sorted, the methods of the routes whose pattern matches path (HEAD where
 // GET is one): a :param segment matches any one segment, a *param the rest of the path.
 func allowedMethods(routes gin.RoutesInfo, path string) []string {
-	segments := strings.Split(strings.Trim(path, "/"), "/")
+	segments := segmentsOf(path)
 	var methods []string
 	for _, rt := range routes {
-		if matchesPattern(strings.Split(strings.Trim(rt.Path, "/"), "/"), segments) && !slices.Contains(methods, rt.Method) {
+		if matchesPattern(segmentsOf(rt.Path), segments) && !slices.Contains(methods, rt.Method) {
 			methods = append(methods, rt.Method)
 		}
 	}
@@ -178,6 +178,9 @@ func allowedMethods(routes gin.RoutesInfo, path string) []string {
 	slices.Sort(methods)
 	return methods
 }
+
+// segmentsOf splits a path or a route pattern into its segments.
+func segmentsOf(path string) []string { return strings.Split(strings.Trim(path, "/"), "/") }
 
 // matchesPattern reports whether a path's segments match a gin pattern's.
 func matchesPattern(pattern, segments []string) bool {
