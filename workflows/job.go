@@ -97,6 +97,11 @@ type JobInput struct {
 // the time spent waiting on an unreachable database or blob store (version 1).
 const retryWindowChange = "retry-window-excludes-outages"
 
+// inputWaitChange is the version marker of the JobWorkflow runs whose retry window leaves out the
+// time spent waiting for an input that was not ready (version 1): a job whose upload took 25
+// minutes to prepare still has its whole window for the provider's transient failures after it.
+const inputWaitChange = "retry-window-excludes-input-wait"
+
 // History shapes of a JobWorkflow run (JobInput.Shape).
 const (
 	// JobShapeOriginal is the shape of every run started before issue 15, re-runs included: an
@@ -227,7 +232,8 @@ func runJob(ctx workflow.Context, in JobInput, gate *startGate) (JobResult, erro
 	ctx, outages := withOutageClock(ctx)
 	first := workflow.Now(ctx)
 	var inputWaitStarted time.Time
-	failures := 0 // failed attempts of retryable categories, counted against the schedule
+	var inputWaited time.Duration // time spent waiting for the input, left out of the retry window
+	failures := 0                 // failed attempts of retryable categories, counted against the schedule
 	if !gate.begin() {
 		return gate.awaitCancelled(ctx)
 	}
@@ -262,10 +268,12 @@ func runJob(ctx workflow.Context, in JobInput, gate *startGate) (JobResult, erro
 					return JobResult{}, err
 				}
 				// No polling: the job sleeps until the input-ready signal or the deadline.
+				waitFrom := workflow.Now(ctx)
 				ready, err := workflow.AwaitWithTimeout(ctx, remaining, func() bool { return inputReady.Len() > 0 })
 				if err != nil {
 					return JobResult{}, err
 				}
+				inputWaited += workflow.Now(ctx).Sub(waitFrom)
 				for inputReady.ReceiveAsync(nil) {
 				}
 				if ready {
@@ -283,6 +291,11 @@ func runJob(ctx workflow.Context, in JobInput, gate *startGate) (JobResult, erro
 		// written only by runs that waited on an outage, tells them apart.
 		if outages.waited > 0 && workflow.GetVersion(ctx, retryWindowChange, workflow.DefaultVersion, 1) >= 1 {
 			elapsed -= outages.waited
+		}
+		// Nor does a wait for the input; the marker, written only by runs that waited for one,
+		// keeps the runs from before this change counting it, as their histories decided.
+		if inputWaited > 0 && workflow.GetVersion(ctx, inputWaitChange, workflow.DefaultVersion, 1) >= 1 {
+			elapsed -= inputWaited
 		}
 		if category.Retryable() && failures < opts.Retry.MaxAttempts && elapsed+wait <= opts.Retry.MaxTotal {
 			next := workflow.Now(ctx).Add(wait).UTC()

@@ -269,6 +269,27 @@ func TestJobWorkflowWaitsForItsInput(t *testing.T) {
 			t.Fatalf("result %+v after %v", res, env.Now().Sub(start))
 		}
 	})
+	t.Run("its wait is left out of the retry window", func(t *testing.T) {
+		// 29 minutes waiting for the input, then three transient failures: counted from the
+		// first attempt, the third one's 2-minute wait would pass the 30-minute window.
+		env := newJobEnv(t)
+		env.OnActivity(a.BeginAttempt, mock.Anything, mock.Anything).Return(nil).Times(5)
+		env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(contract.GenerateResult{}, categoryError(errorcat.InputNotReady, 0)).Once()
+		env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(contract.GenerateResult{}, categoryError(errorcat.TransientInfra, 0)).Times(3)
+		env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(okResult, nil).Once()
+		env.OnActivity(a.MarkRetryPending, mock.Anything, mock.Anything).Return(nil).Times(4)
+		env.OnActivity(a.CompleteJob, mock.Anything, mock.Anything).Return(nil).Maybe()
+		env.OnActivity(a.EndJob, mock.Anything, mock.Anything).Return(nil).Maybe() // the job failing is the defect
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(workflows.SignalInputReady, nil) }, 29*time.Minute)
+		env.ExecuteWorkflow(workflows.JobWorkflow, workflows.JobInput{JobID: "j1", Run: 1, OrderID: "o1"})
+		var res workflows.JobResult
+		if err := env.GetWorkflowResult(&res); err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != status.JobCompleted || res.Attempts != 5 {
+			t.Fatalf("result %+v", res)
+		}
+	})
 	t.Run("fails at the deadline", func(t *testing.T) {
 		env := newJobEnv(t)
 		env.OnActivity(a.BeginAttempt, mock.Anything, mock.Anything).Return(nil).Once()
