@@ -53,6 +53,14 @@ func (s *Store) PlaceTestOrder(ctx context.Context, order *Order, jobs []Job, no
 	})
 }
 
+// CountTestJobs counts n jobs of the test twin accountID against the quota of its day of now, in
+// the caller's transaction (a support re-run of a test job; an order's count is PlaceTestOrder's):
+// the day is started first when now begins a new one, and ErrTestQuotaExceeded, with nothing
+// counted, when the jobs do not fit.
+func (s *Store) CountTestJobs(ctx context.Context, accountID string, n int, now time.Time) error {
+	return countTestJobs(s.conn(ctx), accountID, n, now)
+}
+
 // countTestJobs adds n jobs to the twin's count of the day of now (or of a later day another
 // process's clock already started), or returns
 // ErrTestQuotaExceeded. The common case is one UPDATE; when it takes no row the day may have

@@ -76,6 +76,7 @@ func newSupportEngine(db *gorm.DB, tc client.Client) *engine.Engine {
 type supportTenant struct {
 	accountID      string
 	installationID string
+	test           bool // a test twin: its orders are test mode's (newTestSupportTenant)
 }
 
 func newSupportTenant(t *testing.T, db *gorm.DB, credits int64) supportTenant {
@@ -97,17 +98,34 @@ func newSupportTenant(t *testing.T, db *gorm.DB, credits int64) supportTenant {
 	return supportTenant{accountID: acc.ID, installationID: inst.ID}
 }
 
+// newTestSupportTenant is newSupportTenant made a test twin whose day began today with no job run:
+// its orders are test orders, counted against the test quota.
+func newTestSupportTenant(t *testing.T, db *gorm.DB, credits int64) supportTenant {
+	t.Helper()
+	tn := newSupportTenant(t, db, credits)
+	if err := db.Model(&models.Account{}).Where("id = ?", tn.accountID).
+		Updates(map[string]any{"test_mode": true, "test_day": models.TestDay(time.Now()), "test_jobs_today": 0}).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Model(&models.Installation{}).Where("id = ?", tn.installationID).Update("test_mode", true).Error; err != nil {
+		t.Fatal(err)
+	}
+	tn.test = true
+	return tn
+}
+
 // submitOrder accepts an order of one job per product reference, each costing cost, through intake
 // like the API does (the order's workflow start goes to the fake, and its mark is written).
 func submitOrder(t *testing.T, s *engine.Engine, tn supportTenant, cost int64, refs ...string) (models.Order, []models.Job) {
 	t.Helper()
 	order := models.Order{ID: models.NewID(), AccountID: tn.accountID, InstallationID: &tn.installationID, API: models.APIPlugin,
-		JobType: jobtype.PhotoShoot, SessionConfig: models.JSON(`{}`)}
+		JobType: jobtype.PhotoShoot, SessionConfig: models.JSON(`{}`), TestMode: tn.test}
 	jobs := make([]models.Job, len(refs))
 	for i, ref := range refs {
 		jobs[i] = models.Job{ID: models.NewID(), AccountID: tn.accountID, InstallationID: &tn.installationID,
 			JobType: jobtype.PhotoShoot, Position: i, ProductRef: ref, ProductLabel: "Label " + ref,
-			AIModel: "sim/content-policy", AspectRatio: "1:1", CreditCost: cost, Status: status.JobPending, Voting: models.VotingPending}
+			AIModel: "sim/content-policy", AspectRatio: "1:1", CreditCost: cost, Status: status.JobPending, Voting: models.VotingPending,
+			TestMode: tn.test}
 	}
 	if err := s.Orders.Submit(context.Background(), &order, jobs); err != nil {
 		t.Fatal(err)

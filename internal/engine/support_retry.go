@@ -52,8 +52,11 @@ type RetryResult struct {
 // credits, updates the order and sends a new webhook when it ends, like any job. The result links
 // the run's workflow in the Temporal UI.
 //
+// A test job's run counts against its test twin's quota of the day (docs/test-mode.md).
+//
 // A job in any other status is refused with ErrNotRetryable, a short balance with
-// models.ErrInsufficientCredits; in both cases nothing changes. A failed workflow start is not an
+// models.ErrInsufficientCredits, a test job whose twin has run the day's models.TestDailyJobs with
+// models.ErrTestQuotaExceeded; in every case nothing changes. A failed workflow start is not an
 // error: the run is committed, the result says so, and intake's sweeper starts it.
 func (e *Support) RetryJob(ctx context.Context, req RetryRequest) (RetryResult, error) {
 	actor := strings.TrimSpace(req.Actor)
@@ -94,6 +97,21 @@ func (e *Support) RetryJob(ctx context.Context, req RetryRequest) (RetryResult, 
 		}
 		res.PreviousStatus = j.Status
 		j.Run, j.Status, j.UpdatedAt = from+1, status.JobPending, now
+		if j.TestMode {
+			// A test job's new run is a test job of the day, counted against its twin's quota like
+			// an order's jobs, after the day's refill when the day has turned (so the reservation
+			// below takes the day's credits).
+			day := e.now()
+			err := tx.CountTestJobs(ctx, j.AccountID, 1, day)
+			if errors.Is(err, models.ErrTestQuotaExceeded) {
+				return fmt.Errorf("%w: job %s is a test job and its test twin (account %s) has run its %d test jobs of the UTC day; "+
+					"the quota resets at midnight UTC, in %s, when this job can run again",
+					models.ErrTestQuotaExceeded, j.ID, j.AccountID, models.TestDailyJobs, untilNextTestDay(day).Round(time.Second))
+			}
+			if err != nil {
+				return err
+			}
+		}
 		total, err := tx.ReserveForJobs(ctx, j.AccountID, j.OrderID, []models.Job{*j})
 		if errors.Is(err, models.ErrInsufficientCredits) {
 			available := int64(-1)

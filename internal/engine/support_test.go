@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/temporal"
+	"go.uber.org/zap"
 	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/internal/engine"
@@ -613,5 +614,71 @@ func TestRetryJobRecordsTheAlertsItsReservationCrosses(t *testing.T) {
 		if pending != 0 || recorded != 1 {
 			t.Fatalf("after the retry: %d alerts queued, %d credits.low recorded; want 0 and 1", pending, recorded)
 		}
+	})
+}
+
+// A support re-run of a test twin's job is a test job of the day like any other: it counts against
+// the twin's test quota (docs/test-mode.md, "Quota"), is refused with nothing changed when the day's
+// jobs are spent, and on a new UTC day starts that day first (the balance refilled, the count reset).
+func TestRetryOfATestJobCountsAgainstTheTestQuota(t *testing.T) {
+	t.Parallel()
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		s := newSupportEngine(db, &recordingTemporal{})
+		tn := newTestSupportTenant(t, db, models.TestDailyCredits)
+		_, jobs := submitOrder(t, s, tn, 2, "a", "b")
+		a, b := jobs[0].ID, jobs[1].ID
+		failRun(t, db, a, 1, errorcat.ProviderCapacity)
+		failRun(t, db, b, 1, errorcat.ProviderCapacity)
+		jobsToday := func() int {
+			t.Helper()
+			acc, err := models.GetAccount(db, tn.accountID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return acc.TestJobsToday
+		}
+		if n := jobsToday(); n != 2 {
+			t.Fatalf("the order counted %d jobs, want 2", n)
+		}
+
+		// The day's jobs spent: the re-run is refused, saying why and until when, and nothing changes.
+		testdb.MustExec(t, db, "UPDATE accounts SET test_jobs_today = ? WHERE id = ?", models.TestDailyJobs, tn.accountID)
+		before := accountSnapshot(t, db, tn.accountID)
+		_, err := s.Support.RetryJob(ctx, engine.RetryRequest{JobID: a, Actor: "alice"})
+		if !errors.Is(err, models.ErrTestQuotaExceeded) || !strings.Contains(err.Error(), "midnight UTC") {
+			t.Fatalf("re-run past the test quota = %v, want %v saying when it resets", err, models.ErrTestQuotaExceeded)
+		}
+		if after := accountSnapshot(t, db, tn.accountID); after != before {
+			t.Fatalf("a refused re-run changed the database:\nbefore %s\nafter  %s", before, after)
+		}
+
+		// One job left: the re-run takes it.
+		testdb.MustExec(t, db, "UPDATE accounts SET test_jobs_today = ? WHERE id = ?", models.TestDailyJobs-1, tn.accountID)
+		if res, err := s.Support.RetryJob(ctx, engine.RetryRequest{JobID: a, Actor: "alice"}); err != nil || res.Run != 2 {
+			t.Fatalf("re-run with one job left = %+v, %v", res, err)
+		}
+		if n := jobsToday(); n != models.TestDailyJobs {
+			t.Fatalf("after the re-run the day counts %d jobs, want %d", n, models.TestDailyJobs)
+		}
+
+		// The next UTC day: the re-run starts the day (the day's credits, the count reset) and is its
+		// first job.
+		now := time.Now().UTC()
+		midnight := time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, time.UTC)
+		tomorrow := engine.New(engine.Config{Store: models.NewStore(db), Temporal: &recordingTemporal{}, TaskQueue: "support-test",
+			Log: zap.NewNop(), JobOptions: supportJobOptions, TemporalUI: supportUI, Now: func() time.Time { return midnight }})
+		if res, err := tomorrow.Support.RetryJob(ctx, engine.RetryRequest{JobID: b, Actor: "alice"}); err != nil || res.Run != 2 {
+			t.Fatalf("re-run on the next day = %+v, %v", res, err)
+		}
+		acc, err := models.GetAccount(db, tn.accountID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if acc.TestDay != models.TestDay(midnight) || acc.TestJobsToday != 1 {
+			t.Fatalf("the next day's re-run left test_day %s with %d jobs; want %s with 1", acc.TestDay, acc.TestJobsToday, models.TestDay(midnight))
+		}
+		// The day's credits less the run's 2; job a's run 2 still holds its 2.
+		assertAccountCredits(t, db, tn.accountID, models.TestDailyCredits-2, 4)
 	})
 }
