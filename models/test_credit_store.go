@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 )
 
 // Test credits and the test quota (docs/test-mode.md, "Test credits and quota"). A test twin's
@@ -67,10 +68,11 @@ func (s *Store) CountTestJobs(ctx context.Context, accountID string, n int, now 
 // turned, so the day is refilled (by whichever transaction gets there first) and the count tried
 // once more.
 func countTestJobs(db *gorm.DB, accountID string, n int, now time.Time) error {
-	day := TestDay(now)
+	day, dbTomorrow := testDayOf(db, now)
 	count := func() (bool, error) {
 		res := db.Model(&Account{}).
-			Where("id = ? AND test_day >= ? AND test_jobs_today + ? <= ?", accountID, day, n, TestDailyJobs).
+			Where("id = ? AND test_day >= "+day.SQL+" AND test_day <= "+dbTomorrow+" AND test_jobs_today + ? <= ?",
+				append(append([]any{accountID}, day.Vars...), n, TestDailyJobs)...).
 			Update("test_jobs_today", gorm.Expr("test_jobs_today + ?", n))
 		return res.RowsAffected == 1, res.Error
 	}
@@ -92,16 +94,35 @@ func countTestJobs(db *gorm.DB, accountID string, n int, now time.Time) error {
 // whether it did. The conditional UPDATE that records the day lets one transaction do it (and
 // holds the account's row for it); the others find the day started.
 func refillTestDay(db *gorm.DB, accountID string, now time.Time) (bool, error) {
-	day := TestDay(now)
+	day, dbTomorrow := testDayOf(db, now)
 	// Only forward: a process whose clock is a little behind another's, just past midnight, finds
 	// the new day started and leaves it (its refill would undo a PUT /test/credits of the new day
-	// and reset its count). Days are YYYY-MM-DD, which sort as text as they do in time.
-	res := db.Model(&Account{}).Where("id = ? AND test_mode = ? AND test_day < ?", accountID, true, day).
+	// and reset its count). Days are YYYY-MM-DD, which sort as text as they do in time. A recorded
+	// day beyond the database's tomorrow is no day that started: it was written by a clock far
+	// ahead, and keeping it would freeze the twin's day until real time reached it.
+	where := "id = ? AND test_mode = ? AND (test_day < " + day.SQL + " OR test_day > " + dbTomorrow + ")"
+	res := db.Model(&Account{}).Where(where, append([]any{accountID, true}, day.Vars...)...).
 		Updates(map[string]any{"test_day": day, "test_jobs_today": 0, "updated_at": now.UTC()})
 	if res.Error != nil || res.RowsAffected == 0 {
 		return false, res.Error
 	}
 	return true, setTestBalance(db, accountID, TestDailyCredits, noteTestRefill, now)
+}
+
+// testDayOf is the test day of now as SQL for a statement of db, and the database's UTC tomorrow
+// (SQL, no arguments). The day is now's UTC day (engine.Config.Now's, which tests move across
+// midnight) when it is at most the database's tomorrow, which leaves room for clocks a little apart
+// around midnight; a later one is a clock far ahead, and the database's own UTC day is taken
+// instead, so such a process neither records a future day nor counts into one.
+func testDayOf(db *gorm.DB, now time.Time) (day clause.Expr, dbTomorrow string) {
+	dbToday, dbTomorrow := "date('now')", "date('now', '+1 day')"
+	if db.Dialector.Name() == "postgres" {
+		// now() is the transaction's start, the same for every statement of it.
+		dbToday = "to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD')"
+		dbTomorrow = "to_char((now() AT TIME ZONE 'UTC') + interval '1 day', 'YYYY-MM-DD')"
+	}
+	d := TestDay(now)
+	return gorm.Expr("(CASE WHEN ? <= "+dbTomorrow+" THEN ? ELSE "+dbToday+" END)", d, d), dbTomorrow
 }
 
 // setTestBalance sets the available balance of a test twin whose row the caller's transaction

@@ -56,7 +56,10 @@ func TestTestCreditsRefillOncePerUTCDay(t *testing.T) {
 		ctx := t.Context()
 		s := models.NewStore(db)
 		live, twin := testTwin(t, db, 50)
-		today := time.Now().UTC()
+		// The twin's day is yesterday, so that the days the test crosses stay within the database's
+		// tomorrow (a later day is a clock far ahead: TestFarFutureTestDayDoesNotFreezeTheTwin).
+		today := time.Now().UTC().Add(-24 * time.Hour)
+		setJobsToday(t, db, twin.ID, 0, today)
 		order, jobs := testOrderOf(twin.ID, 3, 100, today)
 		require.NoError(t, s.PlaceTestOrder(ctx, order, jobs, today, nil))
 		acc := assertLedgerMatches(t, db, twin.ID)
@@ -119,7 +122,10 @@ func TestSetTestCredits(t *testing.T) {
 		ctx := t.Context()
 		s := models.NewStore(db)
 		live, twin := testTwin(t, db, 50)
-		now := time.Now().UTC()
+		// The twin's day is yesterday, so that the days the test crosses stay within the database's
+		// tomorrow.
+		now := time.Now().UTC().Add(-24 * time.Hour)
+		setJobsToday(t, db, twin.ID, 0, now)
 		order, jobs := testOrderOf(twin.ID, 1, 40, now)
 		require.NoError(t, s.PlaceTestOrder(ctx, order, jobs, now, nil))
 
@@ -305,5 +311,68 @@ func TestTestDayNeverGoesBack(t *testing.T) {
 		require.EqualValues(t, 0, got.CreditBalance, "a read on the previous day refilled the balance the client set for the new day")
 		require.Equal(t, 999, got.TestJobsToday, "a read on the previous day reset the new day's job count")
 		require.Equal(t, models.TestDay(midnight), got.TestDay, "the twin's day went back")
+	})
+}
+
+// A test day far in the future (written by a process whose clock had jumped ahead, or by an
+// installation whose clock was once wrong) does not freeze the twin's day until real time reaches
+// it: a day beyond the database's tomorrow is not believed, so today's first read or order starts
+// today (the balance refilled, the count reset); and a process whose own clock is that far ahead
+// works in the database's day instead of writing its own.
+func TestFarFutureTestDayDoesNotFreezeTheTwin(t *testing.T) {
+	t.Parallel()
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := t.Context()
+		s := models.NewStore(db)
+		_, twin := testTwin(t, db, 0)
+		now := time.Now().UTC()
+		future := time.Date(2999, 1, 1, 12, 0, 0, 0, time.UTC)
+		farFuture := func() {
+			t.Helper()
+			_, err := s.SetTestCredits(ctx, twin.ID, 3, now)
+			require.NoError(t, err)
+			setJobsToday(t, db, twin.ID, models.TestDailyJobs, future)
+		}
+
+		// A balance read today refills.
+		farFuture()
+		got, err := s.RefillTestCredits(ctx, twin.ID, now)
+		require.NoError(t, err)
+		require.Equal(t, models.TestDay(now), got.TestDay, "the far-future day was kept")
+		require.EqualValues(t, models.TestDailyCredits, got.CreditBalance, "today's credits")
+		require.Zero(t, got.TestJobsToday, "today's count")
+		assertLedgerMatches(t, db, twin.ID)
+
+		// So does today's first order, which the stored day's spent quota does not refuse.
+		farFuture()
+		order, jobs := testOrderOf(twin.ID, 2, 5, now)
+		require.NoError(t, s.PlaceTestOrder(ctx, order, jobs, now, nil))
+		acc := assertLedgerMatches(t, db, twin.ID)
+		require.Equal(t, models.TestDay(now), acc.TestDay)
+		require.Equal(t, 2, acc.TestJobsToday)
+		require.EqualValues(t, models.TestDailyCredits-10, acc.CreditBalance)
+
+		// And PUT /test/credits: the value set holds for today, not undone by a refill.
+		farFuture()
+		got, err = s.SetTestCredits(ctx, twin.ID, 42, now)
+		require.NoError(t, err)
+		require.Equal(t, models.TestDay(now), got.TestDay)
+		got, err = s.RefillTestCredits(ctx, twin.ID, now)
+		require.NoError(t, err)
+		require.EqualValues(t, 42, got.CreditBalance)
+
+		// A process whose clock is far ahead counts into the database's day and records no future
+		// day, so the others keep theirs: today's count grows, the balance is not refilled.
+		order, jobs = testOrderOf(twin.ID, 1, 2, future)
+		require.NoError(t, s.PlaceTestOrder(ctx, order, jobs, future, nil))
+		got, err = s.RefillTestCredits(ctx, twin.ID, future)
+		require.NoError(t, err)
+		require.Equal(t, models.TestDay(now), got.TestDay, "a future clock wrote its day")
+		require.Equal(t, 1, got.TestJobsToday)
+		require.EqualValues(t, 40, got.CreditBalance)
+		got, err = s.RefillTestCredits(ctx, twin.ID, now)
+		require.NoError(t, err)
+		require.EqualValues(t, 40, got.CreditBalance, "today's balance was refilled again")
+		assertLedgerMatches(t, db, twin.ID)
 	})
 }
