@@ -118,8 +118,14 @@ func (e *Support) RetryJob(ctx context.Context, req RetryRequest) (RetryResult, 
 			if acc, err := tx.GetAccount(ctx, j.AccountID); err == nil {
 				available = acc.CreditBalance
 			}
-			return fmt.Errorf("%w: account %s has %d credits available and the run needs %d (shotflow admin credits grant adds some)",
-				models.ErrInsufficientCredits, j.AccountID, available, j.CreditCost)
+			remedy := "shotflow admin credits grant adds some"
+			if j.TestMode {
+				// credits grant refuses a test twin: its balance is the client's to set, or the day's.
+				remedy = fmt.Sprintf("a test twin's balance: the client sets it with PUT …/test/credits, and it is %d again at midnight UTC",
+					models.TestDailyCredits)
+			}
+			return fmt.Errorf("%w: account %s has %d credits available and the run needs %d (%s)",
+				models.ErrInsufficientCredits, j.AccountID, available, j.CreditCost, remedy)
 		}
 		if err != nil {
 			return err

@@ -682,3 +682,36 @@ func TestRetryOfATestJobCountsAgainstTheTestQuota(t *testing.T) {
 		assertAccountCredits(t, db, tn.accountID, models.TestDailyCredits-2, 4)
 	})
 }
+
+// A test job's re-run refused for its twin's short balance names the remedies test mode has (the
+// client's PUT …/test/credits, the day's refill at midnight UTC), not `credits grant`, which refuses
+// a test twin.
+func TestRetryOfATestJobShortOfTestCreditsSaysHowToGetThem(t *testing.T) {
+	t.Parallel()
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		s := newSupportEngine(db, &recordingTemporal{})
+		tn := newTestSupportTenant(t, db, models.TestDailyCredits)
+		_, jobs := submitOrder(t, s, tn, 2, "a")
+		failRun(t, db, jobs[0].ID, 1, errorcat.ProviderAccount)
+		if _, err := models.NewStore(db).SetTestCredits(ctx, tn.accountID, 1, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		before := accountSnapshot(t, db, tn.accountID)
+		_, err := s.Support.RetryJob(ctx, engine.RetryRequest{JobID: jobs[0].ID, Actor: "alice"})
+		if !errors.Is(err, models.ErrInsufficientCredits) {
+			t.Fatalf("re-run with 1 test credit = %v, want %v", err, models.ErrInsufficientCredits)
+		}
+		msg := err.Error()
+		if strings.Contains(msg, "credits grant") || !strings.Contains(msg, "/test/credits") || !strings.Contains(msg, "midnight UTC") {
+			t.Fatalf("message %q should name PUT …/test/credits and the refill at midnight UTC, not credits grant", msg)
+		}
+		if after := accountSnapshot(t, db, tn.accountID); after != before {
+			t.Fatalf("a refused re-run changed the database:\nbefore %s\nafter  %s", before, after)
+		}
+		// What the live message offered is refused for a twin.
+		if _, err := s.Accounts.GrantCredits(ctx, tn.accountID, 10); err == nil {
+			t.Fatal("credits grant added credits to a test twin")
+		}
+	})
+}
