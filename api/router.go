@@ -51,25 +51,15 @@ func init() { gin.SetMode(gin.ReleaseMode) }
 
 // Router is the HTTP handler of the whole API: gin's engine, which also answers HEAD wherever it
 // answers GET (RFC 9110, 9.1), as the GET would, without its body, and the CORS preflights of the
-// routes of signed URLs (files.SignedRoutes), which browsers reach.
+// routes of signed URLs (files.SignedRoutes), which browsers reach (servePreflight).
 type Router struct {
 	*gin.Engine
 }
 
 // ServeHTTP serves a HEAD of a path that takes GET as that GET. The handlers see a GET (a signed
 // URL is signed for GET); net/http, which holds the HEAD, sends the headers and Content-Length and
-// drops the body. An OPTIONS of a signed route is its CORS preflight (files.Preflight); of any
-// other route, a 405 naming its methods.
+// drops the body.
 func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	if req.Method == http.MethodOptions {
-		segments := segmentsOf(req.URL.EscapedPath())
-		for pattern, methods := range files.SignedRoutes {
-			if matchesPattern(segmentsOf(pattern), segments) {
-				files.Preflight(w, methods)
-				return
-			}
-		}
-	}
 	if req.Method == http.MethodHead && slices.Contains(allowedMethods(r.Routes(), req.URL.EscapedPath()), http.MethodGet) {
 		req = reqctx.HeadAsGet(req)
 	}
@@ -136,7 +126,12 @@ func NewRouter(d Deps, p *plugin.Handler) *Router {
 		c.PureJSON(http.StatusOK, gin.H{"code": c.Param("code"), "description": text})
 	})
 	// Unknown routes and methods answer in the error body of the API whose prefix they carry.
+	// An OPTIONS matches no route (none is registered), so it reaches these two through the
+	// middleware of every request.
 	r.NoRoute(func(c *gin.Context) {
+		if servePreflight(c) {
+			return
+		}
 		if d.External != nil && isExternal(c) {
 			d.External.NotFound(c)
 			return
@@ -144,6 +139,9 @@ func NewRouter(d Deps, p *plugin.Handler) *Router {
 		p.NotFound(c)
 	})
 	r.NoMethod(func(c *gin.Context) {
+		if servePreflight(c) {
+			return
+		}
 		// A 405 names the methods the path takes (RFC 9110, 15.5.6), matched as the routes are:
 		// on the path as sent, where a %2F stays inside its segment.
 		c.Header("Allow", strings.Join(allowedMethods(r.Routes(), c.Request.URL.EscapedPath()), ", "))
@@ -155,6 +153,29 @@ func NewRouter(d Deps, p *plugin.Handler) *Router {
 	})
 	return &Router{Engine: r}
 }
+
+// servePreflight answers an OPTIONS of a signed route as its CORS preflight (files.Preflight),
+// and reports whether it did; an OPTIONS of any other route is a 405 naming its methods. The
+// router's NoRoute and NoMethod handlers call it, behind the middleware of every request (request
+// ID, access log, metrics, deadline), which log and count it under the route's template.
+func servePreflight(c *gin.Context) bool {
+	if c.Request.Method != http.MethodOptions {
+		return false
+	}
+	segments := segmentsOf(c.Request.URL.EscapedPath())
+	for pattern, methods := range files.SignedRoutes {
+		if matchesPattern(segmentsOf(pattern), segments) {
+			c.Set(routeKey{}, pattern)
+			files.Preflight(c.Writer, methods)
+			return true
+		}
+	}
+	return false
+}
+
+// routeKey is the gin context key of the route template of a request that matched no gin route
+// but is served as one of them (a preflight, servePreflight).
+type routeKey struct{}
 
 // isExternal tells whether a request is the external API's: its base path, or a path under it.
 func isExternal(c *gin.Context) bool {
@@ -211,6 +232,9 @@ func Instrument(m *metrics.Metrics) gin.HandlerFunc {
 // routeLabel is the request's route template, "unmatched" for unknown paths and methods.
 func routeLabel(c *gin.Context) string {
 	if route := c.FullPath(); route != "" {
+		return route
+	}
+	if route := c.GetString(routeKey{}); route != "" {
 		return route
 	}
 	return "unmatched"

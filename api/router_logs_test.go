@@ -19,7 +19,10 @@ import (
 
 	"github.com/shotflow/shotflow/api"
 	"github.com/shotflow/shotflow/api/external"
+	"github.com/shotflow/shotflow/api/files"
 	"github.com/shotflow/shotflow/api/plugin"
+	"github.com/shotflow/shotflow/internal/platform/metrics"
+	"github.com/shotflow/shotflow/internal/platform/metrics/metricstest"
 	"github.com/shotflow/shotflow/internal/platform/ratelimit"
 	"github.com/shotflow/shotflow/internal/testsupport/apitest"
 	"github.com/shotflow/shotflow/internal/testsupport/testimage"
@@ -199,4 +202,40 @@ func TestServerErrorAfterTheClientLeftIsAWarningUnderARequestTimeout(t *testing.
 	lines := logs.FilterMessage("request").FilterField(zap.String("request_id", "timed-left")).All()
 	require.Len(t, lines, 1)
 	require.Equal(t, zapcore.WarnLevel, lines[0].Level)
+}
+
+// TestPreflightGoesThroughTheMiddleware: the CORS preflight of a signed route is a request like
+// any other: it carries its X-Request-Id, has its access line (method OPTIONS, the route's
+// template, 204) and is counted in the request metrics, while answering as a preflight.
+func TestPreflightGoesThroughTheMiddleware(t *testing.T) {
+	s := newServer(t)
+	a := s.storeFile([]byte("0123456789"), "image/png")
+	for _, tc := range []struct{ target, route, allow string }{
+		{files.Path(a.ID), "/files/:id", "GET, HEAD"},
+		{files.ThumbnailPath(a.ID), "/files/:id/thumbnail", "GET, HEAD"},
+		{plugin.Base + "/uploads/" + a.ID, files.UploadRoute, "PUT"},
+	} {
+		id := "trace-preflight-" + tc.route
+		rec := s.do(http.MethodOptions, tc.target, "Origin", "https://admin.shopify.com",
+			"Access-Control-Request-Method", "GET", "X-Request-Id", id)
+		require.Equal(t, http.StatusNoContent, rec.Code, tc.target)
+		require.Equal(t, id, rec.Header().Get("X-Request-Id"), "the preflight of %s carries no request ID", tc.target)
+		require.Equal(t, "*", rec.Header().Get("Access-Control-Allow-Origin"), tc.target)
+		require.Equal(t, tc.allow, rec.Header().Get("Access-Control-Allow-Methods"), tc.target)
+		require.Equal(t, tc.allow+", OPTIONS", rec.Header().Get("Allow"), tc.target)
+		require.Equal(t, "86400", rec.Header().Get("Access-Control-Max-Age"), tc.target)
+		require.Empty(t, rec.Body.String(), tc.target)
+
+		lines := s.logs.FilterMessage("request").FilterField(zap.String("request_id", id)).All()
+		require.Len(t, lines, 1, "the access line of the preflight of %s", tc.target)
+		fields := lines[0].ContextMap()
+		require.Equal(t, http.MethodOptions, fields["method"], tc.target)
+		require.Equal(t, tc.route, fields["route"], tc.target)
+		require.Equal(t, int64(http.StatusNoContent), fields["status"], tc.target)
+	}
+	scraped := metricstest.Serve(t, s.router)
+	for _, route := range []string{"/files/:id", "/files/:id/thumbnail", files.UploadRoute} {
+		require.Equal(t, float64(1), scraped.Value(metrics.HTTPRequests,
+			map[string]string{"route": route, "method": http.MethodOptions, "status": "2xx"}), "preflights of %s counted", route)
+	}
 }
