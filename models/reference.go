@@ -101,13 +101,13 @@ func usableItems(db *gorm.DB, kind ReferenceKind, accountID string) *gorm.DB {
 
 // ListUsableReferenceItems lists up to limit items of the kind an account may use: its own and
 // the marketplace's, done and not rejected (archived, failed, in-progress and rejected items are
-// left out). The account's own come first, newest first, then the marketplace by name (IDs break
-// ties), ordered and cut by the database.
+// left out). The account's own come first, newest first, then the marketplace by name in byte
+// order on every database (byteOrder; IDs break ties), ordered and cut by the database.
 func ListUsableReferenceItems(db *gorm.DB, kind ReferenceKind, accountID string, limit int) ([]ReferenceItem, error) {
 	var items []ReferenceItem
 	err := usableItems(db, kind, accountID).
 		Clauses(clause.OrderBy{Expression: clause.Expr{SQL: `CASE WHEN account_id IS NULL THEN 1 ELSE 0 END,
-			CASE WHEN account_id IS NULL THEN name ELSE '' END,
+			CASE WHEN account_id IS NULL THEN ` + byteOrder(db, "name") + ` ELSE '' END,
 			CASE WHEN account_id IS NULL THEN NULL ELSE created_at END DESC, id`}}).
 		Limit(limit).Find(&items).Error
 	return items, err
@@ -232,12 +232,13 @@ type PresetImage struct {
 
 // ListVisiblePresets lists the published presets an account sees: public ones (the system
 // presets) and its own, the first limit of them (limit <= 0: all). System presets come first in
-// their seed order, then the account's own newest first. images maps a preset ID to its cover and
+// their seed order (by position, then by name in byte order on every database: byteOrder), then
+// the account's own newest first; IDs break ties. images maps a preset ID to its cover and
 // gallery, cover first, gallery in order.
 func ListVisiblePresets(db *gorm.DB, accountID string, limit int) (presets []Preset, images map[string][]PresetImage, err error) {
 	q := db.Where("status = ? AND (visibility = ? OR account_id = ?)", PresetPublished, PresetPublic, accountID).
 		Clauses(clause.OrderBy{Expression: clause.Expr{SQL: `CASE WHEN type = ? THEN 0 ELSE 1 END,
-			CASE WHEN type = ? THEN position ELSE 0 END, CASE WHEN type = ? THEN name ELSE '' END,
+			CASE WHEN type = ? THEN position ELSE 0 END, CASE WHEN type = ? THEN ` + byteOrder(db, "name") + ` ELSE '' END,
 			CASE WHEN type = ? THEN NULL ELSE created_at END DESC, id`,
 			Vars: []any{PresetTypeSystem, PresetTypeSystem, PresetTypeSystem, PresetTypeSystem}}})
 	if limit > 0 {

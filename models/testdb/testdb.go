@@ -38,8 +38,36 @@ func PostgresURL(t testing.TB) string {
 	return createDatabase(t, "")
 }
 
-// createDatabase creates a database for the test, a copy of template unless it is "", and returns
-// its URL; it is dropped at cleanup.
+// LinguisticCollation is the ICU locale of LinguisticPostgresURL's databases.
+const LinguisticCollation = "en-US"
+
+// LinguisticPostgresURL creates an empty database for the test whose default collation is a
+// linguistic one (ICU's en-US), as a server initialised with an en_US locale (the Compose image's)
+// gives every database, where a server initialised with C (the tests' usual one) gives byte order:
+// "a_" < "A-" < "b" < "B" there, "A-" < "B" < "a_" < "b" in C. It returns its URL (dropped at
+// cleanup), and skips the test on a server built without ICU.
+func LinguisticPostgresURL(t testing.TB) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	admin, err := pgx.Connect(ctx, AdminURL())
+	if err != nil {
+		t.Fatalf("testdb: PostgreSQL is not reachable at %s (start it, or set TEST_DATABASE_URL): %v", AdminURL(), err)
+	}
+	defer admin.Close(context.Background())
+	var icu bool
+	if err := admin.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_collation WHERE collprovider = 'i')").Scan(&icu); err != nil {
+		t.Fatalf("testdb: %v", err)
+	}
+	if !icu {
+		t.Skip("testdb: this PostgreSQL server has no ICU collations")
+	}
+	return createDatabase(t, "template0 ENCODING 'UTF8' LOCALE_PROVIDER icu ICU_LOCALE '"+LinguisticCollation+"' LOCALE 'C.UTF-8'")
+}
+
+// createDatabase creates a database for the test, a copy of template unless it is "" (which may
+// be followed by further options of CREATE DATABASE), and returns its URL; it is dropped at
+// cleanup.
 func createDatabase(t testing.TB, template string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
