@@ -162,15 +162,23 @@ func servePreflight(c *gin.Context) bool {
 	if c.Request.Method != http.MethodOptions {
 		return false
 	}
-	segments := segmentsOf(c.Request.URL.EscapedPath())
-	for pattern, methods := range files.SignedRoutes {
+	pattern, ok := signedRoute(segmentsOf(c.Request.URL.EscapedPath()))
+	if !ok {
+		return false
+	}
+	c.Set(routeKey{}, pattern)
+	files.Preflight(c.Writer, files.SignedRoutes[pattern])
+	return true
+}
+
+// signedRoute is the pattern of the signed route (files.SignedRoutes) a path's segments match.
+func signedRoute(segments []string) (pattern string, ok bool) {
+	for pattern := range files.SignedRoutes {
 		if matchesPattern(segmentsOf(pattern), segments) {
-			c.Set(routeKey{}, pattern)
-			files.Preflight(c.Writer, methods)
-			return true
+			return pattern, true
 		}
 	}
-	return false
+	return "", false
 }
 
 // routeKey is the gin context key of the route template of a request that matched no gin route
@@ -184,7 +192,8 @@ func isExternal(c *gin.Context) bool {
 }
 
 // allowedMethods lists, sorted, the methods of the routes whose pattern matches path (HEAD where
-// GET is one): a :param segment matches any one segment, a *param the rest of the path.
+// GET is one, OPTIONS on a signed route): a :param segment matches any one segment, a *param the
+// rest of the path.
 func allowedMethods(routes gin.RoutesInfo, path string) []string {
 	segments := segmentsOf(path)
 	var methods []string
@@ -195,6 +204,9 @@ func allowedMethods(routes gin.RoutesInfo, path string) []string {
 	}
 	if slices.Contains(methods, http.MethodGet) && !slices.Contains(methods, http.MethodHead) {
 		methods = append(methods, http.MethodHead) // served as the GET (Router.ServeHTTP)
+	}
+	if _, signed := signedRoute(segments); signed && len(methods) > 0 {
+		methods = append(methods, http.MethodOptions) // its CORS preflight (servePreflight)
 	}
 	slices.Sort(methods)
 	return methods

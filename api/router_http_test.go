@@ -68,6 +68,25 @@ func TestMethodNotAllowedOfAnEncodedSlashNamesAllow(t *testing.T) {
 	}
 }
 
+// A signed route answers its CORS preflight (OPTIONS), so a 405 of another method names OPTIONS
+// among the methods the path takes, as the preflight's own Allow does (RFC 9110 §10.2.1).
+func TestMethodNotAllowedOfASignedRouteNamesOptions(t *testing.T) {
+	s := newServer(t)
+	id := models.NewID()
+	for _, tc := range []struct{ method, target, allow string }{
+		{http.MethodPost, files.Path(id), "GET, HEAD, OPTIONS"},
+		{http.MethodDelete, files.ThumbnailPath(id), "GET, HEAD, OPTIONS"},
+		{http.MethodPut, files.RefPrefix + "v1/models/" + id + ".jpg", "GET, HEAD, OPTIONS"},
+		{http.MethodGet, plugin.Base + "/uploads/" + id, "OPTIONS, PUT"},
+		{http.MethodHead, plugin.Base + "/uploads/" + id, "OPTIONS, PUT"},
+	} {
+		rec := s.do(tc.method, tc.target)
+		if rec.Code != http.StatusMethodNotAllowed || rec.Header().Get("Allow") != tc.allow {
+			t.Errorf("%s %s = %d, Allow %q; want 405 with Allow %q", tc.method, tc.target, rec.Code, rec.Header().Get("Allow"), tc.allow)
+		}
+	}
+}
+
 // RFC 9110 §9.1: "All general-purpose servers MUST support the methods GET and HEAD." Every GET
 // route answers HEAD as its GET, the signed file downloads included (whose Accept-Ranges and
 // Content-Length a download manager reads with a HEAD before ranged GETs), over a real server
