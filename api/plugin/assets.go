@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -109,8 +110,11 @@ func (h *Handler) receiveUpload(c *gin.Context) {
 		return
 	}
 	body := &bodyReader{r: c.Request.Body}
+	// The media type without its parameters, in lower case: its type and subtype are
+	// case-insensitive (RFC 9110, 8.3.1), and the declared one is lower case.
+	contentType := strings.ToLower(c.ContentType())
 	up, err := h.Engine.Uploads.ReceiveUpload(c.Request.Context(), engine.UploadBytes{
-		ID: id, ContentType: c.ContentType(), ContentLength: c.Request.ContentLength, Body: body})
+		ID: id, ContentType: contentType, ContentLength: c.Request.ContentLength, Body: body})
 	if _, refused := engine.As(err); err != nil && !refused && body.clientFailed(c.Request.Context()) {
 		// The client's connection ended mid-body: its affair, not an outage of the service (a body
 		// over its declared size is the engine's refusal, 413).

@@ -142,6 +142,21 @@ func TestUploadPNG(t *testing.T) {
 	assert.Len(t, *e.prepared, 1)
 }
 
+// Media types are case-insensitive (RFC 9110 §8.3.1): a PUT whose Content-Type is the declared
+// type in other letters, or with parameters, is that type.
+func TestUploadContentTypeIsCaseInsensitive(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	data := testimage.GradientPNG(t, 4, 4)
+	for _, contentType := range []string{"IMAGE/PNG", "Image/Png; name=shoe.png"} {
+		id, uploadURL := e.createUpload(e.key, "shoe.png", "image/png", len(data))
+		rec := e.put(uploadURL, contentType, data, int64(len(data)))
+		require.Equal(t, http.StatusOK, rec.Code, "Content-Type %q: %s", contentType, rec.Body.String())
+		assert.Equal(t, "image/png", decode(t, rec)["content_type"])
+		assert.Equal(t, status.AssetProcessing, e.asset(id).Status)
+	}
+}
+
 func TestUploadJPEGWithUnknownLength(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
