@@ -105,7 +105,7 @@ func (h *Handler) listOrders(c *gin.Context) {
 			h.fail(c, http.StatusBadRequest, "since "+instant.OutOfRangeText+".")
 			return
 		case err != nil:
-			h.fail(c, http.StatusBadRequest, "since must be an ISO 8601 timestamp such as 2026-11-01T00:00:00Z.")
+			h.fail(c, http.StatusBadRequest, "since must be an ISO 8601 timestamp such as 2026-11-01T00:00:00Z"+instant.PlusHint(raw)+".")
 			return
 		}
 		f.Since = &since

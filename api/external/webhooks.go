@@ -353,7 +353,7 @@ func parseDateTime(field, raw, example string) (time.Time, string) {
 	case errors.Is(err, instant.ErrOutOfRange):
 		return t, field + " " + instant.OutOfRangeText + "."
 	case err != nil:
-		return t, field + " must be an RFC 3339 date-time such as " + example + "."
+		return t, field + " must be an RFC 3339 date-time such as " + example + instant.PlusHint(raw) + "."
 	}
 	return t, ""
 }

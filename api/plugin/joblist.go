@@ -94,7 +94,7 @@ func (h *Handler) jobFilter(c *gin.Context, installationID string) (engine.JobFi
 		case errors.Is(err, instant.ErrOutOfRange):
 			return bad(p.name + " " + instant.OutOfRangeText + ".")
 		case err != nil:
-			return bad(p.name + " must be an RFC 3339 date-time such as 2026-06-01T12:00:00Z.")
+			return bad(p.name + " must be an RFC 3339 date-time such as 2026-06-01T12:00:00Z" + instant.PlusHint(raw) + ".")
 		}
 		*p.dst = &t
 	}

@@ -237,6 +237,7 @@ func listJobsCreatedAfterIsInclusiveAndCreatedBeforeExclusive(t *testing.T, db *
 	assert.Equal(t, newestFirst(j1, j1b, j2a, j2, j3), ids)
 	msg := e.requireError(e.jobsGet(e.key, "created_after="+plus), http.StatusBadRequest, plugin.CodeInvalidInput)
 	assert.Contains(t, msg, "created_after")
+	assert.Contains(t, msg, "percent-encode it as %2B", "the refusal says why")
 
 	for _, bad := range []struct{ name, value string }{
 		{"created_after", "2026-05-01"},

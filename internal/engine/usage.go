@@ -155,7 +155,7 @@ func usageTime(field, raw string) (time.Time, error) {
 	if t, err := time.Parse(time.DateOnly, raw); err == nil {
 		return t, nil
 	}
-	return time.Time{}, refuse(KindInvalid, "", field, "must be an RFC 3339 time (2026-11-01T00:00:00Z) or a date (2026-11-01).")
+	return time.Time{}, refuse(KindInvalid, "", field, "must be an RFC 3339 time (2026-11-01T00:00:00Z) or a date (2026-11-01)%s.", instant.PlusHint(raw))
 }
 
 // UsageOf is support's usage report (`shotflow admin usage`): an installation's when

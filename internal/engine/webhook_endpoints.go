@@ -302,7 +302,7 @@ func ParseWebhookTime(field, raw string) (*time.Time, error) {
 	case errors.Is(err, instant.ErrOutOfRange):
 		return nil, refuse(KindInvalid, "", field, "%s.", instant.OutOfRangeText)
 	case err != nil:
-		return nil, refuse(KindInvalid, "", field, "must be an RFC 3339 date-time such as 2026-06-01T12:00:00Z (percent-encode a + offset as %%2B).")
+		return nil, refuse(KindInvalid, "", field, "must be an RFC 3339 date-time such as 2026-06-01T12:00:00Z%s.", instant.PlusHint(raw))
 	}
 	return &t, nil
 }

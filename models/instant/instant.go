@@ -46,6 +46,17 @@ func Parse(raw string) (time.Time, error) {
 	return t, nil
 }
 
+// PlusHint is what a refusal of raw as ErrSyntax adds when raw is a date-time whose offset's "+"
+// was read as a space: a "+" left unencoded in a query string is one (application/x-www-form-
+// urlencoded), so 2026-06-01T12:00:00+02:00 arrives as "2026-06-01T12:00:00 02:00". "" otherwise.
+func PlusHint(raw string) string {
+	i := strings.LastIndexByte(raw, ' ')
+	if i < 0 || !rfc3339.MatchString(raw[:i]+"+"+raw[i+1:]) {
+		return ""
+	}
+	return " (its + was read as a space: percent-encode it as %2B in a query string)"
+}
+
 // InRange tells whether t's UTC year is within 0000–9999, the years both databases compare as
 // instants.
 func InRange(t time.Time) bool {

@@ -41,3 +41,13 @@ func TestParse(t *testing.T) {
 	assert.NoError(t, err)
 	assert.Equal(t, time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC), at)
 }
+
+// PlusHint speaks up only for a date-time whose offset's "+" arrived as a space.
+func TestPlusHint(t *testing.T) {
+	t.Parallel()
+	assert.Contains(t, instant.PlusHint("2026-06-01T14:00:00 02:00"), "%2B")
+	assert.Contains(t, instant.PlusHint("2026-06-01T14:00:00.5 02:00"), "%2B")
+	for _, raw := range []string{"2026-06-01 12:00:00Z", "2026-06-01T14:00:00 24:00", "yesterday", "", "2026-06-01T14:00:00+02:00", " "} {
+		assert.Empty(t, instant.PlusHint(raw), raw)
+	}
+}
