@@ -138,6 +138,14 @@ func TestAdminJobsList(t *testing.T) {
 		t.Fatalf("completed list = %+v", list)
 	}
 
+	// An installation that does not exist is a record that does not exist: exit 1, not an empty
+	// list that reads as "none of its jobs failed".
+	missingID := models.NewID()
+	code, stdout, stderr := runCLI(t, "admin", "jobs", "list", "--status", "failed", "--installation", missingID)
+	if code != 1 || stdout != "" || !strings.Contains(stderr, "installation "+missingID+" does not exist") {
+		t.Fatalf("jobs list of an unknown installation: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+
 	for _, args := range [][]string{
 		{},
 		{"--status", "broken"},

@@ -88,7 +88,8 @@ type SupportJobList struct {
 
 // ListJobs returns the jobs of every account matching the filter (live and test-mode ones alike
 // unless its Mode says which), most recently updated first;
-// a filter with a value that does not exist is refused with ErrInvalidFilter.
+// a filter with a value that does not exist is refused with ErrInvalidFilter, and an installation
+// that does not exist is KindNotFound.
 func (e *Support) ListJobs(ctx context.Context, f SupportJobFilter) (SupportJobList, error) {
 	if err := f.Validate(); err != nil {
 		return SupportJobList{}, err
@@ -99,6 +100,13 @@ func (e *Support) ListJobs(ctx context.Context, f SupportJobFilter) (SupportJobL
 	}
 	var installations []string
 	if f.InstallationID != "" {
+		// An installation that does not exist is said so (KindNotFound), as by every command that
+		// names one, rather than answered with an empty list that reads as "no such jobs".
+		if _, err := e.store.GetInstallation(ctx, f.InstallationID); errors.Is(err, models.ErrNotFound) {
+			return SupportJobList{}, missing("installation", f.InstallationID)
+		} else if err != nil {
+			return SupportJobList{}, err
+		}
 		// A live installation's jobs, and its test twin's, as the webhook commands show both; the
 		// mode then keeps the ones asked for.
 		installations = []string{f.InstallationID}

@@ -137,6 +137,15 @@ func TestSupportListJobsFilters(t *testing.T) {
 				t.Errorf("filter %+v: %v, want ErrInvalidFilter", bad, err)
 			}
 		}
+
+		// An installation that does not exist is not found, not an empty list that reads as
+		// "none of its jobs failed".
+		for _, id := range []string{models.NewID(), "not-an-id"} {
+			got, err := s.Support.ListJobs(ctx, engine.SupportJobFilter{Status: "failed", InstallationID: id})
+			if ee, ok := engine.As(err); !ok || ee.Kind != engine.KindNotFound || !strings.Contains(ee.Message, "installation "+id+" does not exist") {
+				t.Errorf("installation %s: %+v, %v; want not found", id, got, err)
+			}
+		}
 	})
 }
 
