@@ -122,6 +122,15 @@ func ParseKeyMode(full string) (kind, keyID, secret string, test, ok bool) {
 	return kind, keyID, secret, test, true
 }
 
+// CanonicalKeyID is s, trimmed and in lower case, when that is a key ID (an operator may paste
+// one in capitals); s unchanged otherwise.
+func CanonicalKeyID(s string) string {
+	if id := strings.ToLower(strings.TrimSpace(s)); isKeyID(id) {
+		return id
+	}
+	return s
+}
+
 // isKeyID reports whether s is 16 lowercase hexadecimal digits, the form of every key ID.
 func isKeyID(s string) bool {
 	if len(s) != 16 {

@@ -243,8 +243,8 @@ type KeyRevoked struct {
 // RevokeKey revokes a key of either kind at once in every process, named by its ID or by the full
 // key; revoking a revoked key again is no error, an unknown one is KindNotFound.
 func (e *Accounts) RevokeKey(ctx context.Context, idOrKey string) (KeyRevoked, error) {
-	id := idOrKey
-	if _, keyID, _, ok := models.ParseKey(idOrKey); ok {
+	id := models.CanonicalKeyID(idOrKey)
+	if _, keyID, _, ok := models.ParseKey(strings.TrimSpace(idOrKey)); ok {
 		id = keyID
 	}
 	err := e.store.RevokeKey(ctx, id)
