@@ -1,7 +1,6 @@
 package models
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -14,8 +13,11 @@ import (
 
 // The record lists and reviews of the external content API (api/external/openapi.yaml,
 // RecordItem, ImageItem, VideoItem): an account's own fashion models and sceneries, its packshots (with the packshot jobs
-// still generating theirs), its photo-shoot images and its videos and reels. Every list is newest
-// first by (created_at, id) and reads a handful of indexed queries whatever its length.
+// still generating theirs), its photo-shoot images and its videos and reels. Every list, and the
+// product photos' (ListAccountPhotos), is newest first by (created_at, id) and answers one page
+// (RecordPage): the query orders the rows and cuts the page after the record the client names
+// (a keyset on (created_at, id)) and LIMIT, so a request fetches at most a page whatever the
+// account holds.
 
 // Record votes in the external API's vocabularies: models, sceneries, packshots and videos use
 // RefVotingApproved and RefVotingRejected; photo-shoot images use VotingAccepted and
@@ -60,9 +62,55 @@ func RecordStatus(jobStatus string) string {
 	return RefStatusInProgress
 }
 
-// newestFirst orders records by created_at, then id, both descending.
-func newestFirst(a, b Record) int {
-	return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), cmp.Compare(b.ID, a.ID))
+// ErrUnknownCursor refuses a page of a record list that starts after a record the account does not
+// have in that list (RecordPage.StartingAfter).
+var ErrUnknownCursor = errors.New("unknown record list cursor")
+
+// RecordPage selects a page of an external record list: at most Limit records (at least 1), those
+// after the record StartingAfter in the list's newest-first (created_at, id) order ("" for the
+// first page). StartingAfter is a place in that order, so it may name a record the list no longer
+// shows (archived, deleted or rated otherwise since the previous page): it is looked up among all
+// of the account's records of the list, whatever the list's filters; ErrUnknownCursor when the
+// account has no such record.
+type RecordPage struct {
+	StartingAfter string
+	Limit         int
+}
+
+// recordKey is a record's place in the newest-first order of the record lists.
+type recordKey struct {
+	CreatedAt time.Time
+	ID        string
+}
+
+// recordKeyOf is the place of the record id among the rows q selects (created_at and id, already
+// restricted to the account's records of one list); nil for id "", ErrUnknownCursor when q has no
+// row of that id.
+func recordKeyOf(q *gorm.DB, id string) (*recordKey, error) {
+	if id == "" {
+		return nil, nil
+	}
+	var keys []recordKey
+	if err := q.Limit(1).Scan(&keys).Error; err != nil {
+		return nil, err
+	}
+	if len(keys) == 0 {
+		return nil, ErrUnknownCursor
+	}
+	return &keys[0], nil
+}
+
+// olderThan restricts q to the rows after key in the newest-first order, the row's time in the
+// column createdAt and its ID in id; a nil key leaves q as it is. The key's time is bound as the
+// database gave it (recordKeyOf), never a client's: PostgreSQL gave microseconds, which it
+// compares exactly; SQLite compares the text it stored, which the driver writes again, character
+// for character, from the time it read. So a page boundary neither skips nor repeats a record on
+// either database, records of the same microsecond included (id breaks the tie).
+func olderThan(q *gorm.DB, createdAt, id string, key *recordKey) *gorm.DB {
+	if key == nil {
+		return q
+	}
+	return q.Where("("+createdAt+" < ? OR ("+createdAt+" = ? AND "+id+" < ?))", key.CreatedAt, key.CreatedAt, key.ID)
 }
 
 // recordName is the SQL name of a job's record: its product's display name, else the label the
@@ -81,17 +129,24 @@ type recordJob struct {
 	InputPurged  *time.Time // the input's purged_at
 }
 
-// listRecordJobs lists the account's jobs of the types, newest first, with their outputs when
-// completed (first stored output per job).
-func listRecordJobs(q *gorm.DB, accountID string, jobTypes []string) ([]recordJob, map[string]string, error) {
+// listRecordJobs lists a page of the account's jobs of the types that q (conditions on the jobs
+// as j) selects, newest first, with their outputs when completed (first stored output per job).
+// The page may start after any of the account's jobs of the types.
+func listRecordJobs(q *gorm.DB, accountID string, jobTypes []string, page RecordPage) ([]recordJob, map[string]string, error) {
+	all := q.Session(&gorm.Session{NewDB: true})
+	key, err := recordKeyOf(all.Table("jobs").Select("created_at, id").
+		Where("id = ? AND account_id = ? AND job_type IN ?", page.StartingAfter, accountID, jobTypes), page.StartingAfter)
+	if err != nil {
+		return nil, nil, err
+	}
 	var jobs []recordJob
-	if err := q.Table("jobs AS j").
+	q = q.Table("jobs AS j").
 		Select(`j.id, `+recordName+` AS name, j.status, j.voting, j.created_at, j.input_asset_id,
 			ia.thumbnail_blob_key AS input_preview, ia.purged_at AS input_purged`).
 		Joins("LEFT JOIN products pr ON pr.id = j.product_id").
 		Joins("LEFT JOIN assets ia ON ia.id = j.input_asset_id").
-		Where("j.account_id = ? AND j.job_type IN ?", accountID, jobTypes).
-		Order("j.created_at DESC, j.id DESC").Scan(&jobs).Error; err != nil {
+		Where("j.account_id = ? AND j.job_type IN ?", accountID, jobTypes)
+	if err := olderThan(q, "j.created_at", "j.id", key).Order("j.created_at DESC, j.id DESC").Limit(page.Limit).Scan(&jobs).Error; err != nil {
 		return nil, nil, err
 	}
 	var completed []string
@@ -102,7 +157,7 @@ func listRecordJobs(q *gorm.DB, accountID string, jobTypes []string) ([]recordJo
 	}
 	first := map[string]string{}
 	for chunk := range slices.Chunk(completed, 500) {
-		outputs, err := JobOutputs(q.Session(&gorm.Session{NewDB: true}), chunk...)
+		outputs, err := JobOutputs(all, chunk...)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -144,21 +144,26 @@ func (s *Store) RetirePackshot(ctx context.Context, id string, now time.Time) er
 	return RetirePackshot(s.conn(ctx), id, now)
 }
 
-// ListAccountPhotos returns the account's live product photos whose product is not deleted, from
-// every installation's catalog and from the account's own uploads, newest first.
-func (s *Store) ListAccountPhotos(ctx context.Context, accountID string) ([]AccountPhotoRow, error) {
+// ListAccountPhotos returns a page of the account's live product photos whose product is not
+// deleted, from every installation's catalog and from the account's own uploads, newest first.
+// The page may start after any of the account's photos, deleted ones included.
+func (s *Store) ListAccountPhotos(ctx context.Context, accountID string, page RecordPage) ([]AccountPhotoRow, error) {
 	db := s.conn(ctx)
+	key, err := recordKeyOf(db.Table("product_images").Select("created_at, id").
+		Where("id = ? AND account_id = ?", page.StartingAfter, accountID), page.StartingAfter)
+	if err != nil {
+		return nil, err
+	}
 	var out []AccountPhotoRow
-	err := db.Table("product_images AS i").
+	q := db.Table("product_images AS i").
 		Select(`i.id AS id, i.asset_id AS asset_id, i.created_at AS created_at,
 			p.external_ref AS product_ref, p.display_name AS product_name,
 			a.status AS asset_status, a.upload_expires_at AS upload_expires_at, a.thumbnail_blob_key AS thumbnail_blob_key,
 			a.blob_key AS blob_key, a.content_type AS content_type, a.purged_at AS purged_at`).
 		Joins("JOIN products p ON p.id = i.product_id").
 		Joins("JOIN assets a ON a.id = i.asset_id").
-		Where("i.account_id = ? AND p.account_id = ? AND i.deleted_at IS NULL AND p.deleted_at IS NULL", accountID, accountID).
-		Order("i.created_at DESC, i.id DESC").
-		Scan(&out).Error
+		Where("i.account_id = ? AND p.account_id = ? AND i.deleted_at IS NULL AND p.deleted_at IS NULL", accountID, accountID)
+	err = olderThan(q, "i.created_at", "i.id", key).Order("i.created_at DESC, i.id DESC").Limit(page.Limit).Scan(&out).Error
 	return out, err
 }
 

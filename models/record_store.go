@@ -3,7 +3,6 @@ package models
 import (
 	"context"
 	"errors"
-	"slices"
 	"time"
 
 	"gorm.io/gorm"
@@ -16,11 +15,16 @@ import (
 // The store methods of the external API's record lists and reviews (external_records.go): an
 // account's own fashion models and sceneries, its packshots, photo-shoot images and videos.
 
-// ListAccountReferenceItems lists the account's own fashion models or sceneries (those it
-// generated; never the marketplace's) that are not archived, newest first; approvedOnly keeps the
-// APPROVED ones.
-func (s *Store) ListAccountReferenceItems(ctx context.Context, kind ReferenceKind, accountID string, approvedOnly bool) ([]Record, error) {
+// ListAccountReferenceItems lists a page of the account's own fashion models or sceneries (those
+// it generated; never the marketplace's) that are not archived, newest first; approvedOnly keeps
+// the APPROVED ones. The page may start after any of the account's items of the kind.
+func (s *Store) ListAccountReferenceItems(ctx context.Context, kind ReferenceKind, accountID string, approvedOnly bool, page RecordPage) ([]Record, error) {
 	db := s.conn(ctx)
+	key, err := recordKeyOf(db.Table(kind.Table()).Select("created_at, id").
+		Where("id = ? AND account_id = ?", page.StartingAfter, accountID), page.StartingAfter)
+	if err != nil {
+		return nil, err
+	}
 	var rows []struct {
 		ReferenceItem
 		ThumbnailPurgedAt *time.Time
@@ -31,7 +35,7 @@ func (s *Store) ListAccountReferenceItems(ctx context.Context, kind ReferenceKin
 	if approvedOnly {
 		q = q.Where("r.voting = ?", RefVotingApproved)
 	}
-	if err := q.Order("r.created_at DESC, r.id DESC").Scan(&rows).Error; err != nil {
+	if err := olderThan(q, "r.created_at", "r.id", key).Order("r.created_at DESC, r.id DESC").Limit(page.Limit).Scan(&rows).Error; err != nil {
 		return nil, err
 	}
 	out := make([]Record, 0, len(rows))
@@ -52,84 +56,90 @@ func (s *Store) ListAccountReferenceItems(ctx context.Context, kind ReferenceKin
 	return out, nil
 }
 
-// ListAccountPackshots lists the account's packshots that are neither deleted nor archived (DONE,
-// voting APPROVED for an accepted one, REJECTED for a rejected one, null while pending), and the
-// account's packshot jobs whose packshot does not exist yet (INPROGRESS or FAILED, not rated),
-// under the record ID the job was given. A packshot made by a job is dated by its job, so a
-// record keeps its createdAt and its place in the list when it becomes DONE. approvedOnly keeps
-// the accepted packshots.
-func (s *Store) ListAccountPackshots(ctx context.Context, accountID string, approvedOnly bool) ([]Record, error) {
+// ListAccountPackshots lists a page of the account's packshots that are neither deleted nor
+// archived (DONE, voting APPROVED for an accepted one, REJECTED for a rejected one, null while
+// pending), and the account's packshot jobs whose packshot does not exist yet (INPROGRESS or
+// FAILED, not rated), under the record ID the job was given, newest first. A packshot made by a
+// job is dated by its job, so a record keeps its createdAt and its place in the list when it
+// becomes DONE. approvedOnly keeps the accepted packshots. The page may start after any of the
+// account's packshot records, archived and deleted ones included.
+func (s *Store) ListAccountPackshots(ctx context.Context, accountID string, approvedOnly bool, page RecordPage) ([]Record, error) {
 	db := s.conn(ctx)
-	var done []struct {
-		ID           string
-		Name         string
-		Voting       string
-		CreatedAt    time.Time
-		JobCreatedAt *time.Time
-		AssetID      string
-		PurgedAt     *time.Time
-	}
-	q := db.Table("packshots AS p").
-		Select(`p.id, COALESCE(NULLIF(pr.display_name, ''), pr.external_ref, '') AS name, p.voting, p.created_at,
-			j.created_at AS job_created_at, p.asset_id, a.purged_at`).
-		Joins("LEFT JOIN products pr ON pr.id = p.product_id").
-		Joins("LEFT JOIN jobs j ON j.id = p.job_id").
-		Joins("LEFT JOIN assets a ON a.id = p.asset_id").
-		Where("p.account_id = ? AND p.deleted_at IS NULL AND p.archived_at IS NULL", accountID)
-	if approvedOnly {
-		q = q.Where("p.voting = ?", VotingAccepted)
-	}
-	if err := q.Scan(&done).Error; err != nil {
+	key, err := recordKeyOf(db.Table("(?) AS l", packshotRecords(db, accountID, false, false)).Select("l.created_at, l.id").
+		Where("l.id = ?", page.StartingAfter), page.StartingAfter)
+	if err != nil {
 		return nil, err
 	}
-	out := make([]Record, 0, len(done))
-	for _, p := range done {
+	var rows []struct {
+		ID        string
+		Name      string
+		Voting    string
+		CreatedAt time.Time
+		JobStatus string
+		AssetID   string
+		PurgedAt  *time.Time
+	}
+	q := db.Table("(?) AS l", packshotRecords(db, accountID, true, approvedOnly))
+	if err := olderThan(q, "l.created_at", "l.id", key).Order("l.created_at DESC, l.id DESC").Limit(page.Limit).Scan(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make([]Record, 0, len(rows))
+	for _, p := range rows {
 		rec := Record{ID: p.ID, Name: p.Name, Status: RefStatusDone, CreatedAt: p.CreatedAt}
-		if p.JobCreatedAt != nil {
-			rec.CreatedAt = *p.JobCreatedAt
-		}
-		switch p.Voting {
-		case VotingAccepted:
+		switch {
+		case p.JobStatus != "": // a job without its packshot
+			if rec.Status = RecordStatus(p.JobStatus); rec.Status == RefStatusDone {
+				rec.Status = RefStatusFailed // completed without a file: it never gets a packshot
+			}
+		case p.Voting == VotingAccepted:
 			rec.Voting = recordVoting(RefVotingApproved)
-		case VotingRejected:
+		case p.Voting == VotingRejected:
 			rec.Voting = recordVoting(RefVotingRejected)
 		}
-		if p.PurgedAt == nil {
+		if p.JobStatus == "" && p.PurgedAt == nil {
 			rec.Thumbnail.AssetID = p.AssetID
 		}
 		out = append(out, rec)
 	}
-	if !approvedOnly {
-		var pending []struct {
-			RecordID  string
-			Name      string
-			Status    string
-			CreatedAt time.Time
-		}
-		if err := db.Table("jobs AS j").Select("j.record_id, "+recordName+" AS name, j.status, j.created_at").
-			Joins("LEFT JOIN products pr ON pr.id = j.product_id").
-			Where("j.account_id = ? AND j.job_type = ? AND j.record_id IS NOT NULL AND j.record_archived_at IS NULL", accountID, jobtype.Packshot).
-			Where("NOT EXISTS (SELECT 1 FROM packshots p WHERE p.id = j.record_id)").
-			Scan(&pending).Error; err != nil {
-			return nil, err
-		}
-		for _, j := range pending {
-			status := RecordStatus(j.Status)
-			if status == RefStatusDone {
-				status = RefStatusFailed // completed without a file: it never gets a packshot
-			}
-			out = append(out, Record{ID: j.RecordID, Name: j.Name, Status: status, CreatedAt: j.CreatedAt})
-		}
-	}
-	slices.SortFunc(out, newestFirst)
 	return out, nil
 }
 
-// ListAccountShoots lists the account's photo-shoot images (photo_shoot jobs of either API),
-// newest first, with voting accepted, rejected or null (never pending) and the first output as
-// the thumbnail once DONE. approvedOnly keeps the accepted ones; a photoID keeps the shoots of
-// packshots cut from that product photo.
-func (s *Store) ListAccountShoots(ctx context.Context, accountID string, approvedOnly bool, photoID string) ([]Record, error) {
+// packshotRecords selects the account's packshot records (id, name, voting, created_at,
+// job_status, asset_id, purged_at): its packshots, dated by the job that made them when one did
+// (job_status ""), and its packshot jobs whose packshot does not exist yet (job_status the job's,
+// under the job's record ID). listed keeps those GET /packshots shows (packshots neither deleted
+// nor archived, jobs whose record is not archived); approvedOnly keeps the accepted packshots alone.
+func packshotRecords(db *gorm.DB, accountID string, listed, approvedOnly bool) *gorm.DB {
+	made := db.Table("packshots AS p").
+		Select(`p.id AS id, COALESCE(NULLIF(pr.display_name, ''), pr.external_ref, '') AS name, p.voting AS voting,
+			COALESCE(j.created_at, p.created_at) AS created_at, '' AS job_status, p.asset_id AS asset_id, a.purged_at AS purged_at`).
+		Joins("LEFT JOIN products pr ON pr.id = p.product_id").
+		Joins("LEFT JOIN jobs j ON j.id = p.job_id").
+		Joins("LEFT JOIN assets a ON a.id = p.asset_id").
+		Where("p.account_id = ?", accountID)
+	if listed {
+		made = made.Where("p.deleted_at IS NULL AND p.archived_at IS NULL")
+	}
+	if approvedOnly {
+		return made.Where("p.voting = ?", VotingAccepted)
+	}
+	making := db.Table("jobs AS j").
+		Select(`j.record_id AS id, `+recordName+` AS name, '' AS voting, j.created_at AS created_at, j.status AS job_status,
+			'' AS asset_id, NULL AS purged_at`).
+		Joins("LEFT JOIN products pr ON pr.id = j.product_id").
+		Where("j.account_id = ? AND j.job_type = ? AND j.record_id IS NOT NULL", accountID, jobtype.Packshot).
+		Where("NOT EXISTS (SELECT 1 FROM packshots p WHERE p.id = j.record_id)")
+	if listed {
+		making = making.Where("j.record_archived_at IS NULL")
+	}
+	return db.Raw("? UNION ALL ?", made, making)
+}
+
+// ListAccountShoots lists a page of the account's photo-shoot images (photo_shoot jobs of either
+// API), newest first, with voting accepted, rejected or null (never pending) and the first output
+// as the thumbnail once DONE. approvedOnly keeps the accepted ones; a photoID keeps the shoots of
+// packshots cut from that product photo. The page may start after any of the account's shoots.
+func (s *Store) ListAccountShoots(ctx context.Context, accountID string, approvedOnly bool, photoID string, page RecordPage) ([]Record, error) {
 	q := s.conn(ctx)
 	if approvedOnly {
 		q = q.Where("j.voting = ?", VotingAccepted)
@@ -137,7 +147,7 @@ func (s *Store) ListAccountShoots(ctx context.Context, accountID string, approve
 	if photoID != "" {
 		q = q.Where("j.packshot_id IN (SELECT p.id FROM packshots p WHERE p.source_image_id = ? AND p.account_id = ?)", photoID, accountID)
 	}
-	jobs, outputs, err := listRecordJobs(q, accountID, []string{jobtype.PhotoShoot})
+	jobs, outputs, err := listRecordJobs(q, accountID, []string{jobtype.PhotoShoot}, page)
 	if err != nil {
 		return nil, err
 	}
@@ -155,11 +165,11 @@ func (s *Store) ListAccountShoots(ctx context.Context, accountID string, approve
 	return out, nil
 }
 
-// ListAccountVideos lists the account's videos and reels, newest first: the video is the first
-// output once DONE, the thumbnail then the job's first input image (its preview when it has one),
-// voting APPROVED, REJECTED or null.
-func (s *Store) ListAccountVideos(ctx context.Context, accountID string) ([]Record, error) {
-	jobs, outputs, err := listRecordJobs(s.conn(ctx), accountID, []string{jobtype.Video, jobtype.Reel})
+// ListAccountVideos lists a page of the account's videos and reels, newest first: the video is the
+// first output once DONE, the thumbnail then the job's first input image (its preview when it has
+// one), voting APPROVED, REJECTED or null.
+func (s *Store) ListAccountVideos(ctx context.Context, accountID string, page RecordPage) ([]Record, error) {
+	jobs, outputs, err := listRecordJobs(s.conn(ctx), accountID, []string{jobtype.Video, jobtype.Reel}, page)
 	if err != nil {
 		return nil, err
 	}

@@ -42,10 +42,11 @@ type ProductItem struct {
 	Livemode  bool      `json:"livemode"` // false for a test key's photo
 }
 
-// ProductsPage is the answer of GET /products.
+// ProductsPage is the answer of GET /products: a page of the account's photos.
 type ProductsPage struct {
 	Products []ProductItem `json:"products"`
-	Count    int           `json:"count"`
+	Count    int           `json:"count"`    // items in Products
+	HasMore  bool          `json:"has_more"` // older photos follow the last one
 }
 
 // ProductCreated is the answer of POST /products.
@@ -60,16 +61,20 @@ func (h *Handler) registerProducts(add route) {
 	add(http.MethodPost, "/products", inputcheck.MultipartBody(maxProductFormBody), ScopeRegister, h.uploadProduct)
 }
 
-// listProducts answers the account's product photos, from its installations' catalogs and its
-// own uploads, newest first.
+// listProducts answers a page of the account's product photos, from its installations' catalogs
+// and its own uploads, newest first.
 func (h *Handler) listProducts(c *gin.Context) {
-	rows, err := h.Engine.Records.ListAccountPhotos(c.Request.Context(), key(c).AccountID)
+	query, ok := h.recordPage(c)
+	if !ok {
+		return
+	}
+	rows, more, err := h.Engine.Records.ListAccountPhotos(c.Request.Context(), key(c).AccountID, query)
 	if err != nil {
 		h.answer(c, err)
 		return
 	}
 	expires := h.now().Add(h.DownloadTTL)
-	page := ProductsPage{Products: make([]ProductItem, 0, len(rows)), Count: len(rows)}
+	page := ProductsPage{Products: make([]ProductItem, 0, len(rows)), Count: len(rows), HasMore: more}
 	for _, r := range rows {
 		page.Products = append(page.Products, h.productItem(r, expires, livemode(c)))
 	}

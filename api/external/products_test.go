@@ -66,13 +66,14 @@ func (e *env) storePhoto(p productPhoto) (imageID, assetID string) {
 	return img.ID, a.ID
 }
 
-// productItems returns the items of a GET /products answer, checking the answer's shape: exactly
-// products and count, count the number of items, each item exactly the five fields.
+// productItems returns the items of a GET /products answer that holds every photo, checking the
+// answer's shape: exactly products, count and has_more, count the number of items, has_more
+// false, each item exactly the six fields.
 func productItems(t *testing.T, body map[string]any) []map[string]any {
 	t.Helper()
 	list, ok := body["products"].([]any)
-	if !ok || len(body) != 2 || body["count"] != float64(len(list)) {
-		t.Fatalf("GET /products = %v, want {products, count}", body)
+	if !ok || len(body) != 3 || body["count"] != float64(len(list)) || body["has_more"] != false {
+		t.Fatalf("GET /products = %v, want {products, count, has_more: false}", body)
 	}
 	out := make([]map[string]any, len(list))
 	for i, raw := range list {

@@ -75,30 +75,30 @@ func (h *Handler) listSceneries(c *gin.Context) {
 	h.listReference(c, engine.Sceneries, "sceneries")
 }
 
-// listReference answers GET /models or /sceneries: the account's own items, not archived.
+// listReference answers GET /models or /sceneries: a page of the account's own items, not archived.
 func (h *Handler) listReference(c *gin.Context, kind engine.ReferenceKind, listKey string) {
-	approved, ok := h.statusFilter(c)
+	approved, page, ok := h.recordListQuery(c)
 	if !ok {
 		return
 	}
-	recs, err := h.Engine.Records.ListAccountReferenceItems(c.Request.Context(), key(c).AccountID, kind, approved)
-	h.answerRecords(c, listKey, recs, err)
+	recs, more, err := h.Engine.Records.ListAccountReferenceItems(c.Request.Context(), key(c).AccountID, kind, approved, page)
+	h.answerRecords(c, listKey, recs, more, err)
 }
 
-// listPackshots answers GET /packshots.
+// listPackshots answers GET /packshots: a page of the account's packshots.
 func (h *Handler) listPackshots(c *gin.Context) {
-	approved, ok := h.statusFilter(c)
+	approved, page, ok := h.recordListQuery(c)
 	if !ok {
 		return
 	}
-	recs, err := h.Engine.Records.ListAccountPackshots(c.Request.Context(), key(c).AccountID, approved)
-	h.answerRecords(c, "packshots", recs, err)
+	recs, more, err := h.Engine.Records.ListAccountPackshots(c.Request.Context(), key(c).AccountID, approved, page)
+	h.answerRecords(c, "packshots", recs, more, err)
 }
 
-// listImages answers GET /image-picker: the account's photo-shoot images, optionally only those
-// of one product photo (productId).
+// listImages answers GET /image-picker: a page of the account's photo-shoot images, optionally only
+// those of one product photo (productId).
 func (h *Handler) listImages(c *gin.Context) {
-	approved, ok := h.statusFilter(c)
+	approved, page, ok := h.recordListQuery(c)
 	if !ok {
 		return
 	}
@@ -107,13 +107,18 @@ func (h *Handler) listImages(c *gin.Context) {
 		h.fail(c, http.StatusBadRequest, "productId must be the id of a product photo (a UUID, as GET /products lists).")
 		return
 	}
-	recs, err := h.Engine.Records.ListAccountShoots(c.Request.Context(), key(c).AccountID, approved, ids.Canonical(photo))
-	h.answerRecords(c, "images", recs, err)
+	recs, more, err := h.Engine.Records.ListAccountShoots(c.Request.Context(), key(c).AccountID, approved, ids.Canonical(photo), page)
+	h.answerRecords(c, "images", recs, more, err)
 }
 
-// listVideos answers GET /videos: videos and reels. It takes no query parameters.
+// listVideos answers GET /videos: a page of the account's videos and reels. Its only query
+// parameters are the page's.
 func (h *Handler) listVideos(c *gin.Context) {
-	recs, err := h.Engine.Records.ListAccountVideos(c.Request.Context(), key(c).AccountID)
+	page, ok := h.recordPage(c)
+	if !ok {
+		return
+	}
+	recs, more, err := h.Engine.Records.ListAccountVideos(c.Request.Context(), key(c).AccountID, page)
 	if err != nil {
 		h.answer(c, err)
 		return
@@ -125,7 +130,28 @@ func (h *Handler) listVideos(c *gin.Context) {
 			VideoURL: h.recordFileURL(r.Video, expires), Status: r.Status, Voting: r.Voting, CreatedAt: r.CreatedAt,
 			Livemode: livemode(c)})
 	}
-	c.PureJSON(http.StatusOK, gin.H{"videos": items, "count": len(items)})
+	c.PureJSON(http.StatusOK, gin.H{"videos": items, "count": len(items), "has_more": more})
+}
+
+// recordListQuery reads the query of a record list with a statusFilter: the filter
+// (statusFilter) and the page (recordPage); it answers 400 and reports false for a bad one.
+func (h *Handler) recordListQuery(c *gin.Context) (approved bool, page engine.RecordPage, ok bool) {
+	if approved, ok = h.statusFilter(c); !ok {
+		return false, page, false
+	}
+	page, ok = h.recordPage(c)
+	return approved, page, ok
+}
+
+// recordPage reads the paging parameters of a record list, limit and starting_after
+// (engine.RecordListQuery); it answers 400 naming the parameter and reports false for a bad one.
+func (h *Handler) recordPage(c *gin.Context) (engine.RecordPage, bool) {
+	page, err := engine.RecordListQuery(c.Request.URL.Query())
+	if err != nil {
+		h.answer(c, err)
+		return page, false
+	}
+	return page, true
 }
 
 // statusFilter reads the statusFilter query parameter: approved reports true; all, empty or
@@ -141,8 +167,9 @@ func (h *Handler) statusFilter(c *gin.Context) (approved, ok bool) {
 	return false, false
 }
 
-// answerRecords answers {<listKey>: [...], count} with signed thumbnails, or the engine's error.
-func (h *Handler) answerRecords(c *gin.Context, listKey string, recs []engine.Record, err error) {
+// answerRecords answers {<listKey>: [...], count, has_more} with signed thumbnails, or the
+// engine's error.
+func (h *Handler) answerRecords(c *gin.Context, listKey string, recs []engine.Record, more bool, err error) {
 	if err != nil {
 		h.answer(c, err)
 		return
@@ -153,7 +180,7 @@ func (h *Handler) answerRecords(c *gin.Context, listKey string, recs []engine.Re
 		items = append(items, RecordItem{ID: r.ID, Name: r.Name, Thumbnail: h.recordFileURL(r.Thumbnail, expires),
 			Status: r.Status, Voting: r.Voting, CreatedAt: r.CreatedAt, Livemode: livemode(c)})
 	}
-	c.PureJSON(http.StatusOK, gin.H{listKey: items, "count": len(items)})
+	c.PureJSON(http.StatusOK, gin.H{listKey: items, "count": len(items), "has_more": more})
 }
 
 // recordFileURL signs the download URL of a record's file; "" when there is none.

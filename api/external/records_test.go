@@ -140,17 +140,29 @@ func (f *recFix) outputPath(j *models.Job) string {
 
 func strp(s string) *string { return &s }
 
-// recList gets a list and checks its shape: exactly {<listKey>, count}, count the number of items,
-// each item exactly the keys.
+// recList gets a list that fits in one page and checks its shape: exactly {<listKey>, count,
+// has_more}, count the number of items, has_more false, each item exactly the keys.
 func (f *recFix) recList(key, path, listKey string, keys ...string) []map[string]any {
+	f.t.Helper()
+	items, more := f.recPage(key, path, listKey, keys...)
+	if more {
+		f.t.Fatalf("GET %s: has_more is true, want the whole list in one page", path)
+	}
+	return items
+}
+
+// recPage gets a page of a list and checks its shape as recList does; it returns the items and
+// has_more.
+func (f *recFix) recPage(key, path, listKey string, keys ...string) ([]map[string]any, bool) {
 	f.t.Helper()
 	code, body := f.e.getAs(key, path)
 	if code != http.StatusOK {
 		f.t.Fatalf("GET %s = %d %v", path, code, body)
 	}
 	list, ok := body[listKey].([]any)
-	if !ok || len(body) != 2 || body["count"] != float64(len(list)) {
-		f.t.Fatalf("GET %s = %v, want {%s, count}", path, body, listKey)
+	more, isBool := body["has_more"].(bool)
+	if !ok || !isBool || len(body) != 3 || body["count"] != float64(len(list)) {
+		f.t.Fatalf("GET %s = %v, want {%s, count, has_more}", path, body, listKey)
 	}
 	sort.Strings(keys)
 	out := make([]map[string]any, len(list))
@@ -166,7 +178,7 @@ func (f *recFix) recList(key, path, listKey string, keys ...string) []map[string
 		}
 		out[i] = item
 	}
-	return out
+	return out, more
 }
 
 var recordKeys = []string{"id", "name", "thumbnail", "status", "voting", "createdAt", "livemode"}

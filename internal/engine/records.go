@@ -45,41 +45,69 @@ func storedFileOf(f models.RecordFile) StoredFile {
 	return StoredFile{AssetID: f.AssetID, Preview: f.Preview, BlobKey: f.BlobKey}
 }
 
-// ListAccountReferenceItems lists the account's own fashion models or sceneries (kind), not
-// archived, newest first; approvedOnly keeps the approved ones.
-func (e *Records) ListAccountReferenceItems(ctx context.Context, accountID string, kind ReferenceKind, approvedOnly bool) ([]Record, error) {
-	rows, err := e.store.ListAccountReferenceItems(ctx, models.ReferenceKind(kind), accountID, approvedOnly)
-	return e.records(ctx, rows, err)
+// ListAccountReferenceItems lists a page of the account's own fashion models or sceneries (kind),
+// not archived, newest first, and whether more follow; approvedOnly keeps the approved ones.
+func (e *Records) ListAccountReferenceItems(ctx context.Context, accountID string, kind ReferenceKind, approvedOnly bool, page RecordPage) ([]Record, bool, error) {
+	limit, p, err := page.storePage()
+	if err != nil {
+		return nil, false, err
+	}
+	rows, err := e.store.ListAccountReferenceItems(ctx, models.ReferenceKind(kind), accountID, approvedOnly, p)
+	return e.recordPage(ctx, rows, limit, err)
 }
 
-// ListAccountPackshots lists the account's live packshots and its packshot jobs that have none
-// yet; approvedOnly keeps the accepted packshots.
-func (e *Records) ListAccountPackshots(ctx context.Context, accountID string, approvedOnly bool) ([]Record, error) {
-	rows, err := e.store.ListAccountPackshots(ctx, accountID, approvedOnly)
-	return e.records(ctx, rows, err)
+// ListAccountPackshots lists a page of the account's live packshots and its packshot jobs that
+// have none yet, and whether more follow; approvedOnly keeps the accepted packshots.
+func (e *Records) ListAccountPackshots(ctx context.Context, accountID string, approvedOnly bool, page RecordPage) ([]Record, bool, error) {
+	limit, p, err := page.storePage()
+	if err != nil {
+		return nil, false, err
+	}
+	rows, err := e.store.ListAccountPackshots(ctx, accountID, approvedOnly, p)
+	return e.recordPage(ctx, rows, limit, err)
 }
 
-// ListAccountShoots lists the account's photo-shoot images, newest first; approvedOnly keeps the
-// accepted ones, and a photoID ("" for all) those of packshots cut from that product photo, which
-// must be the account's (KindNotFound otherwise).
-func (e *Records) ListAccountShoots(ctx context.Context, accountID string, approvedOnly bool, photoID string) ([]Record, error) {
+// ListAccountShoots lists a page of the account's photo-shoot images, newest first, and whether
+// more follow; approvedOnly keeps the accepted ones, and a photoID ("" for all) those of packshots
+// cut from that product photo, which must be the account's (KindNotFound otherwise).
+func (e *Records) ListAccountShoots(ctx context.Context, accountID string, approvedOnly bool, photoID string, page RecordPage) ([]Record, bool, error) {
+	limit, p, err := page.storePage()
+	if err != nil {
+		return nil, false, err
+	}
 	if photoID != "" {
 		found, err := e.store.AccountHasPhoto(ctx, accountID, photoID)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if !found {
-			return nil, refuse(KindNotFound, "", "", "Product not found.")
+			return nil, false, refuse(KindNotFound, "", "", "Product not found.")
 		}
 	}
-	rows, err := e.store.ListAccountShoots(ctx, accountID, approvedOnly, photoID)
-	return e.records(ctx, rows, err)
+	rows, err := e.store.ListAccountShoots(ctx, accountID, approvedOnly, photoID, p)
+	return e.recordPage(ctx, rows, limit, err)
 }
 
-// ListAccountVideos lists the account's videos and reels, newest first.
-func (e *Records) ListAccountVideos(ctx context.Context, accountID string) ([]Record, error) {
-	rows, err := e.store.ListAccountVideos(ctx, accountID)
-	return e.records(ctx, rows, err)
+// ListAccountVideos lists a page of the account's videos and reels, newest first, and whether more
+// follow.
+func (e *Records) ListAccountVideos(ctx context.Context, accountID string, page RecordPage) ([]Record, bool, error) {
+	limit, p, err := page.storePage()
+	if err != nil {
+		return nil, false, err
+	}
+	rows, err := e.store.ListAccountVideos(ctx, accountID, p)
+	return e.recordPage(ctx, rows, limit, err)
+}
+
+// recordPage is the views of a page of stored records, trimmed to limit (cutRecordPage,
+// its refusal of an unknown cursor included), with the store keys of their files.
+func (e *Records) recordPage(ctx context.Context, rows []models.Record, limit int, err error) ([]Record, bool, error) {
+	rows, more, err := cutRecordPage(rows, limit, err)
+	if err != nil {
+		return nil, false, err
+	}
+	recs, err := e.records(ctx, rows, nil)
+	return recs, more, err
 }
 
 // PackshotReview is a review of a packshot through the external API: Voting

@@ -39,14 +39,19 @@ func accountPhotoOf(r *models.AccountPhotoRow) AccountPhoto {
 	return p
 }
 
-// ListAccountPhotos returns the account's live product photos, from its installations' catalogs
-// and its own uploads, newest first.
-func (e *Records) ListAccountPhotos(ctx context.Context, accountID string) ([]AccountPhoto, error) {
-	rows, err := e.store.ListAccountPhotos(ctx, accountID)
+// ListAccountPhotos returns a page of the account's live product photos, from its installations'
+// catalogs and its own uploads, newest first, and whether more follow.
+func (e *Records) ListAccountPhotos(ctx context.Context, accountID string, page RecordPage) ([]AccountPhoto, bool, error) {
+	limit, p, err := page.storePage()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return viewsOf(rows, accountPhotoOf), nil
+	rows, err := e.store.ListAccountPhotos(ctx, accountID, p)
+	rows, more, err := cutRecordPage(rows, limit, err)
+	if err != nil {
+		return nil, false, err
+	}
+	return viewsOf(rows, accountPhotoOf), more, nil
 }
 
 // NewPhoto is a product of an account's own with its one photo: its name, its optional SKU and

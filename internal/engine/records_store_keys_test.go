@@ -79,9 +79,10 @@ func TestViewsCarryStoreKeysWithStoreURLs(t *testing.T) {
 		}
 		// The first job's video is purged: its record lists no video.
 		require.NoError(t, db.Model(&models.Asset{}).Where("job_id = ?", videos[0]).Update("purged_at", now).Error)
-		recs, err := d.Engine.Records.ListAccountVideos(ctx, acc.ID)
+		recs, more, err := d.Engine.Records.ListAccountVideos(ctx, acc.ID, engine.RecordPage{})
 		require.NoError(t, err)
 		require.Len(t, recs, 2)
+		require.False(t, more)
 		byID := map[string]engine.Record{recs[0].ID: recs[0], recs[1].ID: recs[1]}
 		kept := byID[videos[1]]
 		assert.Equal(t, key("outputs/"+videos[1]+".mp4"), kept.Video.StoreKey)
