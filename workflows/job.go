@@ -350,15 +350,27 @@ func classify(err error) (errorcat.Category, time.Duration, string) {
 			if appErr.HasDetails() {
 				_ = appErr.Details(&seconds)
 			}
-			return c, time.Duration(seconds * float64(time.Second)), appErr.Error()
+			return c, time.Duration(seconds * float64(time.Second)), errorDetail(appErr)
 		}
-		return errorcat.InternalBug, 0, appErr.Error()
+		return errorcat.InternalBug, 0, errorDetail(appErr)
 	}
 	var timeoutErr *temporal.TimeoutError
 	if errors.As(err, &timeoutErr) {
 		return errorcat.TransientInfra, 0, err.Error()
 	}
 	return errorcat.InternalBug, 0, err.Error()
+}
+
+// errorDetail is the error_detail support reads of an attempt's failure: its message, its cause,
+// and its type (the category) in brackets. Not appErr.Error(), whose "retryable: false" speaks of
+// the activity's own retries, of which there are none: whether the job is retried is the
+// category's, decided by runJob.
+func errorDetail(appErr *temporal.ApplicationError) string {
+	detail := appErr.Message()
+	if cause := appErr.Unwrap(); cause != nil {
+		detail += ": " + cause.Error()
+	}
+	return detail + " [" + appErr.Type() + "]"
 }
 
 func isType(err error, typ string) bool {

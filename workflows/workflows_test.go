@@ -128,9 +128,10 @@ func TestJobWorkflowGivesUpAfterMaxAttempts(t *testing.T) {
 	env.OnActivity(a.BeginAttempt, mock.Anything, mock.Anything).Return(nil).Times(3)
 	env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(contract.GenerateResult{}, categoryError(errorcat.TransientInfra, 0)).Times(3)
 	env.OnActivity(a.MarkRetryPending, mock.Anything, mock.Anything).Return(nil).Twice()
+	var detail string
 	env.OnActivity(a.EndJob, mock.Anything, mock.MatchedBy(func(in contract.EndInput) bool {
 		return in.Category == errorcat.TransientInfra
-	})).Return(nil).Once()
+	})).Return(func(_ context.Context, in contract.EndInput) error { detail = in.Detail; return nil }).Once()
 	env.ExecuteWorkflow(workflows.JobWorkflow, workflows.JobInput{JobID: "j1", Run: 1, Options: workflows.JobOptions{Retry: schedule}})
 	var res workflows.JobResult
 	if err := env.GetWorkflowResult(&res); err != nil {
@@ -138,6 +139,11 @@ func TestJobWorkflowGivesUpAfterMaxAttempts(t *testing.T) {
 	}
 	if res.Status != status.JobFailed || res.Attempts != 3 {
 		t.Fatalf("result = %+v", res)
+	}
+	// Support's detail names the category, and not the activity's own (absent) retries, which
+	// read as if the job were not retried.
+	if detail != "provider said no [TRANSIENT_INFRA]" {
+		t.Fatalf("error detail = %q", detail)
 	}
 }
 
