@@ -1,6 +1,7 @@
 package plugin_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/mocks"
+	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/api/files"
 	"github.com/shotflow/shotflow/api/plugin"
@@ -25,19 +27,45 @@ import (
 	"github.com/shotflow/shotflow/workflows"
 )
 
-// delivery stores a webhook delivery of a completed job of inst.
+// delivery stores a webhook delivery of a completed job of inst to the installation's endpoint
+// (endpoint).
 func (e *env) delivery(inst *models.Installation) models.WebhookDelivery {
+	e.t.Helper()
+	ep := e.endpoint(inst)
+	return e.deliveryTo(inst, &ep.ID)
+}
+
+// deliveryTo stores a webhook delivery of a completed job of inst to the endpoint endpointID; nil
+// is a delivery recorded before endpoints (migration 0016) for an installation without a callback
+// URL.
+func (e *env) deliveryTo(inst *models.Installation, endpointID *string) models.WebhookDelivery {
 	e.t.Helper()
 	o, j, _ := e.storeJob(inst)
 	d := models.WebhookDelivery{
 		ID: models.WebhookDeliveryID(j.ID, 1, webhooks.EventJobCompleted), AccountID: inst.AccountID, InstallationID: &inst.ID,
 		OrderID: &o.ID, JobID: &j.ID, Run: 1, Event: webhooks.EventJobCompleted, Payload: models.JSON(`{}`),
-		CallbackURL: "https://shop.example/hook",
+		CallbackURL: "https://shop.example/hook", EndpointID: endpointID,
 	}
 	created, err := models.CreateWebhookDelivery(e.db, &d)
 	require.NoError(e.t, err)
 	require.True(e.t, created)
 	return d
+}
+
+// endpoint is the live webhook endpoint of inst at https://shop.example/hook, created the first
+// time it is asked for.
+func (e *env) endpoint(inst *models.Installation) models.WebhookEndpoint {
+	e.t.Helper()
+	var ep models.WebhookEndpoint
+	err := e.db.Where("installation_id = ? AND url = ? AND deleted_at IS NULL", inst.ID, "https://shop.example/hook").Take(&ep).Error
+	if err == nil {
+		return ep
+	}
+	require.ErrorIs(e.t, err, gorm.ErrRecordNotFound)
+	ep = models.WebhookEndpoint{AccountID: inst.AccountID, InstallationID: &inst.ID, URL: "https://shop.example/hook",
+		Events: models.StringList{webhooks.EventJobCompleted}}
+	require.NoError(e.t, models.NewStore(e.db).CreateWebhookEndpoint(context.Background(), &ep))
+	return ep
 }
 
 // withTemporal gives the handler a mocked Temporal client and task queue.
@@ -97,6 +125,27 @@ func TestReplayWebhookErrors(t *testing.T) {
 	e.requireError(e.do(http.MethodPost, p("/webhooks/"+mine.ID+"/replay"), e.issueKey(plugin.PermWebhooksManage), nil),
 		http.StatusServiceUnavailable, plugin.CodeUnavailable)
 	e.requireError(e.do(http.MethodPost, p("/webhooks/"+mine.ID+"/replay"), "", nil), http.StatusUnauthorized, plugin.CodeUnauthorized)
+}
+
+// A delivery recorded before endpoints existed for an installation without a callback URL has no
+// endpoint: nothing can receive it, so its replay is refused 409 conflict, as one to a disabled or
+// deleted endpoint is, and nothing is started (it answered 202 and then failed every attempt).
+func TestReplayOfADeliveryWithoutEndpointIsAConflict(t *testing.T) {
+	t.Parallel()
+	for name, opts := range map[string][]envOption{"sqlite": nil, "postgres": {onPostgres()}} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, opts...)
+			e.withTemporal() // its expectations: no ExecuteWorkflow at all
+			legacy := e.deliveryTo(e.inst, nil)
+			msg := e.requireError(e.do(http.MethodPost, p("/webhooks/"+legacy.ID+"/replay"), e.key, nil), http.StatusConflict, plugin.CodeConflict)
+			assert.Contains(t, msg, "no endpoint")
+			d, err := models.GetWebhookDelivery(e.db, legacy.ID)
+			require.NoError(t, err)
+			assert.Equal(t, legacy.Status, d.Status, "a refused replay changes nothing")
+			assert.Zero(t, d.Attempts)
+		})
+	}
 }
 
 func TestRotateHMAC(t *testing.T) {

@@ -245,8 +245,37 @@ func TestAdminRetryAndReplayNeedTemporal(t *testing.T) {
 	if after := snapshotJSON(t, f); after != before {
 		t.Fatalf("a retry that could not reach Temporal changed the database:\n%s\n%s", before, after)
 	}
-	if code, _, stderr := runCLI(t, "admin", "webhooks", "replay", models.NewID()); code != 1 || !strings.Contains(stderr, "TEMPORAL_ADDRESS") {
+	// A delivery that can be replayed needs Temporal; one that cannot is told before it is dialled:
+	// an unknown one does not exist (exit 1), and one recorded before endpoints for an installation
+	// without a callback URL has no endpoint, so nothing can ever receive it (exit 2, like a refused
+	// value).
+	db := f.db(t)
+	now := time.Now().UTC()
+	ep := models.WebhookEndpoint{ID: models.NewID(), AccountID: f.accountID, InstallationID: &f.installationID, URL: "https://shop.example/hook",
+		Events: models.StringList{"job.failed"}, Status: models.EndpointEnabled, CreatedAt: now, UpdatedAt: now}
+	if err := db.Create(&ep).Error; err != nil {
+		t.Fatal(err)
+	}
+	delivery := func(run int, endpointID *string) string {
+		d := models.WebhookDelivery{ID: models.WebhookDeliveryID(f.failed, run, "job.failed"), AccountID: f.accountID,
+			InstallationID: &f.installationID, OrderID: &f.orderID, JobID: &f.failed, Run: run, Event: "job.failed",
+			Payload: models.JSON(`{}`), CallbackURL: "https://shop.example/hook", Status: models.WebhookFailed, EndpointID: endpointID}
+		if _, err := models.CreateWebhookDelivery(db, &d); err != nil {
+			t.Fatal(err)
+		}
+		return d.ID
+	}
+	toEndpoint, legacy := delivery(1, &ep.ID), delivery(2, nil)
+	if code, _, stderr := runCLI(t, "admin", "webhooks", "replay", toEndpoint); code != 1 || !strings.Contains(stderr, "TEMPORAL_ADDRESS") {
 		t.Fatalf("replay without Temporal: exit %d, %s", code, stderr)
+	}
+	unknown := models.NewID()
+	if code, _, stderr := runCLI(t, "admin", "webhooks", "replay", unknown); code != 1 || !strings.Contains(stderr, unknown+" does not exist") {
+		t.Fatalf("replay of an unknown delivery: exit %d, %s", code, stderr)
+	}
+	code, stdout, stderr = runCLI(t, "admin", "webhooks", "replay", legacy)
+	if code != 2 || stdout != "" || !strings.Contains(stderr, legacy) || !strings.Contains(stderr, "no endpoint") || strings.Contains(stderr, "TEMPORAL_ADDRESS") {
+		t.Fatalf("replay of a delivery without endpoint: exit %d, stdout %q, stderr %q; want exit 2 saying it has no endpoint", code, stdout, stderr)
 	}
 
 	code, stdout, _ = runCLI(t, "admin", "help")

@@ -516,9 +516,14 @@ func TestSupportReplayWebhook(t *testing.T) {
 		tn := newSupportTenant(t, db, 1)
 		o, jobs := submitOrder(t, newSupportEngine(db, tc), tn, 1, "cup")
 		failRun(t, db, jobs[0].ID, 1, errorcat.ContentPolicy)
+		var ep models.WebhookEndpoint // the tenant's one, at its callback URL
+		if err := db.Where("installation_id = ?", tn.installationID).Take(&ep).Error; err != nil {
+			t.Fatal(err)
+		}
 		id := models.WebhookDeliveryID(jobs[0].ID, 1, webhooks.EventJobFailed)
 		if _, err := models.CreateWebhookDelivery(db, &models.WebhookDelivery{ID: id, AccountID: tn.accountID, InstallationID: &tn.installationID,
-			OrderID: &o.ID, JobID: &jobs[0].ID, Run: 1, Event: webhooks.EventJobFailed, Payload: models.JSON(`{}`), CallbackURL: "https://x"}); err != nil {
+			OrderID: &o.ID, JobID: &jobs[0].ID, Run: 1, Event: webhooks.EventJobFailed, Payload: models.JSON(`{}`), CallbackURL: ep.URL,
+			EndpointID: &ep.ID}); err != nil {
 			t.Fatal(err)
 		}
 

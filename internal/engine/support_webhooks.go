@@ -24,22 +24,13 @@ type SupportReplayResult struct {
 }
 
 // ReplayWebhook re-sends a delivery of any installation now (Webhooks.StartWebhookReplay); an
-// unknown delivery is KindNotFound, one whose endpoint was deleted or is disabled KindConflict, as
-// the API's replay answers. deliveryID may also be the ID of an event (the webhook-id a receiver
-// got, which a merchant reports) that has one delivery; of one with several, KindConflict names
-// them.
+// unknown delivery is KindNotFound, one whose endpoint was deleted or is disabled, or that has no
+// endpoint (ReasonDeliveryWithoutEndpoint), KindConflict, as the API's replay answers. deliveryID
+// may also be the ID of an event (the webhook-id a receiver got, which a merchant reports) that
+// has one delivery; of one with several, KindConflict names them.
 func (e *Support) ReplayWebhook(ctx context.Context, deliveryID string) (SupportReplayResult, error) {
-	d, err := e.store.GetWebhookDelivery(ctx, deliveryID)
-	if errors.Is(err, models.ErrNotFound) {
-		d, err = e.deliveryOfEvent(ctx, deliveryID)
-	}
-	if errors.Is(err, models.ErrNotFound) {
-		return SupportReplayResult{}, missing("webhook delivery or event", deliveryID)
-	}
+	d, err := e.replayTarget(ctx, deliveryID)
 	if err != nil {
-		return SupportReplayResult{}, err
-	}
-	if err := e.app.Webhooks.replayable(ctx, d); err != nil {
 		return SupportReplayResult{}, err
 	}
 	if err := e.app.Webhooks.StartWebhookReplay(ctx, d); err != nil {
@@ -47,6 +38,33 @@ func (e *Support) ReplayWebhook(ctx context.Context, deliveryID string) (Support
 	}
 	id := workflows.WebhookWorkflowID(d.ID)
 	return SupportReplayResult{DeliveryID: d.ID, WorkflowID: id, TemporalUIURL: e.workflowURL(id), Status: "queued"}, nil
+}
+
+// CheckWebhookReplay refuses what ReplayWebhook would refuse for deliveryID, without reaching
+// Temporal: `shotflow admin webhooks replay` tells a delivery that cannot be replayed before it
+// dials Temporal. ReplayWebhook checks again.
+func (e *Support) CheckWebhookReplay(ctx context.Context, deliveryID string) error {
+	_, err := e.replayTarget(ctx, deliveryID)
+	return err
+}
+
+// replayTarget is the delivery a replay of deliveryID (a delivery's ID, or an event's with one
+// delivery) sends, once its endpoint is known to be able to receive it (Webhooks.replayable).
+func (e *Support) replayTarget(ctx context.Context, deliveryID string) (*models.WebhookDelivery, error) {
+	d, err := e.store.GetWebhookDelivery(ctx, deliveryID)
+	if errors.Is(err, models.ErrNotFound) {
+		d, err = e.deliveryOfEvent(ctx, deliveryID)
+	}
+	if errors.Is(err, models.ErrNotFound) {
+		return nil, missing("webhook delivery or event", deliveryID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := e.app.Webhooks.replayable(ctx, d); err != nil {
+		return nil, err
+	}
+	return d, nil
 }
 
 // deliveryOfEvent is the one delivery of the event eventID: ErrNotFound when it has none,

@@ -281,6 +281,43 @@ func TestSupportReplayRefusesADisabledOrDeletedEndpoint(t *testing.T) {
 	})
 }
 
+// A delivery recorded before endpoints existed (migration 0016) for an installation without a
+// callback URL has no endpoint: every attempt of it fails for want of a URL, so the API's replay
+// and `shotflow admin webhooks replay` (and its check before dialling Temporal) refuse it
+// KindConflict (ReasonDeliveryWithoutEndpoint), as one to a deleted endpoint, and start nothing.
+func TestReplayOfADeliveryWithoutEndpointIsRefused(t *testing.T) {
+	t.Parallel()
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		tc := &recordingTemporal{}
+		tn := newSupportTenant(t, db, 1)
+		o, jobs := submitOrder(t, newSupportEngine(db, tc), tn, 1, "cup")
+		failRun(t, db, jobs[0].ID, 1, errorcat.ContentPolicy)
+		id := models.WebhookDeliveryID(jobs[0].ID, 1, webhooks.EventJobFailed)
+		if _, err := models.CreateWebhookDelivery(db, &models.WebhookDelivery{ID: id, AccountID: tn.accountID, InstallationID: &tn.installationID,
+			OrderID: &o.ID, JobID: &jobs[0].ID, Run: 1, Event: webhooks.EventJobFailed, Payload: models.JSON(`{}`),
+			Status: models.WebhookFailed}); err != nil {
+			t.Fatal(err)
+		}
+		s := newSupportEngine(db, tc)
+		n := tc.count() // the order's start
+		for what, replay := range map[string]func() error{
+			"the API's replay": func() error { _, err := s.Webhooks.ReplayWebhook(ctx, tn.installationID, id); return err },
+			"admin's replay":   func() error { _, err := s.Support.ReplayWebhook(ctx, id); return err },
+			"admin's check":    func() error { return s.Support.CheckWebhookReplay(ctx, id) },
+		} {
+			e := wantKind(t, replay(), engine.KindConflict, what)
+			assert.Equal(t, engine.ReasonDeliveryWithoutEndpoint, e.Reason, what)
+			assert.Contains(t, e.Message, "no endpoint", what)
+		}
+		assert.Equal(t, n, tc.count(), "a refused replay starts no workflow")
+		d, err := models.GetWebhookDelivery(db, id)
+		require.NoError(t, err)
+		assert.Equal(t, models.WebhookFailed, d.Status)
+		assert.Zero(t, d.Attempts)
+	})
+}
+
 // docs/operations.md, "For support staff": a merchant reports the `webhook-id` their receiver got,
 // which is the event's ID. `orders show` names it beside each delivery (event_id), and
 // `webhooks replay` takes it when the event has one delivery; with several it names them.
