@@ -16,7 +16,7 @@ type OrderHistory struct {
 	Jobs       []Job             // by position, then id
 	Ledger     []LedgerEntry     // by created_at, job_id, run, kind
 	Deliveries []WebhookDelivery // by created_at, then id
-	Attempts   []WebhookAttempt  // of the deliveries, by started_at, then created_at
+	Attempts   []WebhookAttempt  // the latest MaxKeptAttempts of each delivery, by started_at, then created_at
 	Retries    []JobRetry        // by created_at, job_id, to_run
 }
 
@@ -46,6 +46,7 @@ func (s *Store) OrderHistory(ctx context.Context, orderID string) (*OrderHistory
 		if err := db.Where("delivery_id IN ?", ids).Order("started_at, created_at").Find(&h.Attempts).Error; err != nil {
 			return nil, err
 		}
+		h.Attempts = keepLatestAttempts(h.Attempts)
 	}
 	if err := db.Where("order_id = ?", orderID).Order("created_at, job_id, to_run").Find(&h.Retries).Error; err != nil {
 		return nil, err

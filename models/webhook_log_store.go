@@ -18,14 +18,15 @@ type DeliveryQuery struct {
 	Limit         int
 }
 
-// DeliveryWithAttempts is a delivery and its attempts, oldest first.
+// DeliveryWithAttempts is a delivery and its latest attempts (at most MaxKeptAttempts), oldest
+// first; Delivery.Attempts counts every attempt it made.
 type DeliveryWithAttempts struct {
 	Delivery WebhookDelivery
 	Attempts []WebhookAttempt
 }
 
 // WebhookDeliveries returns up to q.Limit deliveries of the scope matching q, newest first by
-// (created_at, id), each with its attempts: the page is one query and its attempts another.
+// (created_at, id), each with its latest attempts: the page is one query and its attempts another.
 func (s *Store) WebhookDeliveries(ctx context.Context, scope WebhookScope, q DeliveryQuery) ([]DeliveryWithAttempts, error) {
 	db := scope.where(s.conn(ctx).Model(&WebhookDelivery{}))
 	for _, f := range []struct{ column, value string }{
@@ -54,14 +55,14 @@ func (s *Store) WebhookDeliveries(ctx context.Context, scope WebhookScope, q Del
 	if err := s.conn(ctx).Where("delivery_id IN ?", ids).Order("started_at, created_at, id").Find(&attempts).Error; err != nil {
 		return nil, err
 	}
-	for _, a := range attempts {
+	for _, a := range keepLatestAttempts(attempts) {
 		i := index[a.DeliveryID]
 		out[i].Attempts = append(out[i].Attempts, a)
 	}
 	return out, nil
 }
 
-// ScopedWebhookDelivery loads a delivery of the scope with its attempts, oldest first;
+// ScopedWebhookDelivery loads a delivery of the scope with its latest attempts, oldest first;
 // ErrNotFound for a missing one or another scope's.
 func (s *Store) ScopedWebhookDelivery(ctx context.Context, scope WebhookScope, id string) (*DeliveryWithAttempts, error) {
 	var d WebhookDelivery
@@ -72,7 +73,7 @@ func (s *Store) ScopedWebhookDelivery(ctx context.Context, scope WebhookScope, i
 	if err := s.conn(ctx).Where("delivery_id = ?", id).Order("started_at, created_at, id").Find(&attempts).Error; err != nil {
 		return nil, err
 	}
-	return &DeliveryWithAttempts{Delivery: d, Attempts: attempts}, nil
+	return &DeliveryWithAttempts{Delivery: d, Attempts: keepLatestAttempts(attempts)}, nil
 }
 
 // EventQuery selects a page of a scope's events (WebhookEvents); an empty or nil field does not

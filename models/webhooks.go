@@ -56,6 +56,12 @@ type WebhookDelivery struct {
 	StartDueAt *time.Time
 }
 
+// MaxKeptAttempts is how many attempts of one delivery the log keeps: the latest ones, as many as
+// two whole runs of the retry schedule (8 attempts each) make. Recording an attempt deletes the
+// delivery's attempts older than those (RecordWebhookAttempt), so replays and recovers cannot grow
+// the log without bound; the delivery's Attempts still counts every attempt made.
+const MaxKeptAttempts = 16
+
 // WebhookAttempt is one HTTP request of a delivery.
 type WebhookAttempt struct {
 	ID         string `gorm:"primaryKey"`
@@ -128,6 +134,36 @@ func WebhookAttempts(db *gorm.DB, deliveryID string) ([]WebhookAttempt, error) {
 	return out, err
 }
 
+// attemptsNewestFirst is the order in which a delivery's attempts are its latest first: by when
+// they began, then when they were recorded, then ID (the reverse of the log's).
+const attemptsNewestFirst = "started_at DESC, created_at DESC, id DESC"
+
+// pruneAttempts deletes the attempts of a delivery beyond its latest MaxKeptAttempts.
+func pruneAttempts(tx *gorm.DB, deliveryID string) error {
+	kept := tx.Model(&WebhookAttempt{}).Select("id").Where("delivery_id = ?", deliveryID).
+		Order(attemptsNewestFirst).Limit(MaxKeptAttempts)
+	return tx.Where("delivery_id = ? AND id NOT IN (?)", deliveryID, kept).Delete(&WebhookAttempt{}).Error
+}
+
+// keepLatestAttempts keeps, of attempts (oldest first, of one delivery or several), the latest
+// MaxKeptAttempts of each delivery, in their order: a delivery whose attempts were recorded before
+// the log was bounded may have more until its next attempt prunes them, and no view shows them.
+func keepLatestAttempts(attempts []WebhookAttempt) []WebhookAttempt {
+	total := map[string]int{}
+	for _, a := range attempts {
+		total[a.DeliveryID]++
+	}
+	seen := map[string]int{}
+	out := make([]WebhookAttempt, 0, len(attempts))
+	for _, a := range attempts {
+		seen[a.DeliveryID]++
+		if total[a.DeliveryID]-seen[a.DeliveryID] < MaxKeptAttempts {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // AttemptRecord is the outcome of one attempt, for RecordWebhookAttempt.
 type AttemptRecord struct {
 	Attempt       int
@@ -149,7 +185,9 @@ func RecordWebhookAttempt(db *gorm.DB, deliveryID string, r AttemptRecord) error
 
 // recordWebhookAttempt is RecordWebhookAttempt, reporting whether the attempt was stale: a failed
 // one that began before its delivery's 2xx (an attempt of a run a replay replaced, still sending
-// when the replay was delivered). A stale attempt is logged, and changes nothing else.
+// when the replay was delivered). A stale attempt is logged, and changes nothing else. The
+// delivery keeps its latest MaxKeptAttempts attempts: once it has made more, recording one deletes
+// the oldest (one more statement, only then), and its attempts column counts them all.
 func recordWebhookAttempt(db *gorm.DB, deliveryID string, r AttemptRecord) (stale bool, err error) {
 	now := time.Now().UTC()
 	var code *int
@@ -166,7 +204,10 @@ func recordWebhookAttempt(db *gorm.DB, deliveryID string, r AttemptRecord) (stal
 			"next_attempt_at":  r.NextAttemptAt,
 			"updated_at":       now,
 		}
-		q := tx.Model(&WebhookDelivery{}).Where("id = ?", deliveryID)
+		// The UPDATE returns the delivery's count of attempts, this one included.
+		var after WebhookDelivery
+		returning := clause.Returning{Columns: []clause.Column{{Name: "attempts"}}}
+		q := tx.Model(&after).Clauses(returning).Where("id = ?", deliveryID)
 		if r.Delivered {
 			fields["status"] = WebhookDelivered
 			fields["delivered_at"] = now
@@ -180,7 +221,7 @@ func recordWebhookAttempt(db *gorm.DB, deliveryID string, r AttemptRecord) (stal
 		}
 		res := q.Updates(fields)
 		if res.Error == nil && res.RowsAffected == 0 && !r.Delivered {
-			res = tx.Model(&WebhookDelivery{}).Where("id = ?", deliveryID).Updates(map[string]any{
+			res = tx.Model(&after).Clauses(returning).Where("id = ?", deliveryID).Updates(map[string]any{
 				"attempts": gorm.Expr("attempts + 1"), "updated_at": now})
 			stale = res.RowsAffected > 0
 		}
@@ -190,10 +231,16 @@ func recordWebhookAttempt(db *gorm.DB, deliveryID string, r AttemptRecord) (stal
 		if res.RowsAffected == 0 {
 			return ErrNotFound
 		}
-		return tx.Create(&WebhookAttempt{
+		if err := tx.Create(&WebhookAttempt{
 			ID: NewID(), DeliveryID: deliveryID, Attempt: r.Attempt, Replay: r.Replay, StartedAt: r.StartedAt.UTC(),
 			StatusCode: code, LatencyMS: r.Latency.Milliseconds(), Error: r.Error, CreatedAt: now,
-		}).Error
+		}).Error; err != nil {
+			return err
+		}
+		if after.Attempts <= MaxKeptAttempts {
+			return nil
+		}
+		return pruneAttempts(tx, deliveryID)
 	})
 	return stale, err
 }

@@ -181,6 +181,97 @@ func TestRecordWebhookAttempts(t *testing.T) {
 	})
 }
 
+// A delivery keeps its latest models.MaxKeptAttempts attempts: replays and recovers make new runs
+// of it without end (bounded only by the rate limit and the 30-day log), so recording an attempt
+// beyond the bound deletes the oldest, and its attempts column counts every one. The reads (the
+// delivery log of both APIs, and support's order history) show the same latest ones, also of a
+// delivery recorded before the bound, until its next attempt prunes it.
+func TestDeliveryKeepsItsLatestAttempts(t *testing.T) {
+	t.Parallel()
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := t.Context()
+		store := models.NewStore(db)
+		inst, job := pluginJob(t, db, testBox(t))
+		id := models.WebhookDeliveryID(job.ID, 1, "job.failed")
+		if _, err := models.CreateWebhookDelivery(db, newDelivery(inst, job, id)); err != nil {
+			t.Fatal(err)
+		}
+		t0 := time.Now().UTC().Truncate(time.Millisecond).Add(-time.Hour)
+		const made = models.MaxKeptAttempts + 5
+		for i := range made {
+			// Runs of eight attempts, each run after the first a replay; the last one is delivered.
+			r := models.AttemptRecord{Attempt: i%8 + 1, Replay: i >= 8, CallbackURL: inst.CallbackURL,
+				StartedAt: t0.Add(time.Duration(i) * time.Minute), StatusCode: 500 + i, Error: "HTTP 5xx"}
+			if i == made-1 {
+				r.StatusCode, r.Error, r.Delivered = 204, "", true
+			}
+			if err := models.RecordWebhookAttempt(db, id, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		latest := func(what string, got []models.WebhookAttempt) {
+			t.Helper()
+			if len(got) != models.MaxKeptAttempts {
+				t.Fatalf("%s: %d attempts, want the latest %d of %d", what, len(got), models.MaxKeptAttempts, made)
+			}
+			for i, a := range got {
+				if want := t0.Add(time.Duration(made-models.MaxKeptAttempts+i) * time.Minute); !a.StartedAt.Equal(want) {
+					t.Fatalf("%s: attempt %d began at %v, want %v (the latest, oldest first)", what, i, a.StartedAt, want)
+				}
+			}
+			if a := got[len(got)-1]; a.StatusCode == nil || *a.StatusCode != 204 {
+				t.Fatalf("%s: the last attempt is %+v, want the delivered one", what, a)
+			}
+		}
+		stored, err := models.WebhookAttempts(db, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		latest("stored", stored)
+		d, _ := models.GetWebhookDelivery(db, id)
+		if d.Attempts != made || d.Status != models.WebhookDelivered {
+			t.Fatalf("delivery = %+v, want %d attempts counted and delivered", d, made)
+		}
+
+		// Rows of a delivery recorded before the bound: the reads show its latest ones alone.
+		for i := 1; i <= 4; i++ {
+			code := 599
+			if err := db.Create(&models.WebhookAttempt{ID: models.NewID(), DeliveryID: id, Attempt: 1,
+				StartedAt: t0.Add(-time.Duration(i) * time.Hour), StatusCode: &code, Error: "HTTP 599", CreatedAt: t0}).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		scope := models.WebhookScope{AccountID: inst.AccountID, InstallationID: inst.ID}
+		one, err := store.ScopedWebhookDelivery(ctx, scope, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		latest("GET /webhook-deliveries/{id}", one.Attempts)
+		page, err := store.WebhookDeliveries(ctx, scope, models.DeliveryQuery{Limit: 10})
+		if err != nil || len(page) != 1 {
+			t.Fatalf("GET /webhook-deliveries: %d, %v", len(page), err)
+		}
+		latest("GET /webhook-deliveries", page[0].Attempts)
+		h, err := store.OrderHistory(ctx, job.OrderID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		latest("orders show", h.Attempts)
+
+		// The next attempt prunes them.
+		if err := models.RecordWebhookAttempt(db, id, models.AttemptRecord{Attempt: 1, Replay: true, CallbackURL: inst.CallbackURL,
+			StartedAt: t0.Add(made * time.Minute), StatusCode: 204, Delivered: true}); err != nil {
+			t.Fatal(err)
+		}
+		if stored, _ = models.WebhookAttempts(db, id); len(stored) != models.MaxKeptAttempts || !stored[0].StartedAt.Equal(t0.Add(6*time.Minute)) {
+			t.Fatalf("after one more attempt: %d stored, the oldest at %v", len(stored), stored[0].StartedAt)
+		}
+		if d, _ = models.GetWebhookDelivery(db, id); d.Attempts != made+1 {
+			t.Fatalf("attempts counted = %d, want %d", d.Attempts, made+1)
+		}
+	})
+}
+
 func TestMarkWebhookFailed(t *testing.T) {
 	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {

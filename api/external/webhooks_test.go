@@ -427,6 +427,7 @@ func TestWebhookDeliveriesAndEvents(t *testing.T) {
 		code, d, _ := e.send(e.key, http.MethodGet, "/webhook-deliveries/"+f.deliveries[1].ID, nil)
 		attempts, _ := d["attempts"].([]any)
 		if code != http.StatusOK || d["event_id"] != f.events[1].ID || d["endpoint_id"] != f.endpoint || d["status"] != "failed" || len(attempts) != 1 ||
+			d["attempt_count"] != float64(1) ||
 			attempts[0].(map[string]any)["status_code"] != float64(500) || attempts[0].(map[string]any)["duration_ms"] != float64(42) {
 			t.Errorf("GET /webhook-deliveries/{id}: %d %v", code, d)
 		}

@@ -257,12 +257,13 @@ func TestWebhookDeliveryLogAndEvents(t *testing.T) {
 	list := page["webhook_deliveries"].([]any)
 	require.Len(t, list, 3)
 	first := list[0].(map[string]any)
-	assert.Equal(t, []string{"attempts", "created_at", "delivered_at", "endpoint_id", "event", "event_id", "id", "livemode", "next_attempt_at", "status", "url"}, keysOf(first))
+	assert.Equal(t, []string{"attempt_count", "attempts", "created_at", "delivered_at", "endpoint_id", "event", "event_id", "id", "livemode", "next_attempt_at", "status", "url"}, keysOf(first))
 	assert.Equal(t, dt.ID, first["id"])
 	assert.Equal(t, test.ID, first["event_id"])
 	assert.Equal(t, a, first["endpoint_id"])
 	assert.Equal(t, "delivering", first["status"])
 	assert.Equal(t, []any{map[string]any{"at": base.Add(2 * time.Minute).Format(time.RFC3339), "status_code": float64(502), "error": "HTTP 502", "duration_ms": float64(17)}}, first["attempts"])
+	assert.Equal(t, float64(1), first["attempt_count"])
 
 	filtered := func(query string) []string {
 		t.Helper()

@@ -182,7 +182,7 @@ func TestAdminWebhooksDeliveries(t *testing.T) {
 	}
 	failed := page.Deliveries[0]
 	if failed.Status != models.WebhookFailed || failed.Event != "job.failed" || failed.EndpointID == nil || *failed.EndpointID != f.endpointID ||
-		len(failed.Attempts) != 2 || *failed.Attempts[0].StatusCode != 502 || *failed.Attempts[1].Error != "HTTP 502" {
+		len(failed.Attempts) != 2 || failed.AttemptCount != 2 || *failed.Attempts[0].StatusCode != 502 || *failed.Attempts[1].Error != "HTTP 502" {
 		t.Errorf("failed delivery = %+v", failed)
 	}
 

@@ -92,7 +92,8 @@ type SupportLedgerRow struct {
 	CreatedAt     time.Time `json:"created_at"`
 }
 
-// SupportDeliveryView is one webhook delivery with every attempt.
+// SupportDeliveryView is one webhook delivery with its latest attempts (AttemptLog: at most
+// models.MaxKeptAttempts, oldest first) and the count of all (Attempts).
 type SupportDeliveryView struct {
 	DeliveryID string `json:"delivery_id"`
 	// EventID is the webhook-id its receiver got (one event, one delivery per endpoint); the

@@ -41,16 +41,19 @@ func EndpointOf(e *models.WebhookEndpoint, livemode bool) Endpoint {
 	return v
 }
 
-// Delivery is one event sent to one endpoint, with every attempt, as GET /webhook-deliveries/{id}
-// shows it.
+// Delivery is one event sent to one endpoint, with its latest attempts (at most
+// models.MaxKeptAttempts) and the count of all, as GET /webhook-deliveries/{id} shows it.
 type Delivery struct {
-	ID            string     `json:"id"`
-	EventID       string     `json:"event_id"` // the webhook-id
-	EndpointID    *string    `json:"endpoint_id"`
-	Event         string     `json:"event"`
-	Status        string     `json:"status"`
-	URL           string     `json:"url"`
-	Attempts      []Attempt  `json:"attempts"`
+	ID         string    `json:"id"`
+	EventID    string    `json:"event_id"` // the webhook-id
+	EndpointID *string   `json:"endpoint_id"`
+	Event      string    `json:"event"`
+	Status     string    `json:"status"`
+	URL        string    `json:"url"`
+	Attempts   []Attempt `json:"attempts"` // the latest, oldest first
+	// AttemptCount is how many attempts the delivery made, over every run (replays and recovers
+	// included): more than len(Attempts) once the oldest were dropped.
+	AttemptCount  int        `json:"attempt_count"`
 	NextAttemptAt *time.Time `json:"next_attempt_at"`
 	CreatedAt     time.Time  `json:"created_at"`
 	DeliveredAt   *time.Time `json:"delivered_at"`
@@ -65,12 +68,13 @@ type Attempt struct {
 	DurationMS int64     `json:"duration_ms"`
 }
 
-// DeliveryOf is the representation of a stored delivery and its attempts (oldest first), of a
-// scope in live mode (livemode) or in test mode.
+// DeliveryOf is the representation of a stored delivery and its latest attempts (oldest first, as
+// the store keeps them: models.MaxKeptAttempts), of a scope in live mode (livemode) or in test
+// mode.
 func DeliveryOf(d *models.WebhookDelivery, attempts []models.WebhookAttempt, livemode bool) Delivery {
 	v := Delivery{ID: d.ID, EventID: d.EventID, EndpointID: d.EndpointID, Event: d.Event, Status: d.Status,
-		URL: d.CallbackURL, Attempts: make([]Attempt, 0, len(attempts)), NextAttemptAt: utc(d.NextAttemptAt),
-		CreatedAt: d.CreatedAt.UTC(), DeliveredAt: utc(d.DeliveredAt), Livemode: livemode}
+		URL: d.CallbackURL, Attempts: make([]Attempt, 0, len(attempts)), AttemptCount: max(d.Attempts, len(attempts)),
+		NextAttemptAt: utc(d.NextAttemptAt), CreatedAt: d.CreatedAt.UTC(), DeliveredAt: utc(d.DeliveredAt), Livemode: livemode}
 	if v.EventID == "" {
 		v.EventID = d.ID
 	}
