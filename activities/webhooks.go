@@ -76,7 +76,8 @@ func (a *Activities) recordJobEnd(ctx context.Context, st *models.Store, in cont
 // of the endpoint valid now (its own, or its installation's), to the endpoint's current URL, and
 // records the attempt with the endpoint's failure streak; an attempt that disables the endpoint
 // records endpoint.disabled for the scope's other endpoints. A disabled endpoint gets no attempt:
-// the delivery is held and the run stops; a deleted one fails the delivery. A database that cannot
+// the delivery is held and the run stops; a deleted one fails the delivery, and an attempt made
+// while its endpoint was being deleted ends the delivery and the run too. A database that cannot
 // be reached is ErrTypeDependencyUnavailable (the workflow waits for it and makes the same attempt
 // again); other errors (secrets) are worth a few retries; an unknown delivery is a non-retryable
 // error.
@@ -161,12 +162,19 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in contract.DeliverInpu
 		next := started.Add(max(in.NextDelay, out.RetryAfter)).UTC()
 		rec.NextAttemptAt = &next
 	}
-	if err := a.recordAttempt(ctx, d, endpointID, rec); err != nil {
+	ended, err := a.recordAttempt(ctx, d, endpointID, rec)
+	if err != nil {
 		return contract.DeliverResult{}, err
 	}
-	if rec.Delivered {
+	switch {
+	case rec.Delivered:
 		a.Metrics.WebhookDeliveryEnded(models.WebhookDelivered)
-	} else {
+	case ended:
+		// The endpoint was deleted while the request was under way: the delivery is failed, and
+		// nothing more is sent.
+		a.Metrics.WebhookDeliveryEnded(models.WebhookFailed)
+		return contract.DeliverResult{Stopped: true, StatusCode: out.StatusCode}, nil
+	default:
 		a.Log.Info("webhook attempt failed", zap.String("delivery_id", d.ID), zap.String("endpoint_id", endpointID),
 			zap.Int("attempt", in.Attempt), zap.Bool("replay", in.Replay), zap.Int("status_code", out.StatusCode),
 			zap.String("error", rec.Error))
@@ -181,12 +189,17 @@ func (a *Activities) stopAt(ctx context.Context, d *models.WebhookDelivery, ep *
 	case ep == nil:
 		return false, nil
 	case ep.DeletedAt != nil:
-		if err = a.Store.FailDelivery(ctx, d.ID, "the endpoint was deleted"); err == nil {
+		if err = a.Store.FailDelivery(ctx, d.ID, models.EndpointDeletedError); err == nil {
 			a.Metrics.WebhookDeliveryEnded(models.WebhookFailed)
 		}
 	case ep.Status != models.EndpointEnabled:
-		if err = a.Store.HoldDelivery(ctx, d.ID); err == nil {
-			a.Metrics.WebhookDeliveryEnded(models.WebhookHeld)
+		var held bool
+		if held, err = a.Store.HoldDelivery(ctx, d.ID, ep.ID); err == nil {
+			ended := models.WebhookHeld
+			if !held { // the endpoint was deleted since it was read: the delivery failed
+				ended = models.WebhookFailed
+			}
+			a.Metrics.WebhookDeliveryEnded(ended)
 		}
 	default:
 		return false, nil
@@ -199,14 +212,15 @@ func (a *Activities) stopAt(ctx context.Context, d *models.WebhookDelivery, ep *
 
 // recordAttempt records an attempt, and when it disabled its endpoint, endpoint.disabled in the
 // same transaction; it starts that event's deliveries after the commit and counts and logs the
-// disabling.
-func (a *Activities) recordAttempt(ctx context.Context, d *models.WebhookDelivery, endpointID string, rec models.AttemptRecord) error {
+// disabling. ended reports a failed attempt that ended its delivery, its endpoint deleted.
+func (a *Activities) recordAttempt(ctx context.Context, d *models.WebhookDelivery, endpointID string, rec models.AttemptRecord) (ended bool, err error) {
 	rctx, cancel := bounded(ctx)
 	defer cancel()
 	var owed []models.WebhookDelivery
 	var disabled *models.WebhookEndpoint
-	err := a.Store.Tx(rctx, func(tx *models.Store) error {
+	err = a.Store.Tx(rctx, func(tx *models.Store) error {
 		eff, err := tx.RecordAttempt(rctx, d.ID, endpointID, rec, a.DisableAfter)
+		ended = eff.Ended
 		if err != nil || eff.Disabled == nil {
 			return err
 		}
@@ -215,7 +229,7 @@ func (a *Activities) recordAttempt(ctx context.Context, d *models.WebhookDeliver
 		return err
 	})
 	if err != nil {
-		return unavailable(contract.DependencyDatabase, fmt.Errorf("record attempt: %w", err))
+		return false, unavailable(contract.DependencyDatabase, fmt.Errorf("record attempt: %w", err))
 	}
 	if disabled != nil {
 		a.Metrics.WebhookEndpointDisabled()
@@ -224,7 +238,7 @@ func (a *Activities) recordAttempt(ctx context.Context, d *models.WebhookDeliver
 			zap.Timep("failing_since", disabled.FailingSince), zap.Duration("window", a.DisableAfter))
 		a.startDeliveries(ctx, owed)
 	}
-	return nil
+	return ended, nil
 }
 
 // MarkWebhookFailed records that a delivery's run gave up after its last attempt (a local activity).

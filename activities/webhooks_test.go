@@ -578,6 +578,39 @@ func TestDeliverWebhookErrors(t *testing.T) {
 	}
 }
 
+// An endpoint deleted while an attempt to it is under way (the client's DELETE /webhook-endpoints
+// lands while the receiver is answering): the deletion ends the delivery failed, and the attempt,
+// recorded after it, neither brings the delivery back to delivering nor schedules another attempt;
+// the run stops and counts the delivery failed. Had the deletion come first, no request was made.
+func TestDeliverWebhookStopsWhenTheEndpointIsDeletedDuringTheAttempt(t *testing.T) {
+	t.Parallel()
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		var f *fixture
+		rc := newReceiver(t, func(w http.ResponseWriter, _ int) {
+			scope := models.WebhookScope{AccountID: f.inst.AccountID, InstallationID: f.inst.ID}
+			if err := f.acts.Store.DeleteWebhookEndpoint(context.Background(), scope, f.endpoint.ID, time.Now()); err != nil {
+				t.Errorf("delete the endpoint: %v", err)
+			}
+			w.WriteHeader(http.StatusServiceUnavailable)
+		})
+		f = newFixture(t, db, rc.URL+"/hooks")
+		id := f.record(t, f.job.ID).DeliveryID
+		res := f.deliver(t, contract.DeliverInput{DeliveryID: id, Attempt: 1, NextDelay: 5 * time.Second})
+		if res.Delivered || !res.Stopped || res.StatusCode != http.StatusServiceUnavailable {
+			t.Errorf("attempt during the deletion = %+v, want a stopped run", res)
+		}
+		d := f.delivery(t, id)
+		if d.Status != models.WebhookFailed || d.NextAttemptAt != nil || d.Attempts != 1 || d.LastError != "HTTP 503" || len(rc.got()) != 1 {
+			t.Errorf("delivery = status %s, next attempt %v, %d attempts, last error %q (%d requests); want failed with nothing next",
+				d.Status, d.NextAttemptAt, d.Attempts, d.LastError, len(rc.got()))
+		}
+		scraped := metricstest.Serve(t, f.acts.Metrics.WorkerHandler())
+		if got := scraped.Value(metrics.WebhookDeliveriesEnded, map[string]string{"status": models.WebhookFailed}); got != 1 {
+			t.Errorf("%s{status=failed} = %v, want 1", metrics.WebhookDeliveriesEnded, got)
+		}
+	})
+}
+
 // An attempt that fails once every attempt to the endpoint has failed for DisableAfter disables
 // it: endpoint.disabled goes to the installation's other endpoint subscribed to it (not to the
 // disabled one), the metric counts it, and the delivery's next attempt holds it without a request.

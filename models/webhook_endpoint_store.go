@@ -193,20 +193,52 @@ func (s *Store) UpdateWebhookEndpoint(ctx context.Context, scope WebhookScope, i
 	return ep, nil
 }
 
+// EndpointDeletedError is the last error of a delivery ended because its endpoint was deleted.
+const EndpointDeletedError = "the endpoint was deleted"
+
 // DeleteWebhookEndpoint soft-deletes a live endpoint of the scope at now: it no longer counts
-// towards the limit, receives nothing and is not found. ErrNotFound for a missing, deleted or
-// another scope's one.
+// towards the limit, receives nothing and is not found. In the same transaction every delivery to
+// it that has not ended (pending, its start owed or not; held; delivering) ends failed with
+// EndpointDeletedError as its last error and no start owed: nothing would ever send a held one,
+// and the log shows no delivery waiting for an endpoint that is gone. A workflow still running for
+// one finds the endpoint deleted at its next attempt and stops (DeliverWebhook).
+//
+// It holds the endpoint's row (FOR UPDATE) before it touches a delivery, as every write that could
+// leave a delivery waiting holds it before its own (recording an event for it, holding a delivery,
+// recording an attempt: FOR KEY SHARE; a recover or an update: FOR UPDATE), so on PostgreSQL a
+// deletion and each of them run one after the other, whichever first, and the second sees what
+// the first did: a delivery recorded or held just before the deletion is ended by it, one after it
+// is not recorded or not held. ErrNotFound for a missing, deleted or another scope's endpoint.
 func (s *Store) DeleteWebhookEndpoint(ctx context.Context, scope WebhookScope, id string, now time.Time) error {
 	now = now.UTC().Truncate(time.Microsecond)
-	res := scope.where(s.conn(ctx).Model(&WebhookEndpoint{})).Where("id = ? AND deleted_at IS NULL", id).
-		Updates(map[string]any{"deleted_at": now, "updated_at": now})
-	if res.Error != nil {
-		return res.Error
+	return s.conn(ctx).Transaction(func(tx *gorm.DB) error {
+		ep, err := findWebhookEndpoint(scope.where(tx.Clauses(clause.Locking{Strength: "UPDATE"})), id)
+		if err != nil {
+			return err
+		}
+		if err := tx.Model(&WebhookEndpoint{}).Where("id = ?", ep.ID).
+			Updates(map[string]any{"deleted_at": now, "updated_at": now}).Error; err != nil {
+			return err
+		}
+		return tx.Model(&WebhookDelivery{}).
+			Where("endpoint_id = ? AND status IN ?", ep.ID, []string{WebhookPending, WebhookHeld, WebhookDelivering}).
+			Updates(map[string]any{"status": WebhookFailed, "last_error": EndpointDeletedError, "next_attempt_at": nil,
+				"start_due_at": nil, "updated_at": now}).Error
+	})
+}
+
+// lockEndpointForDelivery holds the row of an endpoint (FOR KEY SHARE, which a deletion's FOR
+// UPDATE waits for, and which waits for it) until the transaction ends, and reports whether the
+// endpoint was deleted: what every write that leaves a delivery to it waiting checks first
+// (DeleteWebhookEndpoint). An endpoint that does not exist is as good as deleted.
+func lockEndpointForDelivery(tx *gorm.DB, endpointID string) (deleted bool, err error) {
+	var ep WebhookEndpoint
+	err = tx.Clauses(clause.Locking{Strength: "KEY SHARE"}).Select("id", "deleted_at").
+		Where("id = ?", endpointID).Take(&ep).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return true, nil
 	}
-	if res.RowsAffected == 0 {
-		return ErrNotFound
-	}
-	return nil
+	return ep.DeletedAt != nil, err
 }
 
 // RotateEndpointSecret makes newSecret, sealed by box, the signing secret of a live endpoint of an

@@ -388,3 +388,229 @@ func TestWebhookEndpointStoreRotateAndSecrets(t *testing.T) {
 		}
 	})
 }
+
+// deliveryTo stores an event of the scope and its delivery to ep in the status given (a pending one
+// with its start owed when owed), and returns the delivery.
+func deliveryTo(t *testing.T, db *gorm.DB, scope models.WebhookScope, ep *models.WebhookEndpoint, status string, owed bool) models.WebhookDelivery {
+	t.Helper()
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	ev := models.WebhookEvent{ID: models.NewID(), AccountID: scope.AccountID, InstallationID: ep.InstallationID, Type: "job.completed",
+		Payload: models.JSON(`{"event":"job.completed"}`), CreatedAt: now}
+	d := models.WebhookDelivery{ID: models.EventDeliveryID(ev.ID, ep.ID), EventID: ev.ID, EndpointID: &ep.ID, AccountID: scope.AccountID,
+		InstallationID: ep.InstallationID, Run: 1, Event: ev.Type, CallbackURL: ep.URL, Status: status, LastError: "HTTP 503",
+		CreatedAt: now, UpdatedAt: now}
+	if status == models.WebhookDelivering {
+		next := now.Add(time.Hour)
+		d.NextAttemptAt, d.Attempts = &next, 1
+	}
+	if owed {
+		d.StartDueAt = &now
+	}
+	if err := db.Create(&ev).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Create(&d).Error; err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// Deleting an endpoint ends, in its transaction, every delivery to it that has not ended: a held
+// one (nothing would ever send it: a recover needs a live endpoint), a pending one whether its
+// start is owed (the outbox would start a run only to fail it) or its run has not attempted yet,
+// and one between attempts. Each becomes failed with "the endpoint was deleted", no next attempt
+// and no start owed. Ended deliveries, and those of other endpoints, are left as they are.
+func TestDeletingAnEndpointEndsItsWaitingDeliveries(t *testing.T) {
+	t.Parallel()
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := t.Context()
+		store := models.NewStore(db)
+		ten := newWebhookTenants(t, db, testBox(t))
+		ep := mustCreateEndpoint(t, store, ten.inst, "https://hooks.example/gone")
+		other := mustCreateEndpoint(t, store, ten.inst, "https://hooks.example/kept")
+		waiting := []models.WebhookDelivery{
+			deliveryTo(t, db, ten.inst, ep, models.WebhookHeld, false),
+			deliveryTo(t, db, ten.inst, ep, models.WebhookPending, true),
+			deliveryTo(t, db, ten.inst, ep, models.WebhookPending, false),
+			deliveryTo(t, db, ten.inst, ep, models.WebhookDelivering, false),
+		}
+		ended := []models.WebhookDelivery{
+			deliveryTo(t, db, ten.inst, ep, models.WebhookDelivered, false),
+			deliveryTo(t, db, ten.inst, ep, models.WebhookFailed, false),
+			deliveryTo(t, db, ten.inst, other, models.WebhookHeld, false),
+			deliveryTo(t, db, ten.inst, other, models.WebhookPending, true),
+		}
+
+		if err := store.DeleteWebhookEndpoint(ctx, ten.inst, ep.ID, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range waiting {
+			d, err := models.GetWebhookDelivery(db, w.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Status != models.WebhookFailed || d.LastError != models.EndpointDeletedError || d.NextAttemptAt != nil || d.StartDueAt != nil {
+				t.Errorf("a %s delivery (start owed: %v) of the deleted endpoint = status %s, last error %q, next attempt %v, start due %v; want failed, %q",
+					w.Status, w.StartDueAt != nil, d.Status, d.LastError, d.NextAttemptAt, d.StartDueAt, models.EndpointDeletedError)
+			}
+		}
+		for _, e := range ended {
+			d, err := models.GetWebhookDelivery(db, e.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Status != e.Status || d.LastError != e.LastError || (d.StartDueAt == nil) != (e.StartDueAt == nil) {
+				t.Errorf("delivery %s (%s, endpoint %s) changed to %s (%q)", e.ID, e.Status, *e.EndpointID, d.Status, d.LastError)
+			}
+		}
+		if owed, err := store.DeliveriesOwedStart(ctx, ep.ID, 10); err != nil || len(owed) != 0 {
+			t.Errorf("starts owed to the deleted endpoint: %d, %v", len(owed), err)
+		}
+		// A refused deletion (already deleted, another scope's endpoint) changes nothing.
+		if err := store.DeleteWebhookEndpoint(ctx, ten.sibling, other.ID, time.Now()); !errors.Is(err, models.ErrNotFound) {
+			t.Fatalf("delete another installation's endpoint: %v", err)
+		}
+		if d, _ := models.GetWebhookDelivery(db, ended[2].ID); d.Status != models.WebhookHeld {
+			t.Errorf("a refused deletion changed a delivery: %s", d.Status)
+		}
+	})
+}
+
+// A delivery whose run read its endpoint before the endpoint was deleted ends failed, not waiting:
+// holding it (the endpoint was disabled) fails it instead, and a failed attempt that was under way
+// ends it (Ended) with no next attempt, where it would have scheduled one. An attempt that
+// delivered it still counts as delivered.
+func TestADeliveryStoppedAfterItsEndpointWasDeletedEnds(t *testing.T) {
+	t.Parallel()
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := t.Context()
+		store := models.NewStore(db)
+		ten := newWebhookTenants(t, db, testBox(t))
+		ep := mustCreateEndpoint(t, store, ten.inst, "https://hooks.example/gone")
+		toHold := deliveryTo(t, db, ten.inst, ep, models.WebhookPending, false)
+		failing := deliveryTo(t, db, ten.inst, ep, models.WebhookPending, false)
+		answered := deliveryTo(t, db, ten.inst, ep, models.WebhookPending, false)
+		live := mustCreateEndpoint(t, store, ten.inst, "https://hooks.example/disabled")
+		kept := deliveryTo(t, db, ten.inst, live, models.WebhookPending, false)
+		if err := store.DeleteWebhookEndpoint(ctx, ten.inst, ep.ID, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		// The deletion ended them; their runs, which read the endpoint before it, come back to them.
+		for _, id := range []string{toHold.ID, failing.ID, answered.ID} {
+			if err := db.Model(&models.WebhookDelivery{}).Where("id = ?", id).Updates(map[string]any{"status": models.WebhookPending}).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+
+		held, err := store.HoldDelivery(ctx, toHold.ID, ep.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, _ := models.GetWebhookDelivery(db, toHold.ID); held || d.Status != models.WebhookFailed || d.LastError != models.EndpointDeletedError {
+			t.Errorf("holding a delivery of a deleted endpoint: held %v, status %s (%q); want failed", held, d.Status, d.LastError)
+		}
+		next := time.Now().Add(5 * time.Minute)
+		eff, err := store.RecordAttempt(ctx, failing.ID, ep.ID, models.AttemptRecord{Attempt: 1, CallbackURL: ep.URL,
+			StartedAt: time.Now().Add(-time.Second), StatusCode: 503, Error: "HTTP 503", NextAttemptAt: &next}, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, _ := models.GetWebhookDelivery(db, failing.ID); !eff.Ended || d.Status != models.WebhookFailed || d.NextAttemptAt != nil || d.Attempts != 1 {
+			t.Errorf("a failed attempt made while its endpoint was deleted: ended %v, status %s, next attempt %v, %d attempts; want failed with none next",
+				eff.Ended, d.Status, d.NextAttemptAt, d.Attempts)
+		}
+		eff, err = store.RecordAttempt(ctx, answered.ID, ep.ID, models.AttemptRecord{Attempt: 1, CallbackURL: ep.URL,
+			StartedAt: time.Now().Add(-time.Second), StatusCode: 204, Delivered: true}, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, _ := models.GetWebhookDelivery(db, answered.ID); eff.Ended || d.Status != models.WebhookDelivered {
+			t.Errorf("a delivered attempt made while its endpoint was deleted: ended %v, status %s; want delivered", eff.Ended, d.Status)
+		}
+
+		// A disabled endpoint, not deleted: the delivery is held.
+		disabled := models.EndpointDisabled
+		if _, err := store.UpdateWebhookEndpoint(ctx, ten.inst, live.ID, models.EndpointChanges{Status: &disabled}, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if held, err := store.HoldDelivery(ctx, kept.ID, live.ID); err != nil || !held {
+			t.Fatalf("hold a delivery of a disabled endpoint: %v, %v", held, err)
+		}
+		if d, _ := models.GetWebhookDelivery(db, kept.ID); d.Status != models.WebhookHeld {
+			t.Errorf("delivery of a disabled endpoint = %s, want held", d.Status)
+		}
+	})
+}
+
+// pauseKey marks the context of the transaction TestDeletingAnEndpointWhileAnEventIsRecordedForIt
+// pauses after it read the scope's endpoints.
+type pauseKey struct{}
+
+// An endpoint deleted while an event is being recorded for it (a job's end, in the transaction that
+// ends the job), after the recording read the endpoint as live and before it commits: the deletion
+// waits for that transaction (PostgreSQL: the endpoint's row, which the recording holds FOR KEY
+// SHARE and the deletion takes FOR UPDATE; SQLite: its one writer), and then ends the delivery the
+// event left held for the disabled endpoint. Had it not waited, the held delivery would have been
+// committed after the deletion, to wait for ever.
+func TestDeletingAnEndpointWhileAnEventIsRecordedForIt(t *testing.T) {
+	t.Parallel()
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		store := models.NewStore(db)
+		ten := newWebhookTenants(t, db, testBox(t))
+		ep := mustCreateEndpoint(t, store, ten.inst, "https://hooks.example/gone")
+		disabled := models.EndpointDisabled
+		if _, err := store.UpdateWebhookEndpoint(t.Context(), ten.inst, ep.ID, models.EndpointChanges{Status: &disabled}, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		read, resume := make(chan struct{}), make(chan struct{})
+		release := sync.OnceFunc(func() { close(resume) })
+		t.Cleanup(release) // a failed test never leaves the recording paused
+		var once sync.Once
+		if err := db.Callback().Query().After("gorm:query").Register("test:pause_after_endpoints", func(tx *gorm.DB) {
+			if tx.Statement.Context.Value(pauseKey{}) != nil && tx.Statement.Table == "webhook_endpoints" {
+				once.Do(func() { close(read); <-resume })
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		ev := &models.WebhookEvent{ID: models.NewID(), AccountID: ten.inst.AccountID, InstallationID: &ten.inst.InstallationID,
+			Type: "job.completed", Payload: models.JSON(`{"event":"job.completed"}`)}
+		recorded := make(chan error, 1)
+		go func() {
+			_, err := store.RecordEvent(context.WithValue(t.Context(), pauseKey{}, true), ev, models.EventDeliveries{})
+			recorded <- err
+		}()
+		select {
+		case <-read:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the recording never read the endpoints")
+		}
+		deleted := make(chan error, 1)
+		go func() { deleted <- store.DeleteWebhookEndpoint(context.Background(), ten.inst, ep.ID, time.Now()) }()
+		var deleteErr error
+		waited := true
+		select {
+		case deleteErr = <-deleted:
+			waited = false
+			t.Errorf("the deletion committed while the recording of an event for the endpoint was under way (%v)", deleteErr)
+		case <-time.After(500 * time.Millisecond):
+		}
+		release()
+		if err := <-recorded; err != nil {
+			t.Fatal(err)
+		}
+		if waited {
+			deleteErr = <-deleted
+		}
+		if deleteErr != nil {
+			t.Fatal(deleteErr)
+		}
+		d, err := models.GetWebhookDelivery(db, models.EventDeliveryID(ev.ID, ep.ID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Status != models.WebhookFailed || d.LastError != models.EndpointDeletedError {
+			t.Errorf("the delivery recorded while its endpoint was deleted = %s (%q), want failed: nothing will ever send it", d.Status, d.LastError)
+		}
+	})
+}

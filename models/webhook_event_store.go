@@ -97,7 +97,10 @@ func (s *Store) RecordEvents(ctx context.Context, events []*WebhookEvent, to Eve
 			return fmt.Errorf("record %s events: %w", first.Type, err)
 		}
 		var endpoints []WebhookEndpoint
-		q := scopeEndpoints(db, first.AccountID, first.InstallationID)
+		// FOR KEY SHARE: an endpoint being deleted is waited for, and is then not live; one read
+		// here is not deleted until this commits, and its deletion then ends what this records
+		// for it (DeleteWebhookEndpoint).
+		q := scopeEndpoints(db.Clauses(clause.Locking{Strength: "KEY SHARE"}), first.AccountID, first.InstallationID)
 		if to.Only != "" {
 			q = q.Where("id = ?", to.Only)
 		}
@@ -191,17 +194,36 @@ func (s *Store) LoadDeliveryTarget(ctx context.Context, id string) (*DeliveryTar
 	return &t, nil
 }
 
-// HoldDelivery records that a delivery was not attempted because its endpoint is disabled: it
-// waits, held, for a recover. A delivered one stays delivered.
-func (s *Store) HoldDelivery(ctx context.Context, id string) error {
-	return s.conn(ctx).Model(&WebhookDelivery{}).Where("id = ? AND status <> ?", id, WebhookDelivered).
-		Updates(map[string]any{"status": WebhookHeld, "next_attempt_at": nil, "updated_at": time.Now().UTC()}).Error
+// HoldDelivery records that a delivery to endpointID was not attempted because the endpoint is
+// disabled: it waits, held, for a recover. A delivered one stays delivered. When the endpoint was
+// deleted meanwhile, nothing could ever send it: it ends failed (EndpointDeletedError) instead,
+// and held is false. The endpoint's row is held first (lockEndpointForDelivery), so a deletion
+// that commits before or after never leaves the delivery held.
+func (s *Store) HoldDelivery(ctx context.Context, id, endpointID string) (held bool, err error) {
+	err = s.Tx(ctx, func(tx *Store) error {
+		db := tx.conn(ctx)
+		deleted, err := lockEndpointForDelivery(db, endpointID)
+		if err != nil {
+			return err
+		}
+		if deleted {
+			return failDelivery(db, id, EndpointDeletedError)
+		}
+		held = true
+		return db.Model(&WebhookDelivery{}).Where("id = ? AND status <> ?", id, WebhookDelivered).
+			Updates(map[string]any{"status": WebhookHeld, "next_attempt_at": nil, "updated_at": time.Now().UTC()}).Error
+	})
+	return held, err
 }
 
 // FailDelivery ends a delivery failed with reason as its last error, without an attempt (its
 // endpoint was deleted). A delivered one stays delivered.
 func (s *Store) FailDelivery(ctx context.Context, id, reason string) error {
-	return s.conn(ctx).Model(&WebhookDelivery{}).Where("id = ? AND status <> ?", id, WebhookDelivered).
+	return failDelivery(s.conn(ctx), id, reason)
+}
+
+func failDelivery(db *gorm.DB, id, reason string) error {
+	return db.Model(&WebhookDelivery{}).Where("id = ? AND status <> ?", id, WebhookDelivered).
 		Updates(map[string]any{"status": WebhookFailed, "last_error": reason, "next_attempt_at": nil,
 			"updated_at": time.Now().UTC()}).Error
 }
@@ -211,23 +233,41 @@ type AttemptEffects struct {
 	// Disabled is the delivery's endpoint when this attempt disabled it: every attempt to it had
 	// failed for the disable window.
 	Disabled *WebhookEndpoint
+	// Ended is true when the attempt ended its delivery because its endpoint was deleted while it
+	// was being made: a failed attempt then schedules nothing more, and the delivery is failed.
+	Ended bool
 }
 
 // RecordAttempt stores an attempt of a delivery and brings the delivery and its endpoint up to
 // date in one transaction: a delivered attempt ends the endpoint's failure streak; a failed one
 // starts it if needed, and disables the endpoint (reason failing) when the streak began
-// disableAfter ago or longer (0: never). ErrNotFound when the delivery does not exist.
+// disableAfter ago or longer (0: never). It holds the endpoint's row first
+// (lockEndpointForDelivery): an attempt made while the endpoint was deleted ends the delivery,
+// failed (Ended) unless the attempt delivered it, rather than leave it waiting for an attempt that
+// will not come. ErrNotFound when the delivery does not exist.
 func (s *Store) RecordAttempt(ctx context.Context, deliveryID, endpointID string, r AttemptRecord, disableAfter time.Duration) (AttemptEffects, error) {
 	var eff AttemptEffects
 	err := s.Atomic(ctx, func(tx *Store) error {
-		stale, err := recordWebhookAttempt(tx.conn(ctx), deliveryID, r)
+		db := tx.conn(ctx)
+		deleted := false
+		if endpointID != "" {
+			var err error
+			if deleted, err = lockEndpointForDelivery(db, endpointID); err != nil {
+				return err
+			}
+		}
+		if deleted && !r.Delivered {
+			r.NextAttemptAt, eff.Ended = nil, true
+		}
+		stale, err := recordWebhookAttempt(db, deliveryID, r, eff.Ended)
 		if err != nil {
 			return err
 		}
-		if endpointID == "" || stale {
-			return nil // a stale attempt failed before a 2xx: it starts no failure streak
+		if endpointID == "" || stale || deleted {
+			// A stale attempt failed before a 2xx: it starts no failure streak; a deleted
+			// endpoint has none to keep.
+			return nil
 		}
-		db := tx.conn(ctx)
 		if r.Delivered {
 			return db.Model(&WebhookEndpoint{}).Where("id = ? AND failing_since IS NOT NULL", endpointID).
 				Update("failing_since", nil).Error

@@ -18,10 +18,12 @@ const (
 	WebhookDelivering = "delivering"
 	// WebhookDelivered: the receiver acknowledged the latest run with a 2xx.
 	WebhookDelivered = "delivered"
-	// WebhookFailed: every attempt of the latest run failed; only a replay or a recover sends it again.
+	// WebhookFailed: every attempt of the latest run failed; only a replay or a recover sends it
+	// again. Also a delivery whose endpoint was deleted before it was delivered
+	// (EndpointDeletedError), which nothing sends again.
 	WebhookFailed = "failed"
 	// WebhookHeld: recorded for, or stopped at, a disabled endpoint and not attempted; a recover
-	// after the endpoint is enabled again sends it.
+	// after the endpoint is enabled again sends it, and deleting the endpoint fails it.
 	WebhookHeld = "held"
 )
 
@@ -179,7 +181,7 @@ type AttemptRecord struct {
 
 // RecordWebhookAttempt stores an attempt and brings its delivery up to date in one transaction.
 func RecordWebhookAttempt(db *gorm.DB, deliveryID string, r AttemptRecord) error {
-	_, err := recordWebhookAttempt(db, deliveryID, r)
+	_, err := recordWebhookAttempt(db, deliveryID, r, false)
 	return err
 }
 
@@ -187,8 +189,10 @@ func RecordWebhookAttempt(db *gorm.DB, deliveryID string, r AttemptRecord) error
 // one that began before its delivery's 2xx (an attempt of a run a replay replaced, still sending
 // when the replay was delivered). A stale attempt is logged, and changes nothing else. The
 // delivery keeps its latest MaxKeptAttempts attempts: once it has made more, recording one deletes
-// the oldest (one more statement, only then), and its attempts column counts them all.
-func recordWebhookAttempt(db *gorm.DB, deliveryID string, r AttemptRecord) (stale bool, err error) {
+// the oldest (one more statement, only then), and its attempts column counts them all. final
+// marks a failed attempt after which nothing more is scheduled (its endpoint was deleted): the
+// delivery ends failed rather than delivering.
+func recordWebhookAttempt(db *gorm.DB, deliveryID string, r AttemptRecord, final bool) (stale bool, err error) {
 	now := time.Now().UTC()
 	var code *int
 	if r.StatusCode != 0 {
@@ -213,6 +217,9 @@ func recordWebhookAttempt(db *gorm.DB, deliveryID string, r AttemptRecord) (stal
 			fields["delivered_at"] = now
 			fields["next_attempt_at"] = nil
 		} else {
+			if final {
+				fields["status"], fields["next_attempt_at"] = WebhookFailed, nil
+			}
 			// A failed attempt that began before a 2xx another run got meanwhile (a replay that
 			// replaced the run whose attempt was still sending) never takes it back: the delivery
 			// stays delivered. One that began after it (a replay of a delivered delivery that

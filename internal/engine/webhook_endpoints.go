@@ -252,8 +252,10 @@ func (e *Webhooks) UpdateEndpoint(ctx context.Context, scope WebhookScope, id st
 }
 
 // DeleteEndpoint deletes an endpoint of the scope: it receives nothing more and no longer counts
-// towards the limit; its deliveries stay in the log. KindNotFound for a missing, deleted or another
-// scope's one.
+// towards the limit; its deliveries stay in the log, and those that had not ended (pending, held,
+// delivering) end failed with models.EndpointDeletedError in the same transaction, since nothing
+// could send them any more (models.Store.DeleteWebhookEndpoint). KindNotFound for a missing,
+// deleted or another scope's one.
 func (e *Webhooks) DeleteEndpoint(ctx context.Context, scope WebhookScope, id string) error {
 	err := e.store.DeleteWebhookEndpoint(ctx, scope.store(), id, time.Now())
 	if errors.Is(err, models.ErrNotFound) {

@@ -149,6 +149,55 @@ func TestRecoverEndpointQueuesFailedAndHeldDeliveries(t *testing.T) {
 	})
 }
 
+// DELETE /webhook-endpoints/{id} of an endpoint that was disabled: its held deliveries would wait
+// for a recover that can no longer come (a deleted endpoint is not found), so the deletion ends
+// them, and the ones a recover had queued again, failed with "the endpoint was deleted"; the
+// delivery log of the scope says so, the outbox starts none of them, and their replay is refused.
+func TestDeletingAnEndpointEndsItsHeldDeliveries(t *testing.T) {
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		w := newWebhookScopes(t, db, false)
+		down := newCancelTemporal(t, true)
+		w.withTemporal(db, down)
+		for _, scope := range []engine.WebhookScope{w.inst, w.account} {
+			ep, err := w.eng.Webhooks.CreateEndpoint(ctx, scope, engine.EndpointInput{URL: str("https://shop.example/a")})
+			require.NoError(t, err)
+			now := time.Now().UTC()
+			_, recovered := sentEvent(t, db, scope, ep.ID, "order.completed", models.WebhookFailed, now.Add(-2*time.Hour), false)
+			_, err = w.eng.Webhooks.RecoverEndpoint(ctx, scope, ep.ID, now.Add(-3*time.Hour), nil) // Temporal is away: its start is owed
+			require.NoError(t, err)
+			_, err = w.eng.Webhooks.UpdateEndpoint(ctx, scope, ep.ID, engine.EndpointInput{Status: str("disabled")})
+			require.NoError(t, err)
+			_, held := sentEvent(t, db, scope, ep.ID, "order.completed", models.WebhookHeld, now.Add(-time.Hour), false)
+
+			require.NoError(t, w.eng.Webhooks.DeleteEndpoint(ctx, scope, ep.ID))
+			for _, id := range []string{held.ID, recovered.ID} {
+				d, err := w.eng.Webhooks.GetDelivery(ctx, scope, id)
+				require.NoError(t, err)
+				assert.Equal(t, models.WebhookFailed, d.Status, "a delivery of the deleted endpoint")
+				assert.Nil(t, d.NextAttemptAt)
+			}
+			failed, _, err := w.eng.Webhooks.ListDeliveries(ctx, scope, engine.DeliveryFilter{EndpointID: ep.ID, Status: models.WebhookFailed})
+			require.NoError(t, err)
+			assert.Len(t, failed, 2)
+			stored, err := models.GetWebhookDelivery(db, held.ID)
+			require.NoError(t, err)
+			assert.Equal(t, models.EndpointDeletedError, stored.LastError)
+			if scope.InstallationID != "" {
+				_, err = w.eng.Webhooks.ReplayWebhook(ctx, scope.InstallationID, held.ID)
+				kind, _ := refusedAs(t, err)
+				assert.Equal(t, engine.KindConflict, kind, "the replay of a deleted endpoint's delivery")
+			}
+		}
+		up := newCancelTemporal(t, false)
+		w.withTemporal(db, up)
+		started, err := w.eng.Outbox.StartPendingDeliveries(ctx, 0, 100)
+		require.NoError(t, err)
+		assert.Zero(t, started, "the outbox starts no delivery of a deleted endpoint")
+		assert.Empty(t, up.starts)
+	})
+}
+
 // A replay of a delivery whose endpoint is disabled is refused: it would be held, not sent.
 func TestReplayOfADeliveryToADisabledEndpointIsAConflict(t *testing.T) {
 	db := testdb.Open(t, testdb.SQLiteURL(t))
