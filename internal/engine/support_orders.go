@@ -100,7 +100,7 @@ type SupportDeliveryView struct {
 	// endpoint is whose (nil: recorded before endpoints).
 	EventID        string               `json:"event_id"`
 	EndpointID     *string              `json:"endpoint_id"`
-	JobID          string               `json:"job_id"`
+	JobID          *string              `json:"job_id"` // null for an event of the order (order.completed)
 	Run            int                  `json:"run"`
 	Event          string               `json:"event"`
 	Status         string               `json:"status"`
@@ -200,7 +200,7 @@ func (e *Support) ShowOrder(ctx context.Context, orderID string) (SupportOrderVi
 			log = []SupportAttemptView{}
 		}
 		v.Deliveries = append(v.Deliveries, SupportDeliveryView{
-			DeliveryID: d.ID, EventID: d.EventID, EndpointID: d.EndpointID, JobID: d.Job(), Run: d.Run, Event: d.Event, Status: d.Status, CallbackURL: d.CallbackURL,
+			DeliveryID: d.ID, EventID: d.EventID, EndpointID: d.EndpointID, JobID: d.JobID, Run: d.Run, Event: d.Event, Status: d.Status, CallbackURL: d.CallbackURL,
 			Attempts: d.Attempts, LastStatusCode: d.LastStatusCode, LastError: d.LastError, NextAttemptAt: utc(d.NextAttemptAt),
 			CreatedAt: d.CreatedAt.UTC(), DeliveredAt: utc(d.DeliveredAt), WorkflowID: wf, TemporalUIURL: e.workflowURL(wf),
 			AttemptLog: log,

@@ -423,9 +423,13 @@ func TestSupportShowOrder(t *testing.T) {
 		failRun(t, db, mug, 1, errorcat.ContentPolicy)
 		failRun(t, db, vase, 1, errorcat.InputMissing)
 		deliver := func(jobID string, run int, event string, codes ...int) string {
-			id := models.WebhookDeliveryID(jobID, run, event)
+			id := models.WebhookDeliveryID(jobID+o.ID, run, event)
+			var job *string // none for an event of the order
+			if jobID != "" {
+				job = &jobID
+			}
 			if _, err := models.CreateWebhookDelivery(db, &models.WebhookDelivery{ID: id, AccountID: tn.accountID,
-				InstallationID: &tn.installationID, OrderID: &o.ID, JobID: &jobID, Run: run, Event: event,
+				InstallationID: &tn.installationID, OrderID: &o.ID, JobID: job, Run: run, Event: event,
 				Payload: models.JSON(`{}`), CallbackURL: "https://shop.example/hooks"}); err != nil {
 				t.Fatal(err)
 			}
@@ -448,6 +452,7 @@ func TestSupportShowOrder(t *testing.T) {
 		}
 		completeRun(t, db, mug, 2)
 		second := deliver(mug, 2, webhooks.EventJobCompleted, 204)
+		third := deliver("", 0, webhooks.EventOrderCompleted, 204)
 
 		v, err := s.Support.ShowOrder(ctx, o.ID)
 		if err != nil {
@@ -484,10 +489,14 @@ func TestSupportShowOrder(t *testing.T) {
 		if !slices.Equal(kinds, []string{"reserve/1", "release/1", "reserve/2", "consume/2"}) || len(v.Ledger) != 6 {
 			t.Fatalf("ledger = %+v (mug: %v)", v.Ledger, kinds)
 		}
-		if len(v.Deliveries) != 2 || v.Deliveries[0].DeliveryID != first || v.Deliveries[1].DeliveryID != second || first == second {
+		if len(v.Deliveries) != 3 || v.Deliveries[0].DeliveryID != first || v.Deliveries[1].DeliveryID != second || first == second ||
+			v.Deliveries[2].DeliveryID != third {
 			t.Fatalf("deliveries = %+v", v.Deliveries)
 		}
 		d1, d2 := v.Deliveries[0], v.Deliveries[1]
+		if d1.JobID == nil || *d1.JobID != mug || v.Deliveries[2].JobID != nil {
+			t.Fatalf("the deliveries' jobs: %v, %v (want the mug, and null for the order's event)", d1.JobID, v.Deliveries[2].JobID)
+		}
 		if d1.Run != 1 || d1.Event != webhooks.EventJobFailed || d1.Status != models.WebhookDelivered || d1.Attempts != 2 ||
 			len(d1.AttemptLog) != 2 || *d1.AttemptLog[0].StatusCode != 503 || d1.AttemptLog[0].Error != "HTTP 503" ||
 			d1.AttemptLog[0].LatencyMS != 42 || *d1.AttemptLog[1].StatusCode != 204 ||
