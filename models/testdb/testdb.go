@@ -50,10 +50,7 @@ func LinguisticPostgresURL(t testing.TB) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	admin, err := pgx.Connect(ctx, AdminURL())
-	if err != nil {
-		t.Fatalf("testdb: PostgreSQL is not reachable at %s (start it, or set TEST_DATABASE_URL): %v", AdminURL(), err)
-	}
+	admin := connectAdmin(ctx, t)
 	defer admin.Close(context.Background())
 	var icu bool
 	if err := admin.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_collation WHERE collprovider = 'i')").Scan(&icu); err != nil {
@@ -65,6 +62,17 @@ func LinguisticPostgresURL(t testing.TB) string {
 	return createDatabase(t, "template0 ENCODING 'UTF8' LOCALE_PROVIDER icu ICU_LOCALE '"+LinguisticCollation+"' LOCALE 'C.UTF-8'")
 }
 
+// connectAdmin connects to the server's administrative database, or fails the test saying how to
+// reach one.
+func connectAdmin(ctx context.Context, t testing.TB) *pgx.Conn {
+	t.Helper()
+	admin, err := pgx.Connect(ctx, AdminURL())
+	if err != nil {
+		t.Fatalf("testdb: PostgreSQL is not reachable at %s (start it, or set TEST_DATABASE_URL): %v", AdminURL(), err)
+	}
+	return admin
+}
+
 // createDatabase creates a database for the test, a copy of template unless it is "" (which may
 // be followed by further options of CREATE DATABASE), and returns its URL; it is dropped at
 // cleanup.
@@ -72,10 +80,7 @@ func createDatabase(t testing.TB, template string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	admin, err := pgx.Connect(ctx, AdminURL())
-	if err != nil {
-		t.Fatalf("testdb: PostgreSQL is not reachable at %s (start it, or set TEST_DATABASE_URL): %v", AdminURL(), err)
-	}
+	admin := connectAdmin(ctx, t)
 	defer admin.Close(context.Background())
 	name := "shotflow_test_" + strings.ToLower(hex.EncodeToString([]byte(secrets.Token(6))))
 	create := "CREATE DATABASE " + name
