@@ -1,6 +1,7 @@
 package models
 
 import (
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -77,7 +78,17 @@ func Open(databaseURL string, opts OpenOptions) (*gorm.DB, error) {
 		// its first write with SQLITE_BUSY (or BUSY_SNAPSHOT, 517) when another process (shotflow
 		// admin beside the service) wrote in between, and the busy timeout cannot cure that. An
 		// immediate one waits, within the busy timeout, for the write lock at its start.
-		dsn := path + "?_txlock=immediate&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"
+		//
+		// _texttotime=0: the dialector asks the driver for _texttotime=1 unless the DSN says
+		// otherwise, and with it the driver reads any text that looks like a time ("2026-01-02",
+		// "2026-01-02 10:00") as a time.Time when its column has no declared type (an expression
+		// such as COALESCE, an aggregate, a column of a UNION in FROM); a string then gets that
+		// time back in RFC 3339, so a product named "2026-01-02" was listed as
+		// "2026-01-02T00:00:00Z". Off, such a column comes back as the text it holds. A column
+		// declared DATETIME is read as a time.Time either way, and times are written as before
+		// (_time_format); a time read from a column without a declared type is scanned into
+		// exprTime.
+		dsn := path + "?_txlock=immediate&_texttotime=0&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"
 		dialector = sqlite.Open(dsn)
 	} else {
 		dsn, err := PostgresDSN(databaseURL, opts)
@@ -109,6 +120,56 @@ func Open(databaseURL string, opts OpenOptions) (*gorm.DB, error) {
 		return nil, fmt.Errorf("connect to database: %w", err)
 	}
 	return db, nil
+}
+
+// exprTime scans a time from a column SQLite declares no type for (an expression such as
+// COALESCE(j.created_at, p.created_at), any column of a UNION read through FROM): with
+// _texttotime=0 (Open) the driver gives its text, which exprTime reads in the layouts the driver
+// reads a DATETIME column's text in (the first one is what it writes); PostgreSQL, and SQLite's
+// declared columns, give a time.Time. NULL is the zero time. A time read so and bound again is
+// written back as the same text.
+type exprTime struct{ time.Time }
+
+// sqliteTimeLayouts are the layouts of modernc.org/sqlite's parseTimeFormats, SQLite's own date
+// and time formats, a trailing Z aside.
+var sqliteTimeLayouts = []string{
+	"2006-01-02 15:04:05.999999999-07:00",
+	"2006-01-02T15:04:05.999999999-07:00",
+	"2006-01-02 15:04:05.999999999",
+	"2006-01-02T15:04:05.999999999",
+	"2006-01-02 15:04",
+	"2006-01-02T15:04",
+	"2006-01-02",
+}
+
+// Value implements driver.Valuer (gorm takes a struct field for a column only with it): the time.
+func (t exprTime) Value() (driver.Value, error) { return t.Time, nil }
+
+// Scan implements sql.Scanner.
+func (t *exprTime) Scan(src any) error {
+	var text string
+	switch v := src.(type) {
+	case nil:
+		t.Time = time.Time{}
+		return nil
+	case time.Time:
+		t.Time = v
+		return nil
+	case string:
+		text = v
+	case []byte:
+		text = string(v)
+	default:
+		return fmt.Errorf("exprTime: cannot scan %T", src)
+	}
+	trimmed := strings.TrimSuffix(text, "Z")
+	for _, layout := range sqliteTimeLayouts {
+		if parsed, err := time.Parse(layout, trimmed); err == nil {
+			t.Time = parsed
+			return nil
+		}
+	}
+	return fmt.Errorf("exprTime: %q is not a time", text)
 }
 
 // PostgresDSN adds to a postgres:// URL the timeouts of opts that it does not set itself:

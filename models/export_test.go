@@ -2,6 +2,7 @@ package models
 
 import (
 	"context"
+	"time"
 
 	"gorm.io/gorm"
 )
@@ -20,4 +21,11 @@ func StoreConn(ctx context.Context, s *Store) *gorm.DB { return s.conn(ctx) }
 // function that ends it, for the tests that placements wait for it.
 func HoldAccount(ctx context.Context, s *Store, accountID string) (func(), error) {
 	return s.gate.enter(ctx, accountID)
+}
+
+// ScanExprTime scans src as a time read from a column without a declared type (exprTime).
+func ScanExprTime(src any) (time.Time, error) {
+	var t exprTime
+	err := t.Scan(src)
+	return t.Time, err
 }

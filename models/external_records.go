@@ -77,9 +77,10 @@ type RecordPage struct {
 	Limit         int
 }
 
-// recordKey is a record's place in the newest-first order of the record lists.
+// recordKey is a record's place in the newest-first order of the record lists. Its time may come
+// from a column without a declared type (packshotRecords' UNION), hence exprTime.
 type recordKey struct {
-	CreatedAt time.Time
+	CreatedAt exprTime
 	ID        string
 }
 
@@ -110,7 +111,7 @@ func olderThan(q *gorm.DB, createdAt, id string, key *recordKey) *gorm.DB {
 	if key == nil {
 		return q
 	}
-	return q.Where("("+createdAt+" < ? OR ("+createdAt+" = ? AND "+id+" < ?))", key.CreatedAt, key.CreatedAt, key.ID)
+	return q.Where("("+createdAt+" < ? OR ("+createdAt+" = ? AND "+id+" < ?))", key.CreatedAt.Time, key.CreatedAt.Time, key.ID)
 }
 
 // recordName is the SQL name of a job's record: its product's display name, else the label the

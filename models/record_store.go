@@ -70,14 +70,15 @@ func (s *Store) ListAccountPackshots(ctx context.Context, accountID string, appr
 	if err != nil {
 		return nil, err
 	}
+	// The columns of a UNION in FROM have no declared type on SQLite, so its times are exprTime.
 	var rows []struct {
 		ID        string
 		Name      string
 		Voting    string
-		CreatedAt time.Time
+		CreatedAt exprTime
 		JobStatus string
 		AssetID   string
-		PurgedAt  *time.Time
+		PurgedAt  exprTime // zero when NULL
 	}
 	q := db.Table("(?) AS l", packshotRecords(db, accountID, true, approvedOnly))
 	if err := olderThan(q, "l.created_at", "l.id", key).Order("l.created_at DESC, l.id DESC").Limit(page.Limit).Scan(&rows).Error; err != nil {
@@ -85,7 +86,7 @@ func (s *Store) ListAccountPackshots(ctx context.Context, accountID string, appr
 	}
 	out := make([]Record, 0, len(rows))
 	for _, p := range rows {
-		rec := Record{ID: p.ID, Name: p.Name, Status: RefStatusDone, CreatedAt: p.CreatedAt}
+		rec := Record{ID: p.ID, Name: p.Name, Status: RefStatusDone, CreatedAt: p.CreatedAt.Time}
 		switch {
 		case p.JobStatus != "": // a job without its packshot
 			if rec.Status = RecordStatus(p.JobStatus); rec.Status == RefStatusDone {
@@ -96,7 +97,7 @@ func (s *Store) ListAccountPackshots(ctx context.Context, accountID string, appr
 		case p.Voting == VotingRejected:
 			rec.Voting = recordVoting(RefVotingRejected)
 		}
-		if p.JobStatus == "" && p.PurgedAt == nil {
+		if p.JobStatus == "" && p.PurgedAt.IsZero() {
 			rec.Thumbnail.AssetID = p.AssetID
 		}
 		out = append(out, rec)
