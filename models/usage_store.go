@@ -101,14 +101,5 @@ func (s *Store) UsageOf(ctx context.Context, scope UsageScope, from, to time.Tim
 		WHERE l.account_id = ? AND l.created_at >= ? AND l.created_at < ?
 			AND l.kind IN ('reserve', 'consume', 'release')`+where+`
 		GROUP BY 1 ORDER BY 1`, args...).Scan(&rows).Error
-	if groupBy == UsageByDay {
-		// The SQLite driver reads a text that looks like a date as a time, which reaches the
-		// string as RFC 3339: its date is the key.
-		for i := range rows {
-			if len(rows[i].Key) > len(time.DateOnly) {
-				rows[i].Key = rows[i].Key[:len(time.DateOnly)]
-			}
-		}
-	}
 	return rows, err
 }
