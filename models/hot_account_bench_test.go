@@ -1,6 +1,7 @@
 package models_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sync"
@@ -25,7 +26,10 @@ import (
 // a placement. A job's settlement (Store.CompleteJob: the job, its output, the consume entry of
 // the ledger and the account's reserved credits, in one transaction) takes the account's row once
 // more per job: BenchmarkOneAccountSettlements and BenchmarkSpreadAccountsSettlements complete
-// begun 1-job orders the same way and report jobs/s. Run them with a fixed count, e.g.
+// begun 1-job orders the same way and report jobs/s. In the worker a settlement is FinishJob's
+// transaction, which records the job's events after it (the outputs and the order read, both
+// events inserted, the endpoints read): BenchmarkOneAccountFinishes and
+// BenchmarkSpreadAccountsFinishes complete jobs in that shape. Run them with a fixed count, e.g.
 //
 //	go test ./models/ -run '^$' -bench 'OneAccount|SpreadAccounts' -benchtime 2000x -count 5
 
@@ -81,11 +85,71 @@ func BenchmarkSpreadAccountsSettlements(b *testing.B) {
 	benchmarkSettlements(b, hotAccounts)
 }
 
+// BenchmarkOneAccountFinishes: every job completed, in FinishJob's shape, is of the same account.
+func BenchmarkOneAccountFinishes(b *testing.B) {
+	benchmarkSettlementsBy(b, 1, finishInWorkerShape)
+}
+
+// BenchmarkSpreadAccountsFinishes: client i completes jobs of account i mod hotAccounts in
+// FinishJob's shape.
+func BenchmarkSpreadAccountsFinishes(b *testing.B) {
+	benchmarkSettlementsBy(b, hotAccounts, finishInWorkerShape)
+}
+
 func benchmarkSettlements(b *testing.B, accounts int) {
+	benchmarkSettlementsBy(b, accounts, completeAlone)
+}
+
+// completion completes a begun job run with its outputs, reporting whether this call completed it.
+type completion func(ctx context.Context, store *models.Store, j *models.Job, outputs []models.Asset) (bool, error)
+
+// completeAlone is Store.CompleteJob in its own transaction.
+func completeAlone(ctx context.Context, store *models.Store, j *models.Job, outputs []models.Asset) (bool, error) {
+	_, completed, err := store.CompleteJob(ctx, j.ID, j.Run, outputs)
+	return completed, err
+}
+
+// finishInWorkerShape is what activities.FinishJob sends for a completed plugin job, in one
+// transaction: CompleteJob in a savepoint, then, in another savepoint, the job's outputs read (the
+// job.completed payload), its order read (has it ended?) and job.completed and order.completed
+// recorded (one insert of both, one read of the scope's endpoints).
+func finishInWorkerShape(ctx context.Context, store *models.Store, j *models.Job, outputs []models.Asset) (bool, error) {
+	completed := false
+	err := store.Tx(ctx, func(tx *models.Store) error {
+		job, ok, err := tx.CompleteJob(ctx, j.ID, j.Run, outputs)
+		if err != nil || !ok {
+			return err
+		}
+		completed = true
+		return tx.Tx(ctx, func(sp *models.Store) error {
+			if _, err := sp.JobOutputs(ctx, job.ID); err != nil {
+				return err
+			}
+			order, err := sp.GetOrder(ctx, job.OrderID)
+			if err != nil {
+				return err
+			}
+			at := time.Now().UTC()
+			events := []*models.WebhookEvent{
+				{ID: models.WebhookDeliveryID(job.ID, job.Run, "job.completed"), AccountID: job.AccountID,
+					InstallationID: job.InstallationID, Type: "job.completed", Payload: models.JSON(`{"type":"job.completed"}`),
+					OrderID: &job.OrderID, JobID: &job.ID, CreatedAt: at},
+				{ID: models.EventID(order.ID, "order.completed"), AccountID: order.AccountID,
+					InstallationID: order.InstallationID, Type: "order.completed", Payload: models.JSON(`{"type":"order.completed"}`),
+					OrderID: &order.ID, CreatedAt: at},
+			}
+			_, err = sp.RecordEvents(ctx, events, models.EventDeliveries{Run: job.Run})
+			return err
+		})
+	})
+	return completed, err
+}
+
+func benchmarkSettlementsBy(b *testing.B, accounts int, complete completion) {
 	db, store, tenants := hotTenants(b, accounts)
 	for _, clients := range benchClients {
 		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
-			completeConcurrently(b, store, tenants, clients)
+			completeConcurrently(b, store, tenants, clients, complete)
 		})
 	}
 	for _, tn := range tenants {
@@ -183,9 +247,9 @@ func placeConcurrently(b *testing.B, store *models.Store, tenants []tenant, clie
 }
 
 // completeConcurrently places and begins b.N 1-job orders, client i's on tenant i mod
-// len(tenants), then, timed, completes them from clients goroutines, each job with one output,
-// and reports jobs/s and the p50 and p99 latency of a completion in ms.
-func completeConcurrently(b *testing.B, store *models.Store, tenants []tenant, clients int) {
+// len(tenants), then, timed, completes them with complete from clients goroutines, each job with
+// one output, and reports jobs/s and the p50 and p99 latency of a completion in ms.
+func completeConcurrently(b *testing.B, store *models.Store, tenants []tenant, clients int, complete completion) {
 	ctx := b.Context()
 	jobsOf := make([][]models.Job, clients)
 	for i := range b.N {
@@ -216,7 +280,7 @@ func completeConcurrently(b *testing.B, store *models.Store, tenants []tenant, c
 					ContentType: "image/png", BlobKey: models.OutputBlobKey(&j, 0, ".png"), JobID: &j.ID,
 					CreatedAt: now, UpdatedAt: now}
 				began := time.Now()
-				_, completed, err := store.CompleteJob(ctx, j.ID, j.Run, []models.Asset{output})
+				completed, err := complete(ctx, store, &j, []models.Asset{output})
 				if err == nil && !completed {
 					err = fmt.Errorf("job %s was not completed", j.ID)
 				}
