@@ -15,9 +15,12 @@ import (
 // FinishJob ends a job run and records its events (the job's, and order.completed when it ended
 // its order) with their deliveries in one database transaction (a local activity): CompleteJob or
 // EndJob, then RecordJobWebhook, so a job's end costs one transaction and one local-activity
-// marker instead of two of each. After the commit it starts the deliveries' workflows itself
-// (DeliveryStarter), so the job's history holds no child start for them. Like CompleteJob and
-// EndJob it can run again: a run already terminal is left as it is and nothing is recorded twice.
+// marker instead of two of each. The account's update, which the settlement owes, is the
+// transaction's last statement (models.Store.Tx): the account's row is held for that statement and
+// the commit, not over the events' statements too. After the commit it starts the deliveries'
+// workflows itself (DeliveryStarter), so the job's history holds no child start for them. Like
+// CompleteJob and EndJob it can run again: a run already terminal is left as it is and nothing is
+// recorded twice.
 //
 // The end is never lost for its webhook's sake: a webhook that cannot be recorded for a reason
 // that retrying would not change (the run is no longer the job's current one) is logged and left

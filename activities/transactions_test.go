@@ -26,12 +26,13 @@ const workerTransactionsPerJob = 2
 
 // finishJobStatements is what FinishJob's transaction sends for a completed job with one output
 // (of an account with no webhook endpoint): BEGIN, CompleteJob's SAVEPOINT, the job's UPDATE
-// (returning it), the output's INSERT, the ledger entry's INSERT, the account's UPDATE, the order's
-// UPDATE, the webhook's SAVEPOINT, the read of the outputs (the record's thumbnail), the read of
-// the order (has it ended?), one INSERT of both events (record.done and order.completed), one read
-// of the scope's endpoints, COMMIT. It sent 14 when it read the job three times and updated the
-// order three times (issue 23, item 18), then 9 before events were recorded for the events API
-// whether or not an endpoint subscribes (issue 24).
+// (returning it), the output's INSERT, the ledger entry's INSERT, the order's UPDATE, the
+// webhook's SAVEPOINT, the read of the outputs (the record's thumbnail), the read of the order
+// (has it ended?), one INSERT of both events (record.done and order.completed), one read of the
+// scope's endpoints, the account's UPDATE, COMMIT. It sent 14 when it read the job three times and
+// updated the order three times (issue 23, item 18), then 9 before events were recorded for the
+// events API whether or not an endpoint subscribes (issue 24). The account's UPDATE came sixth
+// until the account's row was held for the least time (docs/scaling.md, "One account's row").
 const finishJobStatements = 13
 
 // The activities of a successful job, run one after the other as its JobWorkflow runs them, write
@@ -105,6 +106,14 @@ func TestSuccessfulJobCostsTheWorkerTwoTransactions(t *testing.T) {
 	for _, s := range finish {
 		if strings.HasPrefix(s, `SELECT * FROM "jobs"`) {
 			t.Fatalf("FinishJob read the job again:\n%s", strings.Join(finish, "\n"))
+		}
+	}
+	// The account's row, which every reservation and settlement of the account waits for, is taken
+	// by the last statement before the COMMIT, and by no other.
+	for i, s := range finish {
+		if strings.HasPrefix(s, `UPDATE "accounts"`) != (i == len(finish)-2) {
+			t.Fatalf("FinishJob's statement %d of %d updates the account or not, want the account's UPDATE just before COMMIT:\n%s",
+				i+1, len(finish), strings.Join(finish, "\n"))
 		}
 	}
 	done, err := models.GetJob(db, job.ID)

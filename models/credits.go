@@ -414,11 +414,32 @@ func createOrderStepByStep(tx *gorm.DB, order *Order, jobs []Job) error {
 	return err
 }
 
-// settle records the consume or release of one job run's reservation in the ledger and the
-// account. It returns false when that run was already settled, so replays of the calling activity
-// never move credits twice; the caller records the credits in the order (endOfJob) only when it
-// returns true.
-func settle(tx *gorm.DB, j *Job, kind string) (bool, error) {
+// Lock order. A transaction that takes more than one of these rows takes them in this order, so
+// that no two transactions each hold a row the other waits for (a deadlock):
+//
+//	the job → its order → the account → the account's installation
+//
+//   - A job's settlement (CompleteJob, EndJob, CancelJobNotBegun, alone or in a caller's Tx such as
+//     the worker's FinishJob) updates the job, whose change takes its order's row in the same
+//     statement (the trigger that numbers the order's events, migration 0020), then updates the
+//     order's counters, and only then the account's credits: settle writes the ledger entry and
+//     owes the account's UPDATE (accountSettlement), which the transaction sends last, just before
+//     its COMMIT (Store.Tx), followed for a release by the installation's month's spend.
+//   - A reservation of a new order (createOrder, reserveForJobs) takes the account's row, then the
+//     installation's; the order, jobs and ledger entries it inserts are rows no other transaction
+//     sees. An operator's re-run (engine's RetryJob) updates the job and so its order first, then
+//     reserves on the account.
+//   - A spend limit's first refusal (MarkSpendLimitReached) and a low-balance threshold
+//     (SetLowBalanceThreshold) lock the account's row before the installation's.
+//
+// SQLite runs one writing transaction at a time, so there the order changes nothing.
+
+// settle records the consume or release of one job run's reservation in the ledger. It returns
+// false when that run was already settled, so replays of the calling activity never move credits
+// twice; the caller records the credits in the order (endOfJob) only when it returns true, and
+// sends the account's side of the settlement it returns (accountSettlement.send) last in its
+// transaction (see the lock order above).
+func settle(tx *gorm.DB, j *Job, kind string) (accountSettlement, bool, error) {
 	entry := LedgerEntry{
 		ID: NewID(), AccountID: j.AccountID, OrderID: &j.OrderID, JobID: &j.ID, Run: j.Run,
 		Kind: kind, ReservedDelta: -j.CreditCost, CreatedAt: time.Now().UTC(),
@@ -430,31 +451,92 @@ func settle(tx *gorm.DB, j *Job, kind string) (bool, error) {
 	}
 	res := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&entry)
 	if res.Error != nil {
-		return false, res.Error
+		return accountSettlement{}, false, res.Error
 	}
 	if res.RowsAffected == 0 {
-		return false, nil
+		return accountSettlement{}, false, nil
 	}
-	accountUpdate := map[string]any{
-		"credits_reserved": gorm.Expr("credits_reserved - ?", j.CreditCost),
-		"updated_at":       time.Now().UTC(),
+	st := accountSettlement{accountID: j.AccountID, installationID: j.InstallationID, jobID: j.ID, run: j.Run,
+		credits: j.CreditCost, release: kind == LedgerRelease}
+	if st.release {
+		month, err := spendMonthOfRun(tx, j)
+		if err != nil {
+			return accountSettlement{}, false, err
+		}
+		st.spendMonth = month
 	}
-	if kind == LedgerRelease {
-		accountUpdate["credit_balance"] = gorm.Expr("credit_balance + ?", j.CreditCost)
+	return st, true, nil
+}
+
+// accountSettlement is the account's side of a settled job run: its reserved credits go down by
+// credits, and for a release they go back to its balance and, when the run's reservation counted
+// in spendMonth, out of that month's spend of the account and the installation.
+type accountSettlement struct {
+	accountID      string
+	installationID *string
+	jobID          string
+	run            int
+	credits        int64
+	release        bool
+	spendMonth     string // "": no spend to give back
+}
+
+// spendBackSQL is a row's month's spend after a release gives back credits (the second and third
+// parameters) counted in the month of the first: never below zero, and unchanged when the row
+// counts another month by now.
+const spendBackSQL = "CASE WHEN spend_month = ? THEN (CASE WHEN spend_used >= ? THEN spend_used - ? ELSE 0 END) ELSE spend_used END"
+
+// send updates the account, conditional on it holding the reserved credits, then, for a release
+// with spend to give back, the installation: one UPDATE of each, in the lock order.
+func (st accountSettlement) send(tx *gorm.DB) error {
+	now := time.Now().UTC()
+	update := map[string]any{
+		"credits_reserved": gorm.Expr("credits_reserved - ?", st.credits),
+		"updated_at":       now,
 	}
-	res = tx.Model(&Account{}).Where("id = ? AND credits_reserved >= ?", j.AccountID, j.CreditCost).Updates(accountUpdate)
-	if res.Error != nil {
-		return false, res.Error
-	}
-	if res.RowsAffected == 0 {
-		return false, fmt.Errorf("account %s holds less reserved credit than job %s run %d settles", j.AccountID, j.ID, j.Run)
-	}
-	if kind == LedgerRelease {
-		if err := releaseSpend(tx, j, j.CreditCost); err != nil {
-			return false, err
+	if st.release {
+		update["credit_balance"] = gorm.Expr("credit_balance + ?", st.credits)
+		if st.spendMonth != "" {
+			update["spend_used"] = gorm.Expr(spendBackSQL, st.spendMonth, st.credits, st.credits)
 		}
 	}
-	return true, nil
+	res := tx.Model(&Account{}).Where("id = ? AND credits_reserved >= ?", st.accountID, st.credits).Updates(update)
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("account %s holds less reserved credit than job %s run %d settles", st.accountID, st.jobID, st.run)
+	}
+	if st.spendMonth != "" && st.installationID != nil {
+		return tx.Model(&Installation{}).Where("id = ? AND spend_month = ?", *st.installationID, st.spendMonth).
+			Update("spend_used", gorm.Expr("CASE WHEN spend_used >= ? THEN spend_used - ? ELSE 0 END", st.credits, st.credits)).Error
+	}
+	return nil
+}
+
+// owedSettlements are the account updates a transaction owes for the settlements it made, sent by
+// send in the order they were made.
+type owedSettlements struct{ list []accountSettlement }
+
+// settled sends st's account update now, last in the transaction of a settlement that runs alone
+// (owed nil), or adds it to owed, for the enclosing transaction to send last (Store.Tx).
+func settled(tx *gorm.DB, owed *owedSettlements, st accountSettlement) error {
+	if owed == nil {
+		return st.send(tx)
+	}
+	owed.list = append(owed.list, st)
+	return nil
+}
+
+// send sends every owed account update in tx and forgets them.
+func (o *owedSettlements) send(tx *gorm.DB) error {
+	for _, st := range o.list {
+		if err := st.send(tx); err != nil {
+			return err
+		}
+	}
+	o.list = nil
+	return nil
 }
 
 // LedgerSums returns the sums of balance and reserved deltas over an account's ledger.

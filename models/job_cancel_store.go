@@ -48,12 +48,18 @@ func (s *Store) CancelJobNotBegun(ctx context.Context, jobID string, run int, re
 		if err := finishReferenceItem(tx, &j, RefStatusFailed); err != nil {
 			return err
 		}
-		settled, err := settle(tx, &j, LedgerRelease)
+		account, ok, err := settle(tx, &j, LedgerRelease)
 		if err != nil {
 			return err
 		}
-		if err := endOfJob(tx, &j, "jobs_cancelled", "credits_released", settled); err != nil {
+		if err := endOfJob(tx, &j, "jobs_cancelled", "credits_released", ok); err != nil {
 			return err
+		}
+		if ok {
+			// The account last (lock order: credits.go): now, or at the end of the store's Tx.
+			if err := settled(tx, s.owed, account); err != nil {
+				return err
+			}
 		}
 		cancelled = &j
 		return nil

@@ -77,16 +77,18 @@ func (s *Store) MarkRetryPendingOf(ctx context.Context, jobID string, run int, c
 // CompleteJob marks a job run completed with its outputs and settles its credits and order in one
 // transaction (a savepoint when the store is in one); false when the run was already terminal. It
 // returns the job as the call left it, read once (see CompleteJobRun); the outputs' account,
-// installation and job are filled in from it.
+// installation and job are filled in from it. The account's update is the transaction's last
+// statement: on the store of a Tx, the Tx sends it just before its COMMIT.
 func (s *Store) CompleteJob(ctx context.Context, jobID string, run int, outputs []Asset) (*Job, bool, error) {
-	return CompleteJobRun(s.conn(ctx), jobID, run, outputs)
+	return completeJobRun(s.conn(ctx), jobID, run, outputs, s.owed)
 }
 
 // EndJob moves a job run to a terminal status other than completed and releases its credits in one
 // transaction (a savepoint when the store is in one); false when the run was already terminal. It
-// returns the job as the call left it, read once (see EndJobRun).
+// returns the job as the call left it, read once (see EndJobRun). The account's update comes last,
+// as CompleteJob's.
 func (s *Store) EndJob(ctx context.Context, jobID string, run int, to, category, hint, detail string) (*Job, bool, error) {
-	return EndJobRun(s.conn(ctx), jobID, run, to, category, hint, detail)
+	return endJobRun(s.conn(ctx), jobID, run, to, category, hint, detail, s.owed)
 }
 
 // OpenJobsReading returns the unfinished jobs (pending, in progress or retry pending) that read the

@@ -102,6 +102,13 @@ func CompleteJob(db *gorm.DB, jobID string, run int, outputs []Asset) (bool, err
 // installation and job are the job's, filled in when empty, so the caller needs not read the job
 // first.
 func CompleteJobRun(db *gorm.DB, jobID string, run int, outputs []Asset) (*Job, bool, error) {
+	return completeJobRun(db, jobID, run, outputs, nil)
+}
+
+// completeJobRun is CompleteJobRun whose account update is added to owed, when not nil, for the
+// enclosing transaction to send last (Store.Tx); with owed nil it is the last statement of the
+// call's own transaction.
+func completeJobRun(db *gorm.DB, jobID string, run int, outputs []Asset, owed *owedSettlements) (*Job, bool, error) {
 	var job *Job
 	completed := false
 	err := db.Transaction(func(tx *gorm.DB) error {
@@ -136,11 +143,14 @@ func CompleteJobRun(db *gorm.DB, jobID string, run int, outputs []Asset) (*Job, 
 		if err := finishReferenceItem(tx, j, RefStatusDone); err != nil {
 			return err
 		}
-		settled, err := settle(tx, j, LedgerConsume)
+		account, ok, err := settle(tx, j, LedgerConsume)
 		if err != nil {
 			return err
 		}
-		return endOfJob(tx, j, "jobs_completed", "credits_consumed", settled)
+		if err := endOfJob(tx, j, "jobs_completed", "credits_consumed", ok); err != nil || !ok {
+			return err
+		}
+		return settled(tx, owed, account) // the account last (lock order: credits.go)
 	})
 	if err != nil || !completed {
 		return job, false, err
@@ -159,6 +169,12 @@ func EndJob(db *gorm.DB, jobID string, run int, to, category, hint, detail strin
 // EndJobRun is EndJob returning the job as the call left it (nil when there is no such job): the
 // ended job, or the job that was already terminal.
 func EndJobRun(db *gorm.DB, jobID string, run int, to, category, hint, detail string) (*Job, bool, error) {
+	return endJobRun(db, jobID, run, to, category, hint, detail, nil)
+}
+
+// endJobRun is EndJobRun whose account update is added to owed, when not nil, for the enclosing
+// transaction to send last (Store.Tx); with owed nil it comes last in the call's own transaction.
+func endJobRun(db *gorm.DB, jobID string, run int, to, category, hint, detail string, owed *owedSettlements) (*Job, bool, error) {
 	counter := map[string]string{status.JobFailed: "jobs_failed", status.JobCancelled: "jobs_cancelled", status.JobExpired: "jobs_expired"}[to]
 	if counter == "" {
 		return nil, false, fmt.Errorf("EndJob: %q is not a failure status", to)
@@ -185,11 +201,14 @@ func EndJobRun(db *gorm.DB, jobID string, run int, to, category, hint, detail st
 		if err := finishReferenceItem(tx, j, RefStatusFailed); err != nil {
 			return err
 		}
-		settled, err := settle(tx, j, LedgerRelease)
+		account, ok, err := settle(tx, j, LedgerRelease)
 		if err != nil {
 			return err
 		}
-		return endOfJob(tx, j, counter, "credits_released", settled)
+		if err := endOfJob(tx, j, counter, "credits_released", ok); err != nil || !ok {
+			return err
+		}
+		return settled(tx, owed, account) // the account last (lock order: credits.go)
 	})
 	if err != nil || !ended {
 		return job, false, err

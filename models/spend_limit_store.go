@@ -235,30 +235,22 @@ func overLimit(l SpendLimits, month string, total int64, now time.Time) *SpendLi
 	return &SpendLimitError{Limit: *l.SpendLimitMonthly, AlertPercent: l.SpendAlertPercent, Used: used, ResetsAt: SpendResetsAt(now)}
 }
 
-// releaseSpend counts credits released by a job run back into the spend of its account and its
-// installation (when it has one), if the run's reservation was made in the month they still count.
-func releaseSpend(tx *gorm.DB, j *Job, credits int64) error {
-	if credits <= 0 {
-		return nil
+// spendMonthOfRun is the month whose spend the reservation of a job run counted in (the month of
+// its reserve entry), which its release gives back to the account's and the installation's spend
+// if they still count that month (accountSettlement.send); "" when nothing was reserved for the
+// run.
+func spendMonthOfRun(tx *gorm.DB, j *Job) (string, error) {
+	if j.CreditCost <= 0 {
+		return "", nil
 	}
 	var reserved LedgerEntry
 	err := tx.Select("created_at").Where("job_id = ? AND run = ? AND kind = ?", j.ID, j.Run, LedgerReserve).
 		Order("created_at").Take(&reserved).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil // nothing was reserved for this run
+		return "", nil // nothing was reserved for this run
 	}
 	if err != nil {
-		return err
+		return "", err
 	}
-	month := SpendMonth(reserved.CreatedAt)
-	back := gorm.Expr("CASE WHEN spend_used >= ? THEN spend_used - ? ELSE 0 END", credits, credits)
-	if err := tx.Model(&Account{}).Where("id = ? AND spend_month = ?", j.AccountID, month).
-		Update("spend_used", back).Error; err != nil {
-		return err
-	}
-	if j.InstallationID != nil {
-		return tx.Model(&Installation{}).Where("id = ? AND spend_month = ?", *j.InstallationID, month).
-			Update("spend_used", back).Error
-	}
-	return nil
+	return SpendMonth(reserved.CreatedAt), nil
 }

@@ -17,6 +17,10 @@ type Store struct {
 	db   *gorm.DB
 	inTx bool         // the store of a transaction (Tx)
 	gate *accountGate // one reservation per account at a time (PlaceOrder); nil in a transaction
+	// owed are the account updates of the settlements made through this store of a transaction
+	// (Tx), which the transaction sends last, just before its COMMIT; nil outside Tx, where each
+	// settlement sends its account's update last in its own transaction.
+	owed *owedSettlements
 }
 
 // NewStore returns the store of db. It keeps db itself, not a session of it, so that what is
@@ -26,8 +30,25 @@ func NewStore(db *gorm.DB) *Store { return &Store{db: db, gate: &accountGate{}} 
 // Tx runs fn in one transaction: the methods of the store fn gets run in it, an error fn returns
 // (or a panic) rolls everything back, and nil commits. Called on the store of a transaction, Tx
 // runs fn in a savepoint of it, which an error rolls back without ending the outer transaction.
+//
+// The account updates of the job settlements fn makes (CompleteJob, EndJob, CancelJobNotBegun)
+// are the transaction's last statements, sent after fn returns and just before the COMMIT, so that
+// the account's row, which every reservation and settlement of the account takes, is held for the
+// least time (the lock order: credits.go). fn therefore reads an account it settled a job of as it
+// was before the settlement; its ledger entries are already written. A savepoint that fails drops
+// the updates of its settlements with its other writes.
 func (s *Store) Tx(ctx context.Context, fn func(tx *Store) error) error {
-	return s.conn(ctx).Transaction(func(tx *gorm.DB) error { return fn(&Store{db: tx, inTx: true}) })
+	return s.conn(ctx).Transaction(func(tx *gorm.DB) error {
+		inner := &Store{db: tx, inTx: true, owed: &owedSettlements{}}
+		if err := fn(inner); err != nil {
+			return err
+		}
+		if s.owed != nil { // a savepoint: its settlements join the enclosing transaction's
+			s.owed.list = append(s.owed.list, inner.owed.list...)
+			return nil
+		}
+		return inner.owed.send(tx)
+	})
 }
 
 // Atomic runs fn so that its writes commit together: in a transaction of its own (Tx), or, on the
