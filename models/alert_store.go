@@ -163,9 +163,8 @@ func (s *Store) TakePendingAlerts(ctx context.Context, accountID string, limit i
 // request in month and, when it is the first refusal of the month (since the limit was set), runs
 // fn in the same transaction: fn records spend_limit.reached. It reports whether it was the first.
 //
-// An installation's row is taken after its account's, as a reservation takes them (createOrder):
-// the other order would deadlock with a concurrent reservation, which holds the account's row
-// and waits for the installation's, while the event's insert waits for the account's.
+// An installation's row is taken after its account's, as a reservation takes them (createOrder),
+// in the lock order every path keeps (credits.go).
 func (s *Store) MarkSpendLimitReached(ctx context.Context, scope SpendScope, accountID, month string, fn func(tx *Store) error) (bool, error) {
 	model, id, err := scope.model()
 	if err != nil {
@@ -184,7 +183,7 @@ func (s *Store) MarkSpendLimitReached(ctx context.Context, scope SpendScope, acc
 	err = s.Tx(ctx, func(tx *Store) error {
 		if scope.InstallationID != "" && tx.db.Dialector.Name() == "postgres" {
 			var acc Account
-			if err := tx.conn(ctx).Clauses(clause.Locking{Strength: "UPDATE"}).Select("id").
+			if err := lockAccountRow(tx.conn(ctx)).Select("id").
 				Where("id = ?", accountID).Take(&acc).Error; err != nil {
 				return orNotFound(err)
 			}
@@ -235,7 +234,7 @@ func (s *Store) SetLowBalanceThreshold(ctx context.Context, scope SpendScope, th
 		}
 		lock := db.Model(&Account{}).Where("id = ?", accountID)
 		if db.Dialector.Name() == "postgres" {
-			lock = lock.Clauses(clause.Locking{Strength: "UPDATE"})
+			lock = lockAccountRow(lock)
 		}
 		var acc Account
 		if err := lock.Select("id").Take(&acc).Error; err != nil {

@@ -219,12 +219,15 @@ func createOrder(tx *gorm.DB, order *Order, jobs []Job, oneStatement bool) error
 		reserveGate := ""
 		if order.InstallationID != nil {
 			// A plugin order counts against its installation's limit too. The account's row is
-			// locked first (FOR UPDATE reads its latest version, past any order that held it), and
-			// the installation's UPDATE takes its row only when both the account (balance and
+			// locked first (a locking read reads its latest version, past any order that held it),
+			// and the installation's UPDATE takes its row only when both the account (balance and
 			// limit) and the installation (limit) fit the order; the reservation then follows it,
-			// on the row this statement holds, so the two move together or not at all.
+			// on the row this statement holds, so the two move together or not at all. The lock is
+			// the one the reservation's UPDATE takes, FOR NO KEY UPDATE: FOR UPDATE would also
+			// wait for the KEY SHARE locks the account's settlements in flight hold on it (lock
+			// order, below).
 			acct, err := part(func(db *gorm.DB) *gorm.DB {
-				return db.Raw("SELECT id FROM accounts WHERE id = ? AND credit_balance >= ? AND "+fits+" FOR UPDATE",
+				return db.Raw("SELECT id FROM accounts WHERE id = ? AND credit_balance >= ? AND "+fits+" FOR "+accountRowLock,
 					append([]any{order.AccountID, total}, fitsArgs...)...)
 			})
 			if err != nil {
@@ -432,7 +435,21 @@ func createOrderStepByStep(tx *gorm.DB, order *Order, jobs []Job) error {
 //   - A spend limit's first refusal (MarkSpendLimitReached) and a low-balance threshold
 //     (SetLowBalanceThreshold) lock the account's row before the installation's.
 //
-// SQLite runs one writing transaction at a time, so there the order changes nothing.
+// Rows that reference the account (ledger entries, outputs, events) take a KEY SHARE lock on its
+// row when inserted, before a settlement's UPDATE of it; an UPDATE that changes no key never waits
+// for that lock. The reservation's statement and the paths above that lock the account before
+// updating it take the row FOR NO KEY UPDATE (accountRowLock), the lock their UPDATE takes, not
+// FOR UPDATE, which would wait for every settlement of the account in flight. SQLite runs one
+// writing transaction at a time, so there the order changes nothing.
+
+// accountRowLock is the strength of the lock with which a statement that updates the account
+// later in its transaction takes the account's row first, on PostgreSQL (the lock order above).
+const accountRowLock = "NO KEY UPDATE"
+
+// lockAccountRow is q locking the rows it reads FOR accountRowLock.
+func lockAccountRow(q *gorm.DB) *gorm.DB {
+	return q.Clauses(clause.Locking{Strength: accountRowLock})
+}
 
 // settle records the consume or release of one job run's reservation in the ledger. It returns
 // false when that run was already settled, so replays of the calling activity never move credits

@@ -174,8 +174,9 @@ func assertSettled(t *testing.T, db *gorm.DB, sh settlementShop) {
 }
 
 // While a transaction that settled a job writes on (FinishJob recording the job's events), the
-// account's row is free: a new order of the same account is placed at once, not after the
-// settlement's COMMIT. PostgreSQL only: SQLite runs one writing transaction at a time.
+// account's row is free: a new order of the same account, external or of its installation, is
+// placed at once, not after the settlement's COMMIT. PostgreSQL only: SQLite runs one writing
+// transaction at a time.
 func TestSettlementLeavesTheAccountFreeUntilItsCommit(t *testing.T) {
 	t.Parallel()
 	db := testdb.Open(t, testdb.MigratedPostgresURL(t))
@@ -195,6 +196,13 @@ func TestSettlementLeavesTheAccountFreeUntilItsCommit(t *testing.T) {
 				order, jobs := orderOf(sh.account, 1, 1, time.Now().UTC())
 				if err := st.PlaceOrder(wait, order, jobs, nil); err != nil {
 					return errors.Join(errors.New("an external order waited for the settlement's account"), err)
+				}
+				// A plugin order locks the account's row before its installation's: FOR NO KEY
+				// UPDATE, which the settlement's ledger entry (a KEY SHARE lock on the account,
+				// through its foreign key) does not hold up.
+				order, jobs = pluginOrderOf(sh.account, sh.installation, 1, 1, time.Now().UTC())
+				if err := st.PlaceOrder(wait, order, jobs, nil); err != nil {
+					return errors.Join(errors.New("a plugin order waited for the settlement's account"), err)
 				}
 				return nil
 			})
