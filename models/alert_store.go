@@ -60,17 +60,30 @@ func spendAlert(accountID string, installationID *string, l SpendLimits, month s
 		SpendLimit: l.SpendLimitMonthly, AlertPercent: &pct, SpendUsed: &used, Month: month, CreatedAt: now}
 }
 
-// queueReservationAlerts queues the alerts of a reservation of total credits of month that has just
-// been made in tx (the account's row, and the installation's when installationID is not "", held
-// by it), and returns the account's available balance after it and how many alerts it queued. It
-// is the statement-by-statement twin of the alert queries of createOrder's one statement.
-func queueReservationAlerts(tx *gorm.DB, accountID, installationID string, total int64, month string, now time.Time) (int64, int, error) {
-	var acc Account
-	if err := tx.Select("id", "credit_balance", "low_balance_threshold", "low_balance_watch",
-		"spend_limit_monthly", "spend_alert_percent", "spend_month", "spend_used").
-		Where("id = ?", accountID).Take(&acc).Error; err != nil {
-		return 0, 0, err
+// accountAlertColumns and installationAlertColumns are what queueReservationAlerts needs of an
+// account and an installation after a reservation, which the reservation's UPDATEs return.
+var (
+	accountAlertColumns = []string{"id", "credit_balance", "low_balance_threshold", "low_balance_watch",
+		"spend_limit_monthly", "spend_alert_percent", "spend_month", "spend_used"}
+	installationAlertColumns = []string{"id", "spend_limit_monthly", "spend_alert_percent", "spend_month", "spend_used"}
+)
+
+// returning is the RETURNING clause of columns.
+func returning(columns []string) clause.Returning {
+	r := clause.Returning{Columns: make([]clause.Column, len(columns))}
+	for i, c := range columns {
+		r.Columns[i] = clause.Column{Name: c}
 	}
+	return r
+}
+
+// queueReservationAlerts queues the alerts of a reservation of total credits of month that has just
+// been made in tx, given the account and, for a plugin order, the installation as the reservation's
+// UPDATEs returned them (accountAlertColumns, installationAlertColumns; the rows are held by tx),
+// and returns the account's available balance after it and how many alerts it queued. It is the
+// statement-by-statement twin of the alert queries of createOrder's one statement.
+func queueReservationAlerts(tx *gorm.DB, acc *Account, inst *Installation, total int64, month string, now time.Time) (int64, int, error) {
+	accountID := acc.ID
 	after := acc.CreditBalance
 	before := after + total
 	var alerts []PendingAlert
@@ -91,12 +104,7 @@ func queueReservationAlerts(tx *gorm.DB, accountID, installationID string, total
 	if crossedPercent(acc.SpendLimitMonthly, acc.SpendAlertPercent, acc.SpendUsed-total, acc.SpendUsed) {
 		alerts = append(alerts, spendAlert(accountID, nil, acc.SpendLimits, month, now))
 	}
-	if installationID != "" {
-		var inst Installation
-		if err := tx.Select("id", "spend_limit_monthly", "spend_alert_percent", "spend_month", "spend_used").
-			Where("id = ?", installationID).Take(&inst).Error; err != nil {
-			return 0, 0, err
-		}
+	if inst != nil {
 		if crossedPercent(inst.SpendLimitMonthly, inst.SpendAlertPercent, inst.SpendUsed-total, inst.SpendUsed) {
 			alerts = append(alerts, spendAlert(accountID, &inst.ID, inst.SpendLimits, month, now))
 		}

@@ -2,6 +2,7 @@ package models_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -171,5 +172,51 @@ func TestSpendLimitReachedOncePerMonth(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, mark("2026-12"))
 		require.Equal(t, 3, calls)
+	})
+}
+
+// The statement-by-statement reservation (SQLite, and orders of more than 200 jobs) learns the
+// account's and the installation's balance and spend after it from their UPDATEs (RETURNING), not
+// by reading back the rows it has just written: with no threshold under the balance it reads
+// nothing, and the alerts it queues and the balance it tells are the same as the one statement's.
+func TestStepByStepReservationReadsNoRowItUpdated(t *testing.T) {
+	t.Parallel()
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := t.Context()
+		s := models.NewStore(db)
+		acc, err := models.CreateAccount(db, "Acme", 100)
+		require.NoError(t, err)
+		inst := spendInstallation(t, db, acc.ID)
+		now := time.Now().UTC()
+		_, err = s.SetSpendLimit(ctx, models.SpendScope{AccountID: acc.ID}, ptr(int64(1000)), 1, now)
+		require.NoError(t, err)
+		_, err = s.SetSpendLimit(ctx, models.SpendScope{InstallationID: inst}, ptr(int64(100)), 20, now)
+		require.NoError(t, err)
+		for _, c := range []struct {
+			name      string
+			order     func() (*models.Order, []models.Job)
+			remaining int64
+			alerts    int
+		}{
+			// 100 → 90; the account's spend 10 reaches 1 % of 1000: one alert.
+			{"external", func() (*models.Order, []models.Job) { return orderOf(acc.ID, 2, 5, now) }, 90, 1},
+			// 90 → 75; the installation's spend 15 of 100 stays under 20 %.
+			{"plugin", func() (*models.Order, []models.Job) { return pluginOrderOf(acc.ID, inst, 3, 5, now) }, 75, 0},
+			// 75 → 65; the installation's spend 25 passes 20 % of 100.
+			{"plugin crossing", func() (*models.Order, []models.Job) { return pluginOrderOf(acc.ID, inst, 2, 5, now) }, 65, 1},
+		} {
+			order, jobs := c.order()
+			stop := testdb.RecordStatements(db)
+			err := db.Transaction(func(tx *gorm.DB) error { return models.CreateOrderStepByStep(tx, order, jobs) })
+			statements := stop()
+			require.NoError(t, err, c.name)
+			for _, st := range statements {
+				require.False(t, strings.HasPrefix(st, "SELECT"), "%s: the reservation read a row:\n%s", c.name, strings.Join(statements, "\n"))
+			}
+			require.Equal(t, c.remaining, order.CreditsRemaining, c.name)
+			require.Equal(t, c.alerts, order.AlertsPending, c.name)
+			require.Len(t, pendingAlerts(t, s, acc.ID), c.alerts, c.name)
+		}
+		assertLedgerMatches(t, db, acc.ID)
 	})
 }

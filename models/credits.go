@@ -72,7 +72,11 @@ func reserveForJobs(tx *gorm.DB, accountID, orderID string, jobs []Job) (reserve
 	if total := r.total; total > 0 {
 		month := SpendMonth(now)
 		fits, args := spendFits(month, total)
-		res := tx.Model(&Account{}).Where("id = ? AND credit_balance >= ?", accountID, total).Where(fits, args...).
+		// The UPDATE returns the account as it leaves it, what the alerts need, so the row it
+		// holds is not read again.
+		var acc Account
+		res := tx.Model(&acc).Clauses(returning(accountAlertColumns)).
+			Where("id = ? AND credit_balance >= ?", accountID, total).Where(fits, args...).
 			Updates(reservation(total, month))
 		if res.Error != nil {
 			return reserved{}, res.Error
@@ -88,13 +92,15 @@ func reserveForJobs(tx *gorm.DB, accountID, orderID string, jobs []Job) (reserve
 		}
 		// The account's row is held from here, so the installation's comes second, as in the
 		// one-statement order (createOrder).
+		var inst *Installation
 		if instID != "" {
-			if err := countInstallationSpend(tx, instID, month, total, now); err != nil {
+			var err error
+			if inst, err = countInstallationSpend(tx, instID, month, total, now); err != nil {
 				return reserved{}, err
 			}
 		}
 		var err error
-		if r.remaining, r.alerts, err = queueReservationAlerts(tx, accountID, instID, total, month, now); err != nil {
+		if r.remaining, r.alerts, err = queueReservationAlerts(tx, &acc, inst, total, month, now); err != nil {
 			return reserved{}, err
 		}
 	} else {

@@ -155,18 +155,20 @@ func spendAdd(update map[string]any, month string, total int64) map[string]any {
 }
 
 // countInstallationSpend adds total to the installation's spend of month when it fits its limit,
-// inside the caller's transaction, and returns the refusal otherwise.
-func countInstallationSpend(tx *gorm.DB, installationID string, month string, total int64, now time.Time) error {
+// inside the caller's transaction, and returns the installation's limit and spend as its UPDATE
+// left them (installationAlertColumns); the refusal otherwise.
+func countInstallationSpend(tx *gorm.DB, installationID string, month string, total int64, now time.Time) (*Installation, error) {
 	fits, args := spendFits(month, total)
-	res := tx.Model(&Installation{}).Where("id = ?", installationID).Where(fits, args...).
+	var inst Installation
+	res := tx.Model(&inst).Clauses(returning(installationAlertColumns)).Where("id = ?", installationID).Where(fits, args...).
 		Updates(spendAdd(map[string]any{}, month, total))
 	if res.Error != nil {
-		return res.Error
+		return nil, res.Error
 	}
 	if res.RowsAffected == 0 {
-		return refusalOf(tx, "", installationID, total, month, now)
+		return nil, refusalOf(tx, "", installationID, total, month, now)
 	}
-	return nil
+	return &inst, nil
 }
 
 // refusalOf tells why a reservation of total credits in month was refused, after the fact: a short
