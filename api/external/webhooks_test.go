@@ -311,7 +311,7 @@ func (e *env) logFixture(accountID, key string, now time.Time) logFixture {
 			Payload: models.JSON(fmt.Sprintf(`{"event":%q,"delivery_id":"x","delivery_created_at":%q,"n":%d}`, typ, at.Format(time.RFC3339Nano), i))}
 		ev.Payload = models.JSON(strings.Replace(string(ev.Payload), `"x"`, `"`+ev.ID+`"`, 1))
 		d := models.WebhookDelivery{ID: models.NewID(), EventID: ev.ID, EndpointID: &f.endpoint, AccountID: accountID, Event: typ,
-			CallbackURL: hookURL, Status: statuses[i], Run: 1, CreatedAt: at, UpdatedAt: at}
+			CallbackURL: hookURL, Status: statuses[i], Run: 1, Attempts: 1, CreatedAt: at, UpdatedAt: at}
 		if err := e.db.Create(&ev).Error; err != nil {
 			e.t.Fatal(err)
 		}

@@ -35,7 +35,7 @@ func (e *env) loggedEvent(inst *models.Installation, endpointID, typ string, at 
 		Payload: models.JSON(`{"event":"` + typ + `","delivery_id":"x"}`), Test: test, CreatedAt: at}
 	d := models.WebhookDelivery{ID: models.NewID(), EventID: ev.ID, EndpointID: &endpointID, AccountID: inst.AccountID,
 		InstallationID: &inst.ID, Run: 1, Event: typ, CallbackURL: hookURL, Status: models.WebhookDelivering,
-		NextAttemptAt: &at, CreatedAt: at, UpdatedAt: at}
+		Attempts: 1, NextAttemptAt: &at, CreatedAt: at, UpdatedAt: at}
 	require.NoError(e.t, e.db.Create(&ev).Error)
 	require.NoError(e.t, e.db.Create(&d).Error)
 	code := 502

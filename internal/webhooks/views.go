@@ -73,7 +73,7 @@ type Attempt struct {
 // mode.
 func DeliveryOf(d *models.WebhookDelivery, attempts []models.WebhookAttempt, livemode bool) Delivery {
 	v := Delivery{ID: d.ID, EventID: d.EventID, EndpointID: d.EndpointID, Event: d.Event, Status: d.Status,
-		URL: d.CallbackURL, Attempts: make([]Attempt, 0, len(attempts)), AttemptCount: max(d.Attempts, len(attempts)),
+		URL: d.CallbackURL, Attempts: make([]Attempt, 0, len(attempts)), AttemptCount: d.Attempts,
 		NextAttemptAt: utc(d.NextAttemptAt), CreatedAt: d.CreatedAt.UTC(), DeliveredAt: utc(d.DeliveredAt), Livemode: livemode}
 	if v.EventID == "" {
 		v.EventID = d.ID
