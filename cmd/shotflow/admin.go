@@ -630,12 +630,9 @@ func (e *adminEnv) webhooksReplay(args []string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Checked again by the use case; here so that a delivery that cannot be replayed is told
-	// before Temporal is dialled. One without an endpoint never can be: the ID is refused (exit 2).
+	// Checked again by the use case; here so that a delivery that cannot be replayed (exit 1, as
+	// any refusal of the record's state) is told before Temporal is dialled.
 	if err := e.storeEngine().Support.CheckWebhookReplay(e.ctx, id); err != nil {
-		if ee, ok := engine.As(err); ok && ee.Reason == engine.ReasonDeliveryWithoutEndpoint {
-			return nil, fmt.Errorf("%w: %s: %s", errUsage, id, ee.Message)
-		}
 		return nil, err
 	}
 	eng, err := e.temporalEngine(nil)

@@ -247,8 +247,8 @@ func TestAdminRetryAndReplayNeedTemporal(t *testing.T) {
 	}
 	// A delivery that can be replayed needs Temporal; one that cannot is told before it is dialled:
 	// an unknown one does not exist (exit 1), and one recorded before endpoints for an installation
-	// without a callback URL has no endpoint, so nothing can ever receive it (exit 2, like a refused
-	// value).
+	// without a callback URL has no endpoint, so nothing can ever receive it (exit 1, as a delivery
+	// whose endpoint is disabled or deleted).
 	db := f.db(t)
 	now := time.Now().UTC()
 	ep := models.WebhookEndpoint{ID: models.NewID(), AccountID: f.accountID, InstallationID: &f.installationID, URL: "https://shop.example/hook",
@@ -274,8 +274,8 @@ func TestAdminRetryAndReplayNeedTemporal(t *testing.T) {
 		t.Fatalf("replay of an unknown delivery: exit %d, %s", code, stderr)
 	}
 	code, stdout, stderr = runCLI(t, "admin", "webhooks", "replay", legacy)
-	if code != 2 || stdout != "" || !strings.Contains(stderr, legacy) || !strings.Contains(stderr, "no endpoint") || strings.Contains(stderr, "TEMPORAL_ADDRESS") {
-		t.Fatalf("replay of a delivery without endpoint: exit %d, stdout %q, stderr %q; want exit 2 saying it has no endpoint", code, stdout, stderr)
+	if code != 1 || stdout != "" || !strings.Contains(stderr, "no endpoint") || strings.Contains(stderr, "TEMPORAL_ADDRESS") {
+		t.Fatalf("replay of a delivery without endpoint: exit %d, stdout %q, stderr %q; want exit 1 saying it has no endpoint", code, stdout, stderr)
 	}
 
 	code, stdout, _ = runCLI(t, "admin", "help")

@@ -25,7 +25,7 @@ type SupportReplayResult struct {
 
 // ReplayWebhook re-sends a delivery of any installation now (Webhooks.StartWebhookReplay); an
 // unknown delivery is KindNotFound, one whose endpoint was deleted or is disabled, or that has no
-// endpoint (ReasonDeliveryWithoutEndpoint), KindConflict, as the API's replay answers. deliveryID
+// endpoint, KindConflict, as the API's replay answers. deliveryID
 // may also be the ID of an event (the webhook-id a receiver got, which a merchant reports) that
 // has one delivery; of one with several, KindConflict names them.
 func (e *Support) ReplayWebhook(ctx context.Context, deliveryID string) (SupportReplayResult, error) {

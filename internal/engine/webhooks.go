@@ -24,15 +24,10 @@ type Sealer interface {
 // retryReplayAfter is the Retry-After of a replay that could not be queued.
 const retryReplayAfter = 5 * time.Second
 
-// ReasonDeliveryWithoutEndpoint refines KindConflict: the delivery was recorded before endpoints
-// existed, for an installation without a callback URL, so it has no endpoint and nothing can
-// receive it (a replay of it would only fail).
-const ReasonDeliveryWithoutEndpoint = "delivery_without_endpoint"
-
 // ReplayWebhook re-sends a webhook delivery of the installation now (StartWebhookReplay) and
 // returns its ID: KindNotFound for a delivery of another installation, KindConflict for one whose
-// endpoint is disabled (it would be held, not sent) or deleted, or that has no endpoint
-// (ReasonDeliveryWithoutEndpoint), KindUnavailable when the replay could not be queued.
+// endpoint is disabled (it would be held, not sent) or deleted, or that has no endpoint,
+// KindUnavailable when the replay could not be queued.
 func (e *Webhooks) ReplayWebhook(ctx context.Context, installationID, deliveryID string) (string, error) {
 	d, err := e.store.FindWebhookDelivery(ctx, installationID, deliveryID)
 	if errors.Is(err, models.ErrNotFound) {
@@ -52,11 +47,11 @@ func (e *Webhooks) ReplayWebhook(ctx context.Context, installationID, deliveryID
 
 // replayable checks that a delivery's endpoint can receive a replay: KindConflict when it was
 // deleted, or is disabled (the replay would be held, not sent), and when the delivery has none
-// (ReasonDeliveryWithoutEndpoint: recorded before endpoints, migration 0016, for an installation
+// (recorded before endpoints, migration 0016, for an installation
 // without a callback URL; its every attempt fails for want of a URL).
 func (e *Webhooks) replayable(ctx context.Context, d *models.WebhookDelivery) error {
 	if d.EndpointID == nil {
-		return refuse(KindConflict, ReasonDeliveryWithoutEndpoint, "",
+		return refuse(KindConflict, "", "",
 			"The delivery was recorded before webhook endpoints existed, for an installation without a callback URL: it has no endpoint, so nothing can receive it.")
 	}
 	scope := models.WebhookScope{AccountID: d.AccountID}
