@@ -51,7 +51,8 @@ func init() { gin.SetMode(gin.ReleaseMode) }
 
 // Router is the HTTP handler of the whole API: gin's engine, which also answers HEAD wherever it
 // answers GET (RFC 9110, 9.1), as the GET would, without its body, and the CORS preflights of the
-// routes of signed URLs (files.SignedRoutes), which browsers reach (servePreflight).
+// routes of signed URLs (files.SignedRoutes), which browsers reach (servePreflight), and "OPTIONS *"
+// (serveServerOptions).
 type Router struct {
 	*gin.Engine
 }
@@ -127,9 +128,10 @@ func NewRouter(d Deps, p *plugin.Handler) *Router {
 	})
 	// Unknown routes and methods answer in the error body of the API whose prefix they carry.
 	// An OPTIONS matches no route (none is registered), so it reaches these two through the
-	// middleware of every request.
+	// middleware of every request; so does an OPTIONS of the server itself, "*", which no route
+	// pattern matches.
 	r.NoRoute(func(c *gin.Context) {
-		if servePreflight(c) {
+		if serveServerOptions(c, r.Routes()) || servePreflight(c) {
 			return
 		}
 		if d.External != nil && isExternal(c) {
@@ -171,6 +173,38 @@ func servePreflight(c *gin.Context) bool {
 	return true
 }
 
+// serverOptionsTarget is the request-target of an OPTIONS of the server as a whole (RFC 9110,
+// 9.3.7), and the route it is logged and counted under.
+const serverOptionsTarget = "*"
+
+// serveServerOptions answers "OPTIONS *", the question which methods the server takes, and reports
+// whether it did: 204 with an Allow naming every method some route of the API takes (HEAD where
+// GET is one, OPTIONS for this and the preflights of signed URLs). net/http answers it itself,
+// before any handler, unless the server disables that (http.Server.DisableGeneralOptionsHandler,
+// set by internal/app); the router's NoRoute handler calls it, behind the middleware of every
+// request (request ID, access log, metrics), which log and count it under the route "*". Any
+// other method with the target "*" is an unknown route (404).
+func serveServerOptions(c *gin.Context, routes gin.RoutesInfo) bool {
+	if c.Request.Method != http.MethodOptions || c.Request.RequestURI != serverOptionsTarget {
+		return false
+	}
+	methods := []string{http.MethodOptions}
+	for _, rt := range routes {
+		if !slices.Contains(methods, rt.Method) {
+			methods = append(methods, rt.Method)
+		}
+	}
+	if slices.Contains(methods, http.MethodGet) && !slices.Contains(methods, http.MethodHead) {
+		methods = append(methods, http.MethodHead) // served as the GET (Router.ServeHTTP)
+	}
+	slices.Sort(methods)
+	c.Set(routeKey{}, serverOptionsTarget)
+	c.Header("Allow", strings.Join(methods, ", "))
+	c.Status(http.StatusNoContent)
+	c.Writer.WriteHeaderNow()
+	return true
+}
+
 // signedRoute is the pattern of the signed route (files.SignedRoutes) a path's segments match.
 func signedRoute(segments []string) (pattern string, ok bool) {
 	for pattern := range files.SignedRoutes {
@@ -182,7 +216,7 @@ func signedRoute(segments []string) (pattern string, ok bool) {
 }
 
 // routeKey is the gin context key of the route template of a request that matched no gin route
-// but is served as one of them (a preflight, servePreflight).
+// but is served as one of them (a preflight, servePreflight; "OPTIONS *", serveServerOptions).
 type routeKey struct{}
 
 // isExternal tells whether a request is the external API's: its base path, or a path under it.

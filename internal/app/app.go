@@ -320,13 +320,16 @@ func drainTimeout(cfg config.Config) time.Duration {
 
 // serveHTTP serves h on ln until ctx ends, then drains the requests under way for at most drain.
 // A connection closed before its request was read whole (a body refused with 413) lingers, so that
-// a client still sending reads its answer instead of a connection reset.
+// a client still sending reads its answer instead of a connection reset. Every request reaches h,
+// "OPTIONS *" included, which net/http would otherwise answer itself, out of the router's
+// middleware (no request ID, no access line, not counted): the router answers it (api.Router).
 func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler, drain time.Duration, log *zap.Logger) error {
 	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          zap.NewStdLog(log.Named("http")),
+		Handler:                      h,
+		DisableGeneralOptionsHandler: true,
+		ReadHeaderTimeout:            10 * time.Second,
+		IdleTimeout:                  2 * time.Minute,
+		ErrorLog:                     zap.NewStdLog(log.Named("http")),
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(linger.New(ln)) }()
@@ -395,13 +398,15 @@ func (a *App) StartProfiler() (addr net.Addr, stop func(), err error) {
 
 // serveSide listens on addr (the value of the setting named setting) and serves handler there, off
 // the API's router, until stop is called; stop returns once the server has stopped. name names the
-// listener in its log lines.
+// listener in its log lines. handler answers every request, "OPTIONS *" too (an http.ServeMux
+// answers it 400), so that the listener answers only what it serves.
 func (a *App) serveSide(setting, addr, name string, handler http.Handler) (net.Addr, func(), error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("listen on %s %s: %w", setting, addr, err)
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: zap.NewStdLog(a.Log.Named(name))}
+	srv := &http.Server{Handler: handler, DisableGeneralOptionsHandler: true, ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: zap.NewStdLog(a.Log.Named(name))}
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
