@@ -21,6 +21,43 @@ import (
 // past TestDailyJobs jobs in its UTC day.
 var ErrTestQuotaExceeded = errors.New("test quota exceeded")
 
+// TestQuotaError is the refusal of jobs past a twin's test quota, with when the quota resets by
+// the database's clock, which bounds the test day (testDayOf), so that the refusal's Retry-After
+// does not depend on the clock of the process that asked. errors.Is(err, ErrTestQuotaExceeded)
+// holds.
+type TestQuotaError struct {
+	AccountID string
+	// Day is the twin's recorded test day (YYYY-MM-DD) whose jobs are spent.
+	Day string
+	// DBNow is the database's time in the refusing transaction (on PostgreSQL its start, the now()
+	// its statements bounded the day by).
+	DBNow time.Time
+}
+
+func (e *TestQuotaError) Error() string {
+	return fmt.Sprintf("%v: %d jobs of the UTC day %s", ErrTestQuotaExceeded, TestDailyJobs, e.Day)
+}
+
+// Unwrap makes errors.Is(err, ErrTestQuotaExceeded) hold.
+func (e *TestQuotaError) Unwrap() error { return ErrTestQuotaExceeded }
+
+// ResetsAt is when the twin's next jobs fit: the midnight UTC that ends Day, or, when Day is
+// already over by the database's clock (counted into by a process whose clock is behind), the one
+// that ends the database's day.
+func (e *TestQuotaError) ResetsAt() time.Time {
+	u := e.DBNow.UTC()
+	end := time.Date(u.Year(), u.Month(), u.Day()+1, 0, 0, 0, 0, time.UTC)
+	if day, err := time.Parse(time.DateOnly, e.Day); err == nil && !day.AddDate(0, 0, 1).Before(end) {
+		end = day.AddDate(0, 0, 1)
+	}
+	return end
+}
+
+// RetryAfter is the time from DBNow to ResetsAt: at least a second.
+func (e *TestQuotaError) RetryAfter() time.Duration {
+	return max(e.ResetsAt().Sub(e.DBNow), time.Second)
+}
+
 // Notes of the adjust entries.
 const (
 	noteTestRefill = "test credits of the day"
@@ -63,10 +100,10 @@ func (s *Store) CountTestJobs(ctx context.Context, accountID string, n int, now 
 }
 
 // countTestJobs adds n jobs to the twin's count of the day of now (or of a later day another
-// process's clock already started), or returns
-// ErrTestQuotaExceeded. The common case is one UPDATE; when it takes no row the day may have
-// turned, so the day is refilled (by whichever transaction gets there first) and the count tried
-// once more.
+// process's clock already started), or returns a *TestQuotaError (ErrTestQuotaExceeded) naming
+// the day refused and the database's time. The common case is one UPDATE; when it takes no row
+// the day may have turned, so the day is refilled (by whichever transaction gets there first) and
+// the count tried once more.
 func countTestJobs(db *gorm.DB, accountID string, n int, now time.Time) error {
 	day, dbTomorrow := testDayOf(db, now)
 	count := func() (bool, error) {
@@ -86,7 +123,25 @@ func countTestJobs(db *gorm.DB, accountID string, n int, now time.Time) error {
 	if ok, err = count(); err != nil || ok {
 		return err
 	}
-	return ErrTestQuotaExceeded
+	return testQuotaRefusal(db, accountID)
+}
+
+// testQuotaRefusal is the refusal of jobs past the quota of the twin accountID, whose row the
+// caller's transaction holds: its recorded day and the database's time, read in that transaction.
+func testQuotaRefusal(db *gorm.DB, accountID string) error {
+	var row struct {
+		TestDay string
+		DBNow   string
+	}
+	if err := db.Model(&Account{}).Select("test_day, "+dbClock(db).now+" AS db_now").Where("id = ?", accountID).
+		Take(&row).Error; err != nil {
+		return orNotFound(err)
+	}
+	dbNow, err := time.Parse(time.RFC3339Nano, row.DBNow)
+	if err != nil {
+		return fmt.Errorf("the database's time %q: %w", row.DBNow, err)
+	}
+	return &TestQuotaError{AccountID: accountID, Day: row.TestDay, DBNow: dbNow}
 }
 
 // refillTestDay starts the day of now for the twin when it has not started yet: it records the
@@ -115,14 +170,26 @@ func refillTestDay(db *gorm.DB, accountID string, now time.Time) (bool, error) {
 // around midnight; a later one is a clock far ahead, and the database's own UTC day is taken
 // instead, so such a process neither records a future day nor counts into one.
 func testDayOf(db *gorm.DB, now time.Time) (day clause.Expr, dbTomorrow string) {
-	dbToday, dbTomorrow := "date('now')", "date('now', '+1 day')"
-	if db.Dialector.Name() == "postgres" {
-		// now() is the transaction's start, the same for every statement of it.
-		dbToday = "to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD')"
-		dbTomorrow = "to_char((now() AT TIME ZONE 'UTC') + interval '1 day', 'YYYY-MM-DD')"
-	}
+	c := dbClock(db)
 	d := TestDay(now)
-	return gorm.Expr("(CASE WHEN ? <= "+dbTomorrow+" THEN ? ELSE "+dbToday+" END)", d, d), dbTomorrow
+	return gorm.Expr("(CASE WHEN ? <= "+c.tomorrow+" THEN ? ELSE "+c.today+" END)", d, d), c.tomorrow
+}
+
+// dbClockSQL are SQL expressions of the database's clock in UTC: its day and the next (YYYY-MM-DD)
+// and its time (RFC 3339, "Z").
+type dbClockSQL struct{ today, tomorrow, now string }
+
+// dbClock is the database clock's SQL for statements of db. On PostgreSQL now() is the
+// transaction's start, the same for every statement of it; SQLite's 'now' is the statement's.
+func dbClock(db *gorm.DB) dbClockSQL {
+	if db.Dialector.Name() == "postgres" {
+		return dbClockSQL{
+			today:    "to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD')",
+			tomorrow: "to_char((now() AT TIME ZONE 'UTC') + interval '1 day', 'YYYY-MM-DD')",
+			now:      `to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`,
+		}
+	}
+	return dbClockSQL{today: "date('now')", tomorrow: "date('now', '+1 day')", now: "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"}
 }
 
 // setTestBalance sets the available balance of a test twin whose row the caller's transaction

@@ -376,3 +376,46 @@ func TestFarFutureTestDayDoesNotFreezeTheTwin(t *testing.T) {
 		assertLedgerMatches(t, db, twin.ID)
 	})
 }
+
+// A refusal by the test quota names the day refused and the database's time, so that when the
+// quota resets is the database's reckoning whatever the clock of the process that asked: the
+// midnight UTC ending the later of that day and the database's, on both databases.
+func TestTestQuotaRefusalCarriesTheDatabasesClock(t *testing.T) {
+	t.Parallel()
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := t.Context()
+		s := models.NewStore(db)
+		_, twin := testTwin(t, db, 0)
+		dbNow := time.Now().UTC()
+		midnight := time.Date(dbNow.Year(), dbNow.Month(), dbNow.Day()+1, 0, 0, 0, 0, time.UTC)
+		yesterday, tomorrow := dbNow.AddDate(0, 0, -1), dbNow.AddDate(0, 0, 1)
+		for _, tc := range []struct {
+			name       string
+			recorded   time.Time // the day whose quota is spent
+			clock      time.Time // the asking process's
+			day        time.Time
+			resetsAt   time.Time
+			retryAfter time.Duration
+		}{
+			{"a clock far ahead", dbNow, time.Date(2999, 1, 1, 20, 0, 0, 0, time.UTC), dbNow, midnight, time.Until(midnight)},
+			{"a clock far behind", dbNow, time.Date(2001, 1, 1, 3, 0, 0, 0, time.UTC), dbNow, midnight, time.Until(midnight)},
+			// Another process a little ahead started the database's tomorrow and spent it: its
+			// quota resets when that day ends.
+			{"tomorrow started", tomorrow, dbNow, tomorrow, midnight.AddDate(0, 0, 1), time.Until(midnight) + 24*time.Hour},
+			// A process a little behind counts into a day that is over: the next midnight.
+			{"yesterday's clock", yesterday, yesterday, yesterday, midnight, time.Until(midnight)},
+		} {
+			setJobsToday(t, db, twin.ID, models.TestDailyJobs, tc.recorded)
+			order, jobs := testOrderOf(twin.ID, 1, 1, tc.clock)
+			err := s.PlaceTestOrder(ctx, order, jobs, tc.clock, nil)
+			var quota *models.TestQuotaError
+			require.ErrorAs(t, err, &quota, tc.name)
+			require.ErrorIs(t, err, models.ErrTestQuotaExceeded, tc.name)
+			require.Equal(t, twin.ID, quota.AccountID, tc.name)
+			require.Equal(t, models.TestDay(tc.day), quota.Day, tc.name)
+			require.WithinDuration(t, time.Now(), quota.DBNow, 30*time.Second, "%s: the database's time", tc.name)
+			require.Equal(t, tc.resetsAt, quota.ResetsAt(), tc.name)
+			require.InDelta(t, tc.retryAfter.Seconds(), quota.RetryAfter().Seconds(), 30, tc.name)
+		}
+	})
+}

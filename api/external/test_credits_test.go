@@ -2,6 +2,7 @@ package external_test
 
 import (
 	"bytes"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -158,7 +159,8 @@ func TestTestKeyRehearsesA402(t *testing.T) {
 }
 
 // The quota's edge: with 998 jobs run today, two one-job requests are accepted and the next is
-// 429 with errors.testQuotaExceeded and Retry-After the seconds until midnight UTC; a request of
+// 429 with errors.testQuotaExceeded and Retry-After the seconds until midnight UTC by the
+// database's clock; a request of
 // more jobs than are left is refused whole; a live key has no quota.
 func TestTestQuotaEdge(t *testing.T) {
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
@@ -178,7 +180,11 @@ func TestTestQuotaEdge(t *testing.T) {
 		req.Header.Set("X-Api-Key", key)
 		code, out, hdr := e.serve(req)
 		require.Equal(t, http.StatusTooManyRequests, code, "%v", out)
-		assert.Equal(t, "30", hdr.Get("Retry-After"), "29.75 s until midnight, rounded up")
+		// The seconds until the database's midnight, not the engine's clock's (29.75 s before it).
+		until := time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, time.UTC).Sub(time.Now())
+		retryAfter, err := strconv.Atoi(hdr.Get("Retry-After"))
+		require.NoError(t, err, "Retry-After %q", hdr.Get("Retry-After"))
+		assert.InDelta(t, math.Ceil(until.Seconds()), retryAfter, 2, "Retry-After")
 		assert.Contains(t, out["error"], "1000 jobs per UTC day")
 		assert.Equal(t, map[string]any{"testQuotaExceeded": map[string]any{"details": []any{"test_quota_exceeded"}}}, out["errors"])
 		acc := ledgerAccount(t, db, twin)

@@ -2,8 +2,10 @@ package plugin_test
 
 import (
 	"encoding/json"
+	"math"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -182,9 +184,24 @@ func TestTestKeyRehearsesA402(t *testing.T) {
 	assert.Equal(t, "", live.TestDay, "a live account keeps no test day")
 }
 
+// secondsUntilMidnightUTC is the seconds, rounded up, from now by this machine's clock (the test
+// databases') to the next midnight UTC.
+func secondsUntilMidnightUTC() float64 {
+	now := time.Now().UTC()
+	return math.Ceil(time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, time.UTC).Sub(now).Seconds())
+}
+
+// headerSeconds is the Retry-After of h, in seconds.
+func headerSeconds(t *testing.T, h http.Header) float64 {
+	t.Helper()
+	n, err := strconv.Atoi(h.Get("Retry-After"))
+	require.NoError(t, err, "Retry-After %q", h.Get("Retry-After"))
+	return float64(n)
+}
+
 // The quota's edge: with 998 jobs run today, two one-job sessions are accepted (999, 1,000) and the
-// next is 429 test_quota_exceeded with Retry-After the seconds until midnight UTC, creating
-// nothing. A live key has no quota.
+// next is 429 test_quota_exceeded with Retry-After the seconds until midnight UTC by the
+// database's clock, creating nothing. A live key has no quota.
 func TestTestQuotaEdge(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t).committing()
@@ -205,7 +222,8 @@ func TestTestQuotaEdge(t *testing.T) {
 	rec := e.do(http.MethodPost, p("/jobs"), testKey, mugSession(1))
 	msg := e.requireError(rec, http.StatusTooManyRequests, plugin.CodeTestQuotaExceeded)
 	assert.Contains(t, msg, "1000 jobs per UTC day")
-	assert.Equal(t, "30", rec.Header().Get("Retry-After"), "29.75 s until midnight, rounded up")
+	// The seconds until the database's midnight, not the engine's clock's (29.75 s before it).
+	assert.InDelta(t, secondsUntilMidnightUTC(), headerSeconds(t, rec.Header()), 2, "Retry-After")
 	assert.EqualValues(t, 2, e.count(&models.Order{}, "account_id = ?", twin.AccountID))
 	acc := e.requireLedger(twin.AccountID)
 	assert.Equal(t, models.TestDailyJobs, acc.TestJobsToday)

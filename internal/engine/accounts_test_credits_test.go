@@ -46,8 +46,8 @@ func requireLedger(t *testing.T, db *gorm.DB, accountID string) *models.Account 
 }
 
 // Sessions of a test twin sent at once near its quota: exactly the jobs left are accepted, the
-// others refused KindRateLimited/test_quota_exceeded with RetryAfter until midnight UTC and nothing
-// created, on both databases; balance and ledger agree.
+// others refused KindRateLimited/test_quota_exceeded with RetryAfter until the database's midnight
+// UTC and nothing created, on both databases; balance and ledger agree.
 func TestTestSessionsAtOnceNearTheQuota(t *testing.T) {
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		f := newLedgeredFixture(t, db, 1000)
@@ -76,7 +76,8 @@ func TestTestSessionsAtOnceNearTheQuota(t *testing.T) {
 			require.True(t, ok, "want an engine refusal, got %v", err)
 			assert.Equal(t, engine.KindRateLimited, e.Kind)
 			assert.Equal(t, engine.ReasonTestQuotaExceeded, e.Reason)
-			assert.Equal(t, 2*time.Hour, e.RetryAfter)
+			// Until the database's midnight, not the engine's clock's (22:00, 2 h before it).
+			assert.InDelta(t, untilMidnightUTC().Seconds(), e.RetryAfter.Seconds(), 60, "Retry-After %s", e.RetryAfter)
 			assert.True(t, errors.Is(err, models.ErrTestQuotaExceeded))
 		}
 		assert.Equal(t, left, accepted)
@@ -89,6 +90,40 @@ func TestTestSessionsAtOnceNearTheQuota(t *testing.T) {
 		assert.Equal(t, models.TestDailyJobs, acc.TestJobsToday)
 		assert.EqualValues(t, 1000-3*left, acc.CreditBalance)
 		assert.EqualValues(t, 3*left, acc.CreditsReserved)
+	})
+}
+
+// untilMidnightUTC is the time from now, by this machine's clock (the test databases'), to the
+// next midnight UTC.
+func untilMidnightUTC() time.Duration {
+	now := time.Now().UTC()
+	return time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, time.UTC).Sub(now)
+}
+
+// The test day is bounded by the database's clock (docs/test-mode.md), so a refusal by the quota
+// says how long until the database's midnight UTC, not the process's: a process whose clock is far
+// ahead or far behind still answers the Retry-After of the day it was refused in, on both
+// databases.
+func TestTestQuotaRetryAfterFollowsTheDatabasesClock(t *testing.T) {
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		f := newLedgeredFixture(t, db, 1000)
+		for _, skewed := range []time.Time{
+			time.Date(2999, 1, 1, 20, 0, 0, 0, time.UTC), // far ahead: works in the database's day
+			time.Date(2001, 1, 1, 3, 0, 0, 0, time.UTC),  // far behind: counts into the day recorded
+		} {
+			// The twin's quota of the database's day is spent.
+			require.NoError(t, f.db.Model(&models.Account{}).Where("id = ?", f.inst.AccountID).Updates(map[string]any{
+				"test_mode": true, "test_day": models.TestDay(time.Now()), "test_jobs_today": models.TestDailyJobs}).Error)
+			f.withEngine(func(c *engine.Config) { c.Now = func() time.Time { return skewed } })
+			req := f.request("", shoot("ok", 1))
+			req.Test = true
+			_, err := f.eng.Sessions.CommitSession(t.Context(), req, nil)
+			e, ok := engine.As(err)
+			require.True(t, ok, "clock %s: want an engine refusal, got %v", skewed, err)
+			require.Equal(t, engine.ReasonTestQuotaExceeded, e.Reason, "clock %s", skewed)
+			require.InDelta(t, untilMidnightUTC().Seconds(), e.RetryAfter.Seconds(), 60,
+				"clock %s: Retry-After %s, want until the database's midnight UTC (%s)", skewed, e.RetryAfter, untilMidnightUTC())
+		}
 	})
 }
 

@@ -85,18 +85,20 @@ func (e *Orders) Commit(ctx context.Context, order *models.Order, jobs []models.
 
 // place commits the order: a live one as it is (models.Store.PlaceOrder), a test one with its test
 // twin's day refilled and its jobs counted against the day's quota in the same transaction
-// (models.Store.PlaceTestOrder), refused with ReasonTestQuotaExceeded when they do not fit.
+// (models.Store.PlaceTestOrder), refused with ReasonTestQuotaExceeded when they do not fit, with
+// RetryAfter until the quota resets by the database's clock, which bounds the test day (a
+// process's own clock may be off).
 func (e *Orders) place(ctx context.Context, order *models.Order, jobs []models.Job, inTx func(tx *models.Store) error) error {
 	if !order.TestMode {
 		return e.store.PlaceOrder(ctx, order, jobs, inTx)
 	}
-	now := e.now()
-	err := e.store.PlaceTestOrder(ctx, order, jobs, now, inTx)
-	if errors.Is(err, models.ErrTestQuotaExceeded) {
+	err := e.store.PlaceTestOrder(ctx, order, jobs, e.now(), inTx)
+	var quota *models.TestQuotaError
+	if errors.As(err, &quota) {
 		r := refuse(KindRateLimited, ReasonTestQuotaExceeded, "",
 			"Test mode runs at most %d jobs per UTC day and this request's %d would go past it; nothing was created. The quota resets at midnight UTC.",
 			models.TestDailyJobs, len(jobs))
-		r.RetryAfter, r.Cause = untilNextTestDay(now), err
+		r.RetryAfter, r.Cause = quota.RetryAfter(), err
 		return r
 	}
 	return err
@@ -114,14 +116,6 @@ func spendLimitRefusal(sl *models.SpendLimitError, need int64, cause error) *Err
 	r.CreditsRequired, r.Cause = need, cause
 	r.SpendLimit = &SpendLimitRefusal{Limit: sl.Limit, Used: sl.Used, ResetsAt: sl.ResetsAt, Installation: sl.InstallationID != ""}
 	return r
-}
-
-// untilNextTestDay is the time from now to the next UTC midnight, when test twins' credits refill
-// and their quotas reset: at least a second.
-func untilNextTestDay(now time.Time) time.Duration {
-	u := now.UTC()
-	next := time.Date(u.Year(), u.Month(), u.Day()+1, 0, 0, 0, 0, time.UTC)
-	return max(next.Sub(u), time.Second)
 }
 
 // StartCommitted starts the workflow of an order that Commit committed (within StartTimeout, and

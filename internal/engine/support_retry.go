@@ -101,12 +101,12 @@ func (e *Support) RetryJob(ctx context.Context, req RetryRequest) (RetryResult, 
 			// A test job's new run is a test job of the day, counted against its twin's quota like
 			// an order's jobs, after the day's refill when the day has turned (so the reservation
 			// below takes the day's credits).
-			day := e.now()
-			err := tx.CountTestJobs(ctx, j.AccountID, 1, day)
-			if errors.Is(err, models.ErrTestQuotaExceeded) {
+			err := tx.CountTestJobs(ctx, j.AccountID, 1, e.now())
+			var quota *models.TestQuotaError
+			if errors.As(err, &quota) {
 				return fmt.Errorf("%w: job %s is a test job and its test twin (account %s) has run its %d test jobs of the UTC day; "+
-					"the quota resets at midnight UTC, in %s, when this job can run again",
-					models.ErrTestQuotaExceeded, j.ID, j.AccountID, models.TestDailyJobs, untilNextTestDay(day).Round(time.Second))
+					"the quota resets at midnight UTC, in %s by the database's clock, when this job can run again",
+					models.ErrTestQuotaExceeded, j.ID, j.AccountID, models.TestDailyJobs, quota.RetryAfter().Round(time.Second))
 			}
 			if err != nil {
 				return err
