@@ -6,6 +6,7 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -87,7 +88,7 @@ func NewRouter(d Deps, p *plugin.Handler) *Router {
 			return
 		}
 		p.Recover(c, err)
-	}))
+	}), limitHeaders(d.External, p))
 	p.Register(r)
 	if d.External != nil {
 		d.External.Register(r)
@@ -171,6 +172,52 @@ func servePreflight(c *gin.Context) bool {
 	c.Set(routeKey{}, pattern)
 	files.Preflight(c.Writer, files.SignedRoutes[pattern])
 	return true
+}
+
+// MaxHeaderBytes is the most a request's line and header fields may take (headBytes); a longer
+// head answers 431 in the error body of its API (headers_too_large in the plugin's), behind the
+// middleware of every request. The HTTP server reads heads up to ServerMaxHeaderBytes, so that
+// every head between the two reaches the router instead of net/http's plain-text 431.
+const MaxHeaderBytes = 64 << 10
+
+// ServerMaxHeaderBytes is the API server's http.Server.MaxHeaderBytes (internal/app): net/http's
+// default, well past MaxHeaderBytes. Only a head past it (and net/http's few kilobytes of slack)
+// is refused by net/http itself, in plain text, before the router.
+const ServerMaxHeaderBytes = http.DefaultMaxHeaderBytes
+
+// limitHeaders refuses a request whose head is longer than MaxHeaderBytes with 431 in the error
+// body of the API whose prefix it carries, before any route's handlers (the key check included)
+// run; x is nil when the router serves no external API.
+func limitHeaders(x *external.Handler, p *plugin.Handler) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		n := headBytes(c.Request)
+		if n <= MaxHeaderBytes {
+			c.Next()
+			return
+		}
+		message := fmt.Sprintf("The request line and headers take %d bytes; at most %d are accepted.", n, MaxHeaderBytes)
+		if x != nil && isExternal(c) {
+			x.HeadersTooLarge(c, message)
+			return
+		}
+		p.Fail(c, http.StatusRequestHeaderFieldsTooLarge, plugin.CodeHeadersTooLarge, message)
+	}
+}
+
+// headBytes is what the request's line and header fields took as HTTP/1.1 sent them ("Name: value"
+// lines ending in CRLF, then an empty line), less the spaces net/http's parser trims: the bytes
+// MaxHeaderBytes bounds.
+func headBytes(r *http.Request) int {
+	n := len(r.Method) + 1 + len(r.RequestURI) + 1 + len(r.Proto) + 2
+	if r.Host != "" {
+		n += len("Host: ") + len(r.Host) + 2 // net/http moves Host out of Header
+	}
+	for name, values := range r.Header {
+		for _, v := range values {
+			n += len(name) + 2 + len(v) + 2
+		}
+	}
+	return n + 2
 }
 
 // serverOptionsTarget is the request-target of an OPTIONS of the server as a whole (RFC 9110,

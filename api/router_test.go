@@ -224,7 +224,7 @@ var usedCodes = []string{
 	plugin.CodeNotFound, plugin.CodeIdempotencyConflict, plugin.CodeJobNotCancelable, plugin.CodeJobNotCompleted,
 	plugin.CodeUploadConflict, plugin.CodeOutputsPurged, plugin.CodePayloadTooLarge, plugin.CodePackshotNotApproved,
 	plugin.CodeRateLimited, plugin.CodeTestQuotaExceeded, plugin.CodeSpendLimitExceeded, plugin.CodeInternal, plugin.CodeUnavailable, plugin.CodeURLExpired, plugin.CodeMethodNotAllowed,
-	plugin.CodeRangeNotSatisfiable,
+	plugin.CodeRangeNotSatisfiable, plugin.CodeHeadersTooLarge,
 }
 
 func TestErrorDocs(t *testing.T) {

@@ -125,6 +125,12 @@ func (h *Handler) MethodNotAllowed(c *gin.Context) {
 	h.fail(c, http.StatusMethodNotAllowed, "Method "+c.Request.Method+" is not allowed on this route.")
 }
 
+// HeadersTooLarge answers an external request whose line and headers are longer than the router
+// accepts (431).
+func (h *Handler) HeadersTooLarge(c *gin.Context, message string) {
+	h.fail(c, http.StatusRequestHeaderFieldsTooLarge, message)
+}
+
 // Recover answers a panic in an external route with a 500 in the external error body.
 func (h *Handler) Recover(c *gin.Context, err any) {
 	reqctx.Log(c, h.Log).Error("panic in handler", zap.Any("panic", err), zap.String("path", c.Request.URL.Path))

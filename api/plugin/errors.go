@@ -34,6 +34,7 @@ const (
 	CodeRangeNotSatisfiable = "range_not_satisfiable"
 	CodeMethodNotAllowed    = "method_not_allowed"
 	CodePayloadTooLarge     = "payload_too_large"
+	CodeHeadersTooLarge     = "headers_too_large"
 	CodePackshotNotApproved = "packshot_not_approved"
 	CodeRateLimited         = "rate_limited"
 	CodeTestQuotaExceeded   = "test_quota_exceeded"
@@ -59,6 +60,7 @@ var ErrorDocs = map[string]string{
 	CodeRangeNotSatisfiable: "The Range header of a file download asks for bytes past the end of the file; Content-Range gives its size (bytes */size). Ask for a range within it, or for the whole file without a Range header.",
 	CodeMethodNotAllowed:    "The route exists but does not accept this HTTP method.",
 	CodePayloadTooLarge:     "The request body or file is larger than allowed.",
+	CodeHeadersTooLarge:     "The request line and headers take more than 64 KiB (65,536 bytes); send fewer or shorter headers.",
 	CodePackshotNotApproved: "A product of the session has no approved packshot. Nothing was created and nothing was charged.",
 	CodeRateLimited:         "The key exceeded its request limit; wait for Retry-After seconds.",
 	CodeTestQuotaExceeded:   "Test mode runs at most 1,000 jobs per installation or account per UTC day, and the request's jobs would go past it. Nothing was created and nothing was charged; Retry-After gives the seconds until midnight UTC, when the quota resets. Live keys have no such quota.",

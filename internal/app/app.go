@@ -323,10 +323,13 @@ func drainTimeout(cfg config.Config) time.Duration {
 // a client still sending reads its answer instead of a connection reset. Every request reaches h,
 // "OPTIONS *" included, which net/http would otherwise answer itself, out of the router's
 // middleware (no request ID, no access line, not counted): the router answers it (api.Router).
+// So is a head longer than the router accepts (api.MaxHeaderBytes): the server reads up to
+// api.ServerMaxHeaderBytes, refusing only a longer one itself.
 func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler, drain time.Duration, log *zap.Logger) error {
 	srv := &http.Server{
 		Handler:                      h,
 		DisableGeneralOptionsHandler: true,
+		MaxHeaderBytes:               api.ServerMaxHeaderBytes,
 		ReadHeaderTimeout:            10 * time.Second,
 		IdleTimeout:                  2 * time.Minute,
 		ErrorLog:                     zap.NewStdLog(log.Named("http")),

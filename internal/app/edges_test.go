@@ -3,9 +3,12 @@ package app
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,4 +105,54 @@ func TestOptionsOfASideListenerIsItsHandlers(t *testing.T) {
 	defer stop()
 	resp, _ := sendRaw(t, addr.String(), http.MethodOptions, "OPTIONS * HTTP/1.1\r\nHost: shotflow.test\r\n\r\n")
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+}
+
+// A request whose line and headers pass api.MaxHeaderBytes is refused 431 in the error body of its
+// API, through the router (its request ID, its access line), not in net/http's plain text: the
+// server reads up to api.ServerMaxHeaderBytes, well past it. Only a head past that is net/http's
+// own 431.
+func TestOversizedHeadersAnswerInTheEnvelope(t *testing.T) {
+	t.Parallel()
+	addr, logs := servedAPI(t)
+	get := func(target, id string, padding int) (*http.Response, []byte) {
+		t.Helper()
+		return sendRaw(t, addr, http.MethodGet, "GET "+target+" HTTP/1.1\r\nHost: shotflow.test\r\nX-Request-Id: "+id+
+			"\r\nX-Padding: "+strings.Repeat("p", padding)+"\r\n\r\n")
+	}
+
+	resp, body := get("/healthz", "trace-head-fits", api.MaxHeaderBytes-200)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "a head within the limit: %s", body)
+
+	resp, body = get("/healthz", "trace-head-plugin", api.MaxHeaderBytes)
+	require.Equal(t, http.StatusRequestHeaderFieldsTooLarge, resp.StatusCode, "%s", body)
+	require.Equal(t, "trace-head-plugin", resp.Header.Get("X-Request-Id"))
+	require.Contains(t, resp.Header.Get("Content-Type"), "application/json")
+	var envelope struct {
+		Error struct {
+			Code        string            `json:"code"`
+			MessageI18n map[string]string `json:"message_i18n"`
+			Retryable   bool              `json:"retryable"`
+		} `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal(body, &envelope), "%s", body)
+	require.Equal(t, plugin.CodeHeadersTooLarge, envelope.Error.Code)
+	require.False(t, envelope.Error.Retryable)
+	require.Contains(t, envelope.Error.MessageI18n["en"], strconv.Itoa(api.MaxHeaderBytes))
+	lines := logs.FilterMessage("request").FilterField(zap.String("request_id", "trace-head-plugin")).All()
+	require.Len(t, lines, 1, "the access line of the 431")
+	require.Equal(t, int64(http.StatusRequestHeaderFieldsTooLarge), lines[0].ContextMap()["status"])
+
+	resp, body = get(external.Base+"/products", "trace-head-external", api.MaxHeaderBytes)
+	require.Equal(t, http.StatusRequestHeaderFieldsTooLarge, resp.StatusCode, "%s", body)
+	require.Equal(t, "trace-head-external", resp.Header.Get("X-Request-Id"))
+	var externalBody struct {
+		Error string `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal(body, &externalBody), "%s", body)
+	require.Contains(t, externalBody.Error, strconv.Itoa(api.MaxHeaderBytes))
+
+	// Past what the server reads, net/http refuses the request itself.
+	resp, _ = get("/healthz", "trace-head-server", api.ServerMaxHeaderBytes+8<<10)
+	require.Equal(t, http.StatusRequestHeaderFieldsTooLarge, resp.StatusCode)
+	require.Empty(t, resp.Header.Get("X-Request-Id"))
 }
