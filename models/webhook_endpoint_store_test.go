@@ -614,3 +614,68 @@ func TestDeletingAnEndpointWhileAnEventIsRecordedForIt(t *testing.T) {
 		}
 	})
 }
+
+// A replay queues its delivery again before its new run starts (Store.QueueReplay): whatever the
+// delivery's state (failed, held, delivered, between attempts), it becomes pending with its start
+// owed and no next attempt, addressed to its endpoint's current URL; its attempts, last answer and
+// delivered_at stay the log's. The outbox sweep finds it (DeliveriesAwaitingStart) until the
+// replay's start is recorded (MarkDeliveriesStarted). An unknown delivery is ErrNotFound.
+func TestQueueReplayMakesADeliveryPendingWithItsStartOwed(t *testing.T) {
+	t.Parallel()
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := t.Context()
+		store := models.NewStore(db)
+		ten := newWebhookTenants(t, db, testBox(t))
+		ep := mustCreateEndpoint(t, store, ten.account, "https://hooks.example/old")
+		url := "https://hooks.example/new"
+		if _, err := store.UpdateWebhookEndpoint(ctx, ten.account, ep.ID, models.EndpointChanges{URL: &url}, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		delivered := deliveryTo(t, db, ten.account, ep, models.WebhookDelivered, false)
+		deliveredAt := time.Now().UTC().Add(-time.Minute).Truncate(time.Microsecond)
+		if err := db.Model(&models.WebhookDelivery{}).Where("id = ?", delivered.ID).
+			Updates(map[string]any{"delivered_at": deliveredAt, "attempts": 2}).Error; err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now().UTC().Truncate(time.Microsecond)
+		for _, status := range []string{models.WebhookFailed, models.WebhookHeld, models.WebhookDelivered, models.WebhookDelivering} {
+			d := delivered
+			if status != models.WebhookDelivered {
+				d = deliveryTo(t, db, ten.account, ep, status, false)
+			}
+			before, err := models.GetWebhookDelivery(db, d.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := store.QueueReplay(ctx, d.ID, now); err != nil {
+				t.Fatalf("queue the replay of a %s delivery: %v", status, err)
+			}
+			got, err := models.GetWebhookDelivery(db, d.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status != models.WebhookPending || got.StartDueAt == nil || !got.StartDueAt.Equal(now) || got.NextAttemptAt != nil ||
+				got.CallbackURL != url || !got.UpdatedAt.Equal(now) {
+				t.Errorf("a replayed %s delivery = status %s, start due %v, next attempt %v, url %q, updated %v; want pending, due %v, none, %q",
+					status, got.Status, got.StartDueAt, got.NextAttemptAt, got.CallbackURL, got.UpdatedAt, now, url)
+			}
+			if got.Attempts != before.Attempts || got.LastError != before.LastError || (got.DeliveredAt == nil) != (before.DeliveredAt == nil) {
+				t.Errorf("a replayed %s delivery lost its log: attempts %d→%d, last error %q→%q, delivered_at %v→%v",
+					status, before.Attempts, got.Attempts, before.LastError, got.LastError, before.DeliveredAt, got.DeliveredAt)
+			}
+		}
+		owed, err := store.DeliveriesAwaitingStart(ctx, now, 10)
+		if err != nil || len(owed) != 4 {
+			t.Fatalf("the sweep finds %d replays owed a start (%v), want 4", len(owed), err)
+		}
+		if err := store.MarkDeliveriesStarted(ctx, delivered.ID); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := models.GetWebhookDelivery(db, delivered.ID); got.StartDueAt != nil || got.Status != models.WebhookPending {
+			t.Errorf("a replay whose start is recorded = %s, start due %v; want pending, none", got.Status, got.StartDueAt)
+		}
+		if err := store.QueueReplay(ctx, models.NewID(), now); !errors.Is(err, models.ErrNotFound) {
+			t.Errorf("queue the replay of an unknown delivery = %v, want ErrNotFound", err)
+		}
+	})
+}

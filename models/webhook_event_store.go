@@ -341,6 +341,28 @@ func (s *Store) QueueRecovery(ctx context.Context, endpointID string, since, unt
 	return n, err
 }
 
+// QueueReplay queues a delivery again for a replay, before the replay's run starts
+// (engine.Webhooks.StartWebhookReplay): whatever its state, it becomes pending with its start owed
+// and no next attempt, addressed to its endpoint's current URL, as a recovered one does
+// (QueueRecovery). Until the run's first attempt is recorded the log shows it waiting to be sent
+// rather than the outcome of its previous run, and a replay whose start is lost (a crash, Temporal
+// away) is started by the outbox sweep. Its attempts, last answer and delivered_at stay as they
+// are. ErrNotFound when the delivery does not exist.
+func (s *Store) QueueReplay(ctx context.Context, id string, now time.Time) error {
+	now = now.UTC()
+	url := gorm.Expr("COALESCE((SELECT e.url FROM webhook_endpoints e WHERE e.id = webhook_deliveries.endpoint_id), callback_url)")
+	res := s.conn(ctx).Model(&WebhookDelivery{}).Where("id = ?", id).
+		Updates(map[string]any{"status": WebhookPending, "start_due_at": now, "next_attempt_at": nil,
+			"callback_url": url, "updated_at": now})
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
 // DeliveriesOwedStart lists up to limit deliveries of the endpoint whose start is owed, oldest first.
 func (s *Store) DeliveriesOwedStart(ctx context.Context, endpointID string, limit int) ([]WebhookDelivery, error) {
 	var out []WebhookDelivery

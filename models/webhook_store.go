@@ -26,12 +26,6 @@ func (s *Store) MarkWebhookFailed(ctx context.Context, deliveryID string) error 
 		Updates(map[string]any{"status": WebhookFailed, "next_attempt_at": nil, "updated_at": time.Now().UTC()}).Error
 }
 
-// FindWebhookDelivery loads a delivery of the installation by ID; ErrNotFound for a missing one or
-// another installation's.
-func (s *Store) FindWebhookDelivery(ctx context.Context, installationID, id string) (*WebhookDelivery, error) {
-	return FindWebhookDelivery(s.conn(ctx), installationID, id)
-}
-
 // RotateWebhookSecret replaces the installation's webhook signing secret with newSecret, sealed by
 // box, keeping the previous one valid until the time it returns (RotateWebhookSecret); ErrNotFound
 // for an unknown installation.

@@ -20,16 +20,16 @@ type RotateResponse struct {
 	PreviousSecretValidUntil time.Time `json:"previous_secret_valid_until"`
 }
 
-// replayWebhook starts a new run of the delivery's workflow (engine.ReplayWebhook): it sends the
-// stored payload now, with the same webhook-id and a new timestamp, and retries on the usual
-// schedule if needed.
+// replayWebhook starts a new run of the delivery's workflow (engine.ReplayWebhook, which the
+// external API's POST /webhook-deliveries/{id}/replay shares): it sends the stored payload now,
+// with the same webhook-id and a new timestamp, and retries on the usual schedule if needed.
 func (h *Handler) replayWebhook(c *gin.Context) {
-	id, err := h.Engine.Webhooks.ReplayWebhook(c.Request.Context(), caller(c).Installation.ID, c.Param("delivery_id"))
+	d, err := h.Engine.Webhooks.ReplayWebhook(c.Request.Context(), webhookScope(c), c.Param("delivery_id"))
 	if err != nil {
 		h.fail(c, err)
 		return
 	}
-	c.PureJSON(http.StatusAccepted, ReplayResponse{DeliveryID: id, Status: "queued"})
+	c.PureJSON(http.StatusAccepted, ReplayResponse{DeliveryID: d.ID, Status: "queued"})
 }
 
 // rotateHMAC replaces the caller's installation's webhook signing secret

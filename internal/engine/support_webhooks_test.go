@@ -253,7 +253,7 @@ func TestSupportReplayRefusesADisabledOrDeletedEndpoint(t *testing.T) {
 			Updates(map[string]any{"status": models.EndpointDisabled, "disabled_reason": "manual", "disabled_at": now}).Error; err != nil {
 			t.Fatal(err)
 		}
-		if _, err := newSupportEngine(db, tc).Webhooks.ReplayWebhook(ctx, tn.installationID, id); err == nil {
+		if _, err := newSupportEngine(db, tc).Webhooks.ReplayWebhook(ctx, engine.WebhookScope{AccountID: tn.accountID, InstallationID: tn.installationID}, id); err == nil {
 			t.Fatalf("the API's replay of a delivery to a disabled endpoint was not refused")
 		}
 		n := tc.count()
@@ -302,9 +302,12 @@ func TestReplayOfADeliveryWithoutEndpointIsRefused(t *testing.T) {
 		s := newSupportEngine(db, tc)
 		n := tc.count() // the order's start
 		for what, replay := range map[string]func() error{
-			"the API's replay": func() error { _, err := s.Webhooks.ReplayWebhook(ctx, tn.installationID, id); return err },
-			"admin's replay":   func() error { _, err := s.Support.ReplayWebhook(ctx, id); return err },
-			"admin's check":    func() error { return s.Support.CheckWebhookReplay(ctx, id) },
+			"the API's replay": func() error {
+				_, err := s.Webhooks.ReplayWebhook(ctx, engine.WebhookScope{AccountID: tn.accountID, InstallationID: tn.installationID}, id)
+				return err
+			},
+			"admin's replay": func() error { _, err := s.Support.ReplayWebhook(ctx, id); return err },
+			"admin's check":  func() error { return s.Support.CheckWebhookReplay(ctx, id) },
 		} {
 			e := wantKind(t, replay(), engine.KindConflict, what)
 			assert.Contains(t, e.Message, "no endpoint", what)

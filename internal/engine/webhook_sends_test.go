@@ -184,7 +184,7 @@ func TestDeletingAnEndpointEndsItsHeldDeliveries(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, models.EndpointDeletedError, stored.LastError)
 			if scope.InstallationID != "" {
-				_, err = w.eng.Webhooks.ReplayWebhook(ctx, scope.InstallationID, held.ID)
+				_, err = w.eng.Webhooks.ReplayWebhook(ctx, scope, held.ID)
 				kind, _ := refusedAs(t, err)
 				assert.Equal(t, engine.KindConflict, kind, "the replay of a deleted endpoint's delivery")
 			}
@@ -210,16 +210,88 @@ func TestReplayOfADeliveryToADisabledEndpointIsAConflict(t *testing.T) {
 	_, d := sentEvent(t, db, w.inst, ep.ID, "job.completed", models.WebhookFailed, time.Now().UTC(), false)
 	_, err = w.eng.Webhooks.UpdateEndpoint(ctx, w.inst, ep.ID, engine.EndpointInput{Status: str("disabled")})
 	require.NoError(t, err)
-	_, err = w.eng.Webhooks.ReplayWebhook(ctx, w.inst.InstallationID, d.ID)
+	_, err = w.eng.Webhooks.ReplayWebhook(ctx, w.inst, d.ID)
 	kind, _ := refusedAs(t, err)
 	assert.Equal(t, engine.KindConflict, kind)
 	assert.Empty(t, up.starts)
 	_, err = w.eng.Webhooks.UpdateEndpoint(ctx, w.inst, ep.ID, engine.EndpointInput{Status: str("enabled")})
 	require.NoError(t, err)
-	id, err := w.eng.Webhooks.ReplayWebhook(ctx, w.inst.InstallationID, d.ID)
+	replayed, err := w.eng.Webhooks.ReplayWebhook(ctx, w.inst, d.ID)
 	require.NoError(t, err)
-	assert.Equal(t, d.ID, id)
+	assert.Equal(t, d.ID, replayed.ID)
 	assert.Equal(t, []string{workflows.WebhookWorkflowID(d.ID)}, up.starts)
+}
+
+// A replay is one use case for both APIs' scopes (ReplayWebhook): it queues the delivery again
+// before its new run starts, so it answers the delivery pending, with its earlier attempts, and
+// records the run's start; another scope's delivery is KindNotFound and changes nothing. When
+// Temporal cannot be reached it answers KindUnavailable, the delivery stays pending with its start
+// owed, and the outbox sweep starts it.
+func TestReplayQueuesTheDeliveryPendingInEitherScope(t *testing.T) {
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		w := newWebhookScopes(t, db, false)
+		up := newCancelTemporal(t, false)
+		w.withTemporal(db, up)
+		at := time.Now().UTC().Add(-time.Hour).Truncate(time.Millisecond)
+		mine := map[string]models.WebhookDelivery{}
+		for name, scope := range map[string]engine.WebhookScope{"installation": w.inst, "account": w.account} {
+			ep, err := w.eng.Webhooks.CreateEndpoint(ctx, scope, engine.EndpointInput{URL: str("https://shop.example/" + name)})
+			require.NoError(t, err)
+			_, d := sentEvent(t, db, scope, ep.ID, map[string]string{"installation": "job.failed", "account": "record.failed"}[name],
+				models.WebhookFailed, at, false)
+			require.NoError(t, db.Model(&models.WebhookDelivery{}).Where("id = ?", d.ID).Update("attempts", 1).Error)
+			mine[name] = d
+		}
+		for name, scope := range map[string]engine.WebhookScope{"installation": w.inst, "account": w.account} {
+			d := mine[name]
+			// Every other scope's replay of it is not found, and changes nothing.
+			for _, other := range []engine.WebhookScope{w.inst, w.sibling, w.account, w.other} {
+				if other == scope {
+					continue
+				}
+				_, err := w.eng.Webhooks.ReplayWebhook(ctx, other, d.ID)
+				kind, _ := refusedAs(t, err)
+				assert.Equal(t, engine.KindNotFound, kind, "%s's delivery replayed by another scope", name)
+			}
+			stored, err := models.GetWebhookDelivery(db, d.ID)
+			require.NoError(t, err)
+			assert.Equal(t, models.WebhookFailed, stored.Status, "a refused replay changes nothing")
+
+			got, err := w.eng.Webhooks.ReplayWebhook(ctx, scope, d.ID)
+			require.NoError(t, err, name)
+			assert.Equal(t, d.ID, got.ID)
+			assert.Equal(t, models.WebhookPending, got.Status, "the %s's replayed delivery", name)
+			assert.Nil(t, got.NextAttemptAt)
+			assert.Equal(t, 1, got.AttemptCount, "the earlier run's attempts stay in the log")
+			assert.Len(t, got.Attempts, 1)
+			assert.Equal(t, "https://shop.example/"+name, got.URL, "addressed to the endpoint's URL")
+			assert.Contains(t, up.starts, workflows.WebhookWorkflowID(d.ID))
+			stored, err = models.GetWebhookDelivery(db, d.ID)
+			require.NoError(t, err)
+			assert.Nil(t, stored.StartDueAt, "the replay's start is recorded")
+		}
+
+		// Temporal away: KindUnavailable, and the delivery stays queued for the sweep.
+		down := newCancelTemporal(t, true)
+		w.withTemporal(db, down)
+		d := mine["account"]
+		dctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		_, err := w.eng.Webhooks.ReplayWebhook(dctx, w.account, d.ID)
+		cancel()
+		kind, _ := refusedAs(t, err)
+		assert.Equal(t, engine.KindUnavailable, kind)
+		stored, err := models.GetWebhookDelivery(db, d.ID)
+		require.NoError(t, err)
+		assert.Equal(t, models.WebhookPending, stored.Status)
+		require.NotNil(t, stored.StartDueAt, "the replay's start is owed")
+		back := newCancelTemporal(t, false)
+		w.withTemporal(db, back)
+		started, err := w.eng.Outbox.StartPendingDeliveries(ctx, 0, 100)
+		require.NoError(t, err)
+		assert.Equal(t, 1, started)
+		assert.Equal(t, []string{workflows.WebhookWorkflowID(d.ID)}, back.starts)
+	})
 }
 
 // The recover window [since, until) is exact to the nanosecond on both databases, as both OpenAPI

@@ -3,11 +3,13 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
 
 	"github.com/shotflow/shotflow/internal/webhooks"
 	"github.com/shotflow/shotflow/models"
@@ -24,25 +26,28 @@ type Sealer interface {
 // retryReplayAfter is the Retry-After of a replay that could not be queued.
 const retryReplayAfter = 5 * time.Second
 
-// ReplayWebhook re-sends a webhook delivery of the installation now (StartWebhookReplay) and
-// returns its ID: KindNotFound for a delivery of another installation, KindConflict for one whose
-// endpoint is disabled (it would be held, not sent) or deleted, or that has no endpoint,
-// KindUnavailable when the replay could not be queued.
-func (e *Webhooks) ReplayWebhook(ctx context.Context, installationID, deliveryID string) (string, error) {
-	d, err := e.store.FindWebhookDelivery(ctx, installationID, deliveryID)
+// ReplayWebhook re-sends a webhook delivery of the scope now (StartWebhookReplay), the same use
+// case for both APIs (POST /webhooks/{delivery_id}/replay of the plugin API,
+// POST /webhook-deliveries/{id}/replay of the external API), and returns the delivery as it is once
+// the replay is queued: pending, unless the new run's first attempt was already recorded.
+// KindNotFound for a missing delivery or another scope's; KindConflict for one whose endpoint is
+// disabled (it would be held, not sent) or deleted, or that has no endpoint; KindUnavailable when
+// the replay could not be started (it stays queued: the outbox sweep starts it).
+func (e *Webhooks) ReplayWebhook(ctx context.Context, scope WebhookScope, deliveryID string) (WebhookDelivery, error) {
+	d, err := e.store.ScopedWebhookDelivery(ctx, scope.store(), deliveryID)
 	if errors.Is(err, models.ErrNotFound) {
-		return "", refuse(KindNotFound, "", "", "No webhook delivery with this ID.")
+		return WebhookDelivery{}, refuse(KindNotFound, "", "", "No webhook delivery with this ID.")
 	}
 	if err != nil {
-		return "", err
+		return WebhookDelivery{}, err
 	}
-	if err := e.replayable(ctx, d); err != nil {
-		return "", err
+	if err := e.replayable(ctx, &d.Delivery); err != nil {
+		return WebhookDelivery{}, err
 	}
-	if err := e.StartWebhookReplay(ctx, d); err != nil {
-		return "", unavailable("The replay could not be queued; retry later.", retryReplayAfter, err)
+	if err := e.StartWebhookReplay(ctx, &d.Delivery); err != nil {
+		return WebhookDelivery{}, unavailable("The replay could not be started now; the delivery stays pending and is sent once the service recovers, and a retry is harmless.", retryReplayAfter, err)
 	}
-	return d.ID, nil
+	return e.GetDelivery(ctx, scope, d.Delivery.ID)
 }
 
 // replayable checks that a delivery's endpoint can receive a replay: KindConflict when it was
@@ -71,11 +76,16 @@ func (e *Webhooks) replayable(ctx context.Context, d *models.WebhookDelivery) er
 	return nil
 }
 
-// StartWebhookReplay starts a new run of the delivery's WebhookDeliveryWorkflow: it sends the
-// stored payload now, with the same webhook-id and a new timestamp, and retries on the usual
-// schedule if needed. `POST /webhooks/{delivery_id}/replay` and `shotflow admin webhooks replay`
-// both come here.
+// StartWebhookReplay queues the delivery again (Store.QueueReplay: pending, its start owed) and
+// starts a new run of its WebhookDeliveryWorkflow: it sends the stored payload now, with the same
+// webhook-id and a new timestamp, and retries on the usual schedule if needed. The start is
+// recorded after it; a start that fails, or whose record fails, is left to the outbox sweep
+// (StartPendingDeliveries), so a queued replay is sent even when Temporal is away. Both APIs'
+// replays (ReplayWebhook) and `shotflow admin webhooks replay` come here.
 func (e *Webhooks) StartWebhookReplay(ctx context.Context, d *models.WebhookDelivery) error {
+	if err := e.store.QueueReplay(ctx, d.ID, time.Now()); err != nil {
+		return fmt.Errorf("queue delivery %s again: %w", d.ID, err)
+	}
 	_, err := e.cfg.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:        workflows.WebhookWorkflowID(d.ID),
 		TaskQueue: e.cfg.TaskQueue,
@@ -86,7 +96,14 @@ func (e *Webhooks) StartWebhookReplay(ctx context.Context, d *models.WebhookDeli
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_TERMINATE_EXISTING,
 		TypedSearchAttributes:    workflows.WebhookSearchAttributes(d.AccountID, d.Installation(), d.Order()),
 	}, workflows.WebhookDeliveryWorkflow, workflows.WebhookDeliveryInput{DeliveryID: d.ID, Replay: true})
-	return err
+	if err != nil {
+		return err
+	}
+	if err := e.store.MarkDeliveriesStarted(ctx, d.ID); err != nil {
+		e.logger().Info("webhook replay started but its start not recorded; the sweeper will start the delivery again",
+			zap.String("delivery_id", d.ID), zap.Error(err))
+	}
+	return nil
 }
 
 // StartWebhookDelivery starts a run of a delivery's WebhookDeliveryWorkflow whose start is owed:
