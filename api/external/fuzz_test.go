@@ -173,6 +173,7 @@ func (e *env) fuzzSeeds() map[string][]routefuzz.Seed {
 		"POST " + b + "/webhook-endpoints/:id/recover":       {{Params: endpoint, Body: `{"since":"` + since + `"}`}},
 		"GET " + b + "/webhook-deliveries":                   {{Query: "endpoint_id=" + endpoint + "&status=pending&event=webhook.test&limit=10"}},
 		"GET " + b + "/webhook-deliveries/:id":               {{Params: delivery}},
+		"POST " + b + "/webhook-deliveries/:id/replay":       {{Params: delivery}, {Params: delivery, Header: "Idempotency-Key: replay-" + delivery}},
 		"GET " + b + "/events":                               {{Query: "type=record.done&created_after=2026-01-01T00:00:00Z&limit=10"}},
 		"GET " + b + "/events/:id":                           {{Params: event}},
 	}

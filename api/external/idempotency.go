@@ -12,7 +12,8 @@ import (
 
 // Idempotency-Key on every POST route (Register mounts each with keyed): the register-* routes,
 // POST /products, /presets, /packshots/update-packshot, /image-picker/review, /webhook-endpoints
-// and its /rotate-secret, /test and /recover. The mechanism is api/idempotency's, with the keys
+// and its /rotate-secret, /test and /recover, and /webhook-deliveries/{id}/replay (a repeat with
+// the key answers the first 202, the delivery as it was then, and sends nothing). The mechanism is api/idempotency's, with the keys
 // scoped per team account (the key's account: two accounts may use the same key independently)
 // and its refusals in the external error body; api/external/openapi.yaml ("Idempotency")
 // documents it for clients.
@@ -32,8 +33,8 @@ import (
 // The crash window of the routes that record their answer after their effect (api/idempotency):
 // a retry after the lease runs the route again, and what that second run does is the route's own
 // repeat behaviour: POST /products and /presets store a second product photo or preset, the
-// reviews set the same verdict, a test send or a recover sends again (receivers deduplicate on
-// webhook-id), POST /webhook-endpoints creates a second endpoint, and rotate-secret rotates once
+// reviews set the same verdict, a test send, a recover or a replay sends again (receivers
+// deduplicate on webhook-id), POST /webhook-endpoints creates a second endpoint, and rotate-secret rotates once
 // more (the secret the crash never showed becomes the previous one, valid for 48 hours).
 
 // idempotencyTiming is the timing of the external API's keyed requests (tests change it).

@@ -77,6 +77,7 @@ var isolationRoutes = map[string]isolationCase{
 	"POST /webhook-endpoints/:/test":          {resource: "endpoint", body: map[string]any{}},
 	"POST /webhook-endpoints/:/recover":       {resource: "endpoint", body: map[string]any{"since": "SINCE"}},
 	"GET /webhook-deliveries/:":               {resource: "delivery"},
+	"POST /webhook-deliveries/:/replay":       {resource: "delivery"},
 	"GET /events/:":                           {resource: "event"},
 	"POST /packshots/update-packshot":         {resource: "packshot", body: map[string]any{"recordId": "ID", "Voting": "APPROVED"}},
 	"POST /image-picker/review":               {resource: "image", body: map[string]any{"recordId": "ID", "verdict": "accepted"}},

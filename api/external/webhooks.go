@@ -78,6 +78,7 @@ func (h *Handler) registerWebhooks(add route) {
 	add(http.MethodPost, "/webhook-endpoints/:id/recover", body, ScopeWebhooks, h.recoverEndpoint)
 	add(http.MethodGet, "/webhook-deliveries", none, ScopeWebhooks, h.listDeliveries)
 	add(http.MethodGet, "/webhook-deliveries/:id", none, ScopeWebhooks, h.getDelivery)
+	add(http.MethodPost, "/webhook-deliveries/:id/replay", none, ScopeWebhooks, h.replayDelivery)
 	add(http.MethodGet, "/events", none, ScopeWebhooks, h.listEvents)
 	add(http.MethodGet, "/events/:id", none, ScopeWebhooks, h.getEvent)
 }
@@ -283,6 +284,25 @@ func (h *Handler) getDelivery(c *gin.Context) {
 		return
 	}
 	c.PureJSON(http.StatusOK, d)
+}
+
+// replayDelivery answers POST /webhook-deliveries/{id}/replay: 202 with the delivery as
+// GET /webhook-deliveries/{id} shows it once the replay is queued (pending until the new run's
+// first attempt). It is the plugin API's replay (engine.ReplayWebhook): the stored body is sent
+// now with the same webhook-id and a new timestamp, and retried on the usual schedule; 404 for
+// another account's or an unknown delivery, 409 for one whose endpoint is disabled or deleted or
+// that has no endpoint.
+func (h *Handler) replayDelivery(c *gin.Context) {
+	id, ok := h.webhookID(c, "delivery")
+	if !ok {
+		return
+	}
+	d, err := h.Engine.Webhooks.ReplayWebhook(c.Request.Context(), webhookScope(c), id)
+	if err != nil {
+		h.answer(c, err)
+		return
+	}
+	c.PureJSON(http.StatusAccepted, d)
 }
 
 // listEvents answers GET /events?type&created_after&created_before&limit&cursor.

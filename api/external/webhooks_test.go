@@ -633,8 +633,8 @@ func TestWebhookRoutesNeedTheirScope(t *testing.T) {
 			t.Errorf("%s %s without %s: %d %v, want 403 naming it", r.Method, path, external.ScopeWebhooks, code, out)
 		}
 	}
-	if routes != 12 {
-		t.Fatalf("%d webhook routes, want 12", routes)
+	if routes != 13 {
+		t.Fatalf("%d webhook routes, want 13", routes)
 	}
 	if n := e.liveEndpoints(account); n != 0 {
 		t.Fatalf("a refused request created %d endpoints", n)

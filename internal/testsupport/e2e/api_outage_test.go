@@ -326,6 +326,7 @@ func outageRequests(t *testing.T, env *testenv.Env, tenant testenv.Tenant, api *
 		api(http.MethodGet, "/events/:id", "/events/"+id, nil)
 	}
 	x(http.MethodPost, "/webhook-endpoints/:id/rotate-secret", "/webhook-endpoints/"+id+"/rotate-secret", nil)
+	x(http.MethodPost, "/webhook-deliveries/:id/replay", "/webhook-deliveries/"+id+"/replay", nil)
 
 	// The external API (its webhook routes are with the plugin API's above).
 	form := func(fields []string, file string) multipartBody {
