@@ -39,3 +39,53 @@ func TestAccountTestMode(t *testing.T) {
 		require.True(t, errors.Is(err, models.ErrNotFound), "an unknown account: %v", err)
 	})
 }
+
+// A delivery carries its scope's mode (test_mode), from which its workflow's ShotflowLivemode is
+// set: RecordEvents marks the deliveries of an installation's test twin and of an account's
+// external twin, not a live installation's or account's; an event recorded again answers its owed
+// deliveries read back, marked the same.
+func TestRecordedDeliveriesCarryTheirScopesMode(t *testing.T) {
+	t.Parallel()
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := t.Context()
+		s := models.NewStore(db)
+		box, err := secrets.NewBox(make([]byte, 32))
+		require.NoError(t, err)
+		acc, err := models.CreateAccount(db, "Acme", 50)
+		require.NoError(t, err)
+		live, err := models.CreateInstallation(db, box, models.NewInstallation{AccountID: acc.ID, Name: "Shop"}, "whsec_x")
+		require.NoError(t, err)
+		instTwin, err := s.TestTwinOfInstallation(ctx, box, live.Installation.ID, "whsec_y")
+		require.NoError(t, err)
+		accTwin, err := s.TestTwinOfAccount(ctx, acc.ID)
+		require.NoError(t, err)
+
+		scopes := []struct {
+			name           string
+			accountID      string
+			installationID *string
+			test           bool
+		}{
+			{"live installation", acc.ID, &live.Installation.ID, false},
+			{"installation's twin", instTwin.AccountID, &instTwin.ID, true},
+			{"live account", acc.ID, nil, false},
+			{"account's twin", accTwin.ID, nil, true},
+		}
+		for _, sc := range scopes {
+			ep := &models.WebhookEndpoint{AccountID: sc.accountID, InstallationID: sc.installationID,
+				URL: "https://hooks.example/" + models.NewID(), Events: models.StringList{"webhook.test"}}
+			require.NoError(t, s.CreateWebhookEndpoint(ctx, ep))
+			ev := &models.WebhookEvent{ID: models.NewID(), AccountID: sc.accountID, InstallationID: sc.installationID,
+				Type: "webhook.test", Payload: models.JSON(`{}`)}
+			for _, again := range []bool{false, true} {
+				owed, err := s.RecordEvent(ctx, ev, models.EventDeliveries{})
+				require.NoError(t, err)
+				require.Len(t, owed, 1, "%s (recorded again: %v)", sc.name, again)
+				require.Equal(t, sc.test, owed[0].TestMode, "%s: the owed delivery's mode (recorded again: %v)", sc.name, again)
+			}
+			stored, err := models.GetWebhookDelivery(db, models.EventDeliveryID(ev.ID, ep.ID))
+			require.NoError(t, err)
+			require.Equal(t, sc.test, stored.TestMode, "%s: the stored delivery's mode", sc.name)
+		}
+	})
+}

@@ -64,7 +64,8 @@ func (s *Store) RecordEvent(ctx context.Context, ev *WebhookEvent, to EventDeliv
 // RecordEvents inserts events of one scope (an installation's, or an account's own), each unless
 // an event with its ID exists, and one delivery per event and live endpoint of the scope that
 // subscribed to the event's type: pending with its start owed (start_due_at) for an enabled
-// endpoint, held for a disabled one. It writes atomically (Atomic: in the caller's transaction
+// endpoint, held for a disabled one, each in the mode of the endpoint's account (test_mode, read
+// with the endpoints). It writes atomically (Atomic: in the caller's transaction
 // when there is one), with one insert of the events, one read of the scope's endpoints and one
 // insert of the deliveries. It returns the deliveries whose start is owed: the new pending ones,
 // and, when some event was recorded before, its deliveries whose start is still owed.
@@ -96,11 +97,12 @@ func (s *Store) RecordEvents(ctx context.Context, events []*WebhookEvent, to Eve
 		if err != nil {
 			return fmt.Errorf("record %s events: %w", first.Type, err)
 		}
-		var endpoints []WebhookEndpoint
+		var endpoints []modedEndpoint
 		// FOR KEY SHARE: an endpoint being deleted is waited for, and is then not live; one read
 		// here is not deleted until this commits, and its deletion then ends what this records
 		// for it (DeleteWebhookEndpoint).
-		q := scopeEndpoints(db.Clauses(clause.Locking{Strength: "KEY SHARE"}), first.AccountID, first.InstallationID)
+		q := scopeEndpoints(db.Clauses(clause.Locking{Strength: "KEY SHARE"}), first.AccountID, first.InstallationID).
+			Select("webhook_endpoints.*, " + accountTestModeColumn)
 		if to.Only != "" {
 			q = q.Where("id = ?", to.Only)
 		}
@@ -110,7 +112,7 @@ func (s *Store) RecordEvents(ctx context.Context, events []*WebhookEvent, to Eve
 		var rows []WebhookDelivery
 		for _, ev := range fresh {
 			for i := range endpoints {
-				ep := &endpoints[i]
+				ep := &endpoints[i].WebhookEndpoint
 				if ep.ID == to.Except || (to.Only == "" && !ep.Subscribes(ev.Type)) {
 					continue
 				}
@@ -118,6 +120,7 @@ func (s *Store) RecordEvents(ctx context.Context, events []*WebhookEvent, to Eve
 					ID: EventDeliveryID(ev.ID, ep.ID), EventID: ev.ID, EndpointID: &ep.ID, AccountID: ev.AccountID,
 					InstallationID: ev.InstallationID, OrderID: ev.OrderID, JobID: ev.JobID, Run: to.Run, Event: ev.Type,
 					CallbackURL: ep.URL, Status: WebhookPending, CreatedAt: ev.CreatedAt, UpdatedAt: ev.CreatedAt,
+					TestMode: endpoints[i].AccountTestMode,
 				}
 				if ep.Status == EndpointEnabled {
 					due := ev.CreatedAt
@@ -146,6 +149,18 @@ func (s *Store) RecordEvents(ctx context.Context, events []*WebhookEvent, to Eve
 	})
 	return owed, err
 }
+
+// modedEndpoint is an endpoint read with the mode of its account (accountTestModeColumn), which
+// the deliveries recorded for it carry (WebhookDelivery.TestMode).
+type modedEndpoint struct {
+	WebhookEndpoint `gorm:"embedded"`
+	AccountTestMode bool
+}
+
+// accountTestModeColumn selects the test_mode of an endpoint's account beside the endpoint's
+// columns (modedEndpoint): the endpoints of a scope are read anyway when an event is recorded, so
+// its deliveries learn their mode without a statement of their own.
+const accountTestModeColumn = "(SELECT a.test_mode FROM accounts a WHERE a.id = webhook_endpoints.account_id) AS account_test_mode"
 
 // scopeEndpoints narrows q to the live endpoints of an installation, or of an account's own
 // (installationID nil).

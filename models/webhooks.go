@@ -56,6 +56,10 @@ type WebhookDelivery struct {
 	// StartDueAt is set on a delivery recorded outside a workflow (a job the API cancelled) until
 	// the start of its workflow is recorded: the outbox the sweeper starts it from (migration 0015).
 	StartDueAt *time.Time
+	// TestMode marks a delivery of a test twin (its account is one, migration 0021), copied from
+	// the account when its event is recorded (migration 0028): every start of its workflow reads
+	// the row, and gives the workflow its ShotflowLivemode from it.
+	TestMode bool
 }
 
 // MaxKeptAttempts is how many attempts of one delivery the log keeps: the latest ones, as many as

@@ -116,10 +116,13 @@ func WebhookDeliveryWorkflow(ctx workflow.Context, in WebhookDeliveryInput) (Web
 	return res, project(ctx, contract.MarkWebhookFailed, nil, in.DeliveryID)
 }
 
-// WebhookSearchAttributes are the search attributes of a delivery's workflow.
-func WebhookSearchAttributes(accountID, installationID, orderID string) temporal.SearchAttributes {
+// WebhookSearchAttributes are the search attributes of a delivery's workflow: its scope, its order
+// and SALivemode, false for a delivery of a test twin (models.WebhookDelivery.TestMode), as on the
+// twin's order and job workflows.
+func WebhookSearchAttributes(accountID, installationID, orderID string, live bool) temporal.SearchAttributes {
 	return temporal.NewSearchAttributes(
 		SAAccountID.ValueSet(accountID), SAInstallationID.ValueSet(installationID), SAOrderID.ValueSet(orderID),
+		SALivemode.ValueSet(live),
 	)
 }
 
@@ -150,7 +153,9 @@ func startDelivery(ctx workflow.Context, rec contract.RecordWebhookResult) error
 		// One automatic run per delivery: a second start for the same delivery (a repeated call,
 		// or a replay already under way) is refused by the server and treated as done.
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		TypedSearchAttributes: WebhookSearchAttributes(rec.AccountID, rec.InstallationID, rec.OrderID),
+		// Live: a result that asks for this start was recorded before endpoints (migration 0016),
+		// so before test mode (0021).
+		TypedSearchAttributes: WebhookSearchAttributes(rec.AccountID, rec.InstallationID, rec.OrderID, true),
 	})
 	err := workflow.ExecuteChildWorkflow(cctx, WebhookDeliveryWorkflow, WebhookDeliveryInput{DeliveryID: rec.DeliveryID}).
 		GetChildWorkflowExecution().Get(ctx, nil)

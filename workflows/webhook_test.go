@@ -256,6 +256,9 @@ func TestNotifyJobEndedStartsOneAbandonedDeliveryWorkflow(t *testing.T) {
 						t.Errorf("search attribute %s = %q, want %q", key.GetName(), got, want)
 					}
 				}
+				if live, ok := sa.GetBool(workflows.SALivemode); !ok || !live {
+					t.Errorf("ShotflowLivemode = %v (set %v), want true", live, ok)
+				}
 			})
 			var childErr error
 			childDone := false

@@ -86,7 +86,8 @@ func TestReplayWebhookStartsANewRunOfTheDelivery(t *testing.T) {
 		acc, _ := sa.GetKeyword(workflows.SAAccountID)
 		inst, _ := sa.GetKeyword(workflows.SAInstallationID)
 		order, _ := sa.GetKeyword(workflows.SAOrderID)
-		return o.ID == "webhook/"+d.ID && o.TaskQueue == "tq-test" &&
+		live, liveSet := sa.GetBool(workflows.SALivemode)
+		return o.ID == "webhook/"+d.ID && o.TaskQueue == "tq-test" && live && liveSet &&
 			o.WorkflowIDReusePolicy == enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE &&
 			o.WorkflowIDConflictPolicy == enumspb.WORKFLOW_ID_CONFLICT_POLICY_TERMINATE_EXISTING &&
 			acc == d.AccountID && inst == d.Installation() && order == d.Order()

@@ -94,7 +94,7 @@ func (e *Webhooks) StartWebhookReplay(ctx context.Context, d *models.WebhookDeli
 		// A run still waiting in its backoff is replaced, so the replay sends now rather than at
 		// the next scheduled attempt.
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_TERMINATE_EXISTING,
-		TypedSearchAttributes:    workflows.WebhookSearchAttributes(d.AccountID, d.Installation(), d.Order()),
+		TypedSearchAttributes:    workflows.WebhookSearchAttributes(d.AccountID, d.Installation(), d.Order(), !d.TestMode),
 	}, workflows.WebhookDeliveryWorkflow, workflows.WebhookDeliveryInput{DeliveryID: d.ID, Replay: true})
 	if err != nil {
 		return err
@@ -117,7 +117,7 @@ func (e *Webhooks) StartWebhookDelivery(ctx context.Context, d *models.WebhookDe
 		// A recovered delivery's earlier run has closed: its new run reuses the ID.
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		TypedSearchAttributes:    workflows.WebhookSearchAttributes(d.AccountID, d.Installation(), d.Order()),
+		TypedSearchAttributes:    workflows.WebhookSearchAttributes(d.AccountID, d.Installation(), d.Order(), !d.TestMode),
 	}, workflows.WebhookDeliveryWorkflow, workflows.WebhookDeliveryInput{DeliveryID: d.ID})
 	var already *serviceerror.WorkflowExecutionAlreadyStarted
 	if errors.As(err, &already) {
