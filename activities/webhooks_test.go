@@ -588,7 +588,7 @@ func TestDeliverWebhookStopsWhenTheEndpointIsDeletedDuringTheAttempt(t *testing.
 		var f *fixture
 		rc := newReceiver(t, func(w http.ResponseWriter, _ int) {
 			scope := models.WebhookScope{AccountID: f.inst.AccountID, InstallationID: f.inst.ID}
-			if err := f.acts.Store.DeleteWebhookEndpoint(context.Background(), scope, f.endpoint.ID, time.Now()); err != nil {
+			if _, err := f.acts.Store.DeleteWebhookEndpoint(context.Background(), scope, f.endpoint.ID, time.Now()); err != nil {
 				t.Errorf("delete the endpoint: %v", err)
 			}
 			w.WriteHeader(http.StatusServiceUnavailable)

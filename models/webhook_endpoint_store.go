@@ -200,8 +200,14 @@ const EndpointDeletedError = "the endpoint was deleted"
 // towards the limit, receives nothing and is not found. In the same transaction every delivery to
 // it that has not ended (pending, its start owed or not; held; delivering) ends failed with
 // EndpointDeletedError as its last error and no start owed: nothing would ever send a held one,
-// and the log shows no delivery waiting for an endpoint that is gone. A workflow still running for
-// one finds the endpoint deleted at its next attempt and stops (DeliverWebhook).
+// and the log shows no delivery waiting for an endpoint that is gone.
+//
+// It returns the deliveries it ended whose workflow may still be running: the pending ones (a run
+// started, or whose start is under way, that has not attempted yet) and the delivering ones (a
+// run waiting for its next attempt). The caller cancels those workflows after the commit; one it
+// does not reach finds the endpoint deleted at its next attempt and stops (DeliverWebhook). A held
+// delivery has no run to cancel: it was recorded held, never started, or its run held it and
+// stopped.
 //
 // It holds the endpoint's row (FOR UPDATE) before it touches a delivery, as every write that could
 // leave a delivery waiting holds it before its own (recording an event for it, holding a delivery,
@@ -209,9 +215,9 @@ const EndpointDeletedError = "the endpoint was deleted"
 // deletion and each of them run one after the other, whichever first, and the second sees what
 // the first did: a delivery recorded or held just before the deletion is ended by it, one after it
 // is not recorded or not held. ErrNotFound for a missing, deleted or another scope's endpoint.
-func (s *Store) DeleteWebhookEndpoint(ctx context.Context, scope WebhookScope, id string, now time.Time) error {
+func (s *Store) DeleteWebhookEndpoint(ctx context.Context, scope WebhookScope, id string, now time.Time) (running []string, err error) {
 	now = now.UTC().Truncate(time.Microsecond)
-	return s.conn(ctx).Transaction(func(tx *gorm.DB) error {
+	err = s.conn(ctx).Transaction(func(tx *gorm.DB) error {
 		ep, err := findWebhookEndpoint(scope.where(tx.Clauses(clause.Locking{Strength: "UPDATE"})), id)
 		if err != nil {
 			return err
@@ -220,11 +226,25 @@ func (s *Store) DeleteWebhookEndpoint(ctx context.Context, scope WebhookScope, i
 			Updates(map[string]any{"deleted_at": now, "updated_at": now}).Error; err != nil {
 			return err
 		}
-		return tx.Model(&WebhookDelivery{}).
-			Where("endpoint_id = ? AND status IN ?", ep.ID, []string{WebhookPending, WebhookHeld, WebhookDelivering}).
-			Updates(map[string]any{"status": WebhookFailed, "last_error": EndpointDeletedError, "next_attempt_at": nil,
-				"start_due_at": nil, "updated_at": now}).Error
+		end := map[string]any{"status": WebhookFailed, "last_error": EndpointDeletedError, "next_attempt_at": nil,
+			"start_due_at": nil, "updated_at": now}
+		// Those that may have a run, by the UPDATE's RETURNING; then the held ones.
+		var ended []WebhookDelivery
+		if err := tx.Model(&ended).Clauses(clause.Returning{Columns: []clause.Column{{Name: "id"}}}).
+			Where("endpoint_id = ? AND status IN ?", ep.ID, []string{WebhookPending, WebhookDelivering}).
+			Updates(end).Error; err != nil {
+			return err
+		}
+		for _, d := range ended {
+			running = append(running, d.ID)
+		}
+		return tx.Model(&WebhookDelivery{}).Where("endpoint_id = ? AND status = ?", ep.ID, WebhookHeld).
+			Updates(end).Error
 	})
+	if err != nil {
+		return nil, err
+	}
+	return running, nil
 }
 
 // lockEndpointForDelivery holds the row of an endpoint (FOR KEY SHARE, which a deletion's FOR

@@ -102,7 +102,7 @@ func TestWebhookEndpointStoreLimitHoldsUnderConcurrentCreates(t *testing.T) {
 				t.Fatalf("live endpoints: %d, %v", len(live), err)
 			}
 			// A deleted endpoint frees its place; the next create takes it and the one after is refused.
-			if err := store.DeleteWebhookEndpoint(context.Background(), scope, live[0].ID, time.Now()); err != nil {
+			if _, err := store.DeleteWebhookEndpoint(context.Background(), scope, live[0].ID, time.Now()); err != nil {
 				t.Fatal(err)
 			}
 			if err := store.CreateWebhookEndpoint(context.Background(), endpointOf(scope, "https://hooks.example/again")); err != nil {
@@ -162,7 +162,7 @@ func TestWebhookEndpointStoreScoping(t *testing.T) {
 				if _, err := store.UpdateWebhookEndpoint(ctx, scope, ep.ID, models.EndpointChanges{URL: &url}, time.Now()); !errors.Is(err, models.ErrNotFound) {
 					t.Fatalf("scope %d updates endpoint of scope %d: %v", i, j, err)
 				}
-				if err := store.DeleteWebhookEndpoint(ctx, scope, ep.ID, time.Now()); !errors.Is(err, models.ErrNotFound) {
+				if _, err := store.DeleteWebhookEndpoint(ctx, scope, ep.ID, time.Now()); !errors.Is(err, models.ErrNotFound) {
 					t.Fatalf("scope %d deletes endpoint of scope %d: %v", i, j, err)
 				}
 			}
@@ -194,7 +194,7 @@ func TestWebhookEndpointStoreCursorPaging(t *testing.T) {
 			want = append(want, ep.ID)
 		}
 		gone := mustCreateEndpoint(t, store, ten.inst, "https://hooks.example/deleted")
-		if err := store.DeleteWebhookEndpoint(ctx, ten.inst, gone.ID, time.Now()); err != nil {
+		if _, err := store.DeleteWebhookEndpoint(ctx, ten.inst, gone.ID, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		all, err := store.WebhookEndpoints(ctx, ten.inst, nil, 50)
@@ -298,7 +298,7 @@ func TestWebhookEndpointStoreUpdateAndDelete(t *testing.T) {
 		}
 
 		// A soft delete keeps the row, which is no longer found, listed, updated or deleted.
-		if err := store.DeleteWebhookEndpoint(ctx, ten.inst, ep.ID, time.Now()); err != nil {
+		if _, err := store.DeleteWebhookEndpoint(ctx, ten.inst, ep.ID, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		var row models.WebhookEndpoint
@@ -314,7 +314,7 @@ func TestWebhookEndpointStoreUpdateAndDelete(t *testing.T) {
 		if _, err := store.UpdateWebhookEndpoint(ctx, ten.inst, ep.ID, models.EndpointChanges{URL: &url}, time.Now()); !errors.Is(err, models.ErrNotFound) {
 			t.Fatalf("update deleted: %v", err)
 		}
-		if err := store.DeleteWebhookEndpoint(ctx, ten.inst, ep.ID, time.Now()); !errors.Is(err, models.ErrNotFound) {
+		if _, err := store.DeleteWebhookEndpoint(ctx, ten.inst, ep.ID, time.Now()); !errors.Is(err, models.ErrNotFound) {
 			t.Fatalf("delete deleted: %v", err)
 		}
 	})
@@ -368,7 +368,7 @@ func TestWebhookEndpointStoreRotateAndSecrets(t *testing.T) {
 		if _, err := store.RotateEndpointSecret(ctx, box, ten.account, plugin.ID, "whsec_theirs", now); !errors.Is(err, models.ErrNotFound) {
 			t.Fatalf("rotate an installation's endpoint from the account: %v", err)
 		}
-		if err := store.DeleteWebhookEndpoint(ctx, ten.account, ep.ID, now); err != nil {
+		if _, err := store.DeleteWebhookEndpoint(ctx, ten.account, ep.ID, now); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := store.RotateEndpointSecret(ctx, box, ten.account, ep.ID, "whsec_four", now); !errors.Is(err, models.ErrNotFound) {
@@ -419,7 +419,8 @@ func deliveryTo(t *testing.T, db *gorm.DB, scope models.WebhookScope, ep *models
 // one (nothing would ever send it: a recover needs a live endpoint), a pending one whether its
 // start is owed (the outbox would start a run only to fail it) or its run has not attempted yet,
 // and one between attempts. Each becomes failed with "the endpoint was deleted", no next attempt
-// and no start owed. Ended deliveries, and those of other endpoints, are left as they are.
+// and no start owed, and those that may have a running workflow (pending, delivering) are returned.
+// Ended deliveries, and those of other endpoints, are left as they are.
 func TestDeletingAnEndpointEndsItsWaitingDeliveries(t *testing.T) {
 	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
@@ -441,8 +442,17 @@ func TestDeletingAnEndpointEndsItsWaitingDeliveries(t *testing.T) {
 			deliveryTo(t, db, ten.inst, other, models.WebhookPending, true),
 		}
 
-		if err := store.DeleteWebhookEndpoint(ctx, ten.inst, ep.ID, time.Now()); err != nil {
+		running, err := store.DeleteWebhookEndpoint(ctx, ten.inst, ep.ID, time.Now())
+		if err != nil {
 			t.Fatal(err)
+		}
+		// The ones whose workflow may be running (not the held one, whose run stopped) are
+		// returned, for the caller to cancel their workflows.
+		want := []string{waiting[1].ID, waiting[2].ID, waiting[3].ID}
+		slices.Sort(want)
+		slices.Sort(running)
+		if !slices.Equal(running, want) {
+			t.Errorf("the deletion returned %v as the deliveries whose runs to cancel, want the pending and delivering ones %v", running, want)
 		}
 		for _, w := range waiting {
 			d, err := models.GetWebhookDelivery(db, w.ID)
@@ -467,7 +477,7 @@ func TestDeletingAnEndpointEndsItsWaitingDeliveries(t *testing.T) {
 			t.Errorf("starts owed to the deleted endpoint: %d, %v", len(owed), err)
 		}
 		// A refused deletion (already deleted, another scope's endpoint) changes nothing.
-		if err := store.DeleteWebhookEndpoint(ctx, ten.sibling, other.ID, time.Now()); !errors.Is(err, models.ErrNotFound) {
+		if _, err := store.DeleteWebhookEndpoint(ctx, ten.sibling, other.ID, time.Now()); !errors.Is(err, models.ErrNotFound) {
 			t.Fatalf("delete another installation's endpoint: %v", err)
 		}
 		if d, _ := models.GetWebhookDelivery(db, ended[2].ID); d.Status != models.WebhookHeld {
@@ -492,7 +502,7 @@ func TestADeliveryStoppedAfterItsEndpointWasDeletedEnds(t *testing.T) {
 		answered := deliveryTo(t, db, ten.inst, ep, models.WebhookPending, false)
 		live := mustCreateEndpoint(t, store, ten.inst, "https://hooks.example/disabled")
 		kept := deliveryTo(t, db, ten.inst, live, models.WebhookPending, false)
-		if err := store.DeleteWebhookEndpoint(ctx, ten.inst, ep.ID, time.Now()); err != nil {
+		if _, err := store.DeleteWebhookEndpoint(ctx, ten.inst, ep.ID, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		// The deletion ended them; their runs, which read the endpoint before it, come back to them.
@@ -586,7 +596,10 @@ func TestDeletingAnEndpointWhileAnEventIsRecordedForIt(t *testing.T) {
 			t.Fatal("the recording never read the endpoints")
 		}
 		deleted := make(chan error, 1)
-		go func() { deleted <- store.DeleteWebhookEndpoint(context.Background(), ten.inst, ep.ID, time.Now()) }()
+		go func() {
+			_, err := store.DeleteWebhookEndpoint(context.Background(), ten.inst, ep.ID, time.Now())
+			deleted <- err
+		}()
 		var deleteErr error
 		waited := true
 		select {

@@ -192,6 +192,24 @@ func TestWebhookDeliveryWorkflowEndsWhenItsEndpointStopsIt(t *testing.T) {
 	}
 }
 
+// A run cancelled while it waits for its next attempt (its endpoint was deleted: engine
+// Webhooks.DeleteEndpoint) ends canceled at once: no further attempt, and no failed mark (the
+// deletion failed the delivery itself).
+func TestWebhookDeliveryWorkflowEndsCanceledWhileItWaits(t *testing.T) {
+	t.Parallel()
+	env := newWebhookEnv(t)
+	env.OnActivity(wa.DeliverWebhook, mock.Anything, mock.Anything).
+		Return(contract.DeliverResult{StatusCode: 500, RetryAfter: 10 * time.Minute}, nil).Once()
+	env.RegisterDelayedCallback(env.CancelWorkflow, time.Minute)
+	env.ExecuteWorkflow(workflows.WebhookDeliveryWorkflow, workflows.WebhookDeliveryInput{DeliveryID: "deleted"})
+	if !env.IsWorkflowCompleted() {
+		t.Fatal("the cancelled run did not end")
+	}
+	if err := env.GetWorkflowError(); !temporal.IsCanceledError(err) {
+		t.Fatalf("the cancelled run ended with %v, want canceled", err)
+	}
+}
+
 func TestWebhookDeliveryWorkflowCountsAFailedActivityAsAFailedAttempt(t *testing.T) {
 	t.Parallel()
 	env := newWebhookEnv(t)

@@ -35,6 +35,12 @@ func (fuzzTemporal) SignalWorkflow(context.Context, string, string, string, any)
 	return serviceerror.NewNotFound("workflow not found (fuzz test)")
 }
 
+// CancelWorkflow answers as for a delivery's workflow that has closed: an endpoint's deletion
+// cancels those of the deliveries it ends.
+func (fuzzTemporal) CancelWorkflow(context.Context, string, string) error {
+	return serviceerror.NewNotFound("workflow not found (fuzz test)")
+}
+
 // FuzzPluginAPI sends every route of the plugin API (and the routes around it) requests built
 // from fuzzed path parameters, query, one header and body, on PostgreSQL, and fails on any 5xx
 // answer or any error answer that is not the envelope. The seeds are a valid request of every

@@ -34,6 +34,12 @@ func (unreachableTemporal) SignalWorkflow(context.Context, string, string, strin
 	return errors.New("temporal unreachable (unit test)")
 }
 
+// CancelWorkflow fails as a start does: an endpoint's deletion cancels the workflows of the
+// deliveries it ends after its commit.
+func (unreachableTemporal) CancelWorkflow(context.Context, string, string) error {
+	return errors.New("temporal unreachable (unit test)")
+}
+
 // committing lets sessions of the environment commit (the harness has no Temporal client).
 func (e *env) committing() *env {
 	e.withEngine(func(c *engine.Config) { c.Temporal = unreachableTemporal{} })

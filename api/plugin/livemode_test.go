@@ -248,9 +248,12 @@ func TestTestModeIsolationMatrix(t *testing.T) {
 	}
 
 	// And each ID-taking route finds the record with its own mode's key (the deletes last): the
-	// 404s above are the mode's, not the request's. (Test sends and replays start deliveries.)
-	e.withTemporal().On("ExecuteWorkflow", mock.Anything, mock.Anything, mock.Anything, mock.Anything).
+	// 404s above are the mode's, not the request's. (Test sends and replays start deliveries; an
+	// endpoint's deletion cancels the workflows of those it ends.)
+	tc := e.withTemporal()
+	tc.On("ExecuteWorkflow", mock.Anything, mock.Anything, mock.Anything, mock.Anything).
 		Return(&mocks.WorkflowRun{}, nil).Maybe()
+	tc.On("CancelWorkflow", mock.Anything, mock.Anything, "").Return(nil).Maybe()
 	deleteLast := func(route string) int {
 		if strings.HasPrefix(route, "DELETE ") {
 			return 1

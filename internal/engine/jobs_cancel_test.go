@@ -61,6 +61,7 @@ func TestCancelOfAnEndedJob(t *testing.T) {
 type cancelTemporal struct {
 	*mocks.Client
 	signals, starts []string // order workflow IDs signalled; delivery workflow IDs started
+	cancels         []string // delivery workflow IDs asked to cancel
 	mu              sync.Mutex
 }
 
@@ -86,6 +87,16 @@ func newCancelTemporal(t *testing.T, down bool) *cancelTemporal {
 			defer c.mu.Unlock()
 			c.starts = append(c.starts, o.ID)
 			return &mocks.WorkflowRun{}, nil
+		})
+	c.On("CancelWorkflow", mock.Anything, mock.Anything, "").Return(
+		func(ctx context.Context, id, _ string) error {
+			if down {
+				return unreachable(ctx)
+			}
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.cancels = append(c.cancels, id)
+			return nil
 		})
 	return c
 }

@@ -254,14 +254,20 @@ func (e *Webhooks) UpdateEndpoint(ctx context.Context, scope WebhookScope, id st
 // DeleteEndpoint deletes an endpoint of the scope: it receives nothing more and no longer counts
 // towards the limit; its deliveries stay in the log, and those that had not ended (pending, held,
 // delivering) end failed with models.EndpointDeletedError in the same transaction, since nothing
-// could send them any more (models.Store.DeleteWebhookEndpoint). KindNotFound for a missing,
-// deleted or another scope's one.
+// could send them any more (models.Store.DeleteWebhookEndpoint). After the commit it cancels the
+// workflows of those it ended that may still run (cancelDeliveryRuns), so none lingers until its
+// next scheduled attempt; that is best effort and never fails the deletion. KindNotFound for a
+// missing, deleted or another scope's one.
 func (e *Webhooks) DeleteEndpoint(ctx context.Context, scope WebhookScope, id string) error {
-	err := e.store.DeleteWebhookEndpoint(ctx, scope.store(), id, time.Now())
+	running, err := e.store.DeleteWebhookEndpoint(ctx, scope.store(), id, time.Now())
 	if errors.Is(err, models.ErrNotFound) {
 		return endpointNotFound()
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	e.cancelDeliveryRuns(ctx, id, running)
+	return nil
 }
 
 // RotateEndpointSecret gives an account's endpoint a new signing secret and keeps the previous one

@@ -321,3 +321,53 @@ func TestRecoverWindowIsExactToTheNanosecond(t *testing.T) {
 		assert.Equal(t, 1, n, "until = T+1ns left out the delivery created at T")
 	})
 }
+
+// Deleting an endpoint cancels, after its commit, the workflows of the deliveries it ended that
+// may still run (pending, delivering), and only those: a held delivery's run has stopped, and an
+// ended delivery or another endpoint's is not touched. With Temporal away the deletion still
+// succeeds, within the cancels' deadline, and the deliveries are failed all the same.
+func TestDeletingAnEndpointCancelsItsDeliveriesWorkflows(t *testing.T) {
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		w := newWebhookScopes(t, db, false)
+		for _, away := range []bool{false, true} {
+			tc := newCancelTemporal(t, away)
+			w.withTemporal(db, tc)
+			ep, err := w.eng.Webhooks.CreateEndpoint(ctx, w.inst, engine.EndpointInput{URL: str("https://shop.example/a")})
+			require.NoError(t, err)
+			kept, err := w.eng.Webhooks.CreateEndpoint(ctx, w.inst, engine.EndpointInput{URL: str("https://shop.example/b")})
+			require.NoError(t, err)
+			at := time.Now().UTC().Add(-time.Minute)
+			var running, others []string
+			for _, status := range []string{models.WebhookPending, models.WebhookDelivering} {
+				_, d := sentEvent(t, db, w.inst, ep.ID, "job.completed", status, at, false)
+				running = append(running, workflows.WebhookWorkflowID(d.ID))
+			}
+			for _, status := range []string{models.WebhookHeld, models.WebhookDelivered, models.WebhookFailed} {
+				_, d := sentEvent(t, db, w.inst, ep.ID, "job.completed", status, at, false)
+				others = append(others, d.ID)
+			}
+			_, elsewhere := sentEvent(t, db, w.inst, kept.ID, "job.completed", models.WebhookDelivering, at, false)
+
+			began := time.Now()
+			require.NoError(t, w.eng.Webhooks.DeleteEndpoint(ctx, w.inst, ep.ID), "Temporal away: %v", away)
+			took := time.Since(began)
+			if away {
+				assert.Empty(t, tc.cancels)
+				assert.Less(t, took, 10*time.Second, "the cancels are bounded by their deadline")
+			} else {
+				assert.ElementsMatch(t, running, tc.cancels, "the workflows cancelled")
+				assert.NotContains(t, tc.cancels, workflows.WebhookWorkflowID(elsewhere.ID))
+				for _, id := range others {
+					assert.NotContains(t, tc.cancels, workflows.WebhookWorkflowID(id))
+				}
+			}
+			for _, wf := range running {
+				d, err := models.GetWebhookDelivery(db, wf[len("webhook/"):])
+				require.NoError(t, err)
+				assert.Equal(t, models.WebhookFailed, d.Status)
+				assert.Equal(t, models.EndpointDeletedError, d.LastError)
+			}
+		}
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -124,6 +125,75 @@ func (e *Webhooks) StartWebhookDelivery(ctx context.Context, d *models.WebhookDe
 		return nil
 	}
 	return err
+}
+
+// Bounds of the cancels a deletion of an endpoint sends to its deliveries' workflows
+// (cancelDeliveryRuns): an endpoint may have many deliveries under way (a receiver that failed
+// every one of a busy day's events), and the DELETE waits for the cancels.
+const (
+	// deliveryCancelWorkers is how many cancels are under way at once.
+	deliveryCancelWorkers = 8
+	// deliveryCancelDeadline bounds them all together, as cancelNotifyTimeout bounds each call a
+	// job's cancel makes after its commit: the runs it does not reach end themselves.
+	deliveryCancelDeadline = cancelNotifyTimeout
+)
+
+// cancelDeliveryRuns asks Temporal to cancel the WebhookDeliveryWorkflow of each of deliveryIDs,
+// deliveries of endpointID that its deletion has just ended (committed, failed with
+// models.EndpointDeletedError): a run waiting between attempts ends at once, canceled, without
+// another attempt or record, instead of waking at its next attempt only to find the endpoint
+// deleted. It is best effort: deliveryCancelWorkers at a time, all within deliveryCancelDeadline
+// of the commit, which a client that hangs up does not shorten. A run that has closed or never
+// started (Temporal answers not found) needs nothing; a run it does not reach, for an error or
+// the deadline, still stops at its next attempt (DeliverWebhook finds the endpoint deleted). What
+// failed is logged, once for the batch, and not returned.
+func (e *Webhooks) cancelDeliveryRuns(ctx context.Context, endpointID string, deliveryIDs []string) {
+	if len(deliveryIDs) == 0 {
+		return
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deliveryCancelDeadline)
+	defer cancel()
+	var (
+		mu       sync.Mutex
+		failed   int
+		firstErr error
+	)
+	next := make(chan string)
+	var wg sync.WaitGroup
+	for range min(deliveryCancelWorkers, len(deliveryIDs)) {
+		wg.Go(func() {
+			for id := range next {
+				err := e.cfg.Temporal.CancelWorkflow(cctx, workflows.WebhookWorkflowID(id), "")
+				var notFound *serviceerror.NotFound
+				if err == nil || errors.As(err, &notFound) {
+					continue
+				}
+				mu.Lock()
+				failed++
+				if firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	sent := 0
+feed:
+	for _, id := range deliveryIDs {
+		select {
+		case next <- id:
+			sent++
+		case <-cctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if unsent := len(deliveryIDs) - sent; failed > 0 || unsent > 0 {
+		e.logger().Warn("deleted endpoint: some of its deliveries' workflows were not cancelled; each stops at its next attempt",
+			zap.String("endpoint_id", endpointID), zap.Int("deliveries", len(deliveryIDs)),
+			zap.Int("failed", failed), zap.Int("not_tried", unsent), zap.Error(firstErr))
+	}
 }
 
 // RotateWebhookSecret replaces the webhook signing secret of installationID, which must be the
