@@ -123,7 +123,7 @@ func Open(databaseURL string, opts OpenOptions) (*gorm.DB, error) {
 }
 
 // exprTime scans a time from a column SQLite declares no type for (an expression such as
-// COALESCE(j.created_at, p.created_at), any column of a UNION read through FROM): with
+// COALESCE(a, b) over two times, any column of a UNION read through FROM): with
 // _texttotime=0 (Open) the driver gives its text, which exprTime reads in the layouts the driver
 // reads a DATETIME column's text in (the first one is what it writes); PostgreSQL, and SQLite's
 // declared columns, give a time.Time. NULL is the zero time. A time read so and bound again is

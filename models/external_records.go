@@ -3,11 +3,13 @@ package models
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
 	"gorm.io/gorm"
 
+	"github.com/shotflow/shotflow/models/jobtype"
 	"github.com/shotflow/shotflow/models/status"
 )
 
@@ -106,12 +108,15 @@ func recordKeyOf(q *gorm.DB, id string) (*recordKey, error) {
 // database gave it (recordKeyOf), never a client's: PostgreSQL gave microseconds, which it
 // compares exactly; SQLite compares the text it stored, which the driver writes again, character
 // for character, from the time it read. So a page boundary neither skips nor repeats a record on
-// either database, records of the same microsecond included (id breaks the tie).
+// either database, records of the same microsecond included (id breaks the tie). The condition is
+// a row comparison, which both databases compare column by column as the OR of the two cases and
+// which PostgreSQL takes as the start of its walk of the list's index (an Index Cond): a later
+// page reads from the cursor on, not every newer row to discard it.
 func olderThan(q *gorm.DB, createdAt, id string, key *recordKey) *gorm.DB {
 	if key == nil {
 		return q
 	}
-	return q.Where("("+createdAt+" < ? OR ("+createdAt+" = ? AND "+id+" < ?))", key.CreatedAt.Time, key.CreatedAt.Time, key.ID)
+	return q.Where("("+createdAt+", "+id+") < (?, ?)", key.CreatedAt.Time, key.ID)
 }
 
 // recordName is the SQL name of a job's record: its product's display name, else the label the
@@ -130,13 +135,24 @@ type recordJob struct {
 	InputPurged  *time.Time // the input's purged_at
 }
 
-// listRecordJobs lists a page of the account's jobs of the types that q (conditions on the jobs
-// as j) selects, newest first, with their outputs when completed (first stored output per job).
-// The page may start after any of the account's jobs of the types.
-func listRecordJobs(q *gorm.DB, accountID string, jobTypes []string, page RecordPage) ([]recordJob, map[string]string, error) {
+// The job types of the record lists of jobs, as conditions on the jobs as j: GET /image-picker's,
+// whose pages walk jobs_account_type (account_id, job_type, created_at, id), and GET /videos',
+// written as the WHERE clause of the partial index its pages walk (jobs_account_videos_page:
+// migration 0029) so that both databases read it (SQLite uses a partial index only for a query
+// whose WHERE clause contains its terms).
+var (
+	shootJobs = fmt.Sprintf("j.job_type = '%s'", jobtype.PhotoShoot)
+	videoJobs = fmt.Sprintf("j.job_type IN ('%s', '%s')", jobtype.Video, jobtype.Reel)
+)
+
+// listRecordJobs lists a page of the account's jobs of the types ofTypes selects (shootJobs,
+// videoJobs) that q (conditions on the jobs as j) selects, newest first, with their outputs when
+// completed (first stored output per job). The page may start after any of the account's jobs of
+// the types.
+func listRecordJobs(q *gorm.DB, accountID, ofTypes string, page RecordPage) ([]recordJob, map[string]string, error) {
 	all := q.Session(&gorm.Session{NewDB: true})
-	key, err := recordKeyOf(all.Table("jobs").Select("created_at, id").
-		Where("id = ? AND account_id = ? AND job_type IN ?", page.StartingAfter, accountID, jobTypes), page.StartingAfter)
+	key, err := recordKeyOf(all.Table("jobs AS j").Select("j.created_at, j.id").
+		Where("j.id = ? AND j.account_id = ? AND "+ofTypes, page.StartingAfter, accountID), page.StartingAfter)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -146,7 +162,7 @@ func listRecordJobs(q *gorm.DB, accountID string, jobTypes []string, page Record
 			ia.thumbnail_blob_key AS input_preview, ia.purged_at AS input_purged`).
 		Joins("LEFT JOIN products pr ON pr.id = j.product_id").
 		Joins("LEFT JOIN assets ia ON ia.id = j.input_asset_id").
-		Where("j.account_id = ? AND j.job_type IN ?", accountID, jobTypes)
+		Where("j.account_id = ? AND "+ofTypes, accountID)
 	if err := olderThan(q, "j.created_at", "j.id", key).Order("j.created_at DESC, j.id DESC").Limit(page.Limit).Scan(&jobs).Error; err != nil {
 		return nil, nil, err
 	}

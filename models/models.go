@@ -203,8 +203,13 @@ type Packshot struct {
 	// SourceImageID is the product photo the packshot was cut from, when known.
 	SourceImageID *string
 	CreatedAt     time.Time
-	DeletedAt     *time.Time
-	ArchivedAt    *time.Time // archived by the external API's update-packshot
+	// RecordCreatedAt dates the packshot in the external API's GET /packshots: its job's
+	// created_at when a job made it (so its record keeps the date and the place it had while the
+	// job ran), else CreatedAt. A column of its own, so that the list walks an index in its order
+	// (packshots_account_page); the database writes it (migration 0029's triggers), gorm only reads it.
+	RecordCreatedAt time.Time `gorm:"->"`
+	DeletedAt       *time.Time
+	ArchivedAt      *time.Time // archived by the external API's update-packshot
 }
 
 // ProductImage is a source image of a product (POST /images): an upload registered under the

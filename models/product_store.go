@@ -146,7 +146,9 @@ func (s *Store) RetirePackshot(ctx context.Context, id string, now time.Time) er
 
 // ListAccountPhotos returns a page of the account's live product photos whose product is not
 // deleted, from every installation's catalog and from the account's own uploads, newest first.
-// The page may start after any of the account's photos, deleted ones included.
+// The page may start after any of the account's photos, deleted ones included. A page walks the
+// index product_images_account_page (migration 0029) from the cursor on: it reads its rows, and
+// the deleted photos and the photos of deleted products among them.
 func (s *Store) ListAccountPhotos(ctx context.Context, accountID string, page RecordPage) ([]AccountPhotoRow, error) {
 	db := s.conn(ctx)
 	key, err := recordKeyOf(db.Table("product_images").Select("created_at, id").

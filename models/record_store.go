@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"gorm.io/gorm"
@@ -15,9 +16,17 @@ import (
 // The store methods of the external API's record lists and reviews (external_records.go): an
 // account's own fashion models and sceneries, its packshots, photo-shoot images and videos.
 
+// listedReferenceItems is the condition of the fashion models and sceneries GET /models and
+// /sceneries list, written as the WHERE clause of the partial indexes their pages walk
+// (fashion_models_account_page, sceneries_account_page: migration 0029) so that both databases
+// read them: SQLite uses a partial index only for a query whose WHERE clause contains its terms.
+var listedReferenceItems = fmt.Sprintf("r.status <> '%s'", RefStatusArchived)
+
 // ListAccountReferenceItems lists a page of the account's own fashion models or sceneries (those
 // it generated; never the marketplace's) that are not archived, newest first; approvedOnly keeps
-// the APPROVED ones. The page may start after any of the account's items of the kind.
+// the APPROVED ones. The page may start after any of the account's items of the kind. A page
+// walks the index fashion_models_account_page or sceneries_account_page from the cursor on: it
+// reads its rows, and with approvedOnly the items not approved among them.
 func (s *Store) ListAccountReferenceItems(ctx context.Context, kind ReferenceKind, accountID string, approvedOnly bool, page RecordPage) ([]Record, error) {
 	db := s.conn(ctx)
 	key, err := recordKeyOf(db.Table(kind.Table()).Select("created_at, id").
@@ -31,7 +40,7 @@ func (s *Store) ListAccountReferenceItems(ctx context.Context, kind ReferenceKin
 	}
 	q := db.Table(kind.Table()+" AS r").Select("r.*, a.purged_at AS thumbnail_purged_at").
 		Joins("LEFT JOIN assets a ON a.id = r.thumbnail_asset_id").
-		Where("r.account_id = ? AND r.status <> ?", accountID, RefStatusArchived)
+		Where("r.account_id = ? AND "+listedReferenceItems, accountID)
 	if approvedOnly {
 		q = q.Where("r.voting = ?", RefVotingApproved)
 	}
@@ -63,12 +72,29 @@ func (s *Store) ListAccountReferenceItems(ctx context.Context, kind ReferenceKin
 // job is dated by its job, so a record keeps its createdAt and its place in the list when it
 // becomes DONE. approvedOnly keeps the accepted packshots. The page may start after any of the
 // account's packshot records, archived and deleted ones included.
+//
+// Each branch of the list (packshotRecords) is cut to a page of its own, after the cursor, and the
+// page is the newest of both: a branch walks its index from the cursor on and stops at the page's
+// size, and PostgreSQL merges the two ordered pages (Merge Append). A branch reads its rows and
+// those it walks past: with approvedOnly the packshots not accepted, and the packshot jobs whose
+// packshot exists. (A branch of a UNION ALL that joins is planned on its own, for no order: cut
+// only by the outer query, each branch would be read whole and sorted.)
 func (s *Store) ListAccountPackshots(ctx context.Context, accountID string, approvedOnly bool, page RecordPage) ([]Record, error) {
 	db := s.conn(ctx)
-	key, err := recordKeyOf(db.Table("(?) AS l", packshotRecords(db, accountID, false, false)).Select("l.created_at, l.id").
+	made, making := packshotRecords(db, accountID, false, false)
+	key, err := recordKeyOf(db.Table("(?) AS l", db.Raw("? UNION ALL ?", made, making)).Select("l.created_at, l.id").
 		Where("l.id = ?", page.StartingAfter), page.StartingAfter)
 	if err != nil {
 		return nil, err
+	}
+	pageOf := func(branch *gorm.DB) *gorm.DB {
+		return olderThan(db.Table("(?) AS b", branch), "b.created_at", "b.id", key).
+			Order("b.created_at DESC, b.id DESC").Limit(page.Limit)
+	}
+	made, making = packshotRecords(db, accountID, true, approvedOnly)
+	records := pageOf(made)
+	if making != nil {
+		records = db.Raw("SELECT * FROM (?) AS m UNION ALL SELECT * FROM (?) AS n", pageOf(made), pageOf(making))
 	}
 	// The columns of a UNION in FROM have no declared type on SQLite, so its times are exprTime.
 	var rows []struct {
@@ -80,8 +106,10 @@ func (s *Store) ListAccountPackshots(ctx context.Context, accountID string, appr
 		AssetID   string
 		PurgedAt  exprTime // zero when NULL
 	}
-	q := db.Table("(?) AS l", packshotRecords(db, accountID, true, approvedOnly))
-	if err := olderThan(q, "l.created_at", "l.id", key).Order("l.created_at DESC, l.id DESC").Limit(page.Limit).Scan(&rows).Error; err != nil {
+	err = db.Table("(?) AS l", records).Select("l.*, a.purged_at AS purged_at").
+		Joins("LEFT JOIN assets a ON a.id = l.asset_id").
+		Order("l.created_at DESC, l.id DESC").Limit(page.Limit).Scan(&rows).Error
+	if err != nil {
 		return nil, err
 	}
 	out := make([]Record, 0, len(rows))
@@ -105,41 +133,56 @@ func (s *Store) ListAccountPackshots(ctx context.Context, accountID string, appr
 	return out, nil
 }
 
+// The conditions of the packshot records GET /packshots lists, written as the WHERE clauses of the
+// partial indexes its two branches walk (migration 0029) so that both databases read them: SQLite
+// uses a partial index only for a query whose WHERE clause contains its terms.
+var (
+	// listedPackshots: packshots_account_page.
+	listedPackshots = "p.deleted_at IS NULL AND p.archived_at IS NULL"
+	// packshotJobRecords, and with listedPackshotJobs: jobs_packshot_records_page.
+	packshotJobRecords = fmt.Sprintf("j.job_type = '%s' AND j.record_id IS NOT NULL", jobtype.Packshot)
+	listedPackshotJobs = "j.record_archived_at IS NULL"
+)
+
 // packshotRecords selects the account's packshot records (id, name, voting, created_at,
-// job_status, asset_id, purged_at): its packshots, dated by the job that made them when one did
-// (job_status ""), and its packshot jobs whose packshot does not exist yet (job_status the job's,
-// under the job's record ID). listed keeps those GET /packshots shows (packshots neither deleted
-// nor archived, jobs whose record is not archived); approvedOnly keeps the accepted packshots alone.
-func packshotRecords(db *gorm.DB, accountID string, listed, approvedOnly bool) *gorm.DB {
-	made := db.Table("packshots AS p").
+// job_status, asset_id) in two branches: made, its packshots, dated by the job that made them when
+// one did (record_created_at; job_status ""), and making, its packshot jobs whose packshot does
+// not exist yet (job_status the job's, under the job's record ID; asset_id ""). listed keeps those
+// GET /packshots shows (packshots neither deleted nor archived, jobs whose record is not
+// archived); approvedOnly keeps the accepted packshots alone (making is nil). Listed, each branch
+// has an index in the list's order under the account: packshots_account_page on
+// (account_id, record_created_at, id), jobs_packshot_records_page on
+// (account_id, created_at, record_id).
+func packshotRecords(db *gorm.DB, accountID string, listed, approvedOnly bool) (made, making *gorm.DB) {
+	made = db.Table("packshots AS p").
 		Select(`p.id AS id, COALESCE(NULLIF(pr.display_name, ''), pr.external_ref, '') AS name, p.voting AS voting,
-			COALESCE(j.created_at, p.created_at) AS created_at, '' AS job_status, p.asset_id AS asset_id, a.purged_at AS purged_at`).
+			p.record_created_at AS created_at, '' AS job_status, p.asset_id AS asset_id`).
 		Joins("LEFT JOIN products pr ON pr.id = p.product_id").
-		Joins("LEFT JOIN jobs j ON j.id = p.job_id").
-		Joins("LEFT JOIN assets a ON a.id = p.asset_id").
 		Where("p.account_id = ?", accountID)
 	if listed {
-		made = made.Where("p.deleted_at IS NULL AND p.archived_at IS NULL")
+		made = made.Where(listedPackshots)
 	}
 	if approvedOnly {
-		return made.Where("p.voting = ?", VotingAccepted)
+		return made.Where("p.voting = ?", VotingAccepted), nil
 	}
-	making := db.Table("jobs AS j").
+	making = db.Table("jobs AS j").
 		Select(`j.record_id AS id, `+recordName+` AS name, '' AS voting, j.created_at AS created_at, j.status AS job_status,
-			'' AS asset_id, NULL AS purged_at`).
+			'' AS asset_id`).
 		Joins("LEFT JOIN products pr ON pr.id = j.product_id").
-		Where("j.account_id = ? AND j.job_type = ? AND j.record_id IS NOT NULL", accountID, jobtype.Packshot).
+		Where("j.account_id = ? AND "+packshotJobRecords, accountID).
 		Where("NOT EXISTS (SELECT 1 FROM packshots p WHERE p.id = j.record_id)")
 	if listed {
-		making = making.Where("j.record_archived_at IS NULL")
+		making = making.Where(listedPackshotJobs)
 	}
-	return db.Raw("? UNION ALL ?", made, making)
+	return made, making
 }
 
 // ListAccountShoots lists a page of the account's photo-shoot images (photo_shoot jobs of either
 // API), newest first, with voting accepted, rejected or null (never pending) and the first output
 // as the thumbnail once DONE. approvedOnly keeps the accepted ones; a photoID keeps the shoots of
-// packshots cut from that product photo. The page may start after any of the account's shoots.
+// packshots cut from that product photo. The page may start after any of the account's shoots. A
+// page walks the index jobs_account_type from the cursor on: it reads its rows, and with a filter
+// the shoots it leaves out among them.
 func (s *Store) ListAccountShoots(ctx context.Context, accountID string, approvedOnly bool, photoID string, page RecordPage) ([]Record, error) {
 	q := s.conn(ctx)
 	if approvedOnly {
@@ -148,7 +191,7 @@ func (s *Store) ListAccountShoots(ctx context.Context, accountID string, approve
 	if photoID != "" {
 		q = q.Where("j.packshot_id IN (SELECT p.id FROM packshots p WHERE p.source_image_id = ? AND p.account_id = ?)", photoID, accountID)
 	}
-	jobs, outputs, err := listRecordJobs(q, accountID, []string{jobtype.PhotoShoot}, page)
+	jobs, outputs, err := listRecordJobs(q, accountID, shootJobs, page)
 	if err != nil {
 		return nil, err
 	}
@@ -168,9 +211,10 @@ func (s *Store) ListAccountShoots(ctx context.Context, accountID string, approve
 
 // ListAccountVideos lists a page of the account's videos and reels, newest first: the video is the
 // first output once DONE, the thumbnail then the job's first input image (its preview when it has
-// one), voting APPROVED, REJECTED or null.
+// one), voting APPROVED, REJECTED or null. A page walks the index jobs_account_videos_page from
+// the cursor on.
 func (s *Store) ListAccountVideos(ctx context.Context, accountID string, page RecordPage) ([]Record, error) {
-	jobs, outputs, err := listRecordJobs(s.conn(ctx), accountID, []string{jobtype.Video, jobtype.Reel}, page)
+	jobs, outputs, err := listRecordJobs(s.conn(ctx), accountID, videoJobs, page)
 	if err != nil {
 		return nil, err
 	}
