@@ -312,11 +312,20 @@ func EnsurePackshotCandidate(tx *gorm.DB, j *Job) (*Packshot, error) {
 	}
 	if j.RecordID != nil {
 		p.ID = *j.RecordID
-		// A record the client archived while its job ran stays archived (archiveJobRecord), read
-		// now: the job's row is held by this transaction, so the archive has committed or waits.
+		// The job's row says its packshot is made (record_made_at, which leaves the job out of
+		// GET /packshots's index of the jobs still making theirs), in the statement that reads the
+		// job's record_archived_at: a record the client archived while its job ran stays archived
+		// (archiveJobRecord), read now, as the job's row is held by this transaction, so the
+		// archive has committed or waits. The packshot is inserted below in the same transaction,
+		// or already exists under this ID (the insert's only possible conflict).
 		var archived Job
-		if err := tx.Select("record_archived_at").Where("id = ?", j.ID).Take(&archived).Error; err != nil {
-			return nil, err
+		res := tx.Model(&archived).Clauses(clause.Returning{Columns: []clause.Column{{Name: "record_archived_at"}}}).
+			Where("id = ?", j.ID).UpdateColumn("record_made_at", p.CreatedAt)
+		if res.Error != nil {
+			return nil, res.Error
+		}
+		if res.RowsAffected == 0 {
+			return nil, gorm.ErrRecordNotFound
 		}
 		p.ArchivedAt = archived.RecordArchivedAt
 	}

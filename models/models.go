@@ -291,21 +291,26 @@ type Job struct {
 	// RecordArchivedAt is when the client archived the record before its packshot existed (a
 	// packshot record still being made, or failed: migration 0026); the packshot inherits it.
 	RecordArchivedAt *time.Time
-	AIModel          string `gorm:"column:ai_model"`
-	AspectRatio      string
-	CreditCost       int64
-	Run              int
-	Status           string
-	AttemptCount     int
-	ErrorCategory    *string
-	ErrorHint        *string
-	ErrorDetail      string
-	Voting           string
-	VotingAt         *time.Time
-	CreatedAt        time.Time
-	UpdatedAt        time.Time
-	StartedAt        *time.Time
-	CompletedAt      *time.Time
+	// RecordMadeAt is when the packshot under the job's RecordID was made (migration 0030): set in
+	// the transaction that creates it (EnsurePackshotCandidate), so that GET /packshots's index of
+	// the packshot jobs still without theirs (jobs_packshot_records_page) leaves the job out. Nil
+	// while the packshot does not exist, and for a job without a record ID.
+	RecordMadeAt  *time.Time
+	AIModel       string `gorm:"column:ai_model"`
+	AspectRatio   string
+	CreditCost    int64
+	Run           int
+	Status        string
+	AttemptCount  int
+	ErrorCategory *string
+	ErrorHint     *string
+	ErrorDetail   string
+	Voting        string
+	VotingAt      *time.Time
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	StartedAt     *time.Time
+	CompletedAt   *time.Time
 	// RunStartedAt is when the workflow of a run after the first (an operator's re-run) was
 	// started; NULL on such a run means the start is still owed and the sweeper makes it.
 	RunStartedAt *time.Time

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -196,12 +197,15 @@ func captureQueries(t *testing.T, db *gorm.DB) func() []capturedQuery {
 	}
 }
 
-// planNode is a node of EXPLAIN (FORMAT JSON).
+// planNode is a node of EXPLAIN (FORMAT JSON); the actual counts are those of EXPLAIN ANALYZE.
 type planNode struct {
-	NodeType  string     `json:"Node Type"`
-	IndexName string     `json:"Index Name"`
-	IndexCond string     `json:"Index Cond"`
-	Plans     []planNode `json:"Plans"`
+	NodeType            string     `json:"Node Type"`
+	IndexName           string     `json:"Index Name"`
+	IndexCond           string     `json:"Index Cond"`
+	ActualRows          float64    `json:"Actual Rows"`
+	ActualLoops         float64    `json:"Actual Loops"`
+	RowsRemovedByFilter float64    `json:"Rows Removed by Filter"`
+	Plans               []planNode `json:"Plans"`
 }
 
 func (n planNode) walk(fn func(planNode)) {
@@ -214,6 +218,13 @@ func (n planNode) walk(fn func(planNode)) {
 // explainWithoutSorting plans q on PostgreSQL with sequential scans and sorts priced out, so that
 // the size of the tables does not decide: a plan that still sorts has no index in the list's order.
 func explainWithoutSorting(t *testing.T, db *gorm.DB, q capturedQuery) (planNode, string) {
+	t.Helper()
+	return explainPricedOut(t, db, "FORMAT JSON", q)
+}
+
+// explainPricedOut is EXPLAIN (options) of q with sequential scans and sorts priced out; with
+// ANALYZE among the options q runs, in a transaction rolled back.
+func explainPricedOut(t *testing.T, db *gorm.DB, options string, q capturedQuery) (planNode, string) {
 	t.Helper()
 	ctx := t.Context()
 	sqlDB, err := db.DB()
@@ -231,7 +242,7 @@ func explainWithoutSorting(t *testing.T, db *gorm.DB, q capturedQuery) (planNode
 		}
 	}
 	var text string
-	if err := tx.QueryRowContext(ctx, "EXPLAIN (FORMAT JSON) "+q.sql, q.vars...).Scan(&text); err != nil {
+	if err := tx.QueryRowContext(ctx, "EXPLAIN ("+options+") "+q.sql, q.vars...).Scan(&text); err != nil {
 		t.Fatalf("EXPLAIN %s: %v", q.sql, err)
 	}
 	var plans []struct{ Plan planNode }
@@ -384,5 +395,131 @@ func TestRecordListsWalkAnIndexInTheirOrder(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A packshot job that made its packshot is no longer a record of GET /packshots's jobs branch, and
+// the index that branch walks (jobs_packshot_records_page) leaves it out (record_made_at, migration
+// 0030): a page of an account whose packshot jobs made their packshots reads no more of that index
+// than the jobs still without theirs, however many the account has. Before, the branch walked past
+// every such job older than the cursor, one probe of packshots' primary key each, to find the jobs
+// behind them. Here 300 packshot jobs complete through the worker's path (each makes its packshot
+// under its record ID) after two that still run; every page lists all 302 records once.
+func TestPackshotJobsThatMadeTheirPackshotsAreLeftOutOfTheJobsIndex(t *testing.T) {
+	t.Parallel()
+	db := testdb.Open(t, testdb.MigratedPostgresURL(t))
+	f := newCandidateFixture(t, db)
+	testdb.MustExec(t, db, "UPDATE orders SET jobs_total = ? WHERE id = ?", recordListRows+2, f.order.ID)
+	base := time.Date(2026, 4, 1, 8, 0, 0, 0, time.UTC)
+	jobs := make([]models.Job, recordListRows+2)
+	for i := range jobs {
+		at := base.Add(time.Duration(i) * time.Second)
+		recordID := models.NewID()
+		jobs[i] = models.Job{ID: models.NewID(), OrderID: f.order.ID, AccountID: f.acc.ID, JobType: jobtype.Packshot,
+			ProductID: &f.product.ID, ProductRef: "mug", RecordID: &recordID, AIModel: "local/studio-v1",
+			AspectRatio: "1:1", Run: 1, Status: status.JobInProgress, Voting: models.VotingPending, CreatedAt: at, UpdatedAt: at}
+	}
+	if err := db.CreateInBatches(jobs, 200).Error; err != nil {
+		t.Fatal(err)
+	}
+	store := models.NewStore(db)
+	for _, j := range jobs[2:] { // the two oldest still run
+		if _, _, err := store.CompleteJob(t.Context(), j.ID, j.Run, f.outputs(j, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testdb.MustExec(t, db, "ANALYZE")
+	captured := captureQueries(t, db)
+
+	const limit = 17
+	var listed int
+	var running []string
+	for after, n := "", 0; ; n++ {
+		captured()
+		page, err := store.ListAccountPackshots(t.Context(), f.acc.ID, false, models.RecordPage{StartingAfter: after, Limit: limit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		statements := captured()
+		listed += len(page)
+		for _, r := range page {
+			if r.Status == models.RefStatusInProgress {
+				running = append(running, r.ID)
+			}
+		}
+		if n < 2 { // the first page, and one after a cursor
+			var list *capturedQuery
+			for i, s := range statements {
+				if strings.Contains(s.sql, "created_at DESC") {
+					list = &statements[i]
+				}
+			}
+			if list == nil {
+				t.Fatalf("page %d: no statement orders by created_at DESC", n+1)
+			}
+			plan, text := explainPricedOut(t, db, "ANALYZE, BUFFERS, FORMAT JSON", *list)
+			scanned := false
+			plan.walk(func(node planNode) {
+				if node.IndexName != "jobs_packshot_records_page" {
+					return
+				}
+				scanned = true
+				if read := node.ActualRows*node.ActualLoops + node.RowsRemovedByFilter; read > 2 {
+					t.Errorf("page %d read %v entries of jobs_packshot_records_page, want at most the 2 jobs without their packshot\n%s",
+						n+1, read, text)
+				}
+			})
+			if !scanned {
+				t.Errorf("page %d does not scan jobs_packshot_records_page:\n%s", n+1, text)
+			}
+		}
+		if len(page) < limit {
+			break
+		}
+		after = page[len(page)-1].ID
+	}
+	if listed != recordListRows+2 || len(running) != 2 || running[0] != *jobs[1].RecordID || running[1] != *jobs[0].RecordID {
+		t.Errorf("the pages list %d records, the running jobs %v; want %d, the two running jobs' records last",
+			listed, running, recordListRows+2)
+	}
+}
+
+// SQLite uses a partial index only for a query whose WHERE clause contains its terms: GET
+// /packshots's two branches walk packshots_account_page and jobs_packshot_records_page there too,
+// the jobs branch by its condition record_made_at IS NULL (migration 0030).
+func TestPackshotRecordBranchesWalkTheirIndexesOnSQLite(t *testing.T) {
+	t.Parallel()
+	db := testdb.Open(t, testdb.SQLiteURL(t))
+	f := newCandidateFixture(t, db)
+	captured := captureQueries(t, db)
+	if _, err := models.NewStore(db).ListAccountPackshots(t.Context(), f.acc.ID, false, models.RecordPage{Limit: 17}); err != nil {
+		t.Fatal(err)
+	}
+	var plan []string
+	for _, q := range captured() {
+		if !strings.Contains(q.sql, "created_at DESC") {
+			continue
+		}
+		rows, err := db.Raw("EXPLAIN QUERY PLAN "+q.sql, q.vars...).Rows()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	text := strings.Join(plan, "\n")
+	for _, index := range []string{"packshots_account_page", "jobs_packshot_records_page"} {
+		if !strings.Contains(text, "USING INDEX "+index+" ") {
+			t.Errorf("the list does not walk %s:\n%s", index, text)
+		}
 	}
 }

@@ -76,9 +76,10 @@ func (s *Store) ListAccountReferenceItems(ctx context.Context, kind ReferenceKin
 // Each branch of the list (packshotRecords) is cut to a page of its own, after the cursor, and the
 // page is the newest of both: a branch walks its index from the cursor on and stops at the page's
 // size, and PostgreSQL merges the two ordered pages (Merge Append). A branch reads its rows and
-// those it walks past: with approvedOnly the packshots not accepted, and the packshot jobs whose
-// packshot exists. (A branch of a UNION ALL that joins is planned on its own, for no order: cut
-// only by the outer query, each branch would be read whole and sorted.)
+// those it walks past: with approvedOnly the packshots not accepted. The jobs branch's index holds
+// only the packshot jobs whose packshot was not made (record_made_at, migration 0030), so it walks
+// past none. (A branch of a UNION ALL that joins is planned on its own, for no order: cut only by
+// the outer query, each branch would be read whole and sorted.)
 func (s *Store) ListAccountPackshots(ctx context.Context, accountID string, approvedOnly bool, page RecordPage) ([]Record, error) {
 	db := s.conn(ctx)
 	made, making := packshotRecords(db, accountID, false, false)
@@ -139,9 +140,14 @@ func (s *Store) ListAccountPackshots(ctx context.Context, accountID string, appr
 var (
 	// listedPackshots: packshots_account_page.
 	listedPackshots = "p.deleted_at IS NULL AND p.archived_at IS NULL"
-	// packshotJobRecords, and with listedPackshotJobs: jobs_packshot_records_page.
+	// packshotJobRecords, unmadePackshotJobs and with listedPackshotJobs: jobs_packshot_records_page.
 	packshotJobRecords = fmt.Sprintf("j.job_type = '%s' AND j.record_id IS NOT NULL", jobtype.Packshot)
 	listedPackshotJobs = "j.record_archived_at IS NULL"
+	// unmadePackshotJobs: the packshot jobs whose packshot does not exist. record_made_at (migration
+	// 0030), set in the transaction that makes the packshot, leaves the others out of the index;
+	// the NOT EXISTS, one probe of packshots' primary key per job the index gives, states the
+	// condition itself, so the list answers it whatever a job's row says.
+	unmadePackshotJobs = "j.record_made_at IS NULL AND NOT EXISTS (SELECT 1 FROM packshots p WHERE p.id = j.record_id)"
 )
 
 // packshotRecords selects the account's packshot records (id, name, voting, created_at,
@@ -152,7 +158,7 @@ var (
 // archived); approvedOnly keeps the accepted packshots alone (making is nil). Listed, each branch
 // has an index in the list's order under the account: packshots_account_page on
 // (account_id, record_created_at, id), jobs_packshot_records_page on
-// (account_id, created_at, record_id).
+// (account_id, created_at, record_id) of the packshot jobs whose packshot was not made.
 func packshotRecords(db *gorm.DB, accountID string, listed, approvedOnly bool) (made, making *gorm.DB) {
 	made = db.Table("packshots AS p").
 		Select(`p.id AS id, COALESCE(NULLIF(pr.display_name, ''), pr.external_ref, '') AS name, p.voting AS voting,
@@ -170,7 +176,7 @@ func packshotRecords(db *gorm.DB, accountID string, listed, approvedOnly bool) (
 			'' AS asset_id`).
 		Joins("LEFT JOIN products pr ON pr.id = j.product_id").
 		Where("j.account_id = ? AND "+packshotJobRecords, accountID).
-		Where("NOT EXISTS (SELECT 1 FROM packshots p WHERE p.id = j.record_id)")
+		Where(unmadePackshotJobs)
 	if listed {
 		making = making.Where(listedPackshotJobs)
 	}

@@ -1,0 +1,204 @@
+package models_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/shotflow/shotflow/models"
+	"github.com/shotflow/shotflow/models/jobtype"
+	"github.com/shotflow/shotflow/models/status"
+	"github.com/shotflow/shotflow/models/testdb"
+)
+
+// recordMade reports whether the job's record_made_at is set and, in SQL, equal to the created_at
+// of the packshot under its record ID; false when either is missing.
+func recordMade(t *testing.T, db *gorm.DB, jobID string) bool {
+	t.Helper()
+	var n int64
+	err := db.Raw(`SELECT COUNT(*) FROM jobs j JOIN packshots p ON p.id = j.record_id
+		WHERE j.id = ? AND j.record_made_at = p.created_at`, jobID).Scan(&n).Error
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n == 1
+}
+
+// recordNotMade reports whether the job's record_made_at is NULL.
+func recordNotMade(t *testing.T, db *gorm.DB, jobID string) bool {
+	t.Helper()
+	var n int64
+	if err := db.Raw(`SELECT COUNT(*) FROM jobs WHERE id = ? AND record_made_at IS NULL`, jobID).Scan(&n).Error; err != nil {
+		t.Fatal(err)
+	}
+	return n == 1
+}
+
+// recordJob stores a running packshot job of the external API's kind: under a record ID of its own.
+func (f *candidateFixture) recordJob(t *testing.T, db *gorm.DB) models.Job {
+	t.Helper()
+	j := f.job(t, db, jobtype.Packshot, true)
+	id := models.NewID()
+	j.RecordID = &id
+	testdb.MustExec(t, db, "UPDATE jobs SET record_id = ? WHERE id = ?", id, j.ID)
+	return j
+}
+
+// A packshot job says in its own row when its packshot was made (record_made_at, migration 0030),
+// in the transaction that makes it, so that GET /packshots's jobs branch and its index leave the
+// job out: through either path that creates the packshot under the job's record ID (the job's
+// completion, package function or the worker's store in a Tx; a rating of a job completed before
+// candidates existed) and for a record archived while its job ran. A job that completes without a
+// file, fails or still runs, and a job without a record ID (the plugin API's), have no record made.
+func TestPackshotJobsRecordThatTheirPackshotIsMade(t *testing.T) {
+	t.Parallel()
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		f := newCandidateFixture(t, db)
+		store := models.NewStore(db)
+
+		completed := f.recordJob(t, db)
+		if _, err := models.CompleteJob(db, completed.ID, completed.Run, f.outputs(completed, 1)); err != nil {
+			t.Fatal(err)
+		}
+		if !recordMade(t, db, completed.ID) {
+			t.Error("a completed packshot job's row does not say its packshot was made")
+		}
+
+		finished := f.recordJob(t, db)
+		if err := store.Tx(ctx, func(tx *models.Store) error {
+			_, _, err := tx.CompleteJob(ctx, finished.ID, finished.Run, f.outputs(finished, 2))
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if !recordMade(t, db, finished.ID) {
+			t.Error("a packshot job completed in the worker's transaction does not say its packshot was made")
+		}
+
+		archived := f.recordJob(t, db)
+		testdb.MustExec(t, db, "UPDATE jobs SET record_archived_at = ? WHERE id = ?", time.Now().UTC(), archived.ID)
+		if _, err := models.CompleteJob(db, archived.ID, archived.Run, f.outputs(archived, 1)); err != nil {
+			t.Fatal(err)
+		}
+		if !recordMade(t, db, archived.ID) {
+			t.Error("a packshot job whose record was archived does not say its packshot was made")
+		}
+
+		// A job completed before packshot candidates existed has none until it is rated.
+		rated := f.recordJob(t, db)
+		if _, err := models.CompleteJob(db, rated.ID, rated.Run, f.outputs(rated, 1)); err != nil {
+			t.Fatal(err)
+		}
+		testdb.MustExec(t, db, "DELETE FROM packshots WHERE id = ?", *rated.RecordID)
+		testdb.MustExec(t, db, "UPDATE jobs SET record_made_at = NULL WHERE id = ?", rated.ID)
+		read, err := models.GetJob(db, rated.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := store.RateJob(ctx, read, models.VotingAccepted, time.Now().UTC()); err != nil {
+			t.Fatal(err)
+		}
+		if !recordMade(t, db, rated.ID) {
+			t.Error("a packshot job whose packshot its rating made does not say so")
+		}
+
+		withoutFile := f.recordJob(t, db)
+		if _, err := models.CompleteJob(db, withoutFile.ID, withoutFile.Run, nil); err != nil {
+			t.Fatal(err)
+		}
+		failed := f.recordJob(t, db)
+		if _, err := models.EndJob(db, failed.ID, failed.Run, status.JobFailed, "CONTENT_POLICY", "hint", "raw"); err != nil {
+			t.Fatal(err)
+		}
+		running := f.recordJob(t, db)
+		plugin := f.job(t, db, jobtype.Packshot, true)
+		if _, err := models.CompleteJob(db, plugin.ID, plugin.Run, f.outputs(plugin, 1)); err != nil {
+			t.Fatal(err)
+		}
+		for name, j := range map[string]models.Job{"completed without a file": withoutFile, "failed": failed,
+			"running": running, "without a record ID": plugin} {
+			if !recordNotMade(t, db, j.ID) {
+				t.Errorf("a packshot job %s says its record was made", name)
+			}
+		}
+
+		// GET /packshots lists the jobs whose packshot was not made, each once, and the packshots.
+		recs, err := store.ListAccountPackshots(ctx, f.acc.ID, false, models.RecordPage{Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, r := range recs {
+			got[r.ID] = string(r.Status)
+		}
+		want := map[string]string{
+			*completed.RecordID: models.RefStatusDone, *finished.RecordID: models.RefStatusDone, *rated.RecordID: models.RefStatusDone,
+			*withoutFile.RecordID: models.RefStatusFailed, *failed.RecordID: models.RefStatusFailed,
+			*running.RecordID: models.RefStatusInProgress, models.PackshotCandidateID(plugin.ID, plugin.Run): models.RefStatusDone,
+		}
+		if len(recs) != len(want) || len(got) != len(want) {
+			t.Errorf("GET /packshots lists %v, want %v", got, want)
+		}
+		for id, st := range want {
+			if got[id] != st {
+				t.Errorf("record %s is listed %q, want %q", id, got[id], st)
+			}
+		}
+	})
+}
+
+// 0030's backfill sets record_made_at of every packshot job whose packshot existed before it, to
+// the packshot's created_at, and of no other job. The rows are written as a release before 0030
+// left them (record_made_at NULL), then the migration's UPDATE runs over them, as at the upgrade.
+func TestMigrationMarksPackshotJobsWhosePackshotExists(t *testing.T) {
+	t.Parallel()
+	text, err := os.ReadFile("migrations/0030_packshot_record_made.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, backfill, ok := strings.Cut(string(text), "\nUPDATE jobs SET record_made_at")
+	backfill, _, ok2 := strings.Cut(backfill, ";")
+	if !ok || !ok2 {
+		t.Fatal("0030 has no UPDATE jobs SET record_made_at statement")
+	}
+	backfill = "UPDATE jobs SET record_made_at" + backfill
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		f := newCandidateFixture(t, db)
+		made, deleted, archived := f.recordJob(t, db), f.recordJob(t, db), f.recordJob(t, db)
+		for _, j := range []models.Job{made, deleted, archived} {
+			if _, err := models.CompleteJob(db, j.ID, j.Run, f.outputs(j, 1)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// A packshot removed from the catalog, or archived, still exists: its job stays made.
+		testdb.MustExec(t, db, "UPDATE packshots SET deleted_at = ? WHERE id = ?", time.Now().UTC(), *deleted.RecordID)
+		testdb.MustExec(t, db, "UPDATE packshots SET archived_at = ? WHERE id = ?", time.Now().UTC(), *archived.RecordID)
+		withoutFile, running := f.recordJob(t, db), f.recordJob(t, db)
+		if _, err := models.CompleteJob(db, withoutFile.ID, withoutFile.Run, nil); err != nil {
+			t.Fatal(err)
+		}
+		plugin := f.job(t, db, jobtype.Packshot, true)
+		if _, err := models.CompleteJob(db, plugin.ID, plugin.Run, f.outputs(plugin, 1)); err != nil {
+			t.Fatal(err)
+		}
+		testdb.MustExec(t, db, "UPDATE jobs SET record_made_at = NULL")
+
+		testdb.MustExec(t, db, backfill)
+		for name, j := range map[string]models.Job{"made": made, "deleted": deleted, "archived": archived} {
+			if !recordMade(t, db, j.ID) {
+				t.Errorf("the backfill leaves the job of the %s packshot without record_made_at", name)
+			}
+		}
+		for name, j := range map[string]models.Job{"completed without a file": withoutFile, "running": running,
+			"without a record ID": plugin} {
+			if !recordNotMade(t, db, j.ID) {
+				t.Errorf("the backfill sets record_made_at of the job %s", name)
+			}
+		}
+	})
+}
