@@ -1,8 +1,6 @@
 package models_test
 
 import (
-	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -18,16 +16,7 @@ import (
 // migration's UPDATE runs over them, as it did at the upgrade.
 func TestMigrationMarksTheDeliveriesOfTestTwins(t *testing.T) {
 	t.Parallel()
-	text, err := os.ReadFile("migrations/0028_webhook_delivery_test_mode.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, backfill, ok := strings.Cut(string(text), "\nUPDATE webhook_deliveries")
-	backfill, _, ok2 := strings.Cut(backfill, ";")
-	if !ok || !ok2 {
-		t.Fatal("0028 has no UPDATE webhook_deliveries statement")
-	}
-	backfill = "UPDATE webhook_deliveries" + backfill
+	backfill := migrationStatement(t, "0028_webhook_delivery_test_mode.sql", "UPDATE webhook_deliveries")
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		t0 := time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC)
 		for _, acc := range []struct {

@@ -1,8 +1,6 @@
 package models_test
 
 import (
-	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -18,16 +16,7 @@ import (
 // entries without a note), then the migration's UPDATE runs over them, as it did at the upgrade.
 func TestMigrationNotesHowReleasedRunsEnded(t *testing.T) {
 	t.Parallel()
-	text, err := os.ReadFile("migrations/0023_usage.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, backfill, ok := strings.Cut(string(text), "\nUPDATE credit_ledger")
-	backfill, _, ok2 := strings.Cut(backfill, ";")
-	if !ok || !ok2 {
-		t.Fatal("0023 has no UPDATE credit_ledger statement")
-	}
-	backfill = "UPDATE credit_ledger" + backfill
+	backfill := migrationStatement(t, "0023_usage.sql", "UPDATE credit_ledger")
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		t0 := time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC)
 		testdb.MustExec(t, db, "INSERT INTO accounts (id, name, created_at, updated_at) VALUES ('acc', 'Old', ?, ?)", t0, t0)

@@ -1,8 +1,6 @@
 package models_test
 
 import (
-	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -93,16 +91,7 @@ func TestPackshotsCarryTheirRecordDate(t *testing.T) {
 // refuses none), then the migration's UPDATE runs over them, as it did at the upgrade.
 func TestMigrationDatesExistingPackshotRecords(t *testing.T) {
 	t.Parallel()
-	text, err := os.ReadFile("migrations/0029_record_list_indexes.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, backfill, ok := strings.Cut(string(text), "\nUPDATE packshots SET record_created_at")
-	backfill, _, ok2 := strings.Cut(backfill, ";")
-	if !ok || !ok2 {
-		t.Fatal("0029 has no UPDATE packshots SET record_created_at statement")
-	}
-	backfill = "UPDATE packshots SET record_created_at" + backfill
+	backfill := migrationStatement(t, "0029_record_list_indexes.sql", "UPDATE packshots SET record_created_at")
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		f := newCandidateFixture(t, db)
 		jobAt := time.Date(2026, 3, 1, 9, 30, 5, 500000000, time.UTC)

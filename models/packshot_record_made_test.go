@@ -2,8 +2,6 @@ package models_test
 
 import (
 	"context"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -157,16 +155,7 @@ func TestPackshotJobsRecordThatTheirPackshotIsMade(t *testing.T) {
 // left them (record_made_at NULL), then the migration's UPDATE runs over them, as at the upgrade.
 func TestMigrationMarksPackshotJobsWhosePackshotExists(t *testing.T) {
 	t.Parallel()
-	text, err := os.ReadFile("migrations/0030_packshot_record_made.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, backfill, ok := strings.Cut(string(text), "\nUPDATE jobs SET record_made_at")
-	backfill, _, ok2 := strings.Cut(backfill, ";")
-	if !ok || !ok2 {
-		t.Fatal("0030 has no UPDATE jobs SET record_made_at statement")
-	}
-	backfill = "UPDATE jobs SET record_made_at" + backfill
+	backfill := migrationStatement(t, "0030_packshot_record_made.sql", "UPDATE jobs SET record_made_at")
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		f := newCandidateFixture(t, db)
 		made, deleted, archived := f.recordJob(t, db), f.recordJob(t, db), f.recordJob(t, db)
