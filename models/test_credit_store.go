@@ -166,30 +166,34 @@ func refillTestDay(db *gorm.DB, accountID string, now time.Time) (bool, error) {
 
 // testDayOf is the test day of now as SQL for a statement of db, and the database's UTC tomorrow
 // (SQL, no arguments). The day is now's UTC day (engine.Config.Now's, which tests move across
-// midnight) when it is at most the database's tomorrow, which leaves room for clocks a little apart
-// around midnight; a later one is a clock far ahead, and the database's own UTC day is taken
-// instead, so such a process neither records a future day nor counts into one.
+// midnight) when it is within a day of the database's (its yesterday to its tomorrow), which
+// leaves room for clocks a little apart around midnight. Further away it is a clock far off, and
+// the database's own UTC day is taken instead: a clock far ahead neither records a future day nor
+// counts into one, and a clock far behind, whose day is older than any the twin recorded, still
+// starts the database's day when it comes (refilling the twin) instead of never refilling it.
 func testDayOf(db *gorm.DB, now time.Time) (day clause.Expr, dbTomorrow string) {
 	c := dbClock(db)
 	d := TestDay(now)
-	return gorm.Expr("(CASE WHEN ? <= "+c.tomorrow+" THEN ? ELSE "+c.today+" END)", d, d), c.tomorrow
+	return gorm.Expr("(CASE WHEN ? BETWEEN "+c.yesterday+" AND "+c.tomorrow+" THEN ? ELSE "+c.today+" END)", d, d), c.tomorrow
 }
 
-// dbClockSQL are SQL expressions of the database's clock in UTC: its day and the next (YYYY-MM-DD)
-// and its time (RFC 3339, "Z").
-type dbClockSQL struct{ today, tomorrow, now string }
+// dbClockSQL are SQL expressions of the database's clock in UTC: its day, the one before and the
+// next (YYYY-MM-DD) and its time (RFC 3339, "Z").
+type dbClockSQL struct{ yesterday, today, tomorrow, now string }
 
 // dbClock is the database clock's SQL for statements of db. On PostgreSQL now() is the
 // transaction's start, the same for every statement of it; SQLite's 'now' is the statement's.
 func dbClock(db *gorm.DB) dbClockSQL {
 	if db.Dialector.Name() == "postgres" {
 		return dbClockSQL{
-			today:    "to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD')",
-			tomorrow: "to_char((now() AT TIME ZONE 'UTC') + interval '1 day', 'YYYY-MM-DD')",
-			now:      `to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`,
+			yesterday: "to_char((now() AT TIME ZONE 'UTC') - interval '1 day', 'YYYY-MM-DD')",
+			today:     "to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD')",
+			tomorrow:  "to_char((now() AT TIME ZONE 'UTC') + interval '1 day', 'YYYY-MM-DD')",
+			now:       `to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`,
 		}
 	}
-	return dbClockSQL{today: "date('now')", tomorrow: "date('now', '+1 day')", now: "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"}
+	return dbClockSQL{yesterday: "date('now', '-1 day')", today: "date('now')", tomorrow: "date('now', '+1 day')",
+		now: "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"}
 }
 
 // setTestBalance sets the available balance of a test twin whose row the caller's transaction

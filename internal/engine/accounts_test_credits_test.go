@@ -109,7 +109,7 @@ func TestTestQuotaRetryAfterFollowsTheDatabasesClock(t *testing.T) {
 		f := newLedgeredFixture(t, db, 1000)
 		for _, skewed := range []time.Time{
 			time.Date(2999, 1, 1, 20, 0, 0, 0, time.UTC), // far ahead: works in the database's day
-			time.Date(2001, 1, 1, 3, 0, 0, 0, time.UTC),  // far behind: counts into the day recorded
+			time.Date(2001, 1, 1, 3, 0, 0, 0, time.UTC),  // far behind: works in the database's day too
 		} {
 			// The twin's quota of the database's day is spent.
 			require.NoError(t, f.db.Model(&models.Account{}).Where("id = ?", f.inst.AccountID).Updates(map[string]any{
@@ -125,6 +125,34 @@ func TestTestQuotaRetryAfterFollowsTheDatabasesClock(t *testing.T) {
 				"clock %s: Retry-After %s, want until the database's midnight UTC (%s)", skewed, e.RetryAfter, untilMidnightUTC())
 		}
 	})
+}
+
+// A process whose clock is far behind the database's (more than a day) works in the database's
+// day, as one far ahead does: a twin whose recorded day is the database's yesterday, its credits
+// and its quota spent, is refilled by such a process's first session and counts from zero, on both
+// databases. (Working in its own day, the process would never refill the twin: the recorded day is
+// later than its own.)
+func TestFarBehindClockStartsTheDatabasesDay(t *testing.T) {
+	for _, behind := range []time.Duration{48 * time.Hour, (365 + 2) * 24 * time.Hour} {
+		t.Run(behind.String(), func(t *testing.T) {
+			testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+				f := newLedgeredFixture(t, db, 2) // less than the session's 3: only the day's refill pays it
+				require.NoError(t, f.db.Model(&models.Account{}).Where("id = ?", f.inst.AccountID).Updates(map[string]any{
+					"test_mode": true, "test_day": models.TestDay(time.Now().Add(-24 * time.Hour)), "test_jobs_today": models.TestDailyJobs}).Error)
+				skewed := time.Now().UTC().Add(-behind)
+				f.withEngine(func(c *engine.Config) { c.Now = func() time.Time { return skewed } })
+				req := f.request("", shoot("ok", 1))
+				req.Test = true
+				_, err := f.eng.Sessions.CommitSession(t.Context(), req, nil)
+				require.NoError(t, err, "the spent day of yesterday was not refilled")
+				acc := requireLedger(t, db, f.inst.AccountID)
+				assert.Equal(t, models.TestDay(time.Now()), acc.TestDay, "the database's day")
+				assert.Equal(t, 1, acc.TestJobsToday, "the quota counts from zero")
+				assert.EqualValues(t, models.TestDailyCredits-3, acc.CreditBalance, "the day's credits")
+				assert.EqualValues(t, 3, acc.CreditsReserved)
+			})
+		})
+	}
 }
 
 // A live session pays no test statement and is never counted: the account's test columns stay as
