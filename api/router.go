@@ -52,8 +52,8 @@ func init() { gin.SetMode(gin.ReleaseMode) }
 
 // Router is the HTTP handler of the whole API: gin's engine, which also answers HEAD wherever it
 // answers GET (RFC 9110, 9.1), as the GET would, without its body, and the CORS preflights of the
-// routes of signed URLs (files.SignedRoutes), which browsers reach (servePreflight), and "OPTIONS *"
-// (serveServerOptions).
+// routes of signed URLs (files.SignedRoutes), which browsers reach (servePreflight), and the
+// request-target "*" (serveAsteriskTarget).
 type Router struct {
 	*gin.Engine
 }
@@ -129,10 +129,10 @@ func NewRouter(d Deps, p *plugin.Handler) *Router {
 	})
 	// Unknown routes and methods answer in the error body of the API whose prefix they carry.
 	// An OPTIONS matches no route (none is registered), so it reaches these two through the
-	// middleware of every request; so does an OPTIONS of the server itself, "*", which no route
-	// pattern matches.
+	// middleware of every request; so does a request of the target "*" (an OPTIONS of the server
+	// itself, or a malformed request), which no route pattern matches.
 	r.NoRoute(func(c *gin.Context) {
-		if serveServerOptions(c, r.Routes()) || servePreflight(c) {
+		if serveAsteriskTarget(c, r.Routes(), p) || servePreflight(c) {
 			return
 		}
 		if d.External != nil && isExternal(c) {
@@ -220,20 +220,28 @@ func headBytes(r *http.Request) int {
 	return n + 2
 }
 
-// serverOptionsTarget is the request-target of an OPTIONS of the server as a whole (RFC 9110,
-// 9.3.7), and the route it is logged and counted under.
-const serverOptionsTarget = "*"
+// asteriskTarget is the request-target of an OPTIONS of the server as a whole (RFC 9110, 9.3.7),
+// and the route a request of it is logged and counted under.
+const asteriskTarget = "*"
 
-// serveServerOptions answers "OPTIONS *", the question which methods the server takes, and reports
-// whether it did: 204 with an Allow naming every method some route of the API takes (HEAD where
-// GET is one, OPTIONS for this and the preflights of signed URLs). net/http answers it itself,
-// before any handler, unless the server disables that (http.Server.DisableGeneralOptionsHandler,
-// set by internal/app); the router's NoRoute handler calls it, behind the middleware of every
-// request (request ID, access log, metrics), which log and count it under the route "*". Any
-// other method with the target "*" is an unknown route (404).
-func serveServerOptions(c *gin.Context, routes gin.RoutesInfo) bool {
-	if c.Request.Method != http.MethodOptions || c.Request.RequestURI != serverOptionsTarget {
+// serveAsteriskTarget answers a request whose target is "*", and reports whether it did. "OPTIONS
+// *" asks which methods the server takes: 204 with an Allow naming every method some route of the
+// API takes (HEAD where GET is one, OPTIONS for this and the preflights of signed URLs). net/http
+// answers it itself, before any handler, unless the server disables that
+// (http.Server.DisableGeneralOptionsHandler, set by internal/app). The target "*" is OPTIONS's
+// alone (RFC 9112, 3.2.4), so any other method with it is a malformed request: 400 invalid_input
+// in the plugin API's envelope, the one of a path without the external API's prefix. The router's
+// NoRoute handler calls it, behind the middleware of every request (request ID, access log,
+// metrics), which log and count either under the route "*".
+func serveAsteriskTarget(c *gin.Context, routes gin.RoutesInfo, p *plugin.Handler) bool {
+	if c.Request.RequestURI != asteriskTarget {
 		return false
+	}
+	c.Set(routeKey{}, asteriskTarget)
+	if c.Request.Method != http.MethodOptions {
+		p.Fail(c, http.StatusBadRequest, plugin.CodeInvalidInput,
+			"The request-target * is only for OPTIONS, which asks what the service takes; "+c.Request.Method+" needs a route's path.")
+		return true
 	}
 	methods := []string{http.MethodOptions}
 	for _, rt := range routes {
@@ -245,7 +253,6 @@ func serveServerOptions(c *gin.Context, routes gin.RoutesInfo) bool {
 		methods = append(methods, http.MethodHead) // served as the GET (Router.ServeHTTP)
 	}
 	slices.Sort(methods)
-	c.Set(routeKey{}, serverOptionsTarget)
 	c.Header("Allow", strings.Join(methods, ", "))
 	c.Status(http.StatusNoContent)
 	c.Writer.WriteHeaderNow()
@@ -263,7 +270,7 @@ func signedRoute(segments []string) (pattern string, ok bool) {
 }
 
 // routeKey is the gin context key of the route template of a request that matched no gin route
-// but is served as one of them (a preflight, servePreflight; "OPTIONS *", serveServerOptions).
+// but is served as one of them (a preflight, servePreflight; the target "*", serveAsteriskTarget).
 type routeKey struct{}
 
 // isExternal tells whether a request is the external API's: its base path, or a path under it.

@@ -88,11 +88,40 @@ func TestOptionsOfTheServerGoesThroughTheRouter(t *testing.T) {
 	require.Equal(t, "*", fields["route"])
 	require.Equal(t, int64(http.StatusNoContent), fields["status"])
 
-	// Another method with the target "*" names no route: the API's 404, through the router too.
-	resp, body = sendRaw(t, addr, http.MethodGet, "GET * HTTP/1.1\r\nHost: shotflow.test\r\nX-Request-Id: trace-get-star\r\n\r\n")
-	require.Equal(t, http.StatusNotFound, resp.StatusCode)
-	require.Equal(t, "trace-get-star", resp.Header.Get("X-Request-Id"))
-	require.Contains(t, string(body), `"code":"not_found"`)
+}
+
+// The request-target "*" is OPTIONS's alone (RFC 9112, 3.2.4): any other method with it is a
+// malformed request, 400 in the plugin API's envelope (the path carries no API's prefix), through
+// the router like every request: its request ID, and its access line under the route "*".
+func TestAsteriskTargetOfAnotherMethodIsABadRequest(t *testing.T) {
+	t.Parallel()
+	addr, logs := servedAPI(t)
+	for _, method := range []string{http.MethodGet, http.MethodPost, http.MethodDelete, http.MethodHead} {
+		id := "trace-" + method + "-star"
+		resp, body := sendRaw(t, addr, method, method+" * HTTP/1.1\r\nHost: shotflow.test\r\nX-Request-Id: "+id+"\r\nContent-Length: 0\r\n\r\n")
+		require.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s *", method)
+		require.Equal(t, id, resp.Header.Get("X-Request-Id"), "%s *", method)
+		require.Empty(t, resp.Header.Get("Allow"), "%s *", method)
+		if method == http.MethodHead {
+			require.Empty(t, body, "HEAD *")
+		} else {
+			var envelope struct {
+				Error struct {
+					Code        string            `json:"code"`
+					MessageI18n map[string]string `json:"message_i18n"`
+				} `json:"error"`
+			}
+			require.NoError(t, json.Unmarshal(body, &envelope), "%s *: %s", method, body)
+			require.Equal(t, plugin.CodeInvalidInput, envelope.Error.Code, "%s *: %s", method, body)
+			require.Contains(t, envelope.Error.MessageI18n["en"], "OPTIONS", "%s *", method)
+		}
+		lines := logs.FilterMessage("request").FilterField(zap.String("request_id", id)).All()
+		require.Len(t, lines, 1, "the access line of %s *", method)
+		fields := lines[0].ContextMap()
+		require.Equal(t, method, fields["method"])
+		require.Equal(t, "*", fields["route"])
+		require.Equal(t, int64(http.StatusBadRequest), fields["status"])
+	}
 }
 
 // A side listener (the profiler's, the worker's metrics) answers "OPTIONS *" with its own handler
