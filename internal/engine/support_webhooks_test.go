@@ -284,7 +284,9 @@ func TestSupportReplayRefusesADisabledOrDeletedEndpoint(t *testing.T) {
 // A delivery recorded before endpoints existed (migration 0016) for an installation without a
 // callback URL has no endpoint: every attempt of it fails for want of a URL, so the API's replay
 // and `shotflow admin webhooks replay` (and its check before dialling Temporal) refuse it
-// KindConflict, as one to a deleted endpoint, and start nothing.
+// KindConflict, as one to a deleted endpoint, and start nothing. The external API's replay answers
+// the same refusal for an account's own delivery (which always has an endpoint, but the refusal
+// must hold should one lack it): its message speaks of the delivery, not of an installation.
 func TestReplayOfADeliveryWithoutEndpointIsRefused(t *testing.T) {
 	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
@@ -299,10 +301,15 @@ func TestReplayOfADeliveryWithoutEndpointIsRefused(t *testing.T) {
 			Status: models.WebhookFailed}); err != nil {
 			t.Fatal(err)
 		}
+		own := models.NewID() // the account's own delivery, no installation's
+		if _, err := models.CreateWebhookDelivery(db, &models.WebhookDelivery{ID: own, AccountID: tn.accountID,
+			Event: webhooks.EventJobFailed, Payload: models.JSON(`{}`), Status: models.WebhookFailed}); err != nil {
+			t.Fatal(err)
+		}
 		s := newSupportEngine(db, tc)
 		n := tc.count() // the order's start
 		for what, replay := range map[string]func() error{
-			"the API's replay": func() error {
+			"the plugin API's replay": func() error {
 				_, err := s.Webhooks.ReplayWebhook(ctx, engine.WebhookScope{AccountID: tn.accountID, InstallationID: tn.installationID}, id)
 				return err
 			},
@@ -312,11 +319,25 @@ func TestReplayOfADeliveryWithoutEndpointIsRefused(t *testing.T) {
 			e := wantKind(t, replay(), engine.KindConflict, what)
 			assert.Contains(t, e.Message, "no endpoint", what)
 		}
+		for what, replay := range map[string]func() error{
+			"the external API's replay": func() error {
+				_, err := s.Webhooks.ReplayWebhook(ctx, engine.WebhookScope{AccountID: tn.accountID}, own)
+				return err
+			},
+			"admin's replay of the account's": func() error { _, err := s.Support.ReplayWebhook(ctx, own); return err },
+		} {
+			e := wantKind(t, replay(), engine.KindConflict, what)
+			assert.Contains(t, e.Message, "no endpoint", what)
+			assert.NotContains(t, strings.ToLower(e.Message), "installation", "%s: %s", what, e.Message)
+			assert.NotContains(t, e.Message, "callback URL", "%s: %s", what, e.Message)
+		}
 		assert.Equal(t, n, tc.count(), "a refused replay starts no workflow")
-		d, err := models.GetWebhookDelivery(db, id)
-		require.NoError(t, err)
-		assert.Equal(t, models.WebhookFailed, d.Status)
-		assert.Zero(t, d.Attempts)
+		for _, id := range []string{id, own} {
+			d, err := models.GetWebhookDelivery(db, id)
+			require.NoError(t, err)
+			assert.Equal(t, models.WebhookFailed, d.Status)
+			assert.Zero(t, d.Attempts)
+		}
 	})
 }
 

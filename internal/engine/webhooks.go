@@ -53,10 +53,15 @@ func (e *Webhooks) ReplayWebhook(ctx context.Context, scope WebhookScope, delive
 
 // replayable checks that a delivery's endpoint can receive a replay: KindConflict when it was
 // deleted, or is disabled (the replay would be held, not sent), and when the delivery has none
-// (recorded before endpoints, migration 0016, for an installation
-// without a callback URL; its every attempt fails for want of a URL).
+// (recorded before endpoints, migration 0016, for an installation without a callback URL; its
+// every attempt fails for want of a URL). Both APIs' replays answer that refusal, so its message
+// says why only of an installation's delivery: an account's own (the external API's) always has an
+// endpoint, and the account was never asked for a callback URL.
 func (e *Webhooks) replayable(ctx context.Context, d *models.WebhookDelivery) error {
 	if d.EndpointID == nil {
+		if d.InstallationID == nil {
+			return refuse(KindConflict, "", "", "The delivery has no endpoint, so nothing can receive it.")
+		}
 		return refuse(KindConflict, "", "",
 			"The delivery was recorded before webhook endpoints existed, for an installation without a callback URL: it has no endpoint, so nothing can receive it.")
 	}
