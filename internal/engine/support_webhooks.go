@@ -265,11 +265,9 @@ type SupportDeliveryFilter struct {
 	Cursor                    string // the next_cursor of the previous page
 }
 
-// SupportDelivery is a delivery as the APIs show it, and the world it belongs to.
-type SupportDelivery struct {
-	webhooks.Delivery
-	Livemode bool `json:"livemode"` // false for a delivery of a test twin's event
-}
+// SupportDelivery is a delivery as the APIs show it, which says its world (Livemode: false for a
+// delivery of a test twin's event).
+type SupportDelivery = WebhookDelivery
 
 // SupportDeliveryList answers Support.ListWebhookDeliveries.
 type SupportDeliveryList struct {
@@ -338,9 +336,7 @@ func (e *Support) ListWebhookDeliveries(ctx context.Context, f SupportDeliveryFi
 		if err != nil {
 			return SupportDeliveryList{}, err
 		}
-		for _, d := range page {
-			out.Deliveries = append(out.Deliveries, SupportDelivery{Delivery: d, Livemode: !scope.Test})
-		}
+		out.Deliveries = append(out.Deliveries, page...)
 		more = more || next != ""
 	}
 	// Each scope's page is its newest behind the cursor, in the lists' (created_at DESC, id DESC)
