@@ -211,10 +211,11 @@ const EndpointDeletedError = "the endpoint was deleted"
 //
 // It holds the endpoint's row (FOR UPDATE) before it touches a delivery, as every write that could
 // leave a delivery waiting holds it before its own (recording an event for it, holding a delivery,
-// recording an attempt: FOR KEY SHARE; a recover or an update: FOR UPDATE), so on PostgreSQL a
-// deletion and each of them run one after the other, whichever first, and the second sees what
-// the first did: a delivery recorded or held just before the deletion is ended by it, one after it
-// is not recorded or not held. ErrNotFound for a missing, deleted or another scope's endpoint.
+// queueing a replay, recording an attempt: FOR KEY SHARE; a recover or an update: FOR UPDATE), so
+// on PostgreSQL a deletion and each of them run one after the other, whichever first, and the
+// second sees what the first did: a delivery recorded, held or replayed just before the deletion
+// is ended by it, one after it is not recorded, held or replayed. ErrNotFound for a missing,
+// deleted or another scope's endpoint.
 func (s *Store) DeleteWebhookEndpoint(ctx context.Context, scope WebhookScope, id string, now time.Time) (running []string, err error) {
 	now = now.UTC().Truncate(time.Microsecond)
 	err = s.conn(ctx).Transaction(func(tx *gorm.DB) error {

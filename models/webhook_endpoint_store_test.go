@@ -692,3 +692,36 @@ func TestQueueReplayMakesADeliveryPendingWithItsStartOwed(t *testing.T) {
 		}
 	})
 }
+
+// A replay whose check of the endpoint came before the endpoint's deletion committed reaches the
+// store after it: QueueReplay holds the endpoint's row first (lockEndpointForDelivery), as every
+// write that leaves a delivery waiting does, and refuses with ErrEndpointDeleted, changing
+// nothing. The delivery the deletion failed stays failed, and no start is owed to an endpoint that
+// is gone.
+func TestQueueReplayOfADeletedEndpointsDeliveryQueuesNothing(t *testing.T) {
+	t.Parallel()
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := t.Context()
+		store := models.NewStore(db)
+		ten := newWebhookTenants(t, db, testBox(t))
+		ep := mustCreateEndpoint(t, store, ten.account, "https://hooks.example/gone")
+		d := deliveryTo(t, db, ten.account, ep, models.WebhookDelivering, false)
+		if _, err := store.DeleteWebhookEndpoint(ctx, ten.account, ep.ID, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if err := store.QueueReplay(ctx, d.ID, time.Now()); !errors.Is(err, models.ErrEndpointDeleted) {
+			t.Errorf("queue the replay of a deleted endpoint's delivery = %v, want ErrEndpointDeleted", err)
+		}
+		got, err := models.GetWebhookDelivery(db, d.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status != models.WebhookFailed || got.LastError != models.EndpointDeletedError || got.StartDueAt != nil {
+			t.Errorf("the deleted endpoint's delivery after a refused replay = %s (%q), start due %v; want failed (%q), none",
+				got.Status, got.LastError, got.StartDueAt, models.EndpointDeletedError)
+		}
+		if owed, err := store.DeliveriesOwedStart(ctx, ep.ID, 10); err != nil || len(owed) != 0 {
+			t.Errorf("starts owed to the deleted endpoint: %d, %v", len(owed), err)
+		}
+	})
+}

@@ -23,6 +23,8 @@ var (
 	ErrEndpointDisabled = errors.New("webhook endpoint is disabled")
 	// ErrRecoveryRunning: a recover of the endpoint is still queueing its deliveries.
 	ErrRecoveryRunning = errors.New("a recover of this endpoint is still running")
+	// ErrEndpointDeleted: the endpoint of a delivery being replayed was deleted (QueueReplay).
+	ErrEndpointDeleted = errors.New("webhook endpoint was deleted")
 )
 
 // recoveryStaleAfter is how long a recover's mark blocks another recover when its queueing was
@@ -362,20 +364,32 @@ func (s *Store) QueueRecovery(ctx context.Context, endpointID string, since, unt
 // (QueueRecovery). Until the run's first attempt is recorded the log shows it waiting to be sent
 // rather than the outcome of its previous run, and a replay whose start is lost (a crash, Temporal
 // away) is started by the outbox sweep. Its attempts, last answer and delivered_at stay as they
-// are. ErrNotFound when the delivery does not exist.
+// are. It holds the endpoint's row first (lockEndpointForDelivery), as every write that leaves a
+// delivery waiting does: a replay checked before its endpoint's deletion committed and queued
+// after it is refused with ErrEndpointDeleted, changing nothing, so the delivery the deletion
+// failed stays failed (DeleteWebhookEndpoint). ErrNotFound when the delivery does not exist.
 func (s *Store) QueueReplay(ctx context.Context, id string, now time.Time) error {
 	now = now.UTC()
-	url := gorm.Expr("COALESCE((SELECT e.url FROM webhook_endpoints e WHERE e.id = webhook_deliveries.endpoint_id), callback_url)")
-	res := s.conn(ctx).Model(&WebhookDelivery{}).Where("id = ?", id).
-		Updates(map[string]any{"status": WebhookPending, "start_due_at": now, "next_attempt_at": nil,
-			"callback_url": url, "updated_at": now})
-	if res.Error != nil {
-		return res.Error
-	}
-	if res.RowsAffected == 0 {
-		return ErrNotFound
-	}
-	return nil
+	return s.Tx(ctx, func(tx *Store) error {
+		db := tx.conn(ctx)
+		var d WebhookDelivery
+		if err := db.Select("id", "endpoint_id").Where("id = ?", id).Take(&d).Error; err != nil {
+			return orNotFound(err)
+		}
+		if d.EndpointID != nil {
+			deleted, err := lockEndpointForDelivery(db, *d.EndpointID)
+			if err != nil {
+				return err
+			}
+			if deleted {
+				return ErrEndpointDeleted
+			}
+		}
+		url := gorm.Expr("COALESCE((SELECT e.url FROM webhook_endpoints e WHERE e.id = webhook_deliveries.endpoint_id), callback_url)")
+		return db.Model(&WebhookDelivery{}).Where("id = ?", id).
+			Updates(map[string]any{"status": WebhookPending, "start_due_at": now, "next_attempt_at": nil,
+				"callback_url": url, "updated_at": now}).Error
+	})
 }
 
 // DeliveriesOwedStart lists up to limit deliveries of the endpoint whose start is owed, oldest first.

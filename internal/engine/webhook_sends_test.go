@@ -294,6 +294,32 @@ func TestReplayQueuesTheDeliveryPendingInEitherScope(t *testing.T) {
 	})
 }
 
+// A replay whose endpoint is deleted after its check and before it is queued (the admin's replay
+// checks, then queues: Support.ReplayWebhook; both APIs' replays check too) starts nothing and
+// leaves the delivery as the deletion ended it, failed with no start owed: StartWebhookReplay
+// answers models.ErrEndpointDeleted, which the APIs' replay answers as the conflict of a deleted
+// endpoint.
+func TestReplayQueuedAfterItsEndpointsDeletionStartsNothing(t *testing.T) {
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		w := newWebhookScopes(t, db, false)
+		up := newCancelTemporal(t, false)
+		w.withTemporal(db, up)
+		ep, err := w.eng.Webhooks.CreateEndpoint(ctx, w.account, engine.EndpointInput{URL: str("https://shop.example/gone")})
+		require.NoError(t, err)
+		_, d := sentEvent(t, db, w.account, ep.ID, "record.failed", models.WebhookFailed, time.Now().UTC().Add(-time.Hour), false)
+		require.NoError(t, w.eng.Webhooks.DeleteEndpoint(ctx, w.account, ep.ID))
+
+		err = w.eng.Webhooks.StartWebhookReplay(ctx, &d)
+		require.ErrorIs(t, err, models.ErrEndpointDeleted)
+		assert.Empty(t, up.starts, "no run starts for a deleted endpoint's delivery")
+		stored, err := models.GetWebhookDelivery(db, d.ID)
+		require.NoError(t, err)
+		assert.Equal(t, models.WebhookFailed, stored.Status)
+		assert.Nil(t, stored.StartDueAt, "no start owed to a deleted endpoint")
+	})
+}
+
 // The recover window [since, until) is exact to the nanosecond on both databases, as both OpenAPI
 // documents say of every bound: a failed delivery created at T is not in [T+1ns, now), and is in
 // [T-1h, T+1ns) (pgx would cut both bounds down to T on PostgreSQL: models.halfOpenBound).

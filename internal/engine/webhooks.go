@@ -45,7 +45,11 @@ func (e *Webhooks) ReplayWebhook(ctx context.Context, scope WebhookScope, delive
 	if err := e.replayable(ctx, &d.Delivery); err != nil {
 		return WebhookDelivery{}, err
 	}
-	if err := e.StartWebhookReplay(ctx, &d.Delivery); err != nil {
+	err = e.StartWebhookReplay(ctx, &d.Delivery)
+	if errors.Is(err, models.ErrEndpointDeleted) { // deleted since replayable looked
+		return WebhookDelivery{}, replayEndpointDeleted()
+	}
+	if err != nil {
 		return WebhookDelivery{}, unavailable("The replay could not be started now; the delivery stays pending and is sent once the service recovers, and a retry is harmless.", retryReplayAfter, err)
 	}
 	return e.GetDelivery(ctx, scope, d.Delivery.ID)
@@ -71,7 +75,7 @@ func (e *Webhooks) replayable(ctx context.Context, d *models.WebhookDelivery) er
 	}
 	ep, err := e.store.WebhookEndpoint(ctx, scope, *d.EndpointID)
 	if errors.Is(err, models.ErrNotFound) {
-		return refuse(KindConflict, "", "", "The delivery's endpoint was deleted; nothing can receive it.")
+		return replayEndpointDeleted()
 	}
 	if err != nil {
 		return err
@@ -82,12 +86,19 @@ func (e *Webhooks) replayable(ctx context.Context, d *models.WebhookDelivery) er
 	return nil
 }
 
+// replayEndpointDeleted refuses the replay of a delivery whose endpoint was deleted.
+func replayEndpointDeleted() *Error {
+	return refuse(KindConflict, "", "", "The delivery's endpoint was deleted; nothing can receive it.")
+}
+
 // StartWebhookReplay queues the delivery again (Store.QueueReplay: pending, its start owed) and
 // starts a new run of its WebhookDeliveryWorkflow: it sends the stored payload now, with the same
 // webhook-id and a new timestamp, and retries on the usual schedule if needed. The start is
 // recorded after it; a start that fails, or whose record fails, is left to the outbox sweep
-// (StartPendingDeliveries), so a queued replay is sent even when Temporal is away. Both APIs'
-// replays (ReplayWebhook) and `shotflow admin webhooks replay` come here.
+// (StartPendingDeliveries), so a queued replay is sent even when Temporal is away. A delivery
+// whose endpoint was deleted since the caller checked it is not queued (models.ErrEndpointDeleted)
+// and nothing starts. Both APIs' replays (ReplayWebhook) and `shotflow admin webhooks replay` come
+// here.
 func (e *Webhooks) StartWebhookReplay(ctx context.Context, d *models.WebhookDelivery) error {
 	if err := e.store.QueueReplay(ctx, d.ID, time.Now()); err != nil {
 		return fmt.Errorf("queue delivery %s again: %w", d.ID, err)
