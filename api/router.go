@@ -132,7 +132,7 @@ func NewRouter(d Deps, p *plugin.Handler) *Router {
 	// middleware of every request; so does a request of the target "*" (an OPTIONS of the server
 	// itself, or a malformed request), which no route pattern matches.
 	r.NoRoute(func(c *gin.Context) {
-		if serveAsteriskTarget(c, r.Routes(), p) || servePreflight(c) {
+		if serveAsteriskTarget(c, r.Routes, p) || servePreflight(c) {
 			return
 		}
 		if d.External != nil && isExternal(c) {
@@ -232,8 +232,9 @@ const asteriskTarget = "*"
 // alone (RFC 9112, 3.2.4), so any other method with it is a malformed request: 400 invalid_input
 // in the plugin API's envelope, the one of a path without the external API's prefix. The router's
 // NoRoute handler calls it, behind the middleware of every request (request ID, access log,
-// metrics), which log and count either under the route "*".
-func serveAsteriskTarget(c *gin.Context, routes gin.RoutesInfo, p *plugin.Handler) bool {
+// metrics), which log and count either under the route "*". routes is called for an OPTIONS *
+// alone, so that an unknown path (a scanner's) does not pay for a list of every route.
+func serveAsteriskTarget(c *gin.Context, routes func() gin.RoutesInfo, p *plugin.Handler) bool {
 	if c.Request.RequestURI != asteriskTarget {
 		return false
 	}
@@ -244,7 +245,7 @@ func serveAsteriskTarget(c *gin.Context, routes gin.RoutesInfo, p *plugin.Handle
 		return true
 	}
 	methods := []string{http.MethodOptions}
-	for _, rt := range routes {
+	for _, rt := range routes() {
 		if !slices.Contains(methods, rt.Method) {
 			methods = append(methods, rt.Method)
 		}

@@ -181,7 +181,7 @@ func TestTestQuotaEdge(t *testing.T) {
 		code, out, hdr := e.serve(req)
 		require.Equal(t, http.StatusTooManyRequests, code, "%v", out)
 		// The seconds until the database's midnight, not the engine's clock's (29.75 s before it).
-		until := time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, time.UTC).Sub(time.Now())
+		until := time.Until(time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, time.UTC))
 		retryAfter, err := strconv.Atoi(hdr.Get("Retry-After"))
 		require.NoError(t, err, "Retry-After %q", hdr.Get("Retry-After"))
 		assert.InDelta(t, math.Ceil(until.Seconds()), retryAfter, 2, "Retry-After")
