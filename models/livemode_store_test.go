@@ -89,3 +89,46 @@ func TestRecordedDeliveriesCarryTheirScopesMode(t *testing.T) {
 		}
 	})
 }
+
+// A delivery set up with CreateWebhookDelivery (tests, tools) carries its account's mode as
+// RecordEvents' do, whatever the row it was given said: a test twin's is stored test_mode, a live
+// account's is not.
+func TestCreatedDeliveryCarriesItsAccountsMode(t *testing.T) {
+	t.Parallel()
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := t.Context()
+		s := models.NewStore(db)
+		box, err := secrets.NewBox(make([]byte, 32))
+		require.NoError(t, err)
+		acc, err := models.CreateAccount(db, "Acme", 50)
+		require.NoError(t, err)
+		live, err := models.CreateInstallation(db, box, models.NewInstallation{AccountID: acc.ID, Name: "Shop"}, "whsec_x")
+		require.NoError(t, err)
+		instTwin, err := s.TestTwinOfInstallation(ctx, box, live.Installation.ID, "whsec_y")
+		require.NoError(t, err)
+		accTwin, err := s.TestTwinOfAccount(ctx, acc.ID)
+		require.NoError(t, err)
+
+		for _, sc := range []struct {
+			name           string
+			accountID      string
+			installationID *string
+			given, test    bool
+		}{
+			{"installation's twin", instTwin.AccountID, &instTwin.ID, false, true},
+			{"account's twin", accTwin.ID, nil, false, true},
+			{"live installation", acc.ID, &live.Installation.ID, true, false},
+			{"live account", acc.ID, nil, true, false},
+		} {
+			d := &models.WebhookDelivery{ID: models.NewID(), AccountID: sc.accountID, InstallationID: sc.installationID,
+				Run: 1, Event: "webhook.test", CallbackURL: "https://hooks.example/x", TestMode: sc.given}
+			created, err := models.CreateWebhookDelivery(db, d)
+			require.NoError(t, err)
+			require.True(t, created, sc.name)
+			require.Equal(t, sc.test, d.TestMode, "%s: the row as created", sc.name)
+			stored, err := models.GetWebhookDelivery(db, d.ID)
+			require.NoError(t, err)
+			require.Equal(t, sc.test, stored.TestMode, "%s: the stored delivery's mode", sc.name)
+		}
+	})
+}

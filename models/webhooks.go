@@ -92,8 +92,15 @@ func WebhookDeliveryID(jobID string, run int, event string) string {
 
 // CreateWebhookDelivery inserts d unless a delivery with its ID or its (event, endpoint) exists;
 // created reports whether this call inserted it. Events record their deliveries with
-// Store.RecordEvents; tests and tools set up single rows with it.
+// Store.RecordEvents; tests and tools set up single rows with it. d's TestMode is its account's
+// test_mode, read here as RecordEvents reads it (an account never changes mode, migration 0028),
+// whatever d said: a test twin's delivery is never stored live, nor a live account's as a test.
 func CreateWebhookDelivery(db *gorm.DB, d *WebhookDelivery) (created bool, err error) {
+	var modes []bool
+	if err := db.Model(&Account{}).Where("id = ?", d.AccountID).Pluck("test_mode", &modes).Error; err != nil {
+		return false, fmt.Errorf("mode of the account of delivery %s: %w", d.ID, err)
+	}
+	d.TestMode = len(modes) == 1 && modes[0]
 	now := time.Now().UTC()
 	if d.CreatedAt.IsZero() {
 		d.CreatedAt = now
