@@ -140,7 +140,8 @@ func (e *env) world(name string, live bool, accountID, key string) modeWorld {
 	d := models.WebhookDelivery{ID: models.NewID(), EventID: ev.ID, EndpointID: &endpoint, AccountID: accountID, Run: 1,
 		Event: ev.Type, CallbackURL: hookURL, Status: models.WebhookFailed, CreatedAt: at, UpdatedAt: at}
 	e.must(e.db.Create(&ev).Error)
-	e.must(e.db.Create(&d).Error)
+	_, err := models.CreateWebhookDelivery(e.db, &d) // in its account's mode, as RecordEvents stores it
+	e.must(err)
 	w.ids["endpoint"], w.ids["event"], w.ids["delivery"] = endpoint, ev.ID, d.ID
 	return w
 }

@@ -58,7 +58,8 @@ func (e *env) failedDelivery(accountID string, endpoint *string) models.WebhookD
 		CallbackURL: hookURL, Status: models.WebhookFailed, LastError: "HTTP 500", Run: 1, Attempts: 1, CreatedAt: at, UpdatedAt: at}
 	code := 500
 	e.must(e.db.Create(&ev).Error)
-	e.must(e.db.Create(&d).Error)
+	_, err := models.CreateWebhookDelivery(e.db, &d) // in its account's mode, as RecordEvents stores it
+	e.must(err)
 	e.must(e.db.Create(&models.WebhookAttempt{ID: models.NewID(), DeliveryID: d.ID, Attempt: 1, StartedAt: at,
 		StatusCode: &code, LatencyMS: 42, Error: "HTTP 500", CreatedAt: at}).Error)
 	return d

@@ -37,7 +37,8 @@ func (e *env) loggedEvent(inst *models.Installation, endpointID, typ string, at 
 		InstallationID: &inst.ID, Run: 1, Event: typ, CallbackURL: hookURL, Status: models.WebhookDelivering,
 		Attempts: 1, NextAttemptAt: &at, CreatedAt: at, UpdatedAt: at}
 	require.NoError(e.t, e.db.Create(&ev).Error)
-	require.NoError(e.t, e.db.Create(&d).Error)
+	_, err := models.CreateWebhookDelivery(e.db, &d) // in its account's mode, as RecordEvents stores it
+	require.NoError(e.t, err)
 	code := 502
 	require.NoError(e.t, e.db.Create(&models.WebhookAttempt{ID: models.NewID(), DeliveryID: d.ID, Attempt: 1, StartedAt: at,
 		StatusCode: &code, LatencyMS: 17, Error: "HTTP 502", CreatedAt: at}).Error)

@@ -164,10 +164,13 @@ func TestAdminWebhooksByMode(t *testing.T) {
 		Payload: models.JSON(`{"event":"job.failed"}`), CreatedAt: now}
 	d := models.WebhookDelivery{ID: models.EventDeliveryID(ev.ID, ep.ID), EventID: ev.ID, EndpointID: &ep.ID, AccountID: key.AccountID,
 		InstallationID: &key.InstallationID, Run: 1, Event: "job.failed", CallbackURL: ep.URL, Status: models.WebhookFailed, CreatedAt: now, UpdatedAt: now}
-	for _, row := range []any{&ep, &ev, &d} {
+	for _, row := range []any{&ep, &ev} {
 		if err := db.Create(row).Error; err != nil {
 			t.Fatal(err)
 		}
+	}
+	if _, err := models.CreateWebhookDelivery(db, &d); err != nil { // in its account's mode, as RecordEvents stores it
+		t.Fatal(err)
 	}
 
 	endpoints := func(mode string) map[string]bool {

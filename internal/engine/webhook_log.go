@@ -66,7 +66,7 @@ func (e *Webhooks) ListDeliveries(ctx context.Context, scope WebhookScope, f Del
 		return nil, "", err
 	}
 	out, next := webhookPageOf(rows, limit, func(r *models.DeliveryWithAttempts) (webhooks.Delivery, time.Time, string) {
-		return webhooks.DeliveryOf(&r.Delivery, r.Attempts, !scope.Test), r.Delivery.CreatedAt, r.Delivery.ID
+		return webhooks.DeliveryOf(&r.Delivery, r.Attempts), r.Delivery.CreatedAt, r.Delivery.ID
 	})
 	return out, next, nil
 }
@@ -106,7 +106,7 @@ func (e *Webhooks) GetDelivery(ctx context.Context, scope WebhookScope, id strin
 	if err != nil {
 		return webhooks.Delivery{}, err
 	}
-	return webhooks.DeliveryOf(&d.Delivery, d.Attempts, !scope.Test), nil
+	return webhooks.DeliveryOf(&d.Delivery, d.Attempts), nil
 }
 
 // EventFilter selects a page of the scope's events; an empty or nil field does not filter. Limit 0

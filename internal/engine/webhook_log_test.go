@@ -27,7 +27,8 @@ func sentEvent(t *testing.T, db *gorm.DB, scope engine.WebhookScope, endpointID,
 		ev.InstallationID, d.InstallationID = &inst, &inst
 	}
 	require.NoError(t, db.Create(&ev).Error)
-	require.NoError(t, db.Create(&d).Error)
+	_, err := models.CreateWebhookDelivery(db, &d) // in its account's mode, as RecordEvents stores it
+	require.NoError(t, err)
 	code := 503
 	require.NoError(t, db.Create(&models.WebhookAttempt{ID: models.NewID(), DeliveryID: d.ID, Attempt: 1, StartedAt: at,
 		StatusCode: &code, LatencyMS: 42, Error: "HTTP 503", CreatedAt: at}).Error)

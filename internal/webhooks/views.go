@@ -69,12 +69,12 @@ type Attempt struct {
 }
 
 // DeliveryOf is the representation of a stored delivery and its latest attempts (oldest first, as
-// the store keeps them: models.MaxKeptAttempts), of a scope in live mode (livemode) or in test
-// mode.
-func DeliveryOf(d *models.WebhookDelivery, attempts []models.WebhookAttempt, livemode bool) Delivery {
+// the store keeps them: models.MaxKeptAttempts). Its livemode is the delivery's own mode
+// (test_mode, its account's: migration 0028), the mode of any scope that lists it.
+func DeliveryOf(d *models.WebhookDelivery, attempts []models.WebhookAttempt) Delivery {
 	v := Delivery{ID: d.ID, EventID: d.EventID, EndpointID: d.EndpointID, Event: d.Event, Status: d.Status,
 		URL: d.CallbackURL, Attempts: make([]Attempt, 0, len(attempts)), AttemptCount: d.Attempts,
-		NextAttemptAt: utc(d.NextAttemptAt), CreatedAt: d.CreatedAt.UTC(), DeliveredAt: utc(d.DeliveredAt), Livemode: livemode}
+		NextAttemptAt: utc(d.NextAttemptAt), CreatedAt: d.CreatedAt.UTC(), DeliveredAt: utc(d.DeliveredAt), Livemode: !d.TestMode}
 	if v.EventID == "" {
 		v.EventID = d.ID
 	}
