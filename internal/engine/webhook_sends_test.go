@@ -320,6 +320,43 @@ func TestReplayQueuedAfterItsEndpointsDeletionStartsNothing(t *testing.T) {
 	})
 }
 
+// A replay the database refuses to queue (Store.QueueReplay fails: here a trigger that raises on
+// every update of webhook_deliveries, after the delivery and its endpoint were read) queued
+// nothing, so its KindUnavailable says so and asks for a retry rather than promising that the
+// delivery stays pending: the delivery keeps its state, no start is owed and nothing starts.
+func TestReplayTheDatabaseCannotQueueSaysNothingChanged(t *testing.T) {
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		w := newWebhookScopes(t, db, false)
+		up := newCancelTemporal(t, false)
+		w.withTemporal(db, up)
+		ep, err := w.eng.Webhooks.CreateEndpoint(ctx, w.account, engine.EndpointInput{URL: str("https://shop.example/a")})
+		require.NoError(t, err)
+		_, d := sentEvent(t, db, w.account, ep.ID, "record.failed", models.WebhookFailed, time.Now().UTC().Add(-time.Hour), false)
+		if db.Dialector.Name() == "postgres" {
+			require.NoError(t, db.Exec(`CREATE FUNCTION refuse_delivery_update() RETURNS trigger LANGUAGE plpgsql AS
+				$$ BEGIN RAISE EXCEPTION 'webhook_deliveries is read-only'; END $$`).Error)
+			require.NoError(t, db.Exec(`CREATE TRIGGER refuse_delivery_update BEFORE UPDATE ON webhook_deliveries
+				FOR EACH ROW EXECUTE FUNCTION refuse_delivery_update()`).Error)
+		} else {
+			require.NoError(t, db.Exec(`CREATE TRIGGER refuse_delivery_update BEFORE UPDATE ON webhook_deliveries
+				BEGIN SELECT RAISE(ABORT, 'webhook_deliveries is read-only'); END`).Error)
+		}
+
+		_, err = w.eng.Webhooks.ReplayWebhook(ctx, w.account, d.ID)
+		e, ok := engine.As(err)
+		require.True(t, ok, "want a refusal, got %v", err)
+		assert.Equal(t, engine.KindUnavailable, e.Kind)
+		assert.Equal(t, "The replay could not be queued now; nothing changed, so retry it.", e.Message)
+		assert.Positive(t, e.RetryAfter)
+		assert.Empty(t, up.starts, "nothing starts for a replay that was not queued")
+		stored, err := models.GetWebhookDelivery(db, d.ID)
+		require.NoError(t, err)
+		assert.Equal(t, models.WebhookFailed, stored.Status)
+		assert.Nil(t, stored.StartDueAt, "no start owed")
+	})
+}
+
 // The recover window [since, until) is exact to the nanosecond on both databases, as both OpenAPI
 // documents say of every bound: a failed delivery created at T is not in [T+1ns, now), and is in
 // [T-1h, T+1ns) (pgx would cut both bounds down to T on PostgreSQL: models.halfOpenBound).

@@ -24,8 +24,13 @@ type Sealer interface {
 	Open(sealed string) (string, error)
 }
 
-// retryReplayAfter is the Retry-After of a replay that could not be queued.
+// retryReplayAfter is the Retry-After of a replay that could not be queued or started.
 const retryReplayAfter = 5 * time.Second
+
+// errReplayNotQueued wraps the error of a replay the store did not queue (Store.QueueReplay
+// failed: the database unavailable, the delivery gone): nothing changed, unlike a replay queued
+// whose start failed, which the outbox sweep starts.
+var errReplayNotQueued = errors.New("replay not queued")
 
 // ReplayWebhook re-sends a webhook delivery of the scope now (StartWebhookReplay), the same use
 // case for both APIs (POST /webhooks/{delivery_id}/replay of the plugin API,
@@ -33,7 +38,8 @@ const retryReplayAfter = 5 * time.Second
 // the replay is queued: pending, unless the new run's first attempt was already recorded.
 // KindNotFound for a missing delivery or another scope's; KindConflict for one whose endpoint is
 // disabled (it would be held, not sent) or deleted, or that has no endpoint; KindUnavailable when
-// the replay could not be started (it stays queued: the outbox sweep starts it).
+// the replay could not be queued (nothing changed: a retry queues it) or was queued and could not
+// be started (it stays queued: the outbox sweep starts it).
 func (e *Webhooks) ReplayWebhook(ctx context.Context, scope WebhookScope, deliveryID string) (WebhookDelivery, error) {
 	d, err := e.store.ScopedWebhookDelivery(ctx, scope.store(), deliveryID)
 	if errors.Is(err, models.ErrNotFound) {
@@ -48,6 +54,9 @@ func (e *Webhooks) ReplayWebhook(ctx context.Context, scope WebhookScope, delive
 	err = e.StartWebhookReplay(ctx, &d.Delivery)
 	if errors.Is(err, models.ErrEndpointDeleted) { // deleted since replayable looked
 		return WebhookDelivery{}, replayEndpointDeleted()
+	}
+	if errors.Is(err, errReplayNotQueued) {
+		return WebhookDelivery{}, unavailable("The replay could not be queued now; nothing changed, so retry it.", retryReplayAfter, err)
 	}
 	if err != nil {
 		return WebhookDelivery{}, unavailable("The replay could not be started now; the delivery stays pending and is sent once the service recovers, and a retry is harmless.", retryReplayAfter, err)
@@ -97,11 +106,11 @@ func replayEndpointDeleted() *Error {
 // recorded after it; a start that fails, or whose record fails, is left to the outbox sweep
 // (StartPendingDeliveries), so a queued replay is sent even when Temporal is away. A delivery
 // whose endpoint was deleted since the caller checked it is not queued (models.ErrEndpointDeleted)
-// and nothing starts. Both APIs' replays (ReplayWebhook) and `shotflow admin webhooks replay` come
-// here.
+// and nothing starts. Any error of the queueing wraps errReplayNotQueued: nothing changed. Both
+// APIs' replays (ReplayWebhook) and `shotflow admin webhooks replay` come here.
 func (e *Webhooks) StartWebhookReplay(ctx context.Context, d *models.WebhookDelivery) error {
 	if err := e.store.QueueReplay(ctx, d.ID, time.Now()); err != nil {
-		return fmt.Errorf("queue delivery %s again: %w", d.ID, err)
+		return fmt.Errorf("queue delivery %s again: %w: %w", d.ID, errReplayNotQueued, err)
 	}
 	_, err := e.cfg.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:        workflows.WebhookWorkflowID(d.ID),
