@@ -101,11 +101,16 @@ func (s *Store) CountTestJobs(ctx context.Context, accountID string, n int, now 
 
 // countTestJobs adds n jobs to the twin's count of the day of now (or of a later day another
 // process's clock already started), or returns a *TestQuotaError (ErrTestQuotaExceeded) naming
-// the day refused and the database's time. The common case is one UPDATE; when it takes no row
-// the day may have turned, so the day is refilled (by whichever transaction gets there first) and
-// the count tried once more.
+// the day refused and the database's time. The common case is one UPDATE (on SQLite after the
+// read of the database's clock, dbClock); when it takes no row the day may have turned, so the
+// day is refilled (by whichever transaction gets there first) and the count tried once more.
+// Every statement, the refusal's included, is of one database time.
 func countTestJobs(db *gorm.DB, accountID string, n int, now time.Time) error {
-	day, dbTomorrow := testDayOf(db, now)
+	c, err := dbClock(db)
+	if err != nil {
+		return err
+	}
+	day, dbTomorrow := testDayOf(c, now)
 	count := func() (bool, error) {
 		res := db.Model(&Account{}).
 			Where("id = ? AND test_day >= "+day.SQL+" AND test_day <= "+dbTomorrow+" AND test_jobs_today + ? <= ?",
@@ -117,23 +122,24 @@ func countTestJobs(db *gorm.DB, accountID string, n int, now time.Time) error {
 	if err != nil || ok {
 		return err
 	}
-	if _, err := refillTestDay(db, accountID, now); err != nil {
+	if _, err := refillTestDay(db, c, accountID, now); err != nil {
 		return err
 	}
 	if ok, err = count(); err != nil || ok {
 		return err
 	}
-	return testQuotaRefusal(db, accountID)
+	return testQuotaRefusal(db, c, accountID)
 }
 
 // testQuotaRefusal is the refusal of jobs past the quota of the twin accountID, whose row the
-// caller's transaction holds: its recorded day and the database's time, read in that transaction.
-func testQuotaRefusal(db *gorm.DB, accountID string) error {
+// caller's transaction holds: its recorded day and the time of the database's clock c, the one
+// the refusing count was of, read in that transaction.
+func testQuotaRefusal(db *gorm.DB, c dbClockSQL, accountID string) error {
 	var row struct {
 		TestDay string
 		DBNow   string
 	}
-	if err := db.Model(&Account{}).Select("test_day, "+dbClock(db).now+" AS db_now").Where("id = ?", accountID).
+	if err := db.Model(&Account{}).Select("test_day, "+c.now+" AS db_now").Where("id = ?", accountID).
 		Take(&row).Error; err != nil {
 		return orNotFound(err)
 	}
@@ -147,9 +153,10 @@ func testQuotaRefusal(db *gorm.DB, accountID string) error {
 // refillTestDay starts the day of now for the twin when it has not started yet: it records the
 // day, resets the day's job count and sets the available balance to TestDailyCredits. It reports
 // whether it did. The conditional UPDATE that records the day lets one transaction do it (and
-// holds the account's row for it); the others find the day started.
-func refillTestDay(db *gorm.DB, accountID string, now time.Time) (bool, error) {
-	day, dbTomorrow := testDayOf(db, now)
+// holds the account's row for it); the others find the day started. c is the database's clock
+// (dbClock).
+func refillTestDay(db *gorm.DB, c dbClockSQL, accountID string, now time.Time) (bool, error) {
+	day, dbTomorrow := testDayOf(c, now)
 	// Only forward: a process whose clock is a little behind another's, just past midnight, finds
 	// the new day started and leaves it (its refill would undo a PUT /test/credits of the new day
 	// and reset its count). Days are YYYY-MM-DD, which sort as text as they do in time. A recorded
@@ -171,8 +178,7 @@ func refillTestDay(db *gorm.DB, accountID string, now time.Time) (bool, error) {
 // the database's own UTC day is taken instead: a clock far ahead neither records a future day nor
 // counts into one, and a clock far behind, whose day is older than any the twin recorded, still
 // starts the database's day when it comes (refilling the twin) instead of never refilling it.
-func testDayOf(db *gorm.DB, now time.Time) (day clause.Expr, dbTomorrow string) {
-	c := dbClock(db)
+func testDayOf(c dbClockSQL, now time.Time) (day clause.Expr, dbTomorrow string) {
 	d := TestDay(now)
 	return gorm.Expr("(CASE WHEN ? BETWEEN "+c.yesterday+" AND "+c.tomorrow+" THEN ? ELSE "+c.today+" END)", d, d), c.tomorrow
 }
@@ -181,19 +187,33 @@ func testDayOf(db *gorm.DB, now time.Time) (day clause.Expr, dbTomorrow string) 
 // next (YYYY-MM-DD) and its time (RFC 3339, "Z").
 type dbClockSQL struct{ yesterday, today, tomorrow, now string }
 
-// dbClock is the database clock's SQL for statements of db. On PostgreSQL now() is the
-// transaction's start, the same for every statement of it; SQLite's 'now' is the statement's.
-func dbClock(db *gorm.DB) dbClockSQL {
+// dbClock is the database clock's SQL for statements of db, one time for all of them. On
+// PostgreSQL now() is the transaction's start, the same for every statement of it. SQLite's 'now'
+// is each statement's own: a count refused a millisecond before midnight and the refusal's read
+// of the time a millisecond after it would report a day to wait instead of a moment. So on SQLite
+// the clock is read here, once, and the statements are of that time (a literal, written from the
+// parsed time).
+func dbClock(db *gorm.DB) (dbClockSQL, error) {
 	if db.Dialector.Name() == "postgres" {
 		return dbClockSQL{
 			yesterday: "to_char((now() AT TIME ZONE 'UTC') - interval '1 day', 'YYYY-MM-DD')",
 			today:     "to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD')",
 			tomorrow:  "to_char((now() AT TIME ZONE 'UTC') + interval '1 day', 'YYYY-MM-DD')",
 			now:       `to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`,
-		}
+		}, nil
 	}
-	return dbClockSQL{yesterday: "date('now', '-1 day')", today: "date('now')", tomorrow: "date('now', '+1 day')",
-		now: "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"}
+	const layout = "2006-01-02 15:04:05.000" // SQLite's time value, to the millisecond as its clock
+	var read string
+	if err := db.Raw("SELECT strftime('%Y-%m-%d %H:%M:%f', 'now')").Scan(&read).Error; err != nil {
+		return dbClockSQL{}, fmt.Errorf("the database's time: %w", err)
+	}
+	at, err := time.Parse(layout, read)
+	if err != nil {
+		return dbClockSQL{}, fmt.Errorf("the database's time %q: %w", read, err)
+	}
+	t := "'" + at.Format(layout) + "'"
+	return dbClockSQL{yesterday: "date(" + t + ", '-1 day')", today: "date(" + t + ")", tomorrow: "date(" + t + ", '+1 day')",
+		now: "strftime('%Y-%m-%dT%H:%M:%fZ', " + t + ")"}, nil
 }
 
 // setTestBalance sets the available balance of a test twin whose row the caller's transaction
@@ -228,10 +248,13 @@ func (s *Store) RefillTestCredits(ctx context.Context, accountID string, now tim
 	var acc *Account
 	err := s.Tx(ctx, func(tx *Store) error {
 		db := tx.conn(ctx)
-		if _, err := refillTestDay(db, accountID, now); err != nil {
+		c, err := dbClock(db)
+		if err != nil {
 			return err
 		}
-		var err error
+		if _, err := refillTestDay(db, c, accountID, now); err != nil {
+			return err
+		}
 		acc, err = GetAccount(db, accountID)
 		return err
 	})
@@ -257,13 +280,16 @@ func (s *Store) SetTestCredits(ctx context.Context, accountID string, available 
 		if res.RowsAffected == 0 {
 			return ErrNotFound
 		}
-		if _, err := refillTestDay(db, accountID, now); err != nil {
+		c, err := dbClock(db)
+		if err != nil {
+			return err
+		}
+		if _, err := refillTestDay(db, c, accountID, now); err != nil {
 			return err
 		}
 		if err := setTestBalance(db, accountID, available, noteTestSet, now); err != nil {
 			return err
 		}
-		var err error
 		acc, err = GetAccount(db, accountID)
 		return err
 	})

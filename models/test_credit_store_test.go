@@ -1,7 +1,10 @@
 package models_test
 
 import (
+	"context"
+	"database/sql"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -418,4 +421,85 @@ func TestTestQuotaRefusalCarriesTheDatabasesClock(t *testing.T) {
 			require.InDelta(t, tc.retryAfter.Seconds(), quota.RetryAfter().Seconds(), 30, tc.name)
 		}
 	})
+}
+
+// clockPool is a connection pool whose SQLite clock ('now') moves between statements as times
+// says: the first statement that reads it sees times[0], the next times[1], and so on, the last
+// ones the last time. It is how a test puts a midnight between two statements of one call.
+type clockPool struct {
+	gorm.ConnPool
+	mu    *sync.Mutex
+	times []time.Time
+	reads *int
+}
+
+func (p clockPool) at(query string) string {
+	if !strings.Contains(query, "'now'") {
+		return query
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	at := p.times[min(*p.reads, len(p.times)-1)]
+	*p.reads++
+	return strings.ReplaceAll(query, "'now'", "'"+at.UTC().Format("2006-01-02 15:04:05.000")+"'")
+}
+
+func (p clockPool) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
+	return p.ConnPool.PrepareContext(ctx, p.at(query))
+}
+
+func (p clockPool) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return p.ConnPool.ExecContext(ctx, p.at(query), args...)
+}
+
+func (p clockPool) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return p.ConnPool.QueryContext(ctx, p.at(query), args...)
+}
+
+func (p clockPool) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return p.ConnPool.QueryRowContext(ctx, p.at(query), args...)
+}
+
+// BeginTx begins a transaction whose statements see the same moving clock.
+func (p clockPool) BeginTx(ctx context.Context, opts *sql.TxOptions) (gorm.ConnPool, error) {
+	tx, err := p.ConnPool.(gorm.TxBeginner).BeginTx(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &clockTx{clockPool: clockPool{ConnPool: tx, mu: p.mu, times: p.times, reads: p.reads}, tx: tx}, nil
+}
+
+type clockTx struct {
+	clockPool
+	tx *sql.Tx
+}
+
+func (t *clockTx) Commit() error   { return t.tx.Commit() }
+func (t *clockTx) Rollback() error { return t.tx.Rollback() }
+
+// A refusal by the test quota is timed by the database's clock of the statement that refused, on
+// SQLite too, whose 'now' is each statement's own: with the refusing count a millisecond before
+// midnight and the database's next statements a millisecond after it, the refusal names the day
+// refused and that count's time, so the quota resets in a moment, not in a day. (PostgreSQL's
+// now() is the transaction's start, one time for every statement, which no pool can move.)
+func TestTestQuotaRefusalTimesTheRefusingStatement(t *testing.T) {
+	t.Parallel()
+	db := testdb.Open(t, testdb.SQLiteURL(t))
+	_, twin := testTwin(t, db, 0)
+	day := time.Date(2026, 3, 14, 0, 0, 0, 0, time.UTC)
+	beforeMidnight, afterMidnight := day.Add(24*time.Hour-time.Millisecond), day.Add(24*time.Hour+time.Millisecond)
+	setJobsToday(t, db, twin.ID, models.TestDailyJobs, day)
+
+	moving := db.Session(&gorm.Session{NewDB: true})
+	moving.Statement.ConnPool = clockPool{ConnPool: db.Statement.ConnPool, mu: &sync.Mutex{},
+		times: []time.Time{beforeMidnight, afterMidnight}, reads: new(int)}
+	clock := beforeMidnight.Add(-time.Millisecond) // the process's, in the same day
+	order, jobs := testOrderOf(twin.ID, 1, 1, clock)
+	err := models.NewStore(moving).PlaceTestOrder(t.Context(), order, jobs, clock, nil)
+	var quota *models.TestQuotaError
+	require.ErrorAs(t, err, &quota)
+	require.Equal(t, models.TestDay(day), quota.Day)
+	require.Equal(t, beforeMidnight, quota.DBNow, "the database's time of the refusing count")
+	require.Equal(t, day.Add(24*time.Hour), quota.ResetsAt())
+	require.Equal(t, time.Second, quota.RetryAfter(), "the quota resets a millisecond later: the least Retry-After")
 }
