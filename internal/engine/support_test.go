@@ -558,7 +558,8 @@ func TestSupportReplayWebhook(t *testing.T) {
 			t.Fatalf("unknown delivery: %v", err)
 		}
 		down := &recordingTemporal{err: errors.New("unavailable")}
-		if _, err := newSupportEngine(db, down).Support.ReplayWebhook(ctx, id); err == nil || !strings.Contains(err.Error(), "unavailable") {
+		_, err = newSupportEngine(db, down).Support.ReplayWebhook(ctx, id)
+		if e, ok := engine.As(err); !ok || e.Kind != engine.KindUnavailable || !errors.Is(err, down.err) {
 			t.Fatalf("replay with Temporal down: %v", err)
 		}
 	})

@@ -25,7 +25,9 @@ type SupportReplayResult struct {
 
 // ReplayWebhook re-sends a delivery of any installation now (Webhooks.StartWebhookReplay); an
 // unknown delivery is KindNotFound, one whose endpoint was deleted or is disabled, or that has no
-// endpoint, KindConflict, as the API's replay answers. deliveryID
+// endpoint, KindConflict, as the API's replay answers (also when the endpoint is deleted between
+// the check and the queueing), and a replay that could not be queued or started KindUnavailable
+// (replayStartRefusal). deliveryID
 // may also be the ID of an event (the webhook-id a receiver got, which a merchant reports) that
 // has one delivery; of one with several, KindConflict names them.
 func (e *Support) ReplayWebhook(ctx context.Context, deliveryID string) (SupportReplayResult, error) {
@@ -34,7 +36,8 @@ func (e *Support) ReplayWebhook(ctx context.Context, deliveryID string) (Support
 		return SupportReplayResult{}, err
 	}
 	if err := e.app.Webhooks.StartWebhookReplay(ctx, d); err != nil {
-		return SupportReplayResult{}, fmt.Errorf("queue the replay of delivery %s: %w", d.ID, err)
+		// The APIs' answer, then for the operator what the database or Temporal said.
+		return SupportReplayResult{}, fmt.Errorf("%w (delivery %s: %v)", replayStartRefusal(err), d.ID, err)
 	}
 	id := workflows.WebhookWorkflowID(d.ID)
 	return SupportReplayResult{DeliveryID: d.ID, WorkflowID: id, TemporalUIURL: e.workflowURL(id), Status: "queued"}, nil

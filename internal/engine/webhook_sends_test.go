@@ -322,7 +322,7 @@ func TestReplayQueuedAfterItsEndpointsDeletionStartsNothing(t *testing.T) {
 
 // A replay the database refuses to queue (Store.QueueReplay fails: here a trigger that raises on
 // every update of webhook_deliveries, after the delivery and its endpoint were read) queued
-// nothing, so its KindUnavailable says so and asks for a retry rather than promising that the
+// nothing, so its KindUnavailable, the API's and admin's alike (replayStartRefusal), says so and asks for a retry rather than promising that the
 // delivery stays pending: the delivery keeps its state, no start is owed and nothing starts.
 func TestReplayTheDatabaseCannotQueueSaysNothingChanged(t *testing.T) {
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
@@ -343,12 +343,17 @@ func TestReplayTheDatabaseCannotQueueSaysNothingChanged(t *testing.T) {
 				BEGIN SELECT RAISE(ABORT, 'webhook_deliveries is read-only'); END`).Error)
 		}
 
-		_, err = w.eng.Webhooks.ReplayWebhook(ctx, w.account, d.ID)
-		e, ok := engine.As(err)
-		require.True(t, ok, "want a refusal, got %v", err)
-		assert.Equal(t, engine.KindUnavailable, e.Kind)
-		assert.Equal(t, "The replay could not be queued now; nothing changed, so retry it.", e.Message)
-		assert.Positive(t, e.RetryAfter)
+		for what, replay := range map[string]func() error{
+			"the API's replay": func() error { _, err := w.eng.Webhooks.ReplayWebhook(ctx, w.account, d.ID); return err },
+			"admin's replay":   func() error { _, err := w.eng.Support.ReplayWebhook(ctx, d.ID); return err },
+		} {
+			err := replay()
+			e, ok := engine.As(err)
+			require.True(t, ok, "%s: want a refusal, got %v", what, err)
+			assert.Equal(t, engine.KindUnavailable, e.Kind, what)
+			assert.Equal(t, "The replay could not be queued now; nothing changed, so retry it.", e.Message, what)
+			assert.Positive(t, e.RetryAfter, what)
+		}
 		assert.Empty(t, up.starts, "nothing starts for a replay that was not queued")
 		stored, err := models.GetWebhookDelivery(db, d.ID)
 		require.NoError(t, err)

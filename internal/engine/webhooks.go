@@ -51,17 +51,28 @@ func (e *Webhooks) ReplayWebhook(ctx context.Context, scope WebhookScope, delive
 	if err := e.replayable(ctx, &d.Delivery); err != nil {
 		return WebhookDelivery{}, err
 	}
-	err = e.StartWebhookReplay(ctx, &d.Delivery)
-	if errors.Is(err, models.ErrEndpointDeleted) { // deleted since replayable looked
-		return WebhookDelivery{}, replayEndpointDeleted()
-	}
-	if errors.Is(err, errReplayNotQueued) {
-		return WebhookDelivery{}, unavailable("The replay could not be queued now; nothing changed, so retry it.", retryReplayAfter, err)
-	}
-	if err != nil {
-		return WebhookDelivery{}, unavailable("The replay could not be started now; the delivery stays pending and is sent once the service recovers, and a retry is harmless.", retryReplayAfter, err)
+	if err := replayStartRefusal(e.StartWebhookReplay(ctx, &d.Delivery)); err != nil {
+		return WebhookDelivery{}, err
 	}
 	return e.GetDelivery(ctx, scope, d.Delivery.ID)
+}
+
+// replayStartRefusal is what a replay answers when StartWebhookReplay failed (nil when it did
+// not), the same for both APIs and `shotflow admin webhooks replay`: KindConflict when the
+// endpoint was deleted since the replay checked it; KindUnavailable when the replay could not be
+// queued (nothing changed: a retry queues it) or was queued and could not be started (it stays
+// queued: the outbox sweep starts it).
+func replayStartRefusal(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, models.ErrEndpointDeleted):
+		return replayEndpointDeleted()
+	case errors.Is(err, errReplayNotQueued):
+		return unavailable("The replay could not be queued now; nothing changed, so retry it.", retryReplayAfter, err)
+	default:
+		return unavailable("The replay could not be started now; the delivery stays pending and is sent once the service recovers, and a retry is harmless.", retryReplayAfter, err)
+	}
 }
 
 // replayable checks that a delivery's endpoint can receive a replay: KindConflict when it was
