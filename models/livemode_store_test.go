@@ -19,23 +19,14 @@ func TestAccountTestMode(t *testing.T) {
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		ctx := t.Context()
 		s := models.NewStore(db)
-		box, err := secrets.NewBox(make([]byte, 32))
-		require.NoError(t, err)
-		acc, err := models.CreateAccount(db, "Acme", 50)
-		require.NoError(t, err)
-		live, err := models.CreateInstallation(db, box, models.NewInstallation{AccountID: acc.ID, Name: "Shop"}, "whsec_x")
-		require.NoError(t, err)
-		instTwin, err := s.TestTwinOfInstallation(ctx, box, live.Installation.ID, "whsec_y")
-		require.NoError(t, err)
-		accTwin, err := s.TestTwinOfAccount(ctx, acc.ID)
-		require.NoError(t, err)
+		acc, _, instTwin, accTwin := liveAndTwins(t, db)
 
 		for id, want := range map[string]bool{acc.ID: false, instTwin.AccountID: true, accTwin.ID: true} {
 			got, err := s.AccountTestMode(ctx, id)
 			require.NoError(t, err)
 			require.Equal(t, want, got, "account %s", id)
 		}
-		_, err = s.AccountTestMode(ctx, models.NewID())
+		_, err := s.AccountTestMode(ctx, models.NewID())
 		require.True(t, errors.Is(err, models.ErrNotFound), "an unknown account: %v", err)
 	})
 }
@@ -49,16 +40,7 @@ func TestRecordedDeliveriesCarryTheirScopesMode(t *testing.T) {
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
 		ctx := t.Context()
 		s := models.NewStore(db)
-		box, err := secrets.NewBox(make([]byte, 32))
-		require.NoError(t, err)
-		acc, err := models.CreateAccount(db, "Acme", 50)
-		require.NoError(t, err)
-		live, err := models.CreateInstallation(db, box, models.NewInstallation{AccountID: acc.ID, Name: "Shop"}, "whsec_x")
-		require.NoError(t, err)
-		instTwin, err := s.TestTwinOfInstallation(ctx, box, live.Installation.ID, "whsec_y")
-		require.NoError(t, err)
-		accTwin, err := s.TestTwinOfAccount(ctx, acc.ID)
-		require.NoError(t, err)
+		acc, live, instTwin, accTwin := liveAndTwins(t, db)
 
 		scopes := []struct {
 			name           string
@@ -66,7 +48,7 @@ func TestRecordedDeliveriesCarryTheirScopesMode(t *testing.T) {
 			installationID *string
 			test           bool
 		}{
-			{"live installation", acc.ID, &live.Installation.ID, false},
+			{"live installation", acc.ID, &live.ID, false},
 			{"installation's twin", instTwin.AccountID, &instTwin.ID, true},
 			{"live account", acc.ID, nil, false},
 			{"account's twin", accTwin.ID, nil, true},
@@ -96,18 +78,7 @@ func TestRecordedDeliveriesCarryTheirScopesMode(t *testing.T) {
 func TestCreatedDeliveryCarriesItsAccountsMode(t *testing.T) {
 	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
-		ctx := t.Context()
-		s := models.NewStore(db)
-		box, err := secrets.NewBox(make([]byte, 32))
-		require.NoError(t, err)
-		acc, err := models.CreateAccount(db, "Acme", 50)
-		require.NoError(t, err)
-		live, err := models.CreateInstallation(db, box, models.NewInstallation{AccountID: acc.ID, Name: "Shop"}, "whsec_x")
-		require.NoError(t, err)
-		instTwin, err := s.TestTwinOfInstallation(ctx, box, live.Installation.ID, "whsec_y")
-		require.NoError(t, err)
-		accTwin, err := s.TestTwinOfAccount(ctx, acc.ID)
-		require.NoError(t, err)
+		acc, live, instTwin, accTwin := liveAndTwins(t, db)
 
 		for _, sc := range []struct {
 			name           string
@@ -117,7 +88,7 @@ func TestCreatedDeliveryCarriesItsAccountsMode(t *testing.T) {
 		}{
 			{"installation's twin", instTwin.AccountID, &instTwin.ID, false, true},
 			{"account's twin", accTwin.ID, nil, false, true},
-			{"live installation", acc.ID, &live.Installation.ID, true, false},
+			{"live installation", acc.ID, &live.ID, true, false},
 			{"live account", acc.ID, nil, true, false},
 		} {
 			d := &models.WebhookDelivery{ID: models.NewID(), AccountID: sc.accountID, InstallationID: sc.installationID,
@@ -131,4 +102,22 @@ func TestCreatedDeliveryCarriesItsAccountsMode(t *testing.T) {
 			require.Equal(t, sc.test, stored.TestMode, "%s: the stored delivery's mode", sc.name)
 		}
 	})
+}
+
+// liveAndTwins makes a live account with an installation, the installation's test twin and the
+// account's: the four scopes whose modes the tests of this file tell apart.
+func liveAndTwins(t *testing.T, db *gorm.DB) (acc *models.Account, live *models.Installation, instTwin *models.Installation, accTwin *models.Account) {
+	t.Helper()
+	s := models.NewStore(db)
+	box, err := secrets.NewBox(make([]byte, 32))
+	require.NoError(t, err)
+	acc, err = models.CreateAccount(db, "Acme", 50)
+	require.NoError(t, err)
+	made, err := models.CreateInstallation(db, box, models.NewInstallation{AccountID: acc.ID, Name: "Shop"}, "whsec_x")
+	require.NoError(t, err)
+	instTwin, err = s.TestTwinOfInstallation(t.Context(), box, made.Installation.ID, "whsec_y")
+	require.NoError(t, err)
+	accTwin, err = s.TestTwinOfAccount(t.Context(), acc.ID)
+	require.NoError(t, err)
+	return acc, &made.Installation, instTwin, accTwin
 }
