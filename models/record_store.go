@@ -260,17 +260,30 @@ func (s *Store) AccountHasPhoto(ctx context.Context, accountID, photoID string) 
 func (s *Store) ReviewAccountPackshot(ctx context.Context, accountID, id string, review PackshotReview, now time.Time) error {
 	return s.conn(ctx).Transaction(func(tx *gorm.DB) error {
 		var p Packshot
-		err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).
-			Where("id = ? AND account_id = ? AND deleted_at IS NULL AND archived_at IS NULL", id, accountID).Take(&p).Error
+		livePackshot := func() error {
+			return tx.Clauses(clause.Locking{Strength: "UPDATE"}).
+				Where("id = ? AND account_id = ? AND deleted_at IS NULL AND archived_at IS NULL", id, accountID).Take(&p).Error
+		}
+		err := livePackshot()
 		if errors.Is(err, gorm.ErrRecordNotFound) && review.Archive {
 			// The spec archives a record in any state, regardless of voting: a vote sent with the
 			// archive has nothing to apply to before the packshot exists, and the archive stands.
-			return archiveJobRecord(tx, accountID, id, now)
-		}
-		if errors.Is(err, gorm.ErrRecordNotFound) {
+			made, err := archiveJobRecord(tx, accountID, id, now)
+			if err != nil || !made {
+				return err
+			}
+			// The packshot was made while this waited for its job's row: the whole review applies
+			// to it, as it would have a moment later, its vote included.
+			err = livePackshot()
+			if errors.Is(err, gorm.ErrRecordNotFound) {
+				return ErrNotFound // removed or archived by another request meanwhile
+			}
+			if err != nil {
+				return err
+			}
+		} else if errors.Is(err, gorm.ErrRecordNotFound) {
 			return ErrNotFound
-		}
-		if err != nil {
+		} else if err != nil {
 			return err
 		}
 		fields := map[string]any{}
@@ -335,31 +348,26 @@ func (s *Store) ReviewAccountShoot(ctx context.Context, accountID, id, verdict s
 // archiveJobRecord archives a packshot record that is only its job's record_id (the job runs, or
 // failed): GET /packshots leaves it out from then on, and a packshot the job still produces is
 // archived with it (EnsurePackshotCandidate). The job's row is locked first, as finishing the job
-// locks it: a packshot created while this waited is archived itself. ErrNotFound when the account
-// has no such record, or it is archived already.
-func archiveJobRecord(tx *gorm.DB, accountID, id string, now time.Time) error {
+// locks it. made reports a packshot created while this waited, which this leaves to the caller:
+// nothing is written then, and the caller reviews the packshot itself. ErrNotFound when the
+// account has no such record, or it is archived already.
+func archiveJobRecord(tx *gorm.DB, accountID, id string, now time.Time) (made bool, err error) {
 	var j Job
-	err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Select("id", "record_archived_at").
+	err = tx.Clauses(clause.Locking{Strength: "UPDATE"}).Select("id", "record_archived_at").
 		Where("record_id = ? AND account_id = ? AND job_type = ?", id, accountID, jobtype.Packshot).
 		Order("created_at DESC, id DESC").Take(&j).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) || (err == nil && j.RecordArchivedAt != nil) {
-		return ErrNotFound
+		return false, ErrNotFound
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
-	var made int64
-	if err := tx.Model(&Packshot{}).Where("id = ? AND account_id = ?", id, accountID).Count(&made).Error; err != nil {
-		return err
+	var n int64
+	if err := tx.Model(&Packshot{}).Where("id = ? AND account_id = ?", id, accountID).Count(&n).Error; err != nil {
+		return false, err
 	}
-	if made > 0 { // made while this waited for the job's row: archived as any packshot, if live
-		res := tx.Model(&Packshot{}).Where("id = ? AND deleted_at IS NULL AND archived_at IS NULL", id).Update("archived_at", now)
-		if res.Error != nil {
-			return res.Error
-		}
-		if res.RowsAffected == 0 {
-			return ErrNotFound
-		}
+	if n > 0 {
+		return true, nil
 	}
-	return tx.Model(&Job{}).Where("id = ?", j.ID).Update("record_archived_at", now).Error
+	return false, tx.Model(&Job{}).Where("id = ?", j.ID).Update("record_archived_at", now).Error
 }
