@@ -143,13 +143,27 @@ type recordJob struct {
 var (
 	shootJobs = fmt.Sprintf("j.job_type = '%s'", jobtype.PhotoShoot)
 	videoJobs = fmt.Sprintf("j.job_type IN ('%s', '%s')", jobtype.Video, jobtype.Reel)
+	// approvedShoots is /image-picker's filter approved, written as the rest of the WHERE clause of
+	// the partial index its pages walk (jobs_account_shoots_approved_page: migration 0031).
+	approvedShoots = fmt.Sprintf("j.voting = '%s'", VotingAccepted)
+)
+
+// The FROM of the record lists of jobs: the jobs, or /image-picker's with a photo, the packshots
+// cut from the photo and then their shoots (a CROSS JOIN, which SQLite keeps in that order, as its
+// planner would otherwise walk every shoot of the account to spare the photo's a sort; PostgreSQL
+// plans it as any join). The shoots are found by jobs_packshot_shoots (account_id, job_type,
+// packshot_id, created_at, id; migration 0031).
+const (
+	recordJobs    = "jobs AS j"
+	shootsOfPhoto = "packshots AS ps CROSS JOIN jobs AS j"
 )
 
 // listRecordJobs lists a page of the account's jobs of the types ofTypes selects (shootJobs,
 // videoJobs) that q (conditions on the jobs as j) selects, newest first, with their outputs when
 // completed (first stored output per job). The page may start after any of the account's jobs of
-// the types.
-func listRecordJobs(q *gorm.DB, accountID, ofTypes string, page RecordPage) ([]recordJob, map[string]string, error) {
+// the types. from is the query's FROM: recordJobs, or a join that ends with it and that q's
+// conditions join on (shootsOfPhoto).
+func listRecordJobs(q *gorm.DB, from, accountID, ofTypes string, page RecordPage) ([]recordJob, map[string]string, error) {
 	all := q.Session(&gorm.Session{NewDB: true})
 	key, err := recordKeyOf(all.Table("jobs AS j").Select("j.created_at, j.id").
 		Where("j.id = ? AND j.account_id = ? AND "+ofTypes, page.StartingAfter, accountID), page.StartingAfter)
@@ -157,7 +171,7 @@ func listRecordJobs(q *gorm.DB, accountID, ofTypes string, page RecordPage) ([]r
 		return nil, nil, err
 	}
 	var jobs []recordJob
-	q = q.Table("jobs AS j").
+	q = q.Table(from).
 		Select(`j.id, `+recordName+` AS name, j.status, j.voting, j.created_at, j.input_asset_id,
 			ia.thumbnail_blob_key AS input_preview, ia.purged_at AS input_purged`).
 		Joins("LEFT JOIN products pr ON pr.id = j.product_id").

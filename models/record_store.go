@@ -22,11 +22,17 @@ import (
 // read them: SQLite uses a partial index only for a query whose WHERE clause contains its terms.
 var listedReferenceItems = fmt.Sprintf("r.status <> '%s'", RefStatusArchived)
 
+// approvedReferenceItems is the filter approved of /models and /sceneries, written as the rest of
+// the WHERE clause of the partial indexes their filtered pages walk
+// (fashion_models_account_approved_page, sceneries_account_approved_page: migration 0031).
+var approvedReferenceItems = fmt.Sprintf("r.voting = '%s'", RefVotingApproved)
+
 // ListAccountReferenceItems lists a page of the account's own fashion models or sceneries (those
 // it generated; never the marketplace's) that are not archived, newest first; approvedOnly keeps
 // the APPROVED ones. The page may start after any of the account's items of the kind. A page
-// walks the index fashion_models_account_page or sceneries_account_page from the cursor on: it
-// reads its rows, and with approvedOnly the items not approved among them.
+// walks the index fashion_models_account_page or sceneries_account_page from the cursor on, and
+// with approvedOnly fashion_models_account_approved_page or sceneries_account_approved_page: it
+// reads its own rows.
 func (s *Store) ListAccountReferenceItems(ctx context.Context, kind ReferenceKind, accountID string, approvedOnly bool, page RecordPage) ([]Record, error) {
 	db := s.conn(ctx)
 	key, err := recordKeyOf(db.Table(kind.Table()).Select("created_at, id").
@@ -42,7 +48,7 @@ func (s *Store) ListAccountReferenceItems(ctx context.Context, kind ReferenceKin
 		Joins("LEFT JOIN assets a ON a.id = r.thumbnail_asset_id").
 		Where("r.account_id = ? AND "+listedReferenceItems, accountID)
 	if approvedOnly {
-		q = q.Where("r.voting = ?", RefVotingApproved)
+		q = q.Where(approvedReferenceItems)
 	}
 	if err := olderThan(q, "r.created_at", "r.id", key).Order("r.created_at DESC, r.id DESC").Limit(page.Limit).Scan(&rows).Error; err != nil {
 		return nil, err
@@ -75,10 +81,10 @@ func (s *Store) ListAccountReferenceItems(ctx context.Context, kind ReferenceKin
 //
 // Each branch of the list (packshotRecords) is cut to a page of its own, after the cursor, and the
 // page is the newest of both: a branch walks its index from the cursor on and stops at the page's
-// size, and PostgreSQL merges the two ordered pages (Merge Append). A branch reads its rows and
-// those it walks past: with approvedOnly the packshots not accepted. The jobs branch's index holds
-// only the packshot jobs whose packshot was not made (record_made_at, migration 0030), so it walks
-// past none. (A branch of a UNION ALL that joins is planned on its own, for no order: cut only by
+// size, and PostgreSQL merges the two ordered pages (Merge Append). A branch reads its own rows:
+// with approvedOnly the packshots branch alone, on the index of the accepted packshots
+// (packshots_account_approved_page, migration 0031), and the jobs branch's index holds only the
+// packshot jobs whose packshot was not made (record_made_at, migration 0030). (A branch of a UNION ALL that joins is planned on its own, for no order: cut only by
 // the outer query, each branch would be read whole and sorted.)
 func (s *Store) ListAccountPackshots(ctx context.Context, accountID string, approvedOnly bool, page RecordPage) ([]Record, error) {
 	db := s.conn(ctx)
@@ -138,8 +144,10 @@ func (s *Store) ListAccountPackshots(ctx context.Context, accountID string, appr
 // partial indexes its two branches walk (migration 0029) so that both databases read them: SQLite
 // uses a partial index only for a query whose WHERE clause contains its terms.
 var (
-	// listedPackshots: packshots_account_page.
-	listedPackshots = "p.deleted_at IS NULL AND p.archived_at IS NULL"
+	// listedPackshots: packshots_account_page; with approvedPackshots:
+	// packshots_account_approved_page (migration 0031).
+	listedPackshots   = "p.deleted_at IS NULL AND p.archived_at IS NULL"
+	approvedPackshots = fmt.Sprintf("p.voting = '%s'", VotingAccepted)
 	// packshotJobRecords, unmadePackshotJobs and with listedPackshotJobs: jobs_packshot_records_page.
 	packshotJobRecords = fmt.Sprintf("j.job_type = '%s' AND j.record_id IS NOT NULL", jobtype.Packshot)
 	listedPackshotJobs = "j.record_archived_at IS NULL"
@@ -169,7 +177,7 @@ func packshotRecords(db *gorm.DB, accountID string, listed, approvedOnly bool) (
 		made = made.Where(listedPackshots)
 	}
 	if approvedOnly {
-		return made.Where("p.voting = ?", VotingAccepted), nil
+		return made.Where(approvedPackshots), nil
 	}
 	making = db.Table("jobs AS j").
 		Select(`j.record_id AS id, `+recordName+` AS name, '' AS voting, j.created_at AS created_at, j.status AS job_status,
@@ -187,17 +195,21 @@ func packshotRecords(db *gorm.DB, accountID string, listed, approvedOnly bool) (
 // API), newest first, with voting accepted, rejected or null (never pending) and the first output
 // as the thumbnail once DONE. approvedOnly keeps the accepted ones; a photoID keeps the shoots of
 // packshots cut from that product photo. The page may start after any of the account's shoots. A
-// page walks the index jobs_account_type from the cursor on: it reads its rows, and with a filter
-// the shoots it leaves out among them.
+// page walks an index from the cursor on and reads its own rows: jobs_account_type, or with
+// approvedOnly jobs_account_shoots_approved_page (migration 0031). With a photoID it reads the
+// photo's shoots instead, by their packshots (jobs_packshot_shoots, 0031), and orders those:
+// however many shoots the account has, a page reads those of the photo after the cursor.
 func (s *Store) ListAccountShoots(ctx context.Context, accountID string, approvedOnly bool, photoID string, page RecordPage) ([]Record, error) {
 	q := s.conn(ctx)
 	if approvedOnly {
-		q = q.Where("j.voting = ?", VotingAccepted)
+		q = q.Where(approvedShoots)
 	}
+	from := recordJobs
 	if photoID != "" {
-		q = q.Where("j.packshot_id IN (SELECT p.id FROM packshots p WHERE p.source_image_id = ? AND p.account_id = ?)", photoID, accountID)
+		from = shootsOfPhoto
+		q = q.Where("ps.source_image_id = ? AND ps.account_id = ? AND j.packshot_id = ps.id", photoID, accountID)
 	}
-	jobs, outputs, err := listRecordJobs(q, accountID, shootJobs, page)
+	jobs, outputs, err := listRecordJobs(q, from, accountID, shootJobs, page)
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +232,7 @@ func (s *Store) ListAccountShoots(ctx context.Context, accountID string, approve
 // one), voting APPROVED, REJECTED or null. A page walks the index jobs_account_videos_page from
 // the cursor on.
 func (s *Store) ListAccountVideos(ctx context.Context, accountID string, page RecordPage) ([]Record, error) {
-	jobs, outputs, err := listRecordJobs(s.conn(ctx), accountID, videoJobs, page)
+	jobs, outputs, err := listRecordJobs(s.conn(ctx), recordJobs, accountID, videoJobs, page)
 	if err != nil {
 		return nil, err
 	}
