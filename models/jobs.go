@@ -3,6 +3,7 @@ package models
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -112,8 +113,10 @@ func completeJobRun(db *gorm.DB, jobID string, run int, outputs []Asset, owed *o
 	var job *Job
 	completed := false
 	err := db.Transaction(func(tx *gorm.DB) error {
-		j, ok, err := finish(tx, jobID, run, status.JobCompleted, map[string]any{
+		now := time.Now().UTC()
+		j, ok, err := finish(tx, jobID, run, status.JobCompleted, now, map[string]any{
 			"error_category": nil, "error_hint": nil,
+			"record_made_at": recordMadeAt(jobID, outputs, now),
 		})
 		job = j
 		if err != nil || !ok {
@@ -137,7 +140,7 @@ func completeJobRun(db *gorm.DB, jobID string, run int, outputs []Asset, owed *o
 				return err
 			}
 		}
-		if _, err := EnsurePackshotCandidate(tx, j); err != nil {
+		if _, err := ensurePackshotCandidate(tx, j, true); err != nil {
 			return err
 		}
 		if err := finishReferenceItem(tx, j, RefStatusDone); err != nil {
@@ -192,7 +195,7 @@ func endJobRun(db *gorm.DB, jobID string, run int, to, category, hint, detail st
 			extra["error_category"] = category
 			extra["error_hint"] = hint
 		}
-		j, ok, err := finish(tx, jobID, run, to, extra)
+		j, ok, err := finish(tx, jobID, run, to, time.Now().UTC(), extra)
 		job = j
 		if err != nil || !ok {
 			return err
@@ -219,11 +222,10 @@ func endJobRun(db *gorm.DB, jobID string, run int, to, category, hint, detail st
 // terminalJobStatuses are the statuses a job run ends in.
 var terminalJobStatuses = []string{status.JobCompleted, status.JobFailed, status.JobCancelled, status.JobExpired}
 
-// finish moves a non-terminal job run to a terminal status and returns the job as its UPDATE left
-// it (RETURNING, one statement); ok is false, and the job is read as it is, if it was already
+// finish moves a non-terminal job run to a terminal status at now and returns the job as its UPDATE
+// left it (RETURNING, one statement); ok is false, and the job is read as it is, if it was already
 // terminal (ErrNotFound when there is no such job).
-func finish(tx *gorm.DB, jobID string, run int, to string, extra map[string]any) (*Job, bool, error) {
-	now := time.Now().UTC()
+func finish(tx *gorm.DB, jobID string, run int, to string, now time.Time, extra map[string]any) (*Job, bool, error) {
 	fields := map[string]any{"status": to, "completed_at": now, "updated_at": now}
 	for k, v := range extra {
 		fields[k] = v
@@ -240,6 +242,27 @@ func finish(tx *gorm.DB, jobID string, run int, to string, extra map[string]any)
 		return current, false, err
 	}
 	return &j, true, nil
+}
+
+// recordMadeAt is the value finish's UPDATE gives record_made_at when it completes the job at now
+// with outputs: now when the completion makes the packshot under the job's record ID, else the
+// column unchanged. The completion makes it (EnsurePackshotCandidate, in the same transaction)
+// when the job is a packshot job with a product and a record ID, has a first output (one of
+// outputs, which are stored after the UPDATE under IDs of the job's own, OutputAssetID, or one
+// stored already) and no packshot yet, which its record_made_at says: set iff the packshot under
+// its record ID exists. So the job's row is written once at its completion, not again by the
+// candidate's creation, and the same statement reads (RETURNING) the record_archived_at the
+// packshot inherits, holding the row from then on.
+func recordMadeAt(jobID string, outputs []Asset, now time.Time) clause.Expr {
+	made := "job_type = ? AND product_id IS NOT NULL AND record_id IS NOT NULL AND record_made_at IS NULL"
+	args := []any{jobtype.Packshot}
+	if !slices.ContainsFunc(outputs, func(o Asset) bool {
+		return o.Kind == AssetKindOutput && (o.JobID == nil || *o.JobID == jobID)
+	}) {
+		made += " AND EXISTS (SELECT 1 FROM assets a WHERE a.kind = ? AND a.job_id = jobs.id)"
+		args = append(args, AssetKindOutput)
+	}
+	return gorm.Expr("CASE WHEN "+made+" THEN ? ELSE record_made_at END", append(args, now)...)
 }
 
 // endOfJob records a job run's end in its order with one UPDATE: the job's counter goes up, the
@@ -287,6 +310,14 @@ func PackshotCandidateID(jobID string, run int) string {
 // a job that is not a packshot job, has no product or has no output. Accepting or rejecting the job
 // (POST /jobs/{id}/accept, /reject) decides the candidate.
 func EnsurePackshotCandidate(tx *gorm.DB, j *Job) (*Packshot, error) {
+	return ensurePackshotCandidate(tx, j, false)
+}
+
+// ensurePackshotCandidate is EnsurePackshotCandidate; finished says j is the job's row as this
+// transaction's finish left it (RETURNING), whose UPDATE already set record_made_at when the
+// packshot is made now (recordMadeAt) and read its record_archived_at, so a candidate under the
+// job's record ID takes both from j, and the row is not written again.
+func ensurePackshotCandidate(tx *gorm.DB, j *Job, finished bool) (*Packshot, error) {
 	if j.JobType != jobtype.Packshot || j.ProductID == nil {
 		return nil, nil
 	}
@@ -310,14 +341,22 @@ func EnsurePackshotCandidate(tx *gorm.DB, j *Job) (*Packshot, error) {
 		ID: PackshotCandidateID(j.ID, j.Run), AccountID: j.AccountID, InstallationID: j.InstallationID,
 		ProductID: *j.ProductID, AssetID: first.ID, Voting: VotingPending, JobID: &j.ID, CreatedAt: time.Now().UTC(),
 	}
-	if j.RecordID != nil {
+	switch {
+	case j.RecordID != nil && finished && j.RecordMadeAt != nil:
+		// The job's completion made its row say the packshot is made, at the packshot's creation
+		// time, and read its record_archived_at: the UPDATE that did holds the row, so an archive
+		// of the record (archiveJobRecord) had committed before it or waits for this transaction.
+		p.ID, p.CreatedAt, p.ArchivedAt = *j.RecordID, j.RecordMadeAt.UTC(), j.RecordArchivedAt
+	case j.RecordID != nil:
 		p.ID = *j.RecordID
 		// The job's row says its packshot is made (record_made_at, which leaves the job out of
 		// GET /packshots's index of the jobs still making theirs), in the statement that reads the
 		// job's record_archived_at: a record the client archived while its job ran stays archived
 		// (archiveJobRecord), read now, as the job's row is held by this transaction, so the
 		// archive has committed or waits. The packshot is inserted below in the same transaction,
-		// or already exists under this ID (the insert's only possible conflict).
+		// or already exists under this ID (the insert's only possible conflict). A completion has
+		// done this in finish's UPDATE (recordMadeAt); this is the rating of a job completed before
+		// candidates existed (RateJob).
 		var archived Job
 		res := tx.Model(&archived).Clauses(clause.Returning{Columns: []clause.Column{{Name: "record_archived_at"}}}).
 			Where("id = ?", j.ID).UpdateColumn("record_made_at", p.CreatedAt)

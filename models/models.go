@@ -292,9 +292,10 @@ type Job struct {
 	// packshot record still being made, or failed: migration 0026); the packshot inherits it.
 	RecordArchivedAt *time.Time
 	// RecordMadeAt is when the packshot under the job's RecordID was made (migration 0030): set in
-	// the transaction that creates it (EnsurePackshotCandidate), so that GET /packshots's index of
-	// the packshot jobs still without theirs (jobs_packshot_records_page) leaves the job out. Nil
-	// while the packshot does not exist, and for a job without a record ID.
+	// the transaction that creates it, by the UPDATE that completes the job (recordMadeAt) or, at
+	// the rating of a job completed before candidates existed, by EnsurePackshotCandidate, so that
+	// GET /packshots's index of the packshot jobs still without theirs (jobs_packshot_records_page)
+	// leaves the job out. Nil while the packshot does not exist, and for a job without a record ID.
 	RecordMadeAt  *time.Time
 	AIModel       string `gorm:"column:ai_model"`
 	AspectRatio   string

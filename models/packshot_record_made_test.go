@@ -2,6 +2,8 @@ package models_test
 
 import (
 	"context"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -140,6 +142,181 @@ func TestPackshotJobsRecordThatTheirPackshotIsMade(t *testing.T) {
 			*running.RecordID: models.RefStatusInProgress, models.PackshotCandidateID(plugin.ID, plugin.Run): models.RefStatusDone,
 		}
 		if len(recs) != len(want) || len(got) != len(want) {
+			t.Errorf("GET /packshots lists %v, want %v", got, want)
+		}
+		for id, st := range want {
+			if got[id] != st {
+				t.Errorf("record %s is listed %q, want %q", id, got[id], st)
+			}
+		}
+	})
+}
+
+// jobsUpdate is an UPDATE of jobs as gorm sends it to either database.
+var jobsUpdate = regexp.MustCompile("^UPDATE [\"`]jobs[\"`] ")
+
+// jobsUpdates are the UPDATEs of jobs among statements.
+func jobsUpdates(statements []string) []string {
+	var updates []string
+	for _, s := range statements {
+		if jobsUpdate.MatchString(s) {
+			updates = append(updates, s)
+		}
+	}
+	return updates
+}
+
+// jobsRowVersions is how many row versions of jobs the current transaction wrote by UPDATE
+// (PostgreSQL's count, which sees every UPDATE, a trigger's included).
+func jobsRowVersions(t *testing.T, tx *gorm.DB) int64 {
+	t.Helper()
+	var n int64
+	if err := tx.Raw(`SELECT pg_stat_get_xact_tuples_updated('jobs'::regclass)`).Scan(&n).Error; err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// Completing an external API's packshot job writes the job's row once: finish's UPDATE, which
+// makes the job completed, also says its packshot is made (record_made_at) when the transaction
+// makes it, and reads the record_archived_at the packshot inherits, so the candidate's creation
+// does not update the row again. That holds with the job's file passed in or already stored, for a
+// record archived while its job ran, and in the worker's transaction; a job completed without a
+// file is written once as well and stays without its record (listed FAILED), and a repeated
+// completion writes nothing. On PostgreSQL the transaction's own count of the row versions of jobs
+// it wrote says the same.
+func TestCompletingAPackshotJobWritesItsRowOnce(t *testing.T) {
+	t.Parallel()
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		f := newCandidateFixture(t, db)
+		postgres := db.Dialector.Name() == "postgres"
+
+		// complete completes the job run in a transaction and returns whether it completed it,
+		// checking that it sent one UPDATE of jobs and, on PostgreSQL, that it wrote one row version
+		// of jobs, none when the job was already terminal.
+		complete := func(t *testing.T, j models.Job, outputs []models.Asset) bool {
+			t.Helper()
+			var completed bool
+			var versions int64
+			stop := testdb.RecordStatements(db)
+			err := db.Transaction(func(tx *gorm.DB) error {
+				var before int64
+				if postgres {
+					before = jobsRowVersions(t, tx)
+				}
+				var err error
+				completed, err = models.CompleteJob(tx, j.ID, j.Run, outputs)
+				if postgres {
+					versions = jobsRowVersions(t, tx) - before
+				}
+				return err
+			})
+			statements := stop()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if updates := jobsUpdates(statements); len(updates) != 1 {
+				t.Errorf("completing the job sent %d UPDATEs of jobs, want 1:\n%s", len(updates), strings.Join(updates, "\n"))
+			}
+			want := int64(1)
+			if !completed { // the UPDATE of a terminal job matches no row
+				want = 0
+			}
+			if postgres && versions != want {
+				t.Errorf("completing the job wrote %d row versions of jobs, want %d", versions, want)
+			}
+			return completed
+		}
+
+		withFile := f.recordJob(t, db)
+		if !complete(t, withFile, f.outputs(withFile, 2)) {
+			t.Fatal("the job was not completed")
+		}
+		if !recordMade(t, db, withFile.ID) {
+			t.Error("a packshot job completed with its file does not say its packshot was made")
+		}
+
+		stored := f.recordJob(t, db)
+		files := f.outputs(stored, 1)
+		if err := db.Create(&files).Error; err != nil {
+			t.Fatal(err)
+		}
+		complete(t, stored, nil)
+		if !recordMade(t, db, stored.ID) {
+			t.Error("a packshot job whose file was stored before its completion does not say its packshot was made")
+		}
+
+		archived := f.recordJob(t, db)
+		archivedAt := time.Now().UTC().Truncate(time.Microsecond)
+		testdb.MustExec(t, db, "UPDATE jobs SET record_archived_at = ? WHERE id = ?", archivedAt, archived.ID)
+		complete(t, archived, f.outputs(archived, 1))
+		if !recordMade(t, db, archived.ID) {
+			t.Error("a packshot job whose record was archived does not say its packshot was made")
+		}
+		var p models.Packshot
+		if err := db.Take(&p, "id = ?", *archived.RecordID).Error; err != nil {
+			t.Fatal(err)
+		}
+		if p.ArchivedAt == nil || !p.ArchivedAt.Equal(archivedAt) {
+			t.Errorf("the packshot of a record archived while its job ran is archived at %v, want %v", p.ArchivedAt, archivedAt)
+		}
+
+		withoutFile := f.recordJob(t, db)
+		complete(t, withoutFile, nil)
+		if !recordNotMade(t, db, withoutFile.ID) {
+			t.Error("a packshot job completed without a file says its record was made")
+		}
+
+		done, err := models.GetJob(db, withFile.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if complete(t, withFile, f.outputs(withFile, 2)) {
+			t.Error("a repeated completion completed the job again")
+		}
+		again, err := models.GetJob(db, withFile.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !again.UpdatedAt.Equal(done.UpdatedAt) || again.RecordMadeAt == nil || !again.RecordMadeAt.Equal(*done.RecordMadeAt) {
+			t.Errorf("a repeated completion changed the job: updated_at %v, record_made_at %v, were %v, %v",
+				again.UpdatedAt, again.RecordMadeAt, done.UpdatedAt, done.RecordMadeAt)
+		}
+		if !recordMade(t, db, withFile.ID) {
+			t.Error("a repeated completion leaves the job's record_made_at apart from its packshot")
+		}
+
+		// The worker's path: CompleteJob of the store in its transaction (FinishJob's).
+		store := models.NewStore(db)
+		worker := f.recordJob(t, db)
+		stop := testdb.RecordStatements(db)
+		err = store.Tx(ctx, func(tx *models.Store) error {
+			_, _, err := tx.CompleteJob(ctx, worker.ID, worker.Run, f.outputs(worker, 1))
+			return err
+		})
+		statements := stop()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if updates := jobsUpdates(statements); len(updates) != 1 {
+			t.Errorf("completing the job in the store's transaction sent %d UPDATEs of jobs, want 1:\n%s", len(updates), strings.Join(updates, "\n"))
+		}
+		if !recordMade(t, db, worker.ID) {
+			t.Error("a packshot job completed in the worker's transaction does not say its packshot was made")
+		}
+
+		recs, err := store.ListAccountPackshots(ctx, f.acc.ID, false, models.RecordPage{Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, r := range recs {
+			got[r.ID] = string(r.Status)
+		}
+		want := map[string]string{*withFile.RecordID: models.RefStatusDone, *stored.RecordID: models.RefStatusDone,
+			*withoutFile.RecordID: models.RefStatusFailed, *worker.RecordID: models.RefStatusDone}
+		if len(got) != len(want) {
 			t.Errorf("GET /packshots lists %v, want %v", got, want)
 		}
 		for id, st := range want {
