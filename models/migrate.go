@@ -21,7 +21,8 @@ import (
 // The schema is the goose migrations in migrations/, named NNNN_name.sql, forward-only: each file
 // has an Up section and no Down section. A file is a text/template rendered per dialect before
 // goose reads it ({{ts}}: a timestamp with zone, {{json}}: a JSON document, {{dialect}}: "postgres"
-// or "sqlite", for the rare change SQLite makes another way, such as a table rebuild), so both
+// or "sqlite", for the rare change SQLite makes another way, such as a table rebuild;
+// {{concurrently}}: an index built without holding its table's writes), so both
 // dialects run the same file and cannot drift apart. goose splits a section at every line that ends in `;`
 // outside a comment; a statement with `;` inside (a function, a trigger) goes between
 // `-- +goose StatementBegin` and `-- +goose StatementEnd`.
@@ -192,6 +193,15 @@ func migrationFiles(src fs.FS, dialect string) (fs.FS, error) {
 		"ts":      func() string { return types["ts"] },
 		"json":    func() string { return types["json"] },
 		"dialect": func() string { return dialect },
+		// concurrently builds or drops an index without holding the table's writes on PostgreSQL,
+		// in a migration marked `-- +goose NO TRANSACTION` (PostgreSQL refuses it in a
+		// transaction); SQLite has no such option.
+		"concurrently": func() string {
+			if dialect == "postgres" {
+				return "CONCURRENTLY"
+			}
+			return ""
+		},
 	}
 	entries, err := fs.ReadDir(src, "migrations")
 	if err != nil {
