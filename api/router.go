@@ -53,16 +53,19 @@ func init() { gin.SetMode(gin.ReleaseMode) }
 // Router is the HTTP handler of the whole API: gin's engine, which also answers HEAD wherever it
 // answers GET (RFC 9110, 9.1), as the GET would, without its body, and the CORS preflights of the
 // routes of signed URLs (files.SignedRoutes), which browsers reach (servePreflight), and the
-// request-target "*" (serveAsteriskTarget).
+// request-target "*" (serveAsteriskTarget). No route registers HEAD itself (ServeHTTP).
 type Router struct {
 	*gin.Engine
 }
 
-// ServeHTTP serves a HEAD of a path that takes GET as that GET. The handlers see a GET (a signed
-// URL is signed for GET); net/http, which holds the HEAD, sends the headers and Content-Length and
-// drops the body.
+// ServeHTTP serves every HEAD as the GET of its path (reqctx.HeadAsGet), which gin routes as it
+// routes a GET, at a GET's cost: a path that takes GET answers as that GET, one that takes only
+// other methods reaches the NoMethod handler (405) and an unknown one the NoRoute handler (404),
+// whose answers name the HEAD the client sent (reqctx.Method). No route registers HEAD itself,
+// which this would hide. The handlers see a GET (a signed URL is signed for GET); net/http, which
+// holds the HEAD, sends the headers and Content-Length and drops the body.
 func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	if req.Method == http.MethodHead && slices.Contains(allowedMethods(r.Routes(), req.URL.EscapedPath()), http.MethodGet) {
+	if req.Method == http.MethodHead {
 		req = reqctx.HeadAsGet(req)
 	}
 	r.Engine.ServeHTTP(w, req)
@@ -145,14 +148,16 @@ func NewRouter(d Deps, p *plugin.Handler) *Router {
 		if servePreflight(c) {
 			return
 		}
-		// A 405 names the methods the path takes (RFC 9110, 15.5.6), matched as the routes are:
-		// on the path as sent, where a %2F stays inside its segment.
-		c.Header("Allow", strings.Join(allowedMethods(r.Routes(), c.Request.URL.EscapedPath()), ", "))
+		// A 405 names the methods the path takes (RFC 9110, 15.5.6). gin (since v1.10), before it
+		// calls this handler, sets Allow to the methods whose routes match the path as it routed
+		// it (on the path as sent, where a %2F stays inside its segment), looking the path up in
+		// each method's tree rather than listing every route; allowMethods completes it.
+		c.Header("Allow", allowMethods(c.Writer.Header().Get("Allow"), c.Request.URL.EscapedPath()))
 		if d.External != nil && isExternal(c) {
 			d.External.MethodNotAllowed(c)
 			return
 		}
-		p.Fail(c, http.StatusMethodNotAllowed, plugin.CodeMethodNotAllowed, "Method "+c.Request.Method+" is not allowed on this route.")
+		p.Fail(c, http.StatusMethodNotAllowed, plugin.CodeMethodNotAllowed, "Method "+reqctx.Method(c)+" is not allowed on this route.")
 	})
 	return &Router{Engine: r}
 }
@@ -241,7 +246,7 @@ func serveAsteriskTarget(c *gin.Context, routes func() gin.RoutesInfo, p *plugin
 	c.Set(routeKey{}, asteriskTarget)
 	if c.Request.Method != http.MethodOptions {
 		p.Fail(c, http.StatusBadRequest, plugin.CodeInvalidInput,
-			"The request-target * is only for OPTIONS, which asks what the service takes; "+c.Request.Method+" needs a route's path.")
+			"The request-target * is only for OPTIONS, which asks what the service takes; "+reqctx.Method(c)+" needs a route's path.")
 		return true
 	}
 	methods := []string{http.MethodOptions}
@@ -280,25 +285,22 @@ func isExternal(c *gin.Context) bool {
 	return path == external.Base || strings.HasPrefix(path, external.Base+"/")
 }
 
-// allowedMethods lists, sorted, the methods of the routes whose pattern matches path (HEAD where
-// GET is one, OPTIONS on a signed route): a :param segment matches any one segment, a *param the
-// rest of the path.
-func allowedMethods(routes gin.RoutesInfo, path string) []string {
-	segments := segmentsOf(path)
+// allowMethods is the Allow of a 405 of path, sorted: matched, the methods gin found routes of
+// for the path (a comma-separated list, its 405's Allow), with HEAD where GET is one (served as
+// the GET, Router.ServeHTTP) and OPTIONS on a signed route (its CORS preflight, servePreflight).
+func allowMethods(matched, path string) string {
 	var methods []string
-	for _, rt := range routes {
-		if matchesPattern(segmentsOf(rt.Path), segments) && !slices.Contains(methods, rt.Method) {
-			methods = append(methods, rt.Method)
-		}
+	if matched != "" {
+		methods = strings.Split(matched, ", ")
 	}
 	if slices.Contains(methods, http.MethodGet) && !slices.Contains(methods, http.MethodHead) {
-		methods = append(methods, http.MethodHead) // served as the GET (Router.ServeHTTP)
+		methods = append(methods, http.MethodHead)
 	}
-	if _, signed := signedRoute(segments); signed && len(methods) > 0 {
-		methods = append(methods, http.MethodOptions) // its CORS preflight (servePreflight)
+	if _, signed := signedRoute(segmentsOf(path)); signed && len(methods) > 0 && !slices.Contains(methods, http.MethodOptions) {
+		methods = append(methods, http.MethodOptions)
 	}
 	slices.Sort(methods)
-	return methods
+	return strings.Join(methods, ", ")
 }
 
 // segmentsOf splits a path or a route pattern into its segments.

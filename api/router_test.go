@@ -44,7 +44,7 @@ import (
 const docsURL = "https://docs.example.test"
 
 type server struct {
-	t      *testing.T
+	t      testing.TB
 	db     *gorm.DB
 	blobs  *blobstore.Store
 	signer *urlsign.Signer
@@ -55,7 +55,7 @@ type server struct {
 	ready  error
 }
 
-func newServer(t *testing.T) *server {
+func newServer(t testing.TB) *server {
 	t.Helper()
 	db := testdb.Open(t, testdb.SQLiteURL(t))
 	core, logs := observer.New(zapcore.InfoLevel)

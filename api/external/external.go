@@ -122,7 +122,7 @@ func (h *Handler) NotFound(c *gin.Context) { h.fail(c, http.StatusNotFound, "No 
 
 // MethodNotAllowed answers a known external path with another method.
 func (h *Handler) MethodNotAllowed(c *gin.Context) {
-	h.fail(c, http.StatusMethodNotAllowed, "Method "+c.Request.Method+" is not allowed on this route.")
+	h.fail(c, http.StatusMethodNotAllowed, "Method "+reqctx.Method(c)+" is not allowed on this route.")
 }
 
 // HeadersTooLarge answers an external request whose line and headers are longer than the router

@@ -141,7 +141,7 @@ func (h *Handler) Input(body inputcheck.Body) inputcheck.Checks {
 
 // NotFound answers an unknown route of the plugin API with the envelope.
 func (h *Handler) NotFound(c *gin.Context) {
-	h.Fail(c, http.StatusNotFound, CodeNotFound, "No such route: "+c.Request.Method+" "+c.Request.URL.Path)
+	h.Fail(c, http.StatusNotFound, CodeNotFound, "No such route: "+reqctx.Method(c)+" "+c.Request.URL.Path)
 }
 
 // Recover answers a panic with the 500 envelope.
