@@ -192,10 +192,11 @@ const ServerMaxHeaderBytes = http.DefaultMaxHeaderBytes
 
 // limitHeaders refuses a request whose head is longer than MaxHeaderBytes with 431 in the error
 // body of the API whose prefix it carries, before any route's handlers (the key check included)
-// run; x is nil when the router serves no external API.
+// run; x is nil when the router serves no external API. It measures the request as sent
+// (reqctx.Sent): a HEAD with its method and its Prefer, which the GET it is served as lacks.
 func limitHeaders(x *external.Handler, p *plugin.Handler) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		n := headBytes(c.Request)
+		n := headBytes(reqctx.Sent(c))
 		if n <= MaxHeaderBytes {
 			c.Next()
 			return

@@ -3,12 +3,15 @@ package api_test
 import (
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/gin-gonic/gin"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/shotflow/shotflow/api"
 	"github.com/shotflow/shotflow/api/external"
 	"github.com/shotflow/shotflow/api/plugin"
 )
@@ -110,5 +113,28 @@ func TestNoRouteRegistersHead(t *testing.T) {
 	s := newServer(t)
 	for _, rt := range s.router.Routes() {
 		assert.NotEqual(t, http.MethodHead, rt.Method, rt.Path)
+	}
+}
+
+// api.MaxHeaderBytes bounds the request's line and headers as the client sent them: a HEAD, served
+// as its GET without its Prefer (reqctx.HeadAsGet), is measured with its method and every header
+// it carried, as its GET is.
+func TestHeadIsMeasuredAsSent(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	// send sends method /healthz with a line and headers of exactly size bytes as headBytes counts
+	// them (httptest.NewRequest's Host is example.com).
+	send := func(method string, size int) int {
+		req := httptest.NewRequest(method, "/healthz", nil)
+		req.Header.Set("Prefer", "wait=5")
+		fixed := len(method+" /healthz HTTP/1.1\r\n") + len("Host: example.com\r\n") + len("Prefer: wait=5\r\n") + len("X-Pad: \r\n") + len("\r\n")
+		req.Header.Set("X-Pad", strings.Repeat("a", size-fixed))
+		rec := httptest.NewRecorder()
+		s.router.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	for _, method := range []string{http.MethodGet, http.MethodHead} {
+		assert.Equal(t, http.StatusOK, send(method, api.MaxHeaderBytes), "%s of a head of MaxHeaderBytes", method)
+		assert.Equal(t, http.StatusRequestHeaderFieldsTooLarge, send(method, api.MaxHeaderBytes+1), "%s of a head one byte longer", method)
 	}
 }

@@ -94,14 +94,15 @@ func Fields(c *gin.Context) []zap.Field {
 // request's access line, its answer's X-Request-Id and its tenant from it.
 func Log(c *gin.Context, log *zap.Logger) *zap.Logger { return log.With(Fields(c)...) }
 
-// headKey marks the context of a HEAD served as its GET (HeadAsGet).
+// headKey is the context key of the HEAD a GET is served as (HeadAsGet).
 type headKey struct{}
 
 // HeadAsGet is the GET a HEAD request is served as: its handlers run as for a GET (a signed URL is
-// signed for GET), and its context remembers the HEAD (IsHead, Method). It holds nothing open: a
-// `Prefer: wait` is dropped, and an event stream answers its headers only (eventstream.Serve).
+// signed for GET), and its context remembers the HEAD as sent (IsHead, Method, Sent). It holds
+// nothing open: a `Prefer: wait` is dropped, and an event stream answers its headers only
+// (eventstream.Serve).
 func HeadAsGet(req *http.Request) *http.Request {
-	get := req.Clone(context.WithValue(req.Context(), headKey{}, true))
+	get := req.Clone(context.WithValue(req.Context(), headKey{}, req))
 	get.Method = http.MethodGet
 	get.Header.Del("Prefer")
 	return get
@@ -109,8 +110,17 @@ func HeadAsGet(req *http.Request) *http.Request {
 
 // IsHead reports whether the request is a HEAD served as its GET.
 func IsHead(c *gin.Context) bool {
-	head, _ := c.Request.Context().Value(headKey{}).(bool)
+	_, head := c.Request.Context().Value(headKey{}).(*http.Request)
 	return head
+}
+
+// Sent is the request as the client sent it: the HEAD, with its method and every header, of a GET
+// it is served as (HeadAsGet), else the request itself.
+func Sent(c *gin.Context) *http.Request {
+	if head, ok := c.Request.Context().Value(headKey{}).(*http.Request); ok {
+		return head
+	}
+	return c.Request
 }
 
 // Method is the method the client sent: HEAD for a HEAD served as its GET.
