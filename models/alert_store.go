@@ -35,7 +35,7 @@ type PendingAlert struct {
 	SpendLimit     *int64  // spend_limit.alert: the monthly limit
 	AlertPercent   *int    // spend_limit.alert: the percentage passed
 	SpendUsed      *int64  // spend_limit.alert: the month's spend after the reservation
-	Month          string  // the month (YYYY-MM) of the reservation
+	Month          string  // the month (YYYY-MM) of the reservation; a spend alert's, the month its spend counts
 	CreatedAt      time.Time
 }
 
@@ -54,10 +54,12 @@ func lowAlert(accountID string, installationID *string, threshold, balance int64
 		Threshold: &threshold, Balance: &balance, Month: month, CreatedAt: now}
 }
 
-func spendAlert(accountID string, installationID *string, l SpendLimits, month string, now time.Time) PendingAlert {
+// spendAlert is the spend_limit.alert of the limits l as a reservation left them, of the month the
+// reservation counted into (l.SpendMonth: the next one when another process's clock started it).
+func spendAlert(accountID string, installationID *string, l SpendLimits, now time.Time) PendingAlert {
 	pct, used := l.SpendAlertPercent, l.SpendUsed
 	return PendingAlert{AccountID: accountID, InstallationID: installationID, Event: AlertSpendLimit,
-		SpendLimit: l.SpendLimitMonthly, AlertPercent: &pct, SpendUsed: &used, Month: month, CreatedAt: now}
+		SpendLimit: l.SpendLimitMonthly, AlertPercent: &pct, SpendUsed: &used, Month: l.SpendMonth, CreatedAt: now}
 }
 
 // accountAlertColumns and installationAlertColumns are what queueReservationAlerts needs of an
@@ -102,11 +104,11 @@ func queueReservationAlerts(tx *gorm.DB, acc *Account, inst *Installation, total
 		}
 	}
 	if crossedPercent(acc.SpendLimitMonthly, acc.SpendAlertPercent, acc.SpendUsed-total, acc.SpendUsed) {
-		alerts = append(alerts, spendAlert(accountID, nil, acc.SpendLimits, month, now))
+		alerts = append(alerts, spendAlert(accountID, nil, acc.SpendLimits, now))
 	}
 	if inst != nil {
 		if crossedPercent(inst.SpendLimitMonthly, inst.SpendAlertPercent, inst.SpendUsed-total, inst.SpendUsed) {
-			alerts = append(alerts, spendAlert(accountID, &inst.ID, inst.SpendLimits, month, now))
+			alerts = append(alerts, spendAlert(accountID, &inst.ID, inst.SpendLimits, now))
 		}
 	}
 	if len(alerts) > 0 {
@@ -126,11 +128,11 @@ const alertQueriesSQL = `INSERT INTO pending_alerts (account_id, installation_id
 	`WHERE r.credit_balance < r.low_balance_threshold AND r.credit_balance + m.total >= r.low_balance_threshold ` +
 	`UNION ALL SELECT r.id, i.id, 'credits.low', i.low_balance_threshold, r.credit_balance, NULL, NULL, NULL, m.month, m.at FROM reserve r JOIN installations i ON i.account_id = r.id, m ` +
 	`WHERE r.credit_balance < r.low_balance_watch AND r.credit_balance < i.low_balance_threshold AND r.credit_balance + m.total >= i.low_balance_threshold ` +
-	`UNION ALL SELECT r.id, NULL, 'spend_limit.alert', NULL, NULL, r.spend_limit_monthly, r.spend_alert_percent, r.spend_used, m.month, m.at FROM reserve r, m ` +
+	`UNION ALL SELECT r.id, NULL, 'spend_limit.alert', NULL, NULL, r.spend_limit_monthly, r.spend_alert_percent, r.spend_used, r.spend_month, m.at FROM reserve r, m ` +
 	`WHERE r.spend_used * 100 >= r.spend_alert_percent * r.spend_limit_monthly AND (r.spend_used - m.total) * 100 < r.spend_alert_percent * r.spend_limit_monthly`
 
 // alertQueriesInstSQL is the part of alertQueriesSQL for a plugin order's installation (inst).
-const alertQueriesInstSQL = ` UNION ALL SELECT r.id, n.id, 'spend_limit.alert', NULL, NULL, n.spend_limit_monthly, n.spend_alert_percent, n.spend_used, m.month, m.at FROM reserve r, inst n, m ` +
+const alertQueriesInstSQL = ` UNION ALL SELECT r.id, n.id, 'spend_limit.alert', NULL, NULL, n.spend_limit_monthly, n.spend_alert_percent, n.spend_used, n.spend_month, m.at FROM reserve r, inst n, m ` +
 	`WHERE n.spend_used * 100 >= n.spend_alert_percent * n.spend_limit_monthly AND (n.spend_used - m.total) * 100 < n.spend_alert_percent * n.spend_limit_monthly`
 
 // TakePendingAlerts hands the pending alerts of accountID (of every account when "") to fn, at

@@ -246,7 +246,7 @@ func createOrder(tx *gorm.DB, order *Order, jobs []Job, oneStatement bool) error
 			if err != nil {
 				return err
 			}
-			one.sql.WriteString("acct AS (" + acct + "), inst AS (" + inst + " RETURNING id, spend_used, spend_limit_monthly, spend_alert_percent), ")
+			one.sql.WriteString("acct AS (" + acct + "), inst AS (" + inst + " RETURNING id, spend_month, spend_used, spend_limit_monthly, spend_alert_percent), ")
 			reserveGate = "EXISTS (SELECT 1 FROM inst)"
 		}
 		// The reservation of ReserveForJobs: it takes the account's row only when the balance
@@ -263,7 +263,7 @@ func createOrder(tx *gorm.DB, order *Order, jobs []Job, oneStatement bool) error
 			return err
 		}
 		one.sql.WriteString("reserve AS (" + reserve + " RETURNING id, credit_balance, low_balance_threshold, low_balance_watch, " +
-			"spend_used, spend_limit_monthly, spend_alert_percent), ")
+			"spend_month, spend_used, spend_limit_monthly, spend_alert_percent), ")
 		// The alerts the reservation crossed (alert_store.go), queued by the statement itself.
 		alerts, err := part(func(db *gorm.DB) *gorm.DB {
 			return db.Raw("SELECT CAST(? AS BIGINT) AS total, CAST(? AS TEXT) AS month, CAST(? AS TIMESTAMPTZ) AS at", total, month, now)

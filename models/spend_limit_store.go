@@ -16,6 +16,16 @@ import (
 // and concurrent orders can never pass it. A plugin order counts against its installation and its
 // account; an external order against its account. Released credits (failed, cancelled, expired
 // jobs) count back when they are released in the month that reserved them.
+//
+// The month only goes forward. A reservation's month is its process's clock's; around a month's
+// end, processes whose clocks are a little apart reserve for the same row, and one whose clock
+// still reads the month before may come after one that already counted the next. Its reservation
+// then counts into the next month, checked against that month's spend, which it keeps: restarting
+// the earlier month would drop what the next had counted and let it pass its limit. A recorded
+// month further ahead than the next is no month that started (a clock far off wrote it) and the
+// reservation's own month replaces it, so such a clock cannot freeze the count. The release of a
+// reservation so counted finds the row counting a month other than its ledger entry's and gives
+// nothing back: the later month keeps those credits, never fewer than it took.
 
 // ErrSpendLimitExceeded is returned, with nothing created, when an order would take its account's
 // or installation's month past the spend limit; the error is a *SpendLimitError.
@@ -75,13 +85,32 @@ type SpendStatus struct {
 	ResetsAt       time.Time
 }
 
-// spendStatus is the status of limits at now.
+// spendStatus is the status of limits at now: of the month a reservation at now counts into.
 func spendStatus(l SpendLimits, now time.Time) SpendStatus {
-	st := SpendStatus{MonthlyCredits: l.SpendLimitMonthly, AlertPercent: l.SpendAlertPercent, ResetsAt: SpendResetsAt(now)}
-	if l.SpendMonth == SpendMonth(now) {
-		st.Used = l.SpendUsed
+	used, resets := countedSpend(l, SpendMonth(now), now)
+	return SpendStatus{MonthlyCredits: l.SpendLimitMonthly, AlertPercent: l.SpendAlertPercent, Used: used, ResetsAt: resets}
+}
+
+// nextSpendMonth is the month (YYYY-MM) after month.
+func nextSpendMonth(month string) string {
+	t, err := time.Parse("2006-01", month)
+	if err != nil {
+		return month
 	}
-	return st
+	return SpendMonth(t.AddDate(0, 1, 0))
+}
+
+// countedSpend is what the limits l have counted of the month a reservation of month (now's)
+// counts into, and when that month ends: the recorded spend when the row counts month or the next
+// (another process's clock already started it), else zero, as spendUsedSQL reads it.
+func countedSpend(l SpendLimits, month string, now time.Time) (int64, time.Time) {
+	switch l.SpendMonth {
+	case month:
+		return l.SpendUsed, SpendResetsAt(now)
+	case nextSpendMonth(month):
+		return l.SpendUsed, SpendResetsAt(SpendResetsAt(now))
+	}
+	return 0, SpendResetsAt(now)
 }
 
 // SpendLimitOf returns the spend limit of scope at now; ErrNotFound when there is no such
@@ -135,22 +164,30 @@ func (s *Store) SetSpendLimit(ctx context.Context, scope SpendScope, monthly *in
 	return st, err
 }
 
-// The SQL of a month's spend on the row being updated, for the month bound as its parameter.
+// The SQL of the spend on the row being updated of the month a reservation of a month counts into,
+// for that month and the next bound as its parameters: the row's spend when it counts
+// either (the month only goes forward), else zero.
 const (
-	spendUsedSQL = "(CASE WHEN spend_month = ? THEN spend_used ELSE 0 END)"
-	// spendFitsSQL holds when total (the second parameter) fits the limit: trivially without one.
+	spendUsedSQL = "(CASE WHEN spend_month = ? OR spend_month = ? THEN spend_used ELSE 0 END)"
+	// spendFitsSQL holds when total (the third parameter) fits the limit: trivially without one.
 	spendFitsSQL = "(spend_limit_monthly IS NULL OR " + spendUsedSQL + " + ? <= spend_limit_monthly)"
+	// spendMonthSQL is the month a reservation counts into: the next one when the row counts it
+	// already (its first parameter), else the reservation's (the second).
+	spendMonthSQL = "(CASE WHEN spend_month = ? THEN spend_month ELSE ? END)"
 )
 
-// spendFits is the condition that total credits fit the row's limit in month.
+// spendFits is the condition that total credits fit the row's limit in the month a reservation of
+// month counts into.
 func spendFits(month string, total int64) (string, []any) {
-	return spendFitsSQL, []any{month, total}
+	return spendFitsSQL, []any{month, nextSpendMonth(month), total}
 }
 
-// spendAdd is the change of a row's spend counters that adds total to month's spend.
+// spendAdd is the change of a row's spend counters that adds total to the spend of the month a
+// reservation of month counts into. Both expressions read the row as it was before the UPDATE.
 func spendAdd(update map[string]any, month string, total int64) map[string]any {
-	update["spend_used"] = gorm.Expr(spendUsedSQL+" + ?", month, total)
-	update["spend_month"] = month
+	next := nextSpendMonth(month)
+	update["spend_used"] = gorm.Expr(spendUsedSQL+" + ?", month, next, total)
+	update["spend_month"] = gorm.Expr(spendMonthSQL, next, month)
 	return update
 }
 
@@ -222,19 +259,17 @@ func classifyRefusal(db *gorm.DB, accountID, installationID string, total int64,
 	return ErrInsufficientCredits
 }
 
-// overLimit is the refusal of total credits by the limits l in month, or nil when they fit.
+// overLimit is the refusal of total credits by the limits l in the month a reservation of month
+// counts into, or nil when they fit.
 func overLimit(l SpendLimits, month string, total int64, now time.Time) *SpendLimitError {
 	if l.SpendLimitMonthly == nil {
 		return nil
 	}
-	used := int64(0)
-	if l.SpendMonth == month {
-		used = l.SpendUsed
-	}
+	used, resets := countedSpend(l, month, now)
 	if used+total <= *l.SpendLimitMonthly {
 		return nil
 	}
-	return &SpendLimitError{Limit: *l.SpendLimitMonthly, AlertPercent: l.SpendAlertPercent, Used: used, ResetsAt: SpendResetsAt(now)}
+	return &SpendLimitError{Limit: *l.SpendLimitMonthly, AlertPercent: l.SpendAlertPercent, Used: used, ResetsAt: resets}
 }
 
 // spendMonthOfRun is the month whose spend the reservation of a job run counted in (the month of

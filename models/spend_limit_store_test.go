@@ -260,3 +260,80 @@ func TestSpendLimitShortBalance(t *testing.T) {
 		}
 	})
 }
+
+// Around a month's end, API processes whose clocks are a little apart reserve for the same row: one
+// whose clock already reads the next month counts into it first, then one whose clock still reads
+// the month before reserves. The later month's spend is kept and counts that reservation too (it
+// is checked against, and refused by, the later month's limit), on both databases, in the
+// one-statement order and the step-by-step one, for an account's limit and an installation's: the
+// month only goes forward. A month further ahead than the next (a clock far off wrote it) is no
+// month that started, and the reservation's own month replaces it.
+func TestSpendLimitMonthOnlyGoesForward(t *testing.T) {
+	t.Parallel()
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := t.Context()
+		s := models.NewStore(db)
+		for name, c := range spendScopes(t, db, 100_000) {
+			t.Run(name, func(t *testing.T) {
+				table, id := "accounts", c.scope.AccountID
+				if c.scope.InstallationID != "" {
+					table, id = "installations", c.scope.InstallationID
+				}
+				counter := func() (string, int64) {
+					var row struct {
+						SpendMonth string
+						SpendUsed  int64
+					}
+					require.NoError(t, db.Table(table).Select("spend_month, spend_used").Where("id = ?", id).Take(&row).Error)
+					return row.SpendMonth, row.SpendUsed
+				}
+				now := time.Now().UTC()
+				month := models.SpendMonth(now)
+				nextStart := models.SpendResetsAt(now)
+				next := models.SpendMonth(nextStart)
+				_, err := s.SetSpendLimit(ctx, c.scope, ptr(int64(100)), 80, now)
+				require.NoError(t, err)
+				for _, step := range []struct {
+					name string
+					inTx func(*models.Store) error // not nil: the order is written step by step
+				}{{"one statement", nil}, {"step by step", func(*models.Store) error { return nil }}} {
+					// A process whose clock reads the next month filled that month's limit.
+					require.NoError(t, db.Table(table).Where("id = ?", id).
+						Updates(map[string]any{"spend_month": next, "spend_used": 100}).Error)
+					order, jobs := c.order(1, 10)
+					err := s.PlaceOrder(ctx, order, jobs, step.inTx)
+					var sl *models.SpendLimitError
+					require.True(t, errors.As(err, &sl), "%s: a reservation of this month past the next month's limit: err = %v", step.name, err)
+					require.EqualValues(t, 100, sl.Used, step.name)
+					require.Equal(t, models.SpendResetsAt(nextStart), sl.ResetsAt, step.name)
+					gotMonth, gotUsed := counter()
+					require.Equal(t, next, gotMonth, step.name)
+					require.EqualValues(t, 100, gotUsed, step.name)
+
+					// Room left in the next month: the reservation counts into it.
+					require.NoError(t, db.Table(table).Where("id = ?", id).Update("spend_used", 50).Error)
+					order, jobs = c.order(1, 10)
+					require.NoError(t, s.PlaceOrder(ctx, order, jobs, step.inTx), step.name)
+					gotMonth, gotUsed = counter()
+					require.Equal(t, next, gotMonth, "%s: the later month is kept", step.name)
+					require.EqualValues(t, 60, gotUsed, "%s: its spend is kept and counts the reservation", step.name)
+					st, err := s.SpendLimitOf(ctx, c.scope, now)
+					require.NoError(t, err)
+					require.EqualValues(t, 60, st.Used, "%s: the month a reservation now counts in", step.name)
+					require.Equal(t, models.SpendResetsAt(nextStart), st.ResetsAt, step.name)
+
+					// A month two ahead is no month that started: this month replaces it.
+					far := models.SpendMonth(models.SpendResetsAt(nextStart))
+					require.NoError(t, db.Table(table).Where("id = ?", id).
+						Updates(map[string]any{"spend_month": far, "spend_used": 100}).Error)
+					order, jobs = c.order(1, 10)
+					require.NoError(t, s.PlaceOrder(ctx, order, jobs, step.inTx), step.name)
+					gotMonth, gotUsed = counter()
+					require.Equal(t, month, gotMonth, step.name)
+					require.EqualValues(t, 10, gotUsed, step.name)
+				}
+				assertLedgerMatches(t, db, c.acc)
+			})
+		}
+	})
+}
