@@ -93,6 +93,15 @@ func Admit(ctx context.Context, l Limiter, h http.Header, key string, limit int)
 // openPingTimeout bounds the PING that Open sends to check that Redis answers.
 const openPingTimeout = 3 * time.Second
 
+// CallTimeout bounds each call of a request to Redis (a rate-limit check, a slot's acquisition or
+// extension): a Redis that hangs, rather than refuses connections, then costs a request this long
+// and the request is admitted with the error, instead of waiting out the client's dial and read
+// timeouts and their retries (seconds) on every request. A healthy Redis answers in about a
+// millisecond. The bound holds for the reads and writes of a client that lets a call's deadline
+// bound them (redis.Options.ContextTimeoutEnabled, which Open sets); otherwise only for waits on
+// its pool and dials.
+const CallTimeout = 500 * time.Millisecond
+
 // Backend is one process's rate limiter and concurrency slots, both in the process or both in
 // one Redis, on one connection pool.
 type Backend struct {
@@ -111,7 +120,8 @@ func (b *Backend) Close() error {
 
 // Open returns a Memory limiter and MemorySlots when redisURL is empty, and otherwise a Redis
 // limiter and RedisSlots sharing one client of redisURL (checked with a PING) that read the time
-// from Redis.
+// from Redis. The client lets each call's deadline bound its reads and writes, so that CallTimeout
+// holds.
 func Open(redisURL string) (*Backend, error) {
 	if redisURL == "" {
 		return &Backend{Limiter: NewMemory(nil), Slots: NewMemorySlots(nil)}, nil
@@ -120,6 +130,7 @@ func Open(redisURL string) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ratelimit: parse redis URL: %w", err)
 	}
+	opts.ContextTimeoutEnabled = true
 	client := redis.NewClient(opts)
 	ctx, cancel := context.WithTimeout(context.Background(), openPingTimeout)
 	defer cancel()

@@ -105,12 +105,15 @@ func NewRedis(client *redis.Client, clock func() time.Time) *Redis {
 }
 
 // Allow reports whether one more request for key is allowed under limit
-// requests per period and, if so, counts it. It fails only when Redis does.
+// requests per period and, if so, counts it. It fails only when Redis does, or
+// does not answer within CallTimeout.
 func (r *Redis) Allow(ctx context.Context, key string, limit int, period time.Duration) (Result, error) {
 	window, err := periodMicros(limit, period)
 	if err != nil {
 		return Result{}, err
 	}
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
 	v, err := slidingWindowScript.Run(ctx, r.client, []string{r.prefix + key}, limit, window, r.now(), r.member()).Int64Slice()
 	if err != nil {
 		return Result{}, fmt.Errorf("ratelimit: redis: %w", err)

@@ -28,8 +28,8 @@ const releaseTimeout = 2 * time.Second
 // counts them in Redis, so that a key's cap holds across every API process.
 type Slots interface {
 	// Acquire takes one of limit slots of key for lease, and reports false only when limit
-	// unexpired slots of key are held (then the Slot is nil). A store that fails (Redis down)
-	// admits the request, so the store cannot take the API down with it, and returns the error
+	// unexpired slots of key are held (then the Slot is nil). A store that fails (Redis down, or
+	// not answering within CallTimeout) admits the request, so the store cannot take the API down with it, and returns the error
 	// for the caller to log, with a Slot that holds nothing; invalid arguments do the same with
 	// ErrInvalidSlots. When ok, the caller must Release the slot once the request ends.
 	Acquire(ctx context.Context, key string, limit int, lease time.Duration) (slot *Slot, ok bool, err error)

@@ -75,15 +75,17 @@ func NewRedisSlots(client *redis.Client, clock func() time.Time) *RedisSlots {
 	return &RedisSlots{newRedisSets(client, SlotKeyPrefix, clock)}
 }
 
-// Acquire takes one of limit slots of key for lease (Slots.Acquire); when Redis fails it admits
-// with a Slot that holds nothing and returns the error.
+// Acquire takes one of limit slots of key for lease (Slots.Acquire); when Redis fails, or does not
+// answer within CallTimeout, it admits with a Slot that holds nothing and returns the error.
 func (r *RedisSlots) Acquire(ctx context.Context, key string, limit int, lease time.Duration) (*Slot, bool, error) {
 	micros, err := leaseMicros(limit, lease)
 	if err != nil {
 		return &Slot{}, true, err
 	}
 	id := r.member()
-	taken, err := acquireSlotScript.Run(ctx, r.client, []string{r.prefix + key}, r.now(), limit, micros, id).Int64()
+	callCtx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	taken, err := acquireSlotScript.Run(callCtx, r.client, []string{r.prefix + key}, r.now(), limit, micros, id).Int64()
 	if err != nil {
 		return &Slot{}, true, fmt.Errorf("ratelimit: redis slots: %w", err)
 	}
@@ -101,6 +103,8 @@ func (r *RedisSlots) release(ctx context.Context, key, id string) error {
 }
 
 func (r *RedisSlots) extend(ctx context.Context, key, id string, lease int64) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
 	held, err := extendSlotScript.Run(ctx, r.client, []string{r.prefix + key}, r.now(), lease, id).Int64()
 	if err != nil {
 		return false, fmt.Errorf("ratelimit: redis slots: extend: %w", err)

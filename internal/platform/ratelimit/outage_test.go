@@ -1,0 +1,92 @@
+package ratelimit
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// hangingRedis returns the address of a server that accepts connections and never answers: a
+// Redis that hangs (stalled, or behind a network that drops its answers).
+func hangingRedis(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		<-done
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	return ln.Addr().String()
+}
+
+// returnsSoon runs call and fails the test unless it returns well before the Redis client's own
+// timeouts (a minute here) would end it.
+func returnsSoon(t *testing.T, what string, call func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		call()
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: still waiting on a Redis that does not answer after 10 s", what)
+	}
+}
+
+// A Redis that hangs costs a request at most CallTimeout per call, not the client's timeouts and
+// retries: the rate limit and a slot admit the request with the error, as when Redis is down.
+func TestRedisThatHangsAdmitsWithinTheCallTimeout(t *testing.T) {
+	opts := &redis.Options{Addr: hangingRedis(t), DialTimeout: time.Minute, ReadTimeout: time.Minute, WriteTimeout: time.Minute}
+	opts.ContextTimeoutEnabled = true // as Open sets it
+	client := redis.NewClient(opts)
+	t.Cleanup(func() { _ = client.Close() })
+
+	returnsSoon(t, "Admit", func() {
+		h := http.Header{}
+		ok, err := Admit(context.Background(), NewRedis(client, nil), h, "k", 10)
+		if !ok || err == nil {
+			t.Errorf("Admit with Redis hanging: %v, %v; want admitted with the error", ok, err)
+		}
+	})
+	returnsSoon(t, "Acquire", func() {
+		slot, ok, err := NewRedisSlots(client, nil).Acquire(context.Background(), "k", 10, time.Minute)
+		if !ok || err == nil || slot == nil {
+			t.Errorf("Acquire with Redis hanging: %v, %v, %v; want admitted with the error", slot, ok, err)
+		}
+	})
+}
+
+// Open's client lets a call's deadline bound its reads and writes, so CallTimeout holds.
+func TestOpenRedisBoundsCallsByTheirDeadline(t *testing.T) {
+	b, err := Open(testRedisURL())
+	if err != nil {
+		t.Fatalf("Open(%s): %v", testRedisURL(), err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	if !b.client.Options().ContextTimeoutEnabled {
+		t.Fatal("Open's Redis client ignores the deadlines of its calls")
+	}
+}
