@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"testing"
@@ -88,5 +89,45 @@ func TestOpenRedisBoundsCallsByTheirDeadline(t *testing.T) {
 	t.Cleanup(func() { _ = b.Close() })
 	if !b.client.Options().ContextTimeoutEnabled {
 		t.Fatal("Open's Redis client ignores the deadlines of its calls")
+	}
+}
+
+// lostReplies is a go-redis hook that sends every script to Redis, which runs it, and then reports
+// the reply lost, as a deadline that ends, or a connection that breaks, after Redis ran it does.
+type lostReplies struct{}
+
+var errReplyLost = errors.New("reply lost")
+
+func (lostReplies) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (lostReplies) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if name := cmd.Name(); err == nil && (name == "evalsha" || name == "eval") {
+			cmd.SetErr(errReplyLost)
+			return errReplyLost
+		}
+		return err
+	}
+}
+
+func (lostReplies) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// An acquisition whose reply is lost after Redis took the slot admits the request with the error,
+// with a Slot that holds nothing, so the request never releases what Redis holds: the acquisition
+// gives the slot back itself, or the key would count it until its lease ended (the 17 minutes of an
+// event stream's), refusing the key's requests at its cap meanwhile.
+func TestRedisSlotsLostReplyLeaksNoSlot(t *testing.T) {
+	s := openTestRedisSlots(t, nil)
+	s.client.AddHook(lostReplies{})
+	slot, ok, err := s.Acquire(context.Background(), "k", 1, time.Hour)
+	if !ok || !errors.Is(err, errReplyLost) || slot == nil {
+		t.Fatalf("Acquire with its reply lost: %v, %v, %v; want admitted with the error", slot, ok, err)
+	}
+	check := newTestRedis(t)
+	if n, err := check.ZCard(context.Background(), s.prefix+"k").Result(); err != nil || n != 0 {
+		t.Fatalf("slots held after an acquisition whose reply was lost: %d, %v; want 0", n, err)
 	}
 }

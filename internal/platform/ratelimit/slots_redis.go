@@ -87,6 +87,13 @@ func (r *RedisSlots) Acquire(ctx context.Context, key string, limit int, lease t
 	defer cancel()
 	taken, err := acquireSlotScript.Run(callCtx, r.client, []string{r.prefix + key}, r.now(), limit, micros, id).Int64()
 	if err != nil {
+		// Redis may have taken the slot before its reply was lost (the deadline ended, the
+		// connection broke, the request was cancelled): the Slot returned holds nothing, so its
+		// request never releases it, and it is given back here, on a context of its own. If Redis
+		// does not take that either, the slot is freed when its lease ends.
+		cleanupCtx, cancelCleanup := context.WithTimeout(context.WithoutCancel(ctx), CallTimeout)
+		defer cancelCleanup()
+		_ = r.release(cleanupCtx, key, id)
 		return &Slot{}, true, fmt.Errorf("ratelimit: redis slots: %w", err)
 	}
 	if taken != 1 {
