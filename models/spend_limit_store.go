@@ -49,6 +49,10 @@ func (e *SpendLimitError) Error() string {
 // Unwrap makes errors.Is(err, ErrSpendLimitExceeded) hold.
 func (e *SpendLimitError) Unwrap() error { return ErrSpendLimitExceeded }
 
+// Month is the month (YYYY-MM) whose spend refused the order: the one ResetsAt ends, which is the
+// next one when another process's clock already began it.
+func (e *SpendLimitError) Month() string { return SpendMonth(e.ResetsAt.AddDate(0, -1, 0)) }
+
 // SpendMonth is the UTC month (YYYY-MM) of t.
 func SpendMonth(t time.Time) string { return t.UTC().Format("2006-01") }
 

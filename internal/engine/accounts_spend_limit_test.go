@@ -141,3 +141,31 @@ func TestBothLimitsRefusingNameTheInstallationOnEveryPath(t *testing.T) {
 		}
 	})
 }
+
+// A session refused by the month another process's clock already began (the month only goes
+// forward, models/spend_limit_store.go) marks that month's spend_limit.reached, the month the
+// refusal's resets_at ends, so the processes whose clocks read it do not send it a second time.
+func TestSpendLimitReachedMarksTheMonthRefused(t *testing.T) {
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		f := newLedgeredFixture(t, db, 10_000)
+		ctx := t.Context()
+		scope := engine.SpendScope{InstallationID: f.inst.ID}
+		_, err := f.eng.Accounts.SetSpendLimit(ctx, scope, 30, nil)
+		require.NoError(t, err)
+		now := time.Now().UTC()
+		next := models.SpendResetsAt(now)
+		require.NoError(t, db.Model(&models.Installation{}).Where("id = ?", f.inst.ID).
+			Updates(map[string]any{"spend_month": models.SpendMonth(next), "spend_used": 30}).Error)
+
+		_, err = f.eng.Sessions.CommitSession(ctx, f.request("", shoot("ok", 1)), nil)
+		e, ok := engine.As(err)
+		require.True(t, ok, "want an engine refusal, got %v", err)
+		assert.Equal(t, engine.ReasonSpendLimitExceeded, e.Reason)
+		require.NotNil(t, e.SpendLimit)
+		assert.Equal(t, models.SpendResetsAt(next), e.SpendLimit.ResetsAt)
+		var marked string
+		require.NoError(t, db.Model(&models.Installation{}).Select("spend_reached_month").
+			Where("id = ?", f.inst.ID).Scan(&marked).Error)
+		assert.Equal(t, models.SpendMonth(next), marked)
+	})
+}

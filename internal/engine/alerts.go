@@ -100,8 +100,9 @@ func (e *Alerts) flush(ctx context.Context, accountID string) (int, error) {
 }
 
 // limitReached records spend_limit.reached for the limit that refused a request of need credits,
-// when it is the limit's first refusal of the month. A failure is logged: the request is refused
-// either way, and the next refusal records it.
+// when it is the limit's first refusal of the month that refused it (sl.Month(), the month the
+// reservation would have counted in). A failure is logged: the request is refused either way, and
+// the next refusal records it.
 func (e *Alerts) limitReached(ctx context.Context, sl *models.SpendLimitError, need int64) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
 	defer cancel()
@@ -113,7 +114,7 @@ func (e *Alerts) limitReached(ctx context.Context, sl *models.SpendLimitError, n
 	}
 	var owed []models.WebhookDelivery
 	var recorded webhooks.RecordedAlert
-	first, err := e.store.MarkSpendLimitReached(ctx, scope, sl.AccountID, models.SpendMonth(e.now()), func(tx *models.Store) error {
+	first, err := e.store.MarkSpendLimitReached(ctx, scope, sl.AccountID, sl.Month(), func(tx *models.Store) error {
 		var err error
 		owed, recorded, err = webhooks.RecordSpendLimitReached(ctx, tx, sl.AccountID, inst, webhooks.SpendAlert{
 			Limit: sl.Limit, Percent: sl.AlertPercent, Used: sl.Used, ResetsAt: sl.ResetsAt, Requested: need,
