@@ -246,7 +246,7 @@ const RetryAfterBusy = 5
 func Take(c *gin.Context, slots ratelimit.Slots, key string, log *zap.Logger) (slot *ratelimit.Slot, busy bool) {
 	slot, ok, err := slots.Acquire(c.Request.Context(), "stream:"+key, MaxStreamsPerKey, MaxDuration+2*time.Minute)
 	if err != nil {
-		reqctx.Log(c, log).Warn("request slots unavailable; the stream is served without a slot", zap.Error(err))
+		reqctx.Log(c, log).Warn("shared request slots unavailable; the stream holds one of the process's own, or none", zap.Error(err))
 	}
 	if !ok {
 		c.Header("Retry-After", strconv.Itoa(RetryAfterBusy))

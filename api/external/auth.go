@@ -62,7 +62,7 @@ func (h *Handler) rateLimit(c *gin.Context, keyID string) {
 	}
 	allowed, err := ratelimit.Admit(c.Request.Context(), h.Limiter, c.Writer.Header(), "external:"+keyID, limit)
 	if err != nil {
-		reqctx.Log(c, h.Log).Warn("rate limiter unavailable; request allowed", zap.Error(err))
+		reqctx.Log(c, h.Log).Warn("shared rate limiter unavailable; the process's own limit applies, or none", zap.Error(err))
 	}
 	if !allowed {
 		h.fail(c, http.StatusTooManyRequests, "Rate limit exceeded: "+strconv.Itoa(limit)+" requests per minute per key; retry after the Retry-After delay.")

@@ -96,7 +96,7 @@ func (h *Handler) rateLimit(c *gin.Context, keyID string, limit int) {
 	}
 	allowed, err := ratelimit.Admit(c.Request.Context(), h.Limiter, c.Writer.Header(), "plugin:"+keyID, limit)
 	if err != nil {
-		reqctx.Log(c, h.Log).Warn("rate limiter unavailable; request allowed", zap.Error(err))
+		reqctx.Log(c, h.Log).Warn("shared rate limiter unavailable; the process's own limit applies, or none", zap.Error(err))
 	}
 	if !allowed {
 		h.Fail(c, http.StatusTooManyRequests, CodeRateLimited, "Too many requests for this API key; retry after the Retry-After delay.")

@@ -157,7 +157,7 @@ func Take(c *gin.Context, slots ratelimit.Slots, key string, log *zap.Logger) (h
 	}
 	slot, ok, err := slots.Acquire(c.Request.Context(), "wait:"+key, MaxHeldPerKey, wait+2*time.Minute)
 	if err != nil {
-		reqctx.Log(c, log).Warn("request slots unavailable; the wait is held without a slot", zap.Error(err))
+		reqctx.Log(c, log).Warn("shared request slots unavailable; the wait holds one of the process's own, or none", zap.Error(err))
 	}
 	if !ok {
 		c.Header("Retry-After", strconv.Itoa(RetryAfterBusy))

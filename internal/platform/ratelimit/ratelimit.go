@@ -79,15 +79,16 @@ type Limiter interface {
 
 // Admit counts one request of key against limit requests per DefaultPeriod and writes the
 // answer's rate-limit headers (Result.WriteHeaders) to h. It reports false only when the limit is
-// exceeded: a limiter that fails (its store down) admits the request, so the store cannot take
-// the API down with it, and returns the error for the caller to log.
+// exceeded. A limiter that fails (its store down) returns its error for the caller to log: with an
+// answer all the same (a FallbackLimiter's, from the process's own limiter), that answer decides;
+// without one, the request is admitted, so the store cannot take the API down with it.
 func Admit(ctx context.Context, l Limiter, h http.Header, key string, limit int) (bool, error) {
 	res, err := l.Allow(ctx, key, limit, DefaultPeriod)
-	if err != nil {
+	if err != nil && res.Limit == 0 {
 		return true, err
 	}
 	res.WriteHeaders(h)
-	return res.Allowed, nil
+	return res.Allowed, err
 }
 
 // openPingTimeout bounds the PING that Open sends to check that Redis answers.
@@ -120,8 +121,9 @@ func (b *Backend) Close() error {
 
 // Open returns a Memory limiter and MemorySlots when redisURL is empty, and otherwise a Redis
 // limiter and RedisSlots sharing one client of redisURL (checked with a PING) that read the time
-// from Redis. The client lets each call's deadline bound its reads and writes, so that CallTimeout
-// holds.
+// from Redis, each behind a fallback to the process's own (FallbackLimiter, FallbackSlots) for
+// while Redis fails. The client lets each call's deadline bound its reads and writes, so that
+// CallTimeout holds.
 func Open(redisURL string) (*Backend, error) {
 	if redisURL == "" {
 		return &Backend{Limiter: NewMemory(nil), Slots: NewMemorySlots(nil)}, nil
@@ -138,7 +140,12 @@ func Open(redisURL string) (*Backend, error) {
 		_ = client.Close()
 		return nil, fmt.Errorf("ratelimit: ping redis at %s: %w", opts.Addr, err)
 	}
-	return &Backend{Limiter: NewRedis(client, nil), Slots: NewRedisSlots(client, nil), client: client}, nil
+	down := newOutage(nil)
+	return &Backend{
+		Limiter: &FallbackLimiter{shared: NewRedis(client, nil), local: NewMemory(nil), outage: down},
+		Slots:   &FallbackSlots{shared: NewRedisSlots(client, nil), local: NewMemorySlots(nil), outage: down},
+		client:  client,
+	}, nil
 }
 
 // periodMicros returns period in whole microseconds, rounded up so that the

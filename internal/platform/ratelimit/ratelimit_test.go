@@ -763,16 +763,25 @@ func TestOpenRedis(t *testing.T) {
 		t.Fatalf("Open(%s): %v", testRedisURL(), err)
 	}
 	l := b.Limiter
-	r, ok := l.(*Redis)
+	fl, ok := l.(*FallbackLimiter)
 	if !ok {
-		t.Fatalf("Open(redis URL).Limiter = %T, want *Redis", l)
+		t.Fatalf("Open(redis URL).Limiter = %T, want *FallbackLimiter", l)
+	}
+	r, ok := fl.shared.(*Redis)
+	if _, local := fl.local.(*Memory); !ok || !local {
+		t.Fatalf("Open(redis URL).Limiter falls back from %T to %T, want from *Redis to *Memory", fl.shared, fl.local)
 	}
 	if r.clock != nil || r.prefix != KeyPrefix {
 		t.Fatalf("Open(redis URL): clock set %v, prefix %q; want Redis's clock under %q", r.clock != nil, r.prefix, KeyPrefix)
 	}
-	s, ok := b.Slots.(*RedisSlots)
+	fs, ok := b.Slots.(*FallbackSlots)
 	if !ok {
-		t.Fatalf("Open(redis URL).Slots = %T, want *RedisSlots", b.Slots)
+		t.Fatalf("Open(redis URL).Slots = %T, want *FallbackSlots", b.Slots)
+	}
+	s, ok := fs.shared.(*RedisSlots)
+	if _, local := fs.local.(*MemorySlots); !ok || !local || fs.outage != fl.outage {
+		t.Fatalf("Open(redis URL).Slots fall back from %T to %T (outage shared with the limiter: %v), want from *RedisSlots to *MemorySlots, shared",
+			fs.shared, fs.local, fs.outage == fl.outage)
 	}
 	if s.clock != nil || s.prefix != SlotKeyPrefix || s.client != r.client {
 		t.Fatalf("Open(redis URL) slots: clock set %v, prefix %q, own client %v; want Redis's clock under %q on the limiter's client",
