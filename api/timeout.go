@@ -20,10 +20,15 @@ import (
 //   - each chunk of a request body that arrives restarts the wait, so a long upload (the signed
 //     PUT of an asset, a multipart form) is not cut off while its bytes keep coming, whereas one
 //     that stalls for timeout ends, and so does the work after its last byte;
-//   - limit caps any request, a trickling upload included.
+//   - each chunk of an answer's body that the client takes restarts the wait too, so a long
+//     download (a signed /files URL streaming a file from the store) is not cut off while its
+//     bytes keep going, whereas one whose client stops reading ends;
+//   - limit caps any request, a trickling upload or download included.
 //
 // When the context ends, a read of the body still blocked on the client is interrupted too, so the
-// handler returns and answers (503 in the API's error body, see internal/platform/unavailable). A
+// handler returns and answers (503 in the API's error body, see internal/platform/unavailable), and
+// so is a write of an answer whose body had begun: its client gets the body cut short, and the
+// handler returns and lets go of what it was sending (a file read from the store). A
 // handler that holds its request on purpose (Prefer: wait, an event stream) extends its deadline
 // with reqctx.ExtendDeadline: the context then ends timeout after the time it holds it for. A zero
 // timeout disables the middleware.
@@ -46,7 +51,11 @@ func RequestTimeout(timeout, limit time.Duration) gin.HandlerFunc {
 			defer interruptBodyOnDone(ctx, c.Writer)()
 		}
 		c.Request = req
+		w := &progressWriter{ResponseWriter: c.Writer, progress: d.progress}
+		c.Writer = w
+		defer w.interruptOnDone(ctx)()
 		c.Next()
+		c.Writer = w.ResponseWriter
 	}
 }
 
@@ -125,5 +134,66 @@ func interruptBodyOnDone(ctx context.Context, w http.ResponseWriter) (stop func(
 		mu.Lock()
 		finished = true
 		mu.Unlock()
+	}
+}
+
+// progressWriter is an answer whose body bytes report progress as they go to the client, and
+// whose writes end with the request's context once its body has begun.
+type progressWriter struct {
+	gin.ResponseWriter
+	progress func()
+
+	mu       sync.Mutex
+	began    bool // bytes of the body were written (or are being written)
+	finished bool // the handler returned: the connection is no longer the request's
+}
+
+// Write writes body bytes and reports progress when some went out.
+func (w *progressWriter) Write(p []byte) (int, error) {
+	w.start()
+	n, err := w.ResponseWriter.Write(p)
+	if n > 0 {
+		w.progress()
+	}
+	return n, err
+}
+
+// WriteString writes body bytes and reports progress when some went out.
+func (w *progressWriter) WriteString(s string) (int, error) {
+	w.start()
+	n, err := w.ResponseWriter.WriteString(s)
+	if n > 0 {
+		w.progress()
+	}
+	return n, err
+}
+
+func (w *progressWriter) start() {
+	w.mu.Lock()
+	w.began = true
+	w.mu.Unlock()
+}
+
+// Unwrap returns the writer underneath (http.ResponseController reaches the connection through it).
+func (w *progressWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// interruptOnDone makes a write of the body blocked on the client return once ctx ends, by setting
+// the connection's write deadline, when the body began before the end: an answer begun after it
+// (the 503 of a request whose dependency was too slow) is written as usual. The returned function
+// must run before the handler returns, as interruptBodyOnDone's.
+func (w *progressWriter) interruptOnDone(ctx context.Context) (stop func()) {
+	rc := http.NewResponseController(w.ResponseWriter)
+	stopAfter := context.AfterFunc(ctx, func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.began && !w.finished {
+			_ = rc.SetWriteDeadline(time.Now()) // unsupported by test recorders: nothing to interrupt there
+		}
+	})
+	return func() {
+		stopAfter()
+		w.mu.Lock()
+		w.finished = true
+		w.mu.Unlock()
 	}
 }

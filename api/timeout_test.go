@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -209,4 +210,114 @@ func TestExtendedDeadlineEndsTheTimeoutAfterTheHold(t *testing.T) {
 	if got := <-took; got < hold+timeout || got > hold+timeout+2*time.Second {
 		t.Fatalf("the extended request's context ended after %v, want %v", got, hold+timeout)
 	}
+}
+
+// ctxReader reads r until ctx ends, as the blob store's reader of a file does.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// downloadServer serves GET / over a real connection: the handler streams size bytes read as a
+// stored file is (until the request's context ends), and reports each time it returned.
+func downloadServer(t *testing.T, timeout, limit time.Duration, size int) (string, <-chan struct{}) {
+	t.Helper()
+	returned := make(chan struct{}, 1)
+	r := gin.New()
+	r.Use(api.RequestTimeout(timeout, limit))
+	r.GET("/", func(c *gin.Context) {
+		defer func() { returned <- struct{}{} }()
+		file := ctxReader{ctx: c.Request.Context(), r: bytes.NewReader(make([]byte, size))}
+		c.DataFromReader(http.StatusOK, int64(size), "video/mp4", file, nil)
+	})
+	srv := httptest.NewServer(r)
+	t.Cleanup(srv.Close)
+	return srv.URL, returned
+}
+
+// A download whose bytes keep going to its client is not cut off by the timeout: a slow client
+// gets the whole file (a file of the store, read under the request's context, was cut after
+// REQUEST_TIMEOUT, leaving the client a short body).
+func TestRequestTimeoutWaitsForADownloadThatKeepsGoing(t *testing.T) {
+	const size, timeout = 32 << 20, time.Second
+	url, returned := downloadServer(t, timeout, time.Minute, size)
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	start := time.Now()
+	buf := make([]byte, 256<<10)
+	n := 0
+	for {
+		k, err := resp.Body.Read(buf)
+		n += k
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("the download broke after %d of %d bytes, %v in: %v", n, size, time.Since(start), err)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	if took := time.Since(start); took < 2*timeout {
+		t.Fatalf("the download took only %v: the test did not outlast the timeout", took)
+	}
+	if n != size {
+		t.Fatalf("got %d of %d bytes", n, size)
+	}
+	<-returned
+}
+
+// A download whose client stops reading ends after the timeout: the write blocked on the client is
+// interrupted, so the handler returns and lets go of the file (it stayed blocked for as long as the
+// client kept its connection open).
+func TestRequestTimeoutInterruptsADownloadItsClientStoppedReading(t *testing.T) {
+	const size = 64 << 20
+	url, returned := downloadServer(t, 200*time.Millisecond, time.Minute, size)
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	select {
+	case <-returned:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handler of a download nobody reads had not returned 10 s after its 200 ms timeout")
+	}
+	if n, _ := io.Copy(io.Discard, resp.Body); n >= size {
+		t.Fatalf("the interrupted download sent all %d bytes", n)
+	}
+}
+
+// A download cannot outlast the limit, however its bytes keep going.
+func TestRequestTimeoutLimitsADownload(t *testing.T) {
+	const size = 32 << 20
+	url, returned := downloadServer(t, 200*time.Millisecond, 500*time.Millisecond, size)
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	buf := make([]byte, 64<<10)
+	n := 0
+	for {
+		k, err := resp.Body.Read(buf)
+		n += k
+		if err != nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n >= size {
+		t.Fatalf("a download trickling past the limit sent all %d bytes", n)
+	}
+	<-returned
 }

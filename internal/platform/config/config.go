@@ -40,11 +40,12 @@ type Config struct {
 	// (statement_timeout, unless DATABASE_URL sets one); 0 leaves statements unbounded.
 	DatabaseStatementTimeout time.Duration `env:"DATABASE_STATEMENT_TIMEOUT" envDefault:"30s" validate:"min=0,max=1h"`
 
-	// RequestTimeout is how long an HTTP request may wait for anything (a dependency, or the next
-	// bytes of its body) and work after its body arrived; past it the API answers 503.
+	// RequestTimeout is how long an HTTP request may wait for anything (a dependency, the next
+	// bytes of its body, or its client to take the next bytes of its answer) and work after its
+	// body arrived; past it the API answers 503.
 	RequestTimeout time.Duration `env:"REQUEST_TIMEOUT" envDefault:"30s" validate:"min=1s,max=10m"`
 	// UploadTimeout caps the whole of any HTTP request, reached only by uploads whose bytes keep
-	// arriving slowly.
+	// arriving slowly and downloads whose client keeps reading slowly.
 	UploadTimeout time.Duration `env:"UPLOAD_TIMEOUT" envDefault:"15m" validate:"gtefield=RequestTimeout,max=2h"`
 
 	// TemporalAddress is the host:port of the Temporal frontend. Empty means the Temporal profile's
