@@ -79,12 +79,20 @@ func (s *Store) FindUpload(ctx context.Context, id string) (*Asset, error) {
 	return &a, nil
 }
 
+// claimableUpload selects an upload that may be claimed: one awaiting its bytes, or one whose
+// claim was taken at or before a time (the argument after the two statuses) by a process that
+// died holding it. A claim's time is its updated_at.
+const claimableUpload = "(status = ? OR (status = ? AND updated_at <= ?))"
+
 // ClaimUpload moves an upload awaiting its bytes whose URL has not expired at now to uploading, in
-// one statement, and reports whether it did: false when it was already used or has expired.
-func (s *Store) ClaimUpload(ctx context.Context, id string, now time.Time) (bool, error) {
+// one statement, and reports whether it did: false when it was already used, is claimed, or has
+// expired. A claim taken at or before abandonedBefore was left by a process that died before it
+// stored or released the bytes (no request lasts that long): it is taken again.
+func (s *Store) ClaimUpload(ctx context.Context, id string, now, abandonedBefore time.Time) (bool, error) {
 	res := s.conn(ctx).Model(&Asset{}).
-		Where("id = ? AND status = ? AND upload_expires_at > ?", id, status.AssetAwaitingUpload, now.UTC()).
-		Update("status", status.AssetUploading)
+		Where("id = ? AND upload_expires_at > ?", id, now.UTC()).
+		Where(claimableUpload, status.AssetAwaitingUpload, status.AssetUploading, abandonedBefore.UTC()).
+		Updates(map[string]any{"status": status.AssetUploading, "updated_at": now.UTC()})
 	return res.RowsAffected > 0, res.Error
 }
 
@@ -115,10 +123,12 @@ func (s *Store) StaleProcessingAssets(ctx context.Context, updatedBefore time.Ti
 
 // AwaitedUploads returns up to limit uploads still awaiting their bytes that an open job waits for
 // (its input), oldest first: the uploads sent straight to the store whose arrival nobody has
-// noticed yet.
-func (s *Store) AwaitedUploads(ctx context.Context, limit int) ([]Asset, error) {
+// noticed yet, and those whose claim was taken at or before abandonedBefore by a process that died
+// holding it (ClaimArrivedUpload takes them again).
+func (s *Store) AwaitedUploads(ctx context.Context, abandonedBefore time.Time, limit int) ([]Asset, error) {
 	var assets []Asset
-	err := s.conn(ctx).Where("kind = ? AND status = ?", AssetKindUpload, status.AssetAwaitingUpload).
+	err := s.conn(ctx).Where("kind = ?", AssetKindUpload).
+		Where(claimableUpload, status.AssetAwaitingUpload, status.AssetUploading, abandonedBefore.UTC()).
 		Where("id IN (?)", s.conn(ctx).Model(&Job{}).Select("input_asset_id").
 			Where("status IN ? AND input_asset_id IS NOT NULL", []string{status.JobPending, status.JobInProgress, status.JobRetryPending})).
 		Order("created_at").Limit(limit).Find(&assets).Error
@@ -142,11 +152,13 @@ func (s *Store) AssetsByID(ctx context.Context, ids []string) (map[string]Asset,
 	return out, nil
 }
 
-// ClaimArrivedUpload moves an upload awaiting its bytes to uploading, whatever its URL's expiry
-// (the store took the bytes while the URL was valid), and reports whether it did: false when it
-// was already claimed.
-func (s *Store) ClaimArrivedUpload(ctx context.Context, id string) (bool, error) {
-	res := s.conn(ctx).Model(&Asset{}).Where("id = ? AND status = ?", id, status.AssetAwaitingUpload).
-		Update("status", status.AssetUploading)
+// ClaimArrivedUpload moves an upload awaiting its bytes to uploading at now, whatever its URL's
+// expiry (the store took the bytes while the URL was valid), and reports whether it did: false
+// when it is claimed. A claim taken at or before abandonedBefore was left by a process that died
+// holding it: it is taken again.
+func (s *Store) ClaimArrivedUpload(ctx context.Context, id string, now, abandonedBefore time.Time) (bool, error) {
+	res := s.conn(ctx).Model(&Asset{}).Where("id = ?", id).
+		Where(claimableUpload, status.AssetAwaitingUpload, status.AssetUploading, abandonedBefore.UTC()).
+		Updates(map[string]any{"status": status.AssetUploading, "updated_at": now.UTC()})
 	return res.RowsAffected > 0, res.Error
 }

@@ -16,7 +16,8 @@ import (
 // AwaitedUploads lists the uploads still awaiting their bytes that an open job (pending, in
 // progress or waiting for a retry) names as its input, oldest first, each once however many jobs
 // name it, up to the limit: not an upload no job names, nor one only ended jobs name, nor one that
-// arrived (ClaimArrivedUpload takes it once).
+// arrived (ClaimArrivedUpload takes it once), unless the process that claimed it died: a claim taken
+// at or before the time given is listed and taken again.
 func TestAwaitedUploads(t *testing.T) {
 	t.Parallel()
 	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
@@ -58,28 +59,44 @@ func TestAwaitedUploads(t *testing.T) {
 		require.NoError(t, db.Create(order).Error)
 		require.NoError(t, db.Create(&jobs).Error)
 
-		ids := func(limit int) []string {
+		now := time.Now().UTC()
+		live := now.Add(-time.Minute) // claims taken before this were abandoned
+		idsAbandonedBefore := func(abandonedBefore time.Time, limit int) []string {
 			t.Helper()
-			got, err := s.AwaitedUploads(ctx, limit)
+			got, err := s.AwaitedUploads(ctx, abandonedBefore, limit)
 			require.NoError(t, err)
 			out := make([]string, len(got))
 			for i, a := range got {
 				out[i] = a.ID
-				assert.Equal(t, status.AssetAwaitingUpload, a.Status)
 				assert.Equal(t, a.AccountID, acc.ID)
 			}
 			return out
+		}
+		ids := func(limit int) []string {
+			t.Helper()
+			return idsAbandonedBefore(live, limit)
 		}
 		assert.Equal(t, []string{first.ID, second.ID, third.ID}, ids(10))
 		assert.Equal(t, []string{first.ID, second.ID}, ids(2))
 		assert.NotContains(t, ids(10), unused.ID)
 
-		claimed, err := s.ClaimArrivedUpload(ctx, first.ID)
+		claimed, err := s.ClaimArrivedUpload(ctx, first.ID, now, live)
 		require.NoError(t, err)
 		assert.True(t, claimed)
-		claimed, err = s.ClaimArrivedUpload(ctx, first.ID)
+		claimed, err = s.ClaimArrivedUpload(ctx, first.ID, now, live)
 		require.NoError(t, err)
 		assert.False(t, claimed, "an upload is claimed once")
 		assert.Equal(t, []string{second.ID, third.ID}, ids(10))
+
+		// The process that claimed it died: once its claim is older than any request, it is
+		// listed and taken again, once.
+		later := now.Add(time.Second)
+		assert.Equal(t, []string{first.ID, second.ID, third.ID}, idsAbandonedBefore(later, 10))
+		claimed, err = s.ClaimArrivedUpload(ctx, first.ID, later, later)
+		require.NoError(t, err)
+		assert.True(t, claimed, "an abandoned claim is taken again")
+		claimed, err = s.ClaimArrivedUpload(ctx, first.ID, later, later.Add(-time.Millisecond))
+		require.NoError(t, err)
+		assert.False(t, claimed, "the new claim holds")
 	})
 }

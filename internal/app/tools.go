@@ -89,5 +89,6 @@ func engineConfig(cfg config.Config, store *models.Store, tc client.Client, log 
 		Signer:     signer, DownloadTTL: cfg.DownloadURLTTL,
 		WebhookAllowPrivateNetworks: cfg.WebhookAllowPrivateNetworks,
 		FeedPollInterval:            cfg.OrderFeedPollInterval,
+		UploadTimeout:               cfg.UploadTimeout,
 	}
 }

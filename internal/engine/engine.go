@@ -46,6 +46,10 @@ type Config struct {
 	// ContinueAsNewAfter is how many jobs an order workflow run launches before it continues as
 	// new (0: the workflow's default); tests lower it.
 	ContinueAsNewAfter int
+	// UploadTimeout is the longest an HTTP request may last (UPLOAD_TIMEOUT): a claim of an upload
+	// older than it (and a margin) was left by a process that died while receiving or collecting
+	// the bytes, and is taken again (zero: DefaultUploadTimeout).
+	UploadTimeout time.Duration
 	// StartTimeout bounds a request's workflow start of what it committed (an order, an upload's
 	// preparation); past it the start is left to the outbox sweep (zero: DefaultStartTimeout).
 	StartTimeout time.Duration

@@ -44,6 +44,24 @@ const sniffBytes = 64 << 10
 // ended.
 const releaseUploadTimeout = 5 * time.Second
 
+// DefaultUploadTimeout is Config.UploadTimeout when it is zero: the longest UPLOAD_TIMEOUT allows.
+const DefaultUploadTimeout = 2 * time.Hour
+
+// claimMargin is how long past the longest request a claim of an upload is still held: the
+// request's release of it after its deadline (releaseUploadTimeout), and clocks a little apart.
+const claimMargin = time.Minute
+
+// abandonedBefore is when a claim of an upload must have been taken, seen at now, for the process
+// that took it to be dead: no request lasts longer than UploadTimeout, and one that ends releases
+// or completes its claim within the margin.
+func (e *Uploads) abandonedBefore(now time.Time) time.Time {
+	timeout := e.cfg.UploadTimeout
+	if timeout <= 0 {
+		timeout = DefaultUploadTimeout
+	}
+	return now.Add(-timeout - claimMargin)
+}
+
 // UploadDeclaration is a file a client is about to upload to an installation.
 type UploadDeclaration struct {
 	AccountID      string
@@ -178,10 +196,12 @@ func (e *Uploads) FindUpload(ctx context.Context, id string) (*models.Asset, err
 
 // ClaimUpload marks an upload awaiting its bytes, whose URL has not expired, as being uploaded, so
 // two concurrent uploads cannot both write it: KindConflict (ReasonUploadNotAccepted) when it was
-// already used or has expired. The caller completes the upload (CompleteUpload) or releases it
-// (ReleaseUpload).
+// already used, is being sent, or has expired. The caller completes the upload (CompleteUpload) or
+// releases it (ReleaseUpload); a claim that a process which died left is taken again once no
+// request could still hold it (Config.UploadTimeout).
 func (e *Uploads) ClaimUpload(ctx context.Context, id string) error {
-	claimed, err := e.store.ClaimUpload(ctx, id, time.Now())
+	now := time.Now()
+	claimed, err := e.store.ClaimUpload(ctx, id, now, e.abandonedBefore(now))
 	if err != nil {
 		return err
 	}

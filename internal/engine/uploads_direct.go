@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -29,7 +30,8 @@ import (
 func IncomingKey(accountID, id string) string { return "incoming/" + accountID + "/" + id }
 
 // CollectUpload collects the upload assetID of the installation if its bytes have arrived in the
-// store and it awaits them (else it does nothing): it checks them and starts their preparation,
+// store and it awaits them, or a collection left it claimed when its process died (else it does
+// nothing): it checks them and starts their preparation,
 // as ReceiveUpload does for bytes sent to the API. Bytes that are not what the upload declared are
 // deleted and refused with ReceiveUpload's refusals (KindInvalid, ReasonTooLarge when longer), on
 // field; the upload awaits its bytes again, and may be sent again while its URL is valid. Errors of
@@ -55,7 +57,12 @@ func (e *Uploads) collect(ctx context.Context, asset *models.Asset, field string
 	if e.cfg.Blobs == nil {
 		return false, nil // an engine without a file store (a tool's) receives no upload
 	}
-	if asset.Kind != models.AssetKindUpload || asset.Status != status.AssetAwaitingUpload || asset.InstallationID == nil {
+	now := time.Now()
+	abandonedBefore := e.abandonedBefore(now)
+	// A claim that a process which died left (after its claim, before the copy or the preparation's
+	// start) is collected again.
+	abandoned := asset.Status == status.AssetUploading && !asset.UpdatedAt.After(abandonedBefore)
+	if asset.Kind != models.AssetKindUpload || (asset.Status != status.AssetAwaitingUpload && !abandoned) || asset.InstallationID == nil {
 		return false, nil
 	}
 	incoming := IncomingKey(asset.AccountID, asset.ID)
@@ -77,7 +84,7 @@ func (e *Uploads) collect(ctx context.Context, asset *models.Asset, field string
 		problem.Field = field
 		return false, problem
 	}
-	claimed, err := e.store.ClaimArrivedUpload(ctx, asset.ID)
+	claimed, err := e.store.ClaimArrivedUpload(ctx, asset.ID, now, abandonedBefore)
 	if err != nil || !claimed {
 		return false, err // another request collected it
 	}
@@ -126,12 +133,13 @@ func (e *Uploads) checkArrived(ctx context.Context, asset *models.Asset, incomin
 	return nil, nil
 }
 
-// CollectAwaitedUploads looks at up to limit uploads that open jobs wait for (oldest first) and
-// collects those whose bytes have arrived in the store (CollectUpload); it returns how many it
+// CollectAwaitedUploads looks at up to limit uploads that open jobs wait for (oldest first; a claim
+// that a process which died left included) and collects those whose bytes have arrived in the
+// store (CollectUpload); it returns how many it
 // collected, whose preparation it started. A refused upload is logged: its jobs keep waiting for
 // bytes that may still be sent. An error of the store or the database stops the sweep.
 func (e *Uploads) CollectAwaitedUploads(ctx context.Context, limit int) (int, error) {
-	assets, err := e.store.AwaitedUploads(ctx, limit)
+	assets, err := e.store.AwaitedUploads(ctx, e.abandonedBefore(time.Now()), limit)
 	if err != nil {
 		return 0, err
 	}
