@@ -15,10 +15,13 @@ type Blobs interface {
 	PutReader(ctx context.Context, key string, r io.Reader, contentType string, maxBytes int64) (int64, string, error)
 	// Delete removes the file under key; a missing file is not an error.
 	Delete(ctx context.Context, key string) error
-	// Stat returns the size and type of the file under key; blobstore.ErrNotFound when none.
+	// Stat returns the size, type and version (ETag) of the file under key; blobstore.ErrNotFound
+	// when none.
 	Stat(ctx context.Context, key string) (blobstore.Stat, error)
-	// ReadPrefix reads up to n bytes from the start of the file under key.
-	ReadPrefix(ctx context.Context, key string, n int64) ([]byte, error)
-	// Copy copies the file under src to dst within the store.
-	Copy(ctx context.Context, dst, src string) error
+	// ReadPrefix reads up to n bytes from the start of the file under key, of the version etag
+	// when not "" (blobstore.ErrChanged once another was written).
+	ReadPrefix(ctx context.Context, key string, n int64, etag string) ([]byte, error)
+	// Copy copies the file under src to dst within the store, the version etag when not ""
+	// (blobstore.ErrChanged once another was written).
+	Copy(ctx context.Context, dst, src, etag string) error
 }

@@ -74,6 +74,9 @@ func (e *Uploads) collect(ctx context.Context, asset *models.Asset, field string
 		return false, fmt.Errorf("look for upload %s in the store: %w", asset.ID, err)
 	}
 	problem, err := e.checkArrived(ctx, asset, incoming, st)
+	if errors.Is(err, blobstore.ErrChanged) {
+		return false, nil // the client sent it again meanwhile: collected by the next look
+	}
 	if err != nil {
 		return false, err
 	}
@@ -88,8 +91,15 @@ func (e *Uploads) collect(ctx context.Context, asset *models.Asset, field string
 	if err != nil || !claimed {
 		return false, err // another request collected it
 	}
-	if err := e.cfg.Blobs.Copy(ctx, asset.BlobKey, incoming); err != nil {
+	// The copy is of the version just checked (its ETag): a client that sent the upload again
+	// between the check and the copy (its URL is valid for two hours) leaves it to be checked and
+	// collected by the next look, by its first use or the sweep, instead of having bytes nobody
+	// checked collected.
+	if err := e.cfg.Blobs.Copy(ctx, asset.BlobKey, incoming, st.ETag); err != nil {
 		e.ReleaseUpload(ctx, asset.ID)
+		if errors.Is(err, blobstore.ErrChanged) {
+			return false, nil
+		}
 		return false, fmt.Errorf("collect upload %s: %w", asset.ID, err)
 	}
 	width, height := asset.Width, asset.Height
@@ -115,7 +125,10 @@ func (e *Uploads) checkArrived(ctx context.Context, asset *models.Asset, incomin
 	case st.ContentType != "" && st.ContentType != asset.ContentType:
 		return refuse(KindInvalid, "", "", "Content-Type is %q but the upload was declared as %q.", st.ContentType, asset.ContentType), nil
 	}
-	head, err := e.cfg.Blobs.ReadPrefix(ctx, incoming, sniffBytes)
+	head, err := e.cfg.Blobs.ReadPrefix(ctx, incoming, sniffBytes, st.ETag)
+	if errors.Is(err, blobstore.ErrChanged) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read upload %s from the store: %w", asset.ID, err)
 	}

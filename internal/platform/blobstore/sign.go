@@ -98,7 +98,15 @@ func (s *Store) SignedGet(ctx context.Context, key string, ttl time.Duration, op
 type Stat struct {
 	Size        int64
 	ContentType string
+	// ETag names this version of the file: ReadPrefix and Copy given it act on this version
+	// alone, and fail with ErrChanged once another was written under the key (on S3; other
+	// stores have nothing to bind and ignore it).
+	ETag string
 }
+
+// ErrChanged is returned by ReadPrefix and Copy when the file under the key is no longer the
+// version whose ETag they were given: it was written again since.
+var ErrChanged = errors.New("blobstore: the file was written again since it was read")
 
 // Stat returns the size and content type of the file under key; ErrNotFound when there is none.
 func (s *Store) Stat(ctx context.Context, key string) (Stat, error) {
@@ -109,15 +117,26 @@ func (s *Store) Stat(ctx context.Context, key string) (Stat, error) {
 	if err != nil {
 		return Stat{}, err
 	}
-	return Stat{Size: a.Size, ContentType: a.ContentType}, nil
+	return Stat{Size: a.Size, ContentType: a.ContentType, ETag: a.ETag}, nil
 }
 
-// ReadPrefix reads up to n bytes from the start of the file under key; ErrNotFound when there is
-// none.
-func (s *Store) ReadPrefix(ctx context.Context, key string, n int64) ([]byte, error) {
-	r, err := s.bucket.NewRangeReader(ctx, key, 0, n, nil)
-	if gcerrors.Code(err) == gcerrors.NotFound {
+// ReadPrefix reads up to n bytes from the start of the file under key, of its version etag when
+// etag is not "" (Stat.ETag; ErrChanged when another was written since); ErrNotFound when there
+// is none.
+func (s *Store) ReadPrefix(ctx context.Context, key string, n int64, etag string) ([]byte, error) {
+	opts := &blob.ReaderOptions{BeforeRead: func(as func(any) bool) error {
+		var in *s3.GetObjectInput
+		if etag != "" && as(&in) {
+			in.IfMatch = aws.String(etag)
+		}
+		return nil
+	}}
+	r, err := s.bucket.NewRangeReader(ctx, key, 0, n, opts)
+	switch gcerrors.Code(err) {
+	case gcerrors.NotFound:
 		return nil, ErrNotFound
+	case gcerrors.FailedPrecondition:
+		return nil, ErrChanged
 	}
 	if err != nil {
 		return nil, err
@@ -127,11 +146,22 @@ func (s *Store) ReadPrefix(ctx context.Context, key string, n int64) ([]byte, er
 }
 
 // Copy copies the file under src to dst within the bucket (on S3 a copy in the store: no byte
-// passes through this process); ErrNotFound when src holds none.
-func (s *Store) Copy(ctx context.Context, dst, src string) error {
-	err := s.bucket.Copy(ctx, dst, src, nil)
-	if gcerrors.Code(err) == gcerrors.NotFound {
+// passes through this process), its version etag when etag is not "" (Stat.ETag; ErrChanged when
+// another was written since); ErrNotFound when src holds none.
+func (s *Store) Copy(ctx context.Context, dst, src, etag string) error {
+	opts := &blob.CopyOptions{BeforeCopy: func(as func(any) bool) error {
+		var in *s3.CopyObjectInput
+		if etag != "" && as(&in) {
+			in.CopySourceIfMatch = aws.String(etag)
+		}
+		return nil
+	}}
+	err := s.bucket.Copy(ctx, dst, src, opts)
+	switch gcerrors.Code(err) {
+	case gcerrors.NotFound:
 		return ErrNotFound
+	case gcerrors.FailedPrecondition:
+		return ErrChanged
 	}
 	return err
 }

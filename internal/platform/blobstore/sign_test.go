@@ -84,9 +84,9 @@ func TestS3SignedURLs(t *testing.T) {
 	if err != nil || st.Size != int64(len(body)) || st.ContentType != "image/png" {
 		t.Fatalf("stored %+v %v", st, err)
 	}
-	head, err := s.ReadPrefix(ctx, "uploads/a", 10)
-	if err != nil || string(head) != "0123456789" {
-		t.Fatalf("prefix %q %v", head, err)
+	head, err := s.ReadPrefix(ctx, "uploads/a", 10, st.ETag)
+	if err != nil || string(head) != "0123456789" || st.ETag == "" {
+		t.Fatalf("prefix %q %v of the version %q", head, err, st.ETag)
 	}
 
 	getURL, err := s.SignedGet(ctx, "uploads/a", time.Hour, blobstore.GetOptions{ContentType: "image/png", CacheControl: "private, max-age=86400"})
@@ -124,6 +124,45 @@ func TestS3SignedURLs(t *testing.T) {
 	}
 	if _, err := s.SignedGet(ctx, "k", blobstore.MaxSignedURLTTL+time.Second, blobstore.GetOptions{}); err == nil {
 		t.Error("signed beyond seven days")
+	}
+}
+
+// A read or copy bound to a version of a file (its ETag, from Stat) fails with ErrChanged once the
+// file was written again, as a client may send a direct upload twice while its URL is valid:
+// what was checked is what is collected, or nothing.
+func TestS3ReadsAndCopiesOfAVersion(t *testing.T) {
+	srv := s3server.Start(t)
+	srv.Setenv(t)
+	s, err := blobstore.Open(context.Background(), srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	ctx := context.Background()
+	if _, _, err := s.PutReader(ctx, "incoming/a", bytes.NewReader([]byte("first version")), "image/png", 100); err != nil {
+		t.Fatal(err)
+	}
+	first, err := s.Stat(ctx, "incoming/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Copy(ctx, "uploads/a", "incoming/a", first.ETag); err != nil {
+		t.Fatalf("copy of the version read: %v", err)
+	}
+	if _, _, err := s.PutReader(ctx, "incoming/a", bytes.NewReader([]byte("second, other bytes")), "image/png", 100); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ReadPrefix(ctx, "incoming/a", 10, first.ETag); !errors.Is(err, blobstore.ErrChanged) {
+		t.Errorf("read of a version written over: %v, want ErrChanged", err)
+	}
+	if err := s.Copy(ctx, "uploads/b", "incoming/a", first.ETag); !errors.Is(err, blobstore.ErrChanged) {
+		t.Errorf("copy of a version written over: %v, want ErrChanged", err)
+	}
+	if _, err := s.Stat(ctx, "uploads/b"); !errors.Is(err, blobstore.ErrNotFound) {
+		t.Errorf("a refused copy left a file: %v", err)
+	}
+	if head, err := s.ReadPrefix(ctx, "incoming/a", 6, ""); err != nil || string(head) != "second" {
+		t.Errorf("read of whatever version: %q, %v", head, err)
 	}
 }
 
