@@ -131,3 +131,31 @@ func TestRedisSlotsLostReplyLeaksNoSlot(t *testing.T) {
 		t.Fatalf("slots held after an acquisition whose reply was lost: %d, %v; want 0", n, err)
 	}
 }
+
+// deadlineStore is a slot store that records the deadline its release was given.
+type deadlineStore struct{ left time.Duration }
+
+func (d *deadlineStore) release(ctx context.Context, _, _ string) error {
+	if dl, ok := ctx.Deadline(); ok {
+		d.left = time.Until(dl)
+	}
+	return nil
+}
+
+func (d *deadlineStore) extend(context.Context, string, string, int64) (bool, error) {
+	return true, nil
+}
+
+// A slot's release, which runs before the request's answer is flushed, waits on the store no
+// longer than any other call of a request (CallTimeout), so a Redis that hangs holds no answer back
+// for seconds.
+func TestASlotsReleaseIsBoundedLikeEveryCall(t *testing.T) {
+	store := &deadlineStore{}
+	slot := &Slot{store: store, key: "k", id: "1", lease: int64(time.Minute / time.Microsecond)}
+	if err := slot.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if store.left <= 0 || store.left > CallTimeout {
+		t.Errorf("the release had %v to run; want at most CallTimeout (%v)", store.left, CallTimeout)
+	}
+}

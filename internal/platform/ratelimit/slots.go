@@ -16,8 +16,11 @@ var ErrInvalidSlots = errors.New("ratelimit: slot limit must be positive and lea
 var ErrSlotLost = errors.New("ratelimit: slot no longer held")
 
 // releaseTimeout bounds the release of a slot, which runs on its own context so that a slot is
-// freed when the request that held it was cancelled or timed out.
-const releaseTimeout = 2 * time.Second
+// freed when the request that held it was cancelled or timed out. It is CallTimeout, as every
+// other call of a request to the store: a release runs before the request's answer is flushed, so
+// a store that hangs would hold the answer back for as long as this allows; a release that fails
+// leaves the slot to the end of its lease.
+const releaseTimeout = CallTimeout
 
 // Slots caps how many requests of one key may be open at once (the long-held requests: waits and
 // event streams), whereas a Limiter caps how many may start per period.
