@@ -5,6 +5,7 @@ package worker
 import (
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -106,11 +107,17 @@ func (g *Group) Start() error {
 	return nil
 }
 
-// Stop stops every worker, letting running activities finish within the stop timeout.
+// Stop stops every worker, letting running activities finish within the stop timeout. The workers
+// are told at once and drain side by side: stopped one after another, a provider's worker would
+// go on taking new generate attempts while the main worker drains, and the whole stop would last
+// one stop timeout per worker (SHUTDOWN_TIMEOUT bounds the drain of the process, within the
+// supervisor's grace period).
 func (g *Group) Stop() {
+	var wg sync.WaitGroup
 	for _, w := range g.workers {
-		w.Stop()
+		wg.Go(w.Stop)
 	}
+	wg.Wait()
 }
 
 // Register adds shotflow's workflows and activities to a worker (also used by replay tests).
