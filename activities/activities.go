@@ -120,10 +120,18 @@ func (a *Activities) cancelPastDeadline(ctx context.Context, in contract.Attempt
 
 // Generate runs one generation attempt: it loads the job's inputs, calls the provider of the job's
 // model and stores the outputs. Failures are ApplicationErrors whose type is the errorCategory and
-// are never retried here: JobWorkflow decides, so every attempt is visible in attempt_count. When
-// the database or the blob store cannot be reached the failure is ErrTypeDependencyUnavailable
-// instead: that is no attempt, and JobWorkflow runs it again once the outage is over.
+// are never retried here: JobWorkflow decides, so every attempt is visible in attempt_count. Their
+// details are the provider's Retry-After in seconds and when the attempt began running
+// (contract.Generate), from which JobWorkflow's retry window runs. When the database or the blob
+// store cannot be reached the failure is ErrTypeDependencyUnavailable instead: that is no attempt,
+// and JobWorkflow runs it again once the outage is over.
 func (a *Activities) Generate(ctx context.Context, in contract.AttemptInput) (contract.GenerateResult, error) {
+	res, err := a.attempt(ctx, in)
+	return res, withAttemptStart(err, attemptStart(ctx))
+}
+
+// attempt is Generate's attempt, its categorized failures without their start.
+func (a *Activities) attempt(ctx context.Context, in contract.AttemptInput) (contract.GenerateResult, error) {
 	defer keepAlive(ctx, 5*time.Second)()
 	job, order, session, err := a.loadAttempt(ctx, in.JobID)
 	if err != nil {
@@ -348,8 +356,39 @@ func (a *Activities) MarkRetryPending(ctx context.Context, in contract.RetryPend
 	return nil
 }
 
+// attemptStart is when the Temporal server handed the running activity of ctx to this worker: for
+// Generate, when the attempt began, after its wait in the provider's task queue (on the server's
+// clock, as JobWorkflow's). Zero outside an activity.
+func attemptStart(ctx context.Context) time.Time {
+	if !activity.IsActivity(ctx) {
+		return time.Time{}
+	}
+	return activity.GetInfo(ctx).StartedTime
+}
+
+// withAttemptStart adds began, when set, to the details of a categorized failure of a generate
+// attempt (after its Retry-After), so that JobWorkflow starts its retry window at the first
+// attempt's start rather than at its request. Other errors, an outage
+// (ErrTypeDependencyUnavailable) among them, are returned as they are.
+func withAttemptStart(err error, began time.Time) error {
+	var appErr *temporal.ApplicationError
+	if began.IsZero() || !errors.As(err, &appErr) {
+		return err
+	}
+	if _, ok := errorcat.Parse(appErr.Type()); !ok {
+		return err
+	}
+	var retryAfter float64
+	if appErr.HasDetails() {
+		_ = appErr.Details(&retryAfter)
+	}
+	return temporal.NewApplicationErrorWithOptions(appErr.Message(), appErr.Type(), temporal.ApplicationErrorOptions{
+		NonRetryable: appErr.NonRetryable(), Cause: appErr.Unwrap(), Details: []any{retryAfter, began.UTC()}, Category: appErr.Category(),
+	})
+}
+
 // categorized wraps err as a non-retryable ApplicationError typed with the category, carrying the
-// provider's Retry-After (in seconds) as its detail.
+// provider's Retry-After (in seconds) as its detail (Generate adds when the attempt began).
 func categorized(c errorcat.Category, err error, retryAfter time.Duration) error {
 	return categorizedAs(c, err, retryAfter, clientCaused(c))
 }

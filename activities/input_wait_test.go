@@ -36,7 +36,7 @@ func (r refusing) Generate(context.Context, providers.Request) ([]providers.Outp
 // still being uploaded or prepared (the job waits for it), an input missing or unusable, a request
 // the provider's content rules refuse, and any failure of a test key's job. A live job's provider
 // failing otherwise stays an ordinary failure. Every one keeps its category, non-retryability and
-// Retry-After detail.
+// details: the Retry-After and when the attempt began.
 func TestFailuresThatAreNoOperatorsMatterAreBenign(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -112,6 +112,12 @@ func TestFailuresThatAreNoOperatorsMatterAreBenign(t *testing.T) {
 		var retryAfter float64
 		if !appErr.HasDetails() || appErr.Details(&retryAfter) != nil {
 			t.Errorf("%s: the Retry-After detail is lost", c.name)
+		}
+		// And when the attempt began running, where JobWorkflow's retry window starts
+		// (contract.Generate): after the attempt's wait in its provider's queue.
+		var began time.Time
+		if err := appErr.Details(&retryAfter, &began); err != nil || began.IsZero() || time.Since(began) > time.Minute {
+			t.Errorf("%s: the attempt began at %v (%v), want when it started", c.name, began, err)
 		}
 	}
 	if len(ok.reqs) != 0 {

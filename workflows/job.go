@@ -102,6 +102,13 @@ const retryWindowChange = "retry-window-excludes-outages"
 // minutes to prepare still has its whole window for the provider's transient failures after it.
 const inputWaitChange = "retry-window-excludes-input-wait"
 
+// firstAttemptChange is the version marker of the JobWorkflow runs whose retry window starts when
+// the first attempt began running, as the Generate activity reports it, rather than when the
+// workflow asked for it (version 1): the wait in the provider's task queue before it (a burst of
+// jobs ahead, PROVIDER_CONCURRENCY, PROVIDER_RATE_LIMITS) uses none of the window. It is written
+// only by runs for which it changes the decision (a retry the old window would have refused).
+const firstAttemptChange = "retry-window-starts-at-first-attempt"
+
 // History shapes of a JobWorkflow run (JobInput.Shape).
 const (
 	// JobShapeOriginal is the shape of every run started before issue 15, re-runs included: an
@@ -233,6 +240,7 @@ func runJob(ctx workflow.Context, in JobInput, gate *startGate) (JobResult, erro
 	first := workflow.Now(ctx)
 	var inputWaitStarted time.Time
 	var inputWaited time.Duration // time spent waiting for the input, left out of the retry window
+	var queued time.Duration      // time before the first attempt began that was no outage: its wait in the provider's queue
 	failures := 0                 // failed attempts of retryable categories, counted against the schedule
 	if !gate.begin() {
 		return gate.awaitCancelled(ctx)
@@ -256,7 +264,11 @@ func runJob(ctx workflow.Context, in JobInput, gate *startGate) (JobResult, erro
 				JobID: in.JobID, Run: in.Run, Outputs: gen.Outputs,
 			}}, JobResult{Status: status.JobCompleted, Attempts: attempt})
 		}
-		category, retryAfter, detail := classify(err)
+		category, retryAfter, began, detail := classify(err)
+		if attempt == 1 && !began.IsZero() {
+			// Every outage waited so far came before the attempt began.
+			queued = max(began.Sub(first)-outages.waited, 0)
+		}
 
 		if category == errorcat.InputNotReady {
 			if inputWaitStarted.IsZero() {
@@ -297,7 +309,15 @@ func runJob(ctx workflow.Context, in JobInput, gate *startGate) (JobResult, erro
 		if inputWaited > 0 && workflow.GetVersion(ctx, inputWaitChange, workflow.DefaultVersion, 1) >= 1 {
 			elapsed -= inputWaited
 		}
-		if category.Retryable() && failures < opts.Retry.MaxAttempts && elapsed+wait <= opts.Retry.MaxTotal {
+		retry := category.Retryable() && failures < opts.Retry.MaxAttempts
+		if retry && elapsed+wait > opts.Retry.MaxTotal {
+			// The window runs from the first attempt's start, not from its request: its wait in
+			// the provider's queue uses none of it. The marker, written only by runs that retry
+			// thanks to this, keeps the runs from before this change deciding as their histories did.
+			retry = queued > 0 && elapsed-queued+wait <= opts.Retry.MaxTotal &&
+				workflow.GetVersion(ctx, firstAttemptChange, workflow.DefaultVersion, 1) >= 1
+		}
+		if retry {
 			next := workflow.Now(ctx).Add(wait).UTC()
 			if err := markRetryPending(ctx, in, category, detail, attempt, &next); err != nil {
 				return JobResult{}, err
@@ -340,25 +360,28 @@ func notifyOrder(ctx workflow.Context, in JobInput, status string) {
 	}
 }
 
-// classify reads the errorCategory of a failed generate activity. A timeout (for example a worker
-// that died mid-attempt) is TRANSIENT_INFRA; anything unrecognised is INTERNAL_BUG.
-func classify(err error) (errorcat.Category, time.Duration, string) {
+// classify reads the errorCategory of a failed generate activity, the provider's Retry-After and
+// when the attempt began running (zero when the failure does not say: a timeout, or an attempt
+// recorded before the activity reported it), from the failure's details (contract.Generate). A
+// timeout (for example a worker that died mid-attempt) is TRANSIENT_INFRA; anything unrecognised
+// is INTERNAL_BUG.
+func classify(err error) (c errorcat.Category, retryAfter time.Duration, began time.Time, detail string) {
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) {
 		if c, ok := errorcat.Parse(appErr.Type()); ok {
 			var seconds float64
 			if appErr.HasDetails() {
-				_ = appErr.Details(&seconds)
+				_ = appErr.Details(&seconds, &began)
 			}
-			return c, time.Duration(seconds * float64(time.Second)), errorDetail(appErr)
+			return c, time.Duration(seconds * float64(time.Second)), began, errorDetail(appErr)
 		}
-		return errorcat.InternalBug, 0, errorDetail(appErr)
+		return errorcat.InternalBug, 0, time.Time{}, errorDetail(appErr)
 	}
 	var timeoutErr *temporal.TimeoutError
 	if errors.As(err, &timeoutErr) {
-		return errorcat.TransientInfra, 0, err.Error()
+		return errorcat.TransientInfra, 0, time.Time{}, err.Error()
 	}
-	return errorcat.InternalBug, 0, err.Error()
+	return errorcat.InternalBug, 0, time.Time{}, err.Error()
 }
 
 // errorDetail is the error_detail support reads of an attempt's failure: its message, its cause,

@@ -8,7 +8,10 @@ package contract
 const (
 	// BeginAttempt moves a job to in_progress for an attempt (local; AttemptInput).
 	BeginAttempt = "BeginAttempt"
-	// Generate runs one generation attempt (AttemptInput → GenerateResult).
+	// Generate runs one generation attempt (AttemptInput → GenerateResult). A failed attempt is
+	// an ApplicationError typed with its errorcat category whose details are the provider's
+	// Retry-After in seconds (float64) and when the attempt began running (time.Time, after its
+	// wait in the provider's task queue; absent from the failures recorded before it was reported).
 	Generate = "Generate"
 	// CompleteJob settles a successful run of the original shape (local; CompleteInput).
 	CompleteJob = "CompleteJob"
