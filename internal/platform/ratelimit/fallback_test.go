@@ -11,24 +11,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// testClock is a clock a test moves.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // countingRedisCalls is a go-redis hook that counts the scripts the client sends (the checks and
 // acquisitions; not a connection's own set-up commands).
 type countingRedisCalls struct {
@@ -77,7 +59,7 @@ func TestAFailingRedisLeavesEachProcessItsOwnLimits(t *testing.T) {
 	t.Cleanup(func() { _ = client.Close() })
 	calls := &countingRedisCalls{}
 	client.AddHook(calls)
-	clock := &testClock{now: time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)}
+	clock := newFakeClock()
 	limiter, slots := fallbackOn(client, clock.Now)
 	ctx := context.Background()
 
@@ -117,7 +99,7 @@ func TestAFailingRedisLeavesEachProcessItsOwnLimits(t *testing.T) {
 		t.Errorf("Redis was asked %d times (the slots share the limiter's outage); want once", n)
 	}
 
-	clock.Add(OutageHold)
+	clock.Advance(OutageHold)
 	returnsSoon(t, "after the hold", func() {
 		if _, err := limiter.Allow(ctx, "k", 2, time.Minute); err == nil {
 			t.Error("the first request after the hold did not ask Redis")
@@ -133,7 +115,7 @@ func TestAFailingRedisLeavesEachProcessItsOwnLimits(t *testing.T) {
 func TestRedisIsUsedAgainAfterTheHold(t *testing.T) {
 	rdb := newTestRedis(t)
 	key := testKeyPrefix(t, rdb)[len(KeyPrefix):] + "back"
-	clock := &testClock{now: time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)}
+	clock := newFakeClock()
 	limiter, slots := fallbackOn(rdb, clock.Now)
 	limiter.outage.failed() // Redis failed a moment ago
 	if _, err := limiter.Allow(context.Background(), key, 5, time.Minute); err != nil {
@@ -142,7 +124,7 @@ func TestRedisIsUsedAgainAfterTheHold(t *testing.T) {
 	if n, err := rdb.ZCard(context.Background(), KeyPrefix+key).Result(); err != nil || n != 0 {
 		t.Fatalf("within the hold the admission went to Redis: %d, %v", n, err)
 	}
-	clock.Add(OutageHold)
+	clock.Advance(OutageHold)
 	if _, err := limiter.Allow(context.Background(), key, 5, time.Minute); err != nil {
 		t.Fatal(err)
 	}
