@@ -158,8 +158,11 @@ func (e *Support) FindStragglersIn(ctx context.Context, mode Mode, olderThan tim
 
 // strandedBecause says why no workflow will move the non-terminal job j, or "" when one will.
 func (e *Support) strandedBecause(ctx context.Context, j *models.Job) (string, error) {
-	if j.Run > 1 && j.RunStartedAt == nil {
-		return "", nil // the re-run's start is owed to the outbox
+	if j.Run > 1 && j.RunStartedAt == nil && j.Status == status.JobPending {
+		// The re-run's start is owed to the outbox, whose run sweeper starts pending runs. One
+		// that has moved was started although its start was never recorded (Temporal took a start
+		// the command or the sweeper saw fail): its workflow says whether it is stranded.
+		return "", nil
 	}
 	jobWF := workflows.JobWorkflowID(j.ID, j.Run)
 	wfStatus, found, err := e.workflowStatus(ctx, jobWF)

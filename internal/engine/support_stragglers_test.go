@@ -221,3 +221,53 @@ func TestSupportFindsAndRedrivesStrandedJobs(t *testing.T) {
 		}
 	})
 }
+
+// TestReRunStartedButNotRecordedIsAStraggler: a re-run whose workflow start Temporal took while
+// the command heard only a failure (a timeout) is never marked started, and the run sweeper, which
+// starts pending runs alone, does not mark it once the workflow has moved the job. When that
+// workflow is then terminated, the job is stranded: it is listed and can be re-driven, rather
+// than read as a start still owed to the outbox.
+func TestReRunStartedButNotRecordedIsAStraggler(t *testing.T) {
+	t.Parallel()
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		tn := newSupportTenant(t, db, 10)
+		_, jobs := submitOrder(t, newSupportEngine(db, &recordingTemporal{}), tn, 1, "x")
+		x := jobs[0].ID
+		failRun(t, db, x, 1, errorcat.ProviderAccount)
+		lost := &recordingTemporal{err: errors.New("context deadline exceeded")}
+		res, err := newSupportEngine(db, lost).Support.RetryJob(ctx, engine.RetryRequest{JobID: x, Actor: "a"})
+		if err != nil || res.WorkflowStarted {
+			t.Fatalf("retry = %+v, %v", res, err)
+		}
+		// The start did reach Temporal: run 2's workflow began the attempt, then was terminated.
+		if err := models.BeginAttempt(db, x, 2, 1); err != nil {
+			t.Fatal(err)
+		}
+		if j := loadJob(t, db, x); j.Status != status.JobInProgress || j.RunStartedAt != nil {
+			t.Fatalf("job = %+v", j)
+		}
+		tc := &describingTemporal{recordingTemporal: &recordingTemporal{}, statuses: map[string]enumspb.WorkflowExecutionStatus{
+			workflows.JobWorkflowID(x, 2): enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED,
+		}}
+		s := newSupportEngine(db, tc)
+		if n, err := s.Outbox.StartPendingRuns(ctx, 0, 10); err != nil || n != 0 {
+			t.Fatalf("run sweep started %d, %v; a run in progress is not its to start", n, err)
+		}
+		list, err := s.Support.FindStragglers(ctx, 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if list.Count != 1 || list.Jobs[0].JobID != x || list.Jobs[0].Why != "job workflow job/"+x+"/run-2 is Terminated" {
+			t.Fatalf("stragglers = %+v", list)
+		}
+		red, err := s.Support.RedriveJob(ctx, engine.RedriveRequest{JobID: x, Action: engine.RedriveSettle, Actor: "a"})
+		if err != nil || red.SettledRun != 2 {
+			t.Fatalf("redrive = %+v, %v", red, err)
+		}
+		if j := loadJob(t, db, x); j.Status != status.JobFailed || j.Run != 2 {
+			t.Fatalf("settled job = %+v", j)
+		}
+		assertAccountCredits(t, db, tn.accountID, 10, 0)
+	})
+}
