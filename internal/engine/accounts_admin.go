@@ -197,7 +197,7 @@ type AccountKeys struct {
 }
 
 // ListAccountKeys lists an account's external keys, revoked and expired ones included, newest
-// first: its live keys and the test keys of its test twin (IssueTestAccountKey), as mode says
+// first, their times in UTC: its live keys and the test keys of its test twin (IssueTestAccountKey), as mode says
 // (ModeAll or "" both). An account without any has an empty list; an unknown one (or a test twin,
 // whose keys its live account lists) is KindNotFound.
 func (e *Accounts) ListAccountKeys(ctx context.Context, accountID string, mode Mode) (AccountKeys, error) {
@@ -226,8 +226,10 @@ func (e *Accounts) ListAccountKeys(ctx context.Context, accountID string, mode M
 			if !mode.includes(k.TestMode) {
 				continue
 			}
-			out.Keys = append(out.Keys, AccountKeyListed{KeyID: k.ID, Name: k.Name, Scopes: k.ScopeList(), CreatedAt: k.CreatedAt,
-				ExpiresAt: k.ExpiresAt, RevokedAt: k.RevokedAt, LastUsedAt: k.LastUsedAt, Livemode: !k.TestMode})
+			// In UTC, as every admin command prints its times: PostgreSQL's driver reads them in
+			// the process's zone.
+			out.Keys = append(out.Keys, AccountKeyListed{KeyID: k.ID, Name: k.Name, Scopes: k.ScopeList(), CreatedAt: k.CreatedAt.UTC(),
+				ExpiresAt: utc(k.ExpiresAt), RevokedAt: utc(k.RevokedAt), LastUsedAt: utc(k.LastUsedAt), Livemode: !k.TestMode})
 		}
 	}
 	slices.SortStableFunc(out.Keys, func(a, b AccountKeyListed) int { return b.CreatedAt.Compare(a.CreatedAt) })

@@ -138,3 +138,53 @@ func TestOperatorAccountUseCases(t *testing.T) {
 		}
 	})
 }
+
+// TestAccountKeysAreListedInUTC: `shotflow admin keys list` prints its times in UTC like every
+// other admin command, whatever the operator machine's zone. PostgreSQL's driver reads a
+// timestamptz in the process's local zone, so the times of the listed keys said the operator's
+// offset there and UTC on SQLite. Not parallel: it sets time.Local for its run.
+func TestAccountKeysAreListedInUTC(t *testing.T) {
+	local := time.Local
+	time.Local = time.FixedZone("UTC+5", 5*3600)
+	t.Cleanup(func() { time.Local = local })
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		accounts := engine.New(engine.Config{Store: models.NewStore(db), Log: zap.NewNop()}).Accounts
+		acc, err := accounts.CreateAccount(ctx, "zones", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		expires := time.Now().Add(time.Hour)
+		if _, err := accounts.IssueAccountKey(ctx, engine.AccountKeyRequest{AccountID: acc.AccountID, Name: "expiring",
+			Scopes: models.ExternalScopes, ExpiresAt: &expires}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := accounts.IssueTestAccountKey(ctx, engine.AccountKeyRequest{AccountID: acc.AccountID, Name: "test",
+			Scopes: models.ExternalScopes}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := accounts.RevokeKey(ctx, acc.ExternalKeyID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := accounts.AuthenticateAccountKey(ctx, acc.ExternalAPIKey, time.Now()); err == nil {
+			t.Fatal("a revoked key authenticated")
+		}
+		keys, err := accounts.ListAccountKeys(ctx, acc.AccountID, engine.ModeAll)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(keys.Keys) != 3 {
+			t.Fatalf("keys = %+v", keys)
+		}
+		for _, k := range keys.Keys {
+			for name, at := range map[string]*time.Time{"created_at": &k.CreatedAt, "expires_at": k.ExpiresAt, "revoked_at": k.RevokedAt, "last_used_at": k.LastUsedAt} {
+				if at == nil {
+					continue
+				}
+				if _, offset := at.Zone(); offset != 0 {
+					t.Errorf("key %s (%s): %s %v is not in UTC", k.KeyID, k.Name, name, at)
+				}
+			}
+		}
+	})
+}
