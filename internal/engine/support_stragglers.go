@@ -240,7 +240,9 @@ type RedriveResult struct {
 // is released and its order's counters move. Settle then tells the order's workflow, if it still
 // waits, and sends the job.failed webhook, recorded as a job's workflow records it
 // (webhooks.RecordJobDelivery). Rerun instead runs the job again with RetryJob, which adds its own
-// audit row (action retry) and reserves the credits of the new run.
+// audit row (action retry) and reserves the credits of the new run; when RetryJob refuses it (a
+// short balance, a spend limit, the test quota), the settled run is told as settle tells it and
+// the error says so.
 func (e *Support) RedriveJob(ctx context.Context, req RedriveRequest) (RedriveResult, error) {
 	actor := strings.TrimSpace(req.Actor)
 	if actor == "" {
@@ -291,12 +293,27 @@ func (e *Support) RedriveJob(ctx context.Context, req RedriveRequest) (RedriveRe
 	ctx = context.WithoutCancel(ctx)
 	if req.Action == RedriveRerun {
 		rerun, err := e.RetryJob(ctx, RetryRequest{JobID: j.ID, Actor: actor, Reason: strings.TrimSpace(req.Reason + " (re-drive)")})
-		if err != nil {
-			return res, fmt.Errorf("run %d of job %s is settled failed, but the new run was not created: %w (shotflow admin jobs retry runs it again)", j.Run, j.ID, err)
+		if err == nil {
+			res.Rerun = &rerun
+			return res, nil
 		}
-		res.Rerun = &rerun
-		return res, nil
+		// No new run follows the settled one, which the job and its order now show failed: its
+		// end is told as a settle tells it.
+		e.notifySettled(ctx, j, &res)
+		told := "its order and the client are told as by --action settle"
+		if res.NotifyError != "" {
+			told = "telling its order and the client failed: " + res.NotifyError
+		}
+		return res, fmt.Errorf("run %d of job %s is settled failed (%s), but the new run was not created: %w (shotflow admin jobs retry runs it again)",
+			j.Run, j.ID, told, err)
 	}
+	e.notifySettled(ctx, j, &res)
+	return res, nil
+}
+
+// notifySettled tells the end of the stranded run j that RedriveJob settled: the order's workflow,
+// if it still waits, and the job.failed webhook. res takes the delivery and what went wrong.
+func (e *Support) notifySettled(ctx context.Context, j *models.Job, res *RedriveResult) {
 	var problems []string
 	if err := e.signalOrder(ctx, j); err != nil {
 		problems = append(problems, err.Error())
@@ -306,7 +323,6 @@ func (e *Support) RedriveJob(ctx context.Context, req RedriveRequest) (RedriveRe
 		problems = append(problems, err.Error())
 	}
 	res.WebhookDeliveryID, res.NotifyError = deliveryID, strings.Join(problems, "; ")
-	return res, nil
 }
 
 // signalOrder tells the job's order workflow, if it still runs, that the job has ended failed.

@@ -271,3 +271,51 @@ func TestReRunStartedButNotRecordedIsAStraggler(t *testing.T) {
 		assertAccountCredits(t, db, tn.accountID, 10, 0)
 	})
 }
+
+// TestRedriveRerunThatCannotRunAgainStillTellsTheSettledRun: a rerun whose new run is refused (here
+// a test job past its twin's quota of the day) has settled the stranded run failed all the same.
+// That run's end is told as a settle tells it, the order's workflow signalled and job.failed
+// recorded and sent, rather than left unknown to the client whose job and order show it failed.
+func TestRedriveRerunThatCannotRunAgainStillTellsTheSettledRun(t *testing.T) {
+	t.Parallel()
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		tn := newTestSupportTenant(t, db, models.TestDailyCredits)
+		tc := &describingTemporal{recordingTemporal: &recordingTemporal{}}
+		s := engine.New(engine.Config{Store: models.NewStore(db), Temporal: tc, TaskQueue: "support-test", Log: zap.NewNop(), JobOptions: supportJobOptions,
+			TemporalUI: supportUI, Signer: urlsign.New([]byte("0123456789abcdef0123456789abcdef"), "http://api.example"), DownloadTTL: time.Hour})
+		o, jobs := submitOrder(t, s, tn, 2, "stranded")
+		x := jobs[0].ID
+		if err := models.BeginAttempt(db, x, 1, 1); err != nil {
+			t.Fatal(err)
+		}
+		tc.statuses = map[string]enumspb.WorkflowExecutionStatus{
+			workflows.JobWorkflowID(x, 1):   enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED,
+			workflows.OrderWorkflowID(o.ID): enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING,
+		}
+		testdb.MustExec(t, db, "UPDATE accounts SET test_jobs_today = ? WHERE id = ?", models.TestDailyJobs, tn.accountID)
+
+		_, err := s.Support.RedriveJob(ctx, engine.RedriveRequest{JobID: x, Action: engine.RedriveRerun, Actor: "bob"})
+		if !errors.Is(err, models.ErrTestQuotaExceeded) || !strings.Contains(err.Error(), "settled failed") {
+			t.Fatalf("rerun past the test quota: %v", err)
+		}
+		if j := loadJob(t, db, x); j.Status != status.JobFailed || j.Run != 1 {
+			t.Fatalf("job = %+v", j)
+		}
+		if o := loadOrder(t, db, o.ID); o.Status != status.OrderFailed || o.JobsFailed != 1 {
+			t.Fatalf("order = %+v", o)
+		}
+		if len(tc.signals) != 1 || tc.signals[0].workflowID != workflows.OrderWorkflowID(o.ID) ||
+			tc.signals[0].arg != (workflows.JobFinished{JobID: x, Run: 1, Status: status.JobFailed}) {
+			t.Fatalf("signals = %+v; want the order told of the settled run", tc.signals)
+		}
+		var d models.WebhookDelivery
+		if err := db.Where("event_id = ?", models.WebhookDeliveryID(x, 1, webhooks.EventJobFailed)).Take(&d).Error; err != nil {
+			t.Fatalf("the settled run's job.failed: %v", err)
+		}
+		if starts := tc.startsOf(workflows.WebhookWorkflowID(d.ID)); len(starts) != 1 {
+			t.Fatalf("delivery starts = %+v", starts)
+		}
+		assertAccountCredits(t, db, tn.accountID, models.TestDailyCredits, 0)
+	})
+}
