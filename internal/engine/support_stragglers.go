@@ -156,8 +156,30 @@ func (e *Support) FindStragglersIn(ctx context.Context, mode Mode, olderThan tim
 	return out, nil
 }
 
-// strandedBecause says why no workflow will move the non-terminal job j, or "" when one will.
+// strandedBecause says why no workflow will move the non-terminal job j, or "" when one will (or
+// when j, as read before Temporal was asked, has ended or moved to another run since).
 func (e *Support) strandedBecause(ctx context.Context, j *models.Job) (string, error) {
+	why, err := e.closedWorkflowOf(ctx, j)
+	if why == "" || err != nil {
+		return "", err
+	}
+	// A workflow that closed after ending its job (the job completed between the read of j and
+	// the question to Temporal: a page of open jobs is described one by one) left it terminal.
+	now, err := e.store.GetJob(ctx, j.ID)
+	switch {
+	case errors.Is(err, models.ErrNotFound):
+		return "", nil
+	case err != nil:
+		return "", err
+	case now.Run != j.Run || status.IsTerminalJob(now.Status):
+		return "", nil
+	}
+	return why, nil
+}
+
+// closedWorkflowOf says which workflow that would move the non-terminal job j has closed or is
+// gone, or "" when one runs (or is about to start).
+func (e *Support) closedWorkflowOf(ctx context.Context, j *models.Job) (string, error) {
 	if j.Run > 1 && j.RunStartedAt == nil && j.Status == status.JobPending {
 		// The re-run's start is owed to the outbox, whose run sweeper starts pending runs. One
 		// that has moved was started although its start was never recorded (Temporal took a start

@@ -319,3 +319,50 @@ func TestRedriveRerunThatCannotRunAgainStillTellsTheSettledRun(t *testing.T) {
 		assertAccountCredits(t, db, tn.accountID, models.TestDailyCredits, 0)
 	})
 }
+
+// endingTemporal is a describingTemporal whose description of one workflow first runs a hook: the
+// job that workflow runs ends between the straggler search's read of the jobs and its question to
+// Temporal.
+type endingTemporal struct {
+	*describingTemporal
+	workflowID string
+	hook       func()
+}
+
+func (f *endingTemporal) DescribeWorkflowExecution(ctx context.Context, workflowID, runID string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
+	if workflowID == f.workflowID && f.hook != nil {
+		f.hook()
+		f.hook = nil
+	}
+	return f.describingTemporal.DescribeWorkflowExecution(ctx, workflowID, runID)
+}
+
+// TestAJobThatEndsDuringTheStragglerSearchIsNoStraggler: a job whose workflow completes it after
+// the search read the open jobs, and closes before Temporal is asked, is not reported stranded
+// (nor logged by the workers' sweep as one to re-drive): its row says it ended.
+func TestAJobThatEndsDuringTheStragglerSearchIsNoStraggler(t *testing.T) {
+	t.Parallel()
+	testdb.Dialects(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		tn := newSupportTenant(t, db, 10)
+		o, jobs := submitOrder(t, newSupportEngine(db, &recordingTemporal{}), tn, 1, "long", "stranded")
+		long, stranded := jobs[0].ID, jobs[1].ID
+		for _, id := range []string{long, stranded} {
+			if err := models.BeginAttempt(db, id, 1, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tc := &endingTemporal{describingTemporal: &describingTemporal{recordingTemporal: &recordingTemporal{}, statuses: map[string]enumspb.WorkflowExecutionStatus{
+			workflows.JobWorkflowID(long, 1):     enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED,
+			workflows.JobWorkflowID(stranded, 1): enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED,
+			workflows.OrderWorkflowID(o.ID):      enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING,
+		}}, workflowID: workflows.JobWorkflowID(long, 1), hook: func() { completeRun(t, db, long, 1) }}
+		list, err := newSupportEngine(db, tc).Support.FindStragglers(ctx, 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if list.Checked != 2 || list.Count != 1 || list.Jobs[0].JobID != stranded {
+			t.Fatalf("stragglers = %+v; want the terminated job's alone", list)
+		}
+	})
+}
