@@ -176,13 +176,30 @@ func runAdmin(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 	}()
 	out, err := command(env, rest)
-	if err != nil {
-		return err
-	}
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
+	if err != nil {
+		// What a command made before it failed, when that holds secrets shown only once.
+		var partial *partialError
+		if errors.As(err, &partial) {
+			if encErr := enc.Encode(partial.made); encErr != nil {
+				return errors.Join(err, encErr)
+			}
+		}
+		return err
+	}
 	return enc.Encode(out)
 }
+
+// partialError is the failure of a command after it made something it prints only once (an
+// installation's plugin key and webhook secret): runAdmin prints made, then fails with err.
+type partialError struct {
+	made any
+	err  error
+}
+
+func (e *partialError) Error() string { return e.err.Error() }
+func (e *partialError) Unwrap() error { return e.err }
 
 // isHelpFlag reports whether a command-line argument asks for help (-h, -help, --help).
 func isHelpFlag(arg string) bool {
@@ -263,10 +280,12 @@ func (e *adminEnv) installationCreate(args []string) (any, error) {
 		return created, err
 	}
 	// A second transaction: should it fail, the installation stands and `installation test-key`
-	// issues its test key.
+	// issues its test key. Its plugin key and webhook secret are printed all the same: they are
+	// shown this once, and no command issues them again.
 	test, err := accounts.IssueTestPluginKey(e.ctx, box, created.InstallationID, "test", created.Scopes, nil)
 	if err != nil {
-		return nil, fmt.Errorf("installation %s created, its test key not (issue it with installation test-key): %w", created.InstallationID, err)
+		return nil, &partialError{made: created,
+			err: fmt.Errorf("installation %s created (its keys are on standard output), its test key not (issue it with installation test-key): %w", created.InstallationID, err)}
 	}
 	return installationWithTestKey{InstallationCreated: created, TestKey: test}, nil
 }

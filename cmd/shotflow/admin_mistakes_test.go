@@ -1,12 +1,15 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shotflow/shotflow/internal/platform/secrets"
+	"github.com/shotflow/shotflow/models"
 )
 
 // A stray word among the flags of a command that takes no positional argument would stop Go's
@@ -268,5 +271,41 @@ func TestAdminInTheWrongPlaceCreatesNoDatabase(t *testing.T) {
 	}
 	if code != 1 || !strings.Contains(errOut, "no database at "+filepath.Join(dir, "shotflow.db")) {
 		t.Errorf("admin jobs list in the wrong place: exit %d, stderr %q; want 1 naming the path", code, errOut)
+	}
+}
+
+// installation create --test-key makes the installation and then, in a second transaction, its
+// test key. When that second step fails, the installation stands with a plugin key and a webhook
+// secret that are shown only once, and no command issues them again: the command still prints
+// them (and exits 1 saying the test key was not made).
+func TestAdminInstallationCreateShowsItsSecretsWhenItsTestKeyFails(t *testing.T) {
+	f := newAdminFixture(t)
+	var acc map[string]any
+	adminJSON(t, &acc, "account", "create", "--name", "Acme")
+	accountID := acc["account_id"].(string)
+	db := f.db(t)
+	if err := db.Exec(`CREATE TRIGGER refuse_test_keys BEFORE INSERT ON api_keys WHEN NEW.test_mode
+		BEGIN SELECT RAISE(ABORT, 'test keys refused by the test'); END`).Error; err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, "admin", "installation", "create", "--account", accountID, "--name", "Shop", "--test-key")
+	if code != 1 || !strings.Contains(errOut, "test keys refused by the test") || !strings.Contains(errOut, "installation test-key") {
+		t.Fatalf("installation create --test-key whose test key fails: exit %d, stdout %q, stderr %q; want 1 saying so", code, out, errOut)
+	}
+	var created struct {
+		InstallationID string `json:"installation_id"`
+		APIKey         string `json:"api_key"`
+		WebhookSecret  string `json:"webhook_secret"`
+	}
+	if err := json.Unmarshal([]byte(out), &created); err != nil || !strings.HasPrefix(created.APIKey, "pk_live_") ||
+		!strings.HasPrefix(created.WebhookSecret, "whsec_") {
+		t.Fatalf("stdout %q (%v); want the installation with its plugin key and webhook secret", out, err)
+	}
+	var n int64
+	if err := db.Raw("SELECT COUNT(*) FROM installations WHERE id = ? AND account_id = ?", created.InstallationID, accountID).Scan(&n).Error; err != nil || n != 1 {
+		t.Fatalf("installation %s: %d rows, %v", created.InstallationID, n, err)
+	}
+	if _, err := models.AuthenticateKey(db, models.KeyKindPlugin, created.APIKey, time.Now()); err != nil {
+		t.Fatalf("the printed plugin key: %v", err)
 	}
 }
