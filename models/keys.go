@@ -81,6 +81,12 @@ func issueKey(db *gorm.DB, kind, accountID string, installationID *string, name 
 	}
 	keyID := hex.EncodeToString(idBytes)
 	secret := base64.RawURLEncoding.EncodeToString(secretBytes)
+	if expiresAt != nil {
+		// Stored in UTC, as every other time: SQLite keeps a time as the text it was given, and
+		// its comparisons, and the listings, read that text.
+		utc := expiresAt.UTC()
+		expiresAt = &utc
+	}
 	k := APIKey{
 		ID: keyID, Kind: kind, AccountID: accountID, InstallationID: installationID, Name: name,
 		SecretHash: hashSecret(secret), Scopes: strings.Join(scopes, " "), ExpiresAt: expiresAt,
