@@ -107,7 +107,7 @@ func runAdmin(ctx context.Context, args []string, stdout io.Writer) error {
 		fmt.Fprint(stdout, adminUsage)
 		return nil
 	}
-	if len(args) < 2 {
+	if len(args) == 0 {
 		return fmt.Errorf("%w: a command is required\n%s", errUsage, adminUsage)
 	}
 	commands := map[string]func(*adminEnv, []string) (any, error){
@@ -135,10 +135,18 @@ func runAdmin(ctx context.Context, args []string, stdout io.Writer) error {
 	oneWord := map[string]func(*adminEnv, []string) (any, error){
 		"usage": (*adminEnv).usage,
 	}
-	command, ok := commands[args[0]+" "+args[1]]
-	rest := args[2:]
-	if one, isOne := oneWord[args[0]]; isOne {
-		command, ok, rest = one, true, args[1:]
+	command, ok, rest := oneWord[args[0]], true, args[1:]
+	if command == nil {
+		if len(args) < 2 {
+			for name := range commands {
+				if strings.HasPrefix(name, args[0]+" ") {
+					return fmt.Errorf("%w: %q needs a command after it\n%s", errUsage, args[0], adminUsage)
+				}
+			}
+			return fmt.Errorf("%w: unknown admin command %q\n%s", errUsage, args[0], adminUsage)
+		}
+		command, ok = commands[args[0]+" "+args[1]]
+		rest = args[2:]
 	}
 	if !ok {
 		return fmt.Errorf("%w: unknown admin command %q\n%s", errUsage, args[0]+" "+args[1], adminUsage)

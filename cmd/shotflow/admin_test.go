@@ -419,6 +419,15 @@ func TestAdminHelp(t *testing.T) {
 			t.Errorf("admin %s: exit %d, stdout %q, stderr %q", help, code, out, errOut)
 		}
 	}
+	for args, want := range map[string]string{
+		"keys":  `"keys" needs a command after it`,
+		"bogus": `unknown admin command "bogus"`,
+	} {
+		code, _, errOut := runCLI(t, "admin", args)
+		if code != 2 || strings.Count(errOut, "Usage:") != 1 || !strings.Contains(errOut, want) {
+			t.Errorf("admin %s: exit %d, stderr %q; want 2 saying %s, usage once", args, code, errOut, want)
+		}
+	}
 	code, _, errOut := runCLI(t, "admin")
 	if code != 2 || strings.Count(errOut, "Usage:") != 1 || !strings.Contains(errOut, "a command is required") {
 		t.Errorf("admin alone: exit %d, stderr %q; want 2 saying a command is required, usage once", code, errOut)

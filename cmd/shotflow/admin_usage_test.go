@@ -42,8 +42,8 @@ func TestAdminUsage(t *testing.T) {
 
 	for _, args := range [][]string{{"usage"}, {"usage", "--account", f.accountID, "--installation", f.installationID},
 		{"usage", "--account"}} {
-		if code, _, _ := runCLI(t, append([]string{"admin"}, args...)...); code != 2 {
-			t.Errorf("admin %v: exit %d, want 2", args, code)
+		if code, _, errOut := runCLI(t, append([]string{"admin"}, args...)...); code != 2 || strings.Contains(errOut, "a command is required") {
+			t.Errorf("admin %v: exit %d, stderr %q; want 2 naming what the command lacks", args, code, errOut)
 		}
 	}
 	// A value the command refuses is a usage mistake naming its flag (exit 2); a record that does
