@@ -179,7 +179,7 @@ func (a *Activities) attempt(ctx context.Context, in contract.AttemptInput) (con
 			AssetID: models.OutputAssetID(job.ID, job.Run, pos), BlobKey: key, ContentType: out.ContentType,
 			SizeBytes: int64(len(out.Data)), Width: out.Width, Height: out.Height, SHA256: sha256Hex(out.Data),
 		})
-		activity.RecordHeartbeat(ctx, pos)
+		activity.RecordHeartbeat(ctx, time.Now().UTC(), pos) // when (contract.Generate), and the outputs stored
 	}
 	return res, nil
 }

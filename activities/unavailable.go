@@ -44,7 +44,7 @@ func keepAlive(ctx context.Context, interval time.Duration) (stop func()) {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				activity.RecordHeartbeat(ctx)
+				activity.RecordHeartbeat(ctx, time.Now().UTC()) // when (contract.Generate)
 			}
 		}
 	}()

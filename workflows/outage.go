@@ -11,7 +11,8 @@ import (
 )
 
 // SAWaitingOn names the dependency a workflow is waiting for while it cannot reach it
-// (contract.DependencyDatabase or contract.DependencyBlobStore); it is unset again once the
+// (contract.DependencyDatabase or contract.DependencyBlobStore; contract.DependencyTemporal for
+// the moment it runs again an attempt an outage of Temporal cut short); it is unset again once the
 // dependency answers. Operators find every stalled workflow with ShotflowWaitingOn IS NOT NULL.
 var SAWaitingOn = temporal.NewSearchAttributeKeyKeyword("ShotflowWaitingOn")
 
@@ -109,12 +110,51 @@ func withOutageClock(ctx workflow.Context) (workflow.Context, *outageClock) {
 
 // runActivity executes the activity named activity (a contract name) with actx's options, storing
 // its result in out (nil for none), and waits out every outage it reports as
-// contract.ErrTypeDependencyUnavailable, running it again after each; other errors are returned.
+// contract.ErrTypeDependencyUnavailable, running it again after each, and every run that an outage
+// of Temporal cut short (lateTimeout); other errors are returned.
 func runActivity(ctx, actx workflow.Context, activity string, out any, args ...any) error {
 	return untilAvailable(ctx, func() (string, error) {
 		err := workflow.ExecuteActivity(actx, activity, args...).Get(ctx, out)
-		return unavailableDependency(err), err
+		if dependency := unavailableDependency(err); dependency != "" {
+			return dependency, err
+		}
+		// Runs from before this change counted such a timeout as the activity's failure (their
+		// histories decided on it): the marker, written only by runs that meet one, tells them apart.
+		if lateTimeout(ctx, actx, err) && workflow.GetVersion(ctx, lateTimeoutChange, workflow.DefaultVersion, 1) >= 1 {
+			return contract.DependencyTemporal, err
+		}
+		return "", err
 	})
+}
+
+// lateTimeoutChange is the version marker of the runs that take a late timeout (lateTimeout) for
+// an outage of Temporal rather than the activity's failure.
+const lateTimeoutChange = "late-timeout-is-temporal-outage"
+
+// lateTimeoutSlack is how late past its due time a heartbeat timeout may arrive and still be the
+// activity's own: the SDK sends a heartbeat up to 0.8 of the heartbeat timeout after it was
+// recorded, and the workflow task that reads the timeout starts a moment after it fired.
+const lateTimeoutSlack = 2 * time.Minute
+
+// lateTimeout reports whether err is a timeout of an activity run with actx's options that arrived
+// long after Temporal should have fired it: more than the heartbeat timeout and lateTimeoutSlack
+// after the last heartbeat it recorded (whose first detail is the time it was recorded,
+// contract.Generate). A running Temporal fires a heartbeat timeout within the heartbeat timeout of
+// the last heartbeat it received; one fired that late was held back by Temporal itself being down
+// (or no workflow worker running), while the attempt may well have finished: no failure of the
+// activity's. A timeout without such a heartbeat (an attempt too short to have sent one) stays the
+// activity's.
+func lateTimeout(ctx, actx workflow.Context, err error) bool {
+	var timeout *temporal.TimeoutError
+	if !errors.As(err, &timeout) || !timeout.HasLastHeartbeatDetails() {
+		return false
+	}
+	heartbeat := workflow.GetActivityOptions(actx).HeartbeatTimeout
+	var at time.Time
+	if heartbeat <= 0 || timeout.LastHeartbeatDetails(&at) != nil || at.IsZero() {
+		return false
+	}
+	return workflow.Now(ctx).Sub(at) > heartbeat+lateTimeoutSlack
 }
 
 // project runs a database projection, the local activity named activity (a contract name), until

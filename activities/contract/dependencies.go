@@ -14,4 +14,7 @@ const (
 	DependencyDatabase = "database"
 	// DependencyBlobStore is the store of uploaded and generated files.
 	DependencyBlobStore = "blob store"
+	// DependencyTemporal is Temporal itself: a workflow names it while it runs again an attempt
+	// that Temporal's outage cut short (workflows/outage.go, lateTimeout).
+	DependencyTemporal = "temporal"
 )

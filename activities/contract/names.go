@@ -12,6 +12,9 @@ const (
 	// an ApplicationError typed with its errorcat category whose details are the provider's
 	// Retry-After in seconds (float64) and when the attempt began running (time.Time, after its
 	// wait in the provider's task queue; absent from the failures recorded before it was reported).
+	// Each of its heartbeats records, as its first detail, the worker's time when it was recorded
+	// (time.Time): a timeout that arrives long after the last heartbeat recorded was due tells the
+	// workflow that Temporal, not the attempt, stopped (workflows/outage.go, lateTimeout).
 	Generate = "Generate"
 	// CompleteJob settles a successful run of the original shape (local; CompleteInput).
 	CompleteJob = "CompleteJob"

@@ -23,10 +23,13 @@ import (
 const MaxDownloadBytes = 200 << 20
 
 // Heartbeat records an activity heartbeat when ctx belongs to a Temporal activity and does nothing
-// otherwise, so providers can heartbeat while they poll without caring who calls them.
+// otherwise, so providers can heartbeat while they poll without caring who calls them. Its first
+// detail is the time it is recorded, then details: the generate activity's heartbeats all begin so
+// (activities/contract.Generate), which is how its workflow tells Temporal's outage from the
+// attempt's failure.
 func Heartbeat(ctx context.Context, details ...any) {
 	if activity.IsActivity(ctx) {
-		activity.RecordHeartbeat(ctx, details...)
+		activity.RecordHeartbeat(ctx, append([]any{time.Now().UTC()}, details...)...)
 	}
 }
 

@@ -224,7 +224,7 @@ func wait(ctx context.Context, d time.Duration) error {
 		case <-timer.C:
 			return nil
 		case <-beat:
-			activity.RecordHeartbeat(ctx)
+			providers.Heartbeat(ctx)
 		}
 	}
 }
