@@ -1,15 +1,11 @@
 package workflows_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/workflow"
 
-	"github.com/shotflow/shotflow/activities/contract"
 	"github.com/shotflow/shotflow/models/status"
 	"github.com/shotflow/shotflow/workflows"
 )
@@ -19,25 +15,13 @@ import (
 // makes the run one from before late timeouts were taken for Temporal's outages.
 func timedOutJob(t *testing.T, took time.Duration, old bool) workflows.JobResult {
 	t.Helper()
-	env := newEnv(t)
-	start := env.Now()
+	oldChange := ""
 	if old {
-		env.OnGetVersion("late-timeout-is-temporal-outage", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+		oldChange = "late-timeout-is-temporal-outage"
 	}
-	env.OnActivity(a.BeginAttempt, mock.Anything, mock.Anything).Return(nil)
-	env.OnActivity(a.Generate, mock.Anything, mock.Anything).After(took).
-		Return(contract.GenerateResult{}, temporal.NewHeartbeatTimeoutError(start.Add(10*time.Second), 0)).Once()
-	env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(okResult, nil).Maybe()
-	env.OnActivity(a.MarkRetryPending, mock.Anything, mock.Anything).Return(nil).Maybe()
-	env.OnActivity(a.FinishJob, mock.Anything, mock.Anything).Return(func(context.Context, contract.FinishJobInput) (contract.RecordWebhookResult, error) {
-		return contract.RecordWebhookResult{}, nil
-	})
-	env.ExecuteWorkflow(workflows.JobWorkflow, workflows.JobInput{JobID: "j1", Run: 1, OrderID: "o1", Shape: workflows.JobShapeQuiet})
-	var res workflows.JobResult
-	if err := env.GetWorkflowResult(&res); err != nil {
-		t.Fatal(err)
-	}
-	return res
+	return jobFailingOnce(t, took, func(start time.Time) error {
+		return temporal.NewHeartbeatTimeoutError(start.Add(10*time.Second), 0)
+	}, oldChange)
 }
 
 // Temporal down during an attempt (docs/job-states.md, "During an outage"): the attempt comes back,

@@ -26,25 +26,17 @@ func attemptError(c errorcat.Category, retryAfter time.Duration, began time.Time
 	return temporal.NewNonRetryableApplicationError("provider said no", string(c), nil, details...)
 }
 
-// queuedJob runs a job whose first attempt waits 40 minutes in its provider's task queue (a burst
-// of jobs ahead of it, PROVIDER_CONCURRENCY and PROVIDER_RATE_LIMITS), then runs for 10 seconds
-// and fails with TRANSIENT_INFRA; the second attempt completes. reported says whether the attempt
-// reports when it began; old makes the run one from before the retry window started at the first
-// attempt (no version marker in its history).
-func queuedJob(t *testing.T, reported, old bool) workflows.JobResult {
+// jobFailingOnce runs a job whose first generate attempt fails after took with the error failure
+// gives for the time the run started; the next attempt completes. oldChange, when set, is a
+// version marker the run does not have: a run from before that change.
+func jobFailingOnce(t *testing.T, took time.Duration, failure func(start time.Time) error, oldChange string) workflows.JobResult {
 	t.Helper()
 	env := newEnv(t)
-	start := env.Now()
-	if old {
-		env.OnGetVersion("retry-window-starts-at-first-attempt", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	if oldChange != "" {
+		env.OnGetVersion(oldChange, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	}
 	env.OnActivity(a.BeginAttempt, mock.Anything, mock.Anything).Return(nil)
-	began := start.Add(40 * time.Minute)
-	if !reported {
-		began = time.Time{}
-	}
-	env.OnActivity(a.Generate, mock.Anything, mock.Anything).After(40*time.Minute+10*time.Second).
-		Return(contract.GenerateResult{}, attemptError(errorcat.TransientInfra, 0, began)).Once()
+	env.OnActivity(a.Generate, mock.Anything, mock.Anything).After(took).Return(contract.GenerateResult{}, failure(env.Now())).Once()
 	env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(okResult, nil).Maybe()
 	env.OnActivity(a.MarkRetryPending, mock.Anything, mock.Anything).Return(nil).Maybe()
 	env.OnActivity(a.FinishJob, mock.Anything, mock.Anything).Return(func(context.Context, contract.FinishJobInput) (contract.RecordWebhookResult, error) {
@@ -56,6 +48,26 @@ func queuedJob(t *testing.T, reported, old bool) workflows.JobResult {
 		t.Fatal(err)
 	}
 	return res
+}
+
+// queuedJob runs a job whose first attempt waits 40 minutes in its provider's task queue (a burst
+// of jobs ahead of it, PROVIDER_CONCURRENCY and PROVIDER_RATE_LIMITS), then runs for 10 seconds
+// and fails with TRANSIENT_INFRA; the second attempt completes. reported says whether the attempt
+// reports when it began; old makes the run one from before the retry window started at the first
+// attempt (no version marker in its history).
+func queuedJob(t *testing.T, reported, old bool) workflows.JobResult {
+	t.Helper()
+	oldChange := ""
+	if old {
+		oldChange = "retry-window-starts-at-first-attempt"
+	}
+	return jobFailingOnce(t, 40*time.Minute+10*time.Second, func(start time.Time) error {
+		began := start.Add(40 * time.Minute)
+		if !reported {
+			began = time.Time{}
+		}
+		return attemptError(errorcat.TransientInfra, 0, began)
+	}, oldChange)
 }
 
 // The retry window runs from the first attempt (docs/job-states.md), which begins when a worker
