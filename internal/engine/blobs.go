@@ -22,6 +22,7 @@ type Blobs interface {
 	// when not "" (blobstore.ErrChanged once another was written).
 	ReadPrefix(ctx context.Context, key string, n int64, etag string) ([]byte, error)
 	// Copy copies the file under src to dst within the store, the version etag when not ""
-	// (blobstore.ErrChanged once another was written).
-	Copy(ctx context.Context, dst, src, etag string) error
+	// (blobstore.ErrChanged once another was written), with the type contentType and no other
+	// header its sender chose.
+	Copy(ctx context.Context, dst, src, etag, contentType string) error
 }

@@ -95,7 +95,7 @@ func (e *Uploads) collect(ctx context.Context, asset *models.Asset, field string
 	// between the check and the copy (its URL is valid for two hours) leaves it to be checked and
 	// collected by the next look, by its first use or the sweep, instead of having bytes nobody
 	// checked collected.
-	if err := e.cfg.Blobs.Copy(ctx, asset.BlobKey, incoming, st.ETag); err != nil {
+	if err := e.cfg.Blobs.Copy(ctx, asset.BlobKey, incoming, st.ETag, asset.ContentType); err != nil {
 		e.ReleaseUpload(ctx, asset.ID)
 		if errors.Is(err, blobstore.ErrChanged) {
 			return false, nil

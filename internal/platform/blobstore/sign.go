@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
 )
@@ -147,13 +148,20 @@ func (s *Store) ReadPrefix(ctx context.Context, key string, n int64, etag string
 
 // Copy copies the file under src to dst within the bucket (on S3 a copy in the store: no byte
 // passes through this process), its version etag when etag is not "" (Stat.ETag; ErrChanged when
-// another was written since); ErrNotFound when src holds none.
-func (s *Store) Copy(ctx context.Context, dst, src, etag string) error {
+// another was written since); ErrNotFound when src holds none. On S3 the copy has the type
+// contentType and none of the other headers and metadata src was stored with (a presigned PUT
+// signs the type and length alone, so its sender may have added others).
+func (s *Store) Copy(ctx context.Context, dst, src, etag, contentType string) error {
 	opts := &blob.CopyOptions{BeforeCopy: func(as func(any) bool) error {
 		var in *s3.CopyObjectInput
-		if etag != "" && as(&in) {
+		if !as(&in) {
+			return nil
+		}
+		if etag != "" {
 			in.CopySourceIfMatch = aws.String(etag)
 		}
+		in.MetadataDirective = s3types.MetadataDirectiveReplace
+		in.ContentType = aws.String(contentType)
 		return nil
 	}}
 	err := s.bucket.Copy(ctx, dst, src, opts)
