@@ -44,7 +44,7 @@ func RequestTimeout(timeout, limit time.Duration) gin.HandlerFunc {
 		d.waited = time.AfterFunc(timeout, d.expire)
 		d.limit = time.AfterFunc(max(limit, timeout), d.expire)
 		defer d.stop()
-		reqctx.SetDeadlineExtender(c, d.extend)
+		reqctx.SetDeadlineExtender(c, d.extend, timeout)
 		req := c.Request.WithContext(ctx)
 		if req.Body != nil && req.Body != http.NoBody {
 			req.Body = &progressBody{ReadCloser: req.Body, progress: d.progress}

@@ -146,6 +146,13 @@ func (h *Held) Release() {
 	}
 }
 
+// heldLease is the lease of a held request's slot: the wait, then the request's work after it
+// (REQUEST_TIMEOUT, reqctx.Timeout, at least 2 minutes), then a minute: the longest the request can
+// hold the slot, whose lease must not end first (another request could take it meanwhile).
+func heldLease(c *gin.Context, wait time.Duration) time.Duration {
+	return wait + max(2*time.Minute, reqctx.Timeout(c)) + time.Minute
+}
+
 // Take reads the request's wait and, when it asks for one, takes one of its key's MaxHeldPerKey
 // slots (key names the API key, e.g. "plugin:<id>"), before the request does anything: busy is
 // true, and Retry-After set, when they are all taken, and the caller answers 429 having changed
@@ -155,7 +162,7 @@ func Take(c *gin.Context, slots ratelimit.Slots, key string, log *zap.Logger) (h
 	if !ok {
 		return &Held{}, false
 	}
-	slot, ok, err := slots.Acquire(c.Request.Context(), "wait:"+key, MaxHeldPerKey, wait+2*time.Minute)
+	slot, ok, err := slots.Acquire(c.Request.Context(), "wait:"+key, MaxHeldPerKey, heldLease(c, wait))
 	if err != nil {
 		reqctx.Log(c, log).Warn("shared request slots unavailable; the wait holds one of the process's own, or none", zap.Error(err))
 	}

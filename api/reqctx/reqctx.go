@@ -25,6 +25,7 @@ const (
 	requestIDKey key = iota
 	tenantKey
 	deadlineKey
+	timeoutKey
 )
 
 // Tenant is who made a request: the account, and the plugin installation for plugin keys.
@@ -65,8 +66,20 @@ func TenantOf(c *gin.Context) Tenant {
 	return tenant
 }
 
-// SetDeadlineExtender records how the request's deadline is extended (api.RequestTimeout does).
-func SetDeadlineExtender(c *gin.Context, extend func(hold time.Duration)) { c.Set(deadlineKey, extend) }
+// SetDeadlineExtender records how the request's deadline is extended (api.RequestTimeout does),
+// and timeout, REQUEST_TIMEOUT: how long the request's work may take after a hold.
+func SetDeadlineExtender(c *gin.Context, extend func(hold time.Duration), timeout time.Duration) {
+	c.Set(deadlineKey, extend)
+	c.Set(timeoutKey, timeout)
+}
+
+// Timeout is how long the request's work may take after a hold (ExtendDeadline): REQUEST_TIMEOUT,
+// or 0 without a request timeout (a test router).
+func Timeout(c *gin.Context) time.Duration {
+	d, _ := c.Get(timeoutKey)
+	timeout, _ := d.(time.Duration)
+	return timeout
+}
 
 // ExtendDeadline lets a handler hold its request for hold from now (a `Prefer: wait`, an event
 // stream): the request's context then ends REQUEST_TIMEOUT after that, so the work after the hold
