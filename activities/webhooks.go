@@ -189,16 +189,15 @@ func (a *Activities) stopAt(ctx context.Context, d *models.WebhookDelivery, ep *
 	case ep == nil:
 		return false, nil
 	case ep.DeletedAt != nil:
-		if err = a.Store.FailDelivery(ctx, d.ID, models.EndpointDeletedError); err == nil {
+		var ended bool
+		if ended, err = a.Store.FailDelivery(ctx, d.ID, models.EndpointDeletedError); ended {
 			a.Metrics.WebhookDeliveryEnded(models.WebhookFailed)
 		}
 	case ep.Status != models.EndpointEnabled:
-		var held bool
-		if held, err = a.Store.HoldDelivery(ctx, d.ID, ep.ID); err == nil {
-			ended := models.WebhookHeld
-			if !held { // the endpoint was deleted since it was read: the delivery failed
-				ended = models.WebhookFailed
-			}
+		// Held, or failed when the endpoint was deleted since it was read; "" when a repeated
+		// call found it so already (counted then).
+		var ended string
+		if ended, err = a.Store.HoldDelivery(ctx, d.ID, ep.ID); ended != "" {
 			a.Metrics.WebhookDeliveryEnded(ended)
 		}
 	default:
@@ -243,10 +242,13 @@ func (a *Activities) recordAttempt(ctx context.Context, d *models.WebhookDeliver
 
 // MarkWebhookFailed records that a delivery's run gave up after its last attempt (a local activity).
 func (a *Activities) MarkWebhookFailed(ctx context.Context, deliveryID string) error {
-	if err := a.Store.MarkWebhookFailed(ctx, deliveryID); err != nil {
+	ended, err := a.Store.MarkWebhookFailed(ctx, deliveryID)
+	if err != nil {
 		return err
 	}
-	a.Metrics.WebhookDeliveryEnded(models.WebhookFailed)
+	if ended { // not when a retry of this activity finds it failed already: counted once
+		a.Metrics.WebhookDeliveryEnded(models.WebhookFailed)
+	}
 	return nil
 }
 

@@ -576,6 +576,20 @@ func TestDeliverWebhookErrors(t *testing.T) {
 	if d := f.delivery(t, id); d.Status != models.WebhookFailed {
 		t.Fatalf("status = %s", d.Status)
 	}
+	// Each end is counted once, however often the step that made it runs again (an activity
+	// retried after it committed): the delivery was held once and failed once.
+	if res := f.deliver(t, contract.DeliverInput{DeliveryID: id, Attempt: 1}); !res.Stopped {
+		t.Fatalf("deleted endpoint, again: %+v", res)
+	}
+	if err := f.acts.MarkWebhookFailed(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	scraped := metricstest.Serve(t, f.acts.Metrics.WorkerHandler())
+	for status, want := range map[string]float64{models.WebhookHeld: 1, models.WebhookFailed: 1} {
+		if got := scraped.Value(metrics.WebhookDeliveriesEnded, map[string]string{"status": status}); got != want {
+			t.Errorf("%s{status=%s} = %v, want %v", metrics.WebhookDeliveriesEnded, status, got, want)
+		}
+	}
 }
 
 // An endpoint deleted while an attempt to it is under way (the client's DELETE /webhook-endpoints

@@ -512,12 +512,15 @@ func TestADeliveryStoppedAfterItsEndpointWasDeletedEnds(t *testing.T) {
 			}
 		}
 
-		held, err := store.HoldDelivery(ctx, toHold.ID, ep.ID)
+		ended, err := store.HoldDelivery(ctx, toHold.ID, ep.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d, _ := models.GetWebhookDelivery(db, toHold.ID); held || d.Status != models.WebhookFailed || d.LastError != models.EndpointDeletedError {
-			t.Errorf("holding a delivery of a deleted endpoint: held %v, status %s (%q); want failed", held, d.Status, d.LastError)
+		if d, _ := models.GetWebhookDelivery(db, toHold.ID); ended != models.WebhookFailed || d.Status != models.WebhookFailed || d.LastError != models.EndpointDeletedError {
+			t.Errorf("holding a delivery of a deleted endpoint: ended %q, status %s (%q); want failed", ended, d.Status, d.LastError)
+		}
+		if again, err := store.HoldDelivery(ctx, toHold.ID, ep.ID); err != nil || again != "" {
+			t.Errorf("holding it again: ended %q, %v; want nothing ended (it was already)", again, err)
 		}
 		next := time.Now().Add(5 * time.Minute)
 		eff, err := store.RecordAttempt(ctx, failing.ID, ep.ID, models.AttemptRecord{Attempt: 1, CallbackURL: ep.URL,
@@ -543,8 +546,11 @@ func TestADeliveryStoppedAfterItsEndpointWasDeletedEnds(t *testing.T) {
 		if _, err := store.UpdateWebhookEndpoint(ctx, ten.inst, live.ID, models.EndpointChanges{Status: &disabled}, time.Now()); err != nil {
 			t.Fatal(err)
 		}
-		if held, err := store.HoldDelivery(ctx, kept.ID, live.ID); err != nil || !held {
-			t.Fatalf("hold a delivery of a disabled endpoint: %v, %v", held, err)
+		if ended, err := store.HoldDelivery(ctx, kept.ID, live.ID); err != nil || ended != models.WebhookHeld {
+			t.Fatalf("hold a delivery of a disabled endpoint: %q, %v", ended, err)
+		}
+		if again, err := store.HoldDelivery(ctx, kept.ID, live.ID); err != nil || again != "" {
+			t.Errorf("hold it again: ended %q, %v; want nothing ended (it was held already)", again, err)
 		}
 		if d, _ := models.GetWebhookDelivery(db, kept.ID); d.Status != models.WebhookHeld {
 			t.Errorf("delivery of a disabled endpoint = %s, want held", d.Status)

@@ -213,10 +213,12 @@ func (s *Store) LoadDeliveryTarget(ctx context.Context, id string) (*DeliveryTar
 
 // HoldDelivery records that a delivery to endpointID was not attempted because the endpoint is
 // disabled: it waits, held, for a recover. A delivered one stays delivered. When the endpoint was
-// deleted meanwhile, nothing could ever send it: it ends failed (EndpointDeletedError) instead,
-// and held is false. The endpoint's row is held first (lockEndpointForDelivery), so a deletion
-// that commits before or after never leaves the delivery held.
-func (s *Store) HoldDelivery(ctx context.Context, id, endpointID string) (held bool, err error) {
+// deleted meanwhile, nothing could ever send it: it ends failed (EndpointDeletedError) instead.
+// ended is how this call ended it, WebhookHeld or WebhookFailed, or "" when it had already ended
+// so (a repeated call), so that its end is counted once. The endpoint's row is held first
+// (lockEndpointForDelivery), so a deletion that commits before or after never leaves the delivery
+// held.
+func (s *Store) HoldDelivery(ctx context.Context, id, endpointID string) (ended string, err error) {
 	err = s.Tx(ctx, func(tx *Store) error {
 		db := tx.conn(ctx)
 		deleted, err := lockEndpointForDelivery(db, endpointID)
@@ -224,25 +226,38 @@ func (s *Store) HoldDelivery(ctx context.Context, id, endpointID string) (held b
 			return err
 		}
 		if deleted {
-			return failDelivery(db, id, EndpointDeletedError)
+			failed, err := failDelivery(db, id, EndpointDeletedError)
+			if failed {
+				ended = WebhookFailed
+			}
+			return err
 		}
-		held = true
-		return db.Model(&WebhookDelivery{}).Where("id = ? AND status <> ?", id, WebhookDelivered).
-			Updates(map[string]any{"status": WebhookHeld, "next_attempt_at": nil, "updated_at": time.Now().UTC()}).Error
+		res := db.Model(&WebhookDelivery{}).Where("id = ? AND status NOT IN ?", id, []string{WebhookDelivered, WebhookHeld}).
+			Updates(map[string]any{"status": WebhookHeld, "next_attempt_at": nil, "updated_at": time.Now().UTC()})
+		if res.RowsAffected > 0 {
+			ended = WebhookHeld
+		}
+		return res.Error
 	})
-	return held, err
+	if err != nil {
+		return "", err
+	}
+	return ended, nil
 }
 
 // FailDelivery ends a delivery failed with reason as its last error, without an attempt (its
-// endpoint was deleted). A delivered one stays delivered.
-func (s *Store) FailDelivery(ctx context.Context, id, reason string) error {
+// endpoint was deleted). A delivered one stays delivered; ended is as failDelivery's.
+func (s *Store) FailDelivery(ctx context.Context, id, reason string) (ended bool, err error) {
 	return failDelivery(s.conn(ctx), id, reason)
 }
 
-func failDelivery(db *gorm.DB, id, reason string) error {
-	return db.Model(&WebhookDelivery{}).Where("id = ? AND status <> ?", id, WebhookDelivered).
+// failDelivery is FailDelivery on db; ended reports that it ended the delivery (false for one
+// already delivered or failed: a repeated call), so that its end is counted once.
+func failDelivery(db *gorm.DB, id, reason string) (ended bool, err error) {
+	res := db.Model(&WebhookDelivery{}).Where("id = ? AND status NOT IN ?", id, []string{WebhookDelivered, WebhookFailed}).
 		Updates(map[string]any{"status": WebhookFailed, "last_error": reason, "next_attempt_at": nil,
-			"updated_at": time.Now().UTC()}).Error
+			"updated_at": time.Now().UTC()})
+	return res.RowsAffected > 0, res.Error
 }
 
 // AttemptEffects is what an attempt changed beyond its delivery.

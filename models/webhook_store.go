@@ -19,11 +19,13 @@ func (s *Store) DeliveriesOfEvent(ctx context.Context, eventID string) ([]Webhoo
 }
 
 // MarkWebhookFailed records that the latest run of a delivery gave up; a delivery that was
-// delivered in the meantime stays delivered.
-func (s *Store) MarkWebhookFailed(ctx context.Context, deliveryID string) error {
-	return s.conn(ctx).Model(&WebhookDelivery{}).
-		Where("id = ? AND status <> ?", deliveryID, WebhookDelivered).
-		Updates(map[string]any{"status": WebhookFailed, "next_attempt_at": nil, "updated_at": time.Now().UTC()}).Error
+// delivered in the meantime stays delivered. ended reports that this call ended it: false for a
+// delivery already delivered or failed (a repeated call), so that its end is counted once.
+func (s *Store) MarkWebhookFailed(ctx context.Context, deliveryID string) (ended bool, err error) {
+	res := s.conn(ctx).Model(&WebhookDelivery{}).
+		Where("id = ? AND status NOT IN ?", deliveryID, []string{WebhookDelivered, WebhookFailed}).
+		Updates(map[string]any{"status": WebhookFailed, "next_attempt_at": nil, "updated_at": time.Now().UTC()})
+	return res.RowsAffected > 0, res.Error
 }
 
 // RotateWebhookSecret replaces the installation's webhook signing secret with newSecret, sealed by

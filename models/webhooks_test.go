@@ -169,8 +169,8 @@ func TestRecordWebhookAttempts(t *testing.T) {
 			t.Fatalf("replay attempt = %+v", a)
 		}
 		// A run that gives up does not undo a delivery made in the meantime.
-		if err := models.NewStore(db).MarkWebhookFailed(t.Context(), id); err != nil {
-			t.Fatal(err)
+		if ended, err := models.NewStore(db).MarkWebhookFailed(t.Context(), id); err != nil || ended {
+			t.Fatalf("MarkWebhookFailed of a delivered delivery: ended %v, %v", ended, err)
 		}
 		if d, _ = models.GetWebhookDelivery(db, id); d.Status != models.WebhookDelivered {
 			t.Fatalf("MarkWebhookFailed overwrote a delivered delivery: %s", d.Status)
@@ -284,8 +284,11 @@ func TestMarkWebhookFailed(t *testing.T) {
 		if err := models.RecordWebhookAttempt(db, id, models.AttemptRecord{Attempt: 8, StartedAt: time.Now(), StatusCode: 500, NextAttemptAt: &next}); err != nil {
 			t.Fatal(err)
 		}
-		if err := models.NewStore(db).MarkWebhookFailed(t.Context(), id); err != nil {
-			t.Fatal(err)
+		if ended, err := models.NewStore(db).MarkWebhookFailed(t.Context(), id); err != nil || !ended {
+			t.Fatalf("MarkWebhookFailed: ended %v, %v", ended, err)
+		}
+		if again, err := models.NewStore(db).MarkWebhookFailed(t.Context(), id); err != nil || again {
+			t.Fatalf("MarkWebhookFailed again: ended %v, %v; want nothing ended (it was failed already)", again, err)
 		}
 		d, _ := models.GetWebhookDelivery(db, id)
 		if d.Status != models.WebhookFailed || d.NextAttemptAt != nil || d.Attempts != 1 {
