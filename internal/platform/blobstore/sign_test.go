@@ -133,11 +133,7 @@ func TestS3SignedURLs(t *testing.T) {
 func TestS3ReadsAndCopiesOfAVersion(t *testing.T) {
 	srv := s3server.Start(t)
 	srv.Setenv(t)
-	s, err := blobstore.Open(context.Background(), srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s := openStore(t, srv.URL())
 	ctx := context.Background()
 	if _, _, err := s.PutReader(ctx, "incoming/a", bytes.NewReader([]byte("first version")), "image/png", 100); err != nil {
 		t.Fatal(err)
@@ -173,11 +169,7 @@ func TestS3ReadsAndCopiesOfAVersion(t *testing.T) {
 func TestS3CopyKeepsNoHeaderTheUploaderChose(t *testing.T) {
 	srv := s3server.Start(t)
 	srv.Setenv(t)
-	s, err := blobstore.Open(context.Background(), srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s := openStore(t, srv.URL())
 	ctx := context.Background()
 	body := bytes.Repeat([]byte("png!"), 50)
 	url, err := s.SignedPut(ctx, "incoming/a", "image/png", int64(len(body)), time.Hour)
