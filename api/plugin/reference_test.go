@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -176,6 +177,8 @@ func TestReferenceImageDownload(t *testing.T) {
 	_, sceneries := e.refList("/sceneries", e.key, "sceneries")
 	_, fashion := e.refList("/models", e.key, "models")
 	_, presets := e.refList("/presets", e.key, "presets")
+	srv := httptest.NewServer(e.router)
+	defer srv.Close()
 
 	for _, c := range []struct {
 		url  string
@@ -196,6 +199,17 @@ func TestReferenceImageDownload(t *testing.T) {
 		require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 		assert.Equal(t, "image/jpeg", rec.Header().Get("Content-Type"))
 		assert.Equal(t, "private, max-age=86400", rec.Header().Get("Cache-Control"))
+		// Its length is said, over a real connection, on a GET and on a HEAD (served as the GET,
+		// without the body).
+		for _, method := range []string{http.MethodGet, http.MethodHead} {
+			req, err := http.NewRequest(method, srv.URL+u.RequestURI(), nil)
+			require.NoError(t, err)
+			res, err := srv.Client().Do(req)
+			require.NoError(t, err)
+			res.Body.Close()
+			assert.Equal(t, http.StatusOK, res.StatusCode)
+			assert.Equal(t, strconv.Itoa(rec.Body.Len()), res.Header.Get("Content-Length"), "%s %s", method, c.url)
+		}
 		img, err := jpeg.Decode(bytes.NewReader(rec.Body.Bytes()))
 		require.NoError(t, err)
 		assert.Equal(t, c.w, img.Bounds().Dx(), c.url)
