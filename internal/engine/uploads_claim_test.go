@@ -33,11 +33,7 @@ func TestAnUploadClaimLeftByADeadProcessIsTakenAgain(t *testing.T) {
 		cfg := d.EngineConfig
 		cfg.UploadTimeout = 15 * time.Minute
 		eng := engine.New(cfg)
-		acc, err := models.CreateAccount(db, "Acme", 100)
-		require.NoError(t, err)
-		created, err := models.CreateInstallation(db, d.Box, models.NewInstallation{AccountID: acc.ID, Name: "shop"}, "whsec")
-		require.NoError(t, err)
-		inst := created.Installation
+		acc, inst := uploadTenant(t, db, d)
 
 		good := testimage.GradientPNG(t, 64, 48)
 		now := time.Now().UTC()

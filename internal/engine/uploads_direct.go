@@ -126,10 +126,7 @@ func (e *Uploads) checkArrived(ctx context.Context, asset *models.Asset, incomin
 		return refuse(KindInvalid, "", "", "Content-Type is %q but the upload was declared as %q.", st.ContentType, asset.ContentType), nil
 	}
 	head, err := e.cfg.Blobs.ReadPrefix(ctx, incoming, sniffBytes, st.ETag)
-	if errors.Is(err, blobstore.ErrChanged) {
-		return nil, err
-	}
-	if err != nil {
+	if err != nil { // blobstore.ErrChanged among them, which collect sees through the wrapping
 		return nil, fmt.Errorf("read upload %s from the store: %w", asset.ID, err)
 	}
 	width, height, err := imageprep.CheckHead(head, asset.ContentType, imageprep.Options{})

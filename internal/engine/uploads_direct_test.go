@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
 
 	"github.com/shotflow/shotflow/internal/engine"
 	"github.com/shotflow/shotflow/internal/platform/blobstore"
@@ -20,6 +21,17 @@ import (
 	"github.com/shotflow/shotflow/models/testdb"
 	"github.com/shotflow/shotflow/workflows"
 )
+
+// uploadTenant stores an account with 100 credits and an installation of it, the tenant of the
+// uploads tests.
+func uploadTenant(t *testing.T, db *gorm.DB, d *apitest.Deps) (*models.Account, models.Installation) {
+	t.Helper()
+	acc, err := models.CreateAccount(db, "Acme", 100)
+	require.NoError(t, err)
+	created, err := models.CreateInstallation(db, d.Box, models.NewInstallation{AccountID: acc.ID, Name: "shop"}, "whsec")
+	require.NoError(t, err)
+	return acc, created.Installation
+}
 
 // The outbox sweep collects the uploads sent straight to the store that open jobs wait for and
 // nobody used yet (CollectAwaitedUploads): an upload whose good bytes arrived is copied to its key,
@@ -35,11 +47,7 @@ func TestSweepCollectsAwaitedUploads(t *testing.T) {
 	cfg.Metrics = metrics.New()
 	defer cfg.Metrics.Close()
 	eng := engine.New(cfg)
-	acc, err := models.CreateAccount(db, "Acme", 100)
-	require.NoError(t, err)
-	created, err := models.CreateInstallation(db, d.Box, models.NewInstallation{AccountID: acc.ID, Name: "shop"}, "whsec")
-	require.NoError(t, err)
-	inst := created.Installation
+	acc, inst := uploadTenant(t, db, d)
 
 	good := testimage.GradientPNG(t, 64, 48)
 	now := time.Now().UTC()

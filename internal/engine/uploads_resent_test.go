@@ -47,17 +47,14 @@ func TestAnUploadSentAgainDuringItsCollectionIsCheckedAgain(t *testing.T) {
 	db := testdb.Open(t, testdb.SQLiteURL(t))
 	d := apitest.NewDeps(t, db, apitest.Options{TaskQueue: "resent", BlobURL: srv.URL(),
 		Temporal: apitest.TemporalOptions{OnlyPrefix: "prepare-input/"}})
-	acc, err := models.CreateAccount(db, "Acme", 100)
-	require.NoError(t, err)
-	created, err := models.CreateInstallation(db, d.Box, models.NewInstallation{AccountID: acc.ID, Name: "shop"}, "whsec")
-	require.NoError(t, err)
+	acc, inst := uploadTenant(t, db, d)
 
 	checked := testimage.GradientPNG(t, 64, 48)
 	other := make([]byte, len(checked)) // the same length (the URL binds it), no image at all
 	now := time.Now().UTC()
 	exp := now.Add(2 * time.Hour)
 	id := models.NewID()
-	a := models.Asset{ID: id, AccountID: acc.ID, InstallationID: &created.Installation.ID, Kind: models.AssetKindUpload,
+	a := models.Asset{ID: id, AccountID: acc.ID, InstallationID: &inst.ID, Kind: models.AssetKindUpload,
 		Status: status.AssetAwaitingUpload, ContentType: "image/png", SizeBytes: int64(len(checked)),
 		BlobKey: "uploads/" + acc.ID + "/" + id, UploadExpiresAt: &exp, CreatedAt: now, UpdatedAt: now}
 	require.NoError(t, db.Create(&a).Error)
@@ -70,7 +67,7 @@ func TestAnUploadSentAgainDuringItsCollectionIsCheckedAgain(t *testing.T) {
 	}}
 	eng := engine.New(cfg)
 
-	err = eng.Uploads.CollectUpload(ctx, created.Installation.ID, id, "asset_id")
+	err := eng.Uploads.CollectUpload(ctx, inst.ID, id, "asset_id")
 	var refused *engine.Error
 	if err != nil && !assert.ErrorAs(t, err, &refused) {
 		t.FailNow()
@@ -84,6 +81,6 @@ func TestAnUploadSentAgainDuringItsCollectionIsCheckedAgain(t *testing.T) {
 	}
 
 	// The next look checks what is there now, and refuses it.
-	err = eng.Uploads.CollectUpload(ctx, created.Installation.ID, id, "asset_id")
+	err = eng.Uploads.CollectUpload(ctx, inst.ID, id, "asset_id")
 	require.ErrorAs(t, err, &refused, "the bytes sent again are checked, and they are no PNG")
 }
